@@ -1,0 +1,77 @@
+#include "temper/core/thread_pool.h"
+
+#include <omp.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <memory>
+#include <thread>
+
+#include "temper/core/error.h"
+
+extern "C" void openblas_set_num_threads(int);
+
+namespace temper {
+
+ThreadPool::ThreadPool(int num_threads) : num_threads_(num_threads < 1 ? 1 : num_threads) {}
+
+ThreadPool::~ThreadPool() = default;
+
+void ThreadPool::run(int64_t num_tasks, TaskFn fn) {
+  if (num_tasks <= 0) return;
+  if (num_threads_ == 1 || num_tasks == 1 || omp_in_parallel()) {
+    for (int64_t t = 0; t < num_tasks; ++t) fn(t);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  int team = static_cast<int>(num_tasks < num_threads_ ? num_tasks : num_threads_);
+#pragma omp parallel num_threads(team)
+  {
+    for (;;) {
+      int64_t t = next.fetch_add(1, std::memory_order_relaxed);
+      if (t >= num_tasks) break;
+      fn(t);
+    }
+  }
+}
+
+int default_num_threads() {
+  if (const char* e = std::getenv("TEMPER_THREADS")) {
+    int n = std::atoi(e);
+    TEMPER_CHECK(n >= 1) << "TEMPER_THREADS must be a positive integer, got '" << e << "'";
+    return n;
+  }
+  unsigned hc = std::thread::hardware_concurrency();
+  return hc ? static_cast<int>(hc) : 1;
+}
+
+namespace {
+std::unique_ptr<ThreadPool>& pool_slot() {
+  static std::unique_ptr<ThreadPool> p;
+  return p;
+}
+void apply_backend_threads(int n) {
+  omp_set_num_threads(n);
+  openblas_set_num_threads(n);
+}
+}  // namespace
+
+ThreadPool& thread_pool() {
+  auto& p = pool_slot();
+  if (!p) {
+    p = std::make_unique<ThreadPool>(default_num_threads());
+    apply_backend_threads(p->size());
+  }
+  return *p;
+}
+
+void set_num_threads(int n) {
+  TEMPER_CHECK(n >= 1) << "thread count must be >= 1, got " << n;
+  auto& p = pool_slot();
+  if (!p || p->size() != n) p = std::make_unique<ThreadPool>(n);
+  apply_backend_threads(n);
+}
+
+int num_threads() { return thread_pool().size(); }
+
+}  // namespace temper

@@ -1,0 +1,69 @@
+// Persistent fork-join thread pool. run(n, fn) calls fn(task) for task in [0, n) across the pool
+// (the caller works too) and returns when all are done. Results never depend on which thread ran a
+// task: kernels give each task a disjoint output and reduce partials in a fixed order.
+// The threads are OpenMP's persistent team (libgomp), the same threads the BLAS (OpenBLAS's OpenMP
+// build) and oneDNN use: on a 2-core machine a second pool of spinning threads would fight them.
+// Leaves out: work stealing, futures, priorities. Nested calls run inline on the calling thread.
+#pragma once
+
+#include <cstdint>
+
+namespace temper {
+
+// Non-owning callable reference (no allocation), valid for the duration of the call.
+class TaskFn {
+ public:
+  template <class F>
+  TaskFn(const F& f) : obj_(&f), call_([](const void* o, int64_t t) { (*static_cast<const F*>(o))(t); }) {}
+  void operator()(int64_t t) const { call_(obj_, t); }
+
+ private:
+  const void* obj_;
+  void (*call_)(const void*, int64_t);
+};
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int num_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return num_threads_; }
+  void run(int64_t num_tasks, TaskFn fn);
+
+ private:
+  int num_threads_;
+};
+
+int default_num_threads();          // TEMPER_THREADS, else the number of cores
+ThreadPool& thread_pool();          // the process-wide pool
+void set_num_threads(int n);        // resize the pool (and the BLAS's threads) to n
+int num_threads();
+
+// Calls fn(begin, end) over [0, n) in chunks of at least `grain`, one contiguous chunk per task.
+template <class F>
+void parallel_for(int64_t n, int64_t grain, const F& fn) {
+  if (n <= 0) return;
+  ThreadPool& pool = thread_pool();
+  int64_t max_chunks = (n + grain - 1) / (grain < 1 ? 1 : grain);
+  int64_t chunks = max_chunks < pool.size() ? max_chunks : pool.size();
+  if (chunks <= 1) {
+    fn(int64_t{0}, n);
+    return;
+  }
+  auto task = [&](int64_t t) {
+    int64_t b = n * t / chunks, e = n * (t + 1) / chunks;
+    fn(b, e);
+  };
+  pool.run(chunks, TaskFn(task));
+}
+
+// Calls fn(task) for every task in [0, n), dynamically scheduled across the pool.
+template <class F>
+void parallel_tasks(int64_t n, const F& fn) {
+  if (n <= 0) return;
+  thread_pool().run(n, TaskFn(fn));
+}
+
+}  // namespace temper

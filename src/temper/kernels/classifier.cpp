@@ -1,0 +1,56 @@
+#include "temper/kernels/classifier.h"
+
+#include <cmath>
+#include <vector>
+
+#include "temper/core/error.h"
+#include "temper/core/thread_pool.h"
+#include "temper/kernels/cpu/isa_table.h"
+
+namespace temper::kernels {
+
+void classifier_fused(const ClassifierArgs& a) {
+  TEMPER_CHECK(a.h && a.w && a.logprob && a.entropy) << "classifier: missing input or output";
+  TEMPER_CHECK(!a.loss || (a.dh && a.dw)) << "classifier: a loss needs dh and dw";
+  for (int64_t n = 0; n < a.N; ++n)
+    TEMPER_CHECK(!a.targets || (a.targets[n] >= -1 && a.targets[n] < a.V))
+        << "target id " << a.targets[n] << " at row " << n << " outside vocab [0, " << a.V << ")";
+  const IsaTable& t = isa_table();
+  int64_t chunk = a.chunk_rows > 0 ? a.chunk_rows : (int64_t{4} << 20) / a.V;
+  if (chunk < 1) chunk = 1;
+  if (chunk > a.N) chunk = a.N;
+  static thread_local std::vector<float> z;
+  if (static_cast<int64_t>(z.size()) < chunk * a.V) z.resize(static_cast<size_t>(chunk * a.V));
+  float* zbuf = z.data();  // the caller's buffer: workers must not touch their own thread_local
+  for (int64_t r0 = 0; r0 < a.N; r0 += chunk) {
+    int64_t rows = r0 + chunk < a.N ? chunk : a.N - r0;
+    const float* hc = a.h + r0 * a.C;
+    gemm(false, true, rows, a.V, a.C, hc, a.C, a.w, a.C, 0.f, zbuf, a.V, a.precision);
+    parallel_for(rows, 4, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        int64_t n = r0 + i;
+        float* zr = zbuf + i * a.V;
+        float se, sex;
+        float m = t.row_softmax_stats(zr, a.V, &se, &sex);
+        float lse = m + std::log(se);
+        float H = lse - sex / se;
+        int32_t tgt = a.targets ? a.targets[n] : -1;
+        float lp = tgt >= 0 ? zr[tgt] - lse : 0.f;
+        a.logprob[n] = lp;
+        a.entropy[n] = H;
+        if (a.loss) {
+          float g_lp = 0.f, g_ent = 0.f;
+          a.loss->coefs(n, lp, H, &g_lp, &g_ent);
+          if (tgt < 0) g_lp = 0.f;
+          t.classifier_row_grad(zr, a.V, tgt, lse, H, g_lp, g_ent);
+        }
+      }
+    });
+    if (a.loss) {
+      gemm(false, false, rows, a.C, a.V, zbuf, a.V, a.w, a.C, 0.f, a.dh + r0 * a.C, a.C, a.precision);
+      gemm(true, false, a.V, a.C, rows, zbuf, a.V, hc, a.C, 1.f, a.dw, a.C, a.precision);
+    }
+  }
+}
+
+}  // namespace temper::kernels

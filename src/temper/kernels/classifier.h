@@ -1,0 +1,38 @@
+// The fused classifier: logits = h W^T -> log-softmax -> log-prob of the given token, full-vocabulary
+// entropy, and (optionally) the gradient of a per-token loss L = sum_n f_n(logprob_n, entropy_n)
+// back to h and W, in one pass. Rows are processed in chunks: only [chunk_rows x V] logits exist at a
+// time, never [N x V] (the design of Liger-Kernel's fused linear cross-entropy, applied to the
+// policy-gradient and entropy terms too). The loss supplies dL/dlogprob and dL/dentropy per row from
+// that row's values, so a clipped PPO surrogate fuses as well as cross-entropy.
+#pragma once
+
+#include <cstdint>
+
+#include "temper/kernels/matmul.h"
+
+namespace temper::kernels {
+
+class ClassifierLoss {
+ public:
+  virtual ~ClassifierLoss() = default;
+  // Row n has log-prob lp of its target and entropy H: return dL/dlp and dL/dH.
+  virtual void coefs(int64_t n, float lp, float H, float* g_lp, float* g_ent) const = 0;
+};
+
+struct ClassifierArgs {
+  const float* h = nullptr;          // [N, C]
+  const float* w = nullptr;          // [V, C]
+  const int32_t* targets = nullptr;  // [N]; -1 = no target (log-prob 0, entropy only)
+  int64_t N = 0, C = 0, V = 0;
+  float* logprob = nullptr;  // [N] out
+  float* entropy = nullptr;  // [N] out
+  const ClassifierLoss* loss = nullptr;  // null: forward only
+  float* dh = nullptr;                   // [N, C] overwritten (when loss)
+  float* dw = nullptr;                   // [V, C] accumulated (when loss)
+  Precision precision = Precision::f32;
+  int64_t chunk_rows = 0;  // 0: as many rows as fit in 16 MiB of logits
+};
+
+void classifier_fused(const ClassifierArgs& a);
+
+}  // namespace temper::kernels

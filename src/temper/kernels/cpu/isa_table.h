@@ -1,0 +1,47 @@
+// The table of per-ISA CPU kernels. The same source (isa_kernels.inc) is compiled once per ISA
+// (scalar, AVX2+FMA, AVX-512) into its own namespace, Highway-style; isa_table() returns the table
+// of the ISA chosen at run time (core/cpu_features.h). Each entry works on a range the caller
+// gives (the caller parallelises), so results never depend on the thread count.
+#pragma once
+
+#include <cstdint>
+
+#include "temper/core/cpu_features.h"
+
+namespace temper::kernels {
+
+struct IsaTable {
+  Isa isa;
+  // y[r] = x[r] * rstd[r] * w ; rstd[r] = 1/sqrt(mean(x[r]^2) + eps), rows [0, rows) of width C.
+  void (*rmsnorm_fwd)(const float* x, const float* w, float* y, float* rstd, int64_t rows, int64_t C, float eps);
+  // dx[r] (+)= ... ; dw_acc += sum over these rows (caller gives one dw_acc per fixed row block).
+  void (*rmsnorm_bwd)(const float* dy, const float* x, const float* w, const float* rstd, float* dx, float* dw_acc,
+                      int64_t rows, int64_t C, bool accumulate_dx);
+  // Rotate-half RoPE on rows of H heads x D, row r at position pos[r]; cos/sin tables [P, D/2].
+  // inverse = true applies the transpose (the backward).
+  void (*rope)(float* x, const int32_t* pos, const float* cos, const float* sin, int64_t rows, int64_t H, int64_t D,
+               int64_t row_stride, bool inverse);
+  void (*swiglu_fwd)(const float* gate, const float* up, float* h, int64_t n);
+  void (*swiglu_bwd)(const float* gate, const float* up, const float* dh, float* dgate, float* dup, int64_t n);
+  // Decoupled AdamW on [0, n) (PyTorch torch.optim.AdamW semantics).
+  void (*adamw)(float* p, const float* g, float* m, float* v, int64_t n, float lr, float beta1, float beta2, float eps,
+                float weight_decay, float bias_corr1, float bias_corr2);
+  double (*sumsq)(const float* x, int64_t n);
+  void (*scale)(float* x, int64_t n, float s);
+  // Row softmax statistics: returns max; sum_exp = sum exp(x - max); sum_exp_x = sum exp(x - max) * x.
+  float (*row_softmax_stats)(const float* x, int64_t n, float* sum_exp, float* sum_exp_x);
+  // x[i] = exp(x[i] * scale - shift) in place; returns the sum.
+  float (*exp_shift_inplace)(float* x, int64_t n, float scale, float shift);
+  // Fused classifier gradient for one row: dz = g_lp * (onehot(target) - p) + g_ent * (-p * (log p + H)),
+  // p = exp(z - lse), written over z.
+  void (*classifier_row_grad)(float* z, int64_t V, int32_t target, float lse, float entropy, float g_lp, float g_ent);
+  // Attention backward row: dS[i] = P[i] * (dP[i] - d) * scale, in place over dP; P given.
+  void (*softmax_bwd_row)(const float* P, float* dP, int64_t n, float d, float scale);
+  float (*dot)(const float* a, const float* b, int64_t n);
+  void (*f32_to_bf16)(const float* x, uint16_t* y, int64_t n);
+};
+
+const IsaTable& isa_table();          // the active ISA's
+const IsaTable& isa_table(Isa isa);   // a given ISA's (tests)
+
+}  // namespace temper::kernels

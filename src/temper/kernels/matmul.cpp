@@ -1,0 +1,142 @@
+#include "temper/kernels/matmul.h"
+
+#include <cblas.h>
+#include <oneapi/dnnl/dnnl.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <tuple>
+#include <vector>
+
+#include "temper/core/error.h"
+#include "temper/core/thread_pool.h"
+#include "temper/kernels/cpu/isa_table.h"
+
+namespace temper::kernels {
+namespace {
+
+GemmBackend initial_backend() {
+  const char* e = std::getenv("TEMPER_GEMM");
+  if (!e || !std::strcmp(e, "openblas")) return GemmBackend::openblas;
+  if (!std::strcmp(e, "onednn")) return GemmBackend::onednn;
+  TEMPER_FAIL() << "TEMPER_GEMM='" << e << "' is not one of openblas, onednn";
+}
+
+GemmBackend& backend_slot() {
+  static GemmBackend b = initial_backend();
+  return b;
+}
+
+// oneDNN bf16 matmul primitives, cached by shape (created once per shape, reused every step).
+struct Bf16Key {
+  int64_t M, N, K;
+  bool ta, tb, acc;
+  int64_t ldc;
+  auto tie() const { return std::tie(M, N, K, ta, tb, acc, ldc); }
+  bool operator<(const Bf16Key& o) const { return tie() < o.tie(); }
+};
+
+struct Bf16Engine {
+  dnnl::engine eng{dnnl::engine::kind::cpu, 0};
+  dnnl::stream strm{eng};
+  std::map<Bf16Key, dnnl::matmul> cache;
+  std::vector<uint16_t> a16, b16;
+  std::mutex mu;
+};
+
+Bf16Engine& bf16_engine() {
+  static Bf16Engine e;
+  return e;
+}
+
+void to_bf16(const float* src, int64_t rows, int64_t cols, int64_t ld, uint16_t* dst) {
+  const IsaTable& t = isa_table();
+  parallel_for(rows, 64, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) t.f32_to_bf16(src + r * ld, dst + r * cols, cols);
+  });
+}
+
+void gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
+               int64_t ldb, float beta, float* C, int64_t ldc) {
+  TEMPER_CHECK(beta == 0.f || beta == 1.f) << "bf16 gemm supports beta 0 or 1, got " << beta;
+  Bf16Engine& e = bf16_engine();
+  std::lock_guard<std::mutex> g(e.mu);
+  // Stored orientations: A is [M,K] or (ta) [K,M]; B is [K,N] or (tb) [N,K]. Convert densely.
+  int64_t ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
+  if (static_cast<int64_t>(e.a16.size()) < ar * ac) e.a16.resize(static_cast<size_t>(ar * ac));
+  if (static_cast<int64_t>(e.b16.size()) < br * bc) e.b16.resize(static_cast<size_t>(br * bc));
+  to_bf16(A, ar, ac, lda, e.a16.data());
+  to_bf16(B, br, bc, ldb, e.b16.data());
+  using dt = dnnl::memory::data_type;
+  dnnl::memory::desc ad({M, K}, dt::bf16, ta ? dnnl::memory::dims{1, M} : dnnl::memory::dims{K, 1});
+  dnnl::memory::desc bd({K, N}, dt::bf16, tb ? dnnl::memory::dims{1, K} : dnnl::memory::dims{N, 1});
+  dnnl::memory::desc cd({M, N}, dt::f32, dnnl::memory::dims{ldc, 1});
+  Bf16Key key{M, N, K, ta, tb, beta != 0.f, ldc};
+  auto it = e.cache.find(key);
+  if (it == e.cache.end()) {
+    dnnl::primitive_attr attr;
+    if (beta != 0.f) {
+      dnnl::post_ops po;
+      po.append_sum(1.0f);
+      attr.set_post_ops(po);
+    }
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(ad, bd, cd), attr, e.eng);
+    it = e.cache.emplace(key, dnnl::matmul(pd)).first;
+  }
+  dnnl::memory am(ad, e.eng, e.a16.data()), bm(bd, e.eng, e.b16.data()), cm(cd, e.eng, C);
+  it->second.execute(e.strm, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+  e.strm.wait();
+}
+
+}  // namespace
+
+GemmBackend gemm_backend() { return backend_slot(); }
+void gemm_set_backend(GemmBackend b) { backend_slot() = b; }
+
+std::string_view gemm_backend_name(GemmBackend b) { return b == GemmBackend::openblas ? "openblas" : "onednn"; }
+
+bool precision_from_name(std::string_view n, Precision* out) {
+  if (n == "f32") *out = Precision::f32;
+  else if (n == "bf16") *out = Precision::bf16;
+  else return false;
+  return true;
+}
+
+std::string_view precision_name(Precision p) { return p == Precision::f32 ? "f32" : "bf16"; }
+
+void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
+          float beta, float* C, int64_t ldc, Precision precision) {
+  if (M == 0 || N == 0) return;
+  if (K == 0) {
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.f ? 0.f : beta * C[i * ldc + j];
+    return;
+  }
+  if (precision == Precision::bf16) {
+    gemm_bf16(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+    return;
+  }
+  if (backend_slot() == GemmBackend::onednn) {
+    dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, 1.f, A, lda, B, ldb, beta, C, ldc);
+    TEMPER_CHECK(st == dnnl_success) << "dnnl_sgemm failed with status " << static_cast<int>(st);
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<blasint>(M),
+              static_cast<blasint>(N), static_cast<blasint>(K), 1.f, A, static_cast<blasint>(lda), B,
+              static_cast<blasint>(ldb), beta, C, static_cast<blasint>(ldc));
+}
+
+void gemm_ref(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* A, int64_t lda, const double* B,
+              int64_t ldb, double beta, double* C, int64_t ldc) {
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double s = 0;
+      for (int64_t k = 0; k < K; ++k) s += (ta ? A[k * lda + i] : A[i * lda + k]) * (tb ? B[j * ldb + k] : B[k * ldb + j]);
+      C[i * ldc + j] = s + (beta == 0 ? 0 : beta * C[i * ldc + j]);
+    }
+}
+
+}  // namespace temper::kernels

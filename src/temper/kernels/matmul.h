@@ -1,0 +1,29 @@
+// Matrix multiply for training shapes, through a BLAS: C[M,N] = op(A) op(B) + beta*C, row-major.
+// op(A) = A^T when ta (A stored [K, M]); op(B) = B^T when tb (B stored [N, K]); a linear layer
+// y = x W^T is gemm(false, true, ...). f32 goes to OpenBLAS (OpenMP build) or oneDNN's sgemm;
+// bf16 rounds both inputs to bf16 and runs oneDNN's bf16 matmul with f32 accumulation and output
+// (what torch.autocast does on CPU). The choice and the measurements are in docs/PERFORMANCE.md.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace temper::kernels {
+
+enum class Precision { f32, bf16 };
+enum class GemmBackend { openblas, onednn };
+
+GemmBackend gemm_backend();  // TEMPER_GEMM=openblas|onednn, default openblas
+void gemm_set_backend(GemmBackend b);
+std::string_view gemm_backend_name(GemmBackend b);
+bool precision_from_name(std::string_view name, Precision* out);
+std::string_view precision_name(Precision p);
+
+void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
+          float beta, float* C, int64_t ldc, Precision precision = Precision::f32);
+
+// Reference: the same product in double, for tests.
+void gemm_ref(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* A, int64_t lda, const double* B,
+              int64_t ldb, double beta, double* C, int64_t ldc);
+
+}  // namespace temper::kernels

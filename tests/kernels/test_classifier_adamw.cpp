@@ -1,0 +1,119 @@
+// Harness entries for the fused classifier (log-prob, entropy, gradient; chunked) and AdamW/clipping.
+#include <cmath>
+
+#include "common/op_harness.h"
+#include "temper/core/error.h"
+#include "common/tolerance.h"
+#include "temper/kernels/adamw.h"
+#include "temper/kernels/classifier.h"
+#include "temper/kernels/ref/adamw_ref.h"
+#include "temper/kernels/ref/classifier_ref.h"
+
+using namespace temper;
+using namespace temper::kernels;
+using namespace temper::test;
+
+namespace {
+struct FixedCoefs : ClassifierLoss {
+  const std::vector<float>* g_lp;
+  const std::vector<float>* g_ent;
+  void coefs(int64_t n, float, float, float* a, float* b) const override {
+    *a = (*g_lp)[n];
+    *b = (*g_ent)[n];
+  }
+};
+}  // namespace
+
+TEST(OpClassifier, FusedMatchesReferenceEveryIsaAndChunking) {
+  int64_t N = 23, C = 24, V = 301;
+  auto h = random_vec(N * C, 61), w = random_vec(V * C, 62, 0.5f);
+  auto g_lp = random_vec(N, 63), g_ent = random_vec(N, 64, 0.3f);
+  std::vector<int32_t> tgt(N);
+  for (int64_t n = 0; n < N; ++n) tgt[n] = n == 5 ? -1 : int32_t((n * 97) % V);
+  auto hd = to_f64(h), wd = to_f64(w), glpd = to_f64(g_lp), gentd = to_f64(g_ent);
+  std::vector<double> lp_ref(N), H_ref(N), dh_ref(N * C, 0.0), dw_ref(V * C, 0.0);
+  ref::classifier(hd.data(), wd.data(), tgt.data(), N, C, V, lp_ref.data(), H_ref.data(), glpd.data(), gentd.data(),
+                  dh_ref.data(), dw_ref.data());
+  auto loss = [&] {
+    std::vector<double> lp(N), H(N);
+    ref::classifier<double>(hd.data(), wd.data(), tgt.data(), N, C, V, lp.data(), H.data(), nullptr, nullptr, nullptr,
+                            nullptr);
+    double s = 0;
+    for (int64_t n = 0; n < N; ++n) s += glpd[n] * lp[n] + gentd[n] * H[n];
+    return s;
+  };
+  EXPECT_TRUE(fd_check(hd, dh_ref, loss));
+  EXPECT_TRUE(fd_check(wd, dw_ref, loss));
+  FixedCoefs coefs;
+  coefs.g_lp = &g_lp;
+  coefs.g_ent = &g_ent;
+  for_each_isa([&](Isa) {
+    for (int64_t chunk : {int64_t{0}, int64_t{1}, int64_t{7}}) {
+      SCOPED_TRACE("chunk_rows=" + std::to_string(chunk));
+      std::vector<float> lp(N), H(N), dh(N * C), dw(V * C, 0.f);
+      ClassifierArgs a;
+      a.h = h.data(); a.w = w.data(); a.targets = tgt.data(); a.N = N; a.C = C; a.V = V;
+      a.logprob = lp.data(); a.entropy = H.data(); a.loss = &coefs; a.dh = dh.data(); a.dw = dw.data();
+      a.chunk_rows = chunk;
+      classifier_fused(a);
+      EXPECT_TRUE(all_close(lp, lp_ref, tolerance(Kind::reduction, V)));
+      EXPECT_TRUE(all_close(H, H_ref, tolerance(Kind::reduction, V)));
+      EXPECT_TRUE(all_close(dh, dh_ref, tolerance(Kind::reduction, V)));
+      EXPECT_TRUE(all_close(dw, dw_ref, tolerance(Kind::reduction, N)));
+    }
+  });
+}
+
+TEST(OpClassifier, ForwardOnlyAndTargetOutOfRange) {
+  int64_t N = 3, C = 4, V = 5;
+  auto h = random_vec(N * C, 65), w = random_vec(V * C, 66);
+  std::vector<int32_t> tgt = {0, 4, 2};
+  std::vector<float> lp(N), H(N);
+  ClassifierArgs a;
+  a.h = h.data(); a.w = w.data(); a.targets = tgt.data(); a.N = N; a.C = C; a.V = V;
+  a.logprob = lp.data(); a.entropy = H.data();
+  classifier_fused(a);
+  for (int64_t n = 0; n < N; ++n) {
+    EXPECT_LT(lp[n], 0.f);
+    EXPECT_GT(H[n], 0.f);
+    EXPECT_LE(H[n], std::log(float(V)) + 1e-5f);
+  }
+  tgt[1] = 5;
+  EXPECT_THROW(classifier_fused(a), temper::Error);
+}
+
+TEST(OpAdamW, MatchesTorchFormulaEveryIsa) {
+  int64_t n = 1037;
+  auto p0 = random_vec(n, 71), g1 = random_vec(n, 72), g2 = random_vec(n, 73, 0.1f);
+  AdamWConfig c{1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f};
+  std::vector<double> pr = to_f64(p0), mr(n, 0.0), vr(n, 0.0);
+  auto g1d = to_f64(g1), g2d = to_f64(g2);
+  ref::adamw_step<double>(pr.data(), g1d.data(), mr.data(), vr.data(), n, 1e-2, 0.9, 0.95, 1e-8, 0.1, 1);
+  ref::adamw_step<double>(pr.data(), g2d.data(), mr.data(), vr.data(), n, 1e-2, 0.9, 0.95, 1e-8, 0.1, 2);
+  for_each_isa([&](Isa) {
+    auto p = p0;
+    std::vector<float> m(n, 0.f), v(n, 0.f);
+    adamw_step(p.data(), g1.data(), m.data(), v.data(), n, c, c.lr, 1);
+    adamw_step(p.data(), g2.data(), m.data(), v.data(), n, c, c.lr, 2);
+    EXPECT_TRUE(all_close(p, pr, tolerance(Kind::elementwise, 1, 4.0)));
+    EXPECT_TRUE(all_close(m, mr, tolerance(Kind::elementwise, 1, 4.0)));
+    EXPECT_TRUE(all_close(v, vr, tolerance(Kind::elementwise, 1, 4.0)));
+  });
+}
+
+TEST(OpAdamW, GradNormClipping) {
+  int64_t n = 200003;
+  auto g = random_vec(n, 81);
+  double ref_norm = 0;
+  for (float x : g) ref_norm += double(x) * x;
+  ref_norm = std::sqrt(ref_norm);
+  for_each_isa([&](Isa) {
+    auto gg = g;
+    double norm = clip_grad_norm(gg.data(), n, 1.0);
+    EXPECT_NEAR(norm, ref_norm, 1e-6 * ref_norm);
+    EXPECT_NEAR(grad_norm(gg.data(), n), 1.0, 1e-5);
+    auto g2 = g;
+    clip_grad_norm(g2.data(), n, 1e9);  // no clipping above the norm
+    EXPECT_EQ(g2, g);
+  });
+}
