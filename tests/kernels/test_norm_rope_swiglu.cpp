@@ -2,6 +2,7 @@
 #include "common/op_harness.h"
 #include "temper/core/error.h"
 #include "common/tolerance.h"
+#include "temper/kernels/bias.h"
 #include "temper/kernels/embedding.h"
 #include "temper/kernels/ref/rmsnorm_ref.h"
 #include "temper/kernels/ref/rope_ref.h"
@@ -82,28 +83,32 @@ TEST(OpRope, PositionOutsideTableIsAnError) {
 }
 
 TEST(OpSwiglu, ForwardBackwardEveryIsa) {
-  for (int64_t n : {1, 15, 16, 1000, 40001}) {
-    auto g = random_vec(n, 31, 3.0f), u = random_vec(n, 32), dh = random_vec(n, 33);
-    auto gd = to_f64(g), ud = to_f64(u), dhd = to_f64(dh);
-    std::vector<double> h_ref(n), dg_ref(n), du_ref(n);
-    ref::swiglu_fwd(gd.data(), ud.data(), h_ref.data(), n);
-    ref::swiglu_bwd(gd.data(), ud.data(), dhd.data(), dg_ref.data(), du_ref.data(), n);
+  for (auto [N, F] : {std::pair<int64_t, int64_t>{1, 1}, {3, 15}, {5, 16}, {7, 88}, {2, 20001}}) {
+    SCOPED_TRACE("N=" + std::to_string(N) + " F=" + std::to_string(F));
+    auto gu = random_vec(N * 2 * F, 31, 3.0f), dh = random_vec(N * F, 33);
+    auto gud = to_f64(gu), dhd = to_f64(dh);
+    std::vector<double> h_ref(N * F), dgu_ref(N * 2 * F);
+    auto ref_fwd = [&](std::vector<double>& h) {
+      for (int64_t n = 0; n < N; ++n) ref::swiglu_fwd(gud.data() + n * 2 * F, gud.data() + n * 2 * F + F, h.data() + n * F, F);
+    };
+    ref_fwd(h_ref);
+    for (int64_t n = 0; n < N; ++n)
+      ref::swiglu_bwd(gud.data() + n * 2 * F, gud.data() + n * 2 * F + F, dhd.data() + n * F, dgu_ref.data() + n * 2 * F,
+                      dgu_ref.data() + n * 2 * F + F, F);
     auto loss = [&] {
-      std::vector<double> h(n);
-      ref::swiglu_fwd(gd.data(), ud.data(), h.data(), n);
+      std::vector<double> h(N * F);
+      ref_fwd(h);
       double s = 0;
-      for (int64_t i = 0; i < n; ++i) s += h[i] * dhd[i];
+      for (int64_t i = 0; i < N * F; ++i) s += h[i] * dhd[i];
       return s;
     };
-    EXPECT_TRUE(fd_check(gd, dg_ref, loss));
-    EXPECT_TRUE(fd_check(ud, du_ref, loss));
+    EXPECT_TRUE(fd_check(gud, dgu_ref, loss));
     for_each_isa([&](Isa) {
-      std::vector<float> h(n), dg(n), du(n);
-      swiglu_fwd(g.data(), u.data(), h.data(), n);
-      swiglu_bwd(g.data(), u.data(), dh.data(), dg.data(), du.data(), n);
+      std::vector<float> h(N * F), dgu(N * 2 * F);
+      swiglu_fwd(gu.data(), h.data(), N, F);
+      swiglu_bwd(gu.data(), dh.data(), dgu.data(), N, F);
       EXPECT_TRUE(all_close(h, h_ref, tolerance(Kind::elementwise, 1, 4.0)));
-      EXPECT_TRUE(all_close(dg, dg_ref, tolerance(Kind::elementwise, 1, 4.0)));
-      EXPECT_TRUE(all_close(du, du_ref, tolerance(Kind::elementwise, 1, 4.0)));
+      EXPECT_TRUE(all_close(dgu, dgu_ref, tolerance(Kind::elementwise, 1, 4.0)));
     });
   }
 }
@@ -125,4 +130,52 @@ TEST(OpEmbedding, GatherAndScatterAdd) {
   EXPECT_TRUE(all_close(dtab, dref, tolerance(Kind::reduction, N)));
   ids[3] = int32_t(V);
   EXPECT_THROW(embedding_fwd(table.data(), ids.data(), out.data(), N, V, C), temper::Error);
+}
+
+TEST(OpRmsnorm, PerHeadStridedEveryIsa) {
+  // Qwen3 q_norm: token rows of stride 100 holding H=3 heads of D=24 at offset 10; rest untouched.
+  int64_t N = 37, H = 3, D = 24, stride = 100, off = 10;
+  auto buf = random_vec(N * stride, 91), w = random_vec(D, 92, 0.2f), dy = random_vec(N * stride, 93);
+  for (auto& v : w) v += 1.0f;
+  std::vector<double> x(N * H * D), dyd(N * H * D), y_ref(N * H * D), dx_ref(N * H * D), dw_ref(D, 0.0);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t i = 0; i < H * D; ++i) {
+      x[n * H * D + i] = buf[n * stride + off + i];
+      dyd[n * H * D + i] = dy[n * stride + off + i];
+    }
+  auto wd = to_f64(w);
+  ref::rmsnorm_fwd(x.data(), wd.data(), y_ref.data(), N * H, D, 1e-6);
+  ref::rmsnorm_bwd(dyd.data(), x.data(), wd.data(), dx_ref.data(), dw_ref.data(), N * H, D, 1e-6);
+  for_each_isa([&](Isa) {
+    auto y = buf, dx = buf;
+    std::vector<float> rstd(N * H), dw(D, 0.f), yc(N * H * D), dxc(N * H * D);
+    rmsnorm_heads_fwd(buf.data() + off, w.data(), y.data() + off, rstd.data(), N, H, D, stride, 1e-6f);
+    rmsnorm_heads_bwd(dy.data() + off, buf.data() + off, w.data(), rstd.data(), dx.data() + off, dw.data(), N, H, D, stride);
+    for (int64_t n = 0; n < N; ++n) {
+      for (int64_t i = 0; i < H * D; ++i) {
+        yc[n * H * D + i] = y[n * stride + off + i];
+        dxc[n * H * D + i] = dx[n * stride + off + i];
+      }
+      EXPECT_EQ(y[n * stride + 5], buf[n * stride + 5]);  // outside the heads: untouched
+    }
+    EXPECT_TRUE(all_close(yc, y_ref, tolerance(Kind::reduction, D)));
+    EXPECT_TRUE(all_close(dxc, dx_ref, tolerance(Kind::reduction, D), 1e-6));
+    EXPECT_TRUE(all_close(dw, dw_ref, tolerance(Kind::reduction, N * H)));
+  });
+}
+
+TEST(OpBias, AddAndGrad) {
+  int64_t N = 130, M = 19;
+  auto y = random_vec(N * M, 94), b = random_vec(M, 95), dy = random_vec(N * M, 96);
+  auto y0 = y;
+  std::vector<float> db(M, 1.0f);
+  bias_add(y.data(), b.data(), N, M);
+  bias_grad(dy.data(), db.data(), N, M);
+  std::vector<double> db_ref(M, 1.0);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t m = 0; m < M; ++m) {
+      EXPECT_EQ(y[n * M + m], y0[n * M + m] + b[m]);
+      db_ref[m] += dy[n * M + m];
+    }
+  EXPECT_TRUE(all_close(db, db_ref, tolerance(Kind::reduction, N)));
 }

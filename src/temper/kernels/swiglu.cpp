@@ -5,15 +5,19 @@
 
 namespace temper::kernels {
 
-void swiglu_fwd(const float* gate, const float* up, float* h, int64_t n) {
+void swiglu_fwd(const float* gu, float* h, int64_t N, int64_t F) {
   const IsaTable& t = isa_table();
-  parallel_for(n, 1 << 14, [&](int64_t b, int64_t e) { t.swiglu_fwd(gate + b, up + b, h + b, e - b); });
+  parallel_for(N, 4, [&](int64_t b, int64_t e) {
+    for (int64_t n = b; n < e; ++n) t.swiglu_fwd(gu + n * 2 * F, gu + n * 2 * F + F, h + n * F, F);
+  });
 }
 
-void swiglu_bwd(const float* gate, const float* up, const float* dh, float* dgate, float* dup, int64_t n) {
+void swiglu_bwd(const float* gu, const float* dh, float* dgu, int64_t N, int64_t F) {
   const IsaTable& t = isa_table();
-  parallel_for(n, 1 << 14,
-               [&](int64_t b, int64_t e) { t.swiglu_bwd(gate + b, up + b, dh + b, dgate + b, dup + b, e - b); });
+  parallel_for(N, 4, [&](int64_t b, int64_t e) {
+    for (int64_t n = b; n < e; ++n)
+      t.swiglu_bwd(gu + n * 2 * F, gu + n * 2 * F + F, dh + n * F, dgu + n * 2 * F, dgu + n * 2 * F + F, F);
+  });
 }
 
 }  // namespace temper::kernels

@@ -1,0 +1,74 @@
+#include "temper/io/hf_config.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "temper/core/error.h"
+
+namespace temper::io {
+
+ModelConfig read_hf_config(const std::string& path) {
+  std::ifstream in(path);
+  TEMPER_CHECK(in.good()) << path << ": cannot open";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(ss.str());
+  } catch (const std::exception& e) {
+    TEMPER_FAIL() << path << ": not valid JSON: " << e.what();
+  }
+  TEMPER_CHECK(j.is_object()) << path << ": must be a JSON object";
+  auto req_int = [&](const char* field) -> int64_t {
+    TEMPER_CHECK(j.contains(field)) << path << ": missing field '" << field << "'";
+    TEMPER_CHECK(j[field].is_number_integer()) << path << ": field '" << field << "' must be an integer, got "
+                                               << j[field].dump();
+    return j[field].get<int64_t>();
+  };
+  auto opt_num = [&](const char* field, double dflt) -> double {
+    if (!j.contains(field) || j[field].is_null()) return dflt;
+    TEMPER_CHECK(j[field].is_number()) << path << ": field '" << field << "' must be a number, got " << j[field].dump();
+    return j[field].get<double>();
+  };
+  ModelConfig c;
+  std::string arch;
+  if (j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty())
+    arch = j["architectures"][0].get<std::string>();
+  std::string model_type = j.value("model_type", "");
+  if (arch == "LlamaForCausalLM" || model_type == "llama") {
+    c.arch = Arch::llama;
+  } else if (arch == "Qwen2ForCausalLM" || model_type == "qwen2") {
+    c.arch = Arch::qwen2;
+    c.qkv_bias = true;
+  } else if (arch == "Qwen3ForCausalLM" || model_type == "qwen3") {
+    c.arch = Arch::qwen3;
+    c.qk_norm = true;
+  } else {
+    TEMPER_FAIL() << path << ": field 'architectures' is '" << arch << "' (model_type '" << model_type
+                  << "'); supported: LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM";
+  }
+  c.vocab_size = req_int("vocab_size");
+  c.hidden_size = req_int("hidden_size");
+  c.num_layers = req_int("num_hidden_layers");
+  c.num_heads = req_int("num_attention_heads");
+  c.num_kv_heads = j.contains("num_key_value_heads") && !j["num_key_value_heads"].is_null()
+                       ? req_int("num_key_value_heads") : c.num_heads;
+  c.intermediate_size = req_int("intermediate_size");
+  c.head_dim = j.contains("head_dim") && !j["head_dim"].is_null() ? req_int("head_dim")
+                                                                  : (c.num_heads > 0 ? c.hidden_size / c.num_heads : 0);
+  if (j.contains("max_position_embeddings")) c.max_position_embeddings = req_int("max_position_embeddings");
+  c.rope_theta = opt_num("rope_theta", 10000.0);
+  c.rms_norm_eps = opt_num("rms_norm_eps", 1e-6);
+  c.tie_word_embeddings = j.value("tie_word_embeddings", false);
+  TEMPER_CHECK(c.arch != Arch::llama || !j.value("attention_bias", false))
+      << path << ": field 'attention_bias' is true; Llama with q/k/v/o biases is not supported";
+  TEMPER_CHECK(!j.contains("rope_scaling") || j["rope_scaling"].is_null())
+      << path << ": field 'rope_scaling' is set (" << j["rope_scaling"].dump() << "); only plain RoPE is supported";
+  TEMPER_CHECK(j.value("hidden_act", std::string("silu")) == "silu")
+      << path << ": field 'hidden_act' is '" << j.value("hidden_act", std::string()) << "', expected 'silu'";
+  c.validate(path);
+  return c;
+}
+
+}  // namespace temper::io

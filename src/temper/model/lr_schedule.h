@@ -1,0 +1,17 @@
+// Learning-rate schedule: linear warmup from 0, then cosine decay to min_ratio * peak at total_steps
+// (transformers' get_cosine_schedule_with_warmup with a floor). constant = no decay after warmup.
+#pragma once
+
+#include <cstdint>
+
+namespace temper {
+
+struct LrSchedule {
+  double peak = 1e-3;
+  int64_t warmup_steps = 0;
+  int64_t total_steps = 0;  // 0: constant after warmup
+  double min_ratio = 0.0;
+  double at(int64_t step) const;  // step counts from 0
+};
+
+}  // namespace temper

@@ -1,0 +1,47 @@
+#include "temper/model/train_step.h"
+
+#include "temper/core/error.h"
+
+namespace temper {
+
+Trainer::Trainer(Transformer& model, const TrainConfig& cfg)
+    : model_(model), cfg_(cfg), m_(Tensor::zeros({model.flat_size()})), v_(Tensor::zeros({model.flat_size()})) {}
+
+StepStats Trainer::step(const int32_t* tokens, const float* loss_mask, int64_t B, int64_t T) {
+  TEMPER_CHECK(T >= 2) << "training needs sequences of at least 2 tokens, got " << T;
+  const int64_t N = B * T;
+  targets_.assign(static_cast<size_t>(N), -1);
+  mask_.assign(static_cast<size_t>(N), 0.f);
+  logprob_.assign(static_cast<size_t>(N), 0.f);
+  entropy_.assign(static_cast<size_t>(N), 0.f);
+  double count = 0;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t + 1 < T; ++t) {
+      float m = loss_mask ? loss_mask[b * (T - 1) + t] : 1.f;
+      targets_[static_cast<size_t>(b * T + t)] = tokens[b * T + t + 1];
+      mask_[static_cast<size_t>(b * T + t)] = m;
+      count += m;
+    }
+  model_.zero_grad();
+  int64_t mb = cfg_.micro_batch > 0 && cfg_.micro_batch < B ? cfg_.micro_batch : B;
+  for (int64_t b0 = 0; b0 < B; b0 += mb) {
+    int64_t rows = b0 + mb <= B ? mb : B - b0;
+    int64_t off = b0 * T;
+    MaskedCrossEntropy loss(mask_.data() + off, count);
+    model_.forward_backward(tokens + off, targets_.data() + off, rows, T, loss, logprob_.data() + off,
+                            entropy_.data() + off);
+  }
+  StepStats s;
+  double total = 0;
+  for (int64_t n = 0; n < N; ++n) total -= static_cast<double>(mask_[n]) * logprob_[n];
+  s.loss = count > 0 ? total / count : 0.0;
+  s.tokens = static_cast<int64_t>(count);
+  s.grad_norm = kernels::clip_grad_norm(model_.grads(), model_.flat_size(), cfg_.max_grad_norm);
+  s.lr = cfg_.lr.at(step_);
+  ++step_;
+  kernels::adamw_step(model_.params(), model_.grads(), m_.data<float>(), v_.data<float>(), model_.flat_size(),
+                      cfg_.adamw, static_cast<float>(s.lr), step_);
+  return s;
+}
+
+}  // namespace temper

@@ -1,0 +1,64 @@
+// The supervised training step: masked next-token cross-entropy over a batch split into
+// micro-batches with gradient accumulation (the loss is normalised by the whole batch's token
+// count, so accumulation equals one big batch), global grad-norm clipping, AdamW with the LR
+// schedule. AdamW moments live in two flat buffers beside the model's params and grads.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "temper/core/tensor.h"
+#include "temper/kernels/adamw.h"
+#include "temper/kernels/classifier.h"
+#include "temper/model/lr_schedule.h"
+#include "temper/model/transformer.h"
+
+namespace temper {
+
+// L = -sum_n mask[n] * logprob[n] / count: the masked mean next-token cross-entropy.
+class MaskedCrossEntropy : public kernels::ClassifierLoss {
+ public:
+  MaskedCrossEntropy(const float* mask, double count) : mask_(mask), inv_(count > 0 ? 1.0 / count : 0.0) {}
+  void coefs(int64_t n, float, float, float* g_lp, float* g_ent) const override {
+    *g_lp = static_cast<float>(-mask_[n] * inv_);
+    *g_ent = 0.f;
+  }
+
+ private:
+  const float* mask_;
+  double inv_;
+};
+
+struct TrainConfig {
+  kernels::AdamWConfig adamw;
+  LrSchedule lr;
+  double max_grad_norm = 1.0;  // <= 0: no clipping
+  int64_t micro_batch = 0;     // rows per micro-batch; 0 = whole batch
+};
+
+struct StepStats {
+  double loss = 0;       // masked mean cross-entropy before the update
+  double grad_norm = 0;  // before clipping
+  double lr = 0;
+  int64_t tokens = 0;    // tokens with mask 1
+};
+
+class Trainer {
+ public:
+  Trainer(Transformer& model, const TrainConfig& cfg);
+  // tokens [B, T]; loss_mask [B, T-1]: position t predicts tokens[b, t+1] (1 = counts).
+  StepStats step(const int32_t* tokens, const float* loss_mask, int64_t B, int64_t T);
+  int64_t steps_done() const { return step_; }
+  float* adam_m() { return m_.data<float>(); }
+  float* adam_v() { return v_.data<float>(); }
+
+ private:
+  Transformer& model_;
+  TrainConfig cfg_;
+  Tensor m_, v_;
+  int64_t step_ = 0;
+  std::vector<int32_t> targets_;
+  std::vector<float> mask_, logprob_, entropy_;
+};
+
+}  // namespace temper

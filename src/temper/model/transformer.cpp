@@ -1,0 +1,279 @@
+#include "temper/model/transformer.h"
+
+#include <cstring>
+
+#include "temper/core/error.h"
+#include "temper/core/rng.h"
+#include "temper/kernels/attention.h"
+#include "temper/kernels/bias.h"
+#include "temper/kernels/embedding.h"
+#include "temper/kernels/rmsnorm.h"
+#include "temper/kernels/swiglu.h"
+
+namespace temper {
+
+using kernels::gemm;
+
+Transformer::Transformer(const ModelConfig& cfg) : cfg_(cfg), layout_(cfg) {
+  cfg_.validate();
+  params_ = Tensor::zeros({layout_.total()});
+  grads_ = Tensor::zeros({layout_.total()});
+  rope_ = kernels::rope_table(cfg_.max_position_embeddings, cfg_.head_dim, cfg_.rope_theta);
+}
+
+int64_t Transformer::num_params() const {
+  int64_t n = 0;
+  for (const auto& e : layout_.entries()) n += e.numel();
+  return n;
+}
+
+Tensor Transformer::param(const std::string& name) const {
+  const ParamEntry& e = layout_.at(name);
+  return Tensor::wrap(params_.data<float>() + e.offset, e.shape, DType::f32);
+}
+
+Tensor Transformer::grad(const std::string& name) const {
+  const ParamEntry& e = layout_.at(name);
+  return Tensor::wrap(grads_.data<float>() + e.offset, e.shape, DType::f32);
+}
+
+void Transformer::init_random(uint64_t seed, float std) {
+  const auto& entries = layout_.entries();
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const ParamEntry& e = entries[i];
+    float* p = params() + e.offset;
+    bool is_norm = e.name.find("norm.weight") != std::string::npos;
+    bool is_bias = e.name.size() > 5 && e.name.compare(e.name.size() - 5, 5, ".bias") == 0;
+    if (is_norm) {
+      for (int64_t j = 0; j < e.numel(); ++j) p[j] = 1.0f;
+    } else if (is_bias) {
+      std::memset(p, 0, static_cast<size_t>(e.numel()) * sizeof(float));
+    } else {
+      rng_fill_normal(seed, i, std::span<float>(p, static_cast<size_t>(e.numel())), 0.f, std);
+    }
+  }
+}
+
+void Transformer::zero_grad() { grads_.fill_zero(); }
+
+void Transformer::set_recompute(bool on) {
+  if (on == recompute_) return;
+  recompute_ = on;
+  if (max_tokens_ > 0) plan(max_tokens_, max_seq_);
+}
+
+// Carves every activation and scratch buffer out of the arena (or, with allocate = false, counts
+// the bytes the same sequence needs). One sequence for both: the plan cannot drift from the use.
+void Transformer::bind_arena(bool allocate, size_t* bytes) {
+  const int64_t N = max_tokens_, C = cfg_.hidden_size, QKV = cfg_.qkv_dim(), Hq = cfg_.num_heads * cfg_.head_dim,
+                F = cfg_.intermediate_size, H = cfg_.num_heads, Hkv = cfg_.num_kv_heads;
+  size_t total = 0;
+  auto take = [&](int64_t n) -> float* {
+    size_t b = (static_cast<size_t>(n) * sizeof(float) + 63) / 64 * 64;
+    total += b;
+    return allocate ? static_cast<float*>(arena_.alloc_bytes(static_cast<size_t>(n) * sizeof(float))) : nullptr;
+  };
+  auto take_layer = [&](LayerActs& a, bool x_only) {
+    a.x_in = take(N * C);
+    if (x_only) return;
+    a.rstd1 = take(N);
+    a.qkv_pre = cfg_.qk_norm ? take(N * QKV) : nullptr;
+    a.q_rstd = cfg_.qk_norm ? take(N * H) : nullptr;
+    a.k_rstd = cfg_.qk_norm ? take(N * Hkv) : nullptr;
+    a.qkv = take(N * QKV);
+    a.o = take(N * Hq);
+    a.lse = take(N * H);
+    a.x_mid = take(N * C);
+    a.rstd2 = take(N);
+    a.gu = take(N * 2 * F);
+  };
+  saved_.assign(static_cast<size_t>(cfg_.num_layers), LayerActs{});
+  for (auto& a : saved_) take_layer(a, recompute_);
+  take_layer(scratch_acts_, false);
+  x_final_ = take(N * C);
+  rstd_f_ = take(N);
+  xn_ = take(N * C);
+  h_ = take(N * F);
+  dx_ = take(N * C);
+  dxn_ = take(N * C);
+  dqkv_ = take(N * QKV);
+  do_ = take(N * Hq);
+  dh_ = take(N * F);
+  dgu_ = take(N * 2 * F);
+  x_tmp_ = take(N * C);
+  rstd_tmp_ = take(N);
+  pos_ = reinterpret_cast<int32_t*>(take(N));
+  *bytes = total;
+}
+
+void Transformer::plan(int64_t max_tokens, int64_t max_seq) {
+  TEMPER_CHECK(max_tokens > 0 && max_seq > 0 && max_seq <= max_tokens)
+      << "plan: need 0 < seq (" << max_seq << ") <= tokens (" << max_tokens << ")";
+  TEMPER_CHECK(max_seq <= cfg_.max_position_embeddings)
+      << "sequence length " << max_seq << " exceeds the model's max_position_embeddings " << cfg_.max_position_embeddings;
+  max_tokens_ = max_tokens;
+  max_seq_ = max_seq;
+  size_t bytes = 0;
+  bind_arena(false, &bytes);
+  arena_.reserve(bytes);
+  bind_arena(true, &bytes);
+}
+
+void Transformer::prepare(int64_t B, int64_t T) {
+  TEMPER_CHECK(B > 0 && T > 0) << "empty batch: B=" << B << " T=" << T;
+  if (B * T > max_tokens_ || T > max_seq_) plan(B * T > max_tokens_ ? B * T : max_tokens_, T > max_seq_ ? T : max_seq_);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t) pos_[b * T + t] = static_cast<int32_t>(t);
+}
+
+Transformer::LayerActs Transformer::acts_for(int64_t l, bool save) const {
+  if (!save) return scratch_acts_;
+  if (!recompute_) return saved_[static_cast<size_t>(l)];
+  LayerActs a = scratch_acts_;
+  a.x_in = saved_[static_cast<size_t>(l)].x_in;
+  return a;
+}
+
+void Transformer::layer_forward(int64_t l, const LayerActs& a, float* x_out, int64_t B, int64_t T) {
+  const LayerOffsets& o = layout_.layers[static_cast<size_t>(l)];
+  const float* P = params();
+  const int64_t N = B * T, C = cfg_.hidden_size, D = cfg_.head_dim, H = cfg_.num_heads, Hkv = cfg_.num_kv_heads,
+                Hq = H * D, Hk = Hkv * D, QKV = cfg_.qkv_dim(), F = cfg_.intermediate_size;
+  const float eps = static_cast<float>(cfg_.rms_norm_eps);
+  // Attention block.
+  kernels::rmsnorm_fwd(a.x_in, P + o.attn_norm, xn_, a.rstd1, N, C, eps);
+  float* qkv_out = cfg_.qk_norm ? a.qkv_pre : a.qkv;
+  gemm(false, true, N, QKV, C, xn_, C, P + o.w_qkv, C, 0.f, qkv_out, QKV, precision_);
+  if (cfg_.qkv_bias) kernels::bias_add(qkv_out, P + o.b_qkv, N, QKV);
+  if (cfg_.qk_norm) {  // Qwen3: per-head RMSNorm on q and k before RoPE; v copied through
+    kernels::rmsnorm_heads_fwd(a.qkv_pre, P + o.q_norm, a.qkv, a.q_rstd, N, H, D, QKV, eps);
+    kernels::rmsnorm_heads_fwd(a.qkv_pre + Hq, P + o.k_norm, a.qkv + Hq, a.k_rstd, N, Hkv, D, QKV, eps);
+    for (int64_t n = 0; n < N; ++n)
+      std::memcpy(a.qkv + n * QKV + Hq + Hk, a.qkv_pre + n * QKV + Hq + Hk, static_cast<size_t>(Hk) * sizeof(float));
+  }
+  kernels::rope_fwd(a.qkv, pos_, rope_, N, H, D, QKV);
+  kernels::rope_fwd(a.qkv + Hq, pos_, rope_, N, Hkv, D, QKV);
+  kernels::AttnShape s{B, T, H, Hkv, D, QKV, QKV, Hq};
+  kernels::attention_fwd(s, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse);
+  std::memcpy(a.x_mid, a.x_in, static_cast<size_t>(N * C) * sizeof(float));
+  gemm(false, true, N, C, Hq, a.o, Hq, P + o.w_o, Hq, 1.f, a.x_mid, C, precision_);
+  // MLP block.
+  kernels::rmsnorm_fwd(a.x_mid, P + o.mlp_norm, xn_, a.rstd2, N, C, eps);
+  gemm(false, true, N, 2 * F, C, xn_, C, P + o.w_gu, C, 0.f, a.gu, 2 * F, precision_);
+  kernels::swiglu_fwd(a.gu, h_, N, F);
+  std::memcpy(x_out, a.x_mid, static_cast<size_t>(N * C) * sizeof(float));
+  gemm(false, true, N, C, F, h_, F, P + o.w_down, F, 1.f, x_out, C, precision_);
+}
+
+// dx: gradient w.r.t. the layer's output on entry, w.r.t. its input on return.
+void Transformer::layer_backward(int64_t l, const LayerActs& a, float* dx, int64_t B, int64_t T) {
+  const LayerOffsets& o = layout_.layers[static_cast<size_t>(l)];
+  const float* P = params();
+  float* G = grads();
+  const int64_t N = B * T, C = cfg_.hidden_size, D = cfg_.head_dim, H = cfg_.num_heads, Hkv = cfg_.num_kv_heads,
+                Hq = H * D, Hk = Hkv * D, QKV = cfg_.qkv_dim(), F = cfg_.intermediate_size;
+  const float eps = static_cast<float>(cfg_.rms_norm_eps);
+  // MLP block: x_out = x_mid + swiglu(norm(x_mid) Wgu^T) Wd^T.
+  kernels::swiglu_fwd(a.gu, h_, N, F);
+  gemm(false, false, N, F, C, dx, C, P + o.w_down, F, 0.f, dh_, F, precision_);
+  gemm(true, false, C, F, N, dx, C, h_, F, 1.f, G + o.w_down, F, precision_);
+  kernels::swiglu_bwd(a.gu, dh_, dgu_, N, F);
+  kernels::rmsnorm_fwd(a.x_mid, P + o.mlp_norm, xn_, rstd_tmp_, N, C, eps);
+  gemm(true, false, 2 * F, C, N, dgu_, 2 * F, xn_, C, 1.f, G + o.w_gu, C, precision_);
+  gemm(false, false, N, C, 2 * F, dgu_, 2 * F, P + o.w_gu, C, 0.f, dxn_, C, precision_);
+  kernels::rmsnorm_bwd(dxn_, a.x_mid, P + o.mlp_norm, a.rstd2, dx, G + o.mlp_norm, N, C, true);
+  // Attention block: x_mid = x_in + attn(rope(norm(x_in) Wqkv^T)) Wo^T.
+  gemm(false, false, N, Hq, C, dx, C, P + o.w_o, Hq, 0.f, do_, Hq, precision_);
+  gemm(true, false, C, Hq, N, dx, C, a.o, Hq, 1.f, G + o.w_o, Hq, precision_);
+  kernels::AttnShape s{B, T, H, Hkv, D, QKV, QKV, Hq};
+  kernels::attention_bwd(s, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse, do_, dqkv_, dqkv_ + Hq, dqkv_ + Hq + Hk);
+  kernels::rope_bwd(dqkv_, pos_, rope_, N, H, D, QKV);
+  kernels::rope_bwd(dqkv_ + Hq, pos_, rope_, N, Hkv, D, QKV);
+  if (cfg_.qk_norm) {
+    kernels::rmsnorm_heads_bwd(dqkv_, a.qkv_pre, P + o.q_norm, a.q_rstd, dqkv_, G + o.q_norm, N, H, D, QKV);
+    kernels::rmsnorm_heads_bwd(dqkv_ + Hq, a.qkv_pre + Hq, P + o.k_norm, a.k_rstd, dqkv_ + Hq, G + o.k_norm, N, Hkv, D,
+                               QKV);
+  }
+  if (cfg_.qkv_bias) kernels::bias_grad(dqkv_, G + o.b_qkv, N, QKV);
+  kernels::rmsnorm_fwd(a.x_in, P + o.attn_norm, xn_, rstd_tmp_, N, C, eps);
+  gemm(true, false, QKV, C, N, dqkv_, QKV, xn_, C, 1.f, G + o.w_qkv, C, precision_);
+  gemm(false, false, N, C, QKV, dqkv_, QKV, P + o.w_qkv, C, 0.f, dxn_, C, precision_);
+  kernels::rmsnorm_bwd(dxn_, a.x_in, P + o.attn_norm, a.rstd1, dx, G + o.attn_norm, N, C, true);
+}
+
+// Embedding and every layer; leaves the final residual stream in x_final_ and its norm in xn_.
+void Transformer::trunk_forward(const int32_t* tokens, int64_t B, int64_t T, bool save) {
+  const int64_t N = B * T, C = cfg_.hidden_size, L = cfg_.num_layers;
+  LayerActs first = acts_for(0, save);
+  kernels::embedding_fwd(params() + layout_.embed, tokens, first.x_in, N, cfg_.vocab_size, C);
+  for (int64_t l = 0; l < L; ++l) {
+    LayerActs a = acts_for(l, save);
+    float* x_out;
+    if (l + 1 == L) {
+      x_out = x_final_;
+    } else if (save) {
+      x_out = acts_for(l + 1, true).x_in;
+    } else {  // forward only: ping-pong between scratch x_in and x_tmp
+      x_out = x_tmp_;
+    }
+    layer_forward(l, a, x_out, B, T);
+    if (!save && l + 1 < L) std::memcpy(scratch_acts_.x_in, x_tmp_, static_cast<size_t>(N * C) * sizeof(float));
+  }
+  kernels::rmsnorm_fwd(x_final_, params() + layout_.final_norm, xn_, rstd_f_, N, C,
+                       static_cast<float>(cfg_.rms_norm_eps));
+}
+
+void Transformer::forward_backward(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
+                                   const kernels::ClassifierLoss& loss, float* logprob, float* entropy) {
+  prepare(B, T);
+  const int64_t N = B * T, C = cfg_.hidden_size;
+  trunk_forward(tokens, B, T, true);
+  kernels::ClassifierArgs ca;
+  ca.h = xn_;
+  ca.w = params() + layout_.lm_head;
+  ca.targets = targets;
+  ca.N = N;
+  ca.C = C;
+  ca.V = cfg_.vocab_size;
+  ca.logprob = logprob;
+  ca.entropy = entropy;
+  ca.loss = &loss;
+  ca.dh = dxn_;
+  ca.dw = grads() + layout_.lm_head;
+  ca.precision = precision_;
+  kernels::classifier_fused(ca);
+  kernels::rmsnorm_bwd(dxn_, x_final_, params() + layout_.final_norm, rstd_f_, dx_, grads() + layout_.final_norm, N, C,
+                       false);
+  for (int64_t l = cfg_.num_layers - 1; l >= 0; --l) {
+    LayerActs a = acts_for(l, true);
+    if (recompute_) layer_forward(l, a, x_tmp_, B, T);
+    layer_backward(l, a, dx_, B, T);
+  }
+  kernels::embedding_bwd(dx_, tokens, grads() + layout_.embed, N, C);
+}
+
+void Transformer::forward_logprobs(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T, float* logprob,
+                                   float* entropy) {
+  prepare(B, T);
+  trunk_forward(tokens, B, T, false);
+  kernels::ClassifierArgs ca;
+  ca.h = xn_;
+  ca.w = params() + layout_.lm_head;
+  ca.targets = targets;
+  ca.N = B * T;
+  ca.C = cfg_.hidden_size;
+  ca.V = cfg_.vocab_size;
+  ca.logprob = logprob;
+  ca.entropy = entropy;
+  ca.precision = precision_;
+  kernels::classifier_fused(ca);
+}
+
+void Transformer::forward_logits(const int32_t* tokens, int64_t B, int64_t T, float* logits) {
+  prepare(B, T);
+  trunk_forward(tokens, B, T, false);
+  gemm(false, true, B * T, cfg_.vocab_size, cfg_.hidden_size, xn_, cfg_.hidden_size, params() + layout_.lm_head,
+       cfg_.hidden_size, 0.f, logits, cfg_.vocab_size, precision_);
+}
+
+}  // namespace temper

@@ -1,0 +1,86 @@
+// The Llama-family decoder for training: parameters, gradients (one flat buffer each, laid out by
+// ParamLayout), explicit forward and backward per layer (llm.c style, no autograd tape), and the
+// activations saved for backward in an arena planned once from (B, T). The loss is applied through
+// the fused classifier, so [B*T, V] logits never exist during training. Optional per-layer
+// recomputation keeps only each layer's input and recomputes the rest in the backward.
+// Follows HF LlamaForCausalLM / Qwen2ForCausalLM / Qwen3ForCausalLM (eager attention).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "temper/core/arena.h"
+#include "temper/core/tensor.h"
+#include "temper/kernels/classifier.h"
+#include "temper/kernels/matmul.h"
+#include "temper/kernels/rope.h"
+#include "temper/model/config.h"
+#include "temper/model/param_layout.h"
+
+namespace temper {
+
+class Transformer {
+ public:
+  explicit Transformer(const ModelConfig& cfg);
+
+  const ModelConfig& config() const { return cfg_; }
+  const ParamLayout& layout() const { return layout_; }
+  int64_t num_params() const;  // parameters (without padding)
+  int64_t flat_size() const { return layout_.total(); }
+  float* params() { return params_.data<float>(); }
+  const float* params() const { return params_.data<float>(); }
+  float* grads() { return grads_.data<float>(); }
+  Tensor param(const std::string& hf_name) const;  // a view into the flat buffer
+  Tensor grad(const std::string& hf_name) const;
+
+  // Hugging Face's default init: N(0, std) for matrices and embeddings, ones for norms, zero biases.
+  void init_random(uint64_t seed, float std = 0.02f);
+  void zero_grad();
+
+  void set_precision(kernels::Precision p) { precision_ = p; }
+  kernels::Precision precision() const { return precision_; }
+  void set_recompute(bool on);
+  bool recompute() const { return recompute_; }
+
+  // Reserves the activation arena for batches of up to max_tokens = B*T tokens (and T <= max_seq).
+  void plan(int64_t max_tokens, int64_t max_seq);
+  size_t activation_bytes() const { return arena_.capacity(); }
+
+  // Next-token statistics: row n = (b, t) gets logprob[n] = log p(targets[n] | tokens[b, :t+1]) and
+  // the full-vocabulary entropy there. targets -1: no target. forward_backward also accumulates
+  // d loss / d params into grads(), where the loss is given per row through `loss`.
+  void forward_backward(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
+                        const kernels::ClassifierLoss& loss, float* logprob, float* entropy);
+  void forward_logprobs(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T, float* logprob,
+                        float* entropy);
+  void forward_logits(const int32_t* tokens, int64_t B, int64_t T, float* logits);  // [B, T, V]
+
+ private:
+  struct LayerActs {
+    float *x_in, *rstd1, *qkv_pre, *q_rstd, *k_rstd, *qkv, *o, *lse, *x_mid, *rstd2, *gu;
+  };
+  void bind_arena(bool allocate, size_t* bytes);
+  void prepare(int64_t B, int64_t T);
+  void trunk_forward(const int32_t* tokens, int64_t B, int64_t T, bool save);
+  void layer_forward(int64_t l, const LayerActs& a, float* x_out, int64_t B, int64_t T);
+  void layer_backward(int64_t l, const LayerActs& a, float* dx, int64_t B, int64_t T);
+  LayerActs acts_for(int64_t l, bool save) const;
+
+  ModelConfig cfg_;
+  ParamLayout layout_;
+  Tensor params_, grads_;
+  kernels::RopeTable rope_;
+  kernels::Precision precision_ = kernels::Precision::f32;
+  bool recompute_ = false;
+
+  // Arena and what is carved from it (sized for max_tokens_).
+  Arena arena_;
+  int64_t max_tokens_ = 0, max_seq_ = 0;
+  std::vector<LayerActs> saved_;  // per layer (only x_in is per layer when recomputing)
+  LayerActs scratch_acts_{};      // for recompute and forward-only passes
+  float *x_final_ = nullptr, *rstd_f_ = nullptr, *xn_ = nullptr, *h_ = nullptr, *dx_ = nullptr, *dxn_ = nullptr,
+        *dqkv_ = nullptr, *do_ = nullptr, *dh_ = nullptr, *dgu_ = nullptr, *x_tmp_ = nullptr, *rstd_tmp_ = nullptr;
+  int32_t* pos_ = nullptr;
+};
+
+}  // namespace temper
