@@ -1,6 +1,7 @@
 #include "temper/model/train_step.h"
 
 #include "temper/core/error.h"
+#include "temper/core/profile.h"
 
 namespace temper {
 
@@ -36,6 +37,7 @@ StepStats Trainer::step(const int32_t* tokens, const float* loss_mask, int64_t B
   for (int64_t n = 0; n < N; ++n) total -= static_cast<double>(mask_[n]) * logprob_[n];
   s.loss = count > 0 ? total / count : 0.0;
   s.tokens = static_cast<int64_t>(count);
+  TEMPER_PROFILE("optimizer");
   s.grad_norm = kernels::clip_grad_norm(model_.grads(), model_.flat_size(), cfg_.max_grad_norm);
   s.lr = cfg_.lr.at(step_);
   ++step_;

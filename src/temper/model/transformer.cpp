@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "temper/core/error.h"
+#include "temper/core/profile.h"
 #include "temper/core/rng.h"
 #include "temper/kernels/attention.h"
 #include "temper/kernels/bias.h"
@@ -141,28 +142,28 @@ void Transformer::layer_forward(int64_t l, const LayerActs& a, float* x_out, int
                 Hq = H * D, Hk = Hkv * D, QKV = cfg_.qkv_dim(), F = cfg_.intermediate_size;
   const float eps = static_cast<float>(cfg_.rms_norm_eps);
   // Attention block.
-  kernels::rmsnorm_fwd(a.x_in, P + o.attn_norm, xn_, a.rstd1, N, C, eps);
+  { TEMPER_PROFILE("rmsnorm"); kernels::rmsnorm_fwd(a.x_in, P + o.attn_norm, xn_, a.rstd1, N, C, eps); }
   float* qkv_out = cfg_.qk_norm ? a.qkv_pre : a.qkv;
-  gemm(false, true, N, QKV, C, xn_, C, P + o.w_qkv, C, 0.f, qkv_out, QKV, precision_);
+  { TEMPER_PROFILE("gemm"); gemm(false, true, N, QKV, C, xn_, C, P + o.w_qkv, C, 0.f, qkv_out, QKV, precision_); }
   if (cfg_.qkv_bias) kernels::bias_add(qkv_out, P + o.b_qkv, N, QKV);
   if (cfg_.qk_norm) {  // Qwen3: per-head RMSNorm on q and k before RoPE; v copied through
-    kernels::rmsnorm_heads_fwd(a.qkv_pre, P + o.q_norm, a.qkv, a.q_rstd, N, H, D, QKV, eps);
-    kernels::rmsnorm_heads_fwd(a.qkv_pre + Hq, P + o.k_norm, a.qkv + Hq, a.k_rstd, N, Hkv, D, QKV, eps);
+    { TEMPER_PROFILE("rmsnorm"); kernels::rmsnorm_heads_fwd(a.qkv_pre, P + o.q_norm, a.qkv, a.q_rstd, N, H, D, QKV, eps); }
+    { TEMPER_PROFILE("rmsnorm"); kernels::rmsnorm_heads_fwd(a.qkv_pre + Hq, P + o.k_norm, a.qkv + Hq, a.k_rstd, N, Hkv, D, QKV, eps); }
     for (int64_t n = 0; n < N; ++n)
       std::memcpy(a.qkv + n * QKV + Hq + Hk, a.qkv_pre + n * QKV + Hq + Hk, static_cast<size_t>(Hk) * sizeof(float));
   }
-  kernels::rope_fwd(a.qkv, pos_, rope_, N, H, D, QKV);
-  kernels::rope_fwd(a.qkv + Hq, pos_, rope_, N, Hkv, D, QKV);
+  { TEMPER_PROFILE("rope"); kernels::rope_fwd(a.qkv, pos_, rope_, N, H, D, QKV); }
+  { TEMPER_PROFILE("rope"); kernels::rope_fwd(a.qkv + Hq, pos_, rope_, N, Hkv, D, QKV); }
   kernels::AttnShape s{B, T, H, Hkv, D, QKV, QKV, Hq};
-  kernels::attention_fwd(s, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse);
+  { TEMPER_PROFILE("attention"); kernels::attention_fwd(s, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse); }
   std::memcpy(a.x_mid, a.x_in, static_cast<size_t>(N * C) * sizeof(float));
-  gemm(false, true, N, C, Hq, a.o, Hq, P + o.w_o, Hq, 1.f, a.x_mid, C, precision_);
+  { TEMPER_PROFILE("gemm"); gemm(false, true, N, C, Hq, a.o, Hq, P + o.w_o, Hq, 1.f, a.x_mid, C, precision_); }
   // MLP block.
-  kernels::rmsnorm_fwd(a.x_mid, P + o.mlp_norm, xn_, a.rstd2, N, C, eps);
-  gemm(false, true, N, 2 * F, C, xn_, C, P + o.w_gu, C, 0.f, a.gu, 2 * F, precision_);
-  kernels::swiglu_fwd(a.gu, h_, N, F);
+  { TEMPER_PROFILE("rmsnorm"); kernels::rmsnorm_fwd(a.x_mid, P + o.mlp_norm, xn_, a.rstd2, N, C, eps); }
+  { TEMPER_PROFILE("gemm"); gemm(false, true, N, 2 * F, C, xn_, C, P + o.w_gu, C, 0.f, a.gu, 2 * F, precision_); }
+  { TEMPER_PROFILE("swiglu"); kernels::swiglu_fwd(a.gu, h_, N, F); }
   std::memcpy(x_out, a.x_mid, static_cast<size_t>(N * C) * sizeof(float));
-  gemm(false, true, N, C, F, h_, F, P + o.w_down, F, 1.f, x_out, C, precision_);
+  { TEMPER_PROFILE("gemm"); gemm(false, true, N, C, F, h_, F, P + o.w_down, F, 1.f, x_out, C, precision_); }
 }
 
 // dx: gradient w.r.t. the layer's output on entry, w.r.t. its input on return.
@@ -174,38 +175,38 @@ void Transformer::layer_backward(int64_t l, const LayerActs& a, float* dx, int64
                 Hq = H * D, Hk = Hkv * D, QKV = cfg_.qkv_dim(), F = cfg_.intermediate_size;
   const float eps = static_cast<float>(cfg_.rms_norm_eps);
   // MLP block: x_out = x_mid + swiglu(norm(x_mid) Wgu^T) Wd^T.
-  kernels::swiglu_fwd(a.gu, h_, N, F);
-  gemm(false, false, N, F, C, dx, C, P + o.w_down, F, 0.f, dh_, F, precision_);
-  gemm(true, false, C, F, N, dx, C, h_, F, 1.f, G + o.w_down, F, precision_);
-  kernels::swiglu_bwd(a.gu, dh_, dgu_, N, F);
-  kernels::rmsnorm_fwd(a.x_mid, P + o.mlp_norm, xn_, rstd_tmp_, N, C, eps);
-  gemm(true, false, 2 * F, C, N, dgu_, 2 * F, xn_, C, 1.f, G + o.w_gu, C, precision_);
-  gemm(false, false, N, C, 2 * F, dgu_, 2 * F, P + o.w_gu, C, 0.f, dxn_, C, precision_);
-  kernels::rmsnorm_bwd(dxn_, a.x_mid, P + o.mlp_norm, a.rstd2, dx, G + o.mlp_norm, N, C, true);
+  { TEMPER_PROFILE("swiglu"); kernels::swiglu_fwd(a.gu, h_, N, F); }
+  { TEMPER_PROFILE("gemm"); gemm(false, false, N, F, C, dx, C, P + o.w_down, F, 0.f, dh_, F, precision_); }
+  { TEMPER_PROFILE("gemm"); gemm(true, false, C, F, N, dx, C, h_, F, 1.f, G + o.w_down, F, precision_); }
+  { TEMPER_PROFILE("swiglu"); kernels::swiglu_bwd(a.gu, dh_, dgu_, N, F); }
+  { TEMPER_PROFILE("rmsnorm"); kernels::rmsnorm_fwd(a.x_mid, P + o.mlp_norm, xn_, rstd_tmp_, N, C, eps); }
+  { TEMPER_PROFILE("gemm"); gemm(true, false, 2 * F, C, N, dgu_, 2 * F, xn_, C, 1.f, G + o.w_gu, C, precision_); }
+  { TEMPER_PROFILE("gemm"); gemm(false, false, N, C, 2 * F, dgu_, 2 * F, P + o.w_gu, C, 0.f, dxn_, C, precision_); }
+  { TEMPER_PROFILE("rmsnorm"); kernels::rmsnorm_bwd(dxn_, a.x_mid, P + o.mlp_norm, a.rstd2, dx, G + o.mlp_norm, N, C, true); }
   // Attention block: x_mid = x_in + attn(rope(norm(x_in) Wqkv^T)) Wo^T.
-  gemm(false, false, N, Hq, C, dx, C, P + o.w_o, Hq, 0.f, do_, Hq, precision_);
-  gemm(true, false, C, Hq, N, dx, C, a.o, Hq, 1.f, G + o.w_o, Hq, precision_);
+  { TEMPER_PROFILE("gemm"); gemm(false, false, N, Hq, C, dx, C, P + o.w_o, Hq, 0.f, do_, Hq, precision_); }
+  { TEMPER_PROFILE("gemm"); gemm(true, false, C, Hq, N, dx, C, a.o, Hq, 1.f, G + o.w_o, Hq, precision_); }
   kernels::AttnShape s{B, T, H, Hkv, D, QKV, QKV, Hq};
-  kernels::attention_bwd(s, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse, do_, dqkv_, dqkv_ + Hq, dqkv_ + Hq + Hk);
-  kernels::rope_bwd(dqkv_, pos_, rope_, N, H, D, QKV);
-  kernels::rope_bwd(dqkv_ + Hq, pos_, rope_, N, Hkv, D, QKV);
+  { TEMPER_PROFILE("attention"); kernels::attention_bwd(s, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse, do_, dqkv_, dqkv_ + Hq, dqkv_ + Hq + Hk); }
+  { TEMPER_PROFILE("rope"); kernels::rope_bwd(dqkv_, pos_, rope_, N, H, D, QKV); }
+  { TEMPER_PROFILE("rope"); kernels::rope_bwd(dqkv_ + Hq, pos_, rope_, N, Hkv, D, QKV); }
   if (cfg_.qk_norm) {
-    kernels::rmsnorm_heads_bwd(dqkv_, a.qkv_pre, P + o.q_norm, a.q_rstd, dqkv_, G + o.q_norm, N, H, D, QKV);
+    { TEMPER_PROFILE("rmsnorm"); kernels::rmsnorm_heads_bwd(dqkv_, a.qkv_pre, P + o.q_norm, a.q_rstd, dqkv_, G + o.q_norm, N, H, D, QKV); }
     kernels::rmsnorm_heads_bwd(dqkv_ + Hq, a.qkv_pre + Hq, P + o.k_norm, a.k_rstd, dqkv_ + Hq, G + o.k_norm, N, Hkv, D,
                                QKV);
   }
   if (cfg_.qkv_bias) kernels::bias_grad(dqkv_, G + o.b_qkv, N, QKV);
-  kernels::rmsnorm_fwd(a.x_in, P + o.attn_norm, xn_, rstd_tmp_, N, C, eps);
-  gemm(true, false, QKV, C, N, dqkv_, QKV, xn_, C, 1.f, G + o.w_qkv, C, precision_);
-  gemm(false, false, N, C, QKV, dqkv_, QKV, P + o.w_qkv, C, 0.f, dxn_, C, precision_);
-  kernels::rmsnorm_bwd(dxn_, a.x_in, P + o.attn_norm, a.rstd1, dx, G + o.attn_norm, N, C, true);
+  { TEMPER_PROFILE("rmsnorm"); kernels::rmsnorm_fwd(a.x_in, P + o.attn_norm, xn_, rstd_tmp_, N, C, eps); }
+  { TEMPER_PROFILE("gemm"); gemm(true, false, QKV, C, N, dqkv_, QKV, xn_, C, 1.f, G + o.w_qkv, C, precision_); }
+  { TEMPER_PROFILE("gemm"); gemm(false, false, N, C, QKV, dqkv_, QKV, P + o.w_qkv, C, 0.f, dxn_, C, precision_); }
+  { TEMPER_PROFILE("rmsnorm"); kernels::rmsnorm_bwd(dxn_, a.x_in, P + o.attn_norm, a.rstd1, dx, G + o.attn_norm, N, C, true); }
 }
 
 // Embedding and every layer; leaves the final residual stream in x_final_ and its norm in xn_.
 void Transformer::trunk_forward(const int32_t* tokens, int64_t B, int64_t T, bool save) {
   const int64_t N = B * T, C = cfg_.hidden_size, L = cfg_.num_layers;
   LayerActs first = acts_for(0, save);
-  kernels::embedding_fwd(params() + layout_.embed, tokens, first.x_in, N, cfg_.vocab_size, C);
+  { TEMPER_PROFILE("embedding"); kernels::embedding_fwd(params() + layout_.embed, tokens, first.x_in, N, cfg_.vocab_size, C); }
   for (int64_t l = 0; l < L; ++l) {
     LayerActs a = acts_for(l, save);
     float* x_out;
@@ -241,7 +242,7 @@ void Transformer::forward_backward(const int32_t* tokens, const int32_t* targets
   ca.dh = dxn_;
   ca.dw = grads() + layout_.lm_head;
   ca.precision = precision_;
-  kernels::classifier_fused(ca);
+  { TEMPER_PROFILE("classifier"); kernels::classifier_fused(ca); }
   kernels::rmsnorm_bwd(dxn_, x_final_, params() + layout_.final_norm, rstd_f_, dx_, grads() + layout_.final_norm, N, C,
                        false);
   for (int64_t l = cfg_.num_layers - 1; l >= 0; --l) {
@@ -249,7 +250,7 @@ void Transformer::forward_backward(const int32_t* tokens, const int32_t* targets
     if (recompute_) layer_forward(l, a, x_tmp_, B, T);
     layer_backward(l, a, dx_, B, T);
   }
-  kernels::embedding_bwd(dx_, tokens, grads() + layout_.embed, N, C);
+  { TEMPER_PROFILE("embedding"); kernels::embedding_bwd(dx_, tokens, grads() + layout_.embed, N, C); }
 }
 
 void Transformer::forward_logprobs(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T, float* logprob,
@@ -266,7 +267,7 @@ void Transformer::forward_logprobs(const int32_t* tokens, const int32_t* targets
   ca.logprob = logprob;
   ca.entropy = entropy;
   ca.precision = precision_;
-  kernels::classifier_fused(ca);
+  { TEMPER_PROFILE("classifier"); kernels::classifier_fused(ca); }
 }
 
 void Transformer::forward_logits(const int32_t* tokens, int64_t B, int64_t T, float* logits) {

@@ -1,0 +1,112 @@
+#include "temper/app/bench_train.h"
+
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "temper/core/cpu_features.h"
+#include "temper/core/error.h"
+#include "temper/core/profile.h"
+#include "temper/core/rng.h"
+#include "temper/core/thread_pool.h"
+#include "temper/io/hf_config.h"
+#include "temper/io/hf_weights.h"
+#include "temper/model/train_step.h"
+
+namespace temper::app {
+
+namespace {
+double peak_rss_mb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;
+}
+}  // namespace
+
+int bench_train(BenchTrainOptions o) {
+  if (o.quick) {
+    o.shape = "tiny";
+    o.model_dir.clear();
+    o.batch = 4;
+    o.seq = 64;
+    o.steps = 3;
+    o.warmup = 1;
+  }
+  if (o.threads > 0) set_num_threads(o.threads);
+  kernels::Precision prec;
+  TEMPER_CHECK(kernels::precision_from_name(o.dtype, &prec)) << "--dtype must be f32 or bf16, got '" << o.dtype << "'";
+  TEMPER_CHECK(o.batch > 0 && o.seq >= 2 && o.steps > 0 && o.warmup >= 0)
+      << "need --batch > 0, --seq >= 2, --steps > 0, --warmup >= 0";
+  ModelConfig cfg;
+  std::string shape_name = o.shape;
+  if (!o.model_dir.empty()) {
+    cfg = io::read_hf_config(o.model_dir + "/config.json");
+    shape_name = std::filesystem::path(o.model_dir).filename().string();
+  } else {
+    cfg = model_config_preset(o.shape);
+  }
+  if (cfg.max_position_embeddings < o.seq) cfg.max_position_embeddings = o.seq;
+  Transformer model(cfg);
+  std::string weights = o.model_dir.empty() ? "" : o.model_dir + "/model.safetensors";
+  if (!weights.empty() && std::filesystem::exists(weights)) {
+    io::load_hf_weights(model, io::SafetensorsFile::open(weights));
+  } else {
+    model.init_random(0);
+  }
+  model.set_precision(prec);
+  model.set_recompute(o.recompute);
+  model.plan(o.micro_batch > 0 && o.micro_batch < o.batch ? o.micro_batch * o.seq : o.batch * o.seq, o.seq);
+  TrainConfig tc;
+  tc.adamw.lr = 1e-4f;
+  tc.adamw.weight_decay = 0.01f;
+  tc.lr.peak = 1e-4;
+  tc.micro_batch = o.micro_batch;
+  Trainer trainer(model, tc);
+  std::vector<int32_t> tokens(static_cast<size_t>(o.batch * o.seq));
+  Rng rng(1234, 0);
+  for (auto& t : tokens) t = static_cast<int32_t>(rng.next_u32() % static_cast<uint32_t>(cfg.vocab_size));
+  if (!o.json)
+    std::printf("temper bench train: %s (%.1fM params), batch %lld x seq %lld, %d threads, %s, isa %s, gemm %s%s\n",
+                cfg.summary().c_str(), model.num_params() / 1e6, static_cast<long long>(o.batch),
+                static_cast<long long>(o.seq), num_threads(), o.dtype.c_str(), std::string(isa_name(cpu_isa())).c_str(),
+                std::string(kernels::gemm_backend_name(kernels::gemm_backend())).c_str(),
+                o.recompute ? ", recompute" : "");
+  StepStats st;
+  for (int i = 0; i < o.warmup; ++i) st = trainer.step(tokens.data(), nullptr, o.batch, o.seq);
+  profile_reset();
+  profile_enable(o.profile);
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < o.steps; ++i) {
+    st = trainer.step(tokens.data(), nullptr, o.batch, o.seq);
+    if (!o.json) std::printf("  step %d: loss %.4f grad_norm %.3f\n", i, st.loss, st.grad_norm);
+  }
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  profile_enable(false);
+  double tps = static_cast<double>(o.batch * o.seq * o.steps) / secs;
+  nlohmann::json j = {{"engine", "temper"},
+                      {"shape", shape_name},
+                      {"batch", o.batch},
+                      {"seq", o.seq},
+                      {"threads", num_threads()},
+                      {"dtype", o.dtype},
+                      {"tokens_per_s", std::round(tps * 100) / 100},
+                      {"peak_rss_mb", std::round(peak_rss_mb() * 10) / 10},
+                      {"activation_mb", std::round(model.activation_bytes() / 1048576.0 * 10) / 10},
+                      {"isa", std::string(isa_name(cpu_isa()))},
+                      {"gemm", std::string(kernels::gemm_backend_name(kernels::gemm_backend()))},
+                      {"recompute", o.recompute},
+                      {"final_loss", st.loss}};
+  if (o.profile) {
+    nlohmann::json pj = nlohmann::json::object();
+    for (auto& [k, v] : profile_report()) pj[k] = std::round(v / o.steps * 1e4) / 1e4;
+    j["profile_s_per_step"] = pj;
+  }
+  std::printf("%s\n", j.dump().c_str());
+  TEMPER_CHECK(std::isfinite(st.loss)) << "training produced a non-finite loss";
+  return 0;
+}
+
+}  // namespace temper::app
