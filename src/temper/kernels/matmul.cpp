@@ -20,8 +20,8 @@ namespace {
 
 GemmBackend initial_backend() {
   const char* e = std::getenv("TEMPER_GEMM");
-  if (!e || !std::strcmp(e, "openblas")) return GemmBackend::openblas;
-  if (!std::strcmp(e, "onednn")) return GemmBackend::onednn;
+  if (!e || !std::strcmp(e, "onednn")) return GemmBackend::onednn;
+  if (!std::strcmp(e, "openblas")) return GemmBackend::openblas;
   TEMPER_FAIL() << "TEMPER_GEMM='" << e << "' is not one of openblas, onednn";
 }
 

@@ -1,8 +1,10 @@
 // Matrix multiply for training shapes, through a BLAS: C[M,N] = op(A) op(B) + beta*C, row-major.
 // op(A) = A^T when ta (A stored [K, M]); op(B) = B^T when tb (B stored [N, K]); a linear layer
-// y = x W^T is gemm(false, true, ...). f32 goes to OpenBLAS (OpenMP build) or oneDNN's sgemm;
-// bf16 rounds both inputs to bf16 and runs oneDNN's bf16 matmul with f32 accumulation and output
-// (what torch.autocast does on CPU). The choice and the measurements are in docs/PERFORMANCE.md.
+// y = x W^T is gemm(false, true, ...). f32 goes to oneDNN's sgemm (default) or OpenBLAS (OpenMP
+// build); bf16 rounds both inputs to bf16 and runs oneDNN's bf16 matmul with f32 accumulation and
+// output (what torch.autocast does on CPU). oneDNN was faster on every training shape here and gives
+// the same bits for 1 and 2 threads; OpenBLAS 0.3.21 does not for small-M*N, long-K products (dW).
+// The measurements are in docs/PERFORMANCE.md.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +15,7 @@ namespace temper::kernels {
 enum class Precision { f32, bf16 };
 enum class GemmBackend { openblas, onednn };
 
-GemmBackend gemm_backend();  // TEMPER_GEMM=openblas|onednn, default openblas
+GemmBackend gemm_backend();  // TEMPER_GEMM=onednn|openblas, default onednn
 void gemm_set_backend(GemmBackend b);
 std::string_view gemm_backend_name(GemmBackend b);
 bool precision_from_name(std::string_view name, Precision* out);
