@@ -1,0 +1,162 @@
+// Core: errors carry file:line and message; Philox matches the published known-answer vectors and
+// fills identically for any thread count; the thread pool covers every task once; tensor views
+// share memory; dtype conversions round as torch does; ISA selection honours support.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "temper/core/arena.h"
+#include "temper/core/cpu_features.h"
+#include "temper/core/dtype.h"
+#include "temper/core/error.h"
+#include "temper/core/rng.h"
+#include "temper/core/tensor.h"
+#include "temper/core/thread_pool.h"
+
+using namespace temper;
+
+TEST(Error, CheckThrowsWithMessageAndLocation) {
+  try {
+    int x = 3;
+    TEMPER_CHECK(x == 4) << "x was " << x;
+    FAIL() << "no throw";
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("x was 3"), std::string::npos) << m;
+    EXPECT_NE(m.find("test_core.cpp:"), std::string::npos) << m;
+    EXPECT_NE(m.find("x == 4"), std::string::npos) << m;
+  }
+  EXPECT_NO_THROW({ TEMPER_CHECK(1 + 1 == 2) << "never"; });
+}
+
+TEST(Rng, PhiloxKnownAnswers) {
+  // Random123 kat_vectors for philox4x32-10: counter and key all zero / all ones.
+  auto z = philox4x32(0, 0, 0);
+  EXPECT_EQ(z[0], 0x6627e8d5u);
+  EXPECT_EQ(z[1], 0xe169c58du);
+  EXPECT_EQ(z[2], 0xbc57ac4cu);
+  EXPECT_EQ(z[3], 0x9b00dbd8u);
+  auto o = philox4x32(~0ull, ~0ull, ~0ull);
+  EXPECT_EQ(o[0], 0x408f276du);
+  EXPECT_EQ(o[1], 0x41c83b0eu);
+  EXPECT_EQ(o[2], 0xa20bc7c6u);
+  EXPECT_EQ(o[3], 0x6d5451fdu);
+}
+
+TEST(Rng, StreamsAreReproducibleAndIndependentOfThreads) {
+  std::vector<float> a(100003), b(100003);
+  set_num_threads(1);
+  rng_fill_normal(5, 3, a);
+  set_num_threads(2);
+  rng_fill_normal(5, 3, b);
+  set_num_threads(default_num_threads());
+  EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4));
+  double mean = 0, var = 0;
+  for (float x : a) mean += x;
+  mean /= a.size();
+  for (float x : a) var += (x - mean) * (x - mean);
+  var /= a.size();
+  EXPECT_NEAR(mean, 0.0, 0.02);
+  EXPECT_NEAR(var, 1.0, 0.02);
+  Rng r1(5, 1), r2(5, 2);
+  EXPECT_NE(r1.next_u32(), r2.next_u32());
+  Rng c(5, 1, 10);  // a cursor restored from its offset continues the same stream
+  Rng d(5, 1);
+  for (int i = 0; i < 10; ++i) d.next_u32();
+  EXPECT_EQ(c.next_u32(), d.next_u32());
+  for (int i = 0; i < 1000; ++i) {
+    float u = d.uniform();
+    EXPECT_GE(u, 0.f);
+    EXPECT_LT(u, 1.f);
+  }
+}
+
+TEST(ThreadPool, EveryTaskRunsExactlyOnce) {
+  for (int threads : {1, 2, 3}) {
+    set_num_threads(threads);
+    std::vector<std::atomic<int>> hits(1000);
+    parallel_tasks(1000, [&](int64_t t) { hits[t]++; });
+    for (auto& h : hits) EXPECT_EQ(h.load(), 1);
+    std::vector<int> cover(777, 0);
+    parallel_for(777, 10, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) cover[i]++;
+    });
+    for (int c : cover) EXPECT_EQ(c, 1);
+    // Nested calls run inline.
+    std::atomic<int> inner{0};
+    parallel_tasks(4, [&](int64_t) { parallel_tasks(5, [&](int64_t) { inner++; }); });
+    EXPECT_EQ(inner.load(), 20);
+  }
+  set_num_threads(default_num_threads());
+}
+
+TEST(Tensor, ViewsShareStorage) {
+  Tensor t = Tensor::zeros({4, 3});
+  EXPECT_EQ(t.numel(), 12);
+  EXPECT_EQ(t.nbytes(), 48u);
+  Tensor rows = t.slice(1, 3);
+  EXPECT_EQ(rows.shape(), Shape({2, 3}));
+  rows.data<float>()[0] = 7.f;
+  EXPECT_EQ(t.data<float>()[3], 7.f);
+  Tensor r = t.reshape({12});
+  EXPECT_EQ(r.data<float>()[3], 7.f);
+  EXPECT_THROW(t.reshape({5}), Error);
+  EXPECT_THROW(t.slice(2, 5), Error);
+  Tensor c = t.clone();
+  c.data<float>()[3] = 1.f;
+  EXPECT_EQ(t.data<float>()[3], 7.f);
+  Tensor h = t.to(DType::bf16);
+  EXPECT_EQ(h.dtype(), DType::bf16);
+  EXPECT_EQ(bf16_to_f32(h.data<uint16_t>()[3]), 7.f);
+  EXPECT_THROW(t.checked_data<double>(DType::f64), Error);
+  float ext[6] = {1, 2, 3, 4, 5, 6};
+  Tensor w = Tensor::wrap(ext, {2, 3}, DType::f32);
+  EXPECT_FALSE(w.owns_memory());
+  EXPECT_EQ(w.slice(1, 2).data<float>()[0], 4.f);
+}
+
+TEST(DType, Bf16AndF16RoundToNearestEven) {
+  EXPECT_EQ(f32_to_bf16(1.0f), 0x3f80);
+  EXPECT_EQ(f32_to_bf16(1.00390625f), 0x3f80);   // halfway 1 + 2^-8: ties to even (down)
+  EXPECT_EQ(f32_to_bf16(1.01171875f), 0x3f82);   // halfway 1 + 3*2^-8: ties to even (up)
+  EXPECT_TRUE(std::isnan(bf16_to_f32(f32_to_bf16(NAN))));
+  EXPECT_EQ(f32_to_f16(1.0f), 0x3c00);
+  EXPECT_EQ(f32_to_f16(65504.f), 0x7bff);
+  EXPECT_EQ(f32_to_f16(1e6f), 0x7c00);             // overflow -> inf
+  EXPECT_EQ(f32_to_f16(5.9604645e-8f), 0x0001);    // smallest subnormal
+  EXPECT_EQ(f32_to_f16(1.00048828125f), 0x3c00);   // halfway 1 + 2^-11: ties to even
+  for (uint32_t h = 0; h < 0x7c00; ++h) EXPECT_EQ(f32_to_f16(f16_to_f32(uint16_t(h))), h) << h;
+  DType t;
+  EXPECT_TRUE(dtype_from_name("bf16", &t));
+  EXPECT_EQ(t, DType::bf16);
+  EXPECT_FALSE(dtype_from_name("f8", &t));
+}
+
+TEST(Arena, BumpsAlignedAndChecksOverflow) {
+  Arena a(1024);
+  float* p = a.alloc<float>(3);
+  float* q = a.alloc<float>(3);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
+  EXPECT_EQ(reinterpret_cast<char*>(q) - reinterpret_cast<char*>(p), 64);
+  EXPECT_THROW(a.alloc<float>(1000), Error);
+  a.reset();
+  EXPECT_EQ(a.used(), 0u);
+}
+
+TEST(CpuFeatures, ScalarAlwaysAndSelectionHonoursSupport) {
+  EXPECT_TRUE(cpu_isa_supported(Isa::scalar));
+  auto isas = cpu_supported_isas();
+  ASSERT_FALSE(isas.empty());
+  Isa saved = cpu_isa();
+  for (Isa i : isas) {
+    cpu_set_isa(i);
+    EXPECT_EQ(cpu_isa(), i);
+  }
+  cpu_set_isa(saved);
+  Isa x;
+  EXPECT_TRUE(isa_from_name("avx2", &x));
+  EXPECT_FALSE(isa_from_name("sse", &x));
+}
