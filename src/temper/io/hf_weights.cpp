@@ -13,6 +13,7 @@ void load_hf_weights(Transformer& model, const SafetensorsFile& file) {
                                        << ", the config implies " << e.shape.str();
     copy_to_f32(t, model.params() + e.offset, e.numel(), file.path() + ": tensor '" + e.name + "'");
   }
+  model.params_updated();
 }
 
 }  // namespace temper::io

@@ -16,7 +16,7 @@ void classifier_fused(const ClassifierArgs& a) {
     TEMPER_CHECK(!a.targets || (a.targets[n] >= -1 && a.targets[n] < a.V))
         << "target id " << a.targets[n] << " at row " << n << " outside vocab [0, " << a.V << ")";
   const IsaTable& t = isa_table();
-  int64_t chunk = a.chunk_rows > 0 ? a.chunk_rows : (int64_t{4} << 20) / a.V;
+  int64_t chunk = a.chunk_rows > 0 ? a.chunk_rows : kClassifierChunkBytes / (4 * a.V);
   if (chunk < 1) chunk = 1;
   if (chunk > a.N) chunk = a.N;
   static thread_local std::vector<float> z;
@@ -25,7 +25,7 @@ void classifier_fused(const ClassifierArgs& a) {
   for (int64_t r0 = 0; r0 < a.N; r0 += chunk) {
     int64_t rows = r0 + chunk < a.N ? chunk : a.N - r0;
     const float* hc = a.h + r0 * a.C;
-    gemm(false, true, rows, a.V, a.C, hc, a.C, a.w, a.C, 0.f, zbuf, a.V, a.precision);
+    gemm(false, true, rows, a.V, a.C, hc, a.C, a.w, a.C, 0.f, zbuf, a.V, a.precision, a.w_bf16);
     parallel_for(rows, 4, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         int64_t n = r0 + i;
@@ -47,7 +47,7 @@ void classifier_fused(const ClassifierArgs& a) {
       }
     });
     if (a.loss) {
-      gemm(false, false, rows, a.C, a.V, zbuf, a.V, a.w, a.C, 0.f, a.dh + r0 * a.C, a.C, a.precision);
+      gemm(false, false, rows, a.C, a.V, zbuf, a.V, a.w, a.C, 0.f, a.dh + r0 * a.C, a.C, a.precision, a.w_bf16);
       gemm(true, false, a.V, a.C, rows, zbuf, a.V, hc, a.C, 1.f, a.dw, a.C, a.precision);
     }
   }

@@ -22,6 +22,7 @@ class ClassifierLoss {
 struct ClassifierArgs {
   const float* h = nullptr;          // [N, C]
   const float* w = nullptr;          // [V, C]
+  const uint16_t* w_bf16 = nullptr;  // optional: w rounded to bf16 (bf16 precision)
   const int32_t* targets = nullptr;  // [N]; -1 = no target (log-prob 0, entropy only)
   int64_t N = 0, C = 0, V = 0;
   float* logprob = nullptr;  // [N] out
@@ -30,8 +31,10 @@ struct ClassifierArgs {
   float* dh = nullptr;                   // [N, C] overwritten (when loss)
   float* dw = nullptr;                   // [V, C] accumulated (when loss)
   Precision precision = Precision::f32;
-  int64_t chunk_rows = 0;  // 0: as many rows as fit in 16 MiB of logits
+  int64_t chunk_rows = 0;  // 0: as many rows as fit in kClassifierChunkBytes of logits
 };
+
+inline constexpr int64_t kClassifierChunkBytes = int64_t{32} << 20;
 
 void classifier_fused(const ClassifierArgs& a);
 

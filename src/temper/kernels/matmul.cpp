@@ -34,8 +34,8 @@ GemmBackend& backend_slot() {
 struct Bf16Key {
   int64_t M, N, K;
   bool ta, tb, acc;
-  int64_t ldc;
-  auto tie() const { return std::tie(M, N, K, ta, tb, acc, ldc); }
+  int64_t ldc, ldb;
+  auto tie() const { return std::tie(M, N, K, ta, tb, acc, ldc, ldb); }
   bool operator<(const Bf16Key& o) const { return tie() < o.tie(); }
 };
 
@@ -60,21 +60,27 @@ void to_bf16(const float* src, int64_t rows, int64_t cols, int64_t ld, uint16_t*
 }
 
 void gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
-               int64_t ldb, float beta, float* C, int64_t ldc) {
+               int64_t ldb, float beta, float* C, int64_t ldc, const uint16_t* b16) {
   TEMPER_CHECK(beta == 0.f || beta == 1.f) << "bf16 gemm supports beta 0 or 1, got " << beta;
   Bf16Engine& e = bf16_engine();
   std::lock_guard<std::mutex> g(e.mu);
   // Stored orientations: A is [M,K] or (ta) [K,M]; B is [K,N] or (tb) [N,K]. Convert densely.
   int64_t ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
   if (static_cast<int64_t>(e.a16.size()) < ar * ac) e.a16.resize(static_cast<size_t>(ar * ac));
-  if (static_cast<int64_t>(e.b16.size()) < br * bc) e.b16.resize(static_cast<size_t>(br * bc));
   to_bf16(A, ar, ac, lda, e.a16.data());
-  to_bf16(B, br, bc, ldb, e.b16.data());
+  const uint16_t* bptr = b16;
+  int64_t bld = ldb;
+  if (!bptr) {
+    if (static_cast<int64_t>(e.b16.size()) < br * bc) e.b16.resize(static_cast<size_t>(br * bc));
+    to_bf16(B, br, bc, ldb, e.b16.data());
+    bptr = e.b16.data();
+    bld = bc;
+  }
   using dt = dnnl::memory::data_type;
   dnnl::memory::desc ad({M, K}, dt::bf16, ta ? dnnl::memory::dims{1, M} : dnnl::memory::dims{K, 1});
-  dnnl::memory::desc bd({K, N}, dt::bf16, tb ? dnnl::memory::dims{1, K} : dnnl::memory::dims{N, 1});
+  dnnl::memory::desc bd({K, N}, dt::bf16, tb ? dnnl::memory::dims{1, bld} : dnnl::memory::dims{bld, 1});
   dnnl::memory::desc cd({M, N}, dt::f32, dnnl::memory::dims{ldc, 1});
-  Bf16Key key{M, N, K, ta, tb, beta != 0.f, ldc};
+  Bf16Key key{M, N, K, ta, tb, beta != 0.f, ldc, bld};
   auto it = e.cache.find(key);
   if (it == e.cache.end()) {
     dnnl::primitive_attr attr;
@@ -86,7 +92,7 @@ void gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(ad, bd, cd), attr, e.eng);
     it = e.cache.emplace(key, dnnl::matmul(pd)).first;
   }
-  dnnl::memory am(ad, e.eng, e.a16.data()), bm(bd, e.eng, e.b16.data()), cm(cd, e.eng, C);
+  dnnl::memory am(ad, e.eng, e.a16.data()), bm(bd, e.eng, const_cast<uint16_t*>(bptr)), cm(cd, e.eng, C);
   it->second.execute(e.strm, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
   e.strm.wait();
 }
@@ -107,8 +113,13 @@ bool precision_from_name(std::string_view n, Precision* out) {
 
 std::string_view precision_name(Precision p) { return p == Precision::f32 ? "f32" : "bf16"; }
 
+void convert_to_bf16(const float* x, uint16_t* y, int64_t n) {
+  const IsaTable& t = isa_table();
+  parallel_for(n, 1 << 16, [&](int64_t b, int64_t e) { t.f32_to_bf16(x + b, y + b, e - b); });
+}
+
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
-          float beta, float* C, int64_t ldc, Precision precision) {
+          float beta, float* C, int64_t ldc, Precision precision, const uint16_t* b16) {
   if (M == 0 || N == 0) return;
   if (K == 0) {
     for (int64_t i = 0; i < M; ++i)
@@ -116,7 +127,7 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int
     return;
   }
   if (precision == Precision::bf16) {
-    gemm_bf16(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+    gemm_bf16(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, b16);
     return;
   }
   if (backend_slot() == GemmBackend::onednn) {

@@ -21,8 +21,13 @@ std::string_view gemm_backend_name(GemmBackend b);
 bool precision_from_name(std::string_view name, Precision* out);
 std::string_view precision_name(Precision p);
 
+// b16 (optional, bf16 precision only): B already rounded to bf16, same layout and ldb as B (a
+// weight converted once per optimizer step instead of once per GEMM).
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
-          float beta, float* C, int64_t ldc, Precision precision = Precision::f32);
+          float beta, float* C, int64_t ldc, Precision precision = Precision::f32, const uint16_t* b16 = nullptr);
+
+// f32 -> bf16 (round to nearest even) of n elements, in parallel.
+void convert_to_bf16(const float* x, uint16_t* y, int64_t n);
 
 // Reference: the same product in double, for tests.
 void gemm_ref(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* A, int64_t lda, const double* B,

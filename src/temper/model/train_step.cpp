@@ -43,6 +43,7 @@ StepStats Trainer::step(const int32_t* tokens, const float* loss_mask, int64_t B
   ++step_;
   kernels::adamw_step(model_.params(), model_.grads(), m_.data<float>(), v_.data<float>(), model_.flat_size(),
                       cfg_.adamw, static_cast<float>(s.lr), step_);
+  model_.params_updated();
   return s;
 }
 

@@ -39,6 +39,7 @@ Tensor Transformer::grad(const std::string& name) const {
 }
 
 void Transformer::init_random(uint64_t seed, float std) {
+  params_updated();
   const auto& entries = layout_.entries();
   for (size_t i = 0; i < entries.size(); ++i) {
     const ParamEntry& e = entries[i];
@@ -120,8 +121,21 @@ void Transformer::plan(int64_t max_tokens, int64_t max_seq) {
   bind_arena(true, &bytes);
 }
 
+void Transformer::params_updated() { ++params_version_; }
+
+const uint16_t* Transformer::w16(int64_t offset) const {
+  return precision_ == kernels::Precision::bf16 ? params_bf16_.data<uint16_t>() + offset : nullptr;
+}
+
 void Transformer::prepare(int64_t B, int64_t T) {
   TEMPER_CHECK(B > 0 && T > 0) << "empty batch: B=" << B << " T=" << T;
+  if (precision_ == kernels::Precision::bf16 && bf16_version_ != params_version_) {
+    TEMPER_PROFILE("bf16_weights");
+    if (!params_bf16_.defined() || params_bf16_.numel() != layout_.total())
+      params_bf16_ = Tensor::empty({layout_.total()}, DType::bf16);
+    kernels::convert_to_bf16(params(), params_bf16_.data<uint16_t>(), layout_.total());
+    bf16_version_ = params_version_;
+  }
   if (B * T > max_tokens_ || T > max_seq_) plan(B * T > max_tokens_ ? B * T : max_tokens_, T > max_seq_ ? T : max_seq_);
   for (int64_t b = 0; b < B; ++b)
     for (int64_t t = 0; t < T; ++t) pos_[b * T + t] = static_cast<int32_t>(t);
@@ -144,7 +158,7 @@ void Transformer::layer_forward(int64_t l, const LayerActs& a, float* x_out, int
   // Attention block.
   { TEMPER_PROFILE("rmsnorm"); kernels::rmsnorm_fwd(a.x_in, P + o.attn_norm, xn_, a.rstd1, N, C, eps); }
   float* qkv_out = cfg_.qk_norm ? a.qkv_pre : a.qkv;
-  { TEMPER_PROFILE("gemm"); gemm(false, true, N, QKV, C, xn_, C, P + o.w_qkv, C, 0.f, qkv_out, QKV, precision_); }
+  { TEMPER_PROFILE("gemm"); gemm(false, true, N, QKV, C, xn_, C, P + o.w_qkv, C, 0.f, qkv_out, QKV, precision_, w16(o.w_qkv)); }
   if (cfg_.qkv_bias) kernels::bias_add(qkv_out, P + o.b_qkv, N, QKV);
   if (cfg_.qk_norm) {  // Qwen3: per-head RMSNorm on q and k before RoPE; v copied through
     { TEMPER_PROFILE("rmsnorm"); kernels::rmsnorm_heads_fwd(a.qkv_pre, P + o.q_norm, a.qkv, a.q_rstd, N, H, D, QKV, eps); }
@@ -157,13 +171,13 @@ void Transformer::layer_forward(int64_t l, const LayerActs& a, float* x_out, int
   kernels::AttnShape s{B, T, H, Hkv, D, QKV, QKV, Hq};
   { TEMPER_PROFILE("attention"); kernels::attention_fwd(s, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse); }
   std::memcpy(a.x_mid, a.x_in, static_cast<size_t>(N * C) * sizeof(float));
-  { TEMPER_PROFILE("gemm"); gemm(false, true, N, C, Hq, a.o, Hq, P + o.w_o, Hq, 1.f, a.x_mid, C, precision_); }
+  { TEMPER_PROFILE("gemm"); gemm(false, true, N, C, Hq, a.o, Hq, P + o.w_o, Hq, 1.f, a.x_mid, C, precision_, w16(o.w_o)); }
   // MLP block.
   { TEMPER_PROFILE("rmsnorm"); kernels::rmsnorm_fwd(a.x_mid, P + o.mlp_norm, xn_, a.rstd2, N, C, eps); }
-  { TEMPER_PROFILE("gemm"); gemm(false, true, N, 2 * F, C, xn_, C, P + o.w_gu, C, 0.f, a.gu, 2 * F, precision_); }
+  { TEMPER_PROFILE("gemm"); gemm(false, true, N, 2 * F, C, xn_, C, P + o.w_gu, C, 0.f, a.gu, 2 * F, precision_, w16(o.w_gu)); }
   { TEMPER_PROFILE("swiglu"); kernels::swiglu_fwd(a.gu, h_, N, F); }
   std::memcpy(x_out, a.x_mid, static_cast<size_t>(N * C) * sizeof(float));
-  { TEMPER_PROFILE("gemm"); gemm(false, true, N, C, F, h_, F, P + o.w_down, F, 1.f, x_out, C, precision_); }
+  { TEMPER_PROFILE("gemm"); gemm(false, true, N, C, F, h_, F, P + o.w_down, F, 1.f, x_out, C, precision_, w16(o.w_down)); }
 }
 
 // dx: gradient w.r.t. the layer's output on entry, w.r.t. its input on return.
@@ -176,15 +190,15 @@ void Transformer::layer_backward(int64_t l, const LayerActs& a, float* dx, int64
   const float eps = static_cast<float>(cfg_.rms_norm_eps);
   // MLP block: x_out = x_mid + swiglu(norm(x_mid) Wgu^T) Wd^T.
   { TEMPER_PROFILE("swiglu"); kernels::swiglu_fwd(a.gu, h_, N, F); }
-  { TEMPER_PROFILE("gemm"); gemm(false, false, N, F, C, dx, C, P + o.w_down, F, 0.f, dh_, F, precision_); }
+  { TEMPER_PROFILE("gemm"); gemm(false, false, N, F, C, dx, C, P + o.w_down, F, 0.f, dh_, F, precision_, w16(o.w_down)); }
   { TEMPER_PROFILE("gemm"); gemm(true, false, C, F, N, dx, C, h_, F, 1.f, G + o.w_down, F, precision_); }
   { TEMPER_PROFILE("swiglu"); kernels::swiglu_bwd(a.gu, dh_, dgu_, N, F); }
   { TEMPER_PROFILE("rmsnorm"); kernels::rmsnorm_fwd(a.x_mid, P + o.mlp_norm, xn_, rstd_tmp_, N, C, eps); }
   { TEMPER_PROFILE("gemm"); gemm(true, false, 2 * F, C, N, dgu_, 2 * F, xn_, C, 1.f, G + o.w_gu, C, precision_); }
-  { TEMPER_PROFILE("gemm"); gemm(false, false, N, C, 2 * F, dgu_, 2 * F, P + o.w_gu, C, 0.f, dxn_, C, precision_); }
+  { TEMPER_PROFILE("gemm"); gemm(false, false, N, C, 2 * F, dgu_, 2 * F, P + o.w_gu, C, 0.f, dxn_, C, precision_, w16(o.w_gu)); }
   { TEMPER_PROFILE("rmsnorm"); kernels::rmsnorm_bwd(dxn_, a.x_mid, P + o.mlp_norm, a.rstd2, dx, G + o.mlp_norm, N, C, true); }
   // Attention block: x_mid = x_in + attn(rope(norm(x_in) Wqkv^T)) Wo^T.
-  { TEMPER_PROFILE("gemm"); gemm(false, false, N, Hq, C, dx, C, P + o.w_o, Hq, 0.f, do_, Hq, precision_); }
+  { TEMPER_PROFILE("gemm"); gemm(false, false, N, Hq, C, dx, C, P + o.w_o, Hq, 0.f, do_, Hq, precision_, w16(o.w_o)); }
   { TEMPER_PROFILE("gemm"); gemm(true, false, C, Hq, N, dx, C, a.o, Hq, 1.f, G + o.w_o, Hq, precision_); }
   kernels::AttnShape s{B, T, H, Hkv, D, QKV, QKV, Hq};
   { TEMPER_PROFILE("attention"); kernels::attention_bwd(s, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse, do_, dqkv_, dqkv_ + Hq, dqkv_ + Hq + Hk); }
@@ -198,7 +212,7 @@ void Transformer::layer_backward(int64_t l, const LayerActs& a, float* dx, int64
   if (cfg_.qkv_bias) kernels::bias_grad(dqkv_, G + o.b_qkv, N, QKV);
   { TEMPER_PROFILE("rmsnorm"); kernels::rmsnorm_fwd(a.x_in, P + o.attn_norm, xn_, rstd_tmp_, N, C, eps); }
   { TEMPER_PROFILE("gemm"); gemm(true, false, QKV, C, N, dqkv_, QKV, xn_, C, 1.f, G + o.w_qkv, C, precision_); }
-  { TEMPER_PROFILE("gemm"); gemm(false, false, N, C, QKV, dqkv_, QKV, P + o.w_qkv, C, 0.f, dxn_, C, precision_); }
+  { TEMPER_PROFILE("gemm"); gemm(false, false, N, C, QKV, dqkv_, QKV, P + o.w_qkv, C, 0.f, dxn_, C, precision_, w16(o.w_qkv)); }
   { TEMPER_PROFILE("rmsnorm"); kernels::rmsnorm_bwd(dxn_, a.x_in, P + o.attn_norm, a.rstd1, dx, G + o.attn_norm, N, C, true); }
 }
 
@@ -232,6 +246,7 @@ void Transformer::forward_backward(const int32_t* tokens, const int32_t* targets
   kernels::ClassifierArgs ca;
   ca.h = xn_;
   ca.w = params() + layout_.lm_head;
+  ca.w_bf16 = w16(layout_.lm_head);
   ca.targets = targets;
   ca.N = N;
   ca.C = C;
@@ -260,6 +275,7 @@ void Transformer::forward_logprobs(const int32_t* tokens, const int32_t* targets
   kernels::ClassifierArgs ca;
   ca.h = xn_;
   ca.w = params() + layout_.lm_head;
+  ca.w_bf16 = w16(layout_.lm_head);
   ca.targets = targets;
   ca.N = B * T;
   ca.C = cfg_.hidden_size;
@@ -274,7 +290,7 @@ void Transformer::forward_logits(const int32_t* tokens, int64_t B, int64_t T, fl
   prepare(B, T);
   trunk_forward(tokens, B, T, false);
   gemm(false, true, B * T, cfg_.vocab_size, cfg_.hidden_size, xn_, cfg_.hidden_size, params() + layout_.lm_head,
-       cfg_.hidden_size, 0.f, logits, cfg_.vocab_size, precision_);
+       cfg_.hidden_size, 0.f, logits, cfg_.vocab_size, precision_, w16(layout_.lm_head));
 }
 
 }  // namespace temper

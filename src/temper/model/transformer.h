@@ -36,6 +36,8 @@ class Transformer {
   // Hugging Face's default init: N(0, std) for matrices and embeddings, ones for norms, zero biases.
   void init_random(uint64_t seed, float std = 0.02f);
   void zero_grad();
+  // Call after writing params() (optimizer step, loading): the bf16 copy is refreshed lazily.
+  void params_updated();
 
   void set_precision(kernels::Precision p) { precision_ = p; }
   kernels::Precision precision() const { return precision_; }
@@ -65,6 +67,7 @@ class Transformer {
   void layer_forward(int64_t l, const LayerActs& a, float* x_out, int64_t B, int64_t T);
   void layer_backward(int64_t l, const LayerActs& a, float* dx, int64_t B, int64_t T);
   LayerActs acts_for(int64_t l, bool save) const;
+  const uint16_t* w16(int64_t offset) const;  // bf16 copy of a weight (bf16 precision), else null
 
   ModelConfig cfg_;
   ParamLayout layout_;
@@ -72,6 +75,8 @@ class Transformer {
   kernels::RopeTable rope_;
   kernels::Precision precision_ = kernels::Precision::f32;
   bool recompute_ = false;
+  Tensor params_bf16_;  // bf16 copy of params for bf16 GEMMs, refreshed when params change
+  uint64_t params_version_ = 1, bf16_version_ = 0;
 
   // Arena and what is carved from it (sized for max_tokens_).
   Arena arena_;
