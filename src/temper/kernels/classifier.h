@@ -34,7 +34,7 @@ struct ClassifierArgs {
   int64_t chunk_rows = 0;  // 0: as many rows as fit in kClassifierChunkBytes of logits
 };
 
-inline constexpr int64_t kClassifierChunkBytes = int64_t{32} << 20;
+inline constexpr int64_t kClassifierChunkBytes = int64_t{64} << 20;
 
 void classifier_fused(const ClassifierArgs& a);
 
