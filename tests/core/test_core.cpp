@@ -93,6 +93,21 @@ TEST(ThreadPool, EveryTaskRunsExactlyOnce) {
   set_num_threads(default_num_threads());
 }
 
+TEST(ThreadPool, TaskExceptionReachesTheCaller) {
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    std::atomic<int> ran{0};
+    EXPECT_THROW(parallel_tasks(100, [&](int64_t t) {
+                   ran++;
+                   TEMPER_CHECK(t != 37) << "task " << t << " failed";
+                 }),
+                 Error);
+    EXPECT_LE(ran.load(), 100);
+    parallel_tasks(10, [&](int64_t) {});  // the pool still works
+  }
+  set_num_threads(default_num_threads());
+}
+
 TEST(Tensor, ViewsShareStorage) {
   Tensor t = Tensor::zeros({4, 3});
   EXPECT_EQ(t.numel(), 12);

@@ -78,6 +78,10 @@ TEST(Safetensors, MalformedFilesGiveClearErrors) {
     io::SafetensorsFile::open(write_st("shape.safetensors", R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,16]}})", 16));
   }, {"shape.safetensors", "'w'", "needs 12 bytes"});
   expect_error([] {
+    io::SafetensorsFile::open(write_st("overflow.safetensors",
+                                       R"({"w":{"dtype":"F32","shape":[4611686018427387904,8],"data_offsets":[0,0]}})", 0));
+  }, {"overflow.safetensors", "'w'", "overflows"});
+  expect_error([] {
     io::SafetensorsFile::open(write_st("fields.safetensors", R"({"w":{"dtype":"F32","shape":[3]}})", 16));
   }, {"fields.safetensors", "'w'", "data_offsets"});
 }
@@ -113,6 +117,15 @@ TEST(HfConfig, BadConfigsNameFileAndField) {
   j3["architectures"] = {"GPT2LMHeadModel"};
   j3["model_type"] = "gpt2";
   expect_error([&] { io::read_hf_config(write("c3.json", j3)); }, {"c3.json", "architectures", "GPT2LMHeadModel"});
+  auto j6 = base;
+  j6["mlp_bias"] = true;
+  expect_error([&] { io::read_hf_config(write("c6.json", j6)); }, {"c6.json", "mlp_bias"});
+  auto j7 = base;
+  j7["use_sliding_window"] = true;
+  expect_error([&] { io::read_hf_config(write("c7.json", j7)); }, {"c7.json", "use_sliding_window"});
+  auto j8 = base;
+  j8["hidden_act"] = 3;
+  expect_error([&] { io::read_hf_config(write("c8.json", j8)); }, {"c8.json", "hidden_act", "string"});
   auto j4 = base;
   j4["num_key_value_heads"] = 3;
   expect_error([&] { io::read_hf_config(write("c4.json", j4)); }, {"c4.json", "num_key_value_heads"});
@@ -127,15 +140,16 @@ TEST(HfWeights, MissingOrMisshapedTensorIsNamed) {
   ModelConfig c = io::read_hf_config(test::test_data("golden/qwen2/config.json"));
   Transformer m(c);
   auto good = io::SafetensorsFile::open(test::test_data("golden/qwen2/golden.safetensors"));
-  io::load_hf_weights(m, good);
+  expect_error([&] { io::load_hf_weights(m, good); }, {"golden.safetensors", "is not a parameter"});
+  io::load_hf_weights(m, good, io::ExtraTensors::ignore);
   EXPECT_EQ(m.param("model.norm.weight").data<float>()[0], good.get("model.norm.weight").data<float>()[0]);
   ModelConfig wrong = c;
   wrong.intermediate_size = 96;
   Transformer m2(wrong);
-  expect_error([&] { io::load_hf_weights(m2, good); }, {"golden.safetensors", "gate_proj.weight", "[88, 64]", "[96, 64]"});
+  expect_error([&] { io::load_hf_weights(m2, good, io::ExtraTensors::ignore); }, {"golden.safetensors", "gate_proj.weight", "[88, 64]", "[96, 64]"});
   ModelConfig tied = c;
   tied.qkv_bias = false;
   tied.qk_norm = true;  // asks for q_norm, which a Qwen2 file lacks
   Transformer m3(tied);
-  expect_error([&] { io::load_hf_weights(m3, good); }, {"golden.safetensors", "missing tensor", "q_norm"});
+  expect_error([&] { io::load_hf_weights(m3, good, io::ExtraTensors::ignore); }, {"golden.safetensors", "missing tensor", "q_norm"});
 }

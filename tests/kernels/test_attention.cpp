@@ -38,7 +38,7 @@ TEST(OpAttention, ForwardBackwardEveryIsa) {
     }
     AttnShape s{c.B, c.T, c.H, c.Hkv, c.D, c.H * c.D, c.Hkv * c.D, c.H * c.D};
     for_each_isa([&](Isa) {
-      std::vector<float> o(nq), lse(c.B * c.H * c.T), dq(nq), dk(nkv, 9.f), dv(nkv, 9.f);
+      std::vector<float> o(nq, 5.f), lse(c.B * c.H * c.T), dq(nq, 7.f), dk(nkv, 9.f), dv(nkv, 9.f);  // all overwritten
       attention_fwd(s, q.data(), k.data(), v.data(), o.data(), lse.data());
       EXPECT_TRUE(all_close(o, o_ref, tolerance(Kind::reduction, c.T)));
       attention_bwd(s, q.data(), k.data(), v.data(), o.data(), lse.data(), dout.data(), dq.data(), dk.data(), dv.data());

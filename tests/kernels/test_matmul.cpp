@@ -57,6 +57,34 @@ TEST(OpMatmul, LinearForwardBackwardBf16) {
   for (LinearCase c : {LinearCase{7, 13, 29}, LinearCase{65, 88, 64}, LinearCase{33, 130, 257}}) check_linear(c, Precision::bf16);
 }
 
+TEST(OpMatmul, Bf16PreRoundedWeightsStridedOutputAndBeta) {
+  // y = x W^T into columns [3, 3+N) of a wider C, first with beta 0 then (same shape) beta 1, with
+  // W given pre-rounded to bf16; then dX = dY W with the same pre-rounded W (not transposed).
+  int64_t M = 37, N = 29, K = 70, ldc = N + 5;
+  auto x = random_vec(M * K, 101), w = random_vec(N * K, 102), dy = random_vec(M * N, 103);
+  std::vector<uint16_t> w16(N * K);
+  convert_to_bf16(w.data(), w16.data(), N * K);
+  std::vector<double> y_ref(M * N), dx_ref(M * K);
+  auto xd = to_f64(x), wd = to_f64(w), dyd = to_f64(dy);
+  gemm_ref(false, true, M, N, K, xd.data(), K, wd.data(), K, 0, y_ref.data(), N);
+  gemm_ref(false, false, M, K, N, dyd.data(), N, wd.data(), K, 0, dx_ref.data(), K);
+  std::vector<float> C(M * ldc, 100.f);
+  gemm(false, true, M, N, K, x.data(), K, w.data(), K, 0.f, C.data() + 3, ldc, Precision::bf16, w16.data());
+  std::vector<float> y(M * N);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) y[i * N + j] = C[i * ldc + 3 + j];
+  EXPECT_TRUE(all_close(y, y_ref, tolerance(Kind::bf16, K)));
+  EXPECT_EQ(C[0], 100.f);
+  EXPECT_EQ(C[2 * ldc + N + 4], 100.f);
+  gemm(false, true, M, N, K, x.data(), K, w.data(), K, 1.f, C.data() + 3, ldc, Precision::bf16, w16.data());
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) y[i * N + j] = C[i * ldc + 3 + j] / 2;
+  EXPECT_TRUE(all_close(y, y_ref, tolerance(Kind::bf16, K)));
+  std::vector<float> dx(M * K);
+  gemm(false, false, M, K, N, dy.data(), N, w.data(), K, 0.f, dx.data(), K, Precision::bf16, w16.data());
+  EXPECT_TRUE(all_close(dx, dx_ref, tolerance(Kind::bf16, N)));
+}
+
 TEST(OpMatmul, StridedOperands) {
   // A as columns [8, 8+K) of a wider matrix, C into a wider output: the attention kernel relies on this.
   int64_t M = 9, N = 5, K = 6, lda = 20, ldc = 11;

@@ -161,6 +161,14 @@ TEST(OpRmsnorm, PerHeadStridedEveryIsa) {
     EXPECT_TRUE(all_close(yc, y_ref, tolerance(Kind::reduction, D)));
     EXPECT_TRUE(all_close(dxc, dx_ref, tolerance(Kind::reduction, D), 1e-6));
     EXPECT_TRUE(all_close(dw, dw_ref, tolerance(Kind::reduction, N * H)));
+    // In place (dx aliasing dy), as the model calls it: same dx and dw.
+    auto inplace = dy;
+    std::vector<float> dw2(D, 0.f);
+    rmsnorm_heads_bwd(inplace.data() + off, buf.data() + off, w.data(), rstd.data(), inplace.data() + off, dw2.data(), N,
+                      H, D, stride);
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t i = 0; i < H * D; ++i) EXPECT_EQ(inplace[n * stride + off + i], dx[n * stride + off + i]);
+    EXPECT_EQ(dw2, dw);
   });
 }
 

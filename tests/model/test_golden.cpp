@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "common/op_harness.h"
 #include "common/test_data.h"
 #include "common/tolerance.h"
 #include "temper/io/hf_config.h"
@@ -34,12 +35,12 @@ double model_tol(const ModelConfig& c) {
 
 class Golden : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(Golden, ForwardBackwardAndAdamWMatchPyTorch) {
-  const std::string dir = test_data("golden/" + GetParam());
+void check_golden(const std::string& name) {
+  const std::string dir = test_data("golden/" + name);
   ModelConfig cfg = io::read_hf_config(dir + "/config.json");
   io::SafetensorsFile g = io::SafetensorsFile::open(dir + "/golden.safetensors");
   Transformer model(cfg);
-  io::load_hf_weights(model, g);
+  io::load_hf_weights(model, g, io::ExtraTensors::ignore);
   Tensor ids_t = g.get("input_ids"), mask_t = g.get("target_mask");
   const int64_t B = ids_t.dim(0), T = ids_t.dim(1), V = cfg.vocab_size;
   std::vector<int32_t> ids(ids_t.data<int32_t>(), ids_t.data<int32_t>() + B * T);
@@ -89,7 +90,7 @@ TEST_P(Golden, ForwardBackwardAndAdamWMatchPyTorch) {
 
   // Five AdamW steps (lr 1e-2, betas 0.9/0.95, eps 1e-8, wd 0.1 on all params, clip 1.0, constant LR).
   TrainConfig tc;
-  tc.adamw = {1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f};
+  tc.adamw = {0.9f, 0.95f, 1e-8f, 0.1f};
   tc.lr.peak = 1e-2;
   tc.max_grad_norm = 1.0;
   Trainer trainer(model, tc);
@@ -99,9 +100,10 @@ TEST_P(Golden, ForwardBackwardAndAdamWMatchPyTorch) {
     EXPECT_NEAR(st.loss, want_losses[s], 10 * tol * std::fabs(want_losses[s]) + 1e-6) << "step " << s;
     EXPECT_NEAR(st.grad_norm, want_norms[s], 10 * tol * want_norms[s]) << "step " << s;
   }
-  // Final parameters. Adam divides by sqrt(v): where a gradient is ~0 (k_proj.bias: softmax is
-  // shift-invariant, so its true gradient is exactly 0) the update follows the sign of rounding
-  // noise in any precision. Compare the elements whose first gradient is clearly above that noise.
+  // Final parameters. Adam divides by sqrt(v): where a gradient is ~0 the update follows the sign of
+  // rounding noise in any precision (small elements of the k-projection bias, whose only effect is
+  // through RoPE's position-dependent rotation, are the clearest case). Compare the elements whose
+  // first gradient is clearly above that noise.
   for (const ParamEntry& e : model.layout().entries()) {
     Tensor p = model.param(e.name);
     auto want = f64(g.get("adamw_final." + e.name)), g0 = f64(g.get("grad." + e.name));
@@ -114,14 +116,13 @@ TEST_P(Golden, ForwardBackwardAndAdamWMatchPyTorch) {
         got_sel.push_back(p.data<float>()[i]);
         want_sel.push_back(want[i]);
       }
-    if (e.name.find("k_proj.bias") != std::string::npos) {
-      EXPECT_TRUE(got_sel.empty() || got_sel.size() < static_cast<size_t>(e.numel()))
-          << "k_proj.bias gradient should be ~0";
-      continue;
-    }
     EXPECT_FALSE(got_sel.empty()) << e.name;  // (untied embeddings: only rows of tokens in the batch move)
     EXPECT_TRUE(all_close(got_sel, want_sel, 10 * tol)) << "adamw_final." << e.name;
   }
+}
+
+TEST_P(Golden, ForwardBackwardAndAdamWMatchPyTorchEveryIsa) {
+  for_each_isa([&](Isa) { check_golden(GetParam()); });
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, Golden, ::testing::Values("llama", "qwen2", "qwen3"));

@@ -60,7 +60,6 @@ int bench_train(BenchTrainOptions o) {
   model.set_recompute(o.recompute);
   model.plan(o.micro_batch > 0 && o.micro_batch < o.batch ? o.micro_batch * o.seq : o.batch * o.seq, o.seq);
   TrainConfig tc;
-  tc.adamw.lr = 1e-4f;
   tc.adamw.weight_decay = 0.01f;
   tc.lr.peak = 1e-4;
   tc.micro_batch = o.micro_batch;

@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <atomic>
+#include <exception>
 #include <cstdlib>
 #include <memory>
 #include <thread>
@@ -23,16 +24,25 @@ void ThreadPool::run(int64_t num_tasks, TaskFn fn) {
     for (int64_t t = 0; t < num_tasks; ++t) fn(t);
     return;
   }
+  // An exception must not leave an OpenMP region (that terminates): the first one is kept, the
+  // remaining tasks are skipped, and it is rethrown on the calling thread.
   std::atomic<int64_t> next{0};
+  std::atomic<bool> failed{false};
+  std::exception_ptr error;
   int team = static_cast<int>(num_tasks < num_threads_ ? num_tasks : num_threads_);
 #pragma omp parallel num_threads(team)
   {
     for (;;) {
       int64_t t = next.fetch_add(1, std::memory_order_relaxed);
-      if (t >= num_tasks) break;
-      fn(t);
+      if (t >= num_tasks || failed.load(std::memory_order_relaxed)) break;
+      try {
+        fn(t);
+      } catch (...) {
+        if (!failed.exchange(true)) error = std::current_exception();
+      }
     }
   }
+  if (error) std::rethrow_exception(error);
 }
 
 int default_num_threads() {

@@ -3,6 +3,7 @@
 // task: kernels give each task a disjoint output and reduce partials in a fixed order.
 // The threads are OpenMP's persistent team (libgomp), the same threads the BLAS (OpenBLAS's OpenMP
 // build) and oneDNN use: on a 2-core machine a second pool of spinning threads would fight them.
+// A task that throws stops the run; the first exception is rethrown to the caller.
 // Leaves out: work stealing, futures, priorities. Nested calls run inline on the calling thread.
 #pragma once
 

@@ -31,11 +31,26 @@ ModelConfig read_hf_config(const std::string& path) {
     TEMPER_CHECK(j[field].is_number()) << path << ": field '" << field << "' must be a number, got " << j[field].dump();
     return j[field].get<double>();
   };
+  auto opt_str = [&](const char* field) -> std::string {
+    if (!j.contains(field) || j[field].is_null()) return "";
+    TEMPER_CHECK(j[field].is_string()) << path << ": field '" << field << "' must be a string, got " << j[field].dump();
+    return j[field].get<std::string>();
+  };
+  auto opt_bool = [&](const char* field) -> bool {
+    if (!j.contains(field) || j[field].is_null()) return false;
+    TEMPER_CHECK(j[field].is_boolean()) << path << ": field '" << field << "' must be true or false, got "
+                                        << j[field].dump();
+    return j[field].get<bool>();
+  };
   ModelConfig c;
   std::string arch;
-  if (j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty())
-    arch = j["architectures"][0].get<std::string>();
-  std::string model_type = j.value("model_type", "");
+  if (j.contains("architectures")) {
+    auto& a = j["architectures"];
+    TEMPER_CHECK(a.is_array() && !a.empty() && a[0].is_string())
+        << path << ": field 'architectures' must be a list of class names, got " << a.dump();
+    arch = a[0].get<std::string>();
+  }
+  std::string model_type = opt_str("model_type");
   if (arch == "LlamaForCausalLM" || model_type == "llama") {
     c.arch = Arch::llama;
   } else if (arch == "Qwen2ForCausalLM" || model_type == "qwen2") {
@@ -60,13 +75,17 @@ ModelConfig read_hf_config(const std::string& path) {
   if (j.contains("max_position_embeddings")) c.max_position_embeddings = req_int("max_position_embeddings");
   c.rope_theta = opt_num("rope_theta", 10000.0);
   c.rms_norm_eps = opt_num("rms_norm_eps", 1e-6);
-  c.tie_word_embeddings = j.value("tie_word_embeddings", false);
-  TEMPER_CHECK(c.arch != Arch::llama || !j.value("attention_bias", false))
-      << path << ": field 'attention_bias' is true; Llama with q/k/v/o biases is not supported";
+  c.tie_word_embeddings = opt_bool("tie_word_embeddings");
+  // Variants the model does not implement are refused, not loaded wrongly.
+  TEMPER_CHECK(c.arch == Arch::qwen2 || !opt_bool("attention_bias"))
+      << path << ": field 'attention_bias' is true (biases on q/k/v/o); expected false for " << arch_name(c.arch);
+  TEMPER_CHECK(!opt_bool("mlp_bias")) << path << ": field 'mlp_bias' is true; expected false (MLP without biases)";
+  TEMPER_CHECK(!opt_bool("use_sliding_window"))
+      << path << ": field 'use_sliding_window' is true; sliding-window attention is not supported (expected false)";
   TEMPER_CHECK(!j.contains("rope_scaling") || j["rope_scaling"].is_null())
       << path << ": field 'rope_scaling' is set (" << j["rope_scaling"].dump() << "); only plain RoPE is supported";
-  TEMPER_CHECK(j.value("hidden_act", std::string("silu")) == "silu")
-      << path << ": field 'hidden_act' is '" << j.value("hidden_act", std::string()) << "', expected 'silu'";
+  std::string act = opt_str("hidden_act");
+  TEMPER_CHECK(act.empty() || act == "silu") << path << ": field 'hidden_act' is '" << act << "', expected 'silu'";
   c.validate(path);
   return c;
 }

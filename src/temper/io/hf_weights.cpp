@@ -4,7 +4,23 @@
 
 namespace temper::io {
 
-void load_hf_weights(Transformer& model, const SafetensorsFile& file) {
+namespace {
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+}  // namespace
+
+void load_hf_weights(Transformer& model, const SafetensorsFile& file, ExtraTensors extra) {
+  // Every tensor of the file must be used: an extra one means the file holds a different model
+  // (more layers, biases this config does not have) and loading it would be silently wrong.
+  for (const std::string& name : file.names()) {
+    if (extra == ExtraTensors::ignore) break;
+    bool rotary = ends_with(name, "rotary_emb.inv_freq");
+    bool tied_head = name == "lm_head.weight" && model.config().tie_word_embeddings;
+    TEMPER_CHECK(model.layout().find(name) || rotary || tied_head)
+        << file.path() << ": tensor '" << name << "' is not a parameter of the model the config describes ("
+        << model.config().summary() << ")";
+  }
   for (const ParamEntry& e : model.layout().entries()) {
     TEMPER_CHECK(file.has(e.name)) << file.path() << ": missing tensor '" << e.name << "' (model "
                                    << model.config().summary() << ")";

@@ -1,6 +1,8 @@
 // Fills a Transformer's parameters from Hugging Face-named tensors (any float dtype, converted to
 // f32). Every parameter must be present with the expected shape; errors name the file and tensor.
-// A tied model may carry a redundant lm_head.weight, which is ignored.
+// A tied model may carry a redundant lm_head.weight, which is ignored; any other tensor that is not
+// a parameter is an error (a different model) unless `extra` says to ignore it (files that carry
+// more than weights, like the test goldens).
 #pragma once
 
 #include "temper/io/safetensors.h"
@@ -8,6 +10,8 @@
 
 namespace temper::io {
 
-void load_hf_weights(Transformer& model, const SafetensorsFile& file);
+enum class ExtraTensors { error, ignore };
+
+void load_hf_weights(Transformer& model, const SafetensorsFile& file, ExtraTensors extra = ExtraTensors::error);
 
 }  // namespace temper::io

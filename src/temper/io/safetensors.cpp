@@ -31,7 +31,11 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY);
   TEMPER_CHECK(fd >= 0) << path << ": cannot open (" << std::strerror(errno) << ")";
   struct stat st {};
-  ::fstat(fd, &st);
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    TEMPER_FAIL() << path << ": cannot stat (" << std::strerror(err) << ")";
+  }
   size_t size = static_cast<size_t>(st.st_size);
   if (size < 8) {
     ::close(fd);
@@ -78,7 +82,10 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
         << path << ": tensor '" << name << "' data_offsets must be [begin, end]";
     uint64_t b = off[0].get<uint64_t>(), e = off[1].get<uint64_t>();
     Shape shape(dims);
-    uint64_t want = static_cast<uint64_t>(shape.numel()) * dtype_size(dt);
+    uint64_t want = dtype_size(dt);
+    for (int64_t d : dims)
+      TEMPER_CHECK(!__builtin_mul_overflow(want, static_cast<uint64_t>(d), &want))
+          << path << ": tensor '" << name << "' shape " << shape.str() << " overflows 64-bit sizes";
     TEMPER_CHECK(b <= e && e <= data_size) << path << ": tensor '" << name << "' data_offsets [" << b << ", " << e
                                            << "] outside the data region of " << data_size << " bytes";
     TEMPER_CHECK(e - b == want) << path << ": tensor '" << name << "' shape " << shape.str() << " " << ds << " needs "

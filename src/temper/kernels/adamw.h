@@ -8,8 +8,8 @@
 
 namespace temper::kernels {
 
-struct AdamWConfig {
-  float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0.01f;
+struct AdamWConfig {  // the learning rate comes per step from the schedule
+  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0.01f;
 };
 
 // step counts from 1 (bias corrections 1 - beta^step).

@@ -9,6 +9,12 @@
 
 namespace temper::kernels {
 
+int64_t classifier_chunk(int64_t N, int64_t V, int64_t chunk_rows) {
+  int64_t chunk = chunk_rows > 0 ? chunk_rows : kClassifierChunkBytes / (4 * V);
+  if (chunk < 1) chunk = 1;
+  return chunk < N ? chunk : (N > 0 ? N : 1);
+}
+
 void classifier_fused(const ClassifierArgs& a) {
   TEMPER_CHECK(a.h && a.w && a.logprob && a.entropy) << "classifier: missing input or output";
   TEMPER_CHECK(!a.loss || (a.dh && a.dw)) << "classifier: a loss needs dh and dw";
@@ -16,12 +22,13 @@ void classifier_fused(const ClassifierArgs& a) {
     TEMPER_CHECK(!a.targets || (a.targets[n] >= -1 && a.targets[n] < a.V))
         << "target id " << a.targets[n] << " at row " << n << " outside vocab [0, " << a.V << ")";
   const IsaTable& t = isa_table();
-  int64_t chunk = a.chunk_rows > 0 ? a.chunk_rows : kClassifierChunkBytes / (4 * a.V);
-  if (chunk < 1) chunk = 1;
-  if (chunk > a.N) chunk = a.N;
-  static thread_local std::vector<float> z;
-  if (static_cast<int64_t>(z.size()) < chunk * a.V) z.resize(static_cast<size_t>(chunk * a.V));
-  float* zbuf = z.data();  // the caller's buffer: workers must not touch their own thread_local
+  const int64_t chunk = classifier_chunk(a.N, a.V, a.chunk_rows);
+  float* zbuf = a.workspace;  // captured by pointer: workers must not touch their own thread_local
+  if (!zbuf || a.workspace_floats < chunk * a.V) {
+    static thread_local std::vector<float> z;
+    if (static_cast<int64_t>(z.size()) < chunk * a.V) z.resize(static_cast<size_t>(chunk * a.V));
+    zbuf = z.data();
+  }
   for (int64_t r0 = 0; r0 < a.N; r0 += chunk) {
     int64_t rows = r0 + chunk < a.N ? chunk : a.N - r0;
     const float* hc = a.h + r0 * a.C;
@@ -30,10 +37,10 @@ void classifier_fused(const ClassifierArgs& a) {
       for (int64_t i = b; i < e; ++i) {
         int64_t n = r0 + i;
         float* zr = zbuf + i * a.V;
-        float se, sex;
-        float m = t.row_softmax_stats(zr, a.V, &se, &sex);
+        float se, sexm;
+        float m = t.row_softmax_stats(zr, a.V, &se, &sexm);
         float lse = m + std::log(se);
-        float H = lse - sex / se;
+        float H = std::log(se) - sexm / se;
         int32_t tgt = a.targets ? a.targets[n] : -1;
         float lp = tgt >= 0 ? zr[tgt] - lse : 0.f;
         a.logprob[n] = lp;

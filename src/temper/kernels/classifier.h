@@ -32,9 +32,16 @@ struct ClassifierArgs {
   float* dw = nullptr;                   // [V, C] accumulated (when loss)
   Precision precision = Precision::f32;
   int64_t chunk_rows = 0;  // 0: as many rows as fit in kClassifierChunkBytes of logits
+  float* workspace = nullptr;    // classifier_workspace_floats(N, V, chunk_rows) floats; null: a
+  int64_t workspace_floats = 0;  // per-thread buffer grown on demand (tests, one-off calls)
 };
 
 inline constexpr int64_t kClassifierChunkBytes = int64_t{64} << 20;
+
+int64_t classifier_chunk(int64_t N, int64_t V, int64_t chunk_rows = 0);  // rows per chunk
+inline int64_t classifier_workspace_floats(int64_t N, int64_t V, int64_t chunk_rows = 0) {
+  return classifier_chunk(N, V, chunk_rows) * V;
+}
 
 void classifier_fused(const ClassifierArgs& a);
 

@@ -3,6 +3,8 @@
 #include <cblas.h>
 #include <oneapi/dnnl/dnnl.h>
 
+#include <omp.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -35,7 +37,8 @@ struct Bf16Key {
   int64_t M, N, K;
   bool ta, tb, acc;
   int64_t ldc, ldb;
-  auto tie() const { return std::tie(M, N, K, ta, tb, acc, ldc, ldb); }
+  int threads;  // oneDNN fixes its work split when a primitive is created
+  auto tie() const { return std::tie(M, N, K, ta, tb, acc, ldc, ldb, threads); }
   bool operator<(const Bf16Key& o) const { return tie() < o.tie(); }
 };
 
@@ -80,7 +83,7 @@ void gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A
   dnnl::memory::desc ad({M, K}, dt::bf16, ta ? dnnl::memory::dims{1, M} : dnnl::memory::dims{K, 1});
   dnnl::memory::desc bd({K, N}, dt::bf16, tb ? dnnl::memory::dims{1, bld} : dnnl::memory::dims{bld, 1});
   dnnl::memory::desc cd({M, N}, dt::f32, dnnl::memory::dims{ldc, 1});
-  Bf16Key key{M, N, K, ta, tb, beta != 0.f, ldc, bld};
+  Bf16Key key{M, N, K, ta, tb, beta != 0.f, ldc, bld, omp_get_max_threads()};
   auto it = e.cache.find(key);
   if (it == e.cache.end()) {
     dnnl::primitive_attr attr;

@@ -1,5 +1,6 @@
-// Learning-rate schedule: linear warmup from 0, then cosine decay to min_ratio * peak at total_steps
-// (transformers' get_cosine_schedule_with_warmup with a floor). constant = no decay after warmup.
+// Learning-rate schedule: linear warmup, peak * (step + 1) / (warmup + 1) (unlike transformers'
+// step / warmup, the first step is not wasted at lr 0), then cosine decay from peak to
+// min_ratio * peak at total_steps (transformers' get_cosine_schedule_with_warmup with a floor).
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,7 @@
 #include "temper/model/train_step.h"
 
+#include <cmath>
+
 #include "temper/core/error.h"
 #include "temper/core/profile.h"
 
@@ -39,6 +41,9 @@ StepStats Trainer::step(const int32_t* tokens, const float* loss_mask, int64_t B
   s.tokens = static_cast<int64_t>(count);
   TEMPER_PROFILE("optimizer");
   s.grad_norm = kernels::clip_grad_norm(model_.grads(), model_.flat_size(), cfg_.max_grad_norm);
+  TEMPER_CHECK(std::isfinite(s.grad_norm) && std::isfinite(s.loss))
+      << "step " << step_ << ": non-finite gradient norm (" << s.grad_norm << ") or loss (" << s.loss
+      << "); the update was skipped and the parameters are unchanged (lower the learning rate or check the data)";
   s.lr = cfg_.lr.at(step_);
   ++step_;
   kernels::adamw_step(model_.params(), model_.grads(), m_.data<float>(), v_.data<float>(), model_.flat_size(),

@@ -105,6 +105,8 @@ void Transformer::bind_arena(bool allocate, size_t* bytes) {
   x_tmp_ = take(N * C);
   rstd_tmp_ = take(N);
   pos_ = reinterpret_cast<int32_t*>(take(N));
+  classifier_ws_floats_ = kernels::classifier_workspace_floats(N, cfg_.vocab_size);
+  classifier_ws_ = take(classifier_ws_floats_);
   *bytes = total;
 }
 
@@ -257,6 +259,8 @@ void Transformer::forward_backward(const int32_t* tokens, const int32_t* targets
   ca.dh = dxn_;
   ca.dw = grads() + layout_.lm_head;
   ca.precision = precision_;
+  ca.workspace = classifier_ws_;
+  ca.workspace_floats = classifier_ws_floats_;
   { TEMPER_PROFILE("classifier"); kernels::classifier_fused(ca); }
   kernels::rmsnorm_bwd(dxn_, x_final_, params() + layout_.final_norm, rstd_f_, dx_, grads() + layout_.final_norm, N, C,
                        false);
@@ -283,6 +287,8 @@ void Transformer::forward_logprobs(const int32_t* tokens, const int32_t* targets
   ca.logprob = logprob;
   ca.entropy = entropy;
   ca.precision = precision_;
+  ca.workspace = classifier_ws_;
+  ca.workspace_floats = classifier_ws_floats_;
   { TEMPER_PROFILE("classifier"); kernels::classifier_fused(ca); }
 }
 

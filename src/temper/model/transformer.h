@@ -86,6 +86,8 @@ class Transformer {
   float *x_final_ = nullptr, *rstd_f_ = nullptr, *xn_ = nullptr, *h_ = nullptr, *dx_ = nullptr, *dxn_ = nullptr,
         *dqkv_ = nullptr, *do_ = nullptr, *dh_ = nullptr, *dgu_ = nullptr, *x_tmp_ = nullptr, *rstd_tmp_ = nullptr;
   int32_t* pos_ = nullptr;
+  float* classifier_ws_ = nullptr;  // one chunk of logits for the fused classifier
+  int64_t classifier_ws_floats_ = 0;
 };
 
 }  // namespace temper

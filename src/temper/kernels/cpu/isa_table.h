@@ -28,8 +28,9 @@ struct IsaTable {
                 float weight_decay, float bias_corr1, float bias_corr2);
   double (*sumsq)(const float* x, int64_t n);
   void (*scale)(float* x, int64_t n, float s);
-  // Row softmax statistics: returns max; sum_exp = sum exp(x - max); sum_exp_x = sum exp(x - max) * x.
-  float (*row_softmax_stats)(const float* x, int64_t n, float* sum_exp, float* sum_exp_x);
+  // Row softmax statistics: returns m = max; sum_exp = sum exp(x - m); sum_exp_xm = sum exp(x - m) * (x - m).
+  // Entropy = log(sum_exp) - sum_exp_xm / sum_exp (no cancellation against m).
+  float (*row_softmax_stats)(const float* x, int64_t n, float* sum_exp, float* sum_exp_xm);
   // x[i] = exp(x[i] * scale - shift) in place; returns the sum.
   float (*exp_shift_inplace)(float* x, int64_t n, float scale, float shift);
   // Fused classifier gradient for one row: dz = g_lp * (onehot(target) - p) + g_ent * (-p * (log p + H)),
