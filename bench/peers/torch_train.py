@@ -59,10 +59,10 @@ import time
 import torch
 
 
-def make_config(shape, seq):
+def make_config(shape, seq, attn):
     from transformers import LlamaConfig
 
-    common = dict(hidden_act="silu", attn_implementation="sdpa", use_cache=False,
+    common = dict(hidden_act="silu", attn_implementation=attn, use_cache=False,
                   torch_dtype=torch.float32, attention_bias=False, mlp_bias=False)
     if shape == "smollm2-135m":
         if seq > 2048:
@@ -89,7 +89,11 @@ def main():
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--attn", choices=["sdpa", "eager"], default=None,
+                    help="attention implementation (default: sdpa; eager on torch 1.x, which has no SDPA)")
     args = ap.parse_args()
+    if args.attn is None:
+        args.attn = "sdpa" if int(torch.__version__.split(".")[0]) >= 2 else "eager"
     if args.steps < 1 or args.warmup < 0 or args.batch < 1 or args.seq < 2 or args.threads < 1:
         ap.error("need steps >= 1, warmup >= 0, batch >= 1, seq >= 2, threads >= 1")
 
@@ -99,9 +103,9 @@ def main():
 
     transformers.logging.set_verbosity_error()
     torch.manual_seed(0)
-    cfg = make_config(args.shape, args.seq)
+    cfg = make_config(args.shape, args.seq, args.attn)
     model = LlamaForCausalLM(cfg)
-    assert model.config._attn_implementation == "sdpa"
+    assert model.config._attn_implementation == args.attn
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     ids = torch.randint(0, cfg.vocab_size, (args.batch, args.seq))
@@ -130,6 +134,7 @@ def main():
     result = {
         "engine": "pytorch",
         "torch": torch.__version__,
+        "attn": args.attn,
         "shape": args.shape,
         "batch": args.batch,
         "seq": args.seq,
