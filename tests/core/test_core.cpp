@@ -12,6 +12,7 @@
 #include "temper/core/cpu_features.h"
 #include "temper/core/dtype.h"
 #include "temper/core/error.h"
+#include "temper/core/log.h"
 #include "temper/core/rng.h"
 #include "temper/core/tensor.h"
 #include "temper/core/thread_pool.h"
@@ -174,4 +175,20 @@ TEST(CpuFeatures, ScalarAlwaysAndSelectionHonoursSupport) {
   Isa x;
   EXPECT_TRUE(isa_from_name("avx2", &x));
   EXPECT_FALSE(isa_from_name("sse", &x));
+}
+
+TEST(Log, SinkReceivesEnabledLevelsOnly) {
+  std::vector<std::pair<LogLevel, std::string>> got;
+  log_set_sink([&](LogLevel l, std::string_view m) { got.emplace_back(l, std::string(m)); });
+  LogLevel saved = log_level();
+  log_set_level(LogLevel::warn);
+  TEMPER_LOG(info) << "hidden " << 1;
+  TEMPER_LOG(warn) << "shown " << 2;
+  TEMPER_LOG(error) << "also " << 3;
+  log_set_level(saved);
+  log_set_sink(nullptr);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].first, LogLevel::warn);
+  EXPECT_EQ(got[0].second, "shown 2");
+  EXPECT_EQ(got[1].second, "also 3");
 }
