@@ -18,6 +18,23 @@ class Arena {
   ~Arena() { release(); }
   Arena(const Arena&) = delete;
   Arena& operator=(const Arena&) = delete;
+  // Moving keeps the buffer (pointers into it stay valid) and empties the source.
+  Arena(Arena&& o) noexcept : base_(o.base_), cap_(o.cap_), used_(o.used_), peak_(o.peak_) {
+    o.base_ = nullptr;
+    o.cap_ = o.used_ = o.peak_ = 0;
+  }
+  Arena& operator=(Arena&& o) noexcept {
+    if (this != &o) {
+      release();
+      base_ = o.base_;
+      cap_ = o.cap_;
+      used_ = o.used_;
+      peak_ = o.peak_;
+      o.base_ = nullptr;
+      o.cap_ = o.used_ = o.peak_ = 0;
+    }
+    return *this;
+  }
 
   void reserve(size_t bytes);
   void release();

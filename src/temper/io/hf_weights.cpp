@@ -10,7 +10,7 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 }
 }  // namespace
 
-void load_hf_weights(Transformer& model, const SafetensorsFile& file, ExtraTensors extra) {
+void load_hf_weights(Transformer& model, const SafetensorsSet& file, ExtraTensors extra) {
   // Every tensor of the file must be used: an extra one means the file holds a different model
   // (more layers, biases this config does not have) and loading it would be silently wrong.
   for (const std::string& name : file.names()) {
@@ -25,9 +25,9 @@ void load_hf_weights(Transformer& model, const SafetensorsFile& file, ExtraTenso
     TEMPER_CHECK(file.has(e.name)) << file.path() << ": missing tensor '" << e.name << "' (model "
                                    << model.config().summary() << ")";
     Tensor t = file.get(e.name);
-    TEMPER_CHECK(t.shape() == e.shape) << file.path() << ": tensor '" << e.name << "' has shape " << t.shape().str()
+    TEMPER_CHECK(t.shape() == e.shape) << file.file_of(e.name) << ": tensor '" << e.name << "' has shape " << t.shape().str()
                                        << ", the config implies " << e.shape.str();
-    copy_to_f32(t, model.params() + e.offset, e.numel(), file.path() + ": tensor '" + e.name + "'");
+    copy_to_f32(t, model.params() + e.offset, e.numel(), file.file_of(e.name) + ": tensor '" + e.name + "'");
   }
   model.params_updated();
 }

@@ -5,13 +5,13 @@
 // more than weights, like the test goldens).
 #pragma once
 
-#include "temper/io/safetensors.h"
+#include "temper/io/safetensors_set.h"
 #include "temper/model/transformer.h"
 
 namespace temper::io {
 
 enum class ExtraTensors { error, ignore };
 
-void load_hf_weights(Transformer& model, const SafetensorsFile& file, ExtraTensors extra = ExtraTensors::error);
+void load_hf_weights(Transformer& model, const SafetensorsSet& file, ExtraTensors extra = ExtraTensors::error);
 
 }  // namespace temper::io
