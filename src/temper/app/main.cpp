@@ -4,6 +4,8 @@
 #include <cstdio>
 
 #include "temper/app/bench_train.h"
+#include "temper/app/convert.h"
+#include "temper/app/logits.h"
 #include "temper/app/info.h"
 #include "temper/core/error.h"
 #include "temper/version.h"
@@ -37,6 +39,18 @@ int main(int argc, char** argv) {
   auto* info = app.add_subcommand("info", "Describe a model (HF directory or config.json) and this machine");
   info->add_option("model", io.model, "Model directory or config.json (optional)");
 
+  temper::app::ConvertOptions co;
+  auto* conv = app.add_subcommand("convert", "Convert a model: Hugging Face directory -> Hugging Face directory");
+  conv->add_option("in", co.in, "Input model (Hugging Face directory)")->required();
+  conv->add_option("out", co.out, "Output directory")->required();
+  conv->add_option("--dtype", co.dtype, "Weight dtype of the output: f32, bf16, f16")->capture_default_str();
+
+  temper::app::LogitsOptions lo;
+  auto* lg = app.add_subcommand("logits", "One forward pass over token ids, printed as JSON (top-1 per position)");
+  lg->add_option("--model", lo.model, "Model (Hugging Face directory)")->required();
+  lg->add_option("--ids", lo.ids, "Comma-separated token ids")->required();
+  lg->add_flag("--full", lo.full, "Also print every logit of every position");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -45,6 +59,8 @@ int main(int argc, char** argv) {
   try {
     if (train->parsed()) return temper::app::bench_train(bt);
     if (info->parsed()) return temper::app::info(io);
+    if (conv->parsed()) return temper::app::convert(co);
+    if (lg->parsed()) return temper::app::logits(lo);
   } catch (const temper::Error& e) {
     std::fprintf(stderr, "temper: error: %s\n", e.what());
     return 1;

@@ -111,7 +111,10 @@ std::string hf_config_text(const ModelConfig& c, DType dtype, const HfExportOpti
   j["attention_bias"] = c.arch == Arch::qwen2;
   j["attention_dropout"] = 0.0;
   if (c.arch == Arch::llama) j["mlp_bias"] = false;
-  if (c.arch != Arch::llama) j["use_sliding_window"] = false;
+  if (c.arch != Arch::llama) {
+    j["use_sliding_window"] = false;
+    j["sliding_window"] = nullptr;  // transformers 4.51 applies a non-null window even when unused
+  }
   j["rope_scaling"] = nullptr;
   j["torch_dtype"] = dtype == DType::bf16 ? "bfloat16" : dtype == DType::f16 ? "float16" : "float32";
   if (o.bos_id >= 0) j["bos_token_id"] = o.bos_id;
@@ -135,7 +138,7 @@ void export_hf_dir(const Transformer& model, const std::string& out_dir, const H
     }
     write_safetensors((t / "model.safetensors").string(), tensors);
     write_text_atomic((t / "config.json").string(), hf_config_text(model.config(), o.dtype, o));
-    nlohmann::ordered_json g;
+    nlohmann::ordered_json g = nlohmann::ordered_json::object();
     if (o.bos_id >= 0) g["bos_token_id"] = o.bos_id;
     if (o.eos_ids.size() == 1) g["eos_token_id"] = o.eos_ids[0];
     else if (!o.eos_ids.empty()) g["eos_token_id"] = o.eos_ids;

@@ -1,0 +1,16 @@
+// `temper convert IN OUT`: between a Hugging Face directory and GGUF (by OUT's extension), with
+// the weight dtype of the output (--dtype). Outputs are written atomically.
+#pragma once
+
+#include <string>
+
+namespace temper::app {
+
+struct ConvertOptions {
+  std::string in, out;
+  std::string dtype = "f32";  // HF: f32 | bf16 | f16
+};
+
+int convert(const ConvertOptions& o);
+
+}  // namespace temper::app

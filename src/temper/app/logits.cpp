@@ -1,0 +1,50 @@
+#include "temper/app/logits.h"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "temper/app/model_source.h"
+#include "temper/core/error.h"
+
+namespace temper::app {
+
+int logits(const LogitsOptions& o) {
+  std::vector<int32_t> ids;
+  std::stringstream ss(o.ids);
+  std::string tok;
+  while (std::getline(ss, tok, ',')) {
+    try {
+      size_t used = 0;
+      long v = std::stol(tok, &used);
+      TEMPER_CHECK(used == tok.size()) << "";
+      ids.push_back(static_cast<int32_t>(v));
+    } catch (const std::exception&) {
+      TEMPER_FAIL() << "--ids: '" << tok << "' is not an integer (expected comma-separated token ids)";
+    }
+  }
+  TEMPER_CHECK(!ids.empty()) << "--ids: no token ids given";
+  LoadedModel lm = load_model(o.model);
+  const int64_t T = static_cast<int64_t>(ids.size()), V = lm.model->config().vocab_size;
+  std::vector<float> out(static_cast<size_t>(T * V));
+  lm.model->forward_logits(ids.data(), 1, T, out.data());
+  nlohmann::json j;
+  j["ids"] = ids;
+  std::vector<int32_t> top1;
+  for (int64_t t = 0; t < T; ++t) {
+    int64_t best = 0;
+    for (int64_t v = 1; v < V; ++v)
+      if (out[t * V + v] > out[t * V + best]) best = v;
+    top1.push_back(static_cast<int32_t>(best));
+  }
+  j["top1"] = top1;
+  if (o.full) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (int64_t t = 0; t < T; ++t) rows.push_back(std::vector<float>(out.begin() + t * V, out.begin() + (t + 1) * V));
+    j["logits"] = rows;
+  }
+  std::printf("%s\n", j.dump().c_str());
+  return 0;
+}
+
+}  // namespace temper::app
