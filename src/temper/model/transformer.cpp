@@ -151,7 +151,7 @@ Transformer::LayerActs Transformer::acts_for(int64_t l, bool save) const {
   return a;
 }
 
-void Transformer::layer_forward(int64_t l, const LayerActs& a, float* x_out, int64_t B, int64_t T) {
+void Transformer::layer_forward(int64_t l, const LayerActs& a, float* x_out, int64_t B, int64_t T, KvCache* cache) {
   const LayerOffsets& o = layout_.layers[static_cast<size_t>(l)];
   const float* P = params();
   const int64_t N = B * T, C = cfg_.hidden_size, D = cfg_.head_dim, H = cfg_.num_heads, Hkv = cfg_.num_kv_heads,
@@ -170,8 +170,20 @@ void Transformer::layer_forward(int64_t l, const LayerActs& a, float* x_out, int
   }
   { TEMPER_PROFILE("rope"); kernels::rope_fwd(a.qkv, pos_, rope_, N, H, D, QKV); }
   { TEMPER_PROFILE("rope"); kernels::rope_fwd(a.qkv + Hq, pos_, rope_, N, Hkv, D, QKV); }
-  kernels::AttnShape s{B, T, H, Hkv, D, QKV, QKV, Hq};
-  { TEMPER_PROFILE("attention"); kernels::attention_fwd(s, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse); }
+  if (cache) {  // append this step's K/V (B == 1) and attend over the whole cache
+    float *kc = cache->k_layer(l) + cache->len * Hk, *vc = cache->v_layer(l) + cache->len * Hk;
+    for (int64_t n = 0; n < N; ++n) {
+      std::memcpy(kc + n * Hk, a.qkv + n * QKV + Hq, static_cast<size_t>(Hk) * sizeof(float));
+      std::memcpy(vc + n * Hk, a.qkv + n * QKV + Hq + Hk, static_cast<size_t>(Hk) * sizeof(float));
+    }
+    kernels::AttnShape s{1, T, H, Hkv, D, QKV, Hk, Hq, cache->len, cache->len + T};
+    TEMPER_PROFILE("attention");
+    kernels::attention_fwd(s, a.qkv, cache->k_layer(l), cache->v_layer(l), a.o, a.lse);
+  } else {
+    kernels::AttnShape s{B, T, H, Hkv, D, QKV, QKV, Hq};
+    TEMPER_PROFILE("attention");
+    kernels::attention_fwd(s, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse);
+  }
   std::memcpy(a.x_mid, a.x_in, static_cast<size_t>(N * C) * sizeof(float));
   { TEMPER_PROFILE("gemm"); gemm(false, true, N, C, Hq, a.o, Hq, P + o.w_o, Hq, 1.f, a.x_mid, C, precision_, w16(o.w_o)); }
   // MLP block.
@@ -290,6 +302,26 @@ void Transformer::forward_logprobs(const int32_t* tokens, const int32_t* targets
   ca.workspace = classifier_ws_;
   ca.workspace_floats = classifier_ws_floats_;
   { TEMPER_PROFILE("classifier"); kernels::classifier_fused(ca); }
+}
+
+void Transformer::forward_cached(const int32_t* tokens, int64_t n, KvCache& cache, float* last_logits) {
+  TEMPER_CHECK(cache.max_len > 0 && cache.layers == cfg_.num_layers && cache.row == cfg_.num_kv_heads * cfg_.head_dim)
+      << "KV cache was not reset for this model";
+  TEMPER_CHECK(n > 0 && cache.len + n <= cache.max_len)
+      << "KV cache full: " << cache.len << " + " << n << " tokens > " << cache.max_len;
+  prepare(1, n);
+  for (int64_t i = 0; i < n; ++i) pos_[i] = static_cast<int32_t>(cache.len + i);
+  const int64_t C = cfg_.hidden_size, L = cfg_.num_layers;
+  kernels::embedding_fwd(params() + layout_.embed, tokens, scratch_acts_.x_in, n, cfg_.vocab_size, C);
+  for (int64_t l = 0; l < L; ++l) {
+    layer_forward(l, scratch_acts_, x_tmp_, 1, n, &cache);
+    std::memcpy(scratch_acts_.x_in, x_tmp_, static_cast<size_t>(n * C) * sizeof(float));
+  }
+  cache.len += n;
+  const float* last = scratch_acts_.x_in + (n - 1) * C;
+  kernels::rmsnorm_fwd(last, params() + layout_.final_norm, xn_, rstd_f_, 1, C, static_cast<float>(cfg_.rms_norm_eps));
+  gemm(false, true, 1, cfg_.vocab_size, C, xn_, C, params() + layout_.lm_head, C, 0.f, last_logits, cfg_.vocab_size,
+       precision_, w16(layout_.lm_head));
 }
 
 void Transformer::forward_logits(const int32_t* tokens, int64_t B, int64_t T, float* logits) {

@@ -15,6 +15,7 @@
 #include "temper/kernels/matmul.h"
 #include "temper/kernels/rope.h"
 #include "temper/model/config.h"
+#include "temper/model/kv_cache.h"
 #include "temper/model/param_layout.h"
 
 namespace temper {
@@ -57,6 +58,10 @@ class Transformer {
                         float* entropy);
   void forward_logits(const int32_t* tokens, int64_t B, int64_t T, float* logits);  // [B, T, V]
 
+  // Generation over a KV cache (one sequence): runs n new tokens at positions cache.len.., appends
+  // their K/V, advances cache.len, and writes the logits of the last new token [V].
+  void forward_cached(const int32_t* tokens, int64_t n, KvCache& cache, float* last_logits);
+
  private:
   struct LayerActs {
     float *x_in, *rstd1, *qkv_pre, *q_rstd, *k_rstd, *qkv, *o, *lse, *x_mid, *rstd2, *gu;
@@ -64,7 +69,7 @@ class Transformer {
   void bind_arena(bool allocate, size_t* bytes);
   void prepare(int64_t B, int64_t T);
   void trunk_forward(const int32_t* tokens, int64_t B, int64_t T, bool save);
-  void layer_forward(int64_t l, const LayerActs& a, float* x_out, int64_t B, int64_t T);
+  void layer_forward(int64_t l, const LayerActs& a, float* x_out, int64_t B, int64_t T, KvCache* cache = nullptr);
   void layer_backward(int64_t l, const LayerActs& a, float* dx, int64_t B, int64_t T);
   LayerActs acts_for(int64_t l, bool save) const;
   const uint16_t* w16(int64_t offset) const;  // bf16 copy of a weight (bf16 precision), else null
