@@ -6,6 +6,7 @@
 
 #include "temper/app/model_source.h"
 #include "temper/core/error.h"
+#include "temper/io/gguf_export.h"
 #include "temper/io/hf_model_dir.h"
 
 namespace temper::app {
@@ -18,23 +19,44 @@ std::string slurp(const std::string& path) {
   ss << in.rdbuf();
   return ss.str();
 }
+
+int convert_to_gguf(const ConvertOptions& o, const LoadedModel& lm) {
+  io::GgufExportOptions x;
+  std::string dt = o.dtype.empty() ? "f16" : o.dtype;
+  if (dt == "f32") x.matrix_type = io::GgmlType::f32;
+  else if (dt == "f16") x.matrix_type = io::GgmlType::f16;
+  else if (dt == "bf16") x.matrix_type = io::GgmlType::bf16;
+  else if (dt == "q8_0") x.matrix_type = io::GgmlType::q8_0;
+  else TEMPER_FAIL() << "--dtype for a GGUF export must be f32, f16, bf16 or q8_0, got '" << dt << "'";
+  x.metadata = lm.gguf_meta;
+  if (lm.gguf_meta.empty())
+    std::fprintf(stderr, "temper convert: warning: %s has no GGUF tokenizer metadata; the GGUF will carry weights only\n",
+                 o.in.c_str());
+  io::save_gguf_model(*lm.model, o.out, x);
+  std::fprintf(stderr, "temper convert: %s (%s) -> %s (GGUF, %s matrices)\n", o.in.c_str(), lm.format.c_str(),
+               o.out.c_str(), dt.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int convert(const ConvertOptions& o) {
   LoadedModel lm = load_model(o.in);
-  bool to_gguf = o.out.size() > 5 && o.out.compare(o.out.size() - 5, 5, ".gguf") == 0;
-  TEMPER_CHECK(!to_gguf) << o.out << ": GGUF export is not built yet; give a directory for a Hugging Face export";
+  if (is_gguf_path(o.out)) return convert_to_gguf(o, lm);
   io::HfExportOptions x;
-  TEMPER_CHECK(dtype_from_name(o.dtype, &x.dtype) &&
+  std::string dt = o.dtype.empty() ? "f32" : o.dtype;
+  TEMPER_CHECK(dtype_from_name(dt, &x.dtype) &&
                (x.dtype == DType::f32 || x.dtype == DType::bf16 || x.dtype == DType::f16))
-      << "--dtype for a Hugging Face export must be f32, bf16 or f16, got '" << o.dtype << "'";
+      << "--dtype for a Hugging Face export must be f32, bf16 or f16, got '" << dt << "'";
   x.eos_ids = lm.eos_ids;
   x.bos_id = lm.bos_id;
   x.tokenizer_json_text = slurp(lm.tokenizer_json);
   x.tokenizer_config_json_text = slurp(lm.tokenizer_config_json);
   io::export_hf_dir(*lm.model, o.out, x);
+  if (x.tokenizer_json_text.empty())
+    std::fprintf(stderr, "temper convert: warning: no tokenizer.json written (the source has none in HF form)\n");
   std::fprintf(stderr, "temper convert: %s (%s) -> %s (Hugging Face, %s)\n", o.in.c_str(), lm.format.c_str(),
-               o.out.c_str(), o.dtype.c_str());
+               o.out.c_str(), dt.c_str());
   return 0;
 }
 

@@ -8,7 +8,7 @@ namespace temper::app {
 
 struct ConvertOptions {
   std::string in, out;
-  std::string dtype = "f32";  // HF: f32 | bf16 | f16
+  std::string dtype;  // HF: f32 (default) | bf16 | f16; GGUF: f16 (default) | f32 | bf16 | q8_0
 };
 
 int convert(const ConvertOptions& o);

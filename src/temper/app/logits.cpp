@@ -25,6 +25,7 @@ int logits(const LogitsOptions& o) {
   }
   TEMPER_CHECK(!ids.empty()) << "--ids: no token ids given";
   LoadedModel lm = load_model(o.model);
+  std::fprintf(stderr, "temper logits: loaded %s (%s) in %.2f s\n", o.model.c_str(), lm.format.c_str(), lm.load_seconds);
   const int64_t T = static_cast<int64_t>(ids.size()), V = lm.model->config().vocab_size;
   std::vector<float> out(static_cast<size_t>(T * V));
   lm.model->forward_logits(ids.data(), 1, T, out.data());

@@ -40,14 +40,14 @@ int main(int argc, char** argv) {
   info->add_option("model", io.model, "Model directory or config.json (optional)");
 
   temper::app::ConvertOptions co;
-  auto* conv = app.add_subcommand("convert", "Convert a model: Hugging Face directory -> Hugging Face directory");
-  conv->add_option("in", co.in, "Input model (Hugging Face directory)")->required();
-  conv->add_option("out", co.out, "Output directory")->required();
-  conv->add_option("--dtype", co.dtype, "Weight dtype of the output: f32, bf16, f16")->capture_default_str();
+  auto* conv = app.add_subcommand("convert", "Convert a model between a Hugging Face directory and GGUF");
+  conv->add_option("in", co.in, "Input model (Hugging Face directory or .gguf)")->required();
+  conv->add_option("out", co.out, "Output: a directory (Hugging Face) or a path ending in .gguf")->required();
+  conv->add_option("--dtype", co.dtype, "Weights of the output: HF f32 (default), bf16, f16; GGUF f16 (default), f32, bf16, q8_0");
 
   temper::app::LogitsOptions lo;
   auto* lg = app.add_subcommand("logits", "One forward pass over token ids, printed as JSON (top-1 per position)");
-  lg->add_option("--model", lo.model, "Model (Hugging Face directory)")->required();
+  lg->add_option("--model", lo.model, "Model (Hugging Face directory or .gguf)")->required();
   lg->add_option("--ids", lo.ids, "Comma-separated token ids")->required();
   lg->add_flag("--full", lo.full, "Also print every logit of every position");
 

@@ -1,12 +1,13 @@
-// Opening the model a user names on the command line: a Hugging Face directory (or its
-// config.json alone, for shapes without weights) today; a GGUF file joins through io/gguf.
-// Returns the transformer plus what generation and export need (special token ids, origin).
+// Opening the model a user names on the command line: a Hugging Face directory or a GGUF file.
+// Returns the transformer plus what generation and export need (special token ids, the tokenizer
+// files or GGUF tokenizer metadata, origin).
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "temper/io/gguf_value.h"
 #include "temper/model/transformer.h"
 
 namespace temper::app {
@@ -18,7 +19,11 @@ struct LoadedModel {
   std::vector<int32_t> eos_ids;
   int32_t bos_id = -1;
   std::string tokenizer_json, tokenizer_config_json;  // HF tokenizer files (paths), when present
+  std::vector<std::pair<std::string, io::GgufValue>> gguf_meta;  // GGUF: tokenizer.* and general.name
+  double load_seconds = 0;
 };
+
+bool is_gguf_path(const std::string& path);
 
 LoadedModel load_model(const std::string& path);
 

@@ -1,5 +1,7 @@
 #include "temper/core/tensor.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -20,16 +22,35 @@ std::string Shape::str() const {
   return s.str();
 }
 
+namespace {
+// Large blocks come straight from mmap: page-aligned and zero-filled lazily by the kernel, so a
+// 540 MB parameter buffer costs nothing until it is written (no memset pass).
+constexpr size_t kMmapThreshold = size_t{1} << 22;
+}  // namespace
+
 void* aligned_alloc_bytes(size_t bytes) {
   size_t n = (bytes + 63) / 64 * 64;
   if (n == 0) n = 64;
+  if (n >= kMmapThreshold) {
+    void* p = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    TEMPER_CHECK(p != MAP_FAILED) << "out of memory allocating " << bytes << " bytes";
+    return p;
+  }
   void* p = std::aligned_alloc(64, n);
   TEMPER_CHECK(p != nullptr) << "out of memory allocating " << bytes << " bytes";
   std::memset(p, 0, n);
   return p;
 }
 
-void aligned_free_bytes(void* p, size_t) { std::free(p); }
+void aligned_free_bytes(void* p, size_t bytes) {
+  size_t n = (bytes + 63) / 64 * 64;
+  if (n == 0) n = 64;
+  if (n >= kMmapThreshold) {
+    ::munmap(p, n);
+  } else {
+    std::free(p);
+  }
+}
 
 Storage::~Storage() {
   if (free_fn && data) free_fn(data, bytes);
