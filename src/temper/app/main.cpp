@@ -5,6 +5,8 @@
 
 #include "temper/app/bench_train.h"
 #include "temper/app/convert.h"
+#include "temper/app/generate.h"
+#include "temper/app/tokenize.h"
 #include "temper/app/logits.h"
 #include "temper/app/info.h"
 #include "temper/core/error.h"
@@ -51,6 +53,34 @@ int main(int argc, char** argv) {
   lg->add_option("--ids", lo.ids, "Comma-separated token ids")->required();
   lg->add_flag("--full", lo.full, "Also print every logit of every position");
 
+  temper::app::TokenizeOptions to;
+  auto* tk = app.add_subcommand("tokenize", "Text to token ids (a JSON list); no BOS/EOS unless --special");
+  tk->add_option("--model", to.model, "Model directory, tokenizer.json or .gguf")->required();
+  auto* text_opt = tk->add_option("--text", to.text, "The text");
+  tk->add_option("--file", to.file, "A file with the text")->excludes(text_opt);
+  tk->add_flag("--special", to.special, "Add the tokenizer's BOS/EOS around the text");
+  temper::app::TokenizeOptions dto;
+  auto* dtk = app.add_subcommand("detokenize", "Token ids (1,2,3 or a JSON list; stdin if no --ids) to text");
+  dtk->add_option("--model", dto.model, "Model directory, tokenizer.json or .gguf")->required();
+  dtk->add_option("--ids", dto.ids, "Token ids");
+  dtk->add_flag("--skip-special", dto.skip_special, "Leave out special tokens");
+
+  temper::app::GenerateOptions go;
+  auto* gen = app.add_subcommand("generate", "Generate text (chat template unless --raw); continuation on stdout");
+  gen->add_option("--model", go.model, "Model (Hugging Face directory or .gguf)")->required();
+  gen->add_option("--prompt", go.prompt, "The user message (or, with --raw, the text to continue)")->required();
+  gen->add_option("--system", go.system, "A system message");
+  gen->add_option("--chat-template", go.chat_template, "Override the model's template: chatml, llama3");
+  gen->add_flag("--raw", go.raw, "No chat template: continue the prompt as plain text");
+  gen->add_flag("--greedy", go.greedy, "Always the most likely token");
+  gen->add_option("--max-new", go.max_new, "Most new tokens")->capture_default_str();
+  gen->add_option("--temperature", go.temperature, "Sampling temperature")->capture_default_str();
+  gen->add_option("--top-p", go.top_p, "Nucleus sampling mass")->capture_default_str();
+  gen->add_option("--top-k", go.top_k, "Keep the k most likely tokens (0: off)")->capture_default_str();
+  gen->add_option("--min-p", go.min_p, "Drop tokens below min_p * p_max")->capture_default_str();
+  gen->add_option("--seed", go.seed, "Sampling seed")->capture_default_str();
+  gen->add_option("--threads", go.threads, "Threads");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -61,6 +91,9 @@ int main(int argc, char** argv) {
     if (info->parsed()) return temper::app::info(io);
     if (conv->parsed()) return temper::app::convert(co);
     if (lg->parsed()) return temper::app::logits(lo);
+    if (tk->parsed()) return temper::app::tokenize(to);
+    if (dtk->parsed()) return temper::app::detokenize(dto);
+    if (gen->parsed()) return temper::app::generate(go);
   } catch (const temper::Error& e) {
     std::fprintf(stderr, "temper: error: %s\n", e.what());
     return 1;

@@ -12,6 +12,35 @@
 namespace temper::app {
 namespace fs = std::filesystem;
 
+namespace {
+
+// tokenizer.ggml.* -> TokenizerSpec (llama.cpp's keys).
+std::shared_ptr<const text::Tokenizer> gguf_tokenizer(const io::GgufFile& f) {
+  if (!f.find("tokenizer.ggml.tokens")) return nullptr;
+  text::TokenizerSpec s;
+  s.model = f.get_str("tokenizer.ggml.model");
+  s.tokens = f.get_str_array("tokenizer.ggml.tokens");
+  if (f.find("tokenizer.ggml.merges")) s.add_merge_strings(f.get_str_array("tokenizer.ggml.merges"));
+  if (f.find("tokenizer.ggml.token_type")) s.token_types = f.get_i32_array("tokenizer.ggml.token_type");
+  if (f.find("tokenizer.ggml.pre")) s.pre = f.get_str("tokenizer.ggml.pre");
+  auto id = [&](const char* key) { return f.find(key) ? static_cast<int32_t>(f.get_u32(key)) : -1; };
+  s.bos_id = id("tokenizer.ggml.bos_token_id");
+  s.eos_id = id("tokenizer.ggml.eos_token_id");
+  s.unk_id = id("tokenizer.ggml.unknown_token_id");
+  s.pad_id = id("tokenizer.ggml.padding_token_id");
+  if (f.find("tokenizer.ggml.add_bos_token")) s.add_bos = f.get_bool("tokenizer.ggml.add_bos_token");
+  if (f.find("tokenizer.ggml.add_eos_token")) s.add_eos = f.get_bool("tokenizer.ggml.add_eos_token");
+  if (f.find("tokenizer.chat_template")) s.chat_template = f.get_str("tokenizer.chat_template");
+  return std::make_shared<const text::Tokenizer>(text::Tokenizer::from_spec(s));
+}
+
+std::shared_ptr<const text::Tokenizer> hf_tokenizer(const std::string& json, const std::string& config) {
+  if (json.empty()) return nullptr;
+  return std::make_shared<const text::Tokenizer>(text::Tokenizer::from_hf_files(json, config));
+}
+
+}  // namespace
+
 bool is_gguf_path(const std::string& path) {
   return path.size() > 5 && path.compare(path.size() - 5, 5, ".gguf") == 0;
 }
@@ -29,6 +58,7 @@ LoadedModel load_model(const std::string& path) {
     if (f.find("tokenizer.ggml.eos_token_id")) lm.eos_ids = {static_cast<int32_t>(f.get_u32("tokenizer.ggml.eos_token_id"))};
     if (f.find("tokenizer.ggml.bos_token_id")) lm.bos_id = static_cast<int32_t>(f.get_u32("tokenizer.ggml.bos_token_id"));
     lm.gguf_meta = f.metadata_with_prefix("tokenizer.");
+    lm.tokenizer = gguf_tokenizer(f);
     if (f.find("general.name")) lm.gguf_meta.emplace_back("general.name", io::GgufValue::string(f.get_str("general.name")));
     lm.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return lm;
@@ -41,11 +71,33 @@ LoadedModel load_model(const std::string& path) {
     lm.bos_id = d.bos_id;
     lm.tokenizer_json = d.tokenizer_json;
     lm.tokenizer_config_json = d.tokenizer_config_json;
+    lm.tokenizer = hf_tokenizer(d.tokenizer_json, d.tokenizer_config_json);
     lm.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return lm;
   }
   TEMPER_FAIL() << path << ": not a model temper can open (expected a Hugging Face directory with config.json and "
                 << "model.safetensors, or a .gguf file)";
+}
+
+}  // namespace temper::app
+
+namespace temper::app {
+
+std::shared_ptr<const text::Tokenizer> load_tokenizer(const std::string& path) {
+  TEMPER_CHECK(fs::exists(path)) << path << ": no such file or directory";
+  std::shared_ptr<const text::Tokenizer> t;
+  if (fs::is_regular_file(path) && is_gguf_path(path)) {
+    t = gguf_tokenizer(io::GgufFile::open(path));
+  } else if (fs::is_directory(path)) {
+    fs::path p(path);
+    std::string cfg = fs::exists(p / "tokenizer_config.json") ? (p / "tokenizer_config.json").string() : "";
+    if (fs::exists(p / "tokenizer.json")) t = hf_tokenizer((p / "tokenizer.json").string(), cfg);
+  } else if (path.size() > 5 && path.compare(path.size() - 5, 5, ".json") == 0) {
+    t = hf_tokenizer(path, "");
+  }
+  TEMPER_CHECK(t != nullptr) << path << ": no tokenizer (expected tokenizer.json in a model directory, a "
+                             << "tokenizer.json file, or a GGUF with tokenizer.ggml.* metadata)";
+  return t;
 }
 
 }  // namespace temper::app

@@ -9,6 +9,7 @@
 
 #include "temper/io/gguf_value.h"
 #include "temper/model/transformer.h"
+#include "temper/text/tokenizer.h"
 
 namespace temper::app {
 
@@ -20,11 +21,14 @@ struct LoadedModel {
   int32_t bos_id = -1;
   std::string tokenizer_json, tokenizer_config_json;  // HF tokenizer files (paths), when present
   std::vector<std::pair<std::string, io::GgufValue>> gguf_meta;  // GGUF: tokenizer.* and general.name
+  std::shared_ptr<const text::Tokenizer> tokenizer;  // null when the model carries none
   double load_seconds = 0;
 };
 
 bool is_gguf_path(const std::string& path);
 
 LoadedModel load_model(const std::string& path);
+// Only the tokenizer (fast: no weights are read). Throws naming the file when there is none.
+std::shared_ptr<const text::Tokenizer> load_tokenizer(const std::string& path);
 
 }  // namespace temper::app

@@ -1,0 +1,123 @@
+// Pre-tokenizer steps and the named families (see pre_tokenizer.h). The regexes are those of the
+// models' Hugging Face tokenizer.json files (llama.cpp's llama-vocab.cpp quotes the same strings
+// as "original regex from tokenizer.json"); SmolLM/StarCoder split every digit first
+// (tokenizers' Digits(individual_digits=true) == an isolated \p{N} split).
+#include "temper/text/pre_tokenizer.h"
+
+#include <utility>
+
+#include "temper/core/error.h"
+
+namespace temper::text {
+
+namespace {
+
+// Isolated split: every match and every non-empty gap between matches is a word.
+void split_isolated(const Regex& re, std::string_view s, std::vector<std::string_view>& out,
+                    std::vector<std::pair<size_t, size_t>>& ranges) {
+  ranges.clear();
+  re.find_all(s, ranges);
+  size_t prev = 0;
+  for (auto [b, e] : ranges) {
+    if (b > prev) out.push_back(s.substr(prev, b - prev));
+    out.push_back(s.substr(b, e - b));
+    prev = e;
+  }
+  if (prev < s.size()) out.push_back(s.substr(prev));
+}
+
+struct Family {
+  const char* name;
+  const char* kind;  // gpt2 | smollm | llama3 | qwen2
+};
+
+// llama.cpp's names (tokenizer.ggml.pre) for the four patterns we implement.
+constexpr Family kFamilies[] = {
+    {"gpt2", "gpt2"},       {"gpt-2", "gpt2"},
+    {"smollm", "smollm"},   {"starcoder", "smollm"},
+    {"refact", "smollm"},   {"llama3", "llama3"},
+    {"llama-v3", "llama3"}, {"llama-bpe", "llama3"},
+    {"qwen2", "qwen2"},     {"deepseek-r1-qwen", "qwen2"},
+};
+
+}  // namespace
+
+void PreTokenizer::add_split(Regex regex) {
+  TEMPER_CHECK(!byte_level_) << "pre-tokenizer: a split after ByteLevel is not supported (ByteLevel must be last)";
+  splits_.push_back(std::move(regex));
+}
+
+void PreTokenizer::set_byte_level(bool add_prefix_space, bool use_regex) {
+  TEMPER_CHECK(!byte_level_) << "pre-tokenizer: ByteLevel appears twice";
+  byte_level_ = true;
+  add_prefix_space_ = add_prefix_space;
+  if (use_regex) byte_level_regex_ = std::make_unique<Regex>(kRegexGpt2, "ByteLevel regex");
+}
+
+void PreTokenizer::split(std::string_view text, std::vector<std::string_view>& words,
+                         std::deque<std::string>& storage) const {
+  std::vector<std::string_view> cur{text}, next;
+  std::vector<std::pair<size_t, size_t>> ranges;
+  for (const Regex& re : splits_) {
+    next.clear();
+    for (std::string_view w : cur) split_isolated(re, w, next, ranges);
+    cur.swap(next);
+  }
+  for (std::string_view w : cur) {
+    if (w.empty()) continue;
+    if (add_prefix_space_ && w.front() != ' ') {
+      storage.push_back(" " + std::string(w));
+      w = storage.back();
+    }
+    if (byte_level_regex_) {
+      split_isolated(*byte_level_regex_, w, words, ranges);
+    } else {
+      words.push_back(w);
+    }
+  }
+}
+
+std::string PreTokenizer::describe() const {
+  std::string d;
+  for (const Regex& re : splits_) d += "Split(/" + re.pattern() + "/) -> ";
+  d += byte_level_ ? std::string("ByteLevel(") + (add_prefix_space_ ? "prefix space, " : "") +
+                         (byte_level_regex_ ? "gpt2 regex)" : "no regex)")
+                   : std::string("(no ByteLevel)");
+  return d;
+}
+
+std::vector<std::string> pre_tokenizer_names() {
+  std::vector<std::string> v;
+  for (const Family& f : kFamilies) v.emplace_back(f.name);
+  return v;
+}
+
+PreTokenizer pre_tokenizer_by_name(const std::string& name, bool* ignore_merges) {
+  std::string kind;
+  for (const Family& f : kFamilies) {
+    if (name == f.name) kind = f.kind;
+  }
+  if (kind.empty()) {
+    std::string known;
+    for (const std::string& n : pre_tokenizer_names()) known += (known.empty() ? "" : ", ") + n;
+    TEMPER_FAIL() << "unknown pre-tokenizer '" << name << "' (GGUF tokenizer.ggml.pre); known: " << known;
+  }
+  PreTokenizer p;
+  const std::string what = "pre-tokenizer '" + name + "'";
+  if (kind == "gpt2") {
+    p.set_byte_level(false, true);
+  } else if (kind == "smollm") {
+    p.add_split(Regex(R"(\p{N})", what));
+    p.set_byte_level(false, true);
+  } else if (kind == "llama3") {
+    p.add_split(Regex(kRegexLlama3, what));
+    p.set_byte_level(false, false);
+  } else {
+    p.add_split(Regex(kRegexQwen2, what));
+    p.set_byte_level(false, false);
+  }
+  if (ignore_merges) *ignore_merges = kind == "llama3";
+  return p;
+}
+
+}  // namespace temper::text

@@ -1,0 +1,67 @@
+// Byte-level BPE tokenizer as Hugging Face tokenizers runs it (model BPE, ByteLevel pre-tokenizer
+// and decoder): added/special tokens, pre-tokenizer regexes of the GPT-2, Llama-3, Qwen2 and
+// SmolLM families, BPE merges, decode with byte-level mapping and lossy UTF-8. Built from a
+// TokenizerSpec (GGUF metadata) or a Hugging Face tokenizer.json (+ tokenizer_config.json).
+// Thread-safe: encode/decode may be called concurrently; copies share the same immutable data.
+// Leaves out: SentencePiece/Unigram/WordPiece models, normalizers (NFC is accepted but not applied:
+// see docs/TOKENIZER.md), offsets, truncation/padding, BPE dropout.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "temper/text/tokenizer_spec.h"
+
+namespace temper::text {
+
+namespace detail {
+struct TokenizerImpl;
+}
+
+class Tokenizer {
+ public:
+  static Tokenizer from_spec(const TokenizerSpec& spec);
+  // tokenizer_config_json may be empty (then bos/eos come from the post-processor, if any).
+  static Tokenizer from_hf_files(const std::string& tokenizer_json, const std::string& tokenizer_config_json = "");
+  // The same from JSON text already in memory; `name` stands for the file in error messages.
+  static Tokenizer from_hf_json(std::string_view tokenizer_json, std::string_view config_json = "",
+                                const std::string& name = "tokenizer.json",
+                                const std::string& config_name = "tokenizer_config.json");
+
+  // add_special: the BOS/EOS (HF: the post-processor's special tokens) around the text.
+  // parse_special=false: special tokens written in the text are tokenized as plain text
+  // (HF's split_special_tokens); user-defined added tokens still match.
+  std::vector<int32_t> encode(std::string_view text, bool add_special = false, bool parse_special = true) const;
+  // Ids outside [0, vocab_size) decode to nothing (as HF). Invalid UTF-8 becomes U+FFFD.
+  std::string decode(std::span<const int32_t> ids, bool skip_special = false) const;
+
+  // The raw bytes a token stands for (may be part of a UTF-8 character); empty for an unknown id.
+  std::string_view token_bytes(int32_t id) const;
+  // Vocabulary strings (byte-level alphabet, added tokens as written), as HF's token_to_id.
+  int32_t token_to_id(std::string_view token) const;  // -1 if absent
+  const std::string& id_to_token(int32_t id) const;   // throws temper::Error if out of range
+  bool is_special(int32_t id) const;
+  int32_t vocab_size() const;
+
+  int32_t bos_id() const;
+  int32_t eos_id() const;
+  int32_t unk_id() const;
+  int32_t pad_id() const;
+  // Ids encode(add_special=true) puts before / after the text.
+  const std::vector<int32_t>& prefix_ids() const;
+  const std::vector<int32_t>& suffix_ids() const;
+  const std::string& chat_template() const;
+  // e.g. "Split(/.../) -> ByteLevel(no regex)", for diagnostics.
+  std::string describe() const;
+
+ private:
+  explicit Tokenizer(std::shared_ptr<const detail::TokenizerImpl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<const detail::TokenizerImpl> impl_;
+  friend struct detail::TokenizerImpl;
+};
+
+}  // namespace temper::text

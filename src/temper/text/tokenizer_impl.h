@@ -1,0 +1,44 @@
+// Internal: the immutable data behind a Tokenizer, shared by the builders (tokenizer.cpp from a
+// TokenizerSpec, tokenizer_hf.cpp from tokenizer.json). Not part of the public API.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "temper/text/added_tokens.h"
+#include "temper/text/bpe.h"
+#include "temper/text/pre_tokenizer.h"
+#include "temper/text/tokenizer.h"
+
+namespace temper::text::detail {
+
+struct TokenizerImpl {
+  std::string source;                                  // file or "TokenizerSpec", for messages
+  std::unordered_map<std::string, int32_t> vocab;      // the BPE model's vocabulary
+  std::unordered_map<std::string, int32_t> token_ids;  // added tokens first, then vocab (token_to_id)
+  std::vector<std::string> id_to_token;                // "" where no token has the id
+  std::vector<uint8_t> has_id;
+  std::vector<uint8_t> special;
+  std::vector<std::string> token_bytes;  // what each id decodes to
+  std::vector<AddedToken> added;
+  PreTokenizer pre;
+  BpeOptions bpe_options;
+  std::unique_ptr<BpeModel> bpe;
+  std::unique_ptr<AddedTokenMatcher> matcher;
+  bool decode_byte_fallback = false;  // decoder has ByteFallback: "<0xAB>" tokens decode to the byte
+  int32_t bos = -1, eos = -1, unk = -1, pad = -1;
+  std::vector<int32_t> prefix, suffix;
+  std::string chat_template;
+
+  // After vocab, id_to_token/has_id (vocab_size entries), added, pre, bpe_options are set: builds the
+  // BPE model (merges), the matcher, special flags, token_to_id and token_bytes.
+  void finish(const std::vector<std::pair<std::string, std::string>>& merges, const std::string& merges_what);
+  void check_id(int32_t id, const std::string& what) const;
+
+  static Tokenizer wrap(std::shared_ptr<const TokenizerImpl> impl) { return Tokenizer(std::move(impl)); }
+};
+
+}  // namespace temper::text::detail

@@ -1,0 +1,41 @@
+// The data a byte-level BPE tokenizer is built from, as a GGUF file's tokenizer.ggml.* metadata
+// carries it (the GGUF reader fills it; Tokenizer::from_spec builds from it). Plain data plus one
+// helper that splits GGUF's "a b" merge strings.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace temper::text {
+
+// GGUF token types (llama.cpp's llama_token_type).
+enum class TokenType : int32_t {
+  kUndefined = 0,
+  kNormal = 1,
+  kUnknown = 2,
+  kControl = 3,      // special: matched in text, skipped by decode(skip_special)
+  kUserDefined = 4,  // added, not special: matched in text
+  kUnused = 5,
+  kByte = 6,
+};
+
+struct TokenizerSpec {
+  std::string model = "gpt2";       // tokenizer.ggml.model; only "gpt2" (byte-level BPE) is supported
+  std::vector<std::string> tokens;  // id -> token text (byte-level alphabet; control/user tokens raw)
+  std::vector<std::pair<std::string, std::string>> merges;  // in rank order ("a b" split at the space)
+  std::vector<int32_t> token_types;                         // TokenType values; empty: only bos/eos/unk/pad are special
+  std::string pre;  // tokenizer.ggml.pre: gpt2, smollm, llama3 (llama-bpe), qwen2, ... see pre_tokenizer.h
+  int32_t bos_id = -1, eos_id = -1, unk_id = -1, pad_id = -1;
+  // tokenizer.ggml.add_bos_token / add_eos_token. Where the key is absent llama.cpp defaults
+  // add_bos to true for the Llama-3 family (pre llama3, llama-v3, llama-bpe): the reader decides.
+  bool add_bos = false, add_eos = false;
+  std::string chat_template;
+
+  // Adds "a b" merge strings (GGUF's tokenizer.ggml.merges form), split at the first space after
+  // the first byte as llama.cpp does.
+  void add_merge_strings(const std::vector<std::string>& merge_strings);
+};
+
+}  // namespace temper::text
