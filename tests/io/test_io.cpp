@@ -78,6 +78,13 @@ TEST(Safetensors, MalformedFilesGiveClearErrors) {
     io::SafetensorsFile::open(write_st("shape.safetensors", R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,16]}})", 16));
   }, {"shape.safetensors", "'w'", "needs 12 bytes"});
   expect_error([] {
+    io::SafetensorsFile::open(write_st("overlap.safetensors",
+        R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12));
+  }, {"overlap.safetensors", "'a'", "'b'", "overlap"});
+  expect_error([] {
+    io::SafetensorsFile::open(write_st("shapetype.safetensors", R"({"w":{"dtype":"F32","shape":4,"data_offsets":[0,16]}})", 16));
+  }, {"shapetype.safetensors", "'w'", "must be a list"});
+  expect_error([] {
     io::SafetensorsFile::open(write_st("overflow.safetensors",
                                        R"({"w":{"dtype":"F32","shape":[4611686018427387904,8],"data_offsets":[0,0]}})", 0));
   }, {"overflow.safetensors", "'w'", "overflows"});

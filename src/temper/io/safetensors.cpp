@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "temper/core/error.h"
@@ -60,6 +62,7 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   TEMPER_CHECK(h.is_object()) << path << ": header must be a JSON object";
   const char* data = base + 8 + hlen;
   size_t data_size = size - 8 - hlen;
+  std::vector<std::tuple<uint64_t, uint64_t, std::string>> ranges;
   for (auto& [name, v] : h.items()) {
     if (name == "__metadata__") {
       TEMPER_CHECK(v.is_object()) << path << ": __metadata__ must be an object";
@@ -73,6 +76,7 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
     TEMPER_CHECK(st_dtype(ds, &dt)) << path << ": tensor '" << name << "' has unsupported dtype '" << ds
                                     << "' (expected F32, F64, BF16, F16, I32, I64 or U8)";
     std::vector<int64_t> dims;
+    TEMPER_CHECK(v["shape"].is_array()) << path << ": tensor '" << name << "' shape must be a list, got " << v["shape"].dump();
     for (auto& d : v["shape"]) {
       TEMPER_CHECK(d.is_number_integer() && d.get<int64_t>() >= 0) << path << ": tensor '" << name << "' has a bad shape";
       dims.push_back(d.get<int64_t>());
@@ -91,7 +95,14 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
     TEMPER_CHECK(e - b == want) << path << ": tensor '" << name << "' shape " << shape.str() << " " << ds << " needs "
                                 << want << " bytes, data_offsets give " << e - b;
     f.tensors_[name] = Tensor::wrap(const_cast<char*>(data + b), shape, dt, Device::cpu, f.map_);
+    if (e > b) ranges.emplace_back(b, e, name);
   }
+  std::sort(ranges.begin(), ranges.end());
+  for (size_t i = 1; i < ranges.size(); ++i)
+    TEMPER_CHECK(std::get<0>(ranges[i]) >= std::get<1>(ranges[i - 1]))
+        << path << ": tensors '" << std::get<2>(ranges[i - 1]) << "' [" << std::get<0>(ranges[i - 1]) << ", "
+        << std::get<1>(ranges[i - 1]) << ") and '" << std::get<2>(ranges[i]) << "' [" << std::get<0>(ranges[i]) << ", "
+        << std::get<1>(ranges[i]) << ") overlap";
   return f;
 }
 
