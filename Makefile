@@ -27,10 +27,14 @@ test: build
 test-slow: build
 	cd $(BUILD) && ctest --output-on-failure -L slow $(CTEST_ARGS)
 
-# temper vs PyTorch on the same shape, side by side; needs `scripts/bootstrap --python`.
+# temper vs its peers side by side: training step vs PyTorch, tokenizer vs HF tokenizers, model
+# load (mmap vs copy); needs `scripts/bootstrap --python` (done here).
 bench: build
 	scripts/bootstrap --python
 	bench/compare_train.sh
+	$(BUILD)/bench/tokenizer_bench tests/data/tokenizer/smollm2/tokenizer.json tests/data/tokenizer/corpus.json --repeat 100
+	.venv/bin/python bench/peers/hf_tokenizer.py tests/data/tokenizer/smollm2/tokenizer.json tests/data/tokenizer/corpus.json --repeat 100
+	$(BUILD)/bin/temper bench load --model .cache/models/SmolLM2-135M-Instruct.Q4_1.gguf
 
 bench-gemm: build
 	$(BUILD)/bench/gemm_backends

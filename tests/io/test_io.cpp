@@ -10,6 +10,7 @@
 #include "common/test_data.h"
 #include "temper/core/error.h"
 #include "temper/io/hf_config.h"
+#include "temper/io/file_map.h"
 #include "temper/io/hf_weights.h"
 #include "temper/io/safetensors.h"
 
@@ -159,4 +160,19 @@ TEST(HfWeights, MissingOrMisshapedTensorIsNamed) {
   tied.qk_norm = true;  // asks for q_norm, which a Qwen2 file lacks
   Transformer m3(tied);
   expect_error([&] { io::load_hf_weights(m3, good, io::ExtraTensors::ignore); }, {"golden.safetensors", "missing tensor", "q_norm"});
+}
+
+TEST(FileLoad, CopyModeReadsTheSameBytesAsMmap) {
+  std::string p = test::test_data("golden/qwen2/golden.safetensors");
+  auto a = io::SafetensorsFile::open(p);
+  io::file_load_mode_set(io::LoadMode::copy);
+  auto b = io::SafetensorsFile::open(p);
+  io::file_load_mode_set(io::LoadMode::mmap);
+  ASSERT_EQ(a.names(), b.names());
+  for (const auto& n : a.names()) {
+    Tensor x = a.get(n), y = b.get(n);
+    ASSERT_EQ(x.nbytes(), y.nbytes());
+    EXPECT_NE(x.raw(), y.raw());
+    EXPECT_EQ(0, std::memcmp(x.raw(), y.raw(), x.nbytes())) << n;
+  }
 }

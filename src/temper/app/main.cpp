@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include "temper/app/bench_load.h"
 #include "temper/app/bench_train.h"
 #include "temper/app/convert.h"
 #include "temper/app/generate.h"
@@ -36,6 +37,11 @@ int main(int argc, char** argv) {
   train->add_flag("--json", bt.json, "Print only the JSON result line");
   train->add_flag("--profile", bt.profile, "Add seconds per step by phase to the JSON");
   train->add_flag("--quick", bt.quick, "Smoke run: tiny shape, batch 4 x seq 64, 3 steps");
+
+  temper::app::BenchLoadOptions bl;
+  auto* load = bench->add_subcommand("load", "Model load time, file mmapped vs copied");
+  load->add_option("--model", bl.model, "Model (Hugging Face directory or .gguf)")->required();
+  load->add_option("--repeat", bl.repeat, "Loads per mode (best is reported)")->capture_default_str();
 
   temper::app::InfoOptions io;
   auto* info = app.add_subcommand("info", "Describe a model (HF directory or config.json) and this machine");
@@ -88,6 +94,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (train->parsed()) return temper::app::bench_train(bt);
+    if (load->parsed()) return temper::app::bench_load(bl);
     if (info->parsed()) return temper::app::info(io);
     if (conv->parsed()) return temper::app::convert(co);
     if (lg->parsed()) return temper::app::logits(lo);

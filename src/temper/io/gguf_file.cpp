@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "temper/core/error.h"
+#include "temper/io/file_map.h"
 #include "temper/core/thread_pool.h"
 
 namespace temper::io {
@@ -265,29 +266,12 @@ int64_t GgufTensorInfo::numel() const {
 }
 
 GgufFile GgufFile::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY);
-  TEMPER_CHECK(fd >= 0) << path << ": cannot open (" << std::strerror(errno) << ")";
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    int err = errno;
-    ::close(fd);
-    TEMPER_FAIL() << path << ": cannot stat (" << std::strerror(err) << ")";
-  }
-  size_t size = static_cast<size_t>(st.st_size);
-  if (size < kHeaderBytes) {
-    ::close(fd);
-    TEMPER_FAIL() << path << ": file is " << size << " bytes, too short for a GGUF header (" << kHeaderBytes
-                  << " bytes)";
-  }
-  void* m = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  int err = errno;
-  ::close(fd);
-  TEMPER_CHECK(m != MAP_FAILED) << path << ": mmap failed (" << std::strerror(err) << ")";
+  FileBytes fb = file_bytes(path, kHeaderBytes, "a GGUF header (24 bytes)");
   GgufFile f;
   f.path_ = path;
-  f.map_ = std::shared_ptr<void>(m, [size](void* p) { ::munmap(p, size); });
-  f.base_ = static_cast<const uint8_t*>(m);
-  f.size_ = size;
+  f.map_ = fb.keep;
+  f.base_ = fb.data;
+  f.size_ = fb.size;
   GgufParser(f).parse();
   return f;
 }

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "temper/core/error.h"
+#include "temper/io/file_map.h"
 
 namespace temper::io {
 namespace {
@@ -30,26 +31,12 @@ bool st_dtype(const std::string& s, DType* out) {
 }  // namespace
 
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY);
-  TEMPER_CHECK(fd >= 0) << path << ": cannot open (" << std::strerror(errno) << ")";
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    int err = errno;
-    ::close(fd);
-    TEMPER_FAIL() << path << ": cannot stat (" << std::strerror(err) << ")";
-  }
-  size_t size = static_cast<size_t>(st.st_size);
-  if (size < 8) {
-    ::close(fd);
-    TEMPER_FAIL() << path << ": file is " << size << " bytes, too short for a safetensors header (8-byte length)";
-  }
-  void* m = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  TEMPER_CHECK(m != MAP_FAILED) << path << ": mmap failed (" << std::strerror(errno) << ")";
+  FileBytes fb = file_bytes(path, 8, "a safetensors header (8-byte length)");
+  size_t size = fb.size;
   SafetensorsFile f;
   f.path_ = path;
-  f.map_ = std::shared_ptr<void>(m, [size](void* p) { ::munmap(p, size); });
-  const char* base = static_cast<const char*>(m);
+  f.map_ = fb.keep;
+  const char* base = reinterpret_cast<const char*>(fb.data);
   uint64_t hlen;
   std::memcpy(&hlen, base, 8);
   TEMPER_CHECK(hlen <= size - 8) << path << ": header length " << hlen << " exceeds the file size " << size;

@@ -44,7 +44,26 @@ constexpr Family kFamilies[] = {
 
 void PreTokenizer::add_split(Regex regex) {
   TEMPER_CHECK(!byte_level_) << "pre-tokenizer: a split after ByteLevel is not supported (ByteLevel must be last)";
-  splits_.push_back(std::move(regex));
+  const SplitKind kind = regex.literal() ? SplitKind::kString : SplitKind::kRegex;
+  splits_.push_back(SplitStep{std::move(regex), kind});
+}
+
+void PreTokenizer::add_digits(bool individual) {
+  add_split(Regex(individual ? R"(\p{N})" : R"(\p{N}+)", "Digits"));
+  splits_.back().kind = individual ? SplitKind::kDigitsIndividual : SplitKind::kDigitsContiguous;
+}
+
+bool PreTokenizer::equivalent(const PreTokenizer& other) const {
+  if (byte_level_ != other.byte_level_ || add_prefix_space_ != other.add_prefix_space_ ||
+      byte_level_regex() != other.byte_level_regex() || splits_.size() != other.splits_.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < splits_.size(); ++i) {
+    const Regex& a = splits_[i].regex;
+    const Regex& b = other.splits_[i].regex;
+    if (a.pattern() != b.pattern() || a.literal() != b.literal()) return false;
+  }
+  return true;
 }
 
 void PreTokenizer::set_byte_level(bool add_prefix_space, bool use_regex) {
@@ -58,9 +77,9 @@ void PreTokenizer::split(std::string_view text, std::vector<std::string_view>& w
                          std::deque<std::string>& storage) const {
   std::vector<std::string_view> cur{text}, next;
   std::vector<std::pair<size_t, size_t>> ranges;
-  for (const Regex& re : splits_) {
+  for (const SplitStep& step : splits_) {
     next.clear();
-    for (std::string_view w : cur) split_isolated(re, w, next, ranges);
+    for (std::string_view w : cur) split_isolated(step.regex, w, next, ranges);
     cur.swap(next);
   }
   for (std::string_view w : cur) {
@@ -79,7 +98,7 @@ void PreTokenizer::split(std::string_view text, std::vector<std::string_view>& w
 
 std::string PreTokenizer::describe() const {
   std::string d;
-  for (const Regex& re : splits_) d += "Split(/" + re.pattern() + "/) -> ";
+  for (const SplitStep& step : splits_) d += "Split(/" + step.regex.pattern() + "/) -> ";
   d += byte_level_ ? std::string("ByteLevel(") + (add_prefix_space_ ? "prefix space, " : "") +
                          (byte_level_regex_ ? "gpt2 regex)" : "no regex)")
                    : std::string("(no ByteLevel)");
@@ -107,7 +126,7 @@ PreTokenizer pre_tokenizer_by_name(const std::string& name, bool* ignore_merges)
   if (kind == "gpt2") {
     p.set_byte_level(false, true);
   } else if (kind == "smollm") {
-    p.add_split(Regex(R"(\p{N})", what));
+    p.add_digits(true);
     p.set_byte_level(false, true);
   } else if (kind == "llama3") {
     p.add_split(Regex(kRegexLlama3, what));
@@ -118,6 +137,15 @@ PreTokenizer pre_tokenizer_by_name(const std::string& name, bool* ignore_merges)
   }
   if (ignore_merges) *ignore_merges = kind == "llama3";
   return p;
+}
+
+std::string pre_tokenizer_name_of(const PreTokenizer& pre, bool ignore_merges) {
+  for (const char* name : {"gpt2", "smollm", "llama-bpe", "qwen2"}) {
+    bool im = false;
+    const PreTokenizer known = pre_tokenizer_by_name(name, &im);
+    if (im == ignore_merges && known.equivalent(pre)) return name;
+  }
+  return {};
 }
 
 }  // namespace temper::text

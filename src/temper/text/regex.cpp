@@ -48,7 +48,7 @@ struct Regex::Impl {
 };
 
 Regex::Regex(const std::string& pattern, const std::string& what, bool literal)
-    : impl_(std::make_unique<Impl>()), pattern_(pattern) {
+    : impl_(std::make_unique<Impl>()), pattern_(pattern), literal_(literal) {
   int err = 0;
   PCRE2_SIZE off = 0;
   uint32_t opts = PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF;

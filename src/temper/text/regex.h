@@ -32,11 +32,13 @@ class Regex {
   bool matches_at(std::string_view s, size_t at) const;
 
   const std::string& pattern() const { return pattern_; }
+  bool literal() const { return literal_; }
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::string pattern_;
+  bool literal_ = false;
 };
 
 }  // namespace temper::text

@@ -100,8 +100,7 @@ void read_pre_tokenizer(const Reader& r, const json& j, const std::string& field
       r.fail(field + ".pattern", "expected {\"Regex\": ...} or {\"String\": ...}, found " + pat.dump());
     }
   } else if (type == "Digits") {
-    const bool individual = r.boolean(j, "individual_digits", false, field);
-    pre.add_split(Regex(individual ? R"(\p{N})" : R"(\p{N}+)", r.file() + ": " + field));
+    pre.add_digits(r.boolean(j, "individual_digits", false, field));
   } else {
     r.fail(field + ".type", "pre-tokenizer '" + type +
                                 "' is not supported (supported: ByteLevel, Split, Digits, "

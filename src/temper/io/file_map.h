@@ -1,0 +1,30 @@
+// A model file's bytes in memory, for the readers (safetensors, GGUF): mmapped (default: zero-copy,
+// pages shared with the page cache) or copied into an owned buffer with read() (for filesystems
+// where mmap is slow or unavailable). TEMPER_LOAD=mmap|copy or file_load_mode_set() chooses.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace temper::io {
+
+enum class LoadMode { mmap, copy };
+
+LoadMode file_load_mode();
+void file_load_mode_set(LoadMode m);
+std::string_view load_mode_name(LoadMode m);
+
+struct FileBytes {
+  std::shared_ptr<void> keep;  // owns the mapping or the buffer
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+};
+
+// Throws naming the file when it cannot be opened or is shorter than min_size (`what` names the
+// format for that message, e.g. "a GGUF header (24 bytes)").
+FileBytes file_bytes(const std::string& path, size_t min_size, const char* what);
+
+}  // namespace temper::io
