@@ -12,6 +12,7 @@
 #include <functional>
 
 #include "common/test_data.h"
+#include "common/scratch.h"
 #include "temper/core/error.h"
 #include "temper/io/gguf_file.h"
 #include "temper/io/gguf_quant.h"
@@ -23,20 +24,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string tmp_path(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("temper_test_gguf_" + std::to_string(::getpid()));
-  fs::create_directories(d);
-  return (d / name).string();
-}
-
-void expect_error(const std::function<void()>& fn, std::initializer_list<std::string> parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected an error containing '" << *parts.begin() << "'";
-  } catch (const Error& e) {
-    for (const std::string& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
-  }
-}
+std::string tmp_path(const std::string& name) { return test::scratch_path("gguf", name); }
+using test::expect_error;
 
 // Little-endian GGUF bytes, built field by field so that each malformed case is explicit.
 struct Bytes {

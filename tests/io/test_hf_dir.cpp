@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "common/scratch.h"
 #include "common/test_data.h"
 #include "common/tolerance.h"
 #include "temper/core/error.h"
@@ -20,11 +21,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string scratch(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("temper_test_hfdir_" + std::to_string(::getpid()));
-  fs::create_directories(d);
-  return (d / name).string();
-}
+std::string scratch(const std::string& name) { return test::scratch_path("hfdir", name); }
 
 Transformer golden_model(const std::string& name) {
   std::string dir = test::test_data("golden/" + name);

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "common/scratch.h"
 #include "common/test_data.h"
 #include "temper/core/error.h"
 #include "temper/io/hf_config.h"
@@ -19,11 +20,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string tmp_path(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("temper_test_io_" + std::to_string(::getpid()));
-  fs::create_directories(d);
-  return (d / name).string();
-}
+std::string tmp_path(const std::string& name) { return test::scratch_path("io", name); }
 
 std::string write_st(const std::string& name, const std::string& header, size_t data_bytes, int64_t hlen_override = -1) {
   std::string p = tmp_path(name);
@@ -36,14 +33,7 @@ std::string write_st(const std::string& name, const std::string& header, size_t 
   return p;
 }
 
-void expect_error(const std::function<void()>& fn, std::initializer_list<const char*> parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected an error";
-  } catch (const Error& e) {
-    for (const char* p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
-  }
-}
+using test::expect_error;
 
 }  // namespace
 

@@ -3,6 +3,7 @@
 // 64-query attention tile.
 #include <gtest/gtest.h>
 
+#include "common/models.h"
 #include "common/tolerance.h"
 #include "temper/core/error.h"
 #include "temper/core/rng.h"
@@ -13,12 +14,7 @@ using namespace temper::test;
 
 TEST(KvCache, IncrementalLogitsEqualFullForward) {
   for (Arch arch : {Arch::llama, Arch::qwen2, Arch::qwen3}) {
-    ModelConfig c = model_config_preset("tiny");
-    c.arch = arch;
-    c.qkv_bias = arch == Arch::qwen2;
-    c.qk_norm = arch == Arch::qwen3;
-    c.tie_word_embeddings = arch == Arch::llama;
-    c.max_position_embeddings = 128;
+    ModelConfig c = small_config(arch, 128);
     Transformer m(c);
     m.init_random(3, 0.2f);
     const int64_t T = 75, P = 30, V = c.vocab_size;

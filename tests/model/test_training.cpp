@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "common/models.h"
 #include "common/tolerance.h"
 #include "temper/core/error.h"
 #include "temper/core/rng.h"
@@ -18,15 +19,7 @@ using namespace temper::test;
 
 namespace {
 
-ModelConfig small_config(Arch arch) {
-  ModelConfig c = model_config_preset("tiny");
-  c.arch = arch;
-  c.qkv_bias = arch == Arch::qwen2;
-  c.qk_norm = arch == Arch::qwen3;
-  c.tie_word_embeddings = arch == Arch::llama;
-  c.max_position_embeddings = 256;
-  return c;
-}
+using test::small_config;
 
 struct TrainRun {
   std::vector<double> losses;

@@ -4,26 +4,14 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "temper/app/id_list.h"
 #include "temper/app/model_source.h"
 #include "temper/core/error.h"
 
 namespace temper::app {
 
 int logits(const LogitsOptions& o) {
-  std::vector<int32_t> ids;
-  std::stringstream ss(o.ids);
-  std::string tok;
-  while (std::getline(ss, tok, ',')) {
-    try {
-      size_t used = 0;
-      long v = std::stol(tok, &used);
-      TEMPER_CHECK(used == tok.size()) << "";
-      ids.push_back(static_cast<int32_t>(v));
-    } catch (const std::exception&) {
-      TEMPER_FAIL() << "--ids: '" << tok << "' is not an integer (expected comma-separated token ids)";
-    }
-  }
-  TEMPER_CHECK(!ids.empty()) << "--ids: no token ids given";
+  std::vector<int32_t> ids = parse_id_list(o.ids, "--ids");
   LoadedModel lm = load_model(o.model);
   std::fprintf(stderr, "temper logits: loaded %s (%s) in %.2f s\n", o.model.c_str(), lm.format.c_str(), lm.load_seconds);
   const int64_t T = static_cast<int64_t>(ids.size()), V = lm.model->config().vocab_size;

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "temper/app/id_list.h"
 #include "temper/app/model_source.h"
 #include "temper/core/error.h"
 
@@ -34,22 +35,7 @@ int detokenize(const TokenizeOptions& o) {
     ss << std::cin.rdbuf();
     src = ss.str();
   }
-  std::vector<int32_t> ids;
-  std::string s = src;
-  for (char& c : s)
-    if (c == '[' || c == ']' || c == ',' || c == '\n') c = ' ';
-  std::stringstream ss(s);
-  std::string w;
-  while (ss >> w) {
-    try {
-      size_t used = 0;
-      long v = std::stol(w, &used);
-      TEMPER_CHECK(used == w.size()) << "";
-      ids.push_back(static_cast<int32_t>(v));
-    } catch (const std::exception&) {
-      TEMPER_FAIL() << "ids: '" << w << "' is not an integer (expected 1,2,3 or a JSON list)";
-    }
-  }
+  std::vector<int32_t> ids = parse_id_list(src, o.ids.empty() ? "stdin" : "--ids");
   auto tok = load_tokenizer(o.model);
   for (int32_t id : ids)
     TEMPER_CHECK(id >= 0 && id < tok->vocab_size()) << "token id " << id << " outside the vocabulary [0, " << tok->vocab_size() << ")";

@@ -5,20 +5,12 @@
 #include <sstream>
 
 #include "temper/core/error.h"
+#include "temper/io/json_file.h"
 
 namespace temper::io {
 
 ModelConfig read_hf_config(const std::string& path) {
-  std::ifstream in(path);
-  TEMPER_CHECK(in.good()) << path << ": cannot open";
-  std::stringstream ss;
-  ss << in.rdbuf();
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(ss.str());
-  } catch (const std::exception& e) {
-    TEMPER_FAIL() << path << ": not valid JSON: " << e.what();
-  }
+  nlohmann::json j = read_json_file(path);
   TEMPER_CHECK(j.is_object()) << path << ": must be a JSON object";
   auto req_int = [&](const char* field) -> int64_t {
     TEMPER_CHECK(j.contains(field)) << path << ": missing field '" << field << "'";

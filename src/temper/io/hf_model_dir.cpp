@@ -9,6 +9,7 @@
 #include "temper/io/atomic_file.h"
 #include "temper/io/hf_config.h"
 #include "temper/io/hf_weights.h"
+#include "temper/io/json_file.h"
 #include "temper/io/safetensors_set.h"
 #include "temper/io/safetensors_writer.h"
 
@@ -16,18 +17,6 @@ namespace temper::io {
 namespace fs = std::filesystem;
 
 namespace {
-
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream in(path);
-  TEMPER_CHECK(in.good()) << path << ": cannot open";
-  std::stringstream ss;
-  ss << in.rdbuf();
-  try {
-    return nlohmann::json::parse(ss.str());
-  } catch (const std::exception& e) {
-    TEMPER_FAIL() << path << ": not valid JSON: " << e.what();
-  }
-}
 
 // eos_token_id may be an integer or a list of integers.
 std::vector<int32_t> token_ids(const nlohmann::json& j, const char* field, const std::string& path) {
@@ -60,13 +49,13 @@ HfModelDir read_hf_model_dir(const std::string& dir) {
   d.dir = dir;
   std::string cfg_path = (p / "config.json").string();
   d.config = read_hf_config(cfg_path);
-  nlohmann::json cfg = read_json(cfg_path);
+  nlohmann::json cfg = read_json_file(cfg_path);
   d.eos_ids = token_ids(cfg, "eos_token_id", cfg_path);
   auto bos = token_ids(cfg, "bos_token_id", cfg_path);
   if (!bos.empty()) d.bos_id = bos[0];
   if (fs::exists(p / "generation_config.json")) {
     std::string gp = (p / "generation_config.json").string();
-    nlohmann::json g = read_json(gp);
+    nlohmann::json g = read_json_file(gp);
     auto eos = token_ids(g, "eos_token_id", gp);
     if (!eos.empty()) d.eos_ids = eos;
     auto gb = token_ids(g, "bos_token_id", gp);

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "temper/core/error.h"
+#include "temper/io/json_file.h"
 
 namespace temper::io {
 namespace fs = std::filesystem;
@@ -37,16 +38,7 @@ SafetensorsSet SafetensorsSet::open(const std::string& path) {
   std::string name = p.filename().string();
   if (name.size() < 11 || name.compare(name.size() - 11, 11, ".index.json") != 0)
     return SafetensorsSet(SafetensorsFile::open(path));
-  std::ifstream in(path);
-  TEMPER_CHECK(in.good()) << path << ": cannot open";
-  std::stringstream ss;
-  ss << in.rdbuf();
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(ss.str());
-  } catch (const std::exception& e) {
-    TEMPER_FAIL() << path << ": not valid JSON: " << e.what();
-  }
+  nlohmann::json j = read_json_file(path);
   TEMPER_CHECK(j.is_object() && j.contains("weight_map") && j["weight_map"].is_object())
       << path << ": field 'weight_map' (an object of tensor name -> shard file) is missing";
   std::map<std::string, std::vector<std::string>> by_shard;

@@ -252,27 +252,34 @@ void Transformer::trunk_forward(const int32_t* tokens, int64_t B, int64_t T, boo
                        static_cast<float>(cfg_.rms_norm_eps));
 }
 
-void Transformer::forward_backward(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
-                                   const kernels::ClassifierLoss& loss, float* logprob, float* entropy) {
-  prepare(B, T);
-  const int64_t N = B * T, C = cfg_.hidden_size;
-  trunk_forward(tokens, B, T, true);
+// The LM head over the final normed hidden states xn_ (forward part; the caller adds the loss).
+kernels::ClassifierArgs Transformer::classifier_args(const int32_t* targets, int64_t N, float* logprob,
+                                                     float* entropy) {
   kernels::ClassifierArgs ca;
   ca.h = xn_;
   ca.w = params() + layout_.lm_head;
   ca.w_bf16 = w16(layout_.lm_head);
   ca.targets = targets;
   ca.N = N;
-  ca.C = C;
+  ca.C = cfg_.hidden_size;
   ca.V = cfg_.vocab_size;
   ca.logprob = logprob;
   ca.entropy = entropy;
-  ca.loss = &loss;
-  ca.dh = dxn_;
-  ca.dw = grads() + layout_.lm_head;
   ca.precision = precision_;
   ca.workspace = classifier_ws_;
   ca.workspace_floats = classifier_ws_floats_;
+  return ca;
+}
+
+void Transformer::forward_backward(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
+                                   const kernels::ClassifierLoss& loss, float* logprob, float* entropy) {
+  prepare(B, T);
+  const int64_t N = B * T, C = cfg_.hidden_size;
+  trunk_forward(tokens, B, T, true);
+  kernels::ClassifierArgs ca = classifier_args(targets, N, logprob, entropy);
+  ca.loss = &loss;
+  ca.dh = dxn_;
+  ca.dw = grads() + layout_.lm_head;
   { TEMPER_PROFILE("classifier"); kernels::classifier_fused(ca); }
   kernels::rmsnorm_bwd(dxn_, x_final_, params() + layout_.final_norm, rstd_f_, dx_, grads() + layout_.final_norm, N, C,
                        false);
@@ -288,19 +295,7 @@ void Transformer::forward_logprobs(const int32_t* tokens, const int32_t* targets
                                    float* entropy) {
   prepare(B, T);
   trunk_forward(tokens, B, T, false);
-  kernels::ClassifierArgs ca;
-  ca.h = xn_;
-  ca.w = params() + layout_.lm_head;
-  ca.w_bf16 = w16(layout_.lm_head);
-  ca.targets = targets;
-  ca.N = B * T;
-  ca.C = cfg_.hidden_size;
-  ca.V = cfg_.vocab_size;
-  ca.logprob = logprob;
-  ca.entropy = entropy;
-  ca.precision = precision_;
-  ca.workspace = classifier_ws_;
-  ca.workspace_floats = classifier_ws_floats_;
+  kernels::ClassifierArgs ca = classifier_args(targets, B * T, logprob, entropy);
   { TEMPER_PROFILE("classifier"); kernels::classifier_fused(ca); }
 }
 

@@ -73,6 +73,7 @@ class Transformer {
   void layer_backward(int64_t l, const LayerActs& a, float* dx, int64_t B, int64_t T);
   LayerActs acts_for(int64_t l, bool save) const;
   const uint16_t* w16(int64_t offset) const;  // bf16 copy of a weight (bf16 precision), else null
+  kernels::ClassifierArgs classifier_args(const int32_t* targets, int64_t N, float* logprob, float* entropy);
 
   ModelConfig cfg_;
   ParamLayout layout_;
