@@ -51,8 +51,9 @@ Regex::Regex(const std::string& pattern, const std::string& what, bool literal)
     : impl_(std::make_unique<Impl>()), pattern_(pattern), literal_(literal) {
   int err = 0;
   PCRE2_SIZE off = 0;
-  uint32_t opts = PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF;
-  if (literal) opts |= PCRE2_LITERAL;
+  uint32_t opts = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF;
+  // PCRE2_LITERAL refuses PCRE2_UCP (it has no character classes to make Unicode-aware anyway).
+  opts |= literal ? PCRE2_LITERAL : PCRE2_UCP;
   impl_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), opts, &err, &off, nullptr);
   TEMPER_CHECK(impl_->code != nullptr) << what << ": regex does not compile: " << pcre2_message(err) << " at offset "
                                        << off << " of '" << pattern << "'";

@@ -15,8 +15,9 @@ namespace temper::text {
 
 namespace detail {
 
-void TokenizerImpl::finish(const std::vector<std::pair<std::string, std::string>>& merges,
+void TokenizerImpl::finish(std::vector<std::pair<std::string, std::string>> merge_list,
                            const std::string& merges_what) {
+  merges = std::move(merge_list);
   const size_t n = id_to_token.size();
   special.assign(n, 0);
   for (const AddedToken& t : added) {
@@ -157,6 +158,9 @@ Tokenizer Tokenizer::from_spec(const TokenizerSpec& spec) {
   t.has_id.assign(n, 1);
   t.vocab.reserve(n * 2);
   for (size_t i = 0; i < n; ++i) t.vocab.emplace(spec.tokens[i], static_cast<int32_t>(i));  // first wins
+  TEMPER_CHECK(spec.token_attrs.empty() || spec.token_attrs.size() == spec.tokens.size())
+      << "TokenizerSpec: " << spec.token_attrs.size() << " token attributes (token_attrs) for " << spec.tokens.size()
+      << " tokens";
   t.check_id(spec.bos_id, "bos_id");
   t.check_id(spec.eos_id, "eos_id");
   t.check_id(spec.unk_id, "unk_id");
@@ -167,6 +171,14 @@ Tokenizer Tokenizer::from_spec(const TokenizerSpec& spec) {
     a.id = id;
     a.content = spec.tokens[id];
     a.special = special;
+    if (!spec.token_attrs.empty()) {
+      const int32_t bits = spec.token_attrs[id];
+      auto has = [&](TokenAttr attr) { return (bits & static_cast<int32_t>(attr)) != 0; };
+      a.normalized = has(TokenAttr::kNormalized);
+      a.lstrip = has(TokenAttr::kLstrip);
+      a.rstrip = has(TokenAttr::kRstrip);
+      a.single_word = has(TokenAttr::kSingleWord);
+    }
     t.added.push_back(std::move(a));
   };
   if (spec.token_types.empty()) {

@@ -1,7 +1,8 @@
 // Byte-level BPE tokenizer as Hugging Face tokenizers runs it (model BPE, ByteLevel pre-tokenizer
 // and decoder): added/special tokens, pre-tokenizer regexes of the GPT-2, Llama-3, Qwen2 and
 // SmolLM families, BPE merges, decode with byte-level mapping and lossy UTF-8. Built from a
-// TokenizerSpec (GGUF metadata) or a Hugging Face tokenizer.json (+ tokenizer_config.json).
+// TokenizerSpec (GGUF metadata) or a Hugging Face tokenizer.json (+ tokenizer_config.json), and
+// written back to either (tokenizer_export.cpp), so `temper convert` carries it across formats.
 // Thread-safe: encode/decode may be called concurrently; copies share the same immutable data.
 // Leaves out: SentencePiece/Unigram/WordPiece models, normalizers (NFC is accepted but not applied:
 // see docs/TOKENIZER.md), offsets, truncation/padding, BPE dropout.
@@ -31,6 +32,24 @@ class Tokenizer {
   static Tokenizer from_hf_json(std::string_view tokenizer_json, std::string_view config_json = "",
                                 const std::string& name = "tokenizer.json",
                                 const std::string& config_name = "tokenizer_config.json");
+
+  // The GGUF form: tokens in id order (byte-level alphabet; added tokens as written; an id no token
+  // has becomes "[PAD<id>]" of type unused), merges in rank order, token types (control: special
+  // added tokens, user-defined: other added tokens, normal otherwise), pre = llama.cpp's name of the
+  // pre-tokenizer (gpt2, smollm, llama-bpe, qwen2), bos/eos/unk/pad, add_bos/add_eos, chat template,
+  // token_attrs where an added token has lstrip/rstrip/single_word/normalized.
+  // from_spec(to_spec()) encodes as this tokenizer does. Throws temper::Error where the spec cannot
+  // say what this tokenizer does: a pre-tokenizer (with its ignore_merges) llama.cpp has no name
+  // for, byte_fallback, other special tokens added around the text than [bos] and [eos], an unk
+  // token BPE uses that differs from unk_id.
+  TokenizerSpec to_spec() const;
+  // Hugging Face tokenizer.json (as tokenizers 0.21 writes it: model BPE with vocab and merges as
+  // [a, b] pairs, added_tokens, normalizer, pre_tokenizer, post_processor, decoder) and the
+  // matching tokenizer_config.json (bos/eos/unk/pad tokens, add_bos_token/add_eos_token,
+  // chat_template, tokenizer_class PreTrainedTokenizerFast). from_hf_json of the two encodes as this
+  // tokenizer does. Throws temper::Error if a token is not valid UTF-8 (JSON cannot carry it).
+  std::string to_hf_json() const;
+  std::string to_hf_config_json() const;
 
   // add_special: the BOS/EOS (HF: the post-processor's special tokens) around the text.
   // parse_special=false: special tokens written in the text are tokenized as plain text

@@ -318,6 +318,7 @@ static Tokenizer build_from_hf(std::string_view tokenizer_json, std::string_view
   // pipeline
   bool nfc = false;
   read_normalizer(r, root.contains("normalizer") ? root["normalizer"] : json(), "normalizer", nfc);
+  t.nfc = nfc;
   if (nfc) {
     TEMPER_LOG(warn) << name << ": normalizer NFC is not applied (input that is already NFC, as almost all text is, "
                      << "tokenizes identically; see docs/TOKENIZER.md)";
@@ -386,7 +387,7 @@ static Tokenizer build_from_hf(std::string_view tokenizer_json, std::string_view
       }
     }
   }
-  t.finish(merges, name + ": model.merges");
+  t.finish(std::move(merges), name + ": model.merges");
   return detail::TokenizerImpl::wrap(std::move(impl));
 }
 

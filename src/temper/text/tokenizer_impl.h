@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "temper/text/added_tokens.h"
@@ -26,16 +27,18 @@ struct TokenizerImpl {
   std::vector<AddedToken> added;
   PreTokenizer pre;
   BpeOptions bpe_options;
+  std::vector<std::pair<std::string, std::string>> merges;  // as given, in rank order (for export)
   std::unique_ptr<BpeModel> bpe;
   std::unique_ptr<AddedTokenMatcher> matcher;
   bool decode_byte_fallback = false;  // decoder has ByteFallback: "<0xAB>" tokens decode to the byte
+  bool nfc = false;                   // tokenizer.json has an NFC normalizer (not applied; kept for export)
   int32_t bos = -1, eos = -1, unk = -1, pad = -1;
   std::vector<int32_t> prefix, suffix;
   std::string chat_template;
 
-  // After vocab, id_to_token/has_id (vocab_size entries), added, pre, bpe_options are set: builds the
-  // BPE model (merges), the matcher, special flags, token_to_id and token_bytes.
-  void finish(const std::vector<std::pair<std::string, std::string>>& merges, const std::string& merges_what);
+  // After vocab, id_to_token/has_id (vocab_size entries), added, pre, bpe_options are set: keeps the
+  // merges and builds the BPE model, the matcher, special flags, token_to_id and token_bytes.
+  void finish(std::vector<std::pair<std::string, std::string>> merges, const std::string& merges_what);
   void check_id(int32_t id, const std::string& what) const;
 
   static Tokenizer wrap(std::shared_ptr<const TokenizerImpl> impl) { return Tokenizer(std::move(impl)); }

@@ -21,11 +21,24 @@ enum class TokenType : int32_t {
   kByte = 6,
 };
 
+// Added-token options that tokenizer.json has and GGUF has no key for (llama.cpp keeps them as
+// llama_token_attr bits and sets them from the model's name): the same bit values.
+enum class TokenAttr : int32_t {
+  kNormalized = 1 << 6,
+  kLstrip = 1 << 7,
+  kRstrip = 1 << 8,
+  kSingleWord = 1 << 9,
+};
+
 struct TokenizerSpec {
   std::string model = "gpt2";       // tokenizer.ggml.model; only "gpt2" (byte-level BPE) is supported
   std::vector<std::string> tokens;  // id -> token text (byte-level alphabet; control/user tokens raw)
   std::vector<std::pair<std::string, std::string>> merges;  // in rank order ("a b" split at the space)
   std::vector<int32_t> token_types;                         // TokenType values; empty: only bos/eos/unk/pad are special
+  // Empty, or one per token: TokenAttr bits or'ed, applied to the added (control, unknown,
+  // user-defined) tokens. Not a GGUF key: a spec read from GGUF has none, and Tokenizer::to_spec
+  // fills it only when some added token has an option set (e.g. lstrip on <mask>).
+  std::vector<int32_t> token_attrs;
   std::string pre;  // tokenizer.ggml.pre: gpt2, smollm, llama3 (llama-bpe), qwen2, ... see pre_tokenizer.h
   int32_t bos_id = -1, eos_id = -1, unk_id = -1, pad_id = -1;
   // tokenizer.ggml.add_bos_token / add_eos_token. Where the key is absent llama.cpp defaults
