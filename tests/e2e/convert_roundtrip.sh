@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# temper convert between formats keeps the model: GGUF (Q4_1) -> HF (f32) -> GGUF (Q8_0) -> HF,
-# and the top-1 token at every position of a fixed prompt stays the same. Also checks the tokenizer
-# metadata travels GGUF -> GGUF (tokenize gives the same ids).
+# temper convert between formats keeps the model and its tokenizer: GGUF (Q4_1) -> HF (f32) ->
+# GGUF (Q8_0), and GGUF -> GGUF: the top-1 token at every position of a fixed prompt and the ids of
+# a hostile string stay the same in every copy.
 #   convert_roundtrip.sh TEMPER GGUF
 set -euo pipefail
 temper=$1; gguf=$2
@@ -16,7 +16,11 @@ c=$("$temper" logits --model "$tmp/q8.gguf" --ids $ids 2>/dev/null)
 echo "gguf: $a"; echo "hf:   $b"; echo "q8:   $c"
 [ "$a" = "$b" ] || { echo "FAIL: HF export changed the logits' top-1"; exit 1; }
 [ "$a" = "$c" ] || { echo "FAIL: Q8_0 GGUF export changed the top-1"; exit 1; }
-t1=$("$temper" tokenize --model "$gguf" --text "Hello, world! 123")
-t2=$("$temper" tokenize --model "$tmp/q8_tok.gguf" --text "Hello, world! 123")
-[ "$t1" = "$t2" ] || { echo "FAIL: tokenizer metadata lost in GGUF -> GGUF ($t1 vs $t2)"; exit 1; }
+text=$'Hello, world! 12345 \xf0\x9f\x9a\x80 <|im_start|>user\n  caf\xc3\xa9\t\xe4\xbd\xa0\xe5\xa5\xbd'
+t1=$("$temper" tokenize --model "$gguf" --text "$text")
+for m in "$tmp/q8_tok.gguf" "$tmp/hf" "$tmp/q8.gguf"; do
+  t2=$("$temper" tokenize --model "$m" --text "$text")
+  [ "$t1" = "$t2" ] || { echo "FAIL: tokenizer changed in $m ($t1 vs $t2)"; exit 1; }
+done
+[ -f "$tmp/hf/tokenizer.json" ] && [ -f "$tmp/hf/tokenizer_config.json" ] || { echo "FAIL: HF export has no tokenizer files"; exit 1; }
 echo "ok"

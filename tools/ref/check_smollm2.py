@@ -4,6 +4,7 @@
    token must be equal at every position; the max |logit difference| is printed (docs/PERFORMANCE.md).
 2. `temper convert` to a Hugging Face directory: transformers loads it and gives the same logits as
    from the GGUF (both dequantize the same blocks to f32).
+   Its tokenizer.json (written by temper from the GGUF's tokenizer) gives transformers the same ids.
 3. `temper convert` to GGUF (Q8_0 and F16): the gguf package reads it (tensor types, llama metadata,
    tokenizer keys), and transformers loading it agrees with temper on the same file.
 Usage: check_smollm2.py --temper build/bin/temper --gguf .cache/models/SmolLM2-135M-Instruct.Q4_1.gguf
@@ -81,6 +82,10 @@ def main():
                     print(f"HF export: transformers logits differ from the GGUF's by {diff:.3e}")
                     ok = False
         print("HF export: transformers on temper's export equals transformers on the GGUF (max diff <= 1e-4)")
+        tok2 = AutoTokenizer.from_pretrained(hf_dir)
+        same = all(tok2(p, add_special_tokens=False).input_ids == ids for p, ids in zip(PROMPTS, ids_list))
+        print(f"HF export: transformers' tokenizer from temper's tokenizer.json gives the same ids: {same}")
+        ok &= same
         for dtype in ("q8_0", "f16"):
             out = os.path.join(tmp, f"smol_{dtype}.gguf")
             subprocess.run([a.temper, "convert", a.gguf, out, "--dtype", dtype], check=True, capture_output=True)

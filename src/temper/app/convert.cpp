@@ -20,6 +20,31 @@ std::string slurp(const std::string& path) {
   return ss.str();
 }
 
+// TokenizerSpec -> llama.cpp's tokenizer.ggml.* keys (the inverse of model_source's reading).
+std::vector<std::pair<std::string, io::GgufValue>> gguf_tokenizer_metadata(const text::TokenizerSpec& s) {
+  using io::GgufValue;
+  std::vector<std::pair<std::string, GgufValue>> kv;
+  kv.emplace_back("tokenizer.ggml.model", GgufValue::string(s.model));
+  if (!s.pre.empty()) kv.emplace_back("tokenizer.ggml.pre", GgufValue::string(s.pre));
+  kv.emplace_back("tokenizer.ggml.tokens", GgufValue::string_array(s.tokens));
+  if (!s.token_types.empty()) kv.emplace_back("tokenizer.ggml.token_type", GgufValue::i32_array(s.token_types));
+  std::vector<std::string> merges;
+  merges.reserve(s.merges.size());
+  for (const auto& [a, b] : s.merges) merges.push_back(a + " " + b);
+  kv.emplace_back("tokenizer.ggml.merges", GgufValue::string_array(merges));
+  auto id = [&](const char* key, int32_t v) {
+    if (v >= 0) kv.emplace_back(key, GgufValue::u32(static_cast<uint32_t>(v)));
+  };
+  id("tokenizer.ggml.bos_token_id", s.bos_id);
+  id("tokenizer.ggml.eos_token_id", s.eos_id);
+  id("tokenizer.ggml.unknown_token_id", s.unk_id);
+  id("tokenizer.ggml.padding_token_id", s.pad_id);
+  kv.emplace_back("tokenizer.ggml.add_bos_token", GgufValue::boolean(s.add_bos));
+  kv.emplace_back("tokenizer.ggml.add_eos_token", GgufValue::boolean(s.add_eos));
+  if (!s.chat_template.empty()) kv.emplace_back("tokenizer.chat_template", GgufValue::string(s.chat_template));
+  return kv;
+}
+
 int convert_to_gguf(const ConvertOptions& o, const LoadedModel& lm) {
   io::GgufExportOptions x;
   std::string dt = o.dtype.empty() ? "f16" : o.dtype;
@@ -29,8 +54,9 @@ int convert_to_gguf(const ConvertOptions& o, const LoadedModel& lm) {
   else if (dt == "q8_0") x.matrix_type = io::GgmlType::q8_0;
   else TEMPER_FAIL() << "--dtype for a GGUF export must be f32, f16, bf16 or q8_0, got '" << dt << "'";
   x.metadata = lm.gguf_meta;
-  if (lm.gguf_meta.empty())
-    std::fprintf(stderr, "temper convert: warning: %s has no GGUF tokenizer metadata; the GGUF will carry weights only\n",
+  if (lm.gguf_meta.empty() && lm.tokenizer) x.metadata = gguf_tokenizer_metadata(lm.tokenizer->to_spec());
+  if (x.metadata.empty())
+    std::fprintf(stderr, "temper convert: warning: %s has no tokenizer; the GGUF will carry weights only\n",
                  o.in.c_str());
   io::save_gguf_model(*lm.model, o.out, x);
   std::fprintf(stderr, "temper convert: %s (%s) -> %s (GGUF, %s matrices)\n", o.in.c_str(), lm.format.c_str(),
@@ -52,9 +78,13 @@ int convert(const ConvertOptions& o) {
   x.bos_id = lm.bos_id;
   x.tokenizer_json_text = slurp(lm.tokenizer_json);
   x.tokenizer_config_json_text = slurp(lm.tokenizer_config_json);
+  if (x.tokenizer_json_text.empty() && lm.tokenizer) {  // e.g. from GGUF: write the HF form of the same tokenizer
+    x.tokenizer_json_text = lm.tokenizer->to_hf_json();
+    x.tokenizer_config_json_text = lm.tokenizer->to_hf_config_json();
+  }
   io::export_hf_dir(*lm.model, o.out, x);
   if (x.tokenizer_json_text.empty())
-    std::fprintf(stderr, "temper convert: warning: no tokenizer.json written (the source has none in HF form)\n");
+    std::fprintf(stderr, "temper convert: warning: %s has no tokenizer; no tokenizer.json written\n", o.in.c_str());
   std::fprintf(stderr, "temper convert: %s (%s) -> %s (Hugging Face, %s)\n", o.in.c_str(), lm.format.c_str(),
                o.out.c_str(), dt.c_str());
   return 0;
