@@ -366,3 +366,16 @@ TEST(TokenizerExport, WriteFilesForTheReferenceCheck) {
 }
 
 }  // namespace
+
+TEST(TokenizerNfc, NormalizerComposesDecomposedInput) {
+  // A real Qwen2 tokenizer.json carries an NFC normalizer: "e" + U+0301 must tokenize as "é".
+  json j = load_json("tokenizer/qwen2/tokenizer.json");
+  const std::string plain = j.dump();
+  j["normalizer"] = {{"type", "NFC"}};
+  auto with = Tokenizer::from_hf_json(j.dump());
+  auto without = Tokenizer::from_hf_json(plain);
+  const std::string composed = "caf\xC3\xA9 na\xC3\xAFve", decomposed = "cafe\xCC\x81 nai\xCC\x88ve";
+  EXPECT_EQ(with.encode(decomposed), without.encode(composed));
+  EXPECT_NE(without.encode(decomposed), without.encode(composed));
+  EXPECT_EQ(with.encode("<|im_start|>"), without.encode("<|im_start|>"));  // added tokens untouched
+}

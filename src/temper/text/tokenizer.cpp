@@ -1,6 +1,9 @@
 // Tokenizer: encode/decode over the shared TokenizerImpl, and the build from a TokenizerSpec (GGUF
 // metadata, following llama.cpp's reading of it: control and user-defined tokens are the added
 // tokens, pre names as in pre_tokenizer.h, ignore_merges for the Llama-3 family).
+#include <utf8proc.h>
+
+#include <cstdlib>
 #include "temper/text/tokenizer.h"
 
 #include <cstdio>
@@ -50,6 +53,19 @@ void TokenizerImpl::check_id(int32_t id, const std::string& what) const {
 
 }  // namespace detail
 
+namespace {
+// Unicode NFC via utf8proc (Debian's libutf8proc); text that is not valid UTF-8 is left as it is,
+// as HF tokenizers would have refused it earlier.
+std::string nfc_normalize(std::string_view s) {
+  std::string in(s);
+  utf8proc_uint8_t* out = utf8proc_NFC(reinterpret_cast<const utf8proc_uint8_t*>(in.c_str()));
+  if (!out) return in;
+  std::string r(reinterpret_cast<char*>(out));
+  std::free(out);
+  return r;
+}
+}  // namespace
+
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
   const detail::TokenizerImpl& t = *impl_;
   std::vector<int32_t> out;
@@ -65,7 +81,9 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
       continue;
     }
     words.clear();
-    t.pre.split(seg.text, words, storage);
+    std::string_view piece = seg.text;
+    if (t.nfc) piece = storage.emplace_back(nfc_normalize(piece));  // HF's NFC normalizer, on the non-added text
+    t.pre.split(piece, words, storage);
     for (std::string_view w : words) t.bpe->encode_word(w, out);
   }
   if (add_special) out.insert(out.end(), t.suffix.begin(), t.suffix.end());

@@ -4,7 +4,7 @@
 // TokenizerSpec (GGUF metadata) or a Hugging Face tokenizer.json (+ tokenizer_config.json), and
 // written back to either (tokenizer_export.cpp), so `temper convert` carries it across formats.
 // Thread-safe: encode/decode may be called concurrently; copies share the same immutable data.
-// Leaves out: SentencePiece/Unigram/WordPiece models, normalizers (NFC is accepted but not applied:
+// Leaves out: SentencePiece/Unigram/WordPiece models, normalizers other than NFC (applied with utf8proc:
 // see docs/TOKENIZER.md), offsets, truncation/padding, BPE dropout.
 #pragma once
 

@@ -319,10 +319,6 @@ static Tokenizer build_from_hf(std::string_view tokenizer_json, std::string_view
   bool nfc = false;
   read_normalizer(r, root.contains("normalizer") ? root["normalizer"] : json(), "normalizer", nfc);
   t.nfc = nfc;
-  if (nfc) {
-    TEMPER_LOG(warn) << name << ": normalizer NFC is not applied (input that is already NFC, as almost all text is, "
-                     << "tokenizes identically; see docs/TOKENIZER.md)";
-  }
   const json& pre = r.member(root, "pre_tokenizer", "");
   if (pre.is_null()) r.fail("pre_tokenizer", "null; byte-level BPE needs a ByteLevel pre-tokenizer");
   read_pre_tokenizer(r, pre, "pre_tokenizer", t.pre);

@@ -31,7 +31,7 @@ struct TokenizerImpl {
   std::unique_ptr<BpeModel> bpe;
   std::unique_ptr<AddedTokenMatcher> matcher;
   bool decode_byte_fallback = false;  // decoder has ByteFallback: "<0xAB>" tokens decode to the byte
-  bool nfc = false;                   // tokenizer.json has an NFC normalizer (not applied; kept for export)
+  bool nfc = false;                   // tokenizer.json has an NFC normalizer: applied to non-added text
   int32_t bos = -1, eos = -1, unk = -1, pad = -1;
   std::vector<int32_t> prefix, suffix;
   std::string chat_template;
