@@ -1,6 +1,7 @@
 #include "temper/app/convert.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -67,6 +68,10 @@ int convert_to_gguf(const ConvertOptions& o, const LoadedModel& lm) {
 }  // namespace
 
 int convert(const ConvertOptions& o) {
+  TEMPER_CHECK(o.overwrite || !std::filesystem::exists(o.out))
+      << o.out << ": already exists; pass --overwrite to replace it (the new output is complete before the old one goes)";
+  TEMPER_CHECK(std::filesystem::absolute(o.in).lexically_normal() != std::filesystem::absolute(o.out).lexically_normal())
+      << o.out << ": is the input itself";
   LoadedModel lm = load_model(o.in);
   if (is_gguf_path(o.out)) return convert_to_gguf(o, lm);
   io::HfExportOptions x;

@@ -9,6 +9,7 @@ namespace temper::app {
 struct ConvertOptions {
   std::string in, out;
   std::string dtype;  // HF: f32 (default) | bf16 | f16; GGUF: f16 (default) | f32 | bf16 | q8_0
+  bool overwrite = false;  // replace an existing OUT (refused otherwise)
 };
 
 int convert(const ConvertOptions& o);

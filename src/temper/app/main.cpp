@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
   conv->add_option("in", co.in, "Input model (Hugging Face directory or .gguf)")->required();
   conv->add_option("out", co.out, "Output: a directory (Hugging Face) or a path ending in .gguf")->required();
   conv->add_option("--dtype", co.dtype, "Weights of the output: HF f32 (default), bf16, f16; GGUF f16 (default), f32, bf16, q8_0");
+  conv->add_flag("--overwrite", co.overwrite, "Replace OUT if it exists");
 
   temper::app::LogitsOptions lo;
   auto* lg = app.add_subcommand("logits", "One forward pass over token ids, printed as JSON (top-1 per position)");
