@@ -23,4 +23,4 @@ for m in "$tmp/q8_tok.gguf" "$tmp/hf" "$tmp/q8.gguf"; do
   [ "$t1" = "$t2" ] || { echo "FAIL: tokenizer changed in $m ($t1 vs $t2)"; exit 1; }
 done
 [ -f "$tmp/hf/tokenizer.json" ] && [ -f "$tmp/hf/tokenizer_config.json" ] || { echo "FAIL: HF export has no tokenizer files"; exit 1; }
-echo "ok"
+echo "ROUNDTRIP_OK"

@@ -10,6 +10,7 @@
 #include "common/test_data.h"
 #include "common/tolerance.h"
 #include "temper/core/error.h"
+#include "temper/io/atomic_file.h"
 #include "temper/io/hf_config.h"
 #include "temper/io/hf_model_dir.h"
 #include "temper/io/hf_weights.h"
@@ -144,4 +145,22 @@ TEST(HfDir, MissingPiecesAreNamed) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("999999"), std::string::npos) << e.what();
   }
+}
+
+TEST(AtomicDir, FailureInsideTheFillLeavesTheOldDirectoryAndNoTemp) {
+  std::string out = scratch("atomic_fail") + "/";  // trailing slash: the same directory
+  fs::create_directories(out);
+  std::ofstream(out + "keep.txt") << "old";
+  EXPECT_THROW(io::write_dir_atomic(out, [](const std::string& tmp) {
+                 std::ofstream(tmp + "/half.bin") << "partial";
+                 TEMPER_FAIL() << "disk full (simulated)";
+               }),
+               Error);
+  EXPECT_TRUE(fs::exists(out + "keep.txt"));
+  EXPECT_FALSE(fs::exists(out + "half.bin"));
+  io::write_dir_atomic(out, [](const std::string& tmp) { std::ofstream(tmp + "/new.txt") << "new"; });
+  EXPECT_TRUE(fs::exists(out + "new.txt"));
+  EXPECT_FALSE(fs::exists(out + "keep.txt"));
+  for (auto& e : fs::directory_iterator(fs::path(scratch("x")).parent_path()))
+    EXPECT_EQ(e.path().filename().string().find("atomic_fail."), std::string::npos) << e.path();
 }

@@ -93,3 +93,20 @@ TEST(Sampler, SameStreamSameTokensAndBadConfig) {
   bad.temperature = 0.f;
   EXPECT_THROW(Sampler{bad}, Error);
 }
+
+TEST(Sampler, NonFiniteLogitsNeverWinAndAllNonFiniteIsAnError) {
+  std::vector<float> z = {NAN, 1.0f, -INFINITY, 0.5f, NAN};
+  Rng r(2);
+  SamplerConfig g;
+  g.greedy = true;
+  EXPECT_EQ(Sampler(g).sample(z.data(), 5, r).token, 1);
+  SamplerConfig c;
+  c.top_p = 0.9f;
+  Sampler s(c);
+  for (int i = 0; i < 500; ++i) {
+    int t = s.sample(z.data(), 5, r).token;
+    EXPECT_TRUE(t == 1 || t == 3) << t;
+  }
+  std::vector<float> bad = {NAN, NAN};
+  EXPECT_THROW(s.sample(bad.data(), 2, r), Error);
+}

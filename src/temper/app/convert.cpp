@@ -1,6 +1,7 @@
 #include "temper/app/convert.h"
 
 #include <cstdio>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -68,10 +69,22 @@ int convert_to_gguf(const ConvertOptions& o, const LoadedModel& lm) {
 }  // namespace
 
 int convert(const ConvertOptions& o) {
-  TEMPER_CHECK(o.overwrite || !std::filesystem::exists(o.out))
-      << o.out << ": already exists; pass --overwrite to replace it (the new output is complete before the old one goes)";
-  TEMPER_CHECK(std::filesystem::absolute(o.in).lexically_normal() != std::filesystem::absolute(o.out).lexically_normal())
-      << o.out << ": is the input itself";
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path in = fs::weakly_canonical(o.in, ec), out = fs::weakly_canonical(o.out, ec);
+  if (fs::exists(out, ec)) {
+    TEMPER_CHECK(o.overwrite) << o.out
+                              << ": already exists; pass --overwrite to replace it (the new output is complete before "
+                                 "the old one goes)";
+    // --overwrite replaces a model, never an arbitrary directory (which could hold the input or anything else).
+    bool model = fs::is_directory(out) ? fs::exists(out / "config.json") : is_gguf_path(out.string());
+    TEMPER_CHECK(model) << o.out << ": --overwrite only replaces a model (a directory with config.json, or a .gguf file)";
+  }
+  auto inside = [](const fs::path& child, const fs::path& dir) {
+    auto [d, c] = std::mismatch(dir.begin(), dir.end(), child.begin(), child.end());
+    return d == dir.end();
+  };
+  TEMPER_CHECK(!inside(in, out)) << o.out << ": contains the input " << o.in;
   LoadedModel lm = load_model(o.in);
   if (is_gguf_path(o.out)) return convert_to_gguf(o, lm);
   io::HfExportOptions x;

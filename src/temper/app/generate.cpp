@@ -34,7 +34,9 @@ int generate(const GenerateOptions& o) {
   std::set<int32_t> stop(lm.eos_ids.begin(), lm.eos_ids.end());
   if (tok.eos_id() >= 0) stop.insert(tok.eos_id());
   if (o.raw) {
-    ids = tok.encode(o.prompt, /*add_special=*/true);
+    ids = tok.prefix_ids();  // BOS if the tokenizer adds one; never an EOS after the text to continue
+    std::vector<int32_t> body = tok.encode(o.prompt, /*add_special=*/false);
+    ids.insert(ids.end(), body.begin(), body.end());
   } else {
     std::string bos = tok.bos_id() >= 0 ? tok.id_to_token(tok.bos_id()) : "";
     text::ChatTemplate tmpl = text::chat_template_resolve(o.chat_template, tok.chat_template(), bos);

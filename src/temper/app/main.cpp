@@ -2,6 +2,7 @@
 // it, and exits non-zero. Later issues add train, generate, eval, convert, report and serve.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
 
 #include "temper/app/bench_load.h"
 #include "temper/app/bench_train.h"
@@ -103,6 +104,9 @@ int main(int argc, char** argv) {
     if (dtk->parsed()) return temper::app::detokenize(dto);
     if (gen->parsed()) return temper::app::generate(go);
   } catch (const temper::Error& e) {
+    std::fprintf(stderr, "temper: error: %s\n", e.what());
+    return 1;
+  } catch (const std::filesystem::filesystem_error& e) {  // a path that cannot be read or written
     std::fprintf(stderr, "temper: error: %s\n", e.what());
     return 1;
   } catch (const std::exception& e) {

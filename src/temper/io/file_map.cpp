@@ -66,6 +66,7 @@ FileBytes file_bytes(const std::string& path, size_t min_size, const char* what)
   size_t done = 0;
   while (done < size) {
     ssize_t n = ::read(fd, static_cast<char*>(buf) + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       int err = errno;
       ::close(fd);

@@ -18,16 +18,20 @@ Sampler::Sampler(const SamplerConfig& c) : cfg_(c) { cfg_.validate(); }
 
 Sample Sampler::sample(const float* logits, int64_t V, Rng& rng) {
   TEMPER_CHECK(V > 0) << "sampler: empty vocabulary";
+  float mx = -INFINITY;
+  for (int64_t v = 0; v < V; ++v)
+    if (logits[v] > mx) mx = logits[v];  // NaN never compares greater
+  TEMPER_CHECK(std::isfinite(mx)) << "sampler: the model produced no finite logit (NaN/inf weights or activations)";
   if (cfg_.greedy) {
     int64_t best = 0;
-    for (int64_t v = 1; v < V; ++v)
-      if (logits[v] > logits[best]) best = v;
+    while (!(logits[best] == mx)) ++best;
     return {static_cast<int32_t>(best), 0.f};
   }
   // Tempered log-weights, sorted descending (ties by id for determinism).
   cand_.resize(static_cast<size_t>(V));
   float inv_t = 1.0f / cfg_.temperature;
-  for (int64_t v = 0; v < V; ++v) cand_[static_cast<size_t>(v)] = {logits[v] * inv_t, static_cast<int32_t>(v)};
+  for (int64_t v = 0; v < V; ++v)  // non-finite logits never win: -inf keeps the sort a strict weak order
+    cand_[static_cast<size_t>(v)] = {std::isfinite(logits[v]) ? logits[v] * inv_t : -INFINITY, static_cast<int32_t>(v)};
   auto by_weight = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
   size_t n = cand_.size();
   if (cfg_.top_k > 0 && static_cast<size_t>(cfg_.top_k) < n) {
@@ -36,14 +40,14 @@ Sample Sampler::sample(const float* logits, int64_t V, Rng& rng) {
   } else {
     std::sort(cand_.begin(), cand_.end(), by_weight);
   }
-  double mx = cand_[0].first, z = 0;
-  for (size_t i = 0; i < n; ++i) z += std::exp(static_cast<double>(cand_[i].first) - mx);
+  double top = cand_[0].first, z = 0;
+  for (size_t i = 0; i < n; ++i) z += std::exp(static_cast<double>(cand_[i].first) - top);
   // top-p: the smallest prefix whose mass reaches top_p; min-p: p >= min_p * p_max.
   size_t keep = n;
   if (cfg_.top_p < 1.f || cfg_.min_p > 0.f) {
     double cum = 0;
     for (size_t i = 0; i < n; ++i) {
-      double p = std::exp(static_cast<double>(cand_[i].first) - mx) / z;
+      double p = std::exp(static_cast<double>(cand_[i].first) - top) / z;
       if (cfg_.min_p > 0.f && p < cfg_.min_p * (1.0 / z)) {
         keep = i;
         break;
@@ -57,17 +61,17 @@ Sample Sampler::sample(const float* logits, int64_t V, Rng& rng) {
     if (keep == 0) keep = 1;
   }
   double zk = 0;
-  for (size_t i = 0; i < keep; ++i) zk += std::exp(static_cast<double>(cand_[i].first) - mx);
+  for (size_t i = 0; i < keep; ++i) zk += std::exp(static_cast<double>(cand_[i].first) - top);
   double u = rng.uniform_f64() * zk, acc = 0;
   size_t pick = keep - 1;
   for (size_t i = 0; i < keep; ++i) {
-    acc += std::exp(static_cast<double>(cand_[i].first) - mx);
+    acc += std::exp(static_cast<double>(cand_[i].first) - top);
     if (u < acc) {
       pick = i;
       break;
     }
   }
-  float lp = static_cast<float>(static_cast<double>(cand_[pick].first) - mx - std::log(zk));
+  float lp = static_cast<float>(static_cast<double>(cand_[pick].first) - top - std::log(zk));
   return {cand_[pick].second, lp};
 }
 
