@@ -229,7 +229,7 @@ void GgufWriter::write(const std::string& path) const {
   std::vector<std::pair<std::string, GgufValue>> kv = kv_;
   if (!has_kv("general.alignment")) kv.emplace_back("general.alignment", GgufValue::u32(alignment_));
 
-  const std::string tmp = path + ".tmp";
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   try {
     FileOut out(tmp);
     out.bytes("GGUF", 4);
