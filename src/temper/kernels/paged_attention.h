@@ -1,0 +1,28 @@
+// Attention of new query tokens over a paged KV cache (the rollout engine's decode and prefill):
+// query row i attends positions [0, kv_len[i]) of its sequence, whose K/V rows live in fixed-size
+// blocks listed by its block table. GQA as in attention.h (head h reads KV head h / (H/Hkv)).
+// One pass with an online softmax per (row, head) — flash-decoding style, no [T, T] matrix.
+// Forward only (rollouts need no gradient). Reference: kernels/ref/attention_ref.h on gathered K/V.
+#pragma once
+
+#include <cstdint>
+
+namespace temper::kernels {
+
+struct PagedAttnArgs {
+  int64_t n = 0;  // query rows
+  int64_t H = 0, Hkv = 0, D = 0;
+  const float* q = nullptr;  // [n, q_stride], head h at column h*D
+  int64_t q_stride = 0;
+  float* o = nullptr;  // [n, o_stride]
+  int64_t o_stride = 0;
+  const int32_t* const* block_tables = nullptr;  // per row: its sequence's block table
+  const int64_t* kv_len = nullptr;               // per row: keys it sees (its position + 1)
+  const float* k_pool = nullptr;  // one layer: block b's rows at k_pool + b*block_size*Hkv*D
+  const float* v_pool = nullptr;
+  int64_t block_size = 0;
+};
+
+void paged_attention_fwd(const PagedAttnArgs& a);
+
+}  // namespace temper::kernels

@@ -1,0 +1,111 @@
+#include "temper/rollout/kv_pool.h"
+
+#include <cstring>
+
+#include "temper/core/error.h"
+
+namespace temper::rollout {
+
+KvPool::KvPool(const ModelConfig& c, int64_t block_size, int64_t num_blocks)
+    : layers_(c.num_layers), row_(c.num_kv_heads * c.head_dim), block_size_(block_size), num_blocks_(num_blocks) {
+  TEMPER_CHECK(block_size > 0 && num_blocks > 0) << "KV pool: block_size " << block_size << " and num_blocks "
+                                                 << num_blocks << " must be positive";
+  k_ = Tensor::zeros({layers_, num_blocks_, block_size_, row_});
+  v_ = Tensor::zeros({layers_, num_blocks_, block_size_, row_});
+  refs_.assign(static_cast<size_t>(num_blocks_), 0);
+  free_.reserve(static_cast<size_t>(num_blocks_));
+  for (int64_t b = num_blocks_ - 1; b >= 0; --b) free_.push_back(static_cast<int32_t>(b));
+}
+
+int64_t KvPool::blocks_for_budget(const ModelConfig& c, int64_t block_size, size_t bytes) {
+  size_t per_block = 2 * static_cast<size_t>(c.num_layers * block_size * c.num_kv_heads * c.head_dim) * sizeof(float);
+  return static_cast<int64_t>(bytes / per_block);
+}
+
+float* KvPool::k_block_mut(int64_t layer, int32_t block) {
+  return k_.data<float>() + ((layer * num_blocks_ + block) * block_size_) * row_;
+}
+float* KvPool::v_block_mut(int64_t layer, int32_t block) {
+  return v_.data<float>() + ((layer * num_blocks_ + block) * block_size_) * row_;
+}
+const float* KvPool::k_block(int64_t layer, int32_t block) const {
+  return k_.data<float>() + ((layer * num_blocks_ + block) * block_size_) * row_;
+}
+const float* KvPool::v_block(int64_t layer, int32_t block) const {
+  return v_.data<float>() + ((layer * num_blocks_ + block) * block_size_) * row_;
+}
+const float* KvPool::k_at(int64_t layer, const SeqKv& s, int64_t p) const {
+  return k_block(layer, s.blocks[static_cast<size_t>(p / block_size_)]) + (p % block_size_) * row_;
+}
+const float* KvPool::v_at(int64_t layer, const SeqKv& s, int64_t p) const {
+  return v_block(layer, s.blocks[static_cast<size_t>(p / block_size_)]) + (p % block_size_) * row_;
+}
+
+int32_t KvPool::take_block() {
+  int32_t b = free_.back();
+  free_.pop_back();
+  refs_[static_cast<size_t>(b)] = 1;
+  return b;
+}
+
+void KvPool::drop_block(int32_t b) {
+  if (--refs_[static_cast<size_t>(b)] == 0) free_.push_back(b);
+}
+
+void KvPool::reserve(SeqKv& s, int64_t n) {
+  TEMPER_CHECK(n >= 0) << "KV pool: cannot reserve " << n << " tokens";
+  int64_t need_blocks = (s.len + n + block_size_ - 1) / block_size_;
+  int64_t have = static_cast<int64_t>(s.blocks.size());
+  bool cow = n > 0 && s.len % block_size_ != 0 && refs_[static_cast<size_t>(s.blocks.back())] > 1;
+  int64_t want = (need_blocks > have ? need_blocks - have : 0) + (cow ? 1 : 0);
+  TEMPER_CHECK(want <= free_blocks()) << "KV pool exhausted: need " << want << " blocks, " << free_blocks()
+                                      << " free of " << num_blocks_ << " (raise the KV memory budget or lower the batch)";
+  if (cow) {  // the partially filled last block is shared: give s its own copy before writing into it
+    int32_t old = s.blocks.back(), mine = take_block();
+    for (int64_t l = 0; l < layers_; ++l) {
+      std::memcpy(k_block_mut(l, mine), k_block(l, old), static_cast<size_t>(block_size_ * row_) * sizeof(float));
+      std::memcpy(v_block_mut(l, mine), v_block(l, old), static_cast<size_t>(block_size_ * row_) * sizeof(float));
+    }
+    drop_block(old);
+    s.blocks.back() = mine;
+  }
+  while (static_cast<int64_t>(s.blocks.size()) < need_blocks) s.blocks.push_back(take_block());
+}
+
+void KvPool::write(int64_t layer, const SeqKv& s, int64_t n, const float* k, const float* v, int64_t stride) {
+  TEMPER_CHECK((s.len + n + block_size_ - 1) / block_size_ <= static_cast<int64_t>(s.blocks.size()))
+      << "KV pool: write of " << n << " tokens at " << s.len << " without reserve";
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t p = s.len + i;
+    int32_t b = s.blocks[static_cast<size_t>(p / block_size_)];
+    std::memcpy(k_block_mut(layer, b) + (p % block_size_) * row_, k + i * stride, static_cast<size_t>(row_) * sizeof(float));
+    std::memcpy(v_block_mut(layer, b) + (p % block_size_) * row_, v + i * stride, static_cast<size_t>(row_) * sizeof(float));
+  }
+}
+
+SeqKv KvPool::fork(const SeqKv& s, int64_t at) {
+  TEMPER_CHECK(at >= 0 && at <= s.len) << "KV pool: fork at " << at << " outside [0, " << s.len << "]";
+  SeqKv f;
+  f.len = at;
+  int64_t nb = (at + block_size_ - 1) / block_size_;
+  for (int64_t i = 0; i < nb; ++i) {
+    int32_t b = s.blocks[static_cast<size_t>(i)];
+    ++refs_[static_cast<size_t>(b)];
+    f.blocks.push_back(b);
+  }
+  return f;
+}
+
+void KvPool::truncate(SeqKv& s, int64_t len) {
+  TEMPER_CHECK(len >= 0 && len <= s.len) << "KV pool: truncate to " << len << " outside [0, " << s.len << "]";
+  int64_t nb = (len + block_size_ - 1) / block_size_;
+  while (static_cast<int64_t>(s.blocks.size()) > nb) {
+    drop_block(s.blocks.back());
+    s.blocks.pop_back();
+  }
+  s.len = len;
+}
+
+void KvPool::release(SeqKv& s) { truncate(s, 0); }
+
+}  // namespace temper::rollout

@@ -1,0 +1,63 @@
+// The rollout engine's KV cache: a pool of fixed-size blocks reserved once from a memory budget
+// (per layer K and V, [num_blocks, block_size, Hkv*D] each), and per-sequence block tables with
+// reference-counted blocks, so G samples of one prompt share the prompt's blocks (one prefill),
+// a sequence can be forked at any position, and the last partial block is copied on write.
+// Follows vLLM's PagedAttention block manager (Kwon et al., SOSP'23) and llama.cpp's seq_cp/seq_rm.
+// Leaves out: swapping to host memory, eviction policy (the scheduler's).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "temper/core/tensor.h"
+#include "temper/model/config.h"
+
+namespace temper::rollout {
+
+struct SeqKv {
+  std::vector<int32_t> blocks;  // block table: position p lives in blocks[p / block_size]
+  int64_t len = 0;              // tokens written
+};
+
+class KvPool {
+ public:
+  KvPool(const ModelConfig& c, int64_t block_size, int64_t num_blocks);
+  // How many blocks fit in `bytes` (K and V of every layer).
+  static int64_t blocks_for_budget(const ModelConfig& c, int64_t block_size, size_t bytes);
+
+  int64_t block_size() const { return block_size_; }
+  int64_t num_blocks() const { return num_blocks_; }
+  int64_t free_blocks() const { return static_cast<int64_t>(free_.size()); }
+  int64_t row() const { return row_; }  // Hkv * D floats per token per layer
+  int32_t refcount(int32_t block) const { return refs_[static_cast<size_t>(block)]; }
+
+  // Row of position p of sequence s in layer l (K or V), for reading.
+  const float* k_at(int64_t layer, const SeqKv& s, int64_t p) const;
+  const float* v_at(int64_t layer, const SeqKv& s, int64_t p) const;
+  const float* k_block(int64_t layer, int32_t block) const;
+  const float* v_block(int64_t layer, int32_t block) const;
+
+  // Makes room for n more tokens in s: allocates blocks and copies a shared last block before it is
+  // written (copy on write). Throws temper::Error when the pool is exhausted (nothing changed then).
+  void reserve(SeqKv& s, int64_t n);
+  // Writes token rows (K and V of one layer) at positions s.len .. s.len + n - 1 (after reserve);
+  // rows are `stride` floats apart. Call advance(s, n) once every layer is written.
+  void write(int64_t layer, const SeqKv& s, int64_t n, const float* k, const float* v, int64_t stride);
+  void advance(SeqKv& s, int64_t n) { s.len += n; }
+
+  SeqKv fork(const SeqKv& s, int64_t at);  // a new sequence sharing s's first `at` tokens
+  void truncate(SeqKv& s, int64_t len);    // drop positions >= len (releases whole blocks)
+  void release(SeqKv& s);                  // frees s's blocks (shared ones stay for their others)
+
+ private:
+  int32_t take_block();
+  void drop_block(int32_t b);
+  float* k_block_mut(int64_t layer, int32_t block);
+  float* v_block_mut(int64_t layer, int32_t block);
+
+  int64_t layers_, row_, block_size_, num_blocks_;
+  Tensor k_, v_;  // [L, num_blocks, block_size, row]
+  std::vector<int32_t> refs_, free_;
+};
+
+}  // namespace temper::rollout
