@@ -8,6 +8,7 @@
 #include "temper/kernels/attention.h"
 #include "temper/kernels/bias.h"
 #include "temper/kernels/embedding.h"
+#include "temper/kernels/paged_attention.h"
 #include "temper/kernels/rmsnorm.h"
 #include "temper/kernels/swiglu.h"
 
@@ -151,7 +152,8 @@ Transformer::LayerActs Transformer::acts_for(int64_t l, bool save) const {
   return a;
 }
 
-void Transformer::layer_forward(int64_t l, const LayerActs& a, float* x_out, int64_t B, int64_t T, KvCache* cache) {
+void Transformer::layer_forward(int64_t l, const LayerActs& a, float* x_out, int64_t B, int64_t T, KvCache* cache,
+                                const PagedStep* paged, KvPool* pool) {
   const LayerOffsets& o = layout_.layers[static_cast<size_t>(l)];
   const float* P = params();
   const int64_t N = B * T, C = cfg_.hidden_size, D = cfg_.head_dim, H = cfg_.num_heads, Hkv = cfg_.num_kv_heads,
@@ -170,7 +172,26 @@ void Transformer::layer_forward(int64_t l, const LayerActs& a, float* x_out, int
   }
   { TEMPER_PROFILE("rope"); kernels::rope_fwd(a.qkv, pos_, rope_, N, H, D, QKV); }
   { TEMPER_PROFILE("rope"); kernels::rope_fwd(a.qkv + Hq, pos_, rope_, N, Hkv, D, QKV); }
-  if (cache) {  // append this step's K/V (B == 1) and attend over the whole cache
+  if (paged) {  // write every token's K/V into its sequence's blocks, then attend over the block tables
+    for (int64_t n = 0; n < N; ++n)
+      pool->write_at(l, paged->tables[n], paged->pos[n], a.qkv + n * QKV + Hq, a.qkv + n * QKV + Hq + Hk);
+    kernels::PagedAttnArgs pa;
+    pa.n = N;
+    pa.H = H;
+    pa.Hkv = Hkv;
+    pa.D = D;
+    pa.q = a.qkv;
+    pa.q_stride = QKV;
+    pa.o = a.o;
+    pa.o_stride = Hq;
+    pa.block_tables = paged->tables;
+    pa.kv_len = kv_len_.data();
+    pa.k_pool = pool->k_block(l, 0);
+    pa.v_pool = pool->v_block(l, 0);
+    pa.block_size = pool->block_size();
+    TEMPER_PROFILE("attention");
+    kernels::paged_attention_fwd(pa);
+  } else if (cache) {  // append this step's K/V (B == 1) and attend over the whole cache
     float *kc = cache->k_layer(l) + cache->len * Hk, *vc = cache->v_layer(l) + cache->len * Hk;
     for (int64_t n = 0; n < N; ++n) {
       std::memcpy(kc + n * Hk, a.qkv + n * QKV + Hq, static_cast<size_t>(Hk) * sizeof(float));
@@ -317,6 +338,34 @@ void Transformer::forward_cached(const int32_t* tokens, int64_t n, KvCache& cach
   kernels::rmsnorm_fwd(last, params() + layout_.final_norm, xn_, rstd_f_, 1, C, static_cast<float>(cfg_.rms_norm_eps));
   gemm(false, true, 1, cfg_.vocab_size, C, xn_, C, params() + layout_.lm_head, C, 0.f, last_logits, cfg_.vocab_size,
        precision_, w16(layout_.lm_head));
+}
+
+void Transformer::forward_paged(const PagedStep& st, KvPool& pool) {
+  TEMPER_CHECK(st.n > 0 && st.tokens && st.pos && st.tables) << "forward_paged: empty step";
+  TEMPER_CHECK(pool.row() == cfg_.num_kv_heads * cfg_.head_dim) << "forward_paged: KV pool built for another model";
+  prepare(1, st.n);
+  if (static_cast<int64_t>(kv_len_.size()) < st.n) kv_len_.resize(static_cast<size_t>(st.n));
+  for (int64_t i = 0; i < st.n; ++i) {
+    TEMPER_CHECK(st.pos[i] >= 0 && st.pos[i] < cfg_.max_position_embeddings)
+        << "forward_paged: position " << st.pos[i] << " outside [0, " << cfg_.max_position_embeddings << ")";
+    pos_[i] = st.pos[i];
+    kv_len_[static_cast<size_t>(i)] = st.pos[i] + 1;
+  }
+  const int64_t C = cfg_.hidden_size, V = cfg_.vocab_size;
+  kernels::embedding_fwd(params() + layout_.embed, st.tokens, scratch_acts_.x_in, st.n, V, C);
+  for (int64_t l = 0; l < cfg_.num_layers; ++l) {
+    layer_forward(l, scratch_acts_, x_tmp_, 1, st.n, nullptr, &st, &pool);
+    std::memcpy(scratch_acts_.x_in, x_tmp_, static_cast<size_t>(st.n * C) * sizeof(float));
+  }
+  for (int64_t r = 0; r < st.n_out; ++r) {  // only the rows whose next token is wanted
+    TEMPER_CHECK(st.out_rows[r] >= 0 && st.out_rows[r] < st.n) << "forward_paged: output row " << st.out_rows[r];
+    std::memcpy(x_tmp_ + r * C, scratch_acts_.x_in + st.out_rows[r] * C, static_cast<size_t>(C) * sizeof(float));
+  }
+  if (st.n_out == 0) return;
+  kernels::rmsnorm_fwd(x_tmp_, params() + layout_.final_norm, xn_, rstd_f_, st.n_out, C,
+                       static_cast<float>(cfg_.rms_norm_eps));
+  gemm(false, true, st.n_out, V, C, xn_, C, params() + layout_.lm_head, C, 0.f, st.logits, V, precision_,
+       w16(layout_.lm_head));
 }
 
 void Transformer::forward_logits(const int32_t* tokens, int64_t B, int64_t T, float* logits) {

@@ -16,9 +16,24 @@
 #include "temper/kernels/rope.h"
 #include "temper/model/config.h"
 #include "temper/model/kv_cache.h"
+#include "temper/model/kv_pool.h"
 #include "temper/model/param_layout.h"
 
 namespace temper {
+
+// One step of batched generation over the paged KV cache: n tokens from any number of sequences
+// (prefill chunks and decode tokens mixed). Token i sits at position pos[i] of the sequence whose
+// block table is tables[i]; blocks for every position must be reserved (KvPool::reserve) first, and
+// the caller advances the sequences after. Logits are written for the rows listed in out_rows.
+struct PagedStep {
+  int64_t n = 0;
+  const int32_t* tokens = nullptr;
+  const int32_t* pos = nullptr;
+  const int32_t* const* tables = nullptr;
+  const int64_t* out_rows = nullptr;
+  int64_t n_out = 0;
+  float* logits = nullptr;  // [n_out, V]
+};
 
 class Transformer {
  public:
@@ -61,6 +76,7 @@ class Transformer {
   // Generation over a KV cache (one sequence): runs n new tokens at positions cache.len.., appends
   // their K/V, advances cache.len, and writes the logits of the last new token [V].
   void forward_cached(const int32_t* tokens, int64_t n, KvCache& cache, float* last_logits);
+  void forward_paged(const PagedStep& step, KvPool& pool);
 
  private:
   struct LayerActs {
@@ -69,7 +85,8 @@ class Transformer {
   void bind_arena(bool allocate, size_t* bytes);
   void prepare(int64_t B, int64_t T);
   void trunk_forward(const int32_t* tokens, int64_t B, int64_t T, bool save);
-  void layer_forward(int64_t l, const LayerActs& a, float* x_out, int64_t B, int64_t T, KvCache* cache = nullptr);
+  void layer_forward(int64_t l, const LayerActs& a, float* x_out, int64_t B, int64_t T, KvCache* cache = nullptr,
+                     const PagedStep* paged = nullptr, KvPool* pool = nullptr);
   void layer_backward(int64_t l, const LayerActs& a, float* dx, int64_t B, int64_t T);
   LayerActs acts_for(int64_t l, bool save) const;
   const uint16_t* w16(int64_t offset) const;  // bf16 copy of a weight (bf16 precision), else null
@@ -92,6 +109,7 @@ class Transformer {
   float *x_final_ = nullptr, *rstd_f_ = nullptr, *xn_ = nullptr, *h_ = nullptr, *dx_ = nullptr, *dxn_ = nullptr,
         *dqkv_ = nullptr, *do_ = nullptr, *dh_ = nullptr, *dgu_ = nullptr, *x_tmp_ = nullptr, *rstd_tmp_ = nullptr;
   int32_t* pos_ = nullptr;
+  std::vector<int64_t> kv_len_;  // paged steps: keys each row sees (grows once, then reused)
   float* classifier_ws_ = nullptr;  // one chunk of logits for the fused classifier
   int64_t classifier_ws_floats_ = 0;
 };

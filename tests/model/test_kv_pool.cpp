@@ -10,10 +10,12 @@
 #include "common/tolerance.h"
 #include "temper/core/error.h"
 #include "temper/kernels/paged_attention.h"
-#include "temper/rollout/kv_pool.h"
+#include "temper/core/rng.h"
+#include "temper/model/kv_pool.h"
+#include "temper/model/transformer.h"
 
 using namespace temper;
-using namespace temper::rollout;
+
 using namespace temper::test;
 
 namespace {
@@ -117,4 +119,105 @@ TEST(PagedAttention, EqualsDenseAttentionOnGatheredKvEveryIsa) {
     EXPECT_TRUE(all_close(o, want, tolerance(Kind::reduction, 15 * D)));
   });
   (void)row;
+}
+
+namespace {
+std::vector<float> full_logits(Transformer& m, const std::vector<int32_t>& ids) {
+  std::vector<float> out(ids.size() * m.config().vocab_size);
+  m.forward_logits(ids.data(), 1, static_cast<int64_t>(ids.size()), out.data());
+  return out;
+}
+}  // namespace
+
+TEST(PagedForward, BatchedPrefillAndDecodeEqualTheFullForwardPerSequence) {
+  for (Arch arch : {Arch::llama, Arch::qwen2, Arch::qwen3}) {
+    ModelConfig c = small_config(arch, 128);
+    Transformer m(c);
+    m.init_random(5, 0.2f);
+    const int64_t V = c.vocab_size, steps = 6;
+    KvPool pool(c, 8, 64);
+    // Three prompts of different lengths, prefilled together in one step (ragged batch).
+    std::vector<std::vector<int32_t>> seq = {{3, 9, 27, 81, 1}, {7}, {11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47}};
+    std::vector<SeqKv> kv(seq.size());
+    Rng r(9, 0);
+    for (int64_t s = 0; s < steps; ++s) {
+      std::vector<int32_t> tok, pos;
+      std::vector<const int32_t*> tables;
+      std::vector<int64_t> out_rows;
+      std::vector<int64_t> first(seq.size());
+      for (size_t q = 0; q < seq.size(); ++q) {  // step 0: whole prompts; later: one new token each
+        int64_t from = s == 0 ? 0 : kv[q].len, to = static_cast<int64_t>(seq[q].size());
+        pool.reserve(kv[q], to - from);
+        first[q] = static_cast<int64_t>(tok.size());
+        for (int64_t p = from; p < to; ++p) {
+          tok.push_back(seq[q][p]);
+          pos.push_back(static_cast<int32_t>(p));
+        }
+        out_rows.push_back(static_cast<int64_t>(tok.size()) - 1);
+      }
+      for (size_t q = 0; q < seq.size(); ++q)
+        for (int64_t i = first[q]; i < (q + 1 < seq.size() ? first[q + 1] : static_cast<int64_t>(tok.size())); ++i)
+          tables.push_back(kv[q].blocks.data());
+      std::vector<float> logits(out_rows.size() * V);
+      PagedStep st;
+      st.n = static_cast<int64_t>(tok.size());
+      st.tokens = tok.data();
+      st.pos = pos.data();
+      st.tables = tables.data();
+      st.out_rows = out_rows.data();
+      st.n_out = static_cast<int64_t>(out_rows.size());
+      st.logits = logits.data();
+      m.forward_paged(st, pool);
+      for (size_t q = 0; q < seq.size(); ++q) {
+        pool.advance(kv[q], static_cast<int64_t>(seq[q].size()) - kv[q].len);
+        auto full = full_logits(m, seq[q]);
+        std::vector<double> want(full.end() - V, full.end());
+        std::vector<float> got(logits.begin() + q * V, logits.begin() + (q + 1) * V);
+        ASSERT_TRUE(all_close(got, want, tolerance(Kind::reduction, 64 * c.hidden_size)))
+            << arch_name(arch) << " step " << s << " sequence " << q;
+        seq[q].push_back(static_cast<int32_t>(r.next_u32() % V));  // next token (any: the check is per step)
+      }
+    }
+    for (auto& s : kv) pool.release(s);
+    EXPECT_EQ(pool.free_blocks(), 64);
+  }
+}
+
+TEST(PagedForward, ForkedGroupMembersShareThePromptAndMatchIndependentSequences) {
+  ModelConfig c = small_config(Arch::qwen3, 128);
+  Transformer m(c);
+  m.init_random(6, 0.2f);
+  const int64_t V = c.vocab_size;
+  KvPool pool(c, 4, 64);
+  std::vector<int32_t> prompt = {5, 6, 7, 8, 9, 10};  // 1.5 blocks: the fork shares a partial block
+  SeqKv root;
+  pool.reserve(root, 6);
+  std::vector<int32_t> pos = {0, 1, 2, 3, 4, 5};
+  std::vector<const int32_t*> tables(6, root.blocks.data());
+  int64_t last = 5;
+  std::vector<float> logits(V);
+  PagedStep st{6, prompt.data(), pos.data(), tables.data(), &last, 1, logits.data()};
+  m.forward_paged(st, pool);
+  pool.advance(root, 6);
+  int before = static_cast<int>(pool.free_blocks());
+  SeqKv a = pool.fork(root, 6), b = pool.fork(root, 6);
+  EXPECT_EQ(pool.free_blocks(), before);  // one prefill, shared blocks
+  // Each member appends a different token; copy on write splits the shared partial block.
+  std::vector<int32_t> ta = {42}, tb = {43};
+  for (auto [s, t] : {std::pair<SeqKv*, std::vector<int32_t>*>{&a, &ta}, {&b, &tb}}) {
+    pool.reserve(*s, 1);
+    int32_t p = 6;
+    const int32_t* tab = s->blocks.data();
+    int64_t row0 = 0;
+    PagedStep d{1, t->data(), &p, &tab, &row0, 1, logits.data()};
+    m.forward_paged(d, pool);
+    pool.advance(*s, 1);
+    std::vector<int32_t> full = prompt;
+    full.push_back((*t)[0]);
+    auto f = full_logits(m, full);
+    std::vector<double> want(f.end() - V, f.end());
+    EXPECT_TRUE(all_close(logits, want, tolerance(Kind::reduction, 64 * c.hidden_size)));
+  }
+  EXPECT_NE(a.blocks[1], b.blocks[1]);
+  EXPECT_EQ(a.blocks[0], b.blocks[0]);
 }

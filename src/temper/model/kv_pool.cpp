@@ -1,10 +1,10 @@
-#include "temper/rollout/kv_pool.h"
+#include "temper/model/kv_pool.h"
 
 #include <cstring>
 
 #include "temper/core/error.h"
 
-namespace temper::rollout {
+namespace temper {
 
 KvPool::KvPool(const ModelConfig& c, int64_t block_size, int64_t num_blocks)
     : layers_(c.num_layers), row_(c.num_kv_heads * c.head_dim), block_size_(block_size), num_blocks_(num_blocks) {
@@ -83,6 +83,12 @@ void KvPool::write(int64_t layer, const SeqKv& s, int64_t n, const float* k, con
   }
 }
 
+void KvPool::write_at(int64_t layer, const int32_t* table, int64_t pos, const float* k, const float* v) {
+  int32_t b = table[pos / block_size_];
+  std::memcpy(k_block_mut(layer, b) + (pos % block_size_) * row_, k, static_cast<size_t>(row_) * sizeof(float));
+  std::memcpy(v_block_mut(layer, b) + (pos % block_size_) * row_, v, static_cast<size_t>(row_) * sizeof(float));
+}
+
 SeqKv KvPool::fork(const SeqKv& s, int64_t at) {
   TEMPER_CHECK(at >= 0 && at <= s.len) << "KV pool: fork at " << at << " outside [0, " << s.len << "]";
   SeqKv f;
@@ -108,4 +114,4 @@ void KvPool::truncate(SeqKv& s, int64_t len) {
 
 void KvPool::release(SeqKv& s) { truncate(s, 0); }
 
-}  // namespace temper::rollout
+}  // namespace temper

@@ -1,4 +1,4 @@
-// The rollout engine's KV cache: a pool of fixed-size blocks reserved once from a memory budget
+// The KV cache of batched generation (the rollout engine): a pool of fixed-size blocks reserved once from a memory budget
 // (per layer K and V, [num_blocks, block_size, Hkv*D] each), and per-sequence block tables with
 // reference-counted blocks, so G samples of one prompt share the prompt's blocks (one prefill),
 // a sequence can be forked at any position, and the last partial block is copied on write.
@@ -12,7 +12,7 @@
 #include "temper/core/tensor.h"
 #include "temper/model/config.h"
 
-namespace temper::rollout {
+namespace temper {
 
 struct SeqKv {
   std::vector<int32_t> blocks;  // block table: position p lives in blocks[p / block_size]
@@ -43,6 +43,8 @@ class KvPool {
   // Writes token rows (K and V of one layer) at positions s.len .. s.len + n - 1 (after reserve);
   // rows are `stride` floats apart. Call advance(s, n) once every layer is written.
   void write(int64_t layer, const SeqKv& s, int64_t n, const float* k, const float* v, int64_t stride);
+  // One token's K and V rows at position `pos` of the sequence whose block table is `table`.
+  void write_at(int64_t layer, const int32_t* table, int64_t pos, const float* k, const float* v);
   void advance(SeqKv& s, int64_t n) { s.len += n; }
 
   SeqKv fork(const SeqKv& s, int64_t at);  // a new sequence sharing s's first `at` tokens
@@ -60,4 +62,4 @@ class KvPool {
   std::vector<int32_t> refs_, free_;
 };
 
-}  // namespace temper::rollout
+}  // namespace temper
