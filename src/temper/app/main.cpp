@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "temper/app/bench_load.h"
+#include "temper/app/bench_rollout.h"
 #include "temper/app/bench_train.h"
 #include "temper/app/convert.h"
 #include "temper/app/generate.h"
@@ -43,6 +44,17 @@ int main(int argc, char** argv) {
   auto* load = bench->add_subcommand("load", "Model load time, file mmapped vs copied");
   load->add_option("--model", bl.model, "Model (Hugging Face directory or .gguf)")->required();
   load->add_option("--repeat", bl.repeat, "Loads per mode (best is reported)")->capture_default_str();
+
+  temper::app::BenchRolloutOptions br;
+  auto* roll = bench->add_subcommand("rollout", "Batched generation (rollout engine): prefill and decode tokens/s");
+  auto* rshape = roll->add_option("--shape", br.shape, "Built-in shape with random weights: smollm2-135m, tiny");
+  roll->add_option("--model", br.model, "A model (Hugging Face directory or .gguf)")->excludes(rshape);
+  roll->add_option("--batch", br.batch, "Sequences")->capture_default_str();
+  roll->add_option("--prompt-len", br.prompt_len, "Prompt tokens per sequence")->capture_default_str();
+  roll->add_option("--gen-len", br.gen_len, "Generated tokens per sequence")->capture_default_str();
+  roll->add_option("--threads", br.threads, "Threads");
+  roll->add_option("--dtype", br.dtype, "f32 or bf16 GEMMs")->capture_default_str();
+  roll->add_flag("--json", br.json, "JSON only (the default output)");
 
   temper::app::InfoOptions io;
   auto* info = app.add_subcommand("info", "Describe a model (HF directory or config.json) and this machine");
@@ -97,6 +109,7 @@ int main(int argc, char** argv) {
   try {
     if (train->parsed()) return temper::app::bench_train(bt);
     if (load->parsed()) return temper::app::bench_load(bl);
+    if (roll->parsed()) return temper::app::bench_rollout(br);
     if (info->parsed()) return temper::app::info(io);
     if (conv->parsed()) return temper::app::convert(co);
     if (lg->parsed()) return temper::app::logits(lo);

@@ -27,9 +27,25 @@ Sample Sampler::sample(const float* logits, int64_t V, Rng& rng) {
     while (!(logits[best] == mx)) ++best;
     return {static_cast<int32_t>(best), 0.f};
   }
-  // Tempered log-weights, sorted descending (ties by id for determinism).
-  cand_.resize(static_cast<size_t>(V));
   float inv_t = 1.0f / cfg_.temperature;
+  if (cfg_.top_k == 0 && cfg_.top_p >= 1.f && cfg_.min_p <= 0.f) {
+    // No truncation: draw from the tempered softmax in vocabulary order, no sort (O(V), not O(V log V)).
+    double z = 0;
+    for (int64_t v = 0; v < V; ++v)
+      if (std::isfinite(logits[v])) z += std::exp(static_cast<double>(logits[v] - mx) * inv_t);
+    double u = rng.uniform_f64() * z, acc = 0;
+    int64_t pick = -1;
+    for (int64_t v = 0; v < V; ++v) {
+      if (!std::isfinite(logits[v])) continue;
+      acc += std::exp(static_cast<double>(logits[v] - mx) * inv_t);
+      pick = v;
+      if (u < acc) break;
+    }
+    float lp = static_cast<float>(static_cast<double>(logits[pick] - mx) * inv_t - std::log(z));
+    return {static_cast<int32_t>(pick), lp};
+  }
+  // Truncation: tempered log-weights sorted descending (ties by id for determinism).
+  cand_.resize(static_cast<size_t>(V));
   for (int64_t v = 0; v < V; ++v)  // non-finite logits never win: -inf keeps the sort a strict weak order
     cand_[static_cast<size_t>(v)] = {std::isfinite(logits[v]) ? logits[v] * inv_t : -INFINITY, static_cast<int32_t>(v)};
   auto by_weight = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };

@@ -1,0 +1,106 @@
+#include "temper/app/bench_rollout.h"
+
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "temper/app/model_source.h"
+#include "temper/core/error.h"
+#include "temper/core/rng.h"
+#include "temper/core/thread_pool.h"
+#include "temper/rollout/engine.h"
+
+namespace temper::app {
+namespace {
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+// Read bandwidth of this machine: sum a 512 MiB buffer with all threads, best of 3.
+double read_bandwidth_gbs() {
+  const int64_t n = int64_t{128} << 20;
+  Tensor buf = Tensor::empty({n});
+  float* p = buf.data<float>();
+  parallel_for(n, 1 << 20, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) p[i] = 1.0f;
+  });
+  double best = 1e30;
+  for (int r = 0; r < 3; ++r) {
+    double t0 = now();
+    std::vector<double> part(static_cast<size_t>(num_threads()) * 8, 0.0);
+    parallel_tasks(num_threads(), [&](int64_t t) {
+      int64_t b = n * t / num_threads(), e = n * (t + 1) / num_threads();
+      float acc[16] = {};
+      for (int64_t i = b; i + 16 <= e; i += 16)
+        for (int j = 0; j < 16; ++j) acc[j] += p[i + j];
+      double s = 0;
+      for (float a : acc) s += a;
+      part[static_cast<size_t>(t) * 8] = s;
+    });
+    best = std::min(best, now() - t0);
+  }
+  return static_cast<double>(n) * 4 / best / 1e9;
+}
+
+}  // namespace
+
+int bench_rollout(const BenchRolloutOptions& o) {
+  if (o.threads > 0) set_num_threads(o.threads);
+  TEMPER_CHECK(o.batch > 0 && o.prompt_len > 0 && o.gen_len > 1) << "need --batch > 0, --prompt-len > 0, --gen-len > 1";
+  kernels::Precision prec;
+  TEMPER_CHECK(kernels::precision_from_name(o.dtype, &prec)) << "--dtype must be f32 or bf16, got '" << o.dtype << "'";
+  std::unique_ptr<Transformer> owned;
+  Transformer* m;
+  LoadedModel lm;
+  if (!o.model.empty()) {
+    lm = load_model(o.model);
+    m = lm.model.get();
+  } else {
+    owned = std::make_unique<Transformer>(model_config_preset(o.shape));
+    owned->init_random(0);
+    m = owned.get();
+  }
+  m->set_precision(prec);
+  const ModelConfig& c = m->config();
+  const int64_t block = 16, per_seq = (o.prompt_len + o.gen_len + block - 1) / block + 1;
+  KvPool pool(c, block, o.batch * per_seq + 4);
+  rollout::RolloutEngine eng(*m, pool, rollout::EngineConfig{o.batch});
+  std::vector<rollout::RolloutRequest> reqs(static_cast<size_t>(o.batch));
+  Rng rng(3, 0);
+  for (auto& r : reqs) {
+    for (int64_t i = 0; i < o.prompt_len; ++i) r.prompt.push_back(static_cast<int32_t>(rng.next_u32() % c.vocab_size));
+    r.sampler.temperature = 1.0f;
+    r.seed = rng.next_u32();
+  }
+  auto run = [&](int64_t n) {
+    for (auto& r : reqs) r.max_new = n;
+    double t0 = now();
+    auto out = eng.run(reqs);
+    return now() - t0;
+  };
+  run(2);  // warm-up: oneDNN kernels, pages of the pool
+  double t1 = run(1), tn = run(o.gen_len);
+  double prefill_tps = static_cast<double>(o.batch * o.prompt_len) / t1;
+  double decode_tps = static_cast<double>(o.batch * (o.gen_len - 1)) / (tn - t1);
+  double bw = read_bandwidth_gbs();
+  double weight_bytes = static_cast<double>(m->num_params()) * (prec == kernels::Precision::bf16 ? 2.0 : 4.0);
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  nlohmann::json j = {{"engine", "temper"},
+                      {"shape", o.model.empty() ? o.shape : o.model},
+                      {"batch", o.batch},
+                      {"prompt_len", o.prompt_len},
+                      {"gen_len", o.gen_len},
+                      {"threads", num_threads()},
+                      {"dtype", o.dtype},
+                      {"prefill_tokens_per_s", std::round(prefill_tps * 10) / 10},
+                      {"decode_tokens_per_s", std::round(decode_tps * 10) / 10},
+                      {"peak_rss_mb", std::round(static_cast<double>(u.ru_maxrss) / 1024.0 * 10) / 10},
+                      {"read_bandwidth_gb_s", std::round(bw * 10) / 10},
+                      {"batch1_bandwidth_bound_tokens_per_s", std::round(bw * 1e9 / weight_bytes * 10) / 10}};
+  std::printf("%s\n", j.dump().c_str());
+  return 0;
+}
+
+}  // namespace temper::app

@@ -1,0 +1,21 @@
+// `temper bench rollout`: batched generation throughput of the rollout engine (prefill and decode
+// tokens/s, peak memory) on a built-in shape with random weights or a model, and the machine's
+// measured memory read bandwidth with the decode bound it implies at batch 1. One JSON line.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace temper::app {
+
+struct BenchRolloutOptions {
+  std::string shape = "smollm2-135m", model;
+  int64_t batch = 1, prompt_len = 64, gen_len = 64;
+  int threads = 0;
+  std::string dtype = "f32";
+  bool json = false;
+};
+
+int bench_rollout(const BenchRolloutOptions& o);
+
+}  // namespace temper::app
