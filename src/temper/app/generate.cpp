@@ -1,18 +1,126 @@
 #include "temper/app/generate.h"
 
 #include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <cstdio>
 #include <set>
 
 #include "temper/app/model_source.h"
 #include "temper/core/error.h"
 #include "temper/core/thread_pool.h"
+#include "temper/io/atomic_file.h"
+#include "temper/rollout/engine.h"
 #include "temper/model/kv_cache.h"
 #include "temper/rollout/sampler.h"
 #include "temper/text/chat_template.h"
 #include "temper/text/stream_decoder.h"
 
 namespace temper::app {
+
+namespace {
+
+// Prompt -> token ids (chat template unless raw); adds the template's end-of-turn token to `stop`.
+std::vector<int32_t> encode_prompt(const text::Tokenizer& tok, const GenerateOptions& o,
+                                   const std::vector<text::ChatMessage>& messages, const std::string& raw_text,
+                                   std::set<int32_t>& stop) {
+  std::vector<int32_t> ids;
+  if (o.raw) {
+    ids = tok.prefix_ids();  // BOS if the tokenizer adds one; never an EOS after the text to continue
+    std::vector<int32_t> body = tok.encode(raw_text, /*add_special=*/false);
+    ids.insert(ids.end(), body.begin(), body.end());
+  } else {
+    std::string bos = tok.bos_id() >= 0 ? tok.id_to_token(tok.bos_id()) : "";
+    text::ChatTemplate tmpl = text::chat_template_resolve(o.chat_template, tok.chat_template(), bos);
+    std::string rendered = text::chat_template_render(tmpl, messages, /*add_generation_prompt=*/true);
+    ids = tok.encode(rendered, /*add_special=*/false);
+    int32_t eot = tok.token_to_id(tmpl.format == text::ChatFormat::kChatML ? "<|im_end|>" : "<|eot_id|>");
+    if (eot >= 0) stop.insert(eot);
+  }
+  TEMPER_CHECK(!ids.empty()) << "a prompt encodes to no tokens";
+  return ids;
+}
+
+int generate_jsonl(const GenerateOptions& o, LoadedModel& lm, const rollout::SamplerConfig& sc) {
+  const text::Tokenizer& tok = *lm.tokenizer;
+  std::ifstream in(o.prompts_file);
+  TEMPER_CHECK(in.good()) << o.prompts_file << ": cannot open";
+  std::vector<rollout::RolloutRequest> reqs;
+  std::vector<std::string> line_text;
+  std::string line;
+  int64_t lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(line);
+    } catch (const std::exception& e) {
+      TEMPER_FAIL() << o.prompts_file << ":" << lineno << ": not valid JSON: " << e.what();
+    }
+    std::vector<text::ChatMessage> msgs;
+    std::string raw;
+    if (j.contains("messages")) {
+      TEMPER_CHECK(j["messages"].is_array()) << o.prompts_file << ":" << lineno << ": 'messages' must be a list";
+      for (auto& m : j["messages"]) {
+        TEMPER_CHECK(m.is_object() && m.value("role", "") != "" && m.contains("content") && m["content"].is_string())
+            << o.prompts_file << ":" << lineno << ": each message needs 'role' and a string 'content'";
+        msgs.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
+      }
+    } else {
+      TEMPER_CHECK(j.contains("prompt") && j["prompt"].is_string())
+          << o.prompts_file << ":" << lineno << ": expected a string 'prompt' or a 'messages' list";
+      raw = j["prompt"].get<std::string>();
+      if (!o.system.empty()) msgs.push_back({"system", o.system});
+      msgs.push_back({"user", raw});
+    }
+    rollout::RolloutRequest r;
+    r.stop_ids.insert(lm.eos_ids.begin(), lm.eos_ids.end());
+    if (tok.eos_id() >= 0) r.stop_ids.insert(tok.eos_id());
+    r.prompt = encode_prompt(tok, o, msgs, raw, r.stop_ids);
+    r.group_size = o.samples;
+    r.max_new = o.max_new;
+    r.sampler = sc;
+    r.seed = o.seed;
+    r.stream = static_cast<uint64_t>(reqs.size()) * static_cast<uint64_t>(o.samples);
+    reqs.push_back(std::move(r));
+    line_text.push_back(line);
+  }
+  TEMPER_CHECK(!reqs.empty()) << o.prompts_file << ": no prompts";
+  const ModelConfig& c = lm.model->config();
+  int64_t tokens = 0;
+  for (auto& r : reqs) tokens += static_cast<int64_t>(r.prompt.size()) + r.max_new;
+  const int64_t block = 16;
+  KvPool pool(c, block, (tokens * o.samples) / block + 2 * static_cast<int64_t>(reqs.size()) * (o.samples + 1) + 8);
+  rollout::RolloutEngine eng(*lm.model, pool, rollout::EngineConfig{64});
+  auto t0 = std::chrono::steady_clock::now();
+  auto done = eng.run(reqs);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::string outtext;
+  int64_t generated = 0;
+  for (const auto& cpl : done) {
+    nlohmann::json r = {{"index", cpl.request},
+                        {"sample", cpl.member},
+                        {"text", tok.decode(cpl.tokens, /*skip_special=*/true)},
+                        {"token_ids", cpl.tokens},
+                        {"logprobs", cpl.policy_logprob},
+                        {"sample_logprobs", cpl.sample_logprob},
+                        {"finish_reason", rollout::finish_reason_name(cpl.finish)}};
+    outtext += r.dump() + "\n";
+    generated += static_cast<int64_t>(cpl.tokens.size());
+  }
+  if (o.out.empty()) {
+    std::fwrite(outtext.data(), 1, outtext.size(), stdout);
+  } else {
+    io::write_text_atomic(o.out, outtext);
+  }
+  std::fprintf(stderr, "temper generate: %zu prompts x %lld samples, %lld tokens in %.2f s (%.1f tokens/s)\n",
+               reqs.size(), static_cast<long long>(o.samples), static_cast<long long>(generated), secs,
+               generated / (secs > 0 ? secs : 1e-9));
+  return 0;
+}
+
+}  // namespace
 
 int generate(const GenerateOptions& o) {
   if (o.threads > 0) set_num_threads(o.threads);
@@ -25,31 +133,21 @@ int generate(const GenerateOptions& o) {
   sc.min_p = o.min_p;
   rollout::Sampler sampler(sc);
 
+  TEMPER_CHECK(o.samples > 0) << "-n must be > 0, got " << o.samples;
+  TEMPER_CHECK(o.prompt.empty() != o.prompts_file.empty()) << "give exactly one of --prompt and --prompts";
   LoadedModel lm = load_model(o.model);
   TEMPER_CHECK(lm.tokenizer != nullptr) << o.model << ": has no tokenizer; temper generate needs one";
+  if (!o.prompts_file.empty()) return generate_jsonl(o, lm, sc);
+  TEMPER_CHECK(o.samples == 1) << "-n applies to --prompts (JSONL); for one prompt run generate again with --seed";
   const text::Tokenizer& tok = *lm.tokenizer;
   Transformer& m = *lm.model;
 
-  std::vector<int32_t> ids;
   std::set<int32_t> stop(lm.eos_ids.begin(), lm.eos_ids.end());
   if (tok.eos_id() >= 0) stop.insert(tok.eos_id());
-  if (o.raw) {
-    ids = tok.prefix_ids();  // BOS if the tokenizer adds one; never an EOS after the text to continue
-    std::vector<int32_t> body = tok.encode(o.prompt, /*add_special=*/false);
-    ids.insert(ids.end(), body.begin(), body.end());
-  } else {
-    std::string bos = tok.bos_id() >= 0 ? tok.id_to_token(tok.bos_id()) : "";
-    text::ChatTemplate tmpl = text::chat_template_resolve(o.chat_template, tok.chat_template(), bos);
-    std::vector<text::ChatMessage> msgs;
-    if (!o.system.empty()) msgs.push_back({"system", o.system});
-    msgs.push_back({"user", o.prompt});
-    std::string rendered = text::chat_template_render(tmpl, msgs, /*add_generation_prompt=*/true);
-    ids = tok.encode(rendered, /*add_special=*/false);
-    const char* end_of_turn = tmpl.format == text::ChatFormat::kChatML ? "<|im_end|>" : "<|eot_id|>";
-    int32_t eot = tok.token_to_id(end_of_turn);
-    if (eot >= 0) stop.insert(eot);
-  }
-  TEMPER_CHECK(!ids.empty()) << "the prompt encodes to no tokens";
+  std::vector<text::ChatMessage> msgs;
+  if (!o.system.empty()) msgs.push_back({"system", o.system});
+  msgs.push_back({"user", o.prompt});
+  std::vector<int32_t> ids = encode_prompt(tok, o, msgs, o.prompt, stop);
   const ModelConfig& cfg = m.config();
   int64_t max_len = static_cast<int64_t>(ids.size()) + o.max_new;
   TEMPER_CHECK(static_cast<int64_t>(ids.size()) < cfg.max_position_embeddings)

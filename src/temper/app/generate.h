@@ -1,6 +1,7 @@
 // `temper generate --model M --prompt TEXT`: text through the model's chat template (or --raw
 // continuation), greedy or sampled, streamed to stdout token by token; diagnostics to stderr.
-// Single sequence over a KV cache; the batched rollout engine is separate.
+// `--prompts FILE.jsonl -n G`: every prompt (text or chat messages) G times through the batched
+// rollout engine, written as JSONL (text, token ids, log-probs, finish reason).
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,9 @@ namespace temper::app {
 
 struct GenerateOptions {
   std::string model, prompt, system, chat_template;
+  std::string prompts_file;  // JSONL: {"prompt": "..."} or {"messages": [{"role", "content"}...]} per line
+  std::string out;           // JSONL output (default stdout) for --prompts
+  int64_t samples = 1;       // -n: samples per prompt (a group sharing the prompt's KV blocks)
   bool raw = false, greedy = false;
   int64_t max_new = 128;
   float temperature = 0.7f, top_p = 0.9f, min_p = 0.0f;

@@ -88,7 +88,11 @@ int main(int argc, char** argv) {
   temper::app::GenerateOptions go;
   auto* gen = app.add_subcommand("generate", "Generate text (chat template unless --raw); continuation on stdout");
   gen->add_option("--model", go.model, "Model (Hugging Face directory or .gguf)")->required();
-  gen->add_option("--prompt", go.prompt, "The user message (or, with --raw, the text to continue)")->required();
+  auto* gprompt = gen->add_option("--prompt", go.prompt, "The user message (or, with --raw, the text to continue)");
+  gen->add_option("--prompts", go.prompts_file, "JSONL of {\"prompt\": ...} or {\"messages\": [...]} (batched)")
+      ->excludes(gprompt);
+  gen->add_option("-n", go.samples, "Samples per prompt (with --prompts)")->capture_default_str();
+  gen->add_option("--out", go.out, "JSONL output file (with --prompts; default stdout)");
   gen->add_option("--system", go.system, "A system message");
   gen->add_option("--chat-template", go.chat_template, "Override the model's template: chatml, llama3");
   gen->add_flag("--raw", go.raw, "No chat template: continue the prompt as plain text");
