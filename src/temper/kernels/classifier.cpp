@@ -9,6 +9,15 @@
 
 namespace temper::kernels {
 
+float logit_row_stats(const float* z, int64_t V, int32_t target, float* logprob, float* entropy) {
+  float se, sexm;
+  float m = isa_table().row_softmax_stats(z, V, &se, &sexm);
+  float lse = m + std::log(se);
+  *entropy = std::log(se) - sexm / se;
+  *logprob = target >= 0 ? z[target] - lse : 0.f;
+  return lse;
+}
+
 int64_t classifier_chunk(int64_t N, int64_t V, int64_t chunk_rows) {
   int64_t chunk = chunk_rows > 0 ? chunk_rows : kClassifierChunkBytes / (4 * V);
   if (chunk < 1) chunk = 1;
@@ -37,12 +46,9 @@ void classifier_fused(const ClassifierArgs& a) {
       for (int64_t i = b; i < e; ++i) {
         int64_t n = r0 + i;
         float* zr = zbuf + i * a.V;
-        float se, sexm;
-        float m = t.row_softmax_stats(zr, a.V, &se, &sexm);
-        float lse = m + std::log(se);
-        float H = std::log(se) - sexm / se;
         int32_t tgt = a.targets ? a.targets[n] : -1;
-        float lp = tgt >= 0 ? zr[tgt] - lse : 0.f;
+        float lp, H;
+        float lse = logit_row_stats(zr, a.V, tgt, &lp, &H);
         a.logprob[n] = lp;
         a.entropy[n] = H;
         if (a.loss) {

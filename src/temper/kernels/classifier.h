@@ -38,6 +38,10 @@ struct ClassifierArgs {
 
 inline constexpr int64_t kClassifierChunkBytes = int64_t{64} << 20;
 
+// One logits row: log-prob of `target` (0 if target < 0) and the full-vocabulary entropy, with the
+// same arithmetic the fused classifier uses (so rollout statistics equal training's). Returns lse.
+float logit_row_stats(const float* z, int64_t V, int32_t target, float* logprob, float* entropy);
+
 int64_t classifier_chunk(int64_t N, int64_t V, int64_t chunk_rows = 0);  // rows per chunk
 inline int64_t classifier_workspace_floats(int64_t N, int64_t V, int64_t chunk_rows = 0) {
   return classifier_chunk(N, V, chunk_rows) * V;

@@ -4,6 +4,7 @@
 #include <deque>
 
 #include "temper/core/error.h"
+#include "temper/kernels/classifier.h"
 
 namespace temper::rollout {
 
@@ -29,20 +30,6 @@ struct Live {
   Sampler sampler;
   int32_t pending = -1;  // sampled, not yet fed to the model
 };
-
-// Policy statistics of one logits row: log-prob of `tok` and entropy at temperature 1.
-void policy_stats(const float* z, int64_t V, int32_t tok, float* lp, float* ent) {
-  double m = z[0];
-  for (int64_t v = 1; v < V; ++v) m = z[v] > m ? z[v] : m;
-  double s = 0, sx = 0;
-  for (int64_t v = 0; v < V; ++v) {
-    double e = std::exp(z[v] - m);
-    s += e;
-    sx += e * (z[v] - m);
-  }
-  *lp = static_cast<float>(z[tok] - m - std::log(s));
-  *ent = static_cast<float>(std::log(s) - sx / s);
-}
 
 }  // namespace
 
@@ -132,7 +119,7 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
       Completion& c = out[static_cast<size_t>(s.out)];
       Sample x = s.sampler.sample(z, V, s.rng);
       float lp, ent;
-      policy_stats(z, V, x.token, &lp, &ent);
+      kernels::logit_row_stats(z, V, x.token, &lp, &ent);  // the training classifier's arithmetic
       c.tokens.push_back(x.token);
       c.sample_logprob.push_back(x.logprob);
       c.policy_logprob.push_back(lp);
