@@ -11,7 +11,6 @@
 #include "temper/core/thread_pool.h"
 #include "temper/io/atomic_file.h"
 #include "temper/rollout/engine.h"
-#include "temper/model/kv_cache.h"
 #include "temper/rollout/sampler.h"
 #include "temper/text/chat_template.h"
 #include "temper/text/stream_decoder.h"
@@ -131,7 +130,7 @@ int generate(const GenerateOptions& o) {
   sc.top_p = o.top_p;
   sc.top_k = o.top_k;
   sc.min_p = o.min_p;
-  rollout::Sampler sampler(sc);
+  sc.validate();
 
   TEMPER_CHECK(o.samples > 0) << "-n must be > 0, got " << o.samples;
   TEMPER_CHECK(o.prompt.empty() != o.prompts_file.empty()) << "give exactly one of --prompt and --prompts";
@@ -149,43 +148,44 @@ int generate(const GenerateOptions& o) {
   msgs.push_back({"user", o.prompt});
   std::vector<int32_t> ids = encode_prompt(tok, o, msgs, o.prompt, stop);
   const ModelConfig& cfg = m.config();
-  int64_t max_len = static_cast<int64_t>(ids.size()) + o.max_new;
   TEMPER_CHECK(static_cast<int64_t>(ids.size()) < cfg.max_position_embeddings)
       << "prompt of " << ids.size() << " tokens does not fit the model's context of " << cfg.max_position_embeddings;
-  if (max_len > cfg.max_position_embeddings) max_len = cfg.max_position_embeddings;
   std::fprintf(stderr, "temper generate: %s (%s, %.1fM params) loaded in %.2f s; prompt %zu tokens\n",
                o.model.c_str(), lm.format.c_str(), m.num_params() / 1e6, lm.load_seconds, ids.size());
-
-  KvCache cache;
-  cache.reset(cfg, max_len);
-  std::vector<float> logits(static_cast<size_t>(cfg.vocab_size));
-  Rng rng(o.seed, 0);
-  text::StreamDecoder dec(tok, /*skip_special=*/true);
-  auto t0 = std::chrono::steady_clock::now();
-  m.forward_cached(ids.data(), static_cast<int64_t>(ids.size()), cache, logits.data());
-  auto t1 = std::chrono::steady_clock::now();
-  int64_t produced = 0;
-  const char* reason = "length";
-  while (true) {
-    rollout::Sample s = sampler.sample(logits.data(), cfg.vocab_size, rng);
-    if (stop.count(s.token)) {
-      reason = "stop token";
-      break;
+  rollout::RolloutRequest req;
+  req.prompt = ids;
+  req.max_new = std::min<int64_t>(o.max_new, cfg.max_position_embeddings - static_cast<int64_t>(ids.size()));
+  req.sampler = sc;
+  req.stop_ids = stop;
+  req.seed = o.seed;
+  // The same engine as batched rollouts, one sequence; a hook streams each token as it comes.
+  struct Stream : rollout::RolloutHook {
+    text::StreamDecoder dec;
+    std::chrono::steady_clock::time_point first;
+    explicit Stream(const text::Tokenizer& t) : dec(t, /*skip_special=*/true) {}
+    bool after_token(const rollout::RolloutRequest&, const rollout::Completion& c) override {
+      if (c.tokens.size() == 1) first = std::chrono::steady_clock::now();
+      std::string piece = dec.push(c.tokens.back());
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      std::fflush(stdout);
+      return false;
     }
-    std::string piece = dec.push(s.token);
-    std::fwrite(piece.data(), 1, piece.size(), stdout);
-    std::fflush(stdout);
-    ++produced;
-    if (produced >= o.max_new || cache.len >= cache.max_len) break;
-    m.forward_cached(&s.token, 1, cache, logits.data());
-  }
-  std::string rest = dec.flush();
+  } stream(tok);
+  const int64_t block = 16;
+  KvPool pool(cfg, block, (static_cast<int64_t>(ids.size()) + req.max_new) / block + 2);
+  rollout::RolloutEngine eng(m, pool, rollout::EngineConfig{1});
+  auto t0 = std::chrono::steady_clock::now();
+  rollout::Completion c = eng.run({req}, &stream).front();
+  auto t2 = std::chrono::steady_clock::now();
+  std::string rest = stream.dec.flush();
   std::fwrite(rest.data(), 1, rest.size(), stdout);
   std::printf("\n");
-  auto t2 = std::chrono::steady_clock::now();
-  double prefill = std::chrono::duration<double>(t1 - t0).count(), decode = std::chrono::duration<double>(t2 - t1).count();
-  std::fprintf(stderr, "temper generate: %lld tokens (%s); prefill %.0f tokens/s, decode %.1f tokens/s\n",
-               static_cast<long long>(produced), reason, ids.size() / prefill, produced / (decode > 0 ? decode : 1e-9));
+  int64_t produced = static_cast<int64_t>(c.tokens.size()) - (c.finish == rollout::FinishReason::stop ? 1 : 0);
+  double ttft = std::chrono::duration<double>(stream.first - t0).count();
+  double decode = std::chrono::duration<double>(t2 - stream.first).count();
+  std::fprintf(stderr, "temper generate: %lld tokens (%s); first token after %.3f s (prompt %.0f tokens/s), "
+               "decode %.1f tokens/s\n", static_cast<long long>(produced), rollout::finish_reason_name(c.finish).c_str(),
+               ttft, ids.size() / (ttft > 0 ? ttft : 1e-9), (c.tokens.size() - 1) / (decode > 0 ? decode : 1e-9));
   return 0;
 }
 

@@ -34,23 +34,20 @@ void softmax_rows_fwd(const IsaTable& t, float* S, int64_t rows, int64_t kend, i
 
 void attention_fwd(const AttnShape& s, const float* q, const float* k, const float* v, float* o, float* lse) {
   TEMPER_CHECK(s.H % s.Hkv == 0) << "heads " << s.H << " not a multiple of KV heads " << s.Hkv;
-  const int64_t Tk = s.Tk > 0 ? s.Tk : s.T;
-  TEMPER_CHECK(s.q_offset >= 0 && s.q_offset + s.T <= Tk)
-      << "attention: queries at [" << s.q_offset << ", " << s.q_offset + s.T << ") need that many keys, have " << Tk;
   const IsaTable& t = isa_table();
   const float scale = 1.0f / std::sqrt(static_cast<float>(s.D));
   const int64_t nqb = (s.T + kBlockQ - 1) / kBlockQ, group = s.H / s.Hkv;
   parallel_tasks(s.B * s.H * nqb, [&](int64_t task) {
     int64_t qb = task % nqb, h = (task / nqb) % s.H, b = task / (nqb * s.H);
-    int64_t q0 = qb * kBlockQ, rows = q0 + kBlockQ < s.T ? kBlockQ : s.T - q0, kend = s.q_offset + q0 + rows;
+    int64_t q0 = qb * kBlockQ, rows = q0 + kBlockQ < s.T ? kBlockQ : s.T - q0, kend = q0 + rows;
     int64_t kvh = h / group;
     static thread_local std::vector<float> S;
     if (static_cast<int64_t>(S.size()) < rows * kend) S.resize(static_cast<size_t>(rows * kend));
     const float* Q = q + (b * s.T + q0) * s.q_stride + h * s.D;
-    const float* K = k + b * Tk * s.kv_stride + kvh * s.D;
-    const float* V = v + b * Tk * s.kv_stride + kvh * s.D;
+    const float* K = k + b * s.T * s.kv_stride + kvh * s.D;
+    const float* V = v + b * s.T * s.kv_stride + kvh * s.D;
     gemm(false, true, rows, kend, s.D, Q, s.q_stride, K, s.kv_stride, 0.f, S.data(), kend);
-    softmax_rows_fwd(t, S.data(), rows, kend, s.q_offset + q0, scale, lse + (b * s.H + h) * s.T + q0);
+    softmax_rows_fwd(t, S.data(), rows, kend, q0, scale, lse + (b * s.H + h) * s.T + q0);
     gemm(false, false, rows, s.D, kend, S.data(), kend, V, s.kv_stride, 0.f, o + (b * s.T + q0) * s.o_stride + h * s.D,
          s.o_stride);
   });
@@ -58,7 +55,6 @@ void attention_fwd(const AttnShape& s, const float* q, const float* k, const flo
 
 void attention_bwd(const AttnShape& s, const float* q, const float* k, const float* v, const float* o, const float* lse,
                    const float* dout, float* dq, float* dk, float* dv) {
-  TEMPER_CHECK(s.q_offset == 0 && (s.Tk == 0 || s.Tk == s.T)) << "attention backward is for training shapes only";
   const IsaTable& t = isa_table();
   const float scale = 1.0f / std::sqrt(static_cast<float>(s.D));
   const int64_t nqb = (s.T + kBlockQ - 1) / kBlockQ, group = s.H / s.Hkv;

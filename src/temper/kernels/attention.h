@@ -12,9 +12,6 @@ namespace temper::kernels {
 struct AttnShape {
   int64_t B, T, H, Hkv, D;
   int64_t q_stride, kv_stride, o_stride;  // floats between consecutive tokens
-  // Inference over a KV cache (forward only): the T queries sit at positions q_offset.. and each
-  // batch row has Tk keys (0 means T). Training uses q_offset 0, Tk = T.
-  int64_t q_offset = 0, Tk = 0;
 };
 
 // o [B*T, o_stride]; lse [B, H, T]

@@ -152,7 +152,7 @@ Transformer::LayerActs Transformer::acts_for(int64_t l, bool save) const {
   return a;
 }
 
-void Transformer::layer_forward(int64_t l, const LayerActs& a, float* x_out, int64_t B, int64_t T, KvCache* cache,
+void Transformer::layer_forward(int64_t l, const LayerActs& a, float* x_out, int64_t B, int64_t T,
                                 const PagedStep* paged, KvPool* pool) {
   const LayerOffsets& o = layout_.layers[static_cast<size_t>(l)];
   const float* P = params();
@@ -191,15 +191,6 @@ void Transformer::layer_forward(int64_t l, const LayerActs& a, float* x_out, int
     pa.block_size = pool->block_size();
     TEMPER_PROFILE("attention");
     kernels::paged_attention_fwd(pa);
-  } else if (cache) {  // append this step's K/V (B == 1) and attend over the whole cache
-    float *kc = cache->k_layer(l) + cache->len * Hk, *vc = cache->v_layer(l) + cache->len * Hk;
-    for (int64_t n = 0; n < N; ++n) {
-      std::memcpy(kc + n * Hk, a.qkv + n * QKV + Hq, static_cast<size_t>(Hk) * sizeof(float));
-      std::memcpy(vc + n * Hk, a.qkv + n * QKV + Hq + Hk, static_cast<size_t>(Hk) * sizeof(float));
-    }
-    kernels::AttnShape s{1, T, H, Hkv, D, QKV, Hk, Hq, cache->len, cache->len + T};
-    TEMPER_PROFILE("attention");
-    kernels::attention_fwd(s, a.qkv, cache->k_layer(l), cache->v_layer(l), a.o, a.lse);
   } else {
     kernels::AttnShape s{B, T, H, Hkv, D, QKV, QKV, Hq};
     TEMPER_PROFILE("attention");
@@ -320,26 +311,6 @@ void Transformer::forward_logprobs(const int32_t* tokens, const int32_t* targets
   { TEMPER_PROFILE("classifier"); kernels::classifier_fused(ca); }
 }
 
-void Transformer::forward_cached(const int32_t* tokens, int64_t n, KvCache& cache, float* last_logits) {
-  TEMPER_CHECK(cache.max_len > 0 && cache.layers == cfg_.num_layers && cache.row == cfg_.num_kv_heads * cfg_.head_dim)
-      << "KV cache was not reset for this model";
-  TEMPER_CHECK(n > 0 && cache.len + n <= cache.max_len)
-      << "KV cache full: " << cache.len << " + " << n << " tokens > " << cache.max_len;
-  prepare(1, n);
-  for (int64_t i = 0; i < n; ++i) pos_[i] = static_cast<int32_t>(cache.len + i);
-  const int64_t C = cfg_.hidden_size, L = cfg_.num_layers;
-  kernels::embedding_fwd(params() + layout_.embed, tokens, scratch_acts_.x_in, n, cfg_.vocab_size, C);
-  for (int64_t l = 0; l < L; ++l) {
-    layer_forward(l, scratch_acts_, x_tmp_, 1, n, &cache);
-    std::memcpy(scratch_acts_.x_in, x_tmp_, static_cast<size_t>(n * C) * sizeof(float));
-  }
-  cache.len += n;
-  const float* last = scratch_acts_.x_in + (n - 1) * C;
-  kernels::rmsnorm_fwd(last, params() + layout_.final_norm, xn_, rstd_f_, 1, C, static_cast<float>(cfg_.rms_norm_eps));
-  gemm(false, true, 1, cfg_.vocab_size, C, xn_, C, params() + layout_.lm_head, C, 0.f, last_logits, cfg_.vocab_size,
-       precision_, w16(layout_.lm_head));
-}
-
 void Transformer::forward_paged(const PagedStep& st, KvPool& pool) {
   TEMPER_CHECK(st.n > 0 && st.tokens && st.pos && st.tables) << "forward_paged: empty step";
   TEMPER_CHECK(pool.row() == cfg_.num_kv_heads * cfg_.head_dim) << "forward_paged: KV pool built for another model";
@@ -354,7 +325,7 @@ void Transformer::forward_paged(const PagedStep& st, KvPool& pool) {
   const int64_t C = cfg_.hidden_size, V = cfg_.vocab_size;
   kernels::embedding_fwd(params() + layout_.embed, st.tokens, scratch_acts_.x_in, st.n, V, C);
   for (int64_t l = 0; l < cfg_.num_layers; ++l) {
-    layer_forward(l, scratch_acts_, x_tmp_, 1, st.n, nullptr, &st, &pool);
+    layer_forward(l, scratch_acts_, x_tmp_, 1, st.n, &st, &pool);
     std::memcpy(scratch_acts_.x_in, x_tmp_, static_cast<size_t>(st.n * C) * sizeof(float));
   }
   for (int64_t r = 0; r < st.n_out; ++r) {  // only the rows whose next token is wanted

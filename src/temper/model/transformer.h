@@ -15,7 +15,6 @@
 #include "temper/kernels/matmul.h"
 #include "temper/kernels/rope.h"
 #include "temper/model/config.h"
-#include "temper/model/kv_cache.h"
 #include "temper/model/kv_pool.h"
 #include "temper/model/param_layout.h"
 
@@ -73,9 +72,6 @@ class Transformer {
                         float* entropy);
   void forward_logits(const int32_t* tokens, int64_t B, int64_t T, float* logits);  // [B, T, V]
 
-  // Generation over a KV cache (one sequence): runs n new tokens at positions cache.len.., appends
-  // their K/V, advances cache.len, and writes the logits of the last new token [V].
-  void forward_cached(const int32_t* tokens, int64_t n, KvCache& cache, float* last_logits);
   void forward_paged(const PagedStep& step, KvPool& pool);
 
  private:
@@ -85,7 +81,7 @@ class Transformer {
   void bind_arena(bool allocate, size_t* bytes);
   void prepare(int64_t B, int64_t T);
   void trunk_forward(const int32_t* tokens, int64_t B, int64_t T, bool save);
-  void layer_forward(int64_t l, const LayerActs& a, float* x_out, int64_t B, int64_t T, KvCache* cache = nullptr,
+  void layer_forward(int64_t l, const LayerActs& a, float* x_out, int64_t B, int64_t T,
                      const PagedStep* paged = nullptr, KvPool* pool = nullptr);
   void layer_backward(int64_t l, const LayerActs& a, float* dx, int64_t B, int64_t T);
   LayerActs acts_for(int64_t l, bool save) const;
