@@ -111,7 +111,7 @@ TEST(RolloutEngine, GroupSharingEqualsIndependentSequencesAndBatchCompositionDoe
 TEST(RolloutEngine, StopIdsHooksAndContinuousBatching) {
   Fixture f;
   KvPool pool(f.cfg, 4, 40);  // small: not every request fits at once
-  RolloutEngine eng(f.model, pool, EngineConfig{3});
+  RolloutEngine eng(f.model, pool, EngineConfig{3, {}});
   std::vector<RolloutRequest> reqs;
   for (uint64_t i = 0; i < 6; ++i) reqs.push_back(request({int32_t(i + 1), 2, 3}, 1, 12, i));
   auto greedy = eng.run({request({1, 2, 3}, 1, 12, 0, true)});
@@ -129,4 +129,125 @@ TEST(RolloutEngine, StopIdsHooksAndContinuousBatching) {
   EXPECT_EQ(out[6].finish, FinishReason::stop);
   EXPECT_EQ(out[6].tokens.size(), 5u);
   EXPECT_EQ(pool.free_blocks(), 40);
+}
+
+namespace {
+// A made-up byte mapping for stop strings: token t reads as one letter.
+std::string_view letter(int32_t t) {
+  static const std::string abc = "abcdefghijklmnopqrstuvwxyz";
+  return std::string_view(abc).substr(static_cast<size_t>(t % 26), 1);
+}
+}  // namespace
+
+TEST(RolloutEngine, StopStringsSpanTokens) {
+  Fixture f;
+  KvPool pool(f.cfg, 4, 64);
+  RolloutEngine eng(f.model, pool, EngineConfig{8, letter});
+  auto free_run = eng.run({request({1, 2, 3}, 1, 24, 3)})[0];
+  std::string text;
+  for (int32_t t : free_run.tokens) text += letter(t);
+  // Stop on the 3 letters ending at token 9 (a string that spans tokens), and on one never produced.
+  RolloutRequest q = request({1, 2, 3}, 1, 24, 3);
+  std::string target = text.substr(7, 3);
+  size_t first = text.find(target);
+  q.stop_strings = {"#never#", target};
+  auto c = eng.run({q})[0];
+  EXPECT_EQ(c.finish, FinishReason::stop);
+  EXPECT_EQ(c.stop_string, 1);
+  EXPECT_EQ(c.tokens.size(), first + 3);
+  EXPECT_EQ(c.tokens, std::vector<int32_t>(free_run.tokens.begin(), free_run.tokens.begin() + long(first + 3)));
+  RolloutRequest nobytes = q;
+  RolloutEngine plain(f.model, pool);
+  EXPECT_THROW(plain.run({nobytes}), Error);  // stop strings need token bytes
+  EXPECT_EQ(pool.free_blocks(), 64);
+}
+
+TEST(RolloutEngine, HooksForkAtTheCurrentPositionAndForksDrawTheirOwnStream) {
+  Fixture f;
+  KvPool pool(f.cfg, 4, 128);
+  RolloutEngine eng(f.model, pool);
+  struct ForkAt5 : RolloutHook {
+    int64_t steps = 0;
+    HookDecision after_token(const RolloutRequest&, const Completion& c) override {
+      return {false, c.parent < 0 && c.member == 1 && c.tokens.size() == 5 ? 2 : 0};
+    }
+    void after_step(int64_t) override { ++steps; }
+  } hook;
+  std::vector<int32_t> prompt = {6, 5, 4, 3};
+  auto out = eng.run({request(prompt, 2, 14, 21)}, &hook);
+  ASSERT_EQ(out.size(), 4u);
+  EXPECT_EQ(hook.steps, 14);
+  EXPECT_EQ(eng.stats().forks, 2);
+  const Completion& parent = out[1];
+  for (int k : {2, 3}) {
+    const Completion& child = out[k];
+    EXPECT_EQ(child.member, k);
+    EXPECT_EQ(child.parent, 1);
+    EXPECT_EQ(child.fork_pos, 5);
+    EXPECT_EQ(child.stream, fork_stream(parent.stream, k - 1));
+    ASSERT_EQ(child.tokens.size(), 14u);
+    EXPECT_EQ(std::vector<int32_t>(child.tokens.begin(), child.tokens.begin() + 5),
+              std::vector<int32_t>(parent.tokens.begin(), parent.tokens.begin() + 5));
+    // The continuation equals an independent sequence on prompt + the shared prefix with the fork's stream.
+    RolloutRequest ind = request(prompt, 1, 9, 21);
+    ind.prompt.insert(ind.prompt.end(), parent.tokens.begin(), parent.tokens.begin() + 5);
+    ind.stream = child.stream;
+    auto alone = eng.run({ind})[0];
+    EXPECT_EQ(alone.tokens, std::vector<int32_t>(child.tokens.begin() + 5, child.tokens.end())) << "fork " << k;
+    for (size_t i = 0; i < alone.tokens.size(); ++i)
+      EXPECT_NEAR(alone.policy_logprob[i], child.policy_logprob[5 + i], 1e-5);
+  }
+  EXPECT_NE(out[2].tokens, out[3].tokens);
+  EXPECT_EQ(pool.free_blocks(), 128);
+}
+
+TEST(RolloutEngine, PreemptionWhenThePoolRunsOutGivesTheSameTokens) {
+  Fixture f;
+  std::vector<RolloutRequest> reqs = {request({1, 2, 3, 4, 5}, 4, 30, 1), request({7, 8, 9}, 3, 30, 2)};
+  KvPool big(f.cfg, 4, 256);
+  RolloutEngine roomy(f.model, big);
+  auto want = roomy.run(reqs);
+  EXPECT_EQ(roomy.stats().preemptions, 0);
+  KvPool small(f.cfg, 4, 26);  // 7 sequences of up to 35 tokens need ~60 blocks
+  RolloutEngine tight(f.model, small);
+  auto got = tight.run(reqs);
+  EXPECT_GT(tight.stats().preemptions, 0);
+  EXPECT_GT(tight.stats().recomputed_tokens, 0);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].tokens, want[i].tokens) << "sequence " << i;
+    for (size_t t = 0; t < std::min(got[i].tokens.size(), want[i].tokens.size()); ++t)
+      EXPECT_NEAR(got[i].policy_logprob[t], want[i].policy_logprob[t], 1e-5);
+  }
+  EXPECT_EQ(small.free_blocks(), 26);
+  EXPECT_EQ(tight.stats().prefill_tokens, 8);  // one prefill per prompt
+}
+
+TEST(RolloutEngine, Bf16RolloutLogprobsEqualTheBf16TrainingForward) {
+  Fixture f;
+  f.model.set_precision(kernels::Precision::bf16);
+  KvPool pool(f.cfg, 8, 128);
+  RolloutEngine eng(f.model, pool);
+  std::vector<int32_t> prompt = {11, 12, 13, 14};
+  auto out = eng.run({request(prompt, 3, 20, 4)});
+  double worst = 0, vs_f32 = 0;
+  for (const Completion& c : out) {
+    std::vector<int32_t> seq = prompt;
+    seq.insert(seq.end(), c.tokens.begin(), c.tokens.end());
+    const int64_t T = static_cast<int64_t>(seq.size());
+    std::vector<int32_t> targets(T, -1);
+    for (int64_t t = 0; t + 1 < T; ++t) targets[t] = seq[t + 1];
+    std::vector<float> lp(T), ent(T);
+    f.model.forward_logprobs(seq.data(), targets.data(), 1, T, lp.data(), ent.data());
+    for (size_t i = 0; i < c.tokens.size(); ++i)
+      worst = std::max(worst, double(std::fabs(lp[prompt.size() - 1 + i] - c.policy_logprob[i])));
+    f.model.set_precision(kernels::Precision::f32);  // bf16 really is in use: f32 differs
+    f.model.forward_logprobs(seq.data(), targets.data(), 1, T, lp.data(), ent.data());
+    f.model.set_precision(kernels::Precision::bf16);
+    for (size_t i = 0; i < c.tokens.size(); ++i)
+      vs_f32 = std::max(vs_f32, double(std::fabs(lp[prompt.size() - 1 + i] - c.policy_logprob[i])));
+  }
+  EXPECT_GT(vs_f32, 1e-3);
+  std::printf("bf16: max |rollout log-prob - training log-prob| = %.3g\n", worst);
+  EXPECT_LE(worst, 1e-5);
 }

@@ -110,3 +110,61 @@ TEST(Sampler, NonFiniteLogitsNeverWinAndAllNonFiniteIsAnError) {
   std::vector<float> bad = {NAN, NAN};
   EXPECT_THROW(s.sample(bad.data(), 2, r), Error);
 }
+
+namespace {
+// Reference of llama.cpp's penalties sampler over a window of the history.
+std::vector<float> penalised_ref(std::vector<float> z, const std::vector<int32_t>& hist, int64_t last_n, float rep,
+                                 float presence, float freq) {
+  int64_t n = last_n < 0 ? int64_t(hist.size()) : std::min<int64_t>(last_n, hist.size());
+  std::map<int32_t, int> count;
+  for (int64_t i = int64_t(hist.size()) - n; i < int64_t(hist.size()); ++i) count[hist[i]]++;
+  for (auto [t, c] : count) {
+    z[t] = z[t] > 0 ? z[t] / rep : z[t] * rep;
+    z[t] -= c * freq + presence;
+  }
+  return z;
+}
+}  // namespace
+
+TEST(Sampler, PenaltiesMatchTheReferenceAndTheReportedLogprob) {
+  std::vector<float> z = {1.5f, -0.5f, 0.8f, 2.0f, 0.0f, -1.2f, 0.3f};
+  std::vector<int32_t> prompt = {3, 3, 1}, completion = {0, 3, 5, 0};
+  std::vector<int32_t> hist = prompt;
+  hist.insert(hist.end(), completion.begin(), completion.end());
+  for (int64_t last_n : {int64_t(-1), int64_t(4), int64_t(64)}) {
+    SamplerConfig c;
+    c.repetition_penalty = 1.3f;
+    c.presence_penalty = 0.2f;
+    c.frequency_penalty = 0.15f;
+    c.penalty_last_n = last_n;
+    c.temperature = 0.8f;
+    auto zp = penalised_ref(z, hist, last_n, 1.3f, 0.2f, 0.15f);
+    auto p = softmax(zp, 0.8);
+    Sampler s(c);
+    Rng r(5, 1);
+    const int n = 40000;
+    std::vector<int> counts(z.size(), 0);
+    for (int i = 0; i < n; ++i) {
+      Sample x = s.sample(z.data(), int64_t(z.size()), r, History{prompt, completion});
+      counts[x.token]++;
+      ASSERT_NEAR(x.logprob, std::log(p[x.token]), 1e-5) << "last_n " << last_n;
+    }
+    double chi2 = 0;
+    for (size_t k = 0; k < z.size(); ++k) chi2 += std::pow(counts[k] - n * p[k], 2) / (n * p[k]);
+    EXPECT_LT(chi2, 22.5) << "last_n " << last_n;  // 6 dof: p = 0.001 critical value
+    // Greedy takes the argmax of the penalised logits: token 3 (2.0) loses to token 0 or 2.
+    SamplerConfig g = c;
+    g.greedy = true;
+    Sampler sg(g);
+    EXPECT_EQ(sg.sample(z.data(), int64_t(z.size()), r, History{prompt, completion}).token,
+              int32_t(std::max_element(zp.begin(), zp.end()) - zp.begin()));
+  }
+  // The logits passed in are not modified, and bad settings are refused.
+  EXPECT_EQ(z[3], 2.0f);
+  SamplerConfig bad;
+  bad.repetition_penalty = 0.f;
+  EXPECT_THROW(Sampler{bad}, Error);
+  bad = {};
+  bad.penalty_last_n = -2;
+  EXPECT_THROW(Sampler{bad}, Error);
+}

@@ -81,6 +81,7 @@ int generate_jsonl(const GenerateOptions& o, LoadedModel& lm, const rollout::Sam
     r.max_new = o.max_new;
     r.sampler = sc;
     r.seed = o.seed;
+    r.stop_strings = o.stop;
     r.stream = static_cast<uint64_t>(reqs.size()) * static_cast<uint64_t>(o.samples);
     reqs.push_back(std::move(r));
     line_text.push_back(line);
@@ -91,7 +92,7 @@ int generate_jsonl(const GenerateOptions& o, LoadedModel& lm, const rollout::Sam
   for (auto& r : reqs) tokens += static_cast<int64_t>(r.prompt.size()) + r.max_new;
   const int64_t block = 16;
   KvPool pool(c, block, (tokens * o.samples) / block + 2 * static_cast<int64_t>(reqs.size()) * (o.samples + 1) + 8);
-  rollout::RolloutEngine eng(*lm.model, pool, rollout::EngineConfig{64});
+  rollout::RolloutEngine eng(*lm.model, pool, rollout::EngineConfig{64, [&tok](int32_t id) { return tok.token_bytes(id); }});
   auto t0 = std::chrono::steady_clock::now();
   auto done = eng.run(reqs);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -104,6 +105,7 @@ int generate_jsonl(const GenerateOptions& o, LoadedModel& lm, const rollout::Sam
                         {"token_ids", cpl.tokens},
                         {"logprobs", cpl.policy_logprob},
                         {"sample_logprobs", cpl.sample_logprob},
+                        {"entropies", cpl.entropy},
                         {"finish_reason", rollout::finish_reason_name(cpl.finish)}};
     outtext += r.dump() + "\n";
     generated += static_cast<int64_t>(cpl.tokens.size());
@@ -130,6 +132,10 @@ int generate(const GenerateOptions& o) {
   sc.top_p = o.top_p;
   sc.top_k = o.top_k;
   sc.min_p = o.min_p;
+  sc.repetition_penalty = o.repetition_penalty;
+  sc.presence_penalty = o.presence_penalty;
+  sc.frequency_penalty = o.frequency_penalty;
+  sc.penalty_last_n = o.penalty_last_n;
   sc.validate();
 
   TEMPER_CHECK(o.samples > 0) << "-n must be > 0, got " << o.samples;
@@ -158,22 +164,23 @@ int generate(const GenerateOptions& o) {
   req.sampler = sc;
   req.stop_ids = stop;
   req.seed = o.seed;
+  req.stop_strings = o.stop;
   // The same engine as batched rollouts, one sequence; a hook streams each token as it comes.
   struct Stream : rollout::RolloutHook {
     text::StreamDecoder dec;
     std::chrono::steady_clock::time_point first;
     explicit Stream(const text::Tokenizer& t) : dec(t, /*skip_special=*/true) {}
-    bool after_token(const rollout::RolloutRequest&, const rollout::Completion& c) override {
+    rollout::HookDecision after_token(const rollout::RolloutRequest&, const rollout::Completion& c) override {
       if (c.tokens.size() == 1) first = std::chrono::steady_clock::now();
       std::string piece = dec.push(c.tokens.back());
       std::fwrite(piece.data(), 1, piece.size(), stdout);
       std::fflush(stdout);
-      return false;
+      return {};
     }
   } stream(tok);
   const int64_t block = 16;
   KvPool pool(cfg, block, (static_cast<int64_t>(ids.size()) + req.max_new) / block + 2);
-  rollout::RolloutEngine eng(m, pool, rollout::EngineConfig{1});
+  rollout::RolloutEngine eng(m, pool, rollout::EngineConfig{1, [&tok](int32_t id) { return tok.token_bytes(id); }});
   auto t0 = std::chrono::steady_clock::now();
   rollout::Completion c = eng.run({req}, &stream).front();
   auto t2 = std::chrono::steady_clock::now();

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace temper::app {
 
@@ -18,6 +19,9 @@ struct GenerateOptions {
   int64_t max_new = 128;
   float temperature = 0.7f, top_p = 0.9f, min_p = 0.0f;
   int64_t top_k = 0;
+  float repetition_penalty = 1.0f, presence_penalty = 0.0f, frequency_penalty = 0.0f;
+  int64_t penalty_last_n = 64;
+  std::vector<std::string> stop;  // stop strings
   uint64_t seed = 0;
   int threads = 0;
 };

@@ -49,7 +49,9 @@ int main(int argc, char** argv) {
   auto* roll = bench->add_subcommand("rollout", "Batched generation (rollout engine): prefill and decode tokens/s");
   auto* rshape = roll->add_option("--shape", br.shape, "Built-in shape with random weights: smollm2-135m, tiny");
   roll->add_option("--model", br.model, "A model (Hugging Face directory or .gguf)")->excludes(rshape);
-  roll->add_option("--batch", br.batch, "Sequences")->capture_default_str();
+  roll->add_option("--batch", br.batch, "Sequences (prompts with --group)")->capture_default_str();
+  roll->add_option("--group", br.group, "Samples per prompt sharing its prefill (batch x group sequences)")
+      ->capture_default_str();
   roll->add_option("--prompt-len", br.prompt_len, "Prompt tokens per sequence")->capture_default_str();
   roll->add_option("--gen-len", br.gen_len, "Generated tokens per sequence")->capture_default_str();
   roll->add_option("--threads", br.threads, "Threads");
@@ -102,6 +104,14 @@ int main(int argc, char** argv) {
   gen->add_option("--top-p", go.top_p, "Nucleus sampling mass")->capture_default_str();
   gen->add_option("--top-k", go.top_k, "Keep the k most likely tokens (0: off)")->capture_default_str();
   gen->add_option("--min-p", go.min_p, "Drop tokens below min_p * p_max")->capture_default_str();
+  gen->add_option("--repetition-penalty", go.repetition_penalty, "Divide positive logits (multiply negative) of recent tokens")
+      ->capture_default_str();
+  gen->add_option("--presence-penalty", go.presence_penalty, "Subtract from logits of recent tokens")->capture_default_str();
+  gen->add_option("--frequency-penalty", go.frequency_penalty, "Subtract per occurrence in recent tokens")
+      ->capture_default_str();
+  gen->add_option("--penalty-last-n", go.penalty_last_n, "Penalty window over prompt + completion (-1: all)")
+      ->capture_default_str();
+  gen->add_option("--stop", go.stop, "Stop string (repeatable)");
   gen->add_option("--seed", go.seed, "Sampling seed")->capture_default_str();
   gen->add_option("--threads", go.threads, "Threads");
 

@@ -52,12 +52,18 @@ void KvPool::drop_block(int32_t b) {
   if (--refs_[static_cast<size_t>(b)] == 0) free_.push_back(b);
 }
 
-void KvPool::reserve(SeqKv& s, int64_t n) {
-  TEMPER_CHECK(n >= 0) << "KV pool: cannot reserve " << n << " tokens";
+int64_t KvPool::blocks_needed(const SeqKv& s, int64_t n) const {
   int64_t need_blocks = (s.len + n + block_size_ - 1) / block_size_;
   int64_t have = static_cast<int64_t>(s.blocks.size());
   bool cow = n > 0 && s.len % block_size_ != 0 && refs_[static_cast<size_t>(s.blocks.back())] > 1;
-  int64_t want = (need_blocks > have ? need_blocks - have : 0) + (cow ? 1 : 0);
+  return (need_blocks > have ? need_blocks - have : 0) + (cow ? 1 : 0);
+}
+
+void KvPool::reserve(SeqKv& s, int64_t n) {
+  TEMPER_CHECK(n >= 0) << "KV pool: cannot reserve " << n << " tokens";
+  int64_t need_blocks = (s.len + n + block_size_ - 1) / block_size_;
+  bool cow = n > 0 && s.len % block_size_ != 0 && refs_[static_cast<size_t>(s.blocks.back())] > 1;
+  int64_t want = blocks_needed(s, n);
   TEMPER_CHECK(want <= free_blocks()) << "KV pool exhausted: need " << want << " blocks, " << free_blocks()
                                       << " free of " << num_blocks_ << " (raise the KV memory budget or lower the batch)";
   if (cow) {  // the partially filled last block is shared: give s its own copy before writing into it

@@ -40,6 +40,7 @@ class KvPool {
   // Makes room for n more tokens in s: allocates blocks and copies a shared last block before it is
   // written (copy on write). Throws temper::Error when the pool is exhausted (nothing changed then).
   void reserve(SeqKv& s, int64_t n);
+  int64_t blocks_needed(const SeqKv& s, int64_t n) const;  // free blocks reserve(s, n) would take
   // Writes token rows (K and V of one layer) at positions s.len .. s.len + n - 1 (after reserve);
   // rows are `stride` floats apart. Call advance(s, n) once every layer is written.
   void write(int64_t layer, const SeqKv& s, int64_t n, const float* k, const float* v, int64_t stride);

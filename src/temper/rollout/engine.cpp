@@ -1,5 +1,6 @@
 #include "temper/rollout/engine.h"
 
+#include <algorithm>
 #include <cmath>
 #include <deque>
 
@@ -17,6 +18,13 @@ std::string finish_reason_name(FinishReason r) {
   return "?";
 }
 
+uint64_t fork_stream(uint64_t parent, int64_t k) {  // splitmix64 finaliser of (parent, k)
+  uint64_t z = parent * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(k) * 0xD1B54A32D192ED03ull + 0x632BE59BD9B4E019ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
 RolloutEngine::RolloutEngine(Transformer& model, KvPool& pool, EngineConfig cfg) : model_(model), pool_(pool), cfg_(cfg) {
   TEMPER_CHECK(cfg_.max_seqs > 0) << "rollout engine: max_seqs must be > 0";
 }
@@ -24,19 +32,24 @@ RolloutEngine::RolloutEngine(Transformer& model, KvPool& pool, EngineConfig cfg)
 namespace {
 
 struct Live {
-  int64_t req, member, out;  // out: index into completions
+  int64_t req = 0, out = 0;  // out: index into the completions
   SeqKv kv;
   Rng rng;
   Sampler sampler;
-  int32_t pending = -1;  // sampled, not yet fed to the model
+  int32_t pending = -1;     // sampled, not yet fed to the model
+  int64_t forks_made = 0;
+  std::string tail;         // the completion's last bytes, for stop strings
 };
 
 }  // namespace
 
 std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& requests, RolloutHook* hook) {
-  const int64_t V = model_.config().vocab_size;
-  std::vector<Completion> out;
-  std::vector<int64_t> first_out(requests.size());
+  const int64_t V = model_.config().vocab_size, bs = pool_.block_size();
+  stats_ = {};
+  std::deque<Completion> out;  // references stay valid while forks append
+  std::vector<int64_t> first_out(requests.size()), next_member(requests.size());
+  size_t max_stop = 0;
+  int64_t max_prompt = 0;
   for (size_t r = 0; r < requests.size(); ++r) {
     const RolloutRequest& q = requests[r];
     TEMPER_CHECK(!q.prompt.empty() && q.group_size > 0 && q.max_new > 0)
@@ -44,66 +57,177 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
     TEMPER_CHECK(static_cast<int64_t>(q.prompt.size()) + q.max_new <= model_.config().max_position_embeddings)
         << "rollout request " << r << ": prompt " << q.prompt.size() << " + max_new " << q.max_new
         << " exceeds the model's context " << model_.config().max_position_embeddings;
+    for (int32_t t : q.prompt)
+      TEMPER_CHECK(t >= 0 && t < V) << "rollout request " << r << ": prompt token " << t << " outside the vocabulary [0, " << V << ")";
+    q.sampler.validate();
+    for (const std::string& s : q.stop_strings) {
+      TEMPER_CHECK(!s.empty()) << "rollout request " << r << ": empty stop string";
+      TEMPER_CHECK(cfg_.token_bytes) << "rollout request " << r << ": stop strings need EngineConfig::token_bytes";
+      max_stop = std::max(max_stop, s.size());
+    }
+    max_prompt = std::max(max_prompt, static_cast<int64_t>(q.prompt.size()));
     first_out[r] = static_cast<int64_t>(out.size());
+    next_member[r] = q.group_size;
     for (int64_t g = 0; g < q.group_size; ++g) {
-      Completion c;
+      Completion& c = out.emplace_back();
       c.request = static_cast<int64_t>(r);
       c.member = g;
-      out.push_back(std::move(c));
+      c.stream = q.stream + static_cast<uint64_t>(g);
+      c.tokens.reserve(static_cast<size_t>(q.max_new));
+      c.sample_logprob.reserve(static_cast<size_t>(q.max_new));
+      c.policy_logprob.reserve(static_cast<size_t>(q.max_new));
+      c.entropy.reserve(static_cast<size_t>(q.max_new));
     }
   }
+  // Step buffers, sized once: the decode loop does not allocate after the first steps.
   std::deque<int64_t> queue;
   for (size_t r = 0; r < requests.size(); ++r) queue.push_back(static_cast<int64_t>(r));
-  std::vector<Live> live;
+  std::deque<Live> resume;  // preempted: blocks freed, prefix recomputed when they come back
+  std::vector<Live> live, next, spawned, resuming;
+  std::vector<std::pair<int64_t, SeqKv>> admitted;
+  for (auto* v : {&live, &next, &resuming}) v->reserve(static_cast<size_t>(2 * cfg_.max_seqs));
   std::vector<int32_t> tok, pos;
   std::vector<const int32_t*> tables;
   std::vector<int64_t> rows;
-  std::vector<float> logits;
+  const size_t step_cap = static_cast<size_t>(2 * cfg_.max_seqs + 2 * max_prompt);
+  tok.reserve(step_cap);
+  pos.reserve(step_cap);
+  tables.reserve(step_cap);
+  rows.reserve(step_cap);
+  std::vector<float> logits(static_cast<size_t>(2 * cfg_.max_seqs * V));
 
   auto finish = [&](Live& s, FinishReason why) {
     out[static_cast<size_t>(s.out)].finish = why;
     pool_.release(s.kv);
   };
-  while (!queue.empty() || !live.empty()) {
+  auto blocks_for = [&](int64_t tokens) { return (tokens + bs - 1) / bs; };
+  auto new_live = [&](int64_t r, int64_t out_index, SeqKv kv) {
+    const RolloutRequest& q = requests[static_cast<size_t>(r)];
+    Live s{r, out_index, std::move(kv), Rng(q.seed, out[static_cast<size_t>(out_index)].stream), Sampler(q.sampler), -1, 0, {}};
+    s.kv.blocks.reserve(static_cast<size_t>(blocks_for(static_cast<int64_t>(q.prompt.size()) + q.max_new) + 1));
+    if (max_stop > 0) s.tail.reserve(2 * max_stop + 64);
+    return s;
+  };
+  // Sample, record, run the stop checks and the hook; true if the sequence ends here.
+  auto emit = [&](Live& s, const float* z) -> bool {
+    const RolloutRequest& q = requests[static_cast<size_t>(s.req)];
+    Completion& c = out[static_cast<size_t>(s.out)];
+    Sample x = s.sampler.sample(z, V, s.rng, History{q.prompt, c.tokens});
+    float lp, ent;
+    kernels::logit_row_stats(z, V, x.token, &lp, &ent);  // the training classifier's arithmetic
+    c.tokens.push_back(x.token);
+    c.sample_logprob.push_back(x.logprob);
+    c.policy_logprob.push_back(lp);
+    c.entropy.push_back(ent);
+    s.pending = x.token;
+    if (q.stop_ids.count(x.token)) return finish(s, FinishReason::stop), true;
+    if (max_stop > 0 && !q.stop_strings.empty()) {
+      std::string_view piece = cfg_.token_bytes(x.token);
+      s.tail.append(piece);
+      for (size_t i = 0; i < q.stop_strings.size(); ++i) {
+        const std::string& ss = q.stop_strings[i];
+        size_t from = s.tail.size() >= piece.size() + ss.size() ? s.tail.size() - piece.size() - ss.size() + 1 : 0;
+        if (s.tail.find(ss, from) != std::string::npos) {
+          c.stop_string = static_cast<int32_t>(i);
+          return finish(s, FinishReason::stop), true;
+        }
+      }
+      if (s.tail.size() >= max_stop) s.tail.erase(0, s.tail.size() - (max_stop - 1));
+    }
+    HookDecision d = hook ? hook->after_token(q, c) : HookDecision{};
+    for (int32_t k = 0; k < d.forks; ++k) {  // children share everything so far, then draw on their own
+      Completion& f = out.emplace_back(c);
+      f.member = next_member[static_cast<size_t>(s.req)]++;
+      f.parent = c.member;
+      f.fork_pos = static_cast<int64_t>(c.tokens.size());
+      f.stream = fork_stream(c.stream, ++s.forks_made);
+      Live child = new_live(s.req, static_cast<int64_t>(out.size()) - 1, pool_.fork(s.kv, s.kv.len));
+      child.pending = s.pending;
+      child.tail = s.tail;
+      spawned.push_back(std::move(child));
+      ++stats_.forks;
+    }
+    if (d.stop) return finish(s, FinishReason::hook), true;
+    if (static_cast<int64_t>(c.tokens.size()) >= q.max_new) return finish(s, FinishReason::length), true;
+    return false;
+  };
+
+  int64_t step = 0;
+  while (!queue.empty() || !resume.empty() || !live.empty()) {
     tok.clear();
     pos.clear();
     tables.clear();
     rows.clear();
-    // Decodes: every live sequence feeds the token it sampled last.
-    std::vector<int64_t> row_of_live(live.size());
-    for (size_t i = 0; i < live.size(); ++i) {
-      Live& s = live[i];
+    // Room for one more token in every live sequence; when the pool is short, preempt the newest.
+    for (;;) {
+      int64_t need = 0;
+      for (const Live& s : live) need += pool_.blocks_needed(s.kv, 1);
+      if (need <= pool_.free_blocks() || live.empty()) break;
+      pool_.release(live.back().kv);
+      resume.push_front(std::move(live.back()));
+      live.pop_back();
+      ++stats_.preemptions;
+    }
+    for (Live& s : live) {
       pool_.reserve(s.kv, 1);
       tok.push_back(s.pending);
       pos.push_back(static_cast<int32_t>(s.kv.len));
       tables.push_back(s.kv.blocks.data());
-      row_of_live[i] = static_cast<int64_t>(tok.size()) - 1;
-      rows.push_back(row_of_live[i]);
+      rows.push_back(static_cast<int64_t>(tok.size()) - 1);
+    }
+    const int64_t n_decode = static_cast<int64_t>(live.size());
+    int64_t seats = n_decode;
+    // Preempted sequences come back first: recompute prompt + completion except the pending token.
+    resuming.clear();
+    while (!resume.empty()) {
+      Live& s = resume.front();
+      const RolloutRequest& q = requests[static_cast<size_t>(s.req)];
+      const Completion& c = out[static_cast<size_t>(s.out)];
+      int64_t n = static_cast<int64_t>(q.prompt.size() + c.tokens.size()) - 1;
+      if (seats + 1 > cfg_.max_seqs || blocks_for(n) + 1 > pool_.free_blocks()) break;
+      pool_.reserve(s.kv, n);
+      for (int64_t p = 0; p < n; ++p) {
+        tok.push_back(p < static_cast<int64_t>(q.prompt.size()) ? q.prompt[static_cast<size_t>(p)]
+                                                                 : c.tokens[static_cast<size_t>(p) - q.prompt.size()]);
+        pos.push_back(static_cast<int32_t>(p));
+      }
+      stats_.recomputed_tokens += n;
+      ++seats;
+      resuming.push_back(std::move(s));
+      resume.pop_front();
     }
     // Admissions: prefill whole prompts while the group fits (its blocks are shared after the fork).
-    std::vector<std::pair<int64_t, SeqKv>> admitted;
-    while (!queue.empty()) {
+    admitted.clear();
+    while (resume.empty() && !queue.empty()) {
       const RolloutRequest& q = requests[static_cast<size_t>(queue.front())];
       int64_t plen = static_cast<int64_t>(q.prompt.size());
-      int64_t need = (plen + pool_.block_size() - 1) / pool_.block_size() + q.group_size;  // + one block each to grow
-      if (static_cast<int64_t>(live.size()) + q.group_size > cfg_.max_seqs || need > pool_.free_blocks()) break;
+      int64_t need = blocks_for(plen) + q.group_size;  // + one block each to grow
+      if (seats + q.group_size > cfg_.max_seqs || need > pool_.free_blocks()) break;
       SeqKv root;
       pool_.reserve(root, plen);
       for (int64_t p = 0; p < plen; ++p) {
         tok.push_back(q.prompt[static_cast<size_t>(p)]);
         pos.push_back(static_cast<int32_t>(p));
       }
+      stats_.prefill_tokens += plen;
+      seats += q.group_size;
       admitted.emplace_back(queue.front(), std::move(root));
       queue.pop_front();
     }
-    TEMPER_CHECK(!tok.empty()) << "rollout: the KV pool (" << pool_.num_blocks() << " blocks of " << pool_.block_size()
+    TEMPER_CHECK(!tok.empty()) << "rollout: the KV pool (" << pool_.num_blocks() << " blocks of " << bs
                                << ") cannot hold request " << (queue.empty() ? -1 : queue.front())
                                << "; raise the KV memory budget";
-    for (auto& [r, root] : admitted) {  // tables of the prompt rows (after all reserves: stable pointers)
+    // Block tables of the prefill rows, after every reserve (the pointers are stable from here).
+    for (Live& s : resuming) {
+      const Completion& c = out[static_cast<size_t>(s.out)];
+      size_t n = requests[static_cast<size_t>(s.req)].prompt.size() + c.tokens.size() - 1;
+      for (size_t p = 0; p < n; ++p) tables.push_back(s.kv.blocks.data());
+    }
+    for (auto& [r, root] : admitted) {
       for (size_t p = 0; p < requests[static_cast<size_t>(r)].prompt.size(); ++p) tables.push_back(root.blocks.data());
       rows.push_back(static_cast<int64_t>(tables.size()) - 1);
     }
-    logits.resize(rows.size() * static_cast<size_t>(V));
+    if (logits.size() < rows.size() * static_cast<size_t>(V)) logits.resize(rows.size() * static_cast<size_t>(V));
     PagedStep st;
     st.n = static_cast<int64_t>(tok.size());
     st.tokens = tok.data();
@@ -113,43 +237,47 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
     st.n_out = static_cast<int64_t>(rows.size());
     st.logits = logits.data();
     model_.forward_paged(st, pool_);
+    stats_.decode_tokens += n_decode;
 
-    auto emit = [&](Live& s, const float* z) -> bool {  // sample, record; true if the sequence ends here
-      const RolloutRequest& q = requests[static_cast<size_t>(s.req)];
-      Completion& c = out[static_cast<size_t>(s.out)];
-      Sample x = s.sampler.sample(z, V, s.rng);
-      float lp, ent;
-      kernels::logit_row_stats(z, V, x.token, &lp, &ent);  // the training classifier's arithmetic
-      c.tokens.push_back(x.token);
-      c.sample_logprob.push_back(x.logprob);
-      c.policy_logprob.push_back(lp);
-      c.entropy.push_back(ent);
-      s.pending = x.token;
-      if (q.stop_ids.count(x.token)) return finish(s, FinishReason::stop), true;
-      if (hook && hook->after_token(q, c)) return finish(s, FinishReason::hook), true;
-      if (static_cast<int64_t>(c.tokens.size()) >= q.max_new) return finish(s, FinishReason::length), true;
-      return false;
-    };
-    std::vector<Live> next;
-    for (size_t i = 0; i < live.size(); ++i) {
-      pool_.advance(live[i].kv, 1);
-      if (!emit(live[i], logits.data() + i * V)) next.push_back(std::move(live[i]));
+    next.clear();
+    spawned.clear();
+    for (int64_t i = 0; i < n_decode; ++i) {
+      Live& s = live[static_cast<size_t>(i)];
+      pool_.advance(s.kv, 1);
+      if (!emit(s, logits.data() + i * V)) next.push_back(std::move(s));
+    }
+    for (Live& s : resuming) {
+      const Completion& c = out[static_cast<size_t>(s.out)];
+      pool_.advance(s.kv, static_cast<int64_t>(requests[static_cast<size_t>(s.req)].prompt.size() + c.tokens.size()) - 1);
+      next.push_back(std::move(s));
     }
     for (size_t a = 0; a < admitted.size(); ++a) {
       auto& [r, root] = admitted[a];
       const RolloutRequest& q = requests[static_cast<size_t>(r)];
       pool_.advance(root, static_cast<int64_t>(q.prompt.size()));
-      const float* z = logits.data() + (live.size() + a) * V;
+      const float* z = logits.data() + (static_cast<size_t>(n_decode) + a) * V;
       for (int64_t g = 0; g < q.group_size; ++g) {
-        Live s{r, g, first_out[static_cast<size_t>(r)] + g, pool_.fork(root, root.len),
-               Rng(q.seed, q.stream + static_cast<uint64_t>(g)), Sampler(q.sampler)};
+        Live s = new_live(r, first_out[static_cast<size_t>(r)] + g, pool_.fork(root, root.len));
         if (!emit(s, z)) next.push_back(std::move(s));
       }
       pool_.release(root);  // the members hold the prompt's blocks now
     }
-    live = std::move(next);
+    for (Live& s : spawned) next.push_back(std::move(s));
+    live.swap(next);
+    ++stats_.steps;
+    if (hook) hook->after_step(step);
+    ++step;
   }
-  return out;
+  // (request, member) order: a request's forks come after its G members.
+  std::vector<Completion> result;
+  result.reserve(out.size());
+  std::vector<std::vector<size_t>> by_req(requests.size());
+  for (size_t i = 0; i < out.size(); ++i) by_req[static_cast<size_t>(out[i].request)].push_back(i);
+  for (auto& idx : by_req) {
+    std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return out[a].member < out[b].member; });
+    for (size_t i : idx) result.push_back(std::move(out[i]));
+  }
+  return result;
 }
 
 }  // namespace temper::rollout

@@ -2,17 +2,21 @@
 // Each request is a prompt with G samples: the prompt is prefilled once and its blocks shared by the
 // G members (fork). Continuous batching: every step is one forward over the new tokens of all live
 // sequences (prefills of newly admitted requests mixed with decodes); finished sequences leave and
-// queued requests join when the pool has room. Every generated token records its id, the log-prob
-// under the sampling distribution, and the log-prob and full-vocabulary entropy under the policy
-// itself (temperature 1, no truncation). Member g of a request draws from the Philox stream
-// (seed, stream + g): its tokens do not depend on what else shares the batch.
-// Leaves out (later): speculative decoding, preemption with recompute, the JSONL CLI, bf16 weights.
+// queued requests join when the pool has room. When the pool runs out mid-decode, the newest
+// sequences are preempted (their blocks freed) and later resumed by recomputing their prefix, as
+// vLLM's recompute preemption. Every generated token records its id, the log-prob under the
+// sampling distribution, and the log-prob and full-vocabulary entropy under the policy itself
+// (temperature 1, no truncation). Member g of a request draws from the Philox stream
+// (seed, stream + g); a fork draws from a stream derived from its parent's: a sequence's tokens do
+// not depend on what else shares the batch. Hooks see every new token and may stop a sequence or
+// fork it at the current position. Leaves out (later): speculative decoding.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "temper/model/kv_pool.h"
@@ -30,25 +34,37 @@ struct RolloutRequest {
   int64_t max_new = 64;
   SamplerConfig sampler;
   std::set<int32_t> stop_ids;
+  std::vector<std::string> stop_strings;  // matched on the completion's bytes (EngineConfig::token_bytes)
   uint64_t seed = 0;
   uint64_t stream = 0;  // member g draws from Philox stream (seed, stream + g)
 };
 
 struct Completion {
   int64_t request = 0, member = 0;
+  int64_t parent = -1;    // forks: the member it was forked from (-1: one of the G originals)
+  int64_t fork_pos = 0;   // forks: tokens [0, fork_pos) are the parent's
+  uint64_t stream = 0;    // the Philox stream it drew from
   std::vector<int32_t> tokens;
   std::vector<float> sample_logprob;  // under the distribution actually sampled from
   std::vector<float> policy_logprob;  // under the unmodified policy (temperature 1, full vocabulary)
   std::vector<float> entropy;         // full-vocabulary entropy of the policy at each step
   FinishReason finish = FinishReason::length;
+  int32_t stop_string = -1;  // index into the request's stop_strings when one ended it
 };
 
-// Called after each decode step for every sequence that produced a token; may stop it.
+// What a hook wants done with a sequence after seeing its newest token.
+struct HookDecision {
+  bool stop = false;  // finish now (reason `hook`)
+  int32_t forks = 0;  // new sequences branching here: they share everything so far, then draw on their own
+};
+
 class RolloutHook {
  public:
   virtual ~RolloutHook() = default;
-  // Return true to stop this sequence now (finish reason `hook`).
-  virtual bool after_token(const RolloutRequest& req, const Completion& c) = 0;
+  // Called for every sequence that produced a token in a step (before its stop checks).
+  virtual HookDecision after_token(const RolloutRequest& req, const Completion& c) = 0;
+  // Called once after every step (all sequences' tokens of that step seen).
+  virtual void after_step(int64_t step) {}
 };
 
 // The shipped hook: stop when a predicate on the decoded text so far is true.
@@ -57,7 +73,7 @@ class StopWhenText : public RolloutHook {
   StopWhenText(std::function<std::string(const std::vector<int32_t>&)> decode,
                std::function<bool(const std::string&)> predicate)
       : decode_(std::move(decode)), pred_(std::move(predicate)) {}
-  bool after_token(const RolloutRequest&, const Completion& c) override { return pred_(decode_(c.tokens)); }
+  HookDecision after_token(const RolloutRequest&, const Completion& c) override { return {pred_(decode_(c.tokens)), 0}; }
 
  private:
   std::function<std::string(const std::vector<int32_t>&)> decode_;
@@ -66,18 +82,29 @@ class StopWhenText : public RolloutHook {
 
 struct EngineConfig {
   int64_t max_seqs = 64;  // live sequences at once
+  // Bytes of a token (Tokenizer::token_bytes); needed when a request has stop strings.
+  std::function<std::string_view(int32_t)> token_bytes;
+};
+
+struct EngineStats {
+  int64_t steps = 0, prefill_tokens = 0, decode_tokens = 0, preemptions = 0, recomputed_tokens = 0, forks = 0;
 };
 
 class RolloutEngine {
  public:
   RolloutEngine(Transformer& model, KvPool& pool, EngineConfig cfg = {});
-  // Completions in (request, member) order.
+  // Completions in (request, member) order; a request's forks follow its G members in creation order.
   std::vector<Completion> run(const std::vector<RolloutRequest>& requests, RolloutHook* hook = nullptr);
+  const EngineStats& stats() const { return stats_; }  // of the last run
 
  private:
   Transformer& model_;
   KvPool& pool_;
   EngineConfig cfg_;
+  EngineStats stats_;
 };
+
+// The Philox stream of the k-th fork (k >= 1) of a sequence drawing from `parent`.
+uint64_t fork_stream(uint64_t parent, int64_t k);
 
 }  // namespace temper::rollout

@@ -12,12 +12,47 @@ void SamplerConfig::validate() const {
   TEMPER_CHECK(top_k >= 0) << "sampler: top_k must be >= 0, got " << top_k;
   TEMPER_CHECK(top_p > 0.f && top_p <= 1.f) << "sampler: top_p must be in (0, 1], got " << top_p;
   TEMPER_CHECK(min_p >= 0.f && min_p < 1.f) << "sampler: min_p must be in [0, 1), got " << min_p;
+  TEMPER_CHECK(repetition_penalty > 0.f) << "sampler: repetition_penalty must be > 0, got " << repetition_penalty;
+  TEMPER_CHECK(std::isfinite(presence_penalty) && std::isfinite(frequency_penalty))
+      << "sampler: presence/frequency penalties must be finite";
+  TEMPER_CHECK(penalty_last_n >= -1) << "sampler: penalty_last_n must be >= -1 (-1: whole history), got " << penalty_last_n;
 }
 
 Sampler::Sampler(const SamplerConfig& c) : cfg_(c) { cfg_.validate(); }
 
-Sample Sampler::sample(const float* logits, int64_t V, Rng& rng) {
+Sample Sampler::sample(const float* logits, int64_t V, Rng& rng, const History& history) {
   TEMPER_CHECK(V > 0) << "sampler: empty vocabulary";
+  if (cfg_.penalties()) logits = apply_penalties(logits, V, history);
+  return draw(logits, V, rng);
+}
+
+const float* Sampler::apply_penalties(const float* logits, int64_t V, const History& h) {
+  if (static_cast<int64_t>(penalised_.size()) != V) {
+    penalised_.assign(static_cast<size_t>(V), 0.f);
+    count_.assign(static_cast<size_t>(V), 0);
+  }
+  std::copy(logits, logits + V, penalised_.begin());
+  const int64_t np = static_cast<int64_t>(h.prompt.size()), nc = static_cast<int64_t>(h.completion.size());
+  const int64_t n = cfg_.penalty_last_n < 0 ? np + nc : std::min(cfg_.penalty_last_n, np + nc);
+  auto at = [&](int64_t i) { return i < np ? h.prompt[static_cast<size_t>(i)] : h.completion[static_cast<size_t>(i - np)]; };
+  for (int64_t i = np + nc - n; i < np + nc; ++i) {
+    int32_t t = at(i);
+    TEMPER_CHECK(t >= 0 && t < V) << "sampler: history token " << t << " outside the vocabulary [0, " << V << ")";
+    ++count_[static_cast<size_t>(t)];
+  }
+  for (int64_t i = np + nc - n; i < np + nc; ++i) {
+    size_t t = static_cast<size_t>(at(i));
+    int32_t c = count_[t];
+    if (c == 0) continue;  // already applied
+    float& z = penalised_[t];
+    z = z > 0 ? z / cfg_.repetition_penalty : z * cfg_.repetition_penalty;
+    z -= static_cast<float>(c) * cfg_.frequency_penalty + cfg_.presence_penalty;
+    count_[t] = 0;
+  }
+  return penalised_.data();
+}
+
+Sample Sampler::draw(const float* logits, int64_t V, Rng& rng) {
   float mx = -INFINITY;
   for (int64_t v = 0; v < V; ++v)
     if (logits[v] > mx) mx = logits[v];  // NaN never compares greater

@@ -1,11 +1,15 @@
-// Choosing the next token from logits: greedy, or temperature -> top-k -> top-p -> min-p ->
-// a draw from the renormalised distribution with the sequence's own Rng stream (so a sequence's
-// tokens do not depend on what else runs). Also returns the log-prob of the chosen token under
-// the distribution actually sampled from. The full sampler chain with penalties and stop strings
-// belongs to the rollout engine; this is its core.
+// Choosing the next token from logits: the sampler chain of llama.cpp / HF generate, as one small
+// object per sequence: penalties (repetition, presence, frequency over the last N tokens of prompt
+// + completion) -> greedy, or temperature -> top-k -> top-p -> min-p -> a draw from the
+// renormalised distribution with the sequence's own Rng stream (so a sequence's tokens do not
+// depend on what else runs). Returns the log-prob of the chosen token under the distribution
+// actually sampled from (after penalties, temperature and truncation). Stop ids, stop strings and
+// max new tokens end a sequence in the engine. Follows llama.cpp's llama_sampler_penalties
+// (repetition: logit / p if > 0 else logit * p; then -= count * frequency + presence).
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "temper/core/rng.h"
@@ -18,22 +22,40 @@ struct SamplerConfig {
   int64_t top_k = 0;         // 0: off
   float top_p = 1.0f;        // (0, 1]
   float min_p = 0.0f;        // [0, 1): drop tokens with p < min_p * p_max
+  float repetition_penalty = 1.0f;  // > 0; 1: off
+  float presence_penalty = 0.0f;    // subtracted once from every token seen in the window
+  float frequency_penalty = 0.0f;   // subtracted per occurrence in the window
+  int64_t penalty_last_n = 64;      // window over prompt + completion; -1: all of it, 0: penalties off
+  bool penalties() const {
+    return penalty_last_n != 0 && (repetition_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f);
+  }
   void validate() const;
 };
 
 struct Sample {
   int32_t token;
-  float logprob;  // under the (tempered, truncated, renormalised) sampling distribution
+  float logprob;  // under the (penalised, tempered, truncated, renormalised) sampling distribution
+};
+
+// The tokens so far, as the penalty window sees them: the prompt then the completion.
+struct History {
+  std::span<const int32_t> prompt, completion;
 };
 
 class Sampler {
  public:
   explicit Sampler(const SamplerConfig& c);
-  Sample sample(const float* logits, int64_t V, Rng& rng);
+  Sample sample(const float* logits, int64_t V, Rng& rng, const History& history = {});
+  const SamplerConfig& config() const { return cfg_; }
 
  private:
+  const float* apply_penalties(const float* logits, int64_t V, const History& h);
+  Sample draw(const float* logits, int64_t V, Rng& rng);
+
   SamplerConfig cfg_;
   std::vector<std::pair<float, int32_t>> cand_;  // reused: no allocation per token after the first
+  std::vector<float> penalised_;                 // [V] when penalties are on
+  std::vector<int32_t> count_;                   // [V] zero between calls
 };
 
 }  // namespace temper::rollout
