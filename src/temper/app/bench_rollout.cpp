@@ -47,7 +47,8 @@ double read_bandwidth_gbs() {
 
 int bench_rollout(const BenchRolloutOptions& o) {
   if (o.threads > 0) set_num_threads(o.threads);
-  TEMPER_CHECK(o.batch > 0 && o.prompt_len > 0 && o.gen_len > 1) << "need --batch > 0, --prompt-len > 0, --gen-len > 1";
+  TEMPER_CHECK(o.batch > 0 && o.group > 0 && o.prompt_len > 0 && o.gen_len > 1)
+      << "need --batch > 0, --group > 0, --prompt-len > 0, --gen-len > 1";
   kernels::Precision prec;
   TEMPER_CHECK(kernels::precision_from_name(o.dtype, &prec)) << "--dtype must be f32 or bf16, got '" << o.dtype << "'";
   std::unique_ptr<Transformer> owned;
@@ -63,33 +64,64 @@ int bench_rollout(const BenchRolloutOptions& o) {
   }
   m->set_precision(prec);
   const ModelConfig& c = m->config();
+  const int64_t G = o.group, seqs = o.batch * G;
   const int64_t block = 16, per_seq = (o.prompt_len + o.gen_len + block - 1) / block + 1;
-  KvPool pool(c, block, o.batch * per_seq + 4);
-  rollout::RolloutEngine eng(*m, pool, rollout::EngineConfig{o.batch});
+  KvPool pool(c, block, seqs * per_seq + 4);
+  rollout::EngineConfig ec;
+  ec.max_seqs = seqs;
+  rollout::RolloutEngine eng(*m, pool, ec);
+  // B prompts, G samples each: the engine prefills each prompt once and forks its blocks to the G members.
   std::vector<rollout::RolloutRequest> reqs(static_cast<size_t>(o.batch));
   Rng rng(3, 0);
   for (auto& r : reqs) {
     for (int64_t i = 0; i < o.prompt_len; ++i) r.prompt.push_back(static_cast<int32_t>(rng.next_u32() % c.vocab_size));
+    r.group_size = G;
     r.sampler.temperature = 1.0f;
     r.seed = rng.next_u32();
   }
-  auto run = [&](int64_t n) {
-    for (auto& r : reqs) r.max_new = n;
-    double t0 = now();
-    auto out = eng.run(reqs);
-    return now() - t0;
+  struct Run {
+    double seconds;
+    int64_t prefill_tokens;
   };
-  run(2);  // warm-up: oneDNN kernels, pages of the pool
-  double t1 = run(1), tn = run(o.gen_len);
+  auto run = [&](std::vector<rollout::RolloutRequest>& rs, int64_t n) {
+    for (auto& r : rs) r.max_new = n;
+    double t0 = now();
+    auto out = eng.run(rs);
+    return Run{now() - t0, eng.stats().prefill_tokens};
+  };
+  run(reqs, 2);  // warm-up: oneDNN kernels, pages of the pool
+  Run r1 = run(reqs, 1), rn = run(reqs, o.gen_len);
+  double t1 = r1.seconds, tn = rn.seconds;
   double prefill_tps = static_cast<double>(o.batch * o.prompt_len) / t1;
-  double decode_tps = static_cast<double>(o.batch * (o.gen_len - 1)) / (tn - t1);
+  double decode_tps = static_cast<double>(seqs * (o.gen_len - 1)) / (tn - t1);
+  nlohmann::json group;
+  if (G > 1) {
+    // The same B x G sequences as B x G independent requests (each its own copy of the prompt):
+    // the prefill work that sharing saves, in tokens computed and seconds of a 1-token run.
+    std::vector<rollout::RolloutRequest> indep;
+    for (const auto& r : reqs)
+      for (int64_t g = 0; g < G; ++g) {
+        indep.push_back(r);
+        indep.back().group_size = 1;
+        indep.back().stream = static_cast<uint64_t>(g);
+      }
+    run(indep, 1);  // warm-up: pages of the pool
+    Run i1 = run(indep, 1);
+    group = {{"prefill_tokens_requested", seqs * o.prompt_len},
+             {"shared_prefill_tokens_computed", r1.prefill_tokens},
+             {"shared_prefill_s", std::round(t1 * 1000) / 1000},
+             {"independent_prefill_tokens_computed", i1.prefill_tokens},
+             {"independent_prefill_s", std::round(i1.seconds * 1000) / 1000},
+             {"prefill_tokens_ratio", std::round(static_cast<double>(i1.prefill_tokens) / r1.prefill_tokens * 100) / 100},
+             {"prefill_time_ratio", std::round(i1.seconds / t1 * 100) / 100}};
+  }
   double bw = read_bandwidth_gbs();
   double weight_bytes = static_cast<double>(m->num_params()) * (prec == kernels::Precision::bf16 ? 2.0 : 4.0);
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
   nlohmann::json j = {{"engine", "temper"},
                       {"shape", o.model.empty() ? o.shape : o.model},
-                      {"batch", o.batch},
+                      {"batch", seqs},
                       {"prompt_len", o.prompt_len},
                       {"gen_len", o.gen_len},
                       {"threads", num_threads()},
@@ -99,6 +131,11 @@ int bench_rollout(const BenchRolloutOptions& o) {
                       {"peak_rss_mb", std::round(static_cast<double>(u.ru_maxrss) / 1024.0 * 10) / 10},
                       {"read_bandwidth_gb_s", std::round(bw * 10) / 10},
                       {"batch1_bandwidth_bound_tokens_per_s", std::round(bw * 1e9 / weight_bytes * 10) / 10}};
+  if (G > 1) {
+    j["prompts"] = o.batch;
+    j["group"] = G;
+    j["prefix_sharing"] = group;
+  }
   std::printf("%s\n", j.dump().c_str());
   return 0;
 }

@@ -1,6 +1,8 @@
 // `temper bench rollout`: batched generation throughput of the rollout engine (prefill and decode
 // tokens/s, peak memory) on a built-in shape with random weights or a model, and the machine's
 // measured memory read bandwidth with the decode bound it implies at batch 1. One JSON line.
+// With --group G: B prompts x G samples sharing each prompt's prefill, and the prefill work (tokens
+// computed, seconds) against the same B x G sequences as independent requests.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +13,7 @@ namespace temper::app {
 struct BenchRolloutOptions {
   std::string shape = "smollm2-135m", model;
   int64_t batch = 1, prompt_len = 64, gen_len = 64;
+  int64_t group = 1;  // G samples per prompt sharing its prefill: batch x G sequences
   int threads = 0;
   std::string dtype = "f32";
   bool json = false;
