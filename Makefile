@@ -28,13 +28,16 @@ test-slow: build
 	cd $(BUILD) && ctest --output-on-failure -L slow $(CTEST_ARGS)
 
 # temper vs its peers side by side: training step vs PyTorch, tokenizer vs HF tokenizers, model
-# load (mmap vs copy); needs `scripts/bootstrap --python` (done here).
+# load (mmap vs copy), rollout decode vs PyTorch and llama.cpp (skipped unless built once with
+# `bench/peers/llamacpp.sh build && bench/peers/llamacpp.sh models`, or LLAMACPP_BUILD=1 make bench);
+# needs `scripts/bootstrap --python` (done here).
 bench: build
 	scripts/bootstrap --python
 	bench/compare_train.sh
 	$(BUILD)/bench/tokenizer_bench tests/data/tokenizer/smollm2/tokenizer.json tests/data/tokenizer/corpus.json --repeat 100
 	.venv/bin/python bench/peers/hf_tokenizer.py tests/data/tokenizer/smollm2/tokenizer.json tests/data/tokenizer/corpus.json --repeat 100
 	$(BUILD)/bin/temper bench load --model .cache/models/SmolLM2-135M-Instruct.Q4_1.gguf
+	TEMPER=$(BUILD)/bin/temper bench/compare_rollout.sh 2 64 32 1,8,32,64
 
 bench-gemm: build
 	$(BUILD)/bench/gemm_backends

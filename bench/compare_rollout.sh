@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Rollout (batched generation) side by side on this machine, same shape and threads: temper's rollout
+# engine, plain PyTorch with a KV cache (bench/peers/torch_generate.py) and llama.cpp's own benchmarks
+# (bench/peers/llamacpp.sh, built from source in .cache/peers/). Decode tokens/s at each batch, f32 and
+# bf16 (llama.cpp also Q4_0), then temper's prefix sharing (G samples per prompt, one prefill) against
+# the same sequences as independent prompts. Prints every JSON line, then one table. Used by `make bench`.
+# A peer that is not available is skipped with a message.
+#   bench/compare_rollout.sh [THREADS] [PROMPT] [GEN] [BATCHES]     (defaults: 2 64 32 1,8,32,64)
+# Env: TEMPER (default build/bin/temper), LLAMACPP_BUILD=1 builds llama.cpp first when missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+threads=${1:-2}; prompt=${2:-64}; gen=${3:-32}; batches=${4:-1,8,32,64}
+temper=${TEMPER:-build/bin/temper}
+py=.venv/bin/python
+export OMP_NUM_THREADS=$threads MKL_NUM_THREADS=$threads
+out=$(mktemp); trap 'rm -f "$out"' EXIT
+echo "load before: $(uptime)"
+
+for dtype in f32 bf16; do
+  for b in ${batches//,/ }; do
+    "$temper" bench rollout --shape smollm2-135m --batch "$b" --prompt-len "$prompt" --gen-len "$gen" \
+      --threads "$threads" --dtype "$dtype" --json | tee -a "$out"
+  done
+done
+
+if [ -x "$py" ] && "$py" -c 'import torch, transformers' 2>/dev/null; then
+  "$py" bench/peers/torch_generate.py --shape smollm2-135m --batch "$batches" --prompt-len "$prompt" \
+    --gen-len "$gen" --threads "$threads" --dtype f32,bf16 | tee -a "$out"
+else
+  echo "compare_rollout: skipping PyTorch (no .venv with torch; run scripts/bootstrap --python)"
+fi
+
+if [ "${LLAMACPP_BUILD:-0}" = 1 ] && ! bench/peers/llamacpp.sh available; then
+  bench/peers/llamacpp.sh build && bench/peers/llamacpp.sh models
+fi
+if bench/peers/llamacpp.sh available; then
+  bench/peers/llamacpp.sh run "$threads" "$prompt" "$gen" "$batches" | tee -a "$out"
+else
+  echo "compare_rollout: skipping llama.cpp (not built: bench/peers/llamacpp.sh build && bench/peers/llamacpp.sh models," \
+       "or LLAMACPP_BUILD=1 make bench; needs PyPI for the llama-cpp-python sdist)"
+fi
+
+# Prefix sharing: 8 prompts x G=8 samples, prompt 256: prefill once per prompt vs 64 independent prompts.
+"$temper" bench rollout --shape smollm2-135m --batch 8 --group 8 --prompt-len 256 --gen-len 8 \
+  --threads "$threads" --dtype f32 --json | tee -a "$out"
+echo "load after: $(uptime)"
+
+[ -x "$py" ] || py=python3
+"$py" - "$out" "$batches" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+batches = [int(b) for b in sys.argv[2].split(",")]
+def name(r):
+    if r["engine"] == "pytorch": return f"PyTorch {r['torch'].split('+')[0]} ({r['impl']})"
+    if r.get("tool") == "llama-bench": return "llama.cpp (llama-bench)"
+    return r["engine"]
+tables = {"decode": {}, "prefill": {}}
+for r in rows:
+    if "group" in r: continue
+    for what in tables:
+        tables[what].setdefault((name(r), r["dtype"]), {})[r["batch"]] = r[f"{what}_tokens_per_s"]
+table = tables["decode"]
+order = sorted(table, key=lambda k: (k[1] not in ("f32",), k[1], k[0] != "temper", k[0]))
+for what, tab in tables.items():
+    print(f"| {what} tokens/s | " + " | ".join(f"batch {b}" for b in batches) + " |")
+    print("|---" * (len(batches) + 1) + "|")
+    for k in order:
+        print(f"| {k[0]} {k[1]} | " + " | ".join(f"{tab[k][b]:.1f}" if b in tab[k] else "-" for b in batches) + " |")
+    print()
+print("decode ratios:")
+for d in ("f32", "bf16"):
+    t = table.get(("temper", d))
+    if not t: continue
+    for k in order:
+        if k[0] == "temper" or k[1] not in (d, d.upper()): continue
+        print(f"temper {d} / {k[0]} {k[1]}: " +
+              "  ".join(f"b{b} {t[b] / table[k][b]:.2f}x" for b in batches if b in t and b in table[k]))
+for r in rows:
+    if "group" in r:
+        g = r["prefix_sharing"]
+        print(f"\nprefix sharing ({r['prompts']} prompts x G={r['group']}, prompt {r['prompt_len']}, {r['dtype']}): "
+              f"prefill tokens computed {g['shared_prefill_tokens_computed']} vs {g['independent_prefill_tokens_computed']} "
+              f"independent ({g['prefill_tokens_ratio']}x less); prefill {g['shared_prefill_s']} s vs "
+              f"{g['independent_prefill_s']} s ({g['prefill_time_ratio']}x faster)")
+PY
