@@ -12,6 +12,7 @@
 #include "temper/app/tokenize.h"
 #include "temper/app/logits.h"
 #include "temper/app/info.h"
+#include "temper/app/report_cmd.h"
 #include "temper/core/error.h"
 #include "temper/version.h"
 
@@ -115,6 +116,11 @@ int main(int argc, char** argv) {
   gen->add_option("--seed", go.seed, "Sampling seed")->capture_default_str();
   gen->add_option("--threads", go.threads, "Threads");
 
+  temper::app::ReportOptions ro;
+  auto* rep = app.add_subcommand("report", "Write RUN_DIR/report.html: metric charts, summary, samples, config");
+  rep->add_option("run_dir", ro.run_dir, "Run directory (holds metrics.jsonl)")->required();
+  rep->add_option("--out", ro.out, "Write the page here instead of RUN_DIR/report.html");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -130,6 +136,7 @@ int main(int argc, char** argv) {
     if (tk->parsed()) return temper::app::tokenize(to);
     if (dtk->parsed()) return temper::app::detokenize(dto);
     if (gen->parsed()) return temper::app::generate(go);
+    if (rep->parsed()) return temper::app::report(ro);
   } catch (const temper::Error& e) {
     std::fprintf(stderr, "temper: error: %s\n", e.what());
     return 1;

@@ -1,0 +1,515 @@
+#include "temper/report/html_report.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <sstream>
+
+#include "temper/core/error.h"
+#include "temper/io/atomic_file.h"
+
+namespace temper::report {
+namespace fs = std::filesystem;
+
+std::string html_escape(const std::string& s) {
+  std::string o;
+  o.reserve(s.size() + s.size() / 8);
+  for (char c : s) {
+    switch (c) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      case '\'': o += "&#39;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+
+std::vector<double> nice_ticks(double lo, double hi, int target) {
+  if (!std::isfinite(lo) || !std::isfinite(hi)) return {};
+  if (hi < lo) std::swap(lo, hi);
+  if (hi == lo) return {lo};
+  const double raw = (hi - lo) / std::max(target, 1);
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  const double r = raw / mag;
+  const double step = (r <= 1 ? 1 : r <= 2 ? 2 : r <= 5 ? 5 : 10) * mag;
+  std::vector<double> t;
+  const double k0 = std::ceil(lo / step - 1e-9);
+  for (int i = 0; i <= 100; ++i) {
+    const double v = (k0 + i) * step;
+    if (v > hi + step * 1e-9) break;
+    t.push_back(std::fabs(v) < step * 1e-9 ? 0.0 : v);
+  }
+  return t;
+}
+
+namespace {
+
+// ---- number formatting ----
+
+std::string fmt(double v, int sig = 4) {
+  if (std::isnan(v)) return "null";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[48];
+  if (v == std::floor(v) && std::fabs(v) < 1e9)
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  else
+    std::snprintf(buf, sizeof buf, "%.*g", sig, v);
+  return buf;
+}
+
+// Tick labels share a number of decimals fitted to the tick spacing.
+std::string fmt_tick(double v, double spacing) {
+  char buf[48];
+  const double a = std::max(std::fabs(v), spacing);
+  if (a >= 1e6 || (spacing > 0 && spacing < 1e-4)) {
+    std::snprintf(buf, sizeof buf, "%.3g", v);
+  } else {
+    int dec = spacing > 0 ? std::max(0, static_cast<int>(-std::floor(std::log10(spacing) + 1e-6))) : 0;
+    std::snprintf(buf, sizeof buf, "%.*f", dec, v);
+  }
+  return buf;
+}
+
+std::string num(double v) {  // SVG coordinates
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", v);
+  return buf;
+}
+
+// ---- which metrics, in which order, and what "best" means ----
+
+const std::vector<std::string> kKeyOrder = {"reward_mean", "accuracy",  "eval_accuracy", "eval_pass_at_k",
+                                            "reward_std",  "loss",      "kl",            "entropy",
+                                            "clip_frac",   "grad_norm", "lr",            "response_len_mean"};
+
+bool contains(const std::string& s, const char* sub) { return s.find(sub) != std::string::npos; }
+
+// +1: higher is better, -1: lower is better, 0: neither (kl, entropy, lengths, timings).
+int better_direction(const std::string& name) {
+  if (contains(name, "reward") && !contains(name, "_std") && !contains(name, "reward_s")) return 1;
+  if (contains(name, "accuracy") || contains(name, "pass_at") || name == "tokens_per_s") return 1;
+  if (contains(name, "loss")) return -1;
+  return 0;
+}
+
+int kind_rank(const std::string& kind) {
+  if (kind == "train") return 0;
+  if (kind == "sft") return 1;
+  if (kind == "eval") return 2;
+  return 3;
+}
+
+const char* kind_color(const std::string& kind) {
+  switch (kind_rank(kind)) {
+    case 0: return "#2563eb";
+    case 1: return "#16a34a";
+    case 2: return "#dc2626";
+    default: return "#9333ea";
+  }
+}
+
+struct Series {
+  std::string kind;
+  std::vector<std::pair<int64_t, double>> points;  // sorted by step; NaN = a gap
+};
+
+struct Metric {
+  std::string name;
+  std::vector<Series> series;  // by kind rank
+};
+
+std::vector<Metric> collect_metrics(const std::vector<MetricsRow>& rows) {
+  std::vector<std::string> order;
+  std::map<std::string, std::map<std::string, Series>> by_name;
+  for (const MetricsRow& r : rows) {
+    for (const auto& [k, v] : r.values) {
+      auto it = by_name.find(k);
+      if (it == by_name.end()) {
+        order.push_back(k);
+        it = by_name.emplace(k, std::map<std::string, Series>{}).first;
+      }
+      Series& s = it->second[r.kind];
+      s.kind = r.kind;
+      s.points.emplace_back(r.step, v);
+    }
+  }
+  auto key_pos = [&](const std::string& n) {
+    for (size_t i = 0; i < kKeyOrder.size(); ++i)
+      if (n == kKeyOrder[i] || (kKeyOrder[i] == "eval_pass_at_k" && n.rfind("eval_pass_at", 0) == 0)) return i;
+    return kKeyOrder.size();
+  };
+  std::stable_sort(order.begin(), order.end(), [&](const auto& a, const auto& b) { return key_pos(a) < key_pos(b); });
+  std::vector<Metric> out;
+  for (const std::string& n : order) {
+    Metric m;
+    m.name = n;
+    for (auto& [kind, s] : by_name[n]) {
+      std::stable_sort(s.points.begin(), s.points.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      m.series.push_back(std::move(s));
+    }
+    std::stable_sort(m.series.begin(), m.series.end(),
+                     [](const Series& a, const Series& b) { return kind_rank(a.kind) < kind_rank(b.kind); });
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+// ---- one SVG line chart ----
+
+constexpr double kW = 446, kH = 250, kLeft = 64, kRight = 14, kTop = 14, kBottom = 40;
+
+std::string svg_chart(const Metric& m) {
+  double xlo = std::numeric_limits<double>::infinity(), xhi = -xlo, ylo = xlo, yhi = -xlo;
+  size_t finite = 0;
+  for (const Series& s : m.series)
+    for (const auto& [step, v] : s.points) {
+      xlo = std::min(xlo, double(step));
+      xhi = std::max(xhi, double(step));
+      if (!std::isfinite(v)) continue;
+      ++finite;
+      ylo = std::min(ylo, v);
+      yhi = std::max(yhi, v);
+    }
+  std::ostringstream o;
+  o << "<svg class=\"chart\" viewBox=\"0 0 " << kW << " " << kH << "\" width=\"" << kW << "\" height=\"" << kH
+    << "\" role=\"img\" aria-label=\"" << html_escape(m.name) << " by step\" xmlns=\"http://www.w3.org/2000/svg\">";
+  const double pw = kW - kLeft - kRight, ph = kH - kTop - kBottom;
+  o << "<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << pw << "\" height=\"" << ph
+    << "\" class=\"plot\"/>";
+  if (finite == 0) {
+    o << "<text x=\"" << num(kLeft + pw / 2) << "\" y=\"" << num(kTop + ph / 2)
+      << "\" class=\"empty\" text-anchor=\"middle\">no finite values</text></svg>";
+    return o.str();
+  }
+  // Ranges: a single step or a constant value still gets a visible span.
+  if (xhi == xlo) {
+    xlo -= 1;
+    xhi += 1;
+  }
+  if (yhi == ylo) {
+    const double pad = ylo == 0 ? 1 : std::fabs(ylo) * 0.1;
+    ylo -= pad;
+    yhi += pad;
+  }
+  std::vector<double> yt = nice_ticks(ylo, yhi, 5);
+  const double ysp = yt.size() > 1 ? yt[1] - yt[0] : (yhi - ylo);
+  if (!yt.empty()) {  // extend the range to whole ticks
+    ylo = std::min(ylo, std::floor(ylo / ysp + 1e-9) * ysp);
+    yhi = std::max(yhi, std::ceil(yhi / ysp - 1e-9) * ysp);
+    yt = nice_ticks(ylo, yhi, 5);
+  }
+  std::vector<double> xt = nice_ticks(xlo, xhi, 6);
+  xt.erase(std::remove_if(xt.begin(), xt.end(), [](double v) { return v != std::floor(v); }), xt.end());
+  const double xsp = xt.size() > 1 ? xt[1] - xt[0] : 1;
+  auto X = [&](double s) { return kLeft + (s - xlo) / (xhi - xlo) * pw; };
+  auto Y = [&](double v) { return kTop + (1 - (v - ylo) / (yhi - ylo)) * ph; };
+
+  // Grid, ticks and labels.
+  for (double t : yt) {
+    o << "<line class=\"grid\" x1=\"" << kLeft << "\" x2=\"" << kLeft + pw << "\" y1=\"" << num(Y(t)) << "\" y2=\""
+      << num(Y(t)) << "\"/>";
+    o << "<text class=\"tick\" x=\"" << kLeft - 6 << "\" y=\"" << num(Y(t) + 4) << "\" text-anchor=\"end\">"
+      << fmt_tick(t, ysp) << "</text>";
+  }
+  for (double t : xt) {
+    o << "<line class=\"axis\" x1=\"" << num(X(t)) << "\" x2=\"" << num(X(t)) << "\" y1=\"" << kTop + ph << "\" y2=\""
+      << kTop + ph + 5 << "\"/>";
+    o << "<text class=\"tick\" x=\"" << num(X(t)) << "\" y=\"" << kTop + ph + 18 << "\" text-anchor=\"middle\">"
+      << fmt_tick(t, xsp) << "</text>";
+  }
+  o << "<line class=\"axis\" x1=\"" << kLeft << "\" x2=\"" << kLeft << "\" y1=\"" << kTop << "\" y2=\"" << kTop + ph
+    << "\"/>";
+  o << "<line class=\"axis\" x1=\"" << kLeft << "\" x2=\"" << kLeft + pw << "\" y1=\"" << kTop + ph << "\" y2=\""
+    << kTop + ph << "\"/>";
+  o << "<text class=\"label\" x=\"" << num(kLeft + pw / 2) << "\" y=\"" << kH - 4
+    << "\" text-anchor=\"middle\">step</text>";
+  o << "<text class=\"label\" transform=\"translate(12 " << num(kTop + ph / 2)
+    << ") rotate(-90)\" text-anchor=\"middle\">" << html_escape(m.name) << "</text>";
+
+  // Series: a polyline per run of finite values; markers when there are few points.
+  for (const Series& s : m.series) {
+    const char* color = kind_color(s.kind);
+    size_t n_finite = 0;
+    for (const auto& p : s.points) n_finite += std::isfinite(p.second);
+    std::string seg;
+    size_t seg_n = 0;
+    auto end_segment = [&] {
+      if (seg_n >= 2)
+        o << "<polyline class=\"line\" stroke=\"" << color << "\" points=\"" << seg << "\"/>";
+      seg.clear();
+      seg_n = 0;
+    };
+    for (const auto& [step, v] : s.points) {
+      if (!std::isfinite(v)) {
+        end_segment();
+        continue;
+      }
+      if (seg_n) seg += ' ';
+      seg += num(X(double(step))) + "," + num(Y(v));
+      ++seg_n;
+    }
+    end_segment();
+    const bool markers = n_finite <= 60;
+    for (size_t i = 0; i < s.points.size(); ++i) {
+      const auto& [step, v] = s.points[i];
+      if (!std::isfinite(v)) continue;
+      const bool isolated = (i == 0 || !std::isfinite(s.points[i - 1].second)) &&
+                            (i + 1 == s.points.size() || !std::isfinite(s.points[i + 1].second));
+      if (!markers && !isolated) continue;
+      o << "<circle cx=\"" << num(X(double(step))) << "\" cy=\"" << num(Y(v)) << "\" r=\"" << (markers ? 2.6 : 2.2)
+        << "\" fill=\"" << color << "\"><title>" << html_escape(s.kind) << " step " << step << ": " << fmt(v, 6)
+        << "</title></circle>";
+    }
+  }
+  // Legend (top right) when a chart holds more than one kind.
+  if (m.series.size() > 1) {
+    double y = kTop + 12;
+    for (const Series& s : m.series) {
+      o << "<rect x=\"" << kLeft + pw - 58 << "\" y=\"" << num(y - 8) << "\" width=\"10\" height=\"10\" rx=\"2\" fill=\""
+        << kind_color(s.kind) << "\"/>";
+      o << "<text class=\"legend\" x=\"" << kLeft + pw - 44 << "\" y=\"" << num(y + 1) << "\">" << html_escape(s.kind)
+        << "</text>";
+      y += 14;
+    }
+  }
+  o << "</svg>";
+  return o.str();
+}
+
+// ---- summary ----
+
+struct Summary {
+  double first = NAN, last = NAN, best = NAN;
+  int64_t first_step = 0, last_step = 0, best_step = 0;
+  size_t n = 0;
+};
+
+Summary summarize(const Series& s, int dir) {
+  Summary r;
+  for (const auto& [step, v] : s.points) {
+    if (!std::isfinite(v)) continue;
+    if (r.n == 0) {
+      r.first = v;
+      r.first_step = step;
+    }
+    r.last = v;
+    r.last_step = step;
+    if (dir != 0 && (r.n == 0 || (dir > 0 ? v > r.best : v < r.best))) {
+      r.best = v;
+      r.best_step = step;
+    }
+    ++r.n;
+  }
+  return r;
+}
+
+const char* kCss = R"css(
+:root { --fg:#0f172a; --muted:#64748b; --line:#e2e8f0; --bg:#f8fafc; --card:#fff; --accent:#2563eb; }
+* { box-sizing: border-box; }
+body { margin:0; font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif; color:var(--fg); background:var(--bg); }
+header { padding:20px 28px 12px; background:var(--card); border-bottom:1px solid var(--line); }
+header h1 { margin:0 0 4px; font-size:20px; }
+header .meta { color:var(--muted); font-size:13px; }
+main { padding:8px 28px 40px; max-width:1500px; }
+h2 { font-size:16px; margin:26px 0 10px; }
+.cards { display:flex; flex-wrap:wrap; gap:12px; margin-top:16px; }
+.stat { background:var(--card); border:1px solid var(--line); border-radius:8px; padding:10px 14px; min-width:150px; }
+.stat .k { color:var(--muted); font-size:12px; } .stat .v { font-size:20px; font-weight:600; }
+.grid { display:grid; grid-template-columns:repeat(auto-fill,minmax(460px,1fr)); gap:14px; }
+.card { background:var(--card); border:1px solid var(--line); border-radius:8px; padding:10px 12px 6px; }
+.card h3 { margin:0 0 2px; font-size:14px; font-family:ui-monospace,Menlo,Consolas,monospace; }
+.card .sub { color:var(--muted); font-size:12px; }
+svg.chart { width:100%; height:auto; display:block; }
+svg .plot { fill:#fff; } svg .grid { stroke:#eef2f7; stroke-width:1; } svg .axis { stroke:#94a3b8; stroke-width:1; }
+svg .tick { font-size:10.5px; fill:#475569; } svg .label { font-size:11px; fill:#334155; }
+svg .legend { font-size:11px; fill:#334155; } svg .empty { font-size:12px; fill:var(--muted); }
+svg .line { fill:none; stroke-width:1.8; stroke-linejoin:round; stroke-linecap:round; }
+table { border-collapse:collapse; background:var(--card); border:1px solid var(--line); font-size:13px; }
+th, td { padding:5px 10px; border-bottom:1px solid var(--line); text-align:left; vertical-align:top; }
+th { background:#f1f5f9; font-weight:600; }
+td.n { text-align:right; font-variant-numeric:tabular-nums; font-family:ui-monospace,Menlo,Consolas,monospace; }
+td.name { font-family:ui-monospace,Menlo,Consolas,monospace; }
+.kind { display:inline-block; padding:0 6px; border-radius:9px; color:#fff; font-size:11px; }
+pre { margin:0; white-space:pre-wrap; word-break:break-word; font:12px/1.4 ui-monospace,Menlo,Consolas,monospace; }
+td pre { max-height:14em; overflow:auto; max-width:46em; }
+details { background:var(--card); border:1px solid var(--line); border-radius:8px; padding:8px 12px; }
+summary { cursor:pointer; font-weight:600; }
+.ok { color:#16a34a; font-weight:600; } .bad { color:#dc2626; font-weight:600; } .muted { color:var(--muted); }
+)css";
+
+std::string kind_badge(const std::string& kind) {
+  return std::string("<span class=\"kind\" style=\"background:") + kind_color(kind) + "\">" + html_escape(kind) +
+         "</span>";
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  TEMPER_CHECK(in.good()) << path << ": cannot open (" << std::strerror(errno) << ")";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string utc_now() {
+  std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return buf;
+}
+
+}  // namespace
+
+std::string render_html_report(const std::string& title, const std::vector<MetricsRow>& metrics,
+                               const std::vector<Sample>& samples, const std::string* config_toml,
+                               size_t max_samples) {
+  const std::vector<Metric> ms = collect_metrics(metrics);
+  int64_t min_step = 0, max_step = 0;
+  std::map<std::string, size_t> rows_by_kind;
+  for (size_t i = 0; i < metrics.size(); ++i) {
+    min_step = i == 0 ? metrics[i].step : std::min(min_step, metrics[i].step);
+    max_step = i == 0 ? metrics[i].step : std::max(max_step, metrics[i].step);
+    ++rows_by_kind[metrics[i].kind];
+  }
+  std::ostringstream o;
+  o << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+    << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+    << "<title>temper report: " << html_escape(title) << "</title>\n<style>" << kCss << "</style>\n</head>\n<body>\n";
+  o << "<header><h1>temper run report</h1><div class=\"meta\">" << html_escape(title) << " &middot; steps " << min_step
+    << "&ndash;" << max_step << " &middot; ";
+  bool first = true;
+  for (const auto& [kind, n] : rows_by_kind) {
+    o << (first ? "" : ", ") << n << " " << html_escape(kind) << " rows";
+    first = false;
+  }
+  o << " &middot; generated " << utc_now() << "</div>\n";
+
+  // Headline numbers: the last value of the key metrics, and the best eval accuracy.
+  o << "<div class=\"cards\"><div class=\"stat\"><div class=\"k\">last step</div><div class=\"v\">" << max_step
+    << "</div></div>";
+  for (const Metric& m : ms) {
+    if (m.name != "reward_mean" && m.name != "accuracy" && m.name != "eval_accuracy") continue;
+    for (const Series& s : m.series) {
+      Summary su = summarize(s, better_direction(m.name));
+      if (su.n == 0) continue;
+      const bool use_best = m.name == "eval_accuracy";
+      o << "<div class=\"stat\"><div class=\"k\">" << html_escape(m.name) << (use_best ? " (best)" : " (last)")
+        << (s.kind != "train" && s.kind != "eval" ? " · " + html_escape(s.kind) : "") << "</div><div class=\"v\">"
+        << fmt(use_best ? su.best : su.last) << "</div></div>";
+    }
+  }
+  o << "</div></header>\n<main>\n";
+
+  // Charts.
+  o << "<h2>Metrics</h2>\n<div class=\"grid\">\n";
+  for (const Metric& m : ms) {
+    o << "<div class=\"card\"><h3>" << html_escape(m.name) << "</h3><div class=\"sub\">";
+    for (size_t i = 0; i < m.series.size(); ++i) {
+      const Series& s = m.series[i];
+      Summary su = summarize(s, 0);
+      o << (i ? " &nbsp; " : "") << kind_badge(s.kind) << " last " << (su.n ? fmt(su.last) : "&ndash;")
+        << (su.n ? " @ " + std::to_string(su.last_step) : "");
+    }
+    o << "</div>" << svg_chart(m) << "</div>\n";
+  }
+  o << "</div>\n";
+
+  // Summary table.
+  o << "<h2>Summary</h2>\n<table><thead><tr><th>metric</th><th>kind</th><th>first</th><th>last</th><th>best</th>"
+    << "<th>best at step</th><th>points</th></tr></thead><tbody>\n";
+  for (const Metric& m : ms) {
+    const int dir = better_direction(m.name);
+    for (const Series& s : m.series) {
+      Summary su = summarize(s, dir);
+      o << "<tr><td class=\"name\">" << html_escape(m.name) << "</td><td>" << kind_badge(s.kind) << "</td>";
+      if (su.n == 0) {
+        o << "<td class=\"n muted\">&ndash;</td><td class=\"n muted\">&ndash;</td>";
+      } else {
+        o << "<td class=\"n\">" << fmt(su.first) << "</td><td class=\"n\">" << fmt(su.last) << "</td>";
+      }
+      if (dir != 0 && su.n)
+        o << "<td class=\"n\">" << fmt(su.best) << "</td><td class=\"n\">" << su.best_step << "</td>";
+      else
+        o << "<td class=\"n muted\">&ndash;</td><td class=\"n muted\">&ndash;</td>";
+      o << "<td class=\"n\">" << su.n << "</td></tr>\n";
+    }
+  }
+  o << "</tbody></table>\n";
+
+  // Samples.
+  o << "<h2>Samples</h2>\n";
+  if (samples.empty()) {
+    o << "<p class=\"muted\">No samples.jsonl rows.</p>\n";
+  } else {
+    const size_t n = std::min(max_samples, samples.size());
+    bool any_answer = false, any_correct = false;
+    for (size_t i = samples.size() - n; i < samples.size(); ++i) {
+      any_answer |= samples[i].answer.has_value();
+      any_correct |= samples[i].correct.has_value();
+    }
+    o << "<p class=\"muted\">The last " << n << " of " << samples.size() << " samples.</p>\n";
+    o << "<table><thead><tr><th>step</th><th>reward</th>" << (any_correct ? "<th>correct</th>" : "")
+      << "<th>prompt</th><th>completion</th>" << (any_answer ? "<th>answer</th>" : "") << "</tr></thead><tbody>\n";
+    for (size_t i = samples.size() - n; i < samples.size(); ++i) {
+      const Sample& s = samples[i];
+      o << "<tr><td class=\"n\">" << s.step << "</td><td class=\"n\">" << fmt(s.reward) << "</td>";
+      if (any_correct)
+        o << "<td>"
+          << (s.correct ? (*s.correct ? "<span class=\"ok\">&#10003;</span>" : "<span class=\"bad\">&#10007;</span>")
+                        : "")
+          << "</td>";
+      o << "<td><pre>" << html_escape(s.prompt) << "</pre></td><td><pre>" << html_escape(s.completion)
+        << "</pre></td>";
+      if (any_answer) o << "<td><pre>" << (s.answer ? html_escape(*s.answer) : "") << "</pre></td>";
+      o << "</tr>\n";
+    }
+    o << "</tbody></table>\n";
+  }
+
+  // Config.
+  o << "<h2>Config</h2>\n";
+  if (config_toml)
+    o << "<details open><summary>config.toml</summary><pre>" << html_escape(*config_toml) << "</pre></details>\n";
+  else
+    o << "<p class=\"muted\">No config.toml in the run directory.</p>\n";
+  o << "</main>\n</body>\n</html>\n";
+  return o.str();
+}
+
+std::string write_html_report(const std::string& run_dir, const HtmlReportOptions& opt) {
+  TEMPER_CHECK(fs::is_directory(run_dir)) << run_dir << ": not a run directory (expected a directory holding metrics.jsonl)";
+  const std::string metrics_path = (fs::path(run_dir) / "metrics.jsonl").string();
+  TEMPER_CHECK(fs::exists(metrics_path)) << metrics_path
+                                         << ": missing; a run directory holds the metrics.jsonl that temper train writes";
+  std::vector<MetricsRow> metrics = read_metrics_jsonl(metrics_path);
+  TEMPER_CHECK(!metrics.empty()) << metrics_path << ": no metric rows (has the run finished its first step?)";
+  const std::string samples_path = (fs::path(run_dir) / "samples.jsonl").string();
+  std::vector<Sample> samples;
+  if (fs::exists(samples_path)) samples = read_samples_jsonl(samples_path);
+  const std::string config_path = (fs::path(run_dir) / "config.toml").string();
+  std::string config;
+  const bool has_config = fs::exists(config_path);
+  if (has_config) config = read_text(config_path);
+
+  std::string title = fs::path(run_dir).lexically_normal().string();
+  if (title.size() > 1 && title.back() == '/') title.pop_back();
+  const std::string html =
+      render_html_report(title, metrics, samples, has_config ? &config : nullptr, opt.max_samples);
+  const std::string out = opt.out.empty() ? (fs::path(run_dir) / "report.html").string() : opt.out;
+  io::write_text_atomic(out, html);
+  return out;
+}
+
+}  // namespace temper::report

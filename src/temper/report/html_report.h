@@ -1,0 +1,36 @@
+// report.html for a run directory: one self-contained page (inline CSS and SVG, no scripts, no
+// external URLs) with a line chart per metric (train / sft / eval series apart; nulls break the line),
+// a summary table (first, last, best per metric), the resolved config.toml verbatim and the last
+// samples. Everything taken from the run's files is HTML-escaped. Leaves out: interactivity (zoom,
+// hover beyond SVG <title> tooltips), smoothing, comparing runs.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "temper/report/metrics_sink.h"
+
+namespace temper::report {
+
+struct HtmlReportOptions {
+  std::string out;           // default: <run_dir>/report.html
+  size_t max_samples = 20;   // the last N rows of samples.jsonl
+};
+
+// Reads <run_dir>/metrics.jsonl (required, at least one row), samples.jsonl and config.toml
+// (optional), writes the page atomically and returns its path. Bad rows throw temper::Error naming
+// file:line and the field.
+std::string write_html_report(const std::string& run_dir, const HtmlReportOptions& o = {});
+
+// The page itself, from data already read (title: shown in the header, usually the run directory).
+std::string render_html_report(const std::string& title, const std::vector<MetricsRow>& metrics,
+                               const std::vector<Sample>& samples, const std::string* config_toml,
+                               size_t max_samples = 20);
+
+std::string html_escape(const std::string& s);
+
+// Axis ticks: about `target` round numbers (1, 2, 5 x 10^k) covering [lo, hi].
+std::vector<double> nice_ticks(double lo, double hi, int target = 5);
+
+}  // namespace temper::report
