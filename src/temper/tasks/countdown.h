@@ -4,7 +4,8 @@
 // "25-5=20\n20*4=80\n80+3=83\n#### (25-5)*4+3". The verifier reads "#### <expr>" or "#### <expr>=<target>";
 // <expr> has non-negative integer literals, + - * /, parentheses and spaces; every literal must be one of the
 // given numbers (as often as given at most), every division exact, only the configured ops used, and the value
-// equal to the target. Problems are generated from a random expression, so each is solvable.
+// equal to the target. Problems are generated from a random expression over steps+1 of the numbers (the others
+// are distractors; every gold step feeds the next), so each is solvable; the target is never one of the numbers.
 // Difficulty = steps of the generating expression. Leaves out "closest wins" partial credit.
 #pragma once
 
