@@ -99,3 +99,41 @@ TEST(OpMatmul, StridedOperands) {
       EXPECT_EQ(c[i * ldc + 0], 3.f);
     }
 }
+
+TEST(OpMatmul, SmallMDecodeKernelEveryIsaF32AndBf16) {
+  // The decode kernel (M <= TEMPER_SMALL_GEMM_M rows) against fp64 over the same operands: f32
+  // weights, and bf16 weights with A rounded to bf16 (each product is then exact in f32, so only the
+  // summation differs from the reference). Sizes off the vector widths, strided A and C, beta 0 and 1.
+  for_each_isa([](Isa isa) {
+    SCOPED_TRACE(std::string(isa_name(isa)));
+    for (int64_t M : {1, 2, 3, 5, 16})
+      for (int64_t N : {1, 6, 67})
+        for (int64_t K : {1, 15, 16, 17, 70, 576}) {
+          SCOPED_TRACE("M " + std::to_string(M) + " N " + std::to_string(N) + " K " + std::to_string(K));
+          int64_t lda = K + 3, ldc = N + 2;
+          auto a = random_vec(M * lda, 7), w = random_vec(N * K, 8);
+          std::vector<uint16_t> w16(N * K), a16(M * lda);
+          convert_to_bf16(w.data(), w16.data(), N * K);
+          convert_to_bf16(a.data(), a16.data(), M * lda);
+          auto widen = [](uint16_t h) { return double(__builtin_bit_cast(float, uint32_t(h) << 16)); };
+          for (bool bf : {false, true})
+            for (float beta : {0.f, 1.f}) {
+              std::vector<float> c(M * ldc, 0.25f);
+              gemm(false, true, M, N, K, a.data(), lda, w.data(), K, beta, c.data(), ldc,
+                   bf ? Precision::bf16 : Precision::f32, bf ? w16.data() : nullptr);
+              std::vector<double> ref(M * N);
+              std::vector<float> got(M * N);
+              for (int64_t i = 0; i < M; ++i)
+                for (int64_t j = 0; j < N; ++j) {
+                  double s = 0;
+                  for (int64_t k = 0; k < K; ++k)
+                    s += bf ? widen(a16[i * lda + k]) * widen(w16[j * K + k]) : double(a[i * lda + k]) * w[j * K + k];
+                  ref[i * N + j] = s + (beta != 0 ? 0.25 : 0.0);
+                  got[i * N + j] = c[i * ldc + j];
+                }
+              EXPECT_TRUE(all_close(got, ref, tolerance(Kind::reduction, K))) << (bf ? "bf16" : "f32") << " beta " << beta;
+              EXPECT_EQ(c[M * ldc - 1], 0.25f);  // the padding column is not written
+            }
+        }
+  });
+}

@@ -5,6 +5,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -100,6 +101,58 @@ void gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A
   e.strm.wait();
 }
 
+// Decode-shaped products (few rows, a weight matrix): our own kernel streams each weight row once
+// for all rows and allocates nothing (oneDNN's execute builds an argument map per call).
+int64_t small_m_max() {
+  static const int64_t v = [] {
+    const char* e = std::getenv("TEMPER_SMALL_GEMM_M");
+    if (!e) return int64_t{16};
+    char* end = nullptr;
+    long x = std::strtol(e, &end, 10);
+    TEMPER_CHECK(end != e && *end == 0 && x >= 0) << "TEMPER_SMALL_GEMM_M='" << e << "' is not a row count >= 0";
+    return static_cast<int64_t>(x);
+  }();
+  return v;
+}
+
+// bf16 products stay on oneDNN's primitive by default, also at decode: the training forward uses it,
+// and bf16 rounding of activations turns any reordering of a sum into visible differences (a
+// different summation order moved SmolLM2-shaped rollout log-probs by up to 5e-3), while the same
+// primitive gives the training forward's bits. TEMPER_SMALL_GEMM_BF16=1 opts into our kernel.
+bool small_m_bf16() {
+  static const bool v = [] {
+    const char* e = std::getenv("TEMPER_SMALL_GEMM_BF16");
+    return e && std::strcmp(e, "0") != 0;
+  }();
+  return v;
+}
+
+struct SmallGemmScratch {
+  std::vector<float> a;
+  std::vector<uint16_t> a16;
+  std::mutex mu;
+};
+
+void gemm_small_m(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb, bool accumulate,
+                  float* C, int64_t ldc, const uint16_t* b16) {
+  const IsaTable& t = isa_table();
+  const int64_t grain = std::max<int64_t>(16, (N + 63) / 64);
+  if (!b16) {
+    parallel_for(N, grain, [&](int64_t b, int64_t e) { t.gemm_nt_f32(A, lda, B, ldb, C, ldc, M, b, e, K, accumulate); });
+    return;
+  }
+  static SmallGemmScratch s;  // A rounded to bf16 (held as f32: products with bf16 weights are exact)
+  std::lock_guard<std::mutex> g(s.mu);
+  if (static_cast<int64_t>(s.a.size()) < M * K) {
+    s.a.resize(static_cast<size_t>(M * K));
+    s.a16.resize(static_cast<size_t>(M * K));
+  }
+  for (int64_t m = 0; m < M; ++m) t.f32_to_bf16(A + m * lda, s.a16.data() + m * K, K);
+  for (int64_t i = 0; i < M * K; ++i) s.a[static_cast<size_t>(i)] = __builtin_bit_cast(float, static_cast<uint32_t>(s.a16[static_cast<size_t>(i)]) << 16);
+  const float* a = s.a.data();
+  parallel_for(N, grain, [&](int64_t b, int64_t e) { t.gemm_nt_bf16(a, K, b16, ldb, C, ldc, M, b, e, K, accumulate); });
+}
+
 }  // namespace
 
 GemmBackend gemm_backend() { return backend_slot(); }
@@ -127,6 +180,10 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int
   if (K == 0) {
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.f ? 0.f : beta * C[i * ldc + j];
+    return;
+  }
+  if (!ta && tb && M <= small_m_max() && (beta == 0.f || beta == 1.f) && (precision == Precision::f32 || (b16 && small_m_bf16()))) {
+    gemm_small_m(M, N, K, A, lda, B, ldb, beta != 0.f, C, ldc, precision == Precision::bf16 ? b16 : nullptr);
     return;
   }
   if (precision == Precision::bf16) {

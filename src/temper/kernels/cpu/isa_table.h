@@ -40,6 +40,12 @@ struct IsaTable {
   void (*softmax_bwd_row)(const float* P, float* dP, int64_t n, float d, float scale);
   float (*dot)(const float* a, const float* b, int64_t n);
   void (*f32_to_bf16)(const float* x, uint16_t* y, int64_t n);
+  // Small-M GEMM (decode): C[m, n] (+)= sum_k A[m, k] W[n, k] for m < M, n in [n0, n1); W row-major
+  // [N, K] with row stride ldw, f32 or bf16 (then A must hold bf16-rounded values).
+  void (*gemm_nt_f32)(const float* A, int64_t lda, const float* W, int64_t ldw, float* C, int64_t ldc, int64_t M,
+                      int64_t n0, int64_t n1, int64_t K, bool accumulate);
+  void (*gemm_nt_bf16)(const float* A, int64_t lda, const uint16_t* W, int64_t ldw, float* C, int64_t ldc, int64_t M,
+                       int64_t n0, int64_t n1, int64_t K, bool accumulate);
 };
 
 const IsaTable& isa_table();          // the active ISA's
