@@ -8,7 +8,7 @@
 namespace temper {
 
 Trainer::Trainer(Transformer& model, const TrainConfig& cfg)
-    : model_(model), cfg_(cfg), m_(Tensor::zeros({model.flat_size()})), v_(Tensor::zeros({model.flat_size()})) {}
+    : model_(model), cfg_(cfg), opt_(model, cfg.optimizer()) {}
 
 StepStats Trainer::step(const int32_t* tokens, const float* loss_mask, int64_t B, int64_t T) {
   TEMPER_CHECK(T >= 2) << "training needs sequences of at least 2 tokens, got " << T;
@@ -39,16 +39,17 @@ StepStats Trainer::step(const int32_t* tokens, const float* loss_mask, int64_t B
   for (int64_t n = 0; n < N; ++n) total -= static_cast<double>(mask_[n]) * logprob_[n];
   s.loss = count > 0 ? total / count : 0.0;
   s.tokens = static_cast<int64_t>(count);
-  TEMPER_PROFILE("optimizer");
-  s.grad_norm = kernels::clip_grad_norm(model_.grads(), model_.flat_size(), cfg_.max_grad_norm);
-  TEMPER_CHECK(std::isfinite(s.grad_norm) && std::isfinite(s.loss))
-      << "step " << step_ << ": non-finite gradient norm (" << s.grad_norm << ") or loss (" << s.loss
-      << "); the update was skipped and the parameters are unchanged (lower the learning rate or check the data)";
-  s.lr = cfg_.lr.at(step_);
-  ++step_;
-  kernels::adamw_step(model_.params(), model_.grads(), m_.data<float>(), v_.data<float>(), model_.flat_size(),
-                      cfg_.adamw, static_cast<float>(s.lr), step_);
-  model_.params_updated();
+  if (!std::isfinite(s.loss)) {  // the gradients are not finite either: no update
+    s.skipped = true;
+    opt_.skip();
+    s.grad_norm = NAN;
+    s.lr = cfg_.lr.at(opt_.steps_done());
+    return s;
+  }
+  OptimizerStep o = opt_.step();
+  s.grad_norm = o.grad_norm;
+  s.lr = o.lr;
+  s.skipped = o.skipped;
   return s;
 }
 

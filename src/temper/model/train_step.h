@@ -11,6 +11,7 @@
 #include "temper/kernels/adamw.h"
 #include "temper/kernels/classifier.h"
 #include "temper/model/lr_schedule.h"
+#include "temper/model/optimizer.h"
 #include "temper/model/transformer.h"
 
 namespace temper {
@@ -34,6 +35,7 @@ struct TrainConfig {
   LrSchedule lr;
   double max_grad_norm = 1.0;  // <= 0: no clipping
   int64_t micro_batch = 0;     // rows per micro-batch; 0 = whole batch
+  OptimizerConfig optimizer() const { return {adamw, lr, max_grad_norm}; }
 };
 
 struct StepStats {
@@ -41,6 +43,7 @@ struct StepStats {
   double grad_norm = 0;  // before clipping
   double lr = 0;
   int64_t tokens = 0;    // tokens with mask 1
+  bool skipped = false;  // non-finite loss or gradients: no update (parameters unchanged)
 };
 
 class Trainer {
@@ -48,15 +51,16 @@ class Trainer {
   Trainer(Transformer& model, const TrainConfig& cfg);
   // tokens [B, T]; loss_mask [B, T-1]: position t predicts tokens[b, t+1] (1 = counts).
   StepStats step(const int32_t* tokens, const float* loss_mask, int64_t B, int64_t T);
-  int64_t steps_done() const { return step_; }
-  float* adam_m() { return m_.data<float>(); }
-  float* adam_v() { return v_.data<float>(); }
+  int64_t steps_done() const { return opt_.steps_done(); }
+  int64_t skipped() const { return opt_.skipped(); }
+  float* adam_m() { return opt_.m(); }
+  float* adam_v() { return opt_.v(); }
+  Optimizer& optimizer() { return opt_; }
 
  private:
   Transformer& model_;
   TrainConfig cfg_;
-  Tensor m_, v_;
-  int64_t step_ = 0;
+  Optimizer opt_;
   std::vector<int32_t> targets_;
   std::vector<float> mask_, logprob_, entropy_;
 };

@@ -1,0 +1,30 @@
+#include "temper/model/optimizer.h"
+
+#include <cmath>
+
+#include "temper/core/log.h"
+#include "temper/core/profile.h"
+
+namespace temper {
+
+Optimizer::Optimizer(Transformer& model, const OptimizerConfig& cfg)
+    : model_(model), cfg_(cfg), m_(Tensor::zeros({model.flat_size()})), v_(Tensor::zeros({model.flat_size()})) {}
+
+OptimizerStep Optimizer::step() {
+  TEMPER_PROFILE("optimizer");
+  OptimizerStep s;
+  s.grad_norm = kernels::clip_grad_norm(model_.grads(), model_.flat_size(), cfg_.max_grad_norm);
+  s.lr = cfg_.lr.at(step_);
+  if (!std::isfinite(s.grad_norm)) {
+    s.skipped = true;
+    ++skipped_;
+    return s;
+  }
+  ++step_;
+  kernels::adamw_step(model_.params(), model_.grads(), m_.data<float>(), v_.data<float>(), model_.flat_size(),
+                      cfg_.adamw, static_cast<float>(s.lr), step_);
+  model_.params_updated();
+  return s;
+}
+
+}  // namespace temper

@@ -1,0 +1,48 @@
+// The optimiser step shared by SFT and RL: global grad-norm clipping, then AdamW (torch semantics)
+// with the LR schedule, over the model's flat parameter and gradient buffers; moments live in two
+// flat buffers. A non-finite gradient norm skips the update (parameters and moments unchanged),
+// counts it and lets the run go on; the step counter advances only on applied updates.
+#pragma once
+
+#include <cstdint>
+
+#include "temper/core/tensor.h"
+#include "temper/kernels/adamw.h"
+#include "temper/model/lr_schedule.h"
+#include "temper/model/transformer.h"
+
+namespace temper {
+
+struct OptimizerConfig {
+  kernels::AdamWConfig adamw;
+  LrSchedule lr;
+  double max_grad_norm = 1.0;  // <= 0: no clipping
+};
+
+struct OptimizerStep {
+  double grad_norm = 0;  // before clipping
+  double lr = 0;
+  bool skipped = false;  // non-finite gradients: no update
+};
+
+class Optimizer {
+ public:
+  Optimizer(Transformer& model, const OptimizerConfig& cfg);
+  OptimizerStep step();  // applies model.grads() (accumulated by the caller)
+  int64_t steps_done() const { return step_; }
+  int64_t skipped() const { return skipped_; }
+  void skip() { ++skipped_; }  // an update the caller abandoned (non-finite loss)
+  void restore(int64_t steps_done, int64_t skipped) { step_ = steps_done, skipped_ = skipped; }
+  float* m() { return m_.data<float>(); }
+  float* v() { return v_.data<float>(); }
+  int64_t size() const { return m_.numel(); }
+  const OptimizerConfig& config() const { return cfg_; }
+
+ private:
+  Transformer& model_;
+  OptimizerConfig cfg_;
+  Tensor m_, v_;
+  int64_t step_ = 0, skipped_ = 0;
+};
+
+}  // namespace temper
