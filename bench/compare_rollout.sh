@@ -4,9 +4,10 @@
 # (bench/peers/llamacpp.sh, built from source in .cache/peers/). Decode tokens/s at each batch, f32 and
 # bf16 (llama.cpp also Q4_0), then temper's prefix sharing (G samples per prompt, one prefill) against
 # the same sequences as independent prompts. Prints every JSON line, then one table. Used by `make bench`.
-# A peer that is not available is skipped with a message.
+# A peer that is not available is skipped with a message. On a shared machine, REPEAT=3 runs the whole
+# round (all engines, all batches) 3 times, interleaved, and the table keeps each configuration's best.
 #   bench/compare_rollout.sh [THREADS] [PROMPT] [GEN] [BATCHES]     (defaults: 2 64 32 1,8,32,64)
-# Env: TEMPER (default build/bin/temper), LLAMACPP_BUILD=1 builds llama.cpp first when missing.
+# Env: TEMPER (default build/bin/temper), REPEAT (default 1), LLAMACPP_BUILD=1 builds llama.cpp first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 threads=${1:-2}; prompt=${2:-64}; gen=${3:-32}; batches=${4:-1,8,32,64}
@@ -15,7 +16,17 @@ py=.venv/bin/python
 export OMP_NUM_THREADS=$threads MKL_NUM_THREADS=$threads
 out=$(mktemp); trap 'rm -f "$out"' EXIT
 echo "load before: $(uptime)"
+have_torch=0; [ -x "$py" ] && "$py" -c 'import torch, transformers' 2>/dev/null && have_torch=1
+[ $have_torch = 1 ] || echo "compare_rollout: skipping PyTorch (no .venv with torch; run scripts/bootstrap --python)"
+if [ "${LLAMACPP_BUILD:-0}" = 1 ] && ! bench/peers/llamacpp.sh available; then
+  bench/peers/llamacpp.sh build && bench/peers/llamacpp.sh models
+fi
+have_llama=0; bench/peers/llamacpp.sh available && have_llama=1
+[ $have_llama = 1 ] || echo "compare_rollout: skipping llama.cpp (not built: bench/peers/llamacpp.sh build &&" \
+  "bench/peers/llamacpp.sh models, or LLAMACPP_BUILD=1 make bench; needs PyPI for the llama-cpp-python sdist)"
 
+for round in $(seq 1 "${REPEAT:-1}"); do
+echo "round $round: $(uptime)"
 for dtype in f32 bf16; do
   for b in ${batches//,/ }; do
     "$temper" bench rollout --shape smollm2-135m --batch "$b" --prompt-len "$prompt" --gen-len "$gen" \
@@ -23,22 +34,14 @@ for dtype in f32 bf16; do
   done
 done
 
-if [ -x "$py" ] && "$py" -c 'import torch, transformers' 2>/dev/null; then
+if [ $have_torch = 1 ]; then
   "$py" bench/peers/torch_generate.py --shape smollm2-135m --batch "$batches" --prompt-len "$prompt" \
     --gen-len "$gen" --threads "$threads" --dtype f32,bf16 | tee -a "$out"
-else
-  echo "compare_rollout: skipping PyTorch (no .venv with torch; run scripts/bootstrap --python)"
 fi
-
-if [ "${LLAMACPP_BUILD:-0}" = 1 ] && ! bench/peers/llamacpp.sh available; then
-  bench/peers/llamacpp.sh build && bench/peers/llamacpp.sh models
-fi
-if bench/peers/llamacpp.sh available; then
+if [ $have_llama = 1 ]; then
   bench/peers/llamacpp.sh run "$threads" "$prompt" "$gen" "$batches" | tee -a "$out"
-else
-  echo "compare_rollout: skipping llama.cpp (not built: bench/peers/llamacpp.sh build && bench/peers/llamacpp.sh models," \
-       "or LLAMACPP_BUILD=1 make bench; needs PyPI for the llama-cpp-python sdist)"
 fi
+done
 
 # Prefix sharing: 8 prompts x G=8 samples, prompt 256: prefill once per prompt vs 64 independent prompts.
 "$temper" bench rollout --shape smollm2-135m --batch 8 --group 8 --prompt-len 256 --gen-len 8 \
@@ -58,7 +61,8 @@ tables = {"decode": {}, "prefill": {}}
 for r in rows:
     if "group" in r: continue
     for what in tables:
-        tables[what].setdefault((name(r), r["dtype"]), {})[r["batch"]] = r[f"{what}_tokens_per_s"]
+        cell = tables[what].setdefault((name(r), r["dtype"]), {})
+        cell[r["batch"]] = max(cell.get(r["batch"], 0.0), r[f"{what}_tokens_per_s"])  # best of the rounds
 table = tables["decode"]
 order = sorted(table, key=lambda k: (k[1] not in ("f32",), k[1], k[0] != "temper", k[0]))
 for what, tab in tables.items():
