@@ -1,5 +1,5 @@
 // The temper command line: subcommands over the library. Catches temper::Error at the top, prints
-// it, and exits non-zero. Later issues add train, generate, eval, convert, report and serve.
+// it, and exits non-zero. Later issues add eval and serve.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -13,6 +13,7 @@
 #include "temper/app/logits.h"
 #include "temper/app/info.h"
 #include "temper/app/report_cmd.h"
+#include "temper/app/train_cmd.h"
 #include "temper/core/error.h"
 #include "temper/version.h"
 
@@ -116,6 +117,14 @@ int main(int argc, char** argv) {
   gen->add_option("--seed", go.seed, "Sampling seed")->capture_default_str();
   gen->add_option("--threads", go.threads, "Threads");
 
+  temper::app::TrainOptions tro;
+  auto* trn = app.add_subcommand("train", "SFT then RL on a task (no recipe: the built-in quickstart); writes a run directory");
+  trn->add_option("recipe", tro.recipe, "Recipe (TOML); none: the built-in quickstart");
+  trn->add_option("--set", tro.sets, "Override a recipe key: --set rl.lr=1e-5 (repeatable)");
+  trn->add_option("--out", tro.out, "Run directory (default: the recipe's run.out)");
+  trn->add_option("--resume", tro.resume, "Continue the run in this directory from its newest checkpoint");
+  trn->add_option("--threads", tro.threads, "Threads (default: all cores)");
+
   temper::app::ReportOptions ro;
   auto* rep = app.add_subcommand("report", "Write RUN_DIR/report.html: metric charts, summary, samples, config");
   rep->add_option("run_dir", ro.run_dir, "Run directory (holds metrics.jsonl)")->required();
@@ -137,6 +146,7 @@ int main(int argc, char** argv) {
     if (dtk->parsed()) return temper::app::detokenize(dto);
     if (gen->parsed()) return temper::app::generate(go);
     if (rep->parsed()) return temper::app::report(ro);
+    if (trn->parsed()) return temper::app::train(tro);
   } catch (const temper::Error& e) {
     std::fprintf(stderr, "temper: error: %s\n", e.what());
     return 1;

@@ -1,0 +1,55 @@
+#include "temper/app/codec.h"
+
+#include "temper/core/error.h"
+#include "temper/text/chat_template.h"
+
+namespace temper::app {
+
+rl::PromptCodec make_codec(std::shared_ptr<const text::Tokenizer> tok, const std::vector<int32_t>& eos_ids,
+                           const std::string& format, const std::string& system_prompt) {
+  TEMPER_CHECK(tok) << "the model has no tokenizer: RL needs one (tokenizer.json or GGUF tokenizer metadata)";
+  TEMPER_CHECK(format == "raw" || format == "chat" || format == "auto")
+      << "prompt format must be raw, chat or auto, got '" << format << "'";
+  bool chat = format == "chat" || (format == "auto" && !tok->chat_template().empty());
+  rl::PromptCodec c;
+  c.stop_ids.insert(eos_ids.begin(), eos_ids.end());
+  if (tok->eos_id() >= 0) c.stop_ids.insert(tok->eos_id());
+  int32_t end = tok->eos_id() >= 0 ? tok->eos_id() : (eos_ids.empty() ? -1 : eos_ids.front());
+  if (chat) {
+    std::string bos = tok->bos_id() >= 0 ? tok->id_to_token(tok->bos_id()) : "";
+    auto tmpl = std::make_shared<text::ChatTemplate>(text::chat_template_resolve("", tok->chat_template(), bos));
+    int32_t eot = tok->token_to_id(tmpl->format == text::ChatFormat::kChatML ? "<|im_end|>" : "<|eot_id|>");
+    if (eot >= 0) {
+      c.stop_ids.insert(eot);
+      end = eot;
+    }
+    c.encode_prompt = [tok, tmpl, system_prompt](const tasks::Problem& p) {
+      std::vector<text::ChatMessage> msgs;
+      if (!system_prompt.empty()) msgs.push_back({"system", system_prompt});
+      if (p.messages.empty()) {
+        msgs.push_back({"user", p.prompt});
+      } else {
+        for (const auto& m : p.messages) msgs.push_back({m.role, m.content});
+      }
+      return tok->encode(text::chat_template_render(*tmpl, msgs, /*add_generation_prompt=*/true), false);
+    };
+  } else {
+    c.encode_prompt = [tok](const tasks::Problem& p) {
+      std::vector<int32_t> ids = tok->prefix_ids();
+      std::vector<int32_t> body = tok->encode(p.prompt, false);
+      ids.insert(ids.end(), body.begin(), body.end());
+      return ids;
+    };
+  }
+  TEMPER_CHECK(end >= 0) << "the tokenizer has no end token (EOS): completions could not stop";
+  c.encode_completion = [tok, end](const std::string& text) {
+    std::vector<int32_t> ids = tok->encode(text, false, /*parse_special=*/false);
+    ids.push_back(end);
+    return ids;
+  };
+  c.decode = [tok](const std::vector<int32_t>& ids) { return tok->decode(ids, /*skip_special=*/true); };
+  c.token_bytes = [tok](int32_t id) { return tok->token_bytes(id); };
+  return c;
+}
+
+}  // namespace temper::app

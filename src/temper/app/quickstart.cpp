@@ -1,0 +1,86 @@
+#include "temper/app/quickstart.h"
+
+#include "temper/text/byte_level.h"
+#include "temper/text/tokenizer_spec.h"
+
+namespace temper::app {
+
+const std::string& quickstart_recipe() {
+  static const std::string text = R"(# temper quickstart: a tiny model from scratch learns multi-step arithmetic,
+# first by imitation (SFT on gold step-by-step solutions), then by reinforcement (GRPO on its own samples).
+[model]
+preset = "quickstart"   # built-in tiny shape from scratch with a byte-level tokenizer (or: path = "model-dir")
+seed = 0
+
+[task]
+name = "arithmetic"
+
+[task.params]
+seed = 1
+min_ops = 2
+max_ops = 3
+max_operand = 20
+
+[sft]
+steps = 120
+batch = 32
+lr = 3e-3
+warmup = 10
+
+[rl]
+steps = 60
+prompts_per_step = 16
+group_size = 8
+max_new = 40
+lr = 3e-4
+warmup = 0
+temperature = 1.0
+
+[eval]
+every = 20
+problems = 200
+max_new = 40
+
+[run]
+checkpoint_every = 20
+keep_last = 2
+samples_every = 10
+)";
+  return text;
+}
+
+ModelConfig quickstart_model_config() {
+  ModelConfig c;
+  c.arch = Arch::llama;
+  c.vocab_size = 259;
+  c.hidden_size = 128;
+  c.num_layers = 4;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.head_dim = 32;
+  c.intermediate_size = 384;
+  c.max_position_embeddings = 256;
+  c.rope_theta = 10000.0;
+  c.rms_norm_eps = 1e-5;
+  c.tie_word_embeddings = true;
+  return c;
+}
+
+text::Tokenizer byte_tokenizer() {
+  text::TokenizerSpec s;
+  s.model = "gpt2";
+  s.pre = "gpt2";
+  for (int b = 0; b < 256; ++b) {
+    s.tokens.push_back(text::byte_level_encode(std::string(1, static_cast<char>(b))));
+    s.token_types.push_back(static_cast<int32_t>(text::TokenType::kNormal));
+  }
+  for (const char* sp : {"<|endoftext|>", "<|im_start|>", "<|im_end|>"}) {
+    s.tokens.push_back(sp);
+    s.token_types.push_back(static_cast<int32_t>(text::TokenType::kControl));
+  }
+  s.eos_id = 256;
+  s.pad_id = 256;
+  return text::Tokenizer::from_spec(s);
+}
+
+}  // namespace temper::app

@@ -1,0 +1,235 @@
+#include "temper/app/recipe.h"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <toml++/toml.h>
+
+#include "temper/core/error.h"
+
+namespace temper::app {
+
+std::string toml_quote(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"': o += "\\\""; break;
+      case '\\': o += "\\\\"; break;
+      case '\n': o += "\\n"; break;
+      case '\t': o += "\\t"; break;
+      default: o += c;
+    }
+  }
+  return o + "\"";
+}
+
+namespace {
+
+std::string literal_of(const toml::node& n, std::string* kind) {
+  std::ostringstream os;
+  if (n.is_string()) {
+    *kind = "string";
+    return toml_quote(n.as_string()->get());
+  }
+  if (n.is_integer()) *kind = "integer";
+  else if (n.is_floating_point()) *kind = "float";
+  else if (n.is_boolean()) *kind = "boolean";
+  else if (n.is_array()) *kind = "array";
+  else *kind = "other";
+  if (n.is_floating_point()) {  // shortest text that reads back to the same double
+    char buf[64];
+    double v = n.as_floating_point()->get();
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    for (int prec = 1; prec <= 17; ++prec) {
+      std::snprintf(buf, sizeof buf, "%.*g", prec, v);
+      if (std::strtod(buf, nullptr) == v) break;
+    }
+    std::string t = buf;
+    if (t.find_first_of(".eEn") == std::string::npos) t += ".0";
+    return t;
+  }
+  n.visit([&](auto&& x) { os << x; });
+  return os.str();
+}
+
+void flatten(const toml::table& t, const std::string& prefix, const std::string& source,
+             std::map<std::string, std::pair<std::string, std::pair<std::string, std::string>>>& out) {
+  for (auto&& [k, v] : t) {
+    std::string key = prefix + std::string(k.str());
+    if (v.is_table()) {
+      flatten(*v.as_table(), key + ".", source, out);
+      continue;
+    }
+    std::string kind;
+    std::string lit = literal_of(v, &kind);
+    std::string origin = source + ":" + std::to_string(v.source().begin.line);
+    out[key] = {lit, {kind, origin}};
+  }
+}
+
+std::string unquote(const std::string& lit) {
+  toml::table t = toml::parse("v = " + lit);
+  return std::string(t["v"].value<std::string>().value_or(""));
+}
+
+}  // namespace
+
+Recipe Recipe::parse(const std::string& text, const std::string& source) {
+  Recipe r;
+  r.source_ = source;
+  toml::table t;
+  try {
+    t = toml::parse(text, source);
+  } catch (const toml::parse_error& e) {
+    TEMPER_FAIL() << source << ":" << e.source().begin.line << ":" << e.source().begin.column
+                  << ": not valid TOML: " << e.description();
+  }
+  std::map<std::string, std::pair<std::string, std::pair<std::string, std::string>>> flat;
+  flatten(t, "", source, flat);
+  for (auto& [k, v] : flat) r.values_[k] = Value{v.first, v.second.first, v.second.second};
+  return r;
+}
+
+Recipe Recipe::load(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  TEMPER_CHECK(in.good()) << path << ": cannot open the recipe";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse(ss.str(), path);
+}
+
+void Recipe::set(const std::string& a) {
+  size_t eq = a.find('=');
+  TEMPER_CHECK(eq != std::string::npos && eq > 0) << "--set '" << a << "': expected key=value";
+  std::string key = a.substr(0, eq), val = a.substr(eq + 1);
+  while (!key.empty() && key.back() == ' ') key.pop_back();
+  while (!val.empty() && val.front() == ' ') val.erase(0, 1);
+  Value v;
+  v.origin = "--set " + key;
+  try {
+    toml::table t = toml::parse("v = " + val);
+    v.text = literal_of(*t.get("v"), &v.kind);
+  } catch (const toml::parse_error&) {
+    v.kind = "string";
+    v.text = toml_quote(val);
+  }
+  values_[key] = v;
+}
+
+const Recipe::Value* Recipe::find(const std::string& key) {
+  read_.insert(key);
+  auto it = values_.find(key);
+  return it == values_.end() ? nullptr : &it->second;
+}
+
+void Recipe::bad(const std::string& key, const Value& v, const std::string& expected) const {
+  TEMPER_FAIL() << v.origin << ": '" << key << "' must be " << expected << ", got " << v.text;
+}
+
+void Recipe::record(const std::string& key, const std::string& literal) { resolved_[key] = literal; }
+
+int64_t Recipe::get_int(const std::string& key, int64_t def) {
+  const Value* v = find(key);
+  int64_t x = def;
+  if (v) {
+    if (v->kind != "integer") bad(key, *v, "an integer");
+    x = std::stoll(v->text);
+  }
+  record(key, std::to_string(x));
+  return x;
+}
+
+double Recipe::get_double(const std::string& key, double def) {
+  const Value* v = find(key);
+  double x = def;
+  if (v) {
+    if (v->kind != "integer" && v->kind != "float") bad(key, *v, "a number");
+    toml::table t = toml::parse("v = " + v->text);
+    x = t["v"].value<double>().value();
+    if (!std::isfinite(x)) bad(key, *v, "a finite number");
+  }
+  char buf[64];
+  for (int prec = 1; prec <= 17; ++prec) {
+    std::snprintf(buf, sizeof buf, "%.*g", prec, x);
+    if (std::strtod(buf, nullptr) == x) break;
+  }
+  std::string t = buf;
+  if (t.find_first_of(".eE") == std::string::npos) t += ".0";
+  record(key, t);
+  return x;
+}
+
+bool Recipe::get_bool(const std::string& key, bool def) {
+  const Value* v = find(key);
+  bool x = def;
+  if (v) {
+    if (v->kind != "boolean") bad(key, *v, "true or false");
+    x = v->text == "true";
+  }
+  record(key, x ? "true" : "false");
+  return x;
+}
+
+std::string Recipe::get_string(const std::string& key, const std::string& def) {
+  const Value* v = find(key);
+  std::string x = def;
+  if (v) {
+    if (v->kind != "string") bad(key, *v, "a string");
+    x = unquote(v->text);
+  }
+  record(key, toml_quote(x));
+  return x;
+}
+
+std::string Recipe::get_choice(const std::string& key, const std::string& def, const std::vector<std::string>& choices) {
+  std::string x = get_string(key, def);
+  bool ok = false;
+  std::string list;
+  for (const auto& c : choices) {
+    ok = ok || c == x;
+    list += (list.empty() ? "" : ", ") + c;
+  }
+  if (!ok) {
+    auto it = values_.find(key);
+    TEMPER_FAIL() << (it != values_.end() ? it->second.origin : source_) << ": '" << key << "' must be one of " << list
+                  << ", got '" << x << "'";
+  }
+  return x;
+}
+
+std::map<std::string, std::string> Recipe::get_table(const std::string& prefix) {
+  std::map<std::string, std::string> out;
+  for (auto& [k, v] : values_) {
+    if (k.rfind(prefix, 0) != 0) continue;
+    read_.insert(k);
+    out[k.substr(prefix.size())] = v.kind == "string" ? unquote(v.text) : v.text;
+    resolved_[k] = v.text;
+  }
+  return out;
+}
+
+void Recipe::check_all_read() const {
+  for (auto& [k, v] : values_) {
+    if (read_.count(k)) continue;
+    std::string section = k.substr(0, k.find('.') == std::string::npos ? 0 : k.find('.') + 1), known;
+    for (auto& [rk, lit] : resolved_)
+      if (section.empty() ? rk.find('.') == std::string::npos : rk.rfind(section, 0) == 0) known += " " + rk;
+    TEMPER_FAIL() << v.origin << ": unknown key '" << k << "'" << (known.empty() ? std::string(" (no such section)") : "; known:" + known);
+  }
+}
+
+std::string Recipe::resolved_toml() const {
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> sections;
+  for (auto& [k, lit] : resolved_) {
+    size_t dot = k.rfind('.');
+    sections[dot == std::string::npos ? "" : k.substr(0, dot)].push_back({dot == std::string::npos ? k : k.substr(dot + 1), lit});
+  }
+  std::string out = "# temper: the resolved recipe (every setting, defaults included)\n";
+  for (auto& [sec, kv] : sections) {
+    if (!sec.empty()) out += "\n[" + sec + "]\n";
+    for (auto& [k, lit] : kv) out += k + " = " + lit + "\n";
+  }
+  return out;
+}
+
+}  // namespace temper::app

@@ -1,0 +1,380 @@
+#include "temper/app/train_cmd.h"
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "temper/app/checkpoint.h"
+#include "temper/app/codec.h"
+#include "temper/app/model_source.h"
+#include "temper/app/quickstart.h"
+#include "temper/app/recipe.h"
+#include "temper/core/error.h"
+#include "temper/core/thread_pool.h"
+#include "temper/io/atomic_file.h"
+#include "temper/report/html_report.h"
+#include "temper/report/metrics_sink.h"
+#include "temper/report/progress.h"
+#include "temper/report/tensorboard.h"
+#include "temper/rl/evaluate.h"
+#include "temper/rl/rl_trainer.h"
+#include "temper/rl/sft.h"
+
+namespace fs = std::filesystem;
+
+namespace temper::app {
+
+namespace {
+
+std::atomic<int> g_signal{0};
+extern "C" void on_signal(int s) { g_signal = s; }
+
+struct RunConfig {
+  std::string model_path, preset, precision, prompt_format, system_prompt;
+  uint64_t seed = 0;
+  std::string task_name;
+  tasks::TaskParams task_params;
+  int64_t sft_steps = 0, rl_steps = 0;
+  rl::SftConfig sft;
+  rl::RlConfig rl;
+  int64_t eval_every = 0;
+  rl::EvalConfig eval;
+  std::string out;
+  int64_t checkpoint_every = 0, keep_last = 2, samples_every = 10, samples_per_step = 4, threads = 0;
+};
+
+OptimizerConfig read_optimizer(Recipe& r, const std::string& sec, double lr, double min_ratio, double wd, int64_t steps) {
+  OptimizerConfig o;
+  o.lr.peak = r.get_double(sec + ".lr", lr);
+  o.lr.warmup_steps = r.get_int(sec + ".warmup", 0);
+  std::string sched = r.get_choice(sec + ".schedule", "cosine", {"cosine", "constant"});
+  o.lr.total_steps = sched == "cosine" ? steps : 0;
+  o.lr.min_ratio = r.get_double(sec + ".min_lr_ratio", min_ratio);
+  o.adamw.weight_decay = static_cast<float>(r.get_double(sec + ".weight_decay", wd));
+  o.adamw.beta1 = static_cast<float>(r.get_double(sec + ".beta1", 0.9));
+  o.adamw.beta2 = static_cast<float>(r.get_double(sec + ".beta2", 0.999));
+  o.adamw.eps = static_cast<float>(r.get_double(sec + ".adam_eps", 1e-8));
+  o.max_grad_norm = r.get_double(sec + ".max_grad_norm", 1.0);
+  TEMPER_CHECK(o.lr.peak > 0 && o.lr.warmup_steps >= 0) << r.source() << ": " << sec << ".lr must be > 0 and warmup >= 0";
+  return o;
+}
+
+rollout::SamplerConfig read_sampler(Recipe& r, const std::string& sec) {
+  rollout::SamplerConfig s;
+  s.temperature = static_cast<float>(r.get_double(sec + ".temperature", 1.0));
+  s.top_p = static_cast<float>(r.get_double(sec + ".top_p", 1.0));
+  s.top_k = r.get_int(sec + ".top_k", 0);
+  s.min_p = static_cast<float>(r.get_double(sec + ".min_p", 0.0));
+  return s;
+}
+
+RunConfig read_config(Recipe& r) {
+  RunConfig c;
+  c.model_path = r.get_string("model.path", "");
+  c.preset = r.get_string("model.preset", c.model_path.empty() ? "quickstart" : "");
+  c.precision = r.get_choice("model.precision", "f32", {"f32", "bf16"});
+  c.prompt_format = r.get_choice("model.prompt_format", "auto", {"auto", "raw", "chat"});
+  c.system_prompt = r.get_string("model.system_prompt", "");
+  c.seed = static_cast<uint64_t>(r.get_int("model.seed", 0));
+  c.task_name = r.get_string("task.name", "arithmetic");
+  c.task_params = r.get_table("task.params.");
+
+  c.sft_steps = r.get_int("sft.steps", 0);
+  c.sft.batch = r.get_int("sft.batch", 32);
+  c.sft.train.micro_batch = r.get_int("sft.micro_batch", 0);
+  OptimizerConfig so = read_optimizer(r, "sft", 1e-3, 0.1, 0.0, c.sft_steps);
+  c.sft.train.adamw = so.adamw;
+  c.sft.train.lr = so.lr;
+  c.sft.train.max_grad_norm = so.max_grad_norm;
+
+  c.rl_steps = r.get_int("rl.steps", 0);
+  rl::RlConfig& q = c.rl;
+  q.prompts_per_step = r.get_int("rl.prompts_per_step", 8);
+  q.group_size = r.get_int("rl.group_size", 8);
+  q.max_new = r.get_int("rl.max_new", 64);
+  q.sampler = read_sampler(r, "rl");
+  std::string est = r.get_choice("rl.advantage", "grpo", {"grpo", "dr_grpo", "rloo"});
+  q.advantage.estimator = est == "grpo" ? rl::AdvantageEstimator::grpo
+                          : est == "dr_grpo" ? rl::AdvantageEstimator::dr_grpo : rl::AdvantageEstimator::rloo;
+  std::string sc = r.get_choice("rl.scale_rewards", est == "grpo" ? "group" : "none", {"group", "batch", "none"});
+  q.advantage.scale = sc == "group" ? rl::RewardScale::group : sc == "batch" ? rl::RewardScale::batch : rl::RewardScale::none;
+  q.advantage.eps = r.get_double("rl.advantage_eps", 1e-4);
+  q.loss.eps_low = r.get_double("rl.eps_low", 0.2);
+  q.loss.eps_high = r.get_double("rl.eps_high", 0.2);
+  q.loss.dual_clip = r.get_double("rl.dual_clip", 0.0);
+  q.loss.kl_coef = r.get_double("rl.kl_coef", 0.0);
+  std::string kl = r.get_choice("rl.kl_estimator", "k3", {"k1", "k2", "k3"});
+  q.loss.kl_estimator = kl == "k1" ? rl::KlEstimator::k1 : kl == "k2" ? rl::KlEstimator::k2 : rl::KlEstimator::k3;
+  q.loss.ent_coef = r.get_double("rl.ent_coef", 0.0);
+  std::string agg = r.get_choice("rl.loss_agg", "token_mean", {"token_mean", "seq_mean_token_mean", "seq_mean_token_sum_norm"});
+  q.loss.agg = agg == "token_mean" ? rl::LossAgg::token_mean
+               : agg == "seq_mean_token_mean" ? rl::LossAgg::seq_mean_token_mean : rl::LossAgg::seq_mean_token_sum_norm;
+  q.loss.max_len = r.get_int("rl.loss_max_len", q.max_new);
+  q.epochs = r.get_int("rl.epochs", 1);
+  q.mini_batches = r.get_int("rl.mini_batches", 1);
+  q.micro_batch = r.get_int("rl.micro_batch", 0);
+  q.dynamic_sampling = r.get_bool("rl.dynamic_sampling", false);
+  q.max_resample_rounds = r.get_int("rl.max_resample_rounds", 3);
+  q.mask_truncated = r.get_bool("rl.mask_truncated", false);
+  q.kv_memory_mb = r.get_int("rl.kv_memory_mb", 256);
+  q.max_seqs = r.get_int("rl.max_seqs", 64);
+  q.optimizer = read_optimizer(r, "rl", 1e-5, 1.0, 0.0, c.rl_steps);
+  q.seed = c.seed;
+
+  c.eval_every = r.get_int("eval.every", 0);
+  c.eval.problems = r.get_int("eval.problems", 100);
+  c.eval.samples = r.get_int("eval.samples", 1);
+  c.eval.greedy = r.get_bool("eval.greedy", c.eval.samples == 1);
+  c.eval.sampler = read_sampler(r, "eval");
+  c.eval.max_new = r.get_int("eval.max_new", q.max_new);
+  c.eval.pass_k = {1};
+  if (c.eval.samples > 1) c.eval.pass_k.push_back(c.eval.samples);
+  c.eval.seed = c.seed;
+  c.eval.kv_memory_mb = q.kv_memory_mb;
+
+  c.out = r.get_string("run.out", "runs/" + (c.model_path.empty() ? c.preset : fs::path(c.model_path).stem().string()) + "-" + c.task_name);
+  c.checkpoint_every = r.get_int("run.checkpoint_every", 0);
+  c.keep_last = r.get_int("run.keep_last", 2);
+  c.samples_every = r.get_int("run.samples_every", 10);
+  c.samples_per_step = r.get_int("run.samples_per_step", 4);
+  c.threads = r.get_int("run.threads", 0);
+  TEMPER_CHECK(c.sft_steps >= 0 && c.rl_steps >= 0) << r.source() << ": sft.steps and rl.steps must be >= 0";
+  TEMPER_CHECK(c.sft_steps + c.rl_steps > 0) << r.source() << ": nothing to do: sft.steps and rl.steps are both 0";
+  TEMPER_CHECK(c.keep_last >= 1) << r.source() << ": run.keep_last must be >= 1, got " << c.keep_last;
+  if (c.rl_steps > 0) q.validate();
+  c.sft.validate();
+  c.eval.validate();
+  return c;
+}
+
+double rss_mb() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (!f) return 0;
+  long pages = 0, rss = 0;
+  int n = std::fscanf(f, "%ld %ld", &pages, &rss);
+  std::fclose(f);
+  return n == 2 ? static_cast<double>(rss) * 4096.0 / (1 << 20) : 0;
+}
+
+}  // namespace
+
+int train(const TrainOptions& o) {
+  // The recipe: a file, the built-in quickstart, or the resumed run's resolved config.
+  Recipe recipe = !o.resume.empty() ? Recipe::load((fs::path(o.resume) / "config.toml").string())
+                  : o.recipe.empty() ? Recipe::parse(quickstart_recipe(), "<built-in quickstart>")
+                                     : Recipe::load(o.recipe);
+  for (const std::string& s : o.sets) recipe.set(s);
+  RunConfig cfg = read_config(recipe);
+  recipe.check_all_read();
+  const std::string run_dir = !o.resume.empty() ? o.resume : !o.out.empty() ? o.out : cfg.out;
+  if (o.threads > 0) set_num_threads(o.threads);
+  else if (cfg.threads > 0) set_num_threads(static_cast<int>(cfg.threads));
+
+  std::string resume_from;
+  if (!o.resume.empty()) {
+    resume_from = latest_checkpoint(run_dir);
+    TEMPER_CHECK(!resume_from.empty()) << run_dir << ": no checkpoint to resume from (checkpoints/step-N with trainer_state.json)";
+  } else {
+    TEMPER_CHECK(latest_checkpoint(run_dir).empty() && !fs::exists(fs::path(run_dir) / "metrics.jsonl"))
+        << run_dir << ": already holds a run; continue it with --resume " << run_dir << " or choose another --out";
+  }
+  fs::create_directories(run_dir);
+  const std::string config_text = recipe.resolved_toml();
+  io::write_text_atomic((fs::path(run_dir) / "config.toml").string(), config_text);
+  std::fprintf(stderr, "%s\n", config_text.c_str());
+
+  // Model and tokenizer.
+  std::unique_ptr<Transformer> policy;
+  std::shared_ptr<const text::Tokenizer> tok;
+  std::vector<int32_t> eos_ids;
+  int32_t bos_id = -1;
+  if (cfg.model_path.empty()) {
+    TEMPER_CHECK(cfg.preset == "quickstart") << recipe.source() << ": model.preset must be \"quickstart\" when model.path is empty, got '"
+                                             << cfg.preset << "'";
+    policy = std::make_unique<Transformer>(quickstart_model_config());
+    policy->init_random(cfg.seed);
+    tok = std::make_shared<text::Tokenizer>(byte_tokenizer());
+    eos_ids = {tok->eos_id()};
+  } else {
+    LoadedModel lm = load_model(cfg.model_path);
+    policy = std::move(lm.model);
+    tok = lm.tokenizer;
+    eos_ids = lm.eos_ids;
+    bos_id = lm.bos_id;
+    TEMPER_CHECK(tok) << cfg.model_path << ": no tokenizer (tokenizer.json or GGUF tokenizer metadata) — RL needs one";
+  }
+  policy->set_precision(cfg.precision == "bf16" ? kernels::Precision::bf16 : kernels::Precision::f32);
+  io::HfExportOptions ex;
+  ex.eos_ids = eos_ids;
+  ex.bos_id = bos_id;
+  ex.tokenizer_json_text = tok->to_hf_json();
+  ex.tokenizer_config_json_text = tok->to_hf_config_json();
+
+  std::shared_ptr<const tasks::Task> task = tasks::make_task(cfg.task_name, cfg.task_params);
+  rl::PromptCodec codec = make_codec(tok, eos_ids, cfg.prompt_format, cfg.system_prompt);
+  reward::SafeReward safe;
+
+  rl::SftTrainer sft(*policy, task, codec, cfg.sft);
+  std::unique_ptr<Transformer> reference;
+  if (cfg.rl.loss.kl_coef > 0) reference = std::make_unique<Transformer>(policy->config());
+  std::unique_ptr<rl::RlTrainer> rlt;
+  auto make_rl = [&] {
+    if (reference) reference->set_precision(policy->precision());
+    rlt = std::make_unique<rl::RlTrainer>(*policy, task, codec, cfg.rl, safe, std::vector<rl::Method*>{}, reference.get());
+  };
+
+  // Resume: weights, the optimiser of the stage, cursors.
+  TrainState st;
+  if (!resume_from.empty()) {
+    st = read_train_state(resume_from);
+    if (st.stage == "rl") {
+      make_rl();
+      load_checkpoint(resume_from, *policy, &rlt->optimizer(), reference.get());
+      rlt->restore(st.rl_steps, st.rl_cursor);
+    } else {
+      load_checkpoint(resume_from, *policy, &sft.trainer().optimizer(), nullptr);
+      sft.restore(st.sft_cursor);
+    }
+    std::fprintf(stderr, "temper train: resuming %s from %s (step %lld)\n", run_dir.c_str(), resume_from.c_str(),
+                 static_cast<long long>(st.step));
+  }
+
+  // Memory plan.
+  {
+    double params_mb = static_cast<double>(policy->flat_size()) * 4 / (1 << 20);
+    std::fprintf(stderr,
+                 "temper train: %s, %lld parameters; memory plan: weights %.1f MB, grads %.1f MB, AdamW %.1f MB, KV cache %lld MB%s\n",
+                 policy->config().summary().c_str(), static_cast<long long>(policy->num_params()), params_mb, params_mb,
+                 2 * params_mb, static_cast<long long>(cfg.rl.kv_memory_mb),
+                 reference ? ", KL reference (a weights copy)" : "");
+  }
+
+  // Sinks.
+  const std::string mpath = (fs::path(run_dir) / "metrics.jsonl").string(), spath = (fs::path(run_dir) / "samples.jsonl").string();
+  report::MetricsFanout sinks;
+  std::unique_ptr<report::SamplesJsonl> samples;
+  if (resume_from.empty()) {
+    sinks.add(report::JsonlMetrics::create(mpath));
+    sinks.add(std::make_unique<report::TensorBoardWriter>(run_dir));
+    samples = report::SamplesJsonl::create(spath);
+  } else {
+    sinks.add(report::JsonlMetrics::resume_after_step(mpath, st.step));
+    report::TensorBoardWriter::Options to;
+    to.resumed_from_step = st.step;
+    sinks.add(std::make_unique<report::TensorBoardWriter>(run_dir, to));
+    samples = report::SamplesJsonl::resume_after_step(spath, st.step);
+  }
+  const int64_t total = cfg.sft_steps + cfg.rl_steps;
+  report::Progress progress(total, st.step);
+
+  double first_eval = NAN, last_eval = NAN, sft_end_eval = NAN;
+  int64_t last_eval_step = -1;
+  auto run_eval = [&](int64_t step) {
+    rl::EvalResult e = rl::evaluate(*policy, task, codec, cfg.eval, safe);
+    report::MetricValues v = {{"eval_accuracy", e.accuracy}, {"eval_len_mean", e.mean_len}};
+    for (auto& [k, p] : e.pass_at_k) v.emplace_back("eval_pass_at_" + std::to_string(k), p);
+    for (auto& [d, x] : e.by_difficulty) v.emplace_back("eval_accuracy_d" + std::to_string(d), x.second);
+    sinks.write(step, "eval", v);
+    char line[160];
+    std::snprintf(line, sizeof line, "eval @ step %lld: accuracy %.3f over %lld held-out problems (mean length %.1f tokens)",
+                  static_cast<long long>(step), e.accuracy, static_cast<long long>(e.problems), e.mean_len);
+    progress.message(line);
+    if (std::isnan(first_eval)) first_eval = e.accuracy;
+    last_eval = e.accuracy;
+    last_eval_step = step;
+    return e.accuracy;
+  };
+  auto checkpoint = [&](bool rl_stage) {
+    st.stage = rl_stage ? "rl" : "sft";
+    st.sft_steps = sft.steps_done();
+    st.sft_cursor = sft.cursor();
+    if (rl_stage) {
+      st.rl_steps = rlt->steps_done();
+      st.rl_cursor = rlt->cursor();
+    }
+    Optimizer& opt = rl_stage ? rlt->optimizer() : sft.trainer().optimizer();
+    st.opt_steps = opt.steps_done();
+    st.opt_skipped = opt.skipped();
+    sinks.flush();
+    samples->flush();
+    std::string dir = (fs::path(run_dir) / "checkpoints" / ("step-" + std::to_string(st.step))).string();
+    save_checkpoint(dir, *policy, ex, &opt, rl_stage ? reference.get() : nullptr, st, config_text);
+    prune_checkpoints(run_dir, cfg.keep_last);
+    progress.message("checkpoint " + dir);
+  };
+
+  std::signal(SIGTERM, on_signal);
+  std::signal(SIGINT, on_signal);
+  auto stopped = [&](bool rl_stage) {
+    if (!g_signal) return false;
+    checkpoint(rl_stage);
+    progress.finish();
+    std::fprintf(stderr, "temper train: stopped by signal %d after step %lld; checkpoint written. Continue with: temper train --resume %s\n",
+                 g_signal.load(), static_cast<long long>(st.step), run_dir.c_str());
+    return true;
+  };
+
+  if (st.step == 0) run_eval(0);
+  // SFT.
+  while (sft.steps_done() < cfg.sft_steps) {
+    rl::Metrics m = sft.step();
+    ++st.step;
+    m.emplace_back("rss_mb", rss_mb());
+    sinks.write(st.step, "sft", m);
+    progress.update(st.step, m);
+    if (cfg.eval_every > 0 && st.step % cfg.eval_every == 0) run_eval(st.step);
+    if (cfg.checkpoint_every > 0 && st.step % cfg.checkpoint_every == 0) checkpoint(false);
+    if (stopped(false)) return 0;
+  }
+  // RL.
+  if (cfg.rl_steps > 0) {
+    if (!rlt) {
+      if (reference) {  // the frozen KL reference: the policy as RL starts
+        std::copy(policy->params(), policy->params() + policy->flat_size(), reference->params());
+        reference->params_updated();
+        reference->set_precision(policy->precision());
+      }
+      make_rl();
+    }
+    if (cfg.sft_steps > 0 && rlt->steps_done() == 0) sft_end_eval = last_eval_step == st.step ? last_eval : run_eval(st.step);
+    while (rlt->steps_done() < cfg.rl_steps) {
+      rl::Metrics m = rlt->step();
+      ++st.step;
+      m.emplace_back("rss_mb", rss_mb());
+      sinks.write(st.step, "train", m);
+      if (cfg.samples_every > 0 && rlt->steps_done() % cfg.samples_every == 0) {
+        const rl::Batch& b = rlt->last_batch();
+        for (int64_t i = 0; i < std::min<int64_t>(cfg.samples_per_step, static_cast<int64_t>(b.traj.size())); ++i) {
+          const rl::Trajectory& t = b.traj[static_cast<size_t>(i * cfg.rl.group_size) % b.traj.size()];
+          const tasks::Problem& p = b.problems[static_cast<size_t>(t.problem)];
+          report::Sample s;
+          s.step = st.step;
+          s.prompt = p.prompt;
+          s.completion = t.text;
+          s.reward = t.reward;
+          s.answer = p.answer;
+          s.correct = t.correct;
+          samples->write(s);
+        }
+      }
+      progress.update(st.step, m);
+      if (cfg.eval_every > 0 && st.step % cfg.eval_every == 0) run_eval(st.step);
+      if (cfg.checkpoint_every > 0 && st.step % cfg.checkpoint_every == 0) checkpoint(true);
+      if (stopped(true)) return 0;
+    }
+  }
+  if (last_eval_step != st.step) run_eval(st.step);
+  checkpoint(cfg.rl_steps > 0);
+  progress.finish();
+  std::string html = report::write_html_report(run_dir);
+  std::fprintf(stderr, "temper train: done, %lld steps. Held-out accuracy: %.3f at the start", static_cast<long long>(st.step), first_eval);
+  if (!std::isnan(sft_end_eval)) std::fprintf(stderr, ", %.3f after SFT (RL starts)", sft_end_eval);
+  std::fprintf(stderr, ", %.3f at the end. Report: %s\n", last_eval, html.c_str());
+  return 0;
+}
+
+}  // namespace temper::app

@@ -1,0 +1,23 @@
+// `temper train [RECIPE] [--set k=v]... [--out DIR] [--resume DIR]`: the run loop. Reads the recipe
+// (built-in quickstart when none), builds the model (a preset from scratch or a model path), the
+// task, SFT then RL, evaluates on held-out problems, writes metrics.jsonl / TensorBoard events /
+// samples.jsonl / checkpoints / report.html into the run directory; SIGTERM or SIGINT finishes the
+// current step, writes a checkpoint and exits 0; --resume continues bitwise identically.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace temper::app {
+
+struct TrainOptions {
+  std::string recipe;             // empty: the built-in quickstart
+  std::vector<std::string> sets;  // key=value overrides
+  std::string out;                // run directory (default: run.out of the recipe)
+  std::string resume;             // a run directory to continue
+  int threads = 0;
+};
+
+int train(const TrainOptions& o);
+
+}  // namespace temper::app

@@ -1,0 +1,44 @@
+// What one RL step carries from the rollout to the update: a trajectory per sampled completion with
+// its per-token fields (ids, sampling and policy log-probs, entropies, advantages, weights, whether
+// each token is in the loss) and per-sequence fields (reward or reward vector, group, tags, finish),
+// and the batch of them with the problems they answer. Methods read and rewrite these between the
+// trainer's hooks (docs/ARCHITECTURE.md, "The road of one RL step").
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "temper/rollout/engine.h"
+#include "temper/tasks/task.h"
+
+namespace temper::rl {
+
+struct Trajectory {
+  int64_t problem = 0;  // index into Batch::problems
+  int64_t group = 0;    // samples of one prompt share a group (advantages are relative within it)
+  std::vector<int32_t> prompt;
+  std::vector<int32_t> tokens;              // the completion (a stop token included)
+  std::vector<float> sample_logprob;        // under the sampling distribution
+  std::vector<float> old_logprob;           // under the policy that sampled (the importance ratio's denominator)
+  std::vector<float> entropy;               // policy entropy at each completion token
+  std::vector<float> advantage;             // per completion token
+  std::vector<float> weight;                // per completion token (1 by default; STARE reweights)
+  std::vector<float> loss_mask;             // per completion token: 1 in the loss, 0 not
+  std::string text;                         // decoded completion
+  double reward = 0;
+  std::vector<double> rewards;              // reward vector (multi-objective), may be empty
+  bool correct = false;
+  rollout::FinishReason finish = rollout::FinishReason::length;
+  std::vector<std::string> tags;            // free-form (methods mark edited copies, teacher prompts, ...)
+  bool scored = false;                      // reward set (the trainer scores the rest after after_rollout)
+};
+
+struct Batch {
+  int64_t step = 0;
+  std::vector<tasks::Problem> problems;
+  std::vector<Trajectory> traj;
+  int64_t groups_dropped = 0;  // dynamic sampling: groups with equal rewards left out
+};
+
+}  // namespace temper::rl

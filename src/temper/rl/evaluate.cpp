@@ -1,0 +1,85 @@
+#include "temper/rl/evaluate.h"
+
+#include <algorithm>
+
+#include "temper/core/error.h"
+#include "temper/model/kv_pool.h"
+#include "temper/rollout/engine.h"
+
+namespace temper::rl {
+
+void EvalConfig::validate() const {
+  TEMPER_CHECK(problems > 0) << "eval.problems must be > 0, got " << problems;
+  TEMPER_CHECK(samples > 0) << "eval.samples must be > 0, got " << samples;
+  TEMPER_CHECK(!greedy || samples == 1) << "eval: greedy decoding gives one sample per problem, got samples = " << samples;
+  for (int64_t k : pass_k) TEMPER_CHECK(k >= 1 && k <= samples) << "eval.pass_k: k = " << k << " must be in [1, samples = " << samples << "]";
+  TEMPER_CHECK(max_new > 0) << "eval.max_new must be > 0, got " << max_new;
+  if (!greedy) sampler.validate();
+}
+
+double pass_at_k(int64_t n, int64_t c, int64_t k) {
+  if (n - c < k) return 1.0;
+  double p = 1.0;  // C(n-c, k) / C(n, k) = prod_{i=n-c+1}^{n} (1 - k / i)
+  for (int64_t i = n - c + 1; i <= n; ++i) p *= 1.0 - static_cast<double>(k) / static_cast<double>(i);
+  return 1.0 - p;
+}
+
+EvalResult evaluate(Transformer& model, std::shared_ptr<const tasks::Task> task, const PromptCodec& codec,
+                    const EvalConfig& cfg, reward::SafeReward& safe) {
+  cfg.validate();
+  const int64_t size = task->size(tasks::Split::eval);
+  TEMPER_CHECK(size != 0) << "eval: task '" << task->name() << "' has no eval problems";
+  const int64_t n = size > 0 ? std::min(cfg.problems, size) : cfg.problems;
+  const int64_t ctx = model.config().max_position_embeddings;
+  std::vector<tasks::Problem> problems;
+  std::vector<rollout::RolloutRequest> reqs;
+  for (int64_t i = 0; i < n; ++i) {
+    problems.push_back(task->problem(tasks::Split::eval, static_cast<uint64_t>(i)));
+    rollout::RolloutRequest r;
+    r.prompt = codec.encode_prompt(problems.back());
+    TEMPER_CHECK(static_cast<int64_t>(r.prompt.size()) < ctx)
+        << "eval: the prompt of " << problems.back().id << " has " << r.prompt.size() << " tokens, context " << ctx;
+    r.group_size = cfg.samples;
+    r.max_new = std::min<int64_t>(cfg.max_new, ctx - static_cast<int64_t>(r.prompt.size()));
+    r.sampler = cfg.sampler;
+    r.sampler.greedy = cfg.greedy;
+    r.stop_ids = codec.stop_ids;
+    r.seed = cfg.seed;
+    r.stream = static_cast<uint64_t>(i * cfg.samples);
+    reqs.push_back(std::move(r));
+  }
+  const int64_t block = 16;
+  KvPool pool(model.config(), block, KvPool::blocks_for_budget(model.config(), block, static_cast<size_t>(cfg.kv_memory_mb) << 20));
+  rollout::RolloutEngine engine(model, pool, rollout::EngineConfig{cfg.max_seqs, codec.token_bytes});
+  std::vector<rollout::Completion> done = engine.run(reqs);
+
+  EvalResult res;
+  res.problems = n;
+  std::vector<int64_t> correct(static_cast<size_t>(n), 0);
+  double len = 0, acc = 0;
+  std::map<int, std::pair<int64_t, int64_t>> diff;  // difficulty -> (samples, correct)
+  for (const rollout::Completion& c : done) {
+    const tasks::Problem& p = problems[static_cast<size_t>(c.request)];
+    std::string text = codec.decode(c.tokens);
+    tasks::Verdict v = tasks::verify_safely(safe, task, p, text);
+    correct[static_cast<size_t>(c.request)] += v.correct ? 1 : 0;
+    acc += v.correct ? 1 : 0;
+    len += static_cast<double>(c.tokens.size());
+    auto& d = diff[p.difficulty];
+    d.first += 1;
+    d.second += v.correct ? 1 : 0;
+    if (c.member == 0) res.examples.push_back({p.id, p.prompt, text, p.answer, v.reward, v.correct});
+  }
+  res.samples = static_cast<int64_t>(done.size());
+  res.accuracy = acc / static_cast<double>(std::max<int64_t>(1, res.samples));
+  res.mean_len = len / static_cast<double>(std::max<int64_t>(1, res.samples));
+  for (int64_t k : cfg.pass_k) {
+    double s = 0;
+    for (int64_t i = 0; i < n; ++i) s += pass_at_k(cfg.samples, correct[static_cast<size_t>(i)], k);
+    res.pass_at_k[k] = s / static_cast<double>(n);
+  }
+  for (auto& [d, sc] : diff) res.by_difficulty[d] = {sc.first, static_cast<double>(sc.second) / static_cast<double>(sc.first)};
+  return res;
+}
+
+}  // namespace temper::rl

@@ -1,0 +1,53 @@
+// Held-out evaluation of a policy on a task: n problems of the eval split, k samples each (greedy:
+// one), scored by the task's verifier; accuracy (mean over samples), pass@k with the unbiased
+// estimator of Chen et al. 2021 (1 - C(n-c, k) / C(n, k)), mean completion length, and the
+// accuracy per difficulty. Rollouts through the same engine as training.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "temper/model/transformer.h"
+#include "temper/reward/safe_reward.h"
+#include "temper/rl/prompt_codec.h"
+#include "temper/rollout/sampler.h"
+
+namespace temper::rl {
+
+struct EvalConfig {
+  int64_t problems = 100;
+  int64_t samples = 1;  // per problem (greedy: 1)
+  bool greedy = true;
+  rollout::SamplerConfig sampler;  // when not greedy
+  std::vector<int64_t> pass_k = {1};
+  int64_t max_new = 64;
+  uint64_t seed = 0;
+  int64_t kv_memory_mb = 256;
+  int64_t max_seqs = 64;
+  void validate() const;
+};
+
+struct EvalExample {
+  std::string id, prompt, completion, answer;
+  double reward = 0;
+  bool correct = false;
+};
+
+struct EvalResult {
+  int64_t problems = 0, samples = 0;
+  double accuracy = 0;                 // correct samples / samples
+  std::map<int64_t, double> pass_at_k;  // k -> mean over problems
+  double mean_len = 0;                  // completion tokens
+  std::map<int, std::pair<int64_t, double>> by_difficulty;  // difficulty -> (samples, accuracy)
+  std::vector<EvalExample> examples;    // the first sample of each problem
+};
+
+double pass_at_k(int64_t n, int64_t c, int64_t k);  // unbiased estimator
+
+EvalResult evaluate(Transformer& model, std::shared_ptr<const tasks::Task> task, const PromptCodec& codec,
+                    const EvalConfig& cfg, reward::SafeReward& safe);
+
+}  // namespace temper::rl

@@ -1,0 +1,24 @@
+// How the RL loop turns problems into token ids and completions back into text, without knowing the
+// tokenizer or the chat template (the app builds one from the model's tokenizer).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "temper/tasks/task.h"
+
+namespace temper::rl {
+
+struct PromptCodec {
+  std::function<std::vector<int32_t>(const tasks::Problem&)> encode_prompt;  // chat template applied if any
+  std::function<std::vector<int32_t>(const std::string&)> encode_completion;  // gold text -> ids, end token included
+  std::function<std::string(const std::vector<int32_t>&)> decode;            // special tokens skipped
+  std::function<std::string_view(int32_t)> token_bytes;
+  std::set<int32_t> stop_ids;
+};
+
+}  // namespace temper::rl

@@ -1,0 +1,369 @@
+#include "temper/rl/rl_trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+
+#include "temper/core/error.h"
+#include "temper/core/profile.h"
+#include "temper/core/rng.h"
+
+namespace temper::rl {
+
+void RlConfig::validate() const {
+  TEMPER_CHECK(prompts_per_step > 0) << "rl.prompts_per_step must be > 0, got " << prompts_per_step;
+  TEMPER_CHECK(group_size > 0) << "rl.group_size must be > 0, got " << group_size;
+  TEMPER_CHECK(max_new > 0) << "rl.max_new must be > 0, got " << max_new;
+  TEMPER_CHECK(epochs > 0) << "rl.epochs must be > 0, got " << epochs;
+  TEMPER_CHECK(mini_batches > 0) << "rl.mini_batches must be > 0, got " << mini_batches;
+  TEMPER_CHECK(micro_batch >= 0) << "rl.micro_batch must be >= 0 (0: whole mini-batch), got " << micro_batch;
+  TEMPER_CHECK(max_resample_rounds >= 0) << "rl.max_resample_rounds must be >= 0, got " << max_resample_rounds;
+  TEMPER_CHECK(kv_memory_mb > 0) << "rl.kv_memory_mb must be > 0, got " << kv_memory_mb;
+  TEMPER_CHECK(max_seqs > 0) << "rl.max_seqs must be > 0, got " << max_seqs;
+  sampler.validate();
+  advantage.validate();
+  loss.validate();
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+uint64_t mix(uint64_t a, uint64_t b) {  // splitmix64 of a pair: per-step seeds
+  uint64_t z = a * 0x9E3779B97F4A7C15ull + b + 0x7F4A7C159E3779B9ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// Every method's rollout hook in turn: stop if any asks, forks add up.
+class HookChain : public rollout::RolloutHook {
+ public:
+  explicit HookChain(std::vector<rollout::RolloutHook*> hooks) : hooks_(std::move(hooks)) {}
+  rollout::HookDecision after_token(const rollout::RolloutRequest& q, const rollout::Completion& c) override {
+    rollout::HookDecision d;
+    for (auto* h : hooks_) {
+      rollout::HookDecision x = h->after_token(q, c);
+      d.stop = d.stop || x.stop;
+      d.forks += x.forks;
+    }
+    return d;
+  }
+  void after_step(int64_t s) override {
+    for (auto* h : hooks_) h->after_step(s);
+  }
+  bool empty() const { return hooks_.empty(); }
+
+ private:
+  std::vector<rollout::RolloutHook*> hooks_;
+};
+
+}  // namespace
+
+RlTrainer::RlTrainer(Transformer& policy, std::shared_ptr<const tasks::Task> task, PromptCodec codec, RlConfig cfg,
+                     reward::SafeReward& safe, std::vector<Method*> methods, Transformer* reference)
+    : policy_(policy),
+      reference_(reference),
+      task_(std::move(task)),
+      codec_(std::move(codec)),
+      cfg_(std::move(cfg)),
+      safe_(safe),
+      methods_(std::move(methods)),
+      opt_(policy, cfg_.optimizer) {
+  cfg_.validate();
+  TEMPER_CHECK(task_) << "rl: no task";
+  TEMPER_CHECK(task_->size(tasks::Split::train) != 0) << "rl: task '" << task_->name() << "' has no training problems";
+  TEMPER_CHECK(cfg_.loss.kl_coef == 0 || reference_) << "rl: kl_coef > 0 needs a reference model";
+  const int64_t block = 16;
+  int64_t blocks = KvPool::blocks_for_budget(policy_.config(), block, static_cast<size_t>(cfg_.kv_memory_mb) << 20);
+  TEMPER_CHECK(blocks > 0) << "rl.kv_memory_mb = " << cfg_.kv_memory_mb << " holds no KV block of this model";
+  pool_ = std::make_unique<KvPool>(policy_.config(), block, blocks);
+  engine_ = std::make_unique<rollout::RolloutEngine>(
+      policy_, *pool_, rollout::EngineConfig{std::min(cfg_.max_seqs, cfg_.prompts_per_step * cfg_.group_size), codec_.token_bytes});
+}
+
+void RlTrainer::rollout(int64_t n, int64_t round, std::vector<Trajectory>& out, std::vector<tasks::Problem>& problems) {
+  TEMPER_PROFILE("rollout");
+  std::vector<rollout::RolloutRequest> reqs;
+  const size_t p0 = problems.size();
+  const int64_t ctx = policy_.config().max_position_embeddings;
+  const int64_t size = task_->size(tasks::Split::train);
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t idx = cursor_++;
+    if (size > 0) idx %= static_cast<uint64_t>(size);
+    problems.push_back(task_->problem(tasks::Split::train, idx));
+    rollout::RolloutRequest r;
+    r.prompt = codec_.encode_prompt(problems.back());
+    TEMPER_CHECK(static_cast<int64_t>(r.prompt.size()) < ctx)
+        << "rl: the prompt of problem " << problems.back().id << " has " << r.prompt.size()
+        << " tokens, the model's context is " << ctx;
+    r.group_size = cfg_.group_size;
+    r.max_new = std::min<int64_t>(cfg_.max_new, ctx - static_cast<int64_t>(r.prompt.size()));
+    r.sampler = cfg_.sampler;
+    r.stop_ids = codec_.stop_ids;
+    r.seed = mix(mix(cfg_.seed, static_cast<uint64_t>(step_)), static_cast<uint64_t>(round));
+    r.stream = static_cast<uint64_t>(i * cfg_.group_size);
+    reqs.push_back(std::move(r));
+  }
+  std::vector<rollout::RolloutHook*> hooks;
+  for (Method* m : methods_)
+    if (auto* h = m->rollout_hook()) hooks.push_back(h);
+  HookChain chain(hooks);
+  std::vector<rollout::Completion> done = engine_->run(reqs, chain.empty() ? nullptr : &chain);
+  for (rollout::Completion& c : done) {
+    Trajectory t;
+    t.problem = static_cast<int64_t>(p0) + c.request;
+    t.group = t.problem;
+    t.prompt = reqs[static_cast<size_t>(c.request)].prompt;
+    t.text = codec_.decode(c.tokens);
+    t.tokens = std::move(c.tokens);
+    t.sample_logprob = std::move(c.sample_logprob);
+    t.old_logprob = std::move(c.policy_logprob);
+    t.entropy = std::move(c.entropy);
+    t.finish = c.finish;
+    if (c.parent >= 0) t.tags.push_back("fork");
+    out.push_back(std::move(t));
+  }
+}
+
+void RlTrainer::score(Batch& b, size_t from) {
+  TEMPER_PROFILE("reward");
+  for (size_t i = from; i < b.traj.size(); ++i) {
+    Trajectory& t = b.traj[i];
+    if (t.scored) continue;
+    tasks::Verdict v = tasks::verify_safely(safe_, task_, b.problems[static_cast<size_t>(t.problem)], t.text);
+    t.reward = v.reward;
+    t.rewards = v.rewards;
+    t.correct = v.correct;
+    t.scored = true;
+  }
+}
+
+Metrics RlTrainer::step() {
+  auto t_step = Clock::now();
+  batch_ = Batch{};
+  Batch& b = batch_;
+  b.step = step_;
+  rollout_s_ = reward_s_ = 0;
+  // Rollouts (dynamic sampling: keep only groups whose rewards differ, draw more prompts for the rest).
+  int64_t kept_groups = 0, drawn = 0;
+  for (int64_t round = 0; round <= (cfg_.dynamic_sampling ? cfg_.max_resample_rounds : 0); ++round) {
+    int64_t want = cfg_.prompts_per_step - kept_groups;
+    if (want <= 0) break;
+    size_t from = b.traj.size();
+    auto t0 = Clock::now();
+    rollout(want, round, b.traj, b.problems);
+    drawn += want;
+    rollout_s_ += since(t0);
+    if (!cfg_.dynamic_sampling) break;
+    t0 = Clock::now();
+    score(b, from);
+    reward_s_ += since(t0);
+    std::vector<float> r;
+    std::vector<int64_t> g;
+    for (size_t i = from; i < b.traj.size(); ++i) {
+      r.push_back(static_cast<float>(b.traj[i].reward));
+      g.push_back(b.traj[i].group);
+    }
+    std::vector<uint8_t> flags(r.size());
+    flag_uniform_groups(r.data(), g.data(), static_cast<int64_t>(r.size()), flags.data());
+    std::vector<Trajectory> keep(b.traj.begin(), b.traj.begin() + static_cast<long>(from));
+    for (size_t i = 0; i < flags.size(); ++i)
+      if (!flags[i]) keep.push_back(std::move(b.traj[from + i]));
+    int64_t groups_new = want, groups_kept_new = 0;
+    for (int64_t p = 0; p < want; ++p) {
+      int64_t gid = static_cast<int64_t>(b.problems.size()) - want + p;
+      bool any = std::any_of(keep.begin() + static_cast<long>(from), keep.end(), [&](const Trajectory& t) { return t.group == gid; });
+      groups_kept_new += any ? 1 : 0;
+    }
+    b.groups_dropped += groups_new - groups_kept_new;
+    kept_groups += groups_kept_new;
+    b.traj = std::move(keep);
+  }
+  for (Method* m : methods_) m->after_rollout(b);
+  auto t0 = Clock::now();
+  score(b, 0);
+  reward_s_ += since(t0);
+  for (Method* m : methods_) m->after_reward(b);
+
+  // Advantages, then per-token fields.
+  const int64_t B = static_cast<int64_t>(b.traj.size());
+  bool replaced = false;
+  for (Method* m : methods_) replaced = m->advantages(b) || replaced;
+  if (!replaced && B > 0) {
+    std::vector<float> r(static_cast<size_t>(B)), a(static_cast<size_t>(B));
+    std::vector<int64_t> g(static_cast<size_t>(B));
+    for (int64_t i = 0; i < B; ++i) {
+      r[static_cast<size_t>(i)] = static_cast<float>(b.traj[static_cast<size_t>(i)].reward);
+      g[static_cast<size_t>(i)] = b.traj[static_cast<size_t>(i)].group;
+    }
+    compute_advantages(cfg_.advantage, r.data(), g.data(), B, a.data());
+    for (int64_t i = 0; i < B; ++i) {
+      Trajectory& t = b.traj[static_cast<size_t>(i)];
+      t.advantage.assign(t.tokens.size(), a[static_cast<size_t>(i)]);
+    }
+  }
+  for (Trajectory& t : b.traj) {
+    TEMPER_CHECK(t.advantage.size() == t.tokens.size()) << "rl: a trajectory's advantages do not match its tokens";
+    if (t.weight.size() != t.tokens.size()) t.weight.assign(t.tokens.size(), 1.f);
+    if (t.loss_mask.size() != t.tokens.size())
+      t.loss_mask.assign(t.tokens.size(), cfg_.mask_truncated && t.finish == rollout::FinishReason::length ? 0.f : 1.f);
+  }
+  for (Method* m : methods_) m->token_weights(b);
+
+  auto t_train = Clock::now();
+  Metrics upd = update(b);
+  double train_s = since(t_train);
+
+  // Metrics of the step.
+  Metrics out;
+  double rsum = 0, rsq = 0, acc = 0, len_sum = 0, len_max = 0, ent_sum = 0, ent_n = 0, truncated = 0;
+  int64_t gen_tokens = 0;
+  for (const Trajectory& t : b.traj) {
+    rsum += t.reward;
+    rsq += t.reward * t.reward;
+    acc += t.correct ? 1 : 0;
+    len_sum += static_cast<double>(t.tokens.size());
+    len_max = std::max(len_max, static_cast<double>(t.tokens.size()));
+    for (float e : t.entropy) ent_sum += e, ent_n += 1;
+    truncated += t.finish == rollout::FinishReason::length ? 1 : 0;
+    gen_tokens += static_cast<int64_t>(t.tokens.size());
+  }
+  double n = std::max<double>(1.0, static_cast<double>(B));
+  double mean = rsum / n;
+  out.emplace_back("reward_mean", mean);
+  out.emplace_back("reward_std", std::sqrt(std::max(0.0, rsq / n - mean * mean)));
+  out.emplace_back("accuracy", acc / n);
+  out.emplace_back("entropy", ent_n > 0 ? ent_sum / ent_n : 0.0);
+  out.emplace_back("response_len_mean", len_sum / n);
+  out.emplace_back("response_len_max", len_max);
+  out.emplace_back("truncated_frac", truncated / n);
+  out.emplace_back("sequences", static_cast<double>(B));
+  out.emplace_back("prompts_drawn", static_cast<double>(drawn));
+  out.emplace_back("groups_dropped", static_cast<double>(b.groups_dropped));
+  out.insert(out.end(), upd.begin(), upd.end());
+  out.emplace_back("rollout_tokens_per_s", rollout_s_ > 0 ? static_cast<double>(gen_tokens) / rollout_s_ : 0.0);
+  out.emplace_back("rollout_s", rollout_s_);
+  out.emplace_back("reward_s", reward_s_);
+  out.emplace_back("train_s", train_s);
+  out.emplace_back("step_s", since(t_step));
+  out.emplace_back("reward_failures", static_cast<double>(safe_.failures()));
+  for (Method* m : methods_) m->metrics(out);
+  for (Method* m : methods_) m->after_step(out);
+  ++step_;
+  return out;
+}
+
+Metrics RlTrainer::update(Batch& b) {
+  TEMPER_PROFILE("update");
+  const int64_t B = static_cast<int64_t>(b.traj.size());
+  Metrics out;
+  if (B == 0) {  // every group was dropped: nothing to learn from this step
+    out.emplace_back("updates_skipped", 1);
+    return out;
+  }
+  int64_t T = 2;
+  for (const Trajectory& t : b.traj) T = std::max<int64_t>(T, static_cast<int64_t>(t.prompt.size() + t.tokens.size()));
+  const size_t N = static_cast<size_t>(B * T);
+  std::vector<int32_t> tok(N, 0), tgt(N, -1);
+  std::vector<float> mask(N, 0.f), old(N, 0.f), adv(N, 0.f), w(N, 0.f), ref;
+  for (int64_t r = 0; r < B; ++r) {
+    const Trajectory& t = b.traj[static_cast<size_t>(r)];
+    const size_t base = static_cast<size_t>(r * T), P = t.prompt.size();
+    std::copy(t.prompt.begin(), t.prompt.end(), tok.begin() + static_cast<long>(base));
+    std::copy(t.tokens.begin(), t.tokens.end(), tok.begin() + static_cast<long>(base + P));
+    for (size_t i = 0; i < t.tokens.size(); ++i) {
+      size_t at = base + P - 1 + i;  // position predicting completion token i
+      tgt[at] = t.tokens[i];
+      mask[at] = t.loss_mask[i];
+      old[at] = t.old_logprob[i];
+      adv[at] = t.advantage[i];
+      w[at] = t.weight[i];
+    }
+  }
+  const int64_t micro_default = B;
+  if (cfg_.loss.kl_coef > 0) {  // reference log-probs, in micro-batches
+    ref.assign(N, 0.f);
+    std::vector<float> ent(N);
+    const int64_t mb = cfg_.micro_batch > 0 ? cfg_.micro_batch : micro_default;
+    for (int64_t r0 = 0; r0 < B; r0 += mb) {
+      int64_t rows = std::min(mb, B - r0);
+      size_t off = static_cast<size_t>(r0 * T);
+      reference_->forward_logprobs(tok.data() + off, tgt.data() + off, rows, T, ref.data() + off, ent.data() + off);
+    }
+  }
+  PolicyLossStats total;
+  int64_t applied = 0, skipped = 0;
+  double grad_norm_sum = 0, lr = 0;
+  std::vector<int64_t> order(static_cast<size_t>(B));
+  std::vector<int32_t> mtok, mtgt;
+  std::vector<float> mmask, mold, madv, mw, mref, mscale, lp, ent;
+  for (int64_t e = 0; e < cfg_.epochs; ++e) {
+    std::iota(order.begin(), order.end(), 0);
+    if (cfg_.mini_batches > 1) {  // a seeded shuffle, so mini-batches mix groups
+      Rng rng(mix(cfg_.seed, 0x5EEDull), static_cast<uint64_t>(step_ * 1000 + e));
+      for (int64_t i = B - 1; i > 0; --i) std::swap(order[static_cast<size_t>(i)], order[rng.next_u32() % static_cast<uint64_t>(i + 1)]);
+    }
+    for (int64_t m = 0; m < cfg_.mini_batches; ++m) {
+      int64_t r0 = B * m / cfg_.mini_batches, r1 = B * (m + 1) / cfg_.mini_batches, Bm = r1 - r0;
+      if (Bm == 0) continue;
+      const size_t Nm = static_cast<size_t>(Bm * T);
+      for (auto* v : {&mmask, &mold, &madv, &mw, &mscale, &lp, &ent}) v->assign(Nm, 0.f);
+      mtok.assign(Nm, 0);
+      mtgt.assign(Nm, -1);
+      if (!ref.empty()) mref.assign(Nm, 0.f);
+      for (int64_t i = 0; i < Bm; ++i) {
+        size_t src = static_cast<size_t>(order[static_cast<size_t>(r0 + i)] * T), dst = static_cast<size_t>(i * T);
+        std::copy_n(tok.begin() + static_cast<long>(src), T, mtok.begin() + static_cast<long>(dst));
+        std::copy_n(tgt.begin() + static_cast<long>(src), T, mtgt.begin() + static_cast<long>(dst));
+        std::copy_n(mask.begin() + static_cast<long>(src), T, mmask.begin() + static_cast<long>(dst));
+        std::copy_n(old.begin() + static_cast<long>(src), T, mold.begin() + static_cast<long>(dst));
+        std::copy_n(adv.begin() + static_cast<long>(src), T, madv.begin() + static_cast<long>(dst));
+        std::copy_n(w.begin() + static_cast<long>(src), T, mw.begin() + static_cast<long>(dst));
+        if (!ref.empty()) std::copy_n(ref.begin() + static_cast<long>(src), T, mref.begin() + static_cast<long>(dst));
+      }
+      policy_loss_scale(cfg_.loss, mmask.data(), Bm, T, mscale.data());
+      policy_.zero_grad();
+      const int64_t mb = cfg_.micro_batch > 0 ? cfg_.micro_batch : Bm;
+      for (int64_t q0 = 0; q0 < Bm; q0 += mb) {
+        int64_t rows = std::min(mb, Bm - q0);
+        size_t off = static_cast<size_t>(q0 * T);
+        PolicyLossBatch pb;
+        pb.old_logp = mold.data() + off;
+        pb.ref_logp = ref.empty() ? nullptr : mref.data() + off;
+        pb.advantage = madv.data() + off;
+        pb.weight = mw.data() + off;
+        pb.scale = mscale.data() + off;
+        pb.N = rows * T;
+        PolicyLoss loss(cfg_.loss, pb);
+        policy_.forward_backward(mtok.data() + off, mtgt.data() + off, rows, T, loss, lp.data() + off, ent.data() + off);
+        total.merge(policy_loss_forward(cfg_.loss, pb, lp.data() + off, ent.data() + off));
+      }
+      OptimizerStep o = opt_.step();
+      lr = o.lr;
+      if (o.skipped) {
+        ++skipped;
+      } else {
+        ++applied;
+        grad_norm_sum += o.grad_norm;
+      }
+    }
+  }
+  out.emplace_back("loss", total.loss / static_cast<double>(cfg_.epochs * cfg_.mini_batches));
+  out.emplace_back("pg_loss", total.pg_loss / static_cast<double>(cfg_.epochs * cfg_.mini_batches));
+  out.emplace_back("kl", total.mean_kl());
+  out.emplace_back("clip_frac", total.clip_frac());
+  out.emplace_back("clip_frac_low", total.clip_frac_low());
+  out.emplace_back("clip_frac_high", total.clip_frac_high());
+  out.emplace_back("ratio_mean", total.mean_ratio());
+  out.emplace_back("grad_norm", applied ? grad_norm_sum / static_cast<double>(applied) : NAN);
+  out.emplace_back("lr", lr);
+  out.emplace_back("updates", static_cast<double>(applied));
+  out.emplace_back("updates_skipped", static_cast<double>(skipped));
+  out.emplace_back("train_tokens", static_cast<double>(total.tokens));
+  return out;
+}
+
+}  // namespace temper::rl

@@ -1,0 +1,81 @@
+// The GRPO-family RL step on the trainer's own weights: draw prompts from the task, roll out G
+// samples each with the rollout engine (same weights, same numerics), score them through the task's
+// verifier (never fatal: SafeReward), optionally drop groups whose rewards are all equal and draw
+// more (DAPO dynamic sampling), compute advantages (GRPO / Dr.GRPO / RLOO), let methods reweight,
+// then update: epochs x mini-batches of the clipped surrogate with KL to a frozen reference, each
+// mini-batch accumulated over micro-batches, one optimiser step per mini-batch. Randomness is derived
+// from (seed, step), so a resumed run draws exactly what an uninterrupted one would.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "temper/model/kv_pool.h"
+#include "temper/model/optimizer.h"
+#include "temper/model/transformer.h"
+#include "temper/reward/safe_reward.h"
+#include "temper/rl/advantages.h"
+#include "temper/rl/batch.h"
+#include "temper/rl/method.h"
+#include "temper/rl/policy_loss.h"
+#include "temper/rl/prompt_codec.h"
+#include "temper/rollout/engine.h"
+
+namespace temper::rl {
+
+struct RlConfig {
+  int64_t prompts_per_step = 8;
+  int64_t group_size = 8;  // G
+  int64_t max_new = 64;
+  rollout::SamplerConfig sampler;
+  AdvantageConfig advantage;
+  PolicyLossConfig loss;
+  int64_t epochs = 1;        // passes over each rollout batch
+  int64_t mini_batches = 1;  // optimiser steps per epoch
+  int64_t micro_batch = 0;   // sequences per forward/backward (gradient accumulation); 0: whole mini-batch
+  bool dynamic_sampling = false;
+  int64_t max_resample_rounds = 3;
+  bool mask_truncated = false;  // DAPO overlong masking: completions cut at max_new are left out of the loss
+  uint64_t seed = 0;
+  int64_t kv_memory_mb = 256;
+  int64_t max_seqs = 64;
+  OptimizerConfig optimizer;
+  void validate() const;
+};
+
+class RlTrainer {
+ public:
+  // reference: frozen weights for the KL term (required when loss.kl_coef > 0), else null.
+  RlTrainer(Transformer& policy, std::shared_ptr<const tasks::Task> task, PromptCodec codec, RlConfig cfg,
+            reward::SafeReward& safe, std::vector<Method*> methods = {}, Transformer* reference = nullptr);
+  Metrics step();  // one RL step; returns its metrics
+  const Batch& last_batch() const { return batch_; }
+
+  int64_t steps_done() const { return step_; }
+  uint64_t cursor() const { return cursor_; }  // problems drawn from the task so far
+  Optimizer& optimizer() { return opt_; }
+  void restore(int64_t steps_done, uint64_t cursor) { step_ = steps_done, cursor_ = cursor; }
+
+ private:
+  void rollout(int64_t n_prompts, int64_t round, std::vector<Trajectory>& out, std::vector<tasks::Problem>& problems);
+  void score(Batch& b, size_t from);
+  Metrics update(Batch& b);
+
+  Transformer& policy_;
+  Transformer* reference_;
+  std::shared_ptr<const tasks::Task> task_;
+  PromptCodec codec_;
+  RlConfig cfg_;
+  reward::SafeReward& safe_;
+  std::vector<Method*> methods_;
+  Optimizer opt_;
+  std::unique_ptr<KvPool> pool_;
+  std::unique_ptr<rollout::RolloutEngine> engine_;
+  Batch batch_;
+  int64_t step_ = 0;
+  uint64_t cursor_ = 0;
+  double rollout_s_ = 0, reward_s_ = 0;
+};
+
+}  // namespace temper::rl
