@@ -7,7 +7,10 @@
 # A peer that is not available is skipped with a message. On a shared machine, REPEAT=3 runs the whole
 # round (all engines, all batches) 3 times, interleaved, and the table keeps each configuration's best.
 #   bench/compare_rollout.sh [THREADS] [PROMPT] [GEN] [BATCHES]     (defaults: 2 64 32 1,8,32,64)
-# Env: TEMPER (default build/bin/temper), REPEAT (default 1), LLAMACPP_BUILD=1 builds llama.cpp first.
+# WAIT_IDLE=1 waits before every run until the CPUs were >= 90% idle for 5 s (up to 10 min; the wait
+# and the load are printed), so that other jobs on a shared machine do not land in a measurement.
+# Env: TEMPER (default build/bin/temper), REPEAT (default 1), WAIT_IDLE (default 0), LLAMACPP_BUILD=1
+# builds llama.cpp first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 threads=${1:-2}; prompt=${2:-64}; gen=${3:-32}; batches=${4:-1,8,32,64}
@@ -15,6 +18,20 @@ temper=${TEMPER:-build/bin/temper}
 py=.venv/bin/python
 export OMP_NUM_THREADS=$threads MKL_NUM_THREADS=$threads
 out=$(mktemp); trap 'rm -f "$out"' EXIT
+idle_pct() {  # percent of CPU time idle over the next 5 s
+  local a b; read -r -a a < /proc/stat; sleep 5; read -r -a b < /proc/stat
+  local t=0 i=$(( b[4] + b[5] - a[4] - a[5] )) k
+  for k in 1 2 3 4 5 6 7 8; do t=$(( t + b[k] - a[k] )); done
+  echo $(( 100 * i / (t > 0 ? t : 1) ))
+}
+quiet() {  # quiet CMD...: with WAIT_IDLE=1, run CMD once the machine is idle
+  if [ "${WAIT_IDLE:-0}" = 1 ]; then
+    local k p
+    for k in $(seq 1 120); do p=$(idle_pct); [ "$p" -ge 90 ] && break; done
+    echo "idle ${p}% after $((k * 5)) s; $(uptime)" >&2
+  fi
+  "$@"
+}
 echo "load before: $(uptime)"
 have_torch=0; [ -x "$py" ] && "$py" -c 'import torch, transformers' 2>/dev/null && have_torch=1
 [ $have_torch = 1 ] || echo "compare_rollout: skipping PyTorch (no .venv with torch; run scripts/bootstrap --python)"
@@ -29,22 +46,23 @@ for round in $(seq 1 "${REPEAT:-1}"); do
 echo "round $round: $(uptime)"
 for dtype in f32 bf16; do
   for b in ${batches//,/ }; do
-    "$temper" bench rollout --shape smollm2-135m --batch "$b" --prompt-len "$prompt" --gen-len "$gen" \
+    quiet "$temper" bench rollout --shape smollm2-135m --batch "$b" --prompt-len "$prompt" --gen-len "$gen" \
       --threads "$threads" --dtype "$dtype" --json | tee -a "$out"
+    if [ $have_torch = 1 ]; then
+      quiet "$py" bench/peers/torch_generate.py --shape smollm2-135m --batch "$b" --prompt-len "$prompt" \
+        --gen-len "$gen" --threads "$threads" --dtype "$dtype" | tee -a "$out"
+    fi
   done
 done
-
-if [ $have_torch = 1 ]; then
-  "$py" bench/peers/torch_generate.py --shape smollm2-135m --batch "$batches" --prompt-len "$prompt" \
-    --gen-len "$gen" --threads "$threads" --dtype f32,bf16 | tee -a "$out"
-fi
 if [ $have_llama = 1 ]; then
-  bench/peers/llamacpp.sh run "$threads" "$prompt" "$gen" "$batches" | tee -a "$out"
+  for t in F32 BF16 Q4_0; do
+    quiet bench/peers/llamacpp.sh run "$threads" "$prompt" "$gen" "$batches" "$t" | tee -a "$out"
+  done
 fi
 done
 
 # Prefix sharing: 8 prompts x G=8 samples, prompt 256: prefill once per prompt vs 64 independent prompts.
-"$temper" bench rollout --shape smollm2-135m --batch 8 --group 8 --prompt-len 256 --gen-len 8 \
+quiet "$temper" bench rollout --shape smollm2-135m --batch 8 --group 8 --prompt-len 256 --gen-len 8 \
   --threads "$threads" --dtype f32 --json | tee -a "$out"
 echo "load after: $(uptime)"
 
