@@ -47,10 +47,12 @@ int64_t step_of(const fs::path& p) {
 }  // namespace
 
 void save_checkpoint(const std::string& dir, const Transformer& model, const io::HfExportOptions& export_opts,
-                     Optimizer* opt, const Transformer* reference, const TrainState& st, const std::string& config_toml) {
+                     Optimizer* opt, const Transformer* reference, const TrainState& st, const std::string& config_toml,
+                     const std::function<void()>& mid_write) {
   fs::create_directories(fs::path(dir).parent_path());
   io::write_dir_atomic(dir, [&](const std::string& tmp) {
     io::export_hf_dir(model, tmp, export_opts);
+    if (mid_write) mid_write();
     fs::path t(tmp);
     std::vector<io::NamedTensor> state;
     if (opt) {
@@ -141,6 +143,17 @@ void prune_checkpoints(const std::string& run_dir, int64_t keep_last) {
     if (int64_t s = step_of(e.path()); s >= 0) all.push_back({s, e.path()});
   std::sort(all.begin(), all.end());
   for (size_t i = 0; i + static_cast<size_t>(keep_last) < all.size(); ++i) fs::remove_all(all[i].second);
+}
+
+int64_t remove_partial_checkpoints(const std::string& run_dir) {
+  fs::path c = fs::path(run_dir) / "checkpoints";
+  if (!fs::is_directory(c)) return 0;
+  int64_t n = 0;
+  std::vector<fs::path> bad;
+  for (const auto& e : fs::directory_iterator(c))
+    if (step_of(e.path()) < 0 || !fs::exists(e.path() / "trainer_state.json")) bad.push_back(e.path());
+  for (const auto& p : bad) n += fs::remove_all(p) > 0 ? 1 : 0;
+  return n;
 }
 
 }  // namespace temper::app

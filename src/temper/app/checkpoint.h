@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -25,8 +26,10 @@ struct TrainState {
   std::map<std::string, std::string> methods;  // method name -> its saved state
 };
 
+// mid_write (fault injection for tests): called once the model files are written, before the rest.
 void save_checkpoint(const std::string& dir, const Transformer& model, const io::HfExportOptions& export_opts,
-                     Optimizer* opt, const Transformer* reference, const TrainState& st, const std::string& config_toml);
+                     Optimizer* opt, const Transformer* reference, const TrainState& st, const std::string& config_toml,
+                     const std::function<void()>& mid_write = {});
 // Loads weights (and the optimiser moments / reference when given) into existing objects.
 TrainState load_checkpoint(const std::string& dir, Transformer& model, Optimizer* opt, Transformer* reference);
 TrainState read_train_state(const std::string& dir);
@@ -34,5 +37,7 @@ void load_weights(const std::string& safetensors_path, Transformer& model);
 // The newest checkpoints/step-N of a run directory, or "" when there is none.
 std::string latest_checkpoint(const std::string& run_dir);
 void prune_checkpoints(const std::string& run_dir, int64_t keep_last);
+// Removes what a crash mid-write left in checkpoints/ (anything that is not a complete step-N).
+int64_t remove_partial_checkpoints(const std::string& run_dir);
 
 }  // namespace temper::app

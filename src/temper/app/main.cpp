@@ -124,6 +124,7 @@ int main(int argc, char** argv) {
   trn->add_option("--out", tro.out, "Run directory (default: the recipe's run.out)");
   trn->add_option("--resume", tro.resume, "Continue the run in this directory from its newest checkpoint");
   trn->add_option("--threads", tro.threads, "Threads (default: all cores)");
+  trn->add_option("--stop-after", tro.stop_after, "Checkpoint and exit after this step (as on SIGTERM); continue with --resume");
 
   temper::app::ReportOptions ro;
   auto* rep = app.add_subcommand("report", "Write RUN_DIR/report.html: metric charts, summary, samples, config");

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <functional>
 #include <filesystem>
 #include <memory>
 
@@ -239,6 +241,8 @@ int train(const TrainOptions& o) {
       load_checkpoint(resume_from, *policy, &sft.trainer().optimizer(), nullptr);
       sft.restore(st.sft_cursor);
     }
+    if (int64_t n = remove_partial_checkpoints(run_dir))
+      std::fprintf(stderr, "temper train: removed %lld partial checkpoint(s) left by a crash\n", static_cast<long long>(n));
     std::fprintf(stderr, "temper train: resuming %s from %s (step %lld)\n", run_dir.c_str(), resume_from.c_str(),
                  static_cast<long long>(st.step));
   }
@@ -290,8 +294,7 @@ int train(const TrainOptions& o) {
   };
   auto checkpoint = [&](bool rl_stage) {
     st.stage = rl_stage ? "rl" : "sft";
-    st.sft_steps = sft.steps_done();
-    st.sft_cursor = sft.cursor();
+    if (!rl_stage) st.sft_cursor = sft.cursor();
     if (rl_stage) {
       st.rl_steps = rlt->steps_done();
       st.rl_cursor = rlt->cursor();
@@ -302,33 +305,49 @@ int train(const TrainOptions& o) {
     sinks.flush();
     samples->flush();
     std::string dir = (fs::path(run_dir) / "checkpoints" / ("step-" + std::to_string(st.step))).string();
-    save_checkpoint(dir, *policy, ex, &opt, rl_stage ? reference.get() : nullptr, st, config_text);
+    // Fault injection for the crash test: TEMPER_FAULT_KILL_IN_CHECKPOINT=N kills the process (SIGKILL)
+    // halfway through writing checkpoint N.
+    const char* kill_at = std::getenv("TEMPER_FAULT_KILL_IN_CHECKPOINT");
+    std::function<void()> mid;
+    if (kill_at && std::to_string(st.step) == kill_at) mid = [] { std::raise(SIGKILL); };
+    save_checkpoint(dir, *policy, ex, &opt, rl_stage ? reference.get() : nullptr, st, config_text, mid);
     prune_checkpoints(run_dir, cfg.keep_last);
     progress.message("checkpoint " + dir);
   };
 
   std::signal(SIGTERM, on_signal);
   std::signal(SIGINT, on_signal);
-  auto stopped = [&](bool rl_stage) {
-    if (!g_signal) return false;
-    checkpoint(rl_stage);
-    progress.finish();
-    std::fprintf(stderr, "temper train: stopped by signal %d after step %lld; checkpoint written. Continue with: temper train --resume %s\n",
-                 g_signal.load(), static_cast<long long>(st.step), run_dir.c_str());
-    return true;
+  // After each step: evaluation (every N steps, at the end of SFT when RL follows, at the end), then
+  // the checkpoint (every N steps, at the end, or when asked to stop): everything a step writes is
+  // written before its checkpoint, so a resume from it repeats nothing and misses nothing.
+  auto after_step = [&](bool rl_stage) {
+    bool last = st.step == total;
+    bool sft_end = !rl_stage && st.sft_steps == cfg.sft_steps && cfg.rl_steps > 0;
+    if ((cfg.eval_every > 0 && st.step % cfg.eval_every == 0) || sft_end || last) {
+      double a = run_eval(st.step);
+      if (sft_end) sft_end_eval = a;
+    }
+    bool stop = g_signal != 0 || (o.stop_after > 0 && st.step >= o.stop_after);
+    if ((cfg.checkpoint_every > 0 && st.step % cfg.checkpoint_every == 0) || last || stop) checkpoint(rl_stage);
+    if (stop && !last) {
+      progress.finish();
+      std::fprintf(stderr, "temper train: stopped %s after step %lld; checkpoint written. Continue with: temper train --resume %s\n",
+                   g_signal ? ("by signal " + std::to_string(g_signal.load())).c_str() : "(--stop-after)",
+                   static_cast<long long>(st.step), run_dir.c_str());
+    }
+    return stop && !last;
   };
 
   if (st.step == 0) run_eval(0);
   // SFT.
-  while (sft.steps_done() < cfg.sft_steps) {
+  while (st.sft_steps < cfg.sft_steps) {
     rl::Metrics m = sft.step();
     ++st.step;
+    ++st.sft_steps;
     m.emplace_back("rss_mb", rss_mb());
     sinks.write(st.step, "sft", m);
     progress.update(st.step, m);
-    if (cfg.eval_every > 0 && st.step % cfg.eval_every == 0) run_eval(st.step);
-    if (cfg.checkpoint_every > 0 && st.step % cfg.checkpoint_every == 0) checkpoint(false);
-    if (stopped(false)) return 0;
+    if (after_step(false)) return 0;
   }
   // RL.
   if (cfg.rl_steps > 0) {
@@ -336,11 +355,9 @@ int train(const TrainOptions& o) {
       if (reference) {  // the frozen KL reference: the policy as RL starts
         std::copy(policy->params(), policy->params() + policy->flat_size(), reference->params());
         reference->params_updated();
-        reference->set_precision(policy->precision());
       }
       make_rl();
     }
-    if (cfg.sft_steps > 0 && rlt->steps_done() == 0) sft_end_eval = last_eval_step == st.step ? last_eval : run_eval(st.step);
     while (rlt->steps_done() < cfg.rl_steps) {
       rl::Metrics m = rlt->step();
       ++st.step;
@@ -362,13 +379,9 @@ int train(const TrainOptions& o) {
         }
       }
       progress.update(st.step, m);
-      if (cfg.eval_every > 0 && st.step % cfg.eval_every == 0) run_eval(st.step);
-      if (cfg.checkpoint_every > 0 && st.step % cfg.checkpoint_every == 0) checkpoint(true);
-      if (stopped(true)) return 0;
+      if (after_step(true)) return 0;
     }
   }
-  if (last_eval_step != st.step) run_eval(st.step);
-  checkpoint(cfg.rl_steps > 0);
   progress.finish();
   std::string html = report::write_html_report(run_dir);
   std::fprintf(stderr, "temper train: done, %lld steps. Held-out accuracy: %.3f at the start", static_cast<long long>(st.step), first_eval);

@@ -314,7 +314,7 @@ void Transformer::forward_logprobs(const int32_t* tokens, const int32_t* targets
 void Transformer::forward_paged(const PagedStep& st, KvPool& pool) {
   TEMPER_CHECK(st.n > 0 && st.tokens && st.pos && st.tables) << "forward_paged: empty step";
   TEMPER_CHECK(pool.row() == cfg_.num_kv_heads * cfg_.head_dim) << "forward_paged: KV pool built for another model";
-  prepare(1, st.n);
+  prepare(st.n, 1);  // n tokens of many sequences (positions come from the step), not one sequence of n
   if (static_cast<int64_t>(kv_len_.size()) < st.n) kv_len_.resize(static_cast<size_t>(st.n));
   for (int64_t i = 0; i < st.n; ++i) {
     TEMPER_CHECK(st.pos[i] >= 0 && st.pos[i] < cfg_.max_position_embeddings)

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Exact resume of `temper train` on the quickstart, shortened: a run of 6 steps (3 SFT + 3 RL) in one
+# go equals (a) 2 steps + --resume, (b) 4 steps + --resume (resumed inside RL: optimiser moments, data
+# cursor, step seeds), and (c) a run SIGKILLed halfway through writing checkpoint 4, resumed from
+# checkpoint 3: metrics.jsonl rows (timings left out) and the final weights are bitwise equal.
+# Usage: train_resume.sh TEMPER
+set -euo pipefail
+temper=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+common=(--threads 2 --set sft.steps=3 --set rl.steps=3 --set rl.prompts_per_step=4 --set rl.group_size=4
+        --set rl.max_new=16 --set eval.problems=8 --set eval.max_new=16 --set eval.every=0 --set sft.batch=8
+        --set run.checkpoint_every=1 --set run.keep_last=10 --set run.samples_every=1)
+
+strip() {  # metrics rows without wall-clock dependent values
+  python3 - "$1" <<'PY'
+import json, sys
+timing = ("_s", "tokens_per_s", "rss_mb")
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    print(json.dumps({k: v for k, v in r.items() if not k.endswith(timing)}, sort_keys=True))
+PY
+}
+same() {  # run dir A vs B: metrics and final weights
+  diff <(strip "$1/metrics.jsonl") <(strip "$2/metrics.jsonl") > /dev/null || { echo "metrics differ: $1 vs $2"; diff <(strip "$1/metrics.jsonl") <(strip "$2/metrics.jsonl") | head -20; exit 1; }
+  cmp "$1/checkpoints/step-6/model.safetensors" "$2/checkpoints/step-6/model.safetensors" || { echo "weights differ: $1 vs $2"; exit 1; }
+  cmp "$1/checkpoints/step-6/trainer_state.safetensors" "$2/checkpoints/step-6/trainer_state.safetensors" || { echo "optimizer state differs"; exit 1; }
+  cmp "$1/samples.jsonl" "$2/samples.jsonl" || { echo "samples differ"; exit 1; }
+}
+
+"$temper" train --out "$work/full" "${common[@]}" 2> "$work/full.log"
+test -f "$work/full/report.html" && test -f "$work/full/config.toml" && ls "$work/full"/events.out.tfevents.* > /dev/null
+test -f "$work/full/checkpoints/step-6/config.json" && test -f "$work/full/checkpoints/step-6/tokenizer.json"
+
+for stop in 2 4; do
+  "$temper" train --out "$work/s$stop" "${common[@]}" --stop-after $stop 2> "$work/s$stop.log"
+  grep -q "stopped (--stop-after) after step $stop" "$work/s$stop.log"
+  test ! -e "$work/s$stop/checkpoints/step-$((stop + 1))"
+  "$temper" train --resume "$work/s$stop" --threads 2 2>> "$work/s$stop.log"
+  same "$work/full" "$work/s$stop"
+done
+
+# A crash (SIGKILL) halfway through writing checkpoint 4: resume from 3, same result.
+set +e
+TEMPER_FAULT_KILL_IN_CHECKPOINT=4 "$temper" train --out "$work/crash" "${common[@]}" 2> "$work/crash.log"
+rc=$?
+set -e
+[ $rc -eq 137 ] || { echo "expected the fault-injected run to die by SIGKILL (137), got $rc"; exit 1; }
+test ! -e "$work/crash/checkpoints/step-4" && ls -d "$work/crash/checkpoints/step-4.tmp."* > /dev/null
+"$temper" train --resume "$work/crash" --threads 2 2>> "$work/crash.log"
+grep -q "removed 1 partial checkpoint" "$work/crash.log"
+grep -q "from $work/crash/checkpoints/step-3" "$work/crash.log"
+same "$work/full" "$work/crash"
+
+# A new run into a used directory is refused (nothing overwritten).
+if "$temper" train --out "$work/full" "${common[@]}" 2> "$work/refuse.log"; then echo "a used run dir was accepted"; exit 1; fi
+grep -q "already holds a run; continue it with --resume" "$work/refuse.log"
+echo RESUME_OK
