@@ -1,5 +1,5 @@
 // The temper command line: subcommands over the library. Catches temper::Error at the top, prints
-// it, and exits non-zero. Later issues add eval and serve.
+// it, and exits non-zero. Later issues add serve.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -14,6 +14,7 @@
 #include "temper/app/info.h"
 #include "temper/app/report_cmd.h"
 #include "temper/app/train_cmd.h"
+#include "temper/app/eval_cmd.h"
 #include "temper/core/error.h"
 #include "temper/version.h"
 
@@ -126,6 +127,21 @@ int main(int argc, char** argv) {
   trn->add_option("--threads", tro.threads, "Threads (default: all cores)");
   trn->add_option("--stop-after", tro.stop_after, "Checkpoint and exit after this step (as on SIGTERM); continue with --resume");
 
+  temper::app::EvalOptions ev;
+  auto* evc = app.add_subcommand("eval", "Held-out accuracy of a model on a task: pass@k, mean length, per difficulty");
+  evc->add_option("--model", ev.model, "Model (Hugging Face directory, a run's checkpoint, or .gguf)")->required();
+  evc->add_option("--task", ev.task, "Task: arithmetic, countdown, string_ops, dataset")->capture_default_str();
+  evc->add_option("--param", ev.params, "Task parameter key=value (repeatable), e.g. --param max_ops=3");
+  evc->add_option("--problems", ev.problems, "Held-out problems")->capture_default_str();
+  evc->add_option("-k,--samples", ev.samples, "Samples per problem (1: greedy)")->capture_default_str();
+  evc->add_option("--max-new", ev.max_new, "Most new tokens per completion")->capture_default_str();
+  evc->add_option("--temperature", ev.temperature, "Sampling temperature (k > 1)")->capture_default_str();
+  evc->add_option("--top-p", ev.top_p, "Nucleus mass (k > 1)")->capture_default_str();
+  evc->add_option("--prompt-format", ev.prompt_format, "auto, raw or chat")->capture_default_str();
+  evc->add_option("--seed", ev.seed, "Sampling seed")->capture_default_str();
+  evc->add_option("--json", ev.json_out, "Write the JSON result here (default: stdout)");
+  evc->add_option("--threads", ev.threads, "Threads");
+
   temper::app::ReportOptions ro;
   auto* rep = app.add_subcommand("report", "Write RUN_DIR/report.html: metric charts, summary, samples, config");
   rep->add_option("run_dir", ro.run_dir, "Run directory (holds metrics.jsonl)")->required();
@@ -148,6 +164,7 @@ int main(int argc, char** argv) {
     if (gen->parsed()) return temper::app::generate(go);
     if (rep->parsed()) return temper::app::report(ro);
     if (trn->parsed()) return temper::app::train(tro);
+    if (evc->parsed()) return temper::app::eval(ev);
   } catch (const temper::Error& e) {
     std::fprintf(stderr, "temper: error: %s\n", e.what());
     return 1;

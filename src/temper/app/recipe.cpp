@@ -1,5 +1,6 @@
 #include "temper/app/recipe.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -25,6 +26,25 @@ std::string toml_quote(const std::string& s) {
 
 namespace {
 
+// The shortest text that reads back to v, as TOML writes floats (always with '.', 'e' or inf/nan):
+// 20 -> 20.0, 0.003 -> 0.003, 1e-05 -> 1e-05.
+std::string double_literal(double v) {
+  char buf[64];
+  int p = 1;
+  for (; p <= 17; ++p) {
+    std::snprintf(buf, sizeof buf, "%.*g", p, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  std::string t = buf;
+  if (t.find('e') != std::string::npos && std::fabs(v) >= 1e-4 && std::fabs(v) < 1e15) {
+    int decimals = std::max(0, p - 1 - static_cast<int>(std::floor(std::log10(std::fabs(v)))));
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+    t = buf;
+  }
+  if (t.find_first_of(".eEn") == std::string::npos) t += ".0";
+  return t;
+}
+
 std::string literal_of(const toml::node& n, std::string* kind) {
   std::ostringstream os;
   if (n.is_string()) {
@@ -36,18 +56,7 @@ std::string literal_of(const toml::node& n, std::string* kind) {
   else if (n.is_boolean()) *kind = "boolean";
   else if (n.is_array()) *kind = "array";
   else *kind = "other";
-  if (n.is_floating_point()) {  // shortest text that reads back to the same double
-    char buf[64];
-    double v = n.as_floating_point()->get();
-    std::snprintf(buf, sizeof buf, "%.17g", v);
-    for (int prec = 1; prec <= 17; ++prec) {
-      std::snprintf(buf, sizeof buf, "%.*g", prec, v);
-      if (std::strtod(buf, nullptr) == v) break;
-    }
-    std::string t = buf;
-    if (t.find_first_of(".eEn") == std::string::npos) t += ".0";
-    return t;
-  }
+  if (n.is_floating_point()) return double_literal(n.as_floating_point()->get());
   n.visit([&](auto&& x) { os << x; });
   return os.str();
 }
@@ -148,14 +157,7 @@ double Recipe::get_double(const std::string& key, double def) {
     x = t["v"].value<double>().value();
     if (!std::isfinite(x)) bad(key, *v, "a finite number");
   }
-  char buf[64];
-  for (int prec = 1; prec <= 17; ++prec) {
-    std::snprintf(buf, sizeof buf, "%.*g", prec, x);
-    if (std::strtod(buf, nullptr) == x) break;
-  }
-  std::string t = buf;
-  if (t.find_first_of(".eE") == std::string::npos) t += ".0";
-  record(key, t);
+  record(key, v && v->kind == "integer" ? v->text : double_literal(x));
   return x;
 }
 

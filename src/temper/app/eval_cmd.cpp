@@ -1,0 +1,69 @@
+#include "temper/app/eval_cmd.h"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "temper/app/checkpoint.h"
+#include "temper/app/codec.h"
+#include "temper/app/model_source.h"
+#include "temper/core/error.h"
+#include "temper/core/thread_pool.h"
+#include "temper/io/atomic_file.h"
+#include "temper/rl/evaluate.h"
+
+namespace temper::app {
+
+int eval(const EvalOptions& o) {
+  if (o.threads > 0) set_num_threads(o.threads);
+  tasks::TaskParams params;
+  for (const std::string& kv : o.params) {
+    size_t eq = kv.find('=');
+    TEMPER_CHECK(eq != std::string::npos && eq > 0) << "--param '" << kv << "': expected key=value";
+    params[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  std::shared_ptr<const tasks::Task> task = tasks::make_task(o.task, params);
+  LoadedModel lm = load_model(o.model);
+  TEMPER_CHECK(lm.tokenizer) << o.model << ": no tokenizer (tokenizer.json or GGUF tokenizer metadata)";
+  rl::PromptCodec codec = make_codec(lm.tokenizer, lm.eos_ids, o.prompt_format);
+  rl::EvalConfig c;
+  c.problems = o.problems;
+  c.samples = o.samples;
+  c.greedy = o.samples == 1;
+  c.sampler.temperature = static_cast<float>(o.temperature);
+  c.sampler.top_p = static_cast<float>(o.top_p);
+  c.max_new = o.max_new;
+  c.seed = o.seed;
+  c.pass_k = {1};
+  if (o.samples > 1) c.pass_k.push_back(o.samples);
+  reward::SafeReward safe;
+  rl::EvalResult r = rl::evaluate(*lm.model, task, codec, c, safe);
+
+  nlohmann::ordered_json j;
+  j["model"] = o.model;
+  j["task"] = o.task;
+  j["problems"] = r.problems;
+  j["samples_per_problem"] = o.samples;
+  j["greedy"] = c.greedy;
+  j["accuracy"] = r.accuracy;
+  for (auto& [k, p] : r.pass_at_k) j["pass_at_" + std::to_string(k)] = p;
+  j["mean_len"] = r.mean_len;
+  nlohmann::ordered_json d = nlohmann::ordered_json::object();
+  for (auto& [diff, x] : r.by_difficulty) d[std::to_string(diff)] = {{"samples", x.first}, {"accuracy", x.second}};
+  j["by_difficulty"] = d;
+  j["reward_failures"] = safe.failures();
+  std::printf("task %s, %lld problems x %lld samples (%s): accuracy %.4f", o.task.c_str(), static_cast<long long>(r.problems),
+              static_cast<long long>(o.samples), c.greedy ? "greedy" : "sampled", r.accuracy);
+  for (auto& [k, p] : r.pass_at_k) std::printf(", pass@%lld %.4f", static_cast<long long>(k), p);
+  std::printf(", mean length %.1f tokens\n", r.mean_len);
+  for (auto& [diff, x] : r.by_difficulty)
+    std::printf("  difficulty %d: %lld samples, accuracy %.4f\n", diff, static_cast<long long>(x.first), x.second);
+  for (size_t i = 0; i < std::min<size_t>(3, r.examples.size()); ++i)
+    std::printf("  example %s: %s -> %s [%s]\n", r.examples[i].id.c_str(), r.examples[i].prompt.c_str(),
+                r.examples[i].completion.c_str(), r.examples[i].correct ? "correct" : "wrong");
+  std::string text = j.dump(2) + "\n";
+  if (!o.json_out.empty()) io::write_text_atomic(o.json_out, text);
+  else std::printf("%s", text.c_str());
+  return 0;
+}
+
+}  // namespace temper::app
