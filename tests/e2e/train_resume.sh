@@ -52,6 +52,19 @@ grep -q "removed 1 partial checkpoint" "$work/crash.log"
 grep -q "from $work/crash/checkpoints/step-3" "$work/crash.log"
 same "$work/full" "$work/crash"
 
+# SIGTERM (a spot instance going away): the step finishes, a checkpoint is written, exit 0; resume equals.
+"$temper" train --out "$work/term" "${common[@]}" 2> "$work/term.log" &
+pid=$!
+for _ in $(seq 600); do  # wait for the first RL row, then signal
+  grep -q '"kind":"train"' "$work/term/metrics.jsonl" 2>/dev/null && break
+  sleep 0.1
+done
+kill -TERM $pid
+wait $pid || { echo "SIGTERM: expected exit 0"; cat "$work/term.log"; exit 1; }
+grep -q "stopped by signal 15 after step" "$work/term.log" || grep -q "done, 6 steps" "$work/term.log"
+"$temper" train --resume "$work/term" --threads 2 2>> "$work/term.log" || grep -q "done, 6 steps" "$work/term.log"
+same "$work/full" "$work/term"
+
 # A new run into a used directory is refused (nothing overwritten).
 if "$temper" train --out "$work/full" "${common[@]}" 2> "$work/refuse.log"; then echo "a used run dir was accepted"; exit 1; fi
 grep -q "already holds a run; continue it with --resume" "$work/refuse.log"

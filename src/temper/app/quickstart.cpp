@@ -17,28 +17,30 @@ name = "arithmetic"
 
 [task.params]
 seed = 1
-min_ops = 2
-max_ops = 3
-max_operand = 20
+min_ops = 1
+max_ops = 2
+max_operand = 9
+ops = "+-"
 
 [sft]
-steps = 120
+steps = 600
 batch = 32
 lr = 3e-3
 warmup = 10
 
 [rl]
-steps = 60
+steps = 100
 prompts_per_step = 16
-group_size = 8
+group_size = 16
+dynamic_sampling = true
 max_new = 40
-lr = 3e-4
-warmup = 0
+lr = 1e-4
+warmup = 10
 temperature = 1.0
 
 [eval]
-every = 20
-problems = 200
+every = 100
+problems = 400
 max_new = 40
 
 [run]
