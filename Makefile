@@ -17,9 +17,10 @@ $(BUILD)/build.ninja:
 build: setup $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
-# Until the RL loop lands, the main job is the training-step benchmark's smoke run.
+# The main job: the built-in quickstart (SFT then GRPO on a tiny model from scratch), a new run
+# directory each time; `temper train --resume DIR` continues one.
 run: build
-	$(BUILD)/bin/temper bench train --quick
+	$(BUILD)/bin/temper train --out runs/quickstart-$$(date +%Y%m%d-%H%M%S)
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -LE slow -j $(JOBS) $(CTEST_ARGS)
@@ -37,6 +38,7 @@ bench: build
 	$(BUILD)/bench/tokenizer_bench tests/data/tokenizer/smollm2/tokenizer.json tests/data/tokenizer/corpus.json --repeat 100
 	.venv/bin/python bench/peers/hf_tokenizer.py tests/data/tokenizer/smollm2/tokenizer.json tests/data/tokenizer/corpus.json --repeat 100
 	$(BUILD)/bin/temper bench load --model .cache/models/SmolLM2-135M-Instruct.Q4_1.gguf
+	bench/compare_rl_step.sh $(BUILD)/bin/temper
 	TEMPER=$(BUILD)/bin/temper bench/compare_rollout.sh 2 64 32 1,8,32,64
 
 bench-gemm: build

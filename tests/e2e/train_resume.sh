@@ -68,4 +68,9 @@ same "$work/full" "$work/term"
 # A new run into a used directory is refused (nothing overwritten).
 if "$temper" train --out "$work/full" "${common[@]}" 2> "$work/refuse.log"; then echo "a used run dir was accepted"; exit 1; fi
 grep -q "already holds a run; continue it with --resume" "$work/refuse.log"
+# The final checkpoint is a model temper eval (and transformers) opens; the report regenerates.
+"$temper" eval --model "$work/full/checkpoints/step-6" --task arithmetic --param max_operand=9 --problems 5 \
+  --max-new 16 --json "$work/eval.json" > "$work/eval.txt"
+python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['problems']==5 and 0<=j['accuracy']<=1 and 'pass_at_1' in j, j" "$work/eval.json"
+"$temper" report "$work/full" > /dev/null
 echo RESUME_OK
