@@ -29,7 +29,7 @@ lr = 3e-3
 warmup = 10
 
 [rl]
-steps = 100
+steps = 300
 prompts_per_step = 16
 group_size = 16
 dynamic_sampling = true
