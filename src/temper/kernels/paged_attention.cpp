@@ -29,21 +29,7 @@ void paged_attention_fwd(const PagedAttnArgs& a) {
       const int64_t blk = table[b0 / a.block_size];
       const float* K = a.k_pool + blk * a.block_size * row + g * a.D;
       const float* V = a.v_pool + blk * a.block_size * row + g * a.D;
-      float bm = -INFINITY;
-      for (int64_t j = 0; j < nb; ++j) {
-        scores[static_cast<size_t>(j)] = t.dot(q, K + j * row, a.D) * scale;
-        bm = scores[static_cast<size_t>(j)] > bm ? scores[static_cast<size_t>(j)] : bm;
-      }
-      const float mn = bm > m ? bm : m, corr = std::exp(m - mn);  // rescale what came before
-      l *= corr;
-      for (int64_t d = 0; d < a.D; ++d) acc[static_cast<size_t>(d)] *= corr;
-      for (int64_t j = 0; j < nb; ++j) {
-        const float p = std::exp(scores[static_cast<size_t>(j)] - mn);
-        l += p;
-        const float* vj = V + j * row;
-        for (int64_t d = 0; d < a.D; ++d) acc[static_cast<size_t>(d)] += p * vj[d];
-      }
-      m = mn;
+      t.attn_block_update(q, K, V, row, nb, a.D, scale, scores.data(), &m, &l, acc.data());
     }
     const float inv = l > 0.f ? 1.0f / l : 0.f;
     for (int64_t d = 0; d < a.D; ++d) o[d] = acc[static_cast<size_t>(d)] * inv;

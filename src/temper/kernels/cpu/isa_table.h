@@ -44,6 +44,9 @@ struct IsaTable {
   // [N, K] with row stride ldw, f32 or bf16 (then A must hold bf16-rounded values).
   void (*gemm_nt_f32)(const float* A, int64_t lda, const float* W, int64_t ldw, float* C, int64_t ldc, int64_t M,
                       int64_t n0, int64_t n1, int64_t K, bool accumulate);
+  // Paged decode attention: one query row over nb keys/values of one KV block, online softmax.
+  void (*attn_block_update)(const float* q, const float* K, const float* V, int64_t stride, int64_t nb, int64_t D,
+                            float scale, float* scores, float* m, float* l, float* acc);
   void (*gemm_nt_bf16)(const float* A, int64_t lda, const uint16_t* W, int64_t ldw, float* C, int64_t ldc, int64_t M,
                        int64_t n0, int64_t n1, int64_t K, bool accumulate);
 };
