@@ -365,8 +365,10 @@ int train(const TrainOptions& o) {
       sinks.write(st.step, "train", m);
       if (cfg.samples_every > 0 && rlt->steps_done() % cfg.samples_every == 0) {
         const rl::Batch& b = rlt->last_batch();
-        for (int64_t i = 0; i < std::min<int64_t>(cfg.samples_per_step, static_cast<int64_t>(b.traj.size())); ++i) {
-          const rl::Trajectory& t = b.traj[static_cast<size_t>(i * cfg.rl.group_size) % b.traj.size()];
+        // The first sample of each of the first groups (one per prompt), then more of each if there are fewer groups.
+        const size_t n = b.traj.size(), stride = std::max<size_t>(1, std::min<size_t>(static_cast<size_t>(cfg.rl.group_size), n / std::max<size_t>(1, static_cast<size_t>(cfg.samples_per_step))));
+        for (size_t i = 0; i < std::min<size_t>(static_cast<size_t>(cfg.samples_per_step), n); ++i) {
+          const rl::Trajectory& t = b.traj[(i * stride) % n];
           const tasks::Problem& p = b.problems[static_cast<size_t>(t.problem)];
           report::Sample s;
           s.step = st.step;
