@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "temper/core/error.h"
+#include "temper/core/log.h"
 #include "temper/core/profile.h"
 #include "temper/core/rng.h"
 
@@ -345,6 +346,8 @@ Metrics RlTrainer::update(Batch& b) {
       lr = o.lr;
       if (o.skipped) {
         ++skipped;
+        log_write(LogLevel::warn, "rl step " + std::to_string(step_) + ": non-finite loss or gradients (loss " +
+                                      std::to_string(total.loss) + "); the update was skipped, the run goes on");
       } else {
         ++applied;
         grad_norm_sum += o.grad_norm;

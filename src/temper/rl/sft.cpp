@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "temper/core/error.h"
+#include "temper/core/log.h"
 
 namespace temper::rl {
 
@@ -47,6 +48,9 @@ Metrics SftTrainer::step() {
     }
   }
   StepStats s = trainer_.step(tokens.data(), mask.data(), B, T);
+  if (s.skipped)
+    log_write(LogLevel::warn, "sft: non-finite loss or gradients (loss " + std::to_string(s.loss) +
+                                  "); the update was skipped, the run goes on");
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return {{"loss", s.loss},
           {"grad_norm", s.grad_norm},
