@@ -51,22 +51,7 @@ samples_every = 10
   return text;
 }
 
-ModelConfig quickstart_model_config() {
-  ModelConfig c;
-  c.arch = Arch::llama;
-  c.vocab_size = 259;
-  c.hidden_size = 128;
-  c.num_layers = 4;
-  c.num_heads = 4;
-  c.num_kv_heads = 2;
-  c.head_dim = 32;
-  c.intermediate_size = 384;
-  c.max_position_embeddings = 256;
-  c.rope_theta = 10000.0;
-  c.rms_norm_eps = 1e-5;
-  c.tie_word_embeddings = true;
-  return c;
-}
+ModelConfig quickstart_model_config() { return model_config_preset("quickstart"); }
 
 text::Tokenizer byte_tokenizer() {
   text::TokenizerSpec s;

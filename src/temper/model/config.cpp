@@ -71,8 +71,21 @@ ModelConfig model_config_preset(const std::string& name) {
     c.rope_theta = 10000.0;
     c.rms_norm_eps = 1e-5;
     c.tie_word_embeddings = true;
+  } else if (name == "quickstart") {  // temper train's built-in tiny model (byte-level vocabulary + 3 specials)
+    c.arch = Arch::llama;
+    c.vocab_size = 259;
+    c.hidden_size = 128;
+    c.num_layers = 4;
+    c.num_heads = 4;
+    c.num_kv_heads = 2;
+    c.head_dim = 32;
+    c.intermediate_size = 384;
+    c.max_position_embeddings = 256;
+    c.rope_theta = 10000.0;
+    c.rms_norm_eps = 1e-5;
+    c.tie_word_embeddings = true;
   } else {
-    TEMPER_FAIL() << "unknown model shape '" << name << "' (known: smollm2-135m, tiny)";
+    TEMPER_FAIL() << "unknown model shape '" << name << "' (known: smollm2-135m, tiny, quickstart)";
   }
   c.validate("preset " + name);
   return c;

@@ -33,7 +33,7 @@ struct ModelConfig {
 };
 
 std::string arch_name(Arch a);
-// Built-in shapes: "smollm2-135m", "tiny" (the golden Llama shape). Throws on an unknown name.
+// Built-in shapes: "smollm2-135m", "tiny" (the golden Llama shape), "quickstart" (temper train's). Throws on an unknown name.
 ModelConfig model_config_preset(const std::string& name);
 
 }  // namespace temper

@@ -11,27 +11,7 @@ constexpr int kMaxOps = 12;
 constexpr int64_t kMaxOperand = 1000000;
 constexpr int64_t kMaxValue = 1000000000000000LL;  // |every intermediate value| <= 1e15
 
-std::optional<int64_t> apply(int64_t a, char op, int64_t b) {
-  int64_t r = 0;
-  switch (op) {
-    case '+':
-      if (__builtin_add_overflow(a, b, &r)) return std::nullopt;
-      break;
-    case '-':
-      if (__builtin_sub_overflow(a, b, &r)) return std::nullopt;
-      break;
-    case '*':
-      if (__builtin_mul_overflow(a, b, &r)) return std::nullopt;
-      break;
-    case '/':
-      if (b == 0 || a % b != 0) return std::nullopt;
-      r = a / b;
-      break;
-    default: return std::nullopt;
-  }
-  if (r > kMaxValue || r < -kMaxValue) return std::nullopt;
-  return r;
-}
+std::optional<int64_t> apply(int64_t a, char op, int64_t b) { return exact_int_op(a, op, b, kMaxValue); }
 
 struct Expr {
   std::vector<int64_t> nums;

@@ -15,23 +15,7 @@ constexpr int64_t kMaxValue = 1000000000;  // literal and intermediate bound (ke
 
 bool valid_op(char o) { return o == '+' || o == '-' || o == '*' || o == '/'; }
 
-std::optional<int64_t> apply(int64_t a, char op, int64_t b) {
-  int64_t r = 0;
-  switch (op) {
-    case '+': r = a + b; break;
-    case '-': r = a - b; break;
-    case '*':
-      if (__builtin_mul_overflow(a, b, &r)) return std::nullopt;
-      break;
-    case '/':
-      if (b == 0 || a % b != 0) return std::nullopt;
-      r = a / b;
-      break;
-    default: return std::nullopt;
-  }
-  if (r > kMaxValue || r < -kMaxValue) return std::nullopt;
-  return r;
-}
+std::optional<int64_t> apply(int64_t a, char op, int64_t b) { return exact_int_op(a, op, b, kMaxValue); }
 
 // Recursive descent over expr := term (('+'|'-') term)*, term := factor (('*'|'/') factor)*,
 // factor := literal | '(' expr ')'.

@@ -208,4 +208,26 @@ std::optional<int64_t> parse_int(std::string_view s) {
   return neg ? -v : v;
 }
 
+std::optional<int64_t> exact_int_op(int64_t a, char op, int64_t b, int64_t max_abs) {
+  int64_t r = 0;
+  switch (op) {
+    case '+':
+      if (__builtin_add_overflow(a, b, &r)) return std::nullopt;
+      break;
+    case '-':
+      if (__builtin_sub_overflow(a, b, &r)) return std::nullopt;
+      break;
+    case '*':
+      if (__builtin_mul_overflow(a, b, &r)) return std::nullopt;
+      break;
+    case '/':
+      if (b == 0 || a % b != 0) return std::nullopt;
+      r = a / b;
+      break;
+    default: return std::nullopt;
+  }
+  if (r > max_abs || r < -max_abs) return std::nullopt;
+  return r;
+}
+
 }  // namespace temper::tasks

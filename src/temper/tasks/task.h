@@ -112,6 +112,9 @@ std::string problem_id(std::string_view family, Split split, uint64_t index);
 std::vector<std::string_view> reasoning_lines(std::string_view completion);
 // "-12" / "+7" / "33" (surrounding spaces allowed) -> value; nullopt otherwise or on overflow.
 std::optional<int64_t> parse_int(std::string_view s);
+// a op b for op in + - * / with exact integer semantics: nullopt on overflow, division by zero, an
+// inexact quotient, an unknown op, or |result| > max_abs.
+std::optional<int64_t> exact_int_op(int64_t a, char op, int64_t b, int64_t max_abs);
 
 constexpr int kMaxGenerateAttempts = 100000;
 
