@@ -19,28 +19,28 @@ name = "arithmetic"
 seed = 1
 min_ops = 1
 max_ops = 2
-max_operand = 9
+max_operand = 20
 ops = "+-"
 
 [sft]
-steps = 600
+steps = 1000
 batch = 32
 lr = 3e-3
 warmup = 10
 
 [rl]
-steps = 300
+steps = 150
 prompts_per_step = 16
 group_size = 16
 dynamic_sampling = true
 max_new = 40
-lr = 1e-4
+lr = 5e-5
 warmup = 10
 temperature = 1.0
 
 [eval]
-every = 100
-problems = 400
+every = 0
+problems = 1000
 max_new = 40
 
 [run]
