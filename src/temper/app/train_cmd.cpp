@@ -247,14 +247,42 @@ int train(const TrainOptions& o) {
                  static_cast<long long>(st.step));
   }
 
-  // Memory plan.
+  // Memory plan: weights, gradients, AdamW moments, the KV pool, and the activation arena reserved
+  // now for the largest micro-batch (SFT rows of prompt + gold, RL rows of prompt + max_new; the
+  // longest of the first 64 training problems stands for the rest).
   {
+    int64_t max_prompt = 1, max_gold = 1;
+    const int64_t tsize = task->size(tasks::Split::train);
+    for (uint64_t i = 0; i < 64 && (tsize < 0 || static_cast<int64_t>(i) < tsize); ++i) {
+      tasks::Problem p = task->problem(tasks::Split::train, i);
+      max_prompt = std::max<int64_t>(max_prompt, static_cast<int64_t>(codec.encode_prompt(p).size()));
+      if (cfg.sft_steps > 0 && !p.gold_solution.empty())
+        max_gold = std::max<int64_t>(max_gold, static_cast<int64_t>(codec.encode_completion(p.gold_solution).size()));
+    }
+    const int64_t ctx = policy->config().max_position_embeddings;
+    int64_t tokens = 1, seq = 1;
+    if (cfg.sft_steps > 0) {
+      seq = std::min(ctx, max_prompt + max_gold);
+      int64_t rows = cfg.sft.train.micro_batch > 0 ? std::min(cfg.sft.train.micro_batch, cfg.sft.batch) : cfg.sft.batch;
+      tokens = rows * seq;
+    }
+    if (cfg.rl_steps > 0) {
+      int64_t T = std::min(ctx, max_prompt + cfg.rl.max_new), batch = cfg.rl.prompts_per_step * cfg.rl.group_size;
+      int64_t rows = cfg.rl.micro_batch > 0 ? std::min(cfg.rl.micro_batch, batch) : batch;
+      tokens = std::max(tokens, rows * T);
+      seq = std::max(seq, T);
+    }
+    policy->plan(std::max(tokens, seq), seq);
     double params_mb = static_cast<double>(policy->flat_size()) * 4 / (1 << 20);
+    double act_mb = static_cast<double>(policy->activation_bytes()) / (1 << 20);
+    double total = params_mb * 4 + static_cast<double>(cfg.rl_steps > 0 ? cfg.rl.kv_memory_mb : 0) + act_mb +
+                   (reference ? params_mb : 0);
     std::fprintf(stderr,
-                 "temper train: %s, %lld parameters; memory plan: weights %.1f MB, grads %.1f MB, AdamW %.1f MB, KV cache %lld MB%s\n",
+                 "temper train: %s, %lld parameters; memory plan: weights %.1f MB, grads %.1f MB, AdamW %.1f MB, "
+                 "KV cache %lld MB, activations %.1f MB (micro-batches of up to %lld tokens)%s; total ~%.0f MB\n",
                  policy->config().summary().c_str(), static_cast<long long>(policy->num_params()), params_mb, params_mb,
-                 2 * params_mb, static_cast<long long>(cfg.rl.kv_memory_mb),
-                 reference ? ", KL reference (a weights copy)" : "");
+                 2 * params_mb, static_cast<long long>(cfg.rl_steps > 0 ? cfg.rl.kv_memory_mb : 0), act_mb,
+                 static_cast<long long>(tokens), reference ? ", KL reference (a weights copy)" : "", total);
   }
 
   // Sinks.
