@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -81,13 +82,13 @@ int bench_rollout(const BenchRolloutOptions& o) {
   }
   struct Run {
     double seconds;
-    int64_t prefill_tokens;
+    rollout::EngineStats stats;
   };
   auto run = [&](std::vector<rollout::RolloutRequest>& rs, int64_t n) {
     for (auto& r : rs) r.max_new = n;
     double t0 = now();
     auto out = eng.run(rs);
-    return Run{now() - t0, eng.stats().prefill_tokens};
+    return Run{now() - t0, eng.stats()};
   };
   run(reqs, 2);  // warm-up: oneDNN kernels, pages of the pool
   Run r1 = run(reqs, 1), rn = run(reqs, o.gen_len);
@@ -105,14 +106,27 @@ int bench_rollout(const BenchRolloutOptions& o) {
         indep.back().group_size = 1;
         indep.back().stream = static_cast<uint64_t>(g);
       }
-    run(indep, 1);  // warm-up: pages of the pool
-    Run i1 = run(indep, 1);
+    // One engine step holds at most the model's context in tokens (the step's activation arena), so
+    // the independent prompts are admitted in waves of max_position_embeddings / P.
+    rollout::EngineConfig ic;
+    ic.max_seqs = std::max<int64_t>(1, std::min(seqs, c.max_position_embeddings / o.prompt_len));
+    rollout::RolloutEngine ieng(*m, pool, ic);
+    auto irun = [&]() {
+      double t0 = now();
+      auto out = ieng.run(indep);
+      return Run{now() - t0, ieng.stats()};
+    };
+    for (auto& r : indep) r.max_new = 1;
+    irun();  // warm-up: pages of the pool
+    Run i1 = irun();
     group = {{"prefill_tokens_requested", seqs * o.prompt_len},
-             {"shared_prefill_tokens_computed", r1.prefill_tokens},
+             {"shared_prefill_tokens_computed", r1.stats.prefill_tokens},
              {"shared_prefill_s", std::round(t1 * 1000) / 1000},
-             {"independent_prefill_tokens_computed", i1.prefill_tokens},
+             {"independent_prefill_tokens_computed", i1.stats.prefill_tokens},
              {"independent_prefill_s", std::round(i1.seconds * 1000) / 1000},
-             {"prefill_tokens_ratio", std::round(static_cast<double>(i1.prefill_tokens) / r1.prefill_tokens * 100) / 100},
+             {"independent_prefill_steps", i1.stats.steps},
+             {"prefill_tokens_ratio",
+              std::round(static_cast<double>(i1.stats.prefill_tokens) / static_cast<double>(r1.stats.prefill_tokens) * 100) / 100},
              {"prefill_time_ratio", std::round(i1.seconds / t1 * 100) / 100}};
   }
   double bw = read_bandwidth_gbs();
@@ -131,6 +145,8 @@ int bench_rollout(const BenchRolloutOptions& o) {
                       {"peak_rss_mb", std::round(static_cast<double>(u.ru_maxrss) / 1024.0 * 10) / 10},
                       {"read_bandwidth_gb_s", std::round(bw * 10) / 10},
                       {"batch1_bandwidth_bound_tokens_per_s", std::round(bw * 1e9 / weight_bytes * 10) / 10}};
+  j["engine_steps"] = rn.stats.steps;  // of the timed N-token run: 1 prefill step + N - 1 decode steps when nothing is preempted
+  j["preemptions"] = rn.stats.preemptions;
   if (G > 1) {
     j["prompts"] = o.batch;
     j["group"] = G;
