@@ -50,13 +50,14 @@ for dtype in f32 bf16; do
       --threads "$threads" --dtype "$dtype" --json | tee -a "$out"
     if [ $have_torch = 1 ]; then
       quiet "$py" bench/peers/torch_generate.py --shape smollm2-135m --batch "$b" --prompt-len "$prompt" \
-        --gen-len "$gen" --threads "$threads" --dtype "$dtype" | tee -a "$out"
+        --gen-len "$gen" --threads "$threads" --dtype "$dtype" | tee -a "$out" || echo "compare_rollout: PyTorch run failed"
     fi
   done
 done
 if [ $have_llama = 1 ]; then
   for t in F32 BF16 Q4_0; do
-    quiet bench/peers/llamacpp.sh run "$threads" "$prompt" "$gen" "$batches" "$t" | tee -a "$out"
+    quiet bench/peers/llamacpp.sh run "$threads" "$prompt" "$gen" "$batches" "$t" | tee -a "$out" ||
+      echo "compare_rollout: llama.cpp $t run failed"
   done
 fi
 done
