@@ -251,3 +251,20 @@ TEST(RolloutEngine, Bf16RolloutLogprobsEqualTheBf16TrainingForward) {
   std::printf("bf16: max |rollout log-prob - training log-prob| = %.3g\n", worst);
   EXPECT_LE(worst, 1e-5);
 }
+
+TEST(RolloutEngine, PrefillTokensPerStepAreCappedWithoutChangingTokens) {
+  Fixture f;
+  KvPool pool(f.cfg, 4, 256);
+  std::vector<RolloutRequest> reqs;
+  for (uint64_t i = 0; i < 5; ++i) reqs.push_back(request({int32_t(i + 1), 2, 3, 4, 5, 6}, 2, 8, i));
+  RolloutEngine wide(f.model, pool);
+  auto want = wide.run(reqs);
+  EngineConfig c(64);
+  c.max_step_tokens = 7;  // one 6-token prompt per step
+  RolloutEngine narrow(f.model, pool, c);
+  auto got = narrow.run(reqs);
+  EXPECT_GT(narrow.stats().steps, wide.stats().steps);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i].tokens, want[i].tokens) << i;
+  EXPECT_EQ(pool.free_blocks(), 256);
+}

@@ -27,6 +27,7 @@ uint64_t fork_stream(uint64_t parent, int64_t k) {  // splitmix64 finaliser of (
 
 RolloutEngine::RolloutEngine(Transformer& model, KvPool& pool, EngineConfig cfg) : model_(model), pool_(pool), cfg_(cfg) {
   TEMPER_CHECK(cfg_.max_seqs > 0) << "rollout engine: max_seqs must be > 0";
+  TEMPER_CHECK(cfg_.max_step_tokens > 0) << "rollout engine: max_step_tokens must be > 0";
 }
 
 namespace {
@@ -175,7 +176,7 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
       tables.push_back(s.kv.blocks.data());
       rows.push_back(static_cast<int64_t>(tok.size()) - 1);
     }
-    const int64_t n_decode = static_cast<int64_t>(live.size());
+    const int64_t n_decode = static_cast<int64_t>(live.size()), n_decode_rows = static_cast<int64_t>(tok.size());
     int64_t seats = n_decode;
     // Preempted sequences come back first: recompute prompt + completion except the pending token.
     resuming.clear();
@@ -185,6 +186,7 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
       const Completion& c = out[static_cast<size_t>(s.out)];
       int64_t n = static_cast<int64_t>(q.prompt.size() + c.tokens.size()) - 1;
       if (seats + 1 > cfg_.max_seqs || blocks_for(n) + 1 > pool_.free_blocks()) break;
+      if (static_cast<int64_t>(tok.size()) > n_decode_rows && static_cast<int64_t>(tok.size()) - n_decode_rows + n > cfg_.max_step_tokens) break;
       pool_.reserve(s.kv, n);
       for (int64_t p = 0; p < n; ++p) {
         tok.push_back(p < static_cast<int64_t>(q.prompt.size()) ? q.prompt[static_cast<size_t>(p)]
@@ -203,6 +205,7 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
       int64_t plen = static_cast<int64_t>(q.prompt.size());
       int64_t need = blocks_for(plen) + q.group_size;  // + one block each to grow
       if (seats + q.group_size > cfg_.max_seqs || need > pool_.free_blocks()) break;
+      if (static_cast<int64_t>(tok.size()) > n_decode_rows && static_cast<int64_t>(tok.size()) - n_decode_rows + plen > cfg_.max_step_tokens) break;
       SeqKv root;
       pool_.reserve(root, plen);
       for (int64_t p = 0; p < plen; ++p) {

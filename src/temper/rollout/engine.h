@@ -82,8 +82,13 @@ class StopWhenText : public RolloutHook {
 
 struct EngineConfig {
   int64_t max_seqs = 64;  // live sequences at once
+  // Prefill tokens admitted per step (bounds the activation arena); a prompt longer than this is
+  // still admitted alone. Prompts are not split across steps (chunked prefill: later).
+  int64_t max_step_tokens = 4096;
   // Bytes of a token (Tokenizer::token_bytes); needed when a request has stop strings.
   std::function<std::string_view(int32_t)> token_bytes;
+  EngineConfig() = default;
+  EngineConfig(int64_t seqs, std::function<std::string_view(int32_t)> bytes = {}) : max_seqs(seqs), token_bytes(std::move(bytes)) {}
 };
 
 struct EngineStats {
