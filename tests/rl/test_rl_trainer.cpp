@@ -127,19 +127,19 @@ TEST(RlTrainer, StepsAreBitwiseDeterministicAcrossThreadCounts) {
 }
 
 TEST(RlTrainer, MicroBatchesAccumulateToTheSameUpdate) {
-  std::vector<std::vector<float>> params;  // gradients
+  std::vector<std::vector<float>> grads;  // the accumulated (clipped) gradient of each run
   for (int64_t micro : {0, 5}) {
     RlSetup s;
     RlConfig c = config();
     c.micro_batch = micro;
     RlTrainer t(s.model, s.task, codec(), c, s.safe);
     t.step();
-    params.emplace_back(s.model.grads(), s.model.grads() + s.model.flat_size());  // the accumulated (clipped) gradient
+    grads.emplace_back(s.model.grads(), s.model.grads() + s.model.flat_size());
   }
   double worst = 0, scale = 0;
-  for (size_t i = 0; i < params[0].size(); ++i) {
-    worst = std::max(worst, double(std::fabs(params[0][i] - params[1][i])));
-    scale = std::max(scale, double(std::fabs(params[0][i])));
+  for (size_t i = 0; i < grads[0].size(); ++i) {
+    worst = std::max(worst, double(std::fabs(grads[0][i] - grads[1][i])));
+    scale = std::max(scale, double(std::fabs(grads[0][i])));
   }
   EXPECT_GT(scale, 1e-4);
   EXPECT_LT(worst, 1e-5 * scale) << "micro-batches of 5 vs one batch of 24 sequences";

@@ -284,11 +284,10 @@ Metrics RlTrainer::update(Batch& b) {
       w[at] = t.weight[i];
     }
   }
-  const int64_t micro_default = B;
   if (cfg_.loss.kl_coef > 0) {  // reference log-probs, in micro-batches
     ref.assign(N, 0.f);
     std::vector<float> ent(N);
-    const int64_t mb = cfg_.micro_batch > 0 ? cfg_.micro_batch : micro_default;
+    const int64_t mb = cfg_.micro_batch > 0 ? cfg_.micro_batch : B;
     for (int64_t r0 = 0; r0 < B; r0 += mb) {
       int64_t rows = std::min(mb, B - r0);
       size_t off = static_cast<size_t>(r0 * T);

@@ -24,7 +24,6 @@ class SftTrainer {
   SftTrainer(Transformer& model, std::shared_ptr<const tasks::Task> task, PromptCodec codec, SftConfig cfg);
   Metrics step();
   uint64_t cursor() const { return cursor_; }
-  int64_t steps_done() const { return trainer_.steps_done() + trainer_.skipped(); }
   Trainer& trainer() { return trainer_; }
   void restore(uint64_t cursor) { cursor_ = cursor; }
 

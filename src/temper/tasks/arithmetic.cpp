@@ -112,11 +112,7 @@ ArithmeticConfig ArithmeticConfig::from_params(const TaskParams& params) {
 
 ArithmeticTask::ArithmeticTask(ArithmeticConfig cfg) : cfg_(std::move(cfg)) {
   cfg_.validate();
-  // Deduplicate ops so "++-" does not bias the draw silently.
-  std::string u;
-  for (char o : cfg_.ops)
-    if (u.find(o) == std::string::npos) u += o;
-  cfg_.ops = u;
+  cfg_.ops = unique_chars(cfg_.ops);
 }
 
 Problem ArithmeticTask::problem(Split split, uint64_t index) const {

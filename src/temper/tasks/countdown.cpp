@@ -237,10 +237,7 @@ CountdownConfig CountdownConfig::from_params(const TaskParams& params) {
 CountdownTask::CountdownTask(CountdownConfig cfg) : cfg_(std::move(cfg)) {
   cfg_.validate();
   if (cfg_.max_steps < 0) cfg_.max_steps = cfg_.numbers - 1;
-  std::string u;
-  for (char o : cfg_.ops)
-    if (u.find(o) == std::string::npos) u += o;
-  cfg_.ops = u;
+  cfg_.ops = unique_chars(cfg_.ops);
 }
 
 Problem CountdownTask::problem(Split split, uint64_t index) const {

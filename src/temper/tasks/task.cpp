@@ -230,4 +230,11 @@ std::optional<int64_t> exact_int_op(int64_t a, char op, int64_t b, int64_t max_a
   return r;
 }
 
+std::string unique_chars(std::string_view s) {
+  std::string u;
+  for (char c : s)
+    if (u.find(c) == std::string::npos) u += c;
+  return u;
+}
+
 }  // namespace temper::tasks
