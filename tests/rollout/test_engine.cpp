@@ -169,7 +169,9 @@ TEST(RolloutEngine, HooksForkAtTheCurrentPositionAndForksDrawTheirOwnStream) {
   struct ForkAt5 : RolloutHook {
     int64_t steps = 0;
     HookDecision after_token(const RolloutRequest&, const Completion& c) override {
-      return {false, c.parent < 0 && c.member == 1 && c.tokens.size() == 5 ? 2 : 0};
+      HookDecision d;
+      d.forks = c.parent < 0 && c.member == 1 && c.tokens.size() == 5 ? 2 : 0;
+      return d;
     }
     void after_step(int64_t) override { ++steps; }
   } hook;
@@ -198,6 +200,74 @@ TEST(RolloutEngine, HooksForkAtTheCurrentPositionAndForksDrawTheirOwnStream) {
       EXPECT_NEAR(alone.policy_logprob[i], child.policy_logprob[5 + i], 1e-5);
   }
   EXPECT_NE(out[2].tokens, out[3].tokens);
+  EXPECT_EQ(pool.free_blocks(), 128);
+}
+
+TEST(RolloutEngine, ForcedTokensAreEmittedFirstWithPolicyLogprobsAndDrawNothing) {
+  Fixture f;
+  KvPool pool(f.cfg, 4, 128);
+  RolloutEngine eng(f.model, pool);
+  std::vector<int32_t> prompt = {9, 1, 7, 3, 2};
+  // A request's forced tokens: every member emits them, then samples; the draws are those of a
+  // sequence whose prompt already ends with the forced tokens (forcing consumes no randomness).
+  RolloutRequest q = request(prompt, 2, 10, 33);
+  q.forced = {11, 12, 13};
+  auto out = eng.run({q});
+  ASSERT_EQ(out.size(), 2u);
+  RolloutRequest plain = request(prompt, 2, 7, 33);
+  plain.prompt.insert(plain.prompt.end(), q.forced.begin(), q.forced.end());
+  auto ref = eng.run({plain});
+  for (int g = 0; g < 2; ++g) {
+    const Completion& c = out[static_cast<size_t>(g)];
+    ASSERT_EQ(c.tokens.size(), 10u);
+    EXPECT_EQ(c.forced, 3);
+    EXPECT_EQ(c.forced_pos, 0);
+    EXPECT_EQ(std::vector<int32_t>(c.tokens.begin(), c.tokens.begin() + 3), q.forced);
+    EXPECT_EQ(std::vector<int32_t>(c.tokens.begin() + 3, c.tokens.end()), ref[static_cast<size_t>(g)].tokens);
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(c.sample_logprob[static_cast<size_t>(i)], c.policy_logprob[static_cast<size_t>(i)]);
+  }
+  // The recorded log-probs of forced tokens are the training forward's.
+  std::vector<int32_t> seq = prompt;
+  seq.insert(seq.end(), out[0].tokens.begin(), out[0].tokens.end());
+  const int64_t T = static_cast<int64_t>(seq.size()), P = static_cast<int64_t>(prompt.size());
+  std::vector<int32_t> tgt(static_cast<size_t>(T), -1);
+  for (int64_t t = P - 1; t + 1 < T; ++t) tgt[static_cast<size_t>(t)] = seq[static_cast<size_t>(t + 1)];
+  std::vector<float> lp(static_cast<size_t>(T)), ent(static_cast<size_t>(T));
+  f.model.forward_logprobs(seq.data(), tgt.data(), 1, T, lp.data(), ent.data());
+  for (int64_t i = 0; i < 10; ++i) {
+    EXPECT_NEAR(out[0].policy_logprob[static_cast<size_t>(i)], lp[static_cast<size_t>(P - 1 + i)], 1e-5);
+    EXPECT_NEAR(out[0].entropy[static_cast<size_t>(i)], ent[static_cast<size_t>(P - 1 + i)], 1e-4);
+  }
+
+  // A hook's forks: forced tokens after the fork point, then at most fork_max_new tokens in all.
+  struct CloseAt4 : RolloutHook {
+    HookDecision after_token(const RolloutRequest&, const Completion& c) override {
+      HookDecision d;
+      if (c.parent < 0 && c.member == 0 && c.tokens.size() == 4) d.forks = 1, d.fork_forced = {20, 21}, d.fork_max_new = 5;
+      return d;
+    }
+  } hook;
+  auto forked = eng.run({request(prompt, 1, 12, 5)}, &hook);
+  ASSERT_EQ(forked.size(), 2u);
+  const Completion& parent = forked[0];
+  const Completion& child = forked[1];
+  EXPECT_EQ(parent.tokens.size(), 12u);
+  EXPECT_EQ(child.parent, 0);
+  EXPECT_EQ(child.fork_pos, 4);
+  EXPECT_EQ(child.forced, 2);
+  EXPECT_EQ(child.forced_pos, 4);
+  ASSERT_EQ(child.tokens.size(), 9u);  // 4 shared + 2 forced + 3 sampled
+  EXPECT_EQ(child.finish, FinishReason::length);
+  EXPECT_EQ(std::vector<int32_t>(child.tokens.begin(), child.tokens.begin() + 4),
+            std::vector<int32_t>(parent.tokens.begin(), parent.tokens.begin() + 4));
+  EXPECT_EQ(child.tokens[4], 20);
+  EXPECT_EQ(child.tokens[5], 21);
+  RolloutRequest ind = request(prompt, 1, 5, 5);
+  ind.prompt.insert(ind.prompt.end(), parent.tokens.begin(), parent.tokens.begin() + 4);
+  ind.forced = {20, 21};
+  ind.stream = child.stream;
+  auto alone = eng.run({ind})[0];
+  EXPECT_EQ(alone.tokens, std::vector<int32_t>(child.tokens.begin() + 4, child.tokens.end()));
   EXPECT_EQ(pool.free_blocks(), 128);
 }
 

@@ -40,6 +40,8 @@ struct Live {
   int32_t pending = -1;     // sampled, not yet fed to the model
   int64_t forks_made = 0;
   std::string tail;         // the completion's last bytes, for stop strings
+  std::vector<int32_t> forced;  // still to emit instead of sampling (front first: kept reversed)
+  int64_t max_len = 0;          // completion tokens at most
 };
 
 }  // namespace
@@ -55,6 +57,8 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
     const RolloutRequest& q = requests[r];
     TEMPER_CHECK(!q.prompt.empty() && q.group_size > 0 && q.max_new > 0)
         << "rollout request " << r << ": needs a prompt, group_size > 0 and max_new > 0";
+    TEMPER_CHECK(static_cast<int64_t>(q.forced.size()) <= q.max_new)
+        << "rollout request " << r << ": " << q.forced.size() << " forced tokens exceed max_new " << q.max_new;
     TEMPER_CHECK(static_cast<int64_t>(q.prompt.size()) + q.max_new <= model_.config().max_position_embeddings)
         << "rollout request " << r << ": prompt " << q.prompt.size() << " + max_new " << q.max_new
         << " exceeds the model's context " << model_.config().max_position_embeddings;
@@ -104,7 +108,7 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
   auto blocks_for = [&](int64_t tokens) { return (tokens + bs - 1) / bs; };
   auto new_live = [&](int64_t r, int64_t out_index, SeqKv kv) {
     const RolloutRequest& q = requests[static_cast<size_t>(r)];
-    Live s{r, out_index, std::move(kv), Rng(q.seed, out[static_cast<size_t>(out_index)].stream), Sampler(q.sampler), -1, 0, {}};
+    Live s{r, out_index, std::move(kv), Rng(q.seed, out[static_cast<size_t>(out_index)].stream), Sampler(q.sampler), -1, 0, {}, {}, q.max_new};
     s.kv.blocks.reserve(static_cast<size_t>(blocks_for(static_cast<int64_t>(q.prompt.size()) + q.max_new) + 1));
     if (max_stop > 0) s.tail.reserve(2 * max_stop + 64);
     return s;
@@ -113,9 +117,20 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
   auto emit = [&](Live& s, const float* z) -> bool {
     const RolloutRequest& q = requests[static_cast<size_t>(s.req)];
     Completion& c = out[static_cast<size_t>(s.out)];
-    Sample x = s.sampler.sample(z, V, s.rng, History{q.prompt, c.tokens});
+    Sample x{};
+    const bool forced = !s.forced.empty();
+    if (forced) {  // teacher-forced: no draw (the stream is not advanced)
+      x.token = s.forced.back();
+      s.forced.pop_back();
+      TEMPER_CHECK(x.token >= 0 && x.token < V) << "rollout request " << s.req << ": forced token " << x.token
+                                                << " outside the vocabulary [0, " << V << ")";
+      ++c.forced;
+    } else {
+      x = s.sampler.sample(z, V, s.rng, History{q.prompt, c.tokens});
+    }
     float lp, ent;
     kernels::logit_row_stats(z, V, x.token, &lp, &ent);  // the training classifier's arithmetic
+    if (forced) x.logprob = lp;
     c.tokens.push_back(x.token);
     c.sample_logprob.push_back(x.logprob);
     c.policy_logprob.push_back(lp);
@@ -142,14 +157,21 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
       f.parent = c.member;
       f.fork_pos = static_cast<int64_t>(c.tokens.size());
       f.stream = fork_stream(c.stream, ++s.forks_made);
+      f.forced = 0;
+      f.forced_pos = f.fork_pos;
       Live child = new_live(s.req, static_cast<int64_t>(out.size()) - 1, pool_.fork(s.kv, s.kv.len));
       child.pending = s.pending;
       child.tail = s.tail;
+      child.forced.assign(d.fork_forced.rbegin(), d.fork_forced.rend());
+      child.max_len = d.fork_max_new > 0 ? std::min(q.max_new, f.fork_pos + d.fork_max_new) : q.max_new;
+      child.max_len = std::max(child.max_len, f.fork_pos + static_cast<int64_t>(d.fork_forced.size()));
+      TEMPER_CHECK(static_cast<int64_t>(q.prompt.size()) + child.max_len <= model_.config().max_position_embeddings)
+          << "rollout request " << s.req << ": a fork's forced tokens run past the model's context";
       spawned.push_back(std::move(child));
       ++stats_.forks;
     }
     if (d.stop) return finish(s, FinishReason::hook), true;
-    if (static_cast<int64_t>(c.tokens.size()) >= q.max_new) return finish(s, FinishReason::length), true;
+    if (static_cast<int64_t>(c.tokens.size()) >= s.max_len) return finish(s, FinishReason::length), true;
     return false;
   };
 
@@ -261,6 +283,7 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
       const float* z = logits.data() + (static_cast<size_t>(n_decode) + a) * V;
       for (int64_t g = 0; g < q.group_size; ++g) {
         Live s = new_live(r, first_out[static_cast<size_t>(r)] + g, pool_.fork(root, root.len));
+        s.forced.assign(q.forced.rbegin(), q.forced.rend());
         if (!emit(s, z)) next.push_back(std::move(s));
       }
       pool_.release(root);  // the members hold the prompt's blocks now

@@ -37,12 +37,17 @@ struct RolloutRequest {
   std::vector<std::string> stop_strings;  // matched on the completion's bytes (EngineConfig::token_bytes)
   uint64_t seed = 0;
   uint64_t stream = 0;  // member g draws from Philox stream (seed, stream + g)
+  // Tokens every member emits first instead of sampling (teacher forcing, e.g. a forced close of a
+  // thinking block); they are recorded like sampled ones with sample_logprob = the policy's.
+  std::vector<int32_t> forced;
 };
 
 struct Completion {
   int64_t request = 0, member = 0;
   int64_t parent = -1;    // forks: the member it was forked from (-1: one of the G originals)
   int64_t fork_pos = 0;   // forks: tokens [0, fork_pos) are the parent's
+  int64_t forced = 0;     // tokens [forced_pos, forced_pos + forced) were forced, not sampled
+  int64_t forced_pos = 0; // (a request's forced tokens start at 0, a fork's at fork_pos)
   uint64_t stream = 0;    // the Philox stream it drew from
   std::vector<int32_t> tokens;
   std::vector<float> sample_logprob;  // under the distribution actually sampled from
@@ -56,6 +61,8 @@ struct Completion {
 struct HookDecision {
   bool stop = false;  // finish now (reason `hook`)
   int32_t forks = 0;  // new sequences branching here: they share everything so far, then draw on their own
+  std::vector<int32_t> fork_forced;  // each fork emits these first (forced, then sampled)
+  int64_t fork_max_new = 0;          // > 0: a fork ends after this many tokens past the fork point (forced included)
 };
 
 class RolloutHook {
@@ -73,7 +80,11 @@ class StopWhenText : public RolloutHook {
   StopWhenText(std::function<std::string(const std::vector<int32_t>&)> decode,
                std::function<bool(const std::string&)> predicate)
       : decode_(std::move(decode)), pred_(std::move(predicate)) {}
-  HookDecision after_token(const RolloutRequest&, const Completion& c) override { return {pred_(decode_(c.tokens)), 0}; }
+  HookDecision after_token(const RolloutRequest&, const Completion& c) override {
+    HookDecision d;
+    d.stop = pred_(decode_(c.tokens));
+    return d;
+  }
 
  private:
   std::function<std::string(const std::vector<int32_t>&)> decode_;
