@@ -10,86 +10,14 @@
 #include <map>
 #include <set>
 
-#include "common/models.h"
+#include "rl/letter_task.h"
 #include "temper/core/thread_pool.h"
 #include "temper/rl/rl_trainer.h"
 
 using namespace temper;
 using namespace temper::rl;
 
-namespace {
-
-char letter(int32_t t) { return static_cast<char>('a' + t % 26); }
-
-// Prompt: 3 tokens from the index; reward: the share of 'a' in the completion. Problems whose index
-// is divisible by 3 always score 1 (uniform groups, for dynamic sampling).
-class LetterTask : public tasks::Task {
- public:
-  std::string name() const override { return "letters"; }
-  int64_t size(tasks::Split) const override { return -1; }
-  tasks::Problem problem(tasks::Split, uint64_t i) const override {
-    tasks::Problem p;
-    p.id = std::to_string(i);
-    p.prompt = std::string(1, letter(int32_t(i % 7))) + letter(int32_t(i % 5)) + letter(int32_t(i % 3));
-    p.answer = "a";
-    return p;
-  }
-  tasks::Verdict verify(const tasks::Problem& p, const std::string& c) const override {
-    tasks::Verdict v;
-    if (std::stoul(p.id) % 3 == 0 && uniform_) return v.reward = 1, v.correct = true, v;
-    double n = 0;
-    for (char ch : c) n += ch == 'a';
-    v.reward = c.empty() ? 0 : n / double(c.size());
-    v.correct = v.reward > 0.5;
-    return v;
-  }
-  bool uniform_ = false;
-};
-
-PromptCodec codec() {
-  PromptCodec c;
-  c.encode_prompt = [](const tasks::Problem& p) {
-    std::vector<int32_t> ids;
-    for (char ch : p.prompt) ids.push_back(ch - 'a' + 1);
-    return ids;
-  };
-  c.encode_completion = [](const std::string& s) { return std::vector<int32_t>(s.size(), 0); };
-  c.decode = [](const std::vector<int32_t>& ids) {
-    std::string s;
-    for (int32_t t : ids) s += letter(t);
-    return s;
-  };
-  return c;
-}
-
-RlConfig config() {
-  RlConfig c;
-  c.prompts_per_step = 4;
-  c.group_size = 6;
-  c.max_new = 6;
-  c.optimizer.lr.peak = 3e-3;
-  c.optimizer.adamw.weight_decay = 0;
-  c.kv_memory_mb = 4;
-  c.seed = 5;
-  return c;
-}
-
-double value(const Metrics& m, const std::string& k) {
-  for (auto& [n, v] : m)
-    if (n == k) return v;
-  ADD_FAILURE() << "no metric " << k;
-  return NAN;
-}
-
-struct RlSetup {
-  ModelConfig cfg = test::small_config(Arch::llama, 64);
-  Transformer model{cfg};
-  std::shared_ptr<LetterTask> task = std::make_shared<LetterTask>();
-  reward::SafeReward safe;
-  explicit RlSetup(uint64_t seed = 3) { model.init_random(seed, 0.05f); }
-};
-
-}  // namespace
+using namespace temper::test;
 
 TEST(RlTrainer, RewardRisesUnderGrpo) {
   RlSetup s;

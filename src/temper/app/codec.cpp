@@ -47,6 +47,7 @@ rl::PromptCodec make_codec(std::shared_ptr<const text::Tokenizer> tok, const std
     ids.push_back(end);
     return ids;
   };
+  c.encode_text = [tok](const std::string& text) { return tok->encode(text, false, /*parse_special=*/false); };
   c.decode = [tok](const std::vector<int32_t>& ids) { return tok->decode(ids, /*skip_special=*/true); };
   c.token_bytes = [tok](int32_t id) { return tok->token_bytes(id); };
   return c;

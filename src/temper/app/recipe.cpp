@@ -125,6 +125,11 @@ void Recipe::set(const std::string& a) {
   values_[key] = v;
 }
 
+bool Recipe::has_prefix(const std::string& prefix) const {
+  auto it = values_.lower_bound(prefix);
+  return it != values_.end() && it->first.compare(0, prefix.size(), prefix) == 0;
+}
+
 const Recipe::Value* Recipe::find(const std::string& key) {
   read_.insert(key);
   auto it = values_.find(key);

@@ -21,6 +21,7 @@ class Recipe {
   void set(const std::string& assignment);
 
   bool has(const std::string& key) const { return values_.count(key) != 0; }
+  bool has_prefix(const std::string& prefix) const;  // any key under "section." given
   int64_t get_int(const std::string& key, int64_t def);
   double get_double(const std::string& key, double def);
   bool get_bool(const std::string& key, bool def);

@@ -9,6 +9,7 @@
 #include <functional>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "temper/app/checkpoint.h"
 #include "temper/app/codec.h"
@@ -23,6 +24,8 @@
 #include "temper/report/progress.h"
 #include "temper/report/tensorboard.h"
 #include "temper/rl/evaluate.h"
+#include "temper/rl/methods/dre.h"
+#include "temper/rl/methods/stare.h"
 #include "temper/rl/rl_trainer.h"
 #include "temper/rl/sft.h"
 
@@ -43,6 +46,8 @@ struct RunConfig {
   int64_t sft_steps = 0, rl_steps = 0;
   rl::SftConfig sft;
   rl::RlConfig rl;
+  std::optional<rl::StareConfig> stare;
+  std::optional<rl::DreConfig> dre;
   int64_t eval_every = 0;
   rl::EvalConfig eval;
   std::string out;
@@ -126,6 +131,40 @@ RunConfig read_config(Recipe& r) {
   q.max_seqs = r.get_int("rl.max_seqs", 64);
   q.optimizer = read_optimizer(r, "rl", 1e-5, 1.0, 0.0, c.rl_steps);
   q.seed = c.seed;
+  // Methods: a section turns one on ([rl.stare], [rl.dre]); `enabled = false` keeps its settings but off.
+  if (r.get_bool("rl.stare.enabled", r.has_prefix("rl.stare."))) {
+    rl::StareConfig s;
+    s.variant = r.get_choice("rl.stare.variant", "o1", {"o1", "c2"}) == "c2" ? rl::StareVariant::c2 : rl::StareVariant::o1;
+    s.top_ratio = r.get_double("rl.stare.top_ratio", s.top_ratio);
+    s.w = r.get_double("rl.stare.w", s.w);
+    s.m = r.get_double("rl.stare.m", s.m);
+    s.target_entropy = r.get_double("rl.stare.target_entropy", s.target_entropy);
+    std::string ctl = r.get_choice("rl.stare.control", "gate", {"gate", "adaptive", "band"});
+    s.control = ctl == "gate" ? rl::StareControl::gate : ctl == "adaptive" ? rl::StareControl::adaptive : rl::StareControl::band;
+    s.alpha = r.get_double("rl.stare.alpha", s.alpha);
+    s.w_max = r.get_double("rl.stare.w_max", s.w_max);
+    s.m_min = r.get_double("rl.stare.m_min", s.m_min);
+    s.band = r.get_double("rl.stare.band", s.band);
+    s.kp = r.get_double("rl.stare.kp", s.kp);
+    s.ki = r.get_double("rl.stare.ki", s.ki);
+    s.validate();
+    c.stare = s;
+  }
+  if (r.get_bool("rl.dre.enabled", r.has_prefix("rl.dre."))) {
+    rl::DreConfig d;
+    std::string mode = r.get_choice("rl.dre.mode", "online", {"online", "offline", "measure"});
+    d.mode = mode == "online" ? rl::DreMode::online : mode == "offline" ? rl::DreMode::offline : rl::DreMode::measure;
+    std::string comp = r.get_choice("rl.dre.compose", "add_and_prefer", {"add_beside", "add_and_prefer", "replace"});
+    d.compose = comp == "add_beside" ? rl::DreCompose::add_beside
+                : comp == "replace"  ? rl::DreCompose::replace : rl::DreCompose::add_and_prefer;
+    d.delta = r.get_double("rl.dre.delta", d.delta);
+    d.min_tail = r.get_int("rl.dre.min_tail", d.min_tail);
+    d.answer_budget = r.get_int("rl.dre.answer_budget", d.answer_budget);
+    d.max_edits_per_group = r.get_int("rl.dre.max_edits_per_group", d.max_edits_per_group);
+    d.seed = c.seed;
+    d.validate();
+    c.dre = d;
+  }
 
   c.eval_every = r.get_int("eval.every", 0);
   c.eval.problems = r.get_int("eval.problems", 100);
@@ -224,9 +263,14 @@ int train(const TrainOptions& o) {
   std::unique_ptr<Transformer> reference;
   if (cfg.rl.loss.kl_coef > 0) reference = std::make_unique<Transformer>(policy->config());
   std::unique_ptr<rl::RlTrainer> rlt;
+  std::vector<std::unique_ptr<rl::Method>> methods;  // in hook order
+  if (cfg.dre) methods.push_back(std::make_unique<rl::Dre>(*cfg.dre));
+  if (cfg.stare) methods.push_back(std::make_unique<rl::Stare>(*cfg.stare));
   auto make_rl = [&] {
     if (reference) reference->set_precision(policy->precision());
-    rlt = std::make_unique<rl::RlTrainer>(*policy, task, codec, cfg.rl, safe, std::vector<rl::Method*>{}, reference.get());
+    std::vector<rl::Method*> ms;
+    for (auto& m : methods) ms.push_back(m.get());
+    rlt = std::make_unique<rl::RlTrainer>(*policy, task, codec, cfg.rl, safe, ms, reference.get());
   };
 
   // Resume: weights, the optimiser of the stage, cursors.
@@ -237,6 +281,13 @@ int train(const TrainOptions& o) {
       make_rl();
       load_checkpoint(resume_from, *policy, &rlt->optimizer(), reference.get());
       rlt->restore(st.rl_steps, st.rl_cursor);
+      for (auto& m : methods) {
+        auto it = st.methods.find(m->name());
+        TEMPER_CHECK(it != st.methods.end() || m->save_state().empty())
+            << resume_from << "/trainer_state.json: no state for method '" << m->name()
+            << "' (the checkpoint was written without it; resume with the recipe it was written with)";
+        if (it != st.methods.end()) m->load_state(it->second);
+      }
     } else {
       load_checkpoint(resume_from, *policy, &sft.trainer().optimizer(), nullptr);
       sft.restore(st.sft_cursor);
@@ -307,7 +358,7 @@ int train(const TrainOptions& o) {
   int64_t last_eval_step = -1;
   auto run_eval = [&](int64_t step) {
     rl::EvalResult e = rl::evaluate(*policy, task, codec, cfg.eval, safe);
-    report::MetricValues v = {{"eval_accuracy", e.accuracy}, {"eval_len_mean", e.mean_len}};
+    report::MetricValues v = {{"eval_accuracy", e.accuracy}, {"eval_len_mean", e.mean_len}, {"eval_len_correct_mean", e.mean_len_correct}};
     for (auto& [k, p] : e.pass_at_k) v.emplace_back("eval_pass_at_" + std::to_string(k), p);
     for (auto& [d, x] : e.by_difficulty) v.emplace_back("eval_accuracy_d" + std::to_string(d), x.second);
     sinks.write(step, "eval", v);
@@ -326,6 +377,9 @@ int train(const TrainOptions& o) {
     if (rl_stage) {
       st.rl_steps = rlt->steps_done();
       st.rl_cursor = rlt->cursor();
+      st.methods.clear();
+      for (auto& m : methods)
+        if (std::string state = m->save_state(); !state.empty()) st.methods[m->name()] = state;
     }
     Optimizer& opt = rl_stage ? rlt->optimizer() : sft.trainer().optimizer();
     st.opt_steps = opt.steps_done();

@@ -56,7 +56,7 @@ EvalResult evaluate(Transformer& model, std::shared_ptr<const tasks::Task> task,
   EvalResult res;
   res.problems = n;
   std::vector<int64_t> correct(static_cast<size_t>(n), 0);
-  double len = 0, acc = 0;
+  double len = 0, acc = 0, len_correct = 0;
   std::map<int, std::pair<int64_t, int64_t>> diff;  // difficulty -> (samples, correct)
   for (const rollout::Completion& c : done) {
     const tasks::Problem& p = problems[static_cast<size_t>(c.request)];
@@ -65,6 +65,7 @@ EvalResult evaluate(Transformer& model, std::shared_ptr<const tasks::Task> task,
     correct[static_cast<size_t>(c.request)] += v.correct ? 1 : 0;
     acc += v.correct ? 1 : 0;
     len += static_cast<double>(c.tokens.size());
+    if (v.correct) len_correct += static_cast<double>(c.tokens.size());
     auto& d = diff[p.difficulty];
     d.first += 1;
     d.second += v.correct ? 1 : 0;
@@ -73,6 +74,7 @@ EvalResult evaluate(Transformer& model, std::shared_ptr<const tasks::Task> task,
   res.samples = static_cast<int64_t>(done.size());
   res.accuracy = acc / static_cast<double>(std::max<int64_t>(1, res.samples));
   res.mean_len = len / static_cast<double>(std::max<int64_t>(1, res.samples));
+  res.mean_len_correct = acc > 0 ? len_correct / acc : 0.0;
   for (int64_t k : cfg.pass_k) {
     double s = 0;
     for (int64_t i = 0; i < n; ++i) s += pass_at_k(cfg.samples, correct[static_cast<size_t>(i)], k);

@@ -41,6 +41,7 @@ struct EvalResult {
   double accuracy = 0;                 // correct samples / samples
   std::map<int64_t, double> pass_at_k;  // k -> mean over problems
   double mean_len = 0;                  // completion tokens
+  double mean_len_correct = 0;          // completion tokens of the correct samples (0: none)
   std::map<int, std::pair<int64_t, double>> by_difficulty;  // difficulty -> (samples, accuracy)
   std::vector<EvalExample> examples;    // the first sample of each problem
 };

@@ -3,24 +3,54 @@
 // State a method keeps across steps is saved into and restored from the checkpoint as text.
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "temper/rl/batch.h"
+#include "temper/rl/prompt_codec.h"
 
 namespace temper::rl {
 
 using Metrics = std::vector<std::pair<std::string, double>>;
 
+// What the trainer lends its methods: the task, the codec, the rollout settings, and generation on
+// the policy's current weights through the trainer's own engine (completions in request order).
+struct MethodEnv {
+  std::shared_ptr<const tasks::Task> task;
+  const PromptCodec* codec = nullptr;
+  rollout::SamplerConfig sampler;
+  int64_t max_new = 0;
+  int64_t context = 0;  // the model's context (prompt + completion tokens)
+  uint64_t seed = 0;    // the run's seed
+  std::function<std::vector<rollout::Completion>(const std::vector<rollout::RolloutRequest>&)> generate;
+  // The reward's verifier (exceptions and timeouts score 0, as for every rollout).
+  std::function<tasks::Verdict(const tasks::Problem&, const std::string&)> verify;
+};
+
+// One rollout round: requests[i] answers problems[first + i] (Batch::problems indices).
+struct RolloutRound {
+  int64_t step = 0, round = 0;
+  const std::vector<tasks::Problem>* problems = nullptr;
+  size_t first = 0;
+  const tasks::Problem& problem(int64_t request) const { return (*problems)[first + static_cast<size_t>(request)]; }
+};
+
+// Every round of a step (dynamic sampling draws more rounds) runs: rollout (with the methods' hooks)
+// -> after_rollout -> the trainer scores what is unscored -> after_reward -> the uniform-group
+// filter; then, on the whole batch, advantages -> token_weights -> update -> metrics -> after_step.
+// The Batch the round hooks see holds that round's trajectories (problems: all of the step's).
 class Method {
  public:
   virtual ~Method() = default;
   virtual std::string name() const = 0;
-  // Per-token hook during the rollout (stop or fork sequences); null: none.
-  virtual rollout::RolloutHook* rollout_hook() { return nullptr; }
+  virtual void attach(const MethodEnv&) {}  // once, when the trainer is built
+  // Per-token hook for one rollout round (stop or fork sequences); null: none.
+  virtual rollout::RolloutHook* rollout_hook(const RolloutRound&) { return nullptr; }
   virtual void after_rollout(Batch&) {}  // add / replace / drop trajectories (before rewards)
-  virtual void after_reward(Batch&) {}   // shaping, reward vectors -> scalar
+  virtual void after_reward(Batch&) {}   // shaping, reward vectors -> scalar, group composition
   // Return true when the method set every trajectory's advantages itself (the estimator is skipped).
   virtual bool advantages(Batch&) { return false; }
   virtual void token_weights(Batch&) {}

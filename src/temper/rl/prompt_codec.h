@@ -16,6 +16,7 @@ namespace temper::rl {
 struct PromptCodec {
   std::function<std::vector<int32_t>(const tasks::Problem&)> encode_prompt;  // chat template applied if any
   std::function<std::vector<int32_t>(const std::string&)> encode_completion;  // gold text -> ids, end token included
+  std::function<std::vector<int32_t>(const std::string&)> encode_text;        // plain text -> ids, no special tokens
   std::function<std::string(const std::vector<int32_t>&)> decode;            // special tokens skipped
   std::function<std::string_view(int32_t)> token_bytes;
   std::set<int32_t> stop_ids;

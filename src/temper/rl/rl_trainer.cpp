@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <numeric>
+#include <set>
 
 #include "temper/core/error.h"
 #include "temper/core/log.h"
@@ -48,7 +49,8 @@ class HookChain : public rollout::RolloutHook {
     for (auto* h : hooks_) {
       rollout::HookDecision x = h->after_token(q, c);
       d.stop = d.stop || x.stop;
-      d.forks += x.forks;
+      if (x.forks > 0 && d.forks == 0) d.fork_forced = std::move(x.fork_forced), d.fork_max_new = x.fork_max_new;
+      d.forks += x.forks;  // forks of one token share the first asking hook's forced tokens and cap
     }
     return d;
   }
@@ -83,6 +85,16 @@ RlTrainer::RlTrainer(Transformer& policy, std::shared_ptr<const tasks::Task> tas
   pool_ = std::make_unique<KvPool>(policy_.config(), block, blocks);
   engine_ = std::make_unique<rollout::RolloutEngine>(
       policy_, *pool_, rollout::EngineConfig{std::min(cfg_.max_seqs, cfg_.prompts_per_step * cfg_.group_size), codec_.token_bytes});
+  MethodEnv env;
+  env.task = task_;
+  env.codec = &codec_;
+  env.sampler = cfg_.sampler;
+  env.max_new = cfg_.max_new;
+  env.context = policy_.config().max_position_embeddings;
+  env.seed = cfg_.seed;
+  env.verify = [this](const tasks::Problem& p, const std::string& text) { return tasks::verify_safely(safe_, task_, p, text); };
+  env.generate = [this](const std::vector<rollout::RolloutRequest>& reqs) { return engine_->run(reqs); };
+  for (Method* m : methods_) m->attach(env);
 }
 
 void RlTrainer::rollout(int64_t n, int64_t round, std::vector<Trajectory>& out, std::vector<tasks::Problem>& problems) {
@@ -109,14 +121,20 @@ void RlTrainer::rollout(int64_t n, int64_t round, std::vector<Trajectory>& out, 
     reqs.push_back(std::move(r));
   }
   std::vector<rollout::RolloutHook*> hooks;
+  RolloutRound rr{step_, round, &problems, p0};
   for (Method* m : methods_)
-    if (auto* h = m->rollout_hook()) hooks.push_back(h);
+    if (auto* h = m->rollout_hook(rr)) hooks.push_back(h);
   HookChain chain(hooks);
   std::vector<rollout::Completion> done = engine_->run(reqs, chain.empty() ? nullptr : &chain);
   for (rollout::Completion& c : done) {
     Trajectory t;
     t.problem = static_cast<int64_t>(p0) + c.request;
     t.group = t.problem;
+    t.member = c.member;
+    t.parent = c.parent;
+    t.fork_pos = c.fork_pos;
+    t.forced = c.forced;
+    t.forced_pos = c.forced_pos;
     t.prompt = reqs[static_cast<size_t>(c.request)].prompt;
     t.text = codec_.decode(c.tokens);
     t.tokens = std::move(c.tokens);
@@ -148,46 +166,46 @@ Metrics RlTrainer::step() {
   Batch& b = batch_;
   b.step = step_;
   rollout_s_ = reward_s_ = 0;
-  // Rollouts (dynamic sampling: keep only groups whose rewards differ, draw more prompts for the rest).
+  // Rounds: rollout -> after_rollout -> score -> after_reward -> (dynamic sampling) keep only groups
+  // whose rewards differ, and draw more prompts for the rest.
   int64_t kept_groups = 0, drawn = 0;
   for (int64_t round = 0; round <= (cfg_.dynamic_sampling ? cfg_.max_resample_rounds : 0); ++round) {
     int64_t want = cfg_.prompts_per_step - kept_groups;
     if (want <= 0) break;
-    size_t from = b.traj.size();
+    Batch rb;
+    rb.step = step_;
+    rb.problems = std::move(b.problems);
     auto t0 = Clock::now();
-    rollout(want, round, b.traj, b.problems);
+    rollout(want, round, rb.traj, rb.problems);
     drawn += want;
     rollout_s_ += since(t0);
-    if (!cfg_.dynamic_sampling) break;
+    for (Method* m : methods_) m->after_rollout(rb);
     t0 = Clock::now();
-    score(b, from);
+    score(rb, 0);
     reward_s_ += since(t0);
+    for (Method* m : methods_) m->after_reward(rb);
+    b.problems = std::move(rb.problems);
+    if (!cfg_.dynamic_sampling) {
+      for (Trajectory& t : rb.traj) b.traj.push_back(std::move(t));
+      break;
+    }
     std::vector<float> r;
     std::vector<int64_t> g;
-    for (size_t i = from; i < b.traj.size(); ++i) {
-      r.push_back(static_cast<float>(b.traj[i].reward));
-      g.push_back(b.traj[i].group);
+    for (const Trajectory& t : rb.traj) {
+      r.push_back(static_cast<float>(t.reward));
+      g.push_back(t.group);
     }
     std::vector<uint8_t> flags(r.size());
     flag_uniform_groups(r.data(), g.data(), static_cast<int64_t>(r.size()), flags.data());
-    std::vector<Trajectory> keep(b.traj.begin(), b.traj.begin() + static_cast<long>(from));
+    std::set<int64_t> kept;
     for (size_t i = 0; i < flags.size(); ++i)
-      if (!flags[i]) keep.push_back(std::move(b.traj[from + i]));
-    int64_t groups_new = want, groups_kept_new = 0;
-    for (int64_t p = 0; p < want; ++p) {
-      int64_t gid = static_cast<int64_t>(b.problems.size()) - want + p;
-      bool any = std::any_of(keep.begin() + static_cast<long>(from), keep.end(), [&](const Trajectory& t) { return t.group == gid; });
-      groups_kept_new += any ? 1 : 0;
-    }
-    b.groups_dropped += groups_new - groups_kept_new;
-    kept_groups += groups_kept_new;
-    b.traj = std::move(keep);
+      if (!flags[i]) {
+        kept.insert(rb.traj[i].group);
+        b.traj.push_back(std::move(rb.traj[i]));
+      }
+    b.groups_dropped += want - static_cast<int64_t>(kept.size());
+    kept_groups += static_cast<int64_t>(kept.size());
   }
-  for (Method* m : methods_) m->after_rollout(b);
-  auto t0 = Clock::now();
-  score(b, 0);
-  reward_s_ += since(t0);
-  for (Method* m : methods_) m->after_reward(b);
 
   // Advantages, then per-token fields.
   const int64_t B = static_cast<int64_t>(b.traj.size());
@@ -209,8 +227,11 @@ Metrics RlTrainer::step() {
   for (Trajectory& t : b.traj) {
     TEMPER_CHECK(t.advantage.size() == t.tokens.size()) << "rl: a trajectory's advantages do not match its tokens";
     if (t.weight.size() != t.tokens.size()) t.weight.assign(t.tokens.size(), 1.f);
-    if (t.loss_mask.size() != t.tokens.size())
+    if (t.loss_mask.size() != t.tokens.size()) {
       t.loss_mask.assign(t.tokens.size(), cfg_.mask_truncated && t.finish == rollout::FinishReason::length ? 0.f : 1.f);
+      for (int64_t i = t.forced_pos; i < t.forced_pos + t.forced && i < static_cast<int64_t>(t.tokens.size()); ++i)
+        t.loss_mask[static_cast<size_t>(i)] = 0.f;  // forced tokens were not sampled by the policy
+    }
   }
   for (Method* m : methods_) m->token_weights(b);
 
@@ -220,9 +241,14 @@ Metrics RlTrainer::step() {
 
   // Metrics of the step.
   Metrics out;
-  double rsum = 0, rsq = 0, acc = 0, len_sum = 0, len_max = 0, ent_sum = 0, ent_n = 0, truncated = 0;
+  // Rollout statistics describe the policy's own samples: forks and edits that methods added are
+  // left out (they are counted in `sequences` and reported by their methods).
+  double rsum = 0, rsq = 0, acc = 0, len_sum = 0, len_max = 0, ent_sum = 0, ent_n = 0, truncated = 0, originals = 0;
   int64_t gen_tokens = 0;
   for (const Trajectory& t : b.traj) {
+    gen_tokens += static_cast<int64_t>(t.tokens.size()) - (t.parent >= 0 ? t.fork_pos : 0);
+    if (t.parent >= 0) continue;
+    originals += 1;
     rsum += t.reward;
     rsq += t.reward * t.reward;
     acc += t.correct ? 1 : 0;
@@ -230,9 +256,8 @@ Metrics RlTrainer::step() {
     len_max = std::max(len_max, static_cast<double>(t.tokens.size()));
     for (float e : t.entropy) ent_sum += e, ent_n += 1;
     truncated += t.finish == rollout::FinishReason::length ? 1 : 0;
-    gen_tokens += static_cast<int64_t>(t.tokens.size());
   }
-  double n = std::max<double>(1.0, static_cast<double>(B));
+  double n = std::max<double>(1.0, originals);
   double mean = rsum / n;
   out.emplace_back("reward_mean", mean);
   out.emplace_back("reward_std", std::sqrt(std::max(0.0, rsq / n - mean * mean)));

@@ -151,22 +151,25 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
       if (s.tail.size() >= max_stop) s.tail.erase(0, s.tail.size() - (max_stop - 1));
     }
     HookDecision d = hook ? hook->after_token(q, c) : HookDecision{};
-    for (int32_t k = 0; k < d.forks; ++k) {  // children share everything so far, then draw on their own
+    // Forks: at most fork_max_new tokens past the fork point (but every forced token), never past
+    // the context; none when not one more token fits.
+    const int64_t here = static_cast<int64_t>(c.tokens.size());
+    int64_t cap = d.fork_max_new > 0 ? std::min(q.max_new, here + d.fork_max_new) : q.max_new;
+    cap = std::max(cap, here + static_cast<int64_t>(d.fork_forced.size()));
+    cap = std::min(cap, model_.config().max_position_embeddings - static_cast<int64_t>(q.prompt.size()));
+    for (int32_t k = 0; k < d.forks && cap > here; ++k) {  // children share everything so far, then draw on their own
       Completion& f = out.emplace_back(c);
       f.member = next_member[static_cast<size_t>(s.req)]++;
       f.parent = c.member;
-      f.fork_pos = static_cast<int64_t>(c.tokens.size());
+      f.fork_pos = here;
       f.stream = fork_stream(c.stream, ++s.forks_made);
       f.forced = 0;
-      f.forced_pos = f.fork_pos;
+      f.forced_pos = here;
       Live child = new_live(s.req, static_cast<int64_t>(out.size()) - 1, pool_.fork(s.kv, s.kv.len));
       child.pending = s.pending;
       child.tail = s.tail;
       child.forced.assign(d.fork_forced.rbegin(), d.fork_forced.rend());
-      child.max_len = d.fork_max_new > 0 ? std::min(q.max_new, f.fork_pos + d.fork_max_new) : q.max_new;
-      child.max_len = std::max(child.max_len, f.fork_pos + static_cast<int64_t>(d.fork_forced.size()));
-      TEMPER_CHECK(static_cast<int64_t>(q.prompt.size()) + child.max_len <= model_.config().max_position_embeddings)
-          << "rollout request " << s.req << ": a fork's forced tokens run past the model's context";
+      child.max_len = cap;
       spawned.push_back(std::move(child));
       ++stats_.forks;
     }

@@ -1,6 +1,7 @@
 #include "temper/tasks/arithmetic.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "temper/core/error.h"
 
@@ -105,6 +106,7 @@ ArithmeticConfig ArithmeticConfig::from_params(const TaskParams& params) {
   c.eval_max_ops = static_cast<int>(r.get_int("eval_max_ops", -1, -1, kMaxOps));
   c.max_operand = r.get_int("max_operand", c.max_operand, 1, kMaxOperand);
   c.ops = r.get_string("ops", c.ops);
+  c.check_lines = static_cast<int>(r.get_int("check_lines", 0, 0, 16));
   r.finish();
   c.validate();
   return c;
@@ -135,6 +137,12 @@ Problem ArithmeticTask::problem(Split split, uint64_t index) const {
     p.id = problem_id("arithmetic", split, index);
     p.prompt = text + "=";
     p.answer = std::to_string(*v);
+    if (cfg_.check_lines > 0) {  // drawn after the problem, so the problems do not depend on check_lines
+      std::vector<std::string> steps;
+      for (size_t a = 0, b; (b = gold.find('\n', a)) != std::string::npos; a = b + 1) steps.push_back(gold.substr(a, b - a));
+      int64_t k = rand_int(rng, 0, cfg_.check_lines);
+      for (int64_t i = 0; i < k; ++i) gold += "check " + steps[static_cast<size_t>(rand_int(rng, 0, static_cast<int64_t>(steps.size()) - 1))] + "\n";
+    }
     p.gold_solution = gold + "#### " + p.answer;
     p.difficulty = nops;
     return p;

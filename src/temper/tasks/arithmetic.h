@@ -1,7 +1,8 @@
 // Procedural task "arithmetic": multi-step integer expressions over + - * / with precedence, e.g. prompt
 // "12+7*3=", gold "7*3=21\n12+21=33\n#### 33" (one operation per line: leftmost * or / first, then leftmost
 // + or -). Division only where exact. Operands are in [0, max_operand]; intermediate values may be negative.
-// Difficulty = number of operations. Leaves out parentheses and unary minus in prompts.
+// Difficulty = number of operations. Optional "check" lines after the last step (check_lines) give SFT data
+// that keeps writing after the answer. Leaves out parentheses and unary minus in prompts.
 #pragma once
 
 #include <string>
@@ -16,6 +17,9 @@ struct ArithmeticConfig {
   int eval_min_ops = -1, eval_max_ops = -1;  // eval split; -1: same as train
   int64_t max_operand = 20;
   std::string ops = "+-*";  // any non-empty subset of "+-*/"
+  // Gold solutions append 0..check_lines (uniform) lines "check <an earlier step>" after the last step:
+  // redundant work after the answer has appeared (the overthinking setting of the DRE experiment).
+  int check_lines = 0;
   void validate() const;
   static ArithmeticConfig from_params(const TaskParams& params);  // keys as the fields
 };

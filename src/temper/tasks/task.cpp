@@ -23,6 +23,31 @@ std::optional<std::string> Task::extract_answer(const std::string& completion) c
 
 std::vector<std::string> Task::intermediate_states(const Problem&, const std::string&) const { return {}; }
 
+std::optional<std::string> Task::answer_candidate(const Problem&, std::string_view partial) const {
+  if (partial.empty() || partial.back() != '\n' || partial.find("####") != std::string_view::npos) return std::nullopt;
+  std::string_view body = partial.substr(0, partial.size() - 1);
+  size_t nl = body.rfind('\n');
+  std::string_view line = nl == std::string_view::npos ? body : body.substr(nl + 1);
+  size_t eq = line.rfind('=');
+  if (eq == std::string_view::npos) return std::nullopt;
+  std::string_view v = line.substr(eq + 1);
+  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\t' || v.back() == '\r')) v.remove_suffix(1);
+  if (v.empty() || v.size() > 32) return std::nullopt;
+  size_t i = v[0] == '-' ? 1 : 0;
+  bool digits = i < v.size(), slash = false;
+  for (; i < v.size(); ++i) {
+    if (v[i] == '/' && !slash && i > 0 && i + 1 < v.size()) slash = true;
+    else if (v[i] < '0' || v[i] > '9') digits = false;
+  }
+  if (!digits) return std::nullopt;
+  return std::string(v);
+}
+
+bool Task::accepts(const Problem& p, const std::string& candidate) const {
+  return verify(p, answer_close() + candidate).correct;
+}
+
 // ---- Registry ----------------------------------------------------------------------------------------------
 
 namespace {

@@ -57,6 +57,14 @@ class Task {
   virtual Verdict verify(const Problem&, const std::string& completion) const = 0;
   // Default: the text after the last "####" (reward::extract_gsm8k).
   virtual std::optional<std::string> extract_answer(const std::string& completion) const;
+  // Answer detector (rollout editing, DRE): the answer that a partial completion ending at a step boundary (a
+  // complete reasoning line, text ends with '\n') states in that last line, or nullopt. Default: the integer or
+  // fraction after the line's last '=', while the answer line ("####") has not started.
+  virtual std::optional<std::string> answer_candidate(const Problem&, std::string_view partial) const;
+  // The text that closes the reasoning and opens the answer line, after which the answer follows.
+  virtual std::string answer_close() const { return "#### "; }
+  // Whether `candidate` (as answer_candidate gives it) is the problem's answer. Default: verify(close + candidate).
+  virtual bool accepts(const Problem& p, const std::string& candidate) const;
   // Canonical strings of the reasoning states the completion passes through, in order (for graph methods that
   // merge equivalent states). Default: none.
   virtual std::vector<std::string> intermediate_states(const Problem&, const std::string& completion) const;
