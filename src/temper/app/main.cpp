@@ -147,6 +147,15 @@ int main(int argc, char** argv) {
   rep->add_option("run_dir", ro.run_dir, "Run directory (holds metrics.jsonl)")->required();
   rep->add_option("--out", ro.out, "Write the page here instead of RUN_DIR/report.html");
 
+  temper::app::CompareCmdOptions cmp;
+  auto* cmpc = app.add_subcommand("compare", "Compare runs side by side: charts per metric (a colour per arm), summary over seeds");
+  cmpc->add_option("runs", cmp.runs, "ARM=RUN_DIR, several per arm for seeds")->required();
+  cmpc->add_option("--out", cmp.out, "Output directory (compare.html, <kind>_<metric>.svg, summary.md/json)")->required();
+  cmpc->add_option("--metric", cmp.metrics, "KIND:NAME (default: eval_accuracy, reward_mean, entropy, response_len_mean)");
+  cmpc->add_option("--smooth", cmp.smooth, "Trailing mean over N steps in per-step charts")->capture_default_str();
+  cmpc->add_option("--tail", cmp.tail, "Share of the last steps a per-step final value averages")->capture_default_str();
+  cmpc->add_option("--title", cmp.title, "Page title")->capture_default_str();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -163,6 +172,7 @@ int main(int argc, char** argv) {
     if (dtk->parsed()) return temper::app::detokenize(dto);
     if (gen->parsed()) return temper::app::generate(go);
     if (rep->parsed()) return temper::app::report(ro);
+    if (cmpc->parsed()) return temper::app::compare(cmp);
     if (trn->parsed()) return temper::app::train(tro);
     if (evc->parsed()) return temper::app::eval(ev);
   } catch (const temper::Error& e) {

@@ -15,6 +15,7 @@
 
 #include "temper/core/error.h"
 #include "temper/io/atomic_file.h"
+#include "temper/report/svg_chart.h"
 
 namespace temper::report {
 namespace fs = std::filesystem;
@@ -35,57 +36,7 @@ std::string html_escape(const std::string& s) {
   return o;
 }
 
-std::vector<double> nice_ticks(double lo, double hi, int target) {
-  if (!std::isfinite(lo) || !std::isfinite(hi)) return {};
-  if (hi < lo) std::swap(lo, hi);
-  if (hi == lo) return {lo};
-  const double raw = (hi - lo) / std::max(target, 1);
-  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
-  const double r = raw / mag;
-  const double step = (r <= 1 ? 1 : r <= 2 ? 2 : r <= 5 ? 5 : 10) * mag;
-  std::vector<double> t;
-  const double k0 = std::ceil(lo / step - 1e-9);
-  for (int i = 0; i <= 100; ++i) {
-    const double v = (k0 + i) * step;
-    if (v > hi + step * 1e-9) break;
-    t.push_back(std::fabs(v) < step * 1e-9 ? 0.0 : v);
-  }
-  return t;
-}
-
 namespace {
-
-// ---- number formatting ----
-
-std::string fmt(double v, int sig = 4) {
-  if (std::isnan(v)) return "null";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  char buf[48];
-  if (v == std::floor(v) && std::fabs(v) < 1e9)
-    std::snprintf(buf, sizeof buf, "%.0f", v);
-  else
-    std::snprintf(buf, sizeof buf, "%.*g", sig, v);
-  return buf;
-}
-
-// Tick labels share a number of decimals fitted to the tick spacing.
-std::string fmt_tick(double v, double spacing) {
-  char buf[48];
-  const double a = std::max(std::fabs(v), spacing);
-  if (a >= 1e6 || (spacing > 0 && spacing < 1e-4)) {
-    std::snprintf(buf, sizeof buf, "%.3g", v);
-  } else {
-    int dec = spacing > 0 ? std::max(0, static_cast<int>(-std::floor(std::log10(spacing) + 1e-6))) : 0;
-    std::snprintf(buf, sizeof buf, "%.*f", dec, v);
-  }
-  return buf;
-}
-
-std::string num(double v) {  // SVG coordinates
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", v);
-  return buf;
-}
 
 // ---- which metrics, in which order, and what "best" means ----
 
@@ -165,126 +116,15 @@ std::vector<Metric> collect_metrics(const std::vector<MetricsRow>& rows) {
   return out;
 }
 
-// ---- one SVG line chart ----
-
-constexpr double kW = 446, kH = 250, kLeft = 64, kRight = 14, kTop = 14, kBottom = 40;
+// ---- one chart per metric: a series per kind ----
 
 std::string svg_chart(const Metric& m) {
-  double xlo = std::numeric_limits<double>::infinity(), xhi = -xlo, ylo = xlo, yhi = -xlo;
-  size_t finite = 0;
-  for (const Series& s : m.series)
-    for (const auto& [step, v] : s.points) {
-      xlo = std::min(xlo, double(step));
-      xhi = std::max(xhi, double(step));
-      if (!std::isfinite(v)) continue;
-      ++finite;
-      ylo = std::min(ylo, v);
-      yhi = std::max(yhi, v);
-    }
-  std::ostringstream o;
-  o << "<svg class=\"chart\" viewBox=\"0 0 " << kW << " " << kH << "\" width=\"" << kW << "\" height=\"" << kH
-    << "\" role=\"img\" aria-label=\"" << html_escape(m.name) << " by step\" xmlns=\"http://www.w3.org/2000/svg\">";
-  const double pw = kW - kLeft - kRight, ph = kH - kTop - kBottom;
-  o << "<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << pw << "\" height=\"" << ph
-    << "\" class=\"plot\"/>";
-  if (finite == 0) {
-    o << "<text x=\"" << num(kLeft + pw / 2) << "\" y=\"" << num(kTop + ph / 2)
-      << "\" class=\"empty\" text-anchor=\"middle\">no finite values</text></svg>";
-    return o.str();
-  }
-  // Ranges: a single step or a constant value still gets a visible span.
-  if (xhi == xlo) {
-    xlo -= 1;
-    xhi += 1;
-  }
-  if (yhi == ylo) {
-    const double pad = ylo == 0 ? 1 : std::fabs(ylo) * 0.1;
-    ylo -= pad;
-    yhi += pad;
-  }
-  std::vector<double> yt = nice_ticks(ylo, yhi, 5);
-  const double ysp = yt.size() > 1 ? yt[1] - yt[0] : (yhi - ylo);
-  if (!yt.empty()) {  // extend the range to whole ticks
-    ylo = std::min(ylo, std::floor(ylo / ysp + 1e-9) * ysp);
-    yhi = std::max(yhi, std::ceil(yhi / ysp - 1e-9) * ysp);
-    yt = nice_ticks(ylo, yhi, 5);
-  }
-  std::vector<double> xt = nice_ticks(xlo, xhi, 6);
-  xt.erase(std::remove_if(xt.begin(), xt.end(), [](double v) { return v != std::floor(v); }), xt.end());
-  const double xsp = xt.size() > 1 ? xt[1] - xt[0] : 1;
-  auto X = [&](double s) { return kLeft + (s - xlo) / (xhi - xlo) * pw; };
-  auto Y = [&](double v) { return kTop + (1 - (v - ylo) / (yhi - ylo)) * ph; };
-
-  // Grid, ticks and labels.
-  for (double t : yt) {
-    o << "<line class=\"grid\" x1=\"" << kLeft << "\" x2=\"" << kLeft + pw << "\" y1=\"" << num(Y(t)) << "\" y2=\""
-      << num(Y(t)) << "\"/>";
-    o << "<text class=\"tick\" x=\"" << kLeft - 6 << "\" y=\"" << num(Y(t) + 4) << "\" text-anchor=\"end\">"
-      << fmt_tick(t, ysp) << "</text>";
-  }
-  for (double t : xt) {
-    o << "<line class=\"axis\" x1=\"" << num(X(t)) << "\" x2=\"" << num(X(t)) << "\" y1=\"" << kTop + ph << "\" y2=\""
-      << kTop + ph + 5 << "\"/>";
-    o << "<text class=\"tick\" x=\"" << num(X(t)) << "\" y=\"" << kTop + ph + 18 << "\" text-anchor=\"middle\">"
-      << fmt_tick(t, xsp) << "</text>";
-  }
-  o << "<line class=\"axis\" x1=\"" << kLeft << "\" x2=\"" << kLeft << "\" y1=\"" << kTop << "\" y2=\"" << kTop + ph
-    << "\"/>";
-  o << "<line class=\"axis\" x1=\"" << kLeft << "\" x2=\"" << kLeft + pw << "\" y1=\"" << kTop + ph << "\" y2=\""
-    << kTop + ph << "\"/>";
-  o << "<text class=\"label\" x=\"" << num(kLeft + pw / 2) << "\" y=\"" << kH - 4
-    << "\" text-anchor=\"middle\">step</text>";
-  o << "<text class=\"label\" transform=\"translate(12 " << num(kTop + ph / 2)
-    << ") rotate(-90)\" text-anchor=\"middle\">" << html_escape(m.name) << "</text>";
-
-  // Series: a polyline per run of finite values; markers when there are few points.
-  for (const Series& s : m.series) {
-    const char* color = kind_color(s.kind);
-    size_t n_finite = 0;
-    for (const auto& p : s.points) n_finite += std::isfinite(p.second);
-    std::string seg;
-    size_t seg_n = 0;
-    auto end_segment = [&] {
-      if (seg_n >= 2)
-        o << "<polyline class=\"line\" stroke=\"" << color << "\" points=\"" << seg << "\"/>";
-      seg.clear();
-      seg_n = 0;
-    };
-    for (const auto& [step, v] : s.points) {
-      if (!std::isfinite(v)) {
-        end_segment();
-        continue;
-      }
-      if (seg_n) seg += ' ';
-      seg += num(X(double(step))) + "," + num(Y(v));
-      ++seg_n;
-    }
-    end_segment();
-    const bool markers = n_finite <= 60;
-    for (size_t i = 0; i < s.points.size(); ++i) {
-      const auto& [step, v] = s.points[i];
-      if (!std::isfinite(v)) continue;
-      const bool isolated = (i == 0 || !std::isfinite(s.points[i - 1].second)) &&
-                            (i + 1 == s.points.size() || !std::isfinite(s.points[i + 1].second));
-      if (!markers && !isolated) continue;
-      o << "<circle cx=\"" << num(X(double(step))) << "\" cy=\"" << num(Y(v)) << "\" r=\"" << (markers ? 2.6 : 2.2)
-        << "\" fill=\"" << color << "\"><title>" << html_escape(s.kind) << " step " << step << ": " << fmt(v, 6)
-        << "</title></circle>";
-    }
-  }
-  // Legend (top right) when a chart holds more than one kind.
-  if (m.series.size() > 1) {
-    double y = kTop + 12;
-    for (const Series& s : m.series) {
-      o << "<rect x=\"" << kLeft + pw - 58 << "\" y=\"" << num(y - 8) << "\" width=\"10\" height=\"10\" rx=\"2\" fill=\""
-        << kind_color(s.kind) << "\"/>";
-      o << "<text class=\"legend\" x=\"" << kLeft + pw - 44 << "\" y=\"" << num(y + 1) << "\">" << html_escape(s.kind)
-        << "</text>";
-      y += 14;
-    }
-  }
-  o << "</svg>";
-  return o.str();
+  std::vector<ChartSeries> series;
+  for (const Series& s : m.series) series.push_back({s.kind, kind_color(s.kind), s.points});
+  ChartOptions o;
+  o.y_label = m.name;
+  o.legend = m.series.size() > 1;
+  return svg_line_chart(series, o);
 }
 
 // ---- summary ----

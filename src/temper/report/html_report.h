@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "temper/report/metrics_sink.h"
+#include "temper/report/svg_chart.h"
 
 namespace temper::report {
 
@@ -29,8 +30,5 @@ std::string render_html_report(const std::string& title, const std::vector<Metri
                                size_t max_samples = 20);
 
 std::string html_escape(const std::string& s);
-
-// Axis ticks: about `target` round numbers (1, 2, 5 x 10^k) covering [lo, hi].
-std::vector<double> nice_ticks(double lo, double hi, int target = 5);
 
 }  // namespace temper::report

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Runs one method experiment: its SFT stage once, then every RL arm for every seed from the SFT
+# checkpoint, then `temper compare` (charts, summary over seeds). Each experiment is a folder of
+# recipes: sft.toml, one <arm>.toml per arm (listed in `arms`), `metrics` (KIND:NAME per line).
+# Usage: experiments/run.sh NAME [SEEDS (default "1 2 3")] [JOBS (default 1)]
+#   env TEMPER (default build/bin/temper), OUT (default runs/experiments/NAME), THREADS (per run, default 2/JOBS)
+set -euo pipefail
+name=${1:?usage: experiments/run.sh NAME [SEEDS] [JOBS]}
+seeds=${2:-"1 2 3"}
+jobs=${3:-1}
+here=$(cd "$(dirname "$0")" && pwd)
+dir=$here/$name
+[ -d "$dir" ] || { echo "experiments/run.sh: no experiment '$name' (folders: $(ls -d "$here"/*/ | xargs -n1 basename | tr '\n' ' '))" >&2; exit 2; }
+temper=${TEMPER:-build/bin/temper}
+out=${OUT:-runs/experiments/$name}
+threads=${THREADS:-$(( jobs > 1 ? 1 : 2 ))}
+mkdir -p "$out"
+
+ckpt() { ls -d "$1"/checkpoints/step-* 2>/dev/null | sort -t- -k2 -n | tail -1; }
+if [ -z "$(ckpt "$out/sft")" ]; then
+  echo "== $name: SFT"
+  rm -rf "$out/sft"
+  "$temper" train "$dir/sft.toml" --out "$out/sft" --threads 2 > "$out/sft.log" 2>&1
+fi
+sft=$(ckpt "$out/sft")
+echo "== $name: RL arms from $sft"
+
+run_arm() {  # arm seed
+  local run=$out/$1-s$2
+  if [ -f "$run/report.html" ]; then echo "   $1 seed $2: done before"; return; fi
+  rm -rf "$run"
+  "$temper" train "$dir/$1.toml" --out "$run" --threads "$threads" --set model.path="\"$sft\"" --set model.seed="$2" \
+    > "$run.log" 2>&1 && echo "   $1 seed $2: $(tail -1 "$run.log")"
+}
+pids=()
+for arm in $(cat "$dir/arms"); do
+  for s in $seeds; do
+    run_arm "$arm" "$s" &
+    pids+=($!)
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do sleep 2; done
+  done
+done
+for p in "${pids[@]}"; do wait "$p"; done
+
+args=()
+for arm in $(cat "$dir/arms"); do for s in $seeds; do args+=("$arm=$out/$arm-s$s"); done; done
+metrics=()
+while read -r m; do [ -n "$m" ] && metrics+=(--metric "$m"); done < "$dir/metrics"
+"$temper" compare --out "$out/compare" --title "$name" --smooth 10 "${metrics[@]}" "${args[@]}"
