@@ -65,6 +65,20 @@ grep -q "stopped by signal 15 after step" "$work/term.log" || grep -q "done, 6 s
 "$temper" train --resume "$work/term" --threads 2 2>> "$work/term.log" || grep -q "done, 6 steps" "$work/term.log"
 same "$work/full" "$work/term"
 
+# With methods on (STARE's band controller keeps an integral across steps; DRE online forks): the
+# controller state is checkpointed, so stop + resume inside RL still equals one go.
+methods=(--set rl.stare.control='"band"' --set rl.stare.target_entropy=50 --set rl.stare.w_max=3
+         --set rl.stare.top_ratio=0.5 --set rl.dre.mode='"online"' --set rl.dre.min_tail=1)
+"$temper" train --out "$work/mfull" "${common[@]}" "${methods[@]}" 2> "$work/mfull.log"
+grep -q '"stare_w"' "$work/mfull/metrics.jsonl" && grep -q '"dre_edits"' "$work/mfull/metrics.jsonl"
+python3 -c "import json,sys; s=json.load(open(sys.argv[1]))['methods']; assert 'integral=' in s['stare'], s" "$work/mfull/checkpoints/step-5/trainer_state.json"
+"$temper" train --out "$work/mstop" "${common[@]}" "${methods[@]}" --stop-after 5 2> "$work/mstop.log"
+"$temper" train --resume "$work/mstop" --threads 2 2>> "$work/mstop.log"
+same "$work/mfull" "$work/mstop"
+# A bad method setting is refused with the key and the allowed values.
+if "$temper" train --out "$work/bad" "${common[@]}" --set rl.stare.control='"pid"' 2> "$work/bad.log"; then echo "a bad rl.stare.control was accepted"; exit 1; fi
+grep -q "rl.stare.control" "$work/bad.log"
+
 # A new run into a used directory is refused (nothing overwritten).
 if "$temper" train --out "$work/full" "${common[@]}" 2> "$work/refuse.log"; then echo "a used run dir was accepted"; exit 1; fi
 grep -q "already holds a run; continue it with --resume" "$work/refuse.log"

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/scratch.h"
+#include "temper/report/compare_report.h"
 #include "temper/report/html_report.h"
 
 namespace temper::report {
@@ -128,4 +129,48 @@ TEST(HtmlReport, NiceTicks) {
 }
 
 }  // namespace
+TEST(CompareReport, ChartsPerMetricAndSummaryOverRunsOfEachArm) {
+  const std::string root = test::scratch_path("report_compare", "runs");
+  fs::remove_all(root);
+  auto run = [&](const std::string& name, double base) {
+    std::string d = root + "/" + name;
+    fs::create_directories(d);
+    std::string rows;
+    for (int s = 1; s <= 30; ++s)
+      rows += "{\"step\":" + std::to_string(s) + ",\"kind\":\"train\",\"entropy\":" + std::to_string(base + s) + "}\n";
+    rows += "{\"step\":30,\"kind\":\"eval\",\"eval_accuracy\":" + std::to_string(base / 100) + "}\n";
+    spit(d + "/metrics.jsonl", rows);
+    return d;
+  };
+  std::vector<CompareRun> runs = {{"a", run("a1", 10)}, {"a", run("a2", 20)}, {"b", run("b1", 40)}};
+  CompareOptions o;
+  o.out_dir = root + "/out";
+  o.tail = 0.1;  // 3 of 30 steps
+  auto sum = write_compare_report(runs, {parse_compare_metric("entropy"), parse_compare_metric("eval_accuracy")}, o);
+  ASSERT_EQ(sum.size(), 4u);  // 2 metrics x 2 arms
+  EXPECT_EQ(sum[0].arm, "a");
+  EXPECT_EQ(sum[0].metric, "train:entropy");
+  ASSERT_EQ(sum[0].finals.size(), 2u);
+  EXPECT_DOUBLE_EQ(sum[0].finals[0], 10 + 29.0);  // mean of steps 28..30
+  EXPECT_DOUBLE_EQ(sum[0].finals[1], 20 + 29.0);
+  EXPECT_DOUBLE_EQ(sum[0].mean, 44.0);
+  EXPECT_NEAR(sum[0].sd, std::sqrt(50.0), 1e-12);
+  EXPECT_EQ(sum[1].arm, "b");
+  EXPECT_DOUBLE_EQ(sum[1].mean, 69.0);
+  EXPECT_EQ(sum[1].sd, 0.0);
+  EXPECT_EQ(sum[2].metric, "eval:eval_accuracy");
+  EXPECT_DOUBLE_EQ(sum[2].mean, 0.15);
+  for (const char* f : {"compare.html", "train_entropy.svg", "eval_eval_accuracy.svg", "summary.md", "summary.json"})
+    EXPECT_TRUE(fs::exists(o.out_dir + "/" + f)) << f;
+  std::string svg = slurp(o.out_dir + "/train_entropy.svg");
+  EXPECT_EQ(count(svg, "<polyline"), 3u);  // a line per run
+  EXPECT_EQ(count(svg, "class=\"legend\""), 2u);  // an entry per arm
+  EXPECT_NE(svg.find("xmlns=\"http://www.w3.org/2000/svg\""), std::string::npos);
+  EXPECT_NE(slurp(o.out_dir + "/summary.md").find("| train: entropy | 44 &plusmn; 7.1 (39, 49) | 69 &plusmn; 0 (69) |"), std::string::npos)
+      << slurp(o.out_dir + "/summary.md");
+  EXPECT_THROW(write_compare_report(runs, {parse_compare_metric("train:nope")}, o), Error);
+  EXPECT_THROW(parse_compare_run("no-equals"), Error);
+  EXPECT_EQ(parse_compare_metric("eval_len_mean").kind, "eval");
+}
+
 }  // namespace temper::report

@@ -145,6 +145,37 @@ TEST(Arithmetic, GoldVerifiesAtEveryDifficulty) {
   }
 }
 
+TEST(Arithmetic, CheckLinesRepeatEarlierStepsAfterTheLastAndLeaveProblemsUnchanged) {
+  ArithmeticTask plain({.seed = 4, .min_ops = 1, .max_ops = 3, .max_operand = 20, .ops = "+-"});
+  ArithmeticTask checks({.seed = 4, .min_ops = 1, .max_ops = 3, .max_operand = 20, .ops = "+-", .check_lines = 3});
+  std::vector<int> seen(4, 0);
+  for (int i = 0; i < 300; ++i) {
+    Problem a = plain.problem(Split::train, i), b = checks.problem(Split::train, i);
+    ASSERT_EQ(a.prompt, b.prompt);
+    ASSERT_EQ(a.answer, b.answer);
+    std::vector<std::string> la = lines_of(a.gold_solution), lb = lines_of(b.gold_solution);
+    const size_t steps = la.size() - 1;  // the last line is "#### n"
+    ASSERT_GE(lb.size(), la.size());
+    const size_t k = lb.size() - la.size();
+    ASSERT_LE(k, 3u);
+    ++seen[k];
+    for (size_t j = 0; j < steps; ++j) ASSERT_EQ(la[j], lb[j]);
+    for (size_t j = steps; j < steps + k; ++j) {
+      ASSERT_EQ(lb[j].rfind("check ", 0), 0u) << lb[j];
+      ASSERT_NE(std::find(la.begin(), la.begin() + static_cast<long>(steps), lb[j].substr(6)), la.begin() + static_cast<long>(steps));
+    }
+    ASSERT_EQ(lb.back(), la.back());
+    ASSERT_TRUE(checks.verify(b, b.gold_solution).correct);
+    // The answer detector sees the answer at the last step line, before the checks.
+    std::string upto;
+    for (size_t j = 0; j < steps; ++j) upto += lb[j] + "\n";
+    auto cand = checks.answer_candidate(b, upto);
+    ASSERT_TRUE(cand.has_value());
+    ASSERT_TRUE(checks.accepts(b, *cand));
+  }
+  for (int k = 0; k <= 3; ++k) EXPECT_GT(seen[k], 30) << k << " check lines";
+}
+
 TEST(Arithmetic, GoldFollowsPrecedence) {
   ArithmeticTask t({.seed = 9, .min_ops = 3, .max_ops = 3, .max_operand = 9, .ops = "+*"});
   int checked = 0;
