@@ -168,10 +168,11 @@ TEST(Dre, AnswerDetectorFindsTheFirstVerifiedBoundaryAndTheAnswerLine) {
   Emergence direct = find_emergence(*e.task, p, e.codec, ids("#### 33"), accept);
   EXPECT_EQ(direct.at, -1);
   EXPECT_EQ(direct.close, 0);
-  // The default candidate: the number after the last '=' of the last complete line, before "####".
+  // The default candidate: the text after the last '=' of the last complete line, before "####".
   EXPECT_EQ(e.task->answer_candidate(p, "7*3=21\n"), std::optional<std::string>("21"));
   EXPECT_EQ(e.task->answer_candidate(p, "7*3=21"), std::nullopt);
-  EXPECT_EQ(e.task->answer_candidate(p, "7*3=x1\n"), std::nullopt);
+  EXPECT_EQ(e.task->answer_candidate(p, "7*3= \n"), std::nullopt);
+  EXPECT_EQ(e.task->answer_candidate(p, "rev=cba\n"), std::optional<std::string>("cba"));
   EXPECT_EQ(e.task->answer_candidate(p, "#### 3\n4=4\n"), std::nullopt);
   EXPECT_EQ(e.task->answer_candidate(p, "a=-3/4 \n"), std::optional<std::string>("-3/4"));
 }

@@ -33,14 +33,7 @@ std::optional<std::string> Task::answer_candidate(const Problem&, std::string_vi
   std::string_view v = line.substr(eq + 1);
   while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
   while (!v.empty() && (v.back() == ' ' || v.back() == '\t' || v.back() == '\r')) v.remove_suffix(1);
-  if (v.empty() || v.size() > 32) return std::nullopt;
-  size_t i = v[0] == '-' ? 1 : 0;
-  bool digits = i < v.size(), slash = false;
-  for (; i < v.size(); ++i) {
-    if (v[i] == '/' && !slash && i > 0 && i + 1 < v.size()) slash = true;
-    else if (v[i] < '0' || v[i] > '9') digits = false;
-  }
-  if (!digits) return std::nullopt;
+  if (v.empty() || v.size() > 64) return std::nullopt;
   return std::string(v);
 }
 

@@ -58,8 +58,9 @@ class Task {
   // Default: the text after the last "####" (reward::extract_gsm8k).
   virtual std::optional<std::string> extract_answer(const std::string& completion) const;
   // Answer detector (rollout editing, DRE): the answer that a partial completion ending at a step boundary (a
-  // complete reasoning line, text ends with '\n') states in that last line, or nullopt. Default: the integer or
-  // fraction after the line's last '=', while the answer line ("####") has not started.
+  // complete reasoning line, text ends with '\n') states in that last line, or nullopt. Default: the text after
+  // the line's last '=' (trimmed, 1-64 bytes: "7*3=21" -> "21", "rev=cba" -> "cba"), while the answer line
+  // ("####") has not started.
   virtual std::optional<std::string> answer_candidate(const Problem&, std::string_view partial) const;
   // The text that closes the reasoning and opens the answer line, after which the answer follows.
   virtual std::string answer_close() const { return "#### "; }
