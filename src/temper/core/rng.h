@@ -33,4 +33,12 @@ class Rng {
 void rng_fill_normal(uint64_t seed, uint64_t stream, std::span<float> out, float mean = 0.f, float std = 1.f);
 void rng_fill_uniform(uint64_t seed, uint64_t stream, std::span<float> out, float lo = 0.f, float hi = 1.f);
 
+// A seed derived from two numbers (splitmix64's finaliser of a pair): per-step and per-group seeds.
+inline uint64_t mix_seed(uint64_t a, uint64_t b) {
+  uint64_t z = a * 0x9E3779B97F4A7C15ull + b + 0x7F4A7C159E3779B9ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
 }  // namespace temper

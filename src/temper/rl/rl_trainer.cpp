@@ -33,12 +33,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-uint64_t mix(uint64_t a, uint64_t b) {  // splitmix64 of a pair: per-step seeds
-  uint64_t z = a * 0x9E3779B97F4A7C15ull + b + 0x7F4A7C159E3779B9ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 // Every method's rollout hook in turn: stop if any asks, forks add up.
 class HookChain : public rollout::RolloutHook {
@@ -116,7 +110,7 @@ void RlTrainer::rollout(int64_t n, int64_t round, std::vector<Trajectory>& out, 
     r.max_new = std::min<int64_t>(cfg_.max_new, ctx - static_cast<int64_t>(r.prompt.size()));
     r.sampler = cfg_.sampler;
     r.stop_ids = codec_.stop_ids;
-    r.seed = mix(mix(cfg_.seed, static_cast<uint64_t>(step_)), static_cast<uint64_t>(round));
+    r.seed = mix_seed(mix_seed(cfg_.seed, static_cast<uint64_t>(step_)), static_cast<uint64_t>(round));
     r.stream = static_cast<uint64_t>(i * cfg_.group_size);
     reqs.push_back(std::move(r));
   }
@@ -328,7 +322,7 @@ Metrics RlTrainer::update(Batch& b) {
   for (int64_t e = 0; e < cfg_.epochs; ++e) {
     std::iota(order.begin(), order.end(), 0);
     if (cfg_.mini_batches > 1) {  // a seeded shuffle, so mini-batches mix groups
-      Rng rng(mix(cfg_.seed, 0x5EEDull), static_cast<uint64_t>(step_ * 1000 + e));
+      Rng rng(mix_seed(cfg_.seed, 0x5EEDull), static_cast<uint64_t>(step_ * 1000 + e));
       for (int64_t i = B - 1; i > 0; --i) std::swap(order[static_cast<size_t>(i)], order[rng.next_u32() % static_cast<uint64_t>(i + 1)]);
     }
     for (int64_t m = 0; m < cfg_.mini_batches; ++m) {

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "temper/core/error.h"
+#include "temper/core/rng.h"
 
 namespace temper::rl {
 
@@ -23,12 +24,6 @@ std::string close_mark(const tasks::Task& task) {  // the answer line's marker: 
   return m;
 }
 
-uint64_t mix(uint64_t a, uint64_t b) {  // splitmix64 of a pair
-  uint64_t z = a * 0x9E3779B97F4A7C15ull + b + 0x7F4A7C159E3779B9ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 }  // namespace
 
@@ -163,7 +158,7 @@ void Dre::regenerate(Batch& b) {
     if (r.max_new < static_cast<int64_t>(close_.size()) + 1) continue;
     r.sampler = env_.sampler;
     r.stop_ids = env_.codec->stop_ids;
-    r.seed = mix(mix(cfg_.seed ^ env_.seed, static_cast<uint64_t>(b.step)), static_cast<uint64_t>(o.group));
+    r.seed = mix_seed(mix_seed(cfg_.seed ^ env_.seed, static_cast<uint64_t>(b.step)), static_cast<uint64_t>(o.group));
     r.stream = static_cast<uint64_t>(o.member);
     reqs.push_back(std::move(r));
     src.emplace_back(i, e.at);
