@@ -45,5 +45,5 @@ for p in "${pids[@]}"; do wait "$p"; done
 args=()
 for arm in $(cat "$dir/arms"); do for s in $seeds; do args+=("$arm=$out/$arm-s$s"); done; done
 metrics=()
-while read -r m; do [ -n "$m" ] && metrics+=(--metric "$m"); done < "$dir/metrics"
+while read -r m || [ -n "$m" ]; do [ -n "$m" ] && metrics+=(--metric "$m"); done < "$dir/metrics"
 "$temper" compare --out "$out/compare" --title "$name" --smooth 10 "${metrics[@]}" "${args[@]}"

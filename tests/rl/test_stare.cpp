@@ -155,6 +155,17 @@ TEST(Stare, GateAdaptiveAndBandControllers) {
   for (int i = 0; i < 10; ++i) band.update(1.5);
   EXPECT_EQ(band.current().w, 1.0);
   EXPECT_EQ(band.integral(), 0.0);
+
+  // With smoothing the controller reads an EMA: one noisy low step inside a steady in-band run does
+  // not move W, where the unsmoothed controller reacts at once.
+  b.smooth = 0.8;
+  StareController smooth(b), raw([&] { StareConfig c = b; c.smooth = 0; return c; }());
+  for (int i = 0; i < 5; ++i) smooth.update(1.0), raw.update(1.0);
+  EXPECT_EQ(smooth.update(0.8).w, 1.0);  // EMA 0.96: inside the 5% band
+  EXPECT_NEAR(smooth.smoothed(), 0.96, 1e-12);
+  EXPECT_GT(raw.update(0.8).w, 1.0);
+  for (int i = 0; i < 10; ++i) smooth.update(0.8);  // a sustained drop still moves it
+  EXPECT_GT(smooth.current().w, 1.0);
 }
 
 TEST(Stare, ControllerStateSurvivesSaveAndLoad) {

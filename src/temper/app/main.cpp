@@ -151,7 +151,8 @@ int main(int argc, char** argv) {
   auto* cmpc = app.add_subcommand("compare", "Compare runs side by side: charts per metric (a colour per arm), summary over seeds");
   cmpc->add_option("runs", cmp.runs, "ARM=RUN_DIR, several per arm for seeds")->required();
   cmpc->add_option("--out", cmp.out, "Output directory (compare.html, <kind>_<metric>.svg, summary.md/json)")->required();
-  cmpc->add_option("--metric", cmp.metrics, "KIND:NAME (default: eval_accuracy, reward_mean, entropy, response_len_mean)");
+  cmpc->add_option("--metric", cmp.metrics, "KIND:NAME (default: eval_accuracy, reward_mean, entropy, response_len_mean)")
+      ->allow_extra_args(false);  // one value per --metric: a run list may follow
   cmpc->add_option("--smooth", cmp.smooth, "Trailing mean over N steps in per-step charts")->capture_default_str();
   cmpc->add_option("--tail", cmp.tail, "Share of the last steps a per-step final value averages")->capture_default_str();
   cmpc->add_option("--title", cmp.title, "Page title")->capture_default_str();

@@ -146,6 +146,7 @@ RunConfig read_config(Recipe& r) {
     s.m_min = r.get_double("rl.stare.m_min", s.m_min);
     s.band = r.get_double("rl.stare.band", s.band);
     s.kp = r.get_double("rl.stare.kp", s.kp);
+    s.smooth = r.get_double("rl.stare.smooth", s.smooth);
     s.ki = r.get_double("rl.stare.ki", s.ki);
     s.validate();
     c.stare = s;

@@ -24,6 +24,7 @@ void StareConfig::validate() const {
   TEMPER_CHECK(band >= 0 && band < 1) << "rl.stare.band must be in [0, 1), got " << band;
   TEMPER_CHECK(kp >= 0 && ki >= 0 && std::isfinite(kp) && std::isfinite(ki))
       << "rl.stare.kp and rl.stare.ki must be >= 0, got " << kp << ", " << ki;
+  TEMPER_CHECK(smooth >= 0 && smooth < 1) << "rl.stare.smooth must be in [0, 1), got " << smooth;
   TEMPER_CHECK(control != StareControl::band || target_entropy > 0) << "rl.stare.control = \"band\" needs target_entropy > 0";
 }
 
@@ -49,7 +50,8 @@ StareWeights StareController::update(double H) {
       break;
     }
     case StareControl::band: {
-      double e = (cfg_.target_entropy - H) / cfg_.target_entropy;  // > 0: entropy too low
+      ema_ = ema_ < 0 ? H : cfg_.smooth * ema_ + (1.0 - cfg_.smooth) * H;
+      double e = (cfg_.target_entropy - ema_) / cfg_.target_entropy;  // > 0: entropy too low
       double ee = std::abs(e) <= cfg_.band ? 0.0 : e;               // no action inside the band
       double imax = cfg_.ki > 0 ? (cfg_.w_max - 1.0) / cfg_.ki : 0.0;
       integral_ = std::clamp(integral_ + ee, 0.0, imax);           // anti-windup: W never asks below 1
@@ -68,8 +70,8 @@ StareWeights StareController::update(double H) {
 std::string StareController::save() const {
   char buf[512];
   std::snprintf(buf, sizeof buf,
-                "active=%d\nw=%.17g\nm=%.17g\nadapt_w=%.17g\nadapt_m=%.17g\nintegral=%.17g\nsteps=%lld\nactive_steps=%lld\n",
-                cur_.active ? 1 : 0, cur_.w, cur_.m, adapt_w_, adapt_m_, integral_, static_cast<long long>(steps_),
+                "active=%d\nw=%.17g\nm=%.17g\nadapt_w=%.17g\nadapt_m=%.17g\nintegral=%.17g\nema=%.17g\nsteps=%lld\nactive_steps=%lld\n",
+                cur_.active ? 1 : 0, cur_.w, cur_.m, adapt_w_, adapt_m_, integral_, ema_, static_cast<long long>(steps_),
                 static_cast<long long>(active_steps_));
   return buf;
 }
@@ -82,7 +84,7 @@ void StareController::load(const std::string& text) {
     size_t eq = line.find('=');
     if (eq != std::string::npos) kv[line.substr(0, eq)] = line.substr(eq + 1);
   }
-  for (const char* k : {"active", "w", "m", "adapt_w", "adapt_m", "integral", "steps", "active_steps"})
+  for (const char* k : {"active", "w", "m", "adapt_w", "adapt_m", "integral", "ema", "steps", "active_steps"})
     TEMPER_CHECK(kv.count(k)) << "stare: the checkpointed controller state has no '" << k << "'";
   cur_.active = kv["active"] == "1";
   cur_.w = std::stod(kv["w"]);
@@ -90,6 +92,7 @@ void StareController::load(const std::string& text) {
   adapt_w_ = std::stod(kv["adapt_w"]);
   adapt_m_ = std::stod(kv["adapt_m"]);
   integral_ = std::stod(kv["integral"]);
+  ema_ = std::stod(kv["ema"]);
   steps_ = std::stoll(kv["steps"]);
   active_steps_ = std::stoll(kv["active_steps"]);
 }
@@ -157,6 +160,7 @@ void Stare::metrics(Metrics& m) const {
   const StareWeights& s = ctl_.current();
   m.emplace_back("stare_entropy", entropy_);
   m.emplace_back("stare_active", s.active ? 1.0 : 0.0);
+  if (cfg_.control == StareControl::band) m.emplace_back("stare_entropy_smoothed", ctl_.smoothed());
   m.emplace_back("stare_w", s.w);
   m.emplace_back("stare_m", s.m);
   m.emplace_back("stare_active_frac", ctl_.steps() ? static_cast<double>(ctl_.active_steps()) / static_cast<double>(ctl_.steps()) : 0.0);

@@ -6,7 +6,8 @@
 // from the token-mean entropy of the pre-update policy, whether (and how strongly) to reweight:
 //   gate      the released code's bang-bang gate: reweight while entropy < target;
 //   adaptive  the gate plus the code's optional sign rule W += alpha*sign(H_tgt - H), M -= ... (bounded);
-//   band      hold entropy within +/- band*target with a bounded proportional-integral rule on W (and M).
+//   band      hold entropy within +/- band*target with a bounded proportional-integral rule on W (and M),
+//             optionally on an exponential moving average of the entropy (`smooth`).
 // Selection runs over the whole step batch (the recommended packing-invariant scope; with one
 // mini-batch per step, the STARE recipe, it is the loss's batch). Ties: lower index first.
 // Surprisal comes from the rollout's policy log-probs (the pre-update policy: equal to the training
@@ -34,6 +35,8 @@ struct StareConfig {
   double w_max = 1.5, m_min = 0.5;  // adaptive and band: bounds of W and M
   double band = 0.05;            // band: half-width relative to the target (no action inside)
   double kp = 1.0, ki = 0.25;    // band: gains on the relative error (H_tgt - H) / H_tgt
+  double smooth = 0.0;           // band: the controller reads an EMA of entropy, H_s = smooth*H_s + (1-smooth)*H
+                                 // (0 = the step's value; per-step entropy is noisy, ~10% of a tiny model's target)
   void validate() const;
 };
 
@@ -50,6 +53,7 @@ class StareController {
   StareWeights update(double entropy);  // once per step, before the update
   const StareWeights& current() const { return cur_; }
   double integral() const { return integral_; }
+  double smoothed() const { return ema_; }  // the band controller's input after the last update
   int64_t steps() const { return steps_; }
   int64_t active_steps() const { return active_steps_; }
   std::string save() const;
@@ -60,6 +64,7 @@ class StareController {
   StareWeights cur_;
   double adapt_w_, adapt_m_;  // adaptive mode's running W, M
   double integral_ = 0;
+  double ema_ = -1;  // band: smoothed entropy (< 0: no step yet)
   int64_t steps_ = 0, active_steps_ = 0;
 };
 
