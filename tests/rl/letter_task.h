@@ -45,11 +45,13 @@ class LetterTask : public tasks::Task {
 
 inline PromptCodec codec() {
   PromptCodec c;
-  c.encode_prompt = [](const tasks::Problem& p) {
+  auto enc = [](const std::string& s) {  // letters -> 1..26, anything else (a method's prompt text) -> 27
     std::vector<int32_t> ids;
-    for (char ch : p.prompt) ids.push_back(ch - 'a' + 1);
+    for (char ch : s) ids.push_back(ch >= 'a' && ch <= 'z' ? ch - 'a' + 1 : 27);
     return ids;
   };
+  c.encode_prompt = [enc](const tasks::Problem& p) { return enc(p.prompt); };
+  c.encode_text = enc;
   c.encode_completion = [](const std::string& s) { return std::vector<int32_t>(s.size(), 0); };
   c.decode = [](const std::vector<int32_t>& ids) {
     std::string s;

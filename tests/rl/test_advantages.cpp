@@ -63,6 +63,18 @@ TEST(Advantages, BatchScaleUsesTheStdOfAllRewardsAndTheGroupMean) {
   for (size_t i = 0; i < r.size(); ++i) EXPECT_NEAR(a[i], (r[i] - mean[i]) / (s + 1e-4), 1e-6) << i;
 }
 
+TEST(Advantages, BatchActiveScaleLeavesUniformGroupsOutOfTheStd) {
+  // ZPPO: groups 1 (all 0) and 2 (all 1) add nothing to the std; a whole-batch std would be smaller.
+  std::vector<float> r = {1, 0, 0, 0, 0, 0, 1, 1, 1, 0, 1, 1};
+  std::vector<int64_t> g = {0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3};
+  auto a = advantages({AdvantageEstimator::grpo, RewardScale::batch_active}, r, g);
+  // centred rewards of the active groups 0 and 3: {2/3, -1/3, -1/3, -2/3, 1/3, 1/3}
+  double s = std::sqrt((4 / 9. + 1 / 9. + 1 / 9. + 4 / 9. + 1 / 9. + 1 / 9.) / 5.0);
+  std::vector<double> want = {2 / 3., -1 / 3., -1 / 3., 0, 0, 0, 0, 0, 0, -2 / 3., 1 / 3., 1 / 3.};
+  for (size_t i = 0; i < r.size(); ++i) EXPECT_NEAR(a[i], want[i] / (s + 1e-4), 1e-6) << i;
+  // With the uniform groups' zeros in the std (sqrt(12/9 / 11) = 0.348) the advantages would be 1.48x larger.
+}
+
 TEST(Advantages, RlooIsRewardMinusMeanOfTheOthers) {
   std::vector<float> r = {1, 0, 0, 1, 4, -2, 0.5f};
   std::vector<int64_t> g = {0, 0, 0, 0, 1, 1, 1};

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "rl/byte_codec.h"
 #include "rl/letter_task.h"
 #include "temper/rl/methods/dre.h"
 #include "temper/tasks/arithmetic.h"
@@ -21,42 +22,9 @@ using namespace temper::rl;
 
 namespace {
 
-constexpr int32_t kEos = 256;
-
-const std::array<std::string, 257>& bytes_table() {
-  static const std::array<std::string, 257> t = [] {
-    std::array<std::string, 257> a;
-    for (int i = 0; i < 256; ++i) a[static_cast<size_t>(i)] = std::string(1, static_cast<char>(i));
-    return a;
-  }();
-  return t;
-}
-
-std::vector<int32_t> ids(const std::string& s) {
-  std::vector<int32_t> v;
-  for (unsigned char c : s) v.push_back(c);
-  return v;
-}
-
-PromptCodec byte_codec() {
-  PromptCodec c;
-  c.encode_prompt = [](const tasks::Problem& p) { return ids(p.prompt); };
-  c.encode_text = ids;
-  c.encode_completion = [](const std::string& s) {
-    auto v = ids(s);
-    v.push_back(kEos);
-    return v;
-  };
-  c.decode = [](const std::vector<int32_t>& v) {
-    std::string s;
-    for (int32_t t : v)
-      if (t < 256) s += static_cast<char>(t);
-    return s;
-  };
-  c.token_bytes = [](int32_t t) -> std::string_view { return t >= 0 && t < 256 ? bytes_table()[static_cast<size_t>(t)] : std::string_view(); };
-  c.stop_ids = {kEos};
-  return c;
-}
+using test::byte_codec;
+using test::ids;
+using test::kEos;
 
 tasks::Problem problem() {
   tasks::Problem p;

@@ -107,8 +107,11 @@ RunConfig read_config(Recipe& r) {
   std::string est = r.get_choice("rl.advantage", "grpo", {"grpo", "dr_grpo", "rloo"});
   q.advantage.estimator = est == "grpo" ? rl::AdvantageEstimator::grpo
                           : est == "dr_grpo" ? rl::AdvantageEstimator::dr_grpo : rl::AdvantageEstimator::rloo;
-  std::string sc = r.get_choice("rl.scale_rewards", est == "grpo" ? "group" : "none", {"group", "batch", "none"});
-  q.advantage.scale = sc == "group" ? rl::RewardScale::group : sc == "batch" ? rl::RewardScale::batch : rl::RewardScale::none;
+  std::string sc = r.get_choice("rl.scale_rewards", est == "grpo" ? "group" : "none", {"group", "batch", "batch_active", "none"});
+  q.advantage.scale = sc == "group"          ? rl::RewardScale::group
+                      : sc == "batch"        ? rl::RewardScale::batch
+                      : sc == "batch_active" ? rl::RewardScale::batch_active
+                                             : rl::RewardScale::none;
   q.advantage.eps = r.get_double("rl.advantage_eps", 1e-4);
   q.loss.eps_low = r.get_double("rl.eps_low", 0.2);
   q.loss.eps_high = r.get_double("rl.eps_high", 0.2);

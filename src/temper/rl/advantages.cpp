@@ -77,6 +77,17 @@ void compute_advantages(const AdvantageConfig& cfg, const float* rewards, const 
     mean /= static_cast<double>(B);
     for (int64_t b = 0; b < B; ++b) ss += (rewards[b] - mean) * (rewards[b] - mean);
     batch_std = unbiased_std(ss, B);
+  } else if (cfg.scale == RewardScale::batch_active) {
+    double ss = 0;
+    int64_t n = 0;
+    for (int64_t b = 0; b < B; ++b) {
+      const GroupRewardStats& g = st[static_cast<size_t>(idx[static_cast<size_t>(b)])];
+      if (g.uniform || g.size < 2) continue;
+      double d = rewards[b] - g.mean;  // group-centred: the mean over active groups is 0
+      ss += d * d;
+      ++n;
+    }
+    batch_std = unbiased_std(ss, n);
   }
   bool scaled = cfg.estimator != AdvantageEstimator::dr_grpo && cfg.scale != RewardScale::none;
   for (int64_t b = 0; b < B; ++b) {
@@ -88,7 +99,8 @@ void compute_advantages(const AdvantageConfig& cfg, const float* rewards, const 
     double n = static_cast<double>(g.size);
     double a = static_cast<double>(rewards[b]) - g.mean;
     if (cfg.estimator == AdvantageEstimator::rloo) a *= n / (n - 1.0);  // r - (sum - r) / (n - 1)
-    if (scaled) a /= (cfg.scale == RewardScale::batch ? batch_std : g.std) + cfg.eps;
+    bool batch = cfg.scale == RewardScale::batch || cfg.scale == RewardScale::batch_active;
+    if (scaled) a /= (batch ? batch_std : g.std) + cfg.eps;
     advantages[b] = static_cast<float>(a);
   }
 }

@@ -21,6 +21,8 @@ enum class AdvantageEstimator {
 enum class RewardScale {
   group,  // std of the sequence's group (unbiased)
   batch,  // std of all rewards in the batch (unbiased); the mean stays the group's
+  batch_active,  // ZPPO: std of the group-centred rewards over the groups whose rewards differ (groups with
+                 // equal rewards have advantage 0 and would shrink a whole-batch std and inflate the rest)
   none,   // no division
 };
 

@@ -35,6 +35,7 @@ struct Trajectory {
   bool correct = false;
   rollout::FinishReason finish = rollout::FinishReason::length;
   std::vector<std::string> tags;            // free-form (methods mark edited copies, teacher prompts, ...)
+  bool off_policy = false;                  // not sampled by the policy (a teacher's response): out of rollout statistics
   bool scored = false;                      // reward set (the trainer scores the rest after after_rollout)
 };
 

@@ -23,11 +23,17 @@ struct MethodEnv {
   const PromptCodec* codec = nullptr;
   rollout::SamplerConfig sampler;
   int64_t max_new = 0;
+  int64_t group_size = 0;  // samples per prompt (rl.group_size)
   int64_t context = 0;  // the model's context (prompt + completion tokens)
   uint64_t seed = 0;    // the run's seed
   std::function<std::vector<rollout::Completion>(const std::vector<rollout::RolloutRequest>&)> generate;
   // The reward's verifier (exceptions and timeouts score 0, as for every rollout).
   std::function<tasks::Verdict(const tasks::Problem&, const std::string&)> verify;
+  // Log-probs and entropies of `tokens` after `prompt` under the policy's current weights (off-policy
+  // members such as a teacher's response need them as their old log-probs).
+  std::function<void(const std::vector<int32_t>& prompt, const std::vector<int32_t>& tokens, std::vector<float>& logp,
+                     std::vector<float>& entropy)>
+      score_tokens;
 };
 
 // One rollout round: requests[i] answers problems[first + i] (Batch::problems indices).
@@ -40,13 +46,17 @@ struct RolloutRound {
 
 // Every round of a step (dynamic sampling draws more rounds) runs: rollout (with the methods' hooks)
 // -> after_rollout -> the trainer scores what is unscored -> after_reward -> the uniform-group
-// filter; then, on the whole batch, advantages -> token_weights -> update -> metrics -> after_step.
+// filter (problems a method built, index -1, are extra: they neither count toward prompts_per_step nor
+// enter the rollout statistics); then, on the whole batch, advantages -> token_weights -> update -> metrics -> after_step.
 // The Batch the round hooks see holds that round's trajectories (problems: all of the step's).
 class Method {
  public:
   virtual ~Method() = default;
   virtual std::string name() const = 0;
   virtual void attach(const MethodEnv&) {}  // once, when the trainer is built
+  // Task problems the method adds to a step's first round beside the new ones (a replay buffer); they
+  // are sampled, scored and filtered like new ones and keep their `index`.
+  virtual std::vector<tasks::Problem> extra_problems(int64_t /*step*/, int64_t /*new_problems*/) { return {}; }
   // Per-token hook for one rollout round (stop or fork sequences); null: none.
   virtual rollout::RolloutHook* rollout_hook(const RolloutRound&) { return nullptr; }
   virtual void after_rollout(Batch&) {}  // add / replace / drop trajectories (before rewards)

@@ -84,10 +84,22 @@ RlTrainer::RlTrainer(Transformer& policy, std::shared_ptr<const tasks::Task> tas
   env.codec = &codec_;
   env.sampler = cfg_.sampler;
   env.max_new = cfg_.max_new;
+  env.group_size = cfg_.group_size;
   env.context = policy_.config().max_position_embeddings;
   env.seed = cfg_.seed;
   env.verify = [this](const tasks::Problem& p, const std::string& text) { return tasks::verify_safely(safe_, task_, p, text); };
   env.generate = [this](const std::vector<rollout::RolloutRequest>& reqs) { return engine_->run(reqs); };
+  env.score_tokens = [this](const std::vector<int32_t>& prompt, const std::vector<int32_t>& tokens, std::vector<float>& logp,
+                            std::vector<float>& entropy) {
+    const int64_t T = static_cast<int64_t>(prompt.size() + tokens.size());
+    std::vector<int32_t> tok(prompt), tgt(static_cast<size_t>(T), -1);
+    tok.insert(tok.end(), tokens.begin(), tokens.end());
+    for (size_t i = 0; i < tokens.size(); ++i) tgt[prompt.size() - 1 + i] = tokens[i];
+    std::vector<float> lp(static_cast<size_t>(T)), ent(static_cast<size_t>(T));
+    policy_.forward_logprobs(tok.data(), tgt.data(), 1, T, lp.data(), ent.data());
+    logp.assign(lp.begin() + static_cast<long>(prompt.size() - 1), lp.begin() + static_cast<long>(prompt.size() - 1 + tokens.size()));
+    entropy.assign(ent.begin() + static_cast<long>(prompt.size() - 1), ent.begin() + static_cast<long>(prompt.size() - 1 + tokens.size()));
+  };
   for (Method* m : methods_) m->attach(env);
 }
 
@@ -101,17 +113,27 @@ void RlTrainer::rollout(int64_t n, int64_t round, std::vector<Trajectory>& out, 
     uint64_t idx = cursor_++;
     if (size > 0) idx %= static_cast<uint64_t>(size);
     problems.push_back(task_->problem(tasks::Split::train, idx));
+    problems.back().index = static_cast<int64_t>(idx);
+  }
+  if (round == 0)
+    for (Method* m : methods_)
+      for (tasks::Problem& p : m->extra_problems(step_, n)) {
+        TEMPER_CHECK(p.index >= 0) << "rl: method " << m->name() << " replays a problem without a train index";
+        problems.push_back(std::move(p));
+      }
+  for (size_t i = 0; p0 + i < problems.size(); ++i) {
     rollout::RolloutRequest r;
-    r.prompt = codec_.encode_prompt(problems.back());
+    const tasks::Problem& prob = problems[p0 + i];
+    r.prompt = codec_.encode_prompt(prob);
     TEMPER_CHECK(static_cast<int64_t>(r.prompt.size()) < ctx)
-        << "rl: the prompt of problem " << problems.back().id << " has " << r.prompt.size()
+        << "rl: the prompt of problem " << prob.id << " has " << r.prompt.size()
         << " tokens, the model's context is " << ctx;
     r.group_size = cfg_.group_size;
     r.max_new = std::min<int64_t>(cfg_.max_new, ctx - static_cast<int64_t>(r.prompt.size()));
     r.sampler = cfg_.sampler;
     r.stop_ids = codec_.stop_ids;
     r.seed = mix_seed(mix_seed(cfg_.seed, static_cast<uint64_t>(step_)), static_cast<uint64_t>(round));
-    r.stream = static_cast<uint64_t>(i * cfg_.group_size);
+    r.stream = static_cast<uint64_t>(i) * static_cast<uint64_t>(cfg_.group_size);
     reqs.push_back(std::move(r));
   }
   std::vector<rollout::RolloutHook*> hooks;
@@ -191,13 +213,16 @@ Metrics RlTrainer::step() {
     }
     std::vector<uint8_t> flags(r.size());
     flag_uniform_groups(r.data(), g.data(), static_cast<int64_t>(r.size()), flags.data());
-    std::set<int64_t> kept;
-    for (size_t i = 0; i < flags.size(); ++i)
+    std::set<int64_t> kept, task_groups;  // task_groups: groups of task problems (new or replayed)
+    for (size_t i = 0; i < flags.size(); ++i) {
+      const bool task_problem = b.problems[static_cast<size_t>(rb.traj[i].problem)].index >= 0;
+      if (task_problem) task_groups.insert(rb.traj[i].group);
       if (!flags[i]) {
-        kept.insert(rb.traj[i].group);
+        if (task_problem) kept.insert(rb.traj[i].group);
         b.traj.push_back(std::move(rb.traj[i]));
       }
-    b.groups_dropped += want - static_cast<int64_t>(kept.size());
+    }
+    b.groups_dropped += static_cast<int64_t>(task_groups.size() - kept.size());
     kept_groups += static_cast<int64_t>(kept.size());
   }
 
@@ -240,8 +265,8 @@ Metrics RlTrainer::step() {
   double rsum = 0, rsq = 0, acc = 0, len_sum = 0, len_max = 0, ent_sum = 0, ent_n = 0, truncated = 0, originals = 0;
   int64_t gen_tokens = 0;
   for (const Trajectory& t : b.traj) {
-    gen_tokens += static_cast<int64_t>(t.tokens.size()) - (t.parent >= 0 ? t.fork_pos : 0);
-    if (t.parent >= 0) continue;
+    if (!t.off_policy) gen_tokens += static_cast<int64_t>(t.tokens.size()) - (t.parent >= 0 ? t.fork_pos : 0);
+    if (t.parent >= 0 || t.off_policy || b.problems[static_cast<size_t>(t.problem)].index < 0) continue;
     originals += 1;
     rsum += t.reward;
     rsq += t.reward * t.reward;

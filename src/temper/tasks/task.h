@@ -39,6 +39,7 @@ struct Problem {
   std::string teacher_response;   // optional (datasets)
   std::string rubric;             // optional (datasets)
   int difficulty = 0;
+  int64_t index = -1;             // the train index the trainer drew it at; -1: built by a method (ZPPO, REVES)
 };
 
 struct Verdict {

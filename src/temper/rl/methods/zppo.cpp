@@ -1,0 +1,313 @@
+#include "temper/rl/methods/zppo.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "temper/core/error.h"
+#include "temper/core/rng.h"
+
+namespace temper::rl {
+
+void ZppoConfig::validate() const {
+  TEMPER_CHECK(hard_threshold > 0 && hard_threshold <= 1) << "rl.zppo.hard_threshold must be in (0, 1], got " << hard_threshold;
+  TEMPER_CHECK(capacity >= 0) << "rl.zppo.capacity must be >= 0, got " << capacity;
+  TEMPER_CHECK(replay_ratio >= 0 && std::isfinite(replay_ratio)) << "rl.zppo.replay_ratio must be >= 0, got " << replay_ratio;
+  TEMPER_CHECK(aug_ratio >= 0 && std::isfinite(aug_ratio)) << "rl.zppo.aug_ratio must be >= 0, got " << aug_ratio;
+  TEMPER_CHECK(teacher_samples >= 1) << "rl.zppo.teacher_samples must be >= 1, got " << teacher_samples;
+  TEMPER_CHECK(group_size >= 0) << "rl.zppo.group_size must be >= 0 (0: rl.group_size), got " << group_size;
+  TEMPER_CHECK(candidate_tokens >= 1) << "rl.zppo.candidate_tokens must be >= 1, got " << candidate_tokens;
+  TEMPER_CHECK(ncq_traces >= 0) << "rl.zppo.ncq_traces must be >= 0, got " << ncq_traces;
+  TEMPER_CHECK(bcq_template.find("{question}") != std::string::npos && bcq_template.find("{candidates}") != std::string::npos)
+      << "rl.zppo.bcq_template must contain {question} and {candidates}";
+  TEMPER_CHECK(ncq_template.find("{question}") != std::string::npos && ncq_template.find("{wrong_answers}") != std::string::npos)
+      << "rl.zppo.ncq_template must contain {question} and {wrong_answers}";
+}
+
+namespace {
+
+void replace_all(std::string& s, const std::string& from, const std::string& to) {
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
+  size_t i = 0;
+  while (i < s.size() && (s[i] == '\n' || s[i] == ' ')) ++i;
+  return s.substr(i);
+}
+
+}  // namespace
+
+std::string zppo_candidate(const PromptCodec& codec, const std::string& text, int64_t budget) {
+  std::string body = trim(text);
+  std::vector<int32_t> ids = codec.encode_text(body);
+  if (static_cast<int64_t>(ids.size()) > budget) {
+    std::vector<int32_t> tail(ids.end() - budget, ids.end());
+    body = "..." + codec.decode(tail);
+  }
+  return "<candidate>\n" + body + "\n</candidate>\n";
+}
+
+tasks::Problem zppo_reformulate(const tasks::Problem& p, const std::string& tmpl, const std::string& candidates,
+                                const std::string& wrong_answers, const std::string& kind) {
+  tasks::Problem q = p;
+  q.index = -1;
+  q.id = p.id + "#" + kind;
+  auto fill = [&](const std::string& question) {
+    std::string s = tmpl;
+    replace_all(s, "{question}", question);
+    replace_all(s, "{candidates}", candidates);
+    replace_all(s, "{wrong_answers}", wrong_answers);
+    return s;
+  };
+  if (q.messages.empty()) {
+    q.prompt = fill(p.prompt);
+  } else {
+    auto it = std::find_if(q.messages.rbegin(), q.messages.rend(), [](const tasks::Message& m) { return m.role == "user"; });
+    TEMPER_CHECK(it != q.messages.rend()) << "zppo: problem " << p.id << " has chat messages but no user message";
+    it->content = fill(it->content);
+    q.prompt = fill(p.prompt);
+  }
+  return q;
+}
+
+Zppo::Zppo(const ZppoConfig& cfg, std::shared_ptr<Teacher> teacher)
+    : cfg_(cfg), teacher_(std::move(teacher)), buffer_(cfg.capacity) {
+  cfg_.validate();
+  TEMPER_CHECK(teacher_ || cfg_.mode == ZppoMode::buffer || (cfg_.mode == ZppoMode::zppo && !cfg_.bcq))
+      << "zppo: this mode needs a teacher ([teacher] source = \"gold\", \"dataset\" or \"model\")";
+}
+
+std::vector<tasks::Problem> Zppo::extra_problems(int64_t step, int64_t new_problems) {
+  step_ = step;
+  n_ = StepCounts{};
+  new_ = new_problems;
+  std::vector<tasks::Problem> out;
+  int64_t k = static_cast<int64_t>(std::floor(cfg_.replay_ratio * static_cast<double>(new_problems) + 1e-9));
+  for (int64_t idx : buffer_.sample(k, mix_seed(mix_seed(cfg_.seed ^ env_.seed, 0x2E91A7ull), static_cast<uint64_t>(step)))) {
+    out.push_back(env_.task->problem(tasks::Split::train, static_cast<uint64_t>(idx)));
+    out.back().index = idx;
+  }
+  n_.replayed = static_cast<int64_t>(out.size());
+  round_ = 0;
+  return out;
+}
+
+void Zppo::after_reward(Batch& b) {
+  // The round's groups of task problems (new or replayed): the student's own samples only.
+  std::map<int64_t, std::pair<int64_t, int64_t>> acc;  // group -> (correct, total)
+  std::vector<int64_t> order;
+  for (const Trajectory& t : b.traj) {
+    if (t.parent >= 0 || t.off_policy || b.problems[static_cast<size_t>(t.problem)].index < 0) continue;
+    auto [it, fresh] = acc.try_emplace(t.group, 0, 0);
+    if (fresh) order.push_back(t.group);
+    it->second.first += t.correct ? 1 : 0;
+    it->second.second += 1;
+  }
+  std::vector<int64_t> hard;
+  for (int64_t g : order) {
+    const auto [c, n] = acc[g];
+    double a = static_cast<double>(c) / static_cast<double>(n);
+    // group ids are problem indices in the batch (the trainer's convention)
+    const tasks::Problem& p = b.problems[static_cast<size_t>(g)];
+    PromptBuffer::Event e = buffer_.visit(p.index, a, cfg_.hard_threshold);
+    n_.admitted += e == PromptBuffer::Event::admitted;
+    n_.graduated += e == PromptBuffer::Event::graduated;
+    n_.task_groups += 1;
+    n_.all_wrong += c == 0;
+    if (a < cfg_.hard_threshold) hard.push_back(g);
+  }
+  const int64_t fresh_groups = static_cast<int64_t>(order.size()) - (round_ == 0 ? n_.replayed : 0);
+  n_.hard += static_cast<int64_t>(hard.size());
+  if (cfg_.mode == ZppoMode::inject && teacher_) inject(b, hard);
+  if (cfg_.mode == ZppoMode::zppo) {
+    int64_t cap = static_cast<int64_t>(std::ceil(cfg_.aug_ratio * static_cast<double>(std::max<int64_t>(fresh_groups, 0)) - 1e-9));
+    reformulate(b, hard, cap);
+  }
+  ++round_;
+}
+
+std::vector<std::vector<std::string>> Zppo::correct_teacher_responses(const std::vector<tasks::Problem>& ps, uint64_t seed) {
+  std::vector<std::vector<std::string>> all = teacher_->respond(ps, cfg_.teacher_samples, seed), out(ps.size());
+  for (size_t i = 0; i < ps.size(); ++i)
+    for (const std::string& r : all[i]) {
+      ++n_.teacher_asked;
+      if (env_.verify(ps[i], r).correct) {
+        ++n_.teacher_correct;
+        out[i].push_back(r);
+      }
+    }
+  return out;
+}
+
+void Zppo::reformulate(Batch& b, const std::vector<int64_t>& hard_groups, int64_t cap) {
+  if (hard_groups.empty() || cap <= 0 || (!cfg_.bcq && !cfg_.ncq)) return;
+  const uint64_t seed = mix_seed(mix_seed(cfg_.seed ^ env_.seed, static_cast<uint64_t>(step_)), 0x2990ull + static_cast<uint64_t>(round_));
+  Rng rng(seed, 0);
+  std::vector<int64_t> chosen = hard_groups;  // seeded shuffle: which hard questions get the budget
+  for (size_t i = chosen.size(); i > 1; --i)
+    std::swap(chosen[i - 1], chosen[static_cast<size_t>(tasks::rand_int(rng, 0, static_cast<int64_t>(i) - 1))]);
+  // Each chosen question costs one (BCQ) or two (BCQ and NCQ) prompts; take questions until the cap.
+  std::vector<int64_t> take;
+  int64_t budget = cap;
+  for (int64_t g : chosen) {
+    if (budget <= 0) break;
+    take.push_back(g);
+    budget -= (cfg_.bcq ? 1 : 0) + (cfg_.ncq ? 1 : 0);
+  }
+  std::vector<tasks::Problem> ps;
+  for (int64_t g : take) ps.push_back(b.problems[static_cast<size_t>(g)]);
+  std::vector<std::vector<std::string>> good;
+  if (cfg_.bcq && teacher_) good = correct_teacher_responses(ps, mix_seed(seed, 0x7EAull));
+  else good.resize(ps.size());
+
+  std::vector<tasks::Problem> built;
+  int64_t made = 0;
+  for (size_t k = 0; k < take.size() && made < cap; ++k) {
+    const int64_t g = take[k];
+    std::vector<const Trajectory*> wrong;
+    for (const Trajectory& t : b.traj)
+      if (t.group == g && t.parent < 0 && !t.off_policy && !t.correct) wrong.push_back(&t);
+    if (wrong.empty()) continue;
+    if (cfg_.bcq && !good[k].empty() && made < cap) {
+      const std::string& right = good[k][static_cast<size_t>(tasks::rand_int(rng, 0, static_cast<int64_t>(good[k].size()) - 1))];
+      const Trajectory* w = wrong[static_cast<size_t>(tasks::rand_int(rng, 0, static_cast<int64_t>(wrong.size()) - 1))];
+      bool teacher_first = (rng.next_u32() & 1u) != 0;
+      std::string a = zppo_candidate(*env_.codec, right, cfg_.candidate_tokens), c = zppo_candidate(*env_.codec, w->text, cfg_.candidate_tokens);
+      built.push_back(zppo_reformulate(ps[k], cfg_.bcq_template, teacher_first ? a + c : c + a, "", "bcq"));
+      n_.teacher_first += teacher_first;
+      ++n_.bcq;
+      ++made;
+    }
+    if (cfg_.ncq && made < cap) {
+      std::vector<std::string> answers;  // distinct wrong final answers, first-seen order
+      std::vector<const Trajectory*> traces;
+      for (const Trajectory* t : wrong) {
+        std::optional<std::string> x = env_.task->extract_answer(t->text);
+        if (!x || x->empty() || std::find(answers.begin(), answers.end(), *x) != answers.end()) continue;
+        answers.push_back(*x);
+        if (static_cast<int64_t>(traces.size()) < cfg_.ncq_traces) traces.push_back(t);
+      }
+      if (answers.empty()) continue;
+      std::string list, cands;
+      for (size_t i = 0; i < answers.size(); ++i) list += (i ? ", " : "") + answers[i];
+      for (const Trajectory* t : traces) cands += zppo_candidate(*env_.codec, t->text, cfg_.candidate_tokens);
+      built.push_back(zppo_reformulate(ps[k], cfg_.ncq_template, cands, list, "ncq"));
+      ++n_.ncq;
+      ++made;
+    }
+  }
+  if (built.empty()) return;
+
+  // The student answers each reformulated prompt as its own group.
+  const int64_t G = cfg_.group_size > 0 ? cfg_.group_size : env_.group_size;
+  std::vector<rollout::RolloutRequest> reqs;
+  std::vector<size_t> which;
+  for (size_t i = 0; i < built.size(); ++i) {
+    rollout::RolloutRequest r;
+    r.prompt = env_.codec->encode_prompt(built[i]);
+    if (static_cast<int64_t>(r.prompt.size()) + 2 > env_.context) continue;  // no room to answer
+    r.group_size = G;
+    r.max_new = std::min<int64_t>(env_.max_new, env_.context - static_cast<int64_t>(r.prompt.size()));
+    r.sampler = env_.sampler;
+    r.stop_ids = env_.codec->stop_ids;
+    r.seed = mix_seed(seed, 0x5A3Dull);
+    r.stream = static_cast<uint64_t>(i) * static_cast<uint64_t>(G);
+    reqs.push_back(std::move(r));
+    which.push_back(i);
+  }
+  std::vector<rollout::Completion> done = env_.generate(reqs);
+  std::vector<int64_t> index_of(built.size(), -1);
+  for (size_t j = 0; j < which.size(); ++j) {
+    index_of[which[j]] = static_cast<int64_t>(b.problems.size());
+    b.problems.push_back(built[which[j]]);
+  }
+  for (rollout::Completion& c : done) {
+    const size_t bi = which[static_cast<size_t>(c.request)];
+    const int64_t pi = index_of[bi];
+    const tasks::Problem& p = b.problems[static_cast<size_t>(pi)];
+    Trajectory t;
+    t.problem = pi;
+    t.group = pi;
+    t.member = c.member;
+    t.prompt = reqs[static_cast<size_t>(c.request)].prompt;
+    t.text = env_.codec->decode(c.tokens);
+    t.tokens = std::move(c.tokens);
+    t.sample_logprob = std::move(c.sample_logprob);
+    t.old_logprob = std::move(c.policy_logprob);
+    t.entropy = std::move(c.entropy);
+    t.finish = c.finish;
+    tasks::Verdict v = env_.verify(p, t.text);
+    t.reward = v.reward;
+    t.rewards = v.rewards;
+    t.correct = v.correct;
+    t.scored = true;
+    const bool is_bcq = p.id.size() > 4 && p.id.compare(p.id.size() - 4, 4, "#bcq") == 0;
+    t.tags.push_back(is_bcq ? "zppo_bcq" : "zppo_ncq");
+    (is_bcq ? n_.bcq_samples : n_.ncq_samples) += 1;
+    (is_bcq ? n_.bcq_correct : n_.ncq_correct) += t.correct ? 1 : 0;
+    b.traj.push_back(std::move(t));
+  }
+}
+
+void Zppo::inject(Batch& b, const std::vector<int64_t>& hard_groups) {
+  if (hard_groups.empty()) return;
+  std::vector<tasks::Problem> ps;
+  for (int64_t g : hard_groups) ps.push_back(b.problems[static_cast<size_t>(g)]);
+  const uint64_t seed = mix_seed(mix_seed(cfg_.seed ^ env_.seed, static_cast<uint64_t>(step_)), 0x1E7ull + static_cast<uint64_t>(round_));
+  std::vector<std::vector<std::string>> good = correct_teacher_responses(ps, seed);
+  for (size_t k = 0; k < hard_groups.size(); ++k) {
+    if (good[k].empty()) continue;
+    const int64_t g = hard_groups[k];
+    const Trajectory* any = nullptr;
+    int64_t members = 0;
+    for (const Trajectory& t : b.traj)
+      if (t.group == g) any = any ? any : &t, members = std::max(members, t.member + 1);
+    if (!any) continue;
+    Trajectory t;
+    t.problem = any->problem;
+    t.group = g;
+    t.member = members;
+    t.prompt = any->prompt;
+    t.tokens = env_.codec->encode_completion(good[k][0]);
+    if (static_cast<int64_t>(t.prompt.size() + t.tokens.size()) > env_.context) continue;
+    env_.score_tokens(t.prompt, t.tokens, t.old_logprob, t.entropy);
+    t.sample_logprob = t.old_logprob;
+    t.text = good[k][0];
+    t.finish = rollout::FinishReason::stop;
+    tasks::Verdict v = env_.verify(b.problems[static_cast<size_t>(g)], t.text);
+    t.reward = v.reward;
+    t.rewards = v.rewards;
+    t.correct = v.correct;
+    t.scored = true;
+    t.off_policy = true;
+    t.tags.push_back("teacher");
+    ++n_.injected;
+    b.traj.push_back(std::move(t));
+  }
+}
+
+void Zppo::metrics(Metrics& m) const {
+  auto frac = [](int64_t a, int64_t b) { return b > 0 ? static_cast<double>(a) / static_cast<double>(b) : 0.0; };
+  m.emplace_back("zppo_buffer", static_cast<double>(buffer_.size()));
+  m.emplace_back("zppo_replayed", static_cast<double>(n_.replayed));
+  m.emplace_back("zppo_admitted", static_cast<double>(n_.admitted));
+  m.emplace_back("zppo_graduated", static_cast<double>(n_.graduated));
+  m.emplace_back("zppo_hard_frac", frac(n_.hard, n_.task_groups));
+  m.emplace_back("zppo_all_wrong_frac", frac(n_.all_wrong, n_.task_groups));
+  m.emplace_back("zppo_admitted_zero_total", static_cast<double>(buffer_.admitted_at_zero()));
+  m.emplace_back("zppo_graduated_zero_rate", frac(buffer_.graduated_from_zero(), buffer_.admitted_at_zero()));
+  if (cfg_.mode == ZppoMode::zppo) {
+    m.emplace_back("zppo_bcq", static_cast<double>(n_.bcq));
+    m.emplace_back("zppo_ncq", static_cast<double>(n_.ncq));
+    m.emplace_back("zppo_bcq_acc", frac(n_.bcq_correct, n_.bcq_samples));
+    m.emplace_back("zppo_ncq_acc", frac(n_.ncq_correct, n_.ncq_samples));
+    m.emplace_back("zppo_bcq_teacher_first", frac(n_.teacher_first, n_.bcq));
+  }
+  if (cfg_.mode != ZppoMode::buffer) m.emplace_back("zppo_teacher_acc", frac(n_.teacher_correct, n_.teacher_asked));
+  if (cfg_.mode == ZppoMode::inject) m.emplace_back("zppo_injected", static_cast<double>(n_.injected));
+}
+
+}  // namespace temper::rl

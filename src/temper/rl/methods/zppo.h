@@ -1,0 +1,86 @@
+// ZPPO, zone of proximal policy optimization: the teacher goes into the prompt, not the gradient (Lee
+// et al. 2026, arXiv 2606.18216; ../shared/specs/methods-llm-rl.md section 3). Questions the student
+// fails (group accuracy < 0.5) enter a replay buffer of questions and come back each step beside the
+// new ones (replay_ratio x new) until the student reaches 0.5 on them. For hard questions (at most
+// aug_ratio x new per step) it builds
+//   BCQ  one correct teacher response and one wrong student rollout, shortened to the same token
+//        budget, in identical <candidate> tags, in a seeded random order: "one is correct, one is wrong";
+//   NCQ  the student's wrong final answers listed as wrong, with some of its wrong traces as candidates;
+// and the student answers them with ordinary rollouts scored by the original question's checker: each
+// reformulated prompt is its own GRPO group, every token in the loss was sampled by the student, the
+// teacher's text is prompt. The recipe pairs it with scale_rewards = "batch_active" (normalisation over
+// groups whose rewards differ) and epochs = 4, as the paper.
+// Modes for the paper's baselines in the same code path: `buffer` (GRPO-dagger: the buffer, no
+// reformulation) and `inject` (GRPO with a correct teacher response added to each hard group as an
+// off-policy member, old log-probs from the current policy).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "temper/rl/method.h"
+#include "temper/rl/methods/prompt_buffer.h"
+#include "temper/rl/teacher.h"
+
+namespace temper::rl {
+
+enum class ZppoMode { zppo, buffer, inject };
+
+struct ZppoConfig {
+  ZppoMode mode = ZppoMode::zppo;
+  double hard_threshold = 0.5;   // admit below, graduate at or above
+  int64_t capacity = 10000;      // buffer size (FIFO eviction)
+  double replay_ratio = 0.25;    // replayed questions per new question each step
+  double aug_ratio = 0.25;       // BCQ + NCQ prompts per new question each step
+  bool bcq = true, ncq = true;
+  int64_t teacher_samples = 4;   // G_T: teacher responses asked per hard question
+  int64_t group_size = 0;        // G_S on reformulated prompts (0: rl.group_size)
+  int64_t candidate_tokens = 128;  // each candidate is cut to its last N tokens
+  int64_t ncq_traces = 2;        // wrong traces shown in an NCQ
+  // Templates: {question}, {candidates} (the <candidate> blocks), {wrong_answers} (NCQ, comma-separated).
+  std::string bcq_template =
+      "{question}\n\nHere are two candidate responses. One is correct and one is wrong.\n{candidates}Solve the question.";
+  std::string ncq_template =
+      "{question}\n\nThe following answers are all WRONG: {wrong_answers}.\n{candidates}Solve the question.";
+  uint64_t seed = 0;
+  void validate() const;
+};
+
+// A candidate: the text cut to its last `budget` tokens ("..." marks a cut), in <candidate> tags.
+std::string zppo_candidate(const PromptCodec& codec, const std::string& text, int64_t budget);
+// The reformulated problem: same answer and checker, prompt (or the last user message) from the template.
+tasks::Problem zppo_reformulate(const tasks::Problem& p, const std::string& tmpl, const std::string& candidates,
+                                const std::string& wrong_answers, const std::string& kind);
+
+class Zppo : public Method {
+ public:
+  Zppo(const ZppoConfig& cfg, std::shared_ptr<Teacher> teacher);
+  std::string name() const override { return "zppo"; }
+  void attach(const MethodEnv& env) override { env_ = env; }
+  std::vector<tasks::Problem> extra_problems(int64_t step, int64_t new_problems) override;
+  void after_reward(Batch& b) override;
+  void metrics(Metrics& m) const override;
+  std::string save_state() const override { return buffer_.save(); }
+  void load_state(const std::string& s) override { buffer_.load(s); }
+  const PromptBuffer& buffer() const { return buffer_; }
+
+ private:
+  void reformulate(Batch& b, const std::vector<int64_t>& hard_groups, int64_t cap);
+  void inject(Batch& b, const std::vector<int64_t>& hard_groups);
+  std::vector<std::vector<std::string>> correct_teacher_responses(const std::vector<tasks::Problem>& ps, uint64_t seed);
+
+  ZppoConfig cfg_;
+  std::shared_ptr<Teacher> teacher_;
+  MethodEnv env_;
+  PromptBuffer buffer_;
+  int64_t step_ = 0, round_ = 0, new_ = 0;
+  struct StepCounts {
+    int64_t replayed = 0, task_groups = 0, hard = 0, all_wrong = 0, admitted = 0, graduated = 0;
+    int64_t bcq = 0, ncq = 0, bcq_correct = 0, ncq_correct = 0, bcq_samples = 0, ncq_samples = 0;
+    int64_t teacher_asked = 0, teacher_correct = 0, teacher_first = 0, injected = 0;
+  } n_;
+};
+
+}  // namespace temper::rl

@@ -1,0 +1,78 @@
+#include "temper/rl/teacher.h"
+
+#include <algorithm>
+
+#include "temper/core/error.h"
+
+namespace temper::rl {
+
+namespace {
+
+class FieldTeacher : public Teacher {
+ public:
+  explicit FieldTeacher(bool gold) : gold_(gold) {}
+  std::string name() const override { return gold_ ? "gold" : "dataset"; }
+  std::vector<std::vector<std::string>> respond(const std::vector<tasks::Problem>& problems, int64_t n,
+                                                uint64_t) override {
+    std::vector<std::vector<std::string>> out(problems.size());
+    if (n <= 0) return out;
+    for (size_t i = 0; i < problems.size(); ++i) {
+      const std::string& text = gold_ ? problems[i].gold_solution : problems[i].teacher_response;
+      TEMPER_CHECK(!gold_ || !text.empty())
+          << "teacher \"gold\": problem " << problems[i].id << " has no gold solution (use source = \"dataset\" or \"model\")";
+      if (!text.empty()) out[i].push_back(text);
+    }
+    return out;
+  }
+
+ private:
+  bool gold_;
+};
+
+}  // namespace
+
+std::unique_ptr<Teacher> make_gold_teacher() { return std::make_unique<FieldTeacher>(true); }
+std::unique_ptr<Teacher> make_dataset_teacher() { return std::make_unique<FieldTeacher>(false); }
+
+ModelTeacher::ModelTeacher(std::unique_ptr<Transformer> model, PromptCodec codec, ModelTeacherConfig cfg)
+    : model_(std::move(model)), codec_(std::move(codec)), cfg_(std::move(cfg)) {
+  TEMPER_CHECK(model_) << "teacher: no model";
+  TEMPER_CHECK(cfg_.max_new > 0) << "teacher.max_new must be > 0, got " << cfg_.max_new;
+  TEMPER_CHECK(cfg_.max_seqs > 0) << "teacher.max_seqs must be > 0, got " << cfg_.max_seqs;
+  cfg_.sampler.validate();
+  const int64_t block = 16;
+  int64_t blocks = KvPool::blocks_for_budget(model_->config(), block, static_cast<size_t>(cfg_.kv_memory_mb) << 20);
+  TEMPER_CHECK(blocks > 0) << "teacher.kv_memory_mb = " << cfg_.kv_memory_mb << " holds no KV block of the teacher model";
+  pool_ = std::make_unique<KvPool>(model_->config(), block, blocks);
+  engine_ = std::make_unique<rollout::RolloutEngine>(*model_, *pool_, rollout::EngineConfig{cfg_.max_seqs, codec_.token_bytes});
+}
+
+std::vector<std::vector<std::string>> ModelTeacher::respond(const std::vector<tasks::Problem>& problems, int64_t n,
+                                                            uint64_t seed) {
+  std::vector<std::vector<std::string>> out(problems.size());
+  if (n <= 0 || problems.empty()) return out;
+  const int64_t ctx = model_->config().max_position_embeddings;
+  std::vector<rollout::RolloutRequest> reqs;
+  std::vector<size_t> which;
+  for (size_t i = 0; i < problems.size(); ++i) {
+    rollout::RolloutRequest r;
+    r.prompt = codec_.encode_prompt(problems[i]);
+    if (static_cast<int64_t>(r.prompt.size()) >= ctx) continue;  // no room: this problem gets no response
+    r.group_size = n;
+    r.max_new = std::min<int64_t>(cfg_.max_new, ctx - static_cast<int64_t>(r.prompt.size()));
+    r.sampler = cfg_.sampler;
+    r.stop_ids = codec_.stop_ids;
+    r.seed = seed;
+    r.stream = static_cast<uint64_t>(i) * static_cast<uint64_t>(n);
+    reqs.push_back(std::move(r));
+    which.push_back(i);
+  }
+  std::vector<rollout::Completion> done = engine_->run(reqs);
+  std::sort(done.begin(), done.end(), [](const rollout::Completion& a, const rollout::Completion& b) {
+    return a.request != b.request ? a.request < b.request : a.member < b.member;
+  });
+  for (const rollout::Completion& c : done) out[which[static_cast<size_t>(c.request)]].push_back(codec_.decode(c.tokens));
+  return out;
+}
+
+}  // namespace temper::rl
