@@ -75,6 +75,18 @@ python3 -c "import json,sys; s=json.load(open(sys.argv[1]))['methods']; assert '
 "$temper" train --out "$work/mstop" "${common[@]}" "${methods[@]}" --stop-after 5 2> "$work/mstop.log"
 "$temper" train --resume "$work/mstop" --threads 2 2>> "$work/mstop.log"
 same "$work/mfull" "$work/mstop"
+# ZPPO with the gold teacher: the prompt buffer (replayed questions) is checkpointed, so stop + resume equals.
+zppo=(--set rl.zppo.aug_ratio=0.5 --set rl.zppo.replay_ratio=0.5 --set teacher.source='"gold"'
+      --set rl.scale_rewards='"batch_active"' --set rl.epochs=2)
+"$temper" train --out "$work/zfull" "${common[@]}" "${zppo[@]}" 2> "$work/zfull.log"
+grep -q '"zppo_replayed":2' "$work/zfull/metrics.jsonl" && grep -q '"zppo_bcq":[1-9]' "$work/zfull/metrics.jsonl"
+python3 -c "import json,sys; s=json.load(open(sys.argv[1]))['methods']; assert 'entries=' in s['zppo'], s" "$work/zfull/checkpoints/step-5/trainer_state.json"
+"$temper" train --out "$work/zstop" "${common[@]}" "${zppo[@]}" --stop-after 4 2> "$work/zstop.log"
+"$temper" train --resume "$work/zstop" --threads 2 2>> "$work/zstop.log"
+same "$work/zfull" "$work/zstop"
+if "$temper" train --out "$work/bad" "${common[@]}" --set rl.zppo.mode='"inject"' 2> "$work/bad.log"; then echo "ZPPO inject without a teacher was accepted"; exit 1; fi
+grep -q 'needs a teacher' "$work/bad.log"
+rm -rf "$work/bad"
 # A bad method setting is refused with the key and the allowed values.
 if "$temper" train --out "$work/bad" "${common[@]}" --set rl.stare.control='"pid"' 2> "$work/bad.log"; then echo "a bad rl.stare.control was accepted"; exit 1; fi
 grep -q "rl.stare.control" "$work/bad.log"

@@ -13,6 +13,8 @@
 
 #include "temper/app/checkpoint.h"
 #include "temper/app/codec.h"
+#include "temper/rl/methods/zppo.h"
+#include "temper/rl/teacher.h"
 #include "temper/app/model_source.h"
 #include "temper/app/quickstart.h"
 #include "temper/app/recipe.h"
@@ -48,6 +50,12 @@ struct RunConfig {
   rl::RlConfig rl;
   std::optional<rl::StareConfig> stare;
   std::optional<rl::DreConfig> dre;
+  std::optional<rl::ZppoConfig> zppo;
+  struct Teacher {
+    std::string source;  // "" (none), gold, dataset, model
+    std::string path;
+    rl::ModelTeacherConfig model;
+  } teacher;
   int64_t eval_every = 0;
   rl::EvalConfig eval;
   std::string out;
@@ -170,6 +178,42 @@ RunConfig read_config(Recipe& r) {
     c.dre = d;
   }
 
+  if (r.get_bool("rl.zppo.enabled", r.has_prefix("rl.zppo."))) {
+    rl::ZppoConfig z;
+    std::string mode = r.get_choice("rl.zppo.mode", "zppo", {"zppo", "buffer", "inject"});
+    z.mode = mode == "zppo" ? rl::ZppoMode::zppo : mode == "buffer" ? rl::ZppoMode::buffer : rl::ZppoMode::inject;
+    z.hard_threshold = r.get_double("rl.zppo.hard_threshold", z.hard_threshold);
+    z.capacity = r.get_int("rl.zppo.capacity", z.capacity);
+    z.replay_ratio = r.get_double("rl.zppo.replay_ratio", z.replay_ratio);
+    z.aug_ratio = r.get_double("rl.zppo.aug_ratio", z.aug_ratio);
+    z.bcq = r.get_bool("rl.zppo.bcq", z.bcq);
+    z.ncq = r.get_bool("rl.zppo.ncq", z.ncq);
+    z.teacher_samples = r.get_int("rl.zppo.teacher_samples", z.teacher_samples);
+    z.group_size = r.get_int("rl.zppo.group_size", z.group_size);
+    z.candidate_tokens = r.get_int("rl.zppo.candidate_tokens", z.candidate_tokens);
+    z.ncq_traces = r.get_int("rl.zppo.ncq_traces", z.ncq_traces);
+    z.bcq_template = r.get_string("rl.zppo.bcq_template", z.bcq_template);
+    z.ncq_template = r.get_string("rl.zppo.ncq_template", z.ncq_template);
+    z.seed = c.seed;
+    z.validate();
+    c.zppo = z;
+  }
+  // The teacher ([teacher]): the methods that use one ask for it.
+  c.teacher.source = r.get_choice("teacher.source", "", {"", "gold", "dataset", "model"});
+  c.teacher.path = r.get_string("teacher.path", "");
+  c.teacher.model.sampler = read_sampler(r, "teacher");
+  c.teacher.model.max_new = r.get_int("teacher.max_new", q.max_new);
+  c.teacher.model.kv_memory_mb = r.get_int("teacher.kv_memory_mb", q.kv_memory_mb);
+  c.teacher.model.max_seqs = r.get_int("teacher.max_seqs", q.max_seqs);
+  TEMPER_CHECK(c.teacher.source != "model" || !c.teacher.path.empty())
+      << r.source() << ": teacher.source = \"model\" needs teacher.path (a Hugging Face directory or a GGUF file)";
+  TEMPER_CHECK(c.teacher.source == "model" || c.teacher.path.empty())
+      << r.source() << ": teacher.path is set but teacher.source is '" << c.teacher.source << "' (set source = \"model\")";
+  const bool needs_teacher = c.zppo && (c.zppo->mode == rl::ZppoMode::inject || (c.zppo->mode == rl::ZppoMode::zppo && c.zppo->bcq));
+  TEMPER_CHECK(!needs_teacher || !c.teacher.source.empty())
+      << r.source() << ": [rl.zppo] mode \"" << (c.zppo && c.zppo->mode == rl::ZppoMode::inject ? "inject" : "zppo")
+      << "\" needs a teacher: add [teacher] with source = \"gold\" (the task's solutions), \"dataset\" (teacher_response) or \"model\" (path = ...)";
+
   c.eval_every = r.get_int("eval.every", 0);
   c.eval.problems = r.get_int("eval.problems", 100);
   c.eval.samples = r.get_int("eval.samples", 1);
@@ -270,6 +314,16 @@ int train(const TrainOptions& o) {
   std::vector<std::unique_ptr<rl::Method>> methods;  // in hook order
   if (cfg.dre) methods.push_back(std::make_unique<rl::Dre>(*cfg.dre));
   if (cfg.stare) methods.push_back(std::make_unique<rl::Stare>(*cfg.stare));
+  std::shared_ptr<rl::Teacher> teacher;
+  if (cfg.teacher.source == "gold") teacher = rl::make_gold_teacher();
+  else if (cfg.teacher.source == "dataset") teacher = rl::make_dataset_teacher();
+  else if (cfg.teacher.source == "model") {
+    LoadedModel tm = load_model(cfg.teacher.path);
+    TEMPER_CHECK(tm.tokenizer) << cfg.teacher.path << ": the teacher has no tokenizer (tokenizer.json or GGUF tokenizer metadata)";
+    rl::PromptCodec tc = make_codec(tm.tokenizer, tm.eos_ids, cfg.prompt_format, cfg.system_prompt);
+    teacher = std::make_shared<rl::ModelTeacher>(std::move(tm.model), std::move(tc), cfg.teacher.model);
+  }
+  if (cfg.zppo) methods.insert(methods.begin(), std::make_unique<rl::Zppo>(*cfg.zppo, teacher));
   auto make_rl = [&] {
     if (reference) reference->set_precision(policy->precision());
     std::vector<rl::Method*> ms;
