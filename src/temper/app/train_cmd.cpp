@@ -58,6 +58,8 @@ struct RunConfig {
   } teacher;
   int64_t eval_every = 0;
   rl::EvalConfig eval;
+  std::string heldout_task;            // [eval.heldout]: a second task evaluated beside the training task's
+  tasks::TaskParams heldout_params;    // eval split (the train task's params, overridden by eval.heldout.params)
   std::string out;
   int64_t checkpoint_every = 0, keep_last = 2, samples_every = 10, samples_per_step = 4, threads = 0;
 };
@@ -215,6 +217,11 @@ RunConfig read_config(Recipe& r) {
       << "\" needs a teacher: add [teacher] with source = \"gold\" (the task's solutions), \"dataset\" (teacher_response) or \"model\" (path = ...)";
 
   c.eval_every = r.get_int("eval.every", 0);
+  if (r.has_prefix("eval.heldout.")) {
+    c.heldout_task = r.get_string("eval.heldout.task", c.task_name);
+    c.heldout_params = c.heldout_task == c.task_name ? c.task_params : tasks::TaskParams{};
+    for (auto& [k, v] : r.get_table("eval.heldout.params.")) c.heldout_params[k] = v;
+  }
   c.eval.problems = r.get_int("eval.problems", 100);
   c.eval.samples = r.get_int("eval.samples", 1);
   c.eval.greedy = r.get_bool("eval.greedy", c.eval.samples == 1);
@@ -282,9 +289,10 @@ int train(const TrainOptions& o) {
   std::vector<int32_t> eos_ids;
   int32_t bos_id = -1;
   if (cfg.model_path.empty()) {
-    TEMPER_CHECK(cfg.preset == "quickstart") << recipe.source() << ": model.preset must be \"quickstart\" when model.path is empty, got '"
-                                             << cfg.preset << "'";
-    policy = std::make_unique<Transformer>(quickstart_model_config());
+    TEMPER_CHECK(cfg.preset == "quickstart" || cfg.preset == "quickstart-large")
+        << recipe.source() << ": model.preset must be \"quickstart\" or \"quickstart-large\" when model.path is empty, got '"
+        << cfg.preset << "'";
+    policy = std::make_unique<Transformer>(model_config_preset(cfg.preset));
     policy->init_random(cfg.seed);
     tok = std::make_shared<text::Tokenizer>(byte_tokenizer());
     eos_ids = {tok->eos_id()};
@@ -304,6 +312,8 @@ int train(const TrainOptions& o) {
   ex.tokenizer_config_json_text = tok->to_hf_config_json();
 
   std::shared_ptr<const tasks::Task> task = tasks::make_task(cfg.task_name, cfg.task_params);
+  std::shared_ptr<const tasks::Task> heldout;
+  if (!cfg.heldout_task.empty()) heldout = tasks::make_task(cfg.heldout_task, cfg.heldout_params);
   rl::PromptCodec codec = make_codec(tok, eos_ids, cfg.prompt_format, cfg.system_prompt);
   reward::SafeReward safe;
 
@@ -419,6 +429,11 @@ int train(const TrainOptions& o) {
     report::MetricValues v = {{"eval_accuracy", e.accuracy}, {"eval_len_mean", e.mean_len}, {"eval_len_correct_mean", e.mean_len_correct}};
     for (auto& [k, p] : e.pass_at_k) v.emplace_back("eval_pass_at_" + std::to_string(k), p);
     for (auto& [d, x] : e.by_difficulty) v.emplace_back("eval_accuracy_d" + std::to_string(d), x.second);
+    if (heldout) {  // the held-out family: same settings, its own eval split
+      rl::EvalResult h = rl::evaluate(*policy, heldout, codec, cfg.eval, safe);
+      v.emplace_back("heldout_accuracy", h.accuracy);
+      v.emplace_back("heldout_len_mean", h.mean_len);
+    }
     sinks.write(step, "eval", v);
     char line[160];
     std::snprintf(line, sizeof line, "eval @ step %lld: accuracy %.3f over %lld held-out problems (mean length %.1f tokens)",

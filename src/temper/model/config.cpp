@@ -84,8 +84,16 @@ ModelConfig model_config_preset(const std::string& name) {
     c.rope_theta = 10000.0;
     c.rms_norm_eps = 1e-5;
     c.tie_word_embeddings = true;
+  } else if (name == "quickstart-large") {  // a larger tiny model on the same vocabulary (a teacher for the student)
+    c = model_config_preset("quickstart");
+    c.hidden_size = 256;
+    c.num_layers = 6;
+    c.num_heads = 8;
+    c.num_kv_heads = 4;
+    c.head_dim = 32;
+    c.intermediate_size = 768;
   } else {
-    TEMPER_FAIL() << "unknown model shape '" << name << "' (known: smollm2-135m, tiny, quickstart)";
+    TEMPER_FAIL() << "unknown model shape '" << name << "' (known: smollm2-135m, tiny, quickstart, quickstart-large)";
   }
   c.validate("preset " + name);
   return c;
