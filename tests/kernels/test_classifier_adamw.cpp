@@ -65,6 +65,96 @@ TEST(OpClassifier, FusedMatchesReferenceEveryIsaAndChunking) {
   });
 }
 
+namespace {
+// Fixed coefficients plus a soft target (K ids per row, rows with n % 4 == 3 have none).
+struct SoftCoefs : FixedCoefs {
+  int64_t K = 0;
+  const std::vector<int32_t>* ids;
+  const std::vector<float>* q;
+  const std::vector<float>* coef;
+  mutable std::vector<float> ce;
+  bool soft_target(int64_t n, SoftTarget* st) const override {
+    if (n % 4 == 3) return false;
+    st->K = K, st->ids = ids->data() + n * K, st->probs = q->data() + n * K, st->coef = (*coef)[static_cast<size_t>(n)];
+    return true;
+  }
+  void soft_observed(int64_t n, float x) const override { ce[static_cast<size_t>(n)] = x; }
+};
+}  // namespace
+
+TEST(OpClassifier, SoftTargetsAddForwardKlCrossEntropyWithFiniteDifferenceGradients) {
+  int64_t N = 13, C = 16, V = 97, K = 5;
+  auto h = random_vec(N * C, 71), w = random_vec(V * C, 72, 0.5f);
+  auto g_lp = random_vec(N, 73), g_ent = random_vec(N, 74, 0.3f), coef = random_vec(N, 75);
+  std::vector<int32_t> tgt(N), ids(N * K);
+  std::vector<float> q(N * K);
+  for (int64_t n = 0; n < N; ++n) {
+    tgt[n] = n == 2 ? -1 : int32_t((n * 31) % V);
+    float sum = 0;
+    for (int64_t k = 0; k < K; ++k) ids[n * K + k] = int32_t((n * 7 + k * 13) % V), q[n * K + k] = 1.f + float(k), sum += 1.f + float(k);
+    for (int64_t k = 0; k < K; ++k) q[n * K + k] *= 0.9f / sum;  // a top-K keeps 90% of the mass
+  }
+  auto hd = to_f64(h), wd = to_f64(w), glpd = to_f64(g_lp), gentd = to_f64(g_ent);
+  // Reference in double: the target/entropy part from ref::classifier, the soft part by hand.
+  auto logits = [&](const std::vector<double>& hh, const std::vector<double>& ww, int64_t n, std::vector<double>& lp) {
+    lp.assign(V, 0.0);
+    double m = -1e300;
+    for (int64_t v = 0; v < V; ++v) {
+      double z = 0;
+      for (int64_t c = 0; c < C; ++c) z += hh[n * C + c] * ww[v * C + c];
+      lp[v] = z, m = std::max(m, z);
+    }
+    double se = 0;
+    for (double z : lp) se += std::exp(z - m);
+    for (double& z : lp) z -= m + std::log(se);
+  };
+  auto loss = [&] {
+    std::vector<double> lp(N), H(N), row;
+    ref::classifier<double>(hd.data(), wd.data(), tgt.data(), N, C, V, lp.data(), H.data(), nullptr, nullptr, nullptr, nullptr);
+    double s = 0;
+    for (int64_t n = 0; n < N; ++n) {
+      s += glpd[n] * lp[n] + gentd[n] * H[n];
+      if (n % 4 == 3) continue;
+      logits(hd, wd, n, row);
+      for (int64_t k = 0; k < K; ++k) s -= double(coef[n]) * double(q[n * K + k]) * row[ids[n * K + k]];
+    }
+    return s;
+  };
+  std::vector<double> lp_ref(N), H_ref(N), dh_ref(N * C, 0.0), dw_ref(V * C, 0.0), ce_ref(N, 0.0), row;
+  ref::classifier(hd.data(), wd.data(), tgt.data(), N, C, V, lp_ref.data(), H_ref.data(), glpd.data(), gentd.data(),
+                  dh_ref.data(), dw_ref.data());
+  for (int64_t n = 0; n < N; ++n) {
+    if (n % 4 == 3) continue;
+    logits(hd, wd, n, row);
+    std::vector<double> dz(V);
+    double mass = 0;
+    for (int64_t k = 0; k < K; ++k) mass += q[n * K + k], ce_ref[n] -= double(q[n * K + k]) * row[ids[n * K + k]];
+    for (int64_t v = 0; v < V; ++v) dz[v] = double(coef[n]) * mass * std::exp(row[v]);
+    for (int64_t k = 0; k < K; ++k) dz[ids[n * K + k]] -= double(coef[n]) * q[n * K + k];
+    for (int64_t v = 0; v < V; ++v)
+      for (int64_t c = 0; c < C; ++c) dh_ref[n * C + c] += dz[v] * wd[v * C + c], dw_ref[v * C + c] += dz[v] * hd[n * C + c];
+  }
+  EXPECT_TRUE(fd_check(hd, dh_ref, loss));
+  EXPECT_TRUE(fd_check(wd, dw_ref, loss));
+  SoftCoefs coefs;
+  coefs.g_lp = &g_lp, coefs.g_ent = &g_ent, coefs.K = K, coefs.ids = &ids, coefs.q = &q, coefs.coef = &coef;
+  for_each_isa([&](Isa) {
+    for (int64_t chunk : {int64_t{0}, int64_t{4}}) {
+      SCOPED_TRACE("chunk_rows=" + std::to_string(chunk));
+      std::vector<float> lp(N), H(N), dh(N * C), dw(V * C, 0.f);
+      coefs.ce.assign(N, 0.f);
+      ClassifierArgs a;
+      a.h = h.data(); a.w = w.data(); a.targets = tgt.data(); a.N = N; a.C = C; a.V = V;
+      a.logprob = lp.data(); a.entropy = H.data(); a.loss = &coefs; a.dh = dh.data(); a.dw = dw.data();
+      a.chunk_rows = chunk;
+      classifier_fused(a);
+      EXPECT_TRUE(all_close(dh, dh_ref, tolerance(Kind::reduction, V)));
+      EXPECT_TRUE(all_close(dw, dw_ref, tolerance(Kind::reduction, N)));
+      EXPECT_TRUE(all_close(coefs.ce, ce_ref, tolerance(Kind::reduction, V)));
+    }
+  });
+}
+
 TEST(OpClassifier, Bf16WithPreRoundedWeights) {
   int64_t N = 40, C = 32, V = 500;
   auto h = random_vec(N * C, 67), w = random_vec(V * C, 68, 0.3f), g_lp = random_vec(N, 69), g_ent = random_vec(N, 70);

@@ -55,7 +55,23 @@ void classifier_fused(const ClassifierArgs& a) {
           float g_lp = 0.f, g_ent = 0.f;
           a.loss->coefs(n, lp, H, &g_lp, &g_ent);
           if (tgt < 0) g_lp = 0.f;
+          SoftTarget st;
+          const bool soft = a.loss->soft_target(n, &st) && st.K > 0;
+          float mass = 0.f;
+          if (soft) {  // fold coef * s * p into the target term; the one-hot and q parts are added after
+            float ce = 0.f;
+            for (int64_t k = 0; k < st.K; ++k) {
+              mass += st.probs[k];
+              ce -= st.probs[k] * (zr[st.ids[k]] - lse);
+            }
+            a.loss->soft_observed(n, ce);
+            g_lp -= st.coef * mass;
+          }
           t.classifier_row_grad(zr, a.V, tgt, lse, H, g_lp, g_ent);
+          if (soft) {
+            if (tgt >= 0) zr[tgt] += st.coef * mass;
+            for (int64_t k = 0; k < st.K; ++k) zr[st.ids[k]] -= st.coef * st.probs[k];
+          }
         }
       }
     });

@@ -12,11 +12,26 @@
 
 namespace temper::kernels {
 
+// A row's soft target (logit distillation): probabilities q over K vocabulary ids (their sum s may be
+// below 1 when only a teacher's top-K is kept), weighted by coef. The row's loss gains
+// coef * (-sum_k q_k log p(k)), the cross-entropy part of forward KL(q || p); its gradient on the
+// logits is coef * (s p - q).
+struct SoftTarget {
+  int64_t K = 0;
+  const int32_t* ids = nullptr;
+  const float* probs = nullptr;
+  float coef = 0.f;
+};
+
 class ClassifierLoss {
  public:
   virtual ~ClassifierLoss() = default;
   // Row n has log-prob lp of its target and entropy H: return dL/dlp and dL/dH.
   virtual void coefs(int64_t n, float lp, float H, float* g_lp, float* g_ent) const = 0;
+  // Row n's soft target, if any (default: none).
+  virtual bool soft_target(int64_t /*n*/, SoftTarget* /*out*/) const { return false; }
+  // For rows with a soft target: -sum_k q_k log p(k) before the gradient (rows run in parallel, one call per row).
+  virtual void soft_observed(int64_t /*n*/, float /*cross_entropy*/) const {}
 };
 
 struct ClassifierArgs {
