@@ -107,6 +107,15 @@ RunConfig read_config(Recipe& r) {
   c.sft.train.adamw = so.adamw;
   c.sft.train.lr = so.lr;
   c.sft.train.max_grad_norm = so.max_grad_norm;
+  c.sft.teacher_completions = r.get_choice("sft.completions", "gold", {"gold", "teacher"}) == "teacher";
+  if (r.get_bool("sft.distill.enabled", r.has_prefix("sft.distill."))) {
+    rl::DistillConfig d;
+    d.top_k = r.get_int("sft.distill.top_k", d.top_k);
+    d.kl_weight = r.get_double("sft.distill.kl_weight", d.kl_weight);
+    d.ce_weight = r.get_double("sft.distill.ce_weight", d.ce_weight);
+    c.sft.distill = d;
+  }
+  c.sft.seed = c.seed;
 
   c.rl_steps = r.get_int("rl.steps", 0);
   rl::RlConfig& q = c.rl;
@@ -211,6 +220,10 @@ RunConfig read_config(Recipe& r) {
       << r.source() << ": teacher.source = \"model\" needs teacher.path (a Hugging Face directory or a GGUF file)";
   TEMPER_CHECK(c.teacher.source == "model" || c.teacher.path.empty())
       << r.source() << ": teacher.path is set but teacher.source is '" << c.teacher.source << "' (set source = \"model\")";
+  TEMPER_CHECK(!c.sft.distill || c.teacher.source == "model")
+      << r.source() << ": [sft.distill] needs a teacher model: [teacher] source = \"model\" with path = ...";
+  TEMPER_CHECK(!c.sft.teacher_completions || !c.teacher.source.empty())
+      << r.source() << ": sft.completions = \"teacher\" needs a [teacher]";
   const bool needs_teacher = c.zppo && (c.zppo->mode == rl::ZppoMode::inject || (c.zppo->mode == rl::ZppoMode::zppo && c.zppo->bcq));
   TEMPER_CHECK(!needs_teacher || !c.teacher.source.empty())
       << r.source() << ": [rl.zppo] mode \"" << (c.zppo && c.zppo->mode == rl::ZppoMode::inject ? "inject" : "zppo")
@@ -317,13 +330,6 @@ int train(const TrainOptions& o) {
   rl::PromptCodec codec = make_codec(tok, eos_ids, cfg.prompt_format, cfg.system_prompt);
   reward::SafeReward safe;
 
-  rl::SftTrainer sft(*policy, task, codec, cfg.sft);
-  std::unique_ptr<Transformer> reference;
-  if (cfg.rl.loss.kl_coef > 0) reference = std::make_unique<Transformer>(policy->config());
-  std::unique_ptr<rl::RlTrainer> rlt;
-  std::vector<std::unique_ptr<rl::Method>> methods;  // in hook order
-  if (cfg.dre) methods.push_back(std::make_unique<rl::Dre>(*cfg.dre));
-  if (cfg.stare) methods.push_back(std::make_unique<rl::Stare>(*cfg.stare));
   std::shared_ptr<rl::Teacher> teacher;
   if (cfg.teacher.source == "gold") teacher = rl::make_gold_teacher();
   else if (cfg.teacher.source == "dataset") teacher = rl::make_dataset_teacher();
@@ -333,6 +339,13 @@ int train(const TrainOptions& o) {
     rl::PromptCodec tc = make_codec(tm.tokenizer, tm.eos_ids, cfg.prompt_format, cfg.system_prompt);
     teacher = std::make_shared<rl::ModelTeacher>(std::move(tm.model), std::move(tc), cfg.teacher.model);
   }
+  rl::SftTrainer sft(*policy, task, codec, cfg.sft, teacher.get());
+  std::unique_ptr<Transformer> reference;
+  if (cfg.rl.loss.kl_coef > 0) reference = std::make_unique<Transformer>(policy->config());
+  std::unique_ptr<rl::RlTrainer> rlt;
+  std::vector<std::unique_ptr<rl::Method>> methods;  // in hook order
+  if (cfg.dre) methods.push_back(std::make_unique<rl::Dre>(*cfg.dre));
+  if (cfg.stare) methods.push_back(std::make_unique<rl::Stare>(*cfg.stare));
   if (cfg.zppo) methods.insert(methods.begin(), std::make_unique<rl::Zppo>(*cfg.zppo, teacher));
   auto make_rl = [&] {
     if (reference) reference->set_precision(policy->precision());

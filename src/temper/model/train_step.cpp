@@ -10,7 +10,7 @@ namespace temper {
 Trainer::Trainer(Transformer& model, const TrainConfig& cfg)
     : model_(model), cfg_(cfg), opt_(model, cfg.optimizer()) {}
 
-StepStats Trainer::step(const int32_t* tokens, const float* loss_mask, int64_t B, int64_t T) {
+StepStats Trainer::step(const int32_t* tokens, const float* loss_mask, int64_t B, int64_t T, const SoftTargets* soft) {
   TEMPER_CHECK(T >= 2) << "training needs sequences of at least 2 tokens, got " << T;
   const int64_t N = B * T;
   targets_.assign(static_cast<size_t>(N), -1);
@@ -30,14 +30,28 @@ StepStats Trainer::step(const int32_t* tokens, const float* loss_mask, int64_t B
   for (int64_t b0 = 0; b0 < B; b0 += mb) {
     int64_t rows = b0 + mb <= B ? mb : B - b0;
     int64_t off = b0 * T;
-    MaskedCrossEntropy loss(mask_.data() + off, count);
-    model_.forward_backward(tokens + off, targets_.data() + off, rows, T, loss, logprob_.data() + off,
-                            entropy_.data() + off);
+    if (soft) {
+      soft_ce_.resize(static_cast<size_t>(N));
+      MaskedDistill loss(mask_.data() + off, count, *soft, off, soft_ce_.data() + off);
+      model_.forward_backward(tokens + off, targets_.data() + off, rows, T, loss, logprob_.data() + off,
+                              entropy_.data() + off);
+    } else {
+      MaskedCrossEntropy loss(mask_.data() + off, count);
+      model_.forward_backward(tokens + off, targets_.data() + off, rows, T, loss, logprob_.data() + off,
+                              entropy_.data() + off);
+    }
   }
   StepStats s;
-  double total = 0;
-  for (int64_t n = 0; n < N; ++n) total -= static_cast<double>(mask_[n]) * logprob_[n];
+  double total = 0, soft_total = 0;
+  for (int64_t n = 0; n < N; ++n) {
+    total -= static_cast<double>(mask_[n]) * logprob_[n];
+    if (soft && mask_[n] != 0.f) soft_total += static_cast<double>(mask_[n]) * soft_ce_[static_cast<size_t>(n)];
+  }
   s.loss = count > 0 ? total / count : 0.0;
+  if (soft) {
+    s.soft_ce = count > 0 ? soft_total / count : 0.0;
+    s.loss = soft->ce_weight * s.loss + soft->kl_weight * s.soft_ce;
+  }
   s.tokens = static_cast<int64_t>(count);
   if (!std::isfinite(s.loss)) {  // the gradients are not finite either: no update
     s.skipped = true;

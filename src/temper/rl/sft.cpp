@@ -2,18 +2,37 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <numeric>
 
 #include "temper/core/error.h"
 #include "temper/core/log.h"
+#include "temper/core/rng.h"
 
 namespace temper::rl {
 
-void SftConfig::validate() const { TEMPER_CHECK(batch > 0) << "sft.batch must be > 0, got " << batch; }
+void SftConfig::validate() const {
+  TEMPER_CHECK(batch > 0) << "sft.batch must be > 0, got " << batch;
+  if (distill) {
+    TEMPER_CHECK(distill->top_k >= 1) << "sft.distill.top_k must be >= 1, got " << distill->top_k;
+    TEMPER_CHECK(distill->kl_weight >= 0 && distill->ce_weight >= 0 && distill->kl_weight + distill->ce_weight > 0)
+        << "sft.distill.kl_weight and ce_weight must be >= 0 and not both 0";
+  }
+}
 
-SftTrainer::SftTrainer(Transformer& model, std::shared_ptr<const tasks::Task> task, PromptCodec codec, SftConfig cfg)
-    : model_(model), task_(std::move(task)), codec_(std::move(codec)), cfg_(std::move(cfg)), trainer_(model, cfg_.train) {
+SftTrainer::SftTrainer(Transformer& model, std::shared_ptr<const tasks::Task> task, PromptCodec codec, SftConfig cfg,
+                       Teacher* teacher)
+    : model_(model), task_(std::move(task)), codec_(std::move(codec)), cfg_(std::move(cfg)), trainer_(model, cfg_.train),
+      teacher_(teacher) {
   cfg_.validate();
   TEMPER_CHECK(task_->size(tasks::Split::train) != 0) << "sft: task '" << task_->name() << "' has no training problems";
+  TEMPER_CHECK(!cfg_.teacher_completions || teacher_) << "sft: completions = \"teacher\" needs a [teacher]";
+  if (cfg_.distill) {
+    TEMPER_CHECK(teacher_ && teacher_->model()) << "sft: [sft.distill] needs a teacher model ([teacher] source = \"model\")";
+    TEMPER_CHECK(teacher_->model()->config().vocab_size == model_.config().vocab_size)
+        << "sft: logit distillation needs the teacher's vocabulary; the teacher has " << teacher_->model()->config().vocab_size
+        << " tokens, the student " << model_.config().vocab_size;
+  }
 }
 
 Metrics SftTrainer::step() {
@@ -21,14 +40,23 @@ Metrics SftTrainer::step() {
   const int64_t ctx = model_.config().max_position_embeddings, size = task_->size(tasks::Split::train);
   std::vector<std::vector<int32_t>> rows;
   std::vector<size_t> prompt_len;
+  std::vector<tasks::Problem> problems;
+  const uint64_t first = cursor_;
   for (int64_t i = 0; i < cfg_.batch; ++i) {
     uint64_t idx = cursor_++;
     if (size > 0) idx %= static_cast<uint64_t>(size);
-    tasks::Problem p = task_->problem(tasks::Split::train, idx);
-    TEMPER_CHECK(!p.gold_solution.empty()) << "sft: problem " << p.id << " has no gold solution";
+    problems.push_back(task_->problem(tasks::Split::train, idx));
+  }
+  std::vector<std::vector<std::string>> taught;
+  if (cfg_.teacher_completions) taught = teacher_->respond(problems, 1, mix_seed(cfg_.seed ^ 0x5F7ull, first));
+  for (int64_t i = 0; i < cfg_.batch; ++i) {
+    const tasks::Problem& p = problems[static_cast<size_t>(i)];
+    std::string text = p.gold_solution;
+    if (cfg_.teacher_completions) text = taught[static_cast<size_t>(i)].empty() ? std::string() : taught[static_cast<size_t>(i)][0];
+    TEMPER_CHECK(cfg_.teacher_completions || !text.empty()) << "sft: problem " << p.id << " has no gold solution";
     std::vector<int32_t> row = codec_.encode_prompt(p);
     prompt_len.push_back(row.size());
-    std::vector<int32_t> gold = codec_.encode_completion(p.gold_solution);
+    std::vector<int32_t> gold = codec_.encode_completion(text);
     row.insert(row.end(), gold.begin(), gold.end());
     if (static_cast<int64_t>(row.size()) > ctx) row.resize(static_cast<size_t>(ctx));
     rows.push_back(std::move(row));
@@ -47,18 +75,51 @@ Metrics SftTrainer::step() {
       ++n_tokens;
     }
   }
-  StepStats s = trainer_.step(tokens.data(), mask.data(), B, T);
+  SoftTargets soft;
+  double teacher_entropy = 0;  // -sum q log q over the kept top-K, masked mean (KL = soft CE - this)
+  if (cfg_.distill) {  // the teacher's top-K at every position, row by row (its logits are [T, V] at a time)
+    const int64_t V = model_.config().vocab_size, K = std::min<int64_t>(cfg_.distill->top_k, V);
+    ids_.assign(static_cast<size_t>(B * T * K), 0);
+    probs_.assign(static_cast<size_t>(B * T * K), 0.f);
+    logits_.resize(static_cast<size_t>(T * V));
+    std::vector<int32_t> order(static_cast<size_t>(V));
+    for (int64_t b = 0; b < B; ++b) {
+      teacher_->model()->forward_logits(tokens.data() + b * T, 1, T, logits_.data());
+      for (int64_t t = 0; t + 1 < T; ++t) {
+        if (mask[static_cast<size_t>(b * (T - 1) + t)] == 0.f) continue;
+        const float* z = logits_.data() + t * V;
+        float m = *std::max_element(z, z + V);
+        double se = 0;
+        for (int64_t v = 0; v < V; ++v) se += std::exp(static_cast<double>(z[v] - m));
+        std::iota(order.begin(), order.end(), 0);
+        std::partial_sort(order.begin(), order.begin() + K, order.end(), [z](int32_t x, int32_t y) { return z[x] > z[y] || (z[x] == z[y] && x < y); });
+        const size_t at = static_cast<size_t>((b * T + t) * K);
+        for (int64_t k = 0; k < K; ++k) {
+          double q = std::exp(static_cast<double>(z[order[static_cast<size_t>(k)]] - m)) / se;
+          ids_[at + static_cast<size_t>(k)] = order[static_cast<size_t>(k)];
+          probs_[at + static_cast<size_t>(k)] = static_cast<float>(q);
+          if (q > 0) teacher_entropy -= q * std::log(q);
+        }
+      }
+    }
+    teacher_entropy /= std::max<double>(1.0, static_cast<double>(n_tokens));
+    soft.K = K, soft.ids = ids_.data(), soft.probs = probs_.data();
+    soft.kl_weight = cfg_.distill->kl_weight, soft.ce_weight = cfg_.distill->ce_weight;
+  }
+  StepStats s = trainer_.step(tokens.data(), mask.data(), B, T, cfg_.distill ? &soft : nullptr);
   if (s.skipped)
     log_write(LogLevel::warn, "sft: non-finite loss or gradients (loss " + std::to_string(s.loss) +
                                   "); the update was skipped, the run goes on");
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return {{"loss", s.loss},
+  Metrics out = {{"loss", s.loss},
           {"grad_norm", s.grad_norm},
           {"lr", s.lr},
           {"tokens", static_cast<double>(n_tokens)},
           {"tokens_per_s", secs > 0 ? static_cast<double>(B * T) / secs : 0.0},
           {"updates_skipped", s.skipped ? 1.0 : 0.0},
           {"step_s", secs}};
+  if (cfg_.distill) out.emplace_back("distill_kl", s.soft_ce - teacher_entropy);  // forward KL on the teacher's top-K
+  return out;
 }
 
 }  // namespace temper::rl

@@ -1,27 +1,43 @@
 // Supervised fine-tuning on a task's gold solutions (the SFT stage before RL): batches of
 // prompt + gold completion (end token included), loss on the completion tokens only, through the
 // same Trainer as `temper bench train` (micro-batches, clipping, AdamW, schedule).
+// With a teacher: the completions can be the teacher's samples instead of the gold solutions
+// (sequence-level distillation), and with `distill` the loss is forward KL on the teacher model's
+// top-K next-token distributions at every completion position (logit distillation; the teacher must
+// share the student's vocabulary), mixed with the hard-token cross-entropy by ce_weight.
 // Leaves out: packing several examples into one row.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <vector>
 
 #include "temper/model/train_step.h"
 #include "temper/rl/method.h"
 #include "temper/rl/prompt_codec.h"
+#include "temper/rl/teacher.h"
 
 namespace temper::rl {
+
+struct DistillConfig {
+  int64_t top_k = 64;  // teacher probabilities kept per position (the rest of its mass is dropped)
+  double kl_weight = 1.0, ce_weight = 0.0;
+};
 
 struct SftConfig {
   int64_t batch = 32;  // examples per step
   TrainConfig train;
+  bool teacher_completions = false;       // completions from the teacher instead of the gold solutions
+  std::optional<DistillConfig> distill;   // logit distillation from the teacher model
+  uint64_t seed = 0;                      // the teacher's sampling
   void validate() const;
 };
 
 class SftTrainer {
  public:
-  SftTrainer(Transformer& model, std::shared_ptr<const tasks::Task> task, PromptCodec codec, SftConfig cfg);
+  SftTrainer(Transformer& model, std::shared_ptr<const tasks::Task> task, PromptCodec codec, SftConfig cfg,
+             Teacher* teacher = nullptr);
   Metrics step();
   uint64_t cursor() const { return cursor_; }
   Trainer& trainer() { return trainer_; }
@@ -33,7 +49,10 @@ class SftTrainer {
   PromptCodec codec_;
   SftConfig cfg_;
   Trainer trainer_;
+  Teacher* teacher_;
   uint64_t cursor_ = 0;
+  std::vector<float> logits_, probs_;
+  std::vector<int32_t> ids_;
 };
 
 }  // namespace temper::rl
