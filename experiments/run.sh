@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs one method experiment: its SFT stage once, then every RL arm for every seed from the SFT
 # checkpoint, then `temper compare` (charts, summary over seeds). Each experiment is a folder of
-# recipes: sft.toml, one <arm>.toml per arm (listed in `arms`), `metrics` (KIND:NAME per line).
+# recipes: sft.toml, one <arm>.toml per arm (listed in `arms`), `metrics` (KIND:NAME per line), and
+# optionally teacher.toml: a teacher trained once first, whose checkpoint the arms with a [teacher]
+# section (source = "model") get as teacher.path.
 # Usage: experiments/run.sh NAME [SEEDS (default "1 2 3")] [JOBS (default 1)]
 #   env TEMPER (default build/bin/temper), OUT (default runs/experiments/NAME), THREADS (per run, default 2/JOBS)
 set -euo pipefail
@@ -23,14 +25,25 @@ if [ -z "$(ckpt "$out/sft")" ]; then
   "$temper" train "$dir/sft.toml" --out "$out/sft" --threads 2 > "$out/sft.log" 2>&1
 fi
 sft=$(ckpt "$out/sft")
-echo "== $name: RL arms from $sft"
+teacher=""
+if [ -f "$dir/teacher.toml" ]; then
+  if [ -z "$(ckpt "$out/teacher")" ]; then
+    echo "== $name: teacher"
+    rm -rf "$out/teacher"
+    "$temper" train "$dir/teacher.toml" --out "$out/teacher" --threads 2 > "$out/teacher.log" 2>&1
+  fi
+  teacher=$(ckpt "$out/teacher")
+fi
+echo "== $name: RL arms from $sft${teacher:+ (teacher $teacher)}"
 
 run_arm() {  # arm seed
   local run=$out/$1-s$2
   if [ -f "$run/report.html" ]; then echo "   $1 seed $2: done before"; return; fi
   rm -rf "$run"
+  local extra=()
+  if [ -n "$teacher" ] && grep -q 'source = "model"' "$dir/$1.toml"; then extra=(--set teacher.path="\"$teacher\""); fi
   "$temper" train "$dir/$1.toml" --out "$run" --threads "$threads" --set model.path="\"$sft\"" --set model.seed="$2" \
-    > "$run.log" 2>&1 && echo "   $1 seed $2: $(tail -1 "$run.log")"
+    "${extra[@]}" > "$run.log" 2>&1 && echo "   $1 seed $2: $(tail -1 "$run.log")"
 }
 pids=()
 for arm in $(cat "$dir/arms"); do
