@@ -168,6 +168,13 @@ TEST(CompareReport, ChartsPerMetricAndSummaryOverRunsOfEachArm) {
   EXPECT_NE(svg.find("xmlns=\"http://www.w3.org/2000/svg\""), std::string::npos);
   EXPECT_NE(slurp(o.out_dir + "/summary.md").find("| train: entropy | 44 &plusmn; 7.1 (39, 49) | 69 &plusmn; 0 (69) |"), std::string::npos)
       << slurp(o.out_dir + "/summary.md");
+  // A metric only some arms report: n/a for the others (not a number).
+  fs::create_directories(root + "/c1");
+  spit(root + "/c1/metrics.jsonl", "{\"step\":1,\"kind\":\"train\",\"stare_w\":2}\n");
+  std::vector<CompareRun> mixed = {{"a", root + "/a1"}, {"c", root + "/c1"}};
+  write_compare_report(mixed, {parse_compare_metric("train:stare_w")}, o);
+  EXPECT_NE(slurp(o.out_dir + "/summary.md").find("| train: stare_w | n/a | 2 &plusmn; 0 (2) |"), std::string::npos)
+      << slurp(o.out_dir + "/summary.md");
   EXPECT_THROW(write_compare_report(runs, {parse_compare_metric("train:nope")}, o), Error);
   EXPECT_THROW(parse_compare_run("no-equals"), Error);
   EXPECT_EQ(parse_compare_metric("eval_len_mean").kind, "eval");

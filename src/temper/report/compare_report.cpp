@@ -150,9 +150,13 @@ std::vector<CompareArmSummary> write_compare_report(const std::vector<CompareRun
     md << "| " << m.kind << ": " << m.name << " | ";
     for (const CompareArmSummary& a : summary) {
       if (a.metric != m.kind + ":" + m.name) continue;
-      md << fmt(a.mean, 4) << " &plusmn; " << fmt(a.sd, 2) << " (";
-      for (size_t i = 0; i < a.finals.size(); ++i) md << (i ? ", " : "") << fmt(a.finals[i], 4);
-      md << ") | ";
+      if (!std::isfinite(a.mean)) {
+        md << "n/a | ";  // the arm's runs do not report this metric
+      } else {
+        md << fmt(a.mean, 4) << " &plusmn; " << fmt(a.sd, 2) << " (";
+        for (size_t i = 0; i < a.finals.size(); ++i) md << (i ? ", " : "") << fmt(a.finals[i], 4);
+        md << ") | ";
+      }
       js << (first ? "" : ", ") << "{\"arm\": \"" << a.arm << "\", \"metric\": \"" << a.metric << "\", \"mean\": " << json_number(a.mean)
          << ", \"sd\": " << json_number(a.sd) << ", \"finals\": [";
       for (size_t i = 0; i < a.finals.size(); ++i) js << (i ? ", " : "") << json_number(a.finals[i]);
@@ -178,7 +182,8 @@ std::vector<CompareArmSummary> write_compare_report(const std::vector<CompareRun
   for (const CompareMetric& m : metrics) {
     page << "<tr><td>" << html_escape(m.kind + ": " + m.name) << "</td>";
     for (const CompareArmSummary& a : summary)
-      if (a.metric == m.kind + ":" + m.name) page << "<td>" << fmt(a.mean, 4) << " &plusmn; " << fmt(a.sd, 2) << "</td>";
+      if (a.metric == m.kind + ":" + m.name)
+        page << "<td>" << (std::isfinite(a.mean) ? fmt(a.mean, 4) + " &plusmn; " + fmt(a.sd, 2) : std::string("n/a")) << "</td>";
     page << "</tr>";
   }
   page << "</table>\n" << charts.str() << "</body></html>\n";
