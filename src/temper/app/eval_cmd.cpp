@@ -35,6 +35,7 @@ int eval(const EvalOptions& o) {
   c.seed = o.seed;
   c.pass_k = {1};
   if (o.samples > 1) c.pass_k.push_back(o.samples);
+  c.revisions = o.revisions;
   reward::SafeReward safe;
   rl::EvalResult r = rl::evaluate(*lm.model, task, codec, c, safe);
 
@@ -50,6 +51,7 @@ int eval(const EvalOptions& o) {
   nlohmann::ordered_json d = nlohmann::ordered_json::object();
   for (auto& [diff, x] : r.by_difficulty) d[std::to_string(diff)] = {{"samples", x.first}, {"accuracy", x.second}};
   j["by_difficulty"] = d;
+  if (!r.solved_within.empty()) j["solved_within_revisions"] = r.solved_within;
   j["reward_failures"] = safe.failures();
   std::printf("task %s, %lld problems x %lld samples (%s): accuracy %.4f", o.task.c_str(), static_cast<long long>(r.problems),
               static_cast<long long>(o.samples), c.greedy ? "greedy" : "sampled", r.accuracy);
@@ -57,6 +59,8 @@ int eval(const EvalOptions& o) {
   std::printf(", mean length %.1f tokens\n", r.mean_len);
   for (auto& [diff, x] : r.by_difficulty)
     std::printf("  difficulty %d: %lld samples, accuracy %.4f\n", diff, static_cast<long long>(x.first), x.second);
+  for (size_t k = 0; k < r.solved_within.size(); ++k)
+    std::printf("  solved within %zu revision(s): %.4f\n", k, r.solved_within[k]);
   for (size_t i = 0; i < std::min<size_t>(3, r.examples.size()); ++i)
     std::printf("  example %s: %s -> %s [%s]\n", r.examples[i].id.c_str(), r.examples[i].prompt.c_str(),
                 r.examples[i].completion.c_str(), r.examples[i].correct ? "correct" : "wrong");

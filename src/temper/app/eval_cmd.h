@@ -1,6 +1,7 @@
 // `temper eval --model M --task T [--param k=v]... [--problems N] [--samples K] [--greedy] [--json FILE]`:
 // held-out accuracy of a model on a task (pass@k with the unbiased estimator, mean length, accuracy
-// per difficulty), printed as a table and as JSON.
+// per difficulty), printed as a table and as JSON. `--revisions K`: the share solved within r = 0..K
+// rounds of sequential revision (a wrong attempt comes back with the feedback "incorrect").
 #pragma once
 
 #include <cstdint>
@@ -12,7 +13,7 @@ namespace temper::app {
 struct EvalOptions {
   std::string model, task = "arithmetic", json_out, prompt_format = "auto";
   std::vector<std::string> params;  // task parameters key=value
-  int64_t problems = 100, samples = 1, max_new = 64;
+  int64_t problems = 100, samples = 1, max_new = 64, revisions = 0;
   double temperature = 1.0, top_p = 1.0;
   uint64_t seed = 0;
   int threads = 0;

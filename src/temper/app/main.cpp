@@ -139,6 +139,8 @@ int main(int argc, char** argv) {
   evc->add_option("--top-p", ev.top_p, "Nucleus mass (k > 1)")->capture_default_str();
   evc->add_option("--prompt-format", ev.prompt_format, "auto, raw or chat")->capture_default_str();
   evc->add_option("--seed", ev.seed, "Sampling seed")->capture_default_str();
+  evc->add_option("--revisions", ev.revisions, "Sequential revision rounds after a wrong first attempt (feedback: incorrect)")
+      ->capture_default_str();
   evc->add_option("--json", ev.json_out, "Write the JSON result here (default: stdout)");
   evc->add_option("--threads", ev.threads, "Threads");
 

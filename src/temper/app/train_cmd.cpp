@@ -13,6 +13,7 @@
 
 #include "temper/app/checkpoint.h"
 #include "temper/app/codec.h"
+#include "temper/rl/methods/reves.h"
 #include "temper/rl/methods/zppo.h"
 #include "temper/rl/teacher.h"
 #include "temper/app/model_source.h"
@@ -51,6 +52,7 @@ struct RunConfig {
   std::optional<rl::StareConfig> stare;
   std::optional<rl::DreConfig> dre;
   std::optional<rl::ZppoConfig> zppo;
+  std::optional<rl::RevesConfig> reves;
   struct Teacher {
     std::string source;  // "" (none), gold, dataset, model
     std::string path;
@@ -209,6 +211,21 @@ RunConfig read_config(Recipe& r) {
     z.validate();
     c.zppo = z;
   }
+  if (r.get_bool("rl.reves.enabled", r.has_prefix("rl.reves."))) {
+    rl::RevesConfig v;
+    v.rounds = r.get_int("rl.reves.rounds", v.rounds);
+    v.seeds = r.get_int("rl.reves.seeds", v.seeds);
+    v.refresh_every = r.get_int("rl.reves.refresh_every", v.refresh_every);
+    v.aug_ratio = r.get_double("rl.reves.aug_ratio", v.aug_ratio);
+    v.verification = r.get_bool("rl.reves.verification", v.verification);
+    v.rebalance = r.get_bool("rl.reves.rebalance", v.rebalance);
+    v.revision.revision_template = r.get_string("rl.reves.revision_template", v.revision.revision_template);
+    v.revision.verification_template = r.get_string("rl.reves.verification_template", v.revision.verification_template);
+    v.revision.attempt_tokens = r.get_int("rl.reves.attempt_tokens", v.revision.attempt_tokens);
+    v.seed = c.seed;
+    v.validate();
+    c.reves = v;
+  }
   // The teacher ([teacher]): the methods that use one ask for it.
   c.teacher.source = r.get_choice("teacher.source", "", {"", "gold", "dataset", "model"});
   c.teacher.path = r.get_string("teacher.path", "");
@@ -244,6 +261,8 @@ RunConfig read_config(Recipe& r) {
   if (c.eval.samples > 1) c.eval.pass_k.push_back(c.eval.samples);
   c.eval.seed = c.seed;
   c.eval.kv_memory_mb = q.kv_memory_mb;
+  c.eval.revisions = r.get_int("eval.revisions", 0);
+  if (c.reves) c.eval.revision = c.reves->revision;  // the same prompts at test time
 
   c.out = r.get_string("run.out", "runs/" + (c.model_path.empty() ? c.preset : fs::path(c.model_path).stem().string()) + "-" + c.task_name);
   c.checkpoint_every = r.get_int("run.checkpoint_every", 0);
@@ -347,6 +366,7 @@ int train(const TrainOptions& o) {
   if (cfg.dre) methods.push_back(std::make_unique<rl::Dre>(*cfg.dre));
   if (cfg.stare) methods.push_back(std::make_unique<rl::Stare>(*cfg.stare));
   if (cfg.zppo) methods.insert(methods.begin(), std::make_unique<rl::Zppo>(*cfg.zppo, teacher));
+  if (cfg.reves) methods.insert(methods.begin(), std::make_unique<rl::Reves>(*cfg.reves));
   auto make_rl = [&] {
     if (reference) reference->set_precision(policy->precision());
     std::vector<rl::Method*> ms;
@@ -442,6 +462,7 @@ int train(const TrainOptions& o) {
     report::MetricValues v = {{"eval_accuracy", e.accuracy}, {"eval_len_mean", e.mean_len}, {"eval_len_correct_mean", e.mean_len_correct}};
     for (auto& [k, p] : e.pass_at_k) v.emplace_back("eval_pass_at_" + std::to_string(k), p);
     for (auto& [d, x] : e.by_difficulty) v.emplace_back("eval_accuracy_d" + std::to_string(d), x.second);
+    if (!e.solved_within.empty()) v.emplace_back("eval_revised_accuracy", e.solved_within.back());  // within eval.revisions
     if (heldout) {  // the held-out family: same settings, its own eval split
       rl::EvalResult h = rl::evaluate(*policy, heldout, codec, cfg.eval, safe);
       v.emplace_back("heldout_accuracy", h.accuracy);

@@ -15,6 +15,9 @@ void EvalConfig::validate() const {
   for (int64_t k : pass_k) TEMPER_CHECK(k >= 1 && k <= samples) << "eval.pass_k: k = " << k << " must be in [1, samples = " << samples << "]";
   TEMPER_CHECK(max_new > 0) << "eval.max_new must be > 0, got " << max_new;
   if (!greedy) sampler.validate();
+  TEMPER_CHECK(revisions >= 0) << "eval.revisions must be >= 0, got " << revisions;
+  TEMPER_CHECK(revisions == 0 || samples == 1) << "eval: revisions need one sample per problem, got samples = " << samples;
+  if (revisions > 0) revision.validate();
 }
 
 double pass_at_k(int64_t n, int64_t c, int64_t k) {
@@ -81,6 +84,22 @@ EvalResult evaluate(Transformer& model, std::shared_ptr<const tasks::Task> task,
     res.pass_at_k[k] = s / static_cast<double>(n);
   }
   for (auto& [d, sc] : diff) res.by_difficulty[d] = {sc.first, static_cast<double>(sc.second) / static_cast<double>(sc.first)};
+  if (cfg.revisions > 0) {
+    ReviseSettings rs;
+    rs.rounds = cfg.revisions;
+    rs.sampler = cfg.sampler;
+    rs.greedy = cfg.greedy;
+    rs.max_new = cfg.max_new;
+    rs.context = ctx;
+    rs.seed = cfg.seed;
+    std::vector<RevisionTrace> tr = revise(
+        problems, rs, cfg.revision, codec, [&](const std::vector<rollout::RolloutRequest>& q) { return engine.run(q); },
+        [&](const tasks::Problem& p, const std::string& text) { return tasks::verify_safely(safe, task, p, text); });
+    res.solved_within.assign(static_cast<size_t>(cfg.revisions + 1), 0.0);
+    for (const RevisionTrace& t : tr)
+      if (t.solved_at >= 0)
+        for (int64_t r = t.solved_at; r <= cfg.revisions; ++r) res.solved_within[static_cast<size_t>(r)] += 1.0 / static_cast<double>(n);
+  }
   return res;
 }
 

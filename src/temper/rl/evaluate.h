@@ -1,7 +1,8 @@
 // Held-out evaluation of a policy on a task: n problems of the eval split, k samples each (greedy:
 // one), scored by the task's verifier; accuracy (mean over samples), pass@k with the unbiased
 // estimator of Chen et al. 2021 (1 - C(n-c, k) / C(n, k)), mean completion length, and the
-// accuracy per difficulty. Rollouts through the same engine as training.
+// accuracy per difficulty. Rollouts through the same engine as training. With `revisions` K, also the
+// share of problems solved within r = 0..K rounds of sequential revision (rl/revision.h).
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include "temper/model/transformer.h"
 #include "temper/reward/safe_reward.h"
 #include "temper/rl/prompt_codec.h"
+#include "temper/rl/revision.h"
 #include "temper/rollout/sampler.h"
 
 namespace temper::rl {
@@ -27,6 +29,10 @@ struct EvalConfig {
   uint64_t seed = 0;
   int64_t kv_memory_mb = 256;
   int64_t max_seqs = 64;
+  // Sequential revision (samples = 1): a wrong attempt comes back with the feedback "incorrect" up to
+  // `revisions` times; solved_within[r] is the share solved within r revisions.
+  int64_t revisions = 0;
+  RevisionConfig revision;
   void validate() const;
 };
 
@@ -44,6 +50,7 @@ struct EvalResult {
   double mean_len_correct = 0;          // completion tokens of the correct samples (0: none)
   std::map<int, std::pair<int64_t, double>> by_difficulty;  // difficulty -> (samples, accuracy)
   std::vector<EvalExample> examples;    // the first sample of each problem
+  std::vector<double> solved_within;    // revisions: [r] = share solved within r revisions (r = 0..K)
 };
 
 double pass_at_k(int64_t n, int64_t c, int64_t k);  // unbiased estimator

@@ -54,8 +54,9 @@ class Method {
   virtual ~Method() = default;
   virtual std::string name() const = 0;
   virtual void attach(const MethodEnv&) {}  // once, when the trainer is built
-  // Task problems the method adds to a step's first round beside the new ones (a replay buffer); they
-  // are sampled, scored and filtered like new ones and keep their `index`.
+  // Problems the method adds to a step's first round beside the new ones: task problems it replays
+  // (ZPPO's buffer; they keep their `index` and count as task problems) or prompts it built (REVES's
+  // revisions; index -1: extra groups). All are sampled, scored and filtered like new ones.
   virtual std::vector<tasks::Problem> extra_problems(int64_t /*step*/, int64_t /*new_problems*/) { return {}; }
   // Per-token hook for one rollout round (stop or fork sequences); null: none.
   virtual rollout::RolloutHook* rollout_hook(const RolloutRound&) { return nullptr; }

@@ -117,10 +117,7 @@ void RlTrainer::rollout(int64_t n, int64_t round, std::vector<Trajectory>& out, 
   }
   if (round == 0)
     for (Method* m : methods_)
-      for (tasks::Problem& p : m->extra_problems(step_, n)) {
-        TEMPER_CHECK(p.index >= 0) << "rl: method " << m->name() << " replays a problem without a train index";
-        problems.push_back(std::move(p));
-      }
+      for (tasks::Problem& p : m->extra_problems(step_, n)) problems.push_back(std::move(p));
   for (size_t i = 0; p0 + i < problems.size(); ++i) {
     rollout::RolloutRequest r;
     const tasks::Problem& prob = problems[p0 + i];

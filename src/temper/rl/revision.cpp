@@ -1,0 +1,147 @@
+#include "temper/rl/revision.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "temper/core/error.h"
+#include "temper/core/rng.h"
+
+namespace temper::rl {
+
+void RevisionConfig::validate() const {
+  TEMPER_CHECK(revision_template.find("{question}") != std::string::npos && revision_template.find("{attempt}") != std::string::npos)
+      << "revision template must contain {question} and {attempt}";
+  TEMPER_CHECK(verification_template.find("{question}") != std::string::npos &&
+               verification_template.find("{attempt}") != std::string::npos)
+      << "verification template must contain {question} and {attempt}";
+  TEMPER_CHECK(attempt_tokens >= 1) << "attempt_tokens must be >= 1, got " << attempt_tokens;
+}
+
+namespace {
+
+std::string fill(std::string tmpl, const std::string& question, const std::string& attempt) {
+  for (auto [key, val] : {std::pair<std::string, const std::string*>{"{question}", &question}, {"{attempt}", &attempt}})
+    for (size_t at = tmpl.find(key); at != std::string::npos; at = tmpl.find(key, at + val->size())) tmpl.replace(at, key.size(), *val);
+  return tmpl;
+}
+
+std::string cut(const std::string& attempt, int64_t budget, const PromptCodec& codec) {
+  std::string body = attempt;
+  while (!body.empty() && (body.back() == '\n' || body.back() == ' ')) body.pop_back();
+  std::vector<int32_t> ids = codec.encode_text(body);
+  if (static_cast<int64_t>(ids.size()) <= budget) return body;
+  return "..." + codec.decode(std::vector<int32_t>(ids.end() - budget, ids.end()));
+}
+
+tasks::Problem derived(const tasks::Problem& p, const std::string& text, const std::string& suffix) {
+  tasks::Problem q = p;
+  q.index = -1;
+  q.id = p.id + suffix;
+  if (q.messages.empty()) {
+    q.prompt = text;
+  } else {  // the chat form: the last user message carries the new text
+    auto it = std::find_if(q.messages.rbegin(), q.messages.rend(), [](const tasks::Message& m) { return m.role == "user"; });
+    TEMPER_CHECK(it != q.messages.rend()) << "revision: problem " << p.id << " has chat messages but no user message";
+    it->content = text;
+    q.prompt = text;
+  }
+  return q;
+}
+
+}  // namespace
+
+tasks::Problem revision_problem(const tasks::Problem& p, const std::string& attempt, const RevisionConfig& cfg,
+                                const PromptCodec& codec) {
+  const std::string question = p.messages.empty() ? p.prompt : p.messages.back().content;
+  return derived(p, fill(cfg.revision_template, question, cut(attempt, cfg.attempt_tokens, codec)), "#rev");
+}
+
+tasks::Problem verification_problem(const tasks::Problem& p, const std::string& attempt, bool label,
+                                    const RevisionConfig& cfg, const PromptCodec& codec) {
+  const std::string question = p.messages.empty() ? p.prompt : p.messages.back().content;
+  tasks::Problem q = derived(p, fill(cfg.verification_template, question, cut(attempt, cfg.attempt_tokens, codec)), "#ver");
+  q.answer = label ? "True" : "False";
+  q.gold_solution = "#### " + q.answer;
+  return q;
+}
+
+bool is_verification(const tasks::Problem& p) { return p.id.size() >= 4 && p.id.compare(p.id.size() - 4, 4, "#ver") == 0; }
+
+std::optional<bool> parse_verdict(const std::string& completion) {
+  std::string s;
+  size_t at = completion.rfind("####");
+  size_t boxed = completion.rfind("\\boxed{");
+  if (at != std::string::npos) {
+    s = completion.substr(at + 4);
+  } else if (boxed != std::string::npos) {
+    size_t end = completion.find('}', boxed);
+    if (end == std::string::npos) return std::nullopt;
+    s = completion.substr(boxed + 7, end - boxed - 7);
+  } else {
+    return std::nullopt;
+  }
+  std::string w;
+  for (char c : s)
+    if (!std::isspace(static_cast<unsigned char>(c))) w += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  while (!w.empty() && (w.back() == '.' || w.back() == '}')) w.pop_back();
+  if (w == "true") return true;
+  if (w == "false") return false;
+  return std::nullopt;
+}
+
+tasks::Verdict verify_verdict(const tasks::Problem& v, const std::string& completion) {
+  tasks::Verdict out;
+  std::optional<bool> got = parse_verdict(completion);
+  if (got) out.extracted = *got ? "True" : "False";
+  out.correct = got && (*got ? "True" : "False") == v.answer;
+  out.reward = out.correct ? 1.0 : 0.0;
+  return out;
+}
+
+std::vector<RevisionTrace> revise(const std::vector<tasks::Problem>& problems, const ReviseSettings& s,
+                                  const RevisionConfig& cfg, const PromptCodec& codec, const GenerateFn& generate,
+                                  const VerifyFn& verify) {
+  cfg.validate();
+  TEMPER_CHECK(s.rounds >= 0) << "revision rounds must be >= 0, got " << s.rounds;
+  std::vector<RevisionTrace> out(problems.size());
+  std::vector<size_t> live(problems.size());
+  for (size_t i = 0; i < live.size(); ++i) live[i] = i;
+  for (int64_t round = 0; round <= s.rounds && !live.empty(); ++round) {
+    std::vector<rollout::RolloutRequest> reqs;
+    std::vector<size_t> who;
+    std::vector<tasks::Problem> asked;
+    for (size_t i : live) {
+      tasks::Problem q = round == 0 ? problems[i] : revision_problem(problems[i], out[i].attempts.back(), cfg, codec);
+      rollout::RolloutRequest r;
+      r.prompt = codec.encode_prompt(q);
+      if (static_cast<int64_t>(r.prompt.size()) + 1 >= s.context) continue;  // no room: this problem stops
+      r.group_size = 1;
+      r.max_new = std::min<int64_t>(s.max_new, s.context - static_cast<int64_t>(r.prompt.size()));
+      r.sampler = s.sampler;
+      r.sampler.greedy = s.greedy;
+      r.stop_ids = codec.stop_ids;
+      r.seed = mix_seed(s.seed, static_cast<uint64_t>(round));
+      r.stream = static_cast<uint64_t>(i);
+      reqs.push_back(std::move(r));
+      who.push_back(i);
+      asked.push_back(std::move(q));
+    }
+    if (reqs.empty()) break;
+    std::vector<rollout::Completion> done = generate(reqs);
+    std::vector<size_t> next;
+    for (const rollout::Completion& c : done) {
+      const size_t i = who[static_cast<size_t>(c.request)];
+      std::string text = codec.decode(c.tokens);
+      bool ok = verify(problems[i], text).correct;  // the original question's checker
+      out[i].attempts.push_back(text);
+      out[i].correct.push_back(ok);
+      if (ok) out[i].solved_at = round;
+      else next.push_back(i);
+    }
+    std::sort(next.begin(), next.end());
+    live = std::move(next);
+  }
+  return out;
+}
+
+}  // namespace temper::rl
