@@ -84,6 +84,14 @@ python3 -c "import json,sys; s=json.load(open(sys.argv[1]))['methods']; assert '
 "$temper" train --out "$work/zstop" "${common[@]}" "${zppo[@]}" --stop-after 4 2> "$work/zstop.log"
 "$temper" train --resume "$work/zstop" --threads 2 2>> "$work/zstop.log"
 same "$work/zfull" "$work/zstop"
+# REVES: the augmentation pool is checkpointed (a refresh every 2 steps, the stop between refreshes).
+reves=(--set rl.reves.seeds=6 --set rl.reves.rounds=2 --set rl.reves.refresh_every=2 --set rl.reves.aug_ratio=0.5
+       --set eval.revisions=2 --set eval.every=3)
+"$temper" train --out "$work/rfull" "${common[@]}" "${reves[@]}" 2> "$work/rfull.log"
+grep -q '"reves_pool"' "$work/rfull/metrics.jsonl" && grep -q '"eval_revised_accuracy"' "$work/rfull/metrics.jsonl"
+"$temper" train --out "$work/rstop" "${common[@]}" "${reves[@]}" --stop-after 5 2> "$work/rstop.log"
+"$temper" train --resume "$work/rstop" --threads 2 2>> "$work/rstop.log"
+same "$work/rfull" "$work/rstop"
 if "$temper" train --out "$work/bad" "${common[@]}" --set rl.zppo.mode='"inject"' 2> "$work/bad.log"; then echo "ZPPO inject without a teacher was accepted"; exit 1; fi
 grep -q 'needs a teacher' "$work/bad.log"
 rm -rf "$work/bad"
