@@ -73,6 +73,35 @@ TEST(RlTrainer, MicroBatchesAccumulateToTheSameUpdate) {
   EXPECT_LT(worst, 1e-5 * scale) << "micro-batches of 5 vs one batch of 24 sequences";
 }
 
+TEST(RlTrainer, MicroBatchesOfMixedLengthsAreCutToTheirLongestRowAndAccumulateTheSame) {
+  // A stop token makes completions of different lengths: micro-batches sorted by length and cut to
+  // their own longest row give the whole batch's gradient, for token- and sequence-mean losses.
+  for (LossAgg agg : {LossAgg::token_mean, LossAgg::seq_mean_token_mean}) {
+    std::vector<std::vector<float>> grads;
+    std::set<size_t> lengths;
+    for (int64_t micro : {0, 5}) {
+      RlSetup s;
+      RlConfig c = config();
+      c.micro_batch = micro;
+      c.loss.agg = agg;
+      PromptCodec pc = codec();
+      for (int32_t id = 0; id < 40; ++id) pc.stop_ids.insert(id);  // about 1 in 3 tokens stops
+      RlTrainer t(s.model, s.task, pc, c, s.safe);
+      t.step();
+      for (const Trajectory& x : t.last_batch().traj) lengths.insert(x.tokens.size());
+      grads.emplace_back(s.model.grads(), s.model.grads() + s.model.flat_size());
+    }
+    EXPECT_GE(lengths.size(), 3u);  // the rows really differ in length
+    double worst = 0, scale = 0;
+    for (size_t i = 0; i < grads[0].size(); ++i) {
+      worst = std::max(worst, double(std::fabs(grads[0][i] - grads[1][i])));
+      scale = std::max(scale, double(std::fabs(grads[0][i])));
+    }
+    EXPECT_GT(scale, 1e-4);
+    EXPECT_LT(worst, 1e-5 * scale);
+  }
+}
+
 TEST(RlTrainer, DynamicSamplingDropsUniformGroupsAndRefills) {
   RlSetup s;
   s.task->uniform_ = true;

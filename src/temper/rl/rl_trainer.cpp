@@ -341,6 +341,8 @@ Metrics RlTrainer::update(Batch& b) {
   std::vector<int64_t> order(static_cast<size_t>(B));
   std::vector<int32_t> mtok, mtgt;
   std::vector<float> mmask, mold, madv, mw, mref, mscale, lp, ent;
+  std::vector<int32_t> ctok, ctgt;  // a micro-batch compacted to its own longest row
+  std::vector<float> cold, cadv, cw, csc, cref, clp, cent;
   for (int64_t e = 0; e < cfg_.epochs; ++e) {
     std::iota(order.begin(), order.end(), 0);
     if (cfg_.mini_batches > 1) {  // a seeded shuffle, so mini-batches mix groups
@@ -350,6 +352,12 @@ Metrics RlTrainer::update(Batch& b) {
     for (int64_t m = 0; m < cfg_.mini_batches; ++m) {
       int64_t r0 = B * m / cfg_.mini_batches, r1 = B * (m + 1) / cfg_.mini_batches, Bm = r1 - r0;
       if (Bm == 0) continue;
+      if (cfg_.micro_batch > 0 && cfg_.micro_batch < Bm)  // micro-batches of similar lengths, each cut to its longest row
+        std::stable_sort(order.begin() + r0, order.begin() + r1, [&](int64_t x, int64_t y) {
+          const Trajectory& a = b.traj[static_cast<size_t>(x)];
+          const Trajectory& c = b.traj[static_cast<size_t>(y)];
+          return a.prompt.size() + a.tokens.size() > c.prompt.size() + c.tokens.size();
+        });
       const size_t Nm = static_cast<size_t>(Bm * T);
       for (auto* v : {&mmask, &mold, &madv, &mw, &mscale, &lp, &ent}) v->assign(Nm, 0.f);
       mtok.assign(Nm, 0);
@@ -371,16 +379,47 @@ Metrics RlTrainer::update(Batch& b) {
       for (int64_t q0 = 0; q0 < Bm; q0 += mb) {
         int64_t rows = std::min(mb, Bm - q0);
         size_t off = static_cast<size_t>(q0 * T);
+        int64_t Tm = T;  // the micro-batch's longest row (padding beyond it carries no loss)
+        if (mb < Bm) {
+          Tm = 2;
+          for (int64_t i = 0; i < rows; ++i) {
+            const Trajectory& t = b.traj[static_cast<size_t>(order[static_cast<size_t>(r0 + q0 + i)])];
+            Tm = std::max<int64_t>(Tm, static_cast<int64_t>(t.prompt.size() + t.tokens.size()));
+          }
+        }
+        const int32_t *ptok = mtok.data() + off, *ptgt = mtgt.data() + off;
+        const float *pold = mold.data() + off, *padv = madv.data() + off, *pw = mw.data() + off, *psc = mscale.data() + off;
+        const float* pref = ref.empty() ? nullptr : mref.data() + off;
+        float *plp = lp.data() + off, *pent = ent.data() + off;
+        if (Tm < T) {  // compact rows to stride Tm
+          const size_t n = static_cast<size_t>(rows * Tm);
+          ctok.resize(n), ctgt.resize(n);
+          for (auto* v : {&cold, &cadv, &cw, &csc, &clp, &cent}) v->resize(n);
+          if (pref) cref.resize(n);
+          for (int64_t i = 0; i < rows; ++i) {
+            const size_t src = off + static_cast<size_t>(i * T), dst = static_cast<size_t>(i * Tm);
+            std::copy_n(mtok.begin() + static_cast<long>(src), Tm, ctok.begin() + static_cast<long>(dst));
+            std::copy_n(mtgt.begin() + static_cast<long>(src), Tm, ctgt.begin() + static_cast<long>(dst));
+            std::copy_n(mold.begin() + static_cast<long>(src), Tm, cold.begin() + static_cast<long>(dst));
+            std::copy_n(madv.begin() + static_cast<long>(src), Tm, cadv.begin() + static_cast<long>(dst));
+            std::copy_n(mw.begin() + static_cast<long>(src), Tm, cw.begin() + static_cast<long>(dst));
+            std::copy_n(mscale.begin() + static_cast<long>(src), Tm, csc.begin() + static_cast<long>(dst));
+            if (pref) std::copy_n(mref.begin() + static_cast<long>(src), Tm, cref.begin() + static_cast<long>(dst));
+          }
+          ptok = ctok.data(), ptgt = ctgt.data(), pold = cold.data(), padv = cadv.data(), pw = cw.data(), psc = csc.data();
+          pref = pref ? cref.data() : nullptr;
+          plp = clp.data(), pent = cent.data();
+        }
         PolicyLossBatch pb;
-        pb.old_logp = mold.data() + off;
-        pb.ref_logp = ref.empty() ? nullptr : mref.data() + off;
-        pb.advantage = madv.data() + off;
-        pb.weight = mw.data() + off;
-        pb.scale = mscale.data() + off;
-        pb.N = rows * T;
+        pb.old_logp = pold;
+        pb.ref_logp = pref;
+        pb.advantage = padv;
+        pb.weight = pw;
+        pb.scale = psc;
+        pb.N = rows * Tm;
         PolicyLoss loss(cfg_.loss, pb);
-        policy_.forward_backward(mtok.data() + off, mtgt.data() + off, rows, T, loss, lp.data() + off, ent.data() + off);
-        total.merge(policy_loss_forward(cfg_.loss, pb, lp.data() + off, ent.data() + off));
+        policy_.forward_backward(ptok, ptgt, rows, Tm, loss, plp, pent);
+        total.merge(policy_loss_forward(cfg_.loss, pb, plp, pent));
       }
       OptimizerStep o = opt_.step();
       lr = o.lr;
