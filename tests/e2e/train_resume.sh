@@ -65,33 +65,34 @@ grep -q "stopped by signal 15 after step" "$work/term.log" || grep -q "done, 6 s
 "$temper" train --resume "$work/term" --threads 2 2>> "$work/term.log" || grep -q "done, 6 steps" "$work/term.log"
 same "$work/full" "$work/term"
 
-# With methods on (STARE's band controller keeps an integral across steps; DRE online forks): the
-# controller state is checkpointed, so stop + resume inside RL still equals one go.
-methods=(--set rl.stare.control='"band"' --set rl.stare.target_entropy=50 --set rl.stare.w_max=3
-         --set rl.stare.top_ratio=0.5 --set rl.dre.mode='"online"' --set rl.dre.min_tail=1)
-"$temper" train --out "$work/mfull" "${common[@]}" "${methods[@]}" 2> "$work/mfull.log"
+# Methods keep state across steps, checkpointed; stop + resume inside RL equals one go.
+resume_equal() {  # NAME STOP ARGS...: the run in one go vs stopped after STOP steps and resumed
+  local n=$1 stop=$2
+  shift 2
+  "$temper" train --out "$work/${n}full" "${common[@]}" "$@" 2> "$work/${n}full.log"
+  "$temper" train --out "$work/${n}stop" "${common[@]}" "$@" --stop-after "$stop" 2> "$work/${n}stop.log"
+  "$temper" train --resume "$work/${n}stop" --threads 2 2>> "$work/${n}stop.log"
+  same "$work/${n}full" "$work/${n}stop"
+}
+state_has() {  # RUN METHOD TEXT: the method's checkpointed state at step 5 contains TEXT
+  python3 -c "import json,sys; s=json.load(open(sys.argv[1]))['methods']; assert sys.argv[3] in s[sys.argv[2]], s" \
+    "$1/checkpoints/step-5/trainer_state.json" "$2" "$3"
+}
+# STARE's band controller keeps an integral; DRE online forks.
+resume_equal m 5 --set rl.stare.control='"band"' --set rl.stare.target_entropy=50 --set rl.stare.w_max=3 \
+  --set rl.stare.top_ratio=0.5 --set rl.dre.mode='"online"' --set rl.dre.min_tail=1
 grep -q '"stare_w"' "$work/mfull/metrics.jsonl" && grep -q '"dre_edits"' "$work/mfull/metrics.jsonl"
-python3 -c "import json,sys; s=json.load(open(sys.argv[1]))['methods']; assert 'integral=' in s['stare'], s" "$work/mfull/checkpoints/step-5/trainer_state.json"
-"$temper" train --out "$work/mstop" "${common[@]}" "${methods[@]}" --stop-after 5 2> "$work/mstop.log"
-"$temper" train --resume "$work/mstop" --threads 2 2>> "$work/mstop.log"
-same "$work/mfull" "$work/mstop"
-# ZPPO with the gold teacher: the prompt buffer (replayed questions) is checkpointed, so stop + resume equals.
-zppo=(--set rl.zppo.aug_ratio=0.5 --set rl.zppo.replay_ratio=0.5 --set teacher.source='"gold"'
-      --set rl.scale_rewards='"batch_active"' --set rl.epochs=2)
-"$temper" train --out "$work/zfull" "${common[@]}" "${zppo[@]}" 2> "$work/zfull.log"
+state_has "$work/mfull" stare "integral="
+# ZPPO with the gold teacher: the prompt buffer (replayed questions).
+resume_equal z 4 --set rl.zppo.aug_ratio=0.5 --set rl.zppo.replay_ratio=0.5 --set teacher.source='"gold"' \
+  --set rl.scale_rewards='"batch_active"' --set rl.epochs=2
 grep -q '"zppo_replayed":2' "$work/zfull/metrics.jsonl" && grep -q '"zppo_bcq":[1-9]' "$work/zfull/metrics.jsonl"
-python3 -c "import json,sys; s=json.load(open(sys.argv[1]))['methods']; assert 'entries=' in s['zppo'], s" "$work/zfull/checkpoints/step-5/trainer_state.json"
-"$temper" train --out "$work/zstop" "${common[@]}" "${zppo[@]}" --stop-after 4 2> "$work/zstop.log"
-"$temper" train --resume "$work/zstop" --threads 2 2>> "$work/zstop.log"
-same "$work/zfull" "$work/zstop"
-# REVES: the augmentation pool is checkpointed (a refresh every 2 steps, the stop between refreshes).
-reves=(--set rl.reves.seeds=6 --set rl.reves.rounds=2 --set rl.reves.refresh_every=2 --set rl.reves.aug_ratio=0.5
-       --set eval.revisions=2 --set eval.every=3)
-"$temper" train --out "$work/rfull" "${common[@]}" "${reves[@]}" 2> "$work/rfull.log"
+state_has "$work/zfull" zppo "entries="
+# REVES: the augmentation pool (a refresh every 2 steps, the stop between refreshes).
+resume_equal r 5 --set rl.reves.seeds=6 --set rl.reves.rounds=2 --set rl.reves.refresh_every=2 \
+  --set rl.reves.aug_ratio=0.5 --set eval.revisions=2 --set eval.every=3
 grep -q '"reves_pool"' "$work/rfull/metrics.jsonl" && grep -q '"eval_revised_accuracy"' "$work/rfull/metrics.jsonl"
-"$temper" train --out "$work/rstop" "${common[@]}" "${reves[@]}" --stop-after 5 2> "$work/rstop.log"
-"$temper" train --resume "$work/rstop" --threads 2 2>> "$work/rstop.log"
-same "$work/rfull" "$work/rstop"
+state_has "$work/rfull" reves '"pool"'
 if "$temper" train --out "$work/bad" "${common[@]}" --set rl.zppo.mode='"inject"' 2> "$work/bad.log"; then echo "ZPPO inject without a teacher was accepted"; exit 1; fi
 grep -q 'needs a teacher' "$work/bad.log"
 rm -rf "$work/bad"

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "temper/rl/prompt_codec.h"
+#include "temper/rollout/engine.h"
 
 namespace temper::test {
 
@@ -45,6 +46,31 @@ inline rl::PromptCodec byte_codec() {
   c.token_bytes = [](int32_t t) -> std::string_view { return t >= 0 && t < 256 ? bytes_table()[static_cast<size_t>(t)] : std::string_view(); };
   c.stop_ids = {kEos};
   return c;
+}
+
+// A scripted policy's completion: `forced` tokens, then `text` and the end token, with fixed
+// log-probs (sampling -0.25, policy -0.5) and entropy 0.75.
+inline rollout::Completion scripted_completion(int64_t request, int64_t member, const std::string& text,
+                                               const std::vector<int32_t>& forced = {}) {
+  rollout::Completion c;
+  c.request = request;
+  c.member = member;
+  c.tokens = forced;
+  c.forced = static_cast<int64_t>(forced.size());
+  for (int32_t t : ids(text)) c.tokens.push_back(t);
+  c.tokens.push_back(kEos);
+  c.sample_logprob.assign(c.tokens.size(), -0.25f);
+  c.policy_logprob.assign(c.tokens.size(), -0.5f);
+  c.entropy.assign(c.tokens.size(), 0.75f);
+  c.finish = rollout::FinishReason::stop;
+  return c;
+}
+
+// Occurrences of x in s (overlapping).
+inline size_t occurrences(const std::string& s, const std::string& x) {
+  size_t n = 0;
+  for (size_t at = s.find(x); at != std::string::npos; at = s.find(x, at + 1)) ++n;
+  return n;
 }
 
 }  // namespace temper::test

@@ -52,19 +52,8 @@ struct Env {
     e.generate = [this](const std::vector<rollout::RolloutRequest>& reqs) {
       requests.insert(requests.end(), reqs.begin(), reqs.end());
       std::vector<rollout::Completion> out;
-      for (size_t i = 0; i < reqs.size(); ++i) {  // the policy writes the forced close, then "33" and the end
-        rollout::Completion c;
-        c.request = static_cast<int64_t>(i);
-        c.tokens = reqs[i].forced;
-        c.forced = static_cast<int64_t>(reqs[i].forced.size());
-        for (int32_t t : ids("33")) c.tokens.push_back(t);
-        c.tokens.push_back(kEos);
-        c.sample_logprob.assign(c.tokens.size(), -0.25f);
-        c.policy_logprob.assign(c.tokens.size(), -0.5f);
-        c.entropy.assign(c.tokens.size(), 0.75f);
-        c.finish = rollout::FinishReason::stop;
-        out.push_back(c);
-      }
+      for (size_t i = 0; i < reqs.size(); ++i)  // the policy writes the forced close, then "33" and the end
+        out.push_back(test::scripted_completion(static_cast<int64_t>(i), 0, "33", reqs[i].forced));
       return out;
     };
     e.verify = [this](const tasks::Problem& p, const std::string& text) { return task->verify(p, text); };

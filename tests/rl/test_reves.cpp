@@ -24,12 +24,6 @@ using test::kEos;
 
 namespace {
 
-size_t count(const std::string& s, const std::string& x) {
-  size_t n = 0;
-  for (size_t at = s.find(x); at != std::string::npos; at = s.find(x, at + 1)) ++n;
-  return n;
-}
-
 // A scripted policy: the question a prompt asks is its first line; it answers it right from the round
 // solve_at[question] on (counting the prompts seen for that question), wrong before; verification
 // prompts get `verdict`.
@@ -53,18 +47,7 @@ struct Script {
         std::string text = verification ? verdict
                            : solve_at.count(q) && round >= solve_at[q] ? "#### " + answer[q]
                                                                        : "try " + std::to_string(round) + "\n#### 9999";
-        for (int64_t m = 0; m < reqs[i].group_size; ++m) {
-          rollout::Completion c;
-          c.request = static_cast<int64_t>(i);
-          c.member = m;
-          c.tokens = ids(text);
-          c.tokens.push_back(kEos);
-          c.sample_logprob.assign(c.tokens.size(), -0.5f);
-          c.policy_logprob.assign(c.tokens.size(), -0.5f);
-          c.entropy.assign(c.tokens.size(), 0.5f);
-          c.finish = rollout::FinishReason::stop;
-          out.push_back(c);
-        }
+        for (int64_t m = 0; m < reqs[i].group_size; ++m) out.push_back(test::scripted_completion(static_cast<int64_t>(i), m, text));
       }
       return out;
     };

@@ -27,12 +27,7 @@ namespace {
 using test::byte_codec;
 using test::ids;
 using test::kEos;
-
-size_t count(const std::string& s, const std::string& x) {
-  size_t n = 0;
-  for (size_t at = s.find(x); at != std::string::npos; at = s.find(x, at + 1)) ++n;
-  return n;
-}
+using test::occurrences;
 
 struct Env {
   std::shared_ptr<tasks::ArithmeticTask> task = std::make_shared<tasks::ArithmeticTask>(tasks::ArithmeticConfig{});
@@ -52,18 +47,8 @@ struct Env {
       requests.insert(requests.end(), reqs.begin(), reqs.end());
       std::vector<rollout::Completion> out;
       for (size_t i = 0; i < reqs.size(); ++i)
-        for (int64_t m = 0; m < reqs[i].group_size; ++m) {
-          rollout::Completion c;
-          c.request = static_cast<int64_t>(i);
-          c.member = m;
-          c.tokens = ids(m == 0 ? "#### " + answer_ : "#### 999");
-          c.tokens.push_back(kEos);
-          c.sample_logprob.assign(c.tokens.size(), -0.25f);
-          c.policy_logprob.assign(c.tokens.size(), -0.5f);
-          c.entropy.assign(c.tokens.size(), 0.75f);
-          c.finish = rollout::FinishReason::stop;
-          out.push_back(c);
-        }
+        for (int64_t m = 0; m < reqs[i].group_size; ++m)
+          out.push_back(test::scripted_completion(static_cast<int64_t>(i), m, m == 0 ? "#### " + answer_ : "#### 999"));
       return out;
     };
     e.verify = [this](const tasks::Problem& p, const std::string& text) { return task->verify(p, text); };
@@ -179,12 +164,12 @@ TEST(Zppo, HardGroupsGetABcqAndAnNcqAnsweredAsTheirOwnGroups) {
                          bcq.prompt.find("<candidate>\nx\n#### 6\n</candidate>\n") != std::string::npos ||
                          bcq.prompt.find("<candidate>\nno answer line\n</candidate>\n") != std::string::npos;
   EXPECT_TRUE(has_wrong) << bcq.prompt;
-  EXPECT_EQ(count(bcq.prompt, "<candidate>"), 2u);
-  EXPECT_EQ(count(bcq.prompt, "</candidate>"), 2u);
+  EXPECT_EQ(occurrences(bcq.prompt, "<candidate>"), 2u);
+  EXPECT_EQ(occurrences(bcq.prompt, "</candidate>"), 2u);
   EXPECT_NE(bcq.prompt.find("One is correct and one is wrong."), std::string::npos);
   // NCQ: the distinct parsable wrong answers, first seen first; two traces.
   EXPECT_NE(ncq.prompt.find("The following answers are all WRONG: 5, 6."), std::string::npos) << ncq.prompt;
-  EXPECT_EQ(count(ncq.prompt, "<candidate>"), 2u);
+  EXPECT_EQ(occurrences(ncq.prompt, "<candidate>"), 2u);
   EXPECT_EQ(ncq.id, orig.id + "#ncq");
 
   // The student answered both as their own groups of G = 4, scored against the original answer.
@@ -246,7 +231,7 @@ TEST(Zppo, CandidateOrderIsRandomAndTheCapHolds) {
       const std::string gold = q.gold_solution;
       size_t at_gold = q.prompt.find("<candidate>\n" + gold + "\n</candidate>");
       ASSERT_NE(at_gold, std::string::npos);
-      EXPECT_EQ(count(q.prompt, "<candidate>\n"), 2u);
+      EXPECT_EQ(occurrences(q.prompt, "<candidate>\n"), 2u);
       teacher_first += at_gold == q.prompt.find("<candidate>");
     }
   }
