@@ -36,6 +36,7 @@ int eval(const EvalOptions& o) {
   c.pass_k = {1};
   if (o.samples > 1) c.pass_k.push_back(o.samples);
   c.revisions = o.revisions;
+  if (!o.revision_template.empty()) c.revision.revision_template = o.revision_template;
   reward::SafeReward safe;
   rl::EvalResult r = rl::evaluate(*lm.model, task, codec, c, safe);
 

@@ -11,7 +11,7 @@
 namespace temper::app {
 
 struct EvalOptions {
-  std::string model, task = "arithmetic", json_out, prompt_format = "auto";
+  std::string model, task = "arithmetic", json_out, prompt_format = "auto", revision_template;
   std::vector<std::string> params;  // task parameters key=value
   int64_t problems = 100, samples = 1, max_new = 64, revisions = 0;
   double temperature = 1.0, top_p = 1.0;

@@ -141,6 +141,8 @@ int main(int argc, char** argv) {
   evc->add_option("--seed", ev.seed, "Sampling seed")->capture_default_str();
   evc->add_option("--revisions", ev.revisions, "Sequential revision rounds after a wrong first attempt (feedback: incorrect)")
       ->capture_default_str();
+  evc->add_option("--revision-template", ev.revision_template,
+                  "Revision prompt with {question} and {attempt} (default: the question, the attempt, \"The previous answer is incorrect.\")");
   evc->add_option("--json", ev.json_out, "Write the JSON result here (default: stdout)");
   evc->add_option("--threads", ev.threads, "Threads");
 

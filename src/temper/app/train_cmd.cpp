@@ -263,6 +263,7 @@ RunConfig read_config(Recipe& r) {
   c.eval.kv_memory_mb = q.kv_memory_mb;
   c.eval.revisions = r.get_int("eval.revisions", 0);
   if (c.reves) c.eval.revision = c.reves->revision;  // the same prompts at test time
+  c.eval.revision.revision_template = r.get_string("eval.revision_template", c.eval.revision.revision_template);
 
   c.out = r.get_string("run.out", "runs/" + (c.model_path.empty() ? c.preset : fs::path(c.model_path).stem().string()) + "-" + c.task_name);
   c.checkpoint_every = r.get_int("run.checkpoint_every", 0);
