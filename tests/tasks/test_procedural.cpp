@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <stdexcept>
 
@@ -14,6 +15,7 @@
 #include "temper/reward/safe_reward.h"
 #include "temper/tasks/arithmetic.h"
 #include "temper/tasks/countdown.h"
+#include "temper/tasks/constraints.h"
 #include "temper/tasks/string_ops.h"
 #include "temper/tasks/task.h"
 
@@ -426,10 +428,78 @@ TEST(StringOps, PerturbedAnswersScoreZero) {
   }
 }
 
+// ---- constraints ----------------------------------------------------------------------------------------------
+
+namespace {
+// Every assignment of the prompt's variables in [0, m] that satisfies its constraints, by brute force
+// written apart from the task's own (parses the prompt text).
+std::vector<std::string> solutions(const std::string& prompt, int m) {
+  std::vector<std::string> cs;
+  std::string cur;
+  for (char ch : prompt.substr(0, prompt.size() - 1)) {
+    if (ch == ',') cs.push_back(cur), cur.clear();
+    else cur += ch;
+  }
+  cs.push_back(cur);
+  int n = 0;
+  for (char ch : prompt)
+    if (ch >= 'a' && ch <= 'z') n = std::max(n, ch - 'a' + 1);
+  std::vector<std::string> out;
+  std::vector<int> v(static_cast<size_t>(n), 0);
+  for (long code = 0;; ++code) {
+    long c = code;
+    for (int i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<int>(c % (m + 1)), c /= (m + 1);
+    if (c) break;
+    bool ok = true;
+    for (const std::string& t : cs) {
+      int x = v[static_cast<size_t>(t[0] - 'a')];
+      if (t.find("!=") != std::string::npos) ok = ok && x != v[static_cast<size_t>(t[3] - 'a')];
+      else if (t[1] == '<') ok = ok && x < v[static_cast<size_t>(t[2] - 'a')];
+      else {
+        int y = v[static_cast<size_t>(t[2] - 'a')], k = std::stoi(t.substr(4));
+        ok = ok && (t[1] == '+' ? x + y == k : x - y == k);
+      }
+    }
+    if (ok) {
+      std::string a;
+      for (int i = 0; i < n; ++i) a += (i ? "," : "") + std::to_string(v[static_cast<size_t>(i)]);
+      out.push_back(a);
+    }
+  }
+  return out;
+}
+}  // namespace
+
+TEST(Constraints, EveryProblemHasExactlyTheOneSolutionItsGoldStates) {
+  auto t = make_task("constraints", {{"seed", "3"}, {"min_vars", "2"}, {"max_vars", "4"}});
+  std::map<int, int> by_vars;
+  for (int i = 0; i < 150; ++i)
+    for (Split s : {Split::train, Split::eval}) {
+      Problem p = t->problem(s, i);
+      SCOPED_TRACE(p.prompt);
+      ASSERT_EQ(solutions(p.prompt, 9), std::vector<std::string>{p.answer});
+      EXPECT_EQ(t->verify(p, p.gold_solution).reward, 1.0);
+      EXPECT_EQ(t->verify(p, "#### " + p.answer).reward, 1.0);
+      std::string spaced = p.answer;
+      for (size_t at = spaced.find(','); at != std::string::npos; at = spaced.find(',', at + 2)) spaced.insert(at + 1, " ");
+      EXPECT_EQ(t->verify(p, "#### " + spaced).reward, 1.0);  // spaces are ignored
+      std::string wrong = p.answer;
+      wrong[0] = wrong[0] == '9' ? '8' : static_cast<char>(wrong[0] + 1);
+      EXPECT_EQ(t->verify(p, "#### " + wrong).reward, 0.0);
+      EXPECT_EQ(p.difficulty, static_cast<int>(std::count(p.answer.begin(), p.answer.end(), ',')) + 1);
+      by_vars[p.difficulty] += 1;
+    }
+  EXPECT_EQ(by_vars.size(), 3u);  // 2, 3 and 4 variables all occur
+  EXPECT_EQ(t->problem(Split::train, 0).gold_solution.rfind("a=", 0), 0u);
+  auto four = make_task("constraints", {{"eval_min_vars", "4"}, {"eval_max_vars", "4"}});
+  EXPECT_EQ(four->problem(Split::eval, 5).difficulty, 4);
+  EXPECT_LE(four->problem(Split::train, 5).difficulty, 3);
+}
+
 // ---- Shared rules: determinism, split disjointness, registry errors -------------------------------------------
 
 TEST(Tasks, DeterministicInSeedSplitIndex) {
-  for (const char* name : {"arithmetic", "countdown", "string_ops"}) {
+  for (const char* name : {"arithmetic", "countdown", "string_ops", "constraints"}) {
     SCOPED_TRACE(name);
     auto a = make_task(name, {{"seed", "7"}}), b = make_task(name, {{"seed", "7"}}), c = make_task(name, {{"seed", "8"}});
     int differ = 0;
@@ -451,11 +521,12 @@ TEST(Tasks, DeterministicInSeedSplitIndex) {
 }
 
 TEST(Tasks, TrainAndEvalAreDisjoint) {
-  for (const char* name : {"arithmetic", "countdown", "string_ops"}) {
+  for (const char* name : {"arithmetic", "countdown", "string_ops", "constraints"}) {
     SCOPED_TRACE(name);
     // A small problem space, so that disjointness is tested under many repeats.
     TaskParams small = std::string(name) == "arithmetic"   ? TaskParams{{"max_ops", "2"}, {"max_operand", "12"}}
                        : std::string(name) == "countdown" ? TaskParams{{"numbers", "3"}, {"max_number", "12"}}
+                       : std::string(name) == "constraints" ? TaskParams{{"max_vars", "2"}, {"max_value", "9"}}
                                                           : TaskParams{{"max_depth", "2"}, {"max_len", "4"}};
     auto t = make_task(name, small);
     std::set<std::string> train, eval;
@@ -491,7 +562,9 @@ TEST(Tasks, SplitRuleAndRandInt) {
 }
 
 TEST(Tasks, RegistryAndParameterErrors) {
-  EXPECT_EQ(task_names(), (std::vector<std::string>{"arithmetic", "countdown", "dataset", "string_ops"}));
+  EXPECT_EQ(task_names(), (std::vector<std::string>{"arithmetic", "constraints", "countdown", "dataset", "string_ops"}));
+  expect_error([] { make_task("constraints", {{"kinds", "<!"}}); }, {"kinds", "+ or -", "got '<!'"});
+  expect_error([] { make_task("constraints", {{"max_vars", "9"}}); }, {"'max_vars'", "got '9'"});
   expect_error([] { make_task("sudoku", {}); }, {"unknown task 'sudoku'", "arithmetic", "countdown"});
   expect_error([] { make_task("arithmetic", {{"max_opz", "3"}}); }, {"'arithmetic'", "unknown parameter 'max_opz'", "max_ops"});
   expect_error([] { make_task("arithmetic", {{"max_ops", "three"}}); },

@@ -9,6 +9,7 @@
 #include "temper/reward/math_answer.h"
 #include "temper/reward/safe_reward.h"
 #include "temper/tasks/arithmetic.h"
+#include "temper/tasks/constraints.h"
 #include "temper/tasks/countdown.h"
 #include "temper/tasks/dataset.h"
 #include "temper/tasks/string_ops.h"
@@ -53,6 +54,7 @@ const std::map<std::string, Factory>& registry() {
       {"countdown", [](const TaskParams& p) { return std::make_unique<CountdownTask>(CountdownConfig::from_params(p)); }},
       {"string_ops", [](const TaskParams& p) { return std::make_unique<StringOpsTask>(StringOpsConfig::from_params(p)); }},
       {"dataset", [](const TaskParams& p) { return std::make_unique<DatasetTask>(DatasetConfig::from_params(p)); }},
+      {"constraints", [](const TaskParams& p) { return std::make_unique<ConstraintsTask>(ConstraintsConfig::from_params(p)); }},
   };
   return kTasks;
 }
