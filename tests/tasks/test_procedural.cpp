@@ -496,6 +496,39 @@ TEST(Constraints, EveryProblemHasExactlyTheOneSolutionItsGoldStates) {
   EXPECT_LE(four->problem(Split::train, 5).difficulty, 3);
 }
 
+TEST(Mixture, MembersByWeightWithTheirOwnParametersAndVerification) {
+  auto t = make_task("mixture", {{"tasks", "arithmetic, constraints"}, {"weights", "3,1"}, {"seed", "2"},
+                                 {"arithmetic.max_ops", "1"}, {"arithmetic.seed", "5"}, {"constraints.max_vars", "2"}});
+  auto arith = make_task("arithmetic", {{"max_ops", "1"}, {"seed", "5"}});
+  std::map<std::string, int> n;
+  for (int i = 0; i < 2000; ++i) {
+    Problem p = t->problem(Split::train, i);
+    std::string member = p.id.substr(0, p.id.find(':'));
+    n[member] += 1;
+    EXPECT_EQ(t->verify(p, p.gold_solution).reward, 1.0) << p.id;
+    EXPECT_EQ(t->verify(p, "#### 12345").reward, 0.0) << p.id;
+    if (member == "arithmetic") {
+      EXPECT_EQ(p.difficulty, 1);  // the member's own parameters
+      EXPECT_EQ(p.prompt, arith->problem(Split::train, i).prompt);  // at the member's own index
+    } else {
+      EXPECT_EQ(p.difficulty, 2);
+    }
+    Problem derived = p;  // a method's prompt (REVES, ZPPO) keeps the id and is checked by the member
+    derived.id += "#rev";
+    derived.prompt = "something else";
+    EXPECT_EQ(t->verify(derived, p.gold_solution).reward, 1.0);
+  }
+  EXPECT_EQ(n.size(), 2u);
+  EXPECT_NEAR(n["arithmetic"] / 2000.0, 0.75, 0.03);
+  EXPECT_EQ(t->problem(Split::eval, 7).prompt, make_task("mixture", {{"tasks", "arithmetic,constraints"}, {"weights", "3,1"}, {"seed", "2"},
+                                                                    {"arithmetic.max_ops", "1"}, {"arithmetic.seed", "5"},
+                                                                    {"constraints.max_vars", "2"}})->problem(Split::eval, 7).prompt);
+  Problem stray;
+  stray.id = "countdown:countdown/train/1";
+  EXPECT_THROW(t->verify(stray, "#### 1"), Error);
+  EXPECT_EQ(t->size(Split::train), -1);
+}
+
 // ---- Shared rules: determinism, split disjointness, registry errors -------------------------------------------
 
 TEST(Tasks, DeterministicInSeedSplitIndex) {
@@ -562,7 +595,14 @@ TEST(Tasks, SplitRuleAndRandInt) {
 }
 
 TEST(Tasks, RegistryAndParameterErrors) {
-  EXPECT_EQ(task_names(), (std::vector<std::string>{"arithmetic", "constraints", "countdown", "dataset", "string_ops"}));
+  EXPECT_EQ(task_names(), (std::vector<std::string>{"arithmetic", "constraints", "countdown", "dataset", "mixture", "string_ops"}));
+  expect_error([] { make_task("mixture", {}); }, {"'mixture'", "parameter 'tasks'", "comma list"});
+  expect_error([] { make_task("mixture", {{"tasks", "arithmetic,mixture"}}); }, {"'tasks'", "other than mixture"});
+  expect_error([] { make_task("mixture", {{"tasks", "arithmetic"}, {"weights", "1,2"}}); }, {"'weights'", "1 positive numbers"});
+  expect_error([] { make_task("mixture", {{"tasks", "arithmetic"}, {"countdown.numbers", "3"}}); },
+               {"'countdown.numbers'", "a parameter of a listed task"});
+  expect_error([] { make_task("mixture", {{"tasks", "arithmetic"}, {"arithmetic.max_opz", "3"}}); },
+               {"'arithmetic'", "unknown parameter 'max_opz'"});
   expect_error([] { make_task("constraints", {{"kinds", "<!"}}); }, {"kinds", "+ or -", "got '<!'"});
   expect_error([] { make_task("constraints", {{"max_vars", "9"}}); }, {"'max_vars'", "got '9'"});
   expect_error([] { make_task("sudoku", {}); }, {"unknown task 'sudoku'", "arithmetic", "countdown"});

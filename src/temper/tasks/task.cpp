@@ -11,6 +11,7 @@
 #include "temper/tasks/arithmetic.h"
 #include "temper/tasks/constraints.h"
 #include "temper/tasks/countdown.h"
+#include "temper/tasks/mixture.h"
 #include "temper/tasks/dataset.h"
 #include "temper/tasks/string_ops.h"
 
@@ -55,6 +56,7 @@ const std::map<std::string, Factory>& registry() {
       {"string_ops", [](const TaskParams& p) { return std::make_unique<StringOpsTask>(StringOpsConfig::from_params(p)); }},
       {"dataset", [](const TaskParams& p) { return std::make_unique<DatasetTask>(DatasetConfig::from_params(p)); }},
       {"constraints", [](const TaskParams& p) { return std::make_unique<ConstraintsTask>(ConstraintsConfig::from_params(p)); }},
+      {"mixture", [](const TaskParams& p) { return std::make_unique<MixtureTask>(p); }},
   };
   return kTasks;
 }
