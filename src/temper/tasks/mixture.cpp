@@ -8,25 +8,6 @@
 #include "temper/core/error.h"
 
 namespace temper::tasks {
-namespace {
-
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  size_t b = 0;
-  while (b <= s.size()) {
-    size_t e = s.find(',', b);
-    if (e == std::string::npos) e = s.size();
-    std::string item = s.substr(b, e - b);
-    item.erase(0, item.find_first_not_of(' '));
-    item.erase(item.find_last_not_of(' ') + 1);
-    if (!item.empty()) out.push_back(item);
-    b = e + 1;
-  }
-  return out;
-}
-
-}  // namespace
-
 MixtureTask::MixtureTask(const TaskParams& params) {
   TaskParams own;
   std::map<std::string, TaskParams> sub;

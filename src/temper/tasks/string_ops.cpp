@@ -16,21 +16,6 @@ std::string join(const std::vector<std::string>& v, const char* sep) {
   return s;
 }
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  size_t b = 0;
-  while (b <= s.size()) {
-    size_t e = s.find(',', b);
-    if (e == std::string::npos) e = s.size();
-    std::string item = s.substr(b, e - b);
-    item.erase(0, item.find_first_not_of(' '));
-    item.erase(item.find_last_not_of(' ') + 1);
-    if (!item.empty()) out.push_back(item);
-    b = e + 1;
-  }
-  return out;
-}
-
 }  // namespace
 
 const std::vector<std::string>& string_ops_all() {

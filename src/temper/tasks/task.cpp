@@ -193,6 +193,21 @@ Rng problem_rng(std::string_view family, uint64_t seed, Split split, uint64_t in
   return Rng(key, 2 * index + (split == Split::eval ? 1 : 0), 0);
 }
 
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  size_t b = 0;
+  while (b <= s.size()) {
+    size_t e = s.find(',', b);
+    if (e == std::string::npos) e = s.size();
+    std::string item = s.substr(b, e - b);
+    item.erase(0, item.find_first_not_of(' '));
+    item.erase(item.find_last_not_of(' ') + 1);
+    if (!item.empty()) out.push_back(item);
+    b = e + 1;
+  }
+  return out;
+}
+
 std::string problem_id(std::string_view family, Split split, uint64_t index) {
   return std::string(family) + "/" + split_name(split) + "/" + std::to_string(index);
 }
