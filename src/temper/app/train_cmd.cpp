@@ -109,6 +109,9 @@ RunConfig read_config(Recipe& r) {
   c.sft.train.adamw = so.adamw;
   c.sft.train.lr = so.lr;
   c.sft.train.max_grad_norm = so.max_grad_norm;
+  c.sft.candidates.rate = r.get_double("sft.candidate_rate", 0.0);
+  c.sft.candidates.tmpl = r.get_string("sft.candidate_template", c.sft.candidates.tmpl);
+  c.sft.candidates.tokens = r.get_int("sft.candidate_tokens", c.sft.candidates.tokens);
   c.sft.teacher_completions = r.get_choice("sft.completions", "gold", {"gold", "teacher"}) == "teacher";
   if (r.get_bool("sft.distill.enabled", r.has_prefix("sft.distill."))) {
     rl::DistillConfig d;

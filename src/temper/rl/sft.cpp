@@ -8,11 +8,33 @@
 #include "temper/core/error.h"
 #include "temper/core/log.h"
 #include "temper/core/rng.h"
+#include "temper/rl/methods/zppo.h"
 
 namespace temper::rl {
 
+std::string corrupt_solution(const std::string& text, const std::string& answer, Rng& rng) {
+  std::optional<int64_t> v = tasks::parse_int(answer);
+  size_t hash = text.rfind("####");
+  if (!v || hash == std::string::npos) return {};
+  const int64_t delta = tasks::rand_int(rng, 1, 5) * ((rng.next_u32() & 1u) ? 1 : -1);
+  const std::string to = std::to_string(*v + delta);
+  // The answer line and the last reasoning line's result (the text after its last '=').
+  std::string out = text.substr(0, hash) + "#### " + to;
+  size_t end = hash;
+  while (end > 0 && (out[end - 1] == '\n' || out[end - 1] == ' ')) --end;
+  size_t line = out.rfind('\n', end == 0 ? 0 : end - 1);
+  line = line == std::string::npos ? 0 : line + 1;
+  size_t eq = out.rfind('=', end == 0 ? 0 : end - 1);
+  if (eq != std::string::npos && eq >= line && out.substr(eq + 1, end - eq - 1) == answer) out.replace(eq + 1, end - eq - 1, to);
+  return out;
+}
+
 void SftConfig::validate() const {
   TEMPER_CHECK(batch > 0) << "sft.batch must be > 0, got " << batch;
+  TEMPER_CHECK(candidates.rate >= 0 && candidates.rate <= 1) << "sft.candidate_rate must be in [0, 1], got " << candidates.rate;
+  TEMPER_CHECK(candidates.tokens >= 1) << "sft.candidate_tokens must be >= 1, got " << candidates.tokens;
+  TEMPER_CHECK(candidates.tmpl.find("{question}") != std::string::npos && candidates.tmpl.find("{candidates}") != std::string::npos)
+      << "sft.candidate_template must contain {question} and {candidates}";
   if (distill) {
     TEMPER_CHECK(distill->top_k >= 1) << "sft.distill.top_k must be >= 1, got " << distill->top_k;
     TEMPER_CHECK(distill->kl_weight >= 0 && distill->ce_weight >= 0 && distill->kl_weight + distill->ce_weight > 0)
@@ -42,6 +64,7 @@ Metrics SftTrainer::step() {
   std::vector<size_t> prompt_len;
   std::vector<tasks::Problem> problems;
   const uint64_t first = cursor_;
+  int64_t with_candidates = 0;
   for (int64_t i = 0; i < cfg_.batch; ++i) {
     uint64_t idx = cursor_++;
     if (size > 0) idx %= static_cast<uint64_t>(size);
@@ -54,7 +77,17 @@ Metrics SftTrainer::step() {
     std::string text = p.gold_solution;
     if (cfg_.teacher_completions) text = taught[static_cast<size_t>(i)].empty() ? std::string() : taught[static_cast<size_t>(i)][0];
     TEMPER_CHECK(cfg_.teacher_completions || !text.empty()) << "sft: problem " << p.id << " has no gold solution";
-    std::vector<int32_t> row = codec_.encode_prompt(p);
+    std::vector<int32_t> row;
+    std::string wrong;
+    Rng pick(mix_seed(cfg_.seed ^ 0xCA9Dull, first + static_cast<uint64_t>(i)), 0);
+    if (cfg_.candidates.rate > 0 && pick.uniform_f64() < cfg_.candidates.rate && !(wrong = corrupt_solution(text, p.answer, pick)).empty()) {
+      std::string a = zppo_candidate(codec_, text, cfg_.candidates.tokens), b = zppo_candidate(codec_, wrong, cfg_.candidates.tokens);
+      const bool gold_first = (pick.next_u32() & 1u) != 0;
+      row = codec_.encode_prompt(zppo_reformulate(p, cfg_.candidates.tmpl, gold_first ? a + b : b + a, "", "sft"));
+      ++with_candidates;
+    } else {
+      row = codec_.encode_prompt(p);
+    }
     prompt_len.push_back(row.size());
     std::vector<int32_t> gold = codec_.encode_completion(text);
     row.insert(row.end(), gold.begin(), gold.end());
@@ -119,6 +152,7 @@ Metrics SftTrainer::step() {
           {"updates_skipped", s.skipped ? 1.0 : 0.0},
           {"step_s", secs}};
   if (cfg_.distill) out.emplace_back("distill_kl", s.soft_ce - teacher_entropy);  // forward KL on the teacher's top-K
+  if (cfg_.candidates.rate > 0) out.emplace_back("candidate_frac", static_cast<double>(with_candidates) / static_cast<double>(B));
   return out;
 }
 

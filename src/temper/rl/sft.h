@@ -13,6 +13,7 @@
 #include <optional>
 #include <vector>
 
+#include "temper/core/rng.h"
 #include "temper/model/train_step.h"
 #include "temper/rl/method.h"
 #include "temper/rl/prompt_codec.h"
@@ -25,14 +26,29 @@ struct DistillConfig {
   double kl_weight = 1.0, ce_weight = 0.0;
 };
 
+// Candidate reading: a share of the SFT prompts carry two candidate solutions in <candidate> tags,
+// the gold one and a corrupted copy (its last result and answer moved by 1-5), in a random order,
+// laid out by the same template ZPPO's BCQ prompts use; the target stays the gold solution. A tiny
+// student learns to read candidates here, as an instruction-tuned one already can.
+struct SftCandidates {
+  double rate = 0;  // share of examples with candidates
+  std::string tmpl = "{candidates}{question}";
+  int64_t tokens = 48;  // each candidate cut to its last N tokens
+};
+
 struct SftConfig {
   int64_t batch = 32;  // examples per step
+  SftCandidates candidates;
   TrainConfig train;
   bool teacher_completions = false;       // completions from the teacher instead of the gold solutions
   std::optional<DistillConfig> distill;   // logit distillation from the teacher model
   uint64_t seed = 0;                      // the teacher's sampling
   void validate() const;
 };
+
+// A wrong copy of a solution: its integer answer moved by 1-5 on the answer line and in the last
+// reasoning line's result; empty when the answer is not an integer or there is no answer line.
+std::string corrupt_solution(const std::string& text, const std::string& answer, Rng& rng);
 
 class SftTrainer {
  public:
