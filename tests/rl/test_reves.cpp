@@ -240,6 +240,15 @@ TEST(Reves, AugmentsDrawsExtraPromptsScoresVerdictsAndSavesThePool) {
   r.metrics(m);
   EXPECT_NEAR(test::value(m, "reves_aug_recovered"), static_cast<double>(recovered) / 40.0, 1e-12);
   EXPECT_NEAR(test::value(m, "reves_aug_first_correct"), static_cast<double>(at_once) / 40.0, 1e-12);
+
+  // A small context: records whose prompt leaves no room to answer are not kept.
+  env.context = 72;
+  Reves tight(c);
+  tight.attach(env);
+  s.seen.clear();
+  tight.extra_problems(0, 4);
+  for (const RevesRecord& x : tight.pool()) EXPECT_LE(s.codec.encode_prompt(tight.build(x)).size() + 2, 72u);
+  EXPECT_LT(tight.pool().size(), r.pool().size());
 }
 
 TEST(Reves, EvaluatorReportsTheShareSolvedWithinEachRevisionRound) {

@@ -64,7 +64,7 @@ Metrics SftTrainer::step() {
   std::vector<size_t> prompt_len;
   std::vector<tasks::Problem> problems;
   const uint64_t first = cursor_;
-  int64_t with_candidates = 0;
+  int64_t with_candidates = 0, teacher_missing = 0;
   for (int64_t i = 0; i < cfg_.batch; ++i) {
     uint64_t idx = cursor_++;
     if (size > 0) idx %= static_cast<uint64_t>(size);
@@ -75,8 +75,12 @@ Metrics SftTrainer::step() {
   for (int64_t i = 0; i < cfg_.batch; ++i) {
     const tasks::Problem& p = problems[static_cast<size_t>(i)];
     std::string text = p.gold_solution;
-    if (cfg_.teacher_completions) text = taught[static_cast<size_t>(i)].empty() ? std::string() : taught[static_cast<size_t>(i)][0];
-    TEMPER_CHECK(cfg_.teacher_completions || !text.empty()) << "sft: problem " << p.id << " has no gold solution";
+    if (cfg_.teacher_completions) {
+      if (!taught[static_cast<size_t>(i)].empty()) text = taught[static_cast<size_t>(i)][0];
+      else ++teacher_missing;  // no complete teacher response: the gold solution stands in
+    }
+    TEMPER_CHECK(!text.empty()) << "sft: problem " << p.id << " has no gold solution"
+                                << (cfg_.teacher_completions ? " and the teacher gave no complete response" : "");
     std::vector<int32_t> row;
     std::string wrong;
     Rng pick(mix_seed(cfg_.seed ^ 0xCA9Dull, first + static_cast<uint64_t>(i)), 0);
@@ -152,6 +156,7 @@ Metrics SftTrainer::step() {
           {"updates_skipped", s.skipped ? 1.0 : 0.0},
           {"step_s", secs}};
   if (cfg_.distill) out.emplace_back("distill_kl", s.soft_ce - teacher_entropy);  // forward KL on the teacher's top-K
+  if (cfg_.teacher_completions) out.emplace_back("teacher_missing", static_cast<double>(teacher_missing));
   if (cfg_.candidates.rate > 0) out.emplace_back("candidate_frac", static_cast<double>(with_candidates) / static_cast<double>(B));
   return out;
 }

@@ -71,7 +71,8 @@ std::vector<std::vector<std::string>> ModelTeacher::respond(const std::vector<ta
   std::sort(done.begin(), done.end(), [](const rollout::Completion& a, const rollout::Completion& b) {
     return a.request != b.request ? a.request < b.request : a.member < b.member;
   });
-  for (const rollout::Completion& c : done) out[which[static_cast<size_t>(c.request)]].push_back(codec_.decode(c.tokens));
+  for (const rollout::Completion& c : done)  // a response cut off at max_new is not a solution
+    if (c.finish != rollout::FinishReason::length) out[which[static_cast<size_t>(c.request)]].push_back(codec_.decode(c.tokens));
   return out;
 }
 

@@ -45,7 +45,8 @@ struct ModelTeacherConfig {
   int64_t max_seqs = 64;
 };
 
-// A generation-only model: n samples per problem through its own rollout engine.
+// A generation-only model: n samples per problem through its own rollout engine; samples cut off at
+// max_new are dropped (an unfinished solution is no response).
 class ModelTeacher : public Teacher {
  public:
   ModelTeacher(std::unique_ptr<Transformer> model, PromptCodec codec, ModelTeacherConfig cfg);

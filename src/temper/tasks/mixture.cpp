@@ -61,14 +61,20 @@ int64_t MixtureTask::size(Split s) const {
 }
 
 Problem MixtureTask::problem(Split split, uint64_t index) const {
-  Rng rng = problem_rng("mixture", seed_, split, index);
-  const double u = rng.uniform_f64();
   size_t m = 0;
-  while (m + 1 < cumulative_.size() && u >= cumulative_[m]) ++m;
-  const Task& t = *tasks_[m];
-  int64_t n = t.size(split);
-  TEMPER_CHECK(n != 0) << "task 'mixture': member '" << names_[m] << "' has no " << split_name(split) << " problems";
-  Problem p = t.problem(split, n > 0 ? index % static_cast<uint64_t>(n) : index);
+  uint64_t at = index;
+  if (int64_t total = size(split); total > 0) {  // all members finite: each problem once per pass, in member order
+    at = index % static_cast<uint64_t>(total);
+    while (at >= static_cast<uint64_t>(tasks_[m]->size(split))) at -= static_cast<uint64_t>(tasks_[m++]->size(split));
+  } else {  // a member by weight, at the member's own index
+    Rng rng = problem_rng("mixture", seed_, split, index);
+    const double u = rng.uniform_f64();
+    while (m + 1 < cumulative_.size() && u >= cumulative_[m]) ++m;
+    int64_t n = tasks_[m]->size(split);
+    TEMPER_CHECK(n != 0) << "task 'mixture': member '" << names_[m] << "' has no " << split_name(split) << " problems";
+    if (n > 0) at = index % static_cast<uint64_t>(n);
+  }
+  Problem p = tasks_[m]->problem(split, at);
   p.id = names_[m] + ":" + p.id;
   return p;
 }

@@ -71,6 +71,12 @@ void Reves::augment(int64_t step) {
   }
   const int64_t true_labels = aug_.recovered;  // one True per recovery
   for (size_t i = 0; i < trues.size() && static_cast<int64_t>(i) < false_labels - true_labels; ++i) pool_.push_back(trues[i]);
+  // A prompt that leaves no room to answer is not kept (the trainer refuses prompts beyond the context).
+  pool_.erase(std::remove_if(pool_.begin(), pool_.end(),
+                             [&](const RevesRecord& r) {
+                               return static_cast<int64_t>(env_.codec->encode_prompt(build(r)).size()) + 2 > env_.context;
+                             }),
+              pool_.end());
 }
 
 std::vector<tasks::Problem> Reves::extra_problems(int64_t step, int64_t new_problems) {

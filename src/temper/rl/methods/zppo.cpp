@@ -119,12 +119,12 @@ void Zppo::after_reward(Batch& b) {
     n_.all_wrong += c == 0;
     if (a < cfg_.hard_threshold) hard.push_back(g);
   }
-  const int64_t fresh_groups = static_cast<int64_t>(order.size()) - (round_ == 0 ? n_.replayed : 0);
   n_.hard += static_cast<int64_t>(hard.size());
   if (cfg_.mode == ZppoMode::inject && teacher_) inject(b, hard);
   if (cfg_.mode == ZppoMode::zppo) {
-    int64_t cap = static_cast<int64_t>(std::ceil(cfg_.aug_ratio * static_cast<double>(std::max<int64_t>(fresh_groups, 0)) - 1e-9));
-    reformulate(b, hard, cap);
+    // The step's budget: ceil(aug_ratio x the step's new questions), shared by its rounds.
+    const int64_t budget = static_cast<int64_t>(std::ceil(cfg_.aug_ratio * static_cast<double>(new_) - 1e-9));
+    reformulate(b, hard, budget - n_.bcq - n_.ncq);
   }
   ++round_;
 }
@@ -185,7 +185,7 @@ void Zppo::reformulate(Batch& b, const std::vector<int64_t>& hard_groups, int64_
       std::vector<std::string> answers;  // distinct wrong final answers, first-seen order
       std::vector<const Trajectory*> traces;
       for (const Trajectory* t : wrong) {
-        std::optional<std::string> x = env_.task->extract_answer(t->text);
+        std::optional<std::string> x = env_.verify(ps[k], t->text).extracted;  // as the checker reads it
         if (!x || x->empty() || std::find(answers.begin(), answers.end(), *x) != answers.end()) continue;
         answers.push_back(*x);
         if (static_cast<int64_t>(traces.size()) < cfg_.ncq_traces) traces.push_back(t);

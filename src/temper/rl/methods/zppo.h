@@ -2,7 +2,7 @@
 // et al. 2026, arXiv 2606.18216; ../shared/specs/methods-llm-rl.md section 3). Questions the student
 // fails (group accuracy < 0.5) enter a replay buffer of questions and come back each step beside the
 // new ones (replay_ratio x new) until the student reaches 0.5 on them. For hard questions (at most
-// aug_ratio x new per step) it builds
+// ceil(aug_ratio x new) prompts per step, over all its rounds) it builds
 //   BCQ  one correct teacher response and one wrong student rollout, shortened to the same token
 //        budget, in identical <candidate> tags, in a seeded random order: "one is correct, one is wrong";
 //   NCQ  the student's wrong final answers listed as wrong, with some of its wrong traces as candidates;
