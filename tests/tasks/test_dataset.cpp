@@ -114,6 +114,24 @@ TEST(Dataset, EvalFractionSplitsDisjointAndDeterministic) {
   for (const auto& e : eval) EXPECT_EQ(train.count(e), 0u) << e;
 }
 
+TEST(Dataset, AMixtureOfFiniteMembersVisitsEachProblemOncePerPass) {
+  std::string text;
+  for (int i = 0; i < 30; ++i) text += R"({"prompt": "m)" + std::to_string(i) + R"(", "answer": ")" + std::to_string(i) + "\"}\n";
+  std::string path = write_file("mix.jsonl", text);
+  auto d = make_task("dataset", {{"path", path}});
+  auto m = make_task("mixture", {{"tasks", "dataset"}, {"dataset.path", path}});
+  ASSERT_EQ(m->size(Split::train), 30);
+  std::set<std::string> seen;
+  for (int64_t i = 0; i < 30; ++i) {
+    Problem p = m->problem(Split::train, static_cast<uint64_t>(i));
+    EXPECT_EQ(p.id, "dataset:" + d->problem(Split::train, static_cast<uint64_t>(i)).id);
+    seen.insert(p.prompt);
+    EXPECT_EQ(m->verify(p, "#### " + p.answer).reward, 1.0);
+  }
+  EXPECT_EQ(seen.size(), 30u);
+  EXPECT_EQ(m->problem(Split::train, 31).id, m->problem(Split::train, 1).id);  // the next pass
+}
+
 TEST(Dataset, EvalPathAndOverlapWarning) {
   std::string tr = write_file("tr.jsonl", R"({"prompt": "a", "answer": "1"})" "\n" R"({"prompt": "b", "answer": "2"})" "\n");
   std::string ev = write_file("ev.jsonl", R"({"prompt": "b", "answer": "2"})" "\n");
