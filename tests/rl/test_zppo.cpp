@@ -242,6 +242,26 @@ TEST(Zppo, CandidateOrderIsRandomAndTheCapHolds) {
   EXPECT_EQ(zppo_candidate(codec, "  short\n", 8), "<candidate>\nshort\n</candidate>\n");
 }
 
+TEST(Zppo, QuestionsWithoutATeacherResponseLeaveTheirSlotToOthers) {
+  // The dataset teacher knows responses for half the questions: the cap of 2 BCQs is still met.
+  Env e;
+  ZppoConfig c;
+  c.ncq = false;
+  Zppo z(c, make_dataset_teacher());
+  z.attach(e.env());
+  for (int step = 0; step < 30; ++step) {
+    z.extra_problems(step, 8);
+    Batch b = batch(*e.task, 5000 + static_cast<uint64_t>(step) * 8, {0, 0, 0, 0, 0, 0, 0, 0});
+    for (size_t i = 0; i < b.problems.size(); i += 2) b.problems[i].teacher_response = b.problems[i].gold_solution;
+    z.after_reward(b);
+    Metrics m;
+    z.metrics(m);
+    EXPECT_EQ(test::value(m, "zppo_bcq"), 2) << "step " << step;
+    for (size_t k = 8; k < b.problems.size(); ++k)  // built only from questions the teacher answered
+      EXPECT_NE(b.problems[k].prompt.find(b.problems[k].gold_solution), std::string::npos);
+  }
+}
+
 TEST(Zppo, InjectAddsTheTeachersResponseAsAnOffPolicyMember) {
   Env e;
   ZppoConfig c;

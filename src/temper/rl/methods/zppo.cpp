@@ -149,14 +149,10 @@ void Zppo::reformulate(Batch& b, const std::vector<int64_t>& hard_groups, int64_
   std::vector<int64_t> chosen = hard_groups;  // seeded shuffle: which hard questions get the budget
   for (size_t i = chosen.size(); i > 1; --i)
     std::swap(chosen[i - 1], chosen[static_cast<size_t>(tasks::rand_int(rng, 0, static_cast<int64_t>(i) - 1))]);
-  // Each chosen question costs one (BCQ) or two (BCQ and NCQ) prompts; take questions until the cap.
-  std::vector<int64_t> take;
-  int64_t budget = cap;
-  for (int64_t g : chosen) {
-    if (budget <= 0) break;
-    take.push_back(g);
-    budget -= (cfg_.bcq ? 1 : 0) + (cfg_.ncq ? 1 : 0);
-  }
+  // The teacher answers every hard question (the paper samples it per hard question); prompts are then
+  // built in the shuffled order until the cap, so a question without a correct teacher sample (or
+  // without a parsable wrong answer) leaves its slot to the next one.
+  const std::vector<int64_t>& take = chosen;
   std::vector<tasks::Problem> ps;
   for (int64_t g : take) ps.push_back(b.problems[static_cast<size_t>(g)]);
   std::vector<std::vector<std::string>> good;
