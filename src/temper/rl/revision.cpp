@@ -65,7 +65,15 @@ tasks::Problem verification_problem(const tasks::Problem& p, const std::string& 
   return q;
 }
 
-bool is_verification(const tasks::Problem& p) { return p.id.size() >= 4 && p.id.compare(p.id.size() - 4, 4, "#ver") == 0; }
+namespace {
+bool ends_with(const std::string& s, const char* tail) {
+  const size_t n = std::char_traits<char>::length(tail);
+  return s.size() >= n && s.compare(s.size() - n, n, tail) == 0;
+}
+}  // namespace
+
+bool is_verification(const tasks::Problem& p) { return ends_with(p.id, "#ver"); }
+bool is_revision(const tasks::Problem& p) { return ends_with(p.id, "#rev"); }
 
 std::optional<bool> parse_verdict(const std::string& completion) {
   std::string s;

@@ -34,6 +34,7 @@ tasks::Problem revision_problem(const tasks::Problem& p, const std::string& atte
 tasks::Problem verification_problem(const tasks::Problem& p, const std::string& attempt, bool label,
                                     const RevisionConfig& cfg, const PromptCodec& codec);
 bool is_verification(const tasks::Problem& p);
+bool is_revision(const tasks::Problem& p);
 // The verdict a completion states: the text after its last "####" (or inside \boxed{...}), "True" or
 // "False" in any case; nullopt otherwise.
 std::optional<bool> parse_verdict(const std::string& completion);

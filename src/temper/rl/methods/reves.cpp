@@ -112,7 +112,7 @@ void Reves::after_reward(Batch& b) {
     const tasks::Problem& p = b.problems[static_cast<size_t>(t.problem)];
     if (p.index >= 0 || t.parent >= 0) continue;
     const bool ver = is_verification(p);
-    const bool rev = p.id.size() >= 4 && p.id.compare(p.id.size() - 4, 4, "#rev") == 0;
+    const bool rev = is_revision(p);
     if (ver) ++n_.ver, n_.ver_correct += t.correct;
     if (rev) ++n_.rev, n_.rev_correct += t.correct;
   }
