@@ -16,7 +16,25 @@
 #include "temper/app/train_cmd.h"
 #include "temper/app/eval_cmd.h"
 #include "temper/core/error.h"
+#include "temper/dist/communicator.h"
 #include "temper/version.h"
+
+namespace {
+
+// The error line, then the exit code. Under mpirun a failing rank ends every rank (MPI_Abort), so
+// none is left waiting in a collective.
+int fail(int code, const char* kind, const char* what) {
+  const bool dp = temper::dist::launched_by_mpi() && temper::dist::mpi_available();
+  if (dp && temper::dist::world().size() > 1) {
+    std::fprintf(stderr, "temper: %s (rank %d of %d): %s\n", kind, temper::dist::world().rank(), temper::dist::world().size(), what);
+    std::fflush(stderr);
+    temper::dist::world().abort(code);
+  }
+  std::fprintf(stderr, "temper: %s: %s\n", kind, what);
+  return code;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"temper: reinforcement-learning post-training of language models"};
@@ -181,14 +199,11 @@ int main(int argc, char** argv) {
     if (trn->parsed()) return temper::app::train(tro);
     if (evc->parsed()) return temper::app::eval(ev);
   } catch (const temper::Error& e) {
-    std::fprintf(stderr, "temper: error: %s\n", e.what());
-    return 1;
+    return fail(1, "error", e.what());
   } catch (const std::filesystem::filesystem_error& e) {  // a path that cannot be read or written
-    std::fprintf(stderr, "temper: error: %s\n", e.what());
-    return 1;
+    return fail(1, "error", e.what());
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "temper: internal error: %s\n", e.what());
-    return 2;
+    return fail(2, "internal error", e.what());
   }
   return 0;
 }

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <ostream>
 
 #include "temper/app/checkpoint.h"
 #include "temper/app/codec.h"
@@ -21,6 +22,7 @@
 #include "temper/app/recipe.h"
 #include "temper/core/error.h"
 #include "temper/core/thread_pool.h"
+#include "temper/dist/communicator.h"
 #include "temper/io/atomic_file.h"
 #include "temper/report/html_report.h"
 #include "temper/report/metrics_sink.h"
@@ -303,21 +305,38 @@ int train(const TrainOptions& o) {
   RunConfig cfg = read_config(recipe);
   recipe.check_all_read();
   const std::string run_dir = !o.resume.empty() ? o.resume : !o.out.empty() ? o.out : cfg.out;
+
+  // Data-parallel under mpirun: every rank runs this function; rank 0 alone writes the run directory
+  // (config, metrics, samples, checkpoints, report) and prints; the others train in step with it.
+  if (const char* n = std::getenv("OMPI_COMM_WORLD_SIZE"); n && std::atoi(n) > 1) {
+    TEMPER_CHECK(dist::mpi_available()) << "temper train was started by mpirun with " << n
+                                        << " ranks, but this temper was built without MPI (install libopenmpi-dev: scripts/bootstrap, then rebuild)";
+  }
+  dist::Communicator& comm = dist::world();
+  const bool root = comm.is_root();
   if (o.threads > 0) set_num_threads(o.threads);
   else if (cfg.threads > 0) set_num_threads(static_cast<int>(cfg.threads));
+  else if (comm.local_size() > 1 && !std::getenv("TEMPER_THREADS"))  // ranks on one machine share its cores
+    set_num_threads(std::max(1, default_num_threads() / comm.local_size()));
 
   std::string resume_from;
-  if (!o.resume.empty()) {
-    resume_from = latest_checkpoint(run_dir);
-    TEMPER_CHECK(!resume_from.empty()) << run_dir << ": no checkpoint to resume from (checkpoints/step-N with trainer_state.json)";
-  } else {
-    TEMPER_CHECK(latest_checkpoint(run_dir).empty() && !fs::exists(fs::path(run_dir) / "metrics.jsonl"))
-        << run_dir << ": already holds a run; continue it with --resume " << run_dir << " or choose another --out";
-  }
-  fs::create_directories(run_dir);
   const std::string config_text = recipe.resolved_toml();
-  io::write_text_atomic((fs::path(run_dir) / "config.toml").string(), config_text);
-  std::fprintf(stderr, "%s\n", config_text.c_str());
+  if (root) {
+    if (!o.resume.empty()) {
+      resume_from = latest_checkpoint(run_dir);
+      TEMPER_CHECK(!resume_from.empty()) << run_dir << ": no checkpoint to resume from (checkpoints/step-N with trainer_state.json)";
+    } else {
+      TEMPER_CHECK(latest_checkpoint(run_dir).empty() && !fs::exists(fs::path(run_dir) / "metrics.jsonl"))
+          << run_dir << ": already holds a run; continue it with --resume " << run_dir << " or choose another --out";
+    }
+    fs::create_directories(run_dir);
+    io::write_text_atomic((fs::path(run_dir) / "config.toml").string(), config_text);
+    std::fprintf(stderr, "%s\n", config_text.c_str());
+    if (comm.size() > 1)
+      std::fprintf(stderr, "temper train: data-parallel over %d ranks (%s), %d thread(s) per rank\n", comm.size(), comm.backend(),
+                   num_threads());
+  }
+  comm.broadcast(resume_from, 0);  // the checkpoint rank 0 chose (the run directory is on a shared filesystem)
 
   // Model and tokenizer.
   std::unique_ptr<Transformer> policy;
@@ -341,6 +360,14 @@ int train(const TrainOptions& o) {
     TEMPER_CHECK(tok) << cfg.model_path << ": no tokenizer (tokenizer.json or GGUF tokenizer metadata) — RL needs one";
   }
   policy->set_precision(cfg.precision == "bf16" ? kernels::Precision::bf16 : kernels::Precision::f32);
+  // Every rank starts from rank 0's weights (initialisation and loading are deterministic; this makes
+  // it so regardless of the filesystem or the build).
+  auto sync_weights = [&] {
+    if (comm.size() == 1) return;
+    comm.broadcast(policy->params(), policy->flat_size(), 0);
+    policy->params_updated();
+  };
+  sync_weights();
   io::HfExportOptions ex;
   ex.eos_ids = eos_ids;
   ex.bos_id = bos_id;
@@ -363,6 +390,7 @@ int train(const TrainOptions& o) {
     teacher = std::make_shared<rl::ModelTeacher>(std::move(tm.model), std::move(tc), cfg.teacher.model);
   }
   rl::SftTrainer sft(*policy, task, codec, cfg.sft, teacher.get());
+  sft.trainer().optimizer().set_communicator(&comm);
   std::unique_ptr<Transformer> reference;
   if (cfg.rl.loss.kl_coef > 0) reference = std::make_unique<Transformer>(policy->config());
   std::unique_ptr<rl::RlTrainer> rlt;
@@ -376,6 +404,7 @@ int train(const TrainOptions& o) {
     std::vector<rl::Method*> ms;
     for (auto& m : methods) ms.push_back(m.get());
     rlt = std::make_unique<rl::RlTrainer>(*policy, task, codec, cfg.rl, safe, ms, reference.get());
+    rlt->set_communicator(&comm);
   };
 
   // Resume: weights, the optimiser of the stage, cursors.
@@ -397,10 +426,13 @@ int train(const TrainOptions& o) {
       load_checkpoint(resume_from, *policy, &sft.trainer().optimizer(), nullptr);
       sft.restore(st.sft_cursor);
     }
-    if (int64_t n = remove_partial_checkpoints(run_dir))
-      std::fprintf(stderr, "temper train: removed %lld partial checkpoint(s) left by a crash\n", static_cast<long long>(n));
-    std::fprintf(stderr, "temper train: resuming %s from %s (step %lld)\n", run_dir.c_str(), resume_from.c_str(),
-                 static_cast<long long>(st.step));
+    sync_weights();
+    if (root) {
+      if (int64_t n = remove_partial_checkpoints(run_dir))
+        std::fprintf(stderr, "temper train: removed %lld partial checkpoint(s) left by a crash\n", static_cast<long long>(n));
+      std::fprintf(stderr, "temper train: resuming %s from %s (step %lld)\n", run_dir.c_str(), resume_from.c_str(),
+                   static_cast<long long>(st.step));
+    }
   }
 
   // Memory plan: weights, gradients, AdamW moments, the KV pool, and the activation arena reserved
@@ -433,7 +465,8 @@ int train(const TrainOptions& o) {
     double act_mb = static_cast<double>(policy->activation_bytes()) / (1 << 20);
     double total = params_mb * 4 + static_cast<double>(cfg.rl_steps > 0 ? cfg.rl.kv_memory_mb : 0) + act_mb +
                    (reference ? params_mb : 0);
-    std::fprintf(stderr,
+    if (root)
+      std::fprintf(stderr,
                  "temper train: %s, %lld parameters; memory plan: weights %.1f MB, grads %.1f MB, AdamW %.1f MB, "
                  "KV cache %lld MB, activations %.1f MB (micro-batches of up to %lld tokens)%s; total ~%.0f MB\n",
                  policy->config().summary().c_str(), static_cast<long long>(policy->num_params()), params_mb, params_mb,
@@ -445,7 +478,8 @@ int train(const TrainOptions& o) {
   const std::string mpath = (fs::path(run_dir) / "metrics.jsonl").string(), spath = (fs::path(run_dir) / "samples.jsonl").string();
   report::MetricsFanout sinks;
   std::unique_ptr<report::SamplesJsonl> samples;
-  if (resume_from.empty()) {
+  if (!root) {  // rank 0 writes
+  } else if (resume_from.empty()) {
     sinks.add(report::JsonlMetrics::create(mpath));
     sinks.add(std::make_unique<report::TensorBoardWriter>(run_dir));
     samples = report::SamplesJsonl::create(spath);
@@ -457,11 +491,15 @@ int train(const TrainOptions& o) {
     samples = report::SamplesJsonl::resume_after_step(spath, st.step);
   }
   const int64_t total = cfg.sft_steps + cfg.rl_steps;
-  report::Progress progress(total, st.step);
+  static std::ostream quiet(nullptr);  // other ranks: no progress line
+  report::ProgressOptions po;
+  if (!root) po.out = &quiet, po.tty = 0;
+  report::Progress progress(total, st.step, po);
 
   double first_eval = NAN, last_eval = NAN, sft_end_eval = NAN;
   int64_t last_eval_step = -1;
   auto run_eval = [&](int64_t step) {
+    if (!root) return static_cast<double>(NAN);  // rank 0 evaluates; the others wait for it at the next step's first collective
     rl::EvalResult e = rl::evaluate(*policy, task, codec, cfg.eval, safe);
     report::MetricValues v = {{"eval_accuracy", e.accuracy}, {"eval_len_mean", e.mean_len}, {"eval_len_correct_mean", e.mean_len_correct}};
     for (auto& [k, p] : e.pass_at_k) v.emplace_back("eval_pass_at_" + std::to_string(k), p);
@@ -483,6 +521,7 @@ int train(const TrainOptions& o) {
     return e.accuracy;
   };
   auto checkpoint = [&](bool rl_stage) {
+    if (!root) return;
     st.stage = rl_stage ? "rl" : "sft";
     if (!rl_stage) st.sft_cursor = sft.cursor();
     if (rl_stage) {
@@ -521,11 +560,16 @@ int train(const TrainOptions& o) {
       if (sft_end) sft_end_eval = a;
     }
     bool stop = g_signal != 0 || (o.stop_after > 0 && st.step >= o.stop_after);
+    if (comm.size() > 1) {  // a signal may reach the ranks at different steps: they stop together
+      double any = stop ? 1 : 0;
+      comm.allreduce_max(&any, 1);
+      stop = any > 0;
+    }
     if ((cfg.checkpoint_every > 0 && st.step % cfg.checkpoint_every == 0) || last || stop) checkpoint(rl_stage);
-    if (stop && !last) {
+    if (stop && !last && root) {
       progress.finish();
       std::fprintf(stderr, "temper train: stopped %s after step %lld; checkpoint written. Continue with: temper train --resume %s\n",
-                   g_signal ? ("by signal " + std::to_string(g_signal.load())).c_str() : "(--stop-after)",
+                   g_signal ? ("by signal " + std::to_string(g_signal.load())).c_str() : o.stop_after > 0 && st.step >= o.stop_after ? "(--stop-after)" : "(another rank was signalled)",
                    static_cast<long long>(st.step), run_dir.c_str());
     }
     return stop && !last;
@@ -556,7 +600,7 @@ int train(const TrainOptions& o) {
       ++st.step;
       m.emplace_back("rss_mb", rss_mb());
       sinks.write(st.step, "train", m);
-      if (cfg.samples_every > 0 && rlt->steps_done() % cfg.samples_every == 0) {
+      if (samples && cfg.samples_every > 0 && rlt->steps_done() % cfg.samples_every == 0) {
         const rl::Batch& b = rlt->last_batch();
         // The first sample of each of the first groups (one per prompt), then more of each if there are fewer groups.
         const size_t n = b.traj.size(), stride = std::max<size_t>(1, std::min<size_t>(static_cast<size_t>(cfg.rl.group_size), n / std::max<size_t>(1, static_cast<size_t>(cfg.samples_per_step))));
@@ -578,6 +622,7 @@ int train(const TrainOptions& o) {
     }
   }
   progress.finish();
+  if (!root) return 0;
   std::string html = report::write_html_report(run_dir);
   std::fprintf(stderr, "temper train: done, %lld steps. Held-out accuracy: %.3f at the start", static_cast<long long>(st.step), first_eval);
   if (!std::isnan(sft_end_eval)) std::fprintf(stderr, ", %.3f after SFT (RL starts)", sft_end_eval);

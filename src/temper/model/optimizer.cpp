@@ -13,6 +13,7 @@ Optimizer::Optimizer(Transformer& model, const OptimizerConfig& cfg)
 OptimizerStep Optimizer::step() {
   TEMPER_PROFILE("optimizer");
   OptimizerStep s;
+  if (comm_ && comm_->size() > 1) comm_->allreduce_sum(model_.grads(), model_.flat_size());
   s.grad_norm = kernels::clip_grad_norm(model_.grads(), model_.flat_size(), cfg_.max_grad_norm);
   s.lr = cfg_.lr.at(step_);
   if (!std::isfinite(s.grad_norm)) {

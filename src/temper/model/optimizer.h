@@ -2,11 +2,14 @@
 // with the LR schedule, over the model's flat parameter and gradient buffers; moments live in two
 // flat buffers. A non-finite gradient norm skips the update (parameters and moments unchanged),
 // counts it and lets the run go on; the step counter advances only on applied updates.
+// Data-parallel: with a communicator of several ranks, step() first sums the gradients over ranks
+// (one flat buffer, bucketed by the communicator), so every rank applies the same update.
 #pragma once
 
 #include <cstdint>
 
 #include "temper/core/tensor.h"
+#include "temper/dist/communicator.h"
 #include "temper/kernels/adamw.h"
 #include "temper/model/lr_schedule.h"
 #include "temper/model/transformer.h"
@@ -37,12 +40,15 @@ class Optimizer {
   float* v() { return v_.data<float>(); }
   int64_t size() const { return m_.numel(); }
   const OptimizerConfig& config() const { return cfg_; }
+  void set_communicator(dist::Communicator* comm) { comm_ = comm; }
+  dist::Communicator* communicator() const { return comm_; }
 
  private:
   Transformer& model_;
   OptimizerConfig cfg_;
   Tensor m_, v_;
   int64_t step_ = 0, skipped_ = 0;
+  dist::Communicator* comm_ = nullptr;  // null: one process
 };
 
 }  // namespace temper

@@ -1,5 +1,6 @@
 #include "temper/model/train_step.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "temper/core/error.h"
@@ -26,12 +27,16 @@ StepStats Trainer::step(const int32_t* tokens, const float* loss_mask, int64_t B
       count += m;
     }
   model_.zero_grad();
+  // Data-parallel: this rank's contiguous block of rows; the loss normaliser (count) is the whole
+  // batch's, so the gradients summed over ranks are the one-process gradient.
+  dist::Communicator* comm = opt_.communicator();
+  const dist::Range mine = comm ? dist::shard(B, *comm) : dist::Range{0, B};
+  if (soft) soft_ce_.assign(static_cast<size_t>(N), 0.f);
   int64_t mb = cfg_.micro_batch > 0 && cfg_.micro_batch < B ? cfg_.micro_batch : B;
-  for (int64_t b0 = 0; b0 < B; b0 += mb) {
-    int64_t rows = b0 + mb <= B ? mb : B - b0;
+  for (int64_t b0 = mine.begin; b0 < mine.end; b0 += mb) {
+    int64_t rows = std::min(mb, mine.end - b0);
     int64_t off = b0 * T;
     if (soft) {
-      soft_ce_.resize(static_cast<size_t>(N));
       MaskedDistill loss(mask_.data() + off, count, *soft, off, soft_ce_.data() + off);
       model_.forward_backward(tokens + off, targets_.data() + off, rows, T, loss, logprob_.data() + off,
                               entropy_.data() + off);
@@ -46,6 +51,11 @@ StepStats Trainer::step(const int32_t* tokens, const float* loss_mask, int64_t B
   for (int64_t n = 0; n < N; ++n) {
     total -= static_cast<double>(mask_[n]) * logprob_[n];
     if (soft && mask_[n] != 0.f) soft_total += static_cast<double>(mask_[n]) * soft_ce_[static_cast<size_t>(n)];
+  }
+  if (comm && comm->size() > 1) {
+    double sums[2] = {total, soft_total};
+    comm->allreduce_sum(sums, 2);
+    total = sums[0], soft_total = sums[1];
   }
   s.loss = count > 0 ? total / count : 0.0;
   if (soft) {

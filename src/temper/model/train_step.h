@@ -2,6 +2,8 @@
 // micro-batches with gradient accumulation (the loss is normalised by the whole batch's token
 // count, so accumulation equals one big batch), global grad-norm clipping, AdamW with the LR
 // schedule. AdamW moments live in two flat buffers beside the model's params and grads.
+// Data-parallel (optimizer().set_communicator): every rank is given the whole batch and trains on its
+// block of rows (dist::shard); gradients and loss sums are summed over ranks.
 #pragma once
 
 #include <cstdint>

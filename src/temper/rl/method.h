@@ -41,7 +41,11 @@ struct RolloutRound {
   int64_t step = 0, round = 0;
   const std::vector<tasks::Problem>* problems = nullptr;
   size_t first = 0;
-  const tasks::Problem& problem(int64_t request) const { return (*problems)[first + static_cast<size_t>(request)]; }
+  // Data-parallel: this rank runs a share of the round's requests; requests[i] is the round position
+  // of its request i (null: every request, in order).
+  const std::vector<int64_t>* requests = nullptr;
+  int64_t index(int64_t request) const { return requests ? (*requests)[static_cast<size_t>(request)] : request; }
+  const tasks::Problem& problem(int64_t request) const { return (*problems)[first + static_cast<size_t>(index(request))]; }
 };
 
 // Every round of a step (dynamic sampling draws more rounds) runs: rollout (with the methods' hooks)

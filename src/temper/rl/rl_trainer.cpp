@@ -6,10 +6,12 @@
 #include <numeric>
 #include <set>
 
+#include "temper/core/bytes.h"
 #include "temper/core/error.h"
 #include "temper/core/log.h"
 #include "temper/core/profile.h"
 #include "temper/core/rng.h"
+#include "temper/rl/trajectory_wire.h"
 
 namespace temper::rl {
 
@@ -133,13 +135,23 @@ void RlTrainer::rollout(int64_t n, int64_t round, std::vector<Trajectory>& out, 
     r.stream = static_cast<uint64_t>(i) * static_cast<uint64_t>(cfg_.group_size);
     reqs.push_back(std::move(r));
   }
+  // Data-parallel: this rank's requests are every ranks()-th one (prompts of mixed lengths spread out).
+  std::vector<int64_t> mine;
+  std::vector<rollout::RolloutRequest> local;
+  if (ranks() > 1)
+    for (size_t j = static_cast<size_t>(rank()); j < reqs.size(); j += static_cast<size_t>(ranks())) {
+      mine.push_back(static_cast<int64_t>(j));
+      local.push_back(reqs[j]);
+    }
   std::vector<rollout::RolloutHook*> hooks;
-  RolloutRound rr{step_, round, &problems, p0};
+  RolloutRound rr{step_, round, &problems, p0, ranks() > 1 ? &mine : nullptr};
   for (Method* m : methods_)
     if (auto* h = m->rollout_hook(rr)) hooks.push_back(h);
   HookChain chain(hooks);
-  std::vector<rollout::Completion> done = engine_->run(reqs, chain.empty() ? nullptr : &chain);
+  std::vector<rollout::Completion> done = engine_->run(ranks() > 1 ? local : reqs, chain.empty() ? nullptr : &chain);
+  std::vector<Trajectory> got;
   for (rollout::Completion& c : done) {
+    if (ranks() > 1) c.request = mine[static_cast<size_t>(c.request)];
     Trajectory t;
     t.problem = static_cast<int64_t>(p0) + c.request;
     t.group = t.problem;
@@ -156,20 +168,53 @@ void RlTrainer::rollout(int64_t n, int64_t round, std::vector<Trajectory>& out, 
     t.entropy = std::move(c.entropy);
     t.finish = c.finish;
     if (c.parent >= 0) t.tags.push_back("fork");
-    out.push_back(std::move(t));
+    got.push_back(std::move(t));
   }
+  if (ranks() > 1) {  // every rank's trajectories on every rank, in the one-process (request, member) order
+    std::vector<std::string> parts = comm_->allgather(encode_trajectories(got));
+    got.clear();
+    for (const std::string& part : parts) decode_trajectories(part, got);
+    std::stable_sort(got.begin(), got.end(), [](const Trajectory& a, const Trajectory& b) { return a.problem < b.problem; });
+  }
+  for (Trajectory& t : got) out.push_back(std::move(t));
 }
 
 void RlTrainer::score(Batch& b, size_t from) {
   TEMPER_PROFILE("reward");
-  for (size_t i = from; i < b.traj.size(); ++i) {
-    Trajectory& t = b.traj[i];
-    if (t.scored) continue;
+  std::vector<size_t> todo;
+  for (size_t i = from; i < b.traj.size(); ++i)
+    if (!b.traj[i].scored) todo.push_back(i);
+  const int64_t failures0 = safe_.failures();
+  ByteWriter w;  // data-parallel: this rank's verdicts (every ranks()-th unscored trajectory)
+  for (size_t k = static_cast<size_t>(rank()); k < todo.size(); k += static_cast<size_t>(ranks())) {
+    Trajectory& t = b.traj[todo[k]];
     tasks::Verdict v = tasks::verify_safely(safe_, task_, b.problems[static_cast<size_t>(t.problem)], t.text);
     t.reward = v.reward;
     t.rewards = v.rewards;
     t.correct = v.correct;
     t.scored = true;
+    if (ranks() > 1) w.put<uint64_t>(todo[k]), w.put(t.reward), w.put(t.rewards), w.put<uint8_t>(t.correct);
+  }
+  if (ranks() > 1) {
+    double fails[2] = {static_cast<double>(safe_.failures() - failures0), 0};
+    fails[1] = fails[0];
+    comm_->allreduce_sum(fails, 1);
+    failures_elsewhere_ += fails[0] - fails[1];
+    std::vector<std::string> parts = comm_->allgather(w.bytes());
+    for (int r = 0; r < ranks(); ++r) {
+      if (r == rank()) continue;
+      ByteReader in(parts[static_cast<size_t>(r)]);
+      while (!in.done()) {
+        uint64_t i = 0;
+        uint8_t correct = 0;
+        in.get(i);
+        TEMPER_CHECK(i < b.traj.size()) << "rl: rank " << r << " sent a verdict for trajectory " << i << " of " << b.traj.size();
+        Trajectory& t = b.traj[i];
+        in.get(t.reward), in.get(t.rewards), in.get(correct);
+        t.correct = correct != 0;
+        t.scored = true;
+      }
+    }
   }
 }
 
@@ -291,7 +336,7 @@ Metrics RlTrainer::step() {
   out.emplace_back("reward_s", reward_s_);
   out.emplace_back("train_s", train_s);
   out.emplace_back("step_s", since(t_step));
-  out.emplace_back("reward_failures", static_cast<double>(safe_.failures()));
+  out.emplace_back("reward_failures", static_cast<double>(safe_.failures()) + failures_elsewhere_);
   for (Method* m : methods_) m->metrics(out);
   for (Method* m : methods_) m->after_step(out);
   ++step_;
@@ -325,15 +370,17 @@ Metrics RlTrainer::update(Batch& b) {
       w[at] = t.weight[i];
     }
   }
-  if (cfg_.loss.kl_coef > 0) {  // reference log-probs, in micro-batches
+  if (cfg_.loss.kl_coef > 0) {  // reference log-probs, in micro-batches (data-parallel: this rank's block of rows, then summed)
     ref.assign(N, 0.f);
     std::vector<float> ent(N);
+    const dist::Range own = dist::shard(B, rank(), ranks());
     const int64_t mb = cfg_.micro_batch > 0 ? cfg_.micro_batch : B;
-    for (int64_t r0 = 0; r0 < B; r0 += mb) {
-      int64_t rows = std::min(mb, B - r0);
+    for (int64_t r0 = own.begin; r0 < own.end; r0 += mb) {
+      int64_t rows = std::min(mb, own.end - r0);
       size_t off = static_cast<size_t>(r0 * T);
       reference_->forward_logprobs(tok.data() + off, tgt.data() + off, rows, T, ref.data() + off, ent.data() + off);
     }
+    if (ranks() > 1) comm_->allreduce_sum(ref.data(), static_cast<int64_t>(N));
   }
   PolicyLossStats total;
   int64_t applied = 0, skipped = 0;
@@ -358,13 +405,25 @@ Metrics RlTrainer::update(Batch& b) {
           const Trajectory& c = b.traj[static_cast<size_t>(y)];
           return a.prompt.size() + a.tokens.size() > c.prompt.size() + c.tokens.size();
         });
-      const size_t Nm = static_cast<size_t>(Bm * T);
+      // This rank's rows: every ranks()-th of the mini-batch (after the length sort, so the shares
+      // cost alike), scaled by the whole mini-batch's normalisers.
+      std::vector<int64_t> own;
+      LossNorm norm;
+      for (int64_t i = 0; i < Bm; ++i) {
+        const int64_t row = order[static_cast<size_t>(r0 + i)];
+        LossNorm x = policy_loss_norm(mask.data() + static_cast<size_t>(row * T), 1, T);
+        norm.tokens += x.tokens;
+        norm.seqs += x.seqs;
+        if (i % ranks() == rank()) own.push_back(row);
+      }
+      const int64_t Bl = static_cast<int64_t>(own.size());
+      const size_t Nm = static_cast<size_t>(Bl * T);
       for (auto* v : {&mmask, &mold, &madv, &mw, &mscale, &lp, &ent}) v->assign(Nm, 0.f);
       mtok.assign(Nm, 0);
       mtgt.assign(Nm, -1);
       if (!ref.empty()) mref.assign(Nm, 0.f);
-      for (int64_t i = 0; i < Bm; ++i) {
-        size_t src = static_cast<size_t>(order[static_cast<size_t>(r0 + i)] * T), dst = static_cast<size_t>(i * T);
+      for (int64_t i = 0; i < Bl; ++i) {
+        size_t src = static_cast<size_t>(own[static_cast<size_t>(i)] * T), dst = static_cast<size_t>(i * T);
         std::copy_n(tok.begin() + static_cast<long>(src), T, mtok.begin() + static_cast<long>(dst));
         std::copy_n(tgt.begin() + static_cast<long>(src), T, mtgt.begin() + static_cast<long>(dst));
         std::copy_n(mask.begin() + static_cast<long>(src), T, mmask.begin() + static_cast<long>(dst));
@@ -373,17 +432,17 @@ Metrics RlTrainer::update(Batch& b) {
         std::copy_n(w.begin() + static_cast<long>(src), T, mw.begin() + static_cast<long>(dst));
         if (!ref.empty()) std::copy_n(ref.begin() + static_cast<long>(src), T, mref.begin() + static_cast<long>(dst));
       }
-      policy_loss_scale(cfg_.loss, mmask.data(), Bm, T, mscale.data());
+      policy_loss_scale(cfg_.loss, mmask.data(), Bl, T, norm, mscale.data());
       policy_.zero_grad();
-      const int64_t mb = cfg_.micro_batch > 0 ? cfg_.micro_batch : Bm;
-      for (int64_t q0 = 0; q0 < Bm; q0 += mb) {
-        int64_t rows = std::min(mb, Bm - q0);
+      const int64_t mb = cfg_.micro_batch > 0 ? cfg_.micro_batch : std::max<int64_t>(Bl, 1);
+      for (int64_t q0 = 0; q0 < Bl; q0 += mb) {
+        int64_t rows = std::min(mb, Bl - q0);
         size_t off = static_cast<size_t>(q0 * T);
         int64_t Tm = T;  // the micro-batch's longest row (padding beyond it carries no loss)
-        if (mb < Bm) {
+        if (mb < Bl) {
           Tm = 2;
           for (int64_t i = 0; i < rows; ++i) {
-            const Trajectory& t = b.traj[static_cast<size_t>(order[static_cast<size_t>(r0 + q0 + i)])];
+            const Trajectory& t = b.traj[static_cast<size_t>(own[static_cast<size_t>(q0 + i)])];
             Tm = std::max<int64_t>(Tm, static_cast<int64_t>(t.prompt.size() + t.tokens.size()));
           }
         }
@@ -432,6 +491,16 @@ Metrics RlTrainer::update(Batch& b) {
         grad_norm_sum += o.grad_norm;
       }
     }
+  }
+  if (ranks() > 1) {  // the loss statistics of the whole batch
+    double v[11] = {total.loss, total.pg_loss, total.kl_loss, total.entropy_loss, static_cast<double>(total.tokens),
+                    static_cast<double>(total.clipped_low), static_cast<double>(total.clipped_high),
+                    static_cast<double>(total.dual_clipped), total.ratio_sum, total.kl_sum, total.entropy_sum};
+    comm_->allreduce_sum(v, 11);
+    total.loss = v[0], total.pg_loss = v[1], total.kl_loss = v[2], total.entropy_loss = v[3];
+    total.tokens = static_cast<int64_t>(v[4]), total.clipped_low = static_cast<int64_t>(v[5]);
+    total.clipped_high = static_cast<int64_t>(v[6]), total.dual_clipped = static_cast<int64_t>(v[7]);
+    total.ratio_sum = v[8], total.kl_sum = v[9], total.entropy_sum = v[10];
   }
   out.emplace_back("loss", total.loss / static_cast<double>(cfg_.epochs * cfg_.mini_batches));
   out.emplace_back("pg_loss", total.pg_loss / static_cast<double>(cfg_.epochs * cfg_.mini_batches));

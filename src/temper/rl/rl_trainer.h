@@ -5,12 +5,24 @@
 // then update: epochs x mini-batches of the clipped surrogate with KL to a frozen reference, each
 // mini-batch accumulated over micro-batches, one optimiser step per mini-batch. Randomness is derived
 // from (seed, step), so a resumed run draws exactly what an uninterrupted one would.
+//
+// Data-parallel (set_communicator with several ranks): every rank draws the same prompts and builds
+// the same requests; rank r rolls out requests r, r+N, ... and scores trajectories r, r+N, ...; the
+// trajectories and verdicts are all-gathered, so every rank holds the one-process batch in the
+// one-process order (advantages, methods' batch-wide statistics, dynamic sampling and metrics are
+// computed identically everywhere, method state stays in step). In the update each rank computes
+// reference log-probs for its block of rows and gradients for every N-th row of each mini-batch,
+// scaled by the whole mini-batch's normalisers; the optimiser sums gradients over ranks, so every
+// rank applies the update one process would (up to float summation order). Sampling streams are
+// derived from (seed, step, round, global request index): a sample does not depend on which rank
+// drew it.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "temper/dist/communicator.h"
 #include "temper/model/kv_pool.h"
 #include "temper/model/optimizer.h"
 #include "temper/model/transformer.h"
@@ -56,6 +68,8 @@ class RlTrainer {
   uint64_t cursor() const { return cursor_; }  // problems drawn from the task so far
   Optimizer& optimizer() { return opt_; }
   void restore(int64_t steps_done, uint64_t cursor) { step_ = steps_done, cursor_ = cursor; }
+  // The process group (null or one rank: one process). Set before the first step.
+  void set_communicator(dist::Communicator* comm) { comm_ = comm, opt_.set_communicator(comm); }
 
  private:
   void rollout(int64_t n_prompts, int64_t round, std::vector<Trajectory>& out, std::vector<tasks::Problem>& problems);
@@ -76,6 +90,10 @@ class RlTrainer {
   int64_t step_ = 0;
   uint64_t cursor_ = 0;
   double rollout_s_ = 0, reward_s_ = 0;
+  dist::Communicator* comm_ = nullptr;
+  double failures_elsewhere_ = 0;  // reward failures other ranks counted while scoring their share
+  int ranks() const { return comm_ ? comm_->size() : 1; }
+  int rank() const { return comm_ ? comm_->rank() : 0; }
 };
 
 }  // namespace temper::rl

@@ -120,7 +120,9 @@ Metrics SftTrainer::step() {
     probs_.assign(static_cast<size_t>(B * T * K), 0.f);
     logits_.resize(static_cast<size_t>(T * V));
     std::vector<int32_t> order(static_cast<size_t>(V));
-    for (int64_t b = 0; b < B; ++b) {
+    dist::Communicator* comm = trainer_.optimizer().communicator();  // data-parallel: the rows this rank trains on
+    const dist::Range mine = comm ? dist::shard(B, *comm) : dist::Range{0, B};
+    for (int64_t b = mine.begin; b < mine.end; ++b) {
       teacher_->model()->forward_logits(tokens.data() + b * T, 1, T, logits_.data());
       for (int64_t t = 0; t + 1 < T; ++t) {
         if (mask[static_cast<size_t>(b * (T - 1) + t)] == 0.f) continue;
@@ -139,6 +141,7 @@ Metrics SftTrainer::step() {
         }
       }
     }
+    if (comm) comm->allreduce_sum(&teacher_entropy, 1);
     teacher_entropy /= std::max<double>(1.0, static_cast<double>(n_tokens));
     soft.K = K, soft.ids = ids_.data(), soft.probs = probs_.data();
     soft.kl_weight = cfg_.distill->kl_weight, soft.ce_weight = cfg_.distill->ce_weight;

@@ -65,7 +65,7 @@ void DreHook::reset(const MethodEnv* env, const RolloutRound& round, std::vector
 rollout::HookDecision DreHook::after_token(const rollout::RolloutRequest&, const rollout::Completion& c) {
   rollout::HookDecision d;
   if (c.parent >= 0 || c.tokens.empty()) return d;  // forks are edits already
-  auto key = std::make_pair(static_cast<int64_t>(round_.first) + c.request, c.member);
+  auto key = std::make_pair(static_cast<int64_t>(round_.first) + round_.index(c.request), c.member);
   if (done_.count(key)) return d;
   const PromptCodec& codec = *env_->codec;
   if (codec.token_bytes(c.tokens.back()).find('\n') == std::string_view::npos) return d;  // not a step boundary

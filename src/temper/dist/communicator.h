@@ -1,0 +1,73 @@
+// The process group of a data-parallel run: rank, size and the collectives temper needs (sum
+// all-reduce of a flat buffer, broadcast, all-gather of byte strings, barrier, abort). Two
+// implementations: one process (every collective is the identity) and MPI (OpenMPI from Debian;
+// `mpirun -np N temper train ...`). A NCCL one comes with the CUDA backend behind the same interface.
+// MPI types never leave dist/: callers see bytes, floats and doubles.
+//
+// world() is the process-wide group: MPI when the binary was built with MPI and started by mpirun
+// (OMPI_COMM_WORLD_SIZE / PMI_SIZE / PMIX_RANK in the environment), else a single process.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace temper::dist {
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual int local_size() const { return 1; }  // ranks on this machine (threads per rank follow from it)
+  virtual const char* backend() const = 0;
+  // Element-wise sum over ranks, in place; every rank ends with the same values. Large buffers go in
+  // buckets (at most bucket_bytes each).
+  virtual void allreduce_sum(float* data, int64_t n) = 0;
+  virtual void allreduce_sum(double* data, int64_t n) = 0;
+  virtual void allreduce_max(double* data, int64_t n) = 0;
+  virtual void broadcast(float* data, int64_t n, int root) = 0;
+  virtual void broadcast(std::string& bytes, int root) = 0;
+  // Every rank's bytes, in rank order, on every rank.
+  virtual std::vector<std::string> allgather(const std::string& bytes) = 0;
+  virtual void barrier() = 0;
+  // Ends every rank of the group with this exit code (a rank that failed must not leave the others
+  // waiting in a collective).
+  [[noreturn]] virtual void abort(int code) = 0;
+
+  bool is_root() const { return rank() == 0; }
+};
+
+class SingleProcess final : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  const char* backend() const override { return "single"; }
+  void allreduce_sum(float*, int64_t) override {}
+  void allreduce_sum(double*, int64_t) override {}
+  void allreduce_max(double*, int64_t) override {}
+  void broadcast(float*, int64_t, int) override {}
+  void broadcast(std::string&, int) override {}
+  std::vector<std::string> allgather(const std::string& bytes) override { return {bytes}; }
+  void barrier() override {}
+  [[noreturn]] void abort(int code) override;
+};
+
+// True when the environment says an MPI launcher started this process.
+bool launched_by_mpi();
+// Whether this build has the MPI implementation.
+bool mpi_available();
+// The process-wide group (created on first use; MPI_Init then, MPI_Finalize at exit).
+Communicator& world();
+// A single-process group (tests compare a data-parallel run with one).
+Communicator& single();
+
+// The rows [begin, end) of n that `rank` of `size` owns: contiguous blocks, sizes differ by at most 1.
+struct Range {
+  int64_t begin = 0, end = 0;
+};
+Range shard(int64_t n, int rank, int size);
+inline Range shard(int64_t n, const Communicator& c) { return shard(n, c.rank(), c.size()); }
+
+}  // namespace temper::dist

@@ -1,0 +1,109 @@
+// The process group without MPI: shards cover a batch exactly once, the one-process group's
+// collectives are the identity; byte messages and trajectories survive the wire and a truncated
+// message is an error, not garbage.
+#include <gtest/gtest.h>
+
+#include "temper/core/bytes.h"
+#include "temper/dist/communicator.h"
+#include "temper/rl/trajectory_wire.h"
+
+using namespace temper;
+
+TEST(Dist, ShardsCoverTheBatchOnceInContiguousBlocks) {
+  for (int64_t n : {0, 1, 5, 7, 64})
+    for (int size : {1, 2, 3, 8}) {
+      int64_t next = 0, smallest = n, largest = 0;
+      for (int r = 0; r < size; ++r) {
+        dist::Range s = dist::shard(n, r, size);
+        EXPECT_EQ(s.begin, next) << n << " rows over " << size;
+        EXPECT_LE(s.begin, s.end);
+        smallest = std::min(smallest, s.end - s.begin);
+        largest = std::max(largest, s.end - s.begin);
+        next = s.end;
+      }
+      EXPECT_EQ(next, n);
+      EXPECT_LE(largest - smallest, 1);
+    }
+}
+
+TEST(Dist, OneProcessGroupIsTheIdentity) {
+  dist::Communicator& c = dist::single();
+  EXPECT_EQ(c.rank(), 0);
+  EXPECT_EQ(c.size(), 1);
+  EXPECT_TRUE(c.is_root());
+  float f[2] = {1.5f, -2.f};
+  c.allreduce_sum(f, 2);
+  EXPECT_EQ(f[0], 1.5f);
+  EXPECT_EQ(f[1], -2.f);
+  std::string s = "x";
+  c.broadcast(s, 0);
+  EXPECT_EQ(c.allgather("abc"), std::vector<std::string>{"abc"});
+  if (!dist::launched_by_mpi()) {
+    EXPECT_STREQ(dist::world().backend(), "single");
+  }
+}
+
+TEST(Dist, BytesRoundTripAndTruncationIsAnError) {
+  ByteWriter w;
+  w.put<int32_t>(-7);
+  w.put(std::vector<float>{1.f, 2.5f});
+  w.put(std::string("he\0llo", 6));
+  w.put(std::vector<int64_t>{});
+  std::string bytes = w.bytes();
+  ByteReader r(bytes);
+  int32_t i = 0;
+  std::vector<float> v;
+  std::string s;
+  std::vector<int64_t> e = {9};
+  r.get(i), r.get(v), r.get(s), r.get(e);
+  EXPECT_EQ(i, -7);
+  EXPECT_EQ(v, (std::vector<float>{1.f, 2.5f}));
+  EXPECT_EQ(s, std::string("he\0llo", 6));
+  EXPECT_TRUE(e.empty());
+  EXPECT_TRUE(r.done());
+  const std::string short_bytes = bytes.substr(0, bytes.size() - 8 - 3);  // into the string
+  ByteReader cut(short_bytes);
+  cut.get(i), cut.get(v);
+  EXPECT_THROW(cut.get(s), Error);
+}
+
+TEST(Dist, TrajectoriesSurviveTheWire) {
+  std::vector<rl::Trajectory> in(2);
+  in[0].problem = 3, in[0].group = 3, in[0].member = 1, in[0].parent = -1;
+  in[0].prompt = {1, 2, 3}, in[0].tokens = {4, 5};
+  in[0].sample_logprob = {-0.5f, -1.f}, in[0].old_logprob = {-0.4f, -1.1f}, in[0].entropy = {2.f, 1.f};
+  in[0].text = "ab", in[0].reward = 0.25, in[0].rewards = {1, 0}, in[0].correct = true;
+  in[0].finish = rollout::FinishReason::stop, in[0].tags = {"fork", ""}, in[0].scored = true;
+  in[1].parent = 0, in[1].fork_pos = 1, in[1].forced = 2, in[1].forced_pos = 1, in[1].off_policy = true;
+  in[1].advantage = {0.5f}, in[1].weight = {1.1f}, in[1].loss_mask = {0.f};
+  std::vector<rl::Trajectory> out = {rl::Trajectory{}};  // decoding appends
+  rl::decode_trajectories(rl::encode_trajectories(in), out);
+  ASSERT_EQ(out.size(), 3u);
+  for (size_t k = 0; k < 2; ++k) {
+    const rl::Trajectory &a = in[k], &b = out[k + 1];
+    EXPECT_EQ(a.problem, b.problem);
+    EXPECT_EQ(a.group, b.group);
+    EXPECT_EQ(a.member, b.member);
+    EXPECT_EQ(a.parent, b.parent);
+    EXPECT_EQ(a.fork_pos, b.fork_pos);
+    EXPECT_EQ(a.forced, b.forced);
+    EXPECT_EQ(a.forced_pos, b.forced_pos);
+    EXPECT_EQ(a.prompt, b.prompt);
+    EXPECT_EQ(a.tokens, b.tokens);
+    EXPECT_EQ(a.sample_logprob, b.sample_logprob);
+    EXPECT_EQ(a.old_logprob, b.old_logprob);
+    EXPECT_EQ(a.entropy, b.entropy);
+    EXPECT_EQ(a.advantage, b.advantage);
+    EXPECT_EQ(a.weight, b.weight);
+    EXPECT_EQ(a.loss_mask, b.loss_mask);
+    EXPECT_EQ(a.text, b.text);
+    EXPECT_EQ(a.reward, b.reward);
+    EXPECT_EQ(a.rewards, b.rewards);
+    EXPECT_EQ(a.correct, b.correct);
+    EXPECT_EQ(a.finish, b.finish);
+    EXPECT_EQ(a.tags, b.tags);
+    EXPECT_EQ(a.off_policy, b.off_policy);
+    EXPECT_EQ(a.scored, b.scored);
+  }
+  EXPECT_THROW(rl::decode_trajectories(rl::encode_trajectories(in) + "x", out), Error);
+}

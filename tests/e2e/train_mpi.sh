@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# `mpirun -np 2 temper train` on the quickstart, shortened (3 SFT + 3 RL steps, an entropy bonus so the
+# RL steps move the weights too):
+#  1. equals the one-process run with the same global batch: weights within 5e-5 relative (float
+#     summation order: each rank sums its rows, then MPI sums the ranks), the same rewards and samples;
+#     rank 0 alone writes the run directory;
+#  2. resumes exactly with 2 ranks from a checkpoint 2 ranks wrote (bitwise equal to the uninterrupted run);
+#  3. resumes with 2 ranks from a checkpoint 1 rank wrote (within the tolerance of 1.);
+#  4. a rank killed (SIGKILL) mid-run ends every rank with a non-zero status, without hanging.
+# Usage: train_mpi.sh TEMPER   (exit 77: skipped, no mpirun)
+set -euo pipefail
+temper=$1
+here=$(cd "$(dirname "$0")" && pwd)
+command -v mpirun > /dev/null || { echo "no mpirun: skipped"; exit 77; }
+work=$(mktemp -d)
+trap 'pkill -9 -f "$work" 2>/dev/null || true; rm -rf "$work"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+mpi=(timeout 300 mpirun -np 2 --oversubscribe --bind-to none)
+common=(--set sft.steps=3 --set rl.steps=3 --set rl.prompts_per_step=4 --set rl.group_size=4 --set rl.max_new=16
+        --set rl.dynamic_sampling=false --set rl.ent_coef=0.01 --set eval.problems=8 --set eval.max_new=16
+        --set eval.every=0 --set sft.batch=8 --set run.checkpoint_every=1 --set run.keep_last=10 --set run.samples_every=1)
+
+metrics_close() {  # the same rows and keys; numbers within 1e-4 relative (timings left out)
+  python3 - "$1" "$2" <<'PY'
+import json, sys
+timing = ("_s", "tokens_per_s", "rss_mb")
+rows = [[json.loads(l) for l in open(p)] for p in sys.argv[1:3]]
+assert len(rows[0]) == len(rows[1]), f"{len(rows[0])} vs {len(rows[1])} metric rows"
+for a, b in zip(*rows):
+    assert a.keys() == b.keys(), f"step {a.get('step')}: keys differ"
+    for k, x in a.items():
+        if k.endswith(timing):
+            continue
+        y = b[k]
+        ok = abs(x - y) <= 1e-4 * max(abs(x), abs(y)) + 1e-6 if isinstance(x, float) else x == y
+        assert ok, f"step {a.get('step')} {a.get('kind')}: {k} {x} vs {y}"
+PY
+}
+close() {  # run dirs A and B: the same metrics and samples, weights within 5e-5
+  metrics_close "$1/metrics.jsonl" "$2/metrics.jsonl" || { echo "metrics differ: $1 vs $2"; exit 1; }
+  cmp "$1/samples.jsonl" "$2/samples.jsonl" || { echo "samples differ: $1 vs $2"; exit 1; }
+  python3 "$here/weights_close.py" "$1/checkpoints/step-6/model.safetensors" "$2/checkpoints/step-6/model.safetensors" 5e-5
+}
+
+"$temper" train --out "$work/one" --threads 1 "${common[@]}" 2> "$work/one.log"
+"${mpi[@]}" "$temper" train --out "$work/two" "${common[@]}" 2> "$work/two.log"
+grep -q "data-parallel over 2 ranks (mpi), 1 thread(s) per rank" "$work/two.log"
+[ "$(grep -c 'temper train: done' "$work/two.log")" -eq 1 ] || { echo "expected one rank to report"; exit 1; }
+python3 "$here/weights_close.py" "$work/one/checkpoints/step-3/model.safetensors" "$work/one/checkpoints/step-6/model.safetensors" 0 \
+  && { echo "the RL steps did not change the weights"; exit 1; }
+close "$work/one" "$work/two"
+
+# 2. Stop after step 4 (inside RL) with 2 ranks, resume with 2 ranks: bitwise the uninterrupted 2-rank run.
+"${mpi[@]}" "$temper" train --out "$work/two_s4" "${common[@]}" --stop-after 4 2> "$work/two_s4.log"
+grep -q "stopped (--stop-after) after step 4" "$work/two_s4.log"
+"${mpi[@]}" "$temper" train --resume "$work/two_s4" 2>> "$work/two_s4.log"
+cmp "$work/two/checkpoints/step-6/model.safetensors" "$work/two_s4/checkpoints/step-6/model.safetensors"
+cmp "$work/two/checkpoints/step-6/trainer_state.safetensors" "$work/two_s4/checkpoints/step-6/trainer_state.safetensors"
+
+# 3. A checkpoint written by one process, resumed by 2 ranks.
+"$temper" train --out "$work/one_s4" --threads 1 "${common[@]}" --stop-after 4 2> "$work/one_s4.log"
+"${mpi[@]}" "$temper" train --resume "$work/one_s4" 2>> "$work/one_s4.log"
+close "$work/one" "$work/one_s4"
+
+# 4. SIGKILL one rank mid-run: mpirun ends the job non-zero; no rank is left behind.
+set +e
+"${mpi[@]}" "$temper" train --out "$work/kill" "${common[@]}" --set rl.steps=100000 2> "$work/kill.log" &
+job=$!
+for _ in $(seq 600); do
+  grep -q '"kind":"train"' "$work/kill/metrics.jsonl" 2>/dev/null && break
+  sleep 0.1
+done
+victim=$(pgrep -f "^$temper train --out $work/kill" | tail -1)
+[ -n "$victim" ] || { echo "no rank to kill"; exit 1; }
+kill -9 "$victim"
+wait $job
+rc=$?
+set -e
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || { echo "expected a non-zero exit (not the 300 s timeout), got $rc"; tail -5 "$work/kill.log"; exit 1; }
+sleep 1
+! pgrep -f "^$temper train --out $work/kill" > /dev/null || { echo "a rank outlived the job"; exit 1; }
+echo "train_mpi: all checks passed (killed rank $victim, mpirun exit $rc)"
