@@ -1,11 +1,11 @@
 // The process group without MPI: shards cover a batch exactly once, the one-process group's
-// collectives are the identity; byte messages and trajectories survive the wire and a truncated
+// collectives are the identity; byte messages and completions survive the wire and a truncated
 // message is an error, not garbage.
 #include <gtest/gtest.h>
 
 #include "temper/core/bytes.h"
 #include "temper/dist/communicator.h"
-#include "temper/rl/trajectory_wire.h"
+#include "temper/rollout/sharded.h"
 
 using namespace temper;
 
@@ -67,43 +67,35 @@ TEST(Dist, BytesRoundTripAndTruncationIsAnError) {
   EXPECT_THROW(cut.get(s), Error);
 }
 
-TEST(Dist, TrajectoriesSurviveTheWire) {
-  std::vector<rl::Trajectory> in(2);
-  in[0].problem = 3, in[0].group = 3, in[0].member = 1, in[0].parent = -1;
-  in[0].prompt = {1, 2, 3}, in[0].tokens = {4, 5};
-  in[0].sample_logprob = {-0.5f, -1.f}, in[0].old_logprob = {-0.4f, -1.1f}, in[0].entropy = {2.f, 1.f};
-  in[0].text = "ab", in[0].reward = 0.25, in[0].rewards = {1, 0}, in[0].correct = true;
-  in[0].finish = rollout::FinishReason::stop, in[0].tags = {"fork", ""}, in[0].scored = true;
-  in[1].parent = 0, in[1].fork_pos = 1, in[1].forced = 2, in[1].forced_pos = 1, in[1].off_policy = true;
-  in[1].advantage = {0.5f}, in[1].weight = {1.1f}, in[1].loss_mask = {0.f};
-  std::vector<rl::Trajectory> out = {rl::Trajectory{}};  // decoding appends
-  rl::decode_trajectories(rl::encode_trajectories(in), out);
+TEST(Dist, CompletionsSurviveTheWire) {
+  std::vector<rollout::Completion> in(2);
+  in[0].request = 3, in[0].member = 1, in[0].stream = 77, in[0].tokens = {4, 5};
+  in[0].sample_logprob = {-0.5f, -1.f}, in[0].policy_logprob = {-0.4f, -1.1f}, in[0].entropy = {2.f, 1.f};
+  in[0].finish = rollout::FinishReason::stop, in[0].stop_string = 2;
+  in[1].parent = 0, in[1].fork_pos = 1, in[1].forced = 2, in[1].forced_pos = 1, in[1].finish = rollout::FinishReason::hook;
+  std::vector<rollout::Completion> out(1);  // decoding appends
+  rollout::decode_completions(rollout::encode_completions(in), out);
   ASSERT_EQ(out.size(), 3u);
   for (size_t k = 0; k < 2; ++k) {
-    const rl::Trajectory &a = in[k], &b = out[k + 1];
-    EXPECT_EQ(a.problem, b.problem);
-    EXPECT_EQ(a.group, b.group);
+    const rollout::Completion &a = in[k], &b = out[k + 1];
+    EXPECT_EQ(a.request, b.request);
     EXPECT_EQ(a.member, b.member);
     EXPECT_EQ(a.parent, b.parent);
     EXPECT_EQ(a.fork_pos, b.fork_pos);
     EXPECT_EQ(a.forced, b.forced);
     EXPECT_EQ(a.forced_pos, b.forced_pos);
-    EXPECT_EQ(a.prompt, b.prompt);
+    EXPECT_EQ(a.stream, b.stream);
     EXPECT_EQ(a.tokens, b.tokens);
     EXPECT_EQ(a.sample_logprob, b.sample_logprob);
-    EXPECT_EQ(a.old_logprob, b.old_logprob);
+    EXPECT_EQ(a.policy_logprob, b.policy_logprob);
     EXPECT_EQ(a.entropy, b.entropy);
-    EXPECT_EQ(a.advantage, b.advantage);
-    EXPECT_EQ(a.weight, b.weight);
-    EXPECT_EQ(a.loss_mask, b.loss_mask);
-    EXPECT_EQ(a.text, b.text);
-    EXPECT_EQ(a.reward, b.reward);
-    EXPECT_EQ(a.rewards, b.rewards);
-    EXPECT_EQ(a.correct, b.correct);
     EXPECT_EQ(a.finish, b.finish);
-    EXPECT_EQ(a.tags, b.tags);
-    EXPECT_EQ(a.off_policy, b.off_policy);
-    EXPECT_EQ(a.scored, b.scored);
+    EXPECT_EQ(a.stop_string, b.stop_string);
   }
-  EXPECT_THROW(rl::decode_trajectories(rl::encode_trajectories(in) + "x", out), Error);
+  EXPECT_THROW(rollout::decode_completions(rollout::encode_completions(in) + "x", out), Error);
+}
+
+TEST(Dist, OneProcessShardHoldsEveryRequest) {
+  EXPECT_EQ(rollout::shard_requests(4, nullptr), (std::vector<int64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(rollout::shard_requests(3, &dist::single()), (std::vector<int64_t>{0, 1, 2}));
 }

@@ -162,6 +162,23 @@ TEST(Dre, OnlineHookForksOnceAtTheFirstVerifiedAnswerWithTheCloseForced) {
   EXPECT_EQ(off.rollout_hook(round), nullptr);
 }
 
+TEST(Dre, OnlineHookOnARankShareKeysSequencesByTheRoundPosition) {
+  // Data-parallel: this rank runs the round's requests 1 and 3 as its requests 0 and 1; the hook
+  // reads problem first + 1 / first + 3 and records global keys.
+  Env e;
+  MethodEnv env = e.env();
+  Dre dre(DreConfig{});
+  dre.attach(env);
+  std::vector<tasks::Problem> problems(5, problem());
+  problems[2].answer = "34";  // request 0 of this rank: round position 1, problem 2, where 33 is wrong
+  const std::vector<int64_t> mine = {1, 3};
+  RolloutRound round{0, 0, &problems, 1, &mine};
+  rollout::RolloutHook* h = dre.rollout_hook(round);
+  EXPECT_TRUE(drive(h, kLong, 0, 0, -1).empty());  // problem 2 wants 34
+  EXPECT_EQ(drive(h, kLong, 1, 0, -1), std::vector<size_t>{kSteps.size()});  // problem 4
+  EXPECT_EQ(static_cast<DreHook*>(h)->forked(), (std::set<std::pair<int64_t, int64_t>>{{4, 0}}));
+}
+
 TEST(Dre, CompositionKeepsOnlyCorrectEditsThatSaveTokensAndAppliesTheMode) {
   for (DreCompose mode : {DreCompose::add_beside, DreCompose::add_and_prefer, DreCompose::replace}) {
     Env e;

@@ -499,14 +499,13 @@ int train(const TrainOptions& o) {
   double first_eval = NAN, last_eval = NAN, sft_end_eval = NAN;
   int64_t last_eval_step = -1;
   auto run_eval = [&](int64_t step) {
-    if (!root) return static_cast<double>(NAN);  // rank 0 evaluates; the others wait for it at the next step's first collective
-    rl::EvalResult e = rl::evaluate(*policy, task, codec, cfg.eval, safe);
+    rl::EvalResult e = rl::evaluate(*policy, task, codec, cfg.eval, safe, &comm);  // every rank generates its share
     report::MetricValues v = {{"eval_accuracy", e.accuracy}, {"eval_len_mean", e.mean_len}, {"eval_len_correct_mean", e.mean_len_correct}};
     for (auto& [k, p] : e.pass_at_k) v.emplace_back("eval_pass_at_" + std::to_string(k), p);
     for (auto& [d, x] : e.by_difficulty) v.emplace_back("eval_accuracy_d" + std::to_string(d), x.second);
     if (!e.solved_within.empty()) v.emplace_back("eval_revised_accuracy", e.solved_within.back());  // within eval.revisions
     if (heldout) {  // the held-out family: same settings, its own eval split
-      rl::EvalResult h = rl::evaluate(*policy, heldout, codec, cfg.eval, safe);
+      rl::EvalResult h = rl::evaluate(*policy, heldout, codec, cfg.eval, safe, &comm);
       v.emplace_back("heldout_accuracy", h.accuracy);
       v.emplace_back("heldout_len_mean", h.mean_len);
     }

@@ -5,6 +5,7 @@
 #include "temper/core/error.h"
 #include "temper/model/kv_pool.h"
 #include "temper/rollout/engine.h"
+#include "temper/rollout/sharded.h"
 
 namespace temper::rl {
 
@@ -28,7 +29,7 @@ double pass_at_k(int64_t n, int64_t c, int64_t k) {
 }
 
 EvalResult evaluate(Transformer& model, std::shared_ptr<const tasks::Task> task, const PromptCodec& codec,
-                    const EvalConfig& cfg, reward::SafeReward& safe) {
+                    const EvalConfig& cfg, reward::SafeReward& safe, dist::Communicator* comm) {
   cfg.validate();
   const int64_t size = task->size(tasks::Split::eval);
   TEMPER_CHECK(size != 0) << "eval: task '" << task->name() << "' has no eval problems";
@@ -54,7 +55,7 @@ EvalResult evaluate(Transformer& model, std::shared_ptr<const tasks::Task> task,
   const int64_t block = 16;
   KvPool pool(model.config(), block, KvPool::blocks_for_budget(model.config(), block, static_cast<size_t>(cfg.kv_memory_mb) << 20));
   rollout::RolloutEngine engine(model, pool, rollout::EngineConfig{cfg.max_seqs, codec.token_bytes});
-  std::vector<rollout::Completion> done = engine.run(reqs);
+  std::vector<rollout::Completion> done = rollout::run_sharded(engine, reqs, comm);
 
   EvalResult res;
   res.problems = n;
@@ -93,7 +94,7 @@ EvalResult evaluate(Transformer& model, std::shared_ptr<const tasks::Task> task,
     rs.context = ctx;
     rs.seed = cfg.seed;
     std::vector<RevisionTrace> tr = revise(
-        problems, rs, cfg.revision, codec, [&](const std::vector<rollout::RolloutRequest>& q) { return engine.run(q); },
+        problems, rs, cfg.revision, codec, [&](const std::vector<rollout::RolloutRequest>& q) { return rollout::run_sharded(engine, q, comm); },
         [&](const tasks::Problem& p, const std::string& text) { return tasks::verify_safely(safe, task, p, text); });
     res.solved_within.assign(static_cast<size_t>(cfg.revisions + 1), 0.0);
     for (const RevisionTrace& t : tr)

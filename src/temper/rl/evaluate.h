@@ -5,6 +5,8 @@
 // share of problems solved within r = 0..K rounds of sequential revision (rl/revision.h).
 #pragma once
 
+#include "temper/dist/communicator.h"
+
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -55,7 +57,9 @@ struct EvalResult {
 
 double pass_at_k(int64_t n, int64_t c, int64_t k);  // unbiased estimator
 
+// Data-parallel (comm with several ranks): each rank generates every N-th request
+// (rollout::run_sharded) and every rank returns the one-process result.
 EvalResult evaluate(Transformer& model, std::shared_ptr<const tasks::Task> task, const PromptCodec& codec,
-                    const EvalConfig& cfg, reward::SafeReward& safe);
+                    const EvalConfig& cfg, reward::SafeReward& safe, dist::Communicator* comm = nullptr);
 
 }  // namespace temper::rl

@@ -11,7 +11,7 @@
 #include "temper/core/log.h"
 #include "temper/core/profile.h"
 #include "temper/core/rng.h"
-#include "temper/rl/trajectory_wire.h"
+#include "temper/rollout/sharded.h"
 
 namespace temper::rl {
 
@@ -135,23 +135,15 @@ void RlTrainer::rollout(int64_t n, int64_t round, std::vector<Trajectory>& out, 
     r.stream = static_cast<uint64_t>(i) * static_cast<uint64_t>(cfg_.group_size);
     reqs.push_back(std::move(r));
   }
-  // Data-parallel: this rank's requests are every ranks()-th one (prompts of mixed lengths spread out).
-  std::vector<int64_t> mine;
-  std::vector<rollout::RolloutRequest> local;
-  if (ranks() > 1)
-    for (size_t j = static_cast<size_t>(rank()); j < reqs.size(); j += static_cast<size_t>(ranks())) {
-      mine.push_back(static_cast<int64_t>(j));
-      local.push_back(reqs[j]);
-    }
+  // Data-parallel: this rank rolls out every ranks()-th request; every rank gets all completions.
+  const std::vector<int64_t> mine = rollout::shard_requests(static_cast<int64_t>(reqs.size()), comm_);
   std::vector<rollout::RolloutHook*> hooks;
   RolloutRound rr{step_, round, &problems, p0, ranks() > 1 ? &mine : nullptr};
   for (Method* m : methods_)
     if (auto* h = m->rollout_hook(rr)) hooks.push_back(h);
   HookChain chain(hooks);
-  std::vector<rollout::Completion> done = engine_->run(ranks() > 1 ? local : reqs, chain.empty() ? nullptr : &chain);
-  std::vector<Trajectory> got;
+  std::vector<rollout::Completion> done = rollout::run_sharded(*engine_, reqs, comm_, chain.empty() ? nullptr : &chain);
   for (rollout::Completion& c : done) {
-    if (ranks() > 1) c.request = mine[static_cast<size_t>(c.request)];
     Trajectory t;
     t.problem = static_cast<int64_t>(p0) + c.request;
     t.group = t.problem;
@@ -168,15 +160,8 @@ void RlTrainer::rollout(int64_t n, int64_t round, std::vector<Trajectory>& out, 
     t.entropy = std::move(c.entropy);
     t.finish = c.finish;
     if (c.parent >= 0) t.tags.push_back("fork");
-    got.push_back(std::move(t));
+    out.push_back(std::move(t));
   }
-  if (ranks() > 1) {  // every rank's trajectories on every rank, in the one-process (request, member) order
-    std::vector<std::string> parts = comm_->allgather(encode_trajectories(got));
-    got.clear();
-    for (const std::string& part : parts) decode_trajectories(part, got);
-    std::stable_sort(got.begin(), got.end(), [](const Trajectory& a, const Trajectory& b) { return a.problem < b.problem; });
-  }
-  for (Trajectory& t : got) out.push_back(std::move(t));
 }
 
 void RlTrainer::score(Batch& b, size_t from) {

@@ -7,9 +7,9 @@
 // from (seed, step), so a resumed run draws exactly what an uninterrupted one would.
 //
 // Data-parallel (set_communicator with several ranks): every rank draws the same prompts and builds
-// the same requests; rank r rolls out requests r, r+N, ... and scores trajectories r, r+N, ...; the
-// trajectories and verdicts are all-gathered, so every rank holds the one-process batch in the
-// one-process order (advantages, methods' batch-wide statistics, dynamic sampling and metrics are
+// the same requests; rank r rolls out requests r, r+N, ... (rollout::run_sharded) and scores
+// trajectories r, r+N, ...; completions and verdicts are all-gathered, so every rank holds the
+// one-process batch in the one-process order (advantages, methods' batch-wide statistics, dynamic sampling and metrics are
 // computed identically everywhere, method state stays in step). In the update each rank computes
 // reference log-probs for its block of rows and gradients for every N-th row of each mini-batch,
 // scaled by the whole mini-batch's normalisers; the optimiser sums gradients over ranks, so every

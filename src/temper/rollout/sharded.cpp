@@ -1,0 +1,62 @@
+#include "temper/rollout/sharded.h"
+
+#include <algorithm>
+
+#include "temper/core/bytes.h"
+
+namespace temper::rollout {
+
+std::vector<int64_t> shard_requests(int64_t n, const dist::Communicator* comm) {
+  const int64_t size = comm ? comm->size() : 1, rank = comm ? comm->rank() : 0;
+  std::vector<int64_t> mine;
+  for (int64_t j = rank; j < n; j += size) mine.push_back(j);
+  return mine;
+}
+
+std::vector<Completion> run_sharded(RolloutEngine& engine, const std::vector<RolloutRequest>& reqs,
+                                    dist::Communicator* comm, RolloutHook* hook) {
+  if (!comm || comm->size() == 1) return engine.run(reqs, hook);
+  const std::vector<int64_t> mine = shard_requests(static_cast<int64_t>(reqs.size()), comm);
+  std::vector<RolloutRequest> local;
+  for (int64_t j : mine) local.push_back(reqs[static_cast<size_t>(j)]);
+  std::vector<Completion> done = engine.run(local, hook);
+  for (Completion& c : done) c.request = mine[static_cast<size_t>(c.request)];
+  std::vector<std::string> parts = comm->allgather(encode_completions(done));
+  done.clear();
+  for (const std::string& p : parts) decode_completions(p, done);
+  // Each request's completions come from one rank in engine order: a stable sort by request restores
+  // the one-process order.
+  std::stable_sort(done.begin(), done.end(), [](const Completion& a, const Completion& b) { return a.request < b.request; });
+  return done;
+}
+
+std::string encode_completions(const std::vector<Completion>& done) {
+  ByteWriter w;
+  w.put<int64_t>(static_cast<int64_t>(done.size()));
+  for (const Completion& c : done) {
+    w.put(c.request), w.put(c.member), w.put(c.parent), w.put(c.fork_pos), w.put(c.forced), w.put(c.forced_pos), w.put(c.stream);
+    w.put(c.tokens), w.put(c.sample_logprob), w.put(c.policy_logprob), w.put(c.entropy);
+    w.put<int32_t>(static_cast<int32_t>(c.finish)), w.put(c.stop_string);
+  }
+  return std::move(w.bytes());
+}
+
+void decode_completions(const std::string& bytes, std::vector<Completion>& out) {
+  ByteReader r(bytes);
+  int64_t n = 0;
+  r.get(n);
+  TEMPER_CHECK(n >= 0) << "completion message: negative count";
+  for (int64_t i = 0; i < n; ++i) {
+    Completion c;
+    int32_t finish = 0;
+    r.get(c.request), r.get(c.member), r.get(c.parent), r.get(c.fork_pos), r.get(c.forced), r.get(c.forced_pos), r.get(c.stream);
+    r.get(c.tokens), r.get(c.sample_logprob), r.get(c.policy_logprob), r.get(c.entropy);
+    r.get(finish), r.get(c.stop_string);
+    TEMPER_CHECK(finish >= 0 && finish <= static_cast<int32_t>(FinishReason::hook)) << "completion message: bad finish reason " << finish;
+    c.finish = static_cast<FinishReason>(finish);
+    out.push_back(std::move(c));
+  }
+  TEMPER_CHECK(r.done()) << "completion message: trailing bytes";
+}
+
+}  // namespace temper::rollout

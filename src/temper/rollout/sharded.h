@@ -1,0 +1,27 @@
+// Data-parallel generation: with a process group of N ranks, rank r runs requests r, r+N, ... on its
+// own engine and the completions of every rank are all-gathered, so every rank returns what one
+// process's engine.run(reqs) returns, in its (request, member) order. A sample does not depend on the
+// rank that drew it (per-request seeds and streams); its log-probs may differ by float rounding,
+// because each rank's engine batches other rows. Requests interleave so ranks get alike mixes of
+// prompt lengths. Hooks see this rank's requests: shard_requests() maps them back.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "temper/dist/communicator.h"
+#include "temper/rollout/engine.h"
+
+namespace temper::rollout {
+
+// The request indices this rank runs (all of them for one process or a null group).
+std::vector<int64_t> shard_requests(int64_t n, const dist::Communicator* comm);
+
+std::vector<Completion> run_sharded(RolloutEngine& engine, const std::vector<RolloutRequest>& reqs,
+                                    dist::Communicator* comm, RolloutHook* hook = nullptr);
+
+// Completions as bytes (what run_sharded all-gathers); decoding appends.
+std::string encode_completions(const std::vector<Completion>& done);
+void decode_completions(const std::string& bytes, std::vector<Completion>& out);
+
+}  // namespace temper::rollout
