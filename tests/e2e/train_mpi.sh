@@ -20,17 +20,17 @@ common=(--set sft.steps=3 --set rl.steps=3 --set rl.prompts_per_step=4 --set rl.
         --set rl.dynamic_sampling=false --set rl.ent_coef=0.01 --set eval.problems=8 --set eval.max_new=16
         --set eval.every=0 --set sft.batch=8 --set run.checkpoint_every=1 --set run.keep_last=10 --set run.samples_every=1)
 
-metrics_close() {  # the same rows and keys; numbers within 1e-4 relative (timings left out)
+metrics_close() {  # the same rows and keys; numbers within 1e-4 relative (timings and communication left out)
   python3 - "$1" "$2" <<'PY'
 import json, sys
 timing = ("_s", "tokens_per_s", "rss_mb")
 rows = [[json.loads(l) for l in open(p)] for p in sys.argv[1:3]]
 assert len(rows[0]) == len(rows[1]), f"{len(rows[0])} vs {len(rows[1])} metric rows"
+keep = lambda r: {k: v for k, v in r.items() if not k.endswith(timing) and not k.startswith("comm_")}  # comm_*: 2 ranks only
 for a, b in zip(*rows):
-    assert a.keys() == b.keys(), f"step {a.get('step')}: keys differ"
+    a, b = keep(a), keep(b)
+    assert a.keys() == b.keys(), f"step {a.get('step')}: keys differ: {sorted(a.keys() ^ b.keys())}"
     for k, x in a.items():
-        if k.endswith(timing):
-            continue
         y = b[k]
         ok = abs(x - y) <= 1e-4 * max(abs(x), abs(y)) + 1e-6 if isinstance(x, float) else x == y
         assert ok, f"step {a.get('step')} {a.get('kind')}: {k} {x} vs {y}"

@@ -1,5 +1,7 @@
 #include "temper/app/train_cmd.h"
 
+#include <sched.h>
+
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -285,6 +287,14 @@ RunConfig read_config(Recipe& r) {
   return c;
 }
 
+// The cores this process may run on (mpirun binds ranks to cores by default).
+int cores_bound() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return default_num_threads();
+  return std::max(1, CPU_COUNT(&set));
+}
+
 double rss_mb() {
   FILE* f = std::fopen("/proc/self/statm", "r");
   if (!f) return 0;
@@ -295,6 +305,14 @@ double rss_mb() {
 }
 
 }  // namespace
+
+// Data-parallel: what this rank sent through collectives during the step and the time they took
+// (waiting for slower ranks included).
+void add_comm_metrics(rl::Metrics& m, const dist::Communicator& comm, int64_t bytes0, double s0) {
+  if (comm.size() == 1) return;
+  m.emplace_back("comm_mb", static_cast<double>(comm.bytes_sent() - bytes0) / (1 << 20));
+  m.emplace_back("comm_s", comm.seconds() - s0);
+}
 
 int train(const TrainOptions& o) {
   // The recipe: a file, the built-in quickstart, or the resumed run's resolved config.
@@ -316,8 +334,13 @@ int train(const TrainOptions& o) {
   const bool root = comm.is_root();
   if (o.threads > 0) set_num_threads(o.threads);
   else if (cfg.threads > 0) set_num_threads(static_cast<int>(cfg.threads));
-  else if (comm.local_size() > 1 && !std::getenv("TEMPER_THREADS"))  // ranks on one machine share its cores
-    set_num_threads(std::max(1, default_num_threads() / comm.local_size()));
+  else if (comm.local_size() > 1 && !std::getenv("TEMPER_THREADS")) {  // ranks on one machine share its cores
+    const int share = std::max(1, default_num_threads() / comm.local_size()), bound = cores_bound();
+    if (bound < share && root)
+      std::fprintf(stderr, "temper train: warning: mpirun bound each rank to %d core(s) of the %d it could use; "
+                           "run with --bind-to none, or --map-by slot:PE=%d\n", bound, share, share);
+    set_num_threads(std::max(1, std::min(share, bound)));
+  }
 
   std::string resume_from;
   const std::string config_text = recipe.resolved_toml();
@@ -577,10 +600,13 @@ int train(const TrainOptions& o) {
   if (st.step == 0) run_eval(0);
   // SFT.
   while (st.sft_steps < cfg.sft_steps) {
+    const int64_t comm_bytes = comm.bytes_sent();
+    const double comm_s = comm.seconds();
     rl::Metrics m = sft.step();
     ++st.step;
     ++st.sft_steps;
     m.emplace_back("rss_mb", rss_mb());
+    add_comm_metrics(m, comm, comm_bytes, comm_s);
     sinks.write(st.step, "sft", m);
     progress.update(st.step, m);
     if (after_step(false)) return 0;
@@ -595,9 +621,12 @@ int train(const TrainOptions& o) {
       make_rl();
     }
     while (rlt->steps_done() < cfg.rl_steps) {
+      const int64_t comm_bytes = comm.bytes_sent();
+      const double comm_s = comm.seconds();
       rl::Metrics m = rlt->step();
       ++st.step;
       m.emplace_back("rss_mb", rss_mb());
+      add_comm_metrics(m, comm, comm_bytes, comm_s);
       sinks.write(st.step, "train", m);
       if (samples && cfg.samples_every > 0 && rlt->steps_done() % cfg.samples_every == 0) {
         const rl::Batch& b = rlt->last_batch();

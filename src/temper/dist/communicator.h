@@ -37,6 +37,14 @@ class Communicator {
   [[noreturn]] virtual void abort(int code) = 0;
 
   bool is_root() const { return rank() == 0; }
+  // What this rank has sent through collectives (payload bytes) and the wall time spent in them
+  // (waiting for slower ranks included): the communication cost of a step, as metrics.
+  int64_t bytes_sent() const { return bytes_; }
+  double seconds() const { return seconds_; }
+
+ protected:
+  int64_t bytes_ = 0;
+  double seconds_ = 0;
 };
 
 class SingleProcess final : public Communicator {

@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 
 #include "temper/core/error.h"
@@ -22,6 +23,17 @@ void check(int rc, const char* what) {
   MPI_Error_string(rc, msg, &len);
   TEMPER_FAIL() << "MPI " << what << " failed: " << std::string(msg, static_cast<size_t>(len));
 }
+
+// Counts a collective's payload and wall time into the communicator's totals.
+class Timed {
+ public:
+  Timed(int64_t& bytes, double& seconds, int64_t n) : seconds_(seconds), t0_(std::chrono::steady_clock::now()) { bytes += n; }
+  ~Timed() { seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(); }
+
+ private:
+  double& seconds_;
+  std::chrono::steady_clock::time_point t0_;
+};
 
 class Mpi final : public Communicator {
  public:
@@ -55,11 +67,13 @@ class Mpi final : public Communicator {
   void allreduce_max(double* data, int64_t n) override { reduce(data, n, MPI_DOUBLE, MPI_MAX, sizeof(double)); }
 
   void broadcast(float* data, int64_t n, int root) override {
+    Timed t(bytes_, seconds_, rank_ == root ? n * static_cast<int64_t>(sizeof(float)) : 0);
     const int64_t step = kBucketBytes / static_cast<int64_t>(sizeof(float));
     for (int64_t i = 0; i < n; i += step)
       check(MPI_Bcast(data + i, static_cast<int>(std::min(step, n - i)), MPI_FLOAT, root, MPI_COMM_WORLD), "broadcast");
   }
   void broadcast(std::string& bytes, int root) override {
+    Timed t(bytes_, seconds_, rank_ == root ? static_cast<int64_t>(bytes.size()) : 0);
     int64_t n = static_cast<int64_t>(bytes.size());
     check(MPI_Bcast(&n, 1, MPI_INT64_T, root, MPI_COMM_WORLD), "broadcast");
     bytes.resize(static_cast<size_t>(n));
@@ -68,6 +82,7 @@ class Mpi final : public Communicator {
   }
   std::vector<std::string> allgather(const std::string& bytes) override {
     const int64_t mine = static_cast<int64_t>(bytes.size());
+    Timed t(bytes_, seconds_, mine);
     std::vector<int64_t> lens(static_cast<size_t>(size_));
     check(MPI_Allgather(&mine, 1, MPI_INT64_T, lens.data(), 1, MPI_INT64_T, MPI_COMM_WORLD), "allgather");
     int64_t total = 0;
@@ -88,7 +103,10 @@ class Mpi final : public Communicator {
       out[static_cast<size_t>(r)] = all.substr(static_cast<size_t>(displs[static_cast<size_t>(r)]), static_cast<size_t>(counts[static_cast<size_t>(r)]));
     return out;
   }
-  void barrier() override { check(MPI_Barrier(MPI_COMM_WORLD), "barrier"); }
+  void barrier() override {
+    Timed t(bytes_, seconds_, 0);
+    check(MPI_Barrier(MPI_COMM_WORLD), "barrier");
+  }
   [[noreturn]] void abort(int code) override {
     MPI_Abort(MPI_COMM_WORLD, code);
     std::_Exit(code);
@@ -96,6 +114,7 @@ class Mpi final : public Communicator {
 
  private:
   void reduce(void* data, int64_t n, MPI_Datatype type, MPI_Op op, size_t elem) {
+    Timed t(bytes_, seconds_, n * static_cast<int64_t>(elem));
     const int64_t step = kBucketBytes / static_cast<int64_t>(elem);
     char* p = static_cast<char*>(data);
     for (int64_t i = 0; i < n; i += step)
