@@ -410,7 +410,9 @@ int train(const TrainOptions& o) {
     LoadedModel tm = load_model(cfg.teacher.path);
     TEMPER_CHECK(tm.tokenizer) << cfg.teacher.path << ": the teacher has no tokenizer (tokenizer.json or GGUF tokenizer metadata)";
     rl::PromptCodec tc = make_codec(tm.tokenizer, tm.eos_ids, cfg.prompt_format, cfg.system_prompt);
-    teacher = std::make_shared<rl::ModelTeacher>(std::move(tm.model), std::move(tc), cfg.teacher.model);
+    auto mt = std::make_shared<rl::ModelTeacher>(std::move(tm.model), std::move(tc), cfg.teacher.model);
+    mt->set_communicator(&comm);
+    teacher = mt;
   }
   rl::SftTrainer sft(*policy, task, codec, cfg.sft, teacher.get());
   sft.trainer().optimizer().set_communicator(&comm);

@@ -90,7 +90,7 @@ RlTrainer::RlTrainer(Transformer& policy, std::shared_ptr<const tasks::Task> tas
   env.context = policy_.config().max_position_embeddings;
   env.seed = cfg_.seed;
   env.verify = [this](const tasks::Problem& p, const std::string& text) { return tasks::verify_safely(safe_, task_, p, text); };
-  env.generate = [this](const std::vector<rollout::RolloutRequest>& reqs) { return engine_->run(reqs); };
+  env.generate = [this](const std::vector<rollout::RolloutRequest>& reqs) { return rollout::run_sharded(*engine_, reqs, comm_); };
   env.score_tokens = [this](const std::vector<int32_t>& prompt, const std::vector<int32_t>& tokens, std::vector<float>& logp,
                             std::vector<float>& entropy) {
     const int64_t T = static_cast<int64_t>(prompt.size() + tokens.size());

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "temper/core/error.h"
+#include "temper/rollout/sharded.h"
 
 namespace temper::rl {
 
@@ -67,7 +68,7 @@ std::vector<std::vector<std::string>> ModelTeacher::respond(const std::vector<ta
     reqs.push_back(std::move(r));
     which.push_back(i);
   }
-  std::vector<rollout::Completion> done = engine_->run(reqs);
+  std::vector<rollout::Completion> done = rollout::run_sharded(*engine_, reqs, comm_);
   std::sort(done.begin(), done.end(), [](const rollout::Completion& a, const rollout::Completion& b) {
     return a.request != b.request ? a.request < b.request : a.member < b.member;
   });

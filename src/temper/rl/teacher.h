@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "temper/dist/communicator.h"
 #include "temper/model/kv_pool.h"
 #include "temper/model/transformer.h"
 #include "temper/rl/prompt_codec.h"
@@ -55,8 +56,12 @@ class ModelTeacher : public Teacher {
                                                 uint64_t seed) override;
   Transformer* model() override { return model_.get(); }
   const PromptCodec& codec() const { return codec_; }
+  // Data-parallel: every rank answers its share of the questions (rollout::run_sharded) and all
+  // ranks get every answer. Every rank must call respond() with the same questions.
+  void set_communicator(dist::Communicator* comm) { comm_ = comm; }
 
  private:
+  dist::Communicator* comm_ = nullptr;
   std::unique_ptr<Transformer> model_;
   PromptCodec codec_;
   ModelTeacherConfig cfg_;
