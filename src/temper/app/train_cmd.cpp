@@ -14,6 +14,8 @@
 #include <optional>
 #include <ostream>
 
+#include <nlohmann/json.hpp>
+
 #include "temper/app/checkpoint.h"
 #include "temper/app/codec.h"
 #include "temper/rl/methods/reves.h"
@@ -35,6 +37,7 @@
 #include "temper/rl/methods/stare.h"
 #include "temper/rl/rl_trainer.h"
 #include "temper/rl/sft.h"
+#include "temper/rl/curriculum.h"
 
 namespace fs = std::filesystem;
 
@@ -51,6 +54,8 @@ struct RunConfig {
   std::string task_name;
   tasks::TaskParams task_params;
   int64_t sft_steps = 0, rl_steps = 0;
+  std::optional<rl::CurriculumConfig> curriculum;  // [curriculum]: the stages' steps and sets from a budget
+  rl::CurriculumPlan plan;
   rl::SftConfig sft;
   rl::RlConfig rl;
   std::optional<rl::StareConfig> stare;
@@ -106,8 +111,28 @@ RunConfig read_config(Recipe& r) {
   c.task_name = r.get_string("task.name", "arithmetic");
   c.task_params = r.get_table("task.params.");
 
-  c.sft_steps = r.get_int("sft.steps", 0);
   c.sft.batch = r.get_int("sft.batch", 32);
+  if (r.has_prefix("curriculum.")) {  // the steps of both stages follow from the budget and the ratio
+    TEMPER_CHECK(!r.has("sft.steps") && !r.has("rl.steps"))
+        << r.source() << ": [curriculum] sets sft.steps and rl.steps from curriculum.total and curriculum.ratio; remove "
+        << (r.has("sft.steps") ? "sft.steps" : "rl.steps");
+    rl::CurriculumConfig cc;
+    rl::CurriculumConfig::parse_ratio(r.get_string("curriculum.ratio", "4:1"), cc.sft_parts, cc.rl_parts);
+    cc.budget = r.get_choice("curriculum.budget", cc.budget, {"prompts", "steps"});
+    cc.total = r.get_int("curriculum.total", 0);
+    cc.sft_set = r.get_string("curriculum.sft_set", cc.sft_set);
+    cc.rl_set = r.get_string("curriculum.rl_set", cc.rl_set);
+    cc.require_coverage = r.get_bool("curriculum.require_coverage", cc.require_coverage);
+    TEMPER_CHECK(!c.task_params.count("train_set"))
+        << r.source() << ": [curriculum] chooses the task's train_set per stage (curriculum.sft_set, curriculum.rl_set); remove task.params.train_set";
+    c.plan = rl::plan_curriculum(cc, c.sft.batch, r.get_int("rl.prompts_per_step", 8),
+                                 r.get_int("rl.epochs", 1) * r.get_int("rl.mini_batches", 1));
+    c.sft_steps = c.plan.sft_steps;
+    c.rl_steps = c.plan.rl_steps;
+    c.curriculum = cc;
+  } else {
+    c.sft_steps = r.get_int("sft.steps", 0);
+  }
   c.sft.train.micro_batch = r.get_int("sft.micro_batch", 0);
   OptimizerConfig so = read_optimizer(r, "sft", 1e-3, 0.1, 0.0, c.sft_steps);
   c.sft.train.adamw = so.adamw;
@@ -126,7 +151,7 @@ RunConfig read_config(Recipe& r) {
   }
   c.sft.seed = c.seed;
 
-  c.rl_steps = r.get_int("rl.steps", 0);
+  if (!c.curriculum) c.rl_steps = r.get_int("rl.steps", 0);
   rl::RlConfig& q = c.rl;
   q.prompts_per_step = r.get_int("rl.prompts_per_step", 8);
   q.group_size = r.get_int("rl.group_size", 8);
@@ -398,6 +423,36 @@ int train(const TrainOptions& o) {
   ex.tokenizer_config_json_text = tok->to_hf_config_json();
 
   std::shared_ptr<const tasks::Task> task = tasks::make_task(cfg.task_name, cfg.task_params);
+  std::shared_ptr<const tasks::Task> sft_task = task, rl_task = task;  // [curriculum]: each stage its own set
+  if (cfg.curriculum) {
+    tasks::TaskParams sp = cfg.task_params, rp = cfg.task_params;
+    sp["train_set"] = cfg.curriculum->sft_set;
+    rp["train_set"] = cfg.curriculum->rl_set;
+    sft_task = tasks::make_task(cfg.task_name, sp);
+    rl_task = tasks::make_task(cfg.task_name, rp);
+    TEMPER_CHECK(!sft_task->module_inventory().empty())
+        << recipe.source() << ": [curriculum] needs a compositional task that names its modules (compose), got '" << cfg.task_name << "'";
+    // Coverage of the SFT stage, counted on the problems it will draw, before any training.
+    rl::Coverage cov = rl::count_coverage(*sft_task, std::min<int64_t>(cfg.plan.sft_prompts, 200000));
+    if (root) {
+      std::fprintf(stderr, "temper train: curriculum %lld:%lld in %s over %lld: %s\n", static_cast<long long>(cfg.curriculum->sft_parts),
+                   static_cast<long long>(cfg.curriculum->rl_parts), cfg.curriculum->budget.c_str(),
+                   static_cast<long long>(cfg.curriculum->total), cfg.plan.describe().c_str());
+      std::fprintf(stderr, "temper train: SFT set '%s' covers %s\n", cfg.curriculum->sft_set.c_str(), cov.describe().c_str());
+      nlohmann::json j;
+      j["ratio"] = {cfg.curriculum->sft_parts, cfg.curriculum->rl_parts};
+      j["budget"] = cfg.curriculum->budget;
+      j["total"] = cfg.curriculum->total;
+      j["sft"] = {{"set", cfg.curriculum->sft_set}, {"steps", cfg.plan.sft_steps}, {"prompts", cfg.plan.sft_prompts}, {"updates", cfg.plan.sft_updates}};
+      j["rl"] = {{"set", cfg.curriculum->rl_set}, {"steps", cfg.plan.rl_steps}, {"prompts", cfg.plan.rl_prompts}, {"updates", cfg.plan.rl_updates}};
+      j["coverage"] = {{"problems", cov.problems}, {"modules", cov.count}, {"missing", cov.missing}};
+      io::write_text_atomic((fs::path(run_dir) / "curriculum.json").string(), j.dump(2) + "\n");
+    }
+    TEMPER_CHECK(cov.missing.empty() || !cfg.curriculum->require_coverage || cfg.plan.sft_prompts == 0)
+        << recipe.source() << ": the SFT stage never shows module(s) " << [&] { std::string m; for (auto& x : cov.missing) m += (m.empty() ? "" : ", ") + x; return m; }()
+        << " in its " << cov.problems << " problems; raise curriculum.total or the SFT share, or set curriculum.require_coverage = false"
+           " (a deliberately held-out module)";
+  }
   std::shared_ptr<const tasks::Task> heldout;
   if (!cfg.heldout_task.empty()) heldout = tasks::make_task(cfg.heldout_task, cfg.heldout_params);
   rl::PromptCodec codec = make_codec(tok, eos_ids, cfg.prompt_format, cfg.system_prompt);
@@ -414,7 +469,7 @@ int train(const TrainOptions& o) {
     mt->set_communicator(&comm);
     teacher = mt;
   }
-  rl::SftTrainer sft(*policy, task, codec, cfg.sft, teacher.get());
+  rl::SftTrainer sft(*policy, sft_task, codec, cfg.sft, teacher.get());
   sft.trainer().optimizer().set_communicator(&comm);
   std::unique_ptr<Transformer> reference;
   if (cfg.rl.loss.kl_coef > 0) reference = std::make_unique<Transformer>(policy->config());
@@ -428,7 +483,7 @@ int train(const TrainOptions& o) {
     if (reference) reference->set_precision(policy->precision());
     std::vector<rl::Method*> ms;
     for (auto& m : methods) ms.push_back(m.get());
-    rlt = std::make_unique<rl::RlTrainer>(*policy, task, codec, cfg.rl, safe, ms, reference.get());
+    rlt = std::make_unique<rl::RlTrainer>(*policy, rl_task, codec, cfg.rl, safe, ms, reference.get());
     rlt->set_communicator(&comm);
   };
 

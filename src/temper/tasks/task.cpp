@@ -13,6 +13,7 @@
 #include "temper/tasks/countdown.h"
 #include "temper/tasks/mixture.h"
 #include "temper/tasks/dataset.h"
+#include "temper/tasks/compose.h"
 #include "temper/tasks/string_ops.h"
 
 namespace temper::tasks {
@@ -57,6 +58,7 @@ const std::map<std::string, Factory>& registry() {
       {"dataset", [](const TaskParams& p) { return std::make_unique<DatasetTask>(DatasetConfig::from_params(p)); }},
       {"constraints", [](const TaskParams& p) { return std::make_unique<ConstraintsTask>(ConstraintsConfig::from_params(p)); }},
       {"mixture", [](const TaskParams& p) { return std::make_unique<MixtureTask>(p); }},
+      {"compose", [](const TaskParams& p) { return std::make_unique<ComposeTask>(ComposeConfig::from_params(p)); }},
   };
   return kTasks;
 }

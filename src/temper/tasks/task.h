@@ -40,6 +40,7 @@ struct Problem {
   std::string rubric;             // optional (datasets)
   int difficulty = 0;
   int64_t index = -1;             // the train index the trainer drew it at; -1: built by a method (ZPPO, REVES)
+  std::vector<std::string> modules;  // compositional families: the atomic modules it uses (curriculum coverage)
 };
 
 struct Verdict {
@@ -70,6 +71,8 @@ class Task {
   // Canonical strings of the reasoning states the completion passes through, in order (for graph methods that
   // merge equivalent states). Default: none.
   virtual std::vector<std::string> intermediate_states(const Problem&, const std::string& completion) const;
+  // Compositional families: every atomic module a problem may use (Problem::modules names them); empty otherwise.
+  virtual std::vector<std::string> module_inventory() const { return {}; }
 };
 
 using TaskParams = std::map<std::string, std::string>;  // from the TOML recipe, values as text

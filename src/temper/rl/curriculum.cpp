@@ -1,0 +1,82 @@
+#include "temper/rl/curriculum.h"
+
+#include <cstdio>
+
+#include "temper/core/error.h"
+
+namespace temper::rl {
+
+void CurriculumConfig::parse_ratio(const std::string& text, int64_t& a, int64_t& b) {
+  size_t colon = text.find(':');
+  bool ok = colon != std::string::npos && colon > 0 && colon + 1 < text.size() &&
+            text.find_first_not_of("0123456789:") == std::string::npos && text.find(':', colon + 1) == std::string::npos;
+  if (ok) {
+    a = std::stoll(text.substr(0, colon));
+    b = std::stoll(text.substr(colon + 1));
+    ok = a + b > 0;
+  }
+  TEMPER_CHECK(ok) << "curriculum.ratio: expected \"SFT:RL\" with non-negative integers, not both 0 (e.g. \"4:1\"), got '" << text << "'";
+}
+
+void CurriculumConfig::validate() const {
+  TEMPER_CHECK(sft_parts >= 0 && rl_parts >= 0 && sft_parts + rl_parts > 0) << "curriculum.ratio: parts must be >= 0, not both 0";
+  TEMPER_CHECK(budget == "prompts" || budget == "steps") << "curriculum.budget: expected \"prompts\" or \"steps\", got '" << budget << "'";
+  TEMPER_CHECK(total > 0) << "curriculum.total: expected the budget of both stages (> 0), got " << total;
+  TEMPER_CHECK(!sft_set.empty() && !rl_set.empty()) << "curriculum.sft_set and rl_set must not be empty";
+}
+
+CurriculumPlan plan_curriculum(const CurriculumConfig& c, int64_t sft_batch, int64_t rl_prompts, int64_t rl_updates_per_step) {
+  c.validate();
+  TEMPER_CHECK(sft_batch > 0 && rl_prompts > 0 && rl_updates_per_step > 0) << "curriculum: batch sizes must be > 0";
+  auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  const int64_t sft_share = (c.total * c.sft_parts + (c.sft_parts + c.rl_parts) / 2) / (c.sft_parts + c.rl_parts);  // rounded
+  CurriculumPlan p;
+  if (c.budget == "prompts") {
+    p.sft_steps = ceil_div(sft_share, sft_batch);
+    p.rl_steps = ceil_div(c.total - sft_share, rl_prompts);
+  } else {
+    p.sft_steps = sft_share;
+    p.rl_steps = ceil_div(c.total - sft_share, rl_updates_per_step);
+  }
+  p.sft_prompts = p.sft_steps * sft_batch;
+  p.rl_prompts = p.rl_steps * rl_prompts;
+  p.sft_updates = p.sft_steps;
+  p.rl_updates = p.rl_steps * rl_updates_per_step;
+  return p;
+}
+
+std::string CurriculumPlan::describe() const {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "SFT %lld steps (%lld prompts, %lld optimiser steps), RL %lld steps (%lld prompts, %lld optimiser steps)",
+                static_cast<long long>(sft_steps), static_cast<long long>(sft_prompts), static_cast<long long>(sft_updates),
+                static_cast<long long>(rl_steps), static_cast<long long>(rl_prompts), static_cast<long long>(rl_updates));
+  return buf;
+}
+
+Coverage count_coverage(const tasks::Task& task, int64_t n) {
+  Coverage c;
+  for (const std::string& m : task.module_inventory()) c.count[m] = 0;
+  const int64_t size = task.size(tasks::Split::train);
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t idx = static_cast<uint64_t>(i);
+    if (size > 0) idx %= static_cast<uint64_t>(size);
+    for (const std::string& m : task.problem(tasks::Split::train, idx).modules) ++c.count[m];
+    ++c.problems;
+  }
+  for (auto& [m, k] : c.count)
+    if (k == 0) c.missing.push_back(m);
+  return c;
+}
+
+std::string Coverage::describe() const {
+  std::string s = std::to_string(count.size() - missing.size()) + "/" + std::to_string(count.size()) + " modules over " +
+                  std::to_string(problems) + " problems:";
+  for (auto& [m, k] : count) s += " " + m + "=" + std::to_string(k);
+  if (!missing.empty()) {
+    s += "; never shown:";
+    for (auto& m : missing) s += " " + m;
+  }
+  return s;
+}
+
+}  // namespace temper::rl
