@@ -182,10 +182,14 @@ TEST(Curriculum, BudgetSplitsInPromptsOrOptimiserSteps) {
   p = rl::plan_curriculum(c, 32, 16, 2);
   EXPECT_EQ(p.sft_steps, 100);
   EXPECT_EQ(p.rl_steps, 0);
-  c.sft_parts = 2, c.rl_parts = 1, c.budget = "prompts", c.total = 100;  // 67 SFT prompts: 3 steps of 32 (96)
+  c.sft_parts = 2, c.rl_parts = 1, c.budget = "prompts", c.total = 100;  // 66.7 SFT prompts: 2 whole steps of 32
   p = rl::plan_curriculum(c, 32, 16, 1);
-  EXPECT_EQ(p.sft_steps, 3);
-  EXPECT_EQ(p.rl_steps, 3);  // 33 RL prompts: 3 steps of 16
+  EXPECT_EQ(p.sft_steps, 2);
+  EXPECT_EQ(p.rl_steps, 2);  // the 36 prompts left: 2 steps of 16
+  c.total = 10;  // less than a step: each stage with a share still gets one
+  p = rl::plan_curriculum(c, 32, 16, 1);
+  EXPECT_EQ(p.sft_steps, 1);
+  EXPECT_EQ(p.rl_steps, 1);
 }
 
 TEST(Curriculum, CoverageCountsModulesAndNamesTheMissingOnes) {

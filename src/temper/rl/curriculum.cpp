@@ -1,5 +1,7 @@
 #include "temper/rl/curriculum.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "temper/core/error.h"
@@ -28,16 +30,17 @@ void CurriculumConfig::validate() const {
 CurriculumPlan plan_curriculum(const CurriculumConfig& c, int64_t sft_batch, int64_t rl_prompts, int64_t rl_updates_per_step) {
   c.validate();
   TEMPER_CHECK(sft_batch > 0 && rl_prompts > 0 && rl_updates_per_step > 0) << "curriculum: batch sizes must be > 0";
-  auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
-  const int64_t sft_share = (c.total * c.sft_parts + (c.sft_parts + c.rl_parts) / 2) / (c.sft_parts + c.rl_parts);  // rounded
+  // Whole steps, rounded to the nearest (at least one for a stage with a share); RL gets what the SFT
+  // stage's whole steps leave of the total.
+  auto steps = [](double units, int64_t per_step, bool wanted) {
+    int64_t n = static_cast<int64_t>(std::llround(units / static_cast<double>(per_step)));
+    return wanted ? std::max<int64_t>(1, n) : 0;
+  };
+  const double sft_share = static_cast<double>(c.total) * static_cast<double>(c.sft_parts) / static_cast<double>(c.sft_parts + c.rl_parts);
+  const int64_t sft_unit = c.budget == "prompts" ? sft_batch : 1, rl_unit = c.budget == "prompts" ? rl_prompts : rl_updates_per_step;
   CurriculumPlan p;
-  if (c.budget == "prompts") {
-    p.sft_steps = ceil_div(sft_share, sft_batch);
-    p.rl_steps = ceil_div(c.total - sft_share, rl_prompts);
-  } else {
-    p.sft_steps = sft_share;
-    p.rl_steps = ceil_div(c.total - sft_share, rl_updates_per_step);
-  }
+  p.sft_steps = steps(sft_share, sft_unit, c.sft_parts > 0);
+  p.rl_steps = steps(std::max(0.0, static_cast<double>(c.total - p.sft_steps * sft_unit)), rl_unit, c.rl_parts > 0);
   p.sft_prompts = p.sft_steps * sft_batch;
   p.rl_prompts = p.rl_steps * rl_prompts;
   p.sft_updates = p.sft_steps;

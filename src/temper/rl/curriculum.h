@@ -32,7 +32,8 @@ struct CurriculumPlan {
   std::string describe() const;
 };
 
-// Split the budget. sft_batch: prompts per SFT step (one optimiser step each); rl_prompts: prompts per
+// Split the budget into whole steps (nearest; at least one for a stage with a share; RL takes what the
+// SFT stage's whole steps leave). sft_batch: prompts per SFT step (one optimiser step each); rl_prompts: prompts per
 // RL step; rl_updates_per_step: optimiser steps per RL step (epochs x mini-batches).
 CurriculumPlan plan_curriculum(const CurriculumConfig& c, int64_t sft_batch, int64_t rl_prompts, int64_t rl_updates_per_step);
 
