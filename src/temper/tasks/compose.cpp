@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "temper/core/error.h"
+#include "temper/tasks/string_ops.h"
 
 namespace temper::tasks {
 namespace {
@@ -61,14 +62,9 @@ const std::vector<std::string>& compose_routings_all() {
 }
 
 std::string compose_skill(std::string_view skill, const std::string& s, const std::string& alphabet) {
+  if (skill == "rev" || skill == "rotl" || skill == "swap" || skill == "shift") return string_op_apply(skill, s, alphabet);
   std::string r = s;
-  if (skill == "rev") {
-    std::reverse(r.begin(), r.end());
-  } else if (skill == "rotl") {
-    if (!r.empty()) std::rotate(r.begin(), r.begin() + 1, r.end());
-  } else if (skill == "swap") {
-    for (size_t i = 0; i + 1 < r.size(); i += 2) std::swap(r[i], r[i + 1]);
-  } else if (skill == "repl") {
+  if (skill == "repl") {
     std::replace(r.begin(), r.end(), alphabet[0], alphabet[1]);
   } else if (skill == "dupf") {
     if (!r.empty()) r.insert(r.begin(), r.front());
@@ -76,11 +72,6 @@ std::string compose_skill(std::string_view skill, const std::string& s, const st
     if (r.size() > 1) r.pop_back();
   } else if (skill == "sort") {
     std::sort(r.begin(), r.end(), [&](char a, char b) { return alphabet.find(a) < alphabet.find(b); });
-  } else if (skill == "shift") {
-    for (char& ch : r) {
-      size_t k = alphabet.find(ch);
-      if (k != std::string::npos) ch = alphabet[(k + 1) % alphabet.size()];
-    }
   } else {
     TEMPER_FAIL() << "task 'compose': unknown skill '" << skill << "' (expected one of " << join(compose_skills_all(), ", ") << ")";
   }

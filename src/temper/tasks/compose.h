@@ -61,7 +61,7 @@ class ComposeTask : public Task {
 // The states after each step of a composition ((skill, routing) pairs) on input x, each cut to cfg.cap.
 std::vector<std::string> compose_states(const std::string& x, const std::vector<std::pair<std::string, std::string>>& steps,
                                         const ComposeConfig& cfg);
-// One skill on s; throws on an unknown name.
+// One skill on s (rev, rotl, swap and shift are string_ops' ops); throws on an unknown name.
 std::string compose_skill(std::string_view skill, const std::string& s, const std::string& alphabet);
 const std::vector<std::string>& compose_skills_all();
 const std::vector<std::string>& compose_routings_all();
