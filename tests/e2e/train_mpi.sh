@@ -6,7 +6,8 @@
 #     rank 0 alone writes the run directory;
 #  2. resumes exactly with 2 ranks from a checkpoint 2 ranks wrote (bitwise equal to the uninterrupted run);
 #  3. resumes with 2 ranks from a checkpoint 1 rank wrote (within the tolerance of 1.);
-#  4. a rank killed (SIGKILL) mid-run ends every rank with a non-zero status, without hanging.
+#  4. a rank killed (SIGKILL) mid-run ends every rank with a non-zero status, without hanging;
+#  5. ZPPO (teacher model, buffer), DRE online and STARE together: the same metrics on 1 and 2 ranks.
 # Usage: train_mpi.sh TEMPER   (exit 77: skipped, no mpirun or an MPI runtime that cannot start 2 ranks)
 set -euo pipefail
 temper=$1
@@ -64,6 +65,18 @@ cmp "$work/two/checkpoints/step-6/trainer_state.safetensors" "$work/two_s4/check
 "$temper" train --out "$work/one_s4" --threads 1 "${common[@]}" --stop-after 4 2> "$work/one_s4.log"
 "${mpi[@]}" "$temper" train --resume "$work/one_s4" 2>> "$work/one_s4.log"
 close "$work/one" "$work/one_s4"
+
+# 5. Methods with batch-wide state and their own generation: ZPPO (a teacher model answering hard
+#    questions, a replay buffer), DRE online (forks in the rollout hook on each rank's share) and STARE
+#    (batch-wide quantiles, a controller) give the same metrics on 1 and 2 ranks.
+ck="$work/one/checkpoints/step-6"
+methods=("$here/../../experiments/zppo-teacher/zppo.toml" --set model.path="\"$ck\"" --set teacher.path="\"$ck\""
+         --set rl.steps=3 --set rl.prompts_per_step=6 --set rl.group_size=4 --set rl.max_new=24 --set teacher.max_new=24
+         --set eval.every=0 --set eval.problems=8 --set eval.max_new=24 --set rl.dre.mode='"online"' --set rl.stare.control='"band"')
+"$temper" train --out "$work/m1" --threads 1 "${methods[@]}" 2> "$work/m1.log"
+"${mpi[@]}" "$temper" train --out "$work/m2" "${methods[@]}" 2> "$work/m2.log"
+grep -q '"zppo_bcq"' "$work/m1/metrics.jsonl" && grep -q '"dre_edits"' "$work/m1/metrics.jsonl" && grep -q '"stare_w"' "$work/m1/metrics.jsonl"
+metrics_close "$work/m1/metrics.jsonl" "$work/m2/metrics.jsonl" || { echo "methods: metrics differ on 2 ranks"; exit 1; }
 
 # 4. SIGKILL one rank mid-run: mpirun ends the job non-zero; no rank is left behind.
 set +e
