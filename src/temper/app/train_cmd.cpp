@@ -34,6 +34,7 @@
 #include "temper/report/tensorboard.h"
 #include "temper/rl/evaluate.h"
 #include "temper/rl/methods/dre.h"
+#include "temper/rl/methods/fair.h"
 #include "temper/rl/methods/stare.h"
 #include "temper/rl/rl_trainer.h"
 #include "temper/rl/sft.h"
@@ -62,6 +63,7 @@ struct RunConfig {
   std::optional<rl::DreConfig> dre;
   std::optional<rl::ZppoConfig> zppo;
   std::optional<rl::RevesConfig> reves;
+  std::optional<rl::FairConfig> fair;
   struct Teacher {
     std::string source;  // "" (none), gold, dataset, model
     std::string path;
@@ -98,6 +100,18 @@ rollout::SamplerConfig read_sampler(Recipe& r, const std::string& sec) {
   s.top_k = r.get_int(sec + ".top_k", 0);
   s.min_p = static_cast<float>(r.get_double(sec + ".min_p", 0.0));
   return s;
+}
+
+// A comma list of numbers ("" = none), named by its key when malformed.
+std::vector<double> number_list(Recipe& r, const std::string& key) {
+  std::vector<double> out;
+  for (const std::string& x : tasks::split_list(r.get_string(key, ""))) {
+    char* end = nullptr;
+    double v = std::strtod(x.c_str(), &end);
+    TEMPER_CHECK(end && *end == '\0' && !x.empty()) << r.source() << ": " << key << ": expected a comma list of numbers, got '" << x << "'";
+    out.push_back(v);
+  }
+  return out;
 }
 
 RunConfig read_config(Recipe& r) {
@@ -257,6 +271,20 @@ RunConfig read_config(Recipe& r) {
     v.seed = c.seed;
     v.validate();
     c.reves = v;
+  }
+  if (r.get_bool("rl.fair.enabled", r.has_prefix("rl.fair."))) {
+    rl::FairConfig f;
+    f.objectives = tasks::split_list(r.get_string("rl.fair.objectives", "correct,brevity"));
+    f.ggf = number_list(r, "rl.fair.ggf");
+    f.fixed = number_list(r, "rl.fair.preference");
+    f.grid = r.get_int("rl.fair.grid", f.grid);
+    f.prefix = r.get_string("rl.fair.prefix", f.prefix);
+    try {
+      f.validate();
+    } catch (const Error& e) {
+      TEMPER_FAIL() << r.source() << ": " << e.what();
+    }
+    c.fair = f;
   }
   // The teacher ([teacher]): the methods that use one ask for it.
   c.teacher.source = r.get_choice("teacher.source", "", {"", "gold", "dataset", "model"});
@@ -479,6 +507,7 @@ int train(const TrainOptions& o) {
   if (cfg.stare) methods.push_back(std::make_unique<rl::Stare>(*cfg.stare));
   if (cfg.zppo) methods.insert(methods.begin(), std::make_unique<rl::Zppo>(*cfg.zppo, teacher));
   if (cfg.reves) methods.insert(methods.begin(), std::make_unique<rl::Reves>(*cfg.reves));
+  if (cfg.fair) methods.insert(methods.begin(), std::make_unique<rl::Fair>(*cfg.fair));  // first: the preference is in the prompt
   auto make_rl = [&] {
     if (reference) reference->set_precision(policy->precision());
     std::vector<rl::Method*> ms;

@@ -62,6 +62,9 @@ class Method {
   // (ZPPO's buffer; they keep their `index` and count as task problems) or prompts it built (REVES's
   // revisions; index -1: extra groups). All are sampled, scored and filtered like new ones.
   virtual std::vector<tasks::Problem> extra_problems(int64_t /*step*/, int64_t /*new_problems*/) { return {}; }
+  // Rewrite the round's problems [first, end) before their prompts are encoded (fair RL writes a
+  // preference into each prompt). Called every round, after extra_problems.
+  virtual void prepare_problems(std::vector<tasks::Problem>& /*problems*/, size_t /*first*/, int64_t /*step*/, int64_t /*round*/) {}
   // Per-token hook for one rollout round (stop or fork sequences); null: none.
   virtual rollout::RolloutHook* rollout_hook(const RolloutRound&) { return nullptr; }
   virtual void after_rollout(Batch&) {}  // add / replace / drop trajectories (before rewards)

@@ -120,6 +120,7 @@ void RlTrainer::rollout(int64_t n, int64_t round, std::vector<Trajectory>& out, 
   if (round == 0)
     for (Method* m : methods_)
       for (tasks::Problem& p : m->extra_problems(step_, n)) problems.push_back(std::move(p));
+  for (Method* m : methods_) m->prepare_problems(problems, p0, step_, round);
   for (size_t i = 0; p0 + i < problems.size(); ++i) {
     rollout::RolloutRequest r;
     const tasks::Problem& prob = problems[p0 + i];

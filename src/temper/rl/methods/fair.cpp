@@ -1,0 +1,160 @@
+#include "temper/rl/methods/fair.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "temper/core/error.h"
+#include "temper/core/rng.h"
+#include "temper/rl/welfare.h"
+
+namespace temper::rl {
+
+void FairConfig::validate() const {
+  TEMPER_CHECK(objectives.size() >= 2) << "rl.fair.objectives: expected at least 2 objectives, got " << objectives.size();
+  for (const std::string& o : objectives) {
+    bool ok = o == "correct" || o == "brevity" || o == "format";
+    if (o.rfind("task:", 0) == 0) {
+      const std::string k = o.substr(5);
+      ok = !k.empty() && k.size() < 4 && k.find_first_not_of("0123456789") == std::string::npos;
+    }
+    TEMPER_CHECK(ok) << "rl.fair.objectives: expected correct, brevity, format or task:K (entry K of the task's reward vector), got '" << o << "'";
+  }
+  if (!ggf.empty()) {
+    TEMPER_CHECK(ggf.size() == objectives.size()) << "rl.fair.ggf: " << ggf.size() << " weights for " << objectives.size() << " objectives";
+    check_ggf_weights(ggf, "rl.fair.ggf");
+  }
+  if (!fixed.empty()) {
+    TEMPER_CHECK(fixed.size() == objectives.size()) << "rl.fair.preference: " << fixed.size() << " values for " << objectives.size() << " objectives";
+    double s = 0;
+    for (double x : fixed) {
+      TEMPER_CHECK(x >= 0) << "rl.fair.preference: values must be >= 0, got " << x;
+      s += x;
+    }
+    TEMPER_CHECK(std::fabs(s - 1) < 1e-6) << "rl.fair.preference: values must sum to 1, got " << s;
+  }
+  TEMPER_CHECK(grid >= 1 && grid <= 1000) << "rl.fair.grid must be in [1, 1000], got " << grid;
+  TEMPER_CHECK(prefix.find("{p}") != std::string::npos) << "rl.fair.prefix must contain {p} (the preference), got '" << prefix << "'";
+}
+
+std::string fair_preference_text(const std::string& prefix, const std::vector<double>& omega) {
+  std::string p;
+  for (size_t j = 0; j < omega.size(); ++j) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%s%.2f", j ? "," : "", omega[j]);
+    p += buf;
+  }
+  std::string s = prefix;
+  s.replace(s.find("{p}"), 3, p);
+  return s;
+}
+
+tasks::Problem fair_condition(tasks::Problem p, const std::string& prefix, const std::vector<double>& omega) {
+  const std::string pre = fair_preference_text(prefix, omega);
+  p.prompt = pre + p.prompt;
+  for (auto it = p.messages.rbegin(); it != p.messages.rend(); ++it)
+    if (it->role == "user") {
+      it->content = pre + it->content;
+      break;
+    }
+  return p;
+}
+
+Fair::Fair(FairConfig cfg) : cfg_(std::move(cfg)), obj_sum_(cfg_.objectives.size(), 0.0) {
+  cfg_.validate();
+  w_ = cfg_.ggf.empty() ? ggf_weights(static_cast<int64_t>(cfg_.objectives.size()), "linear") : cfg_.ggf;
+}
+
+void Fair::attach(const MethodEnv& env) { env_ = env; }
+
+std::vector<double> Fair::sample_preference(int64_t step, uint64_t position) const {
+  if (!cfg_.fixed.empty()) return cfg_.fixed;
+  // Uniform over the grid points of the simplex (stars and bars: D-1 distinct bars among grid + D-1 slots).
+  const int64_t D = static_cast<int64_t>(cfg_.objectives.size()), slots = cfg_.grid + D - 1;
+  Rng rng(mix_seed(mix_seed(env_.seed ^ 0xFA1Eull, static_cast<uint64_t>(step)), position), 0);
+  std::vector<int64_t> bars;
+  while (static_cast<int64_t>(bars.size()) < D - 1) {
+    int64_t b = static_cast<int64_t>(rng.next_u32() % static_cast<uint64_t>(slots));
+    if (std::find(bars.begin(), bars.end(), b) == bars.end()) bars.push_back(b);
+  }
+  std::sort(bars.begin(), bars.end());
+  std::vector<double> omega;
+  int64_t prev = -1;
+  for (int64_t b : bars) omega.push_back(static_cast<double>(b - prev - 1) / static_cast<double>(cfg_.grid)), prev = b;
+  omega.push_back(static_cast<double>(slots - prev - 1) / static_cast<double>(cfg_.grid));
+  return omega;
+}
+
+void Fair::prepare_problems(std::vector<tasks::Problem>& problems, size_t first, int64_t step, int64_t round) {
+  if (round == 0) {
+    omega_.clear();
+    obj_sum_.assign(cfg_.objectives.size(), 0.0);
+    welfare_sum_ = 0, obj_n_ = 0, groups_ = 0;
+  }
+  for (size_t i = first; i < problems.size(); ++i) {
+    std::vector<double> omega = sample_preference(step, i);
+    problems[i] = fair_condition(std::move(problems[i]), cfg_.prefix, omega);
+    omega_[i] = std::move(omega);
+  }
+}
+
+std::vector<double> Fair::objectives(const Trajectory& t) const {
+  std::vector<double> r;
+  for (const std::string& o : cfg_.objectives) {
+    if (o == "correct") r.push_back(t.correct ? 1.0 : 0.0);
+    else if (o == "brevity") r.push_back(std::max(0.0, 1.0 - static_cast<double>(t.tokens.size()) / static_cast<double>(std::max<int64_t>(1, env_.max_new))));
+    else if (o == "format") r.push_back(env_.task && env_.task->extract_answer(t.text) ? 1.0 : 0.0);
+    else {
+      const size_t k = std::stoul(o.substr(5));
+      TEMPER_CHECK(k < t.rewards.size()) << "rl.fair: objective " << o << " but the task's reward vector has " << t.rewards.size() << " entries";
+      r.push_back(t.rewards[k]);
+    }
+  }
+  return r;
+}
+
+void Fair::after_reward(Batch& b) {
+  const size_t D = cfg_.objectives.size();
+  std::map<int64_t, std::vector<size_t>> groups;
+  for (size_t i = 0; i < b.traj.size(); ++i) groups[b.traj[i].group].push_back(i);
+  for (auto& [g, members] : groups) {
+    const size_t problem = static_cast<size_t>(b.traj[members[0]].problem);
+    auto it = omega_.find(problem);
+    TEMPER_CHECK(it != omega_.end()) << "rl.fair: group " << g << " has no preference";
+    const std::vector<double>& omega = it->second;
+    std::vector<std::vector<double>> r;
+    std::vector<double> m(D, 0.0);
+    for (size_t i : members) {
+      r.push_back(objectives(b.traj[i]));
+      for (size_t j = 0; j < D; ++j) m[j] += r.back()[j] / static_cast<double>(members.size());
+    }
+    std::vector<double> wm(D);
+    for (size_t j = 0; j < D; ++j) wm[j] = omega[j] * m[j];
+    const std::vector<double> lambda = ggf_supergradient(w_, wm);  // d GGF(omega * m) / d m = omega * lambda
+    for (size_t k = 0; k < members.size(); ++k) {
+      Trajectory& t = b.traj[members[k]];
+      double s = 0;
+      for (size_t j = 0; j < D; ++j) s += omega[j] * lambda[j] * r[k][j];
+      t.reward = s;
+      t.rewards = r[k];
+      if (t.parent < 0 && !t.off_policy) {
+        for (size_t j = 0; j < D; ++j) obj_sum_[j] += r[k][j];
+        ++obj_n_;
+      }
+    }
+    welfare_sum_ += ggf(w_, wm);
+    ++groups_;
+  }
+}
+
+void Fair::metrics(Metrics& out) const {
+  for (size_t j = 0; j < cfg_.objectives.size(); ++j) {
+    std::string name = cfg_.objectives[j];
+    for (char& c : name)
+      if (c == ':') c = '_';
+    out.emplace_back("fair_" + name, obj_n_ ? obj_sum_[j] / static_cast<double>(obj_n_) : 0.0);
+  }
+  out.emplace_back("fair_welfare", groups_ ? welfare_sum_ / static_cast<double>(groups_) : 0.0);
+}
+
+}  // namespace temper::rl

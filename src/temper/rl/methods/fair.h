@@ -1,0 +1,59 @@
+// Fair multi-objective RL (Siddique et al. 2026, arXiv 2606.18111; ../shared/specs/methods-other.md
+// section 6), train once and choose the trade-off at deployment. Each rollout gets a vector of D
+// objectives; each group samples a preference omega (importance per objective, on the simplex grid
+// of step 1/20, extremes included) written into its prompt ("<pref 0.25,0.75>\n" before the
+// question); the welfare of the group is GGF_w(omega * m) with m the group's mean objective vector
+// and w fixed decreasing Gini weights; each rollout's scalar GRPO reward is the supergradient there
+// applied to its own vector: reward_i = sum_j omega_j w_(rank of omega_j m_j) r_ij (the spec's
+// design: GGF on the expected return, not per sample, which would bias toward risk aversion).
+// Objectives: correct (the verdict), brevity (1 - tokens / max_new), format (an answer line the task
+// can read), task:K (entry K of the task's reward vector).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "temper/rl/method.h"
+
+namespace temper::rl {
+
+struct FairConfig {
+  std::vector<std::string> objectives = {"correct", "brevity"};
+  std::vector<double> ggf;      // Gini weights, strictly decreasing; empty: linear for D objectives
+  std::vector<double> fixed;    // a fixed preference for every group (the linear-scalarisation baseline); empty: sample
+  int64_t grid = 20;            // preferences sampled on the simplex grid of step 1/grid
+  std::string prefix = "<pref {p}>\n";  // written before the question; {p} = the preference, 2 decimals, comma separated
+  void validate() const;
+};
+
+// The prompt text of a preference: prefix with {p} replaced.
+std::string fair_preference_text(const std::string& prefix, const std::vector<double>& omega);
+// A problem conditioned on a preference (its prompt, or its last user message, gets the prefix).
+tasks::Problem fair_condition(tasks::Problem p, const std::string& prefix, const std::vector<double>& omega);
+
+class Fair : public Method {
+ public:
+  explicit Fair(FairConfig cfg);
+  std::string name() const override { return "fair"; }
+  void attach(const MethodEnv& env) override;
+  void prepare_problems(std::vector<tasks::Problem>& problems, size_t first, int64_t step, int64_t round) override;
+  void after_reward(Batch& b) override;
+  void metrics(Metrics& m) const override;
+  // The objective vector of one rollout.
+  std::vector<double> objectives(const Trajectory& t) const;
+  // The preference a group of the step draws (deterministic in seed, step and position).
+  std::vector<double> sample_preference(int64_t step, uint64_t position) const;
+  const std::vector<double>& gini() const { return w_; }
+
+ private:
+  FairConfig cfg_;
+  std::vector<double> w_;
+  MethodEnv env_;
+  std::map<size_t, std::vector<double>> omega_;  // batch problem index -> its preference (this step)
+  std::vector<double> obj_sum_;
+  double welfare_sum_ = 0;
+  int64_t obj_n_ = 0, groups_ = 0;
+};
+
+}  // namespace temper::rl

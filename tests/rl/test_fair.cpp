@@ -1,0 +1,149 @@
+// Fair multi-objective RL: preferences on the simplex grid (deterministic, extremes reachable), the
+// preference in the prompt, the objective vector of a rollout, the group's scalar rewards from the
+// GGF supergradient at its mean vector (hand-computed), and the method inside the trainer.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "rl/letter_task.h"
+#include "temper/core/error.h"
+#include "temper/rl/methods/fair.h"
+#include "temper/rl/welfare.h"
+
+using namespace temper;
+using namespace temper::rl;
+using namespace temper::test;
+
+namespace {
+
+Trajectory traj(int64_t group, bool correct, int64_t tokens, const std::string& text = "") {
+  Trajectory t;
+  t.group = group;
+  t.problem = group;
+  t.correct = correct;
+  t.tokens.assign(static_cast<size_t>(tokens), 1);
+  t.text = text;
+  return t;
+}
+
+}  // namespace
+
+TEST(Fair, PreferencesLieOnTheSimplexGridAndReachTheExtremes) {
+  FairConfig c;
+  c.objectives = {"correct", "brevity", "format"};
+  c.grid = 4;
+  Fair f(c);
+  MethodEnv env;
+  env.seed = 3;
+  f.attach(env);
+  std::set<std::vector<double>> seen;
+  for (uint64_t i = 0; i < 2000; ++i) {
+    std::vector<double> w = f.sample_preference(7, i);
+    ASSERT_EQ(w.size(), 3u);
+    double s = 0;
+    for (double x : w) {
+      EXPECT_GE(x, 0);
+      EXPECT_NEAR(x * 4, std::round(x * 4), 1e-12);
+      s += x;
+    }
+    EXPECT_NEAR(s, 1, 1e-12);
+    seen.insert(w);
+  }
+  EXPECT_EQ(seen.size(), 15u);  // every grid point of the 3-simplex with step 1/4: C(6, 2)
+  EXPECT_TRUE(seen.count({1, 0, 0}) && seen.count({0, 0, 1}));
+  EXPECT_EQ(f.sample_preference(7, 11), f.sample_preference(7, 11));
+  c.fixed = {0.25, 0.25, 0.5};
+  EXPECT_EQ(Fair(c).sample_preference(0, 5), c.fixed);
+}
+
+TEST(Fair, ThePreferenceIsWrittenBeforeTheQuestion) {
+  tasks::Problem p;
+  p.prompt = "2+2=";
+  p.messages = {{"system", "s"}, {"user", "2+2="}};
+  tasks::Problem q = fair_condition(p, "<pref {p}>\n", {0.25, 0.75});
+  EXPECT_EQ(q.prompt, "<pref 0.25,0.75>\n2+2=");
+  EXPECT_EQ(q.messages[1].content, "<pref 0.25,0.75>\n2+2=");
+  EXPECT_EQ(q.messages[0].content, "s");
+}
+
+TEST(Fair, BadSettingsAreNamed) {
+  auto msg = [](FairConfig c) {
+    try {
+      c.validate();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  FairConfig c;
+  c.objectives = {"correct"};
+  EXPECT_NE(msg(c).find("at least 2"), std::string::npos);
+  c.objectives = {"correct", "speed"};
+  EXPECT_NE(msg(c).find("rl.fair.objectives"), std::string::npos);
+  c.objectives = {"correct", "brevity"};
+  c.ggf = {0.3, 0.7};
+  EXPECT_NE(msg(c).find("strictly decreasing"), std::string::npos);
+  c.ggf = {};
+  c.fixed = {0.3, 0.6};
+  EXPECT_NE(msg(c).find("sum to 1"), std::string::npos);
+}
+
+TEST(Fair, GroupRewardsAreTheSupergradientAtTheGroupMean) {
+  FairConfig c;  // correct, brevity; Gini weights (2/3, 1/3)
+  c.fixed = {0.5, 0.5};
+  Fair f(c);
+  MethodEnv env;
+  env.max_new = 10;
+  f.attach(env);
+  Batch b;
+  b.problems.resize(2);
+  f.prepare_problems(b.problems, 0, 0, 0);
+  EXPECT_EQ(b.problems[0].prompt, "<pref 0.50,0.50>\n");
+  // Group 0: (correct, brevity) = (1, 0.2) and (0, 0.8): mean (0.5, 0.5), omega * mean ties -> the
+  // first objective ranks first: lambda = (2/3, 1/3); rewards 0.5 * (2/3 * 1 + 1/3 * 0.2) and 0.5 * (1/3 * 0.8).
+  // Group 1: (1, 0.1) twice: mean (1, 0.1): brevity is worse off: lambda = (1/3, 2/3).
+  b.traj = {traj(0, true, 8), traj(0, false, 2), traj(1, true, 9), traj(1, true, 9)};
+  f.after_reward(b);
+  EXPECT_NEAR(b.traj[0].reward, 0.5 * (2.0 / 3 + 0.2 / 3), 1e-12);
+  EXPECT_NEAR(b.traj[1].reward, 0.5 * (0.8 / 3), 1e-12);
+  EXPECT_NEAR(b.traj[2].reward, 0.5 * (1.0 / 3 + 2.0 / 3 * 0.1), 1e-12);
+  ASSERT_EQ(b.traj[0].rewards.size(), 2u);
+  EXPECT_EQ(b.traj[0].rewards[0], 1);
+  EXPECT_NEAR(b.traj[0].rewards[1], 0.2, 1e-12);
+  // The group's welfare is linear in its members through lambda: the mean scalar reward equals GGF.
+  EXPECT_NEAR(0.5 * (b.traj[0].reward + b.traj[1].reward), ggf(f.gini(), {0.25, 0.25}), 1e-12);
+  Metrics m;
+  f.metrics(m);
+  EXPECT_NEAR(value(m, "fair_correct"), 0.75, 1e-12);
+  EXPECT_NEAR(value(m, "fair_brevity"), (0.2 + 0.8 + 0.1 + 0.1) / 4, 1e-12);
+}
+
+TEST(Fair, InsideTheTrainerPromptsCarryTheirPreferenceAndRewardsFollowIt) {
+  RlSetup s;
+  FairConfig c;
+  c.objectives = {"correct", "brevity"};
+  c.prefix = "{p}";  // the letters codec reads anything else as one token
+  Fair f(c);
+  RlTrainer t(s.model, s.task, codec(), config(), s.safe, {&f});
+  Metrics m = t.step();
+  const Batch& b = t.last_batch();
+  std::map<int64_t, std::vector<const Trajectory*>> groups;
+  for (const Trajectory& x : b.traj) groups[x.group].push_back(&x);
+  for (auto& [g, xs] : groups) {
+    const std::string& prompt = b.problems[static_cast<size_t>(xs[0]->problem)].prompt;  // e.g. "0.35,0.65abc"
+    ASSERT_EQ(prompt.find("0.") == 0 || prompt.find("1.") == 0, true) << prompt;
+    const std::vector<double> omega = {std::stod(prompt.substr(0, 4)), std::stod(prompt.substr(5, 4))};
+    std::vector<double> mean(2, 0.0);
+    for (const Trajectory* x : xs)
+      for (size_t j = 0; j < 2; ++j) mean[j] += x->rewards[j] / double(xs.size());
+    const std::vector<double> lam = ggf_supergradient(f.gini(), {omega[0] * mean[0], omega[1] * mean[1]});
+    for (const Trajectory* x : xs) {
+      EXPECT_NEAR(x->rewards[0], x->correct ? 1 : 0, 1e-12);
+      EXPECT_NEAR(x->rewards[1], 1 - double(x->tokens.size()) / 6, 1e-12);
+      EXPECT_NEAR(x->reward, omega[0] * lam[0] * x->rewards[0] + omega[1] * lam[1] * x->rewards[1], 1e-9);
+    }
+  }
+  EXPECT_NEAR(value(m, "fair_correct"), value(m, "accuracy"), 1e-12);
+  EXPECT_GT(value(m, "updates"), 0);
+}
