@@ -8,6 +8,7 @@
 
 #include "rl/letter_task.h"
 #include "temper/core/error.h"
+#include "temper/rl/evaluate.h"
 #include "temper/rl/methods/fair.h"
 #include "temper/rl/welfare.h"
 
@@ -146,4 +147,29 @@ TEST(Fair, InsideTheTrainerPromptsCarryTheirPreferenceAndRewardsFollowIt) {
   }
   EXPECT_NEAR(value(m, "fair_correct"), value(m, "accuracy"), 1e-12);
   EXPECT_GT(value(m, "updates"), 0);
+}
+
+TEST(Fair, EvaluationRunsAtAChosenPreferenceAndReportsObjectivesAndWelfare) {
+  RlSetup s;
+  EvalConfig c;
+  c.problems = 6;
+  c.max_new = 6;
+  c.kv_memory_mb = 4;
+  c.preference = {0.75, 0.25};
+  c.preference_prefix = "{p}";
+  c.objectives = {"correct", "brevity"};
+  reward::SafeReward safe;
+  EvalResult r = evaluate(s.model, s.task, codec(), c, safe);
+  ASSERT_EQ(r.objective_means.size(), 2u);
+  double correct = 0, brevity = 0;
+  for (const EvalExample& e : r.examples) {
+    EXPECT_EQ(e.prompt.rfind("0.75,0.25", 0), 0u) << e.prompt;
+    correct += e.correct ? 1.0 / 6 : 0;
+    brevity += (1 - double(e.completion.size()) / 6) / 6;  // one letter per token
+  }
+  EXPECT_NEAR(r.objective_means[0], correct, 1e-12);
+  EXPECT_NEAR(r.objective_means[1], brevity, 1e-12);
+  EXPECT_NEAR(r.welfare, ggf(ggf_weights(2, "linear"), {0.75 * correct, 0.25 * brevity}), 1e-12);
+  c.objectives = {"correct"};
+  EXPECT_THROW(evaluate(s.model, s.task, codec(), c, safe), Error);  // 2 preference values, 1 objective
 }

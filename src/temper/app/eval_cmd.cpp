@@ -1,6 +1,7 @@
 #include "temper/app/eval_cmd.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "temper/app/checkpoint.h"
@@ -37,6 +38,24 @@ int eval(const EvalOptions& o) {
   if (o.samples > 1) c.pass_k.push_back(o.samples);
   c.revisions = o.revisions;
   if (!o.revision_template.empty()) c.revision.revision_template = o.revision_template;
+  auto numbers = [](const std::string& flag, const std::string& list) {
+    std::vector<double> out;
+    for (const std::string& x : tasks::split_list(list)) {
+      char* end = nullptr;
+      out.push_back(std::strtod(x.c_str(), &end));
+      TEMPER_CHECK(end && *end == '\0' && !x.empty()) << flag << ": expected a comma list of numbers, got '" << x << "'";
+    }
+    return out;
+  };
+  c.preference = numbers("--preference", o.preference);
+  c.objectives = tasks::split_list(o.objectives);
+  c.ggf = numbers("--ggf", o.ggf);
+  if (!o.preference_prefix.empty()) {  // "\n" typed in a shell is a newline
+    c.preference_prefix = o.preference_prefix;
+    for (size_t at; (at = c.preference_prefix.find("\\n")) != std::string::npos;) c.preference_prefix.replace(at, 2, "\n");
+  }
+  TEMPER_CHECK(c.preference.empty() || c.objectives.size() == c.preference.size())
+      << "--preference has " << c.preference.size() << " values; name as many --objectives (e.g. correct,brevity)";
   reward::SafeReward safe;
   rl::EvalResult r = rl::evaluate(*lm.model, task, codec, c, safe);
 
@@ -53,6 +72,13 @@ int eval(const EvalOptions& o) {
   for (auto& [diff, x] : r.by_difficulty) d[std::to_string(diff)] = {{"samples", x.first}, {"accuracy", x.second}};
   j["by_difficulty"] = d;
   if (!r.solved_within.empty()) j["solved_within_revisions"] = r.solved_within;
+  if (!c.preference.empty()) j["preference"] = c.preference;
+  if (!c.objectives.empty()) {
+    nlohmann::ordered_json ob = nlohmann::ordered_json::object();
+    for (size_t k = 0; k < c.objectives.size(); ++k) ob[c.objectives[k]] = r.objective_means[k];
+    j["objectives"] = ob;
+    j["welfare"] = r.welfare;
+  }
   j["reward_failures"] = safe.failures();
   std::printf("task %s, %lld problems x %lld samples (%s): accuracy %.4f", o.task.c_str(), static_cast<long long>(r.problems),
               static_cast<long long>(o.samples), c.greedy ? "greedy" : "sampled", r.accuracy);

@@ -163,6 +163,10 @@ int main(int argc, char** argv) {
                   "Revision prompt with {question} and {attempt} (default: the question, the attempt, \"The previous answer is incorrect.\")");
   evc->add_option("--json", ev.json_out, "Write the JSON result here (default: stdout)");
   evc->add_option("--threads", ev.threads, "Threads");
+  evc->add_option("--preference", ev.preference, "Fair RL: the trade-off, per-objective weights summing to 1 (e.g. 0.7,0.3), written before each question");
+  evc->add_option("--objectives", ev.objectives, "Objectives measured per sample: correct, brevity, format, task:K (comma list)");
+  evc->add_option("--ggf", ev.ggf, "Gini weights, strictly decreasing (default: linear)");
+  evc->add_option("--preference-prefix", ev.preference_prefix, "The preference's text before the question, with {p} (default: \"<pref {p}>\\n\")");
 
   temper::app::ReportOptions ro;
   auto* rep = app.add_subcommand("report", "Write RUN_DIR/report.html: metric charts, summary, samples, config");

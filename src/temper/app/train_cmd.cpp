@@ -285,6 +285,12 @@ RunConfig read_config(Recipe& r) {
       TEMPER_FAIL() << r.source() << ": " << e.what();
     }
     c.fair = f;
+    // Evaluation measures the objectives at the balanced (or the fixed) preference; temper eval --preference for others.
+    c.eval.objectives = f.objectives;
+    if (!f.fixed.empty()) c.eval.preference = f.fixed;  // a fixed trade-off: evaluated there
+    else c.eval.preference.assign(f.objectives.size(), 1.0 / static_cast<double>(f.objectives.size()));
+    c.eval.preference_prefix = f.prefix;
+    c.eval.ggf = f.ggf;
   }
   // The teacher ([teacher]): the methods that use one ask for it.
   c.teacher.source = r.get_choice("teacher.source", "", {"", "gold", "dataset", "model"});
@@ -613,6 +619,13 @@ int train(const TrainOptions& o) {
     for (auto& [k, p] : e.pass_at_k) v.emplace_back("eval_pass_at_" + std::to_string(k), p);
     for (auto& [d, x] : e.by_difficulty) v.emplace_back("eval_accuracy_d" + std::to_string(d), x.second);
     if (!e.solved_within.empty()) v.emplace_back("eval_revised_accuracy", e.solved_within.back());  // within eval.revisions
+    for (size_t k = 0; k < e.objective_means.size(); ++k) {
+      std::string name = cfg.eval.objectives[k];
+      for (char& ch : name)
+        if (ch == ':') ch = '_';
+      v.emplace_back("eval_" + name, e.objective_means[k]);
+    }
+    if (!e.objective_means.empty()) v.emplace_back("eval_welfare", e.welfare);
     if (heldout) {  // the held-out family: same settings, its own eval split
       rl::EvalResult h = rl::evaluate(*policy, heldout, codec, cfg.eval, safe, &comm);
       v.emplace_back("heldout_accuracy", h.accuracy);

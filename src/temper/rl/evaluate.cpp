@@ -6,6 +6,8 @@
 #include "temper/model/kv_pool.h"
 #include "temper/rollout/engine.h"
 #include "temper/rollout/sharded.h"
+#include "temper/rl/methods/fair.h"
+#include "temper/rl/welfare.h"
 
 namespace temper::rl {
 
@@ -19,6 +21,14 @@ void EvalConfig::validate() const {
   TEMPER_CHECK(revisions >= 0) << "eval.revisions must be >= 0, got " << revisions;
   TEMPER_CHECK(revisions == 0 || samples == 1) << "eval: revisions need one sample per problem, got samples = " << samples;
   if (revisions > 0) revision.validate();
+  if (!objectives.empty() || !preference.empty()) {  // the fair method's checks, with its keys
+    FairConfig f;
+    f.objectives = objectives.empty() ? std::vector<std::string>(preference.size(), "correct") : objectives;
+    f.fixed = preference;
+    f.ggf = ggf;
+    f.prefix = preference_prefix;
+    f.validate();
+  }
 }
 
 double pass_at_k(int64_t n, int64_t c, int64_t k) {
@@ -39,6 +49,7 @@ EvalResult evaluate(Transformer& model, std::shared_ptr<const tasks::Task> task,
   std::vector<rollout::RolloutRequest> reqs;
   for (int64_t i = 0; i < n; ++i) {
     problems.push_back(task->problem(tasks::Split::eval, static_cast<uint64_t>(i)));
+    if (!cfg.preference.empty()) problems.back() = fair_condition(std::move(problems.back()), cfg.preference_prefix, cfg.preference);
     rollout::RolloutRequest r;
     r.prompt = codec.encode_prompt(problems.back());
     TEMPER_CHECK(static_cast<int64_t>(r.prompt.size()) < ctx)
@@ -74,6 +85,19 @@ EvalResult evaluate(Transformer& model, std::shared_ptr<const tasks::Task> task,
     d.first += 1;
     d.second += v.correct ? 1 : 0;
     if (c.member == 0) res.examples.push_back({p.id, p.prompt, text, p.answer, v.reward, v.correct});
+    if (!cfg.objectives.empty()) {
+      std::vector<double> o = fair_objectives(cfg.objectives, v.correct, static_cast<int64_t>(c.tokens.size()), cfg.max_new, text, task.get(), v.rewards);
+      res.objective_means.resize(o.size(), 0.0);
+      for (size_t j = 0; j < o.size(); ++j) res.objective_means[j] += o[j];
+    }
+  }
+  if (!cfg.objectives.empty()) {
+    const size_t D = cfg.objectives.size();
+    for (double& x : res.objective_means) x /= static_cast<double>(std::max<size_t>(1, done.size()));
+    res.objective_means.resize(D, 0.0);
+    std::vector<double> pw(D);
+    for (size_t j = 0; j < D; ++j) pw[j] = (cfg.preference.empty() ? 1.0 / static_cast<double>(D) : cfg.preference[j]) * res.objective_means[j];
+    res.welfare = ggf(cfg.ggf.empty() ? ggf_weights(static_cast<int64_t>(D), "linear") : cfg.ggf, pw);
   }
   res.samples = static_cast<int64_t>(done.size());
   res.accuracy = acc / static_cast<double>(std::max<int64_t>(1, res.samples));

@@ -5,14 +5,13 @@
 // share of problems solved within r = 0..K rounds of sequential revision (rl/revision.h).
 #pragma once
 
-#include "temper/dist/communicator.h"
-
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "temper/dist/communicator.h"
 #include "temper/model/transformer.h"
 #include "temper/reward/safe_reward.h"
 #include "temper/rl/prompt_codec.h"
@@ -35,6 +34,12 @@ struct EvalConfig {
   // `revisions` times; solved_within[r] is the share solved within r revisions.
   int64_t revisions = 0;
   RevisionConfig revision;
+  // Fair multi-objective RL: the preference written before every question (empty: none), the
+  // objectives measured per sample (their means and GGF_w(preference * means) are reported).
+  std::vector<double> preference;
+  std::string preference_prefix = "<pref {p}>\n";
+  std::vector<std::string> objectives;
+  std::vector<double> ggf;  // Gini weights; empty: linear
   void validate() const;
 };
 
@@ -53,6 +58,8 @@ struct EvalResult {
   std::map<int, std::pair<int64_t, double>> by_difficulty;  // difficulty -> (samples, accuracy)
   std::vector<EvalExample> examples;    // the first sample of each problem
   std::vector<double> solved_within;    // revisions: [r] = share solved within r revisions (r = 0..K)
+  std::vector<double> objective_means;  // per EvalConfig::objectives, over samples
+  double welfare = 0;                   // GGF_w(preference * objective_means) (uniform preference when none)
 };
 
 double pass_at_k(int64_t n, int64_t c, int64_t k);  // unbiased estimator

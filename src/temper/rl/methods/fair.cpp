@@ -98,19 +98,24 @@ void Fair::prepare_problems(std::vector<tasks::Problem>& problems, size_t first,
   }
 }
 
-std::vector<double> Fair::objectives(const Trajectory& t) const {
+std::vector<double> fair_objectives(const std::vector<std::string>& names, bool correct, int64_t tokens, int64_t max_new,
+                                    const std::string& text, const tasks::Task* task, const std::vector<double>& task_rewards) {
   std::vector<double> r;
-  for (const std::string& o : cfg_.objectives) {
-    if (o == "correct") r.push_back(t.correct ? 1.0 : 0.0);
-    else if (o == "brevity") r.push_back(std::max(0.0, 1.0 - static_cast<double>(t.tokens.size()) / static_cast<double>(std::max<int64_t>(1, env_.max_new))));
-    else if (o == "format") r.push_back(env_.task && env_.task->extract_answer(t.text) ? 1.0 : 0.0);
+  for (const std::string& o : names) {
+    if (o == "correct") r.push_back(correct ? 1.0 : 0.0);
+    else if (o == "brevity") r.push_back(std::max(0.0, 1.0 - static_cast<double>(tokens) / static_cast<double>(std::max<int64_t>(1, max_new))));
+    else if (o == "format") r.push_back(task && task->extract_answer(text) ? 1.0 : 0.0);
     else {
       const size_t k = std::stoul(o.substr(5));
-      TEMPER_CHECK(k < t.rewards.size()) << "rl.fair: objective " << o << " but the task's reward vector has " << t.rewards.size() << " entries";
-      r.push_back(t.rewards[k]);
+      TEMPER_CHECK(k < task_rewards.size()) << "fair: objective " << o << " but the task's reward vector has " << task_rewards.size() << " entries";
+      r.push_back(task_rewards[k]);
     }
   }
   return r;
+}
+
+std::vector<double> Fair::objectives(const Trajectory& t) const {
+  return fair_objectives(cfg_.objectives, t.correct, static_cast<int64_t>(t.tokens.size()), env_.max_new, t.text, env_.task.get(), t.rewards);
 }
 
 void Fair::after_reward(Batch& b) {

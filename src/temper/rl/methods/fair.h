@@ -32,6 +32,10 @@ std::string fair_preference_text(const std::string& prefix, const std::vector<do
 // A problem conditioned on a preference (its prompt, or its last user message, gets the prefix).
 tasks::Problem fair_condition(tasks::Problem p, const std::string& prefix, const std::vector<double>& omega);
 
+// The objective vector of one completion (names as FairConfig::objectives).
+std::vector<double> fair_objectives(const std::vector<std::string>& names, bool correct, int64_t tokens, int64_t max_new,
+                                    const std::string& text, const tasks::Task* task, const std::vector<double>& task_rewards);
+
 class Fair : public Method {
  public:
   explicit Fair(FairConfig cfg);
