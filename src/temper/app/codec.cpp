@@ -53,4 +53,17 @@ rl::PromptCodec make_codec(std::shared_ptr<const text::Tokenizer> tok, const std
   return c;
 }
 
+std::string unescape_newlines(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 1 < s.size() && s[i + 1] == 'n') {
+      out += '\n';
+      ++i;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
 }  // namespace temper::app

@@ -16,4 +16,7 @@ namespace temper::app {
 rl::PromptCodec make_codec(std::shared_ptr<const text::Tokenizer> tok, const std::vector<int32_t>& eos_ids,
                            const std::string& format, const std::string& system_prompt = "");
 
+// A command-line string with "\n" typed as backslash-n: those two characters become a newline.
+std::string unescape_newlines(const std::string& s);
+
 }  // namespace temper::app

@@ -50,10 +50,7 @@ int eval(const EvalOptions& o) {
   c.preference = numbers("--preference", o.preference);
   c.objectives = tasks::split_list(o.objectives);
   c.ggf = numbers("--ggf", o.ggf);
-  if (!o.preference_prefix.empty()) {  // "\n" typed in a shell is a newline
-    c.preference_prefix = o.preference_prefix;
-    for (size_t at; (at = c.preference_prefix.find("\\n")) != std::string::npos;) c.preference_prefix.replace(at, 2, "\n");
-  }
+  if (!o.preference_prefix.empty()) c.preference_prefix = unescape_newlines(o.preference_prefix);
   TEMPER_CHECK(c.preference.empty() || c.objectives.size() == c.preference.size())
       << "--preference has " << c.preference.size() << " values; name as many --objectives (e.g. correct,brevity)";
   reward::SafeReward safe;

@@ -4,8 +4,11 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <cstdio>
+#include <cmath>
+#include <cstdlib>
 #include <set>
 
+#include "temper/app/codec.h"
 #include "temper/app/model_source.h"
 #include "temper/core/error.h"
 #include "temper/core/thread_pool.h"
@@ -13,6 +16,8 @@
 #include "temper/rollout/engine.h"
 #include "temper/rollout/sampler.h"
 #include "temper/text/chat_template.h"
+#include "temper/rl/methods/fair.h"
+#include "temper/tasks/task.h"
 #include "temper/text/stream_decoder.h"
 
 namespace temper::app {
@@ -24,14 +29,34 @@ std::vector<int32_t> encode_prompt(const text::Tokenizer& tok, const GenerateOpt
                                    const std::vector<text::ChatMessage>& messages, const std::string& raw_text,
                                    std::set<int32_t>& stop) {
   std::vector<int32_t> ids;
+  std::string pref;
+  if (!o.preference.empty()) {
+    std::vector<double> w;
+    for (const std::string& x : tasks::split_list(o.preference)) {
+      char* end = nullptr;
+      w.push_back(std::strtod(x.c_str(), &end));
+      TEMPER_CHECK(end && *end == '\0' && !x.empty()) << "--preference: expected a comma list of numbers summing to 1, got '" << o.preference << "'";
+    }
+    double sum = 0;
+    for (double x : w) sum += x;
+    TEMPER_CHECK(w.size() >= 2 && std::fabs(sum - 1) < 1e-6) << "--preference: expected at least 2 numbers summing to 1, got '" << o.preference << "'";
+    TEMPER_CHECK(o.preference_prefix.find("{p}") != std::string::npos) << "--preference-prefix must contain {p}, got '" << o.preference_prefix << "'";
+    pref = rl::fair_preference_text(unescape_newlines(o.preference_prefix), w);
+  }
   if (o.raw) {
     ids = tok.prefix_ids();  // BOS if the tokenizer adds one; never an EOS after the text to continue
-    std::vector<int32_t> body = tok.encode(raw_text, /*add_special=*/false);
+    std::vector<int32_t> body = tok.encode(pref + raw_text, /*add_special=*/false);
     ids.insert(ids.end(), body.begin(), body.end());
   } else {
     std::string bos = tok.bos_id() >= 0 ? tok.id_to_token(tok.bos_id()) : "";
     text::ChatTemplate tmpl = text::chat_template_resolve(o.chat_template, tok.chat_template(), bos);
-    std::string rendered = text::chat_template_render(tmpl, messages, /*add_generation_prompt=*/true);
+    std::vector<text::ChatMessage> with = messages;
+    for (auto it = with.rbegin(); it != with.rend() && !pref.empty(); ++it)
+      if (it->role == "user") {
+        it->content = pref + it->content;
+        break;
+      }
+    std::string rendered = text::chat_template_render(tmpl, with, /*add_generation_prompt=*/true);
     ids = tok.encode(rendered, /*add_special=*/false);
     int32_t eot = tok.token_to_id(tmpl.format == text::ChatFormat::kChatML ? "<|im_end|>" : "<|eot_id|>");
     if (eot >= 0) stop.insert(eot);
@@ -168,7 +193,7 @@ int generate(const GenerateOptions& o) {
   // The same engine as batched rollouts, one sequence; a hook streams each token as it comes.
   struct Stream : rollout::RolloutHook {
     text::StreamDecoder dec;
-    std::chrono::steady_clock::time_point first;
+    std::chrono::steady_clock::time_point first{};
     explicit Stream(const text::Tokenizer& t) : dec(t, /*skip_special=*/true) {}
     rollout::HookDecision after_token(const rollout::RolloutRequest&, const rollout::Completion& c) override {
       if (c.tokens.size() == 1) first = std::chrono::steady_clock::now();
@@ -188,11 +213,12 @@ int generate(const GenerateOptions& o) {
   std::fwrite(rest.data(), 1, rest.size(), stdout);
   std::printf("\n");
   int64_t produced = static_cast<int64_t>(c.tokens.size()) - (c.finish == rollout::FinishReason::stop ? 1 : 0);
+  if (stream.first == std::chrono::steady_clock::time_point{}) stream.first = t2;  // no token reached the hook (an immediate stop)
   double ttft = std::chrono::duration<double>(stream.first - t0).count();
   double decode = std::chrono::duration<double>(t2 - stream.first).count();
   std::fprintf(stderr, "temper generate: %lld tokens (%s); first token after %.3f s (prompt %.0f tokens/s), "
                "decode %.1f tokens/s\n", static_cast<long long>(produced), rollout::finish_reason_name(c.finish).c_str(),
-               ttft, ids.size() / (ttft > 0 ? ttft : 1e-9), (c.tokens.size() - 1) / (decode > 0 ? decode : 1e-9));
+               ttft, ids.size() / (ttft > 0 ? ttft : 1e-9), produced > 0 ? static_cast<double>(c.tokens.size() - 1) / (decode > 0 ? decode : 1e-9) : 0.0);
   return 0;
 }
 

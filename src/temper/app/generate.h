@@ -24,6 +24,9 @@ struct GenerateOptions {
   std::vector<std::string> stop;  // stop strings
   uint64_t seed = 0;
   int threads = 0;
+  // Fair RL: a policy trained with [rl.fair] reads its trade-off from the prompt: the preference
+  // ("0.7,0.3") is written with preference_prefix before each prompt's text (its last user message).
+  std::string preference, preference_prefix = "<pref {p}>\n";
 };
 
 int generate(const GenerateOptions& o);

@@ -135,6 +135,8 @@ int main(int argc, char** argv) {
   gen->add_option("--stop", go.stop, "Stop string (repeatable)");
   gen->add_option("--seed", go.seed, "Sampling seed")->capture_default_str();
   gen->add_option("--threads", go.threads, "Threads");
+  gen->add_option("--preference", go.preference, "Fair RL: the trade-off (per-objective weights summing to 1, e.g. 0.7,0.3), written before the prompt");
+  gen->add_option("--preference-prefix", go.preference_prefix, "The preference's text, with {p} (default: \"<pref {p}>\\n\")");
 
   temper::app::TrainOptions tro;
   auto* trn = app.add_subcommand("train", "SFT then RL on a task (no recipe: the built-in quickstart); writes a run directory");
