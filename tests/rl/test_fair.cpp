@@ -117,6 +117,14 @@ TEST(Fair, GroupRewardsAreTheSupergradientAtTheGroupMean) {
   Metrics m;
   f.metrics(m);
   EXPECT_NEAR(value(m, "fair_correct"), 0.75, 1e-12);
+  // The linear scalarisation baseline: reward = omega . r whatever the group.
+  c.welfare = "linear";
+  Fair lin(c);
+  lin.attach(env);
+  lin.prepare_problems(b.problems, 0, 0, 0);
+  lin.after_reward(b);
+  EXPECT_NEAR(b.traj[0].reward, 0.5 * 1 + 0.5 * 0.2, 1e-12);
+  EXPECT_NEAR(b.traj[3].reward, 0.5 * 1 + 0.5 * 0.1, 1e-12);
   EXPECT_NEAR(value(m, "fair_brevity"), (0.2 + 0.8 + 0.1 + 0.1) / 4, 1e-12);
 }
 

@@ -279,6 +279,7 @@ RunConfig read_config(Recipe& r) {
     f.fixed = number_list(r, "rl.fair.preference");
     f.grid = r.get_int("rl.fair.grid", f.grid);
     f.prefix = r.get_string("rl.fair.prefix", f.prefix);
+    f.welfare = r.get_choice("rl.fair.welfare", f.welfare, {"ggf", "linear"});
     try {
       f.validate();
     } catch (const Error& e) {

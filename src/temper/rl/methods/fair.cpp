@@ -33,6 +33,7 @@ void FairConfig::validate() const {
     }
     TEMPER_CHECK(std::fabs(s - 1) < 1e-6) << "rl.fair.preference: values must sum to 1, got " << s;
   }
+  TEMPER_CHECK(welfare == "ggf" || welfare == "linear") << "rl.fair.welfare: expected \"ggf\" or \"linear\", got '" << welfare << "'";
   TEMPER_CHECK(grid >= 1 && grid <= 1000) << "rl.fair.grid must be in [1, 1000], got " << grid;
   TEMPER_CHECK(prefix.find("{p}") != std::string::npos) << "rl.fair.prefix must contain {p} (the preference), got '" << prefix << "'";
 }
@@ -135,7 +136,8 @@ void Fair::after_reward(Batch& b) {
     }
     std::vector<double> wm(D);
     for (size_t j = 0; j < D; ++j) wm[j] = omega[j] * m[j];
-    const std::vector<double> lambda = ggf_supergradient(w_, wm);  // d GGF(omega * m) / d m = omega * lambda
+    // d GGF(omega * m) / d m = omega * lambda; the linear scalarisation: lambda = 1.
+    const std::vector<double> lambda = cfg_.welfare == "ggf" ? ggf_supergradient(w_, wm) : std::vector<double>(D, 1.0);
     for (size_t k = 0; k < members.size(); ++k) {
       Trajectory& t = b.traj[members[k]];
       double s = 0;
@@ -147,7 +149,7 @@ void Fair::after_reward(Batch& b) {
         ++obj_n_;
       }
     }
-    welfare_sum_ += ggf(w_, wm);
+    welfare_sum_ += ggf(w_, wm);  // reported as GGF for both (the measure the experiment compares)
     ++groups_;
   }
 }

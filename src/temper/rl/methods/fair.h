@@ -24,6 +24,7 @@ struct FairConfig {
   std::vector<double> fixed;    // a fixed preference for every group (the linear-scalarisation baseline); empty: sample
   int64_t grid = 20;            // preferences sampled on the simplex grid of step 1/grid
   std::string prefix = "<pref {p}>\n";  // written before the question; {p} = the preference, 2 decimals, comma separated
+  std::string welfare = "ggf";  // ggf | linear (the baseline: reward = omega . r, the linear scalarisation)
   void validate() const;
 };
 
