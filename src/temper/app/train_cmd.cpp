@@ -292,6 +292,11 @@ RunConfig read_config(Recipe& r) {
     else c.eval.preference.assign(f.objectives.size(), 1.0 / static_cast<double>(f.objectives.size()));
     c.eval.preference_prefix = f.prefix;
     c.eval.ggf = f.ggf;
+    // SFT prompts carry sampled preferences too (the targets do not depend on them).
+    c.sft.condition = [f, seed = c.seed](tasks::Problem p, uint64_t i) {
+      std::vector<double> w = f.fixed.empty() ? rl::fair_sample_grid(static_cast<int64_t>(f.objectives.size()), f.grid, seed ^ 0x5F7ull, 0, i) : f.fixed;
+      return rl::fair_condition(std::move(p), f.prefix, w);
+    };
   }
   // The teacher ([teacher]): the methods that use one ask for it.
   c.teacher.source = r.get_choice("teacher.source", "", {"", "gold", "dataset", "model"});

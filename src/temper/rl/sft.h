@@ -8,6 +8,8 @@
 // Leaves out: packing several examples into one row.
 #pragma once
 
+#include <functional>
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -43,6 +45,9 @@ struct SftConfig {
   bool teacher_completions = false;       // completions from the teacher instead of the gold solutions
   std::optional<DistillConfig> distill;   // logit distillation from the teacher model
   uint64_t seed = 0;                      // the teacher's sampling
+  // Rewrites each problem before its prompt is encoded (fair RL writes a sampled preference, so the
+  // policy learns to read past it before RL asks it to read it); index = the problem's draw number.
+  std::function<tasks::Problem(tasks::Problem, uint64_t index)> condition;
   void validate() const;
 };
 

@@ -68,11 +68,10 @@ Fair::Fair(FairConfig cfg) : cfg_(std::move(cfg)), obj_sum_(cfg_.objectives.size
 
 void Fair::attach(const MethodEnv& env) { env_ = env; }
 
-std::vector<double> Fair::sample_preference(int64_t step, uint64_t position) const {
-  if (!cfg_.fixed.empty()) return cfg_.fixed;
-  // Uniform over the grid points of the simplex (stars and bars: D-1 distinct bars among grid + D-1 slots).
-  const int64_t D = static_cast<int64_t>(cfg_.objectives.size()), slots = cfg_.grid + D - 1;
-  Rng rng(mix_seed(mix_seed(env_.seed ^ 0xFA1Eull, static_cast<uint64_t>(step)), position), 0);
+std::vector<double> fair_sample_grid(int64_t D, int64_t grid, uint64_t seed, int64_t step, uint64_t position) {
+  // Stars and bars: D-1 distinct bars among grid + D-1 slots, uniform over the grid points.
+  const int64_t slots = grid + D - 1;
+  Rng rng(mix_seed(mix_seed(seed ^ 0xFA1Eull, static_cast<uint64_t>(step)), position), 0);
   std::vector<int64_t> bars;
   while (static_cast<int64_t>(bars.size()) < D - 1) {
     int64_t b = static_cast<int64_t>(rng.next_u32() % static_cast<uint64_t>(slots));
@@ -81,9 +80,14 @@ std::vector<double> Fair::sample_preference(int64_t step, uint64_t position) con
   std::sort(bars.begin(), bars.end());
   std::vector<double> omega;
   int64_t prev = -1;
-  for (int64_t b : bars) omega.push_back(static_cast<double>(b - prev - 1) / static_cast<double>(cfg_.grid)), prev = b;
-  omega.push_back(static_cast<double>(slots - prev - 1) / static_cast<double>(cfg_.grid));
+  for (int64_t b : bars) omega.push_back(static_cast<double>(b - prev - 1) / static_cast<double>(grid)), prev = b;
+  omega.push_back(static_cast<double>(slots - prev - 1) / static_cast<double>(grid));
   return omega;
+}
+
+std::vector<double> Fair::sample_preference(int64_t step, uint64_t position) const {
+  if (!cfg_.fixed.empty()) return cfg_.fixed;
+  return fair_sample_grid(static_cast<int64_t>(cfg_.objectives.size()), cfg_.grid, env_.seed, step, position);
 }
 
 void Fair::prepare_problems(std::vector<tasks::Problem>& problems, size_t first, int64_t step, int64_t round) {

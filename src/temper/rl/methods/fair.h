@@ -33,6 +33,10 @@ std::string fair_preference_text(const std::string& prefix, const std::vector<do
 // A problem conditioned on a preference (its prompt, or its last user message, gets the prefix).
 tasks::Problem fair_condition(tasks::Problem p, const std::string& prefix, const std::vector<double>& omega);
 
+// A preference uniform over the points of the D-simplex grid of step 1/grid, deterministic in
+// (seed, step, position).
+std::vector<double> fair_sample_grid(int64_t D, int64_t grid, uint64_t seed, int64_t step, uint64_t position);
+
 // The objective vector of one completion (names as FairConfig::objectives).
 std::vector<double> fair_objectives(const std::vector<std::string>& names, bool correct, int64_t tokens, int64_t max_new,
                                     const std::string& text, const tasks::Task* task, const std::vector<double>& task_rewards);
