@@ -66,3 +66,32 @@ TEST(Sft, CandidatePromptsHoldTheGoldAndACorruptedCopyAtTheRate) {
   EXPECT_GT(gold_first, with / 4);
   EXPECT_LT(gold_first, 3 * with / 4);
 }
+
+TEST(Sft, ConditionRewritesEveryProblemBeforeItsPromptIsEncoded) {
+  // Fair RL's use: a preference before each question, deterministic in the problem's draw number.
+  auto task = std::make_shared<tasks::ArithmeticTask>(tasks::ArithmeticConfig{});
+  ModelConfig mc = model_config_preset("tiny");
+  mc.vocab_size = 257;
+  mc.max_position_embeddings = 512;
+  Transformer model(mc);
+  model.init_random(1, 0.02f);
+  SftConfig c;
+  c.batch = 4;
+  c.condition = [](tasks::Problem p, uint64_t i) {
+    p.prompt = "<" + std::to_string(i) + ">" + p.prompt;
+    return p;
+  };
+  std::vector<std::string> prompts;
+  PromptCodec codec = test::byte_codec();
+  auto inner = codec.encode_prompt;
+  codec.encode_prompt = [&prompts, inner](const tasks::Problem& p) {
+    prompts.push_back(p.prompt);
+    return inner(p);
+  };
+  SftTrainer sft(model, task, codec, c);
+  sft.step();
+  sft.step();
+  ASSERT_EQ(prompts.size(), 8u);
+  for (uint64_t i = 0; i < 8; ++i)
+    EXPECT_EQ(prompts[i], "<" + std::to_string(i) + ">" + task->problem(tasks::Split::train, i).prompt);
+}
