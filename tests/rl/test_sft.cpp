@@ -14,6 +14,31 @@
 using namespace temper;
 using namespace temper::rl;
 
+namespace {
+
+// A tiny random model over bytes (and the byte codec's end token).
+Transformer byte_model() {
+  ModelConfig mc = model_config_preset("tiny");
+  mc.vocab_size = 257;
+  mc.max_position_embeddings = 512;
+  Transformer model(mc);
+  model.init_random(1, 0.02f);
+  return model;
+}
+
+// The byte codec, recording every prompt it encodes.
+PromptCodec recording_codec(std::vector<std::string>& prompts) {
+  PromptCodec codec = test::byte_codec();
+  auto inner = codec.encode_prompt;
+  codec.encode_prompt = [&prompts, inner](const tasks::Problem& p) {
+    prompts.push_back(p.prompt);
+    return inner(p);
+  };
+  return codec;
+}
+
+}  // namespace
+
 TEST(Sft, CorruptedSolutionsMoveTheLastResultAndTheAnswerOnly) {
   Rng rng(3, 0);
   for (int i = 0; i < 50; ++i) {
@@ -30,23 +55,13 @@ TEST(Sft, CorruptedSolutionsMoveTheLastResultAndTheAnswerOnly) {
 
 TEST(Sft, CandidatePromptsHoldTheGoldAndACorruptedCopyAtTheRate) {
   auto task = std::make_shared<tasks::ArithmeticTask>(tasks::ArithmeticConfig{});
-  ModelConfig mc = model_config_preset("tiny");
-  mc.vocab_size = 257;
-  mc.max_position_embeddings = 512;
-  Transformer model(mc);
-  model.init_random(1, 0.02f);
+  Transformer model = byte_model();
   SftConfig c;
   c.batch = 40;
   c.candidates.rate = 0.5;
   c.candidates.tokens = 200;
   std::vector<std::string> prompts;
-  PromptCodec codec = test::byte_codec();
-  auto inner = codec.encode_prompt;
-  codec.encode_prompt = [&prompts, inner](const tasks::Problem& p) {
-    prompts.push_back(p.prompt);
-    return inner(p);
-  };
-  SftTrainer sft(model, task, codec, c);
+  SftTrainer sft(model, task, recording_codec(prompts), c);
   double frac = 0;
   for (int s = 0; s < 5; ++s) frac += test::value(sft.step(), "candidate_frac") / 5;
   EXPECT_NEAR(frac, 0.5, 0.12);
@@ -70,11 +85,7 @@ TEST(Sft, CandidatePromptsHoldTheGoldAndACorruptedCopyAtTheRate) {
 TEST(Sft, ConditionRewritesEveryProblemBeforeItsPromptIsEncoded) {
   // Fair RL's use: a preference before each question, deterministic in the problem's draw number.
   auto task = std::make_shared<tasks::ArithmeticTask>(tasks::ArithmeticConfig{});
-  ModelConfig mc = model_config_preset("tiny");
-  mc.vocab_size = 257;
-  mc.max_position_embeddings = 512;
-  Transformer model(mc);
-  model.init_random(1, 0.02f);
+  Transformer model = byte_model();
   SftConfig c;
   c.batch = 4;
   c.condition = [](tasks::Problem p, uint64_t i) {
@@ -82,13 +93,7 @@ TEST(Sft, ConditionRewritesEveryProblemBeforeItsPromptIsEncoded) {
     return p;
   };
   std::vector<std::string> prompts;
-  PromptCodec codec = test::byte_codec();
-  auto inner = codec.encode_prompt;
-  codec.encode_prompt = [&prompts, inner](const tasks::Problem& p) {
-    prompts.push_back(p.prompt);
-    return inner(p);
-  };
-  SftTrainer sft(model, task, codec, c);
+  SftTrainer sft(model, task, recording_codec(prompts), c);
   sft.step();
   sft.step();
   ASSERT_EQ(prompts.size(), 8u);
