@@ -35,6 +35,7 @@
 #include "temper/rl/evaluate.h"
 #include "temper/rl/methods/dre.h"
 #include "temper/rl/methods/fair.h"
+#include "temper/rl/methods/rcsd.h"
 #include "temper/rl/methods/stare.h"
 #include "temper/rl/rl_trainer.h"
 #include "temper/rl/sft.h"
@@ -64,6 +65,7 @@ struct RunConfig {
   std::optional<rl::ZppoConfig> zppo;
   std::optional<rl::RevesConfig> reves;
   std::optional<rl::FairConfig> fair;
+  std::optional<rl::RcsdConfig> rcsd;
   struct Teacher {
     std::string source;  // "" (none), gold, dataset, model
     std::string path;
@@ -271,6 +273,19 @@ RunConfig read_config(Recipe& r) {
     v.seed = c.seed;
     v.validate();
     c.reves = v;
+  }
+  if (r.get_bool("rl.rcsd.enabled", r.has_prefix("rl.rcsd."))) {
+    rl::RcsdConfig d;
+    d.combine = r.get_choice("rl.rcsd.combine", d.combine, {"replace", "add"});
+    d.coef = r.get_double("rl.rcsd.coef", d.coef);
+    d.clip = r.get_double("rl.rcsd.clip", d.clip);
+    d.tmpl = r.get_string("rl.rcsd.template", d.tmpl);
+    try {
+      d.validate();
+    } catch (const Error& e) {
+      TEMPER_FAIL() << r.source() << ": " << e.what();
+    }
+    c.rcsd = d;
   }
   if (r.get_bool("rl.fair.enabled", r.has_prefix("rl.fair."))) {
     rl::FairConfig f;
@@ -516,6 +531,7 @@ int train(const TrainOptions& o) {
   std::unique_ptr<rl::RlTrainer> rlt;
   std::vector<std::unique_ptr<rl::Method>> methods;  // in hook order
   if (cfg.dre) methods.push_back(std::make_unique<rl::Dre>(*cfg.dre));
+  if (cfg.rcsd) methods.push_back(std::make_unique<rl::Rcsd>(*cfg.rcsd));  // before STARE: its weights read the advantages' signs
   if (cfg.stare) methods.push_back(std::make_unique<rl::Stare>(*cfg.stare));
   if (cfg.zppo) methods.insert(methods.begin(), std::make_unique<rl::Zppo>(*cfg.zppo, teacher));
   if (cfg.reves) methods.insert(methods.begin(), std::make_unique<rl::Reves>(*cfg.reves));

@@ -71,6 +71,9 @@ class Task {
   // Canonical strings of the reasoning states the completion passes through, in order (for graph methods that
   // merge equivalent states). Default: none.
   virtual std::vector<std::string> intermediate_states(const Problem&, const std::string& completion) const;
+  // The rubric of a problem (criteria a strong answer meets, one per line): the dataset's `rubric` field
+  // by default; procedural families may generate one. Empty: none.
+  virtual std::string rubric(const Problem& p) const { return p.rubric; }
   // Compositional families: every atomic module a problem may use (Problem::modules names them); empty otherwise.
   virtual std::vector<std::string> module_inventory() const { return {}; }
 };

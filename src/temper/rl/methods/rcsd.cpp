@@ -1,0 +1,89 @@
+#include "temper/rl/methods/rcsd.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "temper/core/error.h"
+
+namespace temper::rl {
+
+void RcsdConfig::validate() const {
+  TEMPER_CHECK(combine == "replace" || combine == "add") << "rl.rcsd.combine: expected \"replace\" or \"add\", got '" << combine << "'";
+  TEMPER_CHECK(coef > 0 && std::isfinite(coef)) << "rl.rcsd.coef must be > 0, got " << coef;
+  TEMPER_CHECK(clip > 0) << "rl.rcsd.clip must be > 0, got " << clip;
+  TEMPER_CHECK(tmpl.find("{rubric}") != std::string::npos && tmpl.find("{question}") != std::string::npos)
+      << "rl.rcsd.template must contain {rubric} and {question}, got '" << tmpl << "'";
+}
+
+namespace {
+
+// The template with {rubric} and {question} filled in one pass (a rubric may hold braces).
+std::string fill(const std::string& t, const std::string& rubric, const std::string& question) {
+  std::string out;
+  for (size_t i = 0; i < t.size();) {
+    if (t.compare(i, 8, "{rubric}") == 0) out += rubric, i += 8;
+    else if (t.compare(i, 10, "{question}") == 0) out += question, i += 10;
+    else out += t[i++];
+  }
+  return out;
+}
+
+}  // namespace
+
+tasks::Problem rcsd_teacher_problem(const tasks::Problem& p, const std::string& rubric, const std::string& tmpl) {
+  tasks::Problem q = p;
+  q.prompt = fill(tmpl, rubric, p.prompt);
+  for (auto it = q.messages.rbegin(); it != q.messages.rend(); ++it)
+    if (it->role == "user") {
+      it->content = fill(tmpl, rubric, it->content);
+      break;
+    }
+  return q;
+}
+
+Rcsd::Rcsd(RcsdConfig cfg) : cfg_(std::move(cfg)) { cfg_.validate(); }
+
+bool Rcsd::advantages(Batch& b) {
+  if (cfg_.combine != "replace") return false;
+  compute(b, false);
+  return true;
+}
+
+void Rcsd::token_weights(Batch& b) {
+  if (cfg_.combine == "add") compute(b, true);
+}
+
+void Rcsd::compute(Batch& b, bool add) {
+  adv_sum_ = adv_abs_ = clipped_ = 0;
+  tokens_ = with_rubric_ = sequences_ = 0;
+  std::vector<float> lp, ent;
+  for (Trajectory& t : b.traj) {
+    ++sequences_;
+    if (!add) t.advantage.assign(t.tokens.size(), 0.f);
+    const tasks::Problem& p = b.problems[static_cast<size_t>(t.problem)];
+    const std::string rubric = env_.task->rubric(p);
+    if (rubric.empty() || t.tokens.empty()) continue;
+    ++with_rubric_;
+    const std::vector<int32_t> prompt = env_.codec->encode_prompt(rcsd_teacher_problem(p, rubric, cfg_.tmpl));
+    env_.score_tokens(prompt, t.tokens, lp, ent);  // the same weights, the rubric in context; no gradient
+    TEMPER_CHECK(lp.size() == t.tokens.size()) << "rcsd: the teacher scored " << lp.size() << " of " << t.tokens.size() << " tokens";
+    for (size_t i = 0; i < t.tokens.size(); ++i) {
+      const double gap = static_cast<double>(lp[i]) - static_cast<double>(t.old_logprob[i]);
+      const double a = std::clamp(gap, -cfg_.clip, cfg_.clip) * cfg_.coef;
+      clipped_ += std::fabs(gap) > cfg_.clip ? 1 : 0;
+      t.advantage[i] = static_cast<float>(add ? t.advantage[i] + a : a);
+      adv_sum_ += a, adv_abs_ += std::fabs(a);
+      ++tokens_;
+    }
+  }
+}
+
+void Rcsd::metrics(Metrics& m) const {
+  const double n = std::max<double>(1.0, static_cast<double>(tokens_));
+  m.emplace_back("rcsd_adv_mean", adv_sum_ / n);
+  m.emplace_back("rcsd_adv_abs_mean", adv_abs_ / n);
+  m.emplace_back("rcsd_clip_frac", clipped_ / n);
+  m.emplace_back("rcsd_rubric_frac", sequences_ ? static_cast<double>(with_rubric_) / static_cast<double>(sequences_) : 0.0);
+}
+
+}  // namespace temper::rl

@@ -1,0 +1,45 @@
+// Rubric-conditioned self-distillation (Gu et al. 2026, arXiv 2606.19327; ../shared/specs/methods-other.md
+// section 1; abstract-level sources, the OPSD-family sampled-token form). The teacher is the policy
+// itself with the problem's rubric inserted into the prompt (`template`, {rubric} and {question}); one
+// extra forward over each rollout's tokens in that context, no gradient. The per-token advantage is
+// A_t = clip(log p_teacher(y_t) - log p_student(y_t), -clip, clip), with the student's log-probs those
+// the rollout recorded; `combine = "replace"` (default: RCSD alone) uses A_t as the advantage,
+// `combine = "add"` adds coef * A_t to the GRPO advantage. A problem without a rubric gets 0 (replace)
+// or its GRPO advantage (add). Rubrics: Task::rubric (a dataset's `rubric` field by default).
+#pragma once
+
+#include <string>
+
+#include "temper/rl/method.h"
+
+namespace temper::rl {
+
+struct RcsdConfig {
+  std::string combine = "replace";  // replace | add
+  double coef = 1.0;                // scale of A_t
+  double clip = 5.0;                // |A_t| bound
+  std::string tmpl = "Rubric:\n{rubric}\n\n{question}";
+  void validate() const;
+};
+
+// A problem with its rubric in the prompt (its last user message for chat problems).
+tasks::Problem rcsd_teacher_problem(const tasks::Problem& p, const std::string& rubric, const std::string& tmpl);
+
+class Rcsd : public Method {
+ public:
+  explicit Rcsd(RcsdConfig cfg);
+  std::string name() const override { return "rcsd"; }
+  void attach(const MethodEnv& env) override { env_ = env; }
+  bool advantages(Batch& b) override;
+  void token_weights(Batch& b) override;  // combine = "add": after the estimator's advantages
+  void metrics(Metrics& m) const override;
+
+ private:
+  void compute(Batch& b, bool add);
+  RcsdConfig cfg_;
+  MethodEnv env_;
+  double adv_sum_ = 0, adv_abs_ = 0, clipped_ = 0;
+  int64_t tokens_ = 0, with_rubric_ = 0, sequences_ = 0;
+};
+
+}  // namespace temper::rl

@@ -1,0 +1,130 @@
+// Rubric-conditioned self-distillation: the teacher context (rubric and question), the per-token
+// teacher-student gap as the advantage (clipped, scaled, replacing or added to GRPO's), a signal in
+// groups whose outcomes are all equal, credit on the tokens the rubric-conditioned teacher prefers,
+// and inside the trainer the advantages recomputed from the policy's own forward in the rubric context.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "rl/letter_task.h"
+#include "temper/core/error.h"
+#include "temper/rl/methods/rcsd.h"
+
+using namespace temper;
+using namespace temper::rl;
+using namespace temper::test;
+
+namespace {
+
+// Letters with a rubric: "prefer b".
+class RubricLetters : public LetterTask {
+ public:
+  std::string rubric(const tasks::Problem& p) const override { return std::stoul(p.id) % 2 ? "" : "b"; }
+};
+
+}  // namespace
+
+TEST(Rcsd, TeacherContextHoldsTheRubricAndTheQuestion) {
+  tasks::Problem p;
+  p.prompt = "2+2=";
+  p.messages = {{"user", "2+2="}};
+  tasks::Problem q = rcsd_teacher_problem(p, "- writes {each} step", "Rubric:\n{rubric}\n\n{question}");
+  EXPECT_EQ(q.prompt, "Rubric:\n- writes {each} step\n\n2+2=");
+  EXPECT_EQ(q.messages[0].content, q.prompt);
+  EXPECT_THROW(Rcsd(RcsdConfig{"replace", 1, 5, "{question}"}), Error);
+  EXPECT_THROW(Rcsd(RcsdConfig{"mix", 1, 5, "{rubric}{question}"}), Error);
+}
+
+TEST(Rcsd, EqualOutcomesStillGetPerTokenCreditWhereTheRubricTeacherAgrees) {
+  // Scripted teacher: with the rubric in its context it puts log-prob -0.5 on 'b' (token 2) and -3 on
+  // anything else; the student recorded -2 everywhere. Every rollout has the same outcome (GRPO: 0).
+  auto task = std::make_shared<RubricLetters>();
+  PromptCodec c = codec();
+  MethodEnv env;
+  env.task = task;
+  env.codec = &c;
+  std::vector<std::vector<int32_t>> seen_prompts;
+  env.score_tokens = [&](const std::vector<int32_t>& prompt, const std::vector<int32_t>& tokens, std::vector<float>& lp,
+                         std::vector<float>& ent) {
+    seen_prompts.push_back(prompt);
+    lp.clear();
+    for (int32_t t : tokens) lp.push_back(t == 2 ? -0.5f : -3.f);
+    ent.assign(tokens.size(), 1.f);
+  };
+  RcsdConfig cfg;
+  cfg.clip = 0.75;
+  Rcsd r(cfg);
+  r.attach(env);
+  Batch b;
+  b.problems = {task->problem(tasks::Split::train, 0), task->problem(tasks::Split::train, 1)};  // 0: rubric "b"; 1: none
+  for (int64_t g : {0, 1})
+    for (int k = 0; k < 2; ++k) {
+      Trajectory t;
+      t.problem = t.group = g;
+      t.tokens = {2, 1, 2, 3};  // "bab c"
+      t.old_logprob.assign(4, -2.f);
+      t.reward = 1;
+      b.traj.push_back(t);
+    }
+  EXPECT_TRUE(r.advantages(b));
+  // 'b': -0.5 - (-2) = 1.5, clipped to 0.75; others: -3 - (-2) = -1, clipped to -0.75.
+  EXPECT_EQ(b.traj[0].advantage, (std::vector<float>{0.75f, -0.75f, 0.75f, -0.75f}));
+  EXPECT_EQ(b.traj[2].advantage, std::vector<float>(4, 0.f));  // no rubric: no signal
+  ASSERT_EQ(seen_prompts.size(), 2u);  // only the rubric group was scored, with the rubric in context
+  std::vector<int32_t> expect = c.encode_prompt(rcsd_teacher_problem(b.problems[0], "b", cfg.tmpl));
+  EXPECT_EQ(seen_prompts[0], expect);
+  Metrics m;
+  r.metrics(m);
+  EXPECT_NEAR(value(m, "rcsd_clip_frac"), 1.0, 1e-12);
+  EXPECT_NEAR(value(m, "rcsd_rubric_frac"), 0.5, 1e-12);
+  // combine = "add": GRPO's advantage plus coef * A_t.
+  cfg.combine = "add";
+  cfg.coef = 2;
+  Rcsd add(cfg);
+  add.attach(env);
+  EXPECT_FALSE(add.advantages(b));
+  for (Trajectory& t : b.traj) t.advantage.assign(4, 0.25f);
+  add.token_weights(b);
+  EXPECT_EQ(b.traj[1].advantage, (std::vector<float>{1.75f, -1.25f, 1.75f, -1.25f}));
+  EXPECT_EQ(b.traj[3].advantage, std::vector<float>(4, 0.25f));
+}
+
+TEST(Rcsd, InTheTrainerAdvantagesAreThePolicysOwnGapInTheRubricContext) {
+  RlSetup s;
+  auto task = std::make_shared<RubricLetters>();
+  task->uniform_ = true;  // problems 0, 3, 6, ...: every sample scores 1 (GRPO advantage 0)
+  Rcsd r(RcsdConfig{});
+  RlConfig cfg = config();
+  cfg.optimizer.lr.peak = 1e-30;  // the weights stay put, so the teacher forward can be recomputed after the step
+  const std::vector<float> before(s.model.params(), s.model.params() + s.model.flat_size());
+  RlTrainer t(s.model, task, codec(), cfg, s.safe, {&r});
+  t.step();
+  ASSERT_EQ(0, std::memcmp(before.data(), s.model.params(), before.size() * sizeof(float)));
+  const Batch& b = t.last_batch();
+  PromptCodec c = codec();
+  int uniform_with_signal = 0;
+  for (const Trajectory& x : b.traj) {
+    const tasks::Problem& p = b.problems[static_cast<size_t>(x.problem)];
+    if (task->rubric(p).empty()) {
+      EXPECT_EQ(x.advantage, std::vector<float>(x.tokens.size(), 0.f));
+      continue;
+    }
+    std::vector<int32_t> tok = c.encode_prompt(rcsd_teacher_problem(p, "b", RcsdConfig{}.tmpl));
+    const size_t P = tok.size();
+    tok.insert(tok.end(), x.tokens.begin(), x.tokens.end());
+    std::vector<int32_t> tgt(tok.size(), -1);
+    for (size_t i = 0; i < x.tokens.size(); ++i) tgt[P - 1 + i] = x.tokens[i];
+    std::vector<float> lp(tok.size()), ent(tok.size());
+    s.model.forward_logprobs(tok.data(), tgt.data(), 1, static_cast<int64_t>(tok.size()), lp.data(), ent.data());
+    double any = 0;
+    for (size_t i = 0; i < x.tokens.size(); ++i) {
+      const double want = std::clamp(double(lp[P - 1 + i]) - double(x.old_logprob[i]), -5.0, 5.0);
+      EXPECT_NEAR(x.advantage[i], want, 1e-4);
+      any += std::fabs(x.advantage[i]);
+    }
+    if (std::stoul(p.id) % 3 == 0 && any > 1e-3) ++uniform_with_signal;
+  }
+  EXPECT_GT(uniform_with_signal, 0) << "groups with equal outcomes still carry per-token signal";
+}
