@@ -346,4 +346,10 @@ void Transformer::forward_logits(const int32_t* tokens, int64_t B, int64_t T, fl
        cfg_.hidden_size, 0.f, logits, cfg_.vocab_size, precision_, w16(layout_.lm_head));
 }
 
+void Transformer::forward_hidden(const int32_t* tokens, int64_t B, int64_t T, float* hidden) {
+  prepare(B, T);
+  trunk_forward(tokens, B, T, false);
+  std::copy(xn_, xn_ + B * T * cfg_.hidden_size, hidden);
+}
+
 }  // namespace temper

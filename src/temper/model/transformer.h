@@ -71,6 +71,7 @@ class Transformer {
   void forward_logprobs(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T, float* logprob,
                         float* entropy);
   void forward_logits(const int32_t* tokens, int64_t B, int64_t T, float* logits);  // [B, T, V]
+  void forward_hidden(const int32_t* tokens, int64_t B, int64_t T, float* hidden);  // [B, T, H] after the final norm
 
   void forward_paged(const PagedStep& step, KvPool& pool);
 
