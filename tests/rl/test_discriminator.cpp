@@ -6,7 +6,9 @@
 #include <random>
 
 #include "temper/core/error.h"
+#include "rl/letter_task.h"
 #include "temper/rl/discriminator.h"
+#include "temper/rl/methods/disc_reward.h"
 
 using namespace temper;
 using namespace temper::rl;
@@ -48,4 +50,53 @@ TEST(Discriminator, RewardIsClippedAndTheHeadSurvivesSaveLoad) {
   EXPECT_THROW(d.logit({1.f, 2.f}), Error);
   EXPECT_THROW(d.fit({{1.f}}, {}), Error);
   EXPECT_THROW(e.load("x"), Error);
+}
+
+// Through the trainer: the head is fitted at the first step on the frozen reference's features of real
+// replies (the gold "aaaaaa") and the starting policy's own, every reward is the head's clipped logit of
+// that rollout's features, and the head is saved for resume.
+namespace {
+
+class GoldLetters : public temper::test::LetterTask {
+ public:
+  tasks::Problem problem(tasks::Split s, uint64_t i) const override {
+    tasks::Problem p = LetterTask::problem(s, i);
+    p.gold_solution = "aaaaaa";
+    return p;
+  }
+};
+
+}  // namespace
+
+TEST(Discriminator, RewardsInTheTrainerAreTheHeadsLogitOfTheReferenceFeatures) {
+  using namespace temper::test;
+  RlSetup s;
+  Transformer reference(s.cfg);
+  std::copy(s.model.params(), s.model.params() + s.model.flat_size(), reference.params());
+  reference.params_updated();
+  DiscRewardConfig c;
+  c.samples = 64;
+  DiscReward d(c);
+  RlConfig cfg = config();
+  cfg.loss.kl_coef = 1;
+  auto task = std::make_shared<GoldLetters>();
+  RlTrainer t(s.model, task, codec(), cfg, s.safe, {&d}, &reference);
+  Metrics m = t.step();
+  EXPECT_GT(value(m, "disc_fit_accuracy"), 0.9);  // random letters vs "aaaaaa": easy to tell apart
+  EXPECT_EQ(value(m, "disc_fit_examples"), 128);
+  const Batch& b = t.last_batch();
+  const int64_t H = s.cfg.hidden_size;
+  for (const Trajectory& x : b.traj) {
+    std::vector<int32_t> tok(x.prompt);
+    tok.insert(tok.end(), x.tokens.begin(), x.tokens.end());
+    std::vector<float> h(tok.size() * size_t(H)), f(size_t(H), 0.f);
+    reference.forward_hidden(tok.data(), 1, int64_t(tok.size()), h.data());
+    for (size_t p = x.prompt.size(); p < tok.size(); ++p)
+      for (int64_t j = 0; j < H; ++j) f[size_t(j)] += h[p * size_t(H) + size_t(j)] / float(x.tokens.size());
+    EXPECT_NEAR(x.reward, d.head().reward(f), 1e-9);
+  }
+  DiscReward again(c);
+  again.load_state(d.save_state());
+  EXPECT_EQ(again.head().bias(), d.head().bias());
+  EXPECT_EQ(again.head().weights(), d.head().weights());
 }

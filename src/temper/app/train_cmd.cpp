@@ -36,6 +36,7 @@
 #include "temper/rl/methods/dre.h"
 #include "temper/rl/methods/fair.h"
 #include "temper/rl/methods/rcsd.h"
+#include "temper/rl/methods/disc_reward.h"
 #include "temper/rl/methods/stare.h"
 #include "temper/rl/rl_trainer.h"
 #include "temper/rl/sft.h"
@@ -66,6 +67,7 @@ struct RunConfig {
   std::optional<rl::RevesConfig> reves;
   std::optional<rl::FairConfig> fair;
   std::optional<rl::RcsdConfig> rcsd;
+  std::optional<rl::DiscRewardConfig> disc;
   struct Teacher {
     std::string source;  // "" (none), gold, dataset, model
     std::string path;
@@ -286,6 +288,25 @@ RunConfig read_config(Recipe& r) {
       TEMPER_FAIL() << r.source() << ": " << e.what();
     }
     c.rcsd = d;
+  }
+  if (r.get_bool("rl.discriminator.enabled", r.has_prefix("rl.discriminator."))) {
+    rl::DiscRewardConfig d;
+    d.samples = r.get_int("rl.discriminator.samples", d.samples);
+    d.real = r.get_choice("rl.discriminator.real", d.real, {"gold", "teacher"});
+    d.combine = r.get_choice("rl.discriminator.combine", d.combine, {"replace", "add"});
+    d.coef = r.get_double("rl.discriminator.coef", d.coef);
+    d.head.clip = r.get_double("rl.discriminator.clip", d.head.clip);
+    d.head.epochs = r.get_int("rl.discriminator.epochs", d.head.epochs);
+    d.head.lr = r.get_double("rl.discriminator.lr", d.head.lr);
+    d.head.l2 = r.get_double("rl.discriminator.l2", d.head.l2);
+    try {
+      d.validate();
+    } catch (const Error& e) {
+      TEMPER_FAIL() << r.source() << ": " << e.what();
+    }
+    TEMPER_CHECK(q.loss.kl_coef > 0) << r.source() << ": [rl.discriminator] embeds replies with the frozen KL reference; set rl.kl_coef "
+                                        "(1 is the distribution-matching point)";
+    c.disc = d;
   }
   if (r.get_bool("rl.fair.enabled", r.has_prefix("rl.fair."))) {
     rl::FairConfig f;
@@ -535,6 +556,7 @@ int train(const TrainOptions& o) {
   if (cfg.stare) methods.push_back(std::make_unique<rl::Stare>(*cfg.stare));
   if (cfg.zppo) methods.insert(methods.begin(), std::make_unique<rl::Zppo>(*cfg.zppo, teacher));
   if (cfg.reves) methods.insert(methods.begin(), std::make_unique<rl::Reves>(*cfg.reves));
+  if (cfg.disc) methods.insert(methods.begin(), std::make_unique<rl::DiscReward>(*cfg.disc));  // first: others shape its reward
   if (cfg.fair) methods.insert(methods.begin(), std::make_unique<rl::Fair>(*cfg.fair));  // first: the preference is in the prompt
   auto make_rl = [&] {
     if (reference) reference->set_precision(policy->precision());

@@ -34,6 +34,9 @@ struct MethodEnv {
   std::function<void(const std::vector<int32_t>& prompt, const std::vector<int32_t>& tokens, std::vector<float>& logp,
                      std::vector<float>& entropy)>
       score_tokens;
+  // Features of a reply: the mean of the frozen reference model's final hidden states over the reply's
+  // positions after `prompt` (needs the KL reference, rl.kl_coef > 0).
+  std::function<std::vector<float>(const std::vector<int32_t>& prompt, const std::vector<int32_t>& reply)> embed;
 };
 
 // One rollout round: requests[i] answers problems[first + i] (Batch::problems indices).

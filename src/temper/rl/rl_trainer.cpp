@@ -102,6 +102,19 @@ RlTrainer::RlTrainer(Transformer& policy, std::shared_ptr<const tasks::Task> tas
     logp.assign(lp.begin() + static_cast<long>(prompt.size() - 1), lp.begin() + static_cast<long>(prompt.size() - 1 + tokens.size()));
     entropy.assign(ent.begin() + static_cast<long>(prompt.size() - 1), ent.begin() + static_cast<long>(prompt.size() - 1 + tokens.size()));
   };
+  env.embed = [this](const std::vector<int32_t>& prompt, const std::vector<int32_t>& reply) {
+    TEMPER_CHECK(reference_) << "rl: a method embeds replies with the frozen reference model; set rl.kl_coef > 0 (1 is the "
+                                "distribution-matching point of discriminator rewards)";
+    TEMPER_CHECK(!reply.empty()) << "rl: an empty reply has no embedding";
+    std::vector<int32_t> tok(prompt);
+    tok.insert(tok.end(), reply.begin(), reply.end());
+    const int64_t T = static_cast<int64_t>(tok.size()), H = reference_->config().hidden_size;
+    std::vector<float> h(static_cast<size_t>(T * H)), mean(static_cast<size_t>(H), 0.f);
+    reference_->forward_hidden(tok.data(), 1, T, h.data());
+    for (int64_t t = static_cast<int64_t>(prompt.size()); t < T; ++t)
+      for (int64_t j = 0; j < H; ++j) mean[static_cast<size_t>(j)] += h[static_cast<size_t>(t * H + j)] / static_cast<float>(reply.size());
+    return mean;
+  };
   for (Method* m : methods_) m->attach(env);
 }
 

@@ -1,0 +1,67 @@
+#include "temper/rl/methods/disc_reward.h"
+
+#include "temper/core/error.h"
+#include "temper/core/rng.h"
+
+namespace temper::rl {
+
+void DiscRewardConfig::validate() const {
+  head.validate();
+  TEMPER_CHECK(samples >= 2) << "rl.discriminator.samples must be >= 2, got " << samples;
+  TEMPER_CHECK(real == "gold" || real == "teacher") << "rl.discriminator.real: expected \"gold\" or \"teacher\", got '" << real << "'";
+  TEMPER_CHECK(combine == "replace" || combine == "add") << "rl.discriminator.combine: expected \"replace\" or \"add\", got '" << combine << "'";
+  TEMPER_CHECK(coef > 0) << "rl.discriminator.coef must be > 0, got " << coef;
+}
+
+DiscReward::DiscReward(DiscRewardConfig cfg) : cfg_(std::move(cfg)), head_(cfg_.head) { cfg_.validate(); }
+
+void DiscReward::fit() {
+  const tasks::Task& task = *env_.task;
+  const int64_t size = task.size(tasks::Split::train);
+  std::vector<tasks::Problem> probs;
+  std::vector<rollout::RolloutRequest> reqs;
+  std::vector<std::vector<float>> real, gen;
+  for (int64_t i = 0; i < cfg_.samples; ++i) {
+    uint64_t idx = static_cast<uint64_t>(i);
+    if (size > 0) idx %= static_cast<uint64_t>(size);
+    tasks::Problem p = task.problem(tasks::Split::train, idx);
+    const std::string& text = cfg_.real == "gold" ? p.gold_solution : p.teacher_response;
+    TEMPER_CHECK(!text.empty()) << "rl.discriminator: problem " << p.id << " has no " << (cfg_.real == "gold" ? "gold solution" : "teacher_response")
+                                << " to serve as a real reply";
+    rollout::RolloutRequest r;
+    r.prompt = env_.codec->encode_prompt(p);
+    r.group_size = 1;
+    r.max_new = std::max<int64_t>(1, std::min<int64_t>(env_.max_new, env_.context - static_cast<int64_t>(r.prompt.size())));
+    r.sampler = env_.sampler;
+    r.stop_ids = env_.codec->stop_ids;
+    r.seed = mix_seed(env_.seed, 0xD15Cull);
+    r.stream = static_cast<uint64_t>(i);
+    std::vector<int32_t> reply = env_.codec->encode_completion(text);
+    if (!reply.empty()) real.push_back(env_.embed(r.prompt, reply));
+    reqs.push_back(std::move(r));
+  }
+  for (const rollout::Completion& c : env_.generate(reqs))  // the policy as RL starts: p_0
+    if (!c.tokens.empty()) gen.push_back(env_.embed(reqs[static_cast<size_t>(c.request)].prompt, c.tokens));
+  head_.fit(real, gen);
+  fit_accuracy_ = head_.accuracy(real, gen);
+  fit_real_ = static_cast<int64_t>(real.size()), fit_gen_ = static_cast<int64_t>(gen.size());
+}
+
+void DiscReward::after_reward(Batch& b) {
+  if (!head_.fitted()) fit();
+  reward_sum_ = 0, rewarded_ = 0;
+  for (Trajectory& t : b.traj) {
+    if (t.tokens.empty()) continue;
+    const double r = cfg_.coef * head_.reward(env_.embed(t.prompt, t.tokens));
+    t.reward = cfg_.combine == "replace" ? r : t.reward + r;
+    reward_sum_ += r, ++rewarded_;
+  }
+}
+
+void DiscReward::metrics(Metrics& m) const {
+  m.emplace_back("disc_reward_mean", rewarded_ ? reward_sum_ / static_cast<double>(rewarded_) : 0.0);
+  m.emplace_back("disc_fit_accuracy", fit_accuracy_);
+  m.emplace_back("disc_fit_examples", static_cast<double>(fit_real_ + fit_gen_));
+}
+
+}  // namespace temper::rl

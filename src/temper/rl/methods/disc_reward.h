@@ -1,0 +1,46 @@
+// Discriminator rewards (spec methods-other section 4, the LLM form; Beltran-Velez et al. 2026): at the
+// first step, `samples` training problems are answered by the policy as it starts (p_0) and by the
+// real replies (their gold solutions or dataset teacher responses); a discriminator head is fitted on
+// the frozen reference model's mean final hidden states (rl/discriminator.h) and frozen. Each rollout's
+// reward becomes coef x its clipped logit (replace), or is added to the task's reward (add). With
+// rl.kl_coef = 1 the KL-regularised optimum is the real distribution (balanced classes make the logit
+// log p_real / p_0). The head is checkpointed, so a resume does not refit it on a later policy.
+#pragma once
+
+#include <string>
+
+#include "temper/rl/discriminator.h"
+#include "temper/rl/method.h"
+
+namespace temper::rl {
+
+struct DiscRewardConfig {
+  DiscriminatorConfig head;
+  int64_t samples = 256;            // problems the head is fitted on (one real and one generated reply each)
+  std::string real = "gold";        // gold (the task's solutions) | teacher (a dataset's teacher_response)
+  std::string combine = "replace";  // replace | add
+  double coef = 1.0;
+  void validate() const;
+};
+
+class DiscReward : public Method {
+ public:
+  explicit DiscReward(DiscRewardConfig cfg);
+  std::string name() const override { return "discriminator"; }
+  void attach(const MethodEnv& env) override { env_ = env; }
+  void after_reward(Batch& b) override;
+  void metrics(Metrics& m) const override;
+  std::string save_state() const override { return head_.fitted() ? head_.save() : std::string(); }
+  void load_state(const std::string& s) override { head_.load(s); }
+  const Discriminator& head() const { return head_; }
+
+ private:
+  void fit();
+  DiscRewardConfig cfg_;
+  MethodEnv env_;
+  Discriminator head_;
+  double fit_accuracy_ = 0, reward_sum_ = 0;
+  int64_t rewarded_ = 0, fit_real_ = 0, fit_gen_ = 0;
+};
+
+}  // namespace temper::rl
