@@ -79,15 +79,15 @@ def ratio_plot(path):
     rs = [r for r in rs if (r[1], "seen") in acc]
     if len(rs) < 2:
         return
-    W, H, L, B = 560, 300, 60, 50
+    W, H, L, B = 640, 300, 60, 50
     top = max(ms(acc[(a, s)])[0] + ms(acc[(a, s)])[1] for _, a, _ in rs for s in ("seen", "unseen", "deeper") if (a, s) in acc)
     ymax = math.ceil(max(top, 0.05) * 10) / 10
-    x = lambda f: L + (W - L - 30) * (f - 0.5) / 0.5
+    x = lambda f: L + (W - L - 110) * (f - 0.5) / 0.5
     y = lambda v: H - B - (H - B - 20) * v / ymax
     o = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="11">']
     for t in range(0, int(round(ymax * 10)) + 1):
         v = t / 10
-        o.append(f'<line x1="{L}" x2="{W-30}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#ddd"/><text x="{L-6}" y="{y(v)+4:.1f}" text-anchor="end">{v:.1f}</text>')
+        o.append(f'<line x1="{L}" x2="{W-110}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#ddd"/><text x="{L-6}" y="{y(v)+4:.1f}" text-anchor="end">{v:.1f}</text>')
     for name, a, f in rs:
         o.append(f'<text x="{x(f):.1f}" y="{H-B+16}" text-anchor="middle">{name}</text>')
     for s in ("seen", "unseen", "deeper"):
