@@ -33,7 +33,7 @@ for seed in $seeds; do
     if [ "$arm" = holdout ]; then sets="holdout $sets"; params+=(--param holdout=sort); fi
     for s in $sets; do
       "$temper" eval --model "$ckpt" --task compose "${params[@]}" --param eval_set=$s --problems 200 --max-new 80 \
-        --json "$dir/eval_$s.json" 2>> "$dir.log"
+        --json "$dir/eval_$s.json" --samples-out "$dir/samples_$s.jsonl" 2>> "$dir.log"
     done
     echo "seed $seed $arm: $(python3 -c "import json,sys; print(' '.join(f'{s}={json.load(open(\"$dir/eval_\"+s+\".json\"))[\"accuracy\"]:.3f}' for s in '$sets'.split()))")"
   done

@@ -88,6 +88,20 @@ int eval(const EvalOptions& o) {
   for (size_t i = 0; i < std::min<size_t>(3, r.examples.size()); ++i)
     std::printf("  example %s: %s -> %s [%s]\n", r.examples[i].id.c_str(), r.examples[i].prompt.c_str(),
                 r.examples[i].completion.c_str(), r.examples[i].correct ? "correct" : "wrong");
+  if (!o.samples_out.empty()) {
+    std::string lines;
+    for (const rl::EvalExample& e : r.examples) {
+      nlohmann::ordered_json x;
+      x["id"] = e.id;
+      x["prompt"] = e.prompt;
+      x["completion"] = e.completion;
+      x["answer"] = e.answer;
+      x["reward"] = e.reward;
+      x["correct"] = e.correct;
+      lines += x.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    }
+    io::write_text_atomic(o.samples_out, lines);
+  }
   std::string text = j.dump(2) + "\n";
   if (!o.json_out.empty()) io::write_text_atomic(o.json_out, text);
   else std::printf("%s", text.c_str());
