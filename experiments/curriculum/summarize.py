@@ -39,6 +39,25 @@ for arm in ARMS:
     if any((arm, s) in acc for s in SETS):
         print(f"| {LABEL[arm]} | " + " | ".join(cell(arm, s) for s in SETS) + " |")
 
+# Unseen accuracy where RL starts (the run's eval after its SFT stage) and at its end, from metrics.jsonl.
+print("\n| arm | unseen when RL starts | unseen at the end | change |")
+print("|---|---|---|---|")
+for arm in ARMS:
+    if arm == "sft_only":
+        continue
+    pairs = []
+    for seed in seeds:
+        f = os.path.join(runs, seed, arm, "metrics.jsonl")
+        if not os.path.exists(f) or not os.path.exists(os.path.join(runs, seed, arm, "eval_deeper.json")):
+            continue
+        ev = [json.loads(l) for l in open(f) if '"eval"' in l]
+        ev = [r for r in ev if r["step"] > 0]
+        if len(ev) >= 2:
+            pairs.append((ev[0]["eval_accuracy"], ev[-1]["eval_accuracy"]))
+    if pairs:
+        a, b = ms([p[0] for p in pairs]), ms([p[1] for p in pairs])
+        print(f"| {LABEL[arm]} | {a[0]:.3f} ± {a[1]:.3f} | {b[0]:.3f} ± {b[1]:.3f} | {b[0]-a[0]:+.3f} |")
+
 COL = {"seen": "#1f77b4", "unseen": "#d62728", "deeper": "#2ca02c", "holdout": "#9467bd"}
 
 
