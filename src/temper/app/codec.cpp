@@ -1,6 +1,9 @@
 #include "temper/app/codec.h"
 
+#include <cstdlib>
+
 #include "temper/core/error.h"
+#include "temper/tasks/task.h"
 #include "temper/text/chat_template.h"
 
 namespace temper::app {
@@ -62,6 +65,17 @@ std::string unescape_newlines(const std::string& s) {
     } else {
       out += s[i];
     }
+  }
+  return out;
+}
+
+std::vector<double> parse_numbers(const std::string& list, const std::string& what) {
+  std::vector<double> out;
+  for (const std::string& x : tasks::split_list(list)) {
+    char* end = nullptr;
+    const double v = std::strtod(x.c_str(), &end);
+    TEMPER_CHECK(!x.empty() && end && *end == '\0') << what << ": expected a comma list of numbers, got '" << x << "'";
+    out.push_back(v);
   }
   return out;
 }

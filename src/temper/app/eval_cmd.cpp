@@ -38,18 +38,9 @@ int eval(const EvalOptions& o) {
   if (o.samples > 1) c.pass_k.push_back(o.samples);
   c.revisions = o.revisions;
   if (!o.revision_template.empty()) c.revision.revision_template = o.revision_template;
-  auto numbers = [](const std::string& flag, const std::string& list) {
-    std::vector<double> out;
-    for (const std::string& x : tasks::split_list(list)) {
-      char* end = nullptr;
-      out.push_back(std::strtod(x.c_str(), &end));
-      TEMPER_CHECK(end && *end == '\0' && !x.empty()) << flag << ": expected a comma list of numbers, got '" << x << "'";
-    }
-    return out;
-  };
-  c.preference = numbers("--preference", o.preference);
+  c.preference = parse_numbers(o.preference, "--preference");
   c.objectives = tasks::split_list(o.objectives);
-  c.ggf = numbers("--ggf", o.ggf);
+  c.ggf = parse_numbers(o.ggf, "--ggf");
   if (!o.preference_prefix.empty()) c.preference_prefix = unescape_newlines(o.preference_prefix);
   TEMPER_CHECK(c.preference.empty() || c.objectives.size() == c.preference.size())
       << "--preference has " << c.preference.size() << " values; name as many --objectives (e.g. correct,brevity)";

@@ -31,12 +31,7 @@ std::vector<int32_t> encode_prompt(const text::Tokenizer& tok, const GenerateOpt
   std::vector<int32_t> ids;
   std::string pref;
   if (!o.preference.empty()) {
-    std::vector<double> w;
-    for (const std::string& x : tasks::split_list(o.preference)) {
-      char* end = nullptr;
-      w.push_back(std::strtod(x.c_str(), &end));
-      TEMPER_CHECK(end && *end == '\0' && !x.empty()) << "--preference: expected a comma list of numbers summing to 1, got '" << o.preference << "'";
-    }
+    const std::vector<double> w = parse_numbers(o.preference, "--preference");
     double sum = 0;
     for (double x : w) sum += x;
     TEMPER_CHECK(w.size() >= 2 && std::fabs(sum - 1) < 1e-6) << "--preference: expected at least 2 numbers summing to 1, got '" << o.preference << "'";

@@ -106,17 +106,8 @@ rollout::SamplerConfig read_sampler(Recipe& r, const std::string& sec) {
   return s;
 }
 
-// A comma list of numbers ("" = none), named by its key when malformed.
-std::vector<double> number_list(Recipe& r, const std::string& key) {
-  std::vector<double> out;
-  for (const std::string& x : tasks::split_list(r.get_string(key, ""))) {
-    char* end = nullptr;
-    double v = std::strtod(x.c_str(), &end);
-    TEMPER_CHECK(end && *end == '\0' && !x.empty()) << r.source() << ": " << key << ": expected a comma list of numbers, got '" << x << "'";
-    out.push_back(v);
-  }
-  return out;
-}
+// A comma list of numbers under `key` ("" = none).
+std::vector<double> number_list(Recipe& r, const std::string& key) { return parse_numbers(r.get_string(key, ""), r.source() + ": " + key); }
 
 RunConfig read_config(Recipe& r) {
   RunConfig c;
