@@ -654,12 +654,8 @@ int train(const TrainOptions& o) {
     for (auto& [k, p] : e.pass_at_k) v.emplace_back("eval_pass_at_" + std::to_string(k), p);
     for (auto& [d, x] : e.by_difficulty) v.emplace_back("eval_accuracy_d" + std::to_string(d), x.second);
     if (!e.solved_within.empty()) v.emplace_back("eval_revised_accuracy", e.solved_within.back());  // within eval.revisions
-    for (size_t k = 0; k < e.objective_means.size(); ++k) {
-      std::string name = cfg.eval.objectives[k];
-      for (char& ch : name)
-        if (ch == ':') ch = '_';
-      v.emplace_back("eval_" + name, e.objective_means[k]);
-    }
+    for (size_t k = 0; k < e.objective_means.size(); ++k)
+      v.emplace_back("eval_" + rl::fair_metric_name(cfg.eval.objectives[k]), e.objective_means[k]);
     if (!e.objective_means.empty()) v.emplace_back("eval_welfare", e.welfare);
     if (heldout) {  // the held-out family: same settings, its own eval split
       rl::EvalResult h = rl::evaluate(*policy, heldout, codec, cfg.eval, safe, &comm);

@@ -195,10 +195,10 @@ void RlTrainer::score(Batch& b, size_t from) {
     if (ranks() > 1) w.put<uint64_t>(todo[k]), w.put(t.reward), w.put(t.rewards), w.put<uint8_t>(t.correct);
   }
   if (ranks() > 1) {
-    double fails[2] = {static_cast<double>(safe_.failures() - failures0), 0};
-    fails[1] = fails[0];
-    comm_->allreduce_sum(fails, 1);
-    failures_elsewhere_ += fails[0] - fails[1];
+    const double mine = static_cast<double>(safe_.failures() - failures0);
+    double all = mine;
+    comm_->allreduce_sum(&all, 1);
+    failures_elsewhere_ += all - mine;
     std::vector<std::string> parts = comm_->allgather(w.bytes());
     for (int r = 0; r < ranks(); ++r) {
       if (r == rank()) continue;

@@ -158,13 +158,14 @@ void Fair::after_reward(Batch& b) {
   }
 }
 
+std::string fair_metric_name(std::string objective) {
+  std::replace(objective.begin(), objective.end(), ':', '_');
+  return objective;
+}
+
 void Fair::metrics(Metrics& out) const {
-  for (size_t j = 0; j < cfg_.objectives.size(); ++j) {
-    std::string name = cfg_.objectives[j];
-    for (char& c : name)
-      if (c == ':') c = '_';
-    out.emplace_back("fair_" + name, obj_n_ ? obj_sum_[j] / static_cast<double>(obj_n_) : 0.0);
-  }
+  for (size_t j = 0; j < cfg_.objectives.size(); ++j)
+    out.emplace_back("fair_" + fair_metric_name(cfg_.objectives[j]), obj_n_ ? obj_sum_[j] / static_cast<double>(obj_n_) : 0.0);
   out.emplace_back("fair_welfare", groups_ ? welfare_sum_ / static_cast<double>(groups_) : 0.0);
 }
 

@@ -41,6 +41,9 @@ std::vector<double> fair_sample_grid(int64_t D, int64_t grid, uint64_t seed, int
 std::vector<double> fair_objectives(const std::vector<std::string>& names, bool correct, int64_t tokens, int64_t max_new,
                                     const std::string& text, const tasks::Task* task, const std::vector<double>& task_rewards);
 
+// The metric suffix of an objective ("task:0" -> "task_0").
+std::string fair_metric_name(std::string objective);
+
 class Fair : public Method {
  public:
   explicit Fair(FairConfig cfg);
