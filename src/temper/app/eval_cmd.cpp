@@ -35,6 +35,7 @@ int eval(const EvalOptions& o) {
   c.max_new = o.max_new;
   c.seed = o.seed;
   c.pass_k = {1};
+  c.all_examples = !o.samples_out.empty();
   if (o.samples > 1) c.pass_k.push_back(o.samples);
   c.revisions = o.revisions;
   if (!o.revision_template.empty()) c.revision.revision_template = o.revision_template;
@@ -55,6 +56,7 @@ int eval(const EvalOptions& o) {
   j["greedy"] = c.greedy;
   j["accuracy"] = r.accuracy;
   for (auto& [k, p] : r.pass_at_k) j["pass_at_" + std::to_string(k)] = p;
+  j["reward_mean"] = r.reward_mean;
   j["mean_len"] = r.mean_len;
   nlohmann::ordered_json d = nlohmann::ordered_json::object();
   for (auto& [diff, x] : r.by_difficulty) d[std::to_string(diff)] = {{"samples", x.first}, {"accuracy", x.second}};
@@ -84,6 +86,7 @@ int eval(const EvalOptions& o) {
     for (const rl::EvalExample& e : r.examples) {
       nlohmann::ordered_json x;
       x["id"] = e.id;
+      x["sample"] = e.sample;
       x["prompt"] = e.prompt;
       x["completion"] = e.completion;
       x["answer"] = e.answer;

@@ -13,7 +13,7 @@ namespace temper::app {
 struct EvalOptions {
   std::string model, task = "arithmetic", json_out, prompt_format = "auto", revision_template;
   std::string preference, objectives, ggf, preference_prefix;  // fair multi-objective RL: the trade-off to run
-  std::string samples_out;  // JSONL: the first sample of every problem (id, prompt, completion, answer, reward, correct)
+  std::string samples_out;  // JSONL: every sample (id, sample, prompt, completion, answer, reward, correct)
   std::vector<std::string> params;  // task parameters key=value
   int64_t problems = 100, samples = 1, max_new = 64, revisions = 0;
   double temperature = 1.0, top_p = 1.0;

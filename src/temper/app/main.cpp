@@ -164,7 +164,7 @@ int main(int argc, char** argv) {
   evc->add_option("--revision-template", ev.revision_template,
                   "Revision prompt with {question} and {attempt} (default: the question, the attempt, \"The previous answer is incorrect.\")");
   evc->add_option("--json", ev.json_out, "Write the JSON result here (default: stdout)");
-  evc->add_option("--samples-out", ev.samples_out, "Write the first sample of every problem here (JSONL: id, prompt, completion, answer, reward, correct)");
+  evc->add_option("--samples-out", ev.samples_out, "Write every sample here (JSONL: id, sample, prompt, completion, answer, reward, correct)");
   evc->add_option("--threads", ev.threads, "Threads");
   evc->add_option("--preference", ev.preference, "Fair RL: the trade-off, per-objective weights summing to 1 (e.g. 0.7,0.3), written before each question");
   evc->add_option("--objectives", ev.objectives, "Objectives measured per sample: correct, brevity, format, task:K (comma list)");

@@ -37,6 +37,7 @@
 #include "temper/rl/methods/fair.h"
 #include "temper/rl/methods/rcsd.h"
 #include "temper/rl/methods/disc_reward.h"
+#include "temper/rl/methods/turing.h"
 #include "temper/rl/methods/stare.h"
 #include "temper/rl/rl_trainer.h"
 #include "temper/rl/sft.h"
@@ -53,6 +54,7 @@ extern "C" void on_signal(int s) { g_signal = s; }
 
 struct RunConfig {
   std::string model_path, preset, precision, prompt_format, system_prompt;
+  int64_t context = 0;
   uint64_t seed = 0;
   std::string task_name;
   tasks::TaskParams task_params;
@@ -68,6 +70,7 @@ struct RunConfig {
   std::optional<rl::FairConfig> fair;
   std::optional<rl::RcsdConfig> rcsd;
   std::optional<rl::DiscRewardConfig> disc;
+  std::optional<rl::TuringConfig> turing;
   struct Teacher {
     std::string source;  // "" (none), gold, dataset, model
     std::string path;
@@ -113,6 +116,9 @@ RunConfig read_config(Recipe& r) {
   RunConfig c;
   c.model_path = r.get_string("model.path", "");
   c.preset = r.get_string("model.preset", c.model_path.empty() ? "quickstart" : "");
+  c.context = r.get_int("model.context", 0);  // a preset's context (prompt + completion tokens); 0: the preset's
+  TEMPER_CHECK(c.context == 0 || (c.context >= 16 && c.context <= 65536 && c.model_path.empty()))
+      << r.source() << ": model.context sets a preset's context: expected 16..65536 with model.preset (not model.path), got " << c.context;
   c.precision = r.get_choice("model.precision", "f32", {"f32", "bf16"});
   c.prompt_format = r.get_choice("model.prompt_format", "auto", {"auto", "raw", "chat"});
   c.system_prompt = r.get_string("model.system_prompt", "");
@@ -299,6 +305,29 @@ RunConfig read_config(Recipe& r) {
                                         "(1 is the distribution-matching point)";
     c.disc = d;
   }
+  if (r.get_bool("rl.turing.enabled", r.has_prefix("rl.turing."))) {
+    rl::TuringConfig t;
+    t.judge = r.get_choice("rl.turing.judge", t.judge, {"scripted", "discriminator"});
+    t.reward.scale = r.get_double("rl.turing.scale", t.reward.scale);
+    t.reward.cap = r.get_int("rl.turing.cap", t.reward.cap);
+    t.reward.format_bonus = r.get_double("rl.turing.format_bonus", t.reward.format_bonus);
+    t.reward.reasoning = r.get_bool("rl.turing.reasoning", t.reward.reasoning);
+    t.samples = r.get_int("rl.turing.samples", t.samples);
+    t.head.epochs = r.get_int("rl.turing.epochs", t.head.epochs);
+    t.head.lr = r.get_double("rl.turing.lr", t.head.lr);
+    t.head.l2 = r.get_double("rl.turing.l2", t.head.l2);
+    try {
+      t.validate();
+    } catch (const Error& e) {
+      TEMPER_FAIL() << r.source() << ": " << e.what();
+    }
+    TEMPER_CHECK(t.judge != "discriminator" || q.loss.kl_coef > 0)
+        << r.source() << ": rl.turing.judge = \"discriminator\" embeds replies with the frozen KL reference; set rl.kl_coef > 0";
+    TEMPER_CHECK(c.task_name == "user_sim") << r.source() << ": [rl.turing] rewards user simulators: expected task.name = \"user_sim\", got '"
+                                            << c.task_name << "'";
+    TEMPER_CHECK(!c.disc) << r.source() << ": [rl.turing] and [rl.discriminator] both set the reward; choose one (rl.turing.judge = \"discriminator\" for both)";
+    c.turing = t;
+  }
   if (r.get_bool("rl.fair.enabled", r.has_prefix("rl.fair."))) {
     rl::FairConfig f;
     f.objectives = tasks::split_list(r.get_string("rl.fair.objectives", "correct,brevity"));
@@ -462,7 +491,9 @@ int train(const TrainOptions& o) {
     TEMPER_CHECK(cfg.preset == "quickstart" || cfg.preset == "quickstart-large")
         << recipe.source() << ": model.preset must be \"quickstart\" or \"quickstart-large\" when model.path is empty, got '"
         << cfg.preset << "'";
-    policy = std::make_unique<Transformer>(model_config_preset(cfg.preset));
+    ModelConfig mc = model_config_preset(cfg.preset);
+    if (cfg.context > 0) mc.max_position_embeddings = cfg.context;
+    policy = std::make_unique<Transformer>(mc);
     policy->init_random(cfg.seed);
     tok = std::make_shared<text::Tokenizer>(byte_tokenizer());
     eos_ids = {tok->eos_id()};
@@ -548,6 +579,7 @@ int train(const TrainOptions& o) {
   if (cfg.zppo) methods.insert(methods.begin(), std::make_unique<rl::Zppo>(*cfg.zppo, teacher));
   if (cfg.reves) methods.insert(methods.begin(), std::make_unique<rl::Reves>(*cfg.reves));
   if (cfg.disc) methods.insert(methods.begin(), std::make_unique<rl::DiscReward>(*cfg.disc));  // first: others shape its reward
+  if (cfg.turing) methods.insert(methods.begin(), std::make_unique<rl::Turing>(*cfg.turing));
   if (cfg.fair) methods.insert(methods.begin(), std::make_unique<rl::Fair>(*cfg.fair));  // first: the preference is in the prompt
   auto make_rl = [&] {
     if (reference) reference->set_precision(policy->precision());

@@ -84,7 +84,8 @@ EvalResult evaluate(Transformer& model, std::shared_ptr<const tasks::Task> task,
     auto& d = diff[p.difficulty];
     d.first += 1;
     d.second += v.correct ? 1 : 0;
-    if (c.member == 0) res.examples.push_back({p.id, p.prompt, text, p.answer, v.reward, v.correct});
+    res.reward_mean += v.reward;
+    if (c.member == 0 || cfg.all_examples) res.examples.push_back({p.id, p.prompt, text, p.answer, c.member, v.reward, v.correct});
     if (!cfg.objectives.empty()) {
       std::vector<double> o = fair_objectives(cfg.objectives, v.correct, static_cast<int64_t>(c.tokens.size()), cfg.max_new, text, task.get(), v.rewards);
       res.objective_means.resize(o.size(), 0.0);
@@ -101,6 +102,7 @@ EvalResult evaluate(Transformer& model, std::shared_ptr<const tasks::Task> task,
   }
   res.samples = static_cast<int64_t>(done.size());
   res.accuracy = acc / static_cast<double>(std::max<int64_t>(1, res.samples));
+  res.reward_mean /= static_cast<double>(std::max<size_t>(1, done.size()));
   res.mean_len = len / static_cast<double>(std::max<int64_t>(1, res.samples));
   res.mean_len_correct = acc > 0 ? len_correct / acc : 0.0;
   for (int64_t k : cfg.pass_k) {

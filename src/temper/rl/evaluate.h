@@ -23,6 +23,7 @@ namespace temper::rl {
 struct EvalConfig {
   int64_t problems = 100;
   int64_t samples = 1;  // per problem (greedy: 1)
+  bool all_examples = false;  // keep every sample in EvalResult::examples, not only each problem's first
   bool greedy = true;
   rollout::SamplerConfig sampler;  // when not greedy
   std::vector<int64_t> pass_k = {1};
@@ -45,6 +46,7 @@ struct EvalConfig {
 
 struct EvalExample {
   std::string id, prompt, completion, answer;
+  int64_t sample = 0;  // which of the problem's samples
   double reward = 0;
   bool correct = false;
 };
@@ -56,7 +58,8 @@ struct EvalResult {
   double mean_len = 0;                  // completion tokens
   double mean_len_correct = 0;          // completion tokens of the correct samples (0: none)
   std::map<int, std::pair<int64_t, double>> by_difficulty;  // difficulty -> (samples, accuracy)
-  std::vector<EvalExample> examples;    // the first sample of each problem
+  std::vector<EvalExample> examples;    // the first sample of each problem (EvalConfig::all_examples: every sample)
+  double reward_mean = 0;               // the verifier's reward, over samples
   std::vector<double> solved_within;    // revisions: [r] = share solved within r revisions (r = 0..K)
   std::vector<double> objective_means;  // per EvalConfig::objectives, over samples
   double welfare = 0;                   // GGF_w(preference * objective_means) (uniform preference when none)

@@ -155,11 +155,15 @@ DatasetTask::DatasetTask(DatasetConfig cfg) : cfg_(std::move(cfg)) {
                        << cfg_.eval_path << "; eval is not disjoint from train";
     }
   } else {
-    const auto cut = static_cast<uint64_t>(cfg_.eval_fraction * 1e6);
-    for (Problem& p : rows) (stable_hash(canonical_prompt(p)) % 1000000 < cut ? eval_ : train_).push_back(std::move(p));
-    TEMPER_CHECK(!train_.empty()) << "task 'dataset': eval_fraction=" << cfg_.eval_fraction << " leaves no rows of "
-                                  << cfg_.path << " for training";
+    split_by_prompt_hash(std::move(rows), cfg_.eval_fraction, "task 'dataset'", cfg_.path, train_, eval_);
   }
+}
+
+void split_by_prompt_hash(std::vector<Problem> rows, double eval_fraction, const std::string& task, const std::string& path,
+                          std::vector<Problem>& train, std::vector<Problem>& eval) {
+  const auto cut = static_cast<uint64_t>(eval_fraction * 1e6);
+  for (Problem& p : rows) (stable_hash(canonical_prompt(p)) % 1000000 < cut ? eval : train).push_back(std::move(p));
+  TEMPER_CHECK(!train.empty()) << task << ": eval_fraction=" << eval_fraction << " leaves no rows of " << path << " for training";
 }
 
 int64_t DatasetTask::size(Split split) const {

@@ -27,6 +27,11 @@ struct DatasetConfig {
 // given, prompt is the content of the last "user" message.
 std::vector<Problem> load_jsonl_problems(const std::string& path);
 
+// Rows whose prompt hashes below eval_fraction go to eval (identical prompts never straddle the splits); the
+// rest to train, which must not end up empty (the error names the task and the file).
+void split_by_prompt_hash(std::vector<Problem> rows, double eval_fraction, const std::string& task, const std::string& path,
+                          std::vector<Problem>& train, std::vector<Problem>& eval);
+
 class DatasetTask : public Task {
  public:
   explicit DatasetTask(DatasetConfig cfg);

@@ -41,6 +41,11 @@ struct Problem {
   int difficulty = 0;
   int64_t index = -1;             // the train index the trainer drew it at; -1: built by a method (ZPPO, REVES)
   std::vector<std::string> modules;  // compositional families: the atomic modules it uses (curriculum coverage)
+  // User simulators (task user_sim): who the user is, their earlier turns and the conversation so far,
+  // as text; the real next user turn is `answer`.
+  std::string user;
+  std::vector<std::string> history;
+  std::string context;
 };
 
 struct Verdict {
@@ -80,7 +85,7 @@ class Task {
 
 using TaskParams = std::map<std::string, std::string>;  // from the TOML recipe, values as text
 
-// Registry: "arithmetic", "countdown", "string_ops", "dataset". Unknown name or parameter, or a bad value ->
+// Registry: "arithmetic", "countdown", "string_ops", "dataset", "constraints", "mixture", "compose", "user_sim". Unknown name or parameter, or a bad value ->
 // temper::Error naming the parameter, the expected form and the value.
 std::unique_ptr<Task> make_task(const std::string& name, const TaskParams& params);
 std::vector<std::string> task_names();

@@ -15,36 +15,51 @@ void DiscRewardConfig::validate() const {
 
 DiscReward::DiscReward(DiscRewardConfig cfg) : cfg_(std::move(cfg)), head_(cfg_.head) { cfg_.validate(); }
 
-void DiscReward::fit() {
-  const tasks::Task& task = *env_.task;
+FitStats fit_real_vs_policy(const MethodEnv& env, int64_t samples, const std::function<std::string(const tasks::Problem&)>& real_text,
+                            const std::function<std::string(const std::string&)>& view, Discriminator& head) {
+  const tasks::Task& task = *env.task;
   const int64_t size = task.size(tasks::Split::train);
-  std::vector<tasks::Problem> probs;
   std::vector<rollout::RolloutRequest> reqs;
   std::vector<std::vector<float>> real, gen;
-  for (int64_t i = 0; i < cfg_.samples; ++i) {
+  for (int64_t i = 0; i < samples; ++i) {
     uint64_t idx = static_cast<uint64_t>(i);
     if (size > 0) idx %= static_cast<uint64_t>(size);
     tasks::Problem p = task.problem(tasks::Split::train, idx);
-    const std::string& text = cfg_.real == "gold" ? p.gold_solution : p.teacher_response;
-    TEMPER_CHECK(!text.empty()) << "rl.discriminator: problem " << p.id << " has no " << (cfg_.real == "gold" ? "gold solution" : "teacher_response")
-                                << " to serve as a real reply";
     rollout::RolloutRequest r;
-    r.prompt = env_.codec->encode_prompt(p);
+    r.prompt = env.codec->encode_prompt(p);
     r.group_size = 1;
-    r.max_new = std::max<int64_t>(1, std::min<int64_t>(env_.max_new, env_.context - static_cast<int64_t>(r.prompt.size())));
-    r.sampler = env_.sampler;
-    r.stop_ids = env_.codec->stop_ids;
-    r.seed = mix_seed(env_.seed, 0xD15Cull);
+    r.max_new = std::max<int64_t>(1, std::min<int64_t>(env.max_new, env.context - static_cast<int64_t>(r.prompt.size())));
+    r.sampler = env.sampler;
+    r.stop_ids = env.codec->stop_ids;
+    r.seed = mix_seed(env.seed, 0xD15Cull);
     r.stream = static_cast<uint64_t>(i);
-    std::vector<int32_t> reply = env_.codec->encode_completion(text);
-    if (!reply.empty()) real.push_back(env_.embed(r.prompt, reply));
+    std::vector<int32_t> reply = env.codec->encode_completion(real_text(p));
+    if (!reply.empty()) real.push_back(env.embed(r.prompt, reply));
     reqs.push_back(std::move(r));
   }
-  for (const rollout::Completion& c : env_.generate(reqs))  // the policy as RL starts: p_0
-    if (!c.tokens.empty()) gen.push_back(env_.embed(reqs[static_cast<size_t>(c.request)].prompt, c.tokens));
-  head_.fit(real, gen);
-  fit_accuracy_ = head_.accuracy(real, gen);
-  fit_real_ = static_cast<int64_t>(real.size()), fit_gen_ = static_cast<int64_t>(gen.size());
+  for (const rollout::Completion& c : env.generate(reqs)) {  // the policy as RL starts: p_0
+    const std::vector<int32_t>& prompt = reqs[static_cast<size_t>(c.request)].prompt;
+    if (!view) {
+      if (!c.tokens.empty()) gen.push_back(env.embed(prompt, c.tokens));
+      continue;
+    }
+    std::vector<int32_t> seen = env.codec->encode_completion(view(env.codec->decode(c.tokens)));
+    if (!seen.empty()) gen.push_back(env.embed(prompt, seen));
+  }
+  head.fit(real, gen);
+  return {head.accuracy(real, gen), static_cast<int64_t>(real.size()), static_cast<int64_t>(gen.size())};
+}
+
+void DiscReward::fit() {
+  fit_ = fit_real_vs_policy(
+      env_, cfg_.samples,
+      [this](const tasks::Problem& p) {
+        const std::string& text = cfg_.real == "gold" ? p.gold_solution : p.teacher_response;
+        TEMPER_CHECK(!text.empty()) << "rl.discriminator: problem " << p.id << " has no "
+                                    << (cfg_.real == "gold" ? "gold solution" : "teacher_response") << " to serve as a real reply";
+        return text;
+      },
+      nullptr, head_);
 }
 
 void DiscReward::after_reward(Batch& b) {
@@ -60,8 +75,8 @@ void DiscReward::after_reward(Batch& b) {
 
 void DiscReward::metrics(Metrics& m) const {
   m.emplace_back("disc_reward_mean", rewarded_ ? reward_sum_ / static_cast<double>(rewarded_) : 0.0);
-  m.emplace_back("disc_fit_accuracy", fit_accuracy_);
-  m.emplace_back("disc_fit_examples", static_cast<double>(fit_real_ + fit_gen_));
+  m.emplace_back("disc_fit_accuracy", fit_.accuracy);
+  m.emplace_back("disc_fit_examples", static_cast<double>(fit_.real + fit_.gen));
 }
 
 }  // namespace temper::rl

@@ -7,6 +7,7 @@
 // log p_real / p_0). The head is checkpointed, so a resume does not refit it on a later policy.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "temper/rl/discriminator.h"
@@ -22,6 +23,18 @@ struct DiscRewardConfig {
   double coef = 1.0;
   void validate() const;
 };
+
+// Fits `head` on `samples` training problems (cycling when the split is smaller): each one's real reply
+// (real_text, encoded as a completion) against the policy's own reply to it as the policy stands (p_0),
+// both embedded after the problem's prompt (MethodEnv::embed). `view` rewrites a decoded completion to the
+// part the classifier sees (null: the completion's tokens as sampled). Returns the head's accuracy on its
+// fitting set and the class counts.
+struct FitStats {
+  double accuracy = 0;
+  int64_t real = 0, gen = 0;
+};
+FitStats fit_real_vs_policy(const MethodEnv& env, int64_t samples, const std::function<std::string(const tasks::Problem&)>& real_text,
+                            const std::function<std::string(const std::string&)>& view, Discriminator& head);
 
 class DiscReward : public Method {
  public:
@@ -39,8 +52,9 @@ class DiscReward : public Method {
   DiscRewardConfig cfg_;
   MethodEnv env_;
   Discriminator head_;
-  double fit_accuracy_ = 0, reward_sum_ = 0;
-  int64_t rewarded_ = 0, fit_real_ = 0, fit_gen_ = 0;
+  FitStats fit_;
+  double reward_sum_ = 0;
+  int64_t rewarded_ = 0;
 };
 
 }  // namespace temper::rl

@@ -1,0 +1,74 @@
+#include "temper/rl/methods/turing.h"
+
+#include "temper/core/error.h"
+#include "temper/rl/methods/disc_reward.h"
+#include "temper/tasks/user_sim.h"
+
+namespace temper::rl {
+
+void TuringConfig::validate() const {
+  TEMPER_CHECK(judge == "scripted" || judge == "discriminator")
+      << "rl.turing.judge: expected \"scripted\" or \"discriminator\", got '" << judge << "'";
+  reward.validate();
+  head.validate();
+  TEMPER_CHECK(samples >= 2) << "rl.turing.samples must be >= 2, got " << samples;
+}
+
+Turing::Turing(TuringConfig cfg) : cfg_(std::move(cfg)), head_(cfg_.head) {
+  cfg_.validate();
+  if (cfg_.judge == "scripted") judge_ = std::make_unique<ScriptedJudge>();
+  else judge_ = std::make_unique<ClassifierJudge>([this](const tasks::Problem& p, const std::string& t) { return logit(p, t); });
+}
+
+void Turing::attach(const MethodEnv& env) { env_ = env; }
+
+// The classifier sees the reply as the format writes it: "[HUMAN]: <turn>".
+double Turing::logit(const tasks::Problem& p, const std::string& turn) const {
+  std::vector<int32_t> ids = env_.codec->encode_completion("[HUMAN]: " + turn);
+  return head_.logit(env_.embed(env_.codec->encode_prompt(p), ids));
+}
+
+void Turing::after_reward(Batch& b) {
+  if (cfg_.judge == "discriminator" && !head_.fitted()) {
+    FitStats f = fit_real_vs_policy(
+        env_, cfg_.samples, [](const tasks::Problem& p) { return "[HUMAN]: " + p.answer; },
+        [](const std::string& completion) {
+          std::string reply = tasks::parse_sim_reply(completion).reply;
+          return reply.empty() ? std::string() : "[HUMAN]: " + reply;
+        },
+        head_);
+    fit_accuracy_ = f.accuracy;
+  }
+  s_sum_ = reward_sum_ = format_sum_ = length_sum_ = 0;
+  judged_ = fooled_ = zero_ = n_ = 0;
+  for (Trajectory& t : b.traj) {
+    const tasks::Problem& p = b.problems[static_cast<size_t>(t.problem)];
+    TEMPER_CHECK(!p.answer.empty()) << "rl.turing: problem " << p.id << " has no real reply (use task user_sim)";
+    TuringReward r = turing_reward(*judge_, p, t.text, cfg_.reward);
+    t.reward = r.total;
+    ++n_;
+    reward_sum_ += r.total;
+    if (r.hard_zero) {
+      ++zero_;
+      continue;
+    }
+    ++judged_;
+    s_sum_ += r.s;
+    fooled_ += r.s >= 4 ? 1 : 0;
+    format_sum_ += r.format;
+    length_sum_ += r.length;
+  }
+}
+
+void Turing::metrics(Metrics& m) const {
+  auto mean = [](double s, int64_t n) { return n ? s / static_cast<double>(n) : 0.0; };
+  m.emplace_back("turing_reward_mean", mean(reward_sum_, n_));
+  m.emplace_back("turing_s_mean", mean(s_sum_, judged_));
+  m.emplace_back("turing_judged_human", mean(static_cast<double>(fooled_), judged_));
+  m.emplace_back("turing_format_mean", mean(format_sum_, judged_));
+  m.emplace_back("turing_length_penalty", mean(length_sum_, judged_));
+  m.emplace_back("turing_hard_zero", mean(static_cast<double>(zero_), n_));
+  if (cfg_.judge == "discriminator") m.emplace_back("turing_judge_fit_accuracy", fit_accuracy_);
+}
+
+}  // namespace temper::rl

@@ -1,0 +1,50 @@
+// Turing rewards for user simulators (spec methods-other section 2; Wang et al. 2026, "Learning User
+// Simulators with Turing Rewards"): each rollout's reply and the real next turn go to a pairwise judge
+// (rl/pairwise_judge.h) in hash-fixed order; the reward is the clipped, shaped rating of
+// rl/turing_reward.h. Judges: "scripted" (the paper's rubric measured against the user's history) or
+// "discriminator" (a real-vs-generated head on the frozen reference model's embeddings of the reply,
+// fitted at the first step on `samples` training conversations against the policy as RL starts, then
+// frozen and checkpointed; needs rl.kl_coef > 0). The judge is frozen, as in the paper (no GAN loop).
+// Reads the task's user_sim fields (Problem::history, context, answer = the real turn).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "temper/rl/discriminator.h"
+#include "temper/rl/method.h"
+#include "temper/rl/turing_reward.h"
+
+namespace temper::rl {
+
+struct TuringConfig {
+  std::string judge = "scripted";  // scripted | discriminator
+  TuringRewardConfig reward;
+  DiscriminatorConfig head;   // judge = discriminator
+  int64_t samples = 256;      // judge = discriminator: conversations it is fitted on
+  void validate() const;
+};
+
+class Turing : public Method {
+ public:
+  explicit Turing(TuringConfig cfg);
+  std::string name() const override { return "turing"; }
+  void attach(const MethodEnv& env) override;
+  void after_reward(Batch& b) override;
+  void metrics(Metrics& m) const override;
+  std::string save_state() const override { return head_.fitted() ? head_.save() : std::string(); }
+  void load_state(const std::string& s) override { head_.load(s); }
+
+ private:
+  double logit(const tasks::Problem& p, const std::string& turn) const;
+  TuringConfig cfg_;
+  MethodEnv env_;
+  Discriminator head_;
+  std::unique_ptr<PairwiseJudge> judge_;
+  double fit_accuracy_ = 0;
+  // this step's rollouts: sum of s, s >= 4 ("cannot tell" or better), reward, format, length, hard zeros
+  double s_sum_ = 0, reward_sum_ = 0, format_sum_ = 0, length_sum_ = 0;
+  int64_t judged_ = 0, fooled_ = 0, zero_ = 0, n_ = 0;
+};
+
+}  // namespace temper::rl

@@ -1,0 +1,61 @@
+// Pairwise judges for user simulators (Turing-RL, spec methods-other section 2): a judge sees a user's
+// history, the conversation and two candidate next turns, A and B, one real and one generated, and
+// rates how likely B is the real one on the paper's 1..7 scale (7: surely B, 4: cannot tell, 1: surely
+// A). Both judges here map a score gap (B minus A) to the rating with the paper's thresholds:
+//   gap <= -2: 1, <= -1: 2, <= -0.25: 3, < 0.25: 4, < 1: 5, < 2: 6, else 7.
+// - ScriptedJudge: the paper's rubric without an LLM: each turn scores target + goal + style in [0, 3]
+//   minus 3 x the mean of four penalties (copying, wrong role, adversarial reframing, assistant-like);
+//   the criteria are measured against the user's own history (below, at ScriptedJudge::score).
+// - ClassifierJudge: any real-vs-generated classifier (the trained discriminator of rl/discriminator.h
+//   on frozen embeddings): gap = logit(B) - logit(A).
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "temper/tasks/task.h"
+
+namespace temper::rl {
+
+int rating_from_gap(double gap);
+
+class PairwiseJudge {
+ public:
+  virtual ~PairwiseJudge() = default;
+  virtual std::string name() const = 0;
+  // 1..7: how likely B, not A, is the real user's turn for problem p (history, context).
+  virtual int rate(const tasks::Problem& p, const std::string& a, const std::string& b) = 0;
+};
+
+struct TurnScore {
+  double target = 0;  // answers the conversation: shares a content word (4+ letters) with the context
+  double goal = 0;    // a turn this user would write at this length: exp(-|ln((w + 1) / (mean history w + 1))|)
+  double style = 0;   // mean of casing (1 - |upper-case share - the history's|), habitual words (share of the
+                      // words in at least half of the history's turns that it uses), ending (its last character
+                      // is the history's most common last character)
+  double penalty = 0; // 3 x mean of: copy (a 5-word span of the context or history), wrong role (starts with a
+                      // role tag), reframe ("as an ai", "i am human", ...), assistant-like ("sure", "how can i help", ...)
+  double total() const { return target + goal + style - penalty; }
+};
+
+class ScriptedJudge : public PairwiseJudge {
+ public:
+  std::string name() const override { return "scripted"; }
+  int rate(const tasks::Problem& p, const std::string& a, const std::string& b) override;
+  static TurnScore score(const tasks::Problem& p, const std::string& turn);
+};
+
+class ClassifierJudge : public PairwiseJudge {
+ public:
+  using Logit = std::function<double(const tasks::Problem&, const std::string& turn)>;
+  explicit ClassifierJudge(Logit logit) : logit_(std::move(logit)) {}
+  std::string name() const override { return "discriminator"; }
+  int rate(const tasks::Problem& p, const std::string& a, const std::string& b) override {
+    return rating_from_gap(logit_(p, b) - logit_(p, a));
+  }
+
+ private:
+  Logit logit_;
+};
+
+}  // namespace temper::rl
