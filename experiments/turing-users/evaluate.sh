@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# After `experiments/run.sh turing-users SEEDS`: samples K turns (temperature 1) for N held-out and N
+# training conversations from SFT-Init, every Turing-RL checkpoint (steps 100, 200) and the likelihood
+# arm's final checkpoint, then judge.py (held-out judges' pairwise accuracy, per-user diversity, style).
+# Usage: experiments/turing-users/evaluate.sh [SEEDS] [TEMPER]   (env N=200, K=4)
+set -euo pipefail
+seeds=${1:-"1 2 3"}
+temper=${2:-build/bin/temper}
+out=${OUT:-runs/experiments/turing-users}
+data=$out/data
+n=${N:-200}
+k=${K:-4}
+samp() {  # checkpoint dir-for-samples
+  mkdir -p "$2"
+  for split in eval train; do
+    [ -f "$2/${split}_samples.jsonl" ] && continue
+    "$temper" eval --model "$1" --task user_sim --param path="$data/train.jsonl" --param eval_path="$data/$split.jsonl" \
+      --problems "$n" -k "$k" --temperature 1 --max-new 96 --seed 7 --samples-out "$2/${split}_samples.jsonl" \
+      --json "$2/${split}_eval.json" > /dev/null 2>&1
+  done
+}
+last() { ls -d "$1"/checkpoints/step-* | sort -t- -k2 -n | tail -1; }
+samp "$(last "$out/sft")" "$out/samples/sft"
+arms=("sft-init=$out/samples/sft")
+for s in $seeds; do
+  for ck in "$out/turing-s$s"/checkpoints/step-*; do
+    st=${ck##*step-}
+    samp "$ck" "$out/samples/turing-s$s-$st"
+    arms+=("turing-s$s@$st=$out/samples/turing-s$s-$st")
+  done
+  samp "$(last "$out/likelihood-s$s")" "$out/samples/likelihood-s$s"
+  arms+=("likelihood-s$s=$out/samples/likelihood-s$s")
+done
+python3 "$(dirname "$0")/judge.py" "$data" "${arms[@]}" | tee "$out/judge.json"

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Turing rewards through the CLI on the quickstart model and synthetic users (task user_sim): with the
+# scripted judge and with the discriminator judge (fitted at the first step, saved in the checkpoint),
+# every step reports the Turing metrics and rewards lie in [0, 0.9 x 4/6 + 0.1]; eval --samples-out
+# writes every sample; recipes that cannot work are refused with the key named.
+# Usage: turing.sh TEMPER
+set -euo pipefail
+temper=$1
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "turing.sh: $*"; exit 1; }
+python3 "$here/../../experiments/turing-users/make_data.py" "$work/data" --train 64 --eval 8
+cat > "$work/recipe.toml" <<TOML
+[model]
+preset = "quickstart"
+context = 384
+[task]
+name = "user_sim"
+[task.params]
+path = "$work/data/train.jsonl"
+eval_path = "$work/data/eval.jsonl"
+[rl]
+steps = 2
+prompts_per_step = 4
+group_size = 2
+max_new = 24
+[rl.turing]
+judge = "scripted"
+[eval]
+problems = 4
+max_new = 24
+TOML
+"$temper" train "$work/recipe.toml" --out "$work/scripted" --threads 1 2> "$work/scripted.log" || fail "scripted judge: $(tail -3 "$work/scripted.log")"
+"$temper" train "$work/recipe.toml" --out "$work/disc" --threads 1 --set rl.turing.judge='"discriminator"' --set rl.turing.samples=8 \
+  --set rl.kl_coef=1 2> "$work/disc.log" || fail "discriminator judge: $(tail -3 "$work/disc.log")"
+python3 - "$work" <<'PY'
+import json, os, sys
+w = sys.argv[1]
+for run in ("scripted", "disc"):
+    rows = [json.loads(l) for l in open(f"{w}/{run}/metrics.jsonl")]
+    train = [r for r in rows if r["kind"] == "train"]
+    assert len(train) == 2, (run, rows)
+    for r in train:
+        for k in ("turing_reward_mean", "turing_s_mean", "turing_judged_human", "turing_format_mean", "turing_length_penalty", "turing_hard_zero"):
+            assert k in r, (run, k, r)
+        assert 0 <= r["turing_reward_mean"] <= 0.9 * 4 / 6 + 0.1 + 1e-9, r
+        assert 0 <= r["turing_hard_zero"] <= 1, r
+        assert abs(r["reward_mean"] - r["turing_reward_mean"]) < 1e-9, r  # the Turing reward is the reward
+    if run == "disc":
+        assert all("turing_judge_fit_accuracy" in r for r in train), train
+ck = sorted(os.listdir(f"{w}/disc/checkpoints"))[-1]
+state = open(f"{w}/disc/checkpoints/{ck}/trainer_state.json").read()
+assert "turing" in state, "the discriminator judge is not in the checkpoint"
+PY
+ck=$(ls -d "$work"/scripted/checkpoints/step-* | tail -1)
+"$temper" eval --model "$ck" --task user_sim --param path="$work/data/train.jsonl" --param eval_path="$work/data/eval.jsonl" \
+  --problems 3 -k 2 --max-new 16 --samples-out "$work/samples.jsonl" --json "$work/eval.json" > /dev/null 2>&1 || fail "eval failed"
+python3 - "$work" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1] + "/samples.jsonl")]
+assert len(rows) == 6 and sorted(r["sample"] for r in rows) == [0, 0, 0, 1, 1, 1], rows
+assert "reward_mean" in json.load(open(sys.argv[1] + "/eval.json"))
+PY
+refuse() {  # log-pattern, --set args...
+  local pat=$1; shift
+  if "$temper" train "$work/recipe.toml" --out "$work/bad" --threads 1 "$@" 2> "$work/bad.log"; then fail "not refused: $*"; fi
+  grep -q "$pat" "$work/bad.log" || fail "no '$pat' in: $(tail -2 "$work/bad.log")"
+}
+refuse 'expected task.name = "user_sim"' --set task.name='"arithmetic"'
+refuse 'rl.kl_coef > 0' --set rl.turing.judge='"discriminator"'
+refuse 'rl.turing.judge' --set rl.turing.judge='"llm"'
+refuse 'rl.turing.cap' --set rl.turing.cap=9
+echo "turing.sh: ok"
