@@ -128,3 +128,51 @@ TEST(Rcsd, InTheTrainerAdvantagesAreThePolicysOwnGapInTheRubricContext) {
   }
   EXPECT_GT(uniform_with_signal, 0) << "groups with equal outcomes still carry per-token signal";
 }
+
+TEST(Rcsd, TheInitialTeacherIsTheFrozenStartingPolicy) {
+  // teacher = "initial": after a real update moved the policy, the second step's advantages are the gap
+  // under the frozen starting weights (the trainer's reference), not under the moved policy.
+  RlSetup s;
+  auto task = std::make_shared<RubricLetters>();
+  Transformer start(s.model.config());
+  std::copy(s.model.params(), s.model.params() + s.model.flat_size(), start.params());
+  start.params_updated();
+  RcsdConfig rc;
+  rc.teacher = "initial";
+  Rcsd r(rc);
+  RlConfig cfg = config();
+  cfg.optimizer.lr.peak = 5e-2;
+  RlTrainer t(s.model, task, codec(), cfg, s.safe, {&r}, &start);
+  t.step();
+  t.step();
+  const Batch& b = t.last_batch();
+  PromptCodec c = codec();
+  double err_initial = 0, err_policy = 0;
+  int64_t n = 0;
+  for (const Trajectory& x : b.traj) {
+    const tasks::Problem& p = b.problems[static_cast<size_t>(x.problem)];
+    if (task->rubric(p).empty()) continue;
+    std::vector<int32_t> tok = c.encode_prompt(rcsd_teacher_problem(p, "b", rc.tmpl));
+    const size_t P = tok.size();
+    tok.insert(tok.end(), x.tokens.begin(), x.tokens.end());
+    std::vector<int32_t> tgt(tok.size(), -1);
+    for (size_t i = 0; i < x.tokens.size(); ++i) tgt[P - 1 + i] = x.tokens[i];
+    std::vector<float> lp0(tok.size()), lp1(tok.size()), ent(tok.size());
+    start.forward_logprobs(tok.data(), tgt.data(), 1, static_cast<int64_t>(tok.size()), lp0.data(), ent.data());
+    s.model.forward_logprobs(tok.data(), tgt.data(), 1, static_cast<int64_t>(tok.size()), lp1.data(), ent.data());
+    for (size_t i = 0; i < x.tokens.size(); ++i) {
+      const double gap0 = std::clamp(double(lp0[P - 1 + i]) - double(x.old_logprob[i]), -5.0, 5.0);
+      err_initial = std::max(err_initial, std::fabs(x.advantage[i] - gap0));
+      ++n;
+    }
+    // The policy has moved since the rollout (one more update): its own gap differs.
+    for (size_t i = 0; i < x.tokens.size(); ++i)
+      err_policy = std::max(err_policy, std::fabs(double(lp1[P - 1 + i]) - double(lp0[P - 1 + i])));
+  }
+  ASSERT_GT(n, 0);
+  EXPECT_LT(err_initial, 1e-4);
+  EXPECT_GT(err_policy, 1e-2) << "the policy did not move: the test could not tell the teachers apart";
+  RcsdConfig bad;
+  bad.teacher = "ema";
+  EXPECT_THROW(Rcsd{bad}, Error);
+}

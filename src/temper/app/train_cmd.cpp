@@ -279,6 +279,7 @@ RunConfig read_config(Recipe& r) {
     d.coef = r.get_double("rl.rcsd.coef", d.coef);
     d.clip = r.get_double("rl.rcsd.clip", d.clip);
     d.tmpl = r.get_string("rl.rcsd.template", d.tmpl);
+    d.teacher = r.get_choice("rl.rcsd.teacher", d.teacher, {"policy", "initial"});
     try {
       d.validate();
     } catch (const Error& e) {
@@ -301,8 +302,6 @@ RunConfig read_config(Recipe& r) {
     } catch (const Error& e) {
       TEMPER_FAIL() << r.source() << ": " << e.what();
     }
-    TEMPER_CHECK(q.loss.kl_coef > 0) << r.source() << ": [rl.discriminator] embeds replies with the frozen KL reference; set rl.kl_coef "
-                                        "(1 is the distribution-matching point)";
     c.disc = d;
   }
   if (r.get_bool("rl.turing.enabled", r.has_prefix("rl.turing."))) {
@@ -321,8 +320,6 @@ RunConfig read_config(Recipe& r) {
     } catch (const Error& e) {
       TEMPER_FAIL() << r.source() << ": " << e.what();
     }
-    TEMPER_CHECK(t.judge != "discriminator" || q.loss.kl_coef > 0)
-        << r.source() << ": rl.turing.judge = \"discriminator\" embeds replies with the frozen KL reference; set rl.kl_coef > 0";
     TEMPER_CHECK(c.task_name == "user_sim") << r.source() << ": [rl.turing] rewards user simulators: expected task.name = \"user_sim\", got '"
                                             << c.task_name << "'";
     TEMPER_CHECK(!c.disc) << r.source() << ": [rl.turing] and [rl.discriminator] both set the reward; choose one (rl.turing.judge = \"discriminator\" for both)";
@@ -570,7 +567,11 @@ int train(const TrainOptions& o) {
   rl::SftTrainer sft(*policy, sft_task, codec, cfg.sft, teacher.get());
   sft.trainer().optimizer().set_communicator(&comm);
   std::unique_ptr<Transformer> reference;
-  if (cfg.rl.loss.kl_coef > 0) reference = std::make_unique<Transformer>(policy->config());
+  // The frozen copy of the policy as RL starts: the KL term's reference, and what methods read as the
+  // starting policy (discriminator embeddings, RCSD's initial teacher).
+  const bool needs_reference = cfg.rl.loss.kl_coef > 0 || cfg.disc || (cfg.turing && cfg.turing->judge == "discriminator") ||
+                               (cfg.rcsd && cfg.rcsd->teacher == "initial");
+  if (needs_reference) reference = std::make_unique<Transformer>(policy->config());
   std::unique_ptr<rl::RlTrainer> rlt;
   std::vector<std::unique_ptr<rl::Method>> methods;  // in hook order
   if (cfg.dre) methods.push_back(std::make_unique<rl::Dre>(*cfg.dre));

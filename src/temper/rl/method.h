@@ -34,8 +34,13 @@ struct MethodEnv {
   std::function<void(const std::vector<int32_t>& prompt, const std::vector<int32_t>& tokens, std::vector<float>& logp,
                      std::vector<float>& entropy)>
       score_tokens;
-  // Features of a reply: the mean of the frozen reference model's final hidden states over the reply's
-  // positions after `prompt` (needs the KL reference, rl.kl_coef > 0).
+  // The same under the frozen copy of the policy as RL started (the KL reference; the trainer holds one
+  // when rl.kl_coef > 0 or a method needs it).
+  std::function<void(const std::vector<int32_t>& prompt, const std::vector<int32_t>& tokens, std::vector<float>& logp,
+                     std::vector<float>& entropy)>
+      score_tokens_initial;
+  // Features of a reply: the mean of the frozen starting policy's final hidden states over the reply's
+  // positions after `prompt`.
   std::function<std::vector<float>(const std::vector<int32_t>& prompt, const std::vector<int32_t>& reply)> embed;
 };
 

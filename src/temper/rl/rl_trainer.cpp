@@ -91,20 +91,26 @@ RlTrainer::RlTrainer(Transformer& policy, std::shared_ptr<const tasks::Task> tas
   env.seed = cfg_.seed;
   env.verify = [this](const tasks::Problem& p, const std::string& text) { return tasks::verify_safely(safe_, task_, p, text); };
   env.generate = [this](const std::vector<rollout::RolloutRequest>& reqs) { return rollout::run_sharded(*engine_, reqs, comm_); };
-  env.score_tokens = [this](const std::vector<int32_t>& prompt, const std::vector<int32_t>& tokens, std::vector<float>& logp,
-                            std::vector<float>& entropy) {
+  auto score_with = [](Transformer& model, const std::vector<int32_t>& prompt, const std::vector<int32_t>& tokens, std::vector<float>& logp,
+                       std::vector<float>& entropy) {
     const int64_t T = static_cast<int64_t>(prompt.size() + tokens.size());
     std::vector<int32_t> tok(prompt), tgt(static_cast<size_t>(T), -1);
     tok.insert(tok.end(), tokens.begin(), tokens.end());
     for (size_t i = 0; i < tokens.size(); ++i) tgt[prompt.size() - 1 + i] = tokens[i];
     std::vector<float> lp(static_cast<size_t>(T)), ent(static_cast<size_t>(T));
-    policy_.forward_logprobs(tok.data(), tgt.data(), 1, T, lp.data(), ent.data());
+    model.forward_logprobs(tok.data(), tgt.data(), 1, T, lp.data(), ent.data());
     logp.assign(lp.begin() + static_cast<long>(prompt.size() - 1), lp.begin() + static_cast<long>(prompt.size() - 1 + tokens.size()));
     entropy.assign(ent.begin() + static_cast<long>(prompt.size() - 1), ent.begin() + static_cast<long>(prompt.size() - 1 + tokens.size()));
   };
+  env.score_tokens = [this, score_with](const std::vector<int32_t>& prompt, const std::vector<int32_t>& tokens, std::vector<float>& logp,
+                                        std::vector<float>& entropy) { score_with(policy_, prompt, tokens, logp, entropy); };
+  env.score_tokens_initial = [this, score_with](const std::vector<int32_t>& prompt, const std::vector<int32_t>& tokens, std::vector<float>& logp,
+                                                std::vector<float>& entropy) {
+    TEMPER_CHECK(reference_) << "rl: a method scores tokens under the starting policy, but the trainer holds no frozen copy of it";
+    score_with(*reference_, prompt, tokens, logp, entropy);
+  };
   env.embed = [this](const std::vector<int32_t>& prompt, const std::vector<int32_t>& reply) {
-    TEMPER_CHECK(reference_) << "rl: a method embeds replies with the frozen reference model; set rl.kl_coef > 0 (1 is the "
-                                "distribution-matching point of discriminator rewards)";
+    TEMPER_CHECK(reference_) << "rl: a method embeds replies with the starting policy, but the trainer holds no frozen copy of it";
     TEMPER_CHECK(!reply.empty()) << "rl: an empty reply has no embedding";
     std::vector<int32_t> tok(prompt);
     tok.insert(tok.end(), reply.begin(), reply.end());

@@ -58,7 +58,8 @@ struct RlConfig {
 
 class RlTrainer {
  public:
-  // reference: frozen weights for the KL term (required when loss.kl_coef > 0), else null.
+  // reference: frozen weights of the policy as RL starts: the KL term's (required when loss.kl_coef > 0) and
+  // what methods read as the starting policy (MethodEnv::score_tokens_initial, embed); else null.
   RlTrainer(Transformer& policy, std::shared_ptr<const tasks::Task> task, PromptCodec codec, RlConfig cfg,
             reward::SafeReward& safe, std::vector<Method*> methods = {}, Transformer* reference = nullptr);
   Metrics step();  // one RL step; returns its metrics

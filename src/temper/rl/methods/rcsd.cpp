@@ -11,6 +11,7 @@ void RcsdConfig::validate() const {
   TEMPER_CHECK(combine == "replace" || combine == "add") << "rl.rcsd.combine: expected \"replace\" or \"add\", got '" << combine << "'";
   TEMPER_CHECK(coef > 0 && std::isfinite(coef)) << "rl.rcsd.coef must be > 0, got " << coef;
   TEMPER_CHECK(clip > 0) << "rl.rcsd.clip must be > 0, got " << clip;
+  TEMPER_CHECK(teacher == "policy" || teacher == "initial") << "rl.rcsd.teacher: expected \"policy\" or \"initial\", got '" << teacher << "'";
   TEMPER_CHECK(tmpl.find("{rubric}") != std::string::npos && tmpl.find("{question}") != std::string::npos)
       << "rl.rcsd.template must contain {rubric} and {question}, got '" << tmpl << "'";
 }
@@ -65,7 +66,8 @@ void Rcsd::compute(Batch& b, bool add) {
     if (rubric.empty() || t.tokens.empty()) continue;
     ++with_rubric_;
     const std::vector<int32_t> prompt = env_.codec->encode_prompt(rcsd_teacher_problem(p, rubric, cfg_.tmpl));
-    env_.score_tokens(prompt, t.tokens, lp, ent);  // the same weights, the rubric in context; no gradient
+    // The rubric in context, no gradient: the same weights, or the frozen starting ones.
+    (cfg_.teacher == "initial" ? env_.score_tokens_initial : env_.score_tokens)(prompt, t.tokens, lp, ent);
     TEMPER_CHECK(lp.size() == t.tokens.size()) << "rcsd: the teacher scored " << lp.size() << " of " << t.tokens.size() << " tokens";
     for (size_t i = 0; i < t.tokens.size(); ++i) {
       const double gap = static_cast<double>(lp[i]) - static_cast<double>(t.old_logprob[i]);

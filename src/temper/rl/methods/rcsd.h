@@ -6,6 +6,8 @@
 // the rollout recorded; `combine = "replace"` (default: RCSD alone) uses A_t as the advantage,
 // `combine = "add"` adds coef * A_t to the GRPO advantage. A problem without a rubric gets 0 (replace)
 // or its GRPO advantage (add). Rubrics: Task::rubric (a dataset's `rubric` field by default).
+// `teacher = "initial"` scores the rubric context with the frozen weights as RL started instead (a teacher
+// that does not drift with the student; the trainer then holds that frozen copy).
 #pragma once
 
 #include <string>
@@ -19,6 +21,7 @@ struct RcsdConfig {
   double coef = 1.0;                // scale of A_t
   double clip = 5.0;                // |A_t| bound
   std::string tmpl = "Rubric:\n{rubric}\n\n{question}";
+  std::string teacher = "policy";   // policy (the current weights) | initial (the frozen weights as RL started)
   void validate() const;
 };
 

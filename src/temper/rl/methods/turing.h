@@ -4,7 +4,7 @@
 // rl/turing_reward.h. Judges: "scripted" (the paper's rubric measured against the user's history) or
 // "discriminator" (a real-vs-generated head on the frozen reference model's embeddings of the reply,
 // fitted at the first step on `samples` training conversations against the policy as RL starts, then
-// frozen and checkpointed; needs rl.kl_coef > 0). The judge is frozen, as in the paper (no GAN loop).
+// frozen and checkpointed; the trainer then holds a frozen copy of the starting weights). The judge is frozen, as in the paper (no GAN loop).
 // Reads the task's user_sim fields (Problem::history, context, answer = the real turn).
 #pragma once
 
