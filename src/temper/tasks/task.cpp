@@ -14,6 +14,7 @@
 #include "temper/tasks/mixture.h"
 #include "temper/tasks/dataset.h"
 #include "temper/tasks/compose.h"
+#include "temper/tasks/rubric_proxy.h"
 #include "temper/tasks/string_ops.h"
 #include "temper/tasks/user_sim.h"
 
@@ -60,6 +61,7 @@ const std::map<std::string, Factory>& registry() {
       {"constraints", [](const TaskParams& p) { return std::make_unique<ConstraintsTask>(ConstraintsConfig::from_params(p)); }},
       {"mixture", [](const TaskParams& p) { return std::make_unique<MixtureTask>(p); }},
       {"compose", [](const TaskParams& p) { return std::make_unique<ComposeTask>(ComposeConfig::from_params(p)); }},
+      {"rubric_proxy", [](const TaskParams& p) { return std::make_unique<RubricProxyTask>(RubricProxyConfig::from_params(p)); }},
       {"user_sim", [](const TaskParams& p) { return std::make_unique<UserSimTask>(UserSimConfig::from_params(p)); }},
   };
   return kTasks;
