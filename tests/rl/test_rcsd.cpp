@@ -46,12 +46,15 @@ TEST(Rcsd, EqualOutcomesStillGetPerTokenCreditWhereTheRubricTeacherAgrees) {
   env.task = task;
   env.codec = &c;
   std::vector<std::vector<int32_t>> seen_prompts;
-  env.score_tokens = [&](const std::vector<int32_t>& prompt, const std::vector<int32_t>& tokens, std::vector<float>& lp,
-                         std::vector<float>& ent) {
-    seen_prompts.push_back(prompt);
+  env.score_batch = [&](const std::vector<std::vector<int32_t>>& prompts, const std::vector<std::vector<int32_t>>& tokens, bool initial,
+                        std::vector<std::vector<float>>& lp) {
+    EXPECT_FALSE(initial);
     lp.clear();
-    for (int32_t t : tokens) lp.push_back(t == 2 ? -0.5f : -3.f);
-    ent.assign(tokens.size(), 1.f);
+    for (size_t r = 0; r < prompts.size(); ++r) {
+      seen_prompts.push_back(prompts[r]);
+      lp.emplace_back();
+      for (int32_t t : tokens[r]) lp.back().push_back(t == 2 ? -0.5f : -3.f);
+    }
   };
   RcsdConfig cfg;
   cfg.clip = 0.75;

@@ -34,11 +34,13 @@ struct MethodEnv {
   std::function<void(const std::vector<int32_t>& prompt, const std::vector<int32_t>& tokens, std::vector<float>& logp,
                      std::vector<float>& entropy)>
       score_tokens;
-  // The same under the frozen copy of the policy as RL started (the KL reference; the trainer holds one
-  // when rl.kl_coef > 0 or a method needs it).
-  std::function<void(const std::vector<int32_t>& prompt, const std::vector<int32_t>& tokens, std::vector<float>& logp,
-                     std::vector<float>& entropy)>
-      score_tokens_initial;
+  // Log-probs of many completions after their prompts, in right-padded batches of rl.micro_batch rows (16
+  // when 0), rows of similar length together (data-parallel: each rank its block, then summed); under the
+  // current weights, or with `initial` under the frozen copy of the policy as RL started (the KL
+  // reference; the trainer holds one when rl.kl_coef > 0 or a method needs it).
+  std::function<void(const std::vector<std::vector<int32_t>>& prompts, const std::vector<std::vector<int32_t>>& tokens, bool initial,
+                     std::vector<std::vector<float>>& logp)>
+      score_batch;
   // Features of a reply: the mean of the frozen starting policy's final hidden states over the reply's
   // positions after `prompt`.
   std::function<std::vector<float>(const std::vector<int32_t>& prompt, const std::vector<int32_t>& reply)> embed;

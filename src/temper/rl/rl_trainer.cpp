@@ -104,10 +104,47 @@ RlTrainer::RlTrainer(Transformer& policy, std::shared_ptr<const tasks::Task> tas
   };
   env.score_tokens = [this, score_with](const std::vector<int32_t>& prompt, const std::vector<int32_t>& tokens, std::vector<float>& logp,
                                         std::vector<float>& entropy) { score_with(policy_, prompt, tokens, logp, entropy); };
-  env.score_tokens_initial = [this, score_with](const std::vector<int32_t>& prompt, const std::vector<int32_t>& tokens, std::vector<float>& logp,
-                                                std::vector<float>& entropy) {
-    TEMPER_CHECK(reference_) << "rl: a method scores tokens under the starting policy, but the trainer holds no frozen copy of it";
-    score_with(*reference_, prompt, tokens, logp, entropy);
+  env.score_batch = [this](const std::vector<std::vector<int32_t>>& prompts, const std::vector<std::vector<int32_t>>& tokens, bool initial,
+                           std::vector<std::vector<float>>& logp) {
+    TEMPER_CHECK(!initial || reference_) << "rl: a method scores tokens under the starting policy, but the trainer holds no frozen copy of it";
+    TEMPER_CHECK(prompts.size() == tokens.size()) << "rl: score_batch got " << prompts.size() << " prompts for " << tokens.size() << " completions";
+    Transformer& model = initial ? *reference_ : policy_;
+    const int64_t n = static_cast<int64_t>(prompts.size());
+    std::vector<int64_t> off(static_cast<size_t>(n + 1), 0), order(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) off[static_cast<size_t>(i + 1)] = off[static_cast<size_t>(i)] + static_cast<int64_t>(tokens[static_cast<size_t>(i)].size());
+    auto len = [&](int64_t i) { return prompts[static_cast<size_t>(i)].size() + tokens[static_cast<size_t>(i)].size(); };
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return len(a) < len(b); });  // rows of similar length share a batch
+    std::vector<float> flat(static_cast<size_t>(off.back()), 0.f);
+    const dist::Range own = dist::shard(n, rank(), ranks());  // data-parallel: this rank's block, then summed
+    const int64_t mb = cfg_.micro_batch > 0 ? cfg_.micro_batch : 16;
+    for (int64_t r0 = own.begin; r0 < own.end; r0 += mb) {
+      const int64_t rows = std::min(mb, own.end - r0);
+      int64_t T = 0;
+      for (int64_t r = r0; r < r0 + rows; ++r) T = std::max<int64_t>(T, static_cast<int64_t>(len(order[static_cast<size_t>(r)])));
+      if (T < 2) continue;
+      std::vector<int32_t> tok(static_cast<size_t>(rows * T), 0), tgt(static_cast<size_t>(rows * T), -1);  // right padding: causal rows are unaffected
+      for (int64_t r = 0; r < rows; ++r) {
+        const auto& p = prompts[static_cast<size_t>(order[static_cast<size_t>(r0 + r)])];
+        const auto& c = tokens[static_cast<size_t>(order[static_cast<size_t>(r0 + r)])];
+        TEMPER_CHECK(!p.empty()) << "rl: score_batch needs a non-empty prompt";
+        std::copy(p.begin(), p.end(), tok.begin() + r * T);
+        std::copy(c.begin(), c.end(), tok.begin() + r * T + static_cast<int64_t>(p.size()));
+        for (size_t i = 0; i < c.size(); ++i) tgt[static_cast<size_t>(r * T) + p.size() - 1 + i] = c[i];
+      }
+      std::vector<float> lp(static_cast<size_t>(rows * T)), ent(static_cast<size_t>(rows * T));
+      model.forward_logprobs(tok.data(), tgt.data(), rows, T, lp.data(), ent.data());
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t i = order[static_cast<size_t>(r0 + r)];
+        const size_t P = prompts[static_cast<size_t>(i)].size();
+        for (size_t k = 0; k < tokens[static_cast<size_t>(i)].size(); ++k)
+          flat[static_cast<size_t>(off[static_cast<size_t>(i)]) + k] = lp[static_cast<size_t>(r * T) + P - 1 + k];
+      }
+    }
+    if (ranks() > 1) comm_->allreduce_sum(flat.data(), static_cast<int64_t>(flat.size()));
+    logp.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+      logp[static_cast<size_t>(i)].assign(flat.begin() + off[static_cast<size_t>(i)], flat.begin() + off[static_cast<size_t>(i + 1)]);
   };
   env.embed = [this](const std::vector<int32_t>& prompt, const std::vector<int32_t>& reply) {
     TEMPER_CHECK(reference_) << "rl: a method embeds replies with the starting policy, but the trainer holds no frozen copy of it";

@@ -57,20 +57,31 @@ void Rcsd::token_weights(Batch& b) {
 void Rcsd::compute(Batch& b, bool add) {
   adv_sum_ = adv_abs_ = clipped_ = 0;
   tokens_ = with_rubric_ = sequences_ = 0;
-  std::vector<float> lp, ent;
-  for (Trajectory& t : b.traj) {
+  // The rubric in context, no gradient, every rollout in one batched teacher pass: the same weights, or the
+  // frozen starting ones.
+  std::vector<size_t> rows;
+  std::vector<std::vector<int32_t>> prompts, completions;
+  for (size_t k = 0; k < b.traj.size(); ++k) {
+    Trajectory& t = b.traj[k];
     ++sequences_;
     if (!add) t.advantage.assign(t.tokens.size(), 0.f);
     const tasks::Problem& p = b.problems[static_cast<size_t>(t.problem)];
     const std::string rubric = env_.task->rubric(p);
     if (rubric.empty() || t.tokens.empty()) continue;
-    ++with_rubric_;
-    const std::vector<int32_t> prompt = env_.codec->encode_prompt(rcsd_teacher_problem(p, rubric, cfg_.tmpl));
-    // The rubric in context, no gradient: the same weights, or the frozen starting ones.
-    (cfg_.teacher == "initial" ? env_.score_tokens_initial : env_.score_tokens)(prompt, t.tokens, lp, ent);
-    TEMPER_CHECK(lp.size() == t.tokens.size()) << "rcsd: the teacher scored " << lp.size() << " of " << t.tokens.size() << " tokens";
+    rows.push_back(k);
+    prompts.push_back(env_.codec->encode_prompt(rcsd_teacher_problem(p, rubric, cfg_.tmpl)));
+    completions.push_back(t.tokens);
+  }
+  with_rubric_ = static_cast<int64_t>(rows.size());
+  if (rows.empty()) return;
+  std::vector<std::vector<float>> lp;
+  env_.score_batch(prompts, completions, cfg_.teacher == "initial", lp);
+  TEMPER_CHECK(lp.size() == rows.size()) << "rcsd: the teacher scored " << lp.size() << " of " << rows.size() << " rollouts";
+  for (size_t j = 0; j < rows.size(); ++j) {
+    Trajectory& t = b.traj[rows[j]];
+    TEMPER_CHECK(lp[j].size() == t.tokens.size()) << "rcsd: the teacher scored " << lp[j].size() << " of " << t.tokens.size() << " tokens";
     for (size_t i = 0; i < t.tokens.size(); ++i) {
-      const double gap = static_cast<double>(lp[i]) - static_cast<double>(t.old_logprob[i]);
+      const double gap = static_cast<double>(lp[j][i]) - static_cast<double>(t.old_logprob[i]);
       const double a = std::clamp(gap, -cfg_.clip, cfg_.clip) * cfg_.coef;
       clipped_ += std::fabs(gap) > cfg_.clip ? 1 : 0;
       t.advantage[i] = static_cast<float>(add ? t.advantage[i] + a : a);
