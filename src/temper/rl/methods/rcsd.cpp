@@ -1,6 +1,7 @@
 #include "temper/rl/methods/rcsd.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "temper/core/error.h"
@@ -55,7 +56,7 @@ void Rcsd::token_weights(Batch& b) {
 }
 
 void Rcsd::compute(Batch& b, bool add) {
-  adv_sum_ = adv_abs_ = clipped_ = 0;
+  adv_sum_ = adv_abs_ = clipped_ = teacher_s_ = 0;
   tokens_ = with_rubric_ = sequences_ = 0;
   // The rubric in context, no gradient, every rollout in one batched teacher pass: the same weights, or the
   // frozen starting ones.
@@ -75,7 +76,9 @@ void Rcsd::compute(Batch& b, bool add) {
   with_rubric_ = static_cast<int64_t>(rows.size());
   if (rows.empty()) return;
   std::vector<std::vector<float>> lp;
+  const auto t0 = std::chrono::steady_clock::now();
   env_.score_batch(prompts, completions, cfg_.teacher == "initial", lp);
+  teacher_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   TEMPER_CHECK(lp.size() == rows.size()) << "rcsd: the teacher scored " << lp.size() << " of " << rows.size() << " rollouts";
   for (size_t j = 0; j < rows.size(); ++j) {
     Trajectory& t = b.traj[rows[j]];
@@ -96,6 +99,7 @@ void Rcsd::metrics(Metrics& m) const {
   m.emplace_back("rcsd_adv_mean", adv_sum_ / n);
   m.emplace_back("rcsd_adv_abs_mean", adv_abs_ / n);
   m.emplace_back("rcsd_clip_frac", clipped_ / n);
+  m.emplace_back("rcsd_teacher_s", teacher_s_);
   m.emplace_back("rcsd_rubric_frac", sequences_ ? static_cast<double>(with_rubric_) / static_cast<double>(sequences_) : 0.0);
 }
 

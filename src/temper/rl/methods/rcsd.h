@@ -41,7 +41,7 @@ class Rcsd : public Method {
   void compute(Batch& b, bool add);
   RcsdConfig cfg_;
   MethodEnv env_;
-  double adv_sum_ = 0, adv_abs_ = 0, clipped_ = 0;
+  double adv_sum_ = 0, adv_abs_ = 0, clipped_ = 0, teacher_s_ = 0;  // teacher_s_: seconds of the teacher pass
   int64_t tokens_ = 0, with_rubric_ = 0, sequences_ = 0;
 };
 
