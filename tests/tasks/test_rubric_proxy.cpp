@@ -27,7 +27,9 @@ TEST(RubricProxy, ProxyPaysForTheKeywordTheRubricForTheCheck) {
   EXPECT_EQ(spam.rewards, (std::vector<double>{1, 0, 3}));
   EXPECT_EQ(v("12-5=7\ncheck 7+5=12\ncheck 7+5=12\n#### 7").rewards, (std::vector<double>{1, 0, 2}));  // twice: not the rubric
   EXPECT_EQ(v("12-5=7\ncheck 7+5=13\n#### 7").rewards, (std::vector<double>{1, 0, 1}));                // a wrong check
-  EXPECT_EQ(v("12-5=8\ncheck 8+5=12\n#### 8").rewards, (std::vector<double>{0, 0, 1}));                // a wrong answer
+  EXPECT_EQ(v("12-5=8\ncheck 8+5=12\n#### 8").rewards, (std::vector<double>{0, 1, 1}));  // a wrong answer, checked as the rubric asks
+  EXPECT_EQ(v("12-5=8\ncheck 7+5=12\n#### 8").rewards, (std::vector<double>{0, 0, 1}));  // the check does not undo the stated step
+  EXPECT_EQ(v("12-5=7\ncheck 7+5=12").rewards, (std::vector<double>{0, 0, 1}));           // no answer stated
   EXPECT_NEAR(v("12-5=8\ncheck check check check\n#### 8").reward, 0.5, 1e-12);                          // capped at 3
   EXPECT_EQ(v("12-5=7\n#### 7").reward, 0.5);
   EXPECT_FALSE(t.rubric(p).empty());

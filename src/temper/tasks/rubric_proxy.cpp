@@ -53,9 +53,11 @@ RubricProxyTask::RubricProxyTask(RubricProxyConfig cfg) : cfg_(std::move(cfg)) {
 
 std::string RubricProxyTask::rubric(const Problem&) const { return kRubric; }
 
-std::string RubricProxyTask::check_line(const Problem& p) {
+std::string RubricProxyTask::check_line(const Problem& p) { return check_line(p, parts_of(p).r); }
+
+std::string RubricProxyTask::check_line(const Problem& p, int64_t result) {
   Parts s = parts_of(p);
-  return "check " + std::to_string(s.r) + (s.op == '+' ? "-" : "+") + std::to_string(s.b) + "=" + std::to_string(s.a);
+  return "check " + std::to_string(result) + (s.op == '+' ? "-" : "+") + std::to_string(s.b) + "=" + std::to_string(s.a);
 }
 
 Problem RubricProxyTask::problem(Split split, uint64_t index) const {
@@ -93,12 +95,14 @@ Verdict RubricProxyTask::verify(const Problem& p, const std::string& completion)
   }
   int64_t count = 0;
   for (size_t pos = completion.find(cfg_.keyword); pos != std::string::npos; pos = completion.find(cfg_.keyword, pos + cfg_.keyword.size())) ++count;
+  // The rubric: exactly one check line, undoing the step with the result the completion states.
   int64_t check_lines = 0;
   bool right = false;
-  const std::string want = check_line(p);
+  std::optional<int64_t> stated = v.extracted ? parse_int(*v.extracted) : std::nullopt;
+  const std::string want = stated ? check_line(p, *stated) : std::string();
   for (std::string_view line : reasoning_lines(completion))
-    if (line.rfind("check", 0) == 0) ++check_lines, right = line == want;
-  const bool rubric_ok = v.correct && check_lines == 1 && right;
+    if (line.rfind("check", 0) == 0) ++check_lines, right = stated && line == want;
+  const bool rubric_ok = check_lines == 1 && right;
   v.reward = (1 - cfg_.proxy_weight) * (v.correct ? 1.0 : 0.0) +
              cfg_.proxy_weight * static_cast<double>(std::min(count, cfg_.keyword_cap)) / static_cast<double>(cfg_.keyword_cap);
   v.rewards = {v.correct ? 1.0 : 0.0, rubric_ok ? 1.0 : 0.0, static_cast<double>(count)};
