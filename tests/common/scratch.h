@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <initializer_list>
 #include <string>
@@ -19,6 +20,13 @@ inline std::string scratch_path(const std::string& suite, const std::string& nam
       std::filesystem::temp_directory_path() / ("temper_test_" + suite + "_" + std::to_string(::getpid()));
   std::filesystem::create_directories(d);
   return (d / name).string();
+}
+
+// Writes `text` to the scratch file `name` of `suite`; returns its path.
+inline std::string write_scratch(const std::string& suite, const std::string& name, const std::string& text) {
+  std::string p = scratch_path(suite, name);
+  std::ofstream(p) << text;
+  return p;
 }
 
 inline void expect_error(const std::function<void()>& fn, std::initializer_list<std::string> parts) {

@@ -17,11 +17,7 @@ using temper::test::scratch_path;
 
 namespace {
 
-std::string write_file(const std::string& name, const std::string& text) {
-  std::string p = scratch_path("dataset", name);
-  std::ofstream(p) << text;
-  return p;
-}
+std::string write_file(const std::string& name, const std::string& text) { return temper::test::write_scratch("dataset", name, text); }
 
 const char* kRows =
     R"({"prompt": "What is 2+2?", "answer": "4", "difficulty": 1, "rubric": "exact"})"
@@ -170,7 +166,7 @@ TEST(Dataset, ErrorsNameFileLineFieldExpectedActual) {
                {"baddiff.jsonl:1", "'difficulty'", "an integer", "got string"});
   expect_error(load("badid.jsonl", R"({"prompt": "x", "answer": "1", "id": [1]})"), {"badid.jsonl:1", "'id'", "got array"});
   expect_error(load("notobj.jsonl", "[1, 2]\n"), {"notobj.jsonl:1", "expected a JSON object", "got array"});
-  expect_error(load("empty.jsonl", "\n\n"), {"empty.jsonl", "no examples"});
+  expect_error(load("empty.jsonl", "\n\n"), {"empty.jsonl", "no rows"});
   expect_error([] { load_jsonl_problems("/nonexistent/x.jsonl"); }, {"/nonexistent/x.jsonl", "cannot open"});
 }
 

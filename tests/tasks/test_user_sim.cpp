@@ -17,11 +17,7 @@ using temper::test::scratch_path;
 
 namespace {
 
-std::string write_file(const std::string& name, const std::string& text) {
-  std::string p = scratch_path("user_sim", name);
-  std::ofstream(p) << text;
-  return p;
-}
+std::string write_file(const std::string& name, const std::string& text) { return temper::test::write_scratch("user_sim", name, text); }
 
 const char* kRows =
     R"({"id": "c1", "user": "u1", "history": ["lol pizza!", "lol late\nagain!"], "context": [{"role": "assistant", "content": "How was it?"}], "reply": "lol it was fun!", "reasoning": "i had fun"})"
@@ -32,7 +28,7 @@ const char* kRows =
 }  // namespace
 
 TEST(UserSim, LoadsConversations) {
-  UserSimTask t(UserSimConfig{write_file("rows.jsonl", kRows), "", 0});
+  UserSimTask t(UserSimConfig{{write_file("rows.jsonl", kRows), "", 0}});
   ASSERT_EQ(t.size(Split::train), 2);
   Problem a = t.problem(Split::train, 0), b = t.problem(Split::train, 1);
   EXPECT_EQ(a.id, "c1");
@@ -85,7 +81,7 @@ TEST(UserSim, ParsesCompletions) {
 }
 
 TEST(UserSim, VerifierIsWordF1) {
-  UserSimTask t(UserSimConfig{write_file("rows2.jsonl", kRows), "", 0});
+  UserSimTask t(UserSimConfig{{write_file("rows2.jsonl", kRows), "", 0}});
   Problem a = t.problem(Split::train, 0);  // real: lol it was fun! (4 words)
   Verdict v = t.verify(a, "[HUMAN]: it was FUN, really");  // 3 common of 4 generated, 4 real: P 3/4, R 3/4
   EXPECT_NEAR(v.reward, 0.75, 1e-12);

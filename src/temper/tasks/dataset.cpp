@@ -8,28 +8,12 @@
 #include "temper/core/error.h"
 #include "temper/core/log.h"
 #include "temper/reward/math_answer.h"
+#include "temper/tasks/jsonl_rows.h"
 
 namespace temper::tasks {
 namespace {
 
 using nlohmann::json;
-
-// "file:line: field 'x': expected E, got T"
-[[noreturn]] void field_error(const std::string& where, const std::string& field, const std::string& expected,
-                              const json* actual) {
-  TEMPER_FAIL() << where << ": field '" << field << "': expected " << expected << ", got "
-                << (actual ? std::string(actual->type_name()) : std::string("nothing (missing)"));
-}
-
-std::string text_field(const json& row, const std::string& where, const char* key, bool required) {
-  auto it = row.find(key);
-  if (it == row.end()) {
-    if (required) field_error(where, key, "a string", nullptr);
-    return {};
-  }
-  if (!it->is_string()) field_error(where, key, "a string", &*it);
-  return it->get<std::string>();
-}
 
 std::string canonical_prompt(const Problem& p) {
   std::string s = p.prompt;
@@ -38,7 +22,6 @@ std::string canonical_prompt(const Problem& p) {
 }
 
 Problem parse_row(const json& row, const std::string& where, const std::string& default_id) {
-  if (!row.is_object()) TEMPER_FAIL() << where << ": expected a JSON object, got " << row.type_name();
   Problem p;
   bool has_prompt = row.contains("prompt"), has_messages = row.contains("messages");
   if (!has_prompt && !has_messages)
@@ -100,71 +83,53 @@ Problem parse_row(const json& row, const std::string& where, const std::string& 
 }  // namespace
 
 std::vector<Problem> load_jsonl_problems(const std::string& path) {
-  std::ifstream in(path);
-  TEMPER_CHECK(in.good()) << path << ": cannot open (task 'dataset' expects a JSONL file)";
-  std::string base = std::filesystem::path(path).filename().string();
-  std::vector<Problem> out;
-  std::string line;
-  for (int64_t n = 1; std::getline(in, line); ++n) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    std::string where = path + ":" + std::to_string(n);
-    json row;
-    try {
-      row = json::parse(line);
-    } catch (const json::exception& e) {
-      TEMPER_FAIL() << where << ": not valid JSON: " << e.what();
-    }
-    out.push_back(parse_row(row, where, base + ":" + std::to_string(n)));
-  }
-  TEMPER_CHECK(!out.empty()) << path << ": no examples (expected one JSON object per line)";
-  return out;
+  return read_jsonl_rows(path, "task 'dataset' expects a JSONL file", parse_row);
 }
 
-void DatasetConfig::validate() const {
-  TEMPER_CHECK(!path.empty()) << "task 'dataset': parameter 'path' is required: expected a JSONL file, got nothing";
+void DatasetConfig::validate(const std::string& task) const {
+  TEMPER_CHECK(!path.empty()) << "task '" << task << "': parameter 'path' is required: expected a JSONL file, got nothing";
   TEMPER_CHECK(eval_fraction >= 0 && eval_fraction < 1)
-      << "task 'dataset': parameter 'eval_fraction': expected a number in [0, 1), got " << eval_fraction;
+      << "task '" << task << "': parameter 'eval_fraction': expected a number in [0, 1), got " << eval_fraction;
   TEMPER_CHECK(eval_path.empty() || eval_fraction == 0)
-      << "task 'dataset': give eval_path or eval_fraction, not both (got eval_path='" << eval_path
+      << "task '" << task << "': give eval_path or eval_fraction, not both (got eval_path='" << eval_path
       << "', eval_fraction=" << eval_fraction << ")";
 }
 
-DatasetConfig DatasetConfig::from_params(const TaskParams& params) {
-  ParamReader r("dataset", params);
+DatasetConfig DatasetConfig::from_params(const TaskParams& params, const std::string& task) {
+  ParamReader r(task, params);
   DatasetConfig c;
   c.path = r.get_string("path", "");
   c.eval_path = r.get_string("eval_path", "");
   c.eval_fraction = r.get_double("eval_fraction", 0, 0, 0.999999);
   r.finish();
-  c.validate();
+  c.validate(task);
   return c;
 }
 
-DatasetTask::DatasetTask(DatasetConfig cfg) : cfg_(std::move(cfg)) {
-  cfg_.validate();
-  std::vector<Problem> rows = load_jsonl_problems(cfg_.path);
-  if (!cfg_.eval_path.empty()) {
-    train_ = std::move(rows);
-    eval_ = load_jsonl_problems(cfg_.eval_path);
+void load_splits(const DatasetConfig& cfg, const std::string& task, const std::function<std::vector<Problem>(const std::string&)>& load,
+                 std::vector<Problem>& train, std::vector<Problem>& eval) {
+  cfg.validate(task);
+  std::vector<Problem> rows = load(cfg.path);
+  if (!cfg.eval_path.empty()) {
+    train = std::move(rows);
+    eval = load(cfg.eval_path);
     std::unordered_set<std::string> seen;
-    for (const Problem& p : eval_) seen.insert(canonical_prompt(p));
+    for (const Problem& p : eval) seen.insert(canonical_prompt(p));
     int64_t overlap = 0;
-    for (const Problem& p : train_) overlap += seen.count(canonical_prompt(p));
+    for (const Problem& p : train) overlap += seen.count(canonical_prompt(p));
     if (overlap > 0) {
-      TEMPER_LOG(warn) << "task 'dataset': " << overlap << " prompts of " << cfg_.path << " also appear in "
-                       << cfg_.eval_path << "; eval is not disjoint from train";
+      TEMPER_LOG(warn) << "task '" << task << "': " << overlap << " prompts of " << cfg.path << " also appear in " << cfg.eval_path
+                       << "; eval is not disjoint from train";
     }
-  } else {
-    split_by_prompt_hash(std::move(rows), cfg_.eval_fraction, "task 'dataset'", cfg_.path, train_, eval_);
+    return;
   }
+  const auto cut = static_cast<uint64_t>(cfg.eval_fraction * 1e6);
+  for (Problem& p : rows) (stable_hash(canonical_prompt(p)) % 1000000 < cut ? eval : train).push_back(std::move(p));
+  TEMPER_CHECK(!train.empty()) << "task '" << task << "': eval_fraction=" << cfg.eval_fraction << " leaves no rows of " << cfg.path
+                               << " for training";
 }
 
-void split_by_prompt_hash(std::vector<Problem> rows, double eval_fraction, const std::string& task, const std::string& path,
-                          std::vector<Problem>& train, std::vector<Problem>& eval) {
-  const auto cut = static_cast<uint64_t>(eval_fraction * 1e6);
-  for (Problem& p : rows) (stable_hash(canonical_prompt(p)) % 1000000 < cut ? eval : train).push_back(std::move(p));
-  TEMPER_CHECK(!train.empty()) << task << ": eval_fraction=" << eval_fraction << " leaves no rows of " << path << " for training";
-}
+DatasetTask::DatasetTask(DatasetConfig cfg) : cfg_(std::move(cfg)) { load_splits(cfg_, "dataset", load_jsonl_problems, train_, eval_); }
 
 int64_t DatasetTask::size(Split split) const {
   return static_cast<int64_t>(split == Split::train ? train_.size() : eval_.size());

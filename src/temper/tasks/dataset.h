@@ -7,6 +7,7 @@
 // answer checker (reward/math_answer.h). Errors name file:line, the field, the expected and the actual.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,19 +19,20 @@ struct DatasetConfig {
   std::string path;          // train JSONL (required)
   std::string eval_path;     // eval JSONL (optional)
   double eval_fraction = 0;  // without eval_path: share of the train file held out for eval, in [0, 1)
-  void validate() const;
-  static DatasetConfig from_params(const TaskParams& params);  // keys as the fields
+  void validate(const std::string& task = "dataset") const;
+  static DatasetConfig from_params(const TaskParams& params, const std::string& task = "dataset");  // keys as the fields
 };
+
+// Train and eval problems of a JSONL task (`load` reads one file): eval from cfg.eval_path (a warning when
+// prompts appear in both), or the rows of cfg.path whose prompt hashes below eval_fraction (identical prompts
+// never straddle the splits; the rest must not be empty), or none. Errors name the task and the file.
+void load_splits(const DatasetConfig& cfg, const std::string& task, const std::function<std::vector<Problem>(const std::string&)>& load,
+                 std::vector<Problem>& train, std::vector<Problem>& eval);
 
 // Every row of a JSONL file as a Problem (blank lines skipped). gold_solution: teacher_response if it already
 // ends in a "#### " line, else teacher_response + "\n#### <answer>", else "#### <answer>". When only messages are
 // given, prompt is the content of the last "user" message.
 std::vector<Problem> load_jsonl_problems(const std::string& path);
-
-// Rows whose prompt hashes below eval_fraction go to eval (identical prompts never straddle the splits); the
-// rest to train, which must not end up empty (the error names the task and the file).
-void split_by_prompt_hash(std::vector<Problem> rows, double eval_fraction, const std::string& task, const std::string& path,
-                          std::vector<Problem>& train, std::vector<Problem>& eval);
 
 class DatasetTask : public Task {
  public:

@@ -1,14 +1,13 @@
 #include "temper/tasks/user_sim.h"
 
 #include <cctype>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "temper/core/error.h"
 #include "temper/core/log.h"
 #include "temper/tasks/dataset.h"
+#include "temper/tasks/jsonl_rows.h"
 
 namespace temper::tasks {
 namespace {
@@ -16,11 +15,6 @@ namespace {
 using nlohmann::json;
 
 constexpr std::string_view kOpen = "<reasoning>", kClose = "</reasoning>", kHuman = "[HUMAN]:";
-
-[[noreturn]] void field_error(const std::string& where, const std::string& field, const std::string& expected, const json* actual) {
-  TEMPER_FAIL() << where << ": field '" << field << "': expected " << expected << ", got "
-                << (actual ? std::string(actual->type_name()) : std::string("nothing (missing)"));
-}
 
 std::string trim(std::string_view s) {
   size_t a = s.find_first_not_of(" \t\r\n"), b = s.find_last_not_of(" \t\r\n");
@@ -35,7 +29,6 @@ std::string one_line(std::string s) {
 }
 
 Problem parse_row(const json& row, const std::string& where, const std::string& default_id) {
-  if (!row.is_object()) TEMPER_FAIL() << where << ": expected a JSON object, got " << row.type_name();
   Problem p;
   auto h = row.find("history");
   if (h == row.end() || !h->is_array()) field_error(where, "history", "a list of strings (the user's earlier turns)", h == row.end() ? nullptr : &*h);
@@ -160,53 +153,12 @@ std::string user_sim_prompt(const std::vector<std::string>& history, const std::
 }
 
 std::vector<Problem> load_user_sim_jsonl(const std::string& path) {
-  std::ifstream in(path);
-  TEMPER_CHECK(in.good()) << path << ": cannot open (task 'user_sim' expects a JSONL file of conversations)";
-  std::string base = std::filesystem::path(path).filename().string();
-  std::vector<Problem> out;
-  std::string line;
-  for (int64_t n = 1; std::getline(in, line); ++n) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    std::string where = path + ":" + std::to_string(n);
-    json row;
-    try {
-      row = json::parse(line);
-    } catch (const json::exception& e) {
-      TEMPER_FAIL() << where << ": not valid JSON: " << e.what();
-    }
-    out.push_back(parse_row(row, where, base + ":" + std::to_string(n)));
-  }
-  TEMPER_CHECK(!out.empty()) << path << ": no conversations (expected one JSON object per line with history, context, reply)";
-  return out;
+  return read_jsonl_rows(path, "task 'user_sim' expects a JSONL file of conversations with history, context, reply", parse_row);
 }
 
-void UserSimConfig::validate() const {
-  TEMPER_CHECK(!path.empty()) << "task 'user_sim': parameter 'path' is required: expected a JSONL file, got nothing";
-  TEMPER_CHECK(eval_fraction >= 0 && eval_fraction < 1) << "task 'user_sim': parameter 'eval_fraction': expected a number in [0, 1), got " << eval_fraction;
-  TEMPER_CHECK(eval_path.empty() || eval_fraction == 0) << "task 'user_sim': give eval_path or eval_fraction, not both";
-}
+UserSimConfig UserSimConfig::from_params(const TaskParams& params) { return {DatasetConfig::from_params(params, "user_sim")}; }
 
-UserSimConfig UserSimConfig::from_params(const TaskParams& params) {
-  ParamReader r("user_sim", params);
-  UserSimConfig c;
-  c.path = r.get_string("path", "");
-  c.eval_path = r.get_string("eval_path", "");
-  c.eval_fraction = r.get_double("eval_fraction", 0, 0, 0.999999);
-  r.finish();
-  c.validate();
-  return c;
-}
-
-UserSimTask::UserSimTask(UserSimConfig cfg) : cfg_(std::move(cfg)) {
-  cfg_.validate();
-  std::vector<Problem> rows = load_user_sim_jsonl(cfg_.path);
-  if (!cfg_.eval_path.empty()) {
-    train_ = std::move(rows);
-    eval_ = load_user_sim_jsonl(cfg_.eval_path);
-  } else {
-    split_by_prompt_hash(std::move(rows), cfg_.eval_fraction, "task 'user_sim'", cfg_.path, train_, eval_);
-  }
-}
+UserSimTask::UserSimTask(UserSimConfig cfg) : cfg_(std::move(cfg)) { load_splits(cfg_, "user_sim", load_user_sim_jsonl, train_, eval_); }
 
 int64_t UserSimTask::size(Split split) const { return static_cast<int64_t>(split == Split::train ? train_.size() : eval_.size()); }
 

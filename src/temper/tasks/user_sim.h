@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "temper/tasks/dataset.h"
 #include "temper/tasks/task.h"
 
 namespace temper::tasks {
@@ -38,10 +39,7 @@ std::vector<std::string> turn_words(std::string_view s);
 // Word counts as the length penalty counts them (whitespace-separated).
 int64_t word_count(std::string_view s);
 
-struct UserSimConfig {
-  std::string path, eval_path;
-  double eval_fraction = 0;
-  void validate() const;
+struct UserSimConfig : DatasetConfig {  // path, eval_path, eval_fraction as task "dataset"
   static UserSimConfig from_params(const TaskParams& params);
 };
 
