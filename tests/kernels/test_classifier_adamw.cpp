@@ -155,6 +155,94 @@ TEST(OpClassifier, SoftTargetsAddForwardKlCrossEntropyWithFiniteDifferenceGradie
   });
 }
 
+namespace {
+// Fixed coefficients plus a reverse-KL target on every row but n % 3 == 1.
+struct ReverseCoefs : FixedCoefs {
+  const std::vector<float>* logq;
+  const std::vector<float>* coef;
+  int64_t V = 0;
+  mutable std::vector<float> kl;
+  bool reverse_kl_target(int64_t n, ReverseKlTarget* r) const override {
+    if (n % 3 == 1) return false;
+    r->logq = logq->data() + n * V, r->coef = (*coef)[static_cast<size_t>(n)];
+    return true;
+  }
+  void reverse_kl_observed(int64_t n, float x) const override { kl[static_cast<size_t>(n)] = x; }
+};
+}  // namespace
+
+TEST(OpClassifier, ReverseKlTargetsWithFiniteDifferenceGradients) {
+  int64_t N = 11, C = 16, V = 61;
+  auto h = random_vec(N * C, 81), w = random_vec(V * C, 82, 0.5f);
+  auto g_lp = random_vec(N, 83), g_ent = random_vec(N, 84, 0.3f), coef = random_vec(N, 85);
+  auto raw = random_vec(N * V, 86, 2.f);
+  std::vector<int32_t> tgt(N);
+  std::vector<float> logq(N * V);
+  for (int64_t n = 0; n < N; ++n) {
+    tgt[n] = n == 4 ? -1 : int32_t((n * 17) % V);
+    double m = -1e30, se = 0;
+    for (int64_t v = 0; v < V; ++v) m = std::max(m, double(raw[n * V + v]));
+    for (int64_t v = 0; v < V; ++v) se += std::exp(double(raw[n * V + v]) - m);
+    for (int64_t v = 0; v < V; ++v) logq[n * V + v] = float(double(raw[n * V + v]) - m - std::log(se));
+  }
+  auto hd = to_f64(h), wd = to_f64(w), glpd = to_f64(g_lp), gentd = to_f64(g_ent);
+  auto logp_row = [&](const std::vector<double>& hh, const std::vector<double>& ww, int64_t n, std::vector<double>& lp) {
+    lp.assign(V, 0.0);
+    double m = -1e300;
+    for (int64_t v = 0; v < V; ++v) {
+      double z = 0;
+      for (int64_t c = 0; c < C; ++c) z += hh[n * C + c] * ww[v * C + c];
+      lp[v] = z, m = std::max(m, z);
+    }
+    double se = 0;
+    for (double z : lp) se += std::exp(z - m);
+    for (double& z : lp) z -= m + std::log(se);
+  };
+  auto loss = [&] {
+    std::vector<double> lp(N), H(N), row;
+    ref::classifier<double>(hd.data(), wd.data(), tgt.data(), N, C, V, lp.data(), H.data(), nullptr, nullptr, nullptr, nullptr);
+    double s = 0;
+    for (int64_t n = 0; n < N; ++n) {
+      s += glpd[n] * lp[n] + gentd[n] * H[n];
+      if (n % 3 == 1) continue;
+      logp_row(hd, wd, n, row);
+      for (int64_t v = 0; v < V; ++v) s += double(coef[n]) * std::exp(row[v]) * (row[v] - double(logq[n * V + v]));
+    }
+    return s;
+  };
+  std::vector<double> lp_ref(N), H_ref(N), dh_ref(N * C, 0.0), dw_ref(V * C, 0.0), kl_ref(N, 0.0), row;
+  ref::classifier(hd.data(), wd.data(), tgt.data(), N, C, V, lp_ref.data(), H_ref.data(), glpd.data(), gentd.data(),
+                  dh_ref.data(), dw_ref.data());
+  for (int64_t n = 0; n < N; ++n) {
+    if (n % 3 == 1) continue;
+    logp_row(hd, wd, n, row);
+    for (int64_t v = 0; v < V; ++v) kl_ref[n] += std::exp(row[v]) * (row[v] - double(logq[n * V + v]));
+    for (int64_t v = 0; v < V; ++v) {
+      const double dz = double(coef[n]) * std::exp(row[v]) * (row[v] - double(logq[n * V + v]) - kl_ref[n]);
+      for (int64_t c = 0; c < C; ++c) dh_ref[n * C + c] += dz * wd[v * C + c], dw_ref[v * C + c] += dz * hd[n * C + c];
+    }
+  }
+  EXPECT_TRUE(fd_check(hd, dh_ref, loss));
+  EXPECT_TRUE(fd_check(wd, dw_ref, loss));
+  ReverseCoefs coefs;
+  coefs.g_lp = &g_lp, coefs.g_ent = &g_ent, coefs.logq = &logq, coefs.coef = &coef, coefs.V = V;
+  for_each_isa([&](Isa) {
+    for (int64_t chunk : {int64_t{0}, int64_t{4}}) {
+      SCOPED_TRACE("chunk_rows=" + std::to_string(chunk));
+      std::vector<float> lp(N), H(N), dh(N * C), dw(V * C, 0.f);
+      coefs.kl.assign(N, 0.f);
+      ClassifierArgs a;
+      a.h = h.data(); a.w = w.data(); a.targets = tgt.data(); a.N = N; a.C = C; a.V = V;
+      a.logprob = lp.data(); a.entropy = H.data(); a.loss = &coefs; a.dh = dh.data(); a.dw = dw.data();
+      a.chunk_rows = chunk;
+      classifier_fused(a);
+      EXPECT_TRUE(all_close(dh, dh_ref, tolerance(Kind::reduction, V)));
+      EXPECT_TRUE(all_close(dw, dw_ref, tolerance(Kind::reduction, N)));
+      EXPECT_TRUE(all_close(coefs.kl, kl_ref, tolerance(Kind::reduction, V)));
+    }
+  });
+}
+
 TEST(OpClassifier, Bf16WithPreRoundedWeights) {
   int64_t N = 40, C = 32, V = 500;
   auto h = random_vec(N * C, 67), w = random_vec(V * C, 68, 0.3f), g_lp = random_vec(N, 69), g_ent = random_vec(N, 70);

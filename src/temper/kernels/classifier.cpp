@@ -67,7 +67,24 @@ void classifier_fused(const ClassifierArgs& a) {
             a.loss->soft_observed(n, ce);
             g_lp -= st.coef * mass;
           }
+          ReverseKlTarget rk;
+          const bool reverse = a.loss->reverse_kl_target(n, &rk) && rk.logq;
+          static thread_local std::vector<float> g_rk;
+          if (reverse) {  // coef * p (log p - log q - KL), from the logits before they become the gradient
+            if (static_cast<int64_t>(g_rk.size()) < a.V) g_rk.resize(static_cast<size_t>(a.V));
+            double kl = 0;
+            for (int64_t v = 0; v < a.V; ++v) {
+              const float lpv = zr[v] - lse;
+              g_rk[static_cast<size_t>(v)] = lpv - rk.logq[v];
+              kl += std::exp(static_cast<double>(lpv)) * static_cast<double>(g_rk[static_cast<size_t>(v)]);
+            }
+            a.loss->reverse_kl_observed(n, static_cast<float>(kl));
+            for (int64_t v = 0; v < a.V; ++v)
+              g_rk[static_cast<size_t>(v)] = rk.coef * std::exp(zr[v] - lse) * (g_rk[static_cast<size_t>(v)] - static_cast<float>(kl));
+          }
           t.classifier_row_grad(zr, a.V, tgt, lse, H, g_lp, g_ent);
+          if (reverse)
+            for (int64_t v = 0; v < a.V; ++v) zr[v] += g_rk[static_cast<size_t>(v)];
           if (soft) {
             if (tgt >= 0) zr[tgt] += st.coef * mass;
             for (int64_t k = 0; k < st.K; ++k) zr[st.ids[k]] -= st.coef * st.probs[k];

@@ -23,6 +23,15 @@ struct SoftTarget {
   float coef = 0.f;
 };
 
+// A row's reverse-KL target (on-policy distillation over the whole vocabulary, for small vocabularies):
+// the teacher's log-probabilities log q over all V ids, weighted by coef. The row's loss gains
+// coef * KL(p || q) = coef * sum_v p_v (log p_v - log q_v); its gradient on the logits is
+// coef * p_v (log p_v - log q_v - KL(p || q)).
+struct ReverseKlTarget {
+  const float* logq = nullptr;  // [V]
+  float coef = 0.f;
+};
+
 class ClassifierLoss {
  public:
   virtual ~ClassifierLoss() = default;
@@ -32,6 +41,9 @@ class ClassifierLoss {
   virtual bool soft_target(int64_t /*n*/, SoftTarget* /*out*/) const { return false; }
   // For rows with a soft target: -sum_k q_k log p(k) before the gradient (rows run in parallel, one call per row).
   virtual void soft_observed(int64_t /*n*/, float /*cross_entropy*/) const {}
+  // Row n's reverse-KL target, if any (default: none), and KL(p || q) before the gradient.
+  virtual bool reverse_kl_target(int64_t /*n*/, ReverseKlTarget* /*out*/) const { return false; }
+  virtual void reverse_kl_observed(int64_t /*n*/, float /*kl*/) const {}
 };
 
 struct ClassifierArgs {
