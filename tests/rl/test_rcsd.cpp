@@ -47,8 +47,9 @@ TEST(Rcsd, EqualOutcomesStillGetPerTokenCreditWhereTheRubricTeacherAgrees) {
   env.codec = &c;
   std::vector<std::vector<int32_t>> seen_prompts;
   env.score_batch = [&](const std::vector<std::vector<int32_t>>& prompts, const std::vector<std::vector<int32_t>>& tokens, bool initial,
-                        std::vector<std::vector<float>>& lp) {
+                        std::vector<std::vector<float>>& lp, std::vector<std::vector<float>>* dists) {
     EXPECT_FALSE(initial);
+    EXPECT_EQ(dists, nullptr);
     lp.clear();
     for (size_t r = 0; r < prompts.size(); ++r) {
       seen_prompts.push_back(prompts[r]);
@@ -177,5 +178,98 @@ TEST(Rcsd, TheInitialTeacherIsTheFrozenStartingPolicy) {
   EXPECT_GT(err_policy, 1e-2) << "the policy did not move: the test could not tell the teachers apart";
   RcsdConfig bad;
   bad.teacher = "ema";
+  EXPECT_THROW(Rcsd{bad}, Error);
+}
+
+namespace {
+
+// Mean over the rubric problems' first completion positions of KL(student(. | prompt) || teacher(. | rubric prompt)).
+double student_teacher_kl(Transformer& student, Transformer& teacher, const std::shared_ptr<RubricLetters>& task, const PromptCodec& c) {
+  const int64_t V = student.config().vocab_size;
+  double sum = 0;
+  int64_t n = 0;
+  for (uint64_t i = 0; i < 8; i += 2) {  // even ids carry the rubric
+    tasks::Problem p = task->problem(tasks::Split::train, i);
+    const std::vector<int32_t> completion = {2, 1, 2};
+    std::vector<int32_t> a = c.encode_prompt(p), b = c.encode_prompt(rcsd_teacher_problem(p, "b", RcsdConfig{}.tmpl));
+    const size_t Pa = a.size(), Pb = b.size();
+    a.insert(a.end(), completion.begin(), completion.end());
+    b.insert(b.end(), completion.begin(), completion.end());
+    std::vector<float> za(a.size() * static_cast<size_t>(V)), zb(b.size() * static_cast<size_t>(V));
+    student.forward_logits(a.data(), 1, static_cast<int64_t>(a.size()), za.data());
+    teacher.forward_logits(b.data(), 1, static_cast<int64_t>(b.size()), zb.data());
+    for (size_t k = 0; k < completion.size(); ++k) {
+      const float* x = za.data() + (Pa - 1 + k) * static_cast<size_t>(V);
+      const float* y = zb.data() + (Pb - 1 + k) * static_cast<size_t>(V);
+      auto lse = [&](const float* z) {
+        double m = *std::max_element(z, z + V), s = 0;
+        for (int64_t v = 0; v < V; ++v) s += std::exp(z[v] - m);
+        return m + std::log(s);
+      };
+      const double la = lse(x), lb = lse(y);
+      for (int64_t v = 0; v < V; ++v) sum += std::exp(x[v] - la) * ((x[v] - la) - (y[v] - lb));
+      ++n;
+    }
+  }
+  return sum / static_cast<double>(n);
+}
+
+}  // namespace
+
+TEST(Rcsd, ReverseKlModeDistilsTheRubricTeachersWholeDistribution) {
+  // mode = "reverse_kl" with the frozen starting teacher: trajectories carry the teacher's log-probs over
+  // the whole vocabulary (as the starting weights give them in the rubric context), the advantages are 0
+  // (replace), and ten updates shrink the student's KL to the rubric-conditioned teacher, both on the
+  // rollouts the updates see and on fixed positions measured apart.
+  RlSetup s;
+  auto task = std::make_shared<RubricLetters>();
+  Transformer start(s.model.config());
+  std::copy(s.model.params(), s.model.params() + s.model.flat_size(), start.params());
+  start.params_updated();
+  RcsdConfig rc;
+  rc.teacher = "initial";
+  rc.mode = "reverse_kl";
+  Rcsd r(rc);
+  RlConfig cfg = config();
+  cfg.optimizer.lr.peak = 3e-3;
+  PromptCodec c = codec();
+  const double before = student_teacher_kl(s.model, start, task, c);
+  RlTrainer t(s.model, task, c, cfg, s.safe, {&r}, &start);
+  Metrics m = t.step();
+  const Batch& b = t.last_batch();
+  EXPECT_EQ(b.reverse_kl_coef, 1.0);
+  const int64_t V = s.model.config().vocab_size;
+  int checked = 0;
+  for (const Trajectory& x : b.traj) {
+    EXPECT_EQ(x.advantage, std::vector<float>(x.tokens.size(), 0.f));
+    const tasks::Problem& p = b.problems[static_cast<size_t>(x.problem)];
+    if (task->rubric(p).empty() || x.tokens.empty()) {
+      EXPECT_TRUE(x.teacher_logq.empty());
+      continue;
+    }
+    ASSERT_EQ(x.teacher_logq.size(), x.tokens.size() * static_cast<size_t>(V));
+    if (checked++ > 2) continue;
+    std::vector<int32_t> tok = c.encode_prompt(rcsd_teacher_problem(p, "b", rc.tmpl));
+    const size_t P = tok.size();
+    tok.insert(tok.end(), x.tokens.begin(), x.tokens.end());
+    std::vector<float> z(tok.size() * static_cast<size_t>(V));
+    start.forward_logits(tok.data(), 1, static_cast<int64_t>(tok.size()), z.data());
+    for (size_t k = 0; k < x.tokens.size(); ++k) {
+      const float* row = z.data() + (P - 1 + k) * static_cast<size_t>(V);
+      double mx = *std::max_element(row, row + V), se = 0;
+      for (int64_t v = 0; v < V; ++v) se += std::exp(row[v] - mx);
+      for (int64_t v = 0; v < V; v += 7) EXPECT_NEAR(x.teacher_logq[k * static_cast<size_t>(V) + static_cast<size_t>(v)], row[v] - mx - std::log(se), 1e-4);
+    }
+  }
+  EXPECT_GT(checked, 0);
+  EXPECT_GT(value(m, "reverse_kl"), 0);
+  double last = 0;
+  for (int i = 0; i < 10; ++i) last = value(t.step(), "reverse_kl");
+  EXPECT_LT(last, 0.8 * value(m, "reverse_kl")) << "the KL the updates see";
+  const double after = student_teacher_kl(s.model, start, task, c);
+  EXPECT_LT(after, 0.7 * before) << "KL to the rubric teacher: " << before << " -> " << after;
+  std::printf("reverse KL on fixed positions: %.4f -> %.4f; on the updates' rollouts: %.4f -> %.4f\n", before, after, value(m, "reverse_kl"), last);
+  RcsdConfig bad;
+  bad.mode = "forward_kl";
   EXPECT_THROW(Rcsd{bad}, Error);
 }

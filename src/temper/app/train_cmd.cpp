@@ -280,6 +280,7 @@ RunConfig read_config(Recipe& r) {
     d.clip = r.get_double("rl.rcsd.clip", d.clip);
     d.tmpl = r.get_string("rl.rcsd.template", d.tmpl);
     d.teacher = r.get_choice("rl.rcsd.teacher", d.teacher, {"policy", "initial"});
+    d.mode = r.get_choice("rl.rcsd.mode", d.mode, {"sampled", "reverse_kl"});
     try {
       d.validate();
     } catch (const Error& e) {

@@ -29,6 +29,8 @@ struct Trajectory {
   std::vector<float> advantage;             // per completion token
   std::vector<float> weight;                // per completion token (1 by default; STARE reweights)
   std::vector<float> loss_mask;             // per completion token: 1 in the loss, 0 not
+  std::vector<float> teacher_logq;          // optional [tokens x V]: a teacher's log-probs over the whole vocabulary
+                                            // at each completion token (the update adds Batch::reverse_kl_coef x KL(pi || it))
   std::string text;                         // decoded completion
   double reward = 0;
   std::vector<double> rewards;              // reward vector (multi-objective), may be empty
@@ -44,6 +46,7 @@ struct Batch {
   std::vector<tasks::Problem> problems;
   std::vector<Trajectory> traj;
   int64_t groups_dropped = 0;  // dynamic sampling: groups with equal rewards left out
+  double reverse_kl_coef = 0;  // weight of the per-token KL(pi || teacher) for trajectories with teacher_logq
 };
 
 }  // namespace temper::rl

@@ -16,6 +16,9 @@ namespace temper::rl {
 
 using Metrics = std::vector<std::pair<std::string, double>>;
 
+// Full-vocabulary teacher distributions are kept per token only for vocabularies up to this size.
+inline constexpr int64_t kMaxDistillVocab = 16384;
+
 // What the trainer lends its methods: the task, the codec, the rollout settings, and generation on
 // the policy's current weights through the trainer's own engine (completions in request order).
 struct MethodEnv {
@@ -38,8 +41,10 @@ struct MethodEnv {
   // when 0), rows of similar length together (data-parallel: each rank its block, then summed); under the
   // current weights, or with `initial` under the frozen copy of the policy as RL started (the KL
   // reference; the trainer holds one when rl.kl_coef > 0 or a method needs it).
+  // With `dists`, also each completion token's log-probabilities over the whole vocabulary ([tokens x V] per
+  // row; vocabularies up to kMaxDistillVocab).
   std::function<void(const std::vector<std::vector<int32_t>>& prompts, const std::vector<std::vector<int32_t>>& tokens, bool initial,
-                     std::vector<std::vector<float>>& logp)>
+                     std::vector<std::vector<float>>& logp, std::vector<std::vector<float>>* dists)>
       score_batch;
   // Features of a reply: the mean of the frozen starting policy's final hidden states over the reply's
   // positions after `prompt`.

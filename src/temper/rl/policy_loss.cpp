@@ -126,6 +126,17 @@ PolicyLoss::PolicyLoss(const PolicyLossConfig& cfg, const PolicyLossBatch& batch
   b_.validate(cfg_);
 }
 
+bool PolicyLoss::reverse_kl_target(int64_t n, kernels::ReverseKlTarget* out) const {
+  if (!b_.rkl_logq || !b_.rkl_logq[n] || b_.scale[n] == 0 || b_.rkl_coef == 0) return false;
+  out->logq = b_.rkl_logq[n];
+  out->coef = b_.rkl_coef * b_.scale[n];
+  return true;
+}
+
+void PolicyLoss::reverse_kl_observed(int64_t n, float kl) const {
+  if (b_.rkl_out) b_.rkl_out[n] = kl;
+}
+
 void PolicyLoss::coefs(int64_t n, float lp, float, float* g_lp, float* g_ent) const {
   double s = b_.scale[n];
   if (s == 0) {

@@ -66,6 +66,12 @@ struct PolicyLossBatch {
   const float* weight = nullptr;     // w on the surrogate; null: 1
   const float* scale = nullptr;      // the micro-batch's slice of policy_loss_scale; 0 = row not in the loss
   int64_t N = 0;
+  // Full-vocabulary distillation (RCSD's reverse-KL mode): row n's teacher log-probabilities over the whole
+  // vocabulary (null rows: none); the row's loss gains scale * rkl_coef * KL(pi || teacher), and its KL is
+  // written to rkl_out[n] when given.
+  const float* const* rkl_logq = nullptr;
+  float rkl_coef = 0.f;
+  float* rkl_out = nullptr;
   void validate(const PolicyLossConfig& cfg) const;
 };
 
@@ -78,6 +84,8 @@ class PolicyLoss : public kernels::ClassifierLoss {
  public:
   PolicyLoss(const PolicyLossConfig& cfg, const PolicyLossBatch& batch);
   void coefs(int64_t n, float lp, float H, float* g_lp, float* g_ent) const override;
+  bool reverse_kl_target(int64_t n, kernels::ReverseKlTarget* out) const override;
+  void reverse_kl_observed(int64_t n, float kl) const override;
 
  private:
   PolicyLossConfig cfg_;

@@ -105,7 +105,7 @@ RlTrainer::RlTrainer(Transformer& policy, std::shared_ptr<const tasks::Task> tas
   env.score_tokens = [this, score_with](const std::vector<int32_t>& prompt, const std::vector<int32_t>& tokens, std::vector<float>& logp,
                                         std::vector<float>& entropy) { score_with(policy_, prompt, tokens, logp, entropy); };
   env.score_batch = [this](const std::vector<std::vector<int32_t>>& prompts, const std::vector<std::vector<int32_t>>& tokens, bool initial,
-                           std::vector<std::vector<float>>& logp) {
+                           std::vector<std::vector<float>>& logp, std::vector<std::vector<float>>* dists) {
     TEMPER_CHECK(!initial || reference_) << "rl: a method scores tokens under the starting policy, but the trainer holds no frozen copy of it";
     TEMPER_CHECK(prompts.size() == tokens.size()) << "rl: score_batch got " << prompts.size() << " prompts for " << tokens.size() << " completions";
     Transformer& model = initial ? *reference_ : policy_;
@@ -115,7 +115,13 @@ RlTrainer::RlTrainer(Transformer& policy, std::shared_ptr<const tasks::Task> tas
     auto len = [&](int64_t i) { return prompts[static_cast<size_t>(i)].size() + tokens[static_cast<size_t>(i)].size(); };
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return len(a) < len(b); });  // rows of similar length share a batch
-    std::vector<float> flat(static_cast<size_t>(off.back()), 0.f);
+    std::vector<float> flat(static_cast<size_t>(off.back()), 0.f), flat_dist;
+    const int64_t V = model.config().vocab_size;
+    if (dists) {
+      TEMPER_CHECK(V <= kMaxDistillVocab) << "rl: full-vocabulary distributions of a " << V << "-token vocabulary are too large to keep per token (at most "
+                                          << kMaxDistillVocab << "; use the sampled-token form)";
+      flat_dist.assign(static_cast<size_t>(off.back() * V), 0.f);
+    }
     const dist::Range own = dist::shard(n, rank(), ranks());  // data-parallel: this rank's block, then summed
     const int64_t mb = cfg_.micro_batch > 0 ? cfg_.micro_batch : 16;
     for (int64_t r0 = own.begin; r0 < own.end; r0 += mb) {
@@ -132,14 +138,40 @@ RlTrainer::RlTrainer(Transformer& policy, std::shared_ptr<const tasks::Task> tas
         std::copy(c.begin(), c.end(), tok.begin() + r * T + static_cast<int64_t>(p.size()));
         for (size_t i = 0; i < c.size(); ++i) tgt[static_cast<size_t>(r * T) + p.size() - 1 + i] = c[i];
       }
-      std::vector<float> lp(static_cast<size_t>(rows * T)), ent(static_cast<size_t>(rows * T));
-      model.forward_logprobs(tok.data(), tgt.data(), rows, T, lp.data(), ent.data());
+      if (!dists) {
+        std::vector<float> lp(static_cast<size_t>(rows * T)), ent(static_cast<size_t>(rows * T));
+        model.forward_logprobs(tok.data(), tgt.data(), rows, T, lp.data(), ent.data());
+        for (int64_t r = 0; r < rows; ++r) {
+          const int64_t i = order[static_cast<size_t>(r0 + r)];
+          const size_t P = prompts[static_cast<size_t>(i)].size();
+          for (size_t k = 0; k < tokens[static_cast<size_t>(i)].size(); ++k)
+            flat[static_cast<size_t>(off[static_cast<size_t>(i)]) + k] = lp[static_cast<size_t>(r * T) + P - 1 + k];
+        }
+        continue;
+      }
+      std::vector<float> logits(static_cast<size_t>(rows * T * V));
+      model.forward_logits(tok.data(), rows, T, logits.data());
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t i = order[static_cast<size_t>(r0 + r)];
         const size_t P = prompts[static_cast<size_t>(i)].size();
-        for (size_t k = 0; k < tokens[static_cast<size_t>(i)].size(); ++k)
-          flat[static_cast<size_t>(off[static_cast<size_t>(i)]) + k] = lp[static_cast<size_t>(r * T) + P - 1 + k];
+        for (size_t k = 0; k < tokens[static_cast<size_t>(i)].size(); ++k) {
+          const float* z = logits.data() + static_cast<size_t>(r * T + static_cast<int64_t>(P - 1 + k)) * static_cast<size_t>(V);
+          float* d = flat_dist.data() + static_cast<size_t>(off[static_cast<size_t>(i)] + static_cast<int64_t>(k)) * static_cast<size_t>(V);
+          float m = z[0];
+          for (int64_t v = 1; v < V; ++v) m = std::max(m, z[v]);
+          double se = 0;
+          for (int64_t v = 0; v < V; ++v) se += std::exp(static_cast<double>(z[v] - m));
+          const float lse = m + static_cast<float>(std::log(se));
+          for (int64_t v = 0; v < V; ++v) d[v] = z[v] - lse;
+          flat[static_cast<size_t>(off[static_cast<size_t>(i)]) + k] = d[tokens[static_cast<size_t>(i)][k]];
+        }
       }
+    }
+    if (dists) {
+      if (ranks() > 1) comm_->allreduce_sum(flat_dist.data(), static_cast<int64_t>(flat_dist.size()));
+      dists->resize(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i)
+        (*dists)[static_cast<size_t>(i)].assign(flat_dist.begin() + off[static_cast<size_t>(i)] * V, flat_dist.begin() + off[static_cast<size_t>(i + 1)] * V);
     }
     if (ranks() > 1) comm_->allreduce_sum(flat.data(), static_cast<int64_t>(flat.size()));
     logp.resize(static_cast<size_t>(n));
@@ -425,7 +457,8 @@ Metrics RlTrainer::update(Batch& b) {
     if (ranks() > 1) comm_->allreduce_sum(ref.data(), static_cast<int64_t>(N));
   }
   PolicyLossStats total;
-  int64_t applied = 0, skipped = 0;
+  int64_t applied = 0, skipped = 0, rkl_tokens = 0;
+  double rkl_sum = 0;  // KL(pi || teacher) over the positions with a teacher distribution
   double grad_norm_sum = 0, lr = 0;
   std::vector<int64_t> order(static_cast<size_t>(B));
   std::vector<int32_t> mtok, mtgt;
@@ -511,7 +544,28 @@ Metrics RlTrainer::update(Batch& b) {
           pref = pref ? cref.data() : nullptr;
           plp = clp.data(), pent = cent.data();
         }
+        // Teacher distributions (full-vocabulary reverse KL): pointers into the trajectories, one per position.
+        std::vector<const float*> rkl_rows;
+        std::vector<float> rkl_kl;
+        if (b.reverse_kl_coef != 0) {
+          rkl_rows.assign(static_cast<size_t>(rows * Tm), nullptr);
+          rkl_kl.assign(static_cast<size_t>(rows * Tm), 0.f);
+          const int64_t V = policy_.config().vocab_size;
+          for (int64_t i = 0; i < rows; ++i) {
+            const Trajectory& t = b.traj[static_cast<size_t>(own[static_cast<size_t>(q0 + i)])];
+            if (t.teacher_logq.empty()) continue;
+            TEMPER_CHECK(static_cast<int64_t>(t.teacher_logq.size()) == static_cast<int64_t>(t.tokens.size()) * V)
+                << "rl: a trajectory's teacher distributions hold " << t.teacher_logq.size() << " values, expected " << t.tokens.size() << " x " << V;
+            for (size_t k = 0; k < t.tokens.size(); ++k)
+              rkl_rows[static_cast<size_t>(i * Tm) + t.prompt.size() - 1 + k] = t.teacher_logq.data() + static_cast<int64_t>(k) * V;
+          }
+        }
         PolicyLossBatch pb;
+        if (!rkl_rows.empty()) {
+          pb.rkl_logq = rkl_rows.data();
+          pb.rkl_coef = static_cast<float>(b.reverse_kl_coef);
+          pb.rkl_out = rkl_kl.data();
+        }
         pb.old_logp = pold;
         pb.ref_logp = pref;
         pb.advantage = padv;
@@ -521,6 +575,8 @@ Metrics RlTrainer::update(Batch& b) {
         PolicyLoss loss(cfg_.loss, pb);
         policy_.forward_backward(ptok, ptgt, rows, Tm, loss, plp, pent);
         total.merge(policy_loss_forward(cfg_.loss, pb, plp, pent));
+        for (size_t n = 0; n < rkl_rows.size(); ++n)
+          if (rkl_rows[n] && psc[n] != 0) rkl_sum += rkl_kl[n], ++rkl_tokens;
       }
       OptimizerStep o = opt_.step();
       lr = o.lr;
@@ -556,6 +612,11 @@ Metrics RlTrainer::update(Batch& b) {
   out.emplace_back("updates", static_cast<double>(applied));
   out.emplace_back("updates_skipped", static_cast<double>(skipped));
   out.emplace_back("train_tokens", static_cast<double>(total.tokens));
+  if (b.reverse_kl_coef != 0) {
+    double v[2] = {rkl_sum, static_cast<double>(rkl_tokens)};
+    if (ranks() > 1) comm_->allreduce_sum(v, 2);
+    out.emplace_back("reverse_kl", v[1] > 0 ? v[0] / v[1] : 0.0);  // mean over positions and epochs
+  }
   return out;
 }
 

@@ -13,6 +13,7 @@ void RcsdConfig::validate() const {
   TEMPER_CHECK(coef > 0 && std::isfinite(coef)) << "rl.rcsd.coef must be > 0, got " << coef;
   TEMPER_CHECK(clip > 0) << "rl.rcsd.clip must be > 0, got " << clip;
   TEMPER_CHECK(teacher == "policy" || teacher == "initial") << "rl.rcsd.teacher: expected \"policy\" or \"initial\", got '" << teacher << "'";
+  TEMPER_CHECK(mode == "sampled" || mode == "reverse_kl") << "rl.rcsd.mode: expected \"sampled\" or \"reverse_kl\", got '" << mode << "'";
   TEMPER_CHECK(tmpl.find("{rubric}") != std::string::npos && tmpl.find("{question}") != std::string::npos)
       << "rl.rcsd.template must contain {rubric} and {question}, got '" << tmpl << "'";
 }
@@ -75,9 +76,10 @@ void Rcsd::compute(Batch& b, bool add) {
   }
   with_rubric_ = static_cast<int64_t>(rows.size());
   if (rows.empty()) return;
-  std::vector<std::vector<float>> lp;
+  std::vector<std::vector<float>> lp, dists;
+  const bool full = cfg_.mode == "reverse_kl";
   const auto t0 = std::chrono::steady_clock::now();
-  env_.score_batch(prompts, completions, cfg_.teacher == "initial", lp);
+  env_.score_batch(prompts, completions, cfg_.teacher == "initial", lp, full ? &dists : nullptr);
   teacher_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   TEMPER_CHECK(lp.size() == rows.size()) << "rcsd: the teacher scored " << lp.size() << " of " << rows.size() << " rollouts";
   for (size_t j = 0; j < rows.size(); ++j) {
@@ -87,11 +89,13 @@ void Rcsd::compute(Batch& b, bool add) {
       const double gap = static_cast<double>(lp[j][i]) - static_cast<double>(t.old_logprob[i]);
       const double a = std::clamp(gap, -cfg_.clip, cfg_.clip) * cfg_.coef;
       clipped_ += std::fabs(gap) > cfg_.clip ? 1 : 0;
-      t.advantage[i] = static_cast<float>(add ? t.advantage[i] + a : a);
+      if (!full) t.advantage[i] = static_cast<float>(add ? t.advantage[i] + a : a);  // reverse_kl: the gap is reported only
       adv_sum_ += a, adv_abs_ += std::fabs(a);
       ++tokens_;
     }
+    if (full) t.teacher_logq = std::move(dists[j]);
   }
+  if (full) b.reverse_kl_coef = cfg_.coef;
 }
 
 void Rcsd::metrics(Metrics& m) const {

@@ -8,6 +8,10 @@
 // or its GRPO advantage (add). Rubrics: Task::rubric (a dataset's `rubric` field by default).
 // `teacher = "initial"` scores the rubric context with the frozen weights as RL started instead (a teacher
 // that does not drift with the student; the trainer then holds that frozen copy).
+// `mode = "reverse_kl"` distils the teacher's whole next-token distribution instead (small vocabularies,
+// up to kMaxDistillVocab): every completion token's loss gains coef x KL(pi(.|student context) ||
+// teacher(.|rubric context)) (Trajectory::teacher_logq, Batch::reverse_kl_coef; the fused classifier's
+// reverse-KL target); with replace the advantages are 0 (the KL is the whole signal), with add GRPO's stay.
 #pragma once
 
 #include <string>
@@ -22,6 +26,7 @@ struct RcsdConfig {
   double clip = 5.0;                // |A_t| bound
   std::string tmpl = "Rubric:\n{rubric}\n\n{question}";
   std::string teacher = "policy";   // policy (the current weights) | initial (the frozen weights as RL started)
+  std::string mode = "sampled";     // sampled (the per-token advantage) | reverse_kl (full-vocabulary KL(pi || teacher))
   void validate() const;
 };
 
