@@ -13,7 +13,7 @@ ev() {  # run-dir
     --objectives correct,task:1,task:2 --json "$1/heldout.json" > /dev/null 2>&1
 }
 ev "$out/sft"
-for s in $seeds; do for arm in grpo rcsd; do ev "$out/$arm-s$s"; done; done
+for s in $seeds; do for arm in grpo rcsd rcsd_frozen rcsd_rkl; do ev "$out/$arm-s$s"; done; done
 python3 - "$out" "$seeds" <<'PY'
 import json, statistics, sys
 out, seeds = sys.argv[1], sys.argv[2].split()
@@ -27,6 +27,6 @@ def row(runs):
 print("| policy | correct | rubric satisfied | 'check' per answer | proxy reward |")
 print("|---|---|---|---|---|")
 print(f"| SFT-Init | {row([out + '/sft'])} |")
-for arm in ("grpo", "rcsd"):
+for arm in ("grpo", "rcsd", "rcsd_frozen", "rcsd_rkl"):
     print(f"| {arm} ({len(seeds)} seeds) | {row([f'{out}/{arm}-s{s}' for s in seeds])} |")
 PY
