@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # After `experiments/run.sh turing-users SEEDS`: samples K turns (temperature 1) for N held-out and N
-# training conversations from SFT-Init, every Turing-RL checkpoint (steps 100, 200) and the likelihood
+# training conversations from SFT-Init, every Turing-RL checkpoint (steps 100, 200; scripted and
+# discriminator judges) and the likelihood
 # arm's final checkpoint, then judge.py (held-out judges' pairwise accuracy, per-user diversity, style).
 # Usage: experiments/turing-users/evaluate.sh [SEEDS] [TEMPER]   (env N=200, K=4)
 set -euo pipefail
@@ -23,10 +24,13 @@ last() { ls -d "$1"/checkpoints/step-* | sort -t- -k2 -n | tail -1; }
 samp "$(last "$out/sft")" "$out/samples/sft"
 arms=("sft-init=$out/samples/sft")
 for s in $seeds; do
-  for ck in "$out/turing-s$s"/checkpoints/step-*; do
-    st=${ck##*step-}
-    samp "$ck" "$out/samples/turing-s$s-$st"
-    arms+=("turing-s$s@$st=$out/samples/turing-s$s-$st")
+  for arm in turing turing_disc; do
+    [ -d "$out/$arm-s$s/checkpoints" ] || continue
+    for ck in "$out/$arm-s$s"/checkpoints/step-*; do
+      st=${ck##*step-}
+      samp "$ck" "$out/samples/$arm-s$s-$st"
+      arms+=("$arm-s$s@$st=$out/samples/$arm-s$s-$st")
+    done
   done
   samp "$(last "$out/likelihood-s$s")" "$out/samples/likelihood-s$s"
   arms+=("likelihood-s$s=$out/samples/likelihood-s$s")
