@@ -35,4 +35,5 @@ for s in $seeds; do
   samp "$(last "$out/likelihood-s$s")" "$out/samples/likelihood-s$s"
   arms+=("likelihood-s$s=$out/samples/likelihood-s$s")
 done
-python3 "$(dirname "$0")/judge.py" "$data" "${arms[@]}" | tee "$out/judge.json"
+py=${PYTHON:-.venv/bin/python}; [ -x "$py" ] || py=python3  # judge.py needs numpy (scripts/bootstrap --python)
+"$py" "$(dirname "$0")/judge.py" "$data" "${arms[@]}" | tee "$out/judge.json"
