@@ -84,3 +84,11 @@ TEST(Recipe, BuiltInQuickstartEqualsTheRecipeFile) {
   EXPECT_EQ(t.eos_id(), 256);
   EXPECT_EQ(t.decode(std::vector<int32_t>{'#', ' ', '9', 256}, true), "# 9");
 }
+
+TEST(Recipe, AnEmptySectionTurnsItsMethodOn) {
+  Recipe r = Recipe::parse("[rl]\nsteps = 2\n[rl.graphpo]\n[rl.stare]\nw = 2\n", "r.toml");
+  EXPECT_TRUE(r.has_prefix("rl.graphpo."));  // no keys, still present
+  EXPECT_TRUE(r.has_prefix("rl.stare."));
+  EXPECT_FALSE(r.has_prefix("rl.dre."));
+  EXPECT_FALSE(r.has_prefix("rl.graph."));
+}

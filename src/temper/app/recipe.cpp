@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <toml++/toml.h>
 
@@ -62,11 +63,12 @@ std::string literal_of(const toml::node& n, std::string* kind) {
 }
 
 void flatten(const toml::table& t, const std::string& prefix, const std::string& source,
-             std::map<std::string, std::pair<std::string, std::pair<std::string, std::string>>>& out) {
+             std::map<std::string, std::pair<std::string, std::pair<std::string, std::string>>>& out, std::set<std::string>& sections) {
   for (auto&& [k, v] : t) {
     std::string key = prefix + std::string(k.str());
     if (v.is_table()) {
-      flatten(*v.as_table(), key + ".", source, out);
+      sections.insert(key + ".");  // an empty section still says "on"
+      flatten(*v.as_table(), key + ".", source, out, sections);
       continue;
     }
     std::string kind;
@@ -94,7 +96,7 @@ Recipe Recipe::parse(const std::string& text, const std::string& source) {
                   << ": not valid TOML: " << e.description();
   }
   std::map<std::string, std::pair<std::string, std::pair<std::string, std::string>>> flat;
-  flatten(t, "", source, flat);
+  flatten(t, "", source, flat, r.sections_);
   for (auto& [k, v] : flat) r.values_[k] = Value{v.first, v.second.first, v.second.second};
   return r;
 }
@@ -127,7 +129,9 @@ void Recipe::set(const std::string& a) {
 
 bool Recipe::has_prefix(const std::string& prefix) const {
   auto it = values_.lower_bound(prefix);
-  return it != values_.end() && it->first.compare(0, prefix.size(), prefix) == 0;
+  if (it != values_.end() && it->first.compare(0, prefix.size(), prefix) == 0) return true;
+  auto s = sections_.lower_bound(prefix);
+  return s != sections_.end() && s->compare(0, prefix.size(), prefix) == 0;
 }
 
 const Recipe::Value* Recipe::find(const std::string& key) {

@@ -48,6 +48,7 @@ class Recipe {
   std::string source_;
   std::map<std::string, Value> values_;
   std::set<std::string> read_;
+  std::set<std::string> sections_;  // every table's prefix ("rl.stare."), empty ones included
   std::map<std::string, std::string> resolved_;  // key -> TOML literal
 };
 

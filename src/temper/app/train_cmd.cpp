@@ -37,6 +37,7 @@
 #include "temper/rl/methods/fair.h"
 #include "temper/rl/methods/rcsd.h"
 #include "temper/rl/methods/disc_reward.h"
+#include "temper/rl/methods/graphpo.h"
 #include "temper/rl/methods/turing.h"
 #include "temper/rl/methods/stare.h"
 #include "temper/rl/rl_trainer.h"
@@ -71,6 +72,7 @@ struct RunConfig {
   std::optional<rl::RcsdConfig> rcsd;
   std::optional<rl::DiscRewardConfig> disc;
   std::optional<rl::TuringConfig> turing;
+  std::optional<rl::GraphConfig> graphpo;
   struct Teacher {
     std::string source;  // "" (none), gold, dataset, model
     std::string path;
@@ -326,6 +328,19 @@ RunConfig read_config(Recipe& r) {
     TEMPER_CHECK(!c.disc) << r.source() << ": [rl.turing] and [rl.discriminator] both set the reward; choose one (rl.turing.judge = \"discriminator\" for both)";
     c.turing = t;
   }
+  if (r.get_bool("rl.graphpo.enabled", r.has_prefix("rl.graphpo."))) {
+    rl::GraphConfig g;
+    g.merge = r.get_bool("rl.graphpo.merge", g.merge);
+    g.pool = r.get_double("rl.graphpo.pool", g.pool);
+    g.efficiency = r.get_double("rl.graphpo.efficiency", g.efficiency);
+    try {
+      g.validate();
+    } catch (const Error& e) {
+      TEMPER_FAIL() << r.source() << ": " << e.what();
+    }
+    TEMPER_CHECK(!c.rcsd || c.rcsd->combine == "add") << r.source() << ": [rl.graphpo] and [rl.rcsd] with combine = \"replace\" both set the advantages; use combine = \"add\"";
+    c.graphpo = g;
+  }
   if (r.get_bool("rl.fair.enabled", r.has_prefix("rl.fair."))) {
     rl::FairConfig f;
     f.objectives = tasks::split_list(r.get_string("rl.fair.objectives", "correct,brevity"));
@@ -576,6 +591,7 @@ int train(const TrainOptions& o) {
   std::unique_ptr<rl::RlTrainer> rlt;
   std::vector<std::unique_ptr<rl::Method>> methods;  // in hook order
   if (cfg.dre) methods.push_back(std::make_unique<rl::Dre>(*cfg.dre));
+  if (cfg.graphpo) methods.push_back(std::make_unique<rl::GraphPo>(*cfg.graphpo));  // the advantages, before RCSD adds to them
   if (cfg.rcsd) methods.push_back(std::make_unique<rl::Rcsd>(*cfg.rcsd));  // before STARE: its weights read the advantages' signs
   if (cfg.stare) methods.push_back(std::make_unique<rl::Stare>(*cfg.stare));
   if (cfg.zppo) methods.insert(methods.begin(), std::make_unique<rl::Zppo>(*cfg.zppo, teacher));

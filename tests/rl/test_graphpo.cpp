@@ -1,0 +1,164 @@
+// GraphPO's graph advantage: with one step per rollout it is GRPO's advantage exactly; on a hand-built
+// graph (two paths merging into one state by different routes, a shared physical edge, a separate state)
+// every correctness and efficiency advantage matches the hand computation; a merge that would close a
+// cycle is refused; merging off is a prefix tree; rollouts are cut into steps where the task's state
+// extractor reports a new state; in the trainer every token carries its step's advantage.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "rl/byte_codec.h"
+#include "rl/letter_task.h"
+#include "temper/rl/rl_trainer.h"
+#include "temper/core/error.h"
+#include "temper/rl/methods/graphpo.h"
+#include "temper/rl/state_graph.h"
+#include "temper/tasks/arithmetic.h"
+
+using namespace temper;
+using namespace temper::rl;
+
+namespace {
+
+std::vector<double> standardised(std::vector<double> x) {
+  double mean = 0, ss = 0;
+  for (double v : x) mean += v;
+  mean /= double(x.size());
+  for (double v : x) ss += (v - mean) * (v - mean);
+  const double sd = std::sqrt(ss / double(x.size() - 1));
+  for (double& v : x) v = (v - mean) / (sd + 1e-4);
+  return x;
+}
+
+GraphPath path(std::vector<GraphStep> s, double r) { return GraphPath{std::move(s), r}; }
+
+}  // namespace
+
+TEST(GraphPo, OneStepPerRolloutIsGrpo) {
+  const std::vector<double> r = {1, 0, 0, 1, 1};
+  std::vector<GraphPath> paths;
+  for (size_t i = 0; i < r.size(); ++i) paths.push_back(path({{"answer " + std::to_string(i), "", 3}}, r[i]));
+  for (bool merge : {true, false}) {
+    GraphConfig c;
+    c.merge = merge;
+    auto credit = graph_advantages(paths, c);
+    const std::vector<double> want = standardised(r);
+    for (size_t i = 0; i < r.size(); ++i) {
+      EXPECT_NEAR(credit[i][0].advantage, want[i], 1e-12);
+      EXPECT_EQ(credit[i][0].efficiency, 0);
+      EXPECT_TRUE(credit[i][0].counted);
+    }
+  }
+}
+
+TEST(GraphPo, HandBuiltGraph) {
+  // P0: a -> X -> leaf (1); P1: b -> X -> leaf (0) (X by a longer route); P2: a -> X -> leaf (0) (shares edge
+  // "a" with P0); P3: f -> Y -> leaf (1).
+  std::vector<GraphPath> paths = {path({{"a", "X", 2}, {"c", "", 1}}, 1), path({{"b", "X", 4}, {"d", "", 1}}, 0),
+                                  path({{"a", "X", 2}, {"e", "", 1}}, 0), path({{"f", "Y", 3}, {"g", "", 1}}, 1)};
+  GraphConfig cfg;
+  GraphStats st;
+  auto credit = graph_advantages(paths, cfg, &st);
+  EXPECT_EQ(st.tree_nodes, 3);  // n_a, n_b, n_f
+  EXPECT_EQ(st.classes, 2);     // X = {n_a, n_b}, Y = {n_f}
+  EXPECT_EQ(st.edges, 7);       // 3 from the root, 4 to leaves
+  EXPECT_EQ(st.shared_steps, 1);
+  // Scores: S(n_a) = 1/2, S(n_b) = 0, S(n_f) = 1; S_class(X) = 1/3 (P0, P1, P2), S_class(Y) = 1.
+  const double pa = 0.7 / 3 + 0.3 * 0.5, pb = 0.7 / 3, pf = 1.0;
+  const std::vector<double> root = standardised({pa, pb, pf});          // edges leaving the root
+  const std::vector<double> fromx = standardised({1, 0, 0});            // leaves of n_a (P0, P2) and n_b (P1)
+  const std::vector<double> intox = standardised({-2, -4});             // routes into X: 2 and 4 tokens
+  EXPECT_NEAR(credit[0][0].correctness, root[0], 1e-12);
+  EXPECT_NEAR(credit[1][0].correctness, root[1], 1e-12);
+  EXPECT_NEAR(credit[3][0].correctness, root[2], 1e-12);
+  EXPECT_NEAR(credit[0][0].efficiency, intox[0], 1e-12);  // the shorter route is preferred
+  EXPECT_NEAR(credit[1][0].efficiency, intox[1], 1e-12);
+  EXPECT_EQ(credit[3][0].efficiency, 0);  // Y is reached one way
+  EXPECT_NEAR(credit[0][0].advantage, root[0] + intox[0], 1e-12);
+  EXPECT_NEAR(credit[0][1].correctness, fromx[0], 1e-12);  // P0's leaf, grouped with P2's and P1's (all leave X)
+  EXPECT_NEAR(credit[2][1].correctness, fromx[1], 1e-12);
+  EXPECT_NEAR(credit[1][1].correctness, fromx[2], 1e-12);
+  EXPECT_EQ(credit[3][1].advantage, 0);  // the only edge leaving Y
+  EXPECT_TRUE(credit[0][0].counted);
+  EXPECT_FALSE(credit[2][0].counted);  // P2's copy of edge "a"
+  EXPECT_NEAR(credit[2][0].advantage, credit[0][0].advantage, 1e-12);
+  // Without merging: a prefix tree; n_a and n_b are compared only through the root, no efficiency group.
+  cfg.merge = false;
+  auto tree = graph_advantages(paths, cfg, &st);
+  EXPECT_EQ(st.classes, 3);
+  const std::vector<double> root_tree = standardised({0.5, 0.0, 1.0});
+  EXPECT_NEAR(tree[0][0].advantage, root_tree[0], 1e-12);
+  EXPECT_NEAR(tree[0][1].advantage, standardised({1, 0})[0], 1e-12);  // n_a's two leaves only
+  EXPECT_EQ(tree[1][1].advantage, 0);
+  // The efficiency weight scales A_eff only.
+  cfg.merge = true;
+  cfg.efficiency = 0;
+  EXPECT_NEAR(graph_advantages(paths, cfg)[0][0].advantage, root[0], 1e-12);
+}
+
+TEST(GraphPo, MergesThatWouldCloseACycleAreRefused) {
+  // P0 reaches X then Y; P1 reaches Y then X: merging P1's X into P0's X would make X -> Y -> X.
+  std::vector<GraphPath> paths = {path({{"x", "X", 1}, {"y", "Y", 1}, {"end", "", 1}}, 1),
+                                  path({{"y", "Y", 1}, {"x", "X", 1}, {"end", "", 1}}, 0)};
+  GraphStats st;
+  auto credit = graph_advantages(paths, GraphConfig{}, &st);
+  EXPECT_EQ(st.refused, 1);
+  EXPECT_EQ(st.tree_nodes, 4);
+  EXPECT_EQ(st.classes, 3);  // X, Y (merged: P1's first step joins P0's Y) and P1's own X
+  EXPECT_NE(credit[1][0].efficiency, 0);  // P1 reaches Y in 1 token, P0 in 2: an incoming group of two
+  EXPECT_EQ(credit[1][1].efficiency, 0);  // P1's X stayed apart
+  EXPECT_THROW(graph_advantages({GraphPath{}}, GraphConfig{}), Error);
+  GraphConfig bad;
+  bad.pool = 1.5;
+  EXPECT_THROW(bad.validate(), Error);
+}
+
+TEST(GraphPo, StepsEndWhereTheStateChanges) {
+  tasks::ArithmeticTask task(tasks::ArithmeticConfig{});
+  tasks::Problem p;
+  p.prompt = "3+4*2=";
+  p.answer = "11";
+  rl::PromptCodec codec = test::byte_codec();
+  const std::string text = "4*2=8\nhmm\n3+8=11\n#### 11";
+  std::vector<int32_t> toks = test::ids(text);
+  toks.push_back(test::kEos);
+  std::vector<int64_t> owner;
+  std::vector<GraphStep> steps = segment_steps(task, p, codec, toks, &owner);
+  ASSERT_EQ(steps.size(), 3u);
+  EXPECT_EQ(steps[0].text, "4*2=8\n");
+  EXPECT_EQ(steps[0].state, "8");
+  EXPECT_EQ(steps[1].text, "hmm\n3+8=11\n");  // a line that changes nothing joins the next step
+  EXPECT_EQ(steps[1].state, "11");
+  EXPECT_EQ(steps[2].text.substr(0, 8), "#### 11");
+  EXPECT_EQ(steps[0].tokens + steps[1].tokens + steps[2].tokens, static_cast<int64_t>(toks.size()));
+  ASSERT_EQ(owner.size(), toks.size());
+  EXPECT_EQ(owner[0], 0);
+  EXPECT_EQ(owner[6], 1);
+  EXPECT_EQ(owner.back(), 2);
+}
+
+TEST(GraphPo, InTheTrainerWithoutStatesItIsGrpo) {
+  // The letter task reports no states: every rollout is one step, and the advantages GraphPO writes equal
+  // the GRPO estimator's on the same rollouts (same seed, same weights).
+  std::vector<std::vector<float>> adv[2];
+  for (int use : {0, 1}) {
+    test::RlSetup s;
+    GraphPo g{GraphConfig{}};
+    std::vector<Method*> ms;
+    if (use) ms.push_back(&g);
+    RlConfig cfg = test::config();
+    cfg.optimizer.lr.peak = 1e-30;
+    RlTrainer t(s.model, s.task, test::codec(), cfg, s.safe, ms);
+    Metrics m = t.step();
+    for (const Trajectory& x : t.last_batch().traj) adv[use].push_back(x.advantage);
+    if (use) {
+      EXPECT_EQ(test::value(m, "graphpo_states_per_group"), 0);
+      EXPECT_EQ(test::value(m, "graphpo_steps_per_rollout"), 1);
+    }
+  }
+  ASSERT_EQ(adv[0].size(), adv[1].size());
+  for (size_t i = 0; i < adv[0].size(); ++i) {
+    ASSERT_EQ(adv[0][i].size(), adv[1][i].size());
+    for (size_t k = 0; k < adv[0][i].size(); ++k) EXPECT_NEAR(adv[0][i][k], adv[1][i][k], 1e-5) << i;
+  }
+}
