@@ -162,3 +162,68 @@ TEST(GraphPo, InTheTrainerWithoutStatesItIsGrpo) {
     for (size_t k = 0; k < adv[0][i].size(); ++k) EXPECT_NEAR(adv[0][i][k], adv[1][i][k], 1e-5) << i;
   }
 }
+
+TEST(GraphPo, TheExpansionBudgetStopsLaterArrivalsAndTheyShareTheSuffix) {
+  // Budget 1 on arithmetic "3+4*2=": member 0 reaches state 8 first and continues; member 1 reaches 8 later
+  // and stops there; member 2 takes another route (state 7) and continues. After scoring, member 1's reward
+  // is the mean of the finished paths through 8 (member 0's), and its last step joins the graph at 8.
+  auto task = std::make_shared<tasks::ArithmeticTask>(tasks::ArithmeticConfig{});
+  rl::PromptCodec codec = test::byte_codec();
+  MethodEnv env;
+  env.task = task;
+  env.codec = &codec;
+  GraphPoConfig cfg;
+  cfg.expand_budget = 1;
+  GraphPo g(cfg);
+  g.attach(env);
+  Batch b;
+  tasks::Problem p;
+  p.id = "0";
+  p.prompt = "3+4*2=";
+  p.answer = "11";
+  b.problems = {p};
+  RolloutRound round;
+  round.step = 1;
+  round.problems = &b.problems;
+  rollout::RolloutHook* hook = g.rollout_hook(round);
+  ASSERT_NE(hook, nullptr);
+  const std::vector<std::string> texts = {"4*2=8\n3+8=11\n#### 11", "hm\n4*2=8\n", "3+4=7\n#### 7"};
+  rollout::RolloutRequest req;
+  std::vector<rollout::Completion> cs(3);
+  std::vector<bool> stopped(3, false);
+  for (size_t pos = 0; pos < 24; ++pos)  // lockstep, as the engine runs a group
+    for (int64_t m = 0; m < 3; ++m) {
+      const std::string& t = texts[static_cast<size_t>(m)];
+      if (stopped[static_cast<size_t>(m)] || pos >= t.size()) continue;
+      cs[static_cast<size_t>(m)].member = m;
+      cs[static_cast<size_t>(m)].tokens.push_back(static_cast<unsigned char>(t[pos]));
+      if (hook->after_token(req, cs[static_cast<size_t>(m)]).stop) stopped[static_cast<size_t>(m)] = true;
+    }
+  EXPECT_EQ(stopped, (std::vector<bool>{false, true, false}));
+  for (int64_t m = 0; m < 3; ++m) {
+    Trajectory t;
+    t.problem = 0, t.group = 0, t.member = m;
+    t.tokens = cs[static_cast<size_t>(m)].tokens;
+    t.text = texts[static_cast<size_t>(m)];
+    t.finish = stopped[static_cast<size_t>(m)] ? rollout::FinishReason::hook : rollout::FinishReason::stop;
+    t.reward = m == 0 ? 1.0 : 0.0;  // the verifier's: member 1's cut text has no answer
+    t.loss_mask.assign(t.tokens.size(), 1.f);
+    b.traj.push_back(t);
+  }
+  g.after_reward(b);
+  EXPECT_EQ(b.traj[1].reward, 1.0);  // member 0 is the finished path through 8
+  EXPECT_EQ(b.traj[2].reward, 0.0);
+  ASSERT_TRUE(g.advantages(b));
+  Metrics m;
+  g.metrics(m);
+  EXPECT_EQ(test::value(m, "graphpo_stopped"), 1);
+  EXPECT_EQ(test::value(m, "graphpo_tokens_per_group"), double(texts[0].size() + 9 + texts[2].size()));
+  // The graph: 8 is reached by member 0 in 6 tokens and by member 1 in 9: member 1's route into 8 is the longer.
+  EXPECT_LT(b.traj[1].advantage.back(), b.traj[0].advantage.front());
+  GraphPath open{{{"hm\n4*2=8\n", "8", 9}}, 1.0, true};
+  GraphPath closed{{{"4*2=8\n", "8", 6}, {"3+8=11\n#### 11", "", 14}}, 1.0, false};
+  GraphStats st;
+  auto credit = graph_advantages({closed, open}, GraphConfig{}, &st);
+  EXPECT_EQ(st.classes, 1);  // the open path's last step merged into 8
+  EXPECT_NEAR(credit[1][0].efficiency, standardised({-6, -9})[1], 1e-12);
+}

@@ -72,7 +72,7 @@ struct RunConfig {
   std::optional<rl::RcsdConfig> rcsd;
   std::optional<rl::DiscRewardConfig> disc;
   std::optional<rl::TuringConfig> turing;
-  std::optional<rl::GraphConfig> graphpo;
+  std::optional<rl::GraphPoConfig> graphpo;
   struct Teacher {
     std::string source;  // "" (none), gold, dataset, model
     std::string path;
@@ -329,10 +329,11 @@ RunConfig read_config(Recipe& r) {
     c.turing = t;
   }
   if (r.get_bool("rl.graphpo.enabled", r.has_prefix("rl.graphpo."))) {
-    rl::GraphConfig g;
-    g.merge = r.get_bool("rl.graphpo.merge", g.merge);
-    g.pool = r.get_double("rl.graphpo.pool", g.pool);
-    g.efficiency = r.get_double("rl.graphpo.efficiency", g.efficiency);
+    rl::GraphPoConfig g;
+    g.graph.merge = r.get_bool("rl.graphpo.merge", g.graph.merge);
+    g.graph.pool = r.get_double("rl.graphpo.pool", g.graph.pool);
+    g.graph.efficiency = r.get_double("rl.graphpo.efficiency", g.graph.efficiency);
+    g.expand_budget = r.get_int("rl.graphpo.expand_budget", g.expand_budget);
     try {
       g.validate();
     } catch (const Error& e) {

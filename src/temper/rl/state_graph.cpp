@@ -77,7 +77,7 @@ std::vector<std::vector<StepCredit>> graph_advantages(const std::vector<GraphPat
     out[p].resize(paths[p].steps.size());
     for (size_t k = 0; k < paths[p].steps.size(); ++k) {
       const GraphStep& s = paths[p].steps[k];
-      const bool last = k + 1 == paths[p].steps.size();
+      const bool last = k + 1 == paths[p].steps.size() && !paths[p].open;
       // A leaf is its path's own node: two paths never share their end.
       const std::string id = last ? "\x1f" "leaf " + std::to_string(p) : s.text;
       auto it = child.find({u, id});

@@ -29,6 +29,9 @@ struct GraphStep {
 struct GraphPath {
   std::vector<GraphStep> steps;  // at least one
   double reward = 0;
+  // Stopped at a state another path expands (GraphPO's expansion budget): the last step reaches that
+  // state (merged like any other) instead of a leaf, and `reward` is the score the method estimated for it.
+  bool open = false;
 };
 
 struct GraphConfig {

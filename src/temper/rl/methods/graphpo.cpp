@@ -36,9 +36,91 @@ std::vector<GraphStep> segment_steps(const tasks::Task& task, const tasks::Probl
   return steps;
 }
 
+void GraphPoConfig::validate() const {
+  graph.validate();
+  TEMPER_CHECK(expand_budget >= 0) << "rl.graphpo.expand_budget must be >= 0 (0: no budget), got " << expand_budget;
+}
+
+void GraphPoHook::reset(const MethodEnv* env, const RolloutRound& round, int64_t budget) {
+  env_ = env;
+  round_ = round;
+  budget_ = budget;
+  known_.clear();
+  expanded_.clear();
+  stopped_.clear();
+}
+
+rollout::HookDecision GraphPoHook::after_token(const rollout::RolloutRequest&, const rollout::Completion& c) {
+  rollout::HookDecision d;
+  if (c.parent >= 0 || c.tokens.empty()) return d;
+  const PromptCodec& codec = *env_->codec;
+  if (codec.token_bytes(c.tokens.back()).find('\n') == std::string_view::npos) return d;  // not a line end
+  const int64_t problem = static_cast<int64_t>(round_.first) + round_.index(c.request);
+  std::string text;
+  for (int32_t t : c.tokens) text.append(codec.token_bytes(t));
+  const std::vector<std::string> states = env_->task->intermediate_states(round_.problem(c.request), text.substr(0, text.rfind('\n') + 1));
+  size_t& known = known_[{problem, c.member}];
+  if (states.size() <= known) return d;  // no new state
+  known = states.size();
+  int64_t& n = expanded_[{problem, states.back()}];
+  if (n >= budget_) {  // enough sequences continue from here: this one stops and shares their suffixes
+    d.stop = true;
+    stopped_[{problem, c.member}] = states.back();
+  } else {
+    ++n;
+  }
+  return d;
+}
+
+rollout::RolloutHook* GraphPo::rollout_hook(const RolloutRound& round) {
+  if (round.step != step_) stopped_.clear(), step_ = round.step;
+  if (cfg_.expand_budget <= 0) return nullptr;
+  TEMPER_CHECK(env_.codec && env_.codec->token_bytes) << "graphpo: the expansion budget needs a codec that gives token bytes";
+  for (const auto& [k, v] : hook_.stopped()) stopped_[k] = v;  // the previous round's
+  hook_.reset(&env_, round, cfg_.expand_budget);
+  return &hook_;
+}
+
+void GraphPo::after_reward(Batch& b) {
+  if (cfg_.expand_budget <= 0) return;
+  for (const auto& [k, v] : hook_.stopped()) stopped_[k] = v;
+  // Per problem: the finished paths' rewards through each state; a stopped path gets the mean over the
+  // paths through its state (finished ones; failing those, the stopped ones already estimated; failing
+  // those, the group's finished mean).
+  std::map<int64_t, std::vector<size_t>> by_problem;
+  for (size_t i = 0; i < b.traj.size(); ++i) by_problem[b.traj[i].problem].push_back(i);
+  for (auto& [prob, members] : by_problem) {
+    std::map<std::string, std::pair<double, int64_t>> through;
+    double all = 0;
+    int64_t n_all = 0;
+    std::vector<size_t> open;
+    for (size_t i : members) {
+      Trajectory& t = b.traj[i];
+      if (t.finish == rollout::FinishReason::hook && stopped_.count({t.problem, t.member})) {
+        open.push_back(i);
+        continue;
+      }
+      all += t.reward, ++n_all;
+      for (const std::string& s : env_.task->intermediate_states(b.problems[static_cast<size_t>(prob)], t.text)) {
+        auto& x = through[s];
+        x.first += t.reward, ++x.second;
+      }
+    }
+    for (size_t i : open) {
+      Trajectory& t = b.traj[i];
+      const std::string& s = stopped_.at({t.problem, t.member});
+      auto it = through.find(s);
+      t.reward = it != through.end() && it->second.second > 0 ? it->second.first / static_cast<double>(it->second.second)
+                                                              : (n_all ? all / static_cast<double>(n_all) : 0.0);
+      t.correct = false;
+      t.tags.push_back("graphpo_stopped");
+    }
+  }
+}
+
 bool GraphPo::advantages(Batch& b) {
   sum_ = {};
-  groups_ = rollouts_ = steps_ = tokens_ = 0;
+  groups_ = rollouts_ = steps_ = tokens_ = stops_ = rollout_tokens_ = 0;
   adv_abs_ = eff_abs_ = 0;
   std::map<int64_t, std::vector<size_t>> groups;
   for (size_t i = 0; i < b.traj.size(); ++i) groups[b.traj[i].group].push_back(i);
@@ -50,10 +132,13 @@ bool GraphPo::advantages(Batch& b) {
       GraphPath path;
       path.steps = segment_steps(*env_.task, b.problems[static_cast<size_t>(t.problem)], *env_.codec, t.tokens, &owners[k]);
       path.reward = t.reward;
+      path.open = t.finish == rollout::FinishReason::hook && stopped_.count({t.problem, t.member});
+      if (path.open) ++stops_;
+      rollout_tokens_ += static_cast<int64_t>(t.tokens.size());
       paths.push_back(std::move(path));
     }
     GraphStats st;
-    const std::vector<std::vector<StepCredit>> credit = graph_advantages(paths, cfg_, &st);
+    const std::vector<std::vector<StepCredit>> credit = graph_advantages(paths, cfg_.graph, &st);
     for (size_t k = 0; k < members.size(); ++k) {
       Trajectory& t = b.traj[members[k]];
       t.advantage.assign(t.tokens.size(), 0.f);
@@ -84,6 +169,8 @@ void GraphPo::metrics(Metrics& m) const {
   m.emplace_back("graphpo_shared_steps", static_cast<double>(sum_.shared_steps));
   m.emplace_back("graphpo_adv_abs_mean", per(adv_abs_, tokens_));
   m.emplace_back("graphpo_eff_abs_mean", per(eff_abs_, tokens_));
+  m.emplace_back("graphpo_stopped", static_cast<double>(stops_));  // sequences stopped by the expansion budget
+  m.emplace_back("graphpo_tokens_per_group", per(static_cast<double>(rollout_tokens_), groups_));
 }
 
 }  // namespace temper::rl

@@ -4,9 +4,15 @@
 // a new state after a complete line; lines that change nothing join the next step; the rest of the
 // completion (the answer) is the step to the leaf. Every token of a step gets the step's advantage;
 // later copies of a shared physical edge leave the loss. A task without a state extractor gives one step
-// per rollout: GRPO. Not here yet: step-wise expansion with a per-class budget, and embedding-based
-// equivalence for free text (issue 8).
+// per rollout: GRPO. With `expand_budget` k > 0 the rollout itself is budgeted: once k sequences of a
+// group continued from a state, later sequences reaching it stop there (GraphPoHook) and share the
+// continuations: their reward is the mean reward of the finished paths through that state, and their
+// last step joins the graph at the state. Not here yet: embedding-based equivalence for free text (issue 8).
 #pragma once
+
+#include <map>
+#include <string>
+#include <utility>
 
 #include "temper/rl/method.h"
 #include "temper/rl/state_graph.h"
@@ -17,19 +23,50 @@ namespace temper::rl {
 std::vector<GraphStep> segment_steps(const tasks::Task& task, const tasks::Problem& p, const PromptCodec& codec,
                                      const std::vector<int32_t>& tokens, std::vector<int64_t>* step_of_token);
 
+// The expansion budget during rollout: a sequence that completes a line reaching a state that `budget`
+// sequences of its group already continued from is stopped there; its suffix is the others' (its reward is
+// estimated from the paths through that state after scoring).
+class GraphPoHook : public rollout::RolloutHook {
+ public:
+  void reset(const MethodEnv* env, const RolloutRound& round, int64_t budget);
+  rollout::HookDecision after_token(const rollout::RolloutRequest& q, const rollout::Completion& c) override;
+  // (problem index, member) -> the state it stopped at
+  const std::map<std::pair<int64_t, int64_t>, std::string>& stopped() const { return stopped_; }
+
+ private:
+  const MethodEnv* env_ = nullptr;
+  RolloutRound round_;
+  int64_t budget_ = 0;
+  std::map<std::pair<int64_t, int64_t>, size_t> known_;        // states seen so far per sequence
+  std::map<std::pair<int64_t, std::string>, int64_t> expanded_;  // (problem, state) -> sequences continuing from it
+  std::map<std::pair<int64_t, int64_t>, std::string> stopped_;
+};
+
+struct GraphPoConfig {
+  GraphConfig graph;
+  int64_t expand_budget = 0;  // > 0: sequences continuing from one state per group (the others stop there)
+  void validate() const;
+};
+
 class GraphPo : public Method {
  public:
-  explicit GraphPo(GraphConfig cfg) : cfg_(cfg) { cfg_.validate(); }
+  explicit GraphPo(GraphPoConfig cfg) : cfg_(cfg) { cfg_.validate(); }
+  explicit GraphPo(GraphConfig g) : GraphPo(GraphPoConfig{g, 0}) {}
   std::string name() const override { return "graphpo"; }
   void attach(const MethodEnv& env) override { env_ = env; }
+  rollout::RolloutHook* rollout_hook(const RolloutRound& round) override;
+  void after_reward(Batch& b) override;  // the stopped sequences' rewards
   bool advantages(Batch& b) override;
   void metrics(Metrics& m) const override;
 
  private:
-  GraphConfig cfg_;
+  GraphPoConfig cfg_;
   MethodEnv env_;
+  GraphPoHook hook_;
+  std::map<std::pair<int64_t, int64_t>, std::string> stopped_;  // this step's, over its rounds
+  int64_t step_ = -1;
   GraphStats sum_;
-  int64_t groups_ = 0, rollouts_ = 0, steps_ = 0, tokens_ = 0;
+  int64_t groups_ = 0, rollouts_ = 0, steps_ = 0, tokens_ = 0, stops_ = 0, rollout_tokens_ = 0;
   double adv_abs_ = 0, eff_abs_ = 0;
 };
 
