@@ -7,8 +7,8 @@
 set -euo pipefail
 seeds=${1:-"1 2 3"}
 temper=${2:-build/bin/temper}
-out=${OUT:-runs/experiments/turing-users}
-data=$out/data
+out=${OUT:-runs/experiments/turing-users}  # OUT=runs/experiments/turing-users-weak for the weak start (data: DATA)
+data=${DATA:-runs/experiments/turing-users/data}
 n=${N:-200}
 k=${K:-4}
 samp() {  # checkpoint dir-for-samples
