@@ -66,6 +66,42 @@ TEST(OpClassifier, FusedMatchesReferenceEveryIsaAndChunking) {
 }
 
 namespace {
+// Row n of log softmax(h W^T) in double: the references of the soft-target and reverse-KL tests.
+void log_softmax_row(const std::vector<double>& h, const std::vector<double>& w, int64_t n, int64_t C, int64_t V, std::vector<double>& lp) {
+  lp.assign(static_cast<size_t>(V), 0.0);
+  double m = -1e300;
+  for (int64_t v = 0; v < V; ++v) {
+    double z = 0;
+    for (int64_t c = 0; c < C; ++c) z += h[static_cast<size_t>(n * C + c)] * w[static_cast<size_t>(v * C + c)];
+    lp[static_cast<size_t>(v)] = z, m = std::max(m, z);
+  }
+  double se = 0;
+  for (double z : lp) se += std::exp(z - m);
+  for (double& z : lp) z -= m + std::log(se);
+}
+
+// Runs the fused classifier with `loss` on every ISA, whole and in chunks of 4 rows, and compares dh, dw and
+// what the loss observed per row (written by it into `observed`) with the double-precision references.
+void expect_fused_matches(const std::vector<float>& h, const std::vector<float>& w, const std::vector<int32_t>& tgt, int64_t N,
+                          int64_t C, int64_t V, const ClassifierLoss& loss, std::vector<float>& observed,
+                          const std::vector<double>& dh_ref, const std::vector<double>& dw_ref, const std::vector<double>& observed_ref) {
+  for_each_isa([&](Isa) {
+    for (int64_t chunk : {int64_t{0}, int64_t{4}}) {
+      SCOPED_TRACE("chunk_rows=" + std::to_string(chunk));
+      std::vector<float> lp(N), H(N), dh(N * C), dw(V * C, 0.f);
+      observed.assign(static_cast<size_t>(N), 0.f);
+      ClassifierArgs a;
+      a.h = h.data(); a.w = w.data(); a.targets = tgt.data(); a.N = N; a.C = C; a.V = V;
+      a.logprob = lp.data(); a.entropy = H.data(); a.loss = &loss; a.dh = dh.data(); a.dw = dw.data();
+      a.chunk_rows = chunk;
+      classifier_fused(a);
+      EXPECT_TRUE(all_close(dh, dh_ref, tolerance(Kind::reduction, V)));
+      EXPECT_TRUE(all_close(dw, dw_ref, tolerance(Kind::reduction, N)));
+      EXPECT_TRUE(all_close(observed, observed_ref, tolerance(Kind::reduction, V)));
+    }
+  });
+}
+
 // Fixed coefficients plus a soft target (K ids per row, rows with n % 4 == 3 have none).
 struct SoftCoefs : FixedCoefs {
   int64_t K = 0;
@@ -97,16 +133,7 @@ TEST(OpClassifier, SoftTargetsAddForwardKlCrossEntropyWithFiniteDifferenceGradie
   auto hd = to_f64(h), wd = to_f64(w), glpd = to_f64(g_lp), gentd = to_f64(g_ent);
   // Reference in double: the target/entropy part from ref::classifier, the soft part by hand.
   auto logits = [&](const std::vector<double>& hh, const std::vector<double>& ww, int64_t n, std::vector<double>& lp) {
-    lp.assign(V, 0.0);
-    double m = -1e300;
-    for (int64_t v = 0; v < V; ++v) {
-      double z = 0;
-      for (int64_t c = 0; c < C; ++c) z += hh[n * C + c] * ww[v * C + c];
-      lp[v] = z, m = std::max(m, z);
-    }
-    double se = 0;
-    for (double z : lp) se += std::exp(z - m);
-    for (double& z : lp) z -= m + std::log(se);
+    log_softmax_row(hh, ww, n, C, V, lp);
   };
   auto loss = [&] {
     std::vector<double> lp(N), H(N), row;
@@ -138,21 +165,7 @@ TEST(OpClassifier, SoftTargetsAddForwardKlCrossEntropyWithFiniteDifferenceGradie
   EXPECT_TRUE(fd_check(wd, dw_ref, loss));
   SoftCoefs coefs;
   coefs.g_lp = &g_lp, coefs.g_ent = &g_ent, coefs.K = K, coefs.ids = &ids, coefs.q = &q, coefs.coef = &coef;
-  for_each_isa([&](Isa) {
-    for (int64_t chunk : {int64_t{0}, int64_t{4}}) {
-      SCOPED_TRACE("chunk_rows=" + std::to_string(chunk));
-      std::vector<float> lp(N), H(N), dh(N * C), dw(V * C, 0.f);
-      coefs.ce.assign(N, 0.f);
-      ClassifierArgs a;
-      a.h = h.data(); a.w = w.data(); a.targets = tgt.data(); a.N = N; a.C = C; a.V = V;
-      a.logprob = lp.data(); a.entropy = H.data(); a.loss = &coefs; a.dh = dh.data(); a.dw = dw.data();
-      a.chunk_rows = chunk;
-      classifier_fused(a);
-      EXPECT_TRUE(all_close(dh, dh_ref, tolerance(Kind::reduction, V)));
-      EXPECT_TRUE(all_close(dw, dw_ref, tolerance(Kind::reduction, N)));
-      EXPECT_TRUE(all_close(coefs.ce, ce_ref, tolerance(Kind::reduction, V)));
-    }
-  });
+  expect_fused_matches(h, w, tgt, N, C, V, coefs, coefs.ce, dh_ref, dw_ref, ce_ref);
 }
 
 namespace {
@@ -187,16 +200,7 @@ TEST(OpClassifier, ReverseKlTargetsWithFiniteDifferenceGradients) {
   }
   auto hd = to_f64(h), wd = to_f64(w), glpd = to_f64(g_lp), gentd = to_f64(g_ent);
   auto logp_row = [&](const std::vector<double>& hh, const std::vector<double>& ww, int64_t n, std::vector<double>& lp) {
-    lp.assign(V, 0.0);
-    double m = -1e300;
-    for (int64_t v = 0; v < V; ++v) {
-      double z = 0;
-      for (int64_t c = 0; c < C; ++c) z += hh[n * C + c] * ww[v * C + c];
-      lp[v] = z, m = std::max(m, z);
-    }
-    double se = 0;
-    for (double z : lp) se += std::exp(z - m);
-    for (double& z : lp) z -= m + std::log(se);
+    log_softmax_row(hh, ww, n, C, V, lp);
   };
   auto loss = [&] {
     std::vector<double> lp(N), H(N), row;
@@ -226,21 +230,7 @@ TEST(OpClassifier, ReverseKlTargetsWithFiniteDifferenceGradients) {
   EXPECT_TRUE(fd_check(wd, dw_ref, loss));
   ReverseCoefs coefs;
   coefs.g_lp = &g_lp, coefs.g_ent = &g_ent, coefs.logq = &logq, coefs.coef = &coef, coefs.V = V;
-  for_each_isa([&](Isa) {
-    for (int64_t chunk : {int64_t{0}, int64_t{4}}) {
-      SCOPED_TRACE("chunk_rows=" + std::to_string(chunk));
-      std::vector<float> lp(N), H(N), dh(N * C), dw(V * C, 0.f);
-      coefs.kl.assign(N, 0.f);
-      ClassifierArgs a;
-      a.h = h.data(); a.w = w.data(); a.targets = tgt.data(); a.N = N; a.C = C; a.V = V;
-      a.logprob = lp.data(); a.entropy = H.data(); a.loss = &coefs; a.dh = dh.data(); a.dw = dw.data();
-      a.chunk_rows = chunk;
-      classifier_fused(a);
-      EXPECT_TRUE(all_close(dh, dh_ref, tolerance(Kind::reduction, V)));
-      EXPECT_TRUE(all_close(dw, dw_ref, tolerance(Kind::reduction, N)));
-      EXPECT_TRUE(all_close(coefs.kl, kl_ref, tolerance(Kind::reduction, V)));
-    }
-  });
+  expect_fused_matches(h, w, tgt, N, C, V, coefs, coefs.kl, dh_ref, dw_ref, kl_ref);
 }
 
 TEST(OpClassifier, Bf16WithPreRoundedWeights) {

@@ -24,6 +24,12 @@ class RubricLetters : public LetterTask {
   std::string rubric(const tasks::Problem& p) const override { return std::stoul(p.id) % 2 ? "" : "b"; }
 };
 
+// A frozen copy of the model's weights (the teacher = "initial" the trainer would hold).
+void copy_weights(const Transformer& from, Transformer& to) {
+  std::copy(from.params(), from.params() + from.flat_size(), to.params());
+  to.params_updated();
+}
+
 }  // namespace
 
 TEST(Rcsd, TeacherContextHoldsTheRubricAndTheQuestion) {
@@ -139,8 +145,7 @@ TEST(Rcsd, TheInitialTeacherIsTheFrozenStartingPolicy) {
   RlSetup s;
   auto task = std::make_shared<RubricLetters>();
   Transformer start(s.model.config());
-  std::copy(s.model.params(), s.model.params() + s.model.flat_size(), start.params());
-  start.params_updated();
+  copy_weights(s.model, start);
   RcsdConfig rc;
   rc.teacher = "initial";
   Rcsd r(rc);
@@ -224,8 +229,7 @@ TEST(Rcsd, ReverseKlModeDistilsTheRubricTeachersWholeDistribution) {
   RlSetup s;
   auto task = std::make_shared<RubricLetters>();
   Transformer start(s.model.config());
-  std::copy(s.model.params(), s.model.params() + s.model.flat_size(), start.params());
-  start.params_updated();
+  copy_weights(s.model, start);
   RcsdConfig rc;
   rc.teacher = "initial";
   rc.mode = "reverse_kl";
