@@ -73,17 +73,23 @@ rollout::HookDecision GraphPoHook::after_token(const rollout::RolloutRequest&, c
 }
 
 rollout::RolloutHook* GraphPo::rollout_hook(const RolloutRound& round) {
-  if (round.step != step_) stopped_.clear(), step_ = round.step;
   if (cfg_.expand_budget <= 0) return nullptr;
   TEMPER_CHECK(env_.codec && env_.codec->token_bytes) << "graphpo: the expansion budget needs a codec that gives token bytes";
-  for (const auto& [k, v] : hook_.stopped()) stopped_[k] = v;  // the previous round's
   hook_.reset(&env_, round, cfg_.expand_budget);
   return &hook_;
 }
 
+// Stopped by the budget: read off the trajectory itself, so every data-parallel rank agrees (each rank's hook
+// saw only its own share of the sequences). The state it stopped at is the last its text reaches.
+std::optional<std::string> GraphPo::stopped_at(const Batch& b, const Trajectory& t) const {
+  if (cfg_.expand_budget <= 0 || t.finish != rollout::FinishReason::hook || t.parent >= 0) return std::nullopt;
+  std::vector<std::string> states = env_.task->intermediate_states(b.problems[static_cast<size_t>(t.problem)], t.text);
+  if (states.empty()) return std::nullopt;
+  return states.back();
+}
+
 void GraphPo::after_reward(Batch& b) {
   if (cfg_.expand_budget <= 0) return;
-  for (const auto& [k, v] : hook_.stopped()) stopped_[k] = v;
   // Per problem: the finished paths' rewards through each state; a stopped path gets the mean over the
   // paths through its state (finished ones; failing those, the stopped ones already estimated; failing
   // those, the group's finished mean).
@@ -96,7 +102,7 @@ void GraphPo::after_reward(Batch& b) {
     std::vector<size_t> open;
     for (size_t i : members) {
       Trajectory& t = b.traj[i];
-      if (t.finish == rollout::FinishReason::hook && stopped_.count({t.problem, t.member})) {
+      if (stopped_at(b, t)) {
         open.push_back(i);
         continue;
       }
@@ -108,8 +114,7 @@ void GraphPo::after_reward(Batch& b) {
     }
     for (size_t i : open) {
       Trajectory& t = b.traj[i];
-      const std::string& s = stopped_.at({t.problem, t.member});
-      auto it = through.find(s);
+      auto it = through.find(*stopped_at(b, t));
       t.reward = it != through.end() && it->second.second > 0 ? it->second.first / static_cast<double>(it->second.second)
                                                               : (n_all ? all / static_cast<double>(n_all) : 0.0);
       t.correct = false;
@@ -132,7 +137,7 @@ bool GraphPo::advantages(Batch& b) {
       GraphPath path;
       path.steps = segment_steps(*env_.task, b.problems[static_cast<size_t>(t.problem)], *env_.codec, t.tokens, &owners[k]);
       path.reward = t.reward;
-      path.open = t.finish == rollout::FinishReason::hook && stopped_.count({t.problem, t.member});
+      path.open = stopped_at(b, t).has_value();
       if (path.open) ++stops_;
       rollout_tokens_ += static_cast<int64_t>(t.tokens.size());
       paths.push_back(std::move(path));

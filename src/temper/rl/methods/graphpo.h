@@ -11,6 +11,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -62,9 +63,8 @@ class GraphPo : public Method {
  private:
   GraphPoConfig cfg_;
   MethodEnv env_;
+  std::optional<std::string> stopped_at(const Batch& b, const Trajectory& t) const;
   GraphPoHook hook_;
-  std::map<std::pair<int64_t, int64_t>, std::string> stopped_;  // this step's, over its rounds
-  int64_t step_ = -1;
   GraphStats sum_;
   int64_t groups_ = 0, rollouts_ = 0, steps_ = 0, tokens_ = 0, stops_ = 0, rollout_tokens_ = 0;
   double adv_abs_ = 0, eff_abs_ = 0;
