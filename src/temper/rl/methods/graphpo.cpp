@@ -99,11 +99,11 @@ void GraphPo::after_reward(Batch& b) {
     std::map<std::string, std::pair<double, int64_t>> through;
     double all = 0;
     int64_t n_all = 0;
-    std::vector<size_t> open;
+    std::vector<std::pair<size_t, std::string>> open;  // (trajectory, the state it stopped at)
     for (size_t i : members) {
       Trajectory& t = b.traj[i];
-      if (stopped_at(b, t)) {
-        open.push_back(i);
+      if (auto s = stopped_at(b, t)) {
+        open.emplace_back(i, std::move(*s));
         continue;
       }
       all += t.reward, ++n_all;
@@ -112,9 +112,9 @@ void GraphPo::after_reward(Batch& b) {
         x.first += t.reward, ++x.second;
       }
     }
-    for (size_t i : open) {
+    for (const auto& [i, state] : open) {
       Trajectory& t = b.traj[i];
-      auto it = through.find(*stopped_at(b, t));
+      auto it = through.find(state);
       t.reward = it != through.end() && it->second.second > 0 ? it->second.first / static_cast<double>(it->second.second)
                                                               : (n_all ? all / static_cast<double>(n_all) : 0.0);
       t.correct = false;

@@ -23,9 +23,13 @@ Turing::Turing(TuringConfig cfg) : cfg_(std::move(cfg)), head_(cfg_.head) {
 void Turing::attach(const MethodEnv& env) { env_ = env; }
 
 // The classifier sees the reply as the format writes it: "[HUMAN]: <turn>".
-double Turing::logit(const tasks::Problem& p, const std::string& turn) const {
+// Cached per step: the real turn of a conversation is judged against each of its G rollouts, and a frozen
+// reference forward per call would repeat.
+double Turing::logit(const tasks::Problem& p, const std::string& turn) {
+  auto key = std::make_pair(p.id, turn);
+  if (auto it = logits_.find(key); it != logits_.end()) return it->second;
   std::vector<int32_t> ids = env_.codec->encode_completion("[HUMAN]: " + turn);
-  return head_.logit(env_.embed(env_.codec->encode_prompt(p), ids));
+  return logits_[key] = head_.logit(env_.embed(env_.codec->encode_prompt(p), ids));
 }
 
 void Turing::after_reward(Batch& b) {
@@ -39,6 +43,7 @@ void Turing::after_reward(Batch& b) {
         head_);
     fit_accuracy_ = f.accuracy;
   }
+  logits_.clear();
   s_sum_ = reward_sum_ = format_sum_ = length_sum_ = 0;
   judged_ = fooled_ = zero_ = n_ = 0;
   for (Trajectory& t : b.traj) {

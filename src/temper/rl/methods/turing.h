@@ -8,7 +8,9 @@
 // Reads the task's user_sim fields (Problem::history, context, answer = the real turn).
 #pragma once
 
+#include <map>
 #include <memory>
+#include <utility>
 #include <string>
 
 #include "temper/rl/discriminator.h"
@@ -36,7 +38,8 @@ class Turing : public Method {
   void load_state(const std::string& s) override { head_.load(s); }
 
  private:
-  double logit(const tasks::Problem& p, const std::string& turn) const;
+  double logit(const tasks::Problem& p, const std::string& turn);
+  std::map<std::pair<std::string, std::string>, double> logits_;  // (problem id, turn) -> this step's logit
   TuringConfig cfg_;
   MethodEnv env_;
   Discriminator head_;
