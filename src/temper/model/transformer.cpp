@@ -5,9 +5,11 @@
 #include "temper/core/error.h"
 #include "temper/core/profile.h"
 #include "temper/core/rng.h"
+#include "temper/model/int4_drafter.h"
 #include "temper/kernels/attention.h"
 #include "temper/kernels/bias.h"
 #include "temper/kernels/embedding.h"
+#include "temper/kernels/int4_matmul.h"
 #include "temper/kernels/paged_attention.h"
 #include "temper/kernels/rmsnorm.h"
 #include "temper/kernels/swiglu.h"
@@ -153,7 +155,7 @@ Transformer::LayerActs Transformer::acts_for(int64_t l, bool save) const {
 }
 
 void Transformer::layer_forward(int64_t l, const LayerActs& a, float* x_out, int64_t B, int64_t T,
-                                const PagedStep* paged, KvPool* pool) {
+                                const PagedStep* paged, KvPool* pool, const Int4Layer* q4) {
   const LayerOffsets& o = layout_.layers[static_cast<size_t>(l)];
   const float* P = params();
   const int64_t N = B * T, C = cfg_.hidden_size, D = cfg_.head_dim, H = cfg_.num_heads, Hkv = cfg_.num_kv_heads,
@@ -162,7 +164,13 @@ void Transformer::layer_forward(int64_t l, const LayerActs& a, float* x_out, int
   // Attention block.
   { TEMPER_PROFILE("rmsnorm"); kernels::rmsnorm_fwd(a.x_in, P + o.attn_norm, xn_, a.rstd1, N, C, eps); }
   float* qkv_out = cfg_.qk_norm ? a.qkv_pre : a.qkv;
-  { TEMPER_PROFILE("gemm"); gemm(false, true, N, QKV, C, xn_, C, P + o.w_qkv, C, 0.f, qkv_out, QKV, precision_, w16(o.w_qkv)); }
+  // y = x W^T (+ y): the f32/bf16 weight, or the drafter's 4-bit copy.
+  auto linear = [&](int64_t out, int64_t in, const float* x, int64_t w, const kernels::Int4Weights* w4, float beta, float* y) {
+    TEMPER_PROFILE("gemm");
+    if (w4) kernels::int4_gemm(N, x, in, *w4, beta != 0.f, y, out);
+    else gemm(false, true, N, out, in, x, in, P + w, in, beta, y, out, precision_, w16(w));
+  };
+  linear(QKV, C, xn_, o.w_qkv, q4 ? &q4->qkv : nullptr, 0.f, qkv_out);
   if (cfg_.qkv_bias) kernels::bias_add(qkv_out, P + o.b_qkv, N, QKV);
   if (cfg_.qk_norm) {  // Qwen3: per-head RMSNorm on q and k before RoPE; v copied through
     { TEMPER_PROFILE("rmsnorm"); kernels::rmsnorm_heads_fwd(a.qkv_pre, P + o.q_norm, a.qkv, a.q_rstd, N, H, D, QKV, eps); }
@@ -197,13 +205,13 @@ void Transformer::layer_forward(int64_t l, const LayerActs& a, float* x_out, int
     kernels::attention_fwd(s, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse);
   }
   std::memcpy(a.x_mid, a.x_in, static_cast<size_t>(N * C) * sizeof(float));
-  { TEMPER_PROFILE("gemm"); gemm(false, true, N, C, Hq, a.o, Hq, P + o.w_o, Hq, 1.f, a.x_mid, C, precision_, w16(o.w_o)); }
+  linear(C, Hq, a.o, o.w_o, q4 ? &q4->o : nullptr, 1.f, a.x_mid);
   // MLP block.
   { TEMPER_PROFILE("rmsnorm"); kernels::rmsnorm_fwd(a.x_mid, P + o.mlp_norm, xn_, a.rstd2, N, C, eps); }
-  { TEMPER_PROFILE("gemm"); gemm(false, true, N, 2 * F, C, xn_, C, P + o.w_gu, C, 0.f, a.gu, 2 * F, precision_, w16(o.w_gu)); }
+  linear(2 * F, C, xn_, o.w_gu, q4 ? &q4->gu : nullptr, 0.f, a.gu);
   { TEMPER_PROFILE("swiglu"); kernels::swiglu_fwd(a.gu, h_, N, F); }
   std::memcpy(x_out, a.x_mid, static_cast<size_t>(N * C) * sizeof(float));
-  { TEMPER_PROFILE("gemm"); gemm(false, true, N, C, F, h_, F, P + o.w_down, F, 1.f, x_out, C, precision_, w16(o.w_down)); }
+  linear(C, F, h_, o.w_down, q4 ? &q4->down : nullptr, 1.f, x_out);
 }
 
 // dx: gradient w.r.t. the layer's output on entry, w.r.t. its input on return.
@@ -311,7 +319,7 @@ void Transformer::forward_logprobs(const int32_t* tokens, const int32_t* targets
   { TEMPER_PROFILE("classifier"); kernels::classifier_fused(ca); }
 }
 
-void Transformer::forward_paged(const PagedStep& st, KvPool& pool) {
+void Transformer::forward_paged(const PagedStep& st, KvPool& pool, const Int4Drafter* drafter) {
   TEMPER_CHECK(st.n > 0 && st.tokens && st.pos && st.tables) << "forward_paged: empty step";
   TEMPER_CHECK(pool.row() == cfg_.num_kv_heads * cfg_.head_dim) << "forward_paged: KV pool built for another model";
   prepare(st.n, 1);  // n tokens of many sequences (positions come from the step), not one sequence of n
@@ -325,7 +333,8 @@ void Transformer::forward_paged(const PagedStep& st, KvPool& pool) {
   const int64_t C = cfg_.hidden_size, V = cfg_.vocab_size;
   kernels::embedding_fwd(params() + layout_.embed, st.tokens, scratch_acts_.x_in, st.n, V, C);
   for (int64_t l = 0; l < cfg_.num_layers; ++l) {
-    layer_forward(l, scratch_acts_, x_tmp_, 1, st.n, &st, &pool);
+    layer_forward(l, scratch_acts_, x_tmp_, 1, st.n, &st, &pool,
+                  drafter ? &drafter->layers()[static_cast<size_t>(l)] : nullptr);
     std::memcpy(scratch_acts_.x_in, x_tmp_, static_cast<size_t>(st.n * C) * sizeof(float));
   }
   for (int64_t r = 0; r < st.n_out; ++r) {  // only the rows whose next token is wanted

@@ -34,6 +34,9 @@ struct PagedStep {
   float* logits = nullptr;  // [n_out, V]
 };
 
+class Int4Drafter;
+struct Int4Layer;
+
 class Transformer {
  public:
   explicit Transformer(const ModelConfig& cfg);
@@ -73,7 +76,9 @@ class Transformer {
   void forward_logits(const int32_t* tokens, int64_t B, int64_t T, float* logits);  // [B, T, V]
   void forward_hidden(const int32_t* tokens, int64_t B, int64_t T, float* hidden);  // [B, T, H] after the final norm
 
-  void forward_paged(const PagedStep& step, KvPool& pool);
+  // With a drafter, the block linears run on its 4-bit copy (everything else is this model's):
+  // the speculative draft pass, over (and writing into) the same KV cache.
+  void forward_paged(const PagedStep& step, KvPool& pool, const Int4Drafter* drafter = nullptr);
 
  private:
   struct LayerActs {
@@ -83,7 +88,7 @@ class Transformer {
   void prepare(int64_t B, int64_t T);
   void trunk_forward(const int32_t* tokens, int64_t B, int64_t T, bool save);
   void layer_forward(int64_t l, const LayerActs& a, float* x_out, int64_t B, int64_t T,
-                     const PagedStep* paged = nullptr, KvPool* pool = nullptr);
+                     const PagedStep* paged = nullptr, KvPool* pool = nullptr, const Int4Layer* q4 = nullptr);
   void layer_backward(int64_t l, const LayerActs& a, float* dx, int64_t B, int64_t T);
   LayerActs acts_for(int64_t l, bool save) const;
   const uint16_t* w16(int64_t offset) const;  // bf16 copy of a weight (bf16 precision), else null

@@ -6,6 +6,8 @@
 
 #include "temper/core/error.h"
 #include "temper/kernels/classifier.h"
+#include "temper/model/int4_drafter.h"
+#include "temper/rollout/spec_sampling.h"
 
 namespace temper::rollout {
 
@@ -113,21 +115,10 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
     if (max_stop > 0) s.tail.reserve(2 * max_stop + 64);
     return s;
   };
-  // Sample, record, run the stop checks and the hook; true if the sequence ends here.
-  auto emit = [&](Live& s, const float* z) -> bool {
+  // Record token x (z: the policy's logits there), run the stop checks and the hook; true if the sequence ends here.
+  auto record = [&](Live& s, Sample x, const float* z, bool forced) -> bool {
     const RolloutRequest& q = requests[static_cast<size_t>(s.req)];
     Completion& c = out[static_cast<size_t>(s.out)];
-    Sample x{};
-    const bool forced = !s.forced.empty();
-    if (forced) {  // teacher-forced: no draw (the stream is not advanced)
-      x.token = s.forced.back();
-      s.forced.pop_back();
-      TEMPER_CHECK(x.token >= 0 && x.token < V) << "rollout request " << s.req << ": forced token " << x.token
-                                                << " outside the vocabulary [0, " << V << ")";
-      ++c.forced;
-    } else {
-      x = s.sampler.sample(z, V, s.rng, History{q.prompt, c.tokens});
-    }
     float lp, ent;
     kernels::logit_row_stats(z, V, x.token, &lp, &ent);  // the training classifier's arithmetic
     if (forced) x.logprob = lp;
@@ -177,9 +168,183 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
     if (static_cast<int64_t>(c.tokens.size()) >= s.max_len) return finish(s, FinishReason::length), true;
     return false;
   };
+  // Sample (or take the next forced token), then record.
+  auto emit = [&](Live& s, const float* z) -> bool {
+    const RolloutRequest& q = requests[static_cast<size_t>(s.req)];
+    Completion& c = out[static_cast<size_t>(s.out)];
+    Sample x{};
+    const bool forced = !s.forced.empty();
+    if (forced) {  // teacher-forced: no draw (the stream is not advanced)
+      x.token = s.forced.back();
+      s.forced.pop_back();
+      TEMPER_CHECK(x.token >= 0 && x.token < V) << "rollout request " << s.req << ": forced token " << x.token
+                                                << " outside the vocabulary [0, " << V << ")";
+      ++c.forced;
+    } else {
+      x = s.sampler.sample(z, V, s.rng, History{q.prompt, c.tokens});
+    }
+    return record(s, x, z, forced);
+  };
 
+  // One speculative cycle over every live sequence (nothing queued or resuming). False, with
+  // nothing changed, when the pool cannot hold the draft positions (a plain step runs instead).
+  std::vector<int64_t> glen;
+  std::vector<std::vector<int32_t>> drafts;
+  std::vector<float> qdist, pdist(static_cast<size_t>(V));
+  std::vector<int32_t> hist;
+  auto spec_step = [&]() -> bool {
+    const int64_t gamma = cfg_.spec->gamma();
+    const size_t n = live.size();
+    glen.assign(n, 0);
+    int64_t need = 0, gmax = 0, rows_total = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const Live& s = live[i];
+      const int64_t left = s.max_len - static_cast<int64_t>(out[static_cast<size_t>(s.out)].tokens.size());
+      glen[i] = s.forced.empty() ? std::clamp<int64_t>(left - 1, 0, gamma) : 0;
+      need += pool_.blocks_needed(s.kv, glen[i] + 1);
+      gmax = std::max(gmax, glen[i]);
+      rows_total += glen[i] + 1;
+    }
+    if (gmax == 0 || need > pool_.free_blocks()) return false;
+    for (size_t i = 0; i < n; ++i) pool_.reserve(live[i].kv, glen[i] + 1);
+    if (drafts.size() < n) drafts.resize(n);
+    if (qdist.size() < n * static_cast<size_t>(gamma * V)) qdist.resize(n * static_cast<size_t>(gamma * V));
+    if (logits.size() < static_cast<size_t>(rows_total * V)) logits.resize(static_cast<size_t>(rows_total * V));
+    auto q_at = [&](size_t i, int64_t j) { return qdist.data() + (i * static_cast<size_t>(gamma) + static_cast<size_t>(j)) * static_cast<size_t>(V); };
+    auto history = [&](const Live& s, const std::vector<int32_t>* extra) {  // prompt, completion (+ drafts)
+      const RolloutRequest& q = requests[static_cast<size_t>(s.req)];
+      if (!q.sampler.penalties()) return History{};
+      const Completion& c = out[static_cast<size_t>(s.out)];
+      hist.assign(c.tokens.begin(), c.tokens.end());
+      if (extra) hist.insert(hist.end(), extra->begin(), extra->end());
+      return History{q.prompt, hist};
+    };
+    PagedStep st;
+    // Draft: gmax passes of the drafter, each over the sequences still drafting.
+    for (size_t i = 0; i < n; ++i) drafts[i].clear();
+    for (int64_t j = 0; j < gmax; ++j) {
+      tok.clear();
+      pos.clear();
+      tables.clear();
+      rows.clear();
+      for (size_t i = 0; i < n; ++i) {
+        if (glen[i] <= j) continue;
+        const Live& s = live[i];
+        tok.push_back(j == 0 ? s.pending : drafts[i][static_cast<size_t>(j - 1)]);
+        pos.push_back(static_cast<int32_t>(s.kv.len + j));
+        tables.push_back(s.kv.blocks.data());
+        rows.push_back(static_cast<int64_t>(rows.size()));
+      }
+      st.n = st.n_out = static_cast<int64_t>(tok.size());
+      st.tokens = tok.data();
+      st.pos = pos.data();
+      st.tables = tables.data();
+      st.out_rows = rows.data();
+      st.logits = logits.data();
+      model_.forward_paged(st, pool_, cfg_.drafter);
+      int64_t r = 0;
+      for (size_t i = 0; i < n; ++i) {
+        if (glen[i] <= j) continue;
+        Live& s = live[i];
+        float* q = q_at(i, j);
+        s.sampler.distribution(logits.data() + (r++) * V, V, history(s, &drafts[i]), q);
+        drafts[i].push_back(sample_dense(q, V, s.rng));
+      }
+    }
+    // Verify: one policy pass over [pending, drafts...] of every sequence.
+    tok.clear();
+    pos.clear();
+    tables.clear();
+    rows.clear();
+    for (size_t i = 0; i < n; ++i) {
+      const Live& s = live[i];
+      for (int64_t j = 0; j <= glen[i]; ++j) {
+        tok.push_back(j == 0 ? s.pending : drafts[i][static_cast<size_t>(j - 1)]);
+        pos.push_back(static_cast<int32_t>(s.kv.len + j));
+        tables.push_back(s.kv.blocks.data());
+        rows.push_back(static_cast<int64_t>(rows.size()));
+      }
+    }
+    st.n = st.n_out = static_cast<int64_t>(tok.size());
+    st.tokens = tok.data();
+    st.pos = pos.data();
+    st.tables = tables.data();
+    st.out_rows = rows.data();
+    st.logits = logits.data();
+    model_.forward_paged(st, pool_);
+    // Accept: emit accepted drafts, then the correction or the bonus token, through the usual checks.
+    next.clear();
+    spawned.clear();
+    int64_t base = 0;
+    for (size_t i = 0; i < n; ++i) {
+      Live& s = live[i];
+      const RolloutRequest& q = requests[static_cast<size_t>(s.req)];
+      const int64_t g = glen[i];
+      bool ended = false;
+      if (g == 0) {
+        pool_.advance(s.kv, 1);
+        ended = emit(s, logits.data() + base * V);
+        ++stats_.decode_tokens;
+      } else {
+        ++stats_.spec_cycles;
+        stats_.drafted += g;
+        for (int64_t j = 0; j <= g && !ended; ++j) {
+          const float* z = logits.data() + (base + j) * V;
+          s.sampler.distribution(z, V, history(s, nullptr), pdist.data());
+          int32_t x;
+          bool rejected = false;
+          if (j < g) {
+            const int32_t d = drafts[i][static_cast<size_t>(j)];
+            const float* qd = q_at(i, j);
+            if (spec_accept(pdist[static_cast<size_t>(d)], qd[d], s.rng)) {
+              x = d;
+              ++stats_.accepted;
+            } else {
+              x = spec_residual(pdist.data(), qd, V, s.rng);
+              rejected = true;
+            }
+          } else {
+            x = sample_dense(pdist.data(), V, s.rng);  // every draft accepted: the bonus token
+          }
+          const float px = pdist[static_cast<size_t>(x)];
+          pool_.advance(s.kv, 1);
+          ended = record(s, Sample{x, q.sampler.greedy ? 0.f : std::log(px)}, z, false);
+          ++stats_.decode_tokens;
+          if (rejected) break;
+        }
+      }
+      base += g + 1;
+      if (!ended) next.push_back(std::move(s));
+    }
+    for (Live& s : spawned) next.push_back(std::move(s));
+    live.swap(next);
+    ++stats_.spec_steps;
+    return true;
+  };
+
+  const bool can_spec = cfg_.drafter && cfg_.spec && cfg_.drafter->ready();
+  if (can_spec) stats_.gamma = cfg_.spec->gamma();
+  int64_t total_seqs = 0;
+  for (const RolloutRequest& q : requests) total_seqs += q.group_size;
+  bool armed = false, spec_on = false;
   int64_t step = 0;
   while (!queue.empty() || !resume.empty() || !live.empty()) {
+    if (can_spec && queue.empty() && resume.empty() && !live.empty()) {
+      const int64_t n_active = static_cast<int64_t>(live.size());
+      // Ramp guard: not while prompts are being admitted (here the queue has drained after a
+      // step), nor before the live batch has once filled (to the guard, or all the run has).
+      armed = armed || (step > 0 && n_active >= std::min({cfg_.spec->config().ramp, total_seqs, cfg_.max_seqs}));
+      if (armed && !spec_on && cfg_.spec->turn_on(n_active)) {
+        spec_on = true;
+        stats_.spec_from_step = step;
+      }
+      if (spec_on && spec_step()) {
+        ++stats_.steps;
+        if (hook) hook->after_step(step);
+        ++step;
+        continue;
+      }
+    }
     tok.clear();
     pos.clear();
     tables.clear();

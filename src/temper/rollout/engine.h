@@ -9,7 +9,12 @@
 // (temperature 1, no truncation). Member g of a request draws from the Philox stream
 // (seed, stream + g); a fork draws from a stream derived from its parent's: a sequence's tokens do
 // not depend on what else shares the batch. Hooks see every new token and may stop a sequence or
-// fork it at the current position. Leaves out (later): speculative decoding.
+// fork it at the current position. Speculative decoding (EfficientRollout) when the config has a
+// drafter and a controller: once the controller turns it on for a rollout, every cycle drafts up
+// to gamma tokens per live sequence with the 4-bit drafter over the shared KV cache, the policy
+// scores all of them in one batched forward, and the standard rejection rule keeps the emitted
+// tokens distributed exactly as plain sampling (rollout/spec_sampling.h); recorded log-probs and
+// entropies are the policy's, from the verify pass. Hooks, stops and forks see every token as before.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +27,11 @@
 #include "temper/model/kv_pool.h"
 #include "temper/model/transformer.h"
 #include "temper/rollout/sampler.h"
+#include "temper/rollout/spec_control.h"
+
+namespace temper {
+class Int4Drafter;
+}
 
 namespace temper::rollout {
 
@@ -98,12 +108,18 @@ struct EngineConfig {
   int64_t max_step_tokens = 4096;
   // Bytes of a token (Tokenizer::token_bytes); needed when a request has stop strings.
   std::function<std::string_view(int32_t)> token_bytes;
+  // Speculative decoding: both set (the drafter refreshed by its owner after each weight update).
+  const Int4Drafter* drafter = nullptr;
+  SpecController* spec = nullptr;
   EngineConfig() = default;
   EngineConfig(int64_t seqs, std::function<std::string_view(int32_t)> bytes = {}) : max_seqs(seqs), token_bytes(std::move(bytes)) {}
 };
 
 struct EngineStats {
   int64_t steps = 0, prefill_tokens = 0, decode_tokens = 0, preemptions = 0, recomputed_tokens = 0, forks = 0;
+  // Speculative decoding: the step it turned on at (-1: never), verify cycles (one per sequence and
+  // cycle with drafts), tokens drafted and accepted, the gamma used.
+  int64_t spec_from_step = -1, spec_steps = 0, spec_cycles = 0, drafted = 0, accepted = 0, gamma = 0;
 };
 
 class RolloutEngine {
@@ -112,6 +128,10 @@ class RolloutEngine {
   // Completions in (request, member) order; a request's forks follow its G members in creation order.
   std::vector<Completion> run(const std::vector<RolloutRequest>& requests, RolloutHook* hook = nullptr);
   const EngineStats& stats() const { return stats_; }  // of the last run
+  void set_speculative(const Int4Drafter* drafter, SpecController* spec) {
+    cfg_.drafter = drafter;
+    cfg_.spec = spec;
+  }
 
  private:
   Transformer& model_;

@@ -18,6 +18,10 @@ void SamplerConfig::validate() const {
   TEMPER_CHECK(penalty_last_n >= -1) << "sampler: penalty_last_n must be >= -1 (-1: whole history), got " << penalty_last_n;
 }
 
+namespace {
+bool truncating(const SamplerConfig& c);
+}
+
 Sampler::Sampler(const SamplerConfig& c) : cfg_(c) { cfg_.validate(); }
 
 Sample Sampler::sample(const float* logits, int64_t V, Rng& rng, const History& history) {
@@ -52,34 +56,21 @@ const float* Sampler::apply_penalties(const float* logits, int64_t V, const Hist
   return penalised_.data();
 }
 
-Sample Sampler::draw(const float* logits, int64_t V, Rng& rng) {
+float Sampler::max_logit(const float* logits, int64_t V) const {
   float mx = -INFINITY;
   for (int64_t v = 0; v < V; ++v)
     if (logits[v] > mx) mx = logits[v];  // NaN never compares greater
   TEMPER_CHECK(std::isfinite(mx)) << "sampler: the model produced no finite logit (NaN/inf weights or activations)";
-  if (cfg_.greedy) {
-    int64_t best = 0;
-    while (!(logits[best] == mx)) ++best;
-    return {static_cast<int32_t>(best), 0.f};
-  }
-  float inv_t = 1.0f / cfg_.temperature;
-  if (cfg_.top_k == 0 && cfg_.top_p >= 1.f && cfg_.min_p <= 0.f) {
-    // No truncation: draw from the tempered softmax in vocabulary order, no sort (O(V), not O(V log V)).
-    double z = 0;
-    for (int64_t v = 0; v < V; ++v)
-      if (std::isfinite(logits[v])) z += std::exp(static_cast<double>(logits[v] - mx) * inv_t);
-    double u = rng.uniform_f64() * z, acc = 0;
-    int64_t pick = -1;
-    for (int64_t v = 0; v < V; ++v) {
-      if (!std::isfinite(logits[v])) continue;
-      acc += std::exp(static_cast<double>(logits[v] - mx) * inv_t);
-      pick = v;
-      if (u < acc) break;
-    }
-    float lp = static_cast<float>(static_cast<double>(logits[pick] - mx) * inv_t - std::log(z));
-    return {static_cast<int32_t>(pick), lp};
-  }
-  // Truncation: tempered log-weights sorted descending (ties by id for determinism).
+  return mx;
+}
+
+namespace {
+bool truncating(const SamplerConfig& c) { return c.top_k != 0 || c.top_p < 1.f || c.min_p > 0.f; }
+}  // namespace
+
+size_t Sampler::truncate(const float* logits, int64_t V, double* top_out) {
+  // Tempered log-weights sorted descending (ties by id for determinism).
+  const float inv_t = 1.0f / cfg_.temperature;
   cand_.resize(static_cast<size_t>(V));
   for (int64_t v = 0; v < V; ++v)  // non-finite logits never win: -inf keeps the sort a strict weak order
     cand_[static_cast<size_t>(v)] = {std::isfinite(logits[v]) ? logits[v] * inv_t : -INFINITY, static_cast<int32_t>(v)};
@@ -111,6 +102,36 @@ Sample Sampler::draw(const float* logits, int64_t V, Rng& rng) {
     }
     if (keep == 0) keep = 1;
   }
+  *top_out = top;
+  return keep;
+}
+
+Sample Sampler::draw(const float* logits, int64_t V, Rng& rng) {
+  const float mx = max_logit(logits, V);
+  if (cfg_.greedy) {
+    int64_t best = 0;
+    while (!(logits[best] == mx)) ++best;
+    return {static_cast<int32_t>(best), 0.f};
+  }
+  float inv_t = 1.0f / cfg_.temperature;
+  if (!truncating(cfg_)) {
+    // No truncation: draw from the tempered softmax in vocabulary order, no sort (O(V), not O(V log V)).
+    double z = 0;
+    for (int64_t v = 0; v < V; ++v)
+      if (std::isfinite(logits[v])) z += std::exp(static_cast<double>(logits[v] - mx) * inv_t);
+    double u = rng.uniform_f64() * z, acc = 0;
+    int64_t pick = -1;
+    for (int64_t v = 0; v < V; ++v) {
+      if (!std::isfinite(logits[v])) continue;
+      acc += std::exp(static_cast<double>(logits[v] - mx) * inv_t);
+      pick = v;
+      if (u < acc) break;
+    }
+    float lp = static_cast<float>(static_cast<double>(logits[pick] - mx) * inv_t - std::log(z));
+    return {static_cast<int32_t>(pick), lp};
+  }
+  double top = 0;
+  const size_t keep = truncate(logits, V, &top);
   double zk = 0;
   for (size_t i = 0; i < keep; ++i) zk += std::exp(static_cast<double>(cand_[i].first) - top);
   double u = rng.uniform_f64() * zk, acc = 0;
@@ -124,6 +145,34 @@ Sample Sampler::draw(const float* logits, int64_t V, Rng& rng) {
   }
   float lp = static_cast<float>(static_cast<double>(cand_[pick].first) - top - std::log(zk));
   return {cand_[pick].second, lp};
+}
+
+void Sampler::distribution(const float* logits, int64_t V, const History& history, float* p) {
+  TEMPER_CHECK(V > 0) << "sampler: empty vocabulary";
+  if (cfg_.penalties()) logits = apply_penalties(logits, V, history);
+  const float mx = max_logit(logits, V);
+  std::fill(p, p + V, 0.f);
+  if (cfg_.greedy) {
+    int64_t best = 0;
+    while (!(logits[best] == mx)) ++best;
+    p[best] = 1.f;
+    return;
+  }
+  const float inv_t = 1.0f / cfg_.temperature;
+  if (!truncating(cfg_)) {
+    double z = 0;
+    for (int64_t v = 0; v < V; ++v)
+      if (std::isfinite(logits[v])) z += std::exp(static_cast<double>(logits[v] - mx) * inv_t);
+    for (int64_t v = 0; v < V; ++v)
+      if (std::isfinite(logits[v])) p[v] = static_cast<float>(std::exp(static_cast<double>(logits[v] - mx) * inv_t) / z);
+    return;
+  }
+  double top = 0;
+  const size_t keep = truncate(logits, V, &top);
+  double zk = 0;
+  for (size_t i = 0; i < keep; ++i) zk += std::exp(static_cast<double>(cand_[i].first) - top);
+  for (size_t i = 0; i < keep; ++i)
+    p[cand_[i].second] = static_cast<float>(std::exp(static_cast<double>(cand_[i].first) - top) / zk);
 }
 
 }  // namespace temper::rollout

@@ -46,11 +46,17 @@ class Sampler {
  public:
   explicit Sampler(const SamplerConfig& c);
   Sample sample(const float* logits, int64_t V, Rng& rng, const History& history = {});
+  // The whole distribution sample() draws from, dense over the vocabulary (0 outside the kept
+  // support; greedy: one-hot at the argmax). Speculative decoding's p and q.
+  void distribution(const float* logits, int64_t V, const History& history, float* p);
   const SamplerConfig& config() const { return cfg_; }
 
  private:
   const float* apply_penalties(const float* logits, int64_t V, const History& h);
   Sample draw(const float* logits, int64_t V, Rng& rng);
+  float max_logit(const float* logits, int64_t V) const;
+  // Truncation: cand_ sorted by tempered weight, returns how many are kept; *top is the largest weight.
+  size_t truncate(const float* logits, int64_t V, double* top);
 
   SamplerConfig cfg_;
   std::vector<std::pair<float, int32_t>> cand_;  // reused: no allocation per token after the first

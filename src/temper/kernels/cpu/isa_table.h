@@ -47,6 +47,11 @@ struct IsaTable {
   // Paged decode attention: one query row over nb keys/values of one KV block, online softmax.
   void (*attn_block_update)(const float* q, const float* K, const float* V, int64_t stride, int64_t nb, int64_t D,
                             float scale, float* scores, float* m, float* l, float* acc);
+  // int4 weights x int8 activations (kernels/int4_matmul.h), outputs n in [n0, n1) of every row m < M:
+  // Y[m, n] (+)= sum_g scale[n, g] * (sum_{c in g} sa[m, c] * dot(q[n, c], qa[m, c]) - zero[n, g] * zs[m, g]).
+  void (*int4_gemm_rows)(const int8_t* qa, const float* sa, const float* zs, int64_t M, int64_t Kp, const uint8_t* q,
+                         const float* scale, const uint8_t* zero, int64_t group, int64_t n0, int64_t n1, float* Y,
+                         int64_t ldy, bool accumulate);
   void (*gemm_nt_bf16)(const float* A, int64_t lda, const uint16_t* W, int64_t ldw, float* C, int64_t ldc, int64_t M,
                        int64_t n0, int64_t n1, int64_t K, bool accumulate);
 };

@@ -1,0 +1,40 @@
+// 4-bit weight-only linear layers for the speculative drafter (EfficientRollout): a weight matrix
+// [N, K] quantized round-to-nearest, asymmetric uint4 with one f32 scale and one uint4 zero point
+// per group of `group` inputs (AWQ/GPTQ's "W4 g128 asym" layout); w ~= scale * (q - zero), with 0
+// exactly representable. Rows are padded with zeros to a multiple of 32. Products run on int8
+// activations quantized on the fly per 32 inputs (Q8_0-style: a ~= sa * qa, sa = max|a| / 127), as
+// integer u4 x s8 dot products (AVX2 maddubs; the scalar table computes the same integers), so
+// y[m, n] = sum_g scale * sum_c sa_c * (sum q*qa - zero * sum qa). Packing per 32-input chunk:
+// byte j holds input j (low nibble) and input j + 16 (high nibble), llama.cpp's Q4 order.
+// Leaves out: activation-aware scaling (AWQ), per-channel int8 activations, VNNI (vpdpbusd).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace temper::kernels {
+
+inline constexpr int64_t kInt4Chunk = 32;
+
+struct Int4Weights {
+  int64_t N = 0, K = 0;      // logical shape
+  int64_t Kp = 0;            // K padded to a multiple of 32
+  int64_t group = 128;       // inputs per scale / zero (divides Kp, multiple of 32)
+  std::vector<uint8_t> q;    // [N, Kp / 2]
+  std::vector<float> scale;  // [N, Kp / group]
+  std::vector<uint8_t> zero; // [N, Kp / group], 0..15
+  size_t bytes() const { return q.size() + scale.size() * sizeof(float) + zero.size(); }
+};
+
+// The group actually used for rows of K inputs: `preferred` when it divides the padded row, else the
+// largest of 64 and 32 that does (SmolLM2's 576 = 4.5 x 128 takes 64).
+int64_t int4_group_for(int64_t K, int64_t preferred);
+// Round-to-nearest quantization of W [N, K] (row stride ldw), groups as int4_group_for. Parallel over rows.
+void quantize_int4(const float* W, int64_t N, int64_t K, int64_t ldw, int64_t group, Int4Weights* out);
+void dequantize_int4(const Int4Weights& w, float* W);  // [N, K]
+
+// Y[M, N] = X[M, K] W^T (+ Y when accumulate), X row stride ldx, Y row stride ldy.
+void int4_gemm(int64_t M, const float* X, int64_t ldx, const Int4Weights& W, bool accumulate, float* Y, int64_t ldy);
+
+}  // namespace temper::kernels
