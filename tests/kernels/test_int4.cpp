@@ -61,17 +61,17 @@ TEST(Int4, ProductWithinTheActivationRoundingBoundOnEveryIsa) {
   EXPECT_GT(N * K * 4.0 / static_cast<double>(q.bytes()), 6.9);  // 4.6 bits per weight at group 64
   std::vector<float> wd(static_cast<size_t>(N * K));
   dequantize_int4(q, wd.data());
-  // Exact product with the dequantized weights, and the bound from rounding x per 32 inputs:
-  // |a - sa qa| <= max|a| / 254 per chunk.
+  // Exact product with the dequantized weights, and the bound from rounding x per weight group
+  // (64 inputs here): |a - sa qa| <= max|a| / 254 over the group.
   std::vector<double> exact(static_cast<size_t>(M * N)), bound(static_cast<size_t>(M * N));
   for (int64_t m = 0; m < M; ++m)
     for (int64_t n = 0; n < N; ++n) {
       double s = 0, b = 0;
-      for (int64_t c = 0; c < K / 32; ++c) {
+      for (int64_t c = 0; c < K / q.group; ++c) {
         double amax = 0;
-        for (int64_t j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(double(x[m * K + c * 32 + j])));
-        for (int64_t j = 0; j < 32; ++j) {
-          const int64_t k = c * 32 + j;
+        for (int64_t j = 0; j < q.group; ++j) amax = std::max(amax, std::fabs(double(x[m * K + c * q.group + j])));
+        for (int64_t j = 0; j < q.group; ++j) {
+          const int64_t k = c * q.group + j;
           s += double(x[m * K + k]) * wd[n * K + k];
           b += std::fabs(wd[n * K + k]) * amax / 254.0;
         }

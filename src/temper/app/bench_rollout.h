@@ -17,6 +17,13 @@ struct BenchRolloutOptions {
   int threads = 0;
   std::string dtype = "f32";
   bool json = false;
+  // --speculative (app/bench_speculative.h)
+  bool speculative = false;
+  std::string batches = "1,2,4,8,16,32,64";
+  int64_t gamma = 5;
+  int64_t drafter_group = 128;
+  std::string drafter_head = "bf16";
+  float temperature = 1.0f;
 };
 
 int bench_rollout(const BenchRolloutOptions& o);

@@ -6,6 +6,7 @@
 
 #include "temper/app/bench_load.h"
 #include "temper/app/bench_rollout.h"
+#include "temper/app/bench_speculative.h"
 #include "temper/app/bench_train.h"
 #include "temper/app/convert.h"
 #include "temper/app/generate.h"
@@ -78,6 +79,13 @@ int main(int argc, char** argv) {
   roll->add_option("--threads", br.threads, "Threads");
   roll->add_option("--dtype", br.dtype, "f32 or bf16 GEMMs")->capture_default_str();
   roll->add_flag("--json", br.json, "JSON only (the default output)");
+  roll->add_flag("--speculative", br.speculative,
+                 "With and without speculative decoding (4-bit self-drafter) at each of --batches");
+  roll->add_option("--batches", br.batches, "--speculative: batch sizes, comma-separated")->capture_default_str();
+  roll->add_option("--gamma", br.gamma, "--speculative: draft tokens per cycle")->capture_default_str();
+  roll->add_option("--drafter-group", br.drafter_group, "--speculative: inputs per int4 scale")->capture_default_str();
+  roll->add_option("--drafter-head", br.drafter_head, "--speculative: the drafter's LM head: bf16, int4 or f32 (the policy's)")->capture_default_str();
+  roll->add_option("--temperature", br.temperature, "--speculative: sampling temperature")->capture_default_str();
 
   temper::app::InfoOptions io;
   auto* info = app.add_subcommand("info", "Describe a model (HF directory or config.json) and this machine");
@@ -194,7 +202,7 @@ int main(int argc, char** argv) {
   try {
     if (train->parsed()) return temper::app::bench_train(bt);
     if (load->parsed()) return temper::app::bench_load(bl);
-    if (roll->parsed()) return temper::app::bench_rollout(br);
+    if (roll->parsed()) return br.speculative ? temper::app::bench_speculative(br) : temper::app::bench_rollout(br);
     if (info->parsed()) return temper::app::info(io);
     if (conv->parsed()) return temper::app::convert(co);
     if (lg->parsed()) return temper::app::logits(lo);

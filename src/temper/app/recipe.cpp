@@ -157,6 +157,24 @@ int64_t Recipe::get_int(const std::string& key, int64_t def) {
   return x;
 }
 
+std::vector<int64_t> Recipe::get_int_list(const std::string& key, const std::vector<int64_t>& def) {
+  const Value* v = find(key);
+  std::vector<int64_t> x = def;
+  if (v) {
+    if (v->kind != "array") bad(key, *v, "an array of integers");
+    toml::table t = toml::parse("v = " + v->text);
+    x.clear();
+    for (const toml::node& e : *t["v"].as_array()) {
+      if (!e.is_integer()) bad(key, *v, "an array of integers");
+      x.push_back(e.value<int64_t>().value());
+    }
+  }
+  std::string lit = "[";
+  for (size_t i = 0; i < x.size(); ++i) lit += (i ? ", " : "") + std::to_string(x[i]);
+  record(key, lit + "]");
+  return x;
+}
+
 double Recipe::get_double(const std::string& key, double def) {
   const Value* v = find(key);
   double x = def;

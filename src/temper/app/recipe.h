@@ -26,6 +26,7 @@ class Recipe {
   double get_double(const std::string& key, double def);
   bool get_bool(const std::string& key, bool def);
   std::string get_string(const std::string& key, const std::string& def);
+  std::vector<int64_t> get_int_list(const std::string& key, const std::vector<int64_t>& def);  // [1, 2, 3]
   std::string get_choice(const std::string& key, const std::string& def, const std::vector<std::string>& choices);
   // Every key under prefix (e.g. "task.params."), as text, prefix removed; all marked read.
   std::map<std::string, std::string> get_table(const std::string& prefix);

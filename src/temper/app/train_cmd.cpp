@@ -204,6 +204,36 @@ RunConfig read_config(Recipe& r) {
   q.max_seqs = r.get_int("rl.max_seqs", 64);
   q.optimizer = read_optimizer(r, "rl", 1e-5, 1.0, 0.0, c.rl_steps);
   q.seed = c.seed;
+  // EfficientRollout: speculative rollouts with a 4-bit drafter of the policy.
+  if (r.get_bool("rl.speculative.enabled", r.has_prefix("rl.speculative."))) {
+    rl::SpeculativeConfig sp;
+    rollout::SpecConfig& k = sp.control;
+    if (r.has("rl.speculative.gamma")) {
+      TEMPER_CHECK(!r.has("rl.speculative.ladder")) << r.source() << ": [rl.speculative] gives both gamma (fixed) and ladder (adaptive); keep one";
+      k.ladder = {r.get_int("rl.speculative.gamma", 5)};
+    } else {
+      k.ladder = r.get_int_list("rl.speculative.ladder", k.ladder);
+    }
+    k.alpha_up = r.get_double("rl.speculative.alpha_up", k.alpha_up);
+    k.alpha_down = r.get_double("rl.speculative.alpha_down", k.alpha_down);
+    k.persistence = r.get_int("rl.speculative.persistence", k.persistence);
+    std::string tg = r.get_choice("rl.speculative.toggle", "cost", {"cost", "threshold", "always"});
+    rollout::spec_toggle_from_name(tg, &k.toggle);
+    k.margin = r.get_double("rl.speculative.margin", k.margin);
+    k.threshold = r.get_int("rl.speculative.threshold", k.threshold);
+    k.ramp = r.get_int("rl.speculative.ramp", k.ramp);
+    sp.group = r.get_int("rl.speculative.group", sp.group);
+    sp.lag = r.get_int("rl.speculative.lag", sp.lag);
+    draft_head_from_name(r.get_choice("rl.speculative.head", "bf16", {"bf16", "int4", "f32"}), &sp.head);
+    try {
+      k.validate();
+      TEMPER_CHECK(sp.group >= 32 && sp.group % 32 == 0) << "group must be a positive multiple of 32, got " << sp.group;
+      TEMPER_CHECK(sp.lag >= 0 && sp.lag <= 16) << "lag must be in [0, 16], got " << sp.lag;
+    } catch (const Error& e) {
+      TEMPER_FAIL() << r.source() << ": [rl.speculative]: " << e.what();
+    }
+    q.speculative = sp;
+  }
   // Methods: a section turns one on ([rl.stare], [rl.dre]); `enabled = false` keeps its settings but off.
   if (r.get_bool("rl.stare.enabled", r.has_prefix("rl.stare."))) {
     rl::StareConfig s;
@@ -616,6 +646,7 @@ int train(const TrainOptions& o) {
       make_rl();
       load_checkpoint(resume_from, *policy, &rlt->optimizer(), reference.get());
       rlt->restore(st.rl_steps, st.rl_cursor);
+      if (auto it = st.methods.find("speculative"); it != st.methods.end()) rlt->load_speculative_state(it->second);
       for (auto& m : methods) {
         auto it = st.methods.find(m->name());
         TEMPER_CHECK(it != st.methods.end() || m->save_state().empty())
@@ -733,6 +764,7 @@ int train(const TrainOptions& o) {
       st.methods.clear();
       for (auto& m : methods)
         if (std::string state = m->save_state(); !state.empty()) st.methods[m->name()] = state;
+      if (std::string state = rlt->speculative_state(); !state.empty()) st.methods["speculative"] = state;
     }
     Optimizer& opt = rl_stage ? rlt->optimizer() : sft.trainer().optimizer();
     st.opt_steps = opt.steps_done();

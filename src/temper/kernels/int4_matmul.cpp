@@ -12,7 +12,7 @@ namespace temper::kernels {
 
 namespace {
 
-struct ActScratch {  // X quantized to int8 per 32 inputs
+struct ActScratch {  // X quantized to int8 per weight group
   std::vector<int8_t> qa;
   std::vector<float> sa, zs;
   std::mutex mu;
@@ -89,33 +89,28 @@ void dequantize_int4(const Int4Weights& w, float* W) {
 
 void int4_gemm(int64_t M, const float* X, int64_t ldx, const Int4Weights& W, bool accumulate, float* Y, int64_t ldy) {
   TEMPER_CHECK(M > 0 && W.N > 0) << "int4_gemm: empty product";
-  const int64_t Kp = W.Kp, C = Kp / kInt4Chunk, G = Kp / W.group, per = W.group / kInt4Chunk;
+  const int64_t Kp = W.Kp, G = Kp / W.group;
   static ActScratch s;
   std::lock_guard<std::mutex> lock(s.mu);
   s.qa.resize(static_cast<size_t>(M * Kp));
-  s.sa.resize(static_cast<size_t>(M * C));
+  s.sa.resize(static_cast<size_t>(M * G));
   s.zs.resize(static_cast<size_t>(M * G));
-  for (int64_t m = 0; m < M; ++m) {  // a ~= sa * qa per 32 inputs; zs[g] = sum over the group of sa * sum(qa)
+  for (int64_t m = 0; m < M; ++m) {  // a ~= sa * qa per weight group; zs = sa * sum(qa) over the group
     const float* x = X + m * ldx;
-    for (int64_t c = 0; c < C; ++c) {
+    int8_t* qm = s.qa.data() + m * Kp;
+    for (int64_t g = 0; g < G; ++g) {
+      const int64_t k0 = g * W.group, k1 = std::min(k0 + W.group, W.K);
       float amax = 0.f;
-      for (int64_t j = 0; j < kInt4Chunk; ++j) {
-        const int64_t k = c * kInt4Chunk + j;
-        if (k < W.K) amax = std::max(amax, std::fabs(x[k]));
-      }
+      for (int64_t k = k0; k < k1; ++k) amax = std::max(amax, std::fabs(x[k]));
       TEMPER_CHECK(std::isfinite(amax)) << "int4_gemm: non-finite activation in row " << m;
-      const float sa = amax / 127.f, inv = amax > 0.f ? 127.f / amax : 0.f;
-      int8_t* q = s.qa.data() + m * Kp + c * kInt4Chunk;
+      const float inv = amax > 0.f ? 127.f / amax : 0.f;
       int32_t sum = 0;
-      for (int64_t j = 0; j < kInt4Chunk; ++j) {
-        const int64_t k = c * kInt4Chunk + j;
-        q[j] = k < W.K ? static_cast<int8_t>(std::nearbyint(x[k] * inv)) : 0;
-        sum += q[j];
+      for (int64_t k = k0; k < k0 + W.group; ++k) {
+        qm[k] = k < k1 ? static_cast<int8_t>(std::nearbyint(x[k] * inv)) : 0;
+        sum += qm[k];
       }
-      s.sa[static_cast<size_t>(m * C + c)] = sa;
-      float& zs = s.zs[static_cast<size_t>(m * G + c / per)];
-      if (c % per == 0) zs = 0.f;
-      zs += sa * static_cast<float>(sum);
+      s.sa[static_cast<size_t>(m * G + g)] = amax / 127.f;
+      s.zs[static_cast<size_t>(m * G + g)] = amax / 127.f * static_cast<float>(sum);
     }
   }
   const IsaTable& t = isa_table();

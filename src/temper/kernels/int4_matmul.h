@@ -2,11 +2,11 @@
 // [N, K] quantized round-to-nearest, asymmetric uint4 with one f32 scale and one uint4 zero point
 // per group of `group` inputs (AWQ/GPTQ's "W4 g128 asym" layout); w ~= scale * (q - zero), with 0
 // exactly representable. Rows are padded with zeros to a multiple of 32. Products run on int8
-// activations quantized on the fly per 32 inputs (Q8_0-style: a ~= sa * qa, sa = max|a| / 127), as
-// integer u4 x s8 dot products (AVX2 maddubs; the scalar table computes the same integers), so
-// y[m, n] = sum_g scale * sum_c sa_c * (sum q*qa - zero * sum qa). Packing per 32-input chunk:
-// byte j holds input j (low nibble) and input j + 16 (high nibble), llama.cpp's Q4 order.
-// Leaves out: activation-aware scaling (AWQ), per-channel int8 activations, VNNI (vpdpbusd).
+// activations quantized on the fly per weight group (a ~= sa * qa, sa = max|a| / 127), as exact
+// integer u4 x s8 dot products per group (AVX-512 VNNI vpdpbusd, AVX2 maddubs + madd, or scalar:
+// the same integers), so y[m, n] = sum_g scale * (sa * sum q*qa - zero * sa * sum qa). Packing per
+// 32-input chunk: byte j holds input j (low nibble) and input j + 16 (high nibble), llama.cpp's Q4
+// order. Leaves out: activation-aware scaling (AWQ), other bit widths.
 #pragma once
 
 #include <cstddef>

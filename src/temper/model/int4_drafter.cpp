@@ -3,11 +3,29 @@
 #include <chrono>
 
 #include "temper/core/error.h"
+#include "temper/kernels/matmul.h"
 #include "temper/model/transformer.h"
 
 namespace temper {
 
-Int4Drafter::Int4Drafter(int64_t group, int64_t lag) : group_(group), lag_(lag) {
+bool draft_head_from_name(const std::string& name, DraftHead* out) {
+  if (name == "bf16") *out = DraftHead::bf16;
+  else if (name == "int4") *out = DraftHead::int4;
+  else if (name == "f32") *out = DraftHead::f32;
+  else return false;
+  return true;
+}
+
+std::string draft_head_name(DraftHead h) {
+  switch (h) {
+    case DraftHead::bf16: return "bf16";
+    case DraftHead::int4: return "int4";
+    case DraftHead::f32: return "f32";
+  }
+  return "?";
+}
+
+Int4Drafter::Int4Drafter(int64_t group, int64_t lag, DraftHead head) : group_(group), lag_(lag), head_(head) {
   TEMPER_CHECK(group >= 32 && group % 32 == 0) << "drafter: group must be a positive multiple of 32, got " << group;
   TEMPER_CHECK(lag >= 0) << "drafter: lag must be >= 0, got " << lag;
 }
@@ -16,11 +34,13 @@ void Int4Drafter::refresh(const Transformer& model) {
   auto t0 = std::chrono::steady_clock::now();
   const ModelConfig& c = model.config();
   const int64_t C = c.hidden_size, Hq = c.num_heads * c.head_dim, QKV = c.qkv_dim(), F = c.intermediate_size;
-  std::vector<Int4Layer> layers(static_cast<size_t>(c.num_layers));
+  Copy copy;
   if (copies_.size() > static_cast<size_t>(lag_)) {  // reuse the oldest copy's buffers
-    layers = std::move(copies_.front());
+    copy = std::move(copies_.front());
     copies_.pop_front();
   }
+  std::vector<Int4Layer>& layers = copy.layers;
+  layers.resize(static_cast<size_t>(c.num_layers));
   const float* P = model.params();
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const LayerOffsets& o = model.layout().layers[static_cast<size_t>(l)];
@@ -30,20 +50,36 @@ void Int4Drafter::refresh(const Transformer& model) {
     kernels::quantize_int4(P + o.w_gu, 2 * F, C, C, group_, &q.gu);
     kernels::quantize_int4(P + o.w_down, C, F, F, group_, &q.down);
   }
-  copies_.push_back(std::move(layers));
+  const int64_t head_n = c.vocab_size * C;
+  if (head_ == DraftHead::int4) kernels::quantize_int4(P + model.layout().lm_head, c.vocab_size, C, C, kHeadGroup, &copy.head);
+  if (head_ == DraftHead::bf16) {
+    copy.head16.resize(static_cast<size_t>(head_n));
+    kernels::convert_to_bf16(P + model.layout().lm_head, copy.head16.data(), head_n);
+  }
+  copies_.push_back(std::move(copy));
   ++refreshes_;
   last_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 const std::vector<Int4Layer>& Int4Drafter::layers() const {
   TEMPER_CHECK(!copies_.empty()) << "drafter: used before the first refresh";
-  return copies_.front();
+  return copies_.front().layers;
+}
+
+const kernels::Int4Weights* Int4Drafter::head_int4() const {
+  TEMPER_CHECK(!copies_.empty()) << "drafter: used before the first refresh";
+  return head_ == DraftHead::int4 ? &copies_.front().head : nullptr;
+}
+
+const uint16_t* Int4Drafter::head_bf16() const {
+  TEMPER_CHECK(!copies_.empty()) << "drafter: used before the first refresh";
+  return head_ == DraftHead::bf16 ? copies_.front().head16.data() : nullptr;
 }
 
 size_t Int4Drafter::bytes() const {
   size_t b = 0;
   for (const Int4Layer& l : layers()) b += l.qkv.bytes() + l.o.bytes() + l.gu.bytes() + l.down.bytes();
-  return b;
+  return b + copies_.front().head.bytes() + copies_.front().head16.size() * sizeof(uint16_t);
 }
 
 }  // namespace temper

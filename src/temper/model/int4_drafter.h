@@ -1,14 +1,17 @@
 // The speculative drafter of EfficientRollout: a 4-bit copy of the policy's block linears (q/k/v,
 // o, gate/up, down of every layer; RTN asymmetric uint4, group 128, kernels/int4_matmul.h). The
-// embeddings, norms, biases and LM head are not copied: the drafter reads the policy's own, and
-// it attends over the policy's KV cache for the committed prefix (Transformer::forward_paged with
-// a drafter). refresh() re-quantizes from the current weights after every update (what the
+// embeddings, norms and biases are not copied: the drafter reads the policy's own, and it attends
+// over the policy's KV cache for the committed prefix (Transformer::forward_paged with a drafter).
+// The LM head (a fifth of a small model's bytes: SmolLM2-135M has 28M of 135M parameters there):
+// bf16 by default, the paper's 16-bit head (a bf16 copy made at each refresh); int4 (group 32) or
+// the policy's own f32 head on request. docs/METHODS.md has the acceptance and speed of each. refresh() re-quantizes from the current weights after every update (what the
 // released code does); with lag = k the copy in use is the one quantized k refreshes earlier (the
 // "drafter from k steps before" of the press description, to measure what staleness costs).
 #pragma once
 
 #include <cstdint>
 #include <deque>
+#include <string>
 #include <vector>
 
 #include "temper/kernels/int4_matmul.h"
@@ -17,18 +20,27 @@ namespace temper {
 
 class Transformer;
 
+enum class DraftHead { bf16, int4, f32 };
+bool draft_head_from_name(const std::string& name, DraftHead* out);
+std::string draft_head_name(DraftHead h);
+
 struct Int4Layer {
   kernels::Int4Weights qkv, o, gu, down;
 };
 
 class Int4Drafter {
  public:
-  explicit Int4Drafter(int64_t group = 128, int64_t lag = 0);
+  // The int4 head's group: finer than the blocks' (the logits are what acceptance compares).
+  static constexpr int64_t kHeadGroup = 32;
+  explicit Int4Drafter(int64_t group = 128, int64_t lag = 0, DraftHead head = DraftHead::bf16);
   // Quantizes the model's current weights (pushes a copy; the one in use is `lag` refreshes old,
   // or the oldest kept while fewer exist).
   void refresh(const Transformer& model);
   bool ready() const { return !copies_.empty(); }
   const std::vector<Int4Layer>& layers() const;  // the copy in use
+  DraftHead head_kind() const { return head_; }
+  const kernels::Int4Weights* head_int4() const;  // its LM head, by kind (null when another kind)
+  const uint16_t* head_bf16() const;
   int64_t lag() const { return lag_; }
   int64_t group() const { return group_; }
   size_t bytes() const;             // of the copy in use
@@ -36,8 +48,14 @@ class Int4Drafter {
   int64_t refreshes() const { return refreshes_; }
 
  private:
+  struct Copy {
+    std::vector<Int4Layer> layers;
+    kernels::Int4Weights head;
+    std::vector<uint16_t> head16;
+  };
   int64_t group_, lag_;
-  std::deque<std::vector<Int4Layer>> copies_;  // newest at the back, at most lag + 1
+  DraftHead head_;
+  std::deque<Copy> copies_;  // newest at the back, at most lag + 1
   double last_s_ = 0;
   int64_t refreshes_ = 0;
 };

@@ -331,6 +331,8 @@ void Transformer::forward_paged(const PagedStep& st, KvPool& pool, const Int4Dra
     kv_len_[static_cast<size_t>(i)] = st.pos[i] + 1;
   }
   const int64_t C = cfg_.hidden_size, V = cfg_.vocab_size;
+  TEMPER_CHECK(!drafter || static_cast<int64_t>(drafter->layers().size()) == cfg_.num_layers)
+      << "forward_paged: the drafter was built for another model (" << drafter->layers().size() << " layers)";
   kernels::embedding_fwd(params() + layout_.embed, st.tokens, scratch_acts_.x_in, st.n, V, C);
   for (int64_t l = 0; l < cfg_.num_layers; ++l) {
     layer_forward(l, scratch_acts_, x_tmp_, 1, st.n, &st, &pool,
@@ -344,6 +346,14 @@ void Transformer::forward_paged(const PagedStep& st, KvPool& pool, const Int4Dra
   if (st.n_out == 0) return;
   kernels::rmsnorm_fwd(x_tmp_, params() + layout_.final_norm, xn_, rstd_f_, st.n_out, C,
                        static_cast<float>(cfg_.rms_norm_eps));
+  if (const kernels::Int4Weights* head = drafter ? drafter->head_int4() : nullptr) {
+    kernels::int4_gemm(st.n_out, xn_, C, *head, false, st.logits, V);
+    return;
+  }
+  if (const uint16_t* head = drafter ? drafter->head_bf16() : nullptr) {
+    gemm(false, true, st.n_out, V, C, xn_, C, params() + layout_.lm_head, C, 0.f, st.logits, V, kernels::Precision::bf16, head);
+    return;
+  }
   gemm(false, true, st.n_out, V, C, xn_, C, params() + layout_.lm_head, C, 0.f, st.logits, V, precision_,
        w16(layout_.lm_head));
 }

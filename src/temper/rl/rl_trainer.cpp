@@ -1,5 +1,7 @@
 #include "temper/rl/rl_trainer.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -81,6 +83,12 @@ RlTrainer::RlTrainer(Transformer& policy, std::shared_ptr<const tasks::Task> tas
   pool_ = std::make_unique<KvPool>(policy_.config(), block, blocks);
   engine_ = std::make_unique<rollout::RolloutEngine>(
       policy_, *pool_, rollout::EngineConfig{std::min(cfg_.max_seqs, cfg_.prompts_per_step * cfg_.group_size), codec_.token_bytes});
+  if (cfg_.speculative) {
+    cfg_.speculative->control.validate();
+    drafter_ = std::make_unique<Int4Drafter>(cfg_.speculative->group, cfg_.speculative->lag, cfg_.speculative->head);
+    spec_ = std::make_unique<rollout::SpecController>(cfg_.speculative->control);
+    engine_->set_speculative(drafter_.get(), spec_.get());
+  }
   MethodEnv env;
   env.task = task_;
   env.codec = &codec_;
@@ -232,6 +240,15 @@ void RlTrainer::rollout(int64_t n, int64_t round, std::vector<Trajectory>& out, 
     if (auto* h = m->rollout_hook(rr)) hooks.push_back(h);
   HookChain chain(hooks);
   std::vector<rollout::Completion> done = rollout::run_sharded(*engine_, reqs, comm_, chain.empty() ? nullptr : &chain);
+  if (spec_) {  // this rank's engine statistics of the run
+    const rollout::EngineStats& es = engine_->stats();
+    spec_sum_.steps += es.steps;
+    spec_sum_.spec_steps += es.spec_steps;
+    spec_sum_.spec_cycles += es.spec_cycles;
+    spec_sum_.drafted += es.drafted;
+    spec_sum_.accepted += es.accepted;
+    spec_sum_.decode_tokens += es.decode_tokens;
+  }
   for (rollout::Completion& c : done) {
     Trajectory t;
     t.problem = static_cast<int64_t>(p0) + c.request;
@@ -292,12 +309,77 @@ void RlTrainer::score(Batch& b, size_t from) {
   }
 }
 
+// Before the step's rollouts: the drafter from the current weights (its time counts toward the
+// rollout), and once per run the cost model (measured on rank 0, the same on every rank: the
+// toggle then decides alike wherever it runs, and a resumed run reads it from the checkpoint).
+void RlTrainer::speculative_begin_step() {
+  if (!spec_) return;
+  spec_sum_ = {};
+  auto t0 = Clock::now();
+  drafter_->refresh(policy_);
+  requant_s_ = since(t0);
+  if (cfg_.speculative->control.toggle == rollout::SpecToggle::cost && !spec_->cost_model().calibrated()) {
+    std::string bytes;
+    if (rank() == 0) {
+      const int64_t rows = engine_->config().max_seqs * (cfg_.speculative->control.ladder.back() + 1);
+      rollout::SpecCostModel m = rollout::calibrate_spec_cost(policy_, *pool_, *drafter_, std::min<int64_t>(rows, 1024));
+      nlohmann::json j = {{"rows", m.rows}, {"policy_s", m.policy_s}, {"draft_s", m.draft_s}};
+      bytes = j.dump();
+    }
+    if (comm_ && comm_->size() > 1) comm_->broadcast(bytes, 0);
+    nlohmann::json j = nlohmann::json::parse(bytes);
+    spec_->set_cost_model({j["rows"].get<std::vector<double>>(), j["policy_s"].get<std::vector<double>>(),
+                           j["draft_s"].get<std::vector<double>>()});
+  }
+}
+
+// After the step's rollouts: acceptance summed over ranks moves the ladder (the same on every rank).
+void RlTrainer::speculative_metrics(Metrics& out) {
+  if (!spec_) return;
+  double v[6] = {static_cast<double>(spec_sum_.spec_cycles), static_cast<double>(spec_sum_.drafted),
+                 static_cast<double>(spec_sum_.accepted), static_cast<double>(spec_sum_.spec_steps),
+                 static_cast<double>(spec_sum_.steps), static_cast<double>(spec_sum_.decode_tokens)};
+  if (comm_ && comm_->size() > 1) comm_->allreduce_sum(v, 6);
+  const int64_t gamma = spec_->gamma();
+  spec_->end_rollout(static_cast<int64_t>(v[0]), static_cast<int64_t>(v[1]), static_cast<int64_t>(v[2]), true);
+  out.emplace_back("spec_gamma", static_cast<double>(gamma));
+  out.emplace_back("spec_accept_rate", v[1] > 0 ? v[2] / v[1] : 0.0);
+  out.emplace_back("spec_accepted_len", v[0] > 0 ? 1.0 + v[2] / v[0] : 0.0);
+  out.emplace_back("spec_steps_frac", v[4] > 0 ? v[3] / v[4] : 0.0);  // engine steps that were speculative cycles
+  out.emplace_back("spec_requant_s", requant_s_);
+  out.emplace_back("spec_drafter_mb", static_cast<double>(drafter_->bytes()) / (1 << 20));
+}
+
+std::string RlTrainer::speculative_state() const {
+  if (!spec_) return {};
+  const rollout::SpecState& s = spec_->state();
+  const rollout::SpecCostModel& m = spec_->cost_model();
+  nlohmann::json j = {{"rung", s.rung}, {"up", s.up}, {"down", s.down}, {"accepted_len", s.accepted_len},
+                      {"cost", {{"rows", m.rows}, {"policy_s", m.policy_s}, {"draft_s", m.draft_s}}}};
+  return j.dump();
+}
+
+void RlTrainer::load_speculative_state(const std::string& text) {
+  TEMPER_CHECK(spec_) << "rl: the checkpoint has speculative decoding state, but the recipe has no [rl.speculative]";
+  nlohmann::json j = nlohmann::json::parse(text);
+  rollout::SpecState s;
+  s.rung = j.at("rung").get<int64_t>();
+  s.up = j.at("up").get<int64_t>();
+  s.down = j.at("down").get<int64_t>();
+  s.accepted_len = j.at("accepted_len").get<double>();
+  spec_->set_state(s);
+  const nlohmann::json& c = j.at("cost");
+  spec_->set_cost_model({c.at("rows").get<std::vector<double>>(), c.at("policy_s").get<std::vector<double>>(),
+                         c.at("draft_s").get<std::vector<double>>()});
+}
+
 Metrics RlTrainer::step() {
   auto t_step = Clock::now();
   batch_ = Batch{};
   Batch& b = batch_;
   b.step = step_;
   rollout_s_ = reward_s_ = 0;
+  speculative_begin_step();
   // Rounds: rollout -> after_rollout -> score -> after_reward -> (dynamic sampling) keep only groups
   // whose rewards differ, and draw more prompts for the rest.
   int64_t kept_groups = 0, drawn = 0;
@@ -411,6 +493,7 @@ Metrics RlTrainer::step() {
   out.emplace_back("train_s", train_s);
   out.emplace_back("step_s", since(t_step));
   out.emplace_back("reward_failures", static_cast<double>(safe_.failures()) + failures_elsewhere_);
+  speculative_metrics(out);
   for (Method* m : methods_) m->metrics(out);
   for (Method* m : methods_) m->after_step(out);
   ++step_;

@@ -20,9 +20,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "temper/dist/communicator.h"
+#include "temper/model/int4_drafter.h"
 #include "temper/model/kv_pool.h"
 #include "temper/model/optimizer.h"
 #include "temper/model/transformer.h"
@@ -35,6 +38,16 @@
 #include "temper/rollout/engine.h"
 
 namespace temper::rl {
+
+// EfficientRollout ([rl.speculative]): rollouts decode speculatively with a 4-bit copy of the policy
+// (re-quantized at the start of every step, i.e. after every weight update; `lag` keeps older
+// copies), switched on per rollout by the controller (rollout/spec_control.h).
+struct SpeculativeConfig {
+  rollout::SpecConfig control;
+  int64_t group = 128;  // inputs per int4 scale
+  int64_t lag = 0;      // drafter from `lag` updates earlier
+  DraftHead head = DraftHead::bf16;
+};
 
 struct RlConfig {
   int64_t prompts_per_step = 8;
@@ -52,6 +65,7 @@ struct RlConfig {
   uint64_t seed = 0;
   int64_t kv_memory_mb = 256;
   int64_t max_seqs = 64;
+  std::optional<SpeculativeConfig> speculative;
   OptimizerConfig optimizer;
   void validate() const;
 };
@@ -69,6 +83,9 @@ class RlTrainer {
   uint64_t cursor() const { return cursor_; }  // problems drawn from the task so far
   Optimizer& optimizer() { return opt_; }
   void restore(int64_t steps_done, uint64_t cursor) { step_ = steps_done, cursor_ = cursor; }
+  // Speculative decoding's controller state and cost model (for checkpoints; empty without it).
+  std::string speculative_state() const;
+  void load_speculative_state(const std::string& s);
   // The process group (null or one rank: one process). Set before the first step.
   void set_communicator(dist::Communicator* comm) { comm_ = comm, opt_.set_communicator(comm); }
 
@@ -87,6 +104,12 @@ class RlTrainer {
   Optimizer opt_;
   std::unique_ptr<KvPool> pool_;
   std::unique_ptr<rollout::RolloutEngine> engine_;
+  std::unique_ptr<Int4Drafter> drafter_;
+  std::unique_ptr<rollout::SpecController> spec_;
+  rollout::EngineStats spec_sum_;  // this step's rollouts on this rank
+  double requant_s_ = 0;
+  void speculative_begin_step();
+  void speculative_metrics(Metrics& out);
   Batch batch_;
   int64_t step_ = 0;
   uint64_t cursor_ = 0;

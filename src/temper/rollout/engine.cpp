@@ -1,6 +1,7 @@
 #include "temper/rollout/engine.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <deque>
 
@@ -220,6 +221,9 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
       return History{q.prompt, hist};
     };
     PagedStep st;
+    using clock = std::chrono::steady_clock;
+    auto secs = [](clock::time_point a) { return std::chrono::duration<double>(clock::now() - a).count(); };
+    auto t0 = clock::now();
     // Draft: gmax passes of the drafter, each over the sequences still drafting.
     for (size_t i = 0; i < n; ++i) drafts[i].clear();
     for (int64_t j = 0; j < gmax; ++j) {
@@ -251,6 +255,8 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
         drafts[i].push_back(sample_dense(q, V, s.rng));
       }
     }
+    stats_.draft_s += secs(t0);
+    t0 = clock::now();
     // Verify: one policy pass over [pending, drafts...] of every sequence.
     tok.clear();
     pos.clear();
@@ -272,6 +278,8 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
     st.out_rows = rows.data();
     st.logits = logits.data();
     model_.forward_paged(st, pool_);
+    stats_.verify_s += secs(t0);
+    t0 = clock::now();
     // Accept: emit accepted drafts, then the correction or the bonus token, through the usual checks.
     next.clear();
     spawned.clear();
@@ -319,6 +327,7 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
     for (Live& s : spawned) next.push_back(std::move(s));
     live.swap(next);
     ++stats_.spec_steps;
+    stats_.accept_s += secs(t0);
     return true;
   };
 

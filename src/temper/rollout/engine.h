@@ -120,6 +120,7 @@ struct EngineStats {
   // Speculative decoding: the step it turned on at (-1: never), verify cycles (one per sequence and
   // cycle with drafts), tokens drafted and accepted, the gamma used.
   int64_t spec_from_step = -1, spec_steps = 0, spec_cycles = 0, drafted = 0, accepted = 0, gamma = 0;
+  double draft_s = 0, verify_s = 0, accept_s = 0;  // seconds in the draft passes (forwards and sampling), the verify forward, the acceptance
 };
 
 class RolloutEngine {
@@ -128,6 +129,7 @@ class RolloutEngine {
   // Completions in (request, member) order; a request's forks follow its G members in creation order.
   std::vector<Completion> run(const std::vector<RolloutRequest>& requests, RolloutHook* hook = nullptr);
   const EngineStats& stats() const { return stats_; }  // of the last run
+  const EngineConfig& config() const { return cfg_; }
   void set_speculative(const Int4Drafter* drafter, SpecController* spec) {
     cfg_.drafter = drafter;
     cfg_.spec = spec;

@@ -48,7 +48,7 @@ struct IsaTable {
   void (*attn_block_update)(const float* q, const float* K, const float* V, int64_t stride, int64_t nb, int64_t D,
                             float scale, float* scores, float* m, float* l, float* acc);
   // int4 weights x int8 activations (kernels/int4_matmul.h), outputs n in [n0, n1) of every row m < M:
-  // Y[m, n] (+)= sum_g scale[n, g] * (sum_{c in g} sa[m, c] * dot(q[n, c], qa[m, c]) - zero[n, g] * zs[m, g]).
+  // Y[m, n] (+)= sum_g scale[n, g] * (sa[m, g] * dot(q[n, g], qa[m, g]) - zero[n, g] * zs[m, g]).
   void (*int4_gemm_rows)(const int8_t* qa, const float* sa, const float* zs, int64_t M, int64_t Kp, const uint8_t* q,
                          const float* scale, const uint8_t* zero, int64_t group, int64_t n0, int64_t n1, float* Y,
                          int64_t ldy, bool accumulate);
