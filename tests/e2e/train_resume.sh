@@ -93,6 +93,22 @@ resume_equal r 5 --set rl.reves.seeds=6 --set rl.reves.rounds=2 --set rl.reves.r
   --set rl.reves.aug_ratio=0.5 --set eval.revisions=2 --set eval.every=3
 grep -q '"reves_pool"' "$work/rfull/metrics.jsonl" && grep -q '"eval_revised_accuracy"' "$work/rfull/metrics.jsonl"
 state_has "$work/rfull" reves '"pool"'
+# EfficientRollout: speculative rollouts (toggle always, a ladder that moves), the controller in the checkpoint.
+resume_equal sp 4 --set rl.speculative.toggle='"always"' --set rl.speculative.ladder='[1, 2, 3]' \
+  --set rl.speculative.alpha_up=0.3 --set rl.speculative.alpha_down=0.1 --set rl.speculative.persistence=1
+python3 - "$work/spfull/metrics.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if '"spec_gamma"' in l]
+assert len(rows) == 3 and all(r["spec_accept_rate"] > 0 and r["spec_steps_frac"] > 0 for r in rows), rows
+assert [r["spec_gamma"] for r in rows] == [1, 2, 3], [r["spec_gamma"] for r in rows]  # up a rung after each rollout
+PY
+state_has "$work/spfull" speculative '"rung":2'
+if "$temper" train --out "$work/bad" "${common[@]}" --set rl.speculative.toggle='"sometimes"' 2> "$work/bad.log"; then echo "a bad rl.speculative.toggle was accepted"; exit 1; fi
+grep -q "rl.speculative.toggle" "$work/bad.log"
+rm -rf "$work/bad"
+if "$temper" train --out "$work/bad" "${common[@]}" --set rl.speculative.ladder='[5, 3]' 2> "$work/bad.log"; then echo "a decreasing ladder was accepted"; exit 1; fi
+grep -q "rl.speculative.*ladder must be increasing" "$work/bad.log"
+rm -rf "$work/bad"
 if "$temper" train --out "$work/bad" "${common[@]}" --set rl.zppo.mode='"inject"' 2> "$work/bad.log"; then echo "ZPPO inject without a teacher was accepted"; exit 1; fi
 grep -q 'needs a teacher' "$work/bad.log"
 rm -rf "$work/bad"

@@ -321,8 +321,10 @@ void RlTrainer::speculative_begin_step() {
   if (cfg_.speculative->control.toggle == rollout::SpecToggle::cost && !spec_->cost_model().calibrated()) {
     std::string bytes;
     if (rank() == 0) {
+      // Up to 64 rows (a verify of 5 sequences at gamma 11): speculation pays only at small live
+      // batches; beyond the last point the times extrapolate linearly.
       const int64_t rows = engine_->config().max_seqs * (cfg_.speculative->control.ladder.back() + 1);
-      rollout::SpecCostModel m = rollout::calibrate_spec_cost(policy_, *pool_, *drafter_, std::min<int64_t>(rows, 1024));
+      rollout::SpecCostModel m = rollout::calibrate_spec_cost(policy_, *pool_, *drafter_, std::min<int64_t>(rows, 64), 2);
       nlohmann::json j = {{"rows", m.rows}, {"policy_s", m.policy_s}, {"draft_s", m.draft_s}};
       bytes = j.dump();
     }
@@ -330,6 +332,16 @@ void RlTrainer::speculative_begin_step() {
     nlohmann::json j = nlohmann::json::parse(bytes);
     spec_->set_cost_model({j["rows"].get<std::vector<double>>(), j["policy_s"].get<std::vector<double>>(),
                            j["draft_s"].get<std::vector<double>>()});
+    if (rank() == 0) {
+      const rollout::SpecCostModel& m = spec_->cost_model();
+      int64_t breakeven = 0;
+      for (int64_t b = 1; b <= engine_->config().max_seqs; ++b)
+        if (spec_->turn_on(b)) breakeven = b;
+      TEMPER_LOG(info) << "speculative: cost model calibrated: one forward " << m.policy(1) * 1e3 << " ms (policy), "
+                 << m.draft(1) * 1e3 << " ms (4-bit drafter, " << drafter_->bytes() / (1 << 20) << " MB); at gamma "
+                 << spec_->gamma() << " and accepted length " << spec_->expected_len()
+                 << " speculation pays while at most " << breakeven << " sequences are live";
+    }
   }
 }
 
@@ -474,6 +486,11 @@ Metrics RlTrainer::step() {
     for (float e : t.entropy) ent_sum += e, ent_n += 1;
     truncated += t.finish == rollout::FinishReason::length ? 1 : 0;
   }
+  // Per-token advantage spread over the tokens in the loss (GraphPO's issue 8 comparison with GRPO).
+  double adv_n = 0, adv_s = 0, adv_ss = 0;
+  for (const Trajectory& t : b.traj)
+    for (size_t i = 0; i < t.advantage.size(); ++i)
+      if (i >= t.loss_mask.size() || t.loss_mask[i] > 0) adv_n += 1, adv_s += t.advantage[i], adv_ss += double(t.advantage[i]) * t.advantage[i];
   double n = std::max<double>(1.0, originals);
   double mean = rsum / n;
   out.emplace_back("reward_mean", mean);
@@ -487,6 +504,8 @@ Metrics RlTrainer::step() {
   out.emplace_back("prompts_drawn", static_cast<double>(drawn));
   out.emplace_back("groups_dropped", static_cast<double>(b.groups_dropped));
   out.insert(out.end(), upd.begin(), upd.end());
+  out.emplace_back("gen_tokens", static_cast<double>(gen_tokens));
+  out.emplace_back("adv_token_var", adv_n > 0 ? std::max(0.0, adv_ss / adv_n - (adv_s / adv_n) * (adv_s / adv_n)) : 0.0);
   out.emplace_back("rollout_tokens_per_s", rollout_s_ > 0 ? static_cast<double>(gen_tokens) / rollout_s_ : 0.0);
   out.emplace_back("rollout_s", rollout_s_);
   out.emplace_back("reward_s", reward_s_);
