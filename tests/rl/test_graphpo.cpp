@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 
 #include "rl/byte_codec.h"
 #include "rl/letter_task.h"
@@ -226,4 +227,142 @@ TEST(GraphPo, TheExpansionBudgetStopsLaterArrivalsAndTheyShareTheSuffix) {
   auto credit = graph_advantages({closed, open}, GraphConfig{}, &st);
   EXPECT_EQ(st.classes, 1);  // the open path's last step merged into 8
   EXPECT_NEAR(credit[1][0].efficiency, standardised({-6, -9})[1], 1e-12);
+}
+
+TEST(GraphPo, CosineClustersAndLineSteps) {
+  const std::vector<std::vector<float>> v = {{1, 0}, {0.99f, 0.1f}, {0, 1}, {0.6f, 0.8f}, {0, 0}, {0, 0}, {0.5f, 0.01f}};
+  EXPECT_EQ(cosine_clusters(v, 0.92), (std::vector<int64_t>{0, 0, 1, 2, 3, 3, 0}));
+  EXPECT_EQ(cosine_clusters(v, 0.5), (std::vector<int64_t>{0, 0, 1, 0, 2, 2, 0}));  // 0.6 >= 0.5: joins the first founder
+  std::vector<int64_t> owner;
+  auto steps = segment_lines(test::byte_codec(), test::ids("a\nbb\nc"), &owner);
+  ASSERT_EQ(steps.size(), 3u);
+  EXPECT_EQ(steps[0].text, "a\n");
+  EXPECT_EQ(steps[1].tokens, 3);
+  EXPECT_EQ(steps[2].text, "c");
+  EXPECT_EQ(owner, (std::vector<int64_t>{0, 0, 1, 1, 1, 2}));
+  EXPECT_EQ(segment_lines(test::byte_codec(), test::ids("a\n"), nullptr).size(), 1u);
+}
+
+TEST(GraphPo, EmbeddingEquivalenceMergesLinesWithTheSameMeaning) {
+  // Features: each letter or digit its own axis, spaces and line ends none, so "x=5" and "x = 5" point the
+  // same way (cosine 1) and "y=7" elsewhere. The advantages GraphPO writes are graph_advantages' on paths
+  // whose first steps carry the cluster keys by hand.
+  const std::vector<std::string> texts = {"x=5\nA", "x = 5\nB", "y=7\nA", "y=7\nC"};
+  const std::vector<double> rewards = {1, 1, 0, 1};
+  Batch b;
+  b.problems.resize(1);
+  for (size_t i = 0; i < texts.size(); ++i) {
+    Trajectory t;
+    t.problem = 0;
+    t.group = 0;
+    t.member = static_cast<int64_t>(i);
+    t.prompt = test::ids("q:");
+    t.tokens = test::ids(texts[i]);
+    t.text = texts[i];
+    t.reward = rewards[i];
+    t.loss_mask.assign(t.tokens.size(), 1.f);
+    b.traj.push_back(t);
+  }
+  GraphPoConfig c;
+  c.equivalence = Equivalence::embedding;
+  GraphPo g(c);
+  MethodEnv env;
+  const PromptCodec codec = test::byte_codec();
+  env.codec = &codec;
+  g.attach(env);
+  g.set_features([](const Trajectory& t) {
+    std::vector<float> f(t.tokens.size() * 64, 0.f);
+    for (size_t i = 0; i < t.tokens.size(); ++i)
+      if (std::isalnum(t.tokens[i]) || t.tokens[i] == '=') f[i * 64 + static_cast<size_t>(t.tokens[i]) % 64] = 1.f;
+    return f;
+  });
+  ASSERT_TRUE(g.advantages(b));
+  std::vector<GraphPath> paths = {path({{"x=5\n", "e0", 4}, {"A", "", 1}}, 1), path({{"x = 5\n", "e0", 6}, {"B", "", 1}}, 1),
+                                  path({{"y=7\n", "e1", 4}, {"A", "", 1}}, 0), path({{"y=7\n", "e1", 4}, {"C", "", 1}}, 1)};
+  GraphStats st;
+  auto credit = graph_advantages(paths, GraphConfig{}, &st);
+  EXPECT_EQ(st.classes, 2);  // "x=5" and "x = 5" are one state
+  for (size_t k = 0; k < paths.size(); ++k) {
+    const Trajectory& t = b.traj[k];
+    size_t i = 0;
+    for (size_t s = 0; s < paths[k].steps.size(); ++s)
+      for (int64_t j = 0; j < paths[k].steps[s].tokens; ++j, ++i) {
+        EXPECT_NEAR(t.advantage[i], credit[k][s].advantage, 1e-6) << k << " " << i;
+        EXPECT_EQ(t.loss_mask[i], credit[k][s].counted ? 1.f : 0.f);
+      }
+  }
+  // The shared "y=7" edge is in the loss once; the merged state pools "x=5" and "x = 5".
+  EXPECT_EQ(b.traj[3].loss_mask[0], 0.f);
+  Metrics m;
+  g.metrics(m);
+  EXPECT_NEAR(test::value(m, "graphpo_merge_rate"), 1.0 - 2.0 / 3.0, 1e-9);  // 3 tree states, 2 classes
+  // Below the threshold nothing merges: a cosine of 1 is needed at similarity 1, and "x=5" vs "y=7" is 0.
+  c.similarity = 1.0;
+  GraphPo strict(c);
+  strict.attach(env);
+  strict.set_features([](const Trajectory& t) { return std::vector<float>(t.tokens.size(), 1.f); });  // all alike
+  ASSERT_TRUE(strict.advantages(b));
+  Metrics m2;
+  strict.metrics(m2);
+  EXPECT_NEAR(test::value(m2, "graphpo_merge_rate"), 1.0 - 1.0 / 3.0, 1e-9);  // identical features: one class
+}
+
+namespace {
+struct EnvProbe : Method {  // keeps the trainer's MethodEnv
+  MethodEnv env;
+  std::string name() const override { return "probe"; }
+  void attach(const MethodEnv& e) override { env = e; }
+};
+}  // namespace
+
+TEST(GraphPo, EmbeddingEquivalenceInTheTrainerUsesThePolicysHiddenStates) {
+  // The features GraphPO reads by default (MethodEnv::hidden) are the policy's final hidden states at the
+  // completion's tokens: rows T_prompt .. T-1 of forward_hidden over prompt + completion.
+  test::RlSetup s;
+  GraphPoConfig c;
+  c.equivalence = Equivalence::embedding;
+  GraphPo g(c);
+  EnvProbe probe;
+  RlConfig cfg = test::config();
+  RlTrainer t(s.model, s.task, test::codec(), cfg, s.safe, {&g, &probe});
+  const std::vector<int32_t> prompt = {1, 2, 3}, tokens = {4, 5};
+  const std::vector<float> h = probe.env.hidden(prompt, tokens);
+  const int64_t H = s.model.config().hidden_size;
+  ASSERT_EQ(static_cast<int64_t>(h.size()), 2 * H);
+  std::vector<int32_t> all = {1, 2, 3, 4, 5};
+  std::vector<float> ref(static_cast<size_t>(5 * H));
+  s.model.forward_hidden(all.data(), 1, 5, ref.data());
+  for (int64_t i = 0; i < 2 * H; ++i) ASSERT_FLOAT_EQ(h[static_cast<size_t>(i)], ref[static_cast<size_t>(3 * H + i)]);
+  Metrics m = t.step();
+  for (const Trajectory& x : t.last_batch().traj)
+    for (float a : x.advantage) ASSERT_TRUE(std::isfinite(a));
+  EXPECT_TRUE(std::isfinite(test::value(m, "adv_token_var")));
+  GraphPoConfig bad = c;
+  bad.expand_budget = 1;
+  EXPECT_THROW(GraphPo{bad}, Error);
+}
+
+namespace {
+struct MaskProbe : Method {  // what a method's advantages() sees of the loss mask
+  int64_t sized = 0, total = 0, forced_in_loss = 0;
+  std::string name() const override { return "mask_probe"; }
+  bool advantages(Batch& b) override {
+    for (const Trajectory& t : b.traj) {
+      ++total;
+      if (t.loss_mask.size() == t.tokens.size()) ++sized;
+    }
+    return false;
+  }
+};
+}  // namespace
+
+TEST(GraphPo, TheLossMaskIsSizedBeforeMethodsAdvantages) {
+  // GraphPO takes later copies of a shared edge out of the loss mask inside advantages(); the trainer once
+  // sized the mask only after, so those writes went past its end (a crash on arithmetic rollouts).
+  test::RlSetup s;
+  MaskProbe probe;
+  RlTrainer t(s.model, s.task, test::codec(), test::config(), s.safe, {&probe});
+  t.step();
+  EXPECT_EQ(probe.total, 24);
+  EXPECT_EQ(probe.sized, probe.total);
 }

@@ -364,6 +364,9 @@ RunConfig read_config(Recipe& r) {
     g.graph.pool = r.get_double("rl.graphpo.pool", g.graph.pool);
     g.graph.efficiency = r.get_double("rl.graphpo.efficiency", g.graph.efficiency);
     g.expand_budget = r.get_int("rl.graphpo.expand_budget", g.expand_budget);
+    g.equivalence = r.get_choice("rl.graphpo.equivalence", "state", {"state", "embedding"}) == "embedding" ? rl::Equivalence::embedding
+                                                                                                    : rl::Equivalence::state;
+    g.similarity = r.get_double("rl.graphpo.similarity", g.similarity);
     try {
       g.validate();
     } catch (const Error& e) {

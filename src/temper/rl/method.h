@@ -49,6 +49,9 @@ struct MethodEnv {
   // Features of a reply: the mean of the frozen starting policy's final hidden states over the reply's
   // positions after `prompt`.
   std::function<std::vector<float>(const std::vector<int32_t>& prompt, const std::vector<int32_t>& reply)> embed;
+  // The current policy's final hidden states (after the final norm) at each completion token:
+  // [tokens x hidden_size], row i the state after reading tokens[i].
+  std::function<std::vector<float>(const std::vector<int32_t>& prompt, const std::vector<int32_t>& tokens)> hidden;
 };
 
 // One rollout round: requests[i] answers problems[first + i] (Batch::problems indices).

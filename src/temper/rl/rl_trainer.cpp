@@ -198,6 +198,15 @@ RlTrainer::RlTrainer(Transformer& policy, std::shared_ptr<const tasks::Task> tas
       for (int64_t j = 0; j < H; ++j) mean[static_cast<size_t>(j)] += h[static_cast<size_t>(t * H + j)] / static_cast<float>(reply.size());
     return mean;
   };
+  env.hidden = [this](const std::vector<int32_t>& prompt, const std::vector<int32_t>& tokens) {
+    TEMPER_CHECK(!tokens.empty()) << "rl: hidden states of an empty completion";
+    std::vector<int32_t> tok(prompt);
+    tok.insert(tok.end(), tokens.begin(), tokens.end());
+    const int64_t T = static_cast<int64_t>(tok.size()), H = policy_.config().hidden_size;
+    std::vector<float> h(static_cast<size_t>(T * H));
+    policy_.forward_hidden(tok.data(), 1, T, h.data());
+    return std::vector<float>(h.begin() + static_cast<long>(prompt.size()) * H, h.end());
+  };
   for (Method* m : methods_) m->attach(env);
 }
 
@@ -436,7 +445,15 @@ Metrics RlTrainer::step() {
     kept_groups += static_cast<int64_t>(kept.size());
   }
 
-  // Advantages, then per-token fields.
+  // The loss mask first (methods' advantages may take shared tokens out of the loss), then advantages,
+  // then the other per-token fields.
+  for (Trajectory& t : b.traj) {
+    if (t.loss_mask.size() != t.tokens.size()) {
+      t.loss_mask.assign(t.tokens.size(), cfg_.mask_truncated && t.finish == rollout::FinishReason::length ? 0.f : 1.f);
+      for (int64_t i = t.forced_pos; i < t.forced_pos + t.forced && i < static_cast<int64_t>(t.tokens.size()); ++i)
+        t.loss_mask[static_cast<size_t>(i)] = 0.f;  // forced tokens were not sampled by the policy
+    }
+  }
   const int64_t B = static_cast<int64_t>(b.traj.size());
   bool replaced = false;
   for (Method* m : methods_) replaced = m->advantages(b) || replaced;
@@ -456,11 +473,6 @@ Metrics RlTrainer::step() {
   for (Trajectory& t : b.traj) {
     TEMPER_CHECK(t.advantage.size() == t.tokens.size()) << "rl: a trajectory's advantages do not match its tokens";
     if (t.weight.size() != t.tokens.size()) t.weight.assign(t.tokens.size(), 1.f);
-    if (t.loss_mask.size() != t.tokens.size()) {
-      t.loss_mask.assign(t.tokens.size(), cfg_.mask_truncated && t.finish == rollout::FinishReason::length ? 0.f : 1.f);
-      for (int64_t i = t.forced_pos; i < t.forced_pos + t.forced && i < static_cast<int64_t>(t.tokens.size()); ++i)
-        t.loss_mask[static_cast<size_t>(i)] = 0.f;  // forced tokens were not sampled by the policy
-    }
   }
   for (Method* m : methods_) m->token_weights(b);
 

@@ -36,9 +36,89 @@ std::vector<GraphStep> segment_steps(const tasks::Task& task, const tasks::Probl
   return steps;
 }
 
+std::vector<GraphStep> segment_lines(const PromptCodec& codec, const std::vector<int32_t>& tokens,
+                                     std::vector<int64_t>* step_of_token) {
+  std::vector<GraphStep> steps;
+  GraphStep cur;
+  std::vector<int64_t> owner;
+  for (int32_t id : tokens) {
+    const std::string bytes = codec.token_bytes ? std::string(codec.token_bytes(id)) : codec.decode({id});
+    cur.text.append(bytes);
+    ++cur.tokens;
+    owner.push_back(static_cast<int64_t>(steps.size()));
+    if (bytes.find('\n') == std::string::npos) continue;
+    steps.push_back(std::move(cur));
+    cur = GraphStep{};
+  }
+  if (cur.tokens > 0 || steps.empty()) steps.push_back(std::move(cur));
+  if (step_of_token) *step_of_token = std::move(owner);
+  return steps;
+}
+
+std::vector<int64_t> cosine_clusters(const std::vector<std::vector<float>>& v, double threshold) {
+  std::vector<int64_t> ids(v.size());
+  std::vector<size_t> founders;
+  std::vector<double> norm(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    double s = 0;
+    for (float x : v[i]) s += double(x) * x;
+    norm[i] = std::sqrt(s);
+  }
+  for (size_t i = 0; i < v.size(); ++i) {
+    int64_t id = -1;
+    for (size_t c = 0; c < founders.size() && id < 0; ++c) {
+      const size_t j = founders[c];
+      TEMPER_CHECK(v[j].size() == v[i].size()) << "graphpo: step embeddings of different sizes";
+      if (norm[i] == 0 || norm[j] == 0) {
+        if (norm[i] == 0 && norm[j] == 0) id = static_cast<int64_t>(c);
+        continue;
+      }
+      double dot = 0;
+      for (size_t k = 0; k < v[i].size(); ++k) dot += double(v[i][k]) * v[j][k];
+      if (dot / (norm[i] * norm[j]) >= threshold) id = static_cast<int64_t>(c);
+    }
+    if (id < 0) {
+      id = static_cast<int64_t>(founders.size());
+      founders.push_back(i);
+    }
+    ids[i] = id;
+  }
+  return ids;
+}
+
 void GraphPoConfig::validate() const {
   graph.validate();
   TEMPER_CHECK(expand_budget >= 0) << "rl.graphpo.expand_budget must be >= 0 (0: no budget), got " << expand_budget;
+  TEMPER_CHECK(similarity > -1 && similarity <= 1) << "rl.graphpo.similarity must be a cosine in (-1, 1], got " << similarity;
+  TEMPER_CHECK(equivalence == Equivalence::state || expand_budget == 0)
+      << "rl.graphpo.expand_budget needs equivalence = \"state\" (the budget stops sequences at task states)";
+}
+
+// The states of a group's steps from their embeddings: every step but each path's last (the leaf).
+void GraphPo::embedding_states(const std::vector<size_t>& members, const Batch& b, std::vector<GraphPath>& paths,
+                               const std::vector<std::vector<int64_t>>& owners) {
+  std::vector<std::vector<float>> emb;
+  std::vector<std::pair<size_t, size_t>> where;  // (path, step)
+  for (size_t k = 0; k < members.size(); ++k) {
+    const Trajectory& t = b.traj[members[k]];
+    if (paths[k].steps.size() < 2) continue;
+    const std::vector<float> h = features_ ? features_(t) : env_.hidden(t.prompt, t.tokens);
+    TEMPER_CHECK(!t.tokens.empty() && h.size() % t.tokens.size() == 0) << "graphpo: features are not one row per token";
+    const size_t H = h.size() / t.tokens.size();
+    std::vector<std::vector<float>> mean(paths[k].steps.size() - 1, std::vector<float>(H, 0.f));
+    for (size_t i = 0; i < t.tokens.size(); ++i) {
+      const size_t s = static_cast<size_t>(owners[k][i]);
+      if (s + 1 >= paths[k].steps.size()) continue;
+      const float w = 1.f / static_cast<float>(paths[k].steps[s].tokens);
+      for (size_t j = 0; j < H; ++j) mean[s][j] += w * h[i * H + j];
+    }
+    for (size_t s = 0; s + 1 < paths[k].steps.size(); ++s) {
+      emb.push_back(std::move(mean[s]));
+      where.emplace_back(k, s);
+    }
+  }
+  const std::vector<int64_t> ids = cosine_clusters(emb, cfg_.similarity);
+  for (size_t i = 0; i < ids.size(); ++i) paths[where[i].first].steps[where[i].second].state = "e" + std::to_string(ids[i]);
 }
 
 void GraphPoHook::reset(const MethodEnv* env, const RolloutRound& round, int64_t budget) {
@@ -135,18 +215,23 @@ bool GraphPo::advantages(Batch& b) {
     for (size_t k = 0; k < members.size(); ++k) {
       const Trajectory& t = b.traj[members[k]];
       GraphPath path;
-      path.steps = segment_steps(*env_.task, b.problems[static_cast<size_t>(t.problem)], *env_.codec, t.tokens, &owners[k]);
+      path.steps = cfg_.equivalence == Equivalence::embedding
+                       ? segment_lines(*env_.codec, t.tokens, &owners[k])
+                       : segment_steps(*env_.task, b.problems[static_cast<size_t>(t.problem)], *env_.codec, t.tokens, &owners[k]);
       path.reward = t.reward;
       path.open = stopped_at(b, t).has_value();
       if (path.open) ++stops_;
       rollout_tokens_ += static_cast<int64_t>(t.tokens.size());
       paths.push_back(std::move(path));
     }
+    if (cfg_.equivalence == Equivalence::embedding) embedding_states(members, b, paths, owners);
     GraphStats st;
     const std::vector<std::vector<StepCredit>> credit = graph_advantages(paths, cfg_.graph, &st);
     for (size_t k = 0; k < members.size(); ++k) {
       Trajectory& t = b.traj[members[k]];
       t.advantage.assign(t.tokens.size(), 0.f);
+      TEMPER_CHECK(t.loss_mask.size() == t.tokens.size())
+          << "graphpo: a trajectory's loss mask (" << t.loss_mask.size() << ") does not cover its " << t.tokens.size() << " tokens";
       for (size_t i = 0; i < t.tokens.size(); ++i) {
         const StepCredit& c = credit[k][static_cast<size_t>(owners[k][i])];
         t.advantage[i] = static_cast<float>(c.advantage);

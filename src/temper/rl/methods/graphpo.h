@@ -7,9 +7,14 @@
 // per rollout: GRPO. With `expand_budget` k > 0 the rollout itself is budgeted: once k sequences of a
 // group continued from a state, later sequences reaching it stop there (GraphPoHook) and share the
 // continuations: their reward is the mean reward of the finished paths through that state, and their
-// last step joins the graph at the state. Not here yet: embedding-based equivalence for free text (issue 8).
+// last step joins the graph at the state. With `equivalence = "embedding"` (free text, tasks without a state
+// extractor) every line is a step and the state it reaches is its embedding, the mean of the current
+// policy's final hidden states over the step's tokens; steps of a group whose embeddings have cosine >=
+// `similarity` (0.92) share a state (greedy: each step joins the first earlier cluster whose founding step
+// is that close, in path and step order).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -43,9 +48,20 @@ class GraphPoHook : public rollout::RolloutHook {
   std::map<std::pair<int64_t, int64_t>, std::string> stopped_;
 };
 
+// A completion cut at every line end (the rest is the step to the leaf); states left empty.
+std::vector<GraphStep> segment_lines(const PromptCodec& codec, const std::vector<int32_t>& tokens,
+                                     std::vector<int64_t>* step_of_token);
+// Greedy cosine clustering: ids[i] = the first earlier founder j with cos(v_i, v_j) >= threshold, else a new
+// cluster founded by i. Zero vectors only match zero vectors.
+std::vector<int64_t> cosine_clusters(const std::vector<std::vector<float>>& v, double threshold);
+
+enum class Equivalence { state, embedding };
+
 struct GraphPoConfig {
   GraphConfig graph;
   int64_t expand_budget = 0;  // > 0: sequences continuing from one state per group (the others stop there)
+  Equivalence equivalence = Equivalence::state;
+  double similarity = 0.92;   // embedding: cosine at which two steps reach the same state
   void validate() const;
 };
 
@@ -53,6 +69,9 @@ class GraphPo : public Method {
  public:
   explicit GraphPo(GraphPoConfig cfg) : cfg_(cfg) { cfg_.validate(); }
   explicit GraphPo(GraphConfig g) : GraphPo(GraphPoConfig{g, 0}) {}
+  // Per-token features for the embedding equivalence (default: MethodEnv::hidden, the policy's).
+  using Features = std::function<std::vector<float>(const Trajectory& t)>;
+  void set_features(Features f) { features_ = std::move(f); }
   std::string name() const override { return "graphpo"; }
   void attach(const MethodEnv& env) override { env_ = env; }
   rollout::RolloutHook* rollout_hook(const RolloutRound& round) override;
@@ -65,6 +84,9 @@ class GraphPo : public Method {
   MethodEnv env_;
   std::optional<std::string> stopped_at(const Batch& b, const Trajectory& t) const;
   GraphPoHook hook_;
+  Features features_;
+  void embedding_states(const std::vector<size_t>& members, const Batch& b, std::vector<GraphPath>& paths,
+                        const std::vector<std::vector<int64_t>>& owners);
   GraphStats sum_;
   int64_t groups_ = 0, rollouts_ = 0, steps_ = 0, tokens_ = 0, stops_ = 0, rollout_tokens_ = 0;
   double adv_abs_ = 0, eff_abs_ = 0;
