@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <cstdio>
 #include <cmath>
@@ -13,6 +14,7 @@
 #include "temper/core/error.h"
 #include "temper/core/thread_pool.h"
 #include "temper/io/atomic_file.h"
+#include "temper/model/int4_drafter.h"
 #include "temper/rollout/engine.h"
 #include "temper/rollout/sampler.h"
 #include "temper/text/chat_template.h"
@@ -21,6 +23,40 @@
 #include "temper/text/stream_decoder.h"
 
 namespace temper::app {
+
+namespace {
+
+// --speculative: the drafter and an always-on controller for the engine; report() prints what it did.
+struct Speculation {
+  std::unique_ptr<Int4Drafter> drafter;
+  std::unique_ptr<rollout::SpecController> spec;
+  double build_s = 0;
+  void attach(const GenerateOptions& o, const Transformer& m, rollout::RolloutEngine& eng) {
+    if (!o.speculative) return;
+    DraftHead head;
+    TEMPER_CHECK(draft_head_from_name(o.draft_head, &head)) << "--draft-head must be bf16, int4 or f32, got '" << o.draft_head << "'";
+    TEMPER_CHECK(o.gamma >= 1 && o.gamma <= 32) << "--gamma must be in [1, 32], got " << o.gamma;
+    auto t0 = std::chrono::steady_clock::now();
+    drafter = std::make_unique<Int4Drafter>(128, 0, head);
+    drafter->refresh(m);
+    build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    rollout::SpecConfig c;
+    c.ladder = {o.gamma};
+    c.toggle = rollout::SpecToggle::always;
+    spec = std::make_unique<rollout::SpecController>(c);
+    eng.set_speculative(drafter.get(), spec.get());
+  }
+  void report(const rollout::EngineStats& st) const {
+    if (!drafter) return;
+    std::fprintf(stderr, "temper generate: speculative (gamma %lld, 4-bit drafter of %.0f MB built in %.2f s): %lld of %lld drafts accepted (%.2f), %.2f tokens per policy forward\n",
+                 static_cast<long long>(spec->gamma()), static_cast<double>(drafter->bytes()) / (1 << 20), build_s,
+                 static_cast<long long>(st.accepted), static_cast<long long>(st.drafted),
+                 st.drafted > 0 ? static_cast<double>(st.accepted) / static_cast<double>(st.drafted) : 0.0,
+                 st.spec_cycles > 0 ? 1.0 + static_cast<double>(st.accepted) / static_cast<double>(st.spec_cycles) : 1.0);
+  }
+};
+
+}  // namespace
 
 namespace {
 
@@ -113,8 +149,11 @@ int generate_jsonl(const GenerateOptions& o, LoadedModel& lm, const rollout::Sam
   const int64_t block = 16;
   KvPool pool(c, block, (tokens * o.samples) / block + 2 * static_cast<int64_t>(reqs.size()) * (o.samples + 1) + 8);
   rollout::RolloutEngine eng(*lm.model, pool, rollout::EngineConfig{64, [&tok](int32_t id) { return tok.token_bytes(id); }});
+  Speculation spec;
+  spec.attach(o, *lm.model, eng);
   auto t0 = std::chrono::steady_clock::now();
   auto done = eng.run(reqs);
+  spec.report(eng.stats());
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::string outtext;
   int64_t generated = 0;
@@ -201,9 +240,12 @@ int generate(const GenerateOptions& o) {
   const int64_t block = 16;
   KvPool pool(cfg, block, (static_cast<int64_t>(ids.size()) + req.max_new) / block + 2);
   rollout::RolloutEngine eng(m, pool, rollout::EngineConfig{1, [&tok](int32_t id) { return tok.token_bytes(id); }});
+  Speculation spec;
+  spec.attach(o, m, eng);
   auto t0 = std::chrono::steady_clock::now();
   rollout::Completion c = eng.run({req}, &stream).front();
   auto t2 = std::chrono::steady_clock::now();
+  spec.report(eng.stats());
   std::string rest = stream.dec.flush();
   std::fwrite(rest.data(), 1, rest.size(), stdout);
   std::printf("\n");

@@ -27,6 +27,11 @@ struct GenerateOptions {
   // Fair RL: a policy trained with [rl.fair] reads its trade-off from the prompt: the preference
   // ("0.7,0.3") is written with preference_prefix before each prompt's text (its last user message).
   std::string preference, preference_prefix = "<pref {p}>\n";
+  // Speculative decoding with the model's own 4-bit drafter (EfficientRollout's; always on when asked):
+  // the output is distributed exactly as without it (greedy: the same text).
+  bool speculative = false;
+  int64_t gamma = 5;
+  std::string draft_head = "bf16";
 };
 
 int generate(const GenerateOptions& o);

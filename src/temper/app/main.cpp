@@ -142,6 +142,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   gen->add_option("--stop", go.stop, "Stop string (repeatable)");
   gen->add_option("--seed", go.seed, "Sampling seed")->capture_default_str();
+  gen->add_flag("--speculative", go.speculative, "Speculative decoding with the model's 4-bit self-drafter (same output distribution)");
+  gen->add_option("--gamma", go.gamma, "--speculative: draft tokens per cycle")->capture_default_str();
+  gen->add_option("--draft-head", go.draft_head, "--speculative: the drafter's LM head: bf16, int4 or f32")->capture_default_str();
   gen->add_option("--threads", go.threads, "Threads");
   gen->add_option("--preference", go.preference, "Fair RL: the trade-off (per-objective weights summing to 1, e.g. 0.7,0.3), written before the prompt");
   gen->add_option("--preference-prefix", go.preference_prefix, "The preference's text, with {p} (default: \"<pref {p}>\\n\")");
