@@ -1,7 +1,7 @@
 // The drafter's GEMMs against the policy's on SmolLM2-135M's shapes: for M rows (the live batch of a draft pass
 // or M = B (gamma + 1) of a verify pass), the seconds of one forward's linears (30 layers of q/k/v, o,
 // gate/up, down) and of the LM head, in f32 (the policy), bf16 and int4 (the drafter; activations int8).
-// Run: build/bench/int4_gemm [--threads N] [--reps R]. Results go to docs/PERFORMANCE.md.
+// Run: build/bench/int4_gemm [--threads N] [--reps R] [--rows 1,2,4]. Results go to docs/PERFORMANCE.md.
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -38,17 +38,27 @@ double best_of(int reps, const auto& f) {
 
 int main(int argc, char** argv) {
   int threads = 2, reps = 5;
+  std::vector<int64_t> rows = {1, 2, 4, 6, 8, 16, 32};
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--threads") threads = std::stoi(argv[i + 1]);
     else if (a == "--reps") reps = std::stoi(argv[i + 1]);
+    else if (a == "--rows") {
+      rows.clear();
+      std::string list = argv[i + 1];
+      for (size_t p = 0; p < list.size();) {
+        size_t q = list.find(',', p);
+        rows.push_back(std::stoll(list.substr(p, q - p)));
+        p = q == std::string::npos ? list.size() : q + 1;
+      }
+    }
   }
   set_num_threads(threads);
   const Shape shapes[] = {{"qkv", 960, 576, 30}, {"o", 576, 576, 30}, {"gate_up", 3072, 576, 30}, {"down", 576, 1536, 30},
                           {"lm_head", 49152, 576, 1}};
   std::printf("{\"threads\": %d, \"rows\": [\n", threads);
   bool first = true;
-  for (int64_t M : {1, 2, 4, 6, 8, 16, 32}) {
+  for (int64_t M : rows) {
     double f32_blocks = 0, bf16_blocks = 0, int4_blocks = 0, f32_head = 0, bf16_head = 0, int4_head = 0;
     for (const Shape& s : shapes) {
       std::vector<float> w(static_cast<size_t>(s.N * s.K)), x(static_cast<size_t>(M * s.K)), y(static_cast<size_t>(M * s.N));
