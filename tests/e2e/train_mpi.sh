@@ -7,7 +7,8 @@
 #  2. resumes exactly with 2 ranks from a checkpoint 2 ranks wrote (bitwise equal to the uninterrupted run);
 #  3. resumes with 2 ranks from a checkpoint 1 rank wrote (within the tolerance of 1.);
 #  4. a rank killed (SIGKILL) mid-run ends every rank with a non-zero status, without hanging;
-#  5. ZPPO (teacher model, buffer), DRE online and STARE together: the same metrics on 1 and 2 ranks.
+#  5. ZPPO (teacher model, buffer), DRE online and STARE together: the same metrics on 1 and 2 ranks;
+#  6. speculative rollouts ([rl.speculative]): the same samples, acceptance and ladder on 1 and 2 ranks.
 # Usage: train_mpi.sh TEMPER   (exit 77: skipped, no mpirun or an MPI runtime that cannot start 2 ranks)
 set -euo pipefail
 temper=$1
@@ -77,6 +78,24 @@ methods=("$here/../../experiments/zppo-teacher/zppo.toml" --set model.path="\"$c
 "${mpi[@]}" "$temper" train --out "$work/m2" "${methods[@]}" 2> "$work/m2.log"
 grep -q '"zppo_bcq"' "$work/m1/metrics.jsonl" && grep -q '"dre_edits"' "$work/m1/metrics.jsonl" && grep -q '"stare_w"' "$work/m1/metrics.jsonl"
 metrics_close "$work/m1/metrics.jsonl" "$work/m2/metrics.jsonl" || { echo "methods: metrics differ on 2 ranks"; exit 1; }
+
+# 6. EfficientRollout: speculative rollouts on every rank (toggle always), the ladder moved by acceptance summed
+#    over ranks: the same samples, acceptance and gamma as one process. (It caught a ramp guard on the live
+#    count, which one sequence finishing at its first token turned off in one process but not on a rank.)
+spec=("${common[@]}" --set run.checkpoint_every=0 --set rl.speculative.toggle='"always"' --set rl.speculative.ladder='[1, 2, 3]'
+      --set rl.speculative.alpha_up=0.3 --set rl.speculative.alpha_down=0.1 --set rl.speculative.persistence=1)
+"$temper" train --out "$work/sp1" --threads 1 "${spec[@]}" 2> "$work/sp1.log"
+"${mpi[@]}" "$temper" train --out "$work/sp2" "${spec[@]}" 2> "$work/sp2.log"
+cmp "$work/sp1/samples.jsonl" "$work/sp2/samples.jsonl" || { echo "speculative: samples differ on 2 ranks"; exit 1; }
+python3 - "$work/sp1/metrics.jsonl" "$work/sp2/metrics.jsonl" <<'PY' || { echo "speculative: metrics differ on 2 ranks"; exit 1; }
+import json, sys
+rows = [[json.loads(l) for l in open(f) if '"spec_gamma"' in l] for f in sys.argv[1:]]
+assert len(rows[0]) == 3 and len(rows[1]) == 3, rows
+for a, b in zip(*rows):
+    for k in ("spec_gamma", "spec_accept_rate", "spec_accepted_len", "reward_mean"):
+        assert abs(a[k] - b[k]) <= 1e-9 + 1e-6 * abs(a[k]), (k, a[k], b[k])
+assert rows[0][0]["spec_accept_rate"] > 0
+PY
 
 # 4. SIGKILL one rank mid-run: mpirun ends the job non-zero; no rank is left behind.
 set +e

@@ -221,7 +221,6 @@ RunConfig read_config(Recipe& r) {
     rollout::spec_toggle_from_name(tg, &k.toggle);
     k.margin = r.get_double("rl.speculative.margin", k.margin);
     k.threshold = r.get_int("rl.speculative.threshold", k.threshold);
-    k.ramp = r.get_int("rl.speculative.ramp", k.ramp);
     sp.group = r.get_int("rl.speculative.group", sp.group);
     sp.lag = r.get_int("rl.speculative.lag", sp.lag);
     draft_head_from_name(r.get_choice("rl.speculative.head", "bf16", {"bf16", "int4", "f32"}), &sp.head);

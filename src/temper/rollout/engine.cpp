@@ -333,17 +333,15 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
 
   const bool can_spec = cfg_.drafter && cfg_.spec && cfg_.drafter->ready();
   if (can_spec) stats_.gamma = cfg_.spec->gamma();
-  int64_t total_seqs = 0;
-  for (const RolloutRequest& q : requests) total_seqs += q.group_size;
-  bool armed = false, spec_on = false;
+  bool spec_on = false;
   int64_t step = 0;
   while (!queue.empty() || !resume.empty() || !live.empty()) {
     if (can_spec && queue.empty() && resume.empty() && !live.empty()) {
       const int64_t n_active = static_cast<int64_t>(live.size());
-      // Ramp guard: not while prompts are being admitted (here the queue has drained after a
-      // step), nor before the live batch has once filled (to the guard, or all the run has).
-      armed = armed || (step > 0 && n_active >= std::min({cfg_.spec->config().ramp, total_seqs, cfg_.max_seqs}));
-      if (armed && !spec_on && cfg_.spec->turn_on(n_active)) {
+      // Ramp guard: not while prompts are being admitted. The engine knows every request up front, so
+      // the ramp is over once the queue has drained (here) and a step has run: from then on the live
+      // batch only shrinks. (A guard on the live count itself would make one early finish decide.)
+      if (step > 0 && !spec_on && cfg_.spec->turn_on(n_active)) {
         spec_on = true;
         stats_.spec_from_step = step;
       }

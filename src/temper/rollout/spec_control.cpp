@@ -39,7 +39,6 @@ void SpecConfig::validate() const {
   TEMPER_CHECK(persistence >= 1) << "speculative: persistence must be >= 1";
   TEMPER_CHECK(margin >= 0) << "speculative: margin must be >= 0";
   TEMPER_CHECK(threshold >= 1) << "speculative: threshold must be >= 1";
-  TEMPER_CHECK(ramp >= 1) << "speculative: ramp must be >= 1";
 }
 
 namespace {

@@ -1,9 +1,10 @@
 // When to speculate and with how many draft tokens (EfficientRollout's system side):
-// - the toggle, per rollout and one-way: decoding starts plain; once the live batch has filled
-//   (ramp guard: n_active has reached min(ramp, the run's sequences)) and nothing waits to be
-//   admitted, speculation turns on as soon as the cost model predicts a speed-up >= 1 + margin
-//   for the current live batch, and stays on until the rollout ends. Modes: `cost` (the paper's),
-//   `threshold` (n_active <= B*), `always`.
+// - the toggle, per rollout and one-way: decoding starts plain; once nothing waits to be admitted
+//   (the ramp guard: the engine knows every request up front, so the prefill ramp is over when its
+//   queue has drained; the paper's guard of 32 live sequences serves vLLM's arriving requests),
+//   speculation turns on as soon as the cost model predicts a speed-up >= 1 + margin for the current
+//   live batch, and stays on until the rollout ends. Modes: `cost` (the paper's), `threshold`
+//   (n_active <= B*), `always`.
 // - the cost model: the measured time of one forward over n rows for the policy and for the
 //   drafter, at n = 1, 2, 4, ... (linear between points), calibrated once at start-up
 //   (calibrate_spec_cost). Predicted speed-up of a cycle for B live sequences:
@@ -39,7 +40,6 @@ struct SpecConfig {
   SpecToggle toggle = SpecToggle::cost;
   double margin = 0.05;    // cost: speculate when the predicted speed-up >= 1 + margin
   int64_t threshold = 8;   // threshold: speculate when n_active <= threshold
-  int64_t ramp = 32;       // ramp guard
   void validate() const;
 };
 
