@@ -102,17 +102,21 @@ void gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A
 }
 
 // Decode-shaped products (few rows, a weight matrix): our own kernel streams each weight row once
-// for all rows and allocates nothing (oneDNN's execute builds an argument map per call).
+// for all rows and allocates nothing (oneDNN's execute builds an argument map per call). With AVX2 /
+// AVX-512 it beats oneDNN's sgemm up to 64 rows on SmolLM2's shapes (docs/PERFORMANCE.md, "Decode GEMM by
+// rows"); the scalar table's kernel is not vectorised, so there oneDNN takes over above 16 rows.
+// TEMPER_SMALL_GEMM_M=n overrides.
 int64_t small_m_max() {
-  static const int64_t v = [] {
+  static const int64_t env = [] {
     const char* e = std::getenv("TEMPER_SMALL_GEMM_M");
-    if (!e) return int64_t{16};
+    if (!e) return int64_t{-1};
     char* end = nullptr;
     long x = std::strtol(e, &end, 10);
     TEMPER_CHECK(end != e && *end == 0 && x >= 0) << "TEMPER_SMALL_GEMM_M='" << e << "' is not a row count >= 0";
     return static_cast<int64_t>(x);
   }();
-  return v;
+  if (env >= 0) return env;
+  return cpu_isa() == Isa::scalar ? 16 : 64;
 }
 
 // bf16 products stay on oneDNN's primitive by default, also at decode: the training forward uses it,
