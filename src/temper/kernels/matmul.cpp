@@ -102,9 +102,9 @@ void gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A
 }
 
 // Decode-shaped products (few rows, a weight matrix): our own kernel streams each weight row once
-// for all rows and allocates nothing (oneDNN's execute builds an argument map per call). With AVX2 /
-// AVX-512 it beats oneDNN's sgemm up to 64 rows on SmolLM2's shapes (docs/PERFORMANCE.md, "Decode GEMM by
-// rows"); the scalar table's kernel is not vectorised, so there oneDNN takes over above 16 rows.
+// for all rows and allocates nothing (oneDNN's execute builds an argument map per call). With AVX-512 it
+// beats oneDNN's sgemm up to 64 rows on SmolLM2's shapes (docs/PERFORMANCE.md, "Decode GEMM by rows"); with
+// AVX2 up to 16 (at 32 and 64 rows oneDNN is 1.2-1.5x faster); the scalar kernel is not vectorised.
 // TEMPER_SMALL_GEMM_M=n overrides.
 int64_t small_m_max() {
   static const int64_t env = [] {
@@ -116,7 +116,7 @@ int64_t small_m_max() {
     return static_cast<int64_t>(x);
   }();
   if (env >= 0) return env;
-  return cpu_isa() == Isa::scalar ? 16 : 64;
+  return cpu_isa() == Isa::avx512 ? 64 : 16;
 }
 
 // bf16 products stay on oneDNN's primitive by default, also at decode: the training forward uses it,
