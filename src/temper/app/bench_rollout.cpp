@@ -46,15 +46,10 @@ double read_bandwidth_gbs() {
 
 }  // namespace
 
-int bench_rollout(const BenchRolloutOptions& o) {
-  if (o.threads > 0) set_num_threads(o.threads);
-  TEMPER_CHECK(o.batch > 0 && o.group > 0 && o.prompt_len > 0 && o.gen_len > 1)
-      << "need --batch > 0, --group > 0, --prompt-len > 0, --gen-len > 1";
+Transformer& open_bench_model(const BenchRolloutOptions& o, std::unique_ptr<Transformer>& owned, LoadedModel& lm) {
   kernels::Precision prec;
   TEMPER_CHECK(kernels::precision_from_name(o.dtype, &prec)) << "--dtype must be f32 or bf16, got '" << o.dtype << "'";
-  std::unique_ptr<Transformer> owned;
   Transformer* m;
-  LoadedModel lm;
   if (!o.model.empty()) {
     lm = load_model(o.model);
     m = lm.model.get();
@@ -64,6 +59,17 @@ int bench_rollout(const BenchRolloutOptions& o) {
     m = owned.get();
   }
   m->set_precision(prec);
+  return *m;
+}
+
+int bench_rollout(const BenchRolloutOptions& o) {
+  if (o.threads > 0) set_num_threads(o.threads);
+  TEMPER_CHECK(o.batch > 0 && o.group > 0 && o.prompt_len > 0 && o.gen_len > 1)
+      << "need --batch > 0, --group > 0, --prompt-len > 0, --gen-len > 1";
+  std::unique_ptr<Transformer> owned;
+  LoadedModel lm;
+  Transformer* m = &open_bench_model(o, owned, lm);
+  const kernels::Precision prec = m->precision();
   const ModelConfig& c = m->config();
   const int64_t G = o.group, seqs = o.batch * G;
   const int64_t block = 16, per_seq = (o.prompt_len + o.gen_len + block - 1) / block + 1;

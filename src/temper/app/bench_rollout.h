@@ -6,7 +6,10 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+
+#include "temper/app/model_source.h"
 
 namespace temper::app {
 
@@ -27,5 +30,9 @@ struct BenchRolloutOptions {
 };
 
 int bench_rollout(const BenchRolloutOptions& o);
+
+// The benchmark's model: --model loaded into `lm`, else the --shape preset with random weights in `owned`;
+// precision from --dtype.
+Transformer& open_bench_model(const BenchRolloutOptions& o, std::unique_ptr<Transformer>& owned, LoadedModel& lm);
 
 }  // namespace temper::app

@@ -50,20 +50,9 @@ int bench_speculative(const BenchRolloutOptions& o) {
     }
   }
   TEMPER_CHECK(!batches.empty() && o.gen_len > 1 && o.gamma >= 1) << "need --batches, --gen-len > 1 and --gamma >= 1";
-  kernels::Precision prec;
-  TEMPER_CHECK(kernels::precision_from_name(o.dtype, &prec)) << "--dtype must be f32 or bf16, got '" << o.dtype << "'";
   std::unique_ptr<Transformer> owned;
-  Transformer* m;
   LoadedModel lm;
-  if (!o.model.empty()) {
-    lm = load_model(o.model);
-    m = lm.model.get();
-  } else {
-    owned = std::make_unique<Transformer>(model_config_preset(o.shape));
-    owned->init_random(0);
-    m = owned.get();
-  }
-  m->set_precision(prec);
+  Transformer* m = &open_bench_model(o, owned, lm);
   const ModelConfig& c = m->config();
   // Prompts: the texts through the tokenizer, or random tokens of --prompt-len.
   std::vector<std::vector<int32_t>> prompts;

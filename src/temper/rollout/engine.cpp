@@ -220,32 +220,40 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
       if (extra) hist.insert(hist.end(), extra->begin(), extra->end());
       return History{q.prompt, hist};
     };
-    PagedStep st;
-    using clock = std::chrono::steady_clock;
-    auto secs = [](clock::time_point a) { return std::chrono::duration<double>(clock::now() - a).count(); };
-    auto t0 = clock::now();
-    // Draft: gmax passes of the drafter, each over the sequences still drafting.
-    for (size_t i = 0; i < n; ++i) drafts[i].clear();
-    for (int64_t j = 0; j < gmax; ++j) {
+    // Rows of a draft or verify pass: sequence i's token at offset j past its committed length (the
+    // pending token, then its drafts), every row's logits wanted.
+    auto clear_rows = [&] {
       tok.clear();
       pos.clear();
       tables.clear();
       rows.clear();
-      for (size_t i = 0; i < n; ++i) {
-        if (glen[i] <= j) continue;
-        const Live& s = live[i];
-        tok.push_back(j == 0 ? s.pending : drafts[i][static_cast<size_t>(j - 1)]);
-        pos.push_back(static_cast<int32_t>(s.kv.len + j));
-        tables.push_back(s.kv.blocks.data());
-        rows.push_back(static_cast<int64_t>(rows.size()));
-      }
+    };
+    auto add_row = [&](const Live& s, size_t i, int64_t j) {
+      tok.push_back(j == 0 ? s.pending : drafts[i][static_cast<size_t>(j - 1)]);
+      pos.push_back(static_cast<int32_t>(s.kv.len + j));
+      tables.push_back(s.kv.blocks.data());
+      rows.push_back(static_cast<int64_t>(rows.size()));
+    };
+    auto forward_rows = [&](const Int4Drafter* d) {
+      PagedStep st;
       st.n = st.n_out = static_cast<int64_t>(tok.size());
       st.tokens = tok.data();
       st.pos = pos.data();
       st.tables = tables.data();
       st.out_rows = rows.data();
       st.logits = logits.data();
-      model_.forward_paged(st, pool_, cfg_.drafter);
+      model_.forward_paged(st, pool_, d);
+    };
+    using clock = std::chrono::steady_clock;
+    auto secs = [](clock::time_point a) { return std::chrono::duration<double>(clock::now() - a).count(); };
+    auto t0 = clock::now();
+    // Draft: gmax passes of the drafter, each over the sequences still drafting.
+    for (size_t i = 0; i < n; ++i) drafts[i].clear();
+    for (int64_t j = 0; j < gmax; ++j) {
+      clear_rows();
+      for (size_t i = 0; i < n; ++i)
+        if (glen[i] > j) add_row(live[i], i, j);
+      forward_rows(cfg_.drafter);
       int64_t r = 0;
       for (size_t i = 0; i < n; ++i) {
         if (glen[i] <= j) continue;
@@ -258,26 +266,10 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
     stats_.draft_s += secs(t0);
     t0 = clock::now();
     // Verify: one policy pass over [pending, drafts...] of every sequence.
-    tok.clear();
-    pos.clear();
-    tables.clear();
-    rows.clear();
-    for (size_t i = 0; i < n; ++i) {
-      const Live& s = live[i];
-      for (int64_t j = 0; j <= glen[i]; ++j) {
-        tok.push_back(j == 0 ? s.pending : drafts[i][static_cast<size_t>(j - 1)]);
-        pos.push_back(static_cast<int32_t>(s.kv.len + j));
-        tables.push_back(s.kv.blocks.data());
-        rows.push_back(static_cast<int64_t>(rows.size()));
-      }
-    }
-    st.n = st.n_out = static_cast<int64_t>(tok.size());
-    st.tokens = tok.data();
-    st.pos = pos.data();
-    st.tables = tables.data();
-    st.out_rows = rows.data();
-    st.logits = logits.data();
-    model_.forward_paged(st, pool_);
+    clear_rows();
+    for (size_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j <= glen[i]; ++j) add_row(live[i], i, j);
+    forward_rows(nullptr);
     stats_.verify_s += secs(t0);
     t0 = clock::now();
     // Accept: emit accepted drafts, then the correction or the bonus token, through the usual checks.
