@@ -2,6 +2,7 @@
 #pragma once
 
 #include "temper/model/config.h"
+#include "temper/model/transformer.h"
 
 namespace temper::test {
 
@@ -14,5 +15,13 @@ inline ModelConfig small_config(Arch arch, int64_t max_pos = 256) {
   c.max_position_embeddings = max_pos;
   return c;
 }
+
+// A small Qwen3-shaped model with random weights (N(0, 0.3): peaked next-token distributions), for the
+// rollout engine's tests.
+struct RandomModel {
+  ModelConfig cfg = small_config(Arch::qwen3, 128);
+  Transformer model{cfg};
+  RandomModel() { model.init_random(17, 0.3f); }
+};
 
 }  // namespace temper::test

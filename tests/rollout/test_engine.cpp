@@ -16,11 +16,7 @@ using namespace temper::rollout;
 
 namespace {
 
-struct Fixture {
-  ModelConfig cfg = test::small_config(Arch::qwen3, 128);
-  Transformer model{cfg};
-  Fixture() { model.init_random(17, 0.3f); }
-};
+using Fixture = test::RandomModel;
 
 RolloutRequest request(std::vector<int32_t> prompt, int64_t g, int64_t max_new, uint64_t seed, bool greedy = false) {
   RolloutRequest r;

@@ -20,11 +20,7 @@ using namespace temper::rollout;
 
 namespace {
 
-struct Fixture {
-  ModelConfig cfg = test::small_config(Arch::qwen3, 128);
-  Transformer model{cfg};
-  Fixture() { model.init_random(17, 0.3f); }
-};
+using Fixture = test::RandomModel;
 
 SpecConfig fixed_gamma(int64_t g, SpecToggle t = SpecToggle::always) {
   SpecConfig c;
