@@ -6,6 +6,7 @@
 #include <deque>
 
 #include "temper/core/error.h"
+#include "temper/core/thread_pool.h"
 #include "temper/kernels/classifier.h"
 #include "temper/model/int4_drafter.h"
 #include "temper/rollout/spec_sampling.h"
@@ -34,6 +35,11 @@ RolloutEngine::RolloutEngine(Transformer& model, KvPool& pool, EngineConfig cfg)
 }
 
 namespace {
+
+struct Choice {
+  Sample x{};
+  float lp = 0, ent = 0;  // under the policy (temperature 1, full vocabulary)
+};
 
 struct Live {
   int64_t req = 0, out = 0;  // out: index into the completions
@@ -103,6 +109,8 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
   tables.reserve(step_cap);
   rows.reserve(step_cap);
   std::vector<float> logits(static_cast<size_t>(2 * cfg_.max_seqs * V));
+  std::vector<Choice> choices;
+  choices.reserve(static_cast<size_t>(2 * cfg_.max_seqs));
 
   auto finish = [&](Live& s, FinishReason why) {
     out[static_cast<size_t>(s.out)].finish = why;
@@ -116,13 +124,12 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
     if (max_stop > 0) s.tail.reserve(2 * max_stop + 64);
     return s;
   };
-  // Record token x (z: the policy's logits there), run the stop checks and the hook; true if the sequence ends here.
-  auto record = [&](Live& s, Sample x, const float* z, bool forced) -> bool {
+  // Record a chosen token, run the stop checks and the hook; true if the sequence ends here.
+  auto record = [&](Live& s, const Choice& ch) -> bool {
     const RolloutRequest& q = requests[static_cast<size_t>(s.req)];
     Completion& c = out[static_cast<size_t>(s.out)];
-    float lp, ent;
-    kernels::logit_row_stats(z, V, x.token, &lp, &ent);  // the training classifier's arithmetic
-    if (forced) x.logprob = lp;
+    const Sample x = ch.x;
+    const float lp = ch.lp, ent = ch.ent;
     c.tokens.push_back(x.token);
     c.sample_logprob.push_back(x.logprob);
     c.policy_logprob.push_back(lp);
@@ -169,23 +176,27 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
     if (static_cast<int64_t>(c.tokens.size()) >= s.max_len) return finish(s, FinishReason::length), true;
     return false;
   };
-  // Sample (or take the next forced token), then record.
-  auto emit = [&](Live& s, const float* z) -> bool {
+  // Sample (or take the next forced token) from the policy's logits z, with the policy's log-prob and
+  // entropy there. Touches only this sequence: the decode step chooses for all sequences in parallel.
+  auto choose = [&](Live& s, const float* z) -> Choice {
     const RolloutRequest& q = requests[static_cast<size_t>(s.req)];
     Completion& c = out[static_cast<size_t>(s.out)];
-    Sample x{};
-    const bool forced = !s.forced.empty();
-    if (forced) {  // teacher-forced: no draw (the stream is not advanced)
-      x.token = s.forced.back();
+    Choice ch;
+    if (!s.forced.empty()) {  // teacher-forced: no draw (the stream is not advanced)
+      ch.x.token = s.forced.back();
       s.forced.pop_back();
-      TEMPER_CHECK(x.token >= 0 && x.token < V) << "rollout request " << s.req << ": forced token " << x.token
-                                                << " outside the vocabulary [0, " << V << ")";
+      TEMPER_CHECK(ch.x.token >= 0 && ch.x.token < V) << "rollout request " << s.req << ": forced token " << ch.x.token
+                                                      << " outside the vocabulary [0, " << V << ")";
       ++c.forced;
+      kernels::logit_row_stats(z, V, ch.x.token, &ch.lp, &ch.ent);  // the training classifier's arithmetic
+      ch.x.logprob = ch.lp;
     } else {
-      x = s.sampler.sample(z, V, s.rng, History{q.prompt, c.tokens});
+      ch.x = s.sampler.sample(z, V, s.rng, History{q.prompt, c.tokens});
+      kernels::logit_row_stats(z, V, ch.x.token, &ch.lp, &ch.ent);
     }
-    return record(s, x, z, forced);
+    return ch;
   };
+  auto emit = [&](Live& s, const float* z) -> bool { return record(s, choose(s, z)); };
 
   // One speculative cycle over every live sequence (nothing queued or resuming). False, with
   // nothing changed, when the pool cannot hold the draft positions (a plain step runs instead).
@@ -308,7 +319,10 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
           }
           const float px = pdist[static_cast<size_t>(x)];
           pool_.advance(s.kv, 1);
-          ended = record(s, Sample{x, q.sampler.greedy ? 0.f : std::log(px)}, z, false);
+          Choice ch;
+          ch.x = Sample{x, q.sampler.greedy ? 0.f : std::log(px)};
+          kernels::logit_row_stats(z, V, x, &ch.lp, &ch.ent);
+          ended = record(s, ch);
           ++stats_.decode_tokens;
           if (rejected) break;
         }
@@ -433,10 +447,16 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
 
     next.clear();
     spawned.clear();
+    // Choosing (sampling over the vocabulary, log-prob and entropy) is per sequence and runs in
+    // parallel; recording (stops, hooks, forks) in sequence order.
+    choices.resize(static_cast<size_t>(n_decode));
+    parallel_for(n_decode, 4, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) choices[static_cast<size_t>(i)] = choose(live[static_cast<size_t>(i)], logits.data() + i * V);
+    });
     for (int64_t i = 0; i < n_decode; ++i) {
       Live& s = live[static_cast<size_t>(i)];
       pool_.advance(s.kv, 1);
-      if (!emit(s, logits.data() + i * V)) next.push_back(std::move(s));
+      if (!record(s, choices[static_cast<size_t>(i)])) next.push_back(std::move(s));
     }
     for (Live& s : resuming) {
       const Completion& c = out[static_cast<size_t>(s.out)];
