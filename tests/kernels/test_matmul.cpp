@@ -106,8 +106,8 @@ TEST(OpMatmul, SmallMDecodeKernelEveryIsaF32AndBf16) {
   // summation differs from the reference). Sizes off the vector widths, strided A and C, beta 0 and 1.
   for_each_isa([](Isa isa) {
     SCOPED_TRACE(std::string(isa_name(isa)));
-    for (int64_t M : {1, 2, 3, 5, 16})
-      for (int64_t N : {1, 6, 67})
+    for (int64_t M : {1, 2, 3, 5, 16, 41, 64})
+      for (int64_t N : {1, 6, 67, 259})
         for (int64_t K : {1, 15, 16, 17, 70, 576}) {
           SCOPED_TRACE("M " + std::to_string(M) + " N " + std::to_string(N) + " K " + std::to_string(K));
           int64_t lda = K + 3, ldc = N + 2;

@@ -102,11 +102,13 @@ void gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A
 }
 
 // Decode-shaped products (few rows, a weight matrix): our own kernel streams each weight row once
-// for all rows and allocates nothing (oneDNN's execute builds an argument map per call). With AVX-512 it
-// beats oneDNN's sgemm up to 64 rows on SmolLM2's shapes (docs/PERFORMANCE.md, "Decode GEMM by rows"); with
-// AVX2 up to 16 (at 32 and 64 rows oneDNN is 1.2-1.5x faster); the scalar kernel is not vectorised.
-// TEMPER_SMALL_GEMM_M=n overrides.
-int64_t small_m_max() {
+// for all rows and allocates nothing (oneDNN's execute builds an argument map per call). gemm() uses it up
+// to 16 rows; gemm_decode() (the rollout engine's forward) up to 64 with AVX-512, where it beats oneDNN's
+// sgemm on SmolLM2's shapes (docs/PERFORMANCE.md, "Decode GEMM by rows"; with AVX2 oneDNN is 1.2-1.5x faster
+// at 32-64 rows, the scalar kernel is not vectorised). Training keeps 16: its classifier chunks of 17-64 rows
+// on the other kernel moved the quickstart's SFT to a different end (held-out 0.087 instead of 0.188) by
+// summation order alone. TEMPER_SMALL_GEMM_M=n sets both.
+int64_t small_m_env() {
   static const int64_t env = [] {
     const char* e = std::getenv("TEMPER_SMALL_GEMM_M");
     if (!e) return int64_t{-1};
@@ -115,7 +117,11 @@ int64_t small_m_max() {
     TEMPER_CHECK(end != e && *end == 0 && x >= 0) << "TEMPER_SMALL_GEMM_M='" << e << "' is not a row count >= 0";
     return static_cast<int64_t>(x);
   }();
-  if (env >= 0) return env;
+  return env;
+}
+int64_t small_m_max() { return small_m_env() >= 0 ? small_m_env() : 16; }
+int64_t decode_small_m_max() {
+  if (small_m_env() >= 0) return small_m_env();
   return cpu_isa() == Isa::avx512 ? 64 : 16;
 }
 
@@ -129,6 +135,10 @@ bool small_m_bf16() {
     return e && std::strcmp(e, "0") != 0;
   }();
   return v;
+}
+
+bool small_m_ok(float beta, Precision precision, const uint16_t* b16) {
+  return (beta == 0.f || beta == 1.f) && (precision == Precision::f32 || (b16 && small_m_bf16()));
 }
 
 struct SmallGemmScratch {
@@ -186,7 +196,7 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int
       for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.f ? 0.f : beta * C[i * ldc + j];
     return;
   }
-  if (!ta && tb && M <= small_m_max() && (beta == 0.f || beta == 1.f) && (precision == Precision::f32 || (b16 && small_m_bf16()))) {
+  if (!ta && tb && M <= small_m_max() && small_m_ok(beta, precision, b16)) {
     gemm_small_m(M, N, K, A, lda, B, ldb, beta != 0.f, C, ldc, precision == Precision::bf16 ? b16 : nullptr);
     return;
   }
@@ -202,6 +212,15 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<blasint>(M),
               static_cast<blasint>(N), static_cast<blasint>(K), 1.f, A, static_cast<blasint>(lda), B,
               static_cast<blasint>(ldb), beta, C, static_cast<blasint>(ldc));
+}
+
+void gemm_decode(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
+                 float* C, int64_t ldc, Precision precision, const uint16_t* b16) {
+  if (M > 0 && N > 0 && K > 0 && M <= decode_small_m_max() && small_m_ok(beta, precision, b16)) {
+    gemm_small_m(M, N, K, A, lda, B, ldb, beta != 0.f, C, ldc, precision == Precision::bf16 ? b16 : nullptr);
+    return;
+  }
+  gemm(false, true, M, N, K, A, lda, B, ldb, beta, C, ldc, precision, b16);
 }
 
 void gemm_ref(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* A, int64_t lda, const double* B,

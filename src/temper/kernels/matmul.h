@@ -26,6 +26,11 @@ std::string_view precision_name(Precision p);
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
           float beta, float* C, int64_t ldc, Precision precision = Precision::f32, const uint16_t* b16 = nullptr);
 
+// A linear layer's product y = x W^T in the rollout engine's forward (decode and prefill chunks): our
+// decode kernel up to more rows than gemm() gives it (64 with AVX-512; matmul.cpp says why), else gemm().
+void gemm_decode(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
+                 float* C, int64_t ldc, Precision precision = Precision::f32, const uint16_t* b16 = nullptr);
+
 // f32 -> bf16 (round to nearest even) of n elements, in parallel.
 void convert_to_bf16(const float* x, uint16_t* y, int64_t n);
 

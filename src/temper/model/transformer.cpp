@@ -168,6 +168,7 @@ void Transformer::layer_forward(int64_t l, const LayerActs& a, float* x_out, int
   auto linear = [&](int64_t out, int64_t in, const float* x, int64_t w, const kernels::Int4Weights* w4, float beta, float* y) {
     TEMPER_PROFILE("gemm");
     if (w4) kernels::int4_gemm(N, x, in, *w4, beta != 0.f, y, out);
+    else if (paged) kernels::gemm_decode(N, out, in, x, in, P + w, in, beta, y, out, precision_, w16(w));  // the rollout engine
     else gemm(false, true, N, out, in, x, in, P + w, in, beta, y, out, precision_, w16(w));
   };
   linear(QKV, C, xn_, o.w_qkv, q4 ? &q4->qkv : nullptr, 0.f, qkv_out);
@@ -351,11 +352,11 @@ void Transformer::forward_paged(const PagedStep& st, KvPool& pool, const Int4Dra
     return;
   }
   if (const uint16_t* head = drafter ? drafter->head_bf16() : nullptr) {
-    gemm(false, true, st.n_out, V, C, xn_, C, params() + layout_.lm_head, C, 0.f, st.logits, V, kernels::Precision::bf16, head);
+    kernels::gemm_decode(st.n_out, V, C, xn_, C, params() + layout_.lm_head, C, 0.f, st.logits, V, kernels::Precision::bf16, head);
     return;
   }
-  gemm(false, true, st.n_out, V, C, xn_, C, params() + layout_.lm_head, C, 0.f, st.logits, V, precision_,
-       w16(layout_.lm_head));
+  kernels::gemm_decode(st.n_out, V, C, xn_, C, params() + layout_.lm_head, C, 0.f, st.logits, V, precision_,
+                       w16(layout_.lm_head));
 }
 
 void Transformer::forward_logits(const int32_t* tokens, int64_t B, int64_t T, float* logits) {
