@@ -1,7 +1,5 @@
 #include "temper/model/int4_drafter.h"
 
-#include <chrono>
-
 #include "temper/core/error.h"
 #include "temper/kernels/matmul.h"
 #include "temper/model/transformer.h"
@@ -16,22 +14,12 @@ bool draft_head_from_name(const std::string& name, DraftHead* out) {
   return true;
 }
 
-std::string draft_head_name(DraftHead h) {
-  switch (h) {
-    case DraftHead::bf16: return "bf16";
-    case DraftHead::int4: return "int4";
-    case DraftHead::f32: return "f32";
-  }
-  return "?";
-}
-
 Int4Drafter::Int4Drafter(int64_t group, int64_t lag, DraftHead head) : group_(group), lag_(lag), head_(head) {
   TEMPER_CHECK(group >= 32 && group % 32 == 0) << "drafter: group must be a positive multiple of 32, got " << group;
   TEMPER_CHECK(lag >= 0) << "drafter: lag must be >= 0, got " << lag;
 }
 
 void Int4Drafter::refresh(const Transformer& model) {
-  auto t0 = std::chrono::steady_clock::now();
   const ModelConfig& c = model.config();
   const int64_t C = c.hidden_size, Hq = c.num_heads * c.head_dim, QKV = c.qkv_dim(), F = c.intermediate_size;
   Copy copy;
@@ -57,8 +45,6 @@ void Int4Drafter::refresh(const Transformer& model) {
     kernels::convert_to_bf16(P + model.layout().lm_head, copy.head16.data(), head_n);
   }
   copies_.push_back(std::move(copy));
-  ++refreshes_;
-  last_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 const std::vector<Int4Layer>& Int4Drafter::layers() const {

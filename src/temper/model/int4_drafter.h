@@ -22,7 +22,6 @@ class Transformer;
 
 enum class DraftHead { bf16, int4, f32 };
 bool draft_head_from_name(const std::string& name, DraftHead* out);
-std::string draft_head_name(DraftHead h);
 
 struct Int4Layer {
   kernels::Int4Weights qkv, o, gu, down;
@@ -38,14 +37,9 @@ class Int4Drafter {
   void refresh(const Transformer& model);
   bool ready() const { return !copies_.empty(); }
   const std::vector<Int4Layer>& layers() const;  // the copy in use
-  DraftHead head_kind() const { return head_; }
   const kernels::Int4Weights* head_int4() const;  // its LM head, by kind (null when another kind)
   const uint16_t* head_bf16() const;
-  int64_t lag() const { return lag_; }
-  int64_t group() const { return group_; }
-  size_t bytes() const;             // of the copy in use
-  double last_refresh_s() const { return last_s_; }
-  int64_t refreshes() const { return refreshes_; }
+  size_t bytes() const;  // of the copy in use
 
  private:
   struct Copy {
@@ -56,8 +50,6 @@ class Int4Drafter {
   int64_t group_, lag_;
   DraftHead head_;
   std::deque<Copy> copies_;  // newest at the back, at most lag + 1
-  double last_s_ = 0;
-  int64_t refreshes_ = 0;
 };
 
 }  // namespace temper

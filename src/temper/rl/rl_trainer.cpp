@@ -471,7 +471,8 @@ Metrics RlTrainer::step() {
     }
   }
   for (Trajectory& t : b.traj) {
-    TEMPER_CHECK(t.advantage.size() == t.tokens.size()) << "rl: a trajectory's advantages do not match its tokens";
+    TEMPER_CHECK(t.advantage.size() == t.tokens.size() && t.loss_mask.size() == t.tokens.size())
+        << "rl: a trajectory's advantages or loss mask do not match its tokens";
     if (t.weight.size() != t.tokens.size()) t.weight.assign(t.tokens.size(), 1.f);
   }
   for (Method* m : methods_) m->token_weights(b);
@@ -502,7 +503,7 @@ Metrics RlTrainer::step() {
   double adv_n = 0, adv_s = 0, adv_ss = 0;
   for (const Trajectory& t : b.traj)
     for (size_t i = 0; i < t.advantage.size(); ++i)
-      if (i >= t.loss_mask.size() || t.loss_mask[i] > 0) adv_n += 1, adv_s += t.advantage[i], adv_ss += double(t.advantage[i]) * t.advantage[i];
+      if (t.loss_mask[i] > 0) adv_n += 1, adv_s += t.advantage[i], adv_ss += double(t.advantage[i]) * t.advantage[i];
   double n = std::max<double>(1.0, originals);
   double mean = rsum / n;
   out.emplace_back("reward_mean", mean);

@@ -338,7 +338,6 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
   };
 
   const bool can_spec = cfg_.drafter && cfg_.spec && cfg_.drafter->ready();
-  if (can_spec) stats_.gamma = cfg_.spec->gamma();
   bool spec_on = false;
   int64_t step = 0;
   while (!queue.empty() || !resume.empty() || !live.empty()) {

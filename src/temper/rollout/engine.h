@@ -118,8 +118,8 @@ struct EngineConfig {
 struct EngineStats {
   int64_t steps = 0, prefill_tokens = 0, decode_tokens = 0, preemptions = 0, recomputed_tokens = 0, forks = 0;
   // Speculative decoding: the step it turned on at (-1: never), verify cycles (one per sequence and
-  // cycle with drafts), tokens drafted and accepted, the gamma used.
-  int64_t spec_from_step = -1, spec_steps = 0, spec_cycles = 0, drafted = 0, accepted = 0, gamma = 0;
+  // cycle with drafts), tokens drafted and accepted.
+  int64_t spec_from_step = -1, spec_steps = 0, spec_cycles = 0, drafted = 0, accepted = 0;
   double draft_s = 0, verify_s = 0, accept_s = 0;  // seconds in the draft passes (forwards and sampling), the verify forward, the acceptance
 };
 

@@ -19,15 +19,6 @@ bool spec_toggle_from_name(const std::string& name, SpecToggle* out) {
   return true;
 }
 
-std::string spec_toggle_name(SpecToggle t) {
-  switch (t) {
-    case SpecToggle::cost: return "cost";
-    case SpecToggle::threshold: return "threshold";
-    case SpecToggle::always: return "always";
-  }
-  return "?";
-}
-
 void SpecConfig::validate() const {
   TEMPER_CHECK(!ladder.empty()) << "speculative: the gamma ladder is empty";
   for (size_t i = 0; i < ladder.size(); ++i) {

@@ -31,7 +31,6 @@ namespace temper::rollout {
 
 enum class SpecToggle { cost, threshold, always };
 bool spec_toggle_from_name(const std::string& name, SpecToggle* out);
-std::string spec_toggle_name(SpecToggle t);
 
 struct SpecConfig {
   std::vector<int64_t> ladder{5, 7, 9, 11};  // one rung: a fixed gamma

@@ -7,6 +7,12 @@
 
 namespace temper::rl {
 
+namespace {
+std::string token_text(const PromptCodec& codec, int32_t id) {
+  return codec.token_bytes ? std::string(codec.token_bytes(id)) : codec.decode({id});
+}
+}  // namespace
+
 std::vector<GraphStep> segment_steps(const tasks::Task& task, const tasks::Problem& p, const PromptCodec& codec,
                                      const std::vector<int32_t>& tokens, std::vector<int64_t>* step_of_token) {
   std::vector<GraphStep> steps;
@@ -15,7 +21,7 @@ std::vector<GraphStep> segment_steps(const tasks::Task& task, const tasks::Probl
   size_t known = 0;  // states reported so far
   std::vector<int64_t> owner;
   for (int32_t id : tokens) {
-    const std::string bytes = codec.token_bytes ? std::string(codec.token_bytes(id)) : codec.decode({id});
+    const std::string bytes = token_text(codec, id);
     text.append(bytes);
     cur.text.append(bytes);
     ++cur.tokens;
@@ -42,7 +48,7 @@ std::vector<GraphStep> segment_lines(const PromptCodec& codec, const std::vector
   GraphStep cur;
   std::vector<int64_t> owner;
   for (int32_t id : tokens) {
-    const std::string bytes = codec.token_bytes ? std::string(codec.token_bytes(id)) : codec.decode({id});
+    const std::string bytes = token_text(codec, id);
     cur.text.append(bytes);
     ++cur.tokens;
     owner.push_back(static_cast<int64_t>(steps.size()));
