@@ -1,0 +1,39 @@
+// Attention on the device. Training: causal grouped-query flash attention, forward saving the
+// log-sum-exp of the scaled scores per query row and a backward that recomputes P from it (the
+// layouts and AttnShape of kernels/attention.h; dq, dk, dv overwritten). Rollouts: attention of new
+// query rows over the paged KV cache (kernels/paged_attention.h), block tables as one [n, max_blocks]
+// int32 array. f32, one warp per query row (or key row in the dK/dV pass), K/V tiles of 32 rows in
+// shared memory, online softmax; D up to 256. Leaves out: tensor-core (wgmma) tiles, bf16 inputs.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "temper/kernels/attention.h"
+
+namespace temper::cuda {
+
+// lse [B, H, T]
+void attention_fwd(const kernels::AttnShape& s, const float* q, const float* k, const float* v, float* o, float* lse,
+                   cudaStream_t st);
+// delta: [B, H, T] scratch (rowsum(dO * O)).
+void attention_bwd(const kernels::AttnShape& s, const float* q, const float* k, const float* v, const float* o,
+                   const float* lse, const float* dout, float* dq, float* dk, float* dv, float* delta, cudaStream_t st);
+
+struct PagedAttnDeviceArgs {
+  int64_t n = 0, H = 0, Hkv = 0, D = 0;
+  const float* q = nullptr;  // [n, q_stride]
+  int64_t q_stride = 0;
+  float* o = nullptr;  // [n, o_stride]
+  int64_t o_stride = 0;
+  const int32_t* block_tables = nullptr;  // [n, table_stride]: row i's sequence's blocks
+  int64_t table_stride = 0;
+  const int32_t* kv_len = nullptr;  // [n]
+  const float* k_pool = nullptr;    // one layer: block b's rows at k_pool + b * block_size * Hkv * D
+  const float* v_pool = nullptr;
+  int64_t block_size = 0;
+};
+void paged_attention_fwd(const PagedAttnDeviceArgs& a, cudaStream_t st);
+
+}  // namespace temper::cuda

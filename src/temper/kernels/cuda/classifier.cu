@@ -1,0 +1,141 @@
+// Fused classifier on the device; see classifier.h. Row statistics as kernels::logit_row_stats:
+// lse = max + log(sum exp(z - max)), logprob = z_t - lse, entropy = lse - sum p z.
+// Gradient on the logits: g_lp (1[v = t] - p_v) + g_ent (-p_v (log p_v + H)).
+#include "temper/core/error.h"
+#include "temper/kernels/cuda/classifier.h"
+#include "temper/kernels/cuda/common.cuh"
+
+namespace temper::cuda {
+namespace {
+
+constexpr int kThreads = 512;
+
+__global__ void row_stats_kernel(const float* z, int64_t V, const int32_t* targets, float* logprob, float* entropy,
+                                 float* lse_out) {
+  __shared__ float red[32];
+  const int64_t r = blockIdx.x;
+  const float* zr = z + r * V;
+  float mx = -INFINITY;
+  for (int64_t v = threadIdx.x; v < V; v += blockDim.x) mx = fmaxf(mx, zr[v]);
+  mx = dev::block_max(mx, red);
+  float se = 0.f, sz = 0.f;
+  for (int64_t v = threadIdx.x; v < V; v += blockDim.x) {
+    const float e = __expf(zr[v] - mx);
+    se += e;
+    sz += e * zr[v];
+  }
+  se = dev::block_sum(se, red);
+  sz = dev::block_sum(sz, red);
+  if (threadIdx.x == 0) {
+    const float lse = mx + logf(se);
+    const int32_t t = targets ? targets[r] : -1;
+    logprob[r] = t >= 0 ? zr[t] - lse : 0.f;
+    entropy[r] = lse - sz / se;
+    lse_out[r] = lse;
+  }
+}
+
+__global__ void logits_grad_kernel(float* z, int64_t V, const int32_t* targets, const float* lse,
+                                   const float* entropy, const float* coefs) {
+  const int64_t r = blockIdx.x;
+  float* zr = z + r * V;
+  const float L = lse[r], H = entropy[r], g_lp = coefs[2 * r], g_ent = coefs[2 * r + 1];
+  const int32_t t = targets ? targets[r] : -1;
+  for (int64_t v = threadIdx.x; v < V; v += blockDim.x) {
+    const float lp = zr[v] - L, p = __expf(lp);
+    zr[v] = g_lp * ((v == t ? 1.f : 0.f) - p) - g_ent * p * (lp + H);
+  }
+}
+
+}  // namespace
+
+ClassifierWorkspace::ClassifierWorkspace(int64_t chunk_rows, int64_t V)
+    : chunk_(chunk_rows), V_(V), logits_(static_cast<size_t>(chunk_rows * V)), lse_(static_cast<size_t>(chunk_rows)),
+      coefs_(static_cast<size_t>(2 * chunk_rows)) {
+  TEMPER_CHECK(chunk_rows > 0 && V > 0) << "classifier workspace: chunk " << chunk_rows << " x V " << V;
+  TEMPER_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&host_), sizeof(float) * 4 * chunk_rows));
+}
+
+ClassifierWorkspace::~ClassifierWorkspace() {
+  if (host_) cudaFreeHost(host_);
+}
+
+void classifier_fused(Blas& blas, ClassifierWorkspace& ws, const ClassifierDeviceArgs& a) {
+  TEMPER_CHECK(a.V == ws.V()) << "CUDA classifier: workspace for V " << ws.V() << ", called with V " << a.V;
+  TEMPER_CHECK(!a.loss || (a.dh && a.dw)) << "CUDA classifier: a loss needs dh and dw";
+  cudaStream_t st = blas.stream();
+  const bool bf16 = a.h_bf16 && a.w_bf16;
+  for (int64_t r0 = 0; r0 < a.N; r0 += ws.chunk_rows()) {
+    const int64_t rows = std::min(ws.chunk_rows(), a.N - r0);
+    GemmArgs g;
+    g.trans_a = false;
+    g.trans_b = true;
+    g.M = rows;
+    g.N = a.V;
+    g.K = a.C;
+    g.A = bf16 ? static_cast<const void*>(a.h_bf16 + r0 * a.C) : static_cast<const void*>(a.h + r0 * a.C);
+    g.lda = a.C;
+    g.B = bf16 ? static_cast<const void*>(a.w_bf16) : static_cast<const void*>(a.w);
+    g.ldb = a.C;
+    g.C = ws.logits();
+    g.ldc = a.V;
+    g.ab_type = bf16 ? GemmType::bf16 : GemmType::f32;
+    g.c_type = GemmType::f32;
+    blas.gemm(g);
+    const int32_t* tg = a.targets ? a.targets + r0 : nullptr;
+    row_stats_kernel<<<static_cast<unsigned>(rows), kThreads, 0, st>>>(ws.logits(), a.V, tg, a.logprob + r0,
+                                                                       a.entropy + r0, ws.lse());
+    TEMPER_CUDA_LAUNCHED("classifier_row_stats");
+    if (!a.loss) continue;
+    float* host = ws.host();
+    TEMPER_CUDA_CHECK(cudaMemcpyAsync(host, a.logprob + r0, sizeof(float) * rows, cudaMemcpyDeviceToHost, st));
+    TEMPER_CUDA_CHECK(cudaMemcpyAsync(host + ws.chunk_rows(), a.entropy + r0, sizeof(float) * rows,
+                                      cudaMemcpyDeviceToHost, st));
+    TEMPER_CUDA_CHECK(cudaStreamSynchronize(st));
+    float* coefs = host + 2 * ws.chunk_rows();
+    for (int64_t i = 0; i < rows; ++i) {
+      kernels::SoftTarget soft;
+      kernels::ReverseKlTarget rkl;
+      TEMPER_CHECK(!a.loss->soft_target(r0 + i, &soft) && !a.loss->reverse_kl_target(r0 + i, &rkl))
+          << "the CUDA classifier does not run logit distillation yet (soft or reverse-KL targets): use the CPU";
+      a.loss->coefs(r0 + i, host[i], host[ws.chunk_rows() + i], &coefs[2 * i], &coefs[2 * i + 1]);
+    }
+    TEMPER_CUDA_CHECK(cudaMemcpyAsync(ws.coefs(), coefs, sizeof(float) * 2 * rows, cudaMemcpyHostToDevice, st));
+    logits_grad_kernel<<<static_cast<unsigned>(rows), kThreads, 0, st>>>(ws.logits(), a.V, tg, ws.lse(), a.entropy + r0,
+                                                                         ws.coefs());
+    TEMPER_CUDA_LAUNCHED("classifier_logits_grad");
+    GemmArgs dh;  // dh[rows, C] = dZ[rows, V] W[V, C]
+    dh.trans_a = false;
+    dh.trans_b = false;
+    dh.M = rows;
+    dh.N = a.C;
+    dh.K = a.V;
+    dh.A = ws.logits();
+    dh.lda = a.V;
+    dh.B = a.w;
+    dh.ldb = a.C;
+    dh.C = a.dh + r0 * a.C;
+    dh.ldc = a.C;
+    dh.ab_type = GemmType::f32;
+    dh.allow_tf32 = bf16;
+    blas.gemm(dh);
+    GemmArgs dw;  // dW[V, C] += dZ^T h
+    dw.trans_a = true;
+    dw.trans_b = false;
+    dw.M = a.V;
+    dw.N = a.C;
+    dw.K = rows;
+    dw.A = ws.logits();
+    dw.lda = a.V;
+    dw.B = a.h + r0 * a.C;
+    dw.ldb = a.C;
+    dw.C = a.dw;
+    dw.ldc = a.C;
+    dw.beta = 1.f;
+    dw.ab_type = GemmType::f32;
+    dw.allow_tf32 = bf16;
+    blas.gemm(dw);
+  }
+}
+
+}  // namespace temper::cuda

@@ -1,0 +1,105 @@
+// cuBLASLt GEMMs for temper's row-major layouts. See gemm.h for the orientation mapping.
+#include "temper/kernels/cuda/gemm.h"
+
+#include <sstream>
+
+#include "temper/core/error.h"
+
+namespace temper::cuda {
+
+namespace {
+
+void lt_check(cublasStatus_t s, const char* what, const char* file, int line) {
+  if (s != CUBLAS_STATUS_SUCCESS) fail(static_cast<int>(s), "cuBLASLt status", what, file, line);
+}
+#define TEMPER_LT(call) lt_check((call), #call, __FILE__, __LINE__)
+
+cudaDataType_t data_type(GemmType t) { return t == GemmType::bf16 ? CUDA_R_16BF : CUDA_R_32F; }
+
+}  // namespace
+
+struct Blas::Plan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;  // cuBLAS's A (our B), B (our A), C
+  cublasLtMatmulAlgo_t algo{};
+  ~Plan() {
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (c) cublasLtMatrixLayoutDestroy(c);
+    if (desc) cublasLtMatmulDescDestroy(desc);
+  }
+};
+
+Blas::Blas(cudaStream_t stream, size_t workspace_bytes) : stream_(stream), workspace_(workspace_bytes) {
+  TEMPER_LT(cublasLtCreate(&handle_));
+}
+
+Blas::~Blas() {
+  plans_.clear();
+  if (handle_) cublasLtDestroy(handle_);
+}
+
+Blas::Plan& Blas::plan(const GemmArgs& g) {
+  Key key{g.trans_a, g.trans_b, g.M, g.N, g.K, g.lda, g.ldb, g.ldc, static_cast<int>(g.ab_type),
+          static_cast<int>(g.c_type), g.bias != nullptr, g.allow_tf32, g.beta != 0.f};
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return *it->second;
+  auto p = std::make_unique<Plan>();
+  cublasComputeType_t compute =
+      (g.ab_type == GemmType::f32 && g.allow_tf32) ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  TEMPER_LT(cublasLtMatmulDescCreate(&p->desc, compute, CUDA_R_32F));
+  // cuBLAS computes C^T[N, M] = opA(ours B) * opB(ours A), column-major.
+  cublasOperation_t op_first = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t op_second = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  TEMPER_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof(op_first)));
+  TEMPER_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof(op_second)));
+  if (g.bias) {
+    cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+    TEMPER_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
+    cudaDataType_t bt = CUDA_R_32F;
+    TEMPER_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof(bt)));
+  }
+  cudaDataType_t ab = data_type(g.ab_type), ct = data_type(g.c_type);
+  // Stored matrices as column-major: a row-major R x C matrix with row stride ld is C x R with ld.
+  if (g.trans_b)
+    TEMPER_LT(cublasLtMatrixLayoutCreate(&p->a, ab, g.K, g.N, g.ldb));  // B stored [N, K]
+  else
+    TEMPER_LT(cublasLtMatrixLayoutCreate(&p->a, ab, g.N, g.K, g.ldb));  // B stored [K, N]
+  if (g.trans_a)
+    TEMPER_LT(cublasLtMatrixLayoutCreate(&p->b, ab, g.M, g.K, g.lda));  // A stored [K, M]
+  else
+    TEMPER_LT(cublasLtMatrixLayoutCreate(&p->b, ab, g.K, g.M, g.lda));  // A stored [M, K]
+  TEMPER_LT(cublasLtMatrixLayoutCreate(&p->c, ct, g.N, g.M, g.ldc));
+
+  cublasLtMatmulPreference_t pref = nullptr;
+  TEMPER_LT(cublasLtMatmulPreferenceCreate(&pref));
+  size_t ws = workspace_.bytes();
+  TEMPER_LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(handle_, p->desc, p->a, p->b, p->c, p->c, pref, 1, &result, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (s != CUBLAS_STATUS_SUCCESS || found == 0) {
+    std::ostringstream os;
+    os << "cuBLASLt has no algorithm for the GEMM M=" << g.M << " N=" << g.N << " K=" << g.K
+       << " (ab=" << (g.ab_type == GemmType::bf16 ? "bf16" : "f32") << ", c=" << (g.c_type == GemmType::bf16 ? "bf16" : "f32")
+       << ", lda=" << g.lda << " ldb=" << g.ldb << " ldc=" << g.ldc << "); bf16 needs strides that are multiples of 8";
+    throw Error(os.str());
+  }
+  p->algo = result.algo;
+  return *(plans_[key] = std::move(p));
+}
+
+void Blas::gemm(const GemmArgs& g) {
+  TEMPER_CHECK(g.M > 0 && g.N > 0 && g.K > 0) << "gemm: empty shape M=" << g.M << " N=" << g.N << " K=" << g.K;
+  TEMPER_CHECK(!g.bias || g.c_type == GemmType::f32) << "gemm: the bias epilogue needs an f32 output";
+  TEMPER_CHECK(g.ldc >= g.N && g.lda >= (g.trans_a ? g.M : g.K) && g.ldb >= (g.trans_b ? g.K : g.N))
+      << "gemm: a row stride is shorter than its row (lda " << g.lda << ", ldb " << g.ldb << ", ldc " << g.ldc << ")";
+  Plan& p = plan(g);
+  if (g.bias)
+    TEMPER_LT(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)));
+  TEMPER_LT(cublasLtMatmul(handle_, p.desc, &g.alpha, g.B, p.a, g.A, p.b, &g.beta, g.C, p.c, g.C, p.c, &p.algo,
+                           workspace_.data(), workspace_.bytes(), stream_));
+}
+
+}  // namespace temper::cuda

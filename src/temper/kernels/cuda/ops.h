@@ -1,0 +1,58 @@
+// The small CUDA ops of the Llama/Qwen block and the optimizer, the device twins of kernels/
+// {rmsnorm,rope,swiglu,embedding,adamw}.h with the same formulas and layouts (row-major, PyTorch
+// order). Pointers are device memory; bf16 tensors travel as uint16_t bits. Every op runs on the
+// given stream and never allocates. Reductions use a fixed order (deterministic for a given shape).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace temper::cuda {
+
+// Conversions (round to nearest even, as kernels' bf16 on the CPU).
+void f32_to_bf16(const float* x, uint16_t* y, int64_t n, cudaStream_t s);
+void bf16_to_f32(const uint16_t* x, float* y, int64_t n, cudaStream_t s);
+
+// RMSNorm over the last dim C: y = x * rstd * w, rstd = 1 / sqrt(mean(x^2) + eps); rstd [N] saved.
+void rmsnorm_fwd(const float* x, const float* w, float* y, float* rstd, int64_t N, int64_t C, float eps,
+                 cudaStream_t s);
+void rmsnorm_fwd(const uint16_t* x, const float* w, uint16_t* y, float* rstd, int64_t N, int64_t C, float eps,
+                 cudaStream_t s);
+// dx [N, C] overwritten (or added to); dw [C] accumulated (+=) in a deterministic column pass.
+void rmsnorm_bwd(const float* dy, const float* x, const float* w, const float* rstd, float* dx, float* dw, int64_t N,
+                 int64_t C, bool accumulate_dx, cudaStream_t s);
+
+// RoPE (HF rotate-half) in place on rows of H heads of D (row_stride floats apart) at positions pos[r].
+// cos/sin: the RopeTable's [max_pos, D/2] arrays copied to the device.
+void rope_fwd(float* x, const int32_t* pos, const float* cos, const float* sin, int64_t rows, int64_t H, int64_t D,
+              int64_t row_stride, cudaStream_t s);
+void rope_fwd(uint16_t* x, const int32_t* pos, const float* cos, const float* sin, int64_t rows, int64_t H, int64_t D,
+              int64_t row_stride, cudaStream_t s);
+void rope_bwd(float* dx, const int32_t* pos, const float* cos, const float* sin, int64_t rows, int64_t H, int64_t D,
+              int64_t row_stride, cudaStream_t s);
+
+// SwiGLU: gu [N, 2F] (gate | up) -> h [N, F] = silu(gate) * up; backward writes dgu [N, 2F].
+void swiglu_fwd(const float* gu, float* h, int64_t N, int64_t F, cudaStream_t s);
+void swiglu_fwd(const uint16_t* gu, uint16_t* h, int64_t N, int64_t F, cudaStream_t s);
+void swiglu_bwd(const float* gu, const float* dh, float* dgu, int64_t N, int64_t F, cudaStream_t s);
+
+// Embedding: out[n] = table[ids[n]] (table [V, C]); ids outside [0, V) set *bad_id (device int, may be
+// null) to 1 and write zeros. Backward: dtable[ids[n]] += dout[n], tokens walked in order per channel
+// (the CPU kernel's order: the same bits for repeated ids).
+void embedding_fwd(const float* table, const int32_t* ids, float* out, int64_t N, int64_t V, int64_t C, int* bad_id,
+                   cudaStream_t s);
+void embedding_fwd(const float* table, const int32_t* ids, uint16_t* out, int64_t N, int64_t V, int64_t C, int* bad_id,
+                   cudaStream_t s);
+void embedding_bwd(const float* dout, const int32_t* ids, float* dtable, int64_t N, int64_t C, cudaStream_t s);
+
+// AdamW (torch.optim.AdamW) on fp32 master weights p with moments m, v; when p_bf16 is given the
+// updated weights are also written rounded to bf16 (the compute copy). step counts from 1.
+void adamw_step(float* p, const float* g, float* m, float* v, int64_t n, float lr, float beta1, float beta2, float eps,
+                float weight_decay, int64_t step, uint16_t* p_bf16, cudaStream_t s);
+// Sum of squares of g in fixed blocks, then the blocks in order (double); workspace: grad_norm_workspace(n) doubles.
+int64_t grad_norm_workspace(int64_t n);
+void grad_sumsq(const float* g, int64_t n, double* workspace, double* out, cudaStream_t s);  // out: device double
+void scale(float* x, int64_t n, float factor, cudaStream_t s);
+
+}  // namespace temper::cuda

@@ -1,0 +1,80 @@
+// RMSNorm forward/backward on the device: one block per row; the weight gradient in a separate
+// column pass (thread per channel, rows in order), so it is deterministic without atomics.
+// Formulas as kernels/rmsnorm.h (HF LlamaRMSNorm).
+#include "temper/kernels/cuda/common.cuh"
+#include "temper/kernels/cuda/ops.h"
+
+namespace temper::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+template <class T>
+__global__ void rmsnorm_fwd_kernel(const T* x, const float* w, T* y, float* rstd, int64_t C, float eps) {
+  __shared__ float red[32];
+  const int64_t row = blockIdx.x;
+  const T* xr = x + row * C;
+  T* yr = y + row * C;
+  float ss = 0.f;
+  for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
+    float v = dev::ld(xr, c);
+    ss += v * v;
+  }
+  ss = dev::block_sum(ss, red);
+  const float r = rsqrtf(ss / static_cast<float>(C) + eps);
+  if (threadIdx.x == 0) rstd[row] = r;
+  for (int64_t c = threadIdx.x; c < C; c += blockDim.x) dev::st(yr, c, dev::ld(xr, c) * r * w[c]);
+}
+
+// dx = r * w * dy - x * r^3 / C * sum_j (w_j dy_j x_j)
+__global__ void rmsnorm_bwd_dx_kernel(const float* dy, const float* x, const float* w, const float* rstd, float* dx,
+                                      int64_t C, bool accumulate) {
+  __shared__ float red[32];
+  const int64_t row = blockIdx.x;
+  const float* dyr = dy + row * C;
+  const float* xr = x + row * C;
+  float* dxr = dx + row * C;
+  const float r = rstd[row];
+  float dot = 0.f;
+  for (int64_t c = threadIdx.x; c < C; c += blockDim.x) dot += w[c] * dyr[c] * xr[c];
+  dot = dev::block_sum(dot, red);
+  const float k = dot * r * r * r / static_cast<float>(C);
+  for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
+    float g = r * w[c] * dyr[c] - xr[c] * k;
+    dxr[c] = accumulate ? dxr[c] + g : g;
+  }
+}
+
+__global__ void rmsnorm_bwd_dw_kernel(const float* dy, const float* x, const float* rstd, float* dw, int64_t N,
+                                      int64_t C) {
+  const int64_t c = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (c >= C) return;
+  float acc = 0.f;
+  for (int64_t n = 0; n < N; ++n) acc += dy[n * C + c] * x[n * C + c] * rstd[n];
+  dw[c] += acc;
+}
+
+}  // namespace
+
+void rmsnorm_fwd(const float* x, const float* w, float* y, float* rstd, int64_t N, int64_t C, float eps,
+                 cudaStream_t s) {
+  if (N <= 0) return;
+  rmsnorm_fwd_kernel<float><<<static_cast<unsigned>(N), kThreads, 0, s>>>(x, w, y, rstd, C, eps);
+  TEMPER_CUDA_LAUNCHED("rmsnorm_fwd");
+}
+void rmsnorm_fwd(const uint16_t* x, const float* w, uint16_t* y, float* rstd, int64_t N, int64_t C, float eps,
+                 cudaStream_t s) {
+  if (N <= 0) return;
+  rmsnorm_fwd_kernel<__nv_bfloat16><<<static_cast<unsigned>(N), kThreads, 0, s>>>(dev::bf(x), w, dev::bf(y), rstd, C, eps);
+  TEMPER_CUDA_LAUNCHED("rmsnorm_fwd_bf16");
+}
+void rmsnorm_bwd(const float* dy, const float* x, const float* w, const float* rstd, float* dx, float* dw, int64_t N,
+                 int64_t C, bool accumulate_dx, cudaStream_t s) {
+  if (N <= 0) return;
+  rmsnorm_bwd_dx_kernel<<<static_cast<unsigned>(N), kThreads, 0, s>>>(dy, x, w, rstd, dx, C, accumulate_dx);
+  TEMPER_CUDA_LAUNCHED("rmsnorm_bwd_dx");
+  rmsnorm_bwd_dw_kernel<<<dev::blocks_for(C, 128), 128, 0, s>>>(dy, x, rstd, dw, N, C);
+  TEMPER_CUDA_LAUNCHED("rmsnorm_bwd_dw");
+}
+
+}  // namespace temper::cuda

@@ -1,0 +1,492 @@
+// The op harness on the CUDA backend: every device kernel against the CPU kernel (itself checked
+// against the fp64 reference and finite differences in tests/kernels) on shapes that are not
+// multiples of the warp or tile sizes, with the tolerance table of tests/common/tolerance.h.
+// Skips cleanly where no GPU is present (a build machine); scripts/gpu-check runs it on a GPU.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "common/op_harness.h"
+#include "common/tolerance.h"
+#include "temper/core/dtype.h"
+#include "temper/core/rng.h"
+#include "temper/kernels/adamw.h"
+#include "temper/kernels/attention.h"
+#include "temper/kernels/classifier.h"
+#include "temper/kernels/cuda/attention.h"
+#include "temper/kernels/cuda/classifier.h"
+#include "temper/kernels/cuda/gemm.h"
+#include "temper/kernels/cuda/int4_matmul.h"
+#include "temper/kernels/cuda/ops.h"
+#include "temper/kernels/cuda/runtime.h"
+#include "temper/kernels/cuda/sampling.h"
+#include "temper/kernels/embedding.h"
+#include "temper/kernels/int4_matmul.h"
+#include "temper/kernels/paged_attention.h"
+#include "temper/kernels/rmsnorm.h"
+#include "temper/kernels/rope.h"
+#include "temper/kernels/swiglu.h"
+#include "temper/rollout/sampler.h"
+
+namespace temper {
+namespace {
+
+using test::Kind;
+using test::all_close;
+using test::random_vec;
+using test::tolerance;
+
+class CudaOps : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda::available()) GTEST_SKIP() << "no CUDA device on this machine (scripts/gpu-check runs these on a GPU)";
+  }
+};
+
+template <class T>
+cuda::DeviceBuffer<T> up(const std::vector<T>& v) {
+  cuda::DeviceBuffer<T> d(v.size());
+  cuda::copy_to_device(d.data(), v.data(), v.size() * sizeof(T));
+  return d;
+}
+template <class T>
+std::vector<T> down(const cuda::DeviceBuffer<T>& d) {
+  std::vector<T> v(d.size());
+  cuda::copy_to_host(v.data(), d.data(), d.size() * sizeof(T));
+  return v;
+}
+std::vector<uint16_t> to_bf16(const std::vector<float>& v) {
+  std::vector<uint16_t> o(v.size());
+  for (size_t i = 0; i < v.size(); ++i) o[i] = f32_to_bf16(v[i]);
+  return o;
+}
+std::vector<float> round_bf16(const std::vector<float>& v) {
+  std::vector<float> o(v.size());
+  for (size_t i = 0; i < v.size(); ++i) o[i] = bf16_to_f32(f32_to_bf16(v[i]));
+  return o;
+}
+
+// C[M, N] = op(A) op(B) (+ beta C + bias) in double, row-major as gemm.h.
+std::vector<double> gemm_ref(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const std::vector<float>& A, int64_t lda,
+                             const std::vector<float>& B, int64_t ldb, const std::vector<float>& C0, int64_t ldc,
+                             float beta, const std::vector<float>* bias) {
+  std::vector<double> C(static_cast<size_t>(M * ldc));
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      double acc = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        double a = ta ? A[k * lda + m] : A[m * lda + k];
+        double b = tb ? B[n * ldb + k] : B[k * ldb + n];
+        acc += a * b;
+      }
+      acc += beta * C0[m * ldc + n] + (bias ? (*bias)[n] : 0.0);
+      C[m * ldc + n] = acc;
+    }
+  return C;
+}
+
+TEST_F(CudaOps, GemmEveryOrientationF32AndBf16) {
+  cuda::Blas blas;
+  const int64_t M = 37, N = 72, K = 104;  // bf16 strides must be multiples of 8
+  for (int orient = 0; orient < 3; ++orient) {
+    const bool ta = orient == 2, tb = orient == 0;
+    SCOPED_TRACE("orientation " + std::to_string(orient));
+    const int64_t lda = ta ? M + 3 : K + 8, ldb = tb ? K + 8 : N + 8, ldc = N + 5;
+    auto A = random_vec((ta ? K : M) * lda, 1), B = random_vec((tb ? N : K) * ldb, 2), C0 = random_vec(M * ldc, 3);
+    auto bias = random_vec(N, 4);
+    for (bool bf16 : {false, true}) {
+      for (bool with_bias : {false, true}) {
+        auto a_used = bf16 ? round_bf16(A) : A, b_used = bf16 ? round_bf16(B) : B;
+        float beta = with_bias ? 0.f : 0.5f;
+        auto want = gemm_ref(ta, tb, M, N, K, a_used, lda, b_used, ldb, C0, ldc, beta, with_bias ? &bias : nullptr);
+        cuda::DeviceBuffer<float> dA32, dB32;
+        cuda::DeviceBuffer<uint16_t> dA16, dB16;
+        if (bf16) {
+          dA16 = up(to_bf16(A));
+          dB16 = up(to_bf16(B));
+        } else {
+          dA32 = up(A);
+          dB32 = up(B);
+        }
+        auto dC = up(C0);
+        auto dbias = up(bias);
+        cuda::GemmArgs g;
+        g.trans_a = ta;
+        g.trans_b = tb;
+        g.M = M;
+        g.N = N;
+        g.K = K;
+        g.A = bf16 ? static_cast<const void*>(dA16.data()) : dA32.data();
+        g.lda = lda;
+        g.B = bf16 ? static_cast<const void*>(dB16.data()) : dB32.data();
+        g.ldb = ldb;
+        g.C = dC.data();
+        g.ldc = ldc;
+        g.ab_type = bf16 ? cuda::GemmType::bf16 : cuda::GemmType::f32;
+        g.beta = beta;
+        g.bias = with_bias ? dbias.data() : nullptr;
+        blas.gemm(g);
+        auto got = down(dC);
+        std::vector<double> got_rows, want_rows;
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t n = 0; n < N; ++n) {
+            got_rows.push_back(got[m * ldc + n]);
+            want_rows.push_back(want[m * ldc + n]);
+          }
+        EXPECT_TRUE(all_close(got_rows, want_rows, tolerance(Kind::reduction, K))) << "bf16 " << bf16 << " bias " << with_bias;
+      }
+    }
+  }
+  // a bf16 output
+  auto A = random_vec(16 * 64, 5), B = random_vec(24 * 64, 6);
+  auto dA = up(to_bf16(A)), dB = up(to_bf16(B));
+  cuda::DeviceBuffer<uint16_t> dC(16 * 24);
+  cuda::GemmArgs g;
+  g.M = 16;
+  g.N = 24;
+  g.K = 64;
+  g.A = dA.data();
+  g.lda = 64;
+  g.B = dB.data();
+  g.ldb = 64;
+  g.C = dC.data();
+  g.ldc = 24;
+  g.c_type = cuda::GemmType::bf16;
+  blas.gemm(g);
+  auto got16 = down(dC);
+  std::vector<float> got(got16.size());
+  for (size_t i = 0; i < got.size(); ++i) got[i] = bf16_to_f32(got16[i]);
+  auto want = gemm_ref(false, true, 16, 24, 64, round_bf16(A), 64, round_bf16(B), 64, std::vector<float>(16 * 24), 24, 0.f, nullptr);
+  EXPECT_TRUE(all_close(got, want, tolerance(Kind::bf16, 64)));
+}
+
+TEST_F(CudaOps, RmsNormForwardBackwardF32AndBf16) {
+  const int64_t N = 37, C = 300;
+  auto x = random_vec(N * C, 11), w = random_vec(C, 12), dy = random_vec(N * C, 13);
+  std::vector<float> y(N * C), rstd(N), dx(N * C), dw(C, 0.5f);
+  kernels::rmsnorm_fwd(x.data(), w.data(), y.data(), rstd.data(), N, C, 1e-6f);
+  kernels::rmsnorm_bwd(dy.data(), x.data(), w.data(), rstd.data(), dx.data(), dw.data(), N, C);
+  auto dx_ = up(x), dw_ = up(w), ddy = up(dy);
+  cuda::DeviceBuffer<float> dyo(N * C), drstd(N), ddx(N * C);
+  auto ddw = up(std::vector<float>(C, 0.5f));
+  cuda::rmsnorm_fwd(dx_.data(), dw_.data(), dyo.data(), drstd.data(), N, C, 1e-6f, nullptr);
+  cuda::rmsnorm_bwd(ddy.data(), dx_.data(), dw_.data(), drstd.data(), ddx.data(), ddw.data(), N, C, false, nullptr);
+  EXPECT_TRUE(all_close(down(dyo), y, tolerance(Kind::reduction, C)));
+  EXPECT_TRUE(all_close(down(drstd), rstd, tolerance(Kind::reduction, C)));
+  EXPECT_TRUE(all_close(down(ddx), dx, tolerance(Kind::reduction, C)));
+  EXPECT_TRUE(all_close(down(ddw), dw, tolerance(Kind::reduction, N)));
+  // bf16 activations: the CPU kernel on the rounded input, output rounded.
+  auto xr = round_bf16(x);
+  kernels::rmsnorm_fwd(xr.data(), w.data(), y.data(), rstd.data(), N, C, 1e-6f);
+  auto dx16 = up(to_bf16(x));
+  cuda::DeviceBuffer<uint16_t> dy16(N * C);
+  cuda::rmsnorm_fwd(dx16.data(), dw_.data(), dy16.data(), drstd.data(), N, C, 1e-6f, nullptr);
+  auto got16 = down(dy16);
+  std::vector<float> got(got16.size());
+  for (size_t i = 0; i < got.size(); ++i) got[i] = bf16_to_f32(got16[i]);
+  EXPECT_TRUE(all_close(got, y, tolerance(Kind::bf16)));
+}
+
+TEST_F(CudaOps, RopeForwardAndInverseMatchTheCpu) {
+  const int64_t rows = 29, H = 3, D = 48, stride = H * D + 16, max_pos = 64;
+  auto table = kernels::rope_table(max_pos, D, 10000.0);
+  std::vector<int32_t> pos(rows);
+  for (int64_t r = 0; r < rows; ++r) pos[r] = static_cast<int32_t>((r * 7) % max_pos);
+  auto x = random_vec(rows * stride, 21);
+  auto want = x;
+  kernels::rope_fwd(want.data(), pos.data(), table, rows, H, D, stride);
+  auto dx = up(x);
+  auto dpos = up(pos);
+  auto dcos = up(table.cos), dsin = up(table.sin);
+  cuda::rope_fwd(dx.data(), dpos.data(), dcos.data(), dsin.data(), rows, H, D, stride, nullptr);
+  EXPECT_TRUE(all_close(down(dx), want, tolerance(Kind::elementwise, 1, 4)));
+  auto back = want;
+  kernels::rope_bwd(back.data(), pos.data(), table, rows, H, D, stride);
+  cuda::rope_bwd(dx.data(), dpos.data(), dcos.data(), dsin.data(), rows, H, D, stride, nullptr);
+  EXPECT_TRUE(all_close(down(dx), back, tolerance(Kind::elementwise, 1, 4)));
+}
+
+TEST_F(CudaOps, SwigluForwardBackwardMatchTheCpu) {
+  const int64_t N = 23, F = 77;
+  auto gu = random_vec(N * 2 * F, 31), dh = random_vec(N * F, 32);
+  std::vector<float> h(N * F), dgu(N * 2 * F);
+  kernels::swiglu_fwd(gu.data(), h.data(), N, F);
+  kernels::swiglu_bwd(gu.data(), dh.data(), dgu.data(), N, F);
+  auto dgu_in = up(gu), ddh = up(dh);
+  cuda::DeviceBuffer<float> dh_out(N * F), ddgu(N * 2 * F);
+  cuda::swiglu_fwd(dgu_in.data(), dh_out.data(), N, F, nullptr);
+  cuda::swiglu_bwd(dgu_in.data(), ddh.data(), ddgu.data(), N, F, nullptr);
+  EXPECT_TRUE(all_close(down(dh_out), h, tolerance(Kind::elementwise, 1, 4)));
+  EXPECT_TRUE(all_close(down(ddgu), dgu, tolerance(Kind::elementwise, 1, 4)));
+}
+
+TEST_F(CudaOps, EmbeddingGatherAndScatterInTokenOrder) {
+  const int64_t N = 41, V = 13, C = 70;
+  std::vector<int32_t> ids(N);
+  for (int64_t n = 0; n < N; ++n) ids[n] = static_cast<int32_t>((n * 5) % V);  // repeated ids
+  auto table = random_vec(V * C, 41), dout = random_vec(N * C, 42);
+  std::vector<float> out(N * C), dtable(V * C, 0.25f);
+  kernels::embedding_fwd(table.data(), ids.data(), out.data(), N, V, C);
+  kernels::embedding_bwd(dout.data(), ids.data(), dtable.data(), N, C);
+  auto dt = up(table), dd = up(dout);
+  auto dids = up(ids);
+  cuda::DeviceBuffer<float> dout_f(N * C);
+  auto ddt = up(std::vector<float>(V * C, 0.25f));
+  cuda::DeviceBuffer<int> bad(1);
+  TEMPER_CUDA_CHECK(cudaMemset(bad.data(), 0, sizeof(int)));
+  cuda::embedding_fwd(dt.data(), dids.data(), dout_f.data(), N, V, C, bad.data(), nullptr);
+  cuda::embedding_bwd(dd.data(), dids.data(), ddt.data(), N, C, nullptr);
+  EXPECT_EQ(down(dout_f), out);
+  EXPECT_EQ(down(ddt), dtable);  // same order of additions: the same bits
+  EXPECT_EQ(down(bad)[0], 0);
+  ids[3] = static_cast<int32_t>(V);
+  auto dbad_ids = up(ids);
+  cuda::embedding_fwd(dt.data(), dbad_ids.data(), dout_f.data(), N, V, C, bad.data(), nullptr);
+  EXPECT_EQ(down(bad)[0], 1);
+}
+
+TEST_F(CudaOps, AdamWStepsAndGradNormMatchTheCpu) {
+  const int64_t n = 50000;
+  auto p = random_vec(n, 51), m0 = std::vector<float>(n, 0.f), v0 = std::vector<float>(n, 0.f);
+  auto pc = p, mc = m0, vc = v0;
+  auto dp = up(p), dm = up(m0), dv = up(v0);
+  cuda::DeviceBuffer<uint16_t> p16(n);
+  kernels::AdamWConfig c;
+  for (int64_t step = 1; step <= 3; ++step) {
+    auto g = random_vec(n, 60 + step);
+    kernels::adamw_step(pc.data(), g.data(), mc.data(), vc.data(), n, c, 1e-3f, step);
+    auto dg = up(g);
+    cuda::adamw_step(dp.data(), dg.data(), dm.data(), dv.data(), n, 1e-3f, c.beta1, c.beta2, c.eps, c.weight_decay, step,
+                     p16.data(), nullptr);
+  }
+  auto got = down(dp);
+  EXPECT_TRUE(all_close(got, pc, tolerance(Kind::elementwise, 1, 8)));
+  EXPECT_TRUE(all_close(down(dm), mc, tolerance(Kind::elementwise, 1, 8)));
+  EXPECT_TRUE(all_close(down(dv), vc, tolerance(Kind::elementwise, 1, 8)));
+  auto got16 = down(p16);
+  for (int64_t i = 0; i < n; i += 997) EXPECT_EQ(got16[i], f32_to_bf16(got[i])) << i;
+  auto g = random_vec(n, 70);
+  auto dg = up(g);
+  cuda::DeviceBuffer<double> ws(cuda::grad_norm_workspace(n)), out(1);
+  cuda::grad_sumsq(dg.data(), n, ws.data(), out.data(), nullptr);
+  const double norm = kernels::grad_norm(g.data(), n);
+  EXPECT_NEAR(std::sqrt(down(out)[0]), norm, 1e-9 * norm);
+}
+
+struct AttnCase {
+  int64_t B, T, H, Hkv, D;
+};
+
+TEST_F(CudaOps, FlashAttentionForwardBackwardMatchTheCpu) {
+  for (AttnCase c : {AttnCase{2, 70, 4, 2, 32}, AttnCase{1, 45, 6, 6, 64}, AttnCase{2, 33, 2, 1, 128}}) {
+    SCOPED_TRACE("T " + std::to_string(c.T) + " D " + std::to_string(c.D));
+    // fused-QKV layout: q, k, v are column blocks of one [B*T, (H + 2 Hkv) D] buffer
+    const int64_t qkv = (c.H + 2 * c.Hkv) * c.D, rows = c.B * c.T;
+    kernels::AttnShape s{c.B, c.T, c.H, c.Hkv, c.D, qkv, qkv, c.H * c.D};
+    auto buf = random_vec(rows * qkv, 81), dout = random_vec(rows * c.H * c.D, 82);
+    const float* q = buf.data();
+    const float* k = buf.data() + c.H * c.D;
+    const float* v = k + c.Hkv * c.D;
+    std::vector<float> o(rows * c.H * c.D), lse(c.B * c.H * c.T), dbuf(rows * qkv, 0.f);
+    kernels::attention_fwd(s, q, k, v, o.data(), lse.data());
+    kernels::attention_bwd(s, q, k, v, o.data(), lse.data(), dout.data(), dbuf.data(), dbuf.data() + c.H * c.D,
+                           dbuf.data() + (c.H + c.Hkv) * c.D);
+    auto dq = up(buf), ddo = up(dout);
+    cuda::DeviceBuffer<float> d_o(o.size()), d_lse(lse.size()), d_delta(lse.size());
+    auto d_grad = up(std::vector<float>(rows * qkv, 0.f));
+    cuda::attention_fwd(s, dq.data(), dq.data() + c.H * c.D, dq.data() + (c.H + c.Hkv) * c.D, d_o.data(), d_lse.data(),
+                        nullptr);
+    EXPECT_TRUE(all_close(down(d_o), o, tolerance(Kind::reduction, c.T)));
+    EXPECT_TRUE(all_close(down(d_lse), lse, tolerance(Kind::reduction, c.T)));
+    cuda::attention_bwd(s, dq.data(), dq.data() + c.H * c.D, dq.data() + (c.H + c.Hkv) * c.D, d_o.data(), d_lse.data(),
+                        ddo.data(), d_grad.data(), d_grad.data() + c.H * c.D, d_grad.data() + (c.H + c.Hkv) * c.D,
+                        d_delta.data(), nullptr);
+    EXPECT_TRUE(all_close(down(d_grad), dbuf, tolerance(Kind::reduction, c.T * c.D)));
+  }
+}
+
+TEST_F(CudaOps, PagedAttentionOverScatteredBlocksMatchesTheCpu) {
+  const int64_t H = 4, Hkv = 2, D = 64, bs = 16, blocks = 20, n = 5;
+  const int64_t row_floats = Hkv * D;
+  auto kp = random_vec(blocks * bs * row_floats, 91), vp = random_vec(blocks * bs * row_floats, 92);
+  auto q = random_vec(n * H * D, 93);
+  std::vector<int64_t> len = {1, 17, 40, 64, 33};
+  const int64_t table_stride = 4;
+  std::vector<int32_t> tables(n * table_stride);
+  for (int64_t i = 0; i < n * table_stride; ++i) tables[i] = static_cast<int32_t>((i * 7 + 3) % blocks);
+  std::vector<const int32_t*> table_ptrs(n);
+  for (int64_t i = 0; i < n; ++i) table_ptrs[i] = tables.data() + i * table_stride;
+  std::vector<float> o(n * H * D);
+  kernels::PagedAttnArgs a;
+  a.n = n;
+  a.H = H;
+  a.Hkv = Hkv;
+  a.D = D;
+  a.q = q.data();
+  a.q_stride = H * D;
+  a.o = o.data();
+  a.o_stride = H * D;
+  a.block_tables = table_ptrs.data();
+  a.kv_len = len.data();
+  a.k_pool = kp.data();
+  a.v_pool = vp.data();
+  a.block_size = bs;
+  kernels::paged_attention_fwd(a);
+  std::vector<int32_t> len32(len.begin(), len.end());
+  auto dk = up(kp), dv = up(vp), dq = up(q);
+  auto dt = up(tables), dl = up(len32);
+  cuda::DeviceBuffer<float> d_o(o.size());
+  cuda::PagedAttnDeviceArgs b;
+  b.n = n;
+  b.H = H;
+  b.Hkv = Hkv;
+  b.D = D;
+  b.q = dq.data();
+  b.q_stride = H * D;
+  b.o = d_o.data();
+  b.o_stride = H * D;
+  b.block_tables = dt.data();
+  b.table_stride = table_stride;
+  b.kv_len = dl.data();
+  b.k_pool = dk.data();
+  b.v_pool = dv.data();
+  b.block_size = bs;
+  cuda::paged_attention_fwd(b, nullptr);
+  EXPECT_TRUE(all_close(down(d_o), o, tolerance(Kind::reduction, 64)));
+}
+
+// dL/dlogprob and dL/dentropy fixed per row: the gradient the fused pass must carry back.
+class FixedCoefLoss : public kernels::ClassifierLoss {
+ public:
+  void coefs(int64_t n, float, float, float* g_lp, float* g_ent) const override {
+    *g_lp = 0.1f * static_cast<float>(n % 7) - 0.3f;
+    *g_ent = n % 3 == 0 ? 0.05f : 0.f;
+  }
+};
+
+TEST_F(CudaOps, FusedClassifierForwardAndGradientMatchTheCpu) {
+  const int64_t N = 50, C = 64, V = 1003;
+  auto h = random_vec(N * C, 101), w = random_vec(V * C, 102, 0.2f);
+  std::vector<int32_t> targets(N);
+  for (int64_t n = 0; n < N; ++n) targets[n] = n == 7 ? -1 : static_cast<int32_t>((n * 37) % V);
+  FixedCoefLoss loss;
+  std::vector<float> lp(N), ent(N), dh(N * C), dw(V * C, 0.f);
+  kernels::ClassifierArgs a;
+  a.h = h.data();
+  a.w = w.data();
+  a.targets = targets.data();
+  a.N = N;
+  a.C = C;
+  a.V = V;
+  a.logprob = lp.data();
+  a.entropy = ent.data();
+  a.loss = &loss;
+  a.dh = dh.data();
+  a.dw = dw.data();
+  kernels::classifier_fused(a);
+  cuda::Blas blas;
+  cuda::ClassifierWorkspace ws(16, V);  // 4 chunks, the last partial
+  auto d_h = up(h), d_w = up(w);
+  auto d_t = up(targets);
+  cuda::DeviceBuffer<float> d_lp(N), d_ent(N), d_dh(N * C);
+  auto d_dw = up(std::vector<float>(V * C, 0.f));
+  cuda::ClassifierDeviceArgs b;
+  b.h = d_h.data();
+  b.w = d_w.data();
+  b.targets = d_t.data();
+  b.N = N;
+  b.C = C;
+  b.V = V;
+  b.logprob = d_lp.data();
+  b.entropy = d_ent.data();
+  b.loss = &loss;
+  b.dh = d_dh.data();
+  b.dw = d_dw.data();
+  cuda::classifier_fused(blas, ws, b);
+  EXPECT_TRUE(all_close(down(d_lp), lp, tolerance(Kind::reduction, V)));
+  EXPECT_TRUE(all_close(down(d_ent), ent, tolerance(Kind::reduction, V)));
+  EXPECT_TRUE(all_close(down(d_dh), dh, tolerance(Kind::reduction, V)));
+  EXPECT_TRUE(all_close(down(d_dw), dw, tolerance(Kind::reduction, N)));
+  // bf16 logits GEMM (tensor cores) and TF32 gradient GEMMs: bf16 tolerance.
+  auto h16 = up(to_bf16(h)), w16 = up(to_bf16(w));
+  b.h_bf16 = h16.data();
+  b.w_bf16 = w16.data();
+  b.loss = nullptr;
+  cuda::classifier_fused(blas, ws, b);
+  EXPECT_TRUE(all_close(down(d_lp), lp, tolerance(Kind::bf16, C)));
+  EXPECT_TRUE(all_close(down(d_ent), ent, tolerance(Kind::bf16, C)));
+}
+
+TEST_F(CudaOps, DeviceSamplingDrawsTheCpuSamplersTokens) {
+  const int64_t B = 7, V = 5003, ld = 5008;
+  auto logits = random_vec(B * ld, 111, 2.0f);
+  logits[2 * ld + 10] = -INFINITY;  // masked entries are skipped
+  std::vector<float> temps = {1.0f, 0.7f, 1.3f, 0.f, 1.0f, 0.5f, 2.0f};
+  std::vector<double> u(B);
+  std::vector<int32_t> want(B);
+  std::vector<float> want_lp(B), want_plp(B), want_ent(B);
+  for (int64_t r = 0; r < B; ++r) {
+    Rng a(1234, static_cast<uint64_t>(r)), b(1234, static_cast<uint64_t>(r));
+    u[r] = a.uniform_f64();
+    rollout::SamplerConfig cfg;
+    cfg.greedy = temps[r] <= 0.f;
+    cfg.temperature = cfg.greedy ? 1.f : temps[r];
+    rollout::Sampler s(cfg);
+    auto got = s.sample(logits.data() + r * ld, V, b);
+    want[r] = got.token;
+    want_lp[r] = got.logprob;
+    kernels::logit_row_stats(logits.data() + r * ld, V, got.token, &want_plp[r], &want_ent[r]);
+  }
+  auto dl = up(logits), dt = up(temps);
+  auto du = up(u);
+  cuda::DeviceBuffer<int32_t> tok(B);
+  cuda::DeviceBuffer<float> lp(B), plp(B), ent(B);
+  cuda::SampleRowsArgs a;
+  a.logits = dl.data();
+  a.B = B;
+  a.V = V;
+  a.ld = ld;
+  a.temperature = dt.data();
+  a.u = du.data();
+  a.token = tok.data();
+  a.sample_logprob = lp.data();
+  a.policy_logprob = plp.data();
+  a.entropy = ent.data();
+  cuda::sample_rows(a, nullptr);
+  EXPECT_EQ(down(tok), want);
+  EXPECT_TRUE(all_close(down(lp), want_lp, tolerance(Kind::reduction, V)));
+  EXPECT_TRUE(all_close(down(plp), want_plp, tolerance(Kind::reduction, V)));
+  EXPECT_TRUE(all_close(down(ent), want_ent, tolerance(Kind::reduction, V)));
+}
+
+TEST_F(CudaOps, Int4DequantMatmulMatchesTheDequantizedProduct) {
+  const int64_t N = 70, K = 200, M = 11;
+  auto W = random_vec(N * K, 121), X = random_vec(M * K, 122);
+  kernels::Int4Weights q;
+  kernels::quantize_int4(W.data(), N, K, K, 32, &q);
+  std::vector<float> Wd(N * K);
+  kernels::dequantize_int4(q, Wd.data());
+  auto want = gemm_ref(false, true, M, N, K, X, K, Wd, K, std::vector<float>(M * N), N, 0.f, nullptr);
+  cuda::Int4DeviceWeights dw(q);
+  auto dx = up(X);
+  cuda::DeviceBuffer<float> dy(M * N);
+  cuda::int4_gemm(M, dx.data(), K, dw, false, dy.data(), N, nullptr);
+  EXPECT_TRUE(all_close(down(dy), want, tolerance(Kind::reduction, K)));
+}
+
+TEST(CudaRuntime, AvailabilityIsAnAnswerNotACrash) {
+  // On a machine without a GPU this says false; with one, the device describes itself.
+  if (!cuda::available()) {
+    EXPECT_EQ(cuda::device_count(), 0);
+    return;
+  }
+  auto info = cuda::device_info(0);
+  EXPECT_FALSE(info.name.empty());
+  EXPECT_GT(info.sms, 0);
+  EXPECT_GT(info.total_bytes, size_t{0});
+}
+
+}  // namespace
+}  // namespace temper
