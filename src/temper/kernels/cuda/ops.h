@@ -17,6 +17,8 @@ void bf16_to_f32(const uint16_t* x, float* y, int64_t n, cudaStream_t s);
 // RMSNorm over the last dim C: y = x * rstd * w, rstd = 1 / sqrt(mean(x^2) + eps); rstd [N] saved.
 void rmsnorm_fwd(const float* x, const float* w, float* y, float* rstd, int64_t N, int64_t C, float eps,
                  cudaStream_t s);
+void rmsnorm_fwd(const float* x, const float* w, uint16_t* y, float* rstd, int64_t N, int64_t C, float eps,
+                 cudaStream_t s);  // bf16 output (the next GEMM's input)
 void rmsnorm_fwd(const uint16_t* x, const float* w, uint16_t* y, float* rstd, int64_t N, int64_t C, float eps,
                  cudaStream_t s);
 // dx [N, C] overwritten (or added to); dw [C] accumulated (+=) in a deterministic column pass.
@@ -34,6 +36,7 @@ void rope_bwd(float* dx, const int32_t* pos, const float* cos, const float* sin,
 
 // SwiGLU: gu [N, 2F] (gate | up) -> h [N, F] = silu(gate) * up; backward writes dgu [N, 2F].
 void swiglu_fwd(const float* gu, float* h, int64_t N, int64_t F, cudaStream_t s);
+void swiglu_fwd(const float* gu, uint16_t* h, int64_t N, int64_t F, cudaStream_t s);  // bf16 output
 void swiglu_fwd(const uint16_t* gu, uint16_t* h, int64_t N, int64_t F, cudaStream_t s);
 void swiglu_bwd(const float* gu, const float* dh, float* dgu, int64_t N, int64_t F, cudaStream_t s);
 
@@ -45,6 +48,21 @@ void embedding_fwd(const float* table, const int32_t* ids, float* out, int64_t N
 void embedding_fwd(const float* table, const int32_t* ids, uint16_t* out, int64_t N, int64_t V, int64_t C, int* bad_id,
                    cudaStream_t s);
 void embedding_bwd(const float* dout, const int32_t* ids, float* dtable, int64_t N, int64_t C, cudaStream_t s);
+
+// Bias gradient: out[c] += sum_n x[n * ld + c] over rows in order (thread per column).
+void column_sum_add(const float* x, int64_t N, int64_t C, int64_t ld, float* out, cudaStream_t s);
+// dst[i] = src[rows[i] * ld_src + c] for c < C (dst rows C apart): the rows whose logits are wanted.
+void gather_rows(const float* src, int64_t ld_src, const int64_t* rows, int64_t n, int64_t C, float* dst,
+                 cudaStream_t s);
+void gather_rows(const uint16_t* src, int64_t ld_src, const int64_t* rows, int64_t n, int64_t C, uint16_t* dst,
+                 cudaStream_t s);
+// Paged KV cache write: row i's K and V (Hkv * D floats at k + i * ld, v + i * ld) go to position
+// pos[i] of its sequence: block tables[i * table_stride + pos / block_size], slot pos % block_size.
+void kv_write(const float* k, const float* v, int64_t ld, const int32_t* pos, const int32_t* tables,
+              int64_t table_stride, int64_t n, int64_t row_floats, int64_t block_size, float* k_pool, float* v_pool,
+              cudaStream_t s);
+// After a decode step on the device: every row's next input is the token it just drew, one position on.
+void decode_advance(const int32_t* drawn, int32_t* tokens, int32_t* pos, int32_t* kv_len, int64_t n, cudaStream_t s);
 
 // AdamW (torch.optim.AdamW) on fp32 master weights p with moments m, v; when p_bf16 is given the
 // updated weights are also written rounded to bf16 (the compute copy). step counts from 1.

@@ -9,12 +9,12 @@ namespace {
 
 constexpr int kThreads = 256;
 
-template <class T>
-__global__ void rmsnorm_fwd_kernel(const T* x, const float* w, T* y, float* rstd, int64_t C, float eps) {
+template <class Tin, class Tout>
+__global__ void rmsnorm_fwd_kernel(const Tin* x, const float* w, Tout* y, float* rstd, int64_t C, float eps) {
   __shared__ float red[32];
   const int64_t row = blockIdx.x;
-  const T* xr = x + row * C;
-  T* yr = y + row * C;
+  const Tin* xr = x + row * C;
+  Tout* yr = y + row * C;
   float ss = 0.f;
   for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
     float v = dev::ld(xr, c);
@@ -59,14 +59,21 @@ __global__ void rmsnorm_bwd_dw_kernel(const float* dy, const float* x, const flo
 void rmsnorm_fwd(const float* x, const float* w, float* y, float* rstd, int64_t N, int64_t C, float eps,
                  cudaStream_t s) {
   if (N <= 0) return;
-  rmsnorm_fwd_kernel<float><<<static_cast<unsigned>(N), kThreads, 0, s>>>(x, w, y, rstd, C, eps);
+  rmsnorm_fwd_kernel<float, float><<<static_cast<unsigned>(N), kThreads, 0, s>>>(x, w, y, rstd, C, eps);
   TEMPER_CUDA_LAUNCHED("rmsnorm_fwd");
 }
 void rmsnorm_fwd(const uint16_t* x, const float* w, uint16_t* y, float* rstd, int64_t N, int64_t C, float eps,
                  cudaStream_t s) {
   if (N <= 0) return;
-  rmsnorm_fwd_kernel<__nv_bfloat16><<<static_cast<unsigned>(N), kThreads, 0, s>>>(dev::bf(x), w, dev::bf(y), rstd, C, eps);
+  rmsnorm_fwd_kernel<__nv_bfloat16, __nv_bfloat16>
+      <<<static_cast<unsigned>(N), kThreads, 0, s>>>(dev::bf(x), w, dev::bf(y), rstd, C, eps);
   TEMPER_CUDA_LAUNCHED("rmsnorm_fwd_bf16");
+}
+void rmsnorm_fwd(const float* x, const float* w, uint16_t* y, float* rstd, int64_t N, int64_t C, float eps,
+                 cudaStream_t s) {
+  if (N <= 0) return;
+  rmsnorm_fwd_kernel<float, __nv_bfloat16><<<static_cast<unsigned>(N), kThreads, 0, s>>>(x, w, dev::bf(y), rstd, C, eps);
+  TEMPER_CUDA_LAUNCHED("rmsnorm_fwd_f32_bf16");
 }
 void rmsnorm_bwd(const float* dy, const float* x, const float* w, const float* rstd, float* dx, float* dw, int64_t N,
                  int64_t C, bool accumulate_dx, cudaStream_t s) {

@@ -1,0 +1,80 @@
+// Row and column movements of the device model: bias gradients (column sums, rows in order),
+// gathering the rows whose logits are wanted, and writing new K/V rows into the paged KV cache.
+#include "temper/kernels/cuda/common.cuh"
+#include "temper/kernels/cuda/ops.h"
+
+namespace temper::cuda {
+namespace {
+
+__global__ void column_sum_add_kernel(const float* x, int64_t N, int64_t C, int64_t ld, float* out) {
+  const int64_t c = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (c >= C) return;
+  float acc = 0.f;
+  for (int64_t n = 0; n < N; ++n) acc += x[n * ld + c];
+  out[c] += acc;
+}
+
+template <class T>
+__global__ void gather_rows_kernel(const T* src, int64_t ld, const int64_t* rows, int64_t n, int64_t C, T* dst) {
+  for (int64_t idx = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; idx < n * C; idx += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t i = idx / C, c = idx % C;
+    dst[idx] = src[rows[i] * ld + c];
+  }
+}
+
+__global__ void kv_write_kernel(const float* k, const float* v, int64_t ld, const int32_t* pos, const int32_t* tables,
+                                int64_t table_stride, int64_t n, int64_t row_floats, int64_t block_size, float* k_pool,
+                                float* v_pool) {
+  for (int64_t idx = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; idx < n * row_floats;
+       idx += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t i = idx / row_floats, c = idx % row_floats;
+    const int64_t p = pos[i];
+    const int64_t slot = int64_t{tables[i * table_stride + p / block_size]} * block_size + p % block_size;
+    k_pool[slot * row_floats + c] = k[i * ld + c];
+    v_pool[slot * row_floats + c] = v[i * ld + c];
+  }
+}
+
+__global__ void decode_advance_kernel(const int32_t* drawn, int32_t* tokens, int32_t* pos, int32_t* kv_len, int64_t n) {
+  const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (i >= n) return;
+  tokens[i] = drawn[i];
+  pos[i] += 1;
+  kv_len[i] += 1;
+}
+
+}  // namespace
+
+void decode_advance(const int32_t* drawn, int32_t* tokens, int32_t* pos, int32_t* kv_len, int64_t n, cudaStream_t s) {
+  if (n <= 0) return;
+  decode_advance_kernel<<<dev::blocks_for(n, 128), 128, 0, s>>>(drawn, tokens, pos, kv_len, n);
+  TEMPER_CUDA_LAUNCHED("decode_advance");
+}
+
+void column_sum_add(const float* x, int64_t N, int64_t C, int64_t ld, float* out, cudaStream_t s) {
+  if (C <= 0 || N <= 0) return;
+  column_sum_add_kernel<<<dev::blocks_for(C, 128), 128, 0, s>>>(x, N, C, ld, out);
+  TEMPER_CUDA_LAUNCHED("column_sum_add");
+}
+void gather_rows(const float* src, int64_t ld_src, const int64_t* rows, int64_t n, int64_t C, float* dst,
+                 cudaStream_t s) {
+  if (n * C <= 0) return;
+  gather_rows_kernel<float><<<dev::blocks_for(n * C, 256), 256, 0, s>>>(src, ld_src, rows, n, C, dst);
+  TEMPER_CUDA_LAUNCHED("gather_rows");
+}
+void gather_rows(const uint16_t* src, int64_t ld_src, const int64_t* rows, int64_t n, int64_t C, uint16_t* dst,
+                 cudaStream_t s) {
+  if (n * C <= 0) return;
+  gather_rows_kernel<uint16_t><<<dev::blocks_for(n * C, 256), 256, 0, s>>>(src, ld_src, rows, n, C, dst);
+  TEMPER_CUDA_LAUNCHED("gather_rows_bf16");
+}
+void kv_write(const float* k, const float* v, int64_t ld, const int32_t* pos, const int32_t* tables,
+              int64_t table_stride, int64_t n, int64_t row_floats, int64_t block_size, float* k_pool, float* v_pool,
+              cudaStream_t s) {
+  if (n * row_floats <= 0) return;
+  kv_write_kernel<<<dev::blocks_for(n * row_floats, 256), 256, 0, s>>>(k, v, ld, pos, tables, table_stride, n,
+                                                                       row_floats, block_size, k_pool, v_pool);
+  TEMPER_CUDA_LAUNCHED("kv_write");
+}
+
+}  // namespace temper::cuda

@@ -1,0 +1,473 @@
+// The decoder on a CUDA device; see cuda_transformer.h. Mirrors model/transformer.cpp layer by
+// layer (the same residual order, the same GEMM orientations), with bf16 GEMM inputs.
+#include "temper/model/cuda_transformer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "temper/core/error.h"
+#include "temper/kernels/cuda/attention.h"
+#include "temper/kernels/cuda/ops.h"
+#include "temper/kernels/cuda/sampling.h"
+#include "temper/kernels/rope.h"
+
+namespace temper {
+
+namespace {
+
+// Carves typed arrays out of one allocation, 256-byte aligned; with a null base it only measures.
+struct Carver {
+  uint8_t* base = nullptr;
+  size_t off = 0;
+  template <class T>
+  T* take(int64_t n) {
+    off = (off + 255) / 256 * 256;
+    T* p = base ? reinterpret_cast<T*>(base + off) : nullptr;
+    off += static_cast<size_t>(n) * sizeof(T);
+    return p;
+  }
+};
+
+void d2d(void* dst, const void* src, size_t bytes, cudaStream_t s) {
+  TEMPER_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));
+}
+
+}  // namespace
+
+CudaTransformer::CudaTransformer(const ModelConfig& cfg, int device) : cfg_(cfg), layout_(cfg), device_(device) {
+  cfg_.validate();
+  TEMPER_CHECK(cuda::available()) << "--device cuda: no CUDA device is visible (driver or GPU missing)";
+  TEMPER_CHECK(device >= 0 && device < cuda::device_count())
+      << "--device cuda:" << device << ": only " << cuda::device_count() << " CUDA device(s) visible";
+  TEMPER_CHECK(!cfg_.qk_norm) << "the CUDA model does not run Qwen3's per-head q/k norms yet: use --device cpu";
+  TEMPER_CUDA_CHECK(cudaSetDevice(device));
+  TEMPER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  blas_ = std::make_unique<cuda::Blas>(stream_);
+  const size_t n = static_cast<size_t>(layout_.total());
+  params_.resize(n);
+  grads_.resize(n);
+  m_.resize(n);
+  v_.resize(n);
+  params16_.resize(n);
+  TEMPER_CUDA_CHECK(cudaMemsetAsync(params_.data(), 0, params_.bytes(), stream_));
+  TEMPER_CUDA_CHECK(cudaMemsetAsync(grads_.data(), 0, grads_.bytes(), stream_));
+  TEMPER_CUDA_CHECK(cudaMemsetAsync(m_.data(), 0, m_.bytes(), stream_));
+  TEMPER_CUDA_CHECK(cudaMemsetAsync(v_.data(), 0, v_.bytes(), stream_));
+  TEMPER_CUDA_CHECK(cudaMemsetAsync(params16_.data(), 0, params16_.bytes(), stream_));
+  norm_ws_.resize(static_cast<size_t>(cuda::grad_norm_workspace(layout_.total())));
+  norm_out_.resize(1);
+  auto rope = kernels::rope_table(cfg_.max_position_embeddings, cfg_.head_dim, cfg_.rope_theta);
+  rope_cos_.resize(rope.cos.size());
+  rope_sin_.resize(rope.sin.size());
+  cuda::copy_to_device(rope_cos_.data(), rope.cos.data(), rope.cos.size() * sizeof(float), stream_);
+  cuda::copy_to_device(rope_sin_.data(), rope.sin.data(), rope.sin.size() * sizeof(float), stream_);
+  synchronize();
+}
+
+CudaTransformer::~CudaTransformer() {
+  for (auto& [n, g] : graphs_)
+    if (g.exec) cudaGraphExecDestroy(g.exec);
+  blas_.reset();
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+void CudaTransformer::synchronize() const { cuda::synchronize(stream_); }
+
+size_t CudaTransformer::state_bytes() const {
+  return params_.bytes() + grads_.bytes() + m_.bytes() + v_.bytes() + params16_.bytes();
+}
+
+void CudaTransformer::set_params(const float* host) {
+  cuda::copy_to_device(params_.data(), host, params_.bytes(), stream_);
+  cuda::f32_to_bf16(params_.data(), params16_.data(), layout_.total(), stream_);
+  synchronize();
+}
+void CudaTransformer::get_params(float* host) const { cuda::copy_to_host(host, params_.data(), params_.bytes(), stream_); }
+void CudaTransformer::get_grads(float* host) const { cuda::copy_to_host(host, grads_.data(), grads_.bytes(), stream_); }
+void CudaTransformer::zero_grad() { TEMPER_CUDA_CHECK(cudaMemsetAsync(grads_.data(), 0, grads_.bytes(), stream_)); }
+
+void CudaTransformer::plan(int64_t max_tokens, int64_t max_seq) {
+  TEMPER_CHECK(max_tokens > 0 && max_seq > 0 && max_seq <= cfg_.max_position_embeddings)
+      << "CudaTransformer::plan: max_tokens " << max_tokens << ", max_seq " << max_seq << " (positions up to "
+      << cfg_.max_position_embeddings << ")";
+  if (max_tokens <= max_tokens_ && max_seq <= max_seq_) return;
+  const int64_t N = max_tokens, C = cfg_.hidden_size, H = cfg_.num_heads, Hq = H * cfg_.head_dim,
+                QKV = cfg_.qkv_dim(), F = cfg_.intermediate_size, L = cfg_.num_layers, V = cfg_.vocab_size;
+  const int64_t widest = std::max({C, 2 * F, QKV, Hq});
+  auto carve = [&](Carver& c) {
+    saved_.assign(static_cast<size_t>(L), Acts{});
+    for (auto& a : saved_) {
+      a.x_in = c.take<float>(N * C);
+      a.rstd1 = c.take<float>(N);
+      a.qkv = c.take<float>(N * QKV);
+      a.o = c.take<float>(N * Hq);
+      a.lse = c.take<float>(N * H);
+      a.x_mid = c.take<float>(N * C);
+      a.rstd2 = c.take<float>(N);
+      a.gu = c.take<float>(N * 2 * F);
+      a.xn1 = c.take<uint16_t>(N * C);
+      a.o16 = c.take<uint16_t>(N * Hq);
+      a.xn2 = c.take<uint16_t>(N * C);
+      a.h16 = c.take<uint16_t>(N * F);
+    }
+    x_final_ = c.take<float>(N * C);
+    xf_ = c.take<float>(N * C);
+    rstd_f_ = c.take<float>(N);
+    dx_ = c.take<float>(N * C);
+    dxn_ = c.take<float>(N * C);
+    dh_ = c.take<float>(N * F);
+    dgu_ = c.take<float>(N * 2 * F);
+    do_ = c.take<float>(N * Hq);
+    dqkv_ = c.take<float>(N * QKV);
+    delta_ = c.take<float>(N * H);
+    lp_ = c.take<float>(N);
+    ent_ = c.take<float>(N);
+    xf16_ = c.take<uint16_t>(N * C);
+    d16_ = c.take<uint16_t>(N * widest);
+    tokens_ = c.take<int32_t>(N);
+    targets_ = c.take<int32_t>(N);
+    pos_ = c.take<int32_t>(N);
+  };
+  Carver measure;
+  carve(measure);
+  arena_.resize(measure.off);
+  arena_bytes_ = measure.off;
+  Carver real{arena_.data()};
+  carve(real);
+  const int64_t chunk = std::clamp<int64_t>((int64_t{1} << 30) / (4 * V), 1, N);
+  cls_ws_ = std::make_unique<cuda::ClassifierWorkspace>(chunk, V);
+  max_tokens_ = max_tokens;
+  max_seq_ = max_seq;
+}
+
+void CudaTransformer::linear(int64_t N, int64_t out, int64_t in, const uint16_t* x, int64_t w, float beta, float* y,
+                             const float* bias) {
+  cuda::GemmArgs g;
+  g.trans_a = false;
+  g.trans_b = true;
+  g.M = N;
+  g.N = out;
+  g.K = in;
+  g.A = x;
+  g.lda = in;
+  g.B = w16(w);
+  g.ldb = in;
+  g.C = y;
+  g.ldc = out;
+  g.beta = beta;
+  g.bias = bias;
+  blas_->gemm(g);
+}
+
+void CudaTransformer::prepare(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T) {
+  TEMPER_CHECK(B * T <= max_tokens_ && T <= max_seq_)
+      << "CudaTransformer: batch " << B << " x " << T << " exceeds the plan (" << max_tokens_ << " tokens, sequences of "
+      << max_seq_ << "): call plan() first";
+  const int64_t N = B * T;
+  std::vector<int32_t> pos(static_cast<size_t>(N));
+  for (int64_t n = 0; n < N; ++n) pos[static_cast<size_t>(n)] = static_cast<int32_t>(n % T);
+  cuda::copy_to_device(tokens_, tokens, sizeof(int32_t) * N, stream_);
+  if (targets) cuda::copy_to_device(targets_, targets, sizeof(int32_t) * N, stream_);
+  cuda::copy_to_device(pos_, pos.data(), sizeof(int32_t) * N, stream_);
+  synchronize();  // pos is a stack vector
+}
+
+void CudaTransformer::layer_forward(int64_t l, const Acts& a, float* x_out, int64_t B, int64_t T, bool paged,
+                                    int64_t n) {
+  const LayerOffsets& o = layout_.layers[static_cast<size_t>(l)];
+  const float* P = params_.data();
+  const int64_t N = paged ? n : B * T, C = cfg_.hidden_size, D = cfg_.head_dim, H = cfg_.num_heads,
+                Hkv = cfg_.num_kv_heads, Hq = H * D, Hk = Hkv * D, QKV = cfg_.qkv_dim(), F = cfg_.intermediate_size;
+  const float eps = static_cast<float>(cfg_.rms_norm_eps);
+  cudaStream_t s = stream_;
+  const int32_t* pos = paged ? dec_.pos.data() : pos_;
+  cuda::rmsnorm_fwd(a.x_in, P + o.attn_norm, a.xn1, a.rstd1, N, C, eps, s);
+  linear(N, QKV, C, a.xn1, o.w_qkv, 0.f, a.qkv, cfg_.qkv_bias ? P + o.b_qkv : nullptr);
+  cuda::rope_fwd(a.qkv, pos, rope_cos_.data(), rope_sin_.data(), N, H, D, QKV, s);
+  cuda::rope_fwd(a.qkv + Hq, pos, rope_cos_.data(), rope_sin_.data(), N, Hkv, D, QKV, s);
+  if (paged) {
+    const int64_t layer_floats = num_blocks_ * block_size_ * Hk;
+    float* kp = k_pool_.data() + l * layer_floats;
+    float* vp = v_pool_.data() + l * layer_floats;
+    cuda::kv_write(a.qkv + Hq, a.qkv + Hq + Hk, QKV, dec_.pos.data(), dec_.tables.data(), dec_.table_stride, N, Hk,
+                   block_size_, kp, vp, s);
+    cuda::PagedAttnDeviceArgs pa;
+    pa.n = N;
+    pa.H = H;
+    pa.Hkv = Hkv;
+    pa.D = D;
+    pa.q = a.qkv;
+    pa.q_stride = QKV;
+    pa.o = a.o;
+    pa.o_stride = Hq;
+    pa.block_tables = dec_.tables.data();
+    pa.table_stride = dec_.table_stride;
+    pa.kv_len = dec_.kv_len.data();
+    pa.k_pool = kp;
+    pa.v_pool = vp;
+    pa.block_size = block_size_;
+    cuda::paged_attention_fwd(pa, s);
+  } else {
+    kernels::AttnShape sh{B, T, H, Hkv, D, QKV, QKV, Hq};
+    cuda::attention_fwd(sh, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse, s);
+  }
+  cuda::f32_to_bf16(a.o, a.o16, N * Hq, s);
+  d2d(a.x_mid, a.x_in, sizeof(float) * N * C, s);
+  linear(N, C, Hq, a.o16, o.w_o, 1.f, a.x_mid);
+  cuda::rmsnorm_fwd(a.x_mid, P + o.mlp_norm, a.xn2, a.rstd2, N, C, eps, s);
+  linear(N, 2 * F, C, a.xn2, o.w_gu, 0.f, a.gu);
+  cuda::swiglu_fwd(a.gu, a.h16, N, F, s);
+  d2d(x_out, a.x_mid, sizeof(float) * N * C, s);
+  linear(N, C, F, a.h16, o.w_down, 1.f, x_out);
+}
+
+void CudaTransformer::layer_backward(int64_t l, const Acts& a, float* dx, int64_t B, int64_t T) {
+  const LayerOffsets& o = layout_.layers[static_cast<size_t>(l)];
+  const float* P = params_.data();
+  float* G = grads_.data();
+  const int64_t N = B * T, C = cfg_.hidden_size, D = cfg_.head_dim, H = cfg_.num_heads, Hkv = cfg_.num_kv_heads,
+                Hq = H * D, Hk = Hkv * D, QKV = cfg_.qkv_dim(), F = cfg_.intermediate_size;
+  cudaStream_t s = stream_;
+  // dX[N, in] = dY16[N, out] W16[out, in]
+  auto grad_input = [&](int64_t out, int64_t in, int64_t w, float* dX) {
+    cuda::GemmArgs g;
+    g.trans_a = false;
+    g.trans_b = false;
+    g.M = N;
+    g.N = in;
+    g.K = out;
+    g.A = d16_;
+    g.lda = out;
+    g.B = w16(w);
+    g.ldb = in;
+    g.C = dX;
+    g.ldc = in;
+    blas_->gemm(g);
+  };
+  // dW[out, in] += dY16[N, out]^T X16[N, in]
+  auto grad_weight = [&](int64_t out, int64_t in, const uint16_t* X, int64_t w) {
+    cuda::GemmArgs g;
+    g.trans_a = true;
+    g.trans_b = false;
+    g.M = out;
+    g.N = in;
+    g.K = N;
+    g.A = d16_;
+    g.lda = out;
+    g.B = X;
+    g.ldb = in;
+    g.C = G + w;
+    g.ldc = in;
+    g.beta = 1.f;
+    blas_->gemm(g);
+  };
+  // MLP block: x_out = x_mid + swiglu(norm(x_mid) Wgu^T) Wd^T.
+  cuda::f32_to_bf16(dx, d16_, N * C, s);
+  grad_input(C, F, o.w_down, dh_);
+  grad_weight(C, F, a.h16, o.w_down);
+  cuda::swiglu_bwd(a.gu, dh_, dgu_, N, F, s);
+  cuda::f32_to_bf16(dgu_, d16_, N * 2 * F, s);
+  grad_weight(2 * F, C, a.xn2, o.w_gu);
+  grad_input(2 * F, C, o.w_gu, dxn_);
+  cuda::rmsnorm_bwd(dxn_, a.x_mid, P + o.mlp_norm, a.rstd2, dx, G + o.mlp_norm, N, C, true, s);
+  // Attention block: x_mid = x_in + attn(rope(norm(x_in) Wqkv^T)) Wo^T.
+  cuda::f32_to_bf16(dx, d16_, N * C, s);
+  grad_input(C, Hq, o.w_o, do_);
+  grad_weight(C, Hq, a.o16, o.w_o);
+  kernels::AttnShape sh{B, T, H, Hkv, D, QKV, QKV, Hq};
+  cuda::attention_bwd(sh, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse, do_, dqkv_, dqkv_ + Hq, dqkv_ + Hq + Hk,
+                      delta_, s);
+  cuda::rope_bwd(dqkv_, pos_, rope_cos_.data(), rope_sin_.data(), N, H, D, QKV, s);
+  cuda::rope_bwd(dqkv_ + Hq, pos_, rope_cos_.data(), rope_sin_.data(), N, Hkv, D, QKV, s);
+  if (cfg_.qkv_bias) cuda::column_sum_add(dqkv_, N, QKV, QKV, G + o.b_qkv, s);
+  cuda::f32_to_bf16(dqkv_, d16_, N * QKV, s);
+  grad_weight(QKV, C, a.xn1, o.w_qkv);
+  grad_input(QKV, C, o.w_qkv, dxn_);
+  cuda::rmsnorm_bwd(dxn_, a.x_in, P + o.attn_norm, a.rstd1, dx, G + o.attn_norm, N, C, true, s);
+}
+
+void CudaTransformer::trunk_forward(int64_t B, int64_t T) {
+  const int64_t N = B * T, C = cfg_.hidden_size, L = cfg_.num_layers;
+  cuda::embedding_fwd(params_.data() + layout_.embed, tokens_, saved_[0].x_in, N, cfg_.vocab_size, C, nullptr, stream_);
+  for (int64_t l = 0; l < L; ++l) {
+    float* x_out = l + 1 == L ? x_final_ : saved_[static_cast<size_t>(l + 1)].x_in;
+    layer_forward(l, saved_[static_cast<size_t>(l)], x_out, B, T, false, 0);
+  }
+  cuda::rmsnorm_fwd(x_final_, params_.data() + layout_.final_norm, xf_, rstd_f_, N, C,
+                    static_cast<float>(cfg_.rms_norm_eps), stream_);
+  cuda::f32_to_bf16(xf_, xf16_, N * C, stream_);
+}
+
+void CudaTransformer::forward_backward(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
+                                       const kernels::ClassifierLoss& loss, float* logprob, float* entropy) {
+  prepare(tokens, targets, B, T);
+  const int64_t N = B * T, C = cfg_.hidden_size;
+  trunk_forward(B, T);
+  cuda::ClassifierDeviceArgs ca;
+  ca.h = xf_;
+  ca.w = params_.data() + layout_.lm_head;
+  ca.h_bf16 = xf16_;
+  ca.w_bf16 = w16(layout_.lm_head);
+  ca.targets = targets ? targets_ : nullptr;
+  ca.N = N;
+  ca.C = C;
+  ca.V = cfg_.vocab_size;
+  ca.logprob = lp_;
+  ca.entropy = ent_;
+  ca.loss = &loss;
+  ca.dh = dxn_;
+  ca.dw = grads_.data() + layout_.lm_head;
+  cuda::classifier_fused(*blas_, *cls_ws_, ca);
+  cuda::rmsnorm_bwd(dxn_, x_final_, params_.data() + layout_.final_norm, rstd_f_, dx_, grads_.data() + layout_.final_norm,
+                    N, C, false, stream_);
+  for (int64_t l = cfg_.num_layers - 1; l >= 0; --l) layer_backward(l, saved_[static_cast<size_t>(l)], dx_, B, T);
+  cuda::embedding_bwd(dx_, tokens_, grads_.data() + layout_.embed, N, C, stream_);
+  if (logprob) cuda::copy_to_host(logprob, lp_, sizeof(float) * N, stream_);
+  if (entropy) cuda::copy_to_host(entropy, ent_, sizeof(float) * N, stream_);
+  synchronize();
+}
+
+void CudaTransformer::forward_logprobs(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
+                                       float* logprob, float* entropy) {
+  prepare(tokens, targets, B, T);
+  const int64_t N = B * T;
+  trunk_forward(B, T);
+  cuda::ClassifierDeviceArgs ca;
+  ca.h = xf_;
+  ca.w = params_.data() + layout_.lm_head;
+  ca.h_bf16 = xf16_;
+  ca.w_bf16 = w16(layout_.lm_head);
+  ca.targets = targets ? targets_ : nullptr;
+  ca.N = N;
+  ca.C = cfg_.hidden_size;
+  ca.V = cfg_.vocab_size;
+  ca.logprob = lp_;
+  ca.entropy = ent_;
+  cuda::classifier_fused(*blas_, *cls_ws_, ca);
+  if (logprob) cuda::copy_to_host(logprob, lp_, sizeof(float) * N, stream_);
+  if (entropy) cuda::copy_to_host(entropy, ent_, sizeof(float) * N, stream_);
+  synchronize();
+}
+
+double CudaTransformer::adamw_step(const kernels::AdamWConfig& c, float lr, int64_t step, double max_grad_norm) {
+  const int64_t n = layout_.total();
+  cuda::grad_sumsq(grads_.data(), n, norm_ws_.data(), norm_out_.data(), stream_);
+  double sumsq = 0;
+  cuda::copy_to_host(&sumsq, norm_out_.data(), sizeof(double), stream_);
+  const double norm = std::sqrt(sumsq);
+  if (!std::isfinite(norm)) return norm;  // the caller skips and counts the step, as on the CPU
+  if (max_grad_norm > 0) {
+    const double coef = max_grad_norm / (norm + 1e-6);
+    if (coef < 1.0) cuda::scale(grads_.data(), n, static_cast<float>(coef), stream_);
+  }
+  cuda::adamw_step(params_.data(), grads_.data(), m_.data(), v_.data(), n, lr, c.beta1, c.beta2, c.eps, c.weight_decay,
+                   step, params16_.data(), stream_);
+  return norm;
+}
+
+void CudaTransformer::plan_decode(int64_t max_rows, int64_t num_blocks, int64_t block_size, int64_t table_stride) {
+  TEMPER_CHECK(max_rows > 0 && num_blocks > 0 && block_size > 0 && table_stride > 0)
+      << "plan_decode: rows " << max_rows << ", blocks " << num_blocks << ", block size " << block_size;
+  const int64_t R = max_rows, C = cfg_.hidden_size, H = cfg_.num_heads, Hq = H * cfg_.head_dim,
+                Hk = cfg_.num_kv_heads * cfg_.head_dim, QKV = cfg_.qkv_dim(), F = cfg_.intermediate_size,
+                V = cfg_.vocab_size, L = cfg_.num_layers;
+  num_blocks_ = num_blocks;
+  block_size_ = block_size;
+  k_pool_.resize(static_cast<size_t>(L * num_blocks * block_size * Hk));
+  v_pool_.resize(k_pool_.size());
+  kv_bytes_ = k_pool_.bytes() + v_pool_.bytes();
+  dec_.rows = R;
+  dec_.table_stride = table_stride;
+  dec_.tokens.resize(R);
+  dec_.pos.resize(R);
+  dec_.kv_len.resize(R);
+  dec_.tables.resize(static_cast<size_t>(R * table_stride));
+  dec_.drawn.resize(R);
+  dec_.temperature.resize(R);
+  dec_.sample_logprob.resize(R);
+  dec_.policy_logprob.resize(R);
+  dec_.entropy.resize(R);
+  dec_.u.resize(R);
+  auto carve = [&](Carver& c) {
+    dec_x_ = c.take<float>(R * C);
+    dec_x2_ = c.take<float>(R * C);
+    dec_acts_.rstd1 = c.take<float>(R);
+    dec_acts_.qkv = c.take<float>(R * QKV);
+    dec_acts_.o = c.take<float>(R * Hq);
+    dec_acts_.lse = nullptr;
+    dec_acts_.x_mid = c.take<float>(R * C);
+    dec_acts_.rstd2 = c.take<float>(R);
+    dec_acts_.gu = c.take<float>(R * 2 * F);
+    dec_acts_.xn1 = c.take<uint16_t>(R * C);
+    dec_acts_.o16 = c.take<uint16_t>(R * Hq);
+    dec_acts_.xn2 = c.take<uint16_t>(R * C);
+    dec_acts_.h16 = c.take<uint16_t>(R * F);
+    dec_logits_ = c.take<float>(R * V);
+    dec_xf16_ = c.take<uint16_t>(R * C);
+  };
+  Carver measure;
+  carve(measure);
+  dec_arena_.resize(measure.off);
+  Carver real{dec_arena_.data()};
+  carve(real);
+  for (auto& [n, g] : graphs_)
+    if (g.exec) cudaGraphExecDestroy(g.exec);
+  graphs_.clear();
+  (void)H;
+}
+
+void CudaTransformer::decode_forward(int64_t n) {
+  const int64_t C = cfg_.hidden_size, L = cfg_.num_layers, V = cfg_.vocab_size;
+  cuda::embedding_fwd(params_.data() + layout_.embed, dec_.tokens.data(), dec_x_, n, V, C, nullptr, stream_);
+  float *cur = dec_x_, *next = dec_x2_;
+  for (int64_t l = 0; l < L; ++l) {
+    Acts a = dec_acts_;
+    a.x_in = cur;
+    layer_forward(l, a, next, 1, n, true, n);
+    std::swap(cur, next);
+  }
+  cuda::rmsnorm_fwd(cur, params_.data() + layout_.final_norm, dec_xf16_, dec_acts_.rstd1, n, C,
+                    static_cast<float>(cfg_.rms_norm_eps), stream_);
+  linear(n, V, C, dec_xf16_, layout_.lm_head, 0.f, dec_logits_);
+  cuda::SampleRowsArgs sa;
+  sa.logits = dec_logits_;
+  sa.B = n;
+  sa.V = V;
+  sa.ld = V;
+  sa.temperature = dec_.temperature.data();
+  sa.u = dec_.u.data();
+  sa.token = dec_.drawn.data();
+  sa.sample_logprob = dec_.sample_logprob.data();
+  sa.policy_logprob = dec_.policy_logprob.data();
+  sa.entropy = dec_.entropy.data();
+  cuda::sample_rows(sa, stream_);
+  cuda::decode_advance(dec_.drawn.data(), dec_.tokens.data(), dec_.pos.data(), dec_.kv_len.data(), n, stream_);
+}
+
+void CudaTransformer::decode_step(int64_t n, bool use_graph) {
+  TEMPER_CHECK(n > 0 && n <= dec_.rows) << "decode_step: " << n << " rows, planned " << dec_.rows
+                                        << " (call plan_decode first)";
+  if (!use_graph) {
+    decode_forward(n);
+    return;
+  }
+  Graph& g = graphs_[n];
+  if (g.exec) {
+    TEMPER_CUDA_CHECK(cudaGraphLaunch(g.exec, stream_));
+    return;
+  }
+  if (g.runs++ == 0) {  // eager first: GEMM plans and kernel attributes are made outside the capture
+    decode_forward(n);
+    return;
+  }
+  cudaGraph_t graph = nullptr;
+  TEMPER_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+  decode_forward(n);
+  TEMPER_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+  TEMPER_CUDA_CHECK(cudaGraphInstantiate(&g.exec, graph, 0));
+  cudaGraphDestroy(graph);
+  TEMPER_CUDA_CHECK(cudaGraphLaunch(g.exec, stream_));
+}
+
+}  // namespace temper

@@ -1,0 +1,125 @@
+// The Llama/Qwen2 decoder on one CUDA device: the device twin of model/transformer.h. fp32 master
+// weights, gradients and AdamW moments (flat buffers laid out by ParamLayout, as on the CPU) with a
+// bf16 compute copy refreshed by the optimizer; GEMMs in bf16 on tensor cores with fp32
+// accumulation (cuBLASLt); activations saved for backward in one device arena planned once (GEMM
+// inputs kept in bf16, the rest in f32); the loss through the fused classifier and the host-side
+// ClassifierLoss every RL method implements. Rollouts: a paged KV cache on the device, decode steps
+// that sample on the device and advance themselves, capturable as one CUDA graph per batch size.
+// Leaves out (clear errors): Qwen3's per-head q/k norms, recomputation, the int4 drafter's forward.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "temper/kernels/adamw.h"
+#include "temper/kernels/classifier.h"
+#include "temper/kernels/cuda/classifier.h"
+#include "temper/kernels/cuda/gemm.h"
+#include "temper/kernels/cuda/runtime.h"
+#include "temper/model/config.h"
+#include "temper/model/param_layout.h"
+
+namespace temper {
+
+// Device buffers of a decode batch: the engine (or the benchmark) fills tokens/pos/kv_len/tables
+// and the per-row temperature and uniforms; a step writes the drawn tokens and their statistics.
+struct CudaDecodeBuffers {
+  int64_t rows = 0, table_stride = 0;
+  cuda::DeviceBuffer<int32_t> tokens, pos, kv_len, tables, drawn;
+  cuda::DeviceBuffer<float> temperature, sample_logprob, policy_logprob, entropy;
+  cuda::DeviceBuffer<double> u;
+};
+
+class CudaTransformer {
+ public:
+  explicit CudaTransformer(const ModelConfig& cfg, int device = 0);
+  ~CudaTransformer();
+  CudaTransformer(const CudaTransformer&) = delete;
+  CudaTransformer& operator=(const CudaTransformer&) = delete;
+
+  const ModelConfig& config() const { return cfg_; }
+  const ParamLayout& layout() const { return layout_; }
+  cudaStream_t stream() const { return stream_; }
+  void synchronize() const;
+
+  // Parameters as the CPU model's flat f32 buffer (layout().total() floats).
+  void set_params(const float* host);
+  void get_params(float* host) const;
+  void get_grads(float* host) const;
+  void zero_grad();
+  size_t state_bytes() const;  // params, grads, moments, bf16 copy
+
+  // Training: reserve activations for batches of up to max_tokens = B*T tokens, T <= max_seq.
+  void plan(int64_t max_tokens, int64_t max_seq);
+  size_t activation_bytes() const { return arena_bytes_; }
+  // As Transformer::forward_backward / forward_logprobs; tokens, targets, logprob, entropy are host arrays.
+  void forward_backward(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
+                        const kernels::ClassifierLoss& loss, float* logprob, float* entropy);
+  void forward_logprobs(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T, float* logprob,
+                        float* entropy);
+  // AdamW over the whole flat buffer with global-norm clipping (max_grad_norm <= 0: none); refreshes
+  // the bf16 copy. Returns the gradient norm before clipping.
+  double adamw_step(const kernels::AdamWConfig& c, float lr, int64_t step, double max_grad_norm);
+
+  // Rollouts: a KV pool of num_blocks blocks of block_size positions per layer, and buffers for up
+  // to max_rows decode rows with block tables of table_stride entries.
+  void plan_decode(int64_t max_rows, int64_t num_blocks, int64_t block_size, int64_t table_stride);
+  size_t kv_bytes() const { return kv_bytes_; }
+  CudaDecodeBuffers& decode_buffers() { return dec_; }
+  // One decode step over rows [0, n) of decode_buffers(): forward, sampling, advance. With
+  // use_graph, the first call for a given n runs eagerly, the second captures, later ones replay.
+  void decode_step(int64_t n, bool use_graph);
+
+ private:
+  struct Acts {
+    float *x_in, *rstd1, *qkv, *o, *lse, *x_mid, *rstd2, *gu;
+    uint16_t *xn1, *o16, *xn2, *h16;
+  };
+  void layer_forward(int64_t l, const Acts& a, float* x_out, int64_t B, int64_t T, bool paged, int64_t n);
+  void layer_backward(int64_t l, const Acts& a, float* dx, int64_t B, int64_t T);
+  void trunk_forward(int64_t B, int64_t T);
+  void prepare(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T);
+  void linear(int64_t N, int64_t out, int64_t in, const uint16_t* x, int64_t w, float beta, float* y,
+              const float* bias = nullptr);
+  void decode_forward(int64_t n);
+  const uint16_t* w16(int64_t offset) const { return params16_.data() + offset; }
+
+  ModelConfig cfg_;
+  ParamLayout layout_;
+  int device_ = 0;
+  cudaStream_t stream_ = nullptr;
+  std::unique_ptr<cuda::Blas> blas_;
+  cuda::DeviceBuffer<float> params_, grads_, m_, v_, rope_cos_, rope_sin_;
+  cuda::DeviceBuffer<uint16_t> params16_;
+  cuda::DeviceBuffer<double> norm_ws_, norm_out_;
+  // training arena
+  cuda::DeviceBuffer<uint8_t> arena_;
+  size_t arena_bytes_ = 0;
+  int64_t max_tokens_ = 0, max_seq_ = 0;
+  std::vector<Acts> saved_;
+  float *x_final_ = nullptr, *xf_ = nullptr, *rstd_f_ = nullptr, *dx_ = nullptr, *dxn_ = nullptr, *dh_ = nullptr,
+        *dgu_ = nullptr, *do_ = nullptr, *dqkv_ = nullptr, *delta_ = nullptr, *lp_ = nullptr, *ent_ = nullptr;
+  uint16_t *xf16_ = nullptr, *d16_ = nullptr;
+  int32_t *tokens_ = nullptr, *targets_ = nullptr, *pos_ = nullptr;
+  std::unique_ptr<cuda::ClassifierWorkspace> cls_ws_;
+  // decode
+  CudaDecodeBuffers dec_;
+  cuda::DeviceBuffer<float> k_pool_, v_pool_;
+  int64_t num_blocks_ = 0, block_size_ = 0;
+  size_t kv_bytes_ = 0;
+  cuda::DeviceBuffer<uint8_t> dec_arena_;
+  Acts dec_acts_{};
+  float *dec_x_ = nullptr, *dec_x2_ = nullptr, *dec_logits_ = nullptr;
+  uint16_t* dec_xf16_ = nullptr;
+  struct Graph {
+    int runs = 0;
+    cudaGraphExec_t exec = nullptr;
+  };
+  std::map<int64_t, Graph> graphs_;
+};
+
+}  // namespace temper
