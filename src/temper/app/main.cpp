@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "temper/app/bench_cuda.h"
 #include "temper/app/bench_load.h"
 #include "temper/app/bench_rollout.h"
 #include "temper/app/bench_speculative.h"
@@ -86,6 +87,20 @@ int main(int argc, char** argv) {
   roll->add_option("--drafter-group", br.drafter_group, "--speculative: inputs per int4 scale")->capture_default_str();
   roll->add_option("--drafter-head", br.drafter_head, "--speculative: the drafter's LM head: bf16, int4 or f32 (the policy's)")->capture_default_str();
   roll->add_option("--temperature", br.temperature, "--speculative: sampling temperature")->capture_default_str();
+
+  temper::app::BenchCudaOptions bc;
+  auto* bcuda = bench->add_subcommand("cuda", "GPU: bf16 training MFU, decode tokens/s vs the bandwidth roofline, GEMM TFLOP/s");
+  bcuda->add_option("--what", bc.what, "train, decode, gemm or all")->capture_default_str();
+  bcuda->add_option("--shape", bc.shape, "Built-in shape with random weights")->capture_default_str();
+  bcuda->add_option("--device", bc.device, "CUDA device index")->capture_default_str();
+  bcuda->add_option("--batch", bc.batch, "train/gemm: sequences per step")->capture_default_str();
+  bcuda->add_option("--seq", bc.seq, "train/gemm: tokens per sequence")->capture_default_str();
+  bcuda->add_option("--batches", bc.batches, "decode: batch sizes, comma-separated")->capture_default_str();
+  bcuda->add_option("--gen-len", bc.gen_len, "decode: steps per batch")->capture_default_str();
+  bcuda->add_option("--steps", bc.steps, "train: timed steps")->capture_default_str();
+  bcuda->add_option("--warmup", bc.warmup, "train: untimed steps first")->capture_default_str();
+  bcuda->add_option("--graph", bc.graph, "decode: replay steps as CUDA graphs (true/false)")->capture_default_str();
+  bcuda->add_option("--peak-tflops", bc.peak_tflops, "Dense bf16 peak for MFU (default: from the device name)");
 
   temper::app::InfoOptions io;
   auto* info = app.add_subcommand("info", "Describe a model (HF directory or config.json) and this machine");
@@ -205,6 +220,7 @@ int main(int argc, char** argv) {
   try {
     if (train->parsed()) return temper::app::bench_train(bt);
     if (load->parsed()) return temper::app::bench_load(bl);
+    if (bcuda->parsed()) return temper::app::bench_cuda(bc);
     if (roll->parsed()) return br.speculative ? temper::app::bench_speculative(br) : temper::app::bench_rollout(br);
     if (info->parsed()) return temper::app::info(io);
     if (conv->parsed()) return temper::app::convert(co);

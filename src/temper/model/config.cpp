@@ -92,8 +92,23 @@ ModelConfig model_config_preset(const std::string& name) {
     c.num_kv_heads = 4;
     c.head_dim = 32;
     c.intermediate_size = 768;
+  } else if (name == "qwen2.5-0.5b") {  // Qwen/Qwen2.5-0.5B's config.json (GPU benchmarks with random weights)
+    c.arch = Arch::qwen2;
+    c.vocab_size = 151936;
+    c.hidden_size = 896;
+    c.num_layers = 24;
+    c.num_heads = 14;
+    c.num_kv_heads = 2;
+    c.head_dim = 64;
+    c.intermediate_size = 4864;
+    c.max_position_embeddings = 32768;
+    c.rope_theta = 1000000.0;
+    c.rms_norm_eps = 1e-6;
+    c.tie_word_embeddings = true;
+    c.qkv_bias = true;
   } else {
-    TEMPER_FAIL() << "unknown model shape '" << name << "' (known: smollm2-135m, tiny, quickstart, quickstart-large)";
+    TEMPER_FAIL() << "unknown model shape '" << name
+                  << "' (known: smollm2-135m, tiny, quickstart, quickstart-large, qwen2.5-0.5b)";
   }
   c.validate("preset " + name);
   return c;
