@@ -1,6 +1,8 @@
 // cuBLASLt GEMMs for temper's row-major layouts. See gemm.h for the orientation mapping.
 #include "temper/kernels/cuda/gemm.h"
 
+#include <dlfcn.h>
+
 #include <sstream>
 
 #include "temper/core/error.h"
@@ -8,6 +10,58 @@
 namespace temper::cuda {
 
 namespace {
+
+// cuBLASLt is opened on first use (dlopen), not linked: loading it costs ~0.1 s and ~200 MB of
+// resident memory in its initialisers, which every CPU-only temper command would otherwise pay.
+struct LtApi {
+#define TEMPER_LT_FN(name) decltype(&::name) name = nullptr;
+  TEMPER_LT_FN(cublasLtCreate)
+  TEMPER_LT_FN(cublasLtDestroy)
+  TEMPER_LT_FN(cublasLtMatmulDescCreate)
+  TEMPER_LT_FN(cublasLtMatmulDescDestroy)
+  TEMPER_LT_FN(cublasLtMatmulDescSetAttribute)
+  TEMPER_LT_FN(cublasLtMatrixLayoutCreate)
+  TEMPER_LT_FN(cublasLtMatrixLayoutDestroy)
+  TEMPER_LT_FN(cublasLtMatmulPreferenceCreate)
+  TEMPER_LT_FN(cublasLtMatmulPreferenceDestroy)
+  TEMPER_LT_FN(cublasLtMatmulPreferenceSetAttribute)
+  TEMPER_LT_FN(cublasLtMatmulAlgoGetHeuristic)
+  TEMPER_LT_FN(cublasLtMatmul)
+#undef TEMPER_LT_FN
+};
+
+const LtApi& lt() {
+  static const LtApi api = [] {
+    LtApi a;
+    void* h = nullptr;
+    std::string tried;
+    for (const char* name : {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"}) {
+      h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+      if (h) break;
+      tried += std::string(tried.empty() ? "" : ", ") + name;
+    }
+    TEMPER_CHECK(h) << "cannot open cuBLASLt (tried " << tried << "): put the CUDA toolkit's lib64 (or the "
+                    << "nvidia-cublas wheel's lib) on LD_LIBRARY_PATH";
+#define TEMPER_LT_LOAD(name)                                                  \
+  a.name = reinterpret_cast<decltype(a.name)>(dlsym(h, #name));               \
+  TEMPER_CHECK(a.name) << "cuBLASLt has no symbol " #name " (too old a version?)";
+    TEMPER_LT_LOAD(cublasLtCreate)
+    TEMPER_LT_LOAD(cublasLtDestroy)
+    TEMPER_LT_LOAD(cublasLtMatmulDescCreate)
+    TEMPER_LT_LOAD(cublasLtMatmulDescDestroy)
+    TEMPER_LT_LOAD(cublasLtMatmulDescSetAttribute)
+    TEMPER_LT_LOAD(cublasLtMatrixLayoutCreate)
+    TEMPER_LT_LOAD(cublasLtMatrixLayoutDestroy)
+    TEMPER_LT_LOAD(cublasLtMatmulPreferenceCreate)
+    TEMPER_LT_LOAD(cublasLtMatmulPreferenceDestroy)
+    TEMPER_LT_LOAD(cublasLtMatmulPreferenceSetAttribute)
+    TEMPER_LT_LOAD(cublasLtMatmulAlgoGetHeuristic)
+    TEMPER_LT_LOAD(cublasLtMatmul)
+#undef TEMPER_LT_LOAD
+    return a;
+  }();
+  return api;
+}
 
 void lt_check(cublasStatus_t s, const char* what, const char* file, int line) {
   if (s != CUBLAS_STATUS_SUCCESS) fail(static_cast<int>(s), "cuBLASLt status", what, file, line);
@@ -23,20 +77,20 @@ struct Blas::Plan {
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;  // cuBLAS's A (our B), B (our A), C
   cublasLtMatmulAlgo_t algo{};
   ~Plan() {
-    if (a) cublasLtMatrixLayoutDestroy(a);
-    if (b) cublasLtMatrixLayoutDestroy(b);
-    if (c) cublasLtMatrixLayoutDestroy(c);
-    if (desc) cublasLtMatmulDescDestroy(desc);
+    if (a) lt().cublasLtMatrixLayoutDestroy(a);
+    if (b) lt().cublasLtMatrixLayoutDestroy(b);
+    if (c) lt().cublasLtMatrixLayoutDestroy(c);
+    if (desc) lt().cublasLtMatmulDescDestroy(desc);
   }
 };
 
 Blas::Blas(cudaStream_t stream, size_t workspace_bytes) : stream_(stream), workspace_(workspace_bytes) {
-  TEMPER_LT(cublasLtCreate(&handle_));
+  TEMPER_LT(lt().cublasLtCreate(&handle_));
 }
 
 Blas::~Blas() {
   plans_.clear();
-  if (handle_) cublasLtDestroy(handle_);
+  if (handle_) lt().cublasLtDestroy(handle_);
 }
 
 Blas::Plan& Blas::plan(const GemmArgs& g) {
@@ -47,38 +101,38 @@ Blas::Plan& Blas::plan(const GemmArgs& g) {
   auto p = std::make_unique<Plan>();
   cublasComputeType_t compute =
       (g.ab_type == GemmType::f32 && g.allow_tf32) ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  TEMPER_LT(cublasLtMatmulDescCreate(&p->desc, compute, CUDA_R_32F));
+  TEMPER_LT(lt().cublasLtMatmulDescCreate(&p->desc, compute, CUDA_R_32F));
   // cuBLAS computes C^T[N, M] = opA(ours B) * opB(ours A), column-major.
   cublasOperation_t op_first = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t op_second = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  TEMPER_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof(op_first)));
-  TEMPER_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof(op_second)));
+  TEMPER_LT(lt().cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof(op_first)));
+  TEMPER_LT(lt().cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof(op_second)));
   if (g.bias) {
     cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
-    TEMPER_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
+    TEMPER_LT(lt().cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
     cudaDataType_t bt = CUDA_R_32F;
-    TEMPER_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof(bt)));
+    TEMPER_LT(lt().cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof(bt)));
   }
   cudaDataType_t ab = data_type(g.ab_type), ct = data_type(g.c_type);
   // Stored matrices as column-major: a row-major R x C matrix with row stride ld is C x R with ld.
   if (g.trans_b)
-    TEMPER_LT(cublasLtMatrixLayoutCreate(&p->a, ab, g.K, g.N, g.ldb));  // B stored [N, K]
+    TEMPER_LT(lt().cublasLtMatrixLayoutCreate(&p->a, ab, g.K, g.N, g.ldb));  // B stored [N, K]
   else
-    TEMPER_LT(cublasLtMatrixLayoutCreate(&p->a, ab, g.N, g.K, g.ldb));  // B stored [K, N]
+    TEMPER_LT(lt().cublasLtMatrixLayoutCreate(&p->a, ab, g.N, g.K, g.ldb));  // B stored [K, N]
   if (g.trans_a)
-    TEMPER_LT(cublasLtMatrixLayoutCreate(&p->b, ab, g.M, g.K, g.lda));  // A stored [K, M]
+    TEMPER_LT(lt().cublasLtMatrixLayoutCreate(&p->b, ab, g.M, g.K, g.lda));  // A stored [K, M]
   else
-    TEMPER_LT(cublasLtMatrixLayoutCreate(&p->b, ab, g.K, g.M, g.lda));  // A stored [M, K]
-  TEMPER_LT(cublasLtMatrixLayoutCreate(&p->c, ct, g.N, g.M, g.ldc));
+    TEMPER_LT(lt().cublasLtMatrixLayoutCreate(&p->b, ab, g.K, g.M, g.lda));  // A stored [M, K]
+  TEMPER_LT(lt().cublasLtMatrixLayoutCreate(&p->c, ct, g.N, g.M, g.ldc));
 
   cublasLtMatmulPreference_t pref = nullptr;
-  TEMPER_LT(cublasLtMatmulPreferenceCreate(&pref));
+  TEMPER_LT(lt().cublasLtMatmulPreferenceCreate(&pref));
   size_t ws = workspace_.bytes();
-  TEMPER_LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
+  TEMPER_LT(lt().cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(handle_, p->desc, p->a, p->b, p->c, p->c, pref, 1, &result, &found);
-  cublasLtMatmulPreferenceDestroy(pref);
+  cublasStatus_t s = lt().cublasLtMatmulAlgoGetHeuristic(handle_, p->desc, p->a, p->b, p->c, p->c, pref, 1, &result, &found);
+  lt().cublasLtMatmulPreferenceDestroy(pref);
   if (s != CUBLAS_STATUS_SUCCESS || found == 0) {
     std::ostringstream os;
     os << "cuBLASLt has no algorithm for the GEMM M=" << g.M << " N=" << g.N << " K=" << g.K
@@ -97,8 +151,8 @@ void Blas::gemm(const GemmArgs& g) {
       << "gemm: a row stride is shorter than its row (lda " << g.lda << ", ldb " << g.ldb << ", ldc " << g.ldc << ")";
   Plan& p = plan(g);
   if (g.bias)
-    TEMPER_LT(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)));
-  TEMPER_LT(cublasLtMatmul(handle_, p.desc, &g.alpha, g.B, p.a, g.A, p.b, &g.beta, g.C, p.c, g.C, p.c, &p.algo,
+    TEMPER_LT(lt().cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)));
+  TEMPER_LT(lt().cublasLtMatmul(handle_, p.desc, &g.alpha, g.B, p.a, g.A, p.b, &g.beta, g.C, p.c, g.C, p.c, &p.algo,
                            workspace_.data(), workspace_.bytes(), stream_));
 }
 
