@@ -104,12 +104,18 @@ TEST_P(CudaModel, ForwardBackwardMatchesTheCpuModel) {
   kernels::adamw_step(p.data(), want_grads.data(), m.data(), v.data(), cpu.flat_size(), ac, 1e-3f, 1);
   std::vector<float> gp(p.size());
   gpu.get_params(gp.data());
-  // Adam's first step moves every weight by ~lr * sign(g): compare the moves, not the weights.
-  std::vector<float> dm_got(p.size()), dm_want(p.size());
-  for (size_t i = 0; i < p.size(); ++i) {
-    dm_got[i] = gp[i] - cpu.params()[i];
-    dm_want[i] = p[i] - cpu.params()[i];
-  }
+  // Adam's first step moves every weight by ~lr * sign(g): compare the moves where the gradient is
+  // clearly away from 0 (where bf16 noise cannot flip its sign).
+  double ss = 0;
+  for (float g : want_grads) ss += double(g) * g;
+  const double rms = std::sqrt(ss / double(want_grads.size()));
+  std::vector<float> dm_got, dm_want;
+  for (size_t i = 0; i < p.size(); ++i)
+    if (std::fabs(want_grads[i]) > 0.05 * rms) {
+      dm_got.push_back(gp[i] - cpu.params()[i]);
+      dm_want.push_back(p[i] - cpu.params()[i]);
+    }
+  ASSERT_GT(dm_want.size(), p.size() / 4);
   EXPECT_TRUE(grads_close(dm_got, dm_want));
 }
 
@@ -129,11 +135,13 @@ TEST_P(CudaModel, DecodeStepsOnThePagedCacheReproduceTheFullSequenceLogprobs) {
     for (int64_t i = 0; i < rows * blocks_per_row; ++i) tables[i] = static_cast<int32_t>((i * 5) % (rows * blocks_per_row));
     std::vector<float> temps(rows, 1.0f);
     temps[1] = 0.f;  // one greedy row
-    cuda::copy_to_device(d.tokens.data(), tok.data(), sizeof(int32_t) * rows);
-    cuda::copy_to_device(d.pos.data(), pos.data(), sizeof(int32_t) * rows);
-    cuda::copy_to_device(d.kv_len.data(), len.data(), sizeof(int32_t) * rows);
-    cuda::copy_to_device(d.tables.data(), tables.data(), sizeof(int32_t) * tables.size());
-    cuda::copy_to_device(d.temperature.data(), temps.data(), sizeof(float) * rows);
+    cudaStream_t st = gpu.stream();  // the model's stream does not wait for the legacy one
+    cuda::copy_to_device(d.tokens.data(), tok.data(), sizeof(int32_t) * rows, st);
+    cuda::copy_to_device(d.pos.data(), pos.data(), sizeof(int32_t) * rows, st);
+    cuda::copy_to_device(d.kv_len.data(), len.data(), sizeof(int32_t) * rows, st);
+    cuda::copy_to_device(d.tables.data(), tables.data(), sizeof(int32_t) * tables.size(), st);
+    cuda::copy_to_device(d.temperature.data(), temps.data(), sizeof(float) * rows, st);
+    cuda::synchronize(st);
     std::vector<std::vector<int32_t>> seq(rows);
     std::vector<std::vector<float>> plp(rows);
     for (int64_t r = 0; r < rows; ++r) seq[r].push_back(tok[r]);
@@ -141,6 +149,7 @@ TEST_P(CudaModel, DecodeStepsOnThePagedCacheReproduceTheFullSequenceLogprobs) {
       std::vector<double> u(rows);
       for (int64_t r = 0; r < rows; ++r) u[r] = std::fmod(0.137 * double(s * rows + r + 1), 1.0);
       cuda::copy_to_device(d.u.data(), u.data(), sizeof(double) * rows, gpu.stream());
+      cuda::synchronize(gpu.stream());  // u is a stack vector
       gpu.decode_step(rows, graph);
       std::vector<int32_t> drawn(rows);
       std::vector<float> lp(rows);
@@ -151,11 +160,11 @@ TEST_P(CudaModel, DecodeStepsOnThePagedCacheReproduceTheFullSequenceLogprobs) {
         plp[r].push_back(lp[r]);
       }
     }
-    // The CPU model scores each whole sequence: position t's log-prob of token t+1.
-    cpu.plan(prompt + steps, prompt + steps);
+    // The CPU model scores each whole sequence: step s drew seq[s + 1] after seq[0..s].
+    const int64_t T = prompt + steps - 1;  // inputs seq[0..T), targets seq[1..T]
+    cpu.plan(T, T);
     for (int64_t r = 0; r < rows; ++r) {
-      const int64_t T = prompt + steps;
-      std::vector<int32_t> toks(seq[r].begin(), seq[r].begin() + T), tg(seq[r].begin() + 1, seq[r].end());
+      std::vector<int32_t> toks(seq[r].begin(), seq[r].begin() + T), tg(seq[r].begin() + 1, seq[r].begin() + 1 + T);
       std::vector<float> lp(T), ent(T);
       cpu.forward_logprobs(toks.data(), tg.data(), 1, T, lp.data(), ent.data());
       EXPECT_TRUE(all_close(plp[r], lp, tolerance(Kind::bf16, cfg.hidden_size), 2e-2)) << "row " << r;

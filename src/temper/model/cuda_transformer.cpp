@@ -135,7 +135,7 @@ void CudaTransformer::plan(int64_t max_tokens, int64_t max_seq) {
   arena_bytes_ = measure.off;
   Carver real{arena_.data()};
   carve(real);
-  const int64_t chunk = std::clamp<int64_t>((int64_t{1} << 30) / (4 * V), 1, N);
+  const int64_t chunk = std::clamp<int64_t>((int64_t{256} << 20) / (4 * V), 1, N);  // 256 MiB of logits
   cls_ws_ = std::make_unique<cuda::ClassifierWorkspace>(chunk, V);
   max_tokens_ = max_tokens;
   max_seq_ = max_seq;
@@ -165,6 +165,11 @@ void CudaTransformer::prepare(const int32_t* tokens, const int32_t* targets, int
       << "CudaTransformer: batch " << B << " x " << T << " exceeds the plan (" << max_tokens_ << " tokens, sequences of "
       << max_seq_ << "): call plan() first";
   const int64_t N = B * T;
+  for (int64_t n = 0; n < N; ++n)  // the device kernels cannot throw: check ids here, as the CPU model does
+    TEMPER_CHECK(tokens[n] >= 0 && tokens[n] < cfg_.vocab_size && (!targets || targets[n] < cfg_.vocab_size))
+        << "CudaTransformer: token " << tokens[n] << " (target " << (targets ? targets[n] : -1) << ") at row " << n
+        << " outside the vocabulary of " << cfg_.vocab_size;
+  TEMPER_CUDA_CHECK(cudaSetDevice(device_));
   std::vector<int32_t> pos(static_cast<size_t>(N));
   for (int64_t n = 0; n < N; ++n) pos[static_cast<size_t>(n)] = static_cast<int32_t>(n % T);
   cuda::copy_to_device(tokens_, tokens, sizeof(int32_t) * N, stream_);
@@ -448,6 +453,7 @@ void CudaTransformer::decode_forward(int64_t n) {
 void CudaTransformer::decode_step(int64_t n, bool use_graph) {
   TEMPER_CHECK(n > 0 && n <= dec_.rows) << "decode_step: " << n << " rows, planned " << dec_.rows
                                         << " (call plan_decode first)";
+  TEMPER_CUDA_CHECK(cudaSetDevice(device_));
   if (!use_graph) {
     decode_forward(n);
     return;

@@ -18,11 +18,11 @@ __global__ void row_stats_kernel(const float* z, int64_t V, const int32_t* targe
   float mx = -INFINITY;
   for (int64_t v = threadIdx.x; v < V; v += blockDim.x) mx = fmaxf(mx, zr[v]);
   mx = dev::block_max(mx, red);
-  float se = 0.f, sz = 0.f;
+  float se = 0.f, sz = 0.f;  // sz: sum e (z - max), so confident rows lose no digits to cancellation
   for (int64_t v = threadIdx.x; v < V; v += blockDim.x) {
-    const float e = __expf(zr[v] - mx);
+    const float d = zr[v] - mx, e = __expf(d);
     se += e;
-    sz += e * zr[v];
+    sz += e * d;
   }
   se = dev::block_sum(se, red);
   sz = dev::block_sum(sz, red);
@@ -30,7 +30,7 @@ __global__ void row_stats_kernel(const float* z, int64_t V, const int32_t* targe
     const float lse = mx + logf(se);
     const int32_t t = targets ? targets[r] : -1;
     logprob[r] = t >= 0 ? zr[t] - lse : 0.f;
-    entropy[r] = lse - sz / se;
+    entropy[r] = logf(se) - sz / se;
     lse_out[r] = lse;
   }
 }
@@ -39,8 +39,9 @@ __global__ void logits_grad_kernel(float* z, int64_t V, const int32_t* targets, 
                                    const float* entropy, const float* coefs) {
   const int64_t r = blockIdx.x;
   float* zr = z + r * V;
-  const float L = lse[r], H = entropy[r], g_lp = coefs[2 * r], g_ent = coefs[2 * r + 1];
   const int32_t t = targets ? targets[r] : -1;
+  const float L = lse[r], H = entropy[r], g_ent = coefs[2 * r + 1];
+  const float g_lp = t >= 0 ? coefs[2 * r] : 0.f;  // no target: no log-prob term (as the CPU)
   for (int64_t v = threadIdx.x; v < V; v += blockDim.x) {
     const float lp = zr[v] - L, p = __expf(lp);
     zr[v] = g_lp * ((v == t ? 1.f : 0.f) - p) - g_ent * p * (lp + H);
@@ -96,7 +97,9 @@ void classifier_fused(Blas& blas, ClassifierWorkspace& ws, const ClassifierDevic
     for (int64_t i = 0; i < rows; ++i) {
       kernels::SoftTarget soft;
       kernels::ReverseKlTarget rkl;
-      TEMPER_CHECK(!a.loss->soft_target(r0 + i, &soft) && !a.loss->reverse_kl_target(r0 + i, &rkl))
+      const bool has_soft = a.loss->soft_target(r0 + i, &soft) && soft.K > 0;
+      const bool has_rkl = a.loss->reverse_kl_target(r0 + i, &rkl) && rkl.logq;
+      TEMPER_CHECK(!has_soft && !has_rkl)
           << "the CUDA classifier does not run logit distillation yet (soft or reverse-KL targets): use the CPU";
       a.loss->coefs(r0 + i, host[i], host[ws.chunk_rows() + i], &coefs[2 * i], &coefs[2 * i + 1]);
     }

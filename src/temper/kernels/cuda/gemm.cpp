@@ -70,6 +70,15 @@ void lt_check(cublasStatus_t s, const char* what, const char* file, int line) {
 
 cudaDataType_t data_type(GemmType t) { return t == GemmType::bf16 ? CUDA_R_16BF : CUDA_R_32F; }
 
+// The largest power of two (up to 256, cuBLASLt's default assumption) dividing the address: a plan
+// chosen for 256-byte-aligned operands must not run on a weight or chunk pointer that is less aligned.
+uint32_t alignment(const void* p) {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  uint32_t al = 256;
+  while (al > 1 && (a % al) != 0) al >>= 1;
+  return al;
+}
+
 }  // namespace
 
 struct Blas::Plan {
@@ -95,7 +104,8 @@ Blas::~Blas() {
 
 Blas::Plan& Blas::plan(const GemmArgs& g) {
   Key key{g.trans_a, g.trans_b, g.M, g.N, g.K, g.lda, g.ldb, g.ldc, static_cast<int>(g.ab_type),
-          static_cast<int>(g.c_type), g.bias != nullptr, g.allow_tf32, g.beta != 0.f};
+          static_cast<int>(g.c_type), g.bias != nullptr, g.allow_tf32, g.beta != 0.f,
+          alignment(g.A), alignment(g.B), alignment(g.C)};
   auto it = plans_.find(key);
   if (it != plans_.end()) return *it->second;
   auto p = std::make_unique<Plan>();
@@ -129,6 +139,11 @@ Blas::Plan& Blas::plan(const GemmArgs& g) {
   TEMPER_LT(lt().cublasLtMatmulPreferenceCreate(&pref));
   size_t ws = workspace_.bytes();
   TEMPER_LT(lt().cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
+  const uint32_t al_a = alignment(g.B), al_b = alignment(g.A), al_c = alignment(g.C);  // cuBLAS's A is our B
+  TEMPER_LT(lt().cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof(al_a)));
+  TEMPER_LT(lt().cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof(al_b)));
+  TEMPER_LT(lt().cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c, sizeof(al_c)));
+  TEMPER_LT(lt().cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_c, sizeof(al_c)));
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   cublasStatus_t s = lt().cublasLtMatmulAlgoGetHeuristic(handle_, p->desc, p->a, p->b, p->c, p->c, pref, 1, &result, &found);

@@ -49,7 +49,8 @@ class Blas {
 
  private:
   struct Plan;
-  using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, int, bool, bool, bool>;
+  using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, int, bool, bool, bool,
+                         uint32_t, uint32_t, uint32_t>;  // ..., pointer alignments of A, B, C
   Plan& plan(const GemmArgs& a);
   cublasLtHandle_t handle_ = nullptr;
   cudaStream_t stream_ = nullptr;

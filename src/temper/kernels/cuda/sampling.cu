@@ -24,17 +24,24 @@ __global__ void sample_rows_kernel(SampleRowsArgs a) {
     if (isfinite(z[v])) mx = fmaxf(mx, z[v]);
   mx = dev::block_max(mx, redf);
   // policy statistics at temperature 1
-  float se = 0.f, sz = 0.f;
+  float se = 0.f, sz = 0.f;  // sz: sum e (z - max)
   for (int64_t v = tid; v < V; v += blockDim.x)
     if (isfinite(z[v])) {
-      const float e = __expf(z[v] - mx);
+      const float d = z[v] - mx, e = __expf(d);
       se += e;
-      sz += e * z[v];
+      sz += e * d;
     }
   se = dev::block_sum(se, redf);
   sz = dev::block_sum(sz, redf);
-  const float lse = mx + logf(se);
+  const float lse = mx + logf(se), ent = logf(se) - sz / se;
   const float T = a.temperature[r];
+  if (!(mx > -INFINITY)) {  // no finite logit: nothing to draw (the CPU sampler throws); flag the row
+    if (tid == 0) {
+      a.token[r] = -1;
+      a.sample_logprob[r] = a.policy_logprob[r] = a.entropy[r] = NAN;
+    }
+    return;
+  }
   if (tid == 0) pick_s = -1;
   __syncthreads();
   const int64_t per = (V + blockDim.x - 1) / blockDim.x, begin = min(V, tid * per), end = min(V, begin + per);
@@ -50,11 +57,11 @@ __global__ void sample_rows_kernel(SampleRowsArgs a) {
       a.token[r] = p;
       a.sample_logprob[r] = 0.f;
       a.policy_logprob[r] = z[p] - lse;
-      a.entropy[r] = lse - sz / se;
+      a.entropy[r] = ent;
     }
     return;
   }
-  const double inv_t = 1.0 / static_cast<double>(T);
+  const double inv_t = static_cast<double>(1.0f / T);  // the CPU's float reciprocal, then double
   double part = 0;
   for (int64_t v = begin; v < end; ++v)
     if (isfinite(z[v])) part += exp(static_cast<double>(z[v] - mx) * inv_t);
@@ -89,7 +96,7 @@ __global__ void sample_rows_kernel(SampleRowsArgs a) {
     a.token[r] = p;
     a.sample_logprob[r] = static_cast<float>(static_cast<double>(z[p] - mx) * inv_t - log(Z));
     a.policy_logprob[r] = z[p] - lse;
-    a.entropy[r] = lse - sz / se;
+    a.entropy[r] = ent;
   }
 }
 
