@@ -117,6 +117,7 @@ TrainState load_checkpoint(const std::string& dir, Transformer& model, Optimizer
     io::SafetensorsFile f = io::SafetensorsFile::open(p);
     io::copy_to_f32(f.get("adam.m"), opt->m(), opt->size(), p + ": adam.m");
     io::copy_to_f32(f.get("adam.v"), opt->v(), opt->size(), p + ": adam.v");
+    opt->moments_updated();
     opt->restore(s.opt_steps, s.opt_skipped);
   }
   if (reference) load_weights((fs::path(dir) / "reference.safetensors").string(), *reference);

@@ -24,6 +24,7 @@ int eval(const EvalOptions& o) {
   }
   std::shared_ptr<const tasks::Task> task = tasks::make_task(o.task, params);
   LoadedModel lm = load_model(o.model);
+  attach_device(*lm.model, o.device);
   TEMPER_CHECK(lm.tokenizer) << o.model << ": no tokenizer (tokenizer.json or GGUF tokenizer metadata)";
   rl::PromptCodec codec = make_codec(lm.tokenizer, lm.eos_ids, o.prompt_format);
   rl::EvalConfig c;

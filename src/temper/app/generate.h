@@ -24,6 +24,7 @@ struct GenerateOptions {
   std::vector<std::string> stop;  // stop strings
   uint64_t seed = 0;
   int threads = 0;
+  std::string device = "cpu";  // cpu, cuda, cuda:N (the model's forward on the GPU; sampling on the host)
   // Fair RL: a policy trained with [rl.fair] reads its trade-off from the prompt: the preference
   // ("0.7,0.3") is written with preference_prefix before each prompt's text (its last user message).
   std::string preference, preference_prefix = "<pref {p}>\n";

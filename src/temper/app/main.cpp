@@ -134,6 +134,7 @@ int main(int argc, char** argv) {
   temper::app::GenerateOptions go;
   auto* gen = app.add_subcommand("generate", "Generate text (chat template unless --raw); continuation on stdout");
   gen->add_option("--model", go.model, "Model (Hugging Face directory or .gguf)")->required();
+  gen->add_option("--device", go.device, "cpu, cuda or cuda:N (the model's forward on that GPU)")->capture_default_str();
   auto* gprompt = gen->add_option("--prompt", go.prompt, "The user message (or, with --raw, the text to continue)");
   gen->add_option("--prompts", go.prompts_file, "JSONL of {\"prompt\": ...} or {\"messages\": [...]} (batched)")
       ->excludes(gprompt);
@@ -171,6 +172,7 @@ int main(int argc, char** argv) {
   trn->add_option("--out", tro.out, "Run directory (default: the recipe's run.out)");
   trn->add_option("--resume", tro.resume, "Continue the run in this directory from its newest checkpoint");
   trn->add_option("--threads", tro.threads, "Threads (default: all cores)");
+  trn->add_option("--device", tro.device, "cpu, cuda or cuda:N: the policy on that GPU (the recipe's model.device)");
   trn->add_option("--stop-after", tro.stop_after, "Checkpoint and exit after this step (as on SIGTERM); continue with --resume");
 
   temper::app::EvalOptions ev;
@@ -179,6 +181,7 @@ int main(int argc, char** argv) {
   evc->add_option("--task", ev.task, "Task: arithmetic, countdown, string_ops, compose, constraints, dataset, mixture")->capture_default_str();
   evc->add_option("--param", ev.params, "Task parameter key=value (repeatable), e.g. --param max_ops=3");
   evc->add_option("--problems", ev.problems, "Held-out problems")->capture_default_str();
+  evc->add_option("--device", ev.device, "cpu, cuda or cuda:N (the model's forwards on that GPU)")->capture_default_str();
   evc->add_option("-k,--samples", ev.samples, "Samples per problem (1: greedy)")->capture_default_str();
   evc->add_option("--max-new", ev.max_new, "Most new tokens per completion")->capture_default_str();
   evc->add_option("--temperature", ev.temperature, "Sampling temperature (k > 1)")->capture_default_str();

@@ -1,5 +1,7 @@
 #include "temper/app/model_source.h"
 
+#include <cstdio>
+
 #include <filesystem>
 
 #include <chrono>
@@ -98,6 +100,15 @@ std::shared_ptr<const text::Tokenizer> load_tokenizer(const std::string& path) {
   TEMPER_CHECK(t != nullptr) << path << ": no tokenizer (expected tokenizer.json in a model directory, a "
                              << "tokenizer.json file, or a GGUF with tokenizer.ggml.* metadata)";
   return t;
+}
+
+void attach_device(Transformer& model, const std::string& device) {
+  std::shared_ptr<DeviceModel> d = make_device_model(model.config(), device);
+  if (!d) return;
+  model.attach_device(d);
+  std::fprintf(stderr, "temper: model on %s: %.2f GiB of weights, gradients and AdamW state (activations and KV "
+               "cache are planned at the first step)\n", d->describe().c_str(),
+               static_cast<double>(d->memory_bytes()) / (1 << 30));
 }
 
 }  // namespace temper::app

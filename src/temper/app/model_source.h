@@ -31,4 +31,8 @@ LoadedModel load_model(const std::string& path);
 // Only the tokenizer (fast: no weights are read). Throws naming the file when there is none.
 std::shared_ptr<const text::Tokenizer> load_tokenizer(const std::string& path);
 
+// --device / model.device: "cpu" leaves the model on the CPU; "cuda[:N]" attaches its GPU copy and
+// prints what it holds there (errors name the device and what is accepted).
+void attach_device(Transformer& model, const std::string& device);
+
 }  // namespace temper::app

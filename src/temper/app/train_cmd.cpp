@@ -54,7 +54,7 @@ std::atomic<int> g_signal{0};
 extern "C" void on_signal(int s) { g_signal = s; }
 
 struct RunConfig {
-  std::string model_path, preset, precision, prompt_format, system_prompt;
+  std::string model_path, preset, precision, prompt_format, system_prompt, device;
   int64_t context = 0;
   uint64_t seed = 0;
   std::string task_name;
@@ -122,6 +122,9 @@ RunConfig read_config(Recipe& r) {
   TEMPER_CHECK(c.context == 0 || (c.context >= 16 && c.context <= 65536 && c.model_path.empty()))
       << r.source() << ": model.context sets a preset's context: expected 16..65536 with model.preset (not model.path), got " << c.context;
   c.precision = r.get_choice("model.precision", "f32", {"f32", "bf16"});
+  c.device = r.get_string("model.device", "cpu");
+  TEMPER_CHECK(device_name_valid(c.device)) << r.source() << ": model.device: expected \"cpu\", \"cuda\" or \"cuda:N\", got '"
+                                            << c.device << "'";
   c.prompt_format = r.get_choice("model.prompt_format", "auto", {"auto", "raw", "chat"});
   c.system_prompt = r.get_string("model.system_prompt", "");
   c.seed = static_cast<uint64_t>(r.get_int("model.seed", 0));
@@ -487,6 +490,7 @@ int train(const TrainOptions& o) {
                   : o.recipe.empty() ? Recipe::parse(quickstart_recipe(), "<built-in quickstart>")
                                      : Recipe::load(o.recipe);
   for (const std::string& s : o.sets) recipe.set(s);
+  if (!o.device.empty()) recipe.set("model.device=\"" + o.device + "\"");
   RunConfig cfg = read_config(recipe);
   recipe.check_all_read();
   const std::string run_dir = !o.resume.empty() ? o.resume : !o.out.empty() ? o.out : cfg.out;
@@ -534,9 +538,12 @@ int train(const TrainOptions& o) {
   std::vector<int32_t> eos_ids;
   int32_t bos_id = -1;
   if (cfg.model_path.empty()) {
-    TEMPER_CHECK(cfg.preset == "quickstart" || cfg.preset == "quickstart-large")
-        << recipe.source() << ": model.preset must be \"quickstart\" or \"quickstart-large\" when model.path is empty, got '"
-        << cfg.preset << "'";
+    // A built-in shape with random weights and the byte-level tokenizer: the quickstart's own models,
+    // or a real model's shape (qwen2.5-0.5b, smollm2-135m) for measuring steps on a GPU.
+    TEMPER_CHECK(cfg.preset == "quickstart" || cfg.preset == "quickstart-large" || cfg.preset == "qwen2.5-0.5b" ||
+                 cfg.preset == "smollm2-135m")
+        << recipe.source() << ": model.preset must be \"quickstart\", \"quickstart-large\", \"qwen2.5-0.5b\" or "
+        << "\"smollm2-135m\" when model.path is empty, got '" << cfg.preset << "'";
     ModelConfig mc = model_config_preset(cfg.preset);
     if (cfg.context > 0) mc.max_position_embeddings = cfg.context;
     policy = std::make_unique<Transformer>(mc);
@@ -560,6 +567,11 @@ int train(const TrainOptions& o) {
     policy->params_updated();
   };
   sync_weights();
+  if (cfg.device != "cpu") {  // the policy's passes on the GPU; rank r of a data-parallel run on its local device
+    std::string dev = cfg.device;
+    if (comm.size() > 1 && dev == "cuda") dev = "cuda:" + std::to_string(comm.local_size() > 1 ? comm.rank() % comm.local_size() : 0);
+    attach_device(*policy, dev);
+  }
   io::HfExportOptions ex;
   ex.eos_ids = eos_ids;
   ex.bos_id = bos_id;

@@ -16,6 +16,7 @@ struct TrainOptions {
   std::string out;                // run directory (default: run.out of the recipe)
   std::string resume;             // a run directory to continue
   int threads = 0;
+  std::string device;  // non-empty: model.device (cpu, cuda, cuda:N)
   int64_t stop_after = 0;  // > 0: checkpoint and exit 0 after this global step, as on SIGTERM
 };
 

@@ -4,13 +4,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "temper/core/error.h"
 #include "temper/kernels/cuda/attention.h"
 #include "temper/kernels/cuda/ops.h"
 #include "temper/kernels/cuda/sampling.h"
 #include "temper/kernels/rope.h"
+#include "temper/model/kv_pool.h"
+#include "temper/model/transformer.h"
 
 namespace temper {
 
@@ -85,6 +89,23 @@ void CudaTransformer::set_params(const float* host) {
 }
 void CudaTransformer::get_params(float* host) const { cuda::copy_to_host(host, params_.data(), params_.bytes(), stream_); }
 void CudaTransformer::get_grads(float* host) const { cuda::copy_to_host(host, grads_.data(), grads_.bytes(), stream_); }
+void CudaTransformer::get_moments(float* m, float* v) const {
+  cuda::copy_to_host(m, m_.data(), m_.bytes(), stream_);
+  cuda::copy_to_host(v, v_.data(), v_.bytes(), stream_);
+}
+void CudaTransformer::set_moments(const float* m, const float* v) {
+  cuda::copy_to_device(m_.data(), m, m_.bytes(), stream_);
+  cuda::copy_to_device(v_.data(), v, v_.bytes(), stream_);
+  synchronize();
+}
+size_t CudaTransformer::memory_bytes() const { return state_bytes() + arena_bytes_ + kv_bytes_ + dec_arena_.bytes(); }
+std::string CudaTransformer::describe() const {
+  const cuda::DeviceInfo d = cuda::device_info(device_);
+  char buf[256];
+  std::snprintf(buf, sizeof(buf), "cuda:%d %s (sm_%d%d, %.1f GiB)", device_, d.name.c_str(), d.sm_major, d.sm_minor,
+                static_cast<double>(d.total_bytes) / (1 << 30));
+  return buf;
+}
 void CudaTransformer::zero_grad() { TEMPER_CUDA_CHECK(cudaMemsetAsync(grads_.data(), 0, grads_.bytes(), stream_)); }
 
 void CudaTransformer::plan(int64_t max_tokens, int64_t max_seq) {
@@ -371,24 +392,31 @@ double CudaTransformer::adamw_step(const kernels::AdamWConfig& c, float lr, int6
   return norm;
 }
 
-void CudaTransformer::plan_decode(int64_t max_rows, int64_t num_blocks, int64_t block_size, int64_t table_stride) {
-  TEMPER_CHECK(max_rows > 0 && num_blocks > 0 && block_size > 0 && table_stride > 0)
-      << "plan_decode: rows " << max_rows << ", blocks " << num_blocks << ", block size " << block_size;
-  const int64_t R = max_rows, C = cfg_.hidden_size, H = cfg_.num_heads, Hq = H * cfg_.head_dim,
-                Hk = cfg_.num_kv_heads * cfg_.head_dim, QKV = cfg_.qkv_dim(), F = cfg_.intermediate_size,
-                V = cfg_.vocab_size, L = cfg_.num_layers;
+void CudaTransformer::ensure_pool(int64_t num_blocks, int64_t block_size) {
+  TEMPER_CHECK(num_blocks > 0 && block_size > 0) << "KV pool: blocks " << num_blocks << ", block size " << block_size;
+  if (num_blocks == num_blocks_ && block_size == block_size_) return;
+  const int64_t Hk = cfg_.num_kv_heads * cfg_.head_dim, L = cfg_.num_layers;
   num_blocks_ = num_blocks;
   block_size_ = block_size;
   k_pool_.resize(static_cast<size_t>(L * num_blocks * block_size * Hk));
   v_pool_.resize(k_pool_.size());
   kv_bytes_ = k_pool_.bytes() + v_pool_.bytes();
+}
+
+void CudaTransformer::ensure_rows(int64_t max_rows, int64_t table_stride) {
+  TEMPER_CHECK(max_rows > 0 && table_stride > 0) << "decode rows " << max_rows << ", table stride " << table_stride;
+  if (max_rows <= dec_.rows && table_stride <= dec_.table_stride) return;
+  const int64_t R = std::max(max_rows, dec_.rows), S = std::max(table_stride, dec_.table_stride);
+  const int64_t C = cfg_.hidden_size, Hq = cfg_.num_heads * cfg_.head_dim, QKV = cfg_.qkv_dim(),
+                F = cfg_.intermediate_size, V = cfg_.vocab_size;
   dec_.rows = R;
-  dec_.table_stride = table_stride;
+  dec_.table_stride = S;
   dec_.tokens.resize(R);
   dec_.pos.resize(R);
   dec_.kv_len.resize(R);
-  dec_.tables.resize(static_cast<size_t>(R * table_stride));
+  dec_.tables.resize(static_cast<size_t>(R * S));
   dec_.drawn.resize(R);
+  dec_.out_rows.resize(R);
   dec_.temperature.resize(R);
   dec_.sample_logprob.resize(R);
   dec_.policy_logprob.resize(R);
@@ -410,6 +438,7 @@ void CudaTransformer::plan_decode(int64_t max_rows, int64_t num_blocks, int64_t 
     dec_acts_.h16 = c.take<uint16_t>(R * F);
     dec_logits_ = c.take<float>(R * V);
     dec_xf16_ = c.take<uint16_t>(R * C);
+    dec_gather16_ = c.take<uint16_t>(R * C);
   };
   Carver measure;
   carve(measure);
@@ -419,10 +448,15 @@ void CudaTransformer::plan_decode(int64_t max_rows, int64_t num_blocks, int64_t 
   for (auto& [n, g] : graphs_)
     if (g.exec) cudaGraphExecDestroy(g.exec);
   graphs_.clear();
-  (void)H;
 }
 
-void CudaTransformer::decode_forward(int64_t n) {
+void CudaTransformer::plan_decode(int64_t max_rows, int64_t num_blocks, int64_t block_size, int64_t table_stride) {
+  ensure_pool(num_blocks, block_size);
+  ensure_rows(max_rows, table_stride);
+  mirrored_pool_ = nullptr;
+}
+
+void CudaTransformer::rows_forward(int64_t n) {
   const int64_t C = cfg_.hidden_size, L = cfg_.num_layers, V = cfg_.vocab_size;
   cuda::embedding_fwd(params_.data() + layout_.embed, dec_.tokens.data(), dec_x_, n, V, C, nullptr, stream_);
   float *cur = dec_x_, *next = dec_x2_;
@@ -432,7 +466,85 @@ void CudaTransformer::decode_forward(int64_t n) {
     layer_forward(l, a, next, 1, n, true, n);
     std::swap(cur, next);
   }
-  cuda::rmsnorm_fwd(cur, params_.data() + layout_.final_norm, dec_xf16_, dec_acts_.rstd1, n, C,
+  last_hidden_ = cur;
+}
+
+void CudaTransformer::forward_paged(const PagedStep& st, KvPool& pool) {
+  TEMPER_CHECK(st.n > 0 && st.tokens && st.pos && st.tables) << "forward_paged: empty step";
+  TEMPER_CUDA_CHECK(cudaSetDevice(device_));
+  const int64_t n = st.n, bs = pool.block_size(), Hk = cfg_.num_kv_heads * cfg_.head_dim, L = cfg_.num_layers,
+                C = cfg_.hidden_size, V = cfg_.vocab_size;
+  if (mirrored_pool_ != &pool || num_blocks_ != pool.num_blocks() || block_size_ != bs) {
+    ensure_pool(pool.num_blocks(), bs);  // a new pool: its sequences start empty
+    mirrored_pool_ = &pool;
+  }
+  const size_t block_bytes = sizeof(float) * static_cast<size_t>(bs * Hk);
+  for (const auto& [from, to] : pool.block_copies())  // the host pool's copy-on-write, replayed here
+    for (int64_t l = 0; l < L; ++l) {
+      const int64_t base = l * num_blocks_;
+      d2d(k_pool_.data() + (base + to) * bs * Hk, k_pool_.data() + (base + from) * bs * Hk, block_bytes, stream_);
+      d2d(v_pool_.data() + (base + to) * bs * Hk, v_pool_.data() + (base + from) * bs * Hk, block_bytes, stream_);
+    }
+  pool.clear_block_copies();
+  int64_t stride = 1;
+  for (int64_t i = 0; i < n; ++i) {
+    TEMPER_CHECK(st.pos[i] >= 0 && st.pos[i] < cfg_.max_position_embeddings)
+        << "forward_paged: position " << st.pos[i] << " outside [0, " << cfg_.max_position_embeddings << ")";
+    TEMPER_CHECK(st.tokens[i] >= 0 && st.tokens[i] < V) << "forward_paged: token " << st.tokens[i] << " outside [0, " << V << ")";
+    stride = std::max<int64_t>(stride, st.pos[i] / bs + 1);
+  }
+  ensure_rows(n, stride);
+  const int64_t S = dec_.table_stride;
+  h_tokens_.assign(st.tokens, st.tokens + n);
+  h_pos_.assign(st.pos, st.pos + n);
+  h_len_.resize(static_cast<size_t>(n));
+  h_tables_.assign(static_cast<size_t>(n * S), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    h_len_[static_cast<size_t>(i)] = st.pos[i] + 1;
+    for (int64_t j = 0; j <= st.pos[i] / bs; ++j) h_tables_[static_cast<size_t>(i * S + j)] = st.tables[i][j];
+  }
+  h_out_.assign(st.out_rows, st.out_rows + st.n_out);
+  for (int64_t r = 0; r < st.n_out; ++r)
+    TEMPER_CHECK(st.out_rows[r] >= 0 && st.out_rows[r] < n) << "forward_paged: output row " << st.out_rows[r];
+  cuda::copy_to_device(dec_.tokens.data(), h_tokens_.data(), sizeof(int32_t) * n, stream_);
+  cuda::copy_to_device(dec_.pos.data(), h_pos_.data(), sizeof(int32_t) * n, stream_);
+  cuda::copy_to_device(dec_.kv_len.data(), h_len_.data(), sizeof(int32_t) * n, stream_);
+  cuda::copy_to_device(dec_.tables.data(), h_tables_.data(), sizeof(int32_t) * h_tables_.size(), stream_);
+  if (st.n_out > 0) cuda::copy_to_device(dec_.out_rows.data(), h_out_.data(), sizeof(int64_t) * st.n_out, stream_);
+  rows_forward(n);
+  if (st.n_out > 0) {
+    cuda::rmsnorm_fwd(last_hidden_, params_.data() + layout_.final_norm, dec_xf16_, dec_acts_.rstd1, n, C,
+                      static_cast<float>(cfg_.rms_norm_eps), stream_);
+    cuda::gather_rows(dec_xf16_, C, dec_.out_rows.data(), st.n_out, C, dec_gather16_, stream_);
+    linear(st.n_out, V, C, dec_gather16_, layout_.lm_head, 0.f, dec_logits_);
+    cuda::copy_to_host(st.logits, dec_logits_, sizeof(float) * st.n_out * V, stream_);
+  }
+  synchronize();  // the staging vectors are reused by the next step
+}
+
+double CudaTransformer::optimizer_step(dist::Communicator* comm, const kernels::AdamWConfig& c, float lr, int64_t step,
+                                       double max_grad_norm) {
+  TEMPER_CUDA_CHECK(cudaSetDevice(device_));
+  const int64_t n = layout_.total();
+  if (comm && comm->size() > 1) {
+    synchronize();
+    if (std::string(comm->backend()) == "nccl") {
+      comm->allreduce_sum(grads_.data(), n);  // NCCL reduces device memory in place
+    } else {  // MPI: through the host
+      h_grads_.resize(static_cast<size_t>(n));
+      get_grads(h_grads_.data());
+      comm->allreduce_sum(h_grads_.data(), n);
+      cuda::copy_to_device(grads_.data(), h_grads_.data(), grads_.bytes(), stream_);
+      synchronize();
+    }
+  }
+  return adamw_step(c, lr, step, max_grad_norm);
+}
+
+void CudaTransformer::decode_forward(int64_t n) {
+  const int64_t C = cfg_.hidden_size, V = cfg_.vocab_size;
+  rows_forward(n);
+  cuda::rmsnorm_fwd(last_hidden_, params_.data() + layout_.final_norm, dec_xf16_, dec_acts_.rstd1, n, C,
                     static_cast<float>(cfg_.rms_norm_eps), stream_);
   linear(n, V, C, dec_xf16_, layout_.lm_head, 0.f, dec_logits_);
   cuda::SampleRowsArgs sa;

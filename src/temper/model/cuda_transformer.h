@@ -21,6 +21,7 @@
 #include "temper/kernels/cuda/gemm.h"
 #include "temper/kernels/cuda/runtime.h"
 #include "temper/model/config.h"
+#include "temper/model/device_model.h"
 #include "temper/model/param_layout.h"
 
 namespace temper {
@@ -30,11 +31,12 @@ namespace temper {
 struct CudaDecodeBuffers {
   int64_t rows = 0, table_stride = 0;
   cuda::DeviceBuffer<int32_t> tokens, pos, kv_len, tables, drawn;
+  cuda::DeviceBuffer<int64_t> out_rows;
   cuda::DeviceBuffer<float> temperature, sample_logprob, policy_logprob, entropy;
   cuda::DeviceBuffer<double> u;
 };
 
-class CudaTransformer {
+class CudaTransformer final : public DeviceModel {
  public:
   explicit CudaTransformer(const ModelConfig& cfg, int device = 0);
   ~CudaTransformer();
@@ -47,27 +49,38 @@ class CudaTransformer {
   void synchronize() const;
 
   // Parameters as the CPU model's flat f32 buffer (layout().total() floats).
-  void set_params(const float* host);
-  void get_params(float* host) const;
-  void get_grads(float* host) const;
-  void zero_grad();
+  std::string describe() const override;
+  void set_params(const float* host) override;
+  void get_params(float* host) const override;
+  void get_grads(float* host) const override;
+  void get_moments(float* m, float* v) const override;
+  void set_moments(const float* m, const float* v) override;
+  void zero_grad() override;
   size_t state_bytes() const;  // params, grads, moments, bf16 copy
+  size_t memory_bytes() const override;
 
   // Training: reserve activations for batches of up to max_tokens = B*T tokens, T <= max_seq.
   void plan(int64_t max_tokens, int64_t max_seq);
   size_t activation_bytes() const { return arena_bytes_; }
   // As Transformer::forward_backward / forward_logprobs; tokens, targets, logprob, entropy are host arrays.
   void forward_backward(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
-                        const kernels::ClassifierLoss& loss, float* logprob, float* entropy);
+                        const kernels::ClassifierLoss& loss, float* logprob, float* entropy) override;
   void forward_logprobs(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T, float* logprob,
-                        float* entropy);
+                        float* entropy) override;
   // AdamW over the whole flat buffer with global-norm clipping (max_grad_norm <= 0: none); refreshes
-  // the bf16 copy. Returns the gradient norm before clipping.
+  // the bf16 copy. Returns the gradient norm before clipping (non-finite: nothing applied).
   double adamw_step(const kernels::AdamWConfig& c, float lr, int64_t step, double max_grad_norm);
+  double optimizer_step(dist::Communicator* comm, const kernels::AdamWConfig& c, float lr, int64_t step,
+                        double max_grad_norm) override;
+  // The rollout engine's step (DeviceModel): the host pool's block tables, K/V in device blocks of the
+  // same ids; logits of the output rows copied to step.logits.
+  void forward_paged(const PagedStep& step, KvPool& pool) override;
 
   // Rollouts: a KV pool of num_blocks blocks of block_size positions per layer, and buffers for up
   // to max_rows decode rows with block tables of table_stride entries.
   void plan_decode(int64_t max_rows, int64_t num_blocks, int64_t block_size, int64_t table_stride);
+  void ensure_pool(int64_t num_blocks, int64_t block_size);  // (re)allocates the KV pool when the shape changes
+  void ensure_rows(int64_t max_rows, int64_t table_stride);  // grows the decode row buffers
   size_t kv_bytes() const { return kv_bytes_; }
   CudaDecodeBuffers& decode_buffers() { return dec_; }
   // One decode step over rows [0, n) of decode_buffers(): forward, sampling, advance. With
@@ -86,6 +99,8 @@ class CudaTransformer {
   void linear(int64_t N, int64_t out, int64_t in, const uint16_t* x, int64_t w, float beta, float* y,
               const float* bias = nullptr);
   void decode_forward(int64_t n);
+  void rows_forward(int64_t n);  // embedding and every layer over decode rows [0, n); returns the stream in dec_x_ or dec_x2_
+  float* last_hidden_ = nullptr;
   const uint16_t* w16(int64_t offset) const { return params16_.data() + offset; }
 
   ModelConfig cfg_;
@@ -114,7 +129,11 @@ class CudaTransformer {
   cuda::DeviceBuffer<uint8_t> dec_arena_;
   Acts dec_acts_{};
   float *dec_x_ = nullptr, *dec_x2_ = nullptr, *dec_logits_ = nullptr;
-  uint16_t* dec_xf16_ = nullptr;
+  uint16_t *dec_xf16_ = nullptr, *dec_gather16_ = nullptr;
+  const KvPool* mirrored_pool_ = nullptr;
+  std::vector<int32_t> h_tokens_, h_pos_, h_len_, h_tables_;  // staging for forward_paged (reused)
+  std::vector<int64_t> h_out_;
+  mutable std::vector<float> h_grads_;
   struct Graph {
     int runs = 0;
     cudaGraphExec_t exec = nullptr;

@@ -14,6 +14,7 @@ KvPool::KvPool(const ModelConfig& c, int64_t block_size, int64_t num_blocks)
   v_ = Tensor::zeros({layers_, num_blocks_, block_size_, row_});
   refs_.assign(static_cast<size_t>(num_blocks_), 0);
   free_.reserve(static_cast<size_t>(num_blocks_));
+  copies_.reserve(static_cast<size_t>(num_blocks_));
   for (int64_t b = num_blocks_ - 1; b >= 0; --b) free_.push_back(static_cast<int32_t>(b));
 }
 
@@ -72,6 +73,7 @@ void KvPool::reserve(SeqKv& s, int64_t n) {
       std::memcpy(k_block_mut(l, mine), k_block(l, old), static_cast<size_t>(block_size_ * row_) * sizeof(float));
       std::memcpy(v_block_mut(l, mine), v_block(l, old), static_cast<size_t>(block_size_ * row_) * sizeof(float));
     }
+    if (copies_.size() < copies_.capacity()) copies_.emplace_back(old, mine);  // (full: nobody drains it, the CPU path)
     drop_block(old);
     s.blocks.back() = mine;
   }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "temper/core/tensor.h"
@@ -51,6 +52,10 @@ class KvPool {
   SeqKv fork(const SeqKv& s, int64_t at);  // a new sequence sharing s's first `at` tokens
   void truncate(SeqKv& s, int64_t len);    // drop positions >= len (releases whole blocks)
   void release(SeqKv& s);                  // frees s's blocks (shared ones stay for their others)
+  // The copy-on-write copies made since the last clear, (from, to) block ids: a device that mirrors
+  // the pool's blocks replays them (DeviceModel::forward_paged). Capacity reserved: no allocation.
+  const std::vector<std::pair<int32_t, int32_t>>& block_copies() const { return copies_; }
+  void clear_block_copies() { copies_.clear(); }
 
  private:
   int32_t take_block();
@@ -61,6 +66,7 @@ class KvPool {
   int64_t layers_, row_, block_size_, num_blocks_;
   Tensor k_, v_;  // [L, num_blocks, block_size, row]
   std::vector<int32_t> refs_, free_;
+  std::vector<std::pair<int32_t, int32_t>> copies_;
 };
 
 }  // namespace temper

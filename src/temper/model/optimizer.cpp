@@ -13,6 +13,18 @@ Optimizer::Optimizer(Transformer& model, const OptimizerConfig& cfg)
 OptimizerStep Optimizer::step() {
   TEMPER_PROFILE("optimizer");
   OptimizerStep s;
+  if (DeviceModel* d = model_.device()) {  // the gradients, weights and moments live on the device
+    s.lr = cfg_.lr.at(step_);
+    s.grad_norm = d->optimizer_step(comm_, cfg_.adamw, static_cast<float>(s.lr), step_ + 1, cfg_.max_grad_norm);
+    if (!std::isfinite(s.grad_norm)) {
+      s.skipped = true;
+      ++skipped_;
+      return s;
+    }
+    ++step_;
+    model_.device_params_changed();
+    return s;
+  }
   if (comm_ && comm_->size() > 1) comm_->allreduce_sum(model_.grads(), model_.flat_size());
   s.grad_norm = kernels::clip_grad_norm(model_.grads(), model_.flat_size(), cfg_.max_grad_norm);
   s.lr = cfg_.lr.at(step_);
@@ -26,6 +38,14 @@ OptimizerStep Optimizer::step() {
                       cfg_.adamw, static_cast<float>(s.lr), step_);
   model_.params_updated();
   return s;
+}
+
+void Optimizer::pull_moments() {
+  if (DeviceModel* d = model_.device()) d->get_moments(m_.data<float>(), v_.data<float>());
+}
+
+void Optimizer::moments_updated() {
+  if (DeviceModel* d = model_.device()) d->set_moments(m_.data<float>(), v_.data<float>());
 }
 
 }  // namespace temper

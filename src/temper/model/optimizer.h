@@ -36,14 +36,24 @@ class Optimizer {
   int64_t skipped() const { return skipped_; }
   void skip() { ++skipped_; }  // an update the caller abandoned (non-finite loss)
   void restore(int64_t steps_done, int64_t skipped) { step_ = steps_done, skipped_ = skipped; }
-  float* m() { return m_.data<float>(); }
-  float* v() { return v_.data<float>(); }
+  // The AdamW moments (with a device: copied back from it first). After writing them (loading a
+  // checkpoint) call moments_updated() so a device gets them too.
+  float* m() {
+    pull_moments();
+    return m_.data<float>();
+  }
+  float* v() {
+    pull_moments();
+    return v_.data<float>();
+  }
+  void moments_updated();
   int64_t size() const { return m_.numel(); }
   const OptimizerConfig& config() const { return cfg_; }
   void set_communicator(dist::Communicator* comm) { comm_ = comm; }
   dist::Communicator* communicator() const { return comm_; }
 
  private:
+  void pull_moments();
   Transformer& model_;
   OptimizerConfig cfg_;
   Tensor m_, v_;

@@ -31,7 +31,25 @@ int64_t Transformer::num_params() const {
   return n;
 }
 
+void Transformer::attach_device(std::shared_ptr<DeviceModel> device) {
+  pull_params();
+  device_ = std::move(device);
+  if (device_) device_->set_params(params_.data<float>());
+}
+
+void Transformer::pull_params_from_device() const {
+  device_->get_params(params_.data<float>());
+  host_stale_ = false;
+  ++params_version_;  // the host's bf16 copy follows
+}
+
+float* Transformer::grads() {
+  if (device_) device_->get_grads(grads_.data<float>());
+  return grads_.data<float>();
+}
+
 Tensor Transformer::param(const std::string& name) const {
+  pull_params();
   const ParamEntry& e = layout_.at(name);
   return Tensor::wrap(params_.data<float>() + e.offset, e.shape, DType::f32);
 }
@@ -42,7 +60,7 @@ Tensor Transformer::grad(const std::string& name) const {
 }
 
 void Transformer::init_random(uint64_t seed, float std) {
-  params_updated();
+  pull_params();
   const auto& entries = layout_.entries();
   for (size_t i = 0; i < entries.size(); ++i) {
     const ParamEntry& e = entries[i];
@@ -57,9 +75,13 @@ void Transformer::init_random(uint64_t seed, float std) {
       rng_fill_normal(seed, i, std::span<float>(p, static_cast<size_t>(e.numel())), 0.f, std);
     }
   }
+  params_updated();
 }
 
-void Transformer::zero_grad() { grads_.fill_zero(); }
+void Transformer::zero_grad() {
+  grads_.fill_zero();
+  if (device_) device_->zero_grad();
+}
 
 void Transformer::set_recompute(bool on) {
   if (on == recompute_) return;
@@ -126,7 +148,10 @@ void Transformer::plan(int64_t max_tokens, int64_t max_seq) {
   bind_arena(true, &bytes);
 }
 
-void Transformer::params_updated() { ++params_version_; }
+void Transformer::params_updated() {
+  ++params_version_;
+  if (device_) device_->set_params(params_.data<float>());  // the host was written (it pulled first)
+}
 
 const uint16_t* Transformer::w16(int64_t offset) const {
   return precision_ == kernels::Precision::bf16 ? params_bf16_.data<uint16_t>() + offset : nullptr;
@@ -294,6 +319,7 @@ kernels::ClassifierArgs Transformer::classifier_args(const int32_t* targets, int
 
 void Transformer::forward_backward(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
                                    const kernels::ClassifierLoss& loss, float* logprob, float* entropy) {
+  if (device_) return device_->forward_backward(tokens, targets, B, T, loss, logprob, entropy);
   prepare(B, T);
   const int64_t N = B * T, C = cfg_.hidden_size;
   trunk_forward(tokens, B, T, true);
@@ -314,6 +340,7 @@ void Transformer::forward_backward(const int32_t* tokens, const int32_t* targets
 
 void Transformer::forward_logprobs(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T, float* logprob,
                                    float* entropy) {
+  if (device_) return device_->forward_logprobs(tokens, targets, B, T, logprob, entropy);
   prepare(B, T);
   trunk_forward(tokens, B, T, false);
   kernels::ClassifierArgs ca = classifier_args(targets, B * T, logprob, entropy);
@@ -323,6 +350,12 @@ void Transformer::forward_logprobs(const int32_t* tokens, const int32_t* targets
 void Transformer::forward_paged(const PagedStep& st, KvPool& pool, const Int4Drafter* drafter) {
   TEMPER_CHECK(st.n > 0 && st.tokens && st.pos && st.tables) << "forward_paged: empty step";
   TEMPER_CHECK(pool.row() == cfg_.num_kv_heads * cfg_.head_dim) << "forward_paged: KV pool built for another model";
+  if (device_) {
+    TEMPER_CHECK(!drafter) << "speculative rollouts (the 4-bit drafter) run on the CPU only so far: use --device cpu "
+                              "or turn [rl.speculative] off";
+    return device_->forward_paged(st, pool);
+  }
+  pool.clear_block_copies();  // the host pool copied them itself
   prepare(st.n, 1);  // n tokens of many sequences (positions come from the step), not one sequence of n
   if (static_cast<int64_t>(kv_len_.size()) < st.n) kv_len_.resize(static_cast<size_t>(st.n));
   for (int64_t i = 0; i < st.n; ++i) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "temper/core/arena.h"
@@ -15,6 +16,7 @@
 #include "temper/kernels/matmul.h"
 #include "temper/kernels/rope.h"
 #include "temper/model/config.h"
+#include "temper/model/device_model.h"
 #include "temper/model/kv_pool.h"
 #include "temper/model/param_layout.h"
 
@@ -45,9 +47,16 @@ class Transformer {
   const ParamLayout& layout() const { return layout_; }
   int64_t num_params() const;  // parameters (without padding)
   int64_t flat_size() const { return layout_.total(); }
-  float* params() { return params_.data<float>(); }
-  const float* params() const { return params_.data<float>(); }
-  float* grads() { return grads_.data<float>(); }
+  // With a device attached, reading the host weights first copies the device's newer ones back.
+  float* params() {
+    pull_params();
+    return params_.data<float>();
+  }
+  const float* params() const {
+    pull_params();
+    return params_.data<float>();
+  }
+  float* grads();  // with a device: copied back from it (tests, diagnostics; the optimizer steps there)
   Tensor param(const std::string& hf_name) const;  // a view into the flat buffer
   Tensor grad(const std::string& hf_name) const;
 
@@ -59,6 +68,12 @@ class Transformer {
 
   void set_precision(kernels::Precision p) { precision_ = p; }
   kernels::Precision precision() const { return precision_; }
+  // Runs forward_backward, forward_logprobs and forward_paged (and the optimizer step) on `device`
+  // from now on (null: back to the CPU); the host weights are copied there now. See device_model.h.
+  void attach_device(std::shared_ptr<DeviceModel> device);
+  DeviceModel* device() const { return device_.get(); }
+  // The device changed the weights (an optimizer step there): the host copy is stale until read.
+  void device_params_changed() { host_stale_ = true; }
   void set_recompute(bool on);
   bool recompute() const { return recompute_; }
 
@@ -94,14 +109,21 @@ class Transformer {
   const uint16_t* w16(int64_t offset) const;  // bf16 copy of a weight (bf16 precision), else null
   kernels::ClassifierArgs classifier_args(const int32_t* targets, int64_t N, float* logprob, float* entropy);
 
+  void pull_params() const {
+    if (host_stale_) pull_params_from_device();
+  }
+  void pull_params_from_device() const;
   ModelConfig cfg_;
   ParamLayout layout_;
   Tensor params_, grads_;
+  std::shared_ptr<DeviceModel> device_;
+  mutable bool host_stale_ = false;
   kernels::RopeTable rope_;
   kernels::Precision precision_ = kernels::Precision::f32;
   bool recompute_ = false;
   Tensor params_bf16_;  // bf16 copy of params for bf16 GEMMs, refreshed when params change
-  uint64_t params_version_ = 1, bf16_version_ = 0;
+  mutable uint64_t params_version_ = 1;
+  uint64_t bf16_version_ = 0;
 
   // Arena and what is carved from it (sized for max_tokens_).
   Arena arena_;

@@ -1,0 +1,48 @@
+// make_device_model: "cpu" or "cuda[:N]"; see device_model.h.
+#include "temper/model/device_model.h"
+
+#include <cstdlib>
+
+#include "temper/core/error.h"
+#ifdef TEMPER_WITH_CUDA
+#include "temper/model/cuda_transformer.h"
+#endif
+
+namespace temper {
+
+namespace {
+bool parse_cuda(const std::string& d, int* index) {
+  if (d == "cuda") {
+    *index = 0;
+    return true;
+  }
+  if (d.rfind("cuda:", 0) != 0 || d.size() == 5) return false;
+  int v = 0;
+  for (size_t i = 5; i < d.size(); ++i) {
+    if (d[i] < '0' || d[i] > '9' || v > 1000) return false;
+    v = v * 10 + (d[i] - '0');
+  }
+  *index = v;
+  return true;
+}
+}  // namespace
+
+bool device_name_valid(const std::string& device) {
+  int i = 0;
+  return device == "cpu" || parse_cuda(device, &i);
+}
+
+std::shared_ptr<DeviceModel> make_device_model(const ModelConfig& cfg, const std::string& device) {
+  int index = 0;
+  if (device == "cpu") return nullptr;
+  TEMPER_CHECK(parse_cuda(device, &index)) << "device '" << device << "': expected cpu, cuda or cuda:N";
+#ifdef TEMPER_WITH_CUDA
+  return std::make_shared<CudaTransformer>(cfg, index);
+#else
+  (void)cfg;
+  TEMPER_FAIL() << "device '" << device << "': this temper was built without the CUDA backend (TEMPER_CUDA=OFF or "
+                << "no nvcc at configure time)";
+#endif
+}
+
+}  // namespace temper

@@ -1,0 +1,54 @@
+// A copy of a Transformer on an accelerator that runs its heavy passes: the training forward and
+// backward, scoring forwards, the rollout engine's paged forward and the optimizer step. The CPU
+// Transformer stays the owner of the model (checkpoints, loading, export, the passes a device does
+// not run); attach one with Transformer::attach_device and the model delegates to it (weights move
+// host -> device when written on the host, device -> host lazily when read on the host).
+// The CUDA backend implements it (model/cuda_transformer.h); `--device cuda[:N]` picks it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "temper/dist/communicator.h"
+#include "temper/kernels/adamw.h"
+#include "temper/kernels/classifier.h"
+#include "temper/model/config.h"
+
+namespace temper {
+
+struct PagedStep;
+class KvPool;
+
+class DeviceModel {
+ public:
+  virtual ~DeviceModel() = default;
+  virtual std::string describe() const = 0;  // "cuda:0 NVIDIA H200, 139.8 GiB"
+  virtual void set_params(const float* host) = 0;
+  virtual void get_params(float* host) const = 0;
+  virtual void get_grads(float* host) const = 0;
+  virtual void get_moments(float* m, float* v) const = 0;
+  virtual void set_moments(const float* m, const float* v) = 0;
+  virtual void zero_grad() = 0;
+  virtual size_t memory_bytes() const = 0;  // what the device holds now (state, activations, KV)
+  // As Transformer's; host arrays in and out.
+  virtual void forward_backward(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
+                                const kernels::ClassifierLoss& loss, float* logprob, float* entropy) = 0;
+  virtual void forward_logprobs(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T, float* logprob,
+                                float* entropy) = 0;
+  // The rollout engine's step over the host KvPool's block tables; K/V live on the device in blocks
+  // of the same ids (the pool's copy-on-write copies are replayed there). Logits land in step.logits.
+  virtual void forward_paged(const PagedStep& step, KvPool& pool) = 0;
+  // Sums the gradients over `comm` (when it has several ranks), clips to max_grad_norm (<= 0: no
+  // clipping), applies AdamW; returns the norm before clipping (non-finite: nothing applied).
+  virtual double optimizer_step(dist::Communicator* comm, const kernels::AdamWConfig& c, float lr, int64_t step,
+                                double max_grad_norm) = 0;
+};
+
+// "cpu": none (null). "cuda" or "cuda:N": the CUDA model on device N (an error in a build without
+// CUDA, or where the device is missing). Anything else: an error naming what is accepted.
+std::shared_ptr<DeviceModel> make_device_model(const ModelConfig& cfg, const std::string& device);
+// Checks the spelling only (for validating recipes without touching a GPU).
+bool device_name_valid(const std::string& device);
+
+}  // namespace temper
