@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "temper/core/error.h"
+#include "temper/model/mirror_device.h"
 #ifdef TEMPER_WITH_CUDA
 #include "temper/model/cuda_transformer.h"
 #endif
@@ -27,14 +28,28 @@ bool parse_cuda(const std::string& d, int* index) {
 }
 }  // namespace
 
+void DeviceModel::bind_moments(const void* owner, float* host_m, float* host_v) {
+  if (owner_ == owner) return;
+  if (owner_) get_moments(owner_m_, owner_v_);
+  set_moments(host_m, host_v);
+  owner_ = owner;
+  owner_m_ = host_m;
+  owner_v_ = host_v;
+}
+
+void DeviceModel::unbind_moments(const void* owner) {
+  if (owner_ == owner) owner_ = owner_m_ = owner_v_ = nullptr;
+}
+
 bool device_name_valid(const std::string& device) {
   int i = 0;
-  return device == "cpu" || parse_cuda(device, &i);
+  return device == "cpu" || device == "mirror" || parse_cuda(device, &i);
 }
 
 std::shared_ptr<DeviceModel> make_device_model(const ModelConfig& cfg, const std::string& device) {
   int index = 0;
   if (device == "cpu") return nullptr;
+  if (device == "mirror") return std::make_shared<MirrorDevice>(cfg);
   TEMPER_CHECK(parse_cuda(device, &index)) << "device '" << device << "': expected cpu, cuda or cuda:N";
 #ifdef TEMPER_WITH_CUDA
   return std::make_shared<CudaTransformer>(cfg, index);

@@ -43,10 +43,22 @@ class DeviceModel {
   // clipping), applies AdamW; returns the norm before clipping (non-finite: nothing applied).
   virtual double optimizer_step(dist::Communicator* comm, const kernels::AdamWConfig& c, float lr, int64_t step,
                                 double max_grad_norm) = 0;
+
+  // The device holds one set of AdamW moments; several optimizers of one model (SFT's, RL's) take
+  // turns. bind_moments makes `owner`'s the resident set: the previous owner's are first copied back
+  // into its host buffers, then `owner`'s host buffers are loaded. unbind_moments: `owner` is going away.
+  void bind_moments(const void* owner, float* host_m, float* host_v);
+  void unbind_moments(const void* owner);
+  bool holds_moments(const void* owner) const { return owner_ == owner; }
+
+ private:
+  const void* owner_ = nullptr;
+  float *owner_m_ = nullptr, *owner_v_ = nullptr;
 };
 
 // "cpu": none (null). "cuda" or "cuda:N": the CUDA model on device N (an error in a build without
-// CUDA, or where the device is missing). Anything else: an error naming what is accepted.
+// CUDA, or where the device is missing). "mirror": a second CPU copy behind the device interface
+// (model/mirror_device.h: tests every device path on any machine). Anything else: an error.
 std::shared_ptr<DeviceModel> make_device_model(const ModelConfig& cfg, const std::string& device);
 // Checks the spelling only (for validating recipes without touching a GPU).
 bool device_name_valid(const std::string& device);

@@ -14,6 +14,7 @@ OptimizerStep Optimizer::step() {
   TEMPER_PROFILE("optimizer");
   OptimizerStep s;
   if (DeviceModel* d = model_.device()) {  // the gradients, weights and moments live on the device
+    d->bind_moments(this, m_.data<float>(), v_.data<float>());
     s.lr = cfg_.lr.at(step_);
     s.grad_norm = d->optimizer_step(comm_, cfg_.adamw, static_cast<float>(s.lr), step_ + 1, cfg_.max_grad_norm);
     if (!std::isfinite(s.grad_norm)) {
@@ -40,12 +41,19 @@ OptimizerStep Optimizer::step() {
   return s;
 }
 
+// The host buffers are current unless this optimizer's moments are the device's resident set.
 void Optimizer::pull_moments() {
-  if (DeviceModel* d = model_.device()) d->get_moments(m_.data<float>(), v_.data<float>());
+  DeviceModel* d = model_.device();
+  if (d && d->holds_moments(this)) d->get_moments(m_.data<float>(), v_.data<float>());
 }
 
 void Optimizer::moments_updated() {
-  if (DeviceModel* d = model_.device()) d->set_moments(m_.data<float>(), v_.data<float>());
+  DeviceModel* d = model_.device();
+  if (d && d->holds_moments(this)) d->set_moments(m_.data<float>(), v_.data<float>());
+}
+
+Optimizer::~Optimizer() {
+  if (DeviceModel* d = model_.device()) d->unbind_moments(this);
 }
 
 }  // namespace temper

@@ -31,6 +31,9 @@ struct OptimizerStep {
 class Optimizer {
  public:
   Optimizer(Transformer& model, const OptimizerConfig& cfg);
+  ~Optimizer();
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
   OptimizerStep step();  // applies model.grads() (accumulated by the caller)
   int64_t steps_done() const { return step_; }
   int64_t skipped() const { return skipped_; }

@@ -1,0 +1,147 @@
+// The device plumbing without a GPU: a DeviceModel that mirrors the model on the CPU (its own
+// Transformer, its own KV pool, its own AdamW moments) stands in for the CUDA one. Doing the same
+// arithmetic, it must give the CPU's results bit for bit through every path a device takes: the
+// rollout engine's paged forward (with the host pool's copy-on-write copies replayed on the mirrored
+// blocks; without the replay the tokens differ, so the test can fail), training steps through the
+// Optimizer's device branch, lazy weight pulls, pushes after host writes, and moments for checkpoints.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "common/models.h"
+#include "temper/kernels/adamw.h"
+#include "temper/model/device_model.h"
+#include "temper/model/kv_pool.h"
+#include "temper/model/mirror_device.h"
+#include "temper/model/optimizer.h"
+#include "temper/model/transformer.h"
+#include "temper/rollout/engine.h"
+
+namespace temper {
+namespace {
+
+rollout::RolloutRequest request(std::vector<int32_t> prompt, int64_t g, int64_t max_new, uint64_t seed) {
+  rollout::RolloutRequest r;
+  r.prompt = std::move(prompt);
+  r.group_size = g;
+  r.max_new = max_new;
+  r.seed = seed;
+  r.sampler.temperature = 0.9f;
+  r.sampler.top_p = 0.95f;
+  return r;
+}
+
+std::vector<rollout::Completion> rollouts(Transformer& m) {
+  KvPool pool(m.config(), 4, 128);
+  rollout::RolloutEngine eng(m, pool);
+  struct ForkAt3 : rollout::RolloutHook {  // forks mid-block: more copy-on-write
+    rollout::HookDecision after_token(const rollout::RolloutRequest&, const rollout::Completion& c) override {
+      rollout::HookDecision d;
+      d.forks = c.parent < 0 && c.member == 0 && c.tokens.size() == 3 ? 2 : 0;
+      return d;
+    }
+  } hook;
+  // Prompts of 6 and 7 tokens in blocks of 4: the group shares a partial last block (copy on write).
+  return eng.run({request({6, 5, 4, 3, 2, 9}, 3, 12, 5), request({1, 2, 3, 4, 5, 6, 7}, 2, 10, 8)}, &hook);
+}
+
+TEST(DeviceModel, RolloutsThroughAMirroredDeviceEqualTheCpuEngineBitForBit) {
+  test::RandomModel f;
+  auto cpu = rollouts(f.model);
+  Transformer on_device(f.cfg);
+  std::memcpy(on_device.params(), f.model.params(), sizeof(float) * static_cast<size_t>(f.model.flat_size()));
+  on_device.params_updated();
+  auto dev = std::make_shared<MirrorDevice>(f.cfg);
+  on_device.attach_device(dev);
+  auto got = rollouts(on_device);
+  ASSERT_EQ(got.size(), cpu.size());
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    EXPECT_EQ(got[i].tokens, cpu[i].tokens) << "completion " << i;
+    EXPECT_EQ(got[i].policy_logprob, cpu[i].policy_logprob) << "completion " << i;
+  }
+  EXPECT_GT(dev->copies, 0);  // the scenario did copy on write
+  // Without replaying the pool's copies the device reads blocks it never wrote: other tokens.
+  Transformer forgetful(f.cfg);
+  std::memcpy(forgetful.params(), f.model.params(), sizeof(float) * static_cast<size_t>(f.model.flat_size()));
+  forgetful.params_updated();
+  forgetful.attach_device(std::make_shared<MirrorDevice>(f.cfg, /*replay_copies=*/false));
+  auto wrong = rollouts(forgetful);
+  bool differs = false;
+  for (size_t i = 0; i < cpu.size(); ++i) differs |= wrong[i].policy_logprob != cpu[i].policy_logprob;
+  EXPECT_TRUE(differs);
+}
+
+class SumLogprob : public kernels::ClassifierLoss {
+ public:
+  void coefs(int64_t n, float, float, float* g_lp, float* g_ent) const override {
+    *g_lp = (n % 3 == 0) ? -0.2f : 0.1f;
+    *g_ent = 0.01f;
+  }
+};
+
+TEST(DeviceModel, OptimizerStepsOnTheDeviceEqualTheCpuAndWeightsMoveBothWays) {
+  test::RandomModel f;
+  Transformer cpu(f.cfg), gpu(f.cfg);
+  for (Transformer* m : {&cpu, &gpu}) {
+    std::memcpy(m->params(), f.model.params(), sizeof(float) * static_cast<size_t>(f.model.flat_size()));
+    m->params_updated();
+  }
+  auto dev = std::make_shared<MirrorDevice>(f.cfg);
+  gpu.attach_device(dev);
+  EXPECT_EQ(dev->pushes, 1);
+  OptimizerConfig oc;
+  oc.lr.peak = 1e-2;
+  Optimizer ocpu(cpu, oc), ogpu(gpu, oc);
+  const int64_t B = 2, T = 9;
+  std::vector<int32_t> tok(B * T), tgt(B * T);
+  for (int64_t i = 0; i < B * T; ++i) {
+    tok[i] = static_cast<int32_t>((i * 7 + 3) % f.cfg.vocab_size);
+    tgt[i] = static_cast<int32_t>((i * 5 + 1) % f.cfg.vocab_size);
+  }
+  SumLogprob loss;
+  std::vector<float> lp1(B * T), e1(B * T), lp2(B * T), e2(B * T);
+  for (int step = 0; step < 3; ++step) {
+    cpu.zero_grad();
+    gpu.zero_grad();
+    cpu.forward_backward(tok.data(), tgt.data(), B, T, loss, lp1.data(), e1.data());
+    gpu.forward_backward(tok.data(), tgt.data(), B, T, loss, lp2.data(), e2.data());
+    EXPECT_EQ(lp1, lp2);
+    const int pulls = dev->pulls;
+    auto s1 = ocpu.step();
+    auto s2 = ogpu.step();
+    EXPECT_EQ(dev->pulls, pulls);  // stepping does not bring the weights back
+    EXPECT_EQ(s1.grad_norm, s2.grad_norm);
+  }
+  const size_t n = static_cast<size_t>(cpu.flat_size());
+  EXPECT_EQ(std::memcmp(cpu.params(), gpu.params(), n * sizeof(float)), 0);  // pulled here, lazily
+  EXPECT_EQ(dev->pulls, 1);
+  EXPECT_EQ(std::memcmp(ocpu.m(), ogpu.m(), n * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(ocpu.v(), ogpu.v(), n * sizeof(float)), 0);
+  EXPECT_EQ(ogpu.steps_done(), 3);
+  // A host write (loading weights) reaches the device: the next forward sees it.
+  gpu.params()[0] += 1.0f;
+  cpu.params()[0] += 1.0f;
+  gpu.params_updated();
+  cpu.params_updated();
+  cpu.forward_logprobs(tok.data(), tgt.data(), B, T, lp1.data(), e1.data());
+  gpu.forward_logprobs(tok.data(), tgt.data(), B, T, lp2.data(), e2.data());
+  EXPECT_EQ(lp1, lp2);
+}
+
+TEST(DeviceModel, DeviceNamesAreCheckedAndCpuMeansNone) {
+  EXPECT_TRUE(device_name_valid("cpu"));
+  EXPECT_TRUE(device_name_valid("cuda"));
+  EXPECT_TRUE(device_name_valid("cuda:3"));
+  EXPECT_FALSE(device_name_valid("gpu"));
+  EXPECT_FALSE(device_name_valid("cuda:"));
+  EXPECT_FALSE(device_name_valid("cuda:x"));
+  EXPECT_TRUE(device_name_valid("mirror"));
+  EXPECT_NE(make_device_model(test::small_config(Arch::llama), "mirror"), nullptr);
+  EXPECT_EQ(make_device_model(test::small_config(Arch::llama), "cpu"), nullptr);
+  EXPECT_THROW(make_device_model(test::small_config(Arch::llama), "tpu"), Error);
+}
+
+}  // namespace
+}  // namespace temper
