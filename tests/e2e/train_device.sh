@@ -2,7 +2,8 @@
 # `temper train --device` through the device code path on any machine: the quickstart, shortened, with
 # --device mirror (a DeviceModel that is a second CPU copy: model/mirror_device.h) equals the plain
 # CPU run bit for bit (metrics without timings, samples, final weights, optimiser state), also when
-# stopped inside RL and resumed (moments pulled from and pushed to the device through checkpoints).
+# stopped inside RL and resumed (moments pulled from and pushed to the device through checkpoints),
+# and with bf16 GEMMs and a KL reference model (attached to the device as well).
 # Usage: train_device.sh TEMPER
 set -euo pipefail
 temper=$1
@@ -34,4 +35,9 @@ same "$work/cpu" "$work/mirror"
 "$temper" train --resume "$work/resumed" --threads 2 2>> "$work/resumed.log"
 grep -c "model on mirror" "$work/resumed.log" | grep -q 2 || { echo "the resumed run left the device"; exit 1; }
 same "$work/cpu" "$work/resumed"
+# bf16 GEMMs (the device follows the host's precision) and a KL reference (on the device too).
+extra=(--set model.precision='"bf16"' --set rl.kl_coef=0.05)
+"$temper" train --out "$work/cpu16" "${common[@]}" "${extra[@]}" 2> "$work/cpu16.log"
+"$temper" train --out "$work/mirror16" --device mirror "${common[@]}" "${extra[@]}" 2> "$work/mirror16.log"
+same "$work/cpu16" "$work/mirror16"
 echo DEVICE_OK

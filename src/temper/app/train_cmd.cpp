@@ -123,8 +123,8 @@ RunConfig read_config(Recipe& r) {
       << r.source() << ": model.context sets a preset's context: expected 16..65536 with model.preset (not model.path), got " << c.context;
   c.precision = r.get_choice("model.precision", "f32", {"f32", "bf16"});
   c.device = r.get_string("model.device", "cpu");
-  TEMPER_CHECK(device_name_valid(c.device)) << r.source() << ": model.device: expected \"cpu\", \"cuda\" or \"cuda:N\", got '"
-                                            << c.device << "'";
+  TEMPER_CHECK(device_name_valid(c.device)) << r.source() << ": model.device: expected \"cpu\", \"cuda\", \"cuda:N\" or "
+                                            << "\"mirror\", got '" << c.device << "'";
   c.prompt_format = r.get_choice("model.prompt_format", "auto", {"auto", "raw", "chat"});
   c.system_prompt = r.get_string("model.system_prompt", "");
   c.seed = static_cast<uint64_t>(r.get_int("model.seed", 0));
@@ -452,6 +452,9 @@ RunConfig read_config(Recipe& r) {
   TEMPER_CHECK(c.sft_steps + c.rl_steps > 0) << r.source() << ": nothing to do: sft.steps and rl.steps are both 0";
   TEMPER_CHECK(c.keep_last >= 1) << r.source() << ": run.keep_last must be >= 1, got " << c.keep_last;
   if (c.rl_steps > 0) q.validate();
+  TEMPER_CHECK(c.device == "cpu" || !q.speculative)
+      << r.source() << ": [rl.speculative] (the 4-bit drafter) runs on the CPU only so far; model.device is '" << c.device
+      << "': turn one of them off";
   c.sft.validate();
   c.eval.validate();
   return c;
@@ -567,11 +570,10 @@ int train(const TrainOptions& o) {
     policy->params_updated();
   };
   sync_weights();
-  if (cfg.device != "cpu") {  // the policy's passes on the GPU; rank r of a data-parallel run on its local device
-    std::string dev = cfg.device;
-    if (comm.size() > 1 && dev == "cuda") dev = "cuda:" + std::to_string(comm.local_size() > 1 ? comm.rank() % comm.local_size() : 0);
-    attach_device(*policy, dev);
-  }
+  // The policy's passes on a device; in a data-parallel run "cuda" means this rank's local GPU.
+  std::string device = cfg.device;
+  if (comm.size() > 1 && device == "cuda") device = "cuda:" + std::to_string(dist::local_rank() % std::max(1, cuda_devices()));
+  if (device != "cpu") attach_device(*policy, device);
   io::HfExportOptions ex;
   ex.eos_ids = eos_ids;
   ex.bos_id = bos_id;
@@ -633,6 +635,8 @@ int train(const TrainOptions& o) {
   const bool needs_reference = cfg.rl.loss.kl_coef > 0 || cfg.disc || (cfg.turing && cfg.turing->judge == "discriminator") ||
                                (cfg.rcsd && cfg.rcsd->teacher == "initial");
   if (needs_reference) reference = std::make_unique<Transformer>(policy->config());
+  // On a device the reference runs there too: the same numerics as the policy (a KL of 0 at the start).
+  if (reference && device != "cpu") attach_device(*reference, device);
   std::unique_ptr<rl::RlTrainer> rlt;
   std::vector<std::unique_ptr<rl::Method>> methods;  // in hook order
   if (cfg.dre) methods.push_back(std::make_unique<rl::Dre>(*cfg.dre));

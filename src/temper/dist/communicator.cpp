@@ -22,6 +22,12 @@ bool mpi_available() {
 #endif
 }
 
+int local_rank() {
+  for (const char* v : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
+    if (const char* e = std::getenv(v)) return std::atoi(e);
+  return 0;
+}
+
 Communicator& single() {
   static SingleProcess s;
   return s;

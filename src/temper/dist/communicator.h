@@ -62,6 +62,9 @@ class SingleProcess final : public Communicator {
   [[noreturn]] void abort(int code) override;
 };
 
+// This process's index among the ranks on its machine, as the launcher says
+// (OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, SLURM_LOCALID; 0 when none does): GPU selection.
+int local_rank();
 // True when the environment says an MPI launcher started this process.
 bool launched_by_mpi();
 // Whether this build has the MPI implementation.

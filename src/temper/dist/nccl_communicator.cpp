@@ -111,12 +111,6 @@ class NcclCommunicator final : public Communicator {
 
 }  // namespace
 
-int local_rank() {
-  for (const char* v : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
-    if (const char* e = std::getenv(v)) return std::atoi(e);
-  return 0;
-}
-
 std::unique_ptr<Communicator> make_nccl(Communicator& control, int device) {
   return std::make_unique<NcclCommunicator>(control, device);
 }

@@ -18,8 +18,6 @@ namespace temper::dist {
 std::unique_ptr<Communicator> make_nccl(Communicator& control, int device);
 // The process-wide GPU group over world(), on this rank's device (created on first use).
 Communicator& cuda_world();
-// This rank's index among the ranks of its machine (OMPI_COMM_WORLD_LOCAL_RANK, else 0).
-int local_rank();
 #endif
 
 }  // namespace temper::dist

@@ -70,8 +70,7 @@ CudaTransformer::CudaTransformer(const ModelConfig& cfg, int device) : cfg_(cfg)
 }
 
 CudaTransformer::~CudaTransformer() {
-  for (auto& [n, g] : graphs_)
-    if (g.exec) cudaGraphExecDestroy(g.exec);
+  clear_graphs();
   blas_.reset();
   if (stream_) cudaStreamDestroy(stream_);
 }
@@ -82,13 +81,29 @@ size_t CudaTransformer::state_bytes() const {
   return params_.bytes() + grads_.bytes() + m_.bytes() + v_.bytes() + params16_.bytes();
 }
 
+void CudaTransformer::set_precision(kernels::Precision p) {
+  static bool said = false;
+  if (p == kernels::Precision::f32 && !said) {
+    std::fprintf(stderr, "temper: note: the CUDA model computes in bf16 with fp32 master weights (model.precision = "
+                         "\"f32\" applies to passes on the CPU)\n");
+    said = true;
+  }
+}
+
 void CudaTransformer::set_params(const float* host) {
+  TEMPER_CUDA_CHECK(cudaSetDevice(device_));
   cuda::copy_to_device(params_.data(), host, params_.bytes(), stream_);
   cuda::f32_to_bf16(params_.data(), params16_.data(), layout_.total(), stream_);
   synchronize();
 }
-void CudaTransformer::get_params(float* host) const { cuda::copy_to_host(host, params_.data(), params_.bytes(), stream_); }
-void CudaTransformer::get_grads(float* host) const { cuda::copy_to_host(host, grads_.data(), grads_.bytes(), stream_); }
+void CudaTransformer::get_params(float* host) const {
+  TEMPER_CUDA_CHECK(cudaSetDevice(device_));
+  cuda::copy_to_host(host, params_.data(), params_.bytes(), stream_);
+}
+void CudaTransformer::get_grads(float* host) const {
+  TEMPER_CUDA_CHECK(cudaSetDevice(device_));
+  cuda::copy_to_host(host, grads_.data(), grads_.bytes(), stream_);
+}
 void CudaTransformer::get_moments(float* m, float* v) const {
   cuda::copy_to_host(m, m_.data(), m_.bytes(), stream_);
   cuda::copy_to_host(v, v_.data(), v_.bytes(), stream_);
@@ -98,7 +113,9 @@ void CudaTransformer::set_moments(const float* m, const float* v) {
   cuda::copy_to_device(v_.data(), v, v_.bytes(), stream_);
   synchronize();
 }
-size_t CudaTransformer::memory_bytes() const { return state_bytes() + arena_bytes_ + kv_bytes_ + dec_arena_.bytes(); }
+size_t CudaTransformer::memory_bytes() const {
+  return state_bytes() + arena_bytes_ + kv_bytes_ + dec_arena_.bytes() + dec_logits_.bytes();
+}
 std::string CudaTransformer::describe() const {
   const cuda::DeviceInfo d = cuda::device_info(device_);
   char buf[256];
@@ -106,13 +123,19 @@ std::string CudaTransformer::describe() const {
                 static_cast<double>(d.total_bytes) / (1 << 30));
   return buf;
 }
-void CudaTransformer::zero_grad() { TEMPER_CUDA_CHECK(cudaMemsetAsync(grads_.data(), 0, grads_.bytes(), stream_)); }
+void CudaTransformer::zero_grad() {
+  TEMPER_CUDA_CHECK(cudaSetDevice(device_));
+  TEMPER_CUDA_CHECK(cudaMemsetAsync(grads_.data(), 0, grads_.bytes(), stream_));
+}
 
 void CudaTransformer::plan(int64_t max_tokens, int64_t max_seq) {
   TEMPER_CHECK(max_tokens > 0 && max_seq > 0 && max_seq <= cfg_.max_position_embeddings)
       << "CudaTransformer::plan: max_tokens " << max_tokens << ", max_seq " << max_seq << " (positions up to "
       << cfg_.max_position_embeddings << ")";
   if (max_tokens <= max_tokens_ && max_seq <= max_seq_) return;
+  max_tokens = std::max(max_tokens, max_tokens_);
+  max_seq = std::max(max_seq, max_seq_);
+  TEMPER_CUDA_CHECK(cudaSetDevice(device_));
   const int64_t N = max_tokens, C = cfg_.hidden_size, H = cfg_.num_heads, Hq = H * cfg_.head_dim,
                 QKV = cfg_.qkv_dim(), F = cfg_.intermediate_size, L = cfg_.num_layers, V = cfg_.vocab_size;
   const int64_t widest = std::max({C, 2 * F, QKV, Hq});
@@ -182,9 +205,8 @@ void CudaTransformer::linear(int64_t N, int64_t out, int64_t in, const uint16_t*
 }
 
 void CudaTransformer::prepare(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T) {
-  TEMPER_CHECK(B * T <= max_tokens_ && T <= max_seq_)
-      << "CudaTransformer: batch " << B << " x " << T << " exceeds the plan (" << max_tokens_ << " tokens, sequences of "
-      << max_seq_ << "): call plan() first";
+  TEMPER_CHECK(B > 0 && T > 0) << "CudaTransformer: empty batch " << B << " x " << T;
+  if (B * T > max_tokens_ || T > max_seq_) plan(B * T, T);  // grows, as the CPU model does
   const int64_t N = B * T;
   for (int64_t n = 0; n < N; ++n)  // the device kernels cannot throw: check ids here, as the CPU model does
     TEMPER_CHECK(tokens[n] >= 0 && tokens[n] < cfg_.vocab_size && (!targets || targets[n] < cfg_.vocab_size))
@@ -401,6 +423,13 @@ void CudaTransformer::ensure_pool(int64_t num_blocks, int64_t block_size) {
   k_pool_.resize(static_cast<size_t>(L * num_blocks * block_size * Hk));
   v_pool_.resize(k_pool_.size());
   kv_bytes_ = k_pool_.bytes() + v_pool_.bytes();
+  clear_graphs();  // they captured the old pool's addresses
+}
+
+void CudaTransformer::clear_graphs() {
+  for (auto& [n, g] : graphs_)
+    if (g.exec) cudaGraphExecDestroy(g.exec);
+  graphs_.clear();
 }
 
 void CudaTransformer::ensure_rows(int64_t max_rows, int64_t table_stride) {
@@ -408,7 +437,7 @@ void CudaTransformer::ensure_rows(int64_t max_rows, int64_t table_stride) {
   if (max_rows <= dec_.rows && table_stride <= dec_.table_stride) return;
   const int64_t R = std::max(max_rows, dec_.rows), S = std::max(table_stride, dec_.table_stride);
   const int64_t C = cfg_.hidden_size, Hq = cfg_.num_heads * cfg_.head_dim, QKV = cfg_.qkv_dim(),
-                F = cfg_.intermediate_size, V = cfg_.vocab_size;
+                F = cfg_.intermediate_size;
   dec_.rows = R;
   dec_.table_stride = S;
   dec_.tokens.resize(R);
@@ -436,7 +465,6 @@ void CudaTransformer::ensure_rows(int64_t max_rows, int64_t table_stride) {
     dec_acts_.o16 = c.take<uint16_t>(R * Hq);
     dec_acts_.xn2 = c.take<uint16_t>(R * C);
     dec_acts_.h16 = c.take<uint16_t>(R * F);
-    dec_logits_ = c.take<float>(R * V);
     dec_xf16_ = c.take<uint16_t>(R * C);
     dec_gather16_ = c.take<uint16_t>(R * C);
   };
@@ -445,14 +473,20 @@ void CudaTransformer::ensure_rows(int64_t max_rows, int64_t table_stride) {
   dec_arena_.resize(measure.off);
   Carver real{dec_arena_.data()};
   carve(real);
-  for (auto& [n, g] : graphs_)
-    if (g.exec) cudaGraphExecDestroy(g.exec);
-  graphs_.clear();
+  clear_graphs();  // they captured the old buffers' addresses
+}
+
+void CudaTransformer::ensure_logits(int64_t n_out) {
+  const size_t want = static_cast<size_t>(n_out * cfg_.vocab_size);
+  if (dec_logits_.size() >= want) return;
+  dec_logits_.resize(want);
+  clear_graphs();
 }
 
 void CudaTransformer::plan_decode(int64_t max_rows, int64_t num_blocks, int64_t block_size, int64_t table_stride) {
   ensure_pool(num_blocks, block_size);
   ensure_rows(max_rows, table_stride);
+  ensure_logits(max_rows);
   mirrored_pool_ = nullptr;
 }
 
@@ -486,6 +520,7 @@ void CudaTransformer::forward_paged(const PagedStep& st, KvPool& pool) {
       d2d(v_pool_.data() + (base + to) * bs * Hk, v_pool_.data() + (base + from) * bs * Hk, block_bytes, stream_);
     }
   pool.clear_block_copies();
+  pool.set_mirrored();
   int64_t stride = 1;
   for (int64_t i = 0; i < n; ++i) {
     TEMPER_CHECK(st.pos[i] >= 0 && st.pos[i] < cfg_.max_position_embeddings)
@@ -493,7 +528,10 @@ void CudaTransformer::forward_paged(const PagedStep& st, KvPool& pool) {
     TEMPER_CHECK(st.tokens[i] >= 0 && st.tokens[i] < V) << "forward_paged: token " << st.tokens[i] << " outside [0, " << V << ")";
     stride = std::max<int64_t>(stride, st.pos[i] / bs + 1);
   }
-  ensure_rows(n, stride);
+  TEMPER_CHECK(st.n_out >= 0 && st.n_out <= n) << "forward_paged: " << st.n_out << " output rows of " << n;
+  // Tables as wide as the context allows: the buffers are not reallocated as sequences grow.
+  ensure_rows(n, std::max(stride, (cfg_.max_position_embeddings + bs - 1) / bs));
+  ensure_logits(st.n_out);
   const int64_t S = dec_.table_stride;
   h_tokens_.assign(st.tokens, st.tokens + n);
   h_pos_.assign(st.pos, st.pos + n);
@@ -516,8 +554,8 @@ void CudaTransformer::forward_paged(const PagedStep& st, KvPool& pool) {
     cuda::rmsnorm_fwd(last_hidden_, params_.data() + layout_.final_norm, dec_xf16_, dec_acts_.rstd1, n, C,
                       static_cast<float>(cfg_.rms_norm_eps), stream_);
     cuda::gather_rows(dec_xf16_, C, dec_.out_rows.data(), st.n_out, C, dec_gather16_, stream_);
-    linear(st.n_out, V, C, dec_gather16_, layout_.lm_head, 0.f, dec_logits_);
-    cuda::copy_to_host(st.logits, dec_logits_, sizeof(float) * st.n_out * V, stream_);
+    linear(st.n_out, V, C, dec_gather16_, layout_.lm_head, 0.f, dec_logits_.data());
+    cuda::copy_to_host(st.logits, dec_logits_.data(), sizeof(float) * st.n_out * V, stream_);
   }
   synchronize();  // the staging vectors are reused by the next step
 }
@@ -546,9 +584,9 @@ void CudaTransformer::decode_forward(int64_t n) {
   rows_forward(n);
   cuda::rmsnorm_fwd(last_hidden_, params_.data() + layout_.final_norm, dec_xf16_, dec_acts_.rstd1, n, C,
                     static_cast<float>(cfg_.rms_norm_eps), stream_);
-  linear(n, V, C, dec_xf16_, layout_.lm_head, 0.f, dec_logits_);
+  linear(n, V, C, dec_xf16_, layout_.lm_head, 0.f, dec_logits_.data());
   cuda::SampleRowsArgs sa;
-  sa.logits = dec_logits_;
+  sa.logits = dec_logits_.data();
   sa.B = n;
   sa.V = V;
   sa.ld = V;

@@ -59,8 +59,10 @@ class CudaTransformer final : public DeviceModel {
   size_t state_bytes() const;  // params, grads, moments, bf16 copy
   size_t memory_bytes() const override;
 
-  // Training: reserve activations for batches of up to max_tokens = B*T tokens, T <= max_seq.
-  void plan(int64_t max_tokens, int64_t max_seq);
+  // Training: reserve activations for batches of up to max_tokens = B*T tokens, T <= max_seq (grows
+  // only; the passes grow it too).
+  void plan(int64_t max_tokens, int64_t max_seq) override;
+  void set_precision(kernels::Precision p) override;
   size_t activation_bytes() const { return arena_bytes_; }
   // As Transformer::forward_backward / forward_logprobs; tokens, targets, logprob, entropy are host arrays.
   void forward_backward(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
@@ -99,6 +101,7 @@ class CudaTransformer final : public DeviceModel {
   void linear(int64_t N, int64_t out, int64_t in, const uint16_t* x, int64_t w, float beta, float* y,
               const float* bias = nullptr);
   void decode_forward(int64_t n);
+  void clear_graphs();
   void rows_forward(int64_t n);  // embedding and every layer over decode rows [0, n); returns the stream in dec_x_ or dec_x2_
   float* last_hidden_ = nullptr;
   const uint16_t* w16(int64_t offset) const { return params16_.data() + offset; }
@@ -128,7 +131,9 @@ class CudaTransformer final : public DeviceModel {
   size_t kv_bytes_ = 0;
   cuda::DeviceBuffer<uint8_t> dec_arena_;
   Acts dec_acts_{};
-  float *dec_x_ = nullptr, *dec_x2_ = nullptr, *dec_logits_ = nullptr;
+  float *dec_x_ = nullptr, *dec_x2_ = nullptr;
+  cuda::DeviceBuffer<float> dec_logits_;  // [rows with logits wanted, V]
+  void ensure_logits(int64_t n_out);
   uint16_t *dec_xf16_ = nullptr, *dec_gather16_ = nullptr;
   const KvPool* mirrored_pool_ = nullptr;
   std::vector<int32_t> h_tokens_, h_pos_, h_len_, h_tables_;  // staging for forward_paged (reused)

@@ -6,6 +6,7 @@
 #include "temper/core/error.h"
 #include "temper/model/mirror_device.h"
 #ifdef TEMPER_WITH_CUDA
+#include "temper/kernels/cuda/runtime.h"
 #include "temper/model/cuda_transformer.h"
 #endif
 
@@ -41,6 +42,19 @@ void DeviceModel::unbind_moments(const void* owner) {
   if (owner_ == owner) owner_ = owner_m_ = owner_v_ = nullptr;
 }
 
+void DeviceModel::release_moments() {
+  if (owner_) get_moments(owner_m_, owner_v_);
+  owner_ = owner_m_ = owner_v_ = nullptr;
+}
+
+int cuda_devices() {
+#ifdef TEMPER_WITH_CUDA
+  return cuda::device_count();
+#else
+  return 0;
+#endif
+}
+
 bool device_name_valid(const std::string& device) {
   int i = 0;
   return device == "cpu" || device == "mirror" || parse_cuda(device, &i);
@@ -50,7 +64,7 @@ std::shared_ptr<DeviceModel> make_device_model(const ModelConfig& cfg, const std
   int index = 0;
   if (device == "cpu") return nullptr;
   if (device == "mirror") return std::make_shared<MirrorDevice>(cfg);
-  TEMPER_CHECK(parse_cuda(device, &index)) << "device '" << device << "': expected cpu, cuda or cuda:N";
+  TEMPER_CHECK(parse_cuda(device, &index)) << "device '" << device << "': expected cpu, cuda, cuda:N or mirror";
 #ifdef TEMPER_WITH_CUDA
   return std::make_shared<CudaTransformer>(cfg, index);
 #else

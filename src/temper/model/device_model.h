@@ -31,6 +31,10 @@ class DeviceModel {
   virtual void set_moments(const float* m, const float* v) = 0;
   virtual void zero_grad() = 0;
   virtual size_t memory_bytes() const = 0;  // what the device holds now (state, activations, KV)
+  // Reserve activations for batches of up to max_tokens = B*T tokens, T <= max_seq (passes grow it too).
+  virtual void plan(int64_t max_tokens, int64_t max_seq) = 0;
+  // The host model's precision (a CPU mirror follows it; the CUDA model computes in bf16 and says so).
+  virtual void set_precision(kernels::Precision p) = 0;
   // As Transformer's; host arrays in and out.
   virtual void forward_backward(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
                                 const kernels::ClassifierLoss& loss, float* logprob, float* entropy) = 0;
@@ -49,6 +53,9 @@ class DeviceModel {
   // into its host buffers, then `owner`'s host buffers are loaded. unbind_moments: `owner` is going away.
   void bind_moments(const void* owner, float* host_m, float* host_v);
   void unbind_moments(const void* owner);
+  // Copies the resident moments back to their owner's host buffers and unbinds (the model is leaving
+  // this device).
+  void release_moments();
   bool holds_moments(const void* owner) const { return owner_ == owner; }
 
  private:
@@ -62,5 +69,7 @@ class DeviceModel {
 std::shared_ptr<DeviceModel> make_device_model(const ModelConfig& cfg, const std::string& device);
 // Checks the spelling only (for validating recipes without touching a GPU).
 bool device_name_valid(const std::string& device);
+// CUDA devices visible to this process (0 in a build without CUDA).
+int cuda_devices();
 
 }  // namespace temper

@@ -73,7 +73,12 @@ void KvPool::reserve(SeqKv& s, int64_t n) {
       std::memcpy(k_block_mut(l, mine), k_block(l, old), static_cast<size_t>(block_size_ * row_) * sizeof(float));
       std::memcpy(v_block_mut(l, mine), v_block(l, old), static_cast<size_t>(block_size_ * row_) * sizeof(float));
     }
-    if (copies_.size() < copies_.capacity()) copies_.emplace_back(old, mine);  // (full: nobody drains it, the CPU path)
+    if (copies_.size() < copies_.capacity()) {
+      copies_.emplace_back(old, mine);
+    } else {  // full: nobody drains the log (the CPU alone), unless a device mirrors the blocks
+      TEMPER_CHECK(!mirrored_) << "KV pool: more than " << copies_.capacity()
+                               << " copy-on-write copies between two forwards of a mirroring device";
+    }
     drop_block(old);
     s.blocks.back() = mine;
   }

@@ -56,6 +56,8 @@ class KvPool {
   // the pool's blocks replays them (DeviceModel::forward_paged). Capacity reserved: no allocation.
   const std::vector<std::pair<int32_t, int32_t>>& block_copies() const { return copies_; }
   void clear_block_copies() { copies_.clear(); }
+  // A device mirrors this pool's blocks: a copy that does not fit the log is then an error, not dropped.
+  void set_mirrored() { mirrored_ = true; }
 
  private:
   int32_t take_block();
@@ -67,6 +69,7 @@ class KvPool {
   Tensor k_, v_;  // [L, num_blocks, block_size, row]
   std::vector<int32_t> refs_, free_;
   std::vector<std::pair<int32_t, int32_t>> copies_;
+  bool mirrored_ = false;
 };
 
 }  // namespace temper

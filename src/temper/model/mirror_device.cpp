@@ -52,6 +52,7 @@ void MirrorDevice::forward_logprobs(const int32_t* tokens, const int32_t* target
 void MirrorDevice::forward_paged(const PagedStep& st, KvPool& pool) {
   if (!mine_ || mine_->num_blocks() != pool.num_blocks() || mine_->block_size() != pool.block_size())
     mine_ = std::make_unique<KvPool>(m_.config(), pool.block_size(), pool.num_blocks());
+  pool.set_mirrored();
   if (replay_)
     for (const auto& [from, to] : pool.block_copies()) {
       ++copies;

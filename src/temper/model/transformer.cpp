@@ -33,8 +33,12 @@ int64_t Transformer::num_params() const {
 
 void Transformer::attach_device(std::shared_ptr<DeviceModel> device) {
   pull_params();
+  if (device_) device_->release_moments();  // an optimizer's moments go back to its host buffers
   device_ = std::move(device);
-  if (device_) device_->set_params(params_.data<float>());
+  if (!device_) return;
+  device_->set_precision(precision_);
+  device_->set_params(params_.data<float>());
+  if (max_tokens_ > 0) device_->plan(max_tokens_, max_seq_);
 }
 
 void Transformer::pull_params_from_device() const {
@@ -86,7 +90,7 @@ void Transformer::zero_grad() {
 void Transformer::set_recompute(bool on) {
   if (on == recompute_) return;
   recompute_ = on;
-  if (max_tokens_ > 0) plan(max_tokens_, max_seq_);
+  if (max_tokens_ > 0) plan_host(max_tokens_, max_seq_);  // the host arena's layout (a device does not recompute)
 }
 
 // Carves every activation and scratch buffer out of the arena (or, with allocate = false, counts
@@ -140,6 +144,14 @@ void Transformer::plan(int64_t max_tokens, int64_t max_seq) {
       << "plan: need 0 < seq (" << max_seq << ") <= tokens (" << max_tokens << ")";
   TEMPER_CHECK(max_seq <= cfg_.max_position_embeddings)
       << "sequence length " << max_seq << " exceeds the model's max_position_embeddings " << cfg_.max_position_embeddings;
+  if (device_) {  // the device holds the training activations; the host plans lazily for what it still runs
+    device_->plan(max_tokens, max_seq);
+    return;
+  }
+  plan_host(max_tokens, max_seq);
+}
+
+void Transformer::plan_host(int64_t max_tokens, int64_t max_seq) {
   max_tokens_ = max_tokens;
   max_seq_ = max_seq;
   size_t bytes = 0;
@@ -159,6 +171,7 @@ const uint16_t* Transformer::w16(int64_t offset) const {
 
 void Transformer::prepare(int64_t B, int64_t T) {
   TEMPER_CHECK(B > 0 && T > 0) << "empty batch: B=" << B << " T=" << T;
+  pull_params();  // before the bf16 copy is judged current
   if (precision_ == kernels::Precision::bf16 && bf16_version_ != params_version_) {
     TEMPER_PROFILE("bf16_weights");
     if (!params_bf16_.defined() || params_bf16_.numel() != layout_.total())
@@ -166,7 +179,7 @@ void Transformer::prepare(int64_t B, int64_t T) {
     kernels::convert_to_bf16(params(), params_bf16_.data<uint16_t>(), layout_.total());
     bf16_version_ = params_version_;
   }
-  if (B * T > max_tokens_ || T > max_seq_) plan(B * T > max_tokens_ ? B * T : max_tokens_, T > max_seq_ ? T : max_seq_);
+  if (B * T > max_tokens_ || T > max_seq_) plan_host(B * T > max_tokens_ ? B * T : max_tokens_, T > max_seq_ ? T : max_seq_);
   for (int64_t b = 0; b < B; ++b)
     for (int64_t t = 0; t < T; ++t) pos_[b * T + t] = static_cast<int32_t>(t);
 }

@@ -66,14 +66,20 @@ class Transformer {
   // Call after writing params() (optimizer step, loading): the bf16 copy is refreshed lazily.
   void params_updated();
 
-  void set_precision(kernels::Precision p) { precision_ = p; }
+  void set_precision(kernels::Precision p) {
+    precision_ = p;
+    if (device_) device_->set_precision(p);
+  }
   kernels::Precision precision() const { return precision_; }
   // Runs forward_backward, forward_logprobs and forward_paged (and the optimizer step) on `device`
   // from now on (null: back to the CPU); the host weights are copied there now. See device_model.h.
   void attach_device(std::shared_ptr<DeviceModel> device);
   DeviceModel* device() const { return device_.get(); }
   // The device changed the weights (an optimizer step there): the host copy is stale until read.
-  void device_params_changed() { host_stale_ = true; }
+  void device_params_changed() {
+    host_stale_ = true;
+    ++params_version_;  // the host's bf16 copy is stale too
+  }
   void set_recompute(bool on);
   bool recompute() const { return recompute_; }
 
@@ -100,6 +106,7 @@ class Transformer {
     float *x_in, *rstd1, *qkv_pre, *q_rstd, *k_rstd, *qkv, *o, *lse, *x_mid, *rstd2, *gu;
   };
   void bind_arena(bool allocate, size_t* bytes);
+  void plan_host(int64_t max_tokens, int64_t max_seq);
   void prepare(int64_t B, int64_t T);
   void trunk_forward(const int32_t* tokens, int64_t B, int64_t T, bool save);
   void layer_forward(int64_t l, const LayerActs& a, float* x_out, int64_t B, int64_t T,
