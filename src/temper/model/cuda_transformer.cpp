@@ -172,6 +172,7 @@ void CudaTransformer::plan(int64_t max_tokens, int64_t max_seq) {
     tokens_ = c.take<int32_t>(N);
     targets_ = c.take<int32_t>(N);
     pos_ = c.take<int32_t>(N);
+    colsum_ = c.take<float>(cuda::column_workspace(N, std::max(C, QKV)));
   };
   Carver measure;
   carve(measure);
@@ -318,7 +319,7 @@ void CudaTransformer::layer_backward(int64_t l, const Acts& a, float* dx, int64_
   cuda::f32_to_bf16(dgu_, d16_, N * 2 * F, s);
   grad_weight(2 * F, C, a.xn2, o.w_gu);
   grad_input(2 * F, C, o.w_gu, dxn_);
-  cuda::rmsnorm_bwd(dxn_, a.x_mid, P + o.mlp_norm, a.rstd2, dx, G + o.mlp_norm, N, C, true, s);
+  cuda::rmsnorm_bwd(dxn_, a.x_mid, P + o.mlp_norm, a.rstd2, dx, G + o.mlp_norm, N, C, true, colsum_, s);
   // Attention block: x_mid = x_in + attn(rope(norm(x_in) Wqkv^T)) Wo^T.
   cuda::f32_to_bf16(dx, d16_, N * C, s);
   grad_input(C, Hq, o.w_o, do_);
@@ -328,11 +329,11 @@ void CudaTransformer::layer_backward(int64_t l, const Acts& a, float* dx, int64_
                       delta_, s);
   cuda::rope_bwd(dqkv_, pos_, rope_cos_.data(), rope_sin_.data(), N, H, D, QKV, s);
   cuda::rope_bwd(dqkv_ + Hq, pos_, rope_cos_.data(), rope_sin_.data(), N, Hkv, D, QKV, s);
-  if (cfg_.qkv_bias) cuda::column_sum_add(dqkv_, N, QKV, QKV, G + o.b_qkv, s);
+  if (cfg_.qkv_bias) cuda::column_sum_add(dqkv_, N, QKV, QKV, G + o.b_qkv, colsum_, s);
   cuda::f32_to_bf16(dqkv_, d16_, N * QKV, s);
   grad_weight(QKV, C, a.xn1, o.w_qkv);
   grad_input(QKV, C, o.w_qkv, dxn_);
-  cuda::rmsnorm_bwd(dxn_, a.x_in, P + o.attn_norm, a.rstd1, dx, G + o.attn_norm, N, C, true, s);
+  cuda::rmsnorm_bwd(dxn_, a.x_in, P + o.attn_norm, a.rstd1, dx, G + o.attn_norm, N, C, true, colsum_, s);
 }
 
 void CudaTransformer::trunk_forward(int64_t B, int64_t T) {
@@ -368,7 +369,7 @@ void CudaTransformer::forward_backward(const int32_t* tokens, const int32_t* tar
   ca.dw = grads_.data() + layout_.lm_head;
   cuda::classifier_fused(*blas_, *cls_ws_, ca);
   cuda::rmsnorm_bwd(dxn_, x_final_, params_.data() + layout_.final_norm, rstd_f_, dx_, grads_.data() + layout_.final_norm,
-                    N, C, false, stream_);
+                    N, C, false, colsum_, stream_);
   for (int64_t l = cfg_.num_layers - 1; l >= 0; --l) layer_backward(l, saved_[static_cast<size_t>(l)], dx_, B, T);
   cuda::embedding_bwd(dx_, tokens_, grads_.data() + layout_.embed, N, C, stream_);
   if (logprob) cuda::copy_to_host(logprob, lp_, sizeof(float) * N, stream_);

@@ -122,6 +122,7 @@ class CudaTransformer final : public DeviceModel {
   float *x_final_ = nullptr, *xf_ = nullptr, *rstd_f_ = nullptr, *dx_ = nullptr, *dxn_ = nullptr, *dh_ = nullptr,
         *dgu_ = nullptr, *do_ = nullptr, *dqkv_ = nullptr, *delta_ = nullptr, *lp_ = nullptr, *ent_ = nullptr;
   uint16_t *xf16_ = nullptr, *d16_ = nullptr;
+  float* colsum_ = nullptr;  // column reductions (norm-weight and bias gradients)
   int32_t *tokens_ = nullptr, *targets_ = nullptr, *pos_ = nullptr;
   std::unique_ptr<cuda::ClassifierWorkspace> cls_ws_;
   // decode

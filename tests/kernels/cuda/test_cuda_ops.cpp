@@ -163,7 +163,7 @@ TEST_F(CudaOps, GemmEveryOrientationF32AndBf16) {
 }
 
 TEST_F(CudaOps, RmsNormForwardBackwardF32AndBf16) {
-  const int64_t N = 37, C = 300;
+  const int64_t N = 301, C = 300;  // 3 row chunks, the last partial
   auto x = random_vec(N * C, 11), w = random_vec(C, 12), dy = random_vec(N * C, 13);
   std::vector<float> y(N * C), rstd(N), dx(N * C), dw(C, 0.5f);
   kernels::rmsnorm_fwd(x.data(), w.data(), y.data(), rstd.data(), N, C, 1e-6f);
@@ -172,7 +172,8 @@ TEST_F(CudaOps, RmsNormForwardBackwardF32AndBf16) {
   cuda::DeviceBuffer<float> dyo(N * C), drstd(N), ddx(N * C);
   auto ddw = up(std::vector<float>(C, 0.5f));
   cuda::rmsnorm_fwd(dx_.data(), dw_.data(), dyo.data(), drstd.data(), N, C, 1e-6f, nullptr);
-  cuda::rmsnorm_bwd(ddy.data(), dx_.data(), dw_.data(), drstd.data(), ddx.data(), ddw.data(), N, C, false, nullptr);
+  cuda::DeviceBuffer<float> ws(cuda::column_workspace(N, C));
+  cuda::rmsnorm_bwd(ddy.data(), dx_.data(), dw_.data(), drstd.data(), ddx.data(), ddw.data(), N, C, false, ws.data(), nullptr);
   EXPECT_TRUE(all_close(down(dyo), y, tolerance(Kind::reduction, C)));
   EXPECT_TRUE(all_close(down(drstd), rstd, tolerance(Kind::reduction, C)));
   EXPECT_TRUE(all_close(down(ddx), dx, tolerance(Kind::reduction, C)));
@@ -187,6 +188,19 @@ TEST_F(CudaOps, RmsNormForwardBackwardF32AndBf16) {
   std::vector<float> got(got16.size());
   for (size_t i = 0; i < got.size(); ++i) got[i] = bf16_to_f32(got16[i]);
   EXPECT_TRUE(all_close(got, y, tolerance(Kind::bf16)));
+}
+
+TEST_F(CudaOps, ColumnSumsOverRowChunksAreTheBiasGradient) {
+  const int64_t N = 300, C = 65, ld = 70;
+  auto x = random_vec(N * ld, 14);
+  std::vector<double> want(C, 0.5);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c) want[c] += x[n * ld + c];
+  auto dx = up(x);
+  auto dout = up(std::vector<float>(C, 0.5f));
+  cuda::DeviceBuffer<float> ws(cuda::column_workspace(N, C));
+  cuda::column_sum_add(dx.data(), N, C, ld, dout.data(), ws.data(), nullptr);
+  EXPECT_TRUE(all_close(down(dout), want, tolerance(Kind::reduction, N)));
 }
 
 TEST_F(CudaOps, RopeForwardAndInverseMatchTheCpu) {

@@ -21,9 +21,10 @@ void rmsnorm_fwd(const float* x, const float* w, uint16_t* y, float* rstd, int64
                  cudaStream_t s);  // bf16 output (the next GEMM's input)
 void rmsnorm_fwd(const uint16_t* x, const float* w, uint16_t* y, float* rstd, int64_t N, int64_t C, float eps,
                  cudaStream_t s);
-// dx [N, C] overwritten (or added to); dw [C] accumulated (+=) in a deterministic column pass.
+// dx [N, C] overwritten (or added to); dw [C] accumulated (+=) by a deterministic column reduction
+// (workspace: column_workspace(N, C) floats).
 void rmsnorm_bwd(const float* dy, const float* x, const float* w, const float* rstd, float* dx, float* dw, int64_t N,
-                 int64_t C, bool accumulate_dx, cudaStream_t s);
+                 int64_t C, bool accumulate_dx, float* workspace, cudaStream_t s);
 
 // RoPE (HF rotate-half) in place on rows of H heads of D (row_stride floats apart) at positions pos[r].
 // cos/sin: the RopeTable's [max_pos, D/2] arrays copied to the device.
@@ -49,8 +50,15 @@ void embedding_fwd(const float* table, const int32_t* ids, uint16_t* out, int64_
                    cudaStream_t s);
 void embedding_bwd(const float* dout, const int32_t* ids, float* dtable, int64_t N, int64_t C, cudaStream_t s);
 
-// Bias gradient: out[c] += sum_n x[n * ld + c] over rows in order (thread per column).
-void column_sum_add(const float* x, int64_t N, int64_t C, int64_t ld, float* out, cudaStream_t s);
+// Column reductions over rows (bias and norm-weight gradients) in two deterministic passes: rows in
+// chunks of kColumnChunk, a partial per (chunk, column), then the partials in chunk order. Parallel
+// over chunks x columns; the same bits for a given shape. Workspace: column_workspace(N, C) floats.
+inline constexpr int64_t kColumnChunk = 128;
+inline int64_t column_workspace(int64_t N, int64_t C) { return ((N + kColumnChunk - 1) / kColumnChunk) * C; }
+// out[c] += sum_k partial[k * C + c], k in order (the second pass of every column reduction).
+void add_partials(const float* partial, int64_t chunks, int64_t C, float* out, cudaStream_t s);
+// Bias gradient: out[c] += sum_n x[n * ld + c].
+void column_sum_add(const float* x, int64_t N, int64_t C, int64_t ld, float* out, float* workspace, cudaStream_t s);
 // dst[i] = src[rows[i] * ld_src + c] for c < C (dst rows C apart): the rows whose logits are wanted.
 void gather_rows(const float* src, int64_t ld_src, const int64_t* rows, int64_t n, int64_t C, float* dst,
                  cudaStream_t s);

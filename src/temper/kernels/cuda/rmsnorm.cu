@@ -45,13 +45,15 @@ __global__ void rmsnorm_bwd_dx_kernel(const float* dy, const float* x, const flo
   }
 }
 
-__global__ void rmsnorm_bwd_dw_kernel(const float* dy, const float* x, const float* rstd, float* dw, int64_t N,
-                                      int64_t C) {
+// First pass of dw[c] = sum_n dy x rstd: one partial per (chunk of rows, column); ops.h's add_partials sums them.
+__global__ void rmsnorm_bwd_dw_partial_kernel(const float* dy, const float* x, const float* rstd, float* partial,
+                                              int64_t N, int64_t C) {
   const int64_t c = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (c >= C) return;
+  const int64_t n0 = int64_t{blockIdx.y} * kColumnChunk, n1 = min(N, n0 + kColumnChunk);
   float acc = 0.f;
-  for (int64_t n = 0; n < N; ++n) acc += dy[n * C + c] * x[n * C + c] * rstd[n];
-  dw[c] += acc;
+  for (int64_t n = n0; n < n1; ++n) acc += dy[n * C + c] * x[n * C + c] * rstd[n];
+  partial[int64_t{blockIdx.y} * C + c] = acc;
 }
 
 }  // namespace
@@ -76,12 +78,15 @@ void rmsnorm_fwd(const float* x, const float* w, uint16_t* y, float* rstd, int64
   TEMPER_CUDA_LAUNCHED("rmsnorm_fwd_f32_bf16");
 }
 void rmsnorm_bwd(const float* dy, const float* x, const float* w, const float* rstd, float* dx, float* dw, int64_t N,
-                 int64_t C, bool accumulate_dx, cudaStream_t s) {
+                 int64_t C, bool accumulate_dx, float* workspace, cudaStream_t s) {
   if (N <= 0) return;
   rmsnorm_bwd_dx_kernel<<<static_cast<unsigned>(N), kThreads, 0, s>>>(dy, x, w, rstd, dx, C, accumulate_dx);
   TEMPER_CUDA_LAUNCHED("rmsnorm_bwd_dx");
-  rmsnorm_bwd_dw_kernel<<<dev::blocks_for(C, 128), 128, 0, s>>>(dy, x, rstd, dw, N, C);
-  TEMPER_CUDA_LAUNCHED("rmsnorm_bwd_dw");
+  const int64_t chunks = (N + kColumnChunk - 1) / kColumnChunk;
+  rmsnorm_bwd_dw_partial_kernel<<<dim3(dev::blocks_for(C, 128), static_cast<unsigned>(chunks)), 128, 0, s>>>(
+      dy, x, rstd, workspace, N, C);
+  TEMPER_CUDA_LAUNCHED("rmsnorm_bwd_dw_partial");
+  add_partials(workspace, chunks, C, dw, s);
 }
 
 }  // namespace temper::cuda

@@ -6,12 +6,13 @@
 namespace temper::cuda {
 namespace {
 
-__global__ void column_sum_add_kernel(const float* x, int64_t N, int64_t C, int64_t ld, float* out) {
+__global__ void column_partial_kernel(const float* x, int64_t N, int64_t C, int64_t ld, float* partial) {
   const int64_t c = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (c >= C) return;
+  const int64_t n0 = int64_t{blockIdx.y} * kColumnChunk, n1 = min(N, n0 + kColumnChunk);
   float acc = 0.f;
-  for (int64_t n = 0; n < N; ++n) acc += x[n * ld + c];
-  out[c] += acc;
+  for (int64_t n = n0; n < n1; ++n) acc += x[n * ld + c];
+  partial[int64_t{blockIdx.y} * C + c] = acc;
 }
 
 template <class T>
@@ -35,6 +36,14 @@ __global__ void kv_write_kernel(const float* k, const float* v, int64_t ld, cons
   }
 }
 
+__global__ void add_partials_kernel(const float* partial, int64_t chunks, int64_t C, float* out) {
+  const int64_t c = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (c >= C) return;
+  float acc = 0.f;
+  for (int64_t k = 0; k < chunks; ++k) acc += partial[k * C + c];
+  out[c] += acc;
+}
+
 __global__ void decode_advance_kernel(const int32_t* drawn, int32_t* tokens, int32_t* pos, int32_t* kv_len, int64_t n) {
   const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (i >= n) return;
@@ -45,16 +54,23 @@ __global__ void decode_advance_kernel(const int32_t* drawn, int32_t* tokens, int
 
 }  // namespace
 
+void add_partials(const float* partial, int64_t chunks, int64_t C, float* out, cudaStream_t s) {
+  add_partials_kernel<<<dev::blocks_for(C, 128), 128, 0, s>>>(partial, chunks, C, out);
+  TEMPER_CUDA_LAUNCHED("column_add_partials");
+}
+
 void decode_advance(const int32_t* drawn, int32_t* tokens, int32_t* pos, int32_t* kv_len, int64_t n, cudaStream_t s) {
   if (n <= 0) return;
   decode_advance_kernel<<<dev::blocks_for(n, 128), 128, 0, s>>>(drawn, tokens, pos, kv_len, n);
   TEMPER_CUDA_LAUNCHED("decode_advance");
 }
 
-void column_sum_add(const float* x, int64_t N, int64_t C, int64_t ld, float* out, cudaStream_t s) {
+void column_sum_add(const float* x, int64_t N, int64_t C, int64_t ld, float* out, float* workspace, cudaStream_t s) {
   if (C <= 0 || N <= 0) return;
-  column_sum_add_kernel<<<dev::blocks_for(C, 128), 128, 0, s>>>(x, N, C, ld, out);
-  TEMPER_CUDA_LAUNCHED("column_sum_add");
+  const int64_t chunks = (N + kColumnChunk - 1) / kColumnChunk;
+  column_partial_kernel<<<dim3(dev::blocks_for(C, 128), static_cast<unsigned>(chunks)), 128, 0, s>>>(x, N, C, ld, workspace);
+  TEMPER_CUDA_LAUNCHED("column_sum_partial");
+  add_partials(workspace, chunks, C, out, s);
 }
 void gather_rows(const float* src, int64_t ld_src, const int64_t* rows, int64_t n, int64_t C, float* dst,
                  cudaStream_t s) {
