@@ -68,6 +68,29 @@ TEST(Fair, ThePreferenceIsWrittenBeforeTheQuestion) {
   EXPECT_EQ(q.messages[0].content, "s");
 }
 
+TEST(Fair, PreferenceDependentSftTargetsAreBriefAsOftenAsTheBrevityWeight) {
+  tasks::Problem p;
+  p.prompt = "2+3*4=";
+  p.gold_solution = "3*4=12\n2+12=14\n#### 14";
+  EXPECT_EQ(fair_brief_solution(p.gold_solution), "#### 14");
+  EXPECT_EQ(fair_brief_solution("no answer line"), "no answer line");
+  FairConfig c;
+  c.objectives = {"correct", "brevity"};
+  c.sft_targets = "same";
+  EXPECT_EQ(fair_sft_example(p, c, {0.0, 1.0}, 3, 7).gold_solution, p.gold_solution);  // "same": never cut
+  c.sft_targets = "preference";
+  EXPECT_EQ(fair_sft_example(p, c, {1.0, 0.0}, 3, 7).gold_solution, p.gold_solution);  // brevity weight 0
+  EXPECT_EQ(fair_sft_example(p, c, {0.0, 1.0}, 3, 7).gold_solution, "#### 14");        // brevity weight 1
+  EXPECT_EQ(fair_sft_example(p, c, {0.3, 0.7}, 3, 7).prompt, "<pref 0.30,0.70>\n2+3*4=");
+  int brief = 0;
+  const int n = 4000;
+  for (int i = 0; i < n; ++i) brief += fair_sft_example(p, c, {0.7, 0.3}, 3, static_cast<uint64_t>(i)).gold_solution == "#### 14";
+  EXPECT_NEAR(static_cast<double>(brief) / n, 0.3, 0.025);  // 3.4 standard errors
+  EXPECT_EQ(fair_sft_example(p, c, {0.7, 0.3}, 3, 11).gold_solution, fair_sft_example(p, c, {0.7, 0.3}, 3, 11).gold_solution);
+  c.objectives = {"correct", "format"};
+  EXPECT_THROW(c.validate(), Error);  // "preference" needs the brevity objective
+}
+
 TEST(Fair, BadSettingsAreNamed) {
   auto msg = [](FairConfig c) {
     try {
@@ -88,6 +111,9 @@ TEST(Fair, BadSettingsAreNamed) {
   c.ggf = {};
   c.fixed = {0.3, 0.6};
   EXPECT_NE(msg(c).find("sum to 1"), std::string::npos);
+  c.fixed = {};
+  c.sft_targets = "often";
+  EXPECT_NE(msg(c).find("rl.fair.sft_targets"), std::string::npos);
 }
 
 TEST(Fair, GroupRewardsAreTheSupergradientAtTheGroupMean) {

@@ -385,6 +385,7 @@ RunConfig read_config(Recipe& r) {
     f.grid = r.get_int("rl.fair.grid", f.grid);
     f.prefix = r.get_string("rl.fair.prefix", f.prefix);
     f.welfare = r.get_choice("rl.fair.welfare", f.welfare, {"ggf", "linear"});
+    f.sft_targets = r.get_choice("rl.fair.sft_targets", f.sft_targets, {"same", "preference"});
     try {
       f.validate();
     } catch (const Error& e) {
@@ -397,10 +398,10 @@ RunConfig read_config(Recipe& r) {
     else c.eval.preference.assign(f.objectives.size(), 1.0 / static_cast<double>(f.objectives.size()));
     c.eval.preference_prefix = f.prefix;
     c.eval.ggf = f.ggf;
-    // SFT prompts carry sampled preferences too (the targets do not depend on them).
+    // SFT prompts carry sampled preferences too; with sft_targets = "preference" the targets follow them.
     c.sft.condition = [f, seed = c.seed](tasks::Problem p, uint64_t i) {
       std::vector<double> w = f.fixed.empty() ? rl::fair_sample_grid(static_cast<int64_t>(f.objectives.size()), f.grid, seed ^ 0x5F7ull, 0, i) : f.fixed;
-      return rl::fair_condition(std::move(p), f.prefix, w);
+      return rl::fair_sft_example(std::move(p), f, w, seed, i);
     };
   }
   // The teacher ([teacher]): the methods that use one ask for it.

@@ -34,6 +34,10 @@ void FairConfig::validate() const {
     TEMPER_CHECK(std::fabs(s - 1) < 1e-6) << "rl.fair.preference: values must sum to 1, got " << s;
   }
   TEMPER_CHECK(welfare == "ggf" || welfare == "linear") << "rl.fair.welfare: expected \"ggf\" or \"linear\", got '" << welfare << "'";
+  TEMPER_CHECK(sft_targets == "same" || sft_targets == "preference")
+      << "rl.fair.sft_targets: expected \"same\" or \"preference\", got '" << sft_targets << "'";
+  TEMPER_CHECK(sft_targets == "same" || std::find(objectives.begin(), objectives.end(), "brevity") != objectives.end())
+      << "rl.fair.sft_targets = \"preference\" shortens SFT targets by the brevity weight: add brevity to rl.fair.objectives";
   TEMPER_CHECK(grid >= 1 && grid <= 1000) << "rl.fair.grid must be in [1, 1000], got " << grid;
   TEMPER_CHECK(prefix.find("{p}") != std::string::npos) << "rl.fair.prefix must contain {p} (the preference), got '" << prefix << "'";
 }
@@ -58,6 +62,22 @@ tasks::Problem fair_condition(tasks::Problem p, const std::string& prefix, const
       it->content = pre + it->content;
       break;
     }
+  return p;
+}
+
+std::string fair_brief_solution(const std::string& gold) {
+  const size_t at = gold.rfind("#### ");
+  return at == std::string::npos ? gold : gold.substr(at);
+}
+
+tasks::Problem fair_sft_example(tasks::Problem p, const FairConfig& c, const std::vector<double>& omega, uint64_t seed,
+                                uint64_t index) {
+  p = fair_condition(std::move(p), c.prefix, omega);
+  if (c.sft_targets != "preference") return p;
+  const auto it = std::find(c.objectives.begin(), c.objectives.end(), "brevity");
+  const double w = omega[static_cast<size_t>(it - c.objectives.begin())];
+  Rng r(seed ^ 0xB1EFull, index);
+  if (r.uniform_f64() < w) p.gold_solution = fair_brief_solution(p.gold_solution);
   return p;
 }
 

@@ -25,6 +25,10 @@ struct FairConfig {
   int64_t grid = 20;            // preferences sampled on the simplex grid of step 1/grid
   std::string prefix = "<pref {p}>\n";  // written before the question; {p} = the preference, 2 decimals, comma separated
   std::string welfare = "ggf";  // ggf | linear (the baseline: reward = omega . r, the linear scalarisation)
+  // SFT targets: "same" (the gold solution whatever the preference) or "preference" (with the brevity
+  // objective: the answer line alone with probability = the brevity weight, else the whole solution,
+  // so the SFT policy already maps the preference in its prompt to a point of the trade-off).
+  std::string sft_targets = "same";
   void validate() const;
 };
 
@@ -32,6 +36,13 @@ struct FairConfig {
 std::string fair_preference_text(const std::string& prefix, const std::vector<double>& omega);
 // A problem conditioned on a preference (its prompt, or its last user message, gets the prefix).
 tasks::Problem fair_condition(tasks::Problem p, const std::string& prefix, const std::vector<double>& omega);
+// The SFT example for a preference (sft_targets "preference"): the prompt conditioned as above, and with
+// probability omega[brevity] (a deterministic draw from seed and index) the gold solution cut to its
+// final "#### answer" line.
+tasks::Problem fair_sft_example(tasks::Problem p, const FairConfig& c, const std::vector<double>& omega, uint64_t seed,
+                                uint64_t index);
+// The last "#### ..." line of a gold solution (the whole text when it has none).
+std::string fair_brief_solution(const std::string& gold);
 
 // A preference uniform over the points of the D-simplex grid of step 1/grid, deterministic in
 // (seed, step, position).
