@@ -12,21 +12,7 @@ trap 'rm -rf "$work"' EXIT
 common=(--threads 2 --set sft.steps=3 --set rl.steps=3 --set rl.prompts_per_step=4 --set rl.group_size=4
         --set rl.max_new=16 --set eval.problems=8 --set eval.max_new=16 --set eval.every=3 --set sft.batch=8
         --set run.checkpoint_every=1 --set run.keep_last=10 --set run.samples_every=1)
-strip() {
-  python3 - "$1" <<'PY'
-import json, sys
-timing = ("_s", "tokens_per_s", "rss_mb")
-for line in open(sys.argv[1]):
-    r = json.loads(line)
-    print(json.dumps({k: v for k, v in r.items() if not k.endswith(timing)}, sort_keys=True))
-PY
-}
-same() {
-  diff <(strip "$1/metrics.jsonl") <(strip "$2/metrics.jsonl") > /dev/null || { echo "metrics differ: $1 vs $2"; diff <(strip "$1/metrics.jsonl") <(strip "$2/metrics.jsonl") | head -20; exit 1; }
-  cmp "$1/checkpoints/step-6/model.safetensors" "$2/checkpoints/step-6/model.safetensors" || { echo "weights differ: $1 vs $2"; exit 1; }
-  cmp "$1/checkpoints/step-6/trainer_state.safetensors" "$2/checkpoints/step-6/trainer_state.safetensors" || { echo "optimizer state differs: $1 vs $2"; exit 1; }
-  cmp "$1/samples.jsonl" "$2/samples.jsonl" || { echo "samples differ: $1 vs $2"; exit 1; }
-}
+source "$(dirname "$0")/compare_runs.sh"
 "$temper" train --out "$work/cpu" "${common[@]}" 2> "$work/cpu.log"
 "$temper" train --out "$work/mirror" --device mirror "${common[@]}" 2> "$work/mirror.log"
 grep -q "model on mirror" "$work/mirror.log" || { echo "the mirror device was not attached"; cat "$work/mirror.log"; exit 1; }

@@ -12,21 +12,7 @@ common=(--threads 2 --set sft.steps=3 --set rl.steps=3 --set rl.prompts_per_step
         --set rl.max_new=16 --set eval.problems=8 --set eval.max_new=16 --set eval.every=0 --set sft.batch=8
         --set run.checkpoint_every=1 --set run.keep_last=10 --set run.samples_every=1)
 
-strip() {  # metrics rows without wall-clock dependent values
-  python3 - "$1" <<'PY'
-import json, sys
-timing = ("_s", "tokens_per_s", "rss_mb")
-for line in open(sys.argv[1]):
-    r = json.loads(line)
-    print(json.dumps({k: v for k, v in r.items() if not k.endswith(timing)}, sort_keys=True))
-PY
-}
-same() {  # run dir A vs B: metrics and final weights
-  diff <(strip "$1/metrics.jsonl") <(strip "$2/metrics.jsonl") > /dev/null || { echo "metrics differ: $1 vs $2"; diff <(strip "$1/metrics.jsonl") <(strip "$2/metrics.jsonl") | head -20; exit 1; }
-  cmp "$1/checkpoints/step-6/model.safetensors" "$2/checkpoints/step-6/model.safetensors" || { echo "weights differ: $1 vs $2"; exit 1; }
-  cmp "$1/checkpoints/step-6/trainer_state.safetensors" "$2/checkpoints/step-6/trainer_state.safetensors" || { echo "optimizer state differs"; exit 1; }
-  cmp "$1/samples.jsonl" "$2/samples.jsonl" || { echo "samples differ"; exit 1; }
-}
+source "$(dirname "$0")/compare_runs.sh"
 
 "$temper" train --out "$work/full" "${common[@]}" 2> "$work/full.log"
 test -f "$work/full/report.html" && test -f "$work/full/config.toml" && ls "$work/full"/events.out.tfevents.* > /dev/null

@@ -188,19 +188,7 @@ void CudaTransformer::plan(int64_t max_tokens, int64_t max_seq) {
 
 void CudaTransformer::linear(int64_t N, int64_t out, int64_t in, const uint16_t* x, int64_t w, float beta, float* y,
                              const float* bias) {
-  cuda::GemmArgs g;
-  g.trans_a = false;
-  g.trans_b = true;
-  g.M = N;
-  g.N = out;
-  g.K = in;
-  g.A = x;
-  g.lda = in;
-  g.B = w16(w);
-  g.ldb = in;
-  g.C = y;
-  g.ldc = out;
-  g.beta = beta;
+  cuda::GemmArgs g = cuda::gemm_args(false, true, N, out, in, x, in, w16(w), in, beta, y, out);
   g.bias = bias;
   blas_->gemm(g);
 }
@@ -280,37 +268,13 @@ void CudaTransformer::layer_backward(int64_t l, const Acts& a, float* dx, int64_
   cudaStream_t s = stream_;
   // dX[N, in] = dY16[N, out] W16[out, in]
   auto grad_input = [&](int64_t out, int64_t in, int64_t w, float* dX) {
-    cuda::GemmArgs g;
-    g.trans_a = false;
-    g.trans_b = false;
-    g.M = N;
-    g.N = in;
-    g.K = out;
-    g.A = d16_;
-    g.lda = out;
-    g.B = w16(w);
-    g.ldb = in;
-    g.C = dX;
-    g.ldc = in;
-    blas_->gemm(g);
+    blas_->gemm(cuda::gemm_args(false, false, N, in, out, d16_, out, w16(w), in, 0.f, dX, in));
   };
   // dW[out, in] += dY16[N, out]^T X16[N, in]
   auto grad_weight = [&](int64_t out, int64_t in, const uint16_t* X, int64_t w) {
-    cuda::GemmArgs g;
-    g.trans_a = true;
-    g.trans_b = false;
-    g.M = out;
-    g.N = in;
-    g.K = N;
-    g.A = d16_;
-    g.lda = out;
-    g.B = X;
-    g.ldb = in;
-    g.C = G + w;
-    g.ldc = in;
-    g.beta = 1.f;
-    blas_->gemm(g);
+    blas_->gemm(cuda::gemm_args(true, false, out, in, N, d16_, out, X, in, 1.f, G + w, in));
   };
+
   // MLP block: x_out = x_mid + swiglu(norm(x_mid) Wgu^T) Wd^T.
   cuda::f32_to_bf16(dx, d16_, N * C, s);
   grad_input(C, F, o.w_down, dh_);
@@ -348,22 +312,28 @@ void CudaTransformer::trunk_forward(int64_t B, int64_t T) {
   cuda::f32_to_bf16(xf_, xf16_, N * C, stream_);
 }
 
-void CudaTransformer::forward_backward(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
-                                       const kernels::ClassifierLoss& loss, float* logprob, float* entropy) {
-  prepare(tokens, targets, B, T);
-  const int64_t N = B * T, C = cfg_.hidden_size;
-  trunk_forward(B, T);
+// The LM head over the final normed hidden states (xf_, xf16_) of N rows.
+cuda::ClassifierDeviceArgs CudaTransformer::classifier_args(bool with_targets, int64_t N) {
   cuda::ClassifierDeviceArgs ca;
   ca.h = xf_;
   ca.w = params_.data() + layout_.lm_head;
   ca.h_bf16 = xf16_;
   ca.w_bf16 = w16(layout_.lm_head);
-  ca.targets = targets ? targets_ : nullptr;
+  ca.targets = with_targets ? targets_ : nullptr;
   ca.N = N;
-  ca.C = C;
+  ca.C = cfg_.hidden_size;
   ca.V = cfg_.vocab_size;
   ca.logprob = lp_;
   ca.entropy = ent_;
+  return ca;
+}
+
+void CudaTransformer::forward_backward(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
+                                       const kernels::ClassifierLoss& loss, float* logprob, float* entropy) {
+  prepare(tokens, targets, B, T);
+  const int64_t N = B * T, C = cfg_.hidden_size;
+  trunk_forward(B, T);
+  cuda::ClassifierDeviceArgs ca = classifier_args(targets != nullptr, N);
   ca.loss = &loss;
   ca.dh = dxn_;
   ca.dw = grads_.data() + layout_.lm_head;
@@ -382,17 +352,7 @@ void CudaTransformer::forward_logprobs(const int32_t* tokens, const int32_t* tar
   prepare(tokens, targets, B, T);
   const int64_t N = B * T;
   trunk_forward(B, T);
-  cuda::ClassifierDeviceArgs ca;
-  ca.h = xf_;
-  ca.w = params_.data() + layout_.lm_head;
-  ca.h_bf16 = xf16_;
-  ca.w_bf16 = w16(layout_.lm_head);
-  ca.targets = targets ? targets_ : nullptr;
-  ca.N = N;
-  ca.C = cfg_.hidden_size;
-  ca.V = cfg_.vocab_size;
-  ca.logprob = lp_;
-  ca.entropy = ent_;
+  cuda::ClassifierDeviceArgs ca = classifier_args(targets != nullptr, N);
   cuda::classifier_fused(*blas_, *cls_ws_, ca);
   if (logprob) cuda::copy_to_host(logprob, lp_, sizeof(float) * N, stream_);
   if (entropy) cuda::copy_to_host(entropy, ent_, sizeof(float) * N, stream_);

@@ -101,6 +101,7 @@ class CudaTransformer final : public DeviceModel {
   void linear(int64_t N, int64_t out, int64_t in, const uint16_t* x, int64_t w, float beta, float* y,
               const float* bias = nullptr);
   void decode_forward(int64_t n);
+  cuda::ClassifierDeviceArgs classifier_args(bool with_targets, int64_t N);
   void clear_graphs();
   void rows_forward(int64_t n);  // embedding and every layer over decode rows [0, n); returns the stream in dec_x_ or dec_x2_
   float* last_hidden_ = nullptr;

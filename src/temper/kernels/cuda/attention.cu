@@ -13,6 +13,19 @@ constexpr int kWarps = 8;   // query (or key) rows per block
 constexpr int kTile = 32;   // K/V (or Q/dO) rows per shared-memory tile
 constexpr int kMaxDPerLane = 8;  // D <= 256
 
+// Rows [j0, j0 + kTile) of KV head kvh of batch b into shared memory (zeros past T): K with row
+// stride D + 1 (conflict-free column reads), V with row stride v_stride. The whole block calls it.
+__device__ void load_kv_tile(const kernels::AttnShape& s, const float* k, const float* v, int64_t b, int64_t kvh,
+                             int64_t j0, float* Ks, float* Vs, int64_t v_stride) {
+  const int64_t D = s.D;
+  for (int64_t e = threadIdx.x; e < kTile * D; e += blockDim.x) {
+    const int64_t r = e / D, d = e % D, j = j0 + r;
+    const bool in = j < s.T;
+    Ks[r * (D + 1) + d] = in ? k[(b * s.T + j) * s.kv_stride + kvh * D + d] : 0.f;
+    Vs[r * v_stride + d] = in ? v[(b * s.T + j) * s.kv_stride + kvh * D + d] : 0.f;
+  }
+}
+
 // ---- forward: warp per query row -------------------------------------------------------------
 __global__ void attn_fwd_kernel(kernels::AttnShape s, const float* q, const float* k, const float* v, float* o,
                                 float* lse, float scale) {
@@ -33,12 +46,7 @@ __global__ void attn_fwd_kernel(kernels::AttnShape s, const float* q, const floa
   const int64_t last = min(s.T - 1, i0 + kWarps - 1);
   for (int64_t j0 = 0; j0 <= last; j0 += kTile) {
     __syncthreads();
-    for (int64_t e = threadIdx.x; e < kTile * D; e += blockDim.x) {
-      const int64_t r = e / D, d = e % D, j = j0 + r;
-      const bool in = j < s.T;
-      Ks[r * Dp + d] = in ? k[(b * s.T + j) * s.kv_stride + kvh * D + d] : 0.f;
-      Vs[r * D + d] = in ? v[(b * s.T + j) * s.kv_stride + kvh * D + d] : 0.f;
-    }
+    load_kv_tile(s, k, v, b, kvh, j0, Ks, Vs, D);
     __syncthreads();
     if (!active || j0 > i) continue;
     const int64_t j = j0 + lane;
@@ -113,12 +121,7 @@ __global__ void attn_dq_kernel(kernels::AttnShape s, const float* q, const float
   const int64_t last = min(s.T - 1, i0 + kWarps - 1);
   for (int64_t j0 = 0; j0 <= last; j0 += kTile) {
     __syncthreads();
-    for (int64_t e = threadIdx.x; e < kTile * D; e += blockDim.x) {
-      const int64_t r = e / D, d = e % D, j = j0 + r;
-      const bool in = j < s.T;
-      Ks[r * Dp + d] = in ? k[(b * s.T + j) * s.kv_stride + kvh * D + d] : 0.f;
-      Vs[r * Dp + d] = in ? v[(b * s.T + j) * s.kv_stride + kvh * D + d] : 0.f;
-    }
+    load_kv_tile(s, k, v, b, kvh, j0, Ks, Vs, Dp);
     __syncthreads();
     if (!active || j0 > i) continue;
     const int64_t j = j0 + lane;

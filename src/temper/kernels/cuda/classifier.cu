@@ -68,21 +68,10 @@ void classifier_fused(Blas& blas, ClassifierWorkspace& ws, const ClassifierDevic
   const bool bf16 = a.h_bf16 && a.w_bf16;
   for (int64_t r0 = 0; r0 < a.N; r0 += ws.chunk_rows()) {
     const int64_t rows = std::min(ws.chunk_rows(), a.N - r0);
-    GemmArgs g;
-    g.trans_a = false;
-    g.trans_b = true;
-    g.M = rows;
-    g.N = a.V;
-    g.K = a.C;
-    g.A = bf16 ? static_cast<const void*>(a.h_bf16 + r0 * a.C) : static_cast<const void*>(a.h + r0 * a.C);
-    g.lda = a.C;
-    g.B = bf16 ? static_cast<const void*>(a.w_bf16) : static_cast<const void*>(a.w);
-    g.ldb = a.C;
-    g.C = ws.logits();
-    g.ldc = a.V;
-    g.ab_type = bf16 ? GemmType::bf16 : GemmType::f32;
-    g.c_type = GemmType::f32;
-    blas.gemm(g);
+    blas.gemm(gemm_args(false, true, rows, a.V, a.C,  // logits[rows, V] = h W^T
+                        bf16 ? static_cast<const void*>(a.h_bf16 + r0 * a.C) : static_cast<const void*>(a.h + r0 * a.C),
+                        a.C, bf16 ? static_cast<const void*>(a.w_bf16) : static_cast<const void*>(a.w), a.C, 0.f,
+                        ws.logits(), a.V, bf16 ? GemmType::bf16 : GemmType::f32));
     const int32_t* tg = a.targets ? a.targets + r0 : nullptr;
     row_stats_kernel<<<static_cast<unsigned>(rows), kThreads, 0, st>>>(ws.logits(), a.V, tg, a.logprob + r0,
                                                                        a.entropy + r0, ws.lse());
@@ -107,35 +96,12 @@ void classifier_fused(Blas& blas, ClassifierWorkspace& ws, const ClassifierDevic
     logits_grad_kernel<<<static_cast<unsigned>(rows), kThreads, 0, st>>>(ws.logits(), a.V, tg, ws.lse(), a.entropy + r0,
                                                                          ws.coefs());
     TEMPER_CUDA_LAUNCHED("classifier_logits_grad");
-    GemmArgs dh;  // dh[rows, C] = dZ[rows, V] W[V, C]
-    dh.trans_a = false;
-    dh.trans_b = false;
-    dh.M = rows;
-    dh.N = a.C;
-    dh.K = a.V;
-    dh.A = ws.logits();
-    dh.lda = a.V;
-    dh.B = a.w;
-    dh.ldb = a.C;
-    dh.C = a.dh + r0 * a.C;
-    dh.ldc = a.C;
-    dh.ab_type = GemmType::f32;
+    GemmArgs dh = gemm_args(false, false, rows, a.C, a.V, ws.logits(), a.V, a.w, a.C, 0.f, a.dh + r0 * a.C, a.C,
+                            GemmType::f32);  // dh[rows, C] = dZ[rows, V] W[V, C]
     dh.allow_tf32 = bf16;
     blas.gemm(dh);
-    GemmArgs dw;  // dW[V, C] += dZ^T h
-    dw.trans_a = true;
-    dw.trans_b = false;
-    dw.M = a.V;
-    dw.N = a.C;
-    dw.K = rows;
-    dw.A = ws.logits();
-    dw.lda = a.V;
-    dw.B = a.h + r0 * a.C;
-    dw.ldb = a.C;
-    dw.C = a.dw;
-    dw.ldc = a.C;
-    dw.beta = 1.f;
-    dw.ab_type = GemmType::f32;
+    GemmArgs dw = gemm_args(true, false, a.V, a.C, rows, ws.logits(), a.V, a.h + r0 * a.C, a.C, 1.f, a.dw, a.C,
+                            GemmType::f32);  // dW[V, C] += dZ^T h
     dw.allow_tf32 = bf16;
     blas.gemm(dw);
   }

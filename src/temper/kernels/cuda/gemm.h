@@ -36,6 +36,28 @@ struct GemmArgs {
   bool allow_tf32 = false;      // f32 inputs: TF32 tensor cores instead of exact fp32
 };
 
+// GemmArgs in the CPU gemm()'s argument order (kernels/matmul.h): op(A) [M, K], op(B) [K, N], C [M, N].
+inline GemmArgs gemm_args(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const void* A, int64_t lda,
+                          const void* B, int64_t ldb, float beta, void* C, int64_t ldc,
+                          GemmType ab = GemmType::bf16, GemmType c = GemmType::f32) {
+  GemmArgs g;
+  g.trans_a = trans_a;
+  g.trans_b = trans_b;
+  g.M = M;
+  g.N = N;
+  g.K = K;
+  g.A = A;
+  g.lda = lda;
+  g.B = B;
+  g.ldb = ldb;
+  g.beta = beta;
+  g.C = C;
+  g.ldc = ldc;
+  g.ab_type = ab;
+  g.c_type = c;
+  return g;
+}
+
 // One cuBLASLt handle, its workspace and the planned shapes; bound to one stream.
 class Blas {
  public:
