@@ -4,14 +4,18 @@
 # and GGF_w(omega * means) with the linear Gini weights (2/3, 1/3); whether one policy's points are
 # mutually non-dominated (a front traced by one policy). Prints a markdown table (means over seeds).
 # Usage: experiments/fair-pref-sft/grid.sh [SEEDS] [TEMPER]
+#   env OUT (the experiment's run folder), TASK_PARAMS (default: the recipe's "min_ops=1 max_ops=2 ops=+-";
+#   experiments/fair-pref-sft-easy: OUT=runs/experiments/fair-pref-sft-easy TASK_PARAMS="min_ops=1 max_ops=1 ops=+")
 set -euo pipefail
 seeds=${1:-"1"}
 temper=${2:-build/bin/temper}
 out=${OUT:-runs/experiments/fair-pref-sft}
 ckpt() { ls -d "$1"/checkpoints/step-* | sort -t- -k2 -n | tail -1; }
+params=()
+for kv in ${TASK_PARAMS:-min_ops=1 max_ops=2 ops=+-}; do params+=(--param "$kv"); done
 ev() {  # run pref json
-  [ -f "$3" ] || "$temper" eval --model "$(ckpt "$1")" --task arithmetic --param seed=1 --param min_ops=1 --param max_ops=2 \
-    --param max_operand=20 --param ops=+- --problems 500 --max-new 40 --preference "$2" --objectives correct,brevity --json "$3" > /dev/null 2>&1
+  [ -f "$3" ] || "$temper" eval --model "$(ckpt "$1")" --task arithmetic --param seed=1 "${params[@]}" \
+    --param max_operand=20 --problems 500 --max-new 40 --preference "$2" --objectives correct,brevity --json "$3" > /dev/null 2>&1
 }
 for p in 100 75 50 25 0; do
   pref=$(python3 -c "print(f'{$p/100:.2f},{1-$p/100:.2f}')")

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "temper/core/error.h"
+#include "temper/core/log.h"
 #include "temper/kernels/cuda/attention.h"
 #include "temper/kernels/cuda/ops.h"
 #include "temper/kernels/cuda/sampling.h"
@@ -184,6 +185,14 @@ void CudaTransformer::plan(int64_t max_tokens, int64_t max_seq) {
   cls_ws_ = std::make_unique<cuda::ClassifierWorkspace>(chunk, V);
   max_tokens_ = max_tokens;
   max_seq_ = max_seq;
+  size_t free_b = 0, total_b = 0;
+  TEMPER_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  TEMPER_LOG(info) << "cuda:" << device_ << " memory plan: weights, gradients, AdamW state "
+                   << static_cast<double>(state_bytes()) / (1 << 30) << " GiB; activations for " << max_tokens
+                   << " tokens (sequences up to " << max_seq << ") " << static_cast<double>(arena_bytes_) / (1 << 30)
+                   << " GiB + classifier " << static_cast<double>(chunk * V * 4) / (1 << 30) << " GiB; KV cache "
+                   << static_cast<double>(kv_bytes_) / (1 << 30) << " GiB; free " << static_cast<double>(free_b) / (1 << 30)
+                   << " of " << static_cast<double>(total_b) / (1 << 30) << " GiB";
 }
 
 void CudaTransformer::linear(int64_t N, int64_t out, int64_t in, const uint16_t* x, int64_t w, float beta, float* y,
@@ -384,6 +393,8 @@ void CudaTransformer::ensure_pool(int64_t num_blocks, int64_t block_size) {
   k_pool_.resize(static_cast<size_t>(L * num_blocks * block_size * Hk));
   v_pool_.resize(k_pool_.size());
   kv_bytes_ = k_pool_.bytes() + v_pool_.bytes();
+  TEMPER_LOG(info) << "cuda:" << device_ << " KV cache: " << num_blocks << " blocks of " << block_size << " positions, "
+                   << static_cast<double>(kv_bytes_) / (1 << 30) << " GiB";
   clear_graphs();  // they captured the old pool's addresses
 }
 
