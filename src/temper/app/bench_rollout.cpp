@@ -59,6 +59,8 @@ Transformer& open_bench_model(const BenchRolloutOptions& o, std::unique_ptr<Tran
     m = owned.get();
   }
   m->set_precision(prec);
+  TEMPER_CHECK(!(o.speculative && o.device != "cpu")) << "--speculative runs on the CPU only so far (got --device " << o.device << ")";
+  attach_device(*m, o.device);
   return *m;
 }
 
@@ -146,6 +148,7 @@ int bench_rollout(const BenchRolloutOptions& o) {
                       {"gen_len", o.gen_len},
                       {"threads", num_threads()},
                       {"dtype", o.dtype},
+                      {"device", o.device},
                       {"prefill_tokens_per_s", std::round(prefill_tps * 10) / 10},
                       {"decode_tokens_per_s", std::round(decode_tps * 10) / 10},
                       {"peak_rss_mb", std::round(static_cast<double>(u.ru_maxrss) / 1024.0 * 10) / 10},

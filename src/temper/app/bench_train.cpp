@@ -1,4 +1,5 @@
 #include "temper/app/bench_train.h"
+#include "temper/app/model_source.h"
 
 #include <sys/resource.h>
 
@@ -58,6 +59,7 @@ int bench_train(BenchTrainOptions o) {
   }
   model.set_precision(prec);
   model.set_recompute(o.recompute);
+  attach_device(model, o.device);
   model.plan(o.micro_batch > 0 && o.micro_batch < o.batch ? o.micro_batch * o.seq : o.batch * o.seq, o.seq);
   TrainConfig tc;
   tc.adamw.weight_decay = 0.01f;
@@ -91,6 +93,7 @@ int bench_train(BenchTrainOptions o) {
                       {"seq", o.seq},
                       {"threads", num_threads()},
                       {"dtype", o.dtype},
+                      {"device", o.device},
                       {"tokens_per_s", std::round(tps * 100) / 100},
                       {"peak_rss_mb", std::round(peak_rss_mb() * 10) / 10},
                       {"activation_mb", std::round(model.activation_bytes() / 1048576.0 * 10) / 10},

@@ -62,6 +62,7 @@ int main(int argc, char** argv) {
   train->add_flag("--json", bt.json, "Print only the JSON result line");
   train->add_flag("--profile", bt.profile, "Add seconds per step by phase to the JSON");
   train->add_flag("--quick", bt.quick, "Smoke run: tiny shape, batch 4 x seq 64, 3 steps");
+  train->add_option("--device", bt.device, "cpu, cuda, cuda:N or mirror")->capture_default_str();
 
   temper::app::BenchLoadOptions bl;
   auto* load = bench->add_subcommand("load", "Model load time, file mmapped vs copied");
@@ -79,6 +80,7 @@ int main(int argc, char** argv) {
   roll->add_option("--gen-len", br.gen_len, "Generated tokens per sequence")->capture_default_str();
   roll->add_option("--threads", br.threads, "Threads");
   roll->add_option("--dtype", br.dtype, "f32 or bf16 GEMMs")->capture_default_str();
+  roll->add_option("--device", br.device, "cpu, cuda, cuda:N or mirror (the model's forward there)")->capture_default_str();
   roll->add_flag("--json", br.json, "JSON only (the default output)");
   roll->add_flag("--speculative", br.speculative,
                  "With and without speculative decoding (4-bit self-drafter) at each of --batches");
