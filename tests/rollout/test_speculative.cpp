@@ -247,6 +247,43 @@ TEST(Speculative, GreedyOutputEqualsPlainGreedy) {
   }
 }
 
+TEST(Speculative, ALazyDrafterIsRefreshedOnlyWhenSpeculationTurnsOnAndChangesNothing) {
+  // The trainer re-quantizes lazily (on_spec_start): a run that turns speculation on refreshes once,
+  // just before the first draft, and gives the tokens of a drafter refreshed up front; a run that
+  // never turns it on (threshold 1: the six equal-length sequences end together) never refreshes.
+  Fixture f;
+  std::vector<RolloutRequest> reqs;
+  for (int r = 0; r < 3; ++r) reqs.push_back(request({int32_t(3 + r), 7, 2}, 2, 20, r, 1.f, 1.f));
+  auto run = [&](Int4Drafter& d, int64_t threshold, bool lazy, int* refreshes, EngineStats* st) {
+    KvPool pool(f.cfg, 8, 128);
+    SpecConfig c = fixed_gamma(4, SpecToggle::threshold);
+    c.threshold = threshold;
+    SpecController spec(c);
+    RolloutEngine eng(f.model, pool, EngineConfig(16));
+    eng.set_speculative(&d, &spec, lazy ? std::function<void()>([&] {
+      ++*refreshes;
+      d.refresh(f.model);
+    }) : std::function<void()>());
+    auto out = eng.run(reqs);
+    *st = eng.stats();
+    return out;
+  };
+  Int4Drafter eager, lazy, never;
+  eager.refresh(f.model);
+  int n_eager = 0, n_lazy = 0, n_never = 0;
+  EngineStats se, sl, sn;
+  auto a = run(eager, 8, false, &n_eager, &se);
+  auto b = run(lazy, 8, true, &n_lazy, &sl);
+  EXPECT_EQ(n_lazy, 1);
+  ASSERT_GT(sl.spec_cycles, 0);
+  EXPECT_EQ(sl.accepted, se.accepted);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].tokens, b[i].tokens) << i;
+  auto c = run(never, 1, true, &n_never, &sn);  // six sequences of one length: never 1 live
+  EXPECT_EQ(n_never, 0);
+  EXPECT_FALSE(never.ready());
+  EXPECT_EQ(sn.spec_cycles, 0);
+}
+
 TEST(Speculative, AStaleDrafterAcceptsFewerDrafts) {
   Fixture f;
   f.model.init_random(17, 0.1f);  // a smoother model: its 4-bit copy is close (TV ~0.07 per token)

@@ -87,7 +87,7 @@ RlTrainer::RlTrainer(Transformer& policy, std::shared_ptr<const tasks::Task> tas
     cfg_.speculative->control.validate();
     drafter_ = std::make_unique<Int4Drafter>(cfg_.speculative->group, cfg_.speculative->lag, cfg_.speculative->head);
     spec_ = std::make_unique<rollout::SpecController>(cfg_.speculative->control);
-    engine_->set_speculative(drafter_.get(), spec_.get());
+    engine_->set_speculative(drafter_.get(), spec_.get(), [this] { refresh_drafter(); });
   }
   MethodEnv env;
   env.task = task_;
@@ -321,13 +321,18 @@ void RlTrainer::score(Batch& b, size_t from) {
 // Before the step's rollouts: the drafter from the current weights (its time counts toward the
 // rollout), and once per run the cost model (measured on rank 0, the same on every rank: the
 // toggle then decides alike wherever it runs, and a resumed run reads it from the checkpoint).
+// With lag 0 the drafter is re-quantized lazily: only in steps whose rollout turns speculation on
+// (the engine's on_spec_start), from the same weights an eager refresh would read (they do not change
+// during the rollout), so the tokens are the same and steps that never speculate skip the cost.
 void RlTrainer::speculative_begin_step() {
   if (!spec_) return;
   spec_sum_ = {};
-  auto t0 = Clock::now();
-  drafter_->refresh(policy_);
-  requant_s_ = since(t0);
-  if (cfg_.speculative->control.toggle == rollout::SpecToggle::cost && !spec_->cost_model().calibrated()) {
+  requant_s_ = 0;
+  drafter_fresh_ = false;
+  const bool calibrate =
+      cfg_.speculative->control.toggle == rollout::SpecToggle::cost && !spec_->cost_model().calibrated();
+  if (cfg_.speculative->lag > 0 || calibrate) refresh_drafter();  // lag k keeps a history: one copy per step
+  if (calibrate) {
     std::string bytes;
     if (rank() == 0) {
       // Up to 64 rows (a verify of 5 sequences at gamma 11): speculation pays only at small live
@@ -354,6 +359,14 @@ void RlTrainer::speculative_begin_step() {
   }
 }
 
+void RlTrainer::refresh_drafter() {
+  if (drafter_fresh_) return;
+  auto t0 = Clock::now();
+  drafter_->refresh(policy_);
+  requant_s_ += since(t0);
+  drafter_fresh_ = true;
+}
+
 // After the step's rollouts: acceptance summed over ranks moves the ladder (the same on every rank).
 void RlTrainer::speculative_metrics(Metrics& out) {
   if (!spec_) return;
@@ -368,7 +381,7 @@ void RlTrainer::speculative_metrics(Metrics& out) {
   out.emplace_back("spec_accepted_len", v[0] > 0 ? 1.0 + v[2] / v[0] : 0.0);
   out.emplace_back("spec_steps_frac", v[4] > 0 ? v[3] / v[4] : 0.0);  // engine steps that were speculative cycles
   out.emplace_back("spec_requant_s", requant_s_);
-  out.emplace_back("spec_drafter_mb", static_cast<double>(drafter_->bytes()) / (1 << 20));
+  out.emplace_back("spec_drafter_mb", drafter_->ready() ? static_cast<double>(drafter_->bytes()) / (1 << 20) : 0.0);
 }
 
 std::string RlTrainer::speculative_state() const {

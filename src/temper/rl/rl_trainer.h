@@ -108,7 +108,9 @@ class RlTrainer {
   std::unique_ptr<rollout::SpecController> spec_;
   rollout::EngineStats spec_sum_;  // this step's rollouts on this rank
   double requant_s_ = 0;
+  bool drafter_fresh_ = false;  // re-quantized from this step's weights
   void speculative_begin_step();
+  void refresh_drafter();  // once per step at most, when speculation first needs it
   void speculative_metrics(Metrics& out);
   Batch batch_;
   int64_t step_ = 0;

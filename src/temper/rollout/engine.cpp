@@ -337,7 +337,7 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
     return true;
   };
 
-  const bool can_spec = cfg_.drafter && cfg_.spec && cfg_.drafter->ready();
+  const bool can_spec = cfg_.drafter && cfg_.spec && (cfg_.drafter->ready() || cfg_.on_spec_start);
   bool spec_on = false;
   int64_t step = 0;
   while (!queue.empty() || !resume.empty() || !live.empty()) {
@@ -349,6 +349,8 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
       if (step > 0 && !spec_on && cfg_.spec->turn_on(n_active)) {
         spec_on = true;
         stats_.spec_from_step = step;
+        if (cfg_.on_spec_start) cfg_.on_spec_start();
+        TEMPER_CHECK(cfg_.drafter->ready()) << "speculative decoding turned on without a drafter";
       }
       if (spec_on && spec_step()) {
         ++stats_.steps;

@@ -111,6 +111,9 @@ struct EngineConfig {
   // Speculative decoding: both set (the drafter refreshed by its owner after each weight update).
   const Int4Drafter* drafter = nullptr;
   SpecController* spec = nullptr;
+  // Called when a run turns speculation on, before the drafter's first pass: an owner that refreshes
+  // the drafter lazily does it here (then the drafter need not be ready before the run).
+  std::function<void()> on_spec_start;
   EngineConfig() = default;
   EngineConfig(int64_t seqs, std::function<std::string_view(int32_t)> bytes = {}) : max_seqs(seqs), token_bytes(std::move(bytes)) {}
 };
@@ -130,9 +133,10 @@ class RolloutEngine {
   std::vector<Completion> run(const std::vector<RolloutRequest>& requests, RolloutHook* hook = nullptr);
   const EngineStats& stats() const { return stats_; }  // of the last run
   const EngineConfig& config() const { return cfg_; }
-  void set_speculative(const Int4Drafter* drafter, SpecController* spec) {
+  void set_speculative(const Int4Drafter* drafter, SpecController* spec, std::function<void()> on_start = {}) {
     cfg_.drafter = drafter;
     cfg_.spec = spec;
+    cfg_.on_spec_start = std::move(on_start);
   }
 
  private:
