@@ -55,6 +55,7 @@ int info(const InfoOptions& o) {
   std::printf("cpu: isas %s(active %s), avx512_bf16 %s, threads %d, gemm f32 %s, bf16 onednn\n", isas.c_str(),
               std::string(isa_name(cpu_isa())).c_str(), cpu_features().avx512_bf16 ? "yes" : "no", num_threads(),
               std::string(kernels::gemm_backend_name(kernels::gemm_backend())).c_str());
+  std::printf("%s\n", cuda_summary().c_str());
   if (o.model.empty()) return 0;
   TEMPER_CHECK(fs::exists(o.model)) << o.model << ": no such file or directory";
   ModelConfig c;

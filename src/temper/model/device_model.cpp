@@ -1,6 +1,7 @@
 // make_device_model: "cpu" or "cuda[:N]"; see device_model.h.
 #include "temper/model/device_model.h"
 
+#include <cstdio>
 #include <cstdlib>
 
 #include "temper/core/error.h"
@@ -52,6 +53,24 @@ int cuda_devices() {
   return cuda::device_count();
 #else
   return 0;
+#endif
+}
+
+std::string cuda_summary() {
+#ifdef TEMPER_WITH_CUDA
+  const int n = cuda::device_count();
+  if (n == 0) return "cuda: built with CUDA, no device visible";
+  std::string s = "cuda:";
+  for (int i = 0; i < n; ++i) {
+    const cuda::DeviceInfo d = cuda::device_info(i);
+    char buf[256];
+    std::snprintf(buf, sizeof(buf), "%s %d %s (sm_%d%d, %d SMs, %.1f GiB, %.0f GB/s)", i ? ";" : "", i, d.name.c_str(),
+                  d.sm_major, d.sm_minor, d.sms, static_cast<double>(d.total_bytes) / (1 << 30), d.peak_bandwidth_gbs);
+    s += buf;
+  }
+  return s;
+#else
+  return "cuda: not in this build (TEMPER_CUDA=OFF)";
 #endif
 }
 

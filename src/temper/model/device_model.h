@@ -71,5 +71,7 @@ std::shared_ptr<DeviceModel> make_device_model(const ModelConfig& cfg, const std
 bool device_name_valid(const std::string& device);
 // CUDA devices visible to this process (0 in a build without CUDA).
 int cuda_devices();
+// One line for `temper info`: the CUDA devices, or why there are none.
+std::string cuda_summary();
 
 }  // namespace temper
