@@ -19,20 +19,23 @@
 
 namespace temper {
 
-namespace {
+// A layer's activations for N rows except x_in and lse (training keeps one set per layer, decoding one).
+void CudaTransformer::carve_layer(Carver& c, Acts& a, int64_t N) const {
+  const int64_t C = cfg_.hidden_size, Hq = cfg_.num_heads * cfg_.head_dim, QKV = cfg_.qkv_dim(),
+                F = cfg_.intermediate_size;
+  a.rstd1 = c.take<float>(N);
+  a.qkv = c.take<float>(N * QKV);
+  a.o = c.take<float>(N * Hq);
+  a.x_mid = c.take<float>(N * C);
+  a.rstd2 = c.take<float>(N);
+  a.gu = c.take<float>(N * 2 * F);
+  a.xn1 = c.take<uint16_t>(N * C);
+  a.o16 = c.take<uint16_t>(N * Hq);
+  a.xn2 = c.take<uint16_t>(N * C);
+  a.h16 = c.take<uint16_t>(N * F);
+}
 
-// Carves typed arrays out of one allocation, 256-byte aligned; with a null base it only measures.
-struct Carver {
-  uint8_t* base = nullptr;
-  size_t off = 0;
-  template <class T>
-  T* take(int64_t n) {
-    off = (off + 255) / 256 * 256;
-    T* p = base ? reinterpret_cast<T*>(base + off) : nullptr;
-    off += static_cast<size_t>(n) * sizeof(T);
-    return p;
-  }
-};
+namespace {
 
 void d2d(void* dst, const void* src, size_t bytes, cudaStream_t s) {
   TEMPER_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));
@@ -144,17 +147,8 @@ void CudaTransformer::plan(int64_t max_tokens, int64_t max_seq) {
     saved_.assign(static_cast<size_t>(L), Acts{});
     for (auto& a : saved_) {
       a.x_in = c.take<float>(N * C);
-      a.rstd1 = c.take<float>(N);
-      a.qkv = c.take<float>(N * QKV);
-      a.o = c.take<float>(N * Hq);
       a.lse = c.take<float>(N * H);
-      a.x_mid = c.take<float>(N * C);
-      a.rstd2 = c.take<float>(N);
-      a.gu = c.take<float>(N * 2 * F);
-      a.xn1 = c.take<uint16_t>(N * C);
-      a.o16 = c.take<uint16_t>(N * Hq);
-      a.xn2 = c.take<uint16_t>(N * C);
-      a.h16 = c.take<uint16_t>(N * F);
+      carve_layer(c, a, N);
     }
     x_final_ = c.take<float>(N * C);
     xf_ = c.take<float>(N * C);
@@ -408,8 +402,7 @@ void CudaTransformer::ensure_rows(int64_t max_rows, int64_t table_stride) {
   TEMPER_CHECK(max_rows > 0 && table_stride > 0) << "decode rows " << max_rows << ", table stride " << table_stride;
   if (max_rows <= dec_.rows && table_stride <= dec_.table_stride) return;
   const int64_t R = std::max(max_rows, dec_.rows), S = std::max(table_stride, dec_.table_stride);
-  const int64_t C = cfg_.hidden_size, Hq = cfg_.num_heads * cfg_.head_dim, QKV = cfg_.qkv_dim(),
-                F = cfg_.intermediate_size;
+  const int64_t C = cfg_.hidden_size;
   dec_.rows = R;
   dec_.table_stride = S;
   dec_.tokens.resize(R);
@@ -426,17 +419,8 @@ void CudaTransformer::ensure_rows(int64_t max_rows, int64_t table_stride) {
   auto carve = [&](Carver& c) {
     dec_x_ = c.take<float>(R * C);
     dec_x2_ = c.take<float>(R * C);
-    dec_acts_.rstd1 = c.take<float>(R);
-    dec_acts_.qkv = c.take<float>(R * QKV);
-    dec_acts_.o = c.take<float>(R * Hq);
-    dec_acts_.lse = nullptr;
-    dec_acts_.x_mid = c.take<float>(R * C);
-    dec_acts_.rstd2 = c.take<float>(R);
-    dec_acts_.gu = c.take<float>(R * 2 * F);
-    dec_acts_.xn1 = c.take<uint16_t>(R * C);
-    dec_acts_.o16 = c.take<uint16_t>(R * Hq);
-    dec_acts_.xn2 = c.take<uint16_t>(R * C);
-    dec_acts_.h16 = c.take<uint16_t>(R * F);
+    dec_acts_.lse = nullptr;  // paged attention saves none
+    carve_layer(c, dec_acts_, R);
     dec_xf16_ = c.take<uint16_t>(R * C);
     dec_gather16_ = c.take<uint16_t>(R * C);
   };

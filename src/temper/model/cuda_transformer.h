@@ -36,6 +36,19 @@ struct CudaDecodeBuffers {
   cuda::DeviceBuffer<double> u;
 };
 
+// Carves typed arrays out of one allocation, 256-byte aligned; with a null base it only measures.
+struct Carver {
+  uint8_t* base = nullptr;
+  size_t off = 0;
+  template <class T>
+  T* take(int64_t n) {
+    off = (off + 255) / 256 * 256;
+    T* p = base ? reinterpret_cast<T*>(base + off) : nullptr;
+    off += static_cast<size_t>(n) * sizeof(T);
+    return p;
+  }
+};
+
 class CudaTransformer final : public DeviceModel {
  public:
   explicit CudaTransformer(const ModelConfig& cfg, int device = 0);
@@ -103,6 +116,7 @@ class CudaTransformer final : public DeviceModel {
   void decode_forward(int64_t n);
   cuda::ClassifierDeviceArgs classifier_args(bool with_targets, int64_t N);
   void clear_graphs();
+  void carve_layer(Carver& c, Acts& a, int64_t N) const;
   void rows_forward(int64_t n);  // embedding and every layer over decode rows [0, n); returns the stream in dec_x_ or dec_x2_
   float* last_hidden_ = nullptr;
   const uint16_t* w16(int64_t offset) const { return params16_.data() + offset; }
