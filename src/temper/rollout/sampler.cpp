@@ -116,14 +116,20 @@ Sample Sampler::draw(const float* logits, int64_t V, Rng& rng) {
   float inv_t = 1.0f / cfg_.temperature;
   if (!truncating(cfg_)) {
     // No truncation: draw from the tempered softmax in vocabulary order, no sort (O(V), not O(V log V)).
+    // Each term's exp is computed once and kept for the scan (the same values, half the exps).
+    if (static_cast<int64_t>(weights_.size()) < V) weights_.resize(static_cast<size_t>(V));
     double z = 0;
-    for (int64_t v = 0; v < V; ++v)
-      if (std::isfinite(logits[v])) z += std::exp(static_cast<double>(logits[v] - mx) * inv_t);
+    for (int64_t v = 0; v < V; ++v) {
+      const double w = std::isfinite(logits[v]) ? std::exp(static_cast<double>(logits[v] - mx) * inv_t) : -1.0;
+      weights_[static_cast<size_t>(v)] = w;
+      if (w >= 0) z += w;
+    }
     double u = rng.uniform_f64() * z, acc = 0;
     int64_t pick = -1;
     for (int64_t v = 0; v < V; ++v) {
-      if (!std::isfinite(logits[v])) continue;
-      acc += std::exp(static_cast<double>(logits[v] - mx) * inv_t);
+      const double w = weights_[static_cast<size_t>(v)];
+      if (w < 0) continue;
+      acc += w;
       pick = v;
       if (u < acc) break;
     }
