@@ -73,6 +73,43 @@ TEST(DeviceModel, RolloutsThroughAMirroredDeviceEqualTheCpuEngineBitForBit) {
   EXPECT_TRUE(differs);
 }
 
+// Simple samplers (temperature alone, greedy) and forced tokens: the engine lets the device choose the
+// tokens of its decode steps (no logits come back); the result is the CPU engine's, bit for bit.
+std::vector<rollout::Completion> simple_rollouts(Transformer& m) {
+  KvPool pool(m.config(), 4, 128);
+  rollout::RolloutEngine eng(m, pool);
+  auto sampled = request({6, 5, 4, 3, 2, 9}, 3, 12, 5);
+  sampled.sampler.temperature = 0.8f;
+  sampled.sampler.top_p = 1.f;
+  auto greedy = request({1, 2, 3, 4, 5, 6, 7}, 1, 10, 8);
+  greedy.sampler.greedy = true;
+  auto forced = request({3, 1, 4}, 2, 9, 2);
+  forced.sampler.top_p = 1.f;
+  forced.forced = {7, 7, 2};
+  return eng.run({sampled, greedy, forced});
+}
+
+TEST(DeviceModel, TokensChosenOnTheDeviceEqualTheCpuEngineBitForBit) {
+  test::RandomModel f;
+  auto cpu = simple_rollouts(f.model);
+  Transformer on_device(f.cfg);
+  std::memcpy(on_device.params(), f.model.params(), sizeof(float) * static_cast<size_t>(f.model.flat_size()));
+  on_device.params_updated();
+  auto dev = std::make_shared<MirrorDevice>(f.cfg);
+  on_device.attach_device(dev);
+  auto got = simple_rollouts(on_device);
+  EXPECT_GT(dev->chosen_steps, 5);  // the decode steps chose on the device
+  ASSERT_EQ(got.size(), cpu.size());
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    EXPECT_EQ(got[i].tokens, cpu[i].tokens) << "completion " << i;
+    EXPECT_EQ(got[i].sample_logprob, cpu[i].sample_logprob) << "completion " << i;
+    EXPECT_EQ(got[i].policy_logprob, cpu[i].policy_logprob) << "completion " << i;
+    EXPECT_EQ(got[i].entropy, cpu[i].entropy) << "completion " << i;
+    EXPECT_EQ(got[i].forced, cpu[i].forced) << "completion " << i;
+  }
+  EXPECT_EQ(cpu.back().forced, 3);
+}
+
 class SumLogprob : public kernels::ClassifierLoss {
  public:
   void coefs(int64_t n, float, float, float* g_lp, float* g_ent) const override {

@@ -410,6 +410,7 @@ void CudaTransformer::ensure_rows(int64_t max_rows, int64_t table_stride) {
   dec_.kv_len.resize(R);
   dec_.tables.resize(static_cast<size_t>(R * S));
   dec_.drawn.resize(R);
+  dec_.forced.resize(R);
   dec_.out_rows.resize(R);
   dec_.temperature.resize(R);
   dec_.sample_logprob.resize(R);
@@ -460,6 +461,60 @@ void CudaTransformer::rows_forward(int64_t n) {
 }
 
 void CudaTransformer::forward_paged(const PagedStep& st, KvPool& pool) {
+  paged_logits(st, pool);
+  if (st.n_out > 0)
+    cuda::copy_to_host(st.logits, dec_logits_.data(), sizeof(float) * st.n_out * cfg_.vocab_size, stream_);
+  synchronize();  // the staging vectors are reused by the next step
+}
+
+void CudaTransformer::forward_paged_choose(const PagedStep& st, KvPool& pool, DeviceChoice* choices) {
+  paged_logits(st, pool);
+  const int64_t n = st.n_out;
+  if (n == 0) return synchronize();
+  h_temp_.resize(static_cast<size_t>(n));
+  h_u_.resize(static_cast<size_t>(n));
+  h_forced_.resize(static_cast<size_t>(n));
+  for (int64_t r = 0; r < n; ++r) {
+    const DeviceChoice& c = choices[r];
+    h_temp_[static_cast<size_t>(r)] = c.greedy ? 0.f : c.temperature;  // <= 0: greedy (cuda/sampling.h)
+    h_u_[static_cast<size_t>(r)] = c.u;
+    h_forced_[static_cast<size_t>(r)] = c.forced;
+  }
+  cuda::copy_to_device(dec_.temperature.data(), h_temp_.data(), sizeof(float) * n, stream_);
+  cuda::copy_to_device(dec_.u.data(), h_u_.data(), sizeof(double) * n, stream_);
+  cuda::copy_to_device(dec_.forced.data(), h_forced_.data(), sizeof(int32_t) * n, stream_);
+  cuda::SampleRowsArgs sa;
+  sa.logits = dec_logits_.data();
+  sa.B = n;
+  sa.V = cfg_.vocab_size;
+  sa.ld = cfg_.vocab_size;
+  sa.temperature = dec_.temperature.data();
+  sa.u = dec_.u.data();
+  sa.forced = dec_.forced.data();
+  sa.token = dec_.drawn.data();
+  sa.sample_logprob = dec_.sample_logprob.data();
+  sa.policy_logprob = dec_.policy_logprob.data();
+  sa.entropy = dec_.entropy.data();
+  cuda::sample_rows(sa, stream_);
+  h_drawn_.resize(static_cast<size_t>(n));
+  h_lp_.resize(static_cast<size_t>(n));
+  h_plp_.resize(static_cast<size_t>(n));
+  h_ent_.resize(static_cast<size_t>(n));
+  cuda::copy_to_host(h_drawn_.data(), dec_.drawn.data(), sizeof(int32_t) * n, stream_);
+  cuda::copy_to_host(h_lp_.data(), dec_.sample_logprob.data(), sizeof(float) * n, stream_);
+  cuda::copy_to_host(h_plp_.data(), dec_.policy_logprob.data(), sizeof(float) * n, stream_);
+  cuda::copy_to_host(h_ent_.data(), dec_.entropy.data(), sizeof(float) * n, stream_);
+  for (int64_t r = 0; r < n; ++r) {
+    DeviceChoice& c = choices[r];
+    c.token = h_drawn_[static_cast<size_t>(r)];
+    TEMPER_CHECK(c.token >= 0) << "forward_paged_choose: row " << r << " has no finite logit";
+    c.sample_logprob = c.greedy && c.forced < 0 ? 0.f : h_lp_[static_cast<size_t>(r)];
+    c.policy_logprob = h_plp_[static_cast<size_t>(r)];
+    c.entropy = h_ent_[static_cast<size_t>(r)];
+  }
+}
+
+void CudaTransformer::paged_logits(const PagedStep& st, KvPool& pool) {
   TEMPER_CHECK(st.n > 0 && st.tokens && st.pos && st.tables) << "forward_paged: empty step";
   TEMPER_CUDA_CHECK(cudaSetDevice(device_));
   const int64_t n = st.n, bs = pool.block_size(), Hk = cfg_.num_kv_heads * cfg_.head_dim, L = cfg_.num_layers,
@@ -511,9 +566,7 @@ void CudaTransformer::forward_paged(const PagedStep& st, KvPool& pool) {
                       static_cast<float>(cfg_.rms_norm_eps), stream_);
     cuda::gather_rows(dec_xf16_, C, dec_.out_rows.data(), st.n_out, C, dec_gather16_, stream_);
     linear(st.n_out, V, C, dec_gather16_, layout_.lm_head, 0.f, dec_logits_.data());
-    cuda::copy_to_host(st.logits, dec_logits_.data(), sizeof(float) * st.n_out * V, stream_);
   }
-  synchronize();  // the staging vectors are reused by the next step
 }
 
 double CudaTransformer::optimizer_step(dist::Communicator* comm, const kernels::AdamWConfig& c, float lr, int64_t step,

@@ -30,7 +30,7 @@ namespace temper {
 // and the per-row temperature and uniforms; a step writes the drawn tokens and their statistics.
 struct CudaDecodeBuffers {
   int64_t rows = 0, table_stride = 0;
-  cuda::DeviceBuffer<int32_t> tokens, pos, kv_len, tables, drawn;
+  cuda::DeviceBuffer<int32_t> tokens, pos, kv_len, tables, drawn, forced;
   cuda::DeviceBuffer<int64_t> out_rows;
   cuda::DeviceBuffer<float> temperature, sample_logprob, policy_logprob, entropy;
   cuda::DeviceBuffer<double> u;
@@ -90,6 +90,9 @@ class CudaTransformer final : public DeviceModel {
   // The rollout engine's step (DeviceModel): the host pool's block tables, K/V in device blocks of the
   // same ids; logits of the output rows copied to step.logits.
   void forward_paged(const PagedStep& step, KvPool& pool) override;
+  // The same step with each output row's token chosen here (cuda/sampling.h): only the choices come back.
+  bool can_choose() const override { return true; }
+  void forward_paged_choose(const PagedStep& step, KvPool& pool, DeviceChoice* choices) override;
 
   // Rollouts: a KV pool of num_blocks blocks of block_size positions per layer, and buffers for up
   // to max_rows decode rows with block tables of table_stride entries.
@@ -154,6 +157,10 @@ class CudaTransformer final : public DeviceModel {
   const KvPool* mirrored_pool_ = nullptr;
   std::vector<int32_t> h_tokens_, h_pos_, h_len_, h_tables_;  // staging for forward_paged (reused)
   std::vector<int64_t> h_out_;
+  std::vector<float> h_temp_, h_lp_, h_plp_, h_ent_;
+  std::vector<double> h_u_;
+  std::vector<int32_t> h_forced_, h_drawn_;
+  void paged_logits(const PagedStep& step, KvPool& pool);  // forward_paged up to dec_logits_ (not copied back)
   mutable std::vector<float> h_grads_;
   struct Graph {
     int runs = 0;

@@ -43,6 +43,10 @@ void DeviceModel::unbind_moments(const void* owner) {
   if (owner_ == owner) owner_ = owner_m_ = owner_v_ = nullptr;
 }
 
+void DeviceModel::forward_paged_choose(const PagedStep&, KvPool&, DeviceChoice*) {
+  TEMPER_FAIL() << describe() << ": cannot choose tokens on the device (can_choose() is false)";
+}
+
 void DeviceModel::release_moments() {
   if (owner_) get_moments(owner_m_, owner_v_);
   owner_ = owner_m_ = owner_v_ = nullptr;

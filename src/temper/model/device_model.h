@@ -20,6 +20,18 @@ namespace temper {
 struct PagedStep;
 class KvPool;
 
+// One output row's next token chosen on the device (DeviceModel::forward_paged_choose), for rows whose
+// sampler is simple (rollout::Sampler::simple): forced, greedy, or temperature with the uniform the
+// host drew from the sequence's own stream. The device returns what the host would have computed.
+struct DeviceChoice {
+  int32_t forced = -1;  // >= 0: take this token (no draw); its sample log-prob is the policy's
+  bool greedy = false;
+  float temperature = 1.f;
+  double u = 0;  // the uniform of the draw
+  int32_t token = -1;
+  float sample_logprob = 0, policy_logprob = 0, entropy = 0;
+};
+
 class DeviceModel {
  public:
   virtual ~DeviceModel() = default;
@@ -43,6 +55,11 @@ class DeviceModel {
   // The rollout engine's step over the host KvPool's block tables; K/V live on the device in blocks
   // of the same ids (the pool's copy-on-write copies are replayed there). Logits land in step.logits.
   virtual void forward_paged(const PagedStep& step, KvPool& pool) = 0;
+  // The same step, and each output row's token chosen where the logits are (no logits come back):
+  // choices[r] for output row r. Devices that cannot say false in can_choose() (the engine then asks
+  // for logits).
+  virtual bool can_choose() const { return false; }
+  virtual void forward_paged_choose(const PagedStep& step, KvPool& pool, DeviceChoice* choices);
   // Sums the gradients over `comm` (when it has several ranks), clips to max_grad_norm (<= 0: no
   // clipping), applies AdamW; returns the norm before clipping (non-finite: nothing applied).
   virtual double optimizer_step(dist::Communicator* comm, const kernels::AdamWConfig& c, float lr, int64_t step,

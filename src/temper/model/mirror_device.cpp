@@ -6,6 +6,8 @@
 #include <cstring>
 
 #include "temper/kernels/adamw.h"
+#include "temper/kernels/classifier.h"
+#include "temper/kernels/draw.h"
 
 namespace temper {
 
@@ -62,6 +64,31 @@ void MirrorDevice::forward_paged(const PagedStep& st, KvPool& pool) {
     }
   pool.clear_block_copies();
   m_.forward_paged(st, *mine_);  // writes K/V into the mirrored blocks of the same ids
+}
+
+// The logits stay here; each row's choice with the host engine's arithmetic (the same bits).
+void MirrorDevice::forward_paged_choose(const PagedStep& st, KvPool& pool, DeviceChoice* choices) {
+  const int64_t V = m_.config().vocab_size;
+  ++chosen_steps;
+  logits_.resize(static_cast<size_t>(st.n_out * V));
+  PagedStep here = st;
+  here.logits = logits_.data();
+  forward_paged(here, pool);
+  for (int64_t r = 0; r < st.n_out; ++r) {
+    DeviceChoice& c = choices[r];
+    const float* z = logits_.data() + r * V;
+    if (c.forced >= 0) {
+      c.token = c.forced;
+      kernels::logit_row_stats(z, V, c.token, &c.policy_logprob, &c.entropy);
+      c.sample_logprob = c.policy_logprob;
+      continue;
+    }
+    const float mx = kernels::max_logit(z, V);
+    const kernels::Draw x = c.greedy ? kernels::draw_greedy(z, V, mx) : kernels::draw_tempered(z, V, mx, c.temperature, c.u, weights_);
+    c.token = x.token;
+    c.sample_logprob = x.logprob;
+    kernels::logit_row_stats(z, V, c.token, &c.policy_logprob, &c.entropy);
+  }
 }
 
 double MirrorDevice::optimizer_step(dist::Communicator* comm, const kernels::AdamWConfig& c, float lr, int64_t step,

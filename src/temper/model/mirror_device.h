@@ -33,16 +33,19 @@ class MirrorDevice final : public DeviceModel {
   void forward_logprobs(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T, float* lp,
                         float* ent) override;
   void forward_paged(const PagedStep& st, KvPool& pool) override;
+  bool can_choose() const override { return true; }
+  void forward_paged_choose(const PagedStep& st, KvPool& pool, DeviceChoice* choices) override;
   double optimizer_step(dist::Communicator* comm, const kernels::AdamWConfig& c, float lr, int64_t step,
                         double max_grad_norm) override;
   // What crossed the boundary (tests).
   mutable int pushes = 0, pulls = 0;
-  int copies = 0;
+  int copies = 0, chosen_steps = 0;
 
  private:
   Transformer m_;
   std::unique_ptr<KvPool> mine_;
-  std::vector<float> mom_m_, mom_v_;
+  std::vector<float> mom_m_, mom_v_, logits_;
+  std::vector<double> weights_;
   bool replay_;
 };
 

@@ -110,6 +110,7 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
   rows.reserve(step_cap);
   std::vector<float> logits(static_cast<size_t>(2 * cfg_.max_seqs * V));
   std::vector<Choice> choices;
+  std::vector<DeviceChoice> device_choices;
   choices.reserve(static_cast<size_t>(2 * cfg_.max_seqs));
 
   auto finish = [&](Live& s, FinishReason why) {
@@ -443,17 +444,56 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
     st.out_rows = rows.data();
     st.n_out = static_cast<int64_t>(rows.size());
     st.logits = logits.data();
-    model_.forward_paged(st, pool_);
+    // A device that can choose tokens where the logits are does so for a step of decode rows only
+    // whose samplers are simple (or forced): the host draws each uniform from the sequence's own stream,
+    // as choose() would, and no logits come back.
+    DeviceModel* dev = model_.device();
+    const bool choose_on_device =
+        dev && dev->can_choose() && admitted.empty() && resuming.empty() && n_decode > 0 &&
+        std::all_of(live.begin(), live.end(), [](const Live& s) { return !s.forced.empty() || s.sampler.simple(); });
+    choices.resize(static_cast<size_t>(n_decode));
+    if (choose_on_device) {
+      device_choices.assign(static_cast<size_t>(n_decode), DeviceChoice{});
+      for (int64_t i = 0; i < n_decode; ++i) {
+        Live& s = live[static_cast<size_t>(i)];
+        DeviceChoice& d = device_choices[static_cast<size_t>(i)];
+        if (!s.forced.empty()) {
+          d.forced = s.forced.back();
+          TEMPER_CHECK(d.forced >= 0 && d.forced < V) << "rollout request " << s.req << ": forced token " << d.forced
+                                                      << " outside the vocabulary [0, " << V << ")";
+        } else if (s.sampler.config().greedy) {
+          d.greedy = true;
+        } else {
+          d.temperature = s.sampler.config().temperature;
+          d.u = s.rng.uniform_f64();
+        }
+      }
+      dev->forward_paged_choose(st, pool_, device_choices.data());
+      for (int64_t i = 0; i < n_decode; ++i) {
+        Live& s = live[static_cast<size_t>(i)];
+        const DeviceChoice& d = device_choices[static_cast<size_t>(i)];
+        Choice& ch = choices[static_cast<size_t>(i)];
+        if (d.forced >= 0) {  // as choose(): consumed, counted, its log-prob the policy's
+          s.forced.pop_back();
+          ++out[static_cast<size_t>(s.out)].forced;
+        }
+        ch.x = {d.token, d.sample_logprob};
+        ch.lp = d.policy_logprob;
+        ch.ent = d.entropy;
+      }
+    } else {
+      model_.forward_paged(st, pool_);
+    }
     stats_.decode_tokens += n_decode;
 
     next.clear();
     spawned.clear();
     // Choosing (sampling over the vocabulary, log-prob and entropy) is per sequence and runs in
     // parallel; recording (stops, hooks, forks) in sequence order.
-    choices.resize(static_cast<size_t>(n_decode));
-    parallel_for(n_decode, 4, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) choices[static_cast<size_t>(i)] = choose(live[static_cast<size_t>(i)], logits.data() + i * V);
-    });
+    if (!choose_on_device)
+      parallel_for(n_decode, 4, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) choices[static_cast<size_t>(i)] = choose(live[static_cast<size_t>(i)], logits.data() + i * V);
+      });
     for (int64_t i = 0; i < n_decode; ++i) {
       Live& s = live[static_cast<size_t>(i)];
       pool_.advance(s.kv, 1);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "temper/core/error.h"
+#include "temper/kernels/draw.h"
 
 namespace temper::rollout {
 
@@ -56,13 +57,7 @@ const float* Sampler::apply_penalties(const float* logits, int64_t V, const Hist
   return penalised_.data();
 }
 
-float Sampler::max_logit(const float* logits, int64_t V) const {
-  float mx = -INFINITY;
-  for (int64_t v = 0; v < V; ++v)
-    if (logits[v] > mx) mx = logits[v];  // NaN never compares greater
-  TEMPER_CHECK(std::isfinite(mx)) << "sampler: the model produced no finite logit (NaN/inf weights or activations)";
-  return mx;
-}
+float Sampler::max_logit(const float* logits, int64_t V) const { return kernels::max_logit(logits, V); }
 
 namespace {
 bool truncating(const SamplerConfig& c) { return c.top_k != 0 || c.top_p < 1.f || c.min_p > 0.f; }
@@ -113,29 +108,7 @@ Sample Sampler::draw(const float* logits, int64_t V, Rng& rng) {
     while (!(logits[best] == mx)) ++best;
     return {static_cast<int32_t>(best), 0.f};
   }
-  float inv_t = 1.0f / cfg_.temperature;
-  if (!truncating(cfg_)) {
-    // No truncation: draw from the tempered softmax in vocabulary order, no sort (O(V), not O(V log V)).
-    // Each term's exp is computed once and kept for the scan (the same values, half the exps).
-    if (static_cast<int64_t>(weights_.size()) < V) weights_.resize(static_cast<size_t>(V));
-    double z = 0;
-    for (int64_t v = 0; v < V; ++v) {
-      const double w = std::isfinite(logits[v]) ? std::exp(static_cast<double>(logits[v] - mx) * inv_t) : -1.0;
-      weights_[static_cast<size_t>(v)] = w;
-      if (w >= 0) z += w;
-    }
-    double u = rng.uniform_f64() * z, acc = 0;
-    int64_t pick = -1;
-    for (int64_t v = 0; v < V; ++v) {
-      const double w = weights_[static_cast<size_t>(v)];
-      if (w < 0) continue;
-      acc += w;
-      pick = v;
-      if (u < acc) break;
-    }
-    float lp = static_cast<float>(static_cast<double>(logits[pick] - mx) * inv_t - std::log(z));
-    return {static_cast<int32_t>(pick), lp};
-  }
+  if (!truncating(cfg_)) return draw_untruncated(logits, V, mx, rng.uniform_f64());
   double top = 0;
   const size_t keep = truncate(logits, V, &top);
   double zk = 0;
@@ -152,6 +125,16 @@ Sample Sampler::draw(const float* logits, int64_t V, Rng& rng) {
   float lp = static_cast<float>(static_cast<double>(cand_[pick].first) - top - std::log(zk));
   return {cand_[pick].second, lp};
 }
+
+// The untruncated draw (temperature alone) at a given uniform: the tempered softmax inverted in
+// vocabulary order, no sort (O(V), not O(V log V)).
+Sample Sampler::draw_untruncated(const float* logits, int64_t V, float mx, double uniform) {
+  const kernels::Draw d = kernels::draw_tempered(logits, V, mx, cfg_.temperature, uniform, weights_);
+  return {d.token, d.logprob};
+}
+
+bool Sampler::simple() const { return !cfg_.penalties() && (cfg_.greedy || !truncating(cfg_)); }  // greedy ignores truncation
+
 
 void Sampler::distribution(const float* logits, int64_t V, const History& history, float* p) {
   TEMPER_CHECK(V > 0) << "sampler: empty vocabulary";

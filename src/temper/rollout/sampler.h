@@ -50,10 +50,14 @@ class Sampler {
   // support; greedy: one-hot at the argmax). Speculative decoding's p and q.
   void distribution(const float* logits, int64_t V, const History& history, float* p);
   const SamplerConfig& config() const { return cfg_; }
+  // No penalties and no truncation (greedy, or temperature alone): one uniform per draw in vocabulary
+  // order (kernels/draw.h), so a device can draw it from the same uniform (DeviceModel::forward_paged_choose).
+  bool simple() const;
 
  private:
   const float* apply_penalties(const float* logits, int64_t V, const History& h);
   Sample draw(const float* logits, int64_t V, Rng& rng);
+  Sample draw_untruncated(const float* logits, int64_t V, float mx, double uniform);
   float max_logit(const float* logits, int64_t V) const;
   // Truncation: cand_ sorted by tempered weight, returns how many are kept; *top is the largest weight.
   size_t truncate(const float* logits, int64_t V, double* top);

@@ -476,6 +476,19 @@ TEST_F(CudaOps, DeviceSamplingDrawsTheCpuSamplersTokens) {
   for (auto* v : {&got_plp, &got_ent, &want_plp, &want_ent}) v->erase(v->begin() + 2);
   EXPECT_TRUE(all_close(got_plp, want_plp, tolerance(Kind::reduction, V)));
   EXPECT_TRUE(all_close(got_ent, want_ent, tolerance(Kind::reduction, V)));
+  // Forced rows take their token, with the policy's statistics as the sample log-prob.
+  std::vector<int32_t> forced(B, -1);
+  forced[4] = 17;
+  auto dforced = up(forced);
+  a.forced = dforced.data();
+  cuda::sample_rows(a, nullptr);
+  float flp = 0, fent = 0;
+  kernels::logit_row_stats(logits.data() + 4 * ld, V, 17, &flp, &fent);
+  EXPECT_EQ(down(tok)[4], 17);
+  EXPECT_NEAR(down(lp)[4], flp, 1e-4);
+  EXPECT_NEAR(down(plp)[4], flp, 1e-4);
+  EXPECT_EQ(down(tok)[0], want[0]);  // the others as before
+  a.forced = nullptr;
   // A row of -inf only draws nothing and says so.
   std::vector<float> dead(ld, -INFINITY);
   auto dd = up(dead);

@@ -35,6 +35,16 @@ __global__ void sample_rows_kernel(SampleRowsArgs a) {
   sz = dev::block_sum(sz, redf);
   const float lse = mx + logf(se), ent = logf(se) - sz / se;
   const float T = a.temperature[r];
+  const int32_t forced = a.forced ? a.forced[r] : -1;
+  if (forced >= 0) {  // no draw: the forced token with the policy's statistics
+    if (tid == 0) {
+      a.token[r] = forced;
+      a.policy_logprob[r] = z[forced] - lse;
+      a.sample_logprob[r] = z[forced] - lse;
+      a.entropy[r] = ent;
+    }
+    return;
+  }
   if (!(mx > -INFINITY)) {  // no finite logit: nothing to draw (the CPU sampler throws); flag the row
     if (tid == 0) {
       a.token[r] = -1;

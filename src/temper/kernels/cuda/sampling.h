@@ -17,6 +17,7 @@ struct SampleRowsArgs {
   int64_t B = 0, V = 0, ld = 0;
   const float* temperature = nullptr;  // [B]; <= 0: greedy (first argmax)
   const double* u = nullptr;           // [B] uniforms in [0, 1)
+  const int32_t* forced = nullptr;     // [B] optional: >= 0 takes that token (sample log-prob = policy's)
   int32_t* token = nullptr;            // [B] out; -1 for a row without a finite logit (statistics NaN)
   float* sample_logprob = nullptr;     // [B] out: under the tempered distribution (0 for greedy)
   float* policy_logprob = nullptr;     // [B] out: temperature 1
