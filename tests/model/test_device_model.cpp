@@ -22,6 +22,15 @@
 namespace temper {
 namespace {
 
+// `copy` gets `model`'s weights and a mirror device of its own (returned).
+std::shared_ptr<MirrorDevice> copy_onto_mirror(Transformer& model, Transformer& copy, bool replay_copies = true) {
+  std::memcpy(copy.params(), model.params(), sizeof(float) * static_cast<size_t>(model.flat_size()));
+  copy.params_updated();
+  auto dev = std::make_shared<MirrorDevice>(model.config(), replay_copies);
+  copy.attach_device(dev);
+  return dev;
+}
+
 rollout::RolloutRequest request(std::vector<int32_t> prompt, int64_t g, int64_t max_new, uint64_t seed) {
   rollout::RolloutRequest r;
   r.prompt = std::move(prompt);
@@ -51,10 +60,7 @@ TEST(DeviceModel, RolloutsThroughAMirroredDeviceEqualTheCpuEngineBitForBit) {
   test::RandomModel f;
   auto cpu = rollouts(f.model);
   Transformer on_device(f.cfg);
-  std::memcpy(on_device.params(), f.model.params(), sizeof(float) * static_cast<size_t>(f.model.flat_size()));
-  on_device.params_updated();
-  auto dev = std::make_shared<MirrorDevice>(f.cfg);
-  on_device.attach_device(dev);
+  auto dev = copy_onto_mirror(f.model, on_device);
   auto got = rollouts(on_device);
   ASSERT_EQ(got.size(), cpu.size());
   for (size_t i = 0; i < cpu.size(); ++i) {
@@ -64,9 +70,7 @@ TEST(DeviceModel, RolloutsThroughAMirroredDeviceEqualTheCpuEngineBitForBit) {
   EXPECT_GT(dev->copies, 0);  // the scenario did copy on write
   // Without replaying the pool's copies the device reads blocks it never wrote: other tokens.
   Transformer forgetful(f.cfg);
-  std::memcpy(forgetful.params(), f.model.params(), sizeof(float) * static_cast<size_t>(f.model.flat_size()));
-  forgetful.params_updated();
-  forgetful.attach_device(std::make_shared<MirrorDevice>(f.cfg, /*replay_copies=*/false));
+  copy_onto_mirror(f.model, forgetful, /*replay_copies=*/false);
   auto wrong = rollouts(forgetful);
   bool differs = false;
   for (size_t i = 0; i < cpu.size(); ++i) differs |= wrong[i].policy_logprob != cpu[i].policy_logprob;
@@ -93,10 +97,7 @@ TEST(DeviceModel, TokensChosenOnTheDeviceEqualTheCpuEngineBitForBit) {
   test::RandomModel f;
   auto cpu = simple_rollouts(f.model);
   Transformer on_device(f.cfg);
-  std::memcpy(on_device.params(), f.model.params(), sizeof(float) * static_cast<size_t>(f.model.flat_size()));
-  on_device.params_updated();
-  auto dev = std::make_shared<MirrorDevice>(f.cfg);
-  on_device.attach_device(dev);
+  auto dev = copy_onto_mirror(f.model, on_device);
   auto got = simple_rollouts(on_device);
   EXPECT_GT(dev->chosen_steps, 5);  // the decode steps chose on the device
   ASSERT_EQ(got.size(), cpu.size());

@@ -483,18 +483,8 @@ void CudaTransformer::forward_paged_choose(const PagedStep& st, KvPool& pool, De
   cuda::copy_to_device(dec_.temperature.data(), h_temp_.data(), sizeof(float) * n, stream_);
   cuda::copy_to_device(dec_.u.data(), h_u_.data(), sizeof(double) * n, stream_);
   cuda::copy_to_device(dec_.forced.data(), h_forced_.data(), sizeof(int32_t) * n, stream_);
-  cuda::SampleRowsArgs sa;
-  sa.logits = dec_logits_.data();
-  sa.B = n;
-  sa.V = cfg_.vocab_size;
-  sa.ld = cfg_.vocab_size;
-  sa.temperature = dec_.temperature.data();
-  sa.u = dec_.u.data();
+  cuda::SampleRowsArgs sa = sample_args(n);
   sa.forced = dec_.forced.data();
-  sa.token = dec_.drawn.data();
-  sa.sample_logprob = dec_.sample_logprob.data();
-  sa.policy_logprob = dec_.policy_logprob.data();
-  sa.entropy = dec_.entropy.data();
   cuda::sample_rows(sa, stream_);
   h_drawn_.resize(static_cast<size_t>(n));
   h_lp_.resize(static_cast<size_t>(n));
@@ -588,24 +578,29 @@ double CudaTransformer::optimizer_step(dist::Communicator* comm, const kernels::
   return adamw_step(c, lr, step, max_grad_norm);
 }
 
-void CudaTransformer::decode_forward(int64_t n) {
-  const int64_t C = cfg_.hidden_size, V = cfg_.vocab_size;
-  rows_forward(n);
-  cuda::rmsnorm_fwd(last_hidden_, params_.data() + layout_.final_norm, dec_xf16_, dec_acts_.rstd1, n, C,
-                    static_cast<float>(cfg_.rms_norm_eps), stream_);
-  linear(n, V, C, dec_xf16_, layout_.lm_head, 0.f, dec_logits_.data());
+// Sampling rows [0, n) of dec_logits_ with the decode buffers' temperatures and uniforms, into their outputs.
+cuda::SampleRowsArgs CudaTransformer::sample_args(int64_t n) const {
   cuda::SampleRowsArgs sa;
   sa.logits = dec_logits_.data();
   sa.B = n;
-  sa.V = V;
-  sa.ld = V;
+  sa.V = cfg_.vocab_size;
+  sa.ld = cfg_.vocab_size;
   sa.temperature = dec_.temperature.data();
   sa.u = dec_.u.data();
   sa.token = dec_.drawn.data();
   sa.sample_logprob = dec_.sample_logprob.data();
   sa.policy_logprob = dec_.policy_logprob.data();
   sa.entropy = dec_.entropy.data();
-  cuda::sample_rows(sa, stream_);
+  return sa;
+}
+
+void CudaTransformer::decode_forward(int64_t n) {
+  const int64_t C = cfg_.hidden_size, V = cfg_.vocab_size;
+  rows_forward(n);
+  cuda::rmsnorm_fwd(last_hidden_, params_.data() + layout_.final_norm, dec_xf16_, dec_acts_.rstd1, n, C,
+                    static_cast<float>(cfg_.rms_norm_eps), stream_);
+  linear(n, V, C, dec_xf16_, layout_.lm_head, 0.f, dec_logits_.data());
+  cuda::sample_rows(sample_args(n), stream_);
   cuda::decode_advance(dec_.drawn.data(), dec_.tokens.data(), dec_.pos.data(), dec_.kv_len.data(), n, stream_);
 }
 

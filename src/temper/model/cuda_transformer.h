@@ -20,6 +20,7 @@
 #include "temper/kernels/cuda/classifier.h"
 #include "temper/kernels/cuda/gemm.h"
 #include "temper/kernels/cuda/runtime.h"
+#include "temper/kernels/cuda/sampling.h"
 #include "temper/model/config.h"
 #include "temper/model/device_model.h"
 #include "temper/model/param_layout.h"
@@ -117,6 +118,7 @@ class CudaTransformer final : public DeviceModel {
   void linear(int64_t N, int64_t out, int64_t in, const uint16_t* x, int64_t w, float beta, float* y,
               const float* bias = nullptr);
   void decode_forward(int64_t n);
+  cuda::SampleRowsArgs sample_args(int64_t n) const;
   cuda::ClassifierDeviceArgs classifier_args(bool with_targets, int64_t N);
   void clear_graphs();
   void carve_layer(Carver& c, Acts& a, int64_t N) const;
