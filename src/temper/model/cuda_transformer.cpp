@@ -398,13 +398,13 @@ void CudaTransformer::clear_graphs() {
   graphs_.clear();
 }
 
-void CudaTransformer::ensure_rows(int64_t max_rows, int64_t table_stride) {
-  TEMPER_CHECK(max_rows > 0 && table_stride > 0) << "decode rows " << max_rows << ", table stride " << table_stride;
-  if (max_rows <= dec_.rows && table_stride <= dec_.table_stride) return;
-  const int64_t R = std::max(max_rows, dec_.rows), S = std::max(table_stride, dec_.table_stride);
+void CudaTransformer::ensure_rows(int64_t max_rows, int64_t table_capacity) {
+  TEMPER_CHECK(max_rows > 0 && table_capacity > 0) << "decode rows " << max_rows << ", table entries " << table_capacity;
+  if (max_rows <= dec_.rows && table_capacity <= dec_.table_capacity) return;
+  const int64_t R = std::max(max_rows, dec_.rows), S = std::max(table_capacity, dec_.table_capacity);
   const int64_t C = cfg_.hidden_size;
   dec_.rows = R;
-  dec_.table_stride = S;
+  dec_.table_capacity = S;
   dec_.tokens.resize(R);
   dec_.pos.resize(R);
   dec_.kv_len.resize(R);
@@ -440,9 +440,16 @@ void CudaTransformer::ensure_logits(int64_t n_out) {
   clear_graphs();
 }
 
+void CudaTransformer::set_table_stride(int64_t stride) {
+  if (stride == dec_.table_stride) return;
+  dec_.table_stride = stride;
+  clear_graphs();  // they captured the old layout
+}
+
 void CudaTransformer::plan_decode(int64_t max_rows, int64_t num_blocks, int64_t block_size, int64_t table_stride) {
   ensure_pool(num_blocks, block_size);
   ensure_rows(max_rows, table_stride);
+  set_table_stride(table_stride);
   ensure_logits(max_rows);
   mirrored_pool_ = nullptr;
 }
@@ -530,8 +537,10 @@ void CudaTransformer::paged_logits(const PagedStep& st, KvPool& pool) {
     stride = std::max<int64_t>(stride, st.pos[i] / bs + 1);
   }
   TEMPER_CHECK(st.n_out >= 0 && st.n_out <= n) << "forward_paged: " << st.n_out << " output rows of " << n;
-  // Tables as wide as the context allows: the buffers are not reallocated as sequences grow.
+  // Room for tables as wide as the context allows (no reallocation as sequences grow); this step's
+  // layout only as wide as its longest sequence needs (what is built and copied each step).
   ensure_rows(n, std::max(stride, (cfg_.max_position_embeddings + bs - 1) / bs));
+  set_table_stride(stride);
   ensure_logits(st.n_out);
   const int64_t S = dec_.table_stride;
   h_tokens_.assign(st.tokens, st.tokens + n);

@@ -30,7 +30,8 @@ namespace temper {
 // Device buffers of a decode batch: the engine (or the benchmark) fills tokens/pos/kv_len/tables
 // and the per-row temperature and uniforms; a step writes the drawn tokens and their statistics.
 struct CudaDecodeBuffers {
-  int64_t rows = 0, table_stride = 0;
+  int64_t rows = 0, table_capacity = 0;  // allocated rows and table entries per row
+  int64_t table_stride = 0;               // entries per row in the current layout (<= table_capacity)
   cuda::DeviceBuffer<int32_t> tokens, pos, kv_len, tables, drawn, forced;
   cuda::DeviceBuffer<int64_t> out_rows;
   cuda::DeviceBuffer<float> temperature, sample_logprob, policy_logprob, entropy;
@@ -99,7 +100,7 @@ class CudaTransformer final : public DeviceModel {
   // to max_rows decode rows with block tables of table_stride entries.
   void plan_decode(int64_t max_rows, int64_t num_blocks, int64_t block_size, int64_t table_stride);
   void ensure_pool(int64_t num_blocks, int64_t block_size);  // (re)allocates the KV pool when the shape changes
-  void ensure_rows(int64_t max_rows, int64_t table_stride);  // grows the decode row buffers
+  void ensure_rows(int64_t max_rows, int64_t table_capacity);  // grows the decode row buffers
   size_t kv_bytes() const { return kv_bytes_; }
   CudaDecodeBuffers& decode_buffers() { return dec_; }
   // One decode step over rows [0, n) of decode_buffers(): forward, sampling, advance. With
@@ -121,6 +122,7 @@ class CudaTransformer final : public DeviceModel {
   cuda::SampleRowsArgs sample_args(int64_t n) const;
   cuda::ClassifierDeviceArgs classifier_args(bool with_targets, int64_t N);
   void clear_graphs();
+  void set_table_stride(int64_t stride);
   void carve_layer(Carver& c, Acts& a, int64_t N) const;
   void rows_forward(int64_t n);  // embedding and every layer over decode rows [0, n); returns the stream in dec_x_ or dec_x2_
   float* last_hidden_ = nullptr;
