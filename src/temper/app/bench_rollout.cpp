@@ -9,6 +9,7 @@
 
 #include "temper/app/model_source.h"
 #include "temper/core/error.h"
+#include "temper/core/profile.h"
 #include "temper/core/rng.h"
 #include "temper/core/thread_pool.h"
 #include "temper/rollout/engine.h"
@@ -99,7 +100,11 @@ int bench_rollout(const BenchRolloutOptions& o) {
     return Run{now() - t0, eng.stats()};
   };
   run(reqs, 2);  // warm-up: oneDNN kernels, pages of the pool
-  Run r1 = run(reqs, 1), rn = run(reqs, o.gen_len);
+  Run r1 = run(reqs, 1);
+  profile_reset();
+  profile_enable(o.profile);
+  Run rn = run(reqs, o.gen_len);
+  profile_enable(false);
   double t1 = r1.seconds, tn = rn.seconds;
   double prefill_tps = static_cast<double>(o.batch * o.prompt_len) / t1;
   double decode_tps = static_cast<double>(seqs * (o.gen_len - 1)) / (tn - t1);
@@ -156,6 +161,11 @@ int bench_rollout(const BenchRolloutOptions& o) {
                       {"batch1_bandwidth_bound_tokens_per_s", std::round(bw * 1e9 / weight_bytes * 10) / 10}};
   j["engine_steps"] = rn.stats.steps;  // of the timed N-token run: 1 prefill step + N - 1 decode steps when nothing is preempted
   j["preemptions"] = rn.stats.preemptions;
+  if (o.profile) {
+    nlohmann::json pj;
+    for (auto& [k, v] : profile_report()) pj[k] = std::round(v / static_cast<double>(rn.stats.steps) * 1e6) / 1e3;
+    j["profile_ms_per_step"] = pj;
+  }
   if (G > 1) {
     j["prompts"] = o.batch;
     j["group"] = G;

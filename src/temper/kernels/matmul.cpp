@@ -16,6 +16,7 @@
 
 #include "temper/core/error.h"
 #include "temper/core/thread_pool.h"
+#include "temper/kernels/cpu/gemm_bf16.h"
 #include "temper/kernels/cpu/isa_table.h"
 
 namespace temper::kernels {
@@ -125,46 +126,50 @@ int64_t decode_small_m_max() {
   return cpu_isa() == Isa::avx512 ? 64 : 16;
 }
 
-// bf16 products stay on oneDNN's primitive by default, also at decode: the training forward uses it,
-// and bf16 rounding of activations turns any reordering of a sum into visible differences (a
-// different summation order moved SmolLM2-shaped rollout log-probs by up to 5e-3), while the same
-// primitive gives the training forward's bits. TEMPER_SMALL_GEMM_BF16=1 opts into our kernel.
-bool small_m_bf16() {
-  static const bool v = [] {
-    const char* e = std::getenv("TEMPER_SMALL_GEMM_BF16");
-    return e && std::strcmp(e, "0") != 0;
-  }();
-  return v;
+bool small_m_ok(float beta, Precision precision) {
+  return (beta == 0.f || beta == 1.f) && precision == Precision::f32;
 }
-
-bool small_m_ok(float beta, Precision precision, const uint16_t* b16) {
-  return (beta == 0.f || beta == 1.f) && (precision == Precision::f32 || (b16 && small_m_bf16()));
-}
-
-struct SmallGemmScratch {
-  std::vector<float> a;
-  std::vector<uint16_t> a16;
-  std::mutex mu;
-};
 
 void gemm_small_m(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb, bool accumulate,
-                  float* C, int64_t ldc, const uint16_t* b16) {
+                  float* C, int64_t ldc) {
   const IsaTable& t = isa_table();
   const int64_t grain = std::max<int64_t>(16, (N + 63) / 64);
-  if (!b16) {
-    parallel_for(N, grain, [&](int64_t b, int64_t e) { t.gemm_nt_f32(A, lda, B, ldb, C, ldc, M, b, e, K, accumulate); });
-    return;
-  }
-  static SmallGemmScratch s;  // A rounded to bf16 (held as f32: products with bf16 weights are exact)
-  std::lock_guard<std::mutex> g(s.mu);
-  if (static_cast<int64_t>(s.a.size()) < M * K) {
-    s.a.resize(static_cast<size_t>(M * K));
-    s.a16.resize(static_cast<size_t>(M * K));
-  }
-  for (int64_t m = 0; m < M; ++m) t.f32_to_bf16(A + m * lda, s.a16.data() + m * K, K);
-  for (int64_t i = 0; i < M * K; ++i) s.a[static_cast<size_t>(i)] = __builtin_bit_cast(float, static_cast<uint32_t>(s.a16[static_cast<size_t>(i)]) << 16);
-  const float* a = s.a.data();
-  parallel_for(N, grain, [&](int64_t b, int64_t e) { t.gemm_nt_bf16(a, K, b16, ldb, C, ldc, M, b, e, K, accumulate); });
+  parallel_for(N, grain, [&](int64_t b, int64_t e) { t.gemm_nt_f32(A, lda, B, ldb, C, ldc, M, b, e, K, accumulate); });
+}
+
+// bf16 forward products y = x W^T with the weight already in bf16 go to our kernel (cpu/gemm_bf16.h) at
+// every row count when the active ISA is AVX-512: its sums do not depend on the number of rows, so the
+// rollout engine's decode gives the training forward's bits, and at one row it streams the weight
+// without oneDNN's per-call costs (oneDNN's bf16 matmul repacks; docs/PERFORMANCE.md). Elsewhere, or with
+// TEMPER_GEMM_BF16=onednn, they stay on oneDNN (whose primitive also gives decode the training's bits).
+bool bf16_rows_on() {
+  static const bool env_onednn = [] {
+    const char* e = std::getenv("TEMPER_GEMM_BF16");
+    TEMPER_CHECK(!e || !std::strcmp(e, "onednn") || !std::strcmp(e, "temper"))
+        << "TEMPER_GEMM_BF16='" << e << "' is not one of temper, onednn";
+    return e && !std::strcmp(e, "onednn");
+  }();
+  return !env_onednn && cpu_isa() == Isa::avx512;
+}
+
+bool bf16_rows_ok(bool ta, bool tb, float beta, Precision precision, const uint16_t* b16) {
+  return !ta && tb && b16 && precision == Precision::bf16 && (beta == 0.f || beta == 1.f) && bf16_rows_on();
+}
+
+void gemm_bf16_ours(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const uint16_t* b16, int64_t ldb,
+                    bool accumulate, float* C, int64_t ldc) {
+  thread_local std::vector<float> packed;  // A rounded to bf16, in the kernel's layout (grows once)
+  const int64_t S = gemm_bf16_packed_stride(K);
+  if (static_cast<int64_t>(packed.size()) < M * S) packed.resize(static_cast<size_t>(M * S));
+  float* a = packed.data();
+  parallel_for(M, std::max<int64_t>(1, 16384 / K), [&](int64_t b, int64_t e) {
+    gemm_bf16_pack_rows(A + b * lda, lda, e - b, K, a + b * S);
+  });
+  // Ranges of whole 4-row weight tiles, at least 64k multiply-adds per task.
+  const int64_t tiles = (N + 3) / 4;
+  parallel_for(tiles, std::max<int64_t>(1, 65536 / (4 * M * K)), [&](int64_t b, int64_t e) {
+    gemm_bf16_rows(a, b16, ldb, C, ldc, M, b * 4, std::min(N, e * 4), K, accumulate);
+  });
 }
 
 }  // namespace
@@ -196,8 +201,12 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int
       for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.f ? 0.f : beta * C[i * ldc + j];
     return;
   }
-  if (!ta && tb && M <= small_m_max() && small_m_ok(beta, precision, b16)) {
-    gemm_small_m(M, N, K, A, lda, B, ldb, beta != 0.f, C, ldc, precision == Precision::bf16 ? b16 : nullptr);
+  if (!ta && tb && M <= small_m_max() && small_m_ok(beta, precision)) {
+    gemm_small_m(M, N, K, A, lda, B, ldb, beta != 0.f, C, ldc);
+    return;
+  }
+  if (bf16_rows_ok(ta, tb, beta, precision, b16)) {
+    gemm_bf16_ours(M, N, K, A, lda, b16, ldb, beta != 0.f, C, ldc);
     return;
   }
   if (precision == Precision::bf16) {
@@ -216,8 +225,8 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int
 
 void gemm_decode(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
                  float* C, int64_t ldc, Precision precision, const uint16_t* b16) {
-  if (M > 0 && N > 0 && K > 0 && M <= decode_small_m_max() && small_m_ok(beta, precision, b16)) {
-    gemm_small_m(M, N, K, A, lda, B, ldb, beta != 0.f, C, ldc, precision == Precision::bf16 ? b16 : nullptr);
+  if (M > 0 && N > 0 && K > 0 && M <= decode_small_m_max() && small_m_ok(beta, precision)) {
+    gemm_small_m(M, N, K, A, lda, B, ldb, beta != 0.f, C, ldc);
     return;
   }
   gemm(false, true, M, N, K, A, lda, B, ldb, beta, C, ldc, precision, b16);

@@ -1,8 +1,10 @@
 // Matrix multiply for training shapes, through a BLAS: C[M,N] = op(A) op(B) + beta*C, row-major.
 // op(A) = A^T when ta (A stored [K, M]); op(B) = B^T when tb (B stored [N, K]); a linear layer
 // y = x W^T is gemm(false, true, ...). f32 goes to oneDNN's sgemm (default) or OpenBLAS (OpenMP
-// build); bf16 rounds both inputs to bf16 and runs oneDNN's bf16 matmul with f32 accumulation and
-// output (what torch.autocast does on CPU). oneDNN was faster on every training shape here and gives
+// build); bf16 rounds both inputs to bf16 and multiplies with f32 accumulation and output (what
+// torch.autocast does on CPU): forward products y = x W^T with W pre-rounded (b16) on our kernel where
+// the ISA is AVX-512 (cpu/gemm_bf16.h: one fixed sum per output, whatever the row count), the rest on
+// oneDNN's bf16 matmul. oneDNN was faster on every training shape here and gives
 // the same bits for 1 and 2 threads; OpenBLAS 0.3.21 does not for small-M*N, long-K products (dW).
 // The measurements are in docs/PERFORMANCE.md.
 #pragma once
@@ -26,8 +28,8 @@ std::string_view precision_name(Precision p);
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
           float beta, float* C, int64_t ldc, Precision precision = Precision::f32, const uint16_t* b16 = nullptr);
 
-// A linear layer's product y = x W^T in the rollout engine's forward (decode and prefill chunks): our
-// decode kernel up to more rows than gemm() gives it (64 with AVX-512; matmul.cpp says why), else gemm().
+// A linear layer's product y = x W^T in the rollout engine's forward (decode and prefill chunks): f32 on
+// our decode kernel up to more rows than gemm() gives it (64 with AVX-512; matmul.cpp says why), else gemm().
 void gemm_decode(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
                  float* C, int64_t ldc, Precision precision = Precision::f32, const uint16_t* b16 = nullptr);
 

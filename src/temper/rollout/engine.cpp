@@ -6,6 +6,7 @@
 #include <deque>
 
 #include "temper/core/error.h"
+#include "temper/core/profile.h"
 #include "temper/core/thread_pool.h"
 #include "temper/kernels/classifier.h"
 #include "temper/model/int4_drafter.h"
@@ -482,6 +483,7 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
         ch.ent = d.entropy;
       }
     } else {
+      TEMPER_PROFILE("forward");
       model_.forward_paged(st, pool_);
     }
     stats_.decode_tokens += n_decode;
@@ -490,6 +492,7 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
     spawned.clear();
     // Choosing (sampling over the vocabulary, log-prob and entropy) is per sequence and runs in
     // parallel; recording (stops, hooks, forks) in sequence order.
+    TEMPER_PROFILE("choose_record");
     if (!choose_on_device)
       parallel_for(n_decode, 4, [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) choices[static_cast<size_t>(i)] = choose(live[static_cast<size_t>(i)], logits.data() + i * V);
