@@ -20,7 +20,7 @@ struct BenchRolloutOptions {
   int threads = 0;
   std::string dtype = "f32";
   bool json = false;
-  bool profile = false;  // seconds per decode step by phase (the timed N-token run)
+  bool profile = false;  // milliseconds per decode step by phase
   // --speculative (app/bench_speculative.h)
   bool speculative = false;
   std::string batches = "1,2,4,8,16,32,64";

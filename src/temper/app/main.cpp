@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
   roll->add_option("--dtype", br.dtype, "f32 or bf16 GEMMs")->capture_default_str();
   roll->add_option("--device", br.device, "cpu, cuda, cuda:N or mirror (the model's forward there)")->capture_default_str();
   roll->add_flag("--json", br.json, "JSON only (the default output)");
-  roll->add_flag("--profile", br.profile, "Add milliseconds per engine step by phase (the timed run) to the JSON");
+  roll->add_flag("--profile", br.profile, "Add milliseconds per decode step by phase to the JSON");
   roll->add_flag("--speculative", br.speculative,
                  "With and without speculative decoding (4-bit self-drafter) at each of --batches");
   roll->add_option("--batches", br.batches, "--speculative: batch sizes, comma-separated")->capture_default_str();

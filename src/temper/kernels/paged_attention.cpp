@@ -1,5 +1,6 @@
 #include "temper/kernels/paged_attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -10,7 +11,8 @@
 namespace temper::kernels {
 
 namespace {
-constexpr int64_t kMaxHeadDim = 512, kMaxBlock = 256;
+// Per-task stack buffers: a query row's heads' accumulators (64 KiB), one block's scores.
+constexpr int64_t kMaxHeadDim = 512, kMaxBlock = 256, kMaxHeads = 128, kMaxQueryFloats = 16384;
 }
 
 void paged_attention_fwd(const PagedAttnArgs& a) {
@@ -18,26 +20,41 @@ void paged_attention_fwd(const PagedAttnArgs& a) {
   TEMPER_CHECK(a.D <= kMaxHeadDim && a.block_size <= kMaxBlock)
       << "paged attention: head_dim " << a.D << " (max " << kMaxHeadDim << ") or block size " << a.block_size << " (max "
       << kMaxBlock << ") too large";
+  TEMPER_CHECK(a.H <= kMaxHeads && a.H * a.D <= kMaxQueryFloats)
+      << "paged attention: " << a.H << " heads x head_dim " << a.D << " (at most " << kMaxHeads << " heads, "
+      << kMaxQueryFloats << " query floats)";
   const IsaTable& t = isa_table();
   const int64_t group = a.H / a.Hkv, row = a.Hkv * a.D;
   const float scale = 1.0f / std::sqrt(static_cast<float>(a.D));
-  parallel_tasks(a.n * a.H, [&](int64_t task) {
-    const int64_t i = task / a.H, h = task % a.H, g = h / group;
+  // One task per sequence: every query head takes each KV block in turn while the block (all KV heads'
+  // rows, contiguous) is in cache, so the block is read from memory once, not once per query head and
+  // in strided pieces (decode attention is bound by those reads). Each head's arithmetic is what it was
+  // alone: the same bits.
+  parallel_tasks(a.n, [&](int64_t i) {
     const int64_t len = a.kv_len[i];
     const int32_t* table = a.block_tables[i];
-    const float* q = a.q + i * a.q_stride + h * a.D;
-    float* o = a.o + i * a.o_stride + h * a.D;
-    float acc[kMaxHeadDim] = {}, scores[kMaxBlock];  // on the stack: no allocation on any thread
-    float m = -INFINITY, l = 0.f;
+    float acc[kMaxQueryFloats], scores[kMaxBlock];  // on the stack: no allocation on any thread
+    float m[kMaxHeads], l[kMaxHeads];
+    for (int64_t h = 0; h < a.H; ++h) {
+      m[h] = -INFINITY;
+      l[h] = 0.f;
+      std::fill(acc + h * a.D, acc + (h + 1) * a.D, 0.f);
+    }
     for (int64_t b0 = 0; b0 < len; b0 += a.block_size) {
       const int64_t nb = b0 + a.block_size <= len ? a.block_size : len - b0;
       const int64_t blk = table[b0 / a.block_size];
-      const float* K = a.k_pool + blk * a.block_size * row + g * a.D;
-      const float* V = a.v_pool + blk * a.block_size * row + g * a.D;
-      t.attn_block_update(q, K, V, row, nb, a.D, scale, scores, &m, &l, acc);
+      for (int64_t h = 0; h < a.H; ++h) {
+        const int64_t g = h / group;
+        const float* K = a.k_pool + blk * a.block_size * row + g * a.D;
+        const float* V = a.v_pool + blk * a.block_size * row + g * a.D;
+        t.attn_block_update(a.q + i * a.q_stride + h * a.D, K, V, row, nb, a.D, scale, scores, &m[h], &l[h], acc + h * a.D);
+      }
     }
-    const float inv = l > 0.f ? 1.0f / l : 0.f;
-    for (int64_t d = 0; d < a.D; ++d) o[d] = acc[static_cast<size_t>(d)] * inv;
+    for (int64_t h = 0; h < a.H; ++h) {
+      float* o = a.o + i * a.o_stride + h * a.D;
+      const float inv = l[h] > 0.f ? 1.0f / l[h] : 0.f;
+      for (int64_t d = 0; d < a.D; ++d) o[d] = acc[h * a.D + d] * inv;
+    }
   });
 }
 

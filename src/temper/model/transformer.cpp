@@ -401,6 +401,7 @@ void Transformer::forward_paged(const PagedStep& st, KvPool& pool, const Int4Dra
     kernels::gemm_decode(st.n_out, V, C, xn_, C, params() + layout_.lm_head, C, 0.f, st.logits, V, kernels::Precision::bf16, head);
     return;
   }
+  TEMPER_PROFILE("lm_head");
   kernels::gemm_decode(st.n_out, V, C, xn_, C, params() + layout_.lm_head, C, 0.f, st.logits, V, precision_,
                        w16(layout_.lm_head));
 }
