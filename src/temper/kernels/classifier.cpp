@@ -41,7 +41,8 @@ void classifier_fused(const ClassifierArgs& a) {
   for (int64_t r0 = 0; r0 < a.N; r0 += chunk) {
     int64_t rows = r0 + chunk < a.N ? chunk : a.N - r0;
     const float* hc = a.h + r0 * a.C;
-    gemm(false, true, rows, a.V, a.C, hc, a.C, a.w, a.C, 0.f, zbuf, a.V, a.precision, a.w_bf16);
+    if (a.w_bf16_packed) gemm_bf16_packed(rows, a.V, a.C, hc, a.C, a.w_bf16_packed, 0.f, zbuf, a.V);
+    else gemm(false, true, rows, a.V, a.C, hc, a.C, a.w, a.C, 0.f, zbuf, a.V, a.precision, a.w_bf16);
     parallel_for(rows, 4, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         int64_t n = r0 + i;

@@ -49,7 +49,8 @@ class ClassifierLoss {
 struct ClassifierArgs {
   const float* h = nullptr;          // [N, C]
   const float* w = nullptr;          // [V, C]
-  const uint16_t* w_bf16 = nullptr;  // optional: w rounded to bf16 (bf16 precision)
+  const uint16_t* w_bf16 = nullptr;         // optional: w rounded to bf16 (bf16 precision)
+  const uint16_t* w_bf16_packed = nullptr;  // optional: w packed (bf16_pack_weight): the forward's logits
   const int32_t* targets = nullptr;  // [N]; -1 = no target (log-prob 0, entropy only)
   int64_t N = 0, C = 0, V = 0;
   float* logprob = nullptr;  // [N] out

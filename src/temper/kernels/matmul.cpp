@@ -137,41 +137,6 @@ void gemm_small_m(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, 
   parallel_for(N, grain, [&](int64_t b, int64_t e) { t.gemm_nt_f32(A, lda, B, ldb, C, ldc, M, b, e, K, accumulate); });
 }
 
-// bf16 forward products y = x W^T with the weight already in bf16 go to our kernel (cpu/gemm_bf16.h) at
-// every row count when the active ISA is AVX-512: its sums do not depend on the number of rows, so the
-// rollout engine's decode gives the training forward's bits, and at one row it streams the weight
-// without oneDNN's per-call costs (oneDNN's bf16 matmul repacks; docs/PERFORMANCE.md). Elsewhere, or with
-// TEMPER_GEMM_BF16=onednn, they stay on oneDNN (whose primitive also gives decode the training's bits).
-bool bf16_rows_on() {
-  static const bool env_onednn = [] {
-    const char* e = std::getenv("TEMPER_GEMM_BF16");
-    TEMPER_CHECK(!e || !std::strcmp(e, "onednn") || !std::strcmp(e, "temper"))
-        << "TEMPER_GEMM_BF16='" << e << "' is not one of temper, onednn";
-    return e && !std::strcmp(e, "onednn");
-  }();
-  return !env_onednn && cpu_isa() == Isa::avx512;
-}
-
-bool bf16_rows_ok(bool ta, bool tb, float beta, Precision precision, const uint16_t* b16) {
-  return !ta && tb && b16 && precision == Precision::bf16 && (beta == 0.f || beta == 1.f) && bf16_rows_on();
-}
-
-void gemm_bf16_ours(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const uint16_t* b16, int64_t ldb,
-                    bool accumulate, float* C, int64_t ldc) {
-  thread_local std::vector<float> packed;  // A rounded to bf16, in the kernel's layout (grows once)
-  const int64_t S = gemm_bf16_packed_stride(K);
-  if (static_cast<int64_t>(packed.size()) < M * S) packed.resize(static_cast<size_t>(M * S));
-  float* a = packed.data();
-  parallel_for(M, std::max<int64_t>(1, 16384 / K), [&](int64_t b, int64_t e) {
-    gemm_bf16_pack_rows(A + b * lda, lda, e - b, K, a + b * S);
-  });
-  // Ranges of whole 4-row weight tiles, at least 64k multiply-adds per task.
-  const int64_t tiles = (N + 3) / 4;
-  parallel_for(tiles, std::max<int64_t>(1, 65536 / (4 * M * K)), [&](int64_t b, int64_t e) {
-    gemm_bf16_rows(a, b16, ldb, C, ldc, M, b * 4, std::min(N, e * 4), K, accumulate);
-  });
-}
-
 }  // namespace
 
 GemmBackend gemm_backend() { return backend_slot(); }
@@ -205,10 +170,6 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int
     gemm_small_m(M, N, K, A, lda, B, ldb, beta != 0.f, C, ldc);
     return;
   }
-  if (bf16_rows_ok(ta, tb, beta, precision, b16)) {
-    gemm_bf16_ours(M, N, K, A, lda, b16, ldb, beta != 0.f, C, ldc);
-    return;
-  }
   if (precision == Precision::bf16) {
     gemm_bf16(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, b16);
     return;
@@ -230,6 +191,39 @@ void gemm_decode(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, c
     return;
   }
   gemm(false, true, M, N, K, A, lda, B, ldb, beta, C, ldc, precision, b16);
+}
+
+bool bf16_packed_supported() {
+  static const bool env_onednn = [] {
+    const char* e = std::getenv("TEMPER_GEMM_BF16");
+    TEMPER_CHECK(!e || !std::strcmp(e, "onednn") || !std::strcmp(e, "packed"))
+        << "TEMPER_GEMM_BF16='" << e << "' is not one of packed, onednn";
+    return e && !std::strcmp(e, "onednn");
+  }();
+  return !env_onednn && cpu_isa() == Isa::avx512;
+}
+
+int64_t bf16_packed_size(int64_t N, int64_t K) { return bf16_packed_elems(N, K); }
+
+void bf16_pack_weight(const float* W, int64_t N, int64_t K, uint16_t* out) {
+  TEMPER_CHECK(bf16_packed_supported()) << "bf16_pack_weight: packed bf16 products need AVX-512";
+  parallel_for((N + 31) / 32, 1, [&](int64_t b, int64_t e) { bf16_pack_panels(W, K, N, K, b, e, out); });
+}
+
+void gemm_bf16_packed(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const uint16_t* wp, float beta,
+                      float* C, int64_t ldc) {
+  TEMPER_CHECK(beta == 0.f || beta == 1.f) << "gemm_bf16_packed supports beta 0 or 1, got " << beta;
+  if (M == 0 || N == 0) return;
+  thread_local std::vector<float> rounded;  // A rounded to bf16 (grows once, then allocation-free)
+  if (static_cast<int64_t>(rounded.size()) < M * K) rounded.resize(static_cast<size_t>(M * K));
+  float* a = rounded.data();
+  parallel_for(M, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, K)), [&](int64_t b, int64_t e) {
+    bf16_round_rows(A + b * lda, lda, e - b, K, a + b * K);
+  });
+  // Ranges of whole 32-output panels, at least 64k multiply-adds per task.
+  parallel_for((N + 31) / 32, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, 32 * M * K)), [&](int64_t b, int64_t e) {
+    gemm_bf16_packed_panels(a, K, wp, N, K, C, ldc, M, b, e, beta != 0.f);
+  });
 }
 
 void gemm_ref(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* A, int64_t lda, const double* B,

@@ -2,9 +2,8 @@
 // op(A) = A^T when ta (A stored [K, M]); op(B) = B^T when tb (B stored [N, K]); a linear layer
 // y = x W^T is gemm(false, true, ...). f32 goes to oneDNN's sgemm (default) or OpenBLAS (OpenMP
 // build); bf16 rounds both inputs to bf16 and multiplies with f32 accumulation and output (what
-// torch.autocast does on CPU): forward products y = x W^T with W pre-rounded (b16) on our kernel where
-// the ISA is AVX-512 (cpu/gemm_bf16.h: one fixed sum per output, whatever the row count), the rest on
-// oneDNN's bf16 matmul. oneDNN was faster on every training shape here and gives
+// torch.autocast does on CPU) on oneDNN's bf16 matmul; the model's forward products use
+// gemm_bf16_packed below instead where the ISA is AVX-512. oneDNN was faster on every training shape here and gives
 // the same bits for 1 and 2 threads; OpenBLAS 0.3.21 does not for small-M*N, long-K products (dW).
 // The measurements are in docs/PERFORMANCE.md.
 #pragma once
@@ -32,6 +31,17 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int
 // our decode kernel up to more rows than gemm() gives it (64 with AVX-512; matmul.cpp says why), else gemm().
 void gemm_decode(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
                  float* C, int64_t ldc, Precision precision = Precision::f32, const uint16_t* b16 = nullptr);
+
+// bf16 forward products on weights packed once per update (cpu/gemm_bf16.h): each output the plain
+// sequential sum over k, whatever the row count or threads, so the rollout engine's decode gives the
+// training forward's bits; 1.3-1.6x oneDNN's bf16 matmul from 4 rows up (docs/PERFORMANCE.md). Where the
+// active ISA is AVX-512 and TEMPER_GEMM_BF16 is not "onednn"; elsewhere the model calls gemm().
+bool bf16_packed_supported();
+int64_t bf16_packed_size(int64_t N, int64_t K);                         // uint16 elements
+void bf16_pack_weight(const float* W, int64_t N, int64_t K, uint16_t* out);  // W [N, K] row-major f32
+// C[M, N] = A W^T (+ C when beta = 1): A rounded to bf16 here, wp = bf16_pack_weight(W).
+void gemm_bf16_packed(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const uint16_t* wp, float beta,
+                      float* C, int64_t ldc);
 
 // f32 -> bf16 (round to nearest even) of n elements, in parallel.
 void convert_to_bf16(const float* x, uint16_t* y, int64_t n);

@@ -40,9 +40,15 @@ void Int4Drafter::refresh(const Transformer& model) {
   }
   const int64_t head_n = c.vocab_size * C;
   if (head_ == DraftHead::int4) kernels::quantize_int4(P + model.layout().lm_head, c.vocab_size, C, C, kHeadGroup, &copy.head);
-  if (head_ == DraftHead::bf16) {
-    copy.head16.resize(static_cast<size_t>(head_n));
-    kernels::convert_to_bf16(P + model.layout().lm_head, copy.head16.data(), head_n);
+  if (head_ == DraftHead::bf16) {  // packed for our bf16 kernel where the CPU runs it, else row-major
+    copy.head16_packed = kernels::bf16_packed_supported();
+    if (copy.head16_packed) {
+      copy.head16.resize(static_cast<size_t>(kernels::bf16_packed_size(c.vocab_size, C)));
+      kernels::bf16_pack_weight(P + model.layout().lm_head, c.vocab_size, C, copy.head16.data());
+    } else {
+      copy.head16.resize(static_cast<size_t>(head_n));
+      kernels::convert_to_bf16(P + model.layout().lm_head, copy.head16.data(), head_n);
+    }
   }
   copies_.push_back(std::move(copy));
 }
@@ -60,6 +66,11 @@ const kernels::Int4Weights* Int4Drafter::head_int4() const {
 const uint16_t* Int4Drafter::head_bf16() const {
   TEMPER_CHECK(!copies_.empty()) << "drafter: used before the first refresh";
   return head_ == DraftHead::bf16 ? copies_.front().head16.data() : nullptr;
+}
+
+bool Int4Drafter::head_bf16_packed() const {
+  TEMPER_CHECK(!copies_.empty()) << "drafter: used before the first refresh";
+  return copies_.front().head16_packed;
 }
 
 size_t Int4Drafter::bytes() const {

@@ -39,6 +39,7 @@ class Int4Drafter {
   const std::vector<Int4Layer>& layers() const;  // the copy in use
   const kernels::Int4Weights* head_int4() const;  // its LM head, by kind (null when another kind)
   const uint16_t* head_bf16() const;
+  bool head_bf16_packed() const;  // head_bf16() is kernels::bf16_pack_weight's layout (else row-major)
   size_t bytes() const;  // of the copy in use
 
  private:
@@ -46,6 +47,7 @@ class Int4Drafter {
     std::vector<Int4Layer> layers;
     kernels::Int4Weights head;
     std::vector<uint16_t> head16;
+    bool head16_packed = false;
   };
   int64_t group_, lag_;
   DraftHead head_;

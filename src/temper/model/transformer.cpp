@@ -1,5 +1,7 @@
 #include "temper/model/transformer.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "temper/core/error.h"
@@ -169,14 +171,53 @@ const uint16_t* Transformer::w16(int64_t offset) const {
   return precision_ == kernels::Precision::bf16 ? params_bf16_.data<uint16_t>() + offset : nullptr;
 }
 
+const uint16_t* Transformer::wp(int64_t offset) const {
+  if (precision_ != kernels::Precision::bf16 || packed_at_.empty()) return nullptr;
+  auto it = std::lower_bound(packed_at_.begin(), packed_at_.end(), std::pair<int64_t, int64_t>{offset, INT64_MIN});
+  TEMPER_CHECK(it != packed_at_.end() && it->first == offset) << "no packed bf16 copy of the weight at " << offset;
+  return params_bf16p_.data<uint16_t>() + it->second;
+}
+
+// The bf16 copies, refreshed when the weights changed: row-major (the backward's products) and, where
+// the CPU runs our packed kernel, every forward weight packed (kernels::gemm_bf16_packed).
+void Transformer::refresh_bf16() {
+  TEMPER_PROFILE("bf16_weights");
+  if (!params_bf16_.defined() || params_bf16_.numel() != layout_.total())
+    params_bf16_ = Tensor::empty({layout_.total()}, DType::bf16);
+  kernels::convert_to_bf16(params(), params_bf16_.data<uint16_t>(), layout_.total());
+  if (!kernels::bf16_packed_supported()) {
+    packed_at_.clear();
+    return;
+  }
+  const int64_t C = cfg_.hidden_size, F = cfg_.intermediate_size, Hq = cfg_.num_heads * cfg_.head_dim;
+  struct W { int64_t offset, N, K; };
+  std::vector<W> ws;
+  for (const LayerOffsets& o : layout_.layers) {
+    ws.push_back({o.w_qkv, cfg_.qkv_dim(), C});
+    ws.push_back({o.w_o, C, Hq});
+    ws.push_back({o.w_gu, 2 * F, C});
+    ws.push_back({o.w_down, C, F});
+  }
+  ws.push_back({layout_.lm_head, cfg_.vocab_size, C});
+  std::sort(ws.begin(), ws.end(), [](const W& a, const W& b) { return a.offset < b.offset; });
+  if (packed_at_.size() != ws.size()) {
+    packed_at_.clear();
+    int64_t total = 0;
+    for (const W& w : ws) {
+      packed_at_.push_back({w.offset, total});
+      total += kernels::bf16_packed_size(w.N, w.K);
+    }
+    params_bf16p_ = Tensor::empty({total}, DType::bf16);
+  }
+  for (size_t i = 0; i < ws.size(); ++i)
+    kernels::bf16_pack_weight(params() + ws[i].offset, ws[i].N, ws[i].K, params_bf16p_.data<uint16_t>() + packed_at_[i].second);
+}
+
 void Transformer::prepare(int64_t B, int64_t T) {
   TEMPER_CHECK(B > 0 && T > 0) << "empty batch: B=" << B << " T=" << T;
   pull_params();  // before the bf16 copy is judged current
   if (precision_ == kernels::Precision::bf16 && bf16_version_ != params_version_) {
-    TEMPER_PROFILE("bf16_weights");
-    if (!params_bf16_.defined() || params_bf16_.numel() != layout_.total())
-      params_bf16_ = Tensor::empty({layout_.total()}, DType::bf16);
-    kernels::convert_to_bf16(params(), params_bf16_.data<uint16_t>(), layout_.total());
+    refresh_bf16();
     bf16_version_ = params_version_;
   }
   if (B * T > max_tokens_ || T > max_seq_) plan_host(B * T > max_tokens_ ? B * T : max_tokens_, T > max_seq_ ? T : max_seq_);
@@ -206,6 +247,7 @@ void Transformer::layer_forward(int64_t l, const LayerActs& a, float* x_out, int
   auto linear = [&](int64_t out, int64_t in, const float* x, int64_t w, const kernels::Int4Weights* w4, float beta, float* y) {
     TEMPER_PROFILE("gemm");
     if (w4) kernels::int4_gemm(N, x, in, *w4, beta != 0.f, y, out);
+    else if (const uint16_t* p = wp(w)) kernels::gemm_bf16_packed(N, out, in, x, in, p, beta, y, out);
     else if (paged) kernels::gemm_decode(N, out, in, x, in, P + w, in, beta, y, out, precision_, w16(w));  // the rollout engine
     else gemm(false, true, N, out, in, x, in, P + w, in, beta, y, out, precision_, w16(w));
   };
@@ -318,6 +360,7 @@ kernels::ClassifierArgs Transformer::classifier_args(const int32_t* targets, int
   ca.h = xn_;
   ca.w = params() + layout_.lm_head;
   ca.w_bf16 = w16(layout_.lm_head);
+  ca.w_bf16_packed = wp(layout_.lm_head);
   ca.targets = targets;
   ca.N = N;
   ca.C = cfg_.hidden_size;
@@ -398,10 +441,15 @@ void Transformer::forward_paged(const PagedStep& st, KvPool& pool, const Int4Dra
     return;
   }
   if (const uint16_t* head = drafter ? drafter->head_bf16() : nullptr) {
-    kernels::gemm_decode(st.n_out, V, C, xn_, C, params() + layout_.lm_head, C, 0.f, st.logits, V, kernels::Precision::bf16, head);
+    if (drafter->head_bf16_packed()) kernels::gemm_bf16_packed(st.n_out, V, C, xn_, C, head, 0.f, st.logits, V);
+    else kernels::gemm_decode(st.n_out, V, C, xn_, C, params() + layout_.lm_head, C, 0.f, st.logits, V, kernels::Precision::bf16, head);
     return;
   }
   TEMPER_PROFILE("lm_head");
+  if (const uint16_t* p = wp(layout_.lm_head)) {
+    kernels::gemm_bf16_packed(st.n_out, V, C, xn_, C, p, 0.f, st.logits, V);
+    return;
+  }
   kernels::gemm_decode(st.n_out, V, C, xn_, C, params() + layout_.lm_head, C, 0.f, st.logits, V, precision_,
                        w16(layout_.lm_head));
 }
@@ -409,8 +457,11 @@ void Transformer::forward_paged(const PagedStep& st, KvPool& pool, const Int4Dra
 void Transformer::forward_logits(const int32_t* tokens, int64_t B, int64_t T, float* logits) {
   prepare(B, T);
   trunk_forward(tokens, B, T, false);
-  gemm(false, true, B * T, cfg_.vocab_size, cfg_.hidden_size, xn_, cfg_.hidden_size, params() + layout_.lm_head,
-       cfg_.hidden_size, 0.f, logits, cfg_.vocab_size, precision_, w16(layout_.lm_head));
+  if (const uint16_t* p = wp(layout_.lm_head))
+    kernels::gemm_bf16_packed(B * T, cfg_.vocab_size, cfg_.hidden_size, xn_, cfg_.hidden_size, p, 0.f, logits, cfg_.vocab_size);
+  else
+    gemm(false, true, B * T, cfg_.vocab_size, cfg_.hidden_size, xn_, cfg_.hidden_size, params() + layout_.lm_head,
+         cfg_.hidden_size, 0.f, logits, cfg_.vocab_size, precision_, w16(layout_.lm_head));
 }
 
 void Transformer::forward_hidden(const int32_t* tokens, int64_t B, int64_t T, float* hidden) {

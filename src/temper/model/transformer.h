@@ -114,6 +114,8 @@ class Transformer {
   void layer_backward(int64_t l, const LayerActs& a, float* dx, int64_t B, int64_t T);
   LayerActs acts_for(int64_t l, bool save) const;
   const uint16_t* w16(int64_t offset) const;  // bf16 copy of a weight (bf16 precision), else null
+  const uint16_t* wp(int64_t offset) const;   // its packed bf16 copy (bf16 precision, AVX-512), else null
+  void refresh_bf16();
   kernels::ClassifierArgs classifier_args(const int32_t* targets, int64_t N, float* logprob, float* entropy);
 
   void pull_params() const {
@@ -129,6 +131,8 @@ class Transformer {
   kernels::Precision precision_ = kernels::Precision::f32;
   bool recompute_ = false;
   Tensor params_bf16_;  // bf16 copy of params for bf16 GEMMs, refreshed when params change
+  Tensor params_bf16p_;  // the forward weights packed for kernels::gemm_bf16_packed (where supported)
+  std::vector<std::pair<int64_t, int64_t>> packed_at_;  // (param offset, packed offset), sorted
   mutable uint64_t params_version_ = 1;
   uint64_t bf16_version_ = 0;
 

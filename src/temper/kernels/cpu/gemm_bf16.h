@@ -1,28 +1,33 @@
-// bf16 x bf16 -> f32 products y = x W^T with one fixed sum per output (AVX-512): the bf16 precision's
+// bf16 forward products y = x W^T on weights packed once per update (AVX-512): the bf16 precision's
 // forward products, training and rollouts alike.
 //
-// The arithmetic is that of AVX-512 BF16's vdpbf16ps, which on the CPUs here is bitwise
-// c = fma(x[2i], w[2i], fma(x[2i+1], w[2i+1], c)) per lane i (checked on 3.2M lanes): inputs in chunks
-// of 32, lane i of one 16-lane f32 accumulator takes the pair (32 j + 2 i, 32 j + 2 i + 1) of chunk j,
-// odd element first, both products exact (bf16 x bf16), each sum rounded; the lanes are then reduced
-// in a fixed tree: t[i] = l[i] + l[i + 8], u[i] = t[i] + t[i + 4], (u0 + u2) + (u1 + u3). It is computed with ordinary FMAs on weights widened from bf16
-// (a shift and a mask: no shuffles), which on these cores is 2x the multiply-add rate of vdpbf16ps.
-// A row's result does not depend on how many rows share the call or how threads split it, so the
-// rollout engine's decode (a few rows) gives the training forward's bits (thousands of rows).
+// Packed layout: the N outputs in panels of 32; panel p holds, for k = 0..K-1, one 64-byte row whose
+// 32-bit lane i is W[32p + i][k] (low half) and W[32p + 16 + i][k] (high half), rounded to bf16 (zeros
+// past N). A shift and a mask widen a row to two f32 vectors (outputs 32p..32p+15, 32p+16..32p+31), so
+// the product is an outer product: for each k, every row's x[k] (rounded to bf16) broadcast times the
+// panel row, FMA'd into 32 accumulators per row.
+//
+// Each output is the plain sequential sum c = fma(x[k], w[k], c), k = 0, 1, ..., K-1 (products exact:
+// bf16 x bf16), whatever the number of rows, the tiling or the threads: the rollout engine's decode (a
+// few rows) gives the training forward's bits (thousands of rows).
 #pragma once
 
 #include <cstdint>
 
 namespace temper::kernels {
 
-// The inputs of one call, prepared by gemm_bf16_pack_rows: each row rounded to bf16 (round to nearest
-// even) and held as f32 in chunks of 32: the 16 even-indexed inputs, then the 16 odd ones (zeros past K).
-int64_t gemm_bf16_packed_stride(int64_t K);  // floats per packed row: 32 x ceil(K / 32)
-void gemm_bf16_pack_rows(const float* x, int64_t ldx, int64_t rows, int64_t K, float* packed);
+// Elements (uint16) of the packed copy of an [N, K] weight.
+int64_t bf16_packed_elems(int64_t N, int64_t K);
 
-// C[m, n] (+)= sum_k A[m, k] W[n, k] for m in [0, M), n in [n0, n1): A packed (stride
-// gemm_bf16_packed_stride(K)), W bf16 row-major [N, K] with row stride ldw. Needs AVX-512 (F, BW).
-void gemm_bf16_rows(const float* A, const uint16_t* W, int64_t ldw, float* C, int64_t ldc, int64_t M, int64_t n0,
-                    int64_t n1, int64_t K, bool accumulate);
+// Packs panels [p0, p1) of the f32 weight W [N, K] (row stride ldw) into out (the whole packed copy).
+void bf16_pack_panels(const float* W, int64_t ldw, int64_t N, int64_t K, int64_t p0, int64_t p1, uint16_t* out);
+
+// x rounded to bf16 (round to nearest even), kept as f32: rows of K, row stride K in out.
+void bf16_round_rows(const float* x, int64_t ldx, int64_t rows, int64_t K, float* out);
+
+// C[m, n] (+)= sum_k A[m, k] W[n, k] for m in [0, M) and the outputs of panels [p0, p1): A rounded
+// (bf16_round_rows, row stride lda), Wp the packed copy of W [N, K].
+void gemm_bf16_packed_panels(const float* A, int64_t lda, const uint16_t* Wp, int64_t N, int64_t K, float* C,
+                             int64_t ldc, int64_t M, int64_t p0, int64_t p1, bool accumulate);
 
 }  // namespace temper::kernels
