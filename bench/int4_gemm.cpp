@@ -1,6 +1,8 @@
 // The drafter's GEMMs against the policy's on SmolLM2-135M's shapes: for M rows (the live batch of a draft pass
 // or M = B (gamma + 1) of a verify pass), the seconds of one forward's linears (30 layers of q/k/v, o,
-// gate/up, down) and of the LM head, in f32 (the policy), bf16 and int4 (the drafter; activations int8).
+// gate/up, down) and of the LM head, in f32 (the policy), bf16 and int4 (the drafter; activations int8), and
+// the packed kernels (kernels::gemm_f32_packed / gemm_bf16_packed, where the ISA is AVX-512) next to the
+// f32 decode path (gemm_decode: our small-M kernel) and the bf16 one (gemm: oneDNN's bf16 matmul).
 // Run: build/bench/int4_gemm [--threads N] [--reps R] [--rows 1,2,4]. Results go to docs/PERFORMANCE.md.
 #include <chrono>
 #include <cstdio>
@@ -60,6 +62,8 @@ int main(int argc, char** argv) {
   bool first = true;
   for (int64_t M : rows) {
     double f32_blocks = 0, bf16_blocks = 0, int4_blocks = 0, f32_head = 0, bf16_head = 0, int4_head = 0;
+    double f32p_blocks = 0, bf16p_blocks = 0, f32p_head = 0, bf16p_head = 0;
+    const bool packed = packed_supported();
     for (const Shape& s : shapes) {
       std::vector<float> w(static_cast<size_t>(s.N * s.K)), x(static_cast<size_t>(M * s.K)), y(static_cast<size_t>(M * s.N));
       rng_fill_normal(1, 0, std::span<float>(w), 0.f, 0.05f);
@@ -68,17 +72,30 @@ int main(int argc, char** argv) {
       convert_to_bf16(w.data(), w16.data(), s.N * s.K);
       Int4Weights q;
       quantize_int4(w.data(), s.N, s.K, s.K, s.name == std::string("lm_head") ? 32 : 128, &q);
-      double tf = best_of(reps, [&] { gemm(false, true, M, s.N, s.K, x.data(), s.K, w.data(), s.K, 0.f, y.data(), s.N); });
+      double tf = best_of(reps, [&] { gemm_decode(M, s.N, s.K, x.data(), s.K, w.data(), s.K, 0.f, y.data(), s.N); });
       double tb = best_of(reps, [&] { gemm(false, true, M, s.N, s.K, x.data(), s.K, w.data(), s.K, 0.f, y.data(), s.N, Precision::bf16, w16.data()); });
       double t4 = best_of(reps, [&] { int4_gemm(M, x.data(), s.K, q, false, y.data(), s.N); });
       const bool head = s.N == 49152;
+      if (packed) {
+        std::vector<float> wpf(static_cast<size_t>(packed_size(s.N, s.K)));
+        std::vector<uint16_t> wpb(static_cast<size_t>(packed_size(s.N, s.K)));
+        f32_pack_weight(w.data(), s.N, s.K, wpf.data());
+        bf16_pack_weight(w.data(), s.N, s.K, wpb.data());
+        (head ? f32p_head : f32p_blocks) +=
+            s.per_forward * best_of(reps, [&] { gemm_f32_packed(M, s.N, s.K, x.data(), s.K, wpf.data(), 0.f, y.data(), s.N); });
+        (head ? bf16p_head : bf16p_blocks) +=
+            s.per_forward * best_of(reps, [&] { gemm_bf16_packed(M, s.N, s.K, x.data(), s.K, wpb.data(), 0.f, y.data(), s.N); });
+      }
       (head ? f32_head : f32_blocks) += tf * s.per_forward;
       (head ? bf16_head : bf16_blocks) += tb * s.per_forward;
       (head ? int4_head : int4_blocks) += t4 * s.per_forward;
     }
-    std::printf("%s  {\"M\": %lld, \"blocks_ms\": {\"f32\": %.2f, \"bf16\": %.2f, \"int4\": %.2f}, \"head_ms\": {\"f32\": %.2f, \"bf16\": %.2f, \"int4\": %.2f}}",
-                first ? "" : ",\n", static_cast<long long>(M), f32_blocks * 1e3, bf16_blocks * 1e3, int4_blocks * 1e3, f32_head * 1e3,
-                bf16_head * 1e3, int4_head * 1e3);
+    std::printf("%s  {\"M\": %lld, \"blocks_ms\": {\"f32\": %.2f, \"bf16\": %.2f, \"int4\": %.2f, \"f32_packed\": %.2f, "
+                "\"bf16_packed\": %.2f}, \"head_ms\": {\"f32\": %.2f, \"bf16\": %.2f, \"int4\": %.2f, \"f32_packed\": %.2f, "
+                "\"bf16_packed\": %.2f}}",
+                first ? "" : ",\n", static_cast<long long>(M), f32_blocks * 1e3, bf16_blocks * 1e3, int4_blocks * 1e3,
+                f32p_blocks * 1e3, bf16p_blocks * 1e3, f32_head * 1e3, bf16_head * 1e3, int4_head * 1e3, f32p_head * 1e3,
+                bf16p_head * 1e3);
     first = false;
   }
   std::printf("\n]}\n");

@@ -16,7 +16,7 @@
 
 #include "temper/core/error.h"
 #include "temper/core/thread_pool.h"
-#include "temper/kernels/cpu/gemm_bf16.h"
+#include "temper/kernels/cpu/gemm_packed.h"
 #include "temper/kernels/cpu/isa_table.h"
 
 namespace temper::kernels {
@@ -193,20 +193,38 @@ void gemm_decode(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, c
   gemm(false, true, M, N, K, A, lda, B, ldb, beta, C, ldc, precision, b16);
 }
 
-bool bf16_packed_supported() {
-  static const bool env_onednn = [] {
-    const char* e = std::getenv("TEMPER_GEMM_BF16");
-    TEMPER_CHECK(!e || !std::strcmp(e, "onednn") || !std::strcmp(e, "packed"))
-        << "TEMPER_GEMM_BF16='" << e << "' is not one of packed, onednn";
-    return e && !std::strcmp(e, "onednn");
+bool packed_supported() {
+  static const bool off = [] {
+    const char* e = std::getenv("TEMPER_PACKED_GEMM");
+    TEMPER_CHECK(!e || !std::strcmp(e, "0") || !std::strcmp(e, "1")) << "TEMPER_PACKED_GEMM='" << e << "' is not 0 or 1";
+    return e && !std::strcmp(e, "0");
   }();
-  return !env_onednn && cpu_isa() == Isa::avx512;
+  return !off && cpu_isa() == Isa::avx512;
 }
 
-int64_t bf16_packed_size(int64_t N, int64_t K) { return bf16_packed_elems(N, K); }
+int64_t packed_size(int64_t N, int64_t K) { return packed_elems(N, K); }
+
+void f32_pack_weight(const float* W, int64_t N, int64_t K, float* out) {
+  TEMPER_CHECK(packed_supported()) << "f32_pack_weight: packed products need AVX-512";
+  parallel_for((N + 31) / 32, 1, [&](int64_t b, int64_t e) { f32_pack_panels(W, K, N, K, b, e, out); });
+}
+
+namespace {
+// Ranges of whole 32-output panels, at least 64k multiply-adds per task.
+int64_t panel_grain(int64_t M, int64_t K) { return std::max<int64_t>(1, 65536 / std::max<int64_t>(1, 32 * M * K)); }
+}  // namespace
+
+void gemm_f32_packed(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* wp, float beta, float* C,
+                     int64_t ldc) {
+  TEMPER_CHECK(beta == 0.f || beta == 1.f) << "gemm_f32_packed supports beta 0 or 1, got " << beta;
+  if (M == 0 || N == 0) return;
+  parallel_for((N + 31) / 32, panel_grain(M, K), [&](int64_t b, int64_t e) {
+    gemm_f32_packed_panels(A, lda, wp, N, K, C, ldc, M, b, e, beta != 0.f);
+  });
+}
 
 void bf16_pack_weight(const float* W, int64_t N, int64_t K, uint16_t* out) {
-  TEMPER_CHECK(bf16_packed_supported()) << "bf16_pack_weight: packed bf16 products need AVX-512";
+  TEMPER_CHECK(packed_supported()) << "bf16_pack_weight: packed products need AVX-512";
   parallel_for((N + 31) / 32, 1, [&](int64_t b, int64_t e) { bf16_pack_panels(W, K, N, K, b, e, out); });
 }
 
@@ -220,8 +238,7 @@ void gemm_bf16_packed(int64_t M, int64_t N, int64_t K, const float* A, int64_t l
   parallel_for(M, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, K)), [&](int64_t b, int64_t e) {
     bf16_round_rows(A + b * lda, lda, e - b, K, a + b * K);
   });
-  // Ranges of whole 32-output panels, at least 64k multiply-adds per task.
-  parallel_for((N + 31) / 32, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, 32 * M * K)), [&](int64_t b, int64_t e) {
+  parallel_for((N + 31) / 32, panel_grain(M, K), [&](int64_t b, int64_t e) {
     gemm_bf16_packed_panels(a, K, wp, N, K, C, ldc, M, b, e, beta != 0.f);
   });
 }

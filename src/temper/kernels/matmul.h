@@ -32,14 +32,18 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int
 void gemm_decode(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
                  float* C, int64_t ldc, Precision precision = Precision::f32, const uint16_t* b16 = nullptr);
 
-// bf16 forward products on weights packed once per update (cpu/gemm_bf16.h): each output the plain
-// sequential sum over k, whatever the row count or threads, so the rollout engine's decode gives the
-// training forward's bits; 1.3-1.6x oneDNN's bf16 matmul from 4 rows up (docs/PERFORMANCE.md). Where the
-// active ISA is AVX-512 and TEMPER_GEMM_BF16 is not "onednn"; elsewhere the model calls gemm().
-bool bf16_packed_supported();
-int64_t bf16_packed_size(int64_t N, int64_t K);                         // uint16 elements
-void bf16_pack_weight(const float* W, int64_t N, int64_t K, uint16_t* out);  // W [N, K] row-major f32
-// C[M, N] = A W^T (+ C when beta = 1): A rounded to bf16 here, wp = bf16_pack_weight(W).
+// Forward products on weights packed once per update (cpu/gemm_packed.h): each output the plain
+// sequential sum over k, whatever the row count or threads. The model's bf16 forward products (so the
+// rollout engine's decode gives the training forward's bits) and its f32 decode products; 1.3-1.6x
+// the alternatives from a few rows up (docs/PERFORMANCE.md). Where the active ISA is AVX-512 and
+// TEMPER_PACKED_GEMM is not 0; elsewhere the model calls gemm() / gemm_decode().
+bool packed_supported();
+int64_t packed_size(int64_t N, int64_t K);                                    // elements of a packed [N, K]
+void f32_pack_weight(const float* W, int64_t N, int64_t K, float* out);       // W [N, K] row-major f32
+void bf16_pack_weight(const float* W, int64_t N, int64_t K, uint16_t* out);  // rounded to bf16
+// C[M, N] = A W^T (+ C when beta = 1), wp = *_pack_weight(W); bf16 rounds A to bf16 first.
+void gemm_f32_packed(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* wp, float beta, float* C,
+                     int64_t ldc);
 void gemm_bf16_packed(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const uint16_t* wp, float beta,
                       float* C, int64_t ldc);
 

@@ -41,9 +41,9 @@ void Int4Drafter::refresh(const Transformer& model) {
   const int64_t head_n = c.vocab_size * C;
   if (head_ == DraftHead::int4) kernels::quantize_int4(P + model.layout().lm_head, c.vocab_size, C, C, kHeadGroup, &copy.head);
   if (head_ == DraftHead::bf16) {  // packed for our bf16 kernel where the CPU runs it, else row-major
-    copy.head16_packed = kernels::bf16_packed_supported();
+    copy.head16_packed = kernels::packed_supported();
     if (copy.head16_packed) {
-      copy.head16.resize(static_cast<size_t>(kernels::bf16_packed_size(c.vocab_size, C)));
+      copy.head16.resize(static_cast<size_t>(kernels::packed_size(c.vocab_size, C)));
       kernels::bf16_pack_weight(P + model.layout().lm_head, c.vocab_size, C, copy.head16.data());
     } else {
       copy.head16.resize(static_cast<size_t>(head_n));

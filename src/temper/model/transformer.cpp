@@ -171,27 +171,27 @@ const uint16_t* Transformer::w16(int64_t offset) const {
   return precision_ == kernels::Precision::bf16 ? params_bf16_.data<uint16_t>() + offset : nullptr;
 }
 
-const uint16_t* Transformer::wp(int64_t offset) const {
-  if (precision_ != kernels::Precision::bf16 || packed_at_.empty()) return nullptr;
+int64_t Transformer::packed_offset(int64_t offset) const {
   auto it = std::lower_bound(packed_at_.begin(), packed_at_.end(), std::pair<int64_t, int64_t>{offset, INT64_MIN});
-  TEMPER_CHECK(it != packed_at_.end() && it->first == offset) << "no packed bf16 copy of the weight at " << offset;
-  return params_bf16p_.data<uint16_t>() + it->second;
+  TEMPER_CHECK(it != packed_at_.end() && it->first == offset) << "no packed copy of the weight at " << offset;
+  return it->second;
 }
 
-// The bf16 copies, refreshed when the weights changed: row-major (the backward's products) and, where
-// the CPU runs our packed kernel, every forward weight packed (kernels::gemm_bf16_packed).
-void Transformer::refresh_bf16() {
-  TEMPER_PROFILE("bf16_weights");
-  if (!params_bf16_.defined() || params_bf16_.numel() != layout_.total())
-    params_bf16_ = Tensor::empty({layout_.total()}, DType::bf16);
-  kernels::convert_to_bf16(params(), params_bf16_.data<uint16_t>(), layout_.total());
-  if (!kernels::bf16_packed_supported()) {
-    packed_at_.clear();
-    return;
-  }
+const uint16_t* Transformer::wp(int64_t offset) const {
+  if (precision_ != kernels::Precision::bf16 || !params_bf16p_.defined()) return nullptr;
+  return params_bf16p_.data<uint16_t>() + packed_offset(offset);
+}
+
+const float* Transformer::wpf(int64_t offset) const {
+  if (precision_ != kernels::Precision::f32 || !params_f32p_.defined() || f32p_version_ != params_version_) return nullptr;
+  return params_f32p_.data<float>() + packed_offset(offset);
+}
+
+// The weights of the forward's products y = x W^T as (offset, N, K), by offset; packed_at_ their
+// offsets in a packed copy (the same for f32 and bf16 copies: elements).
+std::vector<Transformer::ForwardWeight> Transformer::forward_weights() {
   const int64_t C = cfg_.hidden_size, F = cfg_.intermediate_size, Hq = cfg_.num_heads * cfg_.head_dim;
-  struct W { int64_t offset, N, K; };
-  std::vector<W> ws;
+  std::vector<ForwardWeight> ws;
   for (const LayerOffsets& o : layout_.layers) {
     ws.push_back({o.w_qkv, cfg_.qkv_dim(), C});
     ws.push_back({o.w_o, C, Hq});
@@ -199,18 +199,45 @@ void Transformer::refresh_bf16() {
     ws.push_back({o.w_down, C, F});
   }
   ws.push_back({layout_.lm_head, cfg_.vocab_size, C});
-  std::sort(ws.begin(), ws.end(), [](const W& a, const W& b) { return a.offset < b.offset; });
+  std::sort(ws.begin(), ws.end(), [](const ForwardWeight& a, const ForwardWeight& b) { return a.offset < b.offset; });
   if (packed_at_.size() != ws.size()) {
     packed_at_.clear();
-    int64_t total = 0;
-    for (const W& w : ws) {
-      packed_at_.push_back({w.offset, total});
-      total += kernels::bf16_packed_size(w.N, w.K);
+    packed_total_ = 0;
+    for (const ForwardWeight& w : ws) {
+      packed_at_.push_back({w.offset, packed_total_});
+      packed_total_ += kernels::packed_size(w.N, w.K);
     }
-    params_bf16p_ = Tensor::empty({total}, DType::bf16);
   }
+  return ws;
+}
+
+// The bf16 copies, refreshed when the weights changed: row-major (the backward's products) and, where
+// the CPU runs the packed kernels, every forward weight packed (kernels::gemm_bf16_packed).
+void Transformer::refresh_bf16() {
+  TEMPER_PROFILE("bf16_weights");
+  if (!params_bf16_.defined() || params_bf16_.numel() != layout_.total())
+    params_bf16_ = Tensor::empty({layout_.total()}, DType::bf16);
+  kernels::convert_to_bf16(params(), params_bf16_.data<uint16_t>(), layout_.total());
+  if (!kernels::packed_supported()) {
+    params_bf16p_ = Tensor();
+    return;
+  }
+  const std::vector<ForwardWeight> ws = forward_weights();
+  if (!params_bf16p_.defined()) params_bf16p_ = Tensor::empty({packed_total_}, DType::bf16);
   for (size_t i = 0; i < ws.size(); ++i)
     kernels::bf16_pack_weight(params() + ws[i].offset, ws[i].N, ws[i].K, params_bf16p_.data<uint16_t>() + packed_at_[i].second);
+}
+
+// The f32 forward weights packed for the rollout engine's decode (kernels::gemm_f32_packed), made on the
+// first paged forward after the weights changed: training alone never holds this copy.
+void Transformer::refresh_f32_packed() {
+  if (precision_ != kernels::Precision::f32 || !kernels::packed_supported() || f32p_version_ == params_version_) return;
+  TEMPER_PROFILE("f32_packed_weights");
+  const std::vector<ForwardWeight> ws = forward_weights();
+  if (!params_f32p_.defined()) params_f32p_ = Tensor::empty({packed_total_});
+  for (size_t i = 0; i < ws.size(); ++i)
+    kernels::f32_pack_weight(params() + ws[i].offset, ws[i].N, ws[i].K, params_f32p_.data<float>() + packed_at_[i].second);
+  f32p_version_ = params_version_;
 }
 
 void Transformer::prepare(int64_t B, int64_t T) {
@@ -248,6 +275,7 @@ void Transformer::layer_forward(int64_t l, const LayerActs& a, float* x_out, int
     TEMPER_PROFILE("gemm");
     if (w4) kernels::int4_gemm(N, x, in, *w4, beta != 0.f, y, out);
     else if (const uint16_t* p = wp(w)) kernels::gemm_bf16_packed(N, out, in, x, in, p, beta, y, out);
+    else if (const float* p = paged ? wpf(w) : nullptr) kernels::gemm_f32_packed(N, out, in, x, in, p, beta, y, out);
     else if (paged) kernels::gemm_decode(N, out, in, x, in, P + w, in, beta, y, out, precision_, w16(w));  // the rollout engine
     else gemm(false, true, N, out, in, x, in, P + w, in, beta, y, out, precision_, w16(w));
   };
@@ -413,6 +441,7 @@ void Transformer::forward_paged(const PagedStep& st, KvPool& pool, const Int4Dra
   }
   pool.clear_block_copies();  // the host pool copied them itself
   prepare(st.n, 1);  // n tokens of many sequences (positions come from the step), not one sequence of n
+  refresh_f32_packed();
   if (static_cast<int64_t>(kv_len_.size()) < st.n) kv_len_.resize(static_cast<size_t>(st.n));
   for (int64_t i = 0; i < st.n; ++i) {
     TEMPER_CHECK(st.pos[i] >= 0 && st.pos[i] < cfg_.max_position_embeddings)
@@ -448,6 +477,10 @@ void Transformer::forward_paged(const PagedStep& st, KvPool& pool, const Int4Dra
   TEMPER_PROFILE("lm_head");
   if (const uint16_t* p = wp(layout_.lm_head)) {
     kernels::gemm_bf16_packed(st.n_out, V, C, xn_, C, p, 0.f, st.logits, V);
+    return;
+  }
+  if (const float* p = wpf(layout_.lm_head)) {
+    kernels::gemm_f32_packed(st.n_out, V, C, xn_, C, p, 0.f, st.logits, V);
     return;
   }
   kernels::gemm_decode(st.n_out, V, C, xn_, C, params() + layout_.lm_head, C, 0.f, st.logits, V, precision_,

@@ -115,7 +115,14 @@ class Transformer {
   LayerActs acts_for(int64_t l, bool save) const;
   const uint16_t* w16(int64_t offset) const;  // bf16 copy of a weight (bf16 precision), else null
   const uint16_t* wp(int64_t offset) const;   // its packed bf16 copy (bf16 precision, AVX-512), else null
+  const float* wpf(int64_t offset) const;     // its packed f32 copy when current (f32, AVX-512), else null
+  struct ForwardWeight {
+    int64_t offset, N, K;
+  };
+  std::vector<ForwardWeight> forward_weights();
+  int64_t packed_offset(int64_t offset) const;
   void refresh_bf16();
+  void refresh_f32_packed();
   kernels::ClassifierArgs classifier_args(const int32_t* targets, int64_t N, float* logprob, float* entropy);
 
   void pull_params() const {
@@ -132,7 +139,10 @@ class Transformer {
   bool recompute_ = false;
   Tensor params_bf16_;  // bf16 copy of params for bf16 GEMMs, refreshed when params change
   Tensor params_bf16p_;  // the forward weights packed for kernels::gemm_bf16_packed (where supported)
+  Tensor params_f32p_;   // and for kernels::gemm_f32_packed (f32 decode, where supported)
+  uint64_t f32p_version_ = 0;
   std::vector<std::pair<int64_t, int64_t>> packed_at_;  // (param offset, packed offset), sorted
+  int64_t packed_total_ = 0;
   mutable uint64_t params_version_ = 1;
   uint64_t bf16_version_ = 0;
 

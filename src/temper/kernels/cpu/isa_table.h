@@ -41,7 +41,7 @@ struct IsaTable {
   float (*dot)(const float* a, const float* b, int64_t n);
   void (*f32_to_bf16)(const float* x, uint16_t* y, int64_t n);
   // Small-M GEMM (decode): C[m, n] (+)= sum_k A[m, k] W[n, k] for m < M, n in [n0, n1); W row-major
-  // [N, K] with row stride ldw (f32; bf16 products are cpu/gemm_bf16.h's).
+  // [N, K] with row stride ldw (f32; the model's packed products are cpu/gemm_packed.h's).
   void (*gemm_nt_f32)(const float* A, int64_t lda, const float* W, int64_t ldw, float* C, int64_t ldc, int64_t M,
                       int64_t n0, int64_t n1, int64_t K, bool accumulate);
   // Paged decode attention: one query row over nb keys/values of one KV block, online softmax.

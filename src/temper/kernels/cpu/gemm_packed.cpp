@@ -1,6 +1,6 @@
-// The packed bf16 product (gemm_bf16.h). Compiled with AVX-512 flags (src/temper/CMakeLists.txt);
-// matmul.cpp calls it only when the active ISA is AVX-512.
-#include "temper/kernels/cpu/gemm_bf16.h"
+// The packed products (gemm_packed.h). Compiled with AVX-512 flags (src/temper/CMakeLists.txt);
+// matmul.cpp calls them only when the active ISA is AVX-512.
+#include "temper/kernels/cpu/gemm_packed.h"
 
 #include <immintrin.h>
 
@@ -35,16 +35,26 @@ inline void store_row(float* c, __m512 lo, __m512 hi, int64_t n, bool accumulate
 // R rows (R <= 12) x one panel of 32 outputs; the accumulators are named variables (held in an array,
 // GCC 12 stores them to the stack every iteration: see gemm_nt_tile44 in isa_kernels.inc).
 #define TEMPER_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
-template <int R>
-void tile(const float* A, int64_t lda, const uint16_t* P, int64_t K, float* C, int64_t ldc, int64_t n, bool accumulate) {
+// One packed row of 32 weights as two f32 vectors (outputs 0..15, 16..31 of the panel).
+inline void load_panel_row(const float* P, int64_t k, __m512& wl, __m512& wh) {
+  wl = _mm512_loadu_ps(P + k * 32);
+  wh = _mm512_loadu_ps(P + k * 32 + 16);
+}
+inline void load_panel_row(const uint16_t* P, int64_t k, __m512& wl, __m512& wh) {
+  const __m512i w = _mm512_loadu_si512(P + k * 32);
+  wl = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+  wh = _mm512_castsi512_ps(_mm512_and_si512(w, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
+}
+
+template <int R, class T>
+void tile(const float* A, int64_t lda, const T* P, int64_t K, float* C, int64_t ldc, int64_t n, bool accumulate) {
   static_assert(R >= 1 && R <= kMaxRows);
-  const __m512i high = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
 #define TEMPER_DECL(r) __m512 c##r##l = _mm512_setzero_ps(), c##r##h = _mm512_setzero_ps();
   TEMPER_ROWS(TEMPER_DECL)
 #undef TEMPER_DECL
   for (int64_t k = 0; k < K; ++k) {
-    const __m512i w = _mm512_loadu_si512(P + k * 32);
-    const __m512 wl = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16)), wh = _mm512_castsi512_ps(_mm512_and_si512(w, high));
+    __m512 wl, wh;
+    load_panel_row(P, k, wl, wh);
 #define TEMPER_STEP(r)                                  \
   if constexpr (R > r) {                                \
     const __m512 a = _mm512_set1_ps(A[r * lda + k]);    \
@@ -61,8 +71,8 @@ void tile(const float* A, int64_t lda, const uint16_t* P, int64_t K, float* C, i
 }
 #undef TEMPER_ROWS
 
-template <int R>
-void rows_of(const float* A, int64_t lda, const uint16_t* P, int64_t K, float* C, int64_t ldc, int64_t n, bool accumulate,
+template <int R, class T>
+void rows_of(const float* A, int64_t lda, const T* P, int64_t K, float* C, int64_t ldc, int64_t n, bool accumulate,
              int64_t rows) {
   if constexpr (R > 1) {
     if (rows < R) return rows_of<R - 1>(A, lda, P, K, C, ldc, n, accumulate, rows);
@@ -70,9 +80,34 @@ void rows_of(const float* A, int64_t lda, const uint16_t* P, int64_t K, float* C
   tile<R>(A, lda, P, K, C, ldc, n, accumulate);
 }
 
+template <class T>
+void packed_panels(const float* A, int64_t lda, const T* Wp, int64_t N, int64_t K, float* C, int64_t ldc, int64_t M,
+                   int64_t p0, int64_t p1, bool accumulate) {
+  for (int64_t mc = 0; mc < M; mc += kRowChunk) {  // a chunk of A stays in L2 while the panels pass
+    const int64_t me = M - mc < kRowChunk ? M : mc + kRowChunk;
+    for (int64_t p = p0; p < p1; ++p) {
+      const T* P = Wp + p * K * 32;
+      const int64_t n = N - 32 * p < 32 ? N - 32 * p : 32;
+      for (int64_t m = mc; m < me; m += kMaxRows) {
+        const int64_t rows = me - m < kMaxRows ? me - m : kMaxRows;
+        rows_of<kMaxRows>(A + m * lda, lda, P, K, C + m * ldc + 32 * p, ldc, n, accumulate, rows);
+      }
+    }
+  }
+}
+
 }  // namespace
 
-int64_t bf16_packed_elems(int64_t N, int64_t K) { return (N + 31) / 32 * 32 * K; }
+int64_t packed_elems(int64_t N, int64_t K) { return (N + 31) / 32 * 32 * K; }
+
+void f32_pack_panels(const float* W, int64_t ldw, int64_t N, int64_t K, int64_t p0, int64_t p1, float* out) {
+  for (int64_t p = p0; p < p1; ++p)
+    for (int64_t i = 0; i < 32; ++i) {
+      const int64_t n = 32 * p + i;
+      float* o = out + p * K * 32 + i;
+      for (int64_t k = 0; k < K; ++k) o[k * 32] = n < N ? W[n * ldw + k] : 0.f;
+    }
+}
 
 void bf16_pack_panels(const float* W, int64_t ldw, int64_t N, int64_t K, int64_t p0, int64_t p1, uint16_t* out) {
   for (int64_t p = p0; p < p1; ++p)
@@ -92,19 +127,14 @@ void bf16_round_rows(const float* x, int64_t ldx, int64_t rows, int64_t K, float
       out[r * K + k] = __builtin_bit_cast(float, static_cast<uint32_t>(round_bf16(x[r * ldx + k])) << 16);
 }
 
+void gemm_f32_packed_panels(const float* A, int64_t lda, const float* Wp, int64_t N, int64_t K, float* C, int64_t ldc,
+                            int64_t M, int64_t p0, int64_t p1, bool accumulate) {
+  packed_panels(A, lda, Wp, N, K, C, ldc, M, p0, p1, accumulate);
+}
+
 void gemm_bf16_packed_panels(const float* A, int64_t lda, const uint16_t* Wp, int64_t N, int64_t K, float* C,
                              int64_t ldc, int64_t M, int64_t p0, int64_t p1, bool accumulate) {
-  for (int64_t mc = 0; mc < M; mc += kRowChunk) {  // a chunk of A stays in L2 while the panels pass
-    const int64_t me = M - mc < kRowChunk ? M : mc + kRowChunk;
-    for (int64_t p = p0; p < p1; ++p) {
-      const uint16_t* P = Wp + p * K * 32;
-      const int64_t n = N - 32 * p < 32 ? N - 32 * p : 32;
-      for (int64_t m = mc; m < me; m += kMaxRows) {
-        const int64_t rows = me - m < kMaxRows ? me - m : kMaxRows;
-        rows_of<kMaxRows>(A + m * lda, lda, P, K, C + m * ldc + 32 * p, ldc, n, accumulate, rows);
-      }
-    }
-  }
+  packed_panels(A, lda, Wp, N, K, C, ldc, M, p0, p1, accumulate);
 }
 
 }  // namespace temper::kernels

@@ -1,7 +1,8 @@
-// The packed bf16 forward product (kernels/cpu/gemm_bf16.h through kernels::gemm_bf16_packed) on
-// AVX-512: every output bitwise equal to the plain sequential sum c = fma(x[k], w[k], c) over k of the
-// bf16-rounded operands, for shapes off the panel width (32) and the row tile (12), strided operands,
-// beta 0 and 1; hence a row's result does not depend on the other rows or on the threads.
+// The packed forward products (kernels/cpu/gemm_packed.h through kernels::gemm_f32_packed and
+// gemm_bf16_packed) on AVX-512: every output bitwise equal to the plain sequential sum
+// c = fma(x[k], w[k], c) over k (bf16: of the bf16-rounded operands), for shapes off the panel width (32)
+// and the row tile (12), strided operands, beta 0 and 1; hence a row's result does not depend on the
+// other rows or on the threads.
 #include <cmath>
 #include <cstring>
 
@@ -23,25 +24,36 @@ float rounded(float x) {
 }
 
 std::vector<uint16_t> packed(const std::vector<float>& w, int64_t N, int64_t K) {
-  std::vector<uint16_t> p(static_cast<size_t>(bf16_packed_size(N, K)));
+  std::vector<uint16_t> p(static_cast<size_t>(packed_size(N, K)));
   bf16_pack_weight(w.data(), N, K, p.data());
+  return p;
+}
+
+std::vector<float> packed_f32(const std::vector<float>& w, int64_t N, int64_t K) {
+  std::vector<float> p(static_cast<size_t>(packed_size(N, K)));
+  f32_pack_weight(w.data(), N, K, p.data());
   return p;
 }
 
 }  // namespace
 
-TEST(GemmBf16Packed, EveryOutputIsTheSequentialFmaSumBitwise) {
-  if (!bf16_packed_supported()) GTEST_SKIP() << "the packed bf16 product needs AVX-512";
+TEST(GemmPacked, EveryOutputIsTheSequentialFmaSumBitwiseF32AndBf16) {
+  if (!packed_supported()) GTEST_SKIP() << "the packed products need AVX-512";
+  for (bool bf : {false, true})
   for (int64_t M : {1, 3, 12, 13, 25, 70})
     for (int64_t N : {1, 5, 32, 33, 70})
       for (int64_t K : {1, 2, 31, 100, 576}) {
-        SCOPED_TRACE("M " + std::to_string(M) + " N " + std::to_string(N) + " K " + std::to_string(K));
+        SCOPED_TRACE(std::string(bf ? "bf16" : "f32") + " M " + std::to_string(M) + " N " + std::to_string(N) + " K " +
+                     std::to_string(K));
         const int64_t lda = K + 3, ldc = N + 2;
         auto a = random_vec(M * lda, 11), w = random_vec(N * K, 12);
         const auto wp = packed(w, N, K);
+        const auto wpf = packed_f32(w, N, K);
+        auto op = [&](float x) { return bf ? rounded(x) : x; };
         for (float beta : {0.f, 1.f}) {
           std::vector<float> c(M * ldc, 0.25f);
-          gemm_bf16_packed(M, N, K, a.data(), lda, wp.data(), beta, c.data(), ldc);
+          if (bf) gemm_bf16_packed(M, N, K, a.data(), lda, wp.data(), beta, c.data(), ldc);
+          else gemm_f32_packed(M, N, K, a.data(), lda, wpf.data(), beta, c.data(), ldc);
           int64_t bad = 0;
           std::vector<float> got(M * N);
           std::vector<double> ref(M * N);
@@ -50,8 +62,8 @@ TEST(GemmBf16Packed, EveryOutputIsTheSequentialFmaSumBitwise) {
               float s = 0.f;
               double d = 0;
               for (int64_t k = 0; k < K; ++k) {
-                s = std::fma(rounded(a[i * lda + k]), rounded(w[j * K + k]), s);
-                d += double(rounded(a[i * lda + k])) * rounded(w[j * K + k]);
+                s = std::fma(op(a[i * lda + k]), op(w[j * K + k]), s);
+                d += double(op(a[i * lda + k])) * op(w[j * K + k]);
               }
               const float want = beta != 0.f ? 0.25f + s : s;
               bad += std::memcmp(&want, &c[i * ldc + j], 4) != 0;
@@ -65,8 +77,8 @@ TEST(GemmBf16Packed, EveryOutputIsTheSequentialFmaSumBitwise) {
       }
 }
 
-TEST(GemmBf16Packed, ARowsResultDoesNotDependOnTheOtherRowsOrTheThreads) {
-  if (!bf16_packed_supported()) GTEST_SKIP() << "the packed bf16 product needs AVX-512";
+TEST(GemmPacked, ARowsResultDoesNotDependOnTheOtherRowsOrTheThreads) {
+  if (!packed_supported()) GTEST_SKIP() << "the packed products need AVX-512";
   const int64_t M = 217, N = 301, K = 576;  // more rows than one pass over the panels takes (192)
   auto a = random_vec(M * K, 21), w = random_vec(N * K, 22);
   const auto wp = packed(w, N, K);
