@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "temper/kernels/draw.h"
 #include "temper/model/device_model.h"
 #include "temper/model/kv_pool.h"
 #include "temper/model/transformer.h"
@@ -45,7 +46,7 @@ class MirrorDevice final : public DeviceModel {
   Transformer m_;
   std::unique_ptr<KvPool> mine_;
   std::vector<float> mom_m_, mom_v_, logits_;
-  std::vector<double> weights_;
+  kernels::DrawScratch weights_;
   bool replay_;
 };
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "temper/core/rng.h"
+#include "temper/kernels/draw.h"
 
 namespace temper::rollout {
 
@@ -66,7 +67,7 @@ class Sampler {
   std::vector<std::pair<float, int32_t>> cand_;  // reused: no allocation per token after the first
   std::vector<float> penalised_;                 // [V] when penalties are on
   std::vector<int32_t> count_;                   // [V] zero between calls
-  std::vector<double> weights_;                  // [V] the untruncated draw's exp terms, computed once
+  kernels::DrawScratch weights_;                 // the untruncated draw's weights and block sums
 };
 
 }  // namespace temper::rollout

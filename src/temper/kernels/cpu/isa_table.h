@@ -33,6 +33,9 @@ struct IsaTable {
   float (*row_softmax_stats)(const float* x, int64_t n, float* sum_exp, float* sum_exp_xm);
   // x[i] = exp(x[i] * scale - shift) in place; returns the sum.
   float (*exp_shift_inplace)(float* x, int64_t n, float scale, float shift);
+  // A sampling distribution's weights e[i] = exp((z[i] - mx) * inv_t) (0 where z[i] is not finite) and
+  // their sums over blocks of 16 (block[b] = e[16b] + ... in order; the last block may be shorter).
+  void (*tempered_weights)(const float* z, int64_t n, float mx, float inv_t, float* e, float* block);
   // Fused classifier gradient for one row: dz = g_lp * (onehot(target) - p) + g_ent * (-p * (log p + H)),
   // p = exp(z - lse), written over z.
   void (*classifier_row_grad)(float* z, int64_t V, int32_t target, float lse, float entropy, float g_lp, float g_ent);
