@@ -260,6 +260,10 @@ Transformer::LayerActs Transformer::acts_for(int64_t l, bool save) const {
   return a;
 }
 
+// f32 paged products of up to this many rows (decode steps) take the packed kernel; longer ones (prefill
+// chunks) oneDNN's sgemm, which is 5-15% faster there (docs/PERFORMANCE.md, "Packed forward products").
+constexpr int64_t kF32PackedMaxRows = 64;
+
 void Transformer::layer_forward(int64_t l, const LayerActs& a, float* x_out, int64_t B, int64_t T,
                                 const PagedStep* paged, KvPool* pool, const Int4Layer* q4) {
   const LayerOffsets& o = layout_.layers[static_cast<size_t>(l)];
@@ -275,7 +279,8 @@ void Transformer::layer_forward(int64_t l, const LayerActs& a, float* x_out, int
     TEMPER_PROFILE("gemm");
     if (w4) kernels::int4_gemm(N, x, in, *w4, beta != 0.f, y, out);
     else if (const uint16_t* p = wp(w)) kernels::gemm_bf16_packed(N, out, in, x, in, p, beta, y, out);
-    else if (const float* p = paged ? wpf(w) : nullptr) kernels::gemm_f32_packed(N, out, in, x, in, p, beta, y, out);
+    else if (const float* p = paged && N <= kF32PackedMaxRows ? wpf(w) : nullptr)
+      kernels::gemm_f32_packed(N, out, in, x, in, p, beta, y, out);
     else if (paged) kernels::gemm_decode(N, out, in, x, in, P + w, in, beta, y, out, precision_, w16(w));  // the rollout engine
     else gemm(false, true, N, out, in, x, in, P + w, in, beta, y, out, precision_, w16(w));
   };
