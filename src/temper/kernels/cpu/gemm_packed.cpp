@@ -11,6 +11,8 @@
 namespace temper::kernels {
 namespace {
 
+// core/dtype.h's f32_to_bf16, kept local: an inline function from a shared header compiled here with
+// AVX-512 flags could be the copy the linker keeps for every other caller (ODR; see isa_kernels.inc).
 inline uint16_t round_bf16(float f) {  // round to nearest even; NaN stays (quiet) NaN
   const uint32_t u = __builtin_bit_cast(uint32_t, f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
