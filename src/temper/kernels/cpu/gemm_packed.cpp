@@ -48,8 +48,19 @@ inline void load_panel_row(const uint16_t* P, int64_t k, __m512& wl, __m512& wh)
   wh = _mm512_castsi512_ps(_mm512_and_si512(w, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
 }
 
-template <int R, class T>
-void tile(const float* A, int64_t lda, const T* P, int64_t K, float* C, int64_t ldc, int64_t n, bool accumulate) {
+// Asks for the next panel's row k (one cache line of bf16, two of f32) while this panel's rows are computed.
+inline void prefetch_panel_row(const float* next, int64_t k) {
+  _mm_prefetch(reinterpret_cast<const char*>(next + k * 32), _MM_HINT_T0);
+  _mm_prefetch(reinterpret_cast<const char*>(next + k * 32 + 16), _MM_HINT_T0);
+}
+inline void prefetch_panel_row(const uint16_t* next, int64_t k) {
+  _mm_prefetch(reinterpret_cast<const char*>(next + k * 32), _MM_HINT_T0);
+}
+
+// R rows x one panel; next (when Prefetch) is the panel to bring into L1 meanwhile, a row per k.
+template <int R, bool Prefetch, class T>
+void tile(const float* A, int64_t lda, const T* P, int64_t K, float* C, int64_t ldc, int64_t n, bool accumulate,
+          const T* next) {
   static_assert(R >= 1 && R <= kMaxRows);
 #define TEMPER_DECL(r) __m512 c##r##l = _mm512_setzero_ps(), c##r##h = _mm512_setzero_ps();
   TEMPER_ROWS(TEMPER_DECL)
@@ -57,6 +68,7 @@ void tile(const float* A, int64_t lda, const T* P, int64_t K, float* C, int64_t 
   for (int64_t k = 0; k < K; ++k) {
     __m512 wl, wh;
     load_panel_row(P, k, wl, wh);
+    if constexpr (Prefetch) prefetch_panel_row(next, k);
 #define TEMPER_STEP(r)                                  \
   if constexpr (R > r) {                                \
     const __m512 a = _mm512_set1_ps(A[r * lda + k]);    \
@@ -75,11 +87,12 @@ void tile(const float* A, int64_t lda, const T* P, int64_t K, float* C, int64_t 
 
 template <int R, class T>
 void rows_of(const float* A, int64_t lda, const T* P, int64_t K, float* C, int64_t ldc, int64_t n, bool accumulate,
-             int64_t rows) {
+             int64_t rows, const T* next) {
   if constexpr (R > 1) {
-    if (rows < R) return rows_of<R - 1>(A, lda, P, K, C, ldc, n, accumulate, rows);
+    if (rows < R) return rows_of<R - 1>(A, lda, P, K, C, ldc, n, accumulate, rows, next);
   }
-  tile<R>(A, lda, P, K, C, ldc, n, accumulate);
+  if (next) return tile<R, true>(A, lda, P, K, C, ldc, n, accumulate, next);
+  tile<R, false>(A, lda, P, K, C, ldc, n, accumulate, next);
 }
 
 template <class T>
@@ -90,9 +103,12 @@ void packed_panels(const float* A, int64_t lda, const T* Wp, int64_t N, int64_t 
     for (int64_t p = p0; p < p1; ++p) {
       const T* P = Wp + p * K * 32;
       const int64_t n = N - 32 * p < 32 ? N - 32 * p : 32;
+      // The first tile of each panel asks for the next panel (DRAM latency hidden behind this panel's tiles).
+      const T* next = mc == 0 && p + 1 < p1 ? P + K * 32 : nullptr;
       for (int64_t m = mc; m < me; m += kMaxRows) {
         const int64_t rows = me - m < kMaxRows ? me - m : kMaxRows;
-        rows_of<kMaxRows>(A + m * lda, lda, P, K, C + m * ldc + 32 * p, ldc, n, accumulate, rows);
+        rows_of<kMaxRows>(A + m * lda, lda, P, K, C + m * ldc + 32 * p, ldc, n, accumulate, rows,
+                          m == mc ? next : nullptr);
       }
     }
   }
