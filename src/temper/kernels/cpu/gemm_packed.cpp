@@ -48,13 +48,14 @@ inline void load_panel_row(const uint16_t* P, int64_t k, __m512& wl, __m512& wh)
   wh = _mm512_castsi512_ps(_mm512_and_si512(w, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
 }
 
-// Asks for the next panel's row k (one cache line of bf16, two of f32) while this panel's rows are computed.
+// Asks for the next panel's row k (one cache line of bf16, two of f32) into L2 while this panel's rows are
+// computed (into L2, not L1: the L1 keeps this panel and the rows of A).
 inline void prefetch_panel_row(const float* next, int64_t k) {
-  _mm_prefetch(reinterpret_cast<const char*>(next + k * 32), _MM_HINT_T0);
-  _mm_prefetch(reinterpret_cast<const char*>(next + k * 32 + 16), _MM_HINT_T0);
+  _mm_prefetch(reinterpret_cast<const char*>(next + k * 32), _MM_HINT_T1);
+  _mm_prefetch(reinterpret_cast<const char*>(next + k * 32 + 16), _MM_HINT_T1);
 }
 inline void prefetch_panel_row(const uint16_t* next, int64_t k) {
-  _mm_prefetch(reinterpret_cast<const char*>(next + k * 32), _MM_HINT_T0);
+  _mm_prefetch(reinterpret_cast<const char*>(next + k * 32), _MM_HINT_T1);
 }
 
 // R rows x one panel; next (when Prefetch) is the panel to bring into L1 meanwhile, a row per k.
