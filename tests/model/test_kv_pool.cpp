@@ -8,6 +8,7 @@
 #include "common/models.h"
 #include "common/op_harness.h"
 #include "common/tolerance.h"
+#include "temper/core/dtype.h"
 #include "temper/core/error.h"
 #include "temper/core/rng.h"
 #include "temper/kernels/paged_attention.h"
@@ -71,6 +72,31 @@ TEST(KvPool, ExhaustionIsAnErrorAndChangesNothing) {
   EXPECT_EQ(a.blocks, before.blocks);
   EXPECT_EQ(pool.free_blocks(), 0);
   EXPECT_EQ(KvPool::blocks_for_budget(one_layer(), 4, 2 * 4 * 32 * 4 * 10), 10);
+}
+
+TEST(KvPool, Bf16RowsHoldTheRoundedValuesInHalfTheBytes) {
+  ModelConfig c = one_layer();
+  KvPool pool(c, 4, 16, DType::bf16);
+  EXPECT_EQ(pool.dtype(), DType::bf16);
+  SeqKv a;
+  auto k = random_vec(10 * pool.row(), 1), v = random_vec(10 * pool.row(), 1001);
+  pool.reserve(a, 10);
+  pool.write(0, a, 10, k.data(), v.data(), pool.row());
+  pool.advance(a, 10);
+  for (int64_t p = 0; p < 10; ++p)
+    for (int64_t e = 0; e < pool.row(); ++e) {
+      ASSERT_EQ(pool.k_value(0, a, p, e), bf16_to_f32(f32_to_bf16(k[p * pool.row() + e])));
+      ASSERT_EQ(pool.v_value(0, a, p, e), bf16_to_f32(f32_to_bf16(v[p * pool.row() + e])));
+    }
+  EXPECT_NE(pool.k_value(0, a, 3, 1), k[3 * pool.row() + 1]);  // really rounded
+  SeqKv f = pool.fork(a, 10);
+  append(pool, f, 2, 50);  // copy on write of the shared partial block, in bf16
+  EXPECT_NE(f.blocks[2], a.blocks[2]);
+  for (int64_t p = 8; p < 10; ++p)
+    for (int64_t e = 0; e < pool.row(); ++e) ASSERT_EQ(pool.k_value(0, f, p, e), pool.k_value(0, a, p, e));
+  EXPECT_THROW(pool.k_block(0, 0), Error);  // f32 rows asked of a bf16 pool
+  EXPECT_EQ(KvPool::blocks_for_budget(c, 4, 2 * 4 * 32 * 2 * 10, DType::bf16), 10);
+  EXPECT_EQ(KvPool::blocks_for_budget(c, 4, 2 * 4 * 32 * 2 * 10), 5);
 }
 
 // Head dims on and off the vector width (the AVX-512 path takes D % 16 == 0), blocks shorter and
@@ -235,4 +261,60 @@ TEST(PagedForward, ForkedGroupMembersShareThePromptAndMatchIndependentSequences)
   }
   EXPECT_NE(a.blocks[1], b.blocks[1]);
   EXPECT_EQ(a.blocks[0], b.blocks[0]);
+}
+
+// A bf16 cache: every ISA's output equals, bit for bit, the f32 kernel over an f32 pool holding the
+// same rounded rows (the widening is exact; the arithmetic is the same).
+TEST(PagedAttention, Bf16CacheEqualsTheF32KernelOnTheRoundedRowsBitwiseEveryIsa) {
+  for (auto [head_dim, block] : {std::pair<int64_t, int64_t>{16, 4}, {40, 4}, {64, 32}}) {
+    SCOPED_TRACE("head_dim " + std::to_string(head_dim) + " block " + std::to_string(block));
+    ModelConfig c = one_layer();
+    c.head_dim = head_dim;
+    const int64_t H = c.num_heads, Hkv = c.num_kv_heads, D = c.head_dim, row = Hkv * D;
+    KvPool p16(c, block, 128 / block, DType::bf16), p32(c, block, 128 / block);
+    SeqKv a16, a32;
+    for (int64_t n : {13, 22}) {
+      auto k = random_vec(n * row, 7 + n), v = random_vec(n * row, 70 + n);
+      std::vector<float> kr(k.size()), vr(v.size());
+      for (size_t i = 0; i < k.size(); ++i) {
+        kr[i] = bf16_to_f32(f32_to_bf16(k[i]));
+        vr[i] = bf16_to_f32(f32_to_bf16(v[i]));
+      }
+      p16.reserve(a16, n);
+      p16.write(0, a16, n, k.data(), v.data(), row);
+      p16.advance(a16, n);
+      p32.reserve(a32, n);
+      p32.write(0, a32, n, kr.data(), vr.data(), row);
+      p32.advance(a32, n);
+    }
+    ASSERT_EQ(a16.blocks, a32.blocks);
+    std::vector<int64_t> lens = {1, 13, 35};
+    const int64_t n = 3;
+    auto q = random_vec(n * H * D, 21);
+    std::vector<const int32_t*> tables(n, a16.blocks.data());
+    for_each_isa([&](Isa) {
+      std::vector<float> o16(n * H * D, 5.f), o32(n * H * D, 6.f);
+      kernels::PagedAttnArgs args;
+      args.n = n;
+      args.H = H;
+      args.Hkv = Hkv;
+      args.D = D;
+      args.q = q.data();
+      args.q_stride = H * D;
+      args.o_stride = H * D;
+      args.block_tables = tables.data();
+      args.kv_len = lens.data();
+      args.block_size = block;
+      args.o = o32.data();
+      args.k_pool = p32.k_block(0, 0);
+      args.v_pool = p32.v_block(0, 0);
+      kernels::paged_attention_fwd(args);
+      args.o = o16.data();
+      args.k_pool = args.v_pool = nullptr;
+      args.k_pool16 = p16.k_block16(0, 0);
+      args.v_pool16 = p16.v_block16(0, 0);
+      kernels::paged_attention_fwd(args);
+      EXPECT_EQ(o16, o32);
+    });
+  }
 }

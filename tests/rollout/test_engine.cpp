@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "common/models.h"
+#include "temper/core/error.h"
 #include "temper/core/thread_pool.h"
 #include "temper/rollout/engine.h"
 
@@ -289,13 +290,21 @@ TEST(RolloutEngine, PreemptionWhenThePoolRunsOutGivesTheSameTokens) {
   EXPECT_EQ(tight.stats().prefill_tokens, 8);  // one prefill per prompt
 }
 
+// In bf16 the forward rounds K and V to bf16 (training and rollouts); the KV cache holds them as bf16
+// rows or as f32 rows: the same tokens and log-probs bit for bit, equal to the training forward's.
 TEST(RolloutEngine, Bf16RolloutLogprobsEqualTheBf16TrainingForward) {
   Fixture f;
   f.model.set_precision(kernels::Precision::bf16);
-  KvPool pool(f.cfg, 8, 128);
-  RolloutEngine eng(f.model, pool);
+  KvPool pool32(f.cfg, 8, 128), pool(f.cfg, 8, 128, DType::bf16);
   std::vector<int32_t> prompt = {11, 12, 13, 14};
-  auto out = eng.run({request(prompt, 3, 20, 4)});
+  auto out32 = RolloutEngine(f.model, pool32).run({request(prompt, 3, 20, 4)});
+  auto out = RolloutEngine(f.model, pool).run({request(prompt, 3, 20, 4)});
+  ASSERT_EQ(out.size(), out32.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    EXPECT_EQ(out[i].tokens, out32[i].tokens);
+    EXPECT_EQ(out[i].policy_logprob, out32[i].policy_logprob);
+    EXPECT_EQ(out[i].entropy, out32[i].entropy);
+  }
   double worst = 0, vs_f32 = 0;
   for (const Completion& c : out) {
     std::vector<int32_t> seq = prompt;
@@ -316,6 +325,8 @@ TEST(RolloutEngine, Bf16RolloutLogprobsEqualTheBf16TrainingForward) {
   EXPECT_GT(vs_f32, 1e-3);
   std::printf("bf16: max |rollout log-prob - training log-prob| = %.3g\n", worst);
   EXPECT_LE(worst, 1e-5);
+  f.model.set_precision(kernels::Precision::f32);  // f32 K/V do not fit a bf16 cache
+  EXPECT_THROW(RolloutEngine(f.model, pool).run({request(prompt, 1, 4, 4)}), Error);
 }
 
 TEST(RolloutEngine, PrefillTokensPerStepAreCappedWithoutChangingTokens) {

@@ -70,7 +70,7 @@ void decode_allocations(kernels::Precision prec, int64_t threads) {
   Transformer model(cfg);
   model.init_random(3, 0.3f);
   model.set_precision(prec);
-  KvPool pool(cfg, 8, 256);
+  KvPool pool(cfg, 8, 256, kv_dtype(prec));  // bf16: the bf16 cache
   RolloutEngine eng(model, pool);
   std::vector<RolloutRequest> reqs(2);
   for (size_t r = 0; r < reqs.size(); ++r) {

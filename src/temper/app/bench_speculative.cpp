@@ -69,7 +69,7 @@ int bench_speculative(const BenchRolloutOptions& o) {
   for (const auto& p : prompts) max_prompt = std::max<int64_t>(max_prompt, static_cast<int64_t>(p.size()));
   const int64_t bmax = *std::max_element(batches.begin(), batches.end());
   const int64_t block = 16, per_seq = (max_prompt + o.gen_len + o.gamma + 2 + block - 1) / block + 1;
-  KvPool pool(c, block, bmax * per_seq + 64);
+  KvPool pool(c, block, bmax * per_seq + 64, kv_dtype(m->precision()));
 
   double t0 = now();
   DraftHead head;

@@ -147,7 +147,8 @@ int generate_jsonl(const GenerateOptions& o, LoadedModel& lm, const rollout::Sam
   int64_t tokens = 0;
   for (auto& r : reqs) tokens += static_cast<int64_t>(r.prompt.size()) + r.max_new;
   const int64_t block = 16;
-  KvPool pool(c, block, (tokens * o.samples) / block + 2 * static_cast<int64_t>(reqs.size()) * (o.samples + 1) + 8);
+  KvPool pool(c, block, (tokens * o.samples) / block + 2 * static_cast<int64_t>(reqs.size()) * (o.samples + 1) + 8,
+              kv_dtype(lm.model->precision()));
   rollout::RolloutEngine eng(*lm.model, pool, rollout::EngineConfig{64, [&tok](int32_t id) { return tok.token_bytes(id); }});
   Speculation spec;
   spec.attach(o, *lm.model, eng);
@@ -240,7 +241,7 @@ int generate(const GenerateOptions& o) {
     }
   } stream(tok);
   const int64_t block = 16;
-  KvPool pool(cfg, block, (static_cast<int64_t>(ids.size()) + req.max_new) / block + 2);
+  KvPool pool(cfg, block, (static_cast<int64_t>(ids.size()) + req.max_new) / block + 2, kv_dtype(m.precision()));
   rollout::RolloutEngine eng(m, pool, rollout::EngineConfig{1, [&tok](int32_t id) { return tok.token_bytes(id); }});
   Speculation spec;
   spec.attach(o, m, eng);

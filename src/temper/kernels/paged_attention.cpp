@@ -11,12 +11,14 @@
 namespace temper::kernels {
 
 namespace {
-// Per-task stack buffers: a query row's heads' accumulators (64 KiB), one block's scores.
-constexpr int64_t kMaxHeadDim = 512, kMaxBlock = 256, kMaxHeads = 128, kMaxQueryFloats = 16384;
+// Per-task stack buffers: a query row's heads' accumulators (64 KiB), one block's scores, a bf16 block's
+// K and V rows of one head widened to f32 (2 x 32 KiB: block_size x head_dim <= kMaxWidened).
+constexpr int64_t kMaxHeadDim = 512, kMaxBlock = 256, kMaxHeads = 128, kMaxQueryFloats = 16384, kMaxWidened = 8192;
 }
 
 void paged_attention_fwd(const PagedAttnArgs& a) {
   TEMPER_CHECK(a.H % a.Hkv == 0 && a.block_size > 0) << "paged attention: bad shape";
+  TEMPER_CHECK((a.k_pool16 != nullptr) == (a.v_pool16 != nullptr)) << "paged attention: K and V caches of one dtype";
   TEMPER_CHECK(a.D <= kMaxHeadDim && a.block_size <= kMaxBlock)
       << "paged attention: head_dim " << a.D << " (max " << kMaxHeadDim << ") or block size " << a.block_size << " (max "
       << kMaxBlock << ") too large";
@@ -26,6 +28,7 @@ void paged_attention_fwd(const PagedAttnArgs& a) {
   const IsaTable& t = isa_table();
   const int64_t group = a.H / a.Hkv, row = a.Hkv * a.D;
   const float scale = 1.0f / std::sqrt(static_cast<float>(a.D));
+  const bool widen = a.k_pool16 && a.block_size * a.D <= kMaxWidened;
   // One task per sequence: every query head takes each KV block in turn while the block (all KV heads'
   // rows, contiguous) is in cache, so the block is read from memory once, not once per query head and
   // in strided pieces (decode attention is bound by those reads). Each head's arithmetic is what it was
@@ -35,6 +38,7 @@ void paged_attention_fwd(const PagedAttnArgs& a) {
     const int32_t* table = a.block_tables[i];
     float acc[kMaxQueryFloats], scores[kMaxBlock];  // on the stack: no allocation on any thread
     float m[kMaxHeads], l[kMaxHeads];
+    float widened[2 * kMaxWidened];  // a bf16 block's rows in f32, where the ISA kernel needs them
     for (int64_t h = 0; h < a.H; ++h) {
       m[h] = -INFINITY;
       l[h] = 0.f;
@@ -45,9 +49,13 @@ void paged_attention_fwd(const PagedAttnArgs& a) {
       const int64_t blk = table[b0 / a.block_size];
       for (int64_t h = 0; h < a.H; ++h) {
         const int64_t g = h / group;
-        const float* K = a.k_pool + blk * a.block_size * row + g * a.D;
-        const float* V = a.v_pool + blk * a.block_size * row + g * a.D;
-        t.attn_block_update(a.q + i * a.q_stride + h * a.D, K, V, row, nb, a.D, scale, scores, &m[h], &l[h], acc + h * a.D);
+        const int64_t at = blk * a.block_size * row + g * a.D;
+        if (a.k_pool16)
+          t.attn_block_update_bf16(a.q + i * a.q_stride + h * a.D, a.k_pool16 + at, a.v_pool16 + at, row, nb, a.D, scale,
+                                   scores, &m[h], &l[h], acc + h * a.D, widen ? widened : nullptr);
+        else
+          t.attn_block_update(a.q + i * a.q_stride + h * a.D, a.k_pool + at, a.v_pool + at, row, nb, a.D, scale, scores,
+                              &m[h], &l[h], acc + h * a.D);
       }
     }
     for (int64_t h = 0; h < a.H; ++h) {

@@ -20,6 +20,8 @@ struct PagedAttnArgs {
   const int64_t* kv_len = nullptr;               // per row: keys it sees (its position + 1)
   const float* k_pool = nullptr;  // one layer: block b's rows at k_pool + b*block_size*Hkv*D
   const float* v_pool = nullptr;
+  const uint16_t* k_pool16 = nullptr;  // or, for a bf16 cache, its rows (then k_pool/v_pool are unused)
+  const uint16_t* v_pool16 = nullptr;
   int64_t block_size = 0;
 };
 

@@ -226,6 +226,7 @@ void CudaTransformer::layer_forward(int64_t l, const Acts& a, float* x_out, int6
   linear(N, QKV, C, a.xn1, o.w_qkv, 0.f, a.qkv, cfg_.qkv_bias ? P + o.b_qkv : nullptr);
   cuda::rope_fwd(a.qkv, pos, rope_cos_.data(), rope_sin_.data(), N, H, D, QKV, s);
   cuda::rope_fwd(a.qkv + Hq, pos, rope_cos_.data(), rope_sin_.data(), N, Hkv, D, QKV, s);
+  cuda::round_bf16_rows(a.qkv + Hq, N, 2 * Hk, QKV, s);  // K and V in bf16, as the CPU model's bf16 precision
   if (paged) {
     const int64_t layer_floats = num_blocks_ * block_size_ * Hk;
     float* kp = k_pool_.data() + l * layer_floats;

@@ -2,44 +2,74 @@
 
 #include <cstring>
 
+#include "temper/core/dtype.h"
 #include "temper/core/error.h"
 
 namespace temper {
 
-KvPool::KvPool(const ModelConfig& c, int64_t block_size, int64_t num_blocks)
-    : layers_(c.num_layers), row_(c.num_kv_heads * c.head_dim), block_size_(block_size), num_blocks_(num_blocks) {
+DType kv_dtype(kernels::Precision p) { return p == kernels::Precision::bf16 ? DType::bf16 : DType::f32; }
+
+KvPool::KvPool(const ModelConfig& c, int64_t block_size, int64_t num_blocks, DType dtype)
+    : layers_(c.num_layers), row_(c.num_kv_heads * c.head_dim), block_size_(block_size), num_blocks_(num_blocks),
+      dtype_(dtype) {
   TEMPER_CHECK(block_size > 0 && num_blocks > 0) << "KV pool: block_size " << block_size << " and num_blocks "
                                                  << num_blocks << " must be positive";
-  k_ = Tensor::zeros({layers_, num_blocks_, block_size_, row_});
-  v_ = Tensor::zeros({layers_, num_blocks_, block_size_, row_});
+  TEMPER_CHECK(dtype == DType::f32 || dtype == DType::bf16) << "KV pool: rows are f32 or bf16";
+  k_ = Tensor::zeros({layers_, num_blocks_, block_size_, row_}, dtype);
+  v_ = Tensor::zeros({layers_, num_blocks_, block_size_, row_}, dtype);
   refs_.assign(static_cast<size_t>(num_blocks_), 0);
   free_.reserve(static_cast<size_t>(num_blocks_));
   copies_.reserve(static_cast<size_t>(num_blocks_));
   for (int64_t b = num_blocks_ - 1; b >= 0; --b) free_.push_back(static_cast<int32_t>(b));
 }
 
-int64_t KvPool::blocks_for_budget(const ModelConfig& c, int64_t block_size, size_t bytes) {
-  size_t per_block = 2 * static_cast<size_t>(c.num_layers * block_size * c.num_kv_heads * c.head_dim) * sizeof(float);
+int64_t KvPool::blocks_for_budget(const ModelConfig& c, int64_t block_size, size_t bytes, DType dtype) {
+  size_t per_block = 2 * static_cast<size_t>(c.num_layers * block_size * c.num_kv_heads * c.head_dim) *
+                     (dtype == DType::bf16 ? sizeof(uint16_t) : sizeof(float));
   return static_cast<int64_t>(bytes / per_block);
 }
 
-float* KvPool::k_block_mut(int64_t layer, int32_t block) {
-  return k_.data<float>() + ((layer * num_blocks_ + block) * block_size_) * row_;
+const float* KvPool::k_block(int64_t layer, int32_t block) const { return k_.checked_data<float>(DType::f32) + offset(layer, block); }
+const float* KvPool::v_block(int64_t layer, int32_t block) const { return v_.checked_data<float>(DType::f32) + offset(layer, block); }
+const uint16_t* KvPool::k_block16(int64_t layer, int32_t block) const {
+  return k_.checked_data<uint16_t>(DType::bf16) + offset(layer, block);
 }
-float* KvPool::v_block_mut(int64_t layer, int32_t block) {
-  return v_.data<float>() + ((layer * num_blocks_ + block) * block_size_) * row_;
-}
-const float* KvPool::k_block(int64_t layer, int32_t block) const {
-  return k_.data<float>() + ((layer * num_blocks_ + block) * block_size_) * row_;
-}
-const float* KvPool::v_block(int64_t layer, int32_t block) const {
-  return v_.data<float>() + ((layer * num_blocks_ + block) * block_size_) * row_;
+const uint16_t* KvPool::v_block16(int64_t layer, int32_t block) const {
+  return v_.checked_data<uint16_t>(DType::bf16) + offset(layer, block);
 }
 const float* KvPool::k_at(int64_t layer, const SeqKv& s, int64_t p) const {
   return k_block(layer, s.blocks[static_cast<size_t>(p / block_size_)]) + (p % block_size_) * row_;
 }
 const float* KvPool::v_at(int64_t layer, const SeqKv& s, int64_t p) const {
   return v_block(layer, s.blocks[static_cast<size_t>(p / block_size_)]) + (p % block_size_) * row_;
+}
+float KvPool::get(const Tensor& t, int64_t at) const {
+  return dtype_ == DType::bf16 ? bf16_to_f32(t.data<uint16_t>()[at]) : t.data<float>()[at];
+}
+float KvPool::k_value(int64_t layer, const SeqKv& s, int64_t p, int64_t e) const {
+  return get(k_, offset(layer, s.blocks[static_cast<size_t>(p / block_size_)]) + (p % block_size_) * row_ + e);
+}
+float KvPool::v_value(int64_t layer, const SeqKv& s, int64_t p, int64_t e) const {
+  return get(v_, offset(layer, s.blocks[static_cast<size_t>(p / block_size_)]) + (p % block_size_) * row_ + e);
+}
+
+void KvPool::put_row(Tensor& t, int64_t at, const float* x) {
+  if (dtype_ == DType::bf16) {
+    uint16_t* o = t.data<uint16_t>() + at;
+    for (int64_t e = 0; e < row_; ++e) o[e] = f32_to_bf16(x[e]);
+  } else {
+    std::memcpy(t.data<float>() + at, x, static_cast<size_t>(row_) * sizeof(float));
+  }
+}
+
+void KvPool::copy_block(int32_t from, int32_t to) {
+  const size_t elem = dtype_ == DType::bf16 ? sizeof(uint16_t) : sizeof(float);
+  const size_t bytes = static_cast<size_t>(block_size_ * row_) * elem;
+  for (int64_t l = 0; l < layers_; ++l)
+    for (Tensor* t : {&k_, &v_}) {
+      char* base = static_cast<char*>(t->raw());
+      std::memcpy(base + static_cast<size_t>(offset(l, to)) * elem, base + static_cast<size_t>(offset(l, from)) * elem, bytes);
+    }
 }
 
 int32_t KvPool::take_block() {
@@ -69,10 +99,7 @@ void KvPool::reserve(SeqKv& s, int64_t n) {
                                       << " free of " << num_blocks_ << " (raise the KV memory budget or lower the batch)";
   if (cow) {  // the partially filled last block is shared: give s its own copy before writing into it
     int32_t old = s.blocks.back(), mine = take_block();
-    for (int64_t l = 0; l < layers_; ++l) {
-      std::memcpy(k_block_mut(l, mine), k_block(l, old), static_cast<size_t>(block_size_ * row_) * sizeof(float));
-      std::memcpy(v_block_mut(l, mine), v_block(l, old), static_cast<size_t>(block_size_ * row_) * sizeof(float));
-    }
+    copy_block(old, mine);
     if (copies_.size() < copies_.capacity()) {
       copies_.emplace_back(old, mine);
     } else {  // full: nobody drains the log (the CPU alone), unless a device mirrors the blocks
@@ -91,15 +118,15 @@ void KvPool::write(int64_t layer, const SeqKv& s, int64_t n, const float* k, con
   for (int64_t i = 0; i < n; ++i) {
     int64_t p = s.len + i;
     int32_t b = s.blocks[static_cast<size_t>(p / block_size_)];
-    std::memcpy(k_block_mut(layer, b) + (p % block_size_) * row_, k + i * stride, static_cast<size_t>(row_) * sizeof(float));
-    std::memcpy(v_block_mut(layer, b) + (p % block_size_) * row_, v + i * stride, static_cast<size_t>(row_) * sizeof(float));
+    put_row(k_, offset(layer, b) + (p % block_size_) * row_, k + i * stride);
+    put_row(v_, offset(layer, b) + (p % block_size_) * row_, v + i * stride);
   }
 }
 
 void KvPool::write_at(int64_t layer, const int32_t* table, int64_t pos, const float* k, const float* v) {
   int32_t b = table[pos / block_size_];
-  std::memcpy(k_block_mut(layer, b) + (pos % block_size_) * row_, k, static_cast<size_t>(row_) * sizeof(float));
-  std::memcpy(v_block_mut(layer, b) + (pos % block_size_) * row_, v, static_cast<size_t>(row_) * sizeof(float));
+  put_row(k_, offset(layer, b) + (pos % block_size_) * row_, k);
+  put_row(v_, offset(layer, b) + (pos % block_size_) * row_, v);
 }
 
 SeqKv KvPool::fork(const SeqKv& s, int64_t at) {

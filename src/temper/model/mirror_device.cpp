@@ -52,15 +52,14 @@ void MirrorDevice::forward_logprobs(const int32_t* tokens, const int32_t* target
 }
 
 void MirrorDevice::forward_paged(const PagedStep& st, KvPool& pool) {
-  if (!mine_ || mine_->num_blocks() != pool.num_blocks() || mine_->block_size() != pool.block_size())
-    mine_ = std::make_unique<KvPool>(m_.config(), pool.block_size(), pool.num_blocks());
+  if (!mine_ || mine_->num_blocks() != pool.num_blocks() || mine_->block_size() != pool.block_size() ||
+      mine_->dtype() != pool.dtype())
+    mine_ = std::make_unique<KvPool>(m_.config(), pool.block_size(), pool.num_blocks(), pool.dtype());
   pool.set_mirrored();
   if (replay_)
     for (const auto& [from, to] : pool.block_copies()) {
       ++copies;
-      for (int64_t l = 0; l < m_.config().num_layers; ++l)
-        for (int64_t p = 0; p < pool.block_size(); ++p)
-          mine_->write_at(l, &to, p, mine_->k_block(l, from) + p * mine_->row(), mine_->v_block(l, from) + p * mine_->row());
+      mine_->copy_block(from, to);
     }
   pool.clear_block_copies();
   m_.forward_paged(st, *mine_);  // writes K/V into the mirrored blocks of the same ids

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "temper/core/dtype.h"
 #include "temper/core/error.h"
 #include "temper/core/profile.h"
 #include "temper/core/rng.h"
@@ -294,6 +295,12 @@ void Transformer::layer_forward(int64_t l, const LayerActs& a, float* x_out, int
   }
   { TEMPER_PROFILE("rope"); kernels::rope_fwd(a.qkv, pos_, rope_, N, H, D, QKV); }
   { TEMPER_PROFILE("rope"); kernels::rope_fwd(a.qkv + Hq, pos_, rope_, N, Hkv, D, QKV); }
+  if (precision_ == kernels::Precision::bf16) {
+    // bf16: K and V rounded to bf16 (the values a bf16 KV cache holds), in training and rollouts alike,
+    // so that rollout log-probs equal the training forward's; the gradient passes straight through.
+    for (int64_t n = 0; n < N; ++n)
+      for (float* x = a.qkv + n * QKV + Hq, *e = x + 2 * Hk; x < e; ++x) *x = bf16_to_f32(f32_to_bf16(*x));
+  }
   if (paged) {  // write every token's K/V into its sequence's blocks, then attend over the block tables
     for (int64_t n = 0; n < N; ++n)
       pool->write_at(l, paged->tables[n], paged->pos[n], a.qkv + n * QKV + Hq, a.qkv + n * QKV + Hq + Hk);
@@ -308,8 +315,13 @@ void Transformer::layer_forward(int64_t l, const LayerActs& a, float* x_out, int
     pa.o_stride = Hq;
     pa.block_tables = paged->tables;
     pa.kv_len = kv_len_.data();
-    pa.k_pool = pool->k_block(l, 0);
-    pa.v_pool = pool->v_block(l, 0);
+    if (pool->dtype() == DType::bf16) {
+      pa.k_pool16 = pool->k_block16(l, 0);
+      pa.v_pool16 = pool->v_block16(l, 0);
+    } else {
+      pa.k_pool = pool->k_block(l, 0);
+      pa.v_pool = pool->v_block(l, 0);
+    }
     pa.block_size = pool->block_size();
     TEMPER_PROFILE("attention");
     kernels::paged_attention_fwd(pa);
@@ -439,6 +451,8 @@ void Transformer::forward_logprobs(const int32_t* tokens, const int32_t* targets
 void Transformer::forward_paged(const PagedStep& st, KvPool& pool, const Int4Drafter* drafter) {
   TEMPER_CHECK(st.n > 0 && st.tokens && st.pos && st.tables) << "forward_paged: empty step";
   TEMPER_CHECK(pool.row() == cfg_.num_kv_heads * cfg_.head_dim) << "forward_paged: KV pool built for another model";
+  TEMPER_CHECK(pool.dtype() == DType::f32 || precision_ == kernels::Precision::bf16)
+      << "forward_paged: a bf16 KV cache holds the K/V of a model in bf16 precision; this one is f32 (use an f32 pool)";
   if (device_) {
     TEMPER_CHECK(!drafter) << "speculative rollouts (the 4-bit drafter) run on the CPU only so far: use --device cpu "
                               "or turn [rl.speculative] off";

@@ -64,7 +64,9 @@ EvalResult evaluate(Transformer& model, std::shared_ptr<const tasks::Task> task,
     reqs.push_back(std::move(r));
   }
   const int64_t block = 16;
-  KvPool pool(model.config(), block, KvPool::blocks_for_budget(model.config(), block, static_cast<size_t>(cfg.kv_memory_mb) << 20));
+  const DType kvt = kv_dtype(model.precision());
+  KvPool pool(model.config(), block,
+              KvPool::blocks_for_budget(model.config(), block, static_cast<size_t>(cfg.kv_memory_mb) << 20, kvt), kvt);
   rollout::RolloutEngine engine(model, pool, rollout::EngineConfig{cfg.max_seqs, codec.token_bytes});
   std::vector<rollout::Completion> done = rollout::run_sharded(engine, reqs, comm);
 

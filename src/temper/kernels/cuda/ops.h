@@ -13,6 +13,9 @@ namespace temper::cuda {
 // Conversions (round to nearest even, as kernels' bf16 on the CPU).
 void f32_to_bf16(const float* x, uint16_t* y, int64_t n, cudaStream_t s);
 void bf16_to_f32(const uint16_t* x, float* y, int64_t n, cudaStream_t s);
+// x[r * ld + c] rounded to bf16 in place (kept as f32), r < rows, c < cols: the model's K and V (the
+// CPU model's bf16 precision rounds them the same way; its bf16 KV cache holds them).
+void round_bf16_rows(float* x, int64_t rows, int64_t cols, int64_t ld, cudaStream_t s);
 
 // RMSNorm over the last dim C: y = x * rstd * w, rstd = 1 / sqrt(mean(x^2) + eps); rstd [N] saved.
 void rmsnorm_fwd(const float* x, const float* w, float* y, float* rstd, int64_t N, int64_t C, float eps,
