@@ -99,13 +99,17 @@ TEST(KvPool, Bf16RowsHoldTheRoundedValuesInHalfTheBytes) {
   EXPECT_EQ(KvPool::blocks_for_budget(c, 4, 2 * 4 * 32 * 2 * 10), 5);
 }
 
-// Head dims on and off the vector width (the AVX-512 path takes D % 16 == 0), blocks shorter and
-// longer than the 16 keys scored at a time.
+// Head dims on and off the vector width (the AVX-512 path takes D % 16 == 0; 48 and 80 leave 3 and 1
+// vectors after the 64-dim passes), blocks shorter and longer than the 16 keys scored at a time, GQA
+// groups of 2, 3 and 6 query heads per KV head (P.V takes up to 4 heads per pass).
 TEST(PagedAttention, EqualsDenseAttentionOnGatheredKvEveryIsa) {
-  for (auto [head_dim, block] : {std::pair<int64_t, int64_t>{16, 4}, {40, 4}, {16, 32}, {64, 32}}) {
-    SCOPED_TRACE("head_dim " + std::to_string(head_dim) + " block " + std::to_string(block));
+  for (auto [head_dim, block, heads] : {std::tuple<int64_t, int64_t, int64_t>{16, 4, 4}, {40, 4, 4}, {16, 32, 4},
+                                        {64, 32, 4}, {48, 16, 6}, {80, 16, 12}, {32, 8, 12}}) {
+    SCOPED_TRACE("head_dim " + std::to_string(head_dim) + " block " + std::to_string(block) + " heads " +
+                 std::to_string(heads));
     ModelConfig c = one_layer();
     c.head_dim = head_dim;
+    c.num_heads = heads;
     const int64_t H = c.num_heads, Hkv = c.num_kv_heads, D = c.head_dim, row = Hkv * D;
     KvPool pool(c, block, 128 / block);
     SeqKv a, b;

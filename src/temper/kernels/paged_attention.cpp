@@ -11,9 +11,11 @@
 namespace temper::kernels {
 
 namespace {
-// Per-task stack buffers: a query row's heads' accumulators (64 KiB), one block's scores, a bf16 block's
-// K and V rows of one head widened to f32 (2 x 32 KiB: block_size x head_dim <= kMaxWidened).
-constexpr int64_t kMaxHeadDim = 512, kMaxBlock = 256, kMaxHeads = 128, kMaxQueryFloats = 16384, kMaxWidened = 8192;
+// Per-task stack buffers: a query row's heads' accumulators (64 KiB), one block's scores for a group of
+// query heads (64 KiB), a bf16 block's K and V rows of one head widened to f32 (2 x 32 KiB:
+// block_size x head_dim <= kMaxWidened).
+constexpr int64_t kMaxHeadDim = 512, kMaxBlock = 256, kMaxHeads = 128, kMaxQueryFloats = 16384, kMaxWidened = 8192,
+                  kMaxScores = 16384;
 }
 
 void paged_attention_fwd(const PagedAttnArgs& a) {
@@ -29,14 +31,14 @@ void paged_attention_fwd(const PagedAttnArgs& a) {
   const int64_t group = a.H / a.Hkv, row = a.Hkv * a.D;
   const float scale = 1.0f / std::sqrt(static_cast<float>(a.D));
   const bool widen = a.k_pool16 && a.block_size * a.D <= kMaxWidened;
-  // One task per sequence: every query head takes each KV block in turn while the block (all KV heads'
-  // rows, contiguous) is in cache, so the block is read from memory once, not once per query head and
-  // in strided pieces (decode attention is bound by those reads). Each head's arithmetic is what it was
-  // alone: the same bits.
+  // Query heads per kernel call: a KV head's whole group when its scores fit the scratch, else one.
+  const int64_t hstep = group * ((a.block_size + 15) / 16 * 16) <= kMaxScores ? group : 1;
+  // One task per sequence: each KV block is read once (all KV heads' rows, contiguous) while the query
+  // heads of each KV head take it together (the ISA kernel shares each K/V row among them).
   parallel_tasks(a.n, [&](int64_t i) {
     const int64_t len = a.kv_len[i];
     const int32_t* table = a.block_tables[i];
-    float acc[kMaxQueryFloats], scores[kMaxBlock];  // on the stack: no allocation on any thread
+    float acc[kMaxQueryFloats], scores[kMaxScores];  // on the stack: no allocation on any thread
     float m[kMaxHeads], l[kMaxHeads];
     float widened[2 * kMaxWidened];  // a bf16 block's rows in f32, where the ISA kernel needs them
     for (int64_t h = 0; h < a.H; ++h) {
@@ -47,15 +49,26 @@ void paged_attention_fwd(const PagedAttnArgs& a) {
     for (int64_t b0 = 0; b0 < len; b0 += a.block_size) {
       const int64_t nb = b0 + a.block_size <= len ? a.block_size : len - b0;
       const int64_t blk = table[b0 / a.block_size];
-      for (int64_t h = 0; h < a.H; ++h) {
-        const int64_t g = h / group;
-        const int64_t at = blk * a.block_size * row + g * a.D;
+      if (b0 + a.block_size < len) {  // the next block's K and V rows on their way while this one is used
+        const int64_t next = table[b0 / a.block_size + 1];
+        const int64_t es = a.k_pool16 ? 2 : 4, bytes = std::min(a.block_size, len - b0 - a.block_size) * row * es;
+        const char* nk = a.k_pool16 ? reinterpret_cast<const char*>(a.k_pool16 + next * a.block_size * row)
+                                    : reinterpret_cast<const char*>(a.k_pool + next * a.block_size * row);
+        const char* nv = a.k_pool16 ? reinterpret_cast<const char*>(a.v_pool16 + next * a.block_size * row)
+                                    : reinterpret_cast<const char*>(a.v_pool + next * a.block_size * row);
+        for (int64_t off = 0; off < bytes; off += 64) {
+          __builtin_prefetch(nk + off, 0, 3);
+          __builtin_prefetch(nv + off, 0, 3);
+        }
+      }
+      for (int64_t h = 0; h < a.H; h += hstep) {  // the query heads of one KV head together
+        const int64_t at = blk * a.block_size * row + h / group * a.D;
         if (a.k_pool16)
-          t.attn_block_update_bf16(a.q + i * a.q_stride + h * a.D, a.k_pool16 + at, a.v_pool16 + at, row, nb, a.D, scale,
-                                   scores, &m[h], &l[h], acc + h * a.D, widen ? widened : nullptr);
+          t.attn_group_update_bf16(a.q + i * a.q_stride + h * a.D, hstep, a.k_pool16 + at, a.v_pool16 + at, row, nb, a.D,
+                                   scale, scores, m + h, l + h, acc + h * a.D, widen ? widened : nullptr);
         else
-          t.attn_block_update(a.q + i * a.q_stride + h * a.D, a.k_pool + at, a.v_pool + at, row, nb, a.D, scale, scores,
-                              &m[h], &l[h], acc + h * a.D);
+          t.attn_group_update(a.q + i * a.q_stride + h * a.D, hstep, a.k_pool + at, a.v_pool + at, row, nb, a.D, scale,
+                              scores, m + h, l + h, acc + h * a.D);
       }
     }
     for (int64_t h = 0; h < a.H; ++h) {
