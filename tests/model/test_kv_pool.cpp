@@ -34,6 +34,31 @@ void append(KvPool& pool, SeqKv& s, int64_t n, uint64_t seed) {
   pool.advance(s, n);
 }
 
+// Paged attention of n query rows (H heads of D, packed) over a pool's layer 0 (f32 or bf16 rows).
+kernels::PagedAttnArgs attn_args(const KvPool& pool, int64_t n, int64_t H, int64_t D, const float* q, float* o,
+                                 const int32_t* const* tables, const int64_t* lens) {
+  kernels::PagedAttnArgs args;
+  args.n = n;
+  args.H = H;
+  args.Hkv = pool.row() / D;
+  args.D = D;
+  args.q = q;
+  args.q_stride = H * D;
+  args.o = o;
+  args.o_stride = H * D;
+  args.block_tables = tables;
+  args.kv_len = lens;
+  args.block_size = pool.block_size();
+  if (pool.dtype() == DType::bf16) {
+    args.k_pool16 = pool.k_block16(0, 0);
+    args.v_pool16 = pool.v_block16(0, 0);
+  } else {
+    args.k_pool = pool.k_block(0, 0);
+    args.v_pool = pool.v_block(0, 0);
+  }
+  return args;
+}
+
 }  // namespace
 
 TEST(KvPool, ForkSharesBlocksAndCopiesOnWrite) {
@@ -125,20 +150,7 @@ TEST(PagedAttention, EqualsDenseAttentionOnGatheredKvEveryIsa) {
     for (auto* s : seqs) tables.push_back(s->blocks.data());
     for_each_isa([&](Isa) {
       std::vector<float> o(n * H * D, 5.f);
-      kernels::PagedAttnArgs args;
-      args.n = n;
-      args.H = H;
-      args.Hkv = Hkv;
-      args.D = D;
-      args.q = q.data();
-      args.q_stride = H * D;
-      args.o = o.data();
-      args.o_stride = H * D;
-      args.block_tables = tables.data();
-      args.kv_len = lens.data();
-      args.k_pool = pool.k_block(0, 0);
-      args.v_pool = pool.v_block(0, 0);
-      args.block_size = block;
+      kernels::PagedAttnArgs args = attn_args(pool, n, H, D, q.data(), o.data(), tables.data(), lens.data());
       kernels::paged_attention_fwd(args);
       std::vector<double> want(n * H * D);
       for (int64_t i = 0; i < n; ++i)
@@ -298,26 +310,8 @@ TEST(PagedAttention, Bf16CacheEqualsTheF32KernelOnTheRoundedRowsBitwiseEveryIsa)
     std::vector<const int32_t*> tables(n, a16.blocks.data());
     for_each_isa([&](Isa) {
       std::vector<float> o16(n * H * D, 5.f), o32(n * H * D, 6.f);
-      kernels::PagedAttnArgs args;
-      args.n = n;
-      args.H = H;
-      args.Hkv = Hkv;
-      args.D = D;
-      args.q = q.data();
-      args.q_stride = H * D;
-      args.o_stride = H * D;
-      args.block_tables = tables.data();
-      args.kv_len = lens.data();
-      args.block_size = block;
-      args.o = o32.data();
-      args.k_pool = p32.k_block(0, 0);
-      args.v_pool = p32.v_block(0, 0);
-      kernels::paged_attention_fwd(args);
-      args.o = o16.data();
-      args.k_pool = args.v_pool = nullptr;
-      args.k_pool16 = p16.k_block16(0, 0);
-      args.v_pool16 = p16.v_block16(0, 0);
-      kernels::paged_attention_fwd(args);
+      kernels::paged_attention_fwd(attn_args(p32, n, H, D, q.data(), o32.data(), tables.data(), lens.data()));
+      kernels::paged_attention_fwd(attn_args(p16, n, H, D, q.data(), o16.data(), tables.data(), lens.data()));
       EXPECT_EQ(o16, o32);
     });
   }
