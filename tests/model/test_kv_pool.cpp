@@ -128,8 +128,13 @@ TEST(KvPool, Bf16RowsHoldTheRoundedValuesInHalfTheBytes) {
 // vectors after the 64-dim passes), blocks shorter and longer than the 16 keys scored at a time, GQA
 // groups of 2, 3 and 6 query heads per KV head (P.V takes up to 4 heads per pass).
 TEST(PagedAttention, EqualsDenseAttentionOnGatheredKvEveryIsa) {
-  for (auto [head_dim, block, heads] : {std::tuple<int64_t, int64_t, int64_t>{16, 4, 4}, {40, 4, 4}, {16, 32, 4},
-                                        {64, 32, 4}, {48, 16, 6}, {80, 16, 12}, {32, 8, 12}}) {
+  for (auto [head_dim, block, heads] : {std::tuple<int64_t, int64_t, int64_t>{16, 4, 4},
+                                        {40, 4, 4},
+                                        {16, 32, 4},
+                                        {64, 32, 4},
+                                        {48, 16, 6},
+                                        {80, 16, 12},
+                                        {32, 8, 12}}) {
     SCOPED_TRACE("head_dim " + std::to_string(head_dim) + " block " + std::to_string(block) + " heads " +
                  std::to_string(heads));
     ModelConfig c = one_layer();

@@ -64,8 +64,8 @@ void paged_attention_fwd(const PagedAttnArgs& a) {
       for (int64_t h = 0; h < a.H; h += hstep) {  // the query heads of one KV head together
         const int64_t at = blk * a.block_size * row + h / group * a.D;
         if (a.k_pool16)
-          t.attn_group_update_bf16(a.q + i * a.q_stride + h * a.D, hstep, a.k_pool16 + at, a.v_pool16 + at, row, nb, a.D,
-                                   scale, scores, m + h, l + h, acc + h * a.D, widen ? widened : nullptr);
+          t.attn_group_update_bf16(a.q + i * a.q_stride + h * a.D, hstep, a.k_pool16 + at, a.v_pool16 + at, row, nb,
+                                   a.D, scale, scores, m + h, l + h, acc + h * a.D, widen ? widened : nullptr);
         else
           t.attn_group_update(a.q + i * a.q_stride + h * a.D, hstep, a.k_pool + at, a.v_pool + at, row, nb, a.D, scale,
                               scores, m + h, l + h, acc + h * a.D);

@@ -7,10 +7,15 @@
 
 namespace temper {
 
-DType kv_dtype(kernels::Precision p) { return p == kernels::Precision::bf16 ? DType::bf16 : DType::f32; }
+DType kv_dtype(kernels::Precision p) {
+  return p == kernels::Precision::bf16 ? DType::bf16 : DType::f32;
+}
 
 KvPool::KvPool(const ModelConfig& c, int64_t block_size, int64_t num_blocks, DType dtype)
-    : layers_(c.num_layers), row_(c.num_kv_heads * c.head_dim), block_size_(block_size), num_blocks_(num_blocks),
+    : layers_(c.num_layers),
+      row_(c.num_kv_heads * c.head_dim),
+      block_size_(block_size),
+      num_blocks_(num_blocks),
       dtype_(dtype) {
   TEMPER_CHECK(block_size > 0 && num_blocks > 0) << "KV pool: block_size " << block_size << " and num_blocks "
                                                  << num_blocks << " must be positive";
@@ -29,8 +34,12 @@ int64_t KvPool::blocks_for_budget(const ModelConfig& c, int64_t block_size, size
   return static_cast<int64_t>(bytes / per_block);
 }
 
-const float* KvPool::k_block(int64_t layer, int32_t block) const { return k_.checked_data<float>(DType::f32) + offset(layer, block); }
-const float* KvPool::v_block(int64_t layer, int32_t block) const { return v_.checked_data<float>(DType::f32) + offset(layer, block); }
+const float* KvPool::k_block(int64_t layer, int32_t block) const {
+  return k_.checked_data<float>(DType::f32) + offset(layer, block);
+}
+const float* KvPool::v_block(int64_t layer, int32_t block) const {
+  return v_.checked_data<float>(DType::f32) + offset(layer, block);
+}
 const uint16_t* KvPool::k_block16(int64_t layer, int32_t block) const {
   return k_.checked_data<uint16_t>(DType::bf16) + offset(layer, block);
 }
@@ -68,7 +77,8 @@ void KvPool::copy_block(int32_t from, int32_t to) {
   for (int64_t l = 0; l < layers_; ++l)
     for (Tensor* t : {&k_, &v_}) {
       char* base = static_cast<char*>(t->raw());
-      std::memcpy(base + static_cast<size_t>(offset(l, to)) * elem, base + static_cast<size_t>(offset(l, from)) * elem, bytes);
+      std::memcpy(base + static_cast<size_t>(offset(l, to)) * elem, base + static_cast<size_t>(offset(l, from)) * elem,
+                  bytes);
     }
 }
 

@@ -1,5 +1,5 @@
-// The KV cache of batched generation (the rollout engine): a pool of fixed-size blocks reserved once from a memory budget
-// (per layer K and V, [num_blocks, block_size, Hkv*D] each), and per-sequence block tables with
+// The KV cache of batched generation (the rollout engine): a pool of fixed-size blocks reserved once from a memory
+// budget (per layer K and V, [num_blocks, block_size, Hkv*D] each), and per-sequence block tables with
 // reference-counted blocks, so G samples of one prompt share the prompt's blocks (one prefill),
 // a sequence can be forked at any position, and the last partial block is copied on write.
 // Follows vLLM's PagedAttention block manager (Kwon et al., SOSP'23) and llama.cpp's seq_cp/seq_rm.

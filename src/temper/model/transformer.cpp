@@ -8,7 +8,6 @@
 #include "temper/core/error.h"
 #include "temper/core/profile.h"
 #include "temper/core/rng.h"
-#include "temper/model/int4_drafter.h"
 #include "temper/kernels/attention.h"
 #include "temper/kernels/bias.h"
 #include "temper/kernels/embedding.h"
@@ -16,6 +15,7 @@
 #include "temper/kernels/paged_attention.h"
 #include "temper/kernels/rmsnorm.h"
 #include "temper/kernels/swiglu.h"
+#include "temper/model/int4_drafter.h"
 
 namespace temper {
 
@@ -299,7 +299,7 @@ void Transformer::layer_forward(int64_t l, const LayerActs& a, float* x_out, int
     // bf16: K and V rounded to bf16 (the values a bf16 KV cache holds), in training and rollouts alike,
     // so that rollout log-probs equal the training forward's; the gradient passes straight through.
     for (int64_t n = 0; n < N; ++n)
-      for (float* x = a.qkv + n * QKV + Hq, *e = x + 2 * Hk; x < e; ++x) *x = bf16_to_f32(f32_to_bf16(*x));
+      for (float *x = a.qkv + n * QKV + Hq, *e = x + 2 * Hk; x < e; ++x) *x = bf16_to_f32(f32_to_bf16(*x));
   }
   if (paged) {  // write every token's K/V into its sequence's blocks, then attend over the block tables
     for (int64_t n = 0; n < N; ++n)

@@ -79,7 +79,8 @@ RlTrainer::RlTrainer(Transformer& policy, std::shared_ptr<const tasks::Task> tas
   TEMPER_CHECK(cfg_.loss.kl_coef == 0 || reference_) << "rl: kl_coef > 0 needs a reference model";
   const int64_t block = 16;
   const DType kvt = kv_dtype(policy_.precision());  // bf16 rows for a bf16 policy: twice the sequences per MB
-  int64_t blocks = KvPool::blocks_for_budget(policy_.config(), block, static_cast<size_t>(cfg_.kv_memory_mb) << 20, kvt);
+  int64_t blocks =
+      KvPool::blocks_for_budget(policy_.config(), block, static_cast<size_t>(cfg_.kv_memory_mb) << 20, kvt);
   TEMPER_CHECK(blocks > 0) << "rl.kv_memory_mb = " << cfg_.kv_memory_mb << " holds no KV block of this model";
   pool_ = std::make_unique<KvPool>(policy_.config(), block, blocks, kvt);
   engine_ = std::make_unique<rollout::RolloutEngine>(

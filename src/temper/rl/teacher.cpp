@@ -43,7 +43,8 @@ ModelTeacher::ModelTeacher(std::unique_ptr<Transformer> model, PromptCodec codec
   cfg_.sampler.validate();
   const int64_t block = 16;
   const DType kvt = kv_dtype(model_->precision());
-  int64_t blocks = KvPool::blocks_for_budget(model_->config(), block, static_cast<size_t>(cfg_.kv_memory_mb) << 20, kvt);
+  int64_t blocks =
+      KvPool::blocks_for_budget(model_->config(), block, static_cast<size_t>(cfg_.kv_memory_mb) << 20, kvt);
   TEMPER_CHECK(blocks > 0) << "teacher.kv_memory_mb = " << cfg_.kv_memory_mb << " holds no KV block of the teacher model";
   pool_ = std::make_unique<KvPool>(model_->config(), block, blocks, kvt);
   engine_ = std::make_unique<rollout::RolloutEngine>(*model_, *pool_, rollout::EngineConfig{cfg_.max_seqs, codec_.token_bytes});

@@ -13,7 +13,8 @@ __global__ void bf16_to_f32_kernel(const __nv_bfloat16* x, float* y, int64_t n) 
     y[i] = __bfloat162float(x[i]);
 }
 __global__ void round_bf16_rows_kernel(float* x, int64_t rows, int64_t cols, int64_t ld) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < rows * cols; i += int64_t{gridDim.x} * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < rows * cols;
+       i += int64_t{gridDim.x} * blockDim.x) {
     float* p = x + (i / cols) * ld + i % cols;
     *p = __bfloat162float(__float2bfloat16_rn(*p));
   }
