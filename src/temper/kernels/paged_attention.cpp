@@ -31,6 +31,9 @@ void paged_attention_fwd(const PagedAttnArgs& a) {
   const int64_t group = a.H / a.Hkv, row = a.Hkv * a.D;
   const float scale = 1.0f / std::sqrt(static_cast<float>(a.D));
   const bool widen = a.k_pool16 && a.block_size * a.D <= kMaxWidened;
+  const int64_t elem = a.k_pool16 ? 2 : 4;  // bytes per K/V value
+  const char* k_bytes = a.k_pool16 ? reinterpret_cast<const char*>(a.k_pool16) : reinterpret_cast<const char*>(a.k_pool);
+  const char* v_bytes = a.k_pool16 ? reinterpret_cast<const char*>(a.v_pool16) : reinterpret_cast<const char*>(a.v_pool);
   // Query heads per kernel call: a KV head's whole group when its scores fit the scratch, else one.
   const int64_t hstep = group * ((a.block_size + 15) / 16 * 16) <= kMaxScores ? group : 1;
   // One task per sequence: each KV block is read once (all KV heads' rows, contiguous) while the query
@@ -50,15 +53,11 @@ void paged_attention_fwd(const PagedAttnArgs& a) {
       const int64_t nb = b0 + a.block_size <= len ? a.block_size : len - b0;
       const int64_t blk = table[b0 / a.block_size];
       if (b0 + a.block_size < len) {  // the next block's K and V rows on their way while this one is used
-        const int64_t next = table[b0 / a.block_size + 1];
-        const int64_t es = a.k_pool16 ? 2 : 4, bytes = std::min(a.block_size, len - b0 - a.block_size) * row * es;
-        const char* nk = a.k_pool16 ? reinterpret_cast<const char*>(a.k_pool16 + next * a.block_size * row)
-                                    : reinterpret_cast<const char*>(a.k_pool + next * a.block_size * row);
-        const char* nv = a.k_pool16 ? reinterpret_cast<const char*>(a.v_pool16 + next * a.block_size * row)
-                                    : reinterpret_cast<const char*>(a.v_pool + next * a.block_size * row);
+        const int64_t at = table[b0 / a.block_size + 1] * a.block_size * row * elem;
+        const int64_t bytes = std::min(a.block_size, len - b0 - a.block_size) * row * elem;
         for (int64_t off = 0; off < bytes; off += 64) {
-          __builtin_prefetch(nk + off, 0, 3);
-          __builtin_prefetch(nv + off, 0, 3);
+          __builtin_prefetch(k_bytes + at + off, 0, 3);
+          __builtin_prefetch(v_bytes + at + off, 0, 3);
         }
       }
       for (int64_t h = 0; h < a.H; h += hstep) {  // the query heads of one KV head together

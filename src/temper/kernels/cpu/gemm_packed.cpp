@@ -58,7 +58,7 @@ inline void prefetch_panel_row(const uint16_t* next, int64_t k) {
   _mm_prefetch(reinterpret_cast<const char*>(next + k * 32), _MM_HINT_T1);
 }
 
-// R rows x one panel; next (when Prefetch) is the panel to bring into L1 meanwhile, a row per k.
+// R rows x one panel; next (when Prefetch) is the panel to bring into L2 meanwhile, a row per k.
 template <int R, bool Prefetch, class T>
 void tile(const float* A, int64_t lda, const T* P, int64_t K, float* C, int64_t ldc, int64_t n, bool accumulate,
           const T* next) {

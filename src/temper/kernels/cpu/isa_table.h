@@ -47,20 +47,17 @@ struct IsaTable {
   // [N, K] with row stride ldw (f32; the model's packed products are cpu/gemm_packed.h's).
   void (*gemm_nt_f32)(const float* A, int64_t lda, const float* W, int64_t ldw, float* C, int64_t ldc, int64_t M,
                       int64_t n0, int64_t n1, int64_t K, bool accumulate);
-  // Paged decode attention: one query row over nb keys/values of one KV block, online softmax.
+  // Paged decode attention: one query row over nb keys/values of one KV block, online softmax (scores:
+  // scratch of round_up(nb, 16) floats).
   void (*attn_block_update)(const float* q, const float* K, const float* V, int64_t stride, int64_t nb, int64_t D,
                             float scale, float* scores, float* m, float* l, float* acc);
-  // The same over bf16 K/V rows (a bf16 KV cache): each value widened to f32, then the same arithmetic;
-  // widened: scratch of 2 * nb * D floats (or nullptr; see isa_kernels.inc).
-  void (*attn_block_update_bf16)(const float* q, const uint16_t* K, const uint16_t* V, int64_t stride, int64_t nb,
-                                 int64_t D, float scale, float* scores, float* m, float* l, float* acc, float* widened);
   // Paged decode attention of the G query heads sharing one KV head over one block (q, acc: the heads'
   // rows, D apart; m, l: theirs; scores: scratch of G * round_up(nb, 16) floats; widened as above).
   void (*attn_group_update)(const float* q, int64_t G, const float* K, const float* V, int64_t stride, int64_t nb,
                             int64_t D, float scale, float* scores, float* m, float* l, float* acc);
   void (*attn_group_update_bf16)(const float* q, int64_t G, const uint16_t* K, const uint16_t* V, int64_t stride,
                                  int64_t nb, int64_t D, float scale, float* scores, float* m, float* l, float* acc,
-                                 float* widened);
+                                 float* widened);  // bf16 rows; widened: scratch of 2 * nb * D floats or nullptr
   // int4 weights x int8 activations (kernels/int4_matmul.h), outputs n in [n0, n1) of every row m < M:
   // Y[m, n] (+)= sum_g scale[n, g] * (sa[m, g] * dot(q[n, g], qa[m, g]) - zero[n, g] * zs[m, g]).
   void (*int4_gemm_rows)(const int8_t* qa, const float* sa, const float* zs, int64_t M, int64_t Kp, const uint8_t* q,
