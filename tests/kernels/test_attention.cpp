@@ -15,7 +15,9 @@ struct Case { int64_t B, T, H, Hkv, D; };
 }
 
 TEST(OpAttention, ForwardBackwardEveryIsa) {
-  for (Case c : {Case{1, 1, 1, 1, 4}, Case{2, 13, 4, 2, 16}, Case{1, 150, 3, 1, 24}, Case{2, 70, 4, 4, 8}}) {
+  // T <= 128 takes the one-sequence kernels (every ISA), longer sequences the tiled GEMM path.
+  for (Case c : {Case{1, 1, 1, 1, 4}, Case{2, 13, 4, 2, 16}, Case{1, 150, 3, 1, 24}, Case{2, 70, 4, 4, 8},
+                 Case{1, 128, 4, 2, 32}, Case{3, 40, 6, 2, 80}, Case{1, 129, 2, 1, 16}, Case{2, 17, 2, 1, 128}}) {
     SCOPED_TRACE("B=" + std::to_string(c.B) + " T=" + std::to_string(c.T) + " H=" + std::to_string(c.H) +
                  " Hkv=" + std::to_string(c.Hkv) + " D=" + std::to_string(c.D));
     int64_t nq = c.B * c.T * c.H * c.D, nkv = c.B * c.T * c.Hkv * c.D;
