@@ -366,3 +366,67 @@ TEST(GraphPo, TheLossMaskIsSizedBeforeMethodsAdvantages) {
   EXPECT_EQ(probe.total, 24);
   EXPECT_EQ(probe.sized, probe.total);
 }
+
+TEST(GraphPo, ReallocationGivesEachStoppedSequencesBudgetToTheNextNewState) {
+  // Budget 1 on "3+4*2=": member 1 stops at state 8 (member 0 continues from it) at token 9, which earns the
+  // group one fork; the next sequence to reach a state new to the group gets it: member 0 reaching 11 at
+  // token 13, not member 2 reaching 7 at token 17 (the credit is spent), and not member 0's first state 8
+  // at token 6 (no credit yet). Without reallocation nobody forks; a fork's own arrivals count toward the
+  // budget but never stop it.
+  auto task = std::make_shared<tasks::ArithmeticTask>(tasks::ArithmeticConfig{});
+  rl::PromptCodec codec = test::byte_codec();
+  MethodEnv env;
+  env.task = task;
+  env.codec = &codec;
+  std::vector<tasks::Problem> problems(1);
+  problems[0].id = "0";
+  problems[0].prompt = "3+4*2=";
+  problems[0].answer = "11";
+  RolloutRound round;
+  round.step = 1;
+  round.problems = &problems;
+  const std::vector<std::string> texts = {"4*2=8\n3+8=11\n#### 11", "hm\n4*2=8\n", "abcdefghij\n3+4=7\n#### 7"};
+  for (bool reallocate : {false, true}) {
+    SCOPED_TRACE(reallocate ? "reallocate" : "budget only");
+    GraphPoConfig cfg;
+    cfg.expand_budget = 1;
+    cfg.reallocate = reallocate;
+    GraphPo g(cfg);
+    g.attach(env);
+    rollout::RolloutHook* hook = g.rollout_hook(round);
+    ASSERT_NE(hook, nullptr);
+    rollout::RolloutRequest req;
+    std::vector<rollout::Completion> cs(3);
+    std::vector<bool> stopped(3, false);
+    std::map<int64_t, size_t> forked_at;  // member -> tokens when it forked
+    for (size_t pos = 0; pos < 24; ++pos)
+      for (int64_t m = 0; m < 3; ++m) {
+        const std::string& t = texts[static_cast<size_t>(m)];
+        if (stopped[static_cast<size_t>(m)] || pos >= t.size()) continue;
+        cs[static_cast<size_t>(m)].member = m;
+        cs[static_cast<size_t>(m)].tokens.push_back(static_cast<unsigned char>(t[pos]));
+        rollout::HookDecision d = hook->after_token(req, cs[static_cast<size_t>(m)]);
+        if (d.stop) stopped[static_cast<size_t>(m)] = true;
+        if (d.forks > 0) {
+          EXPECT_EQ(d.forks, 1);
+          forked_at[m] = pos + 1;
+        }
+      }
+    EXPECT_EQ(stopped, (std::vector<bool>{false, true, false}));
+    if (!reallocate) {
+      EXPECT_TRUE(forked_at.empty());
+      continue;
+    }
+    EXPECT_EQ(forked_at, (std::map<int64_t, size_t>{{0, 13}}));
+    // The fork (of member 0 at 11) reaching 7, already expanded by member 2: it goes on.
+    rollout::Completion fork;
+    fork.member = 3;
+    fork.parent = 0;
+    fork.fork_pos = 13;
+    for (char ch : std::string("4*2=8\n3+8=11\n7+0=7\n")) fork.tokens.push_back(static_cast<unsigned char>(ch));
+    EXPECT_FALSE(hook->after_token(req, fork).stop);
+  }
+  GraphPoConfig bad;
+  bad.reallocate = true;
+  EXPECT_THROW(bad.validate(), Error);
+}

@@ -366,6 +366,7 @@ RunConfig read_config(Recipe& r) {
     g.graph.pool = r.get_double("rl.graphpo.pool", g.graph.pool);
     g.graph.efficiency = r.get_double("rl.graphpo.efficiency", g.graph.efficiency);
     g.expand_budget = r.get_int("rl.graphpo.expand_budget", g.expand_budget);
+    g.reallocate = r.get_bool("rl.graphpo.reallocate", g.reallocate);
     g.equivalence = r.get_choice("rl.graphpo.equivalence", "state", {"state", "embedding"}) == "embedding" ? rl::Equivalence::embedding
                                                                                                     : rl::Equivalence::state;
     g.similarity = r.get_double("rl.graphpo.similarity", g.similarity);

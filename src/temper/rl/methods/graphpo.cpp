@@ -98,6 +98,8 @@ void GraphPoConfig::validate() const {
   TEMPER_CHECK(similarity > -1 && similarity <= 1) << "rl.graphpo.similarity must be a cosine in (-1, 1], got " << similarity;
   TEMPER_CHECK(equivalence == Equivalence::state || expand_budget == 0)
       << "rl.graphpo.expand_budget needs equivalence = \"state\" (the budget stops sequences at task states)";
+  TEMPER_CHECK(!reallocate || expand_budget > 0)
+      << "rl.graphpo.reallocate spends what rl.graphpo.expand_budget saves: set expand_budget >= 1";
 }
 
 // The states of a group's steps from their embeddings: every step but each path's last (the leaf).
@@ -127,10 +129,12 @@ void GraphPo::embedding_states(const std::vector<size_t>& members, const Batch& 
   for (size_t i = 0; i < ids.size(); ++i) paths[where[i].first].steps[where[i].second].state = "e" + std::to_string(ids[i]);
 }
 
-void GraphPoHook::reset(const MethodEnv* env, const RolloutRound& round, int64_t budget) {
+void GraphPoHook::reset(const MethodEnv* env, const RolloutRound& round, int64_t budget, bool reallocate) {
   env_ = env;
   round_ = round;
   budget_ = budget;
+  reallocate_ = reallocate;
+  credit_.clear();
   known_.clear();
   expanded_.clear();
   stopped_.clear();
@@ -138,7 +142,7 @@ void GraphPoHook::reset(const MethodEnv* env, const RolloutRound& round, int64_t
 
 rollout::HookDecision GraphPoHook::after_token(const rollout::RolloutRequest&, const rollout::Completion& c) {
   rollout::HookDecision d;
-  if (c.parent >= 0 || c.tokens.empty()) return d;
+  if (c.tokens.empty()) return d;
   const PromptCodec& codec = *env_->codec;
   if (codec.token_bytes(c.tokens.back()).find('\n') == std::string_view::npos) return d;  // not a line end
   const int64_t problem = static_cast<int64_t>(round_.first) + round_.index(c.request);
@@ -149,10 +153,21 @@ rollout::HookDecision GraphPoHook::after_token(const rollout::RolloutRequest&, c
   if (states.size() <= known) return d;  // no new state
   known = states.size();
   int64_t& n = expanded_[{problem, states.back()}];
+  if (c.parent >= 0) {  // a fork (the reallocated budget's, or another method's): counted, never stopped
+    ++n;
+    return d;
+  }
   if (n >= budget_) {  // enough sequences continue from here: this one stops and shares their suffixes
     d.stop = true;
     stopped_[{problem, c.member}] = states.back();
+    if (reallocate_) ++credit_[problem];
   } else {
+    int64_t& credit = credit_[problem];
+    if (n == 0 && credit > 0) {  // a state new to the group: a saved sequence continues from here too
+      d.forks = 1;
+      --credit;
+      ++n;
+    }
     ++n;
   }
   return d;
@@ -161,7 +176,7 @@ rollout::HookDecision GraphPoHook::after_token(const rollout::RolloutRequest&, c
 rollout::RolloutHook* GraphPo::rollout_hook(const RolloutRound& round) {
   if (cfg_.expand_budget <= 0) return nullptr;
   TEMPER_CHECK(env_.codec && env_.codec->token_bytes) << "graphpo: the expansion budget needs a codec that gives token bytes";
-  hook_.reset(&env_, round, cfg_.expand_budget);
+  hook_.reset(&env_, round, cfg_.expand_budget, cfg_.reallocate);
   return &hook_;
 }
 
@@ -211,7 +226,7 @@ void GraphPo::after_reward(Batch& b) {
 
 bool GraphPo::advantages(Batch& b) {
   sum_ = {};
-  groups_ = rollouts_ = steps_ = tokens_ = stops_ = rollout_tokens_ = 0;
+  groups_ = rollouts_ = steps_ = tokens_ = stops_ = rollout_tokens_ = forks_ = 0;
   adv_abs_ = eff_abs_ = 0;
   std::map<int64_t, std::vector<size_t>> groups;
   for (size_t i = 0; i < b.traj.size(); ++i) groups[b.traj[i].group].push_back(i);
@@ -227,7 +242,8 @@ bool GraphPo::advantages(Batch& b) {
       path.reward = t.reward;
       path.open = stopped_at(b, t).has_value();
       if (path.open) ++stops_;
-      rollout_tokens_ += static_cast<int64_t>(t.tokens.size());
+      if (t.parent >= 0) ++forks_;
+      rollout_tokens_ += static_cast<int64_t>(t.tokens.size()) - (t.parent >= 0 ? t.fork_pos : 0);  // generated
       paths.push_back(std::move(path));
     }
     if (cfg_.equivalence == Equivalence::embedding) embedding_states(members, b, paths, owners);
@@ -267,6 +283,7 @@ void GraphPo::metrics(Metrics& m) const {
   m.emplace_back("graphpo_eff_abs_mean", per(eff_abs_, tokens_));
   m.emplace_back("graphpo_stopped", static_cast<double>(stops_));  // sequences stopped by the expansion budget
   m.emplace_back("graphpo_tokens_per_group", per(static_cast<double>(rollout_tokens_), groups_));
+  m.emplace_back("graphpo_forks", static_cast<double>(forks_));  // continuations the saved budget bought
 }
 
 }  // namespace temper::rl

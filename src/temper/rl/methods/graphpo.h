@@ -11,7 +11,10 @@
 // extractor) every line is a step and the state it reaches is its embedding, the mean of the current
 // policy's final hidden states over the step's tokens; steps of a group whose embeddings have cosine >=
 // `similarity` (0.92) share a state (greedy: each step joins the first earlier cluster whose founding step
-// is that close, in path and step order).
+// is that close, in path and step order). With `reallocate` the budget's savings are spent again: each
+// sequence the budget stops earns its group one fork, given to the next sequence that reaches a state no
+// sequence of the group reached before (a new class), so the group's tokens go to continuations of distinct
+// states instead of re-expansions of one (spec section 6, step 4).
 #pragma once
 
 #include <functional>
@@ -34,7 +37,7 @@ std::vector<GraphStep> segment_steps(const tasks::Task& task, const tasks::Probl
 // estimated from the paths through that state after scoring).
 class GraphPoHook : public rollout::RolloutHook {
  public:
-  void reset(const MethodEnv* env, const RolloutRound& round, int64_t budget);
+  void reset(const MethodEnv* env, const RolloutRound& round, int64_t budget, bool reallocate = false);
   rollout::HookDecision after_token(const rollout::RolloutRequest& q, const rollout::Completion& c) override;
   // (problem index, member) -> the state it stopped at
   const std::map<std::pair<int64_t, int64_t>, std::string>& stopped() const { return stopped_; }
@@ -43,6 +46,8 @@ class GraphPoHook : public rollout::RolloutHook {
   const MethodEnv* env_ = nullptr;
   RolloutRound round_;
   int64_t budget_ = 0;
+  bool reallocate_ = false;
+  std::map<int64_t, int64_t> credit_;                          // problem -> forks earned by stopped sequences
   std::map<std::pair<int64_t, int64_t>, size_t> known_;        // states seen so far per sequence
   std::map<std::pair<int64_t, std::string>, int64_t> expanded_;  // (problem, state) -> sequences continuing from it
   std::map<std::pair<int64_t, int64_t>, std::string> stopped_;
@@ -60,6 +65,7 @@ enum class Equivalence { state, embedding };
 struct GraphPoConfig {
   GraphConfig graph;
   int64_t expand_budget = 0;  // > 0: sequences continuing from one state per group (the others stop there)
+  bool reallocate = false;    // each stopped sequence buys a fork at the group's next new state
   Equivalence equivalence = Equivalence::state;
   double similarity = 0.92;   // embedding: cosine at which two steps reach the same state
   void validate() const;
@@ -88,7 +94,7 @@ class GraphPo : public Method {
   void embedding_states(const std::vector<size_t>& members, const Batch& b, std::vector<GraphPath>& paths,
                         const std::vector<std::vector<int64_t>>& owners);
   GraphStats sum_;
-  int64_t groups_ = 0, rollouts_ = 0, steps_ = 0, tokens_ = 0, stops_ = 0, rollout_tokens_ = 0;
+  int64_t groups_ = 0, rollouts_ = 0, steps_ = 0, tokens_ = 0, stops_ = 0, rollout_tokens_ = 0, forks_ = 0;
   double adv_abs_ = 0, eff_abs_ = 0;
 };
 
