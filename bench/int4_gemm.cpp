@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
   bool first = true;
   for (int64_t M : rows) {
     double f32_blocks = 0, bf16_blocks = 0, int4_blocks = 0, f32_head = 0, bf16_head = 0, int4_head = 0;
-    double f32p_blocks = 0, bf16p_blocks = 0, f32p_head = 0, bf16p_head = 0;
+    double f32p_blocks = 0, bf16p_blocks = 0, f32p_head = 0, bf16p_head = 0, c16_blocks = 0, c16_head = 0;
     const bool packed = packed_supported();
     for (const Shape& s : shapes) {
       std::vector<float> w(static_cast<size_t>(s.N * s.K)), x(static_cast<size_t>(M * s.K)), y(static_cast<size_t>(M * s.N));
@@ -76,6 +76,11 @@ int main(int argc, char** argv) {
       double tb = best_of(reps, [&] { gemm(false, true, M, s.N, s.K, x.data(), s.K, w.data(), s.K, 0.f, y.data(), s.N, Precision::bf16, w16.data()); });
       double t4 = best_of(reps, [&] { int4_gemm(M, x.data(), s.K, q, false, y.data(), s.N); });
       const bool head = s.N == 49152;
+      if (int4_cols16_supported()) {  // the drafter's layout with AVX-512 VNNI
+        Int4Weights c;
+        quantize_int4(w.data(), s.N, s.K, s.K, head ? 32 : 128, &c, Int4Layout::cols16);
+        (head ? c16_head : c16_blocks) += s.per_forward * best_of(reps, [&] { int4_gemm(M, x.data(), s.K, c, false, y.data(), s.N); });
+      }
       if (packed) {
         std::vector<float> wpf(static_cast<size_t>(packed_size(s.N, s.K)));
         std::vector<uint16_t> wpb(static_cast<size_t>(packed_size(s.N, s.K)));
@@ -90,12 +95,12 @@ int main(int argc, char** argv) {
       (head ? bf16_head : bf16_blocks) += tb * s.per_forward;
       (head ? int4_head : int4_blocks) += t4 * s.per_forward;
     }
-    std::printf("%s  {\"M\": %lld, \"blocks_ms\": {\"f32\": %.2f, \"bf16\": %.2f, \"int4\": %.2f, \"f32_packed\": %.2f, "
-                "\"bf16_packed\": %.2f}, \"head_ms\": {\"f32\": %.2f, \"bf16\": %.2f, \"int4\": %.2f, \"f32_packed\": %.2f, "
-                "\"bf16_packed\": %.2f}}",
+    std::printf("%s  {\"M\": %lld, \"blocks_ms\": {\"f32\": %.2f, \"bf16\": %.2f, \"int4\": %.2f, \"int4_cols16\": %.2f, "
+                "\"f32_packed\": %.2f, \"bf16_packed\": %.2f}, \"head_ms\": {\"f32\": %.2f, \"bf16\": %.2f, \"int4\": %.2f, "
+                "\"int4_cols16\": %.2f, \"f32_packed\": %.2f, \"bf16_packed\": %.2f}}",
                 first ? "" : ",\n", static_cast<long long>(M), f32_blocks * 1e3, bf16_blocks * 1e3, int4_blocks * 1e3,
-                f32p_blocks * 1e3, bf16p_blocks * 1e3, f32_head * 1e3, bf16_head * 1e3, int4_head * 1e3, f32p_head * 1e3,
-                bf16p_head * 1e3);
+                c16_blocks * 1e3, f32p_blocks * 1e3, bf16p_blocks * 1e3, f32_head * 1e3, bf16_head * 1e3, int4_head * 1e3,
+                c16_head * 1e3, f32p_head * 1e3, bf16p_head * 1e3);
     first = false;
   }
   std::printf("\n]}\n");

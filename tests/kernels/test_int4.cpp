@@ -93,4 +93,26 @@ TEST(Int4, ProductWithinTheActivationRoundingBoundOnEveryIsa) {
     int4_gemm(M, x.data(), K, q, true, y2.data(), N);
     for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y2[i], y[i] + 1.f, 1e-4f * (1 + std::fabs(y[i])));
   });
+  // The cols16 layout (AVX-512 VNNI): the same dequantized weights bit for bit, and products from the same
+  // integers: equal to the rows layout's up to float summation order, within the same bound.
+  if (!int4_cols16_supported()) GTEST_SKIP() << "no AVX-512 VNNI: the cols16 layout is not built here";
+  for (int64_t rows : {int64_t{1}, int64_t{3}, int64_t{4}, int64_t{5}}) {
+    Int4Weights c;
+    quantize_int4(w.data(), N, K, K, 128, &c, Int4Layout::cols16);
+    EXPECT_EQ(c.layout, Int4Layout::cols16);
+    EXPECT_EQ(c.q.size(), static_cast<size_t>((N + 15) / 16 * 16 * K / 2));  // 4 bits per weight (+ padded rows)
+    std::vector<float> wc(static_cast<size_t>(N * K));
+    dequantize_int4(c, wc.data());
+    ASSERT_EQ(wc, wd);
+    std::vector<float> yr(static_cast<size_t>(rows * N)), yc(static_cast<size_t>(rows * N), 3.f);
+    int4_gemm(rows, x.data(), K, q, false, yr.data(), N);
+    int4_gemm(rows, x.data(), K, c, false, yc.data(), N);
+    for (size_t i = 0; i < yc.size(); ++i) {
+      ASSERT_LE(std::fabs(yc[i] - exact[i]), bound[i] * 1.001 + 1e-4) << i;
+      ASSERT_NEAR(yc[i], yr[i], 1e-5f * (1 + std::fabs(yr[i]))) << i;
+    }
+    std::vector<float> y2(yc.size(), 1.f);
+    int4_gemm(rows, x.data(), K, c, true, y2.data(), N);
+    for (size_t i = 0; i < yc.size(); ++i) ASSERT_NEAR(y2[i], yc[i] + 1.f, 1e-4f * (1 + std::fabs(yc[i])));
+  }
 }

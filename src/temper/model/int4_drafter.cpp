@@ -30,16 +30,17 @@ void Int4Drafter::refresh(const Transformer& model) {
   std::vector<Int4Layer>& layers = copy.layers;
   layers.resize(static_cast<size_t>(c.num_layers));
   const float* P = model.params();
+  const kernels::Int4Layout layout = kernels::int4_preferred_layout();  // cols16 with AVX-512 VNNI
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const LayerOffsets& o = model.layout().layers[static_cast<size_t>(l)];
     Int4Layer& q = layers[static_cast<size_t>(l)];
-    kernels::quantize_int4(P + o.w_qkv, QKV, C, C, group_, &q.qkv);
-    kernels::quantize_int4(P + o.w_o, C, Hq, Hq, group_, &q.o);
-    kernels::quantize_int4(P + o.w_gu, 2 * F, C, C, group_, &q.gu);
-    kernels::quantize_int4(P + o.w_down, C, F, F, group_, &q.down);
+    kernels::quantize_int4(P + o.w_qkv, QKV, C, C, group_, &q.qkv, layout);
+    kernels::quantize_int4(P + o.w_o, C, Hq, Hq, group_, &q.o, layout);
+    kernels::quantize_int4(P + o.w_gu, 2 * F, C, C, group_, &q.gu, layout);
+    kernels::quantize_int4(P + o.w_down, C, F, F, group_, &q.down, layout);
   }
   const int64_t head_n = c.vocab_size * C;
-  if (head_ == DraftHead::int4) kernels::quantize_int4(P + model.layout().lm_head, c.vocab_size, C, C, kHeadGroup, &copy.head);
+  if (head_ == DraftHead::int4) kernels::quantize_int4(P + model.layout().lm_head, c.vocab_size, C, C, kHeadGroup, &copy.head, layout);
   if (head_ == DraftHead::bf16) {  // packed for our bf16 kernel where the CPU runs it, else row-major
     copy.head16_packed = kernels::packed_supported();
     if (copy.head16_packed) {
