@@ -242,10 +242,11 @@ void int4_gemm(int64_t M, const float* X, int64_t ldx, const Int4Weights& W, boo
       TEMPER_CHECK(std::isfinite(amax)) << "int4_gemm: non-finite activation in row " << m;
       const float inv = amax > 0.f ? 127.f / amax : 0.f;
       int32_t sum = 0;
-      for (int64_t k = k0; k < k0 + W.group; ++k) {
-        qm[k] = k < k1 ? static_cast<int8_t>(std::nearbyint(x[k] * inv)) : 0;
+      for (int64_t k = k0; k < k1; ++k) {  // |x * inv| <= 127: adding 1.5 * 2^23 rounds to nearest even, as nearbyint
+        qm[k] = static_cast<int8_t>((x[k] * inv + 12582912.f) - 12582912.f);
         sum += qm[k];
       }
+      for (int64_t k = k1; k < k0 + W.group; ++k) qm[k] = 0;
       s.sa[static_cast<size_t>(m * G + g)] = amax / 127.f;
       s.zs[static_cast<size_t>(m * G + g)] = amax / 127.f * static_cast<float>(sum);
     }
