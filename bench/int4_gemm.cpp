@@ -79,7 +79,8 @@ int main(int argc, char** argv) {
       if (int4_cols16_supported()) {  // the drafter's layout with AVX-512 VNNI
         Int4Weights c;
         quantize_int4(w.data(), s.N, s.K, s.K, head ? 32 : 128, &c, Int4Layout::cols16);
-        (head ? c16_head : c16_blocks) += s.per_forward * best_of(reps, [&] { int4_gemm(M, x.data(), s.K, c, false, y.data(), s.N); });
+        (head ? c16_head : c16_blocks) +=
+            s.per_forward * best_of(reps, [&] { int4_gemm(M, x.data(), s.K, c, false, y.data(), s.N); });
       }
       if (packed) {
         std::vector<float> wpf(static_cast<size_t>(packed_size(s.N, s.K)));
@@ -95,12 +96,13 @@ int main(int argc, char** argv) {
       (head ? bf16_head : bf16_blocks) += tb * s.per_forward;
       (head ? int4_head : int4_blocks) += t4 * s.per_forward;
     }
-    std::printf("%s  {\"M\": %lld, \"blocks_ms\": {\"f32\": %.2f, \"bf16\": %.2f, \"int4\": %.2f, \"int4_cols16\": %.2f, "
-                "\"f32_packed\": %.2f, \"bf16_packed\": %.2f}, \"head_ms\": {\"f32\": %.2f, \"bf16\": %.2f, \"int4\": %.2f, "
-                "\"int4_cols16\": %.2f, \"f32_packed\": %.2f, \"bf16_packed\": %.2f}}",
-                first ? "" : ",\n", static_cast<long long>(M), f32_blocks * 1e3, bf16_blocks * 1e3, int4_blocks * 1e3,
-                c16_blocks * 1e3, f32p_blocks * 1e3, bf16p_blocks * 1e3, f32_head * 1e3, bf16_head * 1e3, int4_head * 1e3,
-                c16_head * 1e3, f32p_head * 1e3, bf16p_head * 1e3);
+    std::printf(
+        "%s  {\"M\": %lld, \"blocks_ms\": {\"f32\": %.2f, \"bf16\": %.2f, \"int4\": %.2f, \"int4_cols16\": %.2f, "
+        "\"f32_packed\": %.2f, \"bf16_packed\": %.2f}, \"head_ms\": {\"f32\": %.2f, \"bf16\": %.2f, \"int4\": %.2f, "
+        "\"int4_cols16\": %.2f, \"f32_packed\": %.2f, \"bf16_packed\": %.2f}}",
+        first ? "" : ",\n", static_cast<long long>(M), f32_blocks * 1e3, bf16_blocks * 1e3, int4_blocks * 1e3,
+        c16_blocks * 1e3, f32p_blocks * 1e3, bf16p_blocks * 1e3, f32_head * 1e3, bf16_head * 1e3, int4_head * 1e3,
+        c16_head * 1e3, f32p_head * 1e3, bf16p_head * 1e3);
     first = false;
   }
   std::printf("\n]}\n");

@@ -33,6 +33,25 @@ std::vector<double> standardised(std::vector<double> x) {
 
 GraphPath path(std::vector<GraphStep> s, double r) { return GraphPath{std::move(s), r}; }
 
+// The expansion-budget tests' setting: arithmetic "3+4*2=" (answer 11) read through the byte codec.
+struct BudgetSetting {
+  rl::PromptCodec codec = test::byte_codec();
+  MethodEnv env;
+  std::vector<tasks::Problem> problems = std::vector<tasks::Problem>(1);
+  RolloutRound round;
+  BudgetSetting() {
+    env.task = std::make_shared<tasks::ArithmeticTask>(tasks::ArithmeticConfig{});
+    env.codec = &codec;
+    problems[0].id = "0";
+    problems[0].prompt = "3+4*2=";
+    problems[0].answer = "11";
+    round.step = 1;
+    round.problems = &problems;
+  }
+  BudgetSetting(const BudgetSetting&) = delete;
+  BudgetSetting& operator=(const BudgetSetting&) = delete;
+};
+
 }  // namespace
 
 TEST(GraphPo, OneStepPerRolloutIsGrpo) {
@@ -168,25 +187,14 @@ TEST(GraphPo, TheExpansionBudgetStopsLaterArrivalsAndTheyShareTheSuffix) {
   // Budget 1 on arithmetic "3+4*2=": member 0 reaches state 8 first and continues; member 1 reaches 8 later
   // and stops there; member 2 takes another route (state 7) and continues. After scoring, member 1's reward
   // is the mean of the finished paths through 8 (member 0's), and its last step joins the graph at 8.
-  auto task = std::make_shared<tasks::ArithmeticTask>(tasks::ArithmeticConfig{});
-  rl::PromptCodec codec = test::byte_codec();
-  MethodEnv env;
-  env.task = task;
-  env.codec = &codec;
+  BudgetSetting set;
   GraphPoConfig cfg;
   cfg.expand_budget = 1;
   GraphPo g(cfg);
-  g.attach(env);
+  g.attach(set.env);
   Batch b;
-  tasks::Problem p;
-  p.id = "0";
-  p.prompt = "3+4*2=";
-  p.answer = "11";
-  b.problems = {p};
-  RolloutRound round;
-  round.step = 1;
-  round.problems = &b.problems;
-  rollout::RolloutHook* hook = g.rollout_hook(round);
+  b.problems = set.problems;
+  rollout::RolloutHook* hook = g.rollout_hook(set.round);
   ASSERT_NE(hook, nullptr);
   const std::vector<std::string> texts = {"4*2=8\n3+8=11\n#### 11", "hm\n4*2=8\n", "3+4=7\n#### 7"};
   rollout::RolloutRequest req;
@@ -373,18 +381,7 @@ TEST(GraphPo, ReallocationGivesEachStoppedSequencesBudgetToTheNextNewState) {
   // token 13, not member 2 reaching 7 at token 17 (the credit is spent), and not member 0's first state 8
   // at token 6 (no credit yet). Without reallocation nobody forks; a fork's own arrivals count toward the
   // budget but never stop it.
-  auto task = std::make_shared<tasks::ArithmeticTask>(tasks::ArithmeticConfig{});
-  rl::PromptCodec codec = test::byte_codec();
-  MethodEnv env;
-  env.task = task;
-  env.codec = &codec;
-  std::vector<tasks::Problem> problems(1);
-  problems[0].id = "0";
-  problems[0].prompt = "3+4*2=";
-  problems[0].answer = "11";
-  RolloutRound round;
-  round.step = 1;
-  round.problems = &problems;
+  BudgetSetting set;
   const std::vector<std::string> texts = {"4*2=8\n3+8=11\n#### 11", "hm\n4*2=8\n", "abcdefghij\n3+4=7\n#### 7"};
   for (bool reallocate : {false, true}) {
     SCOPED_TRACE(reallocate ? "reallocate" : "budget only");
@@ -392,8 +389,8 @@ TEST(GraphPo, ReallocationGivesEachStoppedSequencesBudgetToTheNextNewState) {
     cfg.expand_budget = 1;
     cfg.reallocate = reallocate;
     GraphPo g(cfg);
-    g.attach(env);
-    rollout::RolloutHook* hook = g.rollout_hook(round);
+    g.attach(set.env);
+    rollout::RolloutHook* hook = g.rollout_hook(set.round);
     ASSERT_NE(hook, nullptr);
     rollout::RolloutRequest req;
     std::vector<rollout::Completion> cs(3);

@@ -64,11 +64,11 @@ void to_cols16(Int4Weights& w) {
 // Per octet one 64-byte load gives two vectors of 16 outputs x 4 inputs; each row's 4 activation bytes are
 // broadcast; separate integer accumulators for the two halves keep 2R dependency chains in flight.
 template <int R>
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) void cols16_tile(const int8_t* qa, const float* sa, const float* zs,
-                                                                          int64_t Kp, int64_t G, int64_t group,
-                                                                          const uint8_t* qb, const float* sb,
-                                                                          const uint8_t* zb, float* Y, int64_t ldy,
-                                                                          int64_t ncols, bool accumulate) {
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void cols16_tile(const int8_t* qa, const float* sa,
+                                                                        const float* zs, int64_t Kp, int64_t G,
+                                                                        int64_t group, const uint8_t* qb,
+                                                                        const float* sb, const uint8_t* zb, float* Y,
+                                                                        int64_t ldy, int64_t ncols, bool accumulate) {
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   __m512 f[R];
   for (int r = 0; r < R; ++r) f[r] = _mm512_setzero_ps();
@@ -89,7 +89,8 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void cols16_tile(const in
     }
     const __m512 sv = _mm512_loadu_ps(sb + g * kCols);
     const __m512 szv = _mm512_mul_ps(
-        sv, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(zb + g * kCols)))));
+        sv,
+        _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(zb + g * kCols)))));
     for (int r = 0; r < R; ++r) {
       const __m512 d = _mm512_cvtepi32_ps(_mm512_add_epi32(lo[r], hi[r]));
       f[r] = _mm512_fmadd_ps(d, _mm512_mul_ps(sv, _mm512_set1_ps(sa[r * G + g])), f[r]);
@@ -105,9 +106,9 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void cols16_tile(const in
 }
 
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) void cols16_rows(const int8_t* qa, const float* sa,
-                                                                         const float* zs, int64_t M, int64_t Kp,
-                                                                         const Int4Weights& W, int64_t b0, int64_t b1,
-                                                                         float* Y, int64_t ldy, bool accumulate) {
+                                                                        const float* zs, int64_t M, int64_t Kp,
+                                                                        const Int4Weights& W, int64_t b0, int64_t b1,
+                                                                        float* Y, int64_t ldy, bool accumulate) {
   const int64_t G = Kp / W.group, octets = Kp / 8;
   for (int64_t blk = b0; blk < b1; ++blk) {
     const uint8_t* qb = W.q.data() + blk * octets * 64;
@@ -119,10 +120,14 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void cols16_rows(const in
       const int8_t* a = qa + m0 * Kp;
       const float *s = sa + m0 * G, *z = zs + m0 * G;
       float* y = Y + m0 * ldy + blk * kCols;
-      if (R == 4) cols16_tile<4>(a, s, z, Kp, G, W.group, qb, sb, zb, y, ldy, ncols, accumulate);
-      else if (R == 3) cols16_tile<3>(a, s, z, Kp, G, W.group, qb, sb, zb, y, ldy, ncols, accumulate);
-      else if (R == 2) cols16_tile<2>(a, s, z, Kp, G, W.group, qb, sb, zb, y, ldy, ncols, accumulate);
-      else cols16_tile<1>(a, s, z, Kp, G, W.group, qb, sb, zb, y, ldy, ncols, accumulate);
+      if (R == 4)
+        cols16_tile<4>(a, s, z, Kp, G, W.group, qb, sb, zb, y, ldy, ncols, accumulate);
+      else if (R == 3)
+        cols16_tile<3>(a, s, z, Kp, G, W.group, qb, sb, zb, y, ldy, ncols, accumulate);
+      else if (R == 2)
+        cols16_tile<2>(a, s, z, Kp, G, W.group, qb, sb, zb, y, ldy, ncols, accumulate);
+      else
+        cols16_tile<1>(a, s, z, Kp, G, W.group, qb, sb, zb, y, ldy, ncols, accumulate);
     }
   }
 }
@@ -130,8 +135,8 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void cols16_rows(const in
 }  // namespace
 
 bool int4_cols16_supported() {
-  static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                         __builtin_cpu_supports("avx512vnni");
+  static const bool ok =
+      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni");
   return ok;
 }
 

@@ -31,7 +31,7 @@ struct Int4Weights {
   int64_t group = 128;       // inputs per scale / zero (divides Kp, multiple of 32)
   std::vector<uint8_t> q;    // rows: [N, Kp / 2]; cols16: [N / 16 (rounded up), Kp / 8, 64]
   std::vector<float> scale;  // rows: [N, Kp / group]; cols16: [N / 16 (rounded up), Kp / group, 16]
-  std::vector<uint8_t> zero; // as scale, 0..15
+  std::vector<uint8_t> zero;  // as scale, 0..15
   size_t bytes() const { return q.size() + scale.size() * sizeof(float) + zero.size(); }
 };
 

@@ -40,7 +40,8 @@ void Int4Drafter::refresh(const Transformer& model) {
     kernels::quantize_int4(P + o.w_down, C, F, F, group_, &q.down, layout);
   }
   const int64_t head_n = c.vocab_size * C;
-  if (head_ == DraftHead::int4) kernels::quantize_int4(P + model.layout().lm_head, c.vocab_size, C, C, kHeadGroup, &copy.head, layout);
+  if (head_ == DraftHead::int4)
+    kernels::quantize_int4(P + model.layout().lm_head, c.vocab_size, C, C, kHeadGroup, &copy.head, layout);
   if (head_ == DraftHead::bf16) {  // packed for our bf16 kernel where the CPU runs it, else row-major
     copy.head16_packed = kernels::packed_supported();
     if (copy.head16_packed) {

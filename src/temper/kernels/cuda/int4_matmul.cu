@@ -51,7 +51,8 @@ __global__ void int4_gemm_kernel(int64_t M, const float* X, int64_t ldx, int64_t
 
 Int4DeviceWeights::Int4DeviceWeights(const kernels::Int4Weights& w)
     : N(w.N), K(w.K), Kp(w.Kp), group(w.group), q_(w.q.size()), zero_(w.zero.size()), scale_(w.scale.size()) {
-  TEMPER_CHECK(w.layout == kernels::Int4Layout::rows) << "CUDA int4: the weights must be in the rows layout (quantize_int4's default)";
+  TEMPER_CHECK(w.layout == kernels::Int4Layout::rows)
+      << "CUDA int4: the weights must be in the rows layout (quantize_int4's default)";
   copy_to_device(q_.data(), w.q.data(), w.q.size());
   copy_to_device(zero_.data(), w.zero.data(), w.zero.size());
   copy_to_device(scale_.data(), w.scale.data(), w.scale.size() * sizeof(float));
