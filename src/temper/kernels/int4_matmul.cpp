@@ -34,32 +34,6 @@ int nibble_rows(const Int4Weights& w, int64_t n, int64_t k) {
   return k % kInt4Chunk < 16 ? (b & 15) : (b >> 4);
 }
 
-// Rows layout -> cols16 (same values; padding rows are zero with scale 0).
-void to_cols16(Int4Weights& w) {
-  const int64_t G = w.Kp / w.group, nblk = (w.N + kCols - 1) / kCols, octets = w.Kp / 8;
-  std::vector<uint8_t> q(static_cast<size_t>(nblk * octets * 64), 0), zero(static_cast<size_t>(nblk * G * kCols), 0);
-  std::vector<float> scale(static_cast<size_t>(nblk * G * kCols), 0.f);
-  parallel_for(nblk, 1, [&](int64_t b0, int64_t b1) {
-    for (int64_t blk = b0; blk < b1; ++blk)
-      for (int64_t lane = 0; lane < kCols && blk * kCols + lane < w.N; ++lane) {
-        const int64_t n = blk * kCols + lane;
-        for (int64_t k = 0; k < w.Kp; ++k) {
-          const int64_t o = k / 8, b = k % 8;
-          uint8_t& byte = q[static_cast<size_t>((blk * octets + o) * 64 + lane * 4 + (b & 3))];
-          byte = static_cast<uint8_t>(byte | (nibble_rows(w, n, k) << (b < 4 ? 0 : 4)));
-        }
-        for (int64_t g = 0; g < G; ++g) {
-          scale[static_cast<size_t>((blk * G + g) * kCols + lane)] = w.scale[static_cast<size_t>(n * G + g)];
-          zero[static_cast<size_t>((blk * G + g) * kCols + lane)] = w.zero[static_cast<size_t>(n * G + g)];
-        }
-      }
-  });
-  w.q = std::move(q);
-  w.scale = std::move(scale);
-  w.zero = std::move(zero);
-  w.layout = Int4Layout::cols16;
-}
-
 // cols16: rows [0, R) of the int8 activations against one block of 16 outputs; Y's columns [0, ncols).
 // Per octet one 64-byte load gives two vectors of 16 outputs x 4 inputs; each row's 4 activation bytes are
 // broadcast; separate integer accumulators for the two halves keep 2R dependency chains in flight.
@@ -165,19 +139,21 @@ void quantize_int4(const float* W, int64_t N, int64_t K, int64_t ldw, int64_t gr
   TEMPER_CHECK(layout == Int4Layout::rows || int4_cols16_supported())
       << "int4: the cols16 layout needs AVX-512 VNNI, which this CPU lacks";
   Int4Weights& w = *out;
-  w.layout = Int4Layout::rows;
+  const bool c16 = layout == Int4Layout::cols16;
+  w.layout = layout;
   w.N = N;
   w.K = K;
   w.Kp = (K + kInt4Chunk - 1) / kInt4Chunk * kInt4Chunk;
   w.group = int4_group_for(K, group);
-  const int64_t G = w.Kp / w.group;
-  w.q.assign(static_cast<size_t>(N * w.Kp / 2), 0);
-  w.scale.assign(static_cast<size_t>(N * G), 0.f);
-  w.zero.assign(static_cast<size_t>(N * G), 0);
+  const int64_t G = w.Kp / w.group, octets = w.Kp / 8, Nr = c16 ? (N + kCols - 1) / kCols * kCols : N;
+  w.q.assign(static_cast<size_t>(Nr * w.Kp / 2), 0);  // cols16: padding rows stay zero with scale 0
+  w.scale.assign(static_cast<size_t>(Nr * G), 0.f);
+  w.zero.assign(static_cast<size_t>(Nr * G), 0);
   parallel_for(N, 64, [&](int64_t n0, int64_t n1) {
+    std::vector<uint8_t> v(static_cast<size_t>(w.Kp));  // one row's values 0..15
     for (int64_t n = n0; n < n1; ++n) {
       const float* row = W + n * ldw;
-      uint8_t* qr = w.q.data() + n * w.Kp / 2;
+      const int64_t blk = n / kCols, lane = n % kCols;
       for (int64_t g = 0; g < G; ++g) {
         const int64_t k0 = g * w.group, k1 = std::min(k0 + w.group, K);
         float mn = 0.f, mx = 0.f;  // the range always holds 0 (padding and exact zeros stay exact)
@@ -193,20 +169,29 @@ void quantize_int4(const float* W, int64_t N, int64_t K, int64_t ldw, int64_t gr
           TEMPER_CHECK(std::isfinite(s)) << "int4: non-finite weight in row " << n;
           s = 1.f;
         }
-        w.scale[static_cast<size_t>(n * G + g)] = s;
-        w.zero[static_cast<size_t>(n * G + g)] = static_cast<uint8_t>(z);
+        const size_t at = static_cast<size_t>(c16 ? (blk * G + g) * kCols + lane : n * G + g);
+        w.scale[at] = s;
+        w.zero[at] = static_cast<uint8_t>(z);
         const float inv = 1.f / s;
-        for (int64_t k = k0; k < k0 + w.group; ++k) {
-          int q = z;
-          if (k < K) q = std::clamp(static_cast<int>(std::nearbyint(row[k] * inv)) + z, 0, 15);
-          const int64_t c = k / kInt4Chunk, j = k % kInt4Chunk;
-          uint8_t& b = qr[c * 16 + (j & 15)];
-          b = static_cast<uint8_t>(j < 16 ? (b & 0xF0) | q : (b & 0x0F) | (q << 4));
+        for (int64_t k = k0; k < k1; ++k) {  // |row * inv| <= 15: the 1.5 x 2^23 addition rounds as nearbyint
+          const int q = static_cast<int>((row[k] * inv + 12582912.f) - 12582912.f) + z;
+          v[static_cast<size_t>(k)] = static_cast<uint8_t>(q < 0 ? 0 : (q > 15 ? 15 : q));
         }
+        for (int64_t k = k1; k < k0 + w.group; ++k) v[static_cast<size_t>(k)] = static_cast<uint8_t>(z);
+      }
+      if (c16) {  // octet o: byte 4 lane + b = inputs 8 o + b (low) and 8 o + 4 + b (high)
+        uint8_t* qb = w.q.data() + blk * octets * 64 + lane * 4;
+        for (int64_t o = 0; o < octets; ++o)
+          for (int64_t b = 0; b < 4; ++b)
+            qb[o * 64 + b] = static_cast<uint8_t>(v[static_cast<size_t>(8 * o + b)] | (v[static_cast<size_t>(8 * o + 4 + b)] << 4));
+      } else {  // chunk c: byte j = inputs 32 c + j (low) and 32 c + 16 + j (high)
+        uint8_t* qr = w.q.data() + n * w.Kp / 2;
+        for (int64_t c = 0; c < w.Kp / kInt4Chunk; ++c)
+          for (int64_t j = 0; j < 16; ++j)
+            qr[c * 16 + j] = static_cast<uint8_t>(v[static_cast<size_t>(32 * c + j)] | (v[static_cast<size_t>(32 * c + 16 + j)] << 4));
       }
     }
   });
-  if (layout == Int4Layout::cols16) to_cols16(w);
 }
 
 void dequantize_int4(const Int4Weights& w, float* W) {
