@@ -28,6 +28,11 @@ struct ActScratch {  // X quantized to int8 per weight group
 
 constexpr int64_t kCols = 16;  // cols16: outputs per block
 
+// nearbyint(x) for |x| < 2^22 (round to nearest, ties to even) without a libm call: vectorisable.
+inline float round_even(float x) {
+  return (x + 12582912.f) - 12582912.f;
+}
+
 // The rows layout's value of row n, input k.
 int nibble_rows(const Int4Weights& w, int64_t n, int64_t k) {
   const uint8_t b = w.q[static_cast<size_t>(n * w.Kp / 2 + k / kInt4Chunk * 16 + (k % kInt4Chunk & 15))];
@@ -173,8 +178,8 @@ void quantize_int4(const float* W, int64_t N, int64_t K, int64_t ldw, int64_t gr
         w.scale[at] = s;
         w.zero[at] = static_cast<uint8_t>(z);
         const float inv = 1.f / s;
-        for (int64_t k = k0; k < k1; ++k) {  // |row * inv| <= 15: the 1.5 x 2^23 addition rounds as nearbyint
-          const int q = static_cast<int>((row[k] * inv + 12582912.f) - 12582912.f) + z;
+        for (int64_t k = k0; k < k1; ++k) {
+          const int q = static_cast<int>(round_even(row[k] * inv)) + z;  // |row * inv| <= 15
           v[static_cast<size_t>(k)] = static_cast<uint8_t>(q < 0 ? 0 : (q > 15 ? 15 : q));
         }
         for (int64_t k = k1; k < k0 + w.group; ++k) v[static_cast<size_t>(k)] = static_cast<uint8_t>(z);
@@ -183,12 +188,14 @@ void quantize_int4(const float* W, int64_t N, int64_t K, int64_t ldw, int64_t gr
         uint8_t* qb = w.q.data() + blk * octets * 64 + lane * 4;
         for (int64_t o = 0; o < octets; ++o)
           for (int64_t b = 0; b < 4; ++b)
-            qb[o * 64 + b] = static_cast<uint8_t>(v[static_cast<size_t>(8 * o + b)] | (v[static_cast<size_t>(8 * o + 4 + b)] << 4));
+            qb[o * 64 + b] =
+                static_cast<uint8_t>(v[static_cast<size_t>(8 * o + b)] | (v[static_cast<size_t>(8 * o + 4 + b)] << 4));
       } else {  // chunk c: byte j = inputs 32 c + j (low) and 32 c + 16 + j (high)
         uint8_t* qr = w.q.data() + n * w.Kp / 2;
         for (int64_t c = 0; c < w.Kp / kInt4Chunk; ++c)
           for (int64_t j = 0; j < 16; ++j)
-            qr[c * 16 + j] = static_cast<uint8_t>(v[static_cast<size_t>(32 * c + j)] | (v[static_cast<size_t>(32 * c + 16 + j)] << 4));
+            qr[c * 16 + j] = static_cast<uint8_t>(v[static_cast<size_t>(32 * c + j)] |
+                                                  (v[static_cast<size_t>(32 * c + 16 + j)] << 4));
       }
     }
   });
@@ -232,8 +239,8 @@ void int4_gemm(int64_t M, const float* X, int64_t ldx, const Int4Weights& W, boo
       TEMPER_CHECK(std::isfinite(amax)) << "int4_gemm: non-finite activation in row " << m;
       const float inv = amax > 0.f ? 127.f / amax : 0.f;
       int32_t sum = 0;
-      for (int64_t k = k0; k < k1; ++k) {  // |x * inv| <= 127: adding 1.5 * 2^23 rounds to nearest even, as nearbyint
-        qm[k] = static_cast<int8_t>((x[k] * inv + 12582912.f) - 12582912.f);
+      for (int64_t k = k0; k < k1; ++k) {
+        qm[k] = static_cast<int8_t>(round_even(x[k] * inv));  // |x * inv| <= 127
         sum += qm[k];
       }
       for (int64_t k = k1; k < k0 + W.group; ++k) qm[k] = 0;
