@@ -415,13 +415,27 @@ TEST(GraphPo, ReallocationGivesEachStoppedSequencesBudgetToTheNextNewState) {
       continue;
     }
     EXPECT_EQ(forked_at, (std::map<int64_t, size_t>{{0, 13}}));
-    // The fork (of member 0 at 11) reaching 7, already expanded by member 2: it goes on.
+    // The fork (of member 0 at 11) reaching 7, already expanded by member 2: it goes on. Then it reaches 10,
+    // new to the group: that arrival counts, so a later original reaching 10 stops there.
     rollout::Completion fork;
     fork.member = 3;
     fork.parent = 0;
     fork.fork_pos = 13;
-    for (char ch : std::string("4*2=8\n3+8=11\n7+0=7\n")) fork.tokens.push_back(static_cast<unsigned char>(ch));
-    EXPECT_FALSE(hook->after_token(req, fork).stop);
+    auto line = [&](rollout::Completion& c, const std::string& text) {
+      rollout::HookDecision d;
+      for (char ch : text) {
+        c.tokens.push_back(static_cast<unsigned char>(ch));
+        d = hook->after_token(req, c);
+        if (d.stop) break;
+      }
+      return d;
+    };
+    for (char ch : std::string("4*2=8\n3+8=11\n")) fork.tokens.push_back(static_cast<unsigned char>(ch));
+    EXPECT_FALSE(line(fork, "7+0=7\n").stop);
+    EXPECT_FALSE(line(fork, "11-1=10\n").stop);
+    rollout::Completion late;
+    late.member = 4;
+    EXPECT_TRUE(line(late, "a=10\n").stop);
   }
   GraphPoConfig bad;
   bad.reallocate = true;
