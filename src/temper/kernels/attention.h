@@ -20,4 +20,24 @@ void attention_fwd(const AttnShape& s, const float* q, const float* k, const flo
 void attention_bwd(const AttnShape& s, const float* q, const float* k, const float* v, const float* o, const float* lse,
                    const float* dout, float* dq, float* dk, float* dv);
 
+// Shared-prefix ("packed") attention: tokens are rows of one packed array, cut into segments. A
+// segment's queries see, in order, the keys of an optional prefix (rows prefix_start..+prefix_len,
+// typically the prompt a GRPO group shares, stored once) and then their own segment causally. So a
+// group of G completions of one prompt costs the prompt's tokens once instead of G times, and no
+// row carries padding. Positions (RoPE) are the caller's. lse [H, N] (N = rows of the packed array).
+struct AttnSegment {
+  int64_t start = 0, len = 0;                // the segment's rows
+  int64_t prefix_start = 0, prefix_len = 0;  // keys before them; prefix_len 0: none
+};
+struct PackedAttnShape {
+  int64_t N, H, Hkv, D;
+  int64_t q_stride, kv_stride, o_stride;
+  const AttnSegment* segs;
+  int64_t nsegs;
+};
+void attention_fwd_packed(const PackedAttnShape& s, const float* q, const float* k, const float* v, float* o, float* lse);
+// Writes dq, dk, dv (overwritten); a prefix's dk/dv sum every segment that reads it.
+void attention_bwd_packed(const PackedAttnShape& s, const float* q, const float* k, const float* v, const float* o,
+                          const float* lse, const float* dout, float* dq, float* dk, float* dv);
+
 }  // namespace temper::kernels
