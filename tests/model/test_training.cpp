@@ -140,6 +140,103 @@ TEST(Training, MicroBatchesAccumulateToTheWholeBatch) {
   EXPECT_NE(x.losses[0], x.losses[1]);
 }
 
+TEST(Training, SharedPrefixPackingEqualsThePaddedBatch) {
+  // Rows = prompt + completion, the loss on completion tokens. Padded: one row each. Packed: each
+  // prompt read by several rows is held once (all but its last token, which starts each reader's
+  // segment, so every completion token keeps its own predicting row); a row alone is one segment.
+  for (Arch arch : {Arch::llama, Arch::qwen2, Arch::qwen3}) {
+    SCOPED_TRACE(static_cast<int>(arch));
+    ModelConfig cfg = small_config(arch);
+    Transformer model(cfg);
+    model.init_random(42, 0.1f);
+    Rng rng(11, 0);
+    auto draw = [&](int64_t n) {
+      std::vector<int32_t> v(static_cast<size_t>(n));
+      for (auto& t : v) t = static_cast<int32_t>(rng.next_u32() % cfg.vocab_size);
+      return v;
+    };
+    const std::vector<int32_t> pa = draw(70), pb = draw(3), pc = draw(4);
+    struct Row {
+      const std::vector<int32_t>* prompt;
+      std::vector<int32_t> completion;
+      bool shared;
+    };
+    std::vector<Row> rows = {{&pa, draw(5), true}, {&pa, draw(9), true}, {&pb, draw(4), true}, {&pc, draw(7), false},
+                             {&pa, draw(1), true}, {&pb, draw(2), true}};
+    int64_t T = 0;
+    for (const Row& r : rows) T = std::max<int64_t>(T, static_cast<int64_t>(r.prompt->size() + r.completion.size()));
+    const int64_t B = static_cast<int64_t>(rows.size()), N = B * T;
+    std::vector<int32_t> tok(N, 0), tgt(N, -1);
+    std::vector<float> mask(N, 0.f), lp(N), ent(N);
+    double count = 0;
+    for (int64_t b = 0; b < B; ++b) {
+      const Row& r = rows[static_cast<size_t>(b)];
+      const int64_t P = static_cast<int64_t>(r.prompt->size());
+      std::copy(r.prompt->begin(), r.prompt->end(), tok.begin() + b * T);
+      std::copy(r.completion.begin(), r.completion.end(), tok.begin() + b * T + P);
+      for (size_t i = 0; i < r.completion.size(); ++i) {
+        tgt[b * T + P - 1 + static_cast<int64_t>(i)] = r.completion[i];
+        mask[b * T + P - 1 + static_cast<int64_t>(i)] = 1.f;
+        ++count;
+      }
+    }
+    MaskedCrossEntropy padded_loss(mask.data(), count);
+    model.zero_grad();
+    model.forward_backward(tok.data(), tgt.data(), B, T, padded_loss, lp.data(), ent.data());
+    std::vector<double> g_padded(model.grads(), model.grads() + model.flat_size());
+    // The packed layout: prefixes first as they are met, each row's segment after.
+    std::vector<kernels::AttnSegment> segs;
+    std::vector<int32_t> ptok, ptgt;
+    std::vector<float> pmask;
+    std::vector<std::pair<int64_t, int64_t>> same;  // (padded row, packed row) holding one prediction
+    std::vector<std::pair<const std::vector<int32_t>*, size_t>> prefix_of;
+    auto push = [&](int32_t t, int32_t target, float m) {
+      ptok.push_back(t), ptgt.push_back(target), pmask.push_back(m);
+    };
+    for (int64_t b = 0; b < B; ++b) {
+      const Row& r = rows[static_cast<size_t>(b)];
+      const int64_t P = static_cast<int64_t>(r.prompt->size());
+      kernels::AttnSegment g;
+      int64_t from = 0;  // the row's first token in its own segment
+      if (r.shared) {
+        auto it = std::find_if(prefix_of.begin(), prefix_of.end(), [&](auto& x) { return x.first == r.prompt; });
+        if (it == prefix_of.end()) {
+          kernels::AttnSegment p;
+          p.start = static_cast<int64_t>(ptok.size()), p.len = P - 1;
+          for (int64_t t = 0; t + 1 < P; ++t) push((*r.prompt)[static_cast<size_t>(t)], -1, 0.f);
+          segs.push_back(p);
+          prefix_of.emplace_back(r.prompt, segs.size() - 1);
+          it = prefix_of.end() - 1;
+        }
+        g.prefix_start = segs[it->second].start, g.prefix_len = P - 1;
+        from = P - 1;
+      }
+      g.start = static_cast<int64_t>(ptok.size());
+      for (int64_t t = from; t < P + static_cast<int64_t>(r.completion.size()); ++t) {
+        if (tgt[b * T + t] >= 0) same.emplace_back(b * T + t, static_cast<int64_t>(ptok.size()));
+        push(tok[b * T + t], tgt[b * T + t], mask[b * T + t]);
+      }
+      g.len = static_cast<int64_t>(ptok.size()) - g.start;
+      segs.push_back(g);
+    }
+    const int64_t Np = static_cast<int64_t>(ptok.size());
+    EXPECT_LT(Np, N / 2);  // the 70-token prompt once instead of three times, no padding
+    std::vector<float> plp(Np), pent(Np);
+    MaskedCrossEntropy packed_loss(pmask.data(), count);
+    model.zero_grad();
+    model.forward_backward_packed(ptok.data(), ptgt.data(), segs, packed_loss, plp.data(), pent.data());
+    EXPECT_TRUE(all_close(model.grads(), g_padded.data(), model.flat_size(), tolerance(Kind::reduction, N)));
+    ASSERT_EQ(same.size(), static_cast<size_t>(count));
+    for (auto [a, p] : same) {
+      EXPECT_NEAR(plp[p], lp[a], 1e-5f * (1 + std::fabs(lp[a])));
+      EXPECT_NEAR(pent[p], ent[a], 1e-5f * (1 + std::fabs(ent[a])));
+    }
+    std::vector<float> flp(Np, 0.f), fent(Np, 0.f);
+    model.forward_logprobs_packed(ptok.data(), ptgt.data(), segs, flp.data(), fent.data());
+    for (auto [a, p] : same) EXPECT_EQ(flp[p], plp[p]);
+  }
+}
+
 TEST(Training, Bf16StaysWithinBf16ToleranceOfF32) {
   TrainOptions a, b;
   b.precision = kernels::Precision::bf16;

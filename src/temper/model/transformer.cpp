@@ -326,9 +326,14 @@ void Transformer::layer_forward(int64_t l, const LayerActs& a, float* x_out, int
     TEMPER_PROFILE("attention");
     kernels::paged_attention_fwd(pa);
   } else {
-    kernels::AttnShape s{B, T, H, Hkv, D, QKV, QKV, Hq};
     TEMPER_PROFILE("attention");
-    kernels::attention_fwd(s, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse);
+    if (segs_) {
+      kernels::PackedAttnShape s{N, H, Hkv, D, QKV, QKV, Hq, segs_->data(), static_cast<int64_t>(segs_->size())};
+      kernels::attention_fwd_packed(s, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse);
+    } else {
+      kernels::AttnShape s{B, T, H, Hkv, D, QKV, QKV, Hq};
+      kernels::attention_fwd(s, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse);
+    }
   }
   std::memcpy(a.x_mid, a.x_in, static_cast<size_t>(N * C) * sizeof(float));
   linear(C, Hq, a.o, o.w_o, q4 ? &q4->o : nullptr, 1.f, a.x_mid);
@@ -360,8 +365,17 @@ void Transformer::layer_backward(int64_t l, const LayerActs& a, float* dx, int64
   // Attention block: x_mid = x_in + attn(rope(norm(x_in) Wqkv^T)) Wo^T.
   { TEMPER_PROFILE("gemm"); gemm(false, false, N, Hq, C, dx, C, P + o.w_o, Hq, 0.f, do_, Hq, precision_, w16(o.w_o)); }
   { TEMPER_PROFILE("gemm"); gemm(true, false, C, Hq, N, dx, C, a.o, Hq, 1.f, G + o.w_o, Hq, precision_); }
-  kernels::AttnShape s{B, T, H, Hkv, D, QKV, QKV, Hq};
-  { TEMPER_PROFILE("attention"); kernels::attention_bwd(s, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse, do_, dqkv_, dqkv_ + Hq, dqkv_ + Hq + Hk); }
+  {
+    TEMPER_PROFILE("attention");
+    if (segs_) {
+      kernels::PackedAttnShape s{N, H, Hkv, D, QKV, QKV, Hq, segs_->data(), static_cast<int64_t>(segs_->size())};
+      kernels::attention_bwd_packed(s, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse, do_, dqkv_, dqkv_ + Hq,
+                                    dqkv_ + Hq + Hk);
+    } else {
+      kernels::AttnShape s{B, T, H, Hkv, D, QKV, QKV, Hq};
+      kernels::attention_bwd(s, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse, do_, dqkv_, dqkv_ + Hq, dqkv_ + Hq + Hk);
+    }
+  }
   { TEMPER_PROFILE("rope"); kernels::rope_bwd(dqkv_, pos_, rope_, N, H, D, QKV); }
   { TEMPER_PROFILE("rope"); kernels::rope_bwd(dqkv_ + Hq, pos_, rope_, N, Hkv, D, QKV); }
   if (cfg_.qk_norm) {
@@ -422,6 +436,13 @@ void Transformer::forward_backward(const int32_t* tokens, const int32_t* targets
                                    const kernels::ClassifierLoss& loss, float* logprob, float* entropy) {
   if (device_) return device_->forward_backward(tokens, targets, B, T, loss, logprob, entropy);
   prepare(B, T);
+  backward_from_classifier(tokens, targets, B, T, loss, logprob, entropy);
+}
+
+// The training pass after prepare: forward with saved activations, the fused classifier and loss,
+// then every layer's backward into grads().
+void Transformer::backward_from_classifier(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
+                                           const kernels::ClassifierLoss& loss, float* logprob, float* entropy) {
   const int64_t N = B * T, C = cfg_.hidden_size;
   trunk_forward(tokens, B, T, true);
   kernels::ClassifierArgs ca = classifier_args(targets, N, logprob, entropy);
@@ -520,6 +541,54 @@ void Transformer::forward_hidden(const int32_t* tokens, int64_t B, int64_t T, fl
   prepare(B, T);
   trunk_forward(tokens, B, T, false);
   std::copy(xn_, xn_ + B * T * cfg_.hidden_size, hidden);
+}
+
+int64_t Transformer::prepare_packed(const std::vector<kernels::AttnSegment>& segs) {
+  TEMPER_CHECK(!device_) << "packed batches run on the CPU model (a device takes padded batches)";
+  int64_t N = 0, longest = 1;
+  for (const kernels::AttnSegment& g : segs) {
+    N = std::max(N, g.start + g.len);
+    longest = std::max(longest, g.prefix_len + g.len);
+  }
+  TEMPER_CHECK(N > 0) << "empty packed batch";
+  TEMPER_CHECK(longest <= cfg_.max_position_embeddings)
+      << "a packed sequence of " << longest << " tokens exceeds the model's max_position_embeddings "
+      << cfg_.max_position_embeddings;
+  prepare(1, N);  // weights, the arena for N rows; positions are the segments'
+  for (int64_t n = 0; n < N; ++n) pos_[n] = -1;
+  for (const kernels::AttnSegment& g : segs)
+    for (int64_t t = 0; t < g.len; ++t) pos_[g.start + t] = static_cast<int32_t>(g.prefix_len + t);
+  for (int64_t n = 0; n < N; ++n)
+    TEMPER_CHECK(pos_[n] >= 0) << "packed batch: row " << n << " belongs to no segment";
+  return N;
+}
+
+namespace {
+struct SegmentsScope {  // the packed pass's segments, for the layers' attention, until the pass ends
+  const std::vector<kernels::AttnSegment>*& slot;
+  SegmentsScope(const std::vector<kernels::AttnSegment>*& s, const std::vector<kernels::AttnSegment>& segs) : slot(s) {
+    slot = &segs;
+  }
+  ~SegmentsScope() { slot = nullptr; }
+};
+}  // namespace
+
+void Transformer::forward_backward_packed(const int32_t* tokens, const int32_t* targets,
+                                          const std::vector<kernels::AttnSegment>& segs,
+                                          const kernels::ClassifierLoss& loss, float* logprob, float* entropy) {
+  const int64_t N = prepare_packed(segs);
+  SegmentsScope scope(segs_, segs);
+  backward_from_classifier(tokens, targets, 1, N, loss, logprob, entropy);
+}
+
+void Transformer::forward_logprobs_packed(const int32_t* tokens, const int32_t* targets,
+                                          const std::vector<kernels::AttnSegment>& segs, float* logprob,
+                                          float* entropy) {
+  const int64_t N = prepare_packed(segs);
+  SegmentsScope scope(segs_, segs);
+  trunk_forward(tokens, 1, N, false);
+  kernels::ClassifierArgs ca = classifier_args(targets, N, logprob, entropy);
+  { TEMPER_PROFILE("classifier"); kernels::classifier_fused(ca); }
 }
 
 }  // namespace temper

@@ -12,6 +12,7 @@
 
 #include "temper/core/arena.h"
 #include "temper/core/tensor.h"
+#include "temper/kernels/attention.h"
 #include "temper/kernels/classifier.h"
 #include "temper/kernels/matmul.h"
 #include "temper/kernels/rope.h"
@@ -94,6 +95,17 @@ class Transformer {
                         const kernels::ClassifierLoss& loss, float* logprob, float* entropy);
   void forward_logprobs(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T, float* logprob,
                         float* entropy);
+  // The same over a packed batch (kernels::AttnSegment): rows that share a prompt hold it once, as a
+  // prefix segment their own segments read, and nothing is padded. Row n is token n of the packed
+  // array; positions start at 0 in a segment without a prefix and continue after the prefix in one
+  // with. Equals forward_backward over the unpacked rows up to rounding (a prefix's gradient is the
+  // sum over its readers). CPU only (packed_supported()).
+  void forward_backward_packed(const int32_t* tokens, const int32_t* targets,
+                               const std::vector<kernels::AttnSegment>& segs, const kernels::ClassifierLoss& loss,
+                               float* logprob, float* entropy);
+  void forward_logprobs_packed(const int32_t* tokens, const int32_t* targets,
+                               const std::vector<kernels::AttnSegment>& segs, float* logprob, float* entropy);
+  bool packed_supported() const { return !device_; }
   void forward_logits(const int32_t* tokens, int64_t B, int64_t T, float* logits);  // [B, T, V]
   void forward_hidden(const int32_t* tokens, int64_t B, int64_t T, float* hidden);  // [B, T, H] after the final norm
 
@@ -108,6 +120,9 @@ class Transformer {
   void bind_arena(bool allocate, size_t* bytes);
   void plan_host(int64_t max_tokens, int64_t max_seq);
   void prepare(int64_t B, int64_t T);
+  int64_t prepare_packed(const std::vector<kernels::AttnSegment>& segs);  // returns the packed rows
+  void backward_from_classifier(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
+                                const kernels::ClassifierLoss& loss, float* logprob, float* entropy);
   void trunk_forward(const int32_t* tokens, int64_t B, int64_t T, bool save);
   void layer_forward(int64_t l, const LayerActs& a, float* x_out, int64_t B, int64_t T,
                      const PagedStep* paged = nullptr, KvPool* pool = nullptr, const Int4Layer* q4 = nullptr);
@@ -154,6 +169,7 @@ class Transformer {
   float *x_final_ = nullptr, *rstd_f_ = nullptr, *xn_ = nullptr, *h_ = nullptr, *dx_ = nullptr, *dxn_ = nullptr,
         *dqkv_ = nullptr, *do_ = nullptr, *dh_ = nullptr, *dgu_ = nullptr, *x_tmp_ = nullptr, *rstd_tmp_ = nullptr;
   int32_t* pos_ = nullptr;
+  const std::vector<kernels::AttnSegment>* segs_ = nullptr;  // during a packed pass: its segments
   std::vector<int64_t> kv_len_;  // paged steps: keys each row sees (grows once, then reused)
   float* classifier_ws_ = nullptr;  // one chunk of logits for the fused classifier
   int64_t classifier_ws_floats_ = 0;
