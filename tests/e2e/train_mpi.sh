@@ -31,7 +31,8 @@ import json, sys
 timing = ("_s", "tokens_per_s", "rss_mb")
 rows = [[json.loads(l) for l in open(p)] for p in sys.argv[1:3]]
 assert len(rows[0]) == len(rows[1]), f"{len(rows[0])} vs {len(rows[1])} metric rows"
-keep = lambda r: {k: v for k, v in r.items() if not k.endswith(timing) and not k.startswith("comm_")}  # comm_*: 2 ranks only
+# comm_*: 2 ranks only; train_positions: a prompt shared by rows on two ranks is held once on each
+keep = lambda r: {k: v for k, v in r.items() if not k.endswith(timing) and not k.startswith("comm_") and k != "train_positions"}
 for a, b in zip(*rows):
     a, b = keep(a), keep(b)
     assert a.keys() == b.keys(), f"step {a.get('step')}: keys differ: {sorted(a.keys() ^ b.keys())}"

@@ -102,6 +102,37 @@ TEST(RlTrainer, MicroBatchesOfMixedLengthsAreCutToTheirLongestRowAndAccumulateTh
   }
 }
 
+TEST(RlTrainer, SharedPromptsGiveThePaddedUpdateWithFewerPositions) {
+  // Each group's prompt held once in the update (and no padding) gives the padded update's loss and
+  // gradient, for whole mini-batches and micro-batches, rows of mixed lengths.
+  for (int64_t micro : {0, 5}) {
+    std::vector<std::vector<float>> grads;
+    std::vector<double> loss, positions;
+    for (bool share : {false, true}) {
+      RlSetup s;
+      RlConfig c = config();
+      c.micro_batch = micro;
+      c.share_prompts = share;
+      PromptCodec pc = codec();
+      for (int32_t id = 0; id < 40; ++id) pc.stop_ids.insert(id);
+      RlTrainer t(s.model, s.task, pc, c, s.safe);
+      Metrics m = t.step();
+      loss.push_back(value(m, "loss"));
+      positions.push_back(value(m, "train_positions"));
+      grads.emplace_back(s.model.grads(), s.model.grads() + s.model.flat_size());
+    }
+    double worst = 0, scale = 0;
+    for (size_t i = 0; i < grads[0].size(); ++i) {
+      worst = std::max(worst, double(std::fabs(grads[0][i] - grads[1][i])));
+      scale = std::max(scale, double(std::fabs(grads[0][i])));
+    }
+    EXPECT_GT(scale, 1e-4);
+    EXPECT_LT(worst, 1e-5 * scale) << "micro " << micro;
+    EXPECT_NEAR(loss[0], loss[1], 1e-6);  // the loss sums advantage-weighted log-probs that nearly cancel
+    EXPECT_LT(positions[1], 0.9 * positions[0]) << "micro " << micro;
+  }
+}
+
 TEST(RlTrainer, DynamicSamplingDropsUniformGroupsAndRefills) {
   RlSetup s;
   s.task->uniform_ = true;

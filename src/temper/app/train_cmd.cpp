@@ -200,6 +200,7 @@ RunConfig read_config(Recipe& r) {
   q.epochs = r.get_int("rl.epochs", 1);
   q.mini_batches = r.get_int("rl.mini_batches", 1);
   q.micro_batch = r.get_int("rl.micro_batch", q.micro_batch);
+  q.share_prompts = r.get_bool("rl.share_prompts", q.share_prompts);
   q.dynamic_sampling = r.get_bool("rl.dynamic_sampling", false);
   q.max_resample_rounds = r.get_int("rl.max_resample_rounds", 3);
   q.mask_truncated = r.get_bool("rl.mask_truncated", false);

@@ -13,6 +13,7 @@
 #include "temper/core/log.h"
 #include "temper/core/profile.h"
 #include "temper/core/rng.h"
+#include "temper/rl/packed_rows.h"
 #include "temper/rollout/sharded.h"
 
 namespace temper::rl {
@@ -587,7 +588,7 @@ Metrics RlTrainer::update(Batch& b) {
     if (ranks() > 1) comm_->allreduce_sum(ref.data(), static_cast<int64_t>(N));
   }
   PolicyLossStats total;
-  int64_t applied = 0, skipped = 0, rkl_tokens = 0;
+  int64_t applied = 0, skipped = 0, rkl_tokens = 0, positions = 0;
   double rkl_sum = 0;  // KL(pi || teacher) over the positions with a teacher distribution
   double grad_norm_sum = 0, lr = 0;
   std::vector<int64_t> order(static_cast<size_t>(B));
@@ -595,6 +596,10 @@ Metrics RlTrainer::update(Batch& b) {
   std::vector<float> mmask, mold, madv, mw, mref, mscale, lp, ent;
   std::vector<int32_t> ctok, ctgt;  // a micro-batch compacted to its own longest row
   std::vector<float> cold, cadv, cw, csc, cref, clp, cent;
+  std::vector<int32_t> xtok, xtgt;  // and packed, its shared prompts held once
+  std::vector<float> xold, xadv, xw, xsc, xref, xlp, xent;
+  std::vector<const float*> xrkl;
+  const bool pack = cfg_.share_prompts && policy_.packed_supported();
   for (int64_t e = 0; e < cfg_.epochs; ++e) {
     std::iota(order.begin(), order.end(), 0);
     if (cfg_.mini_batches > 1) {  // a seeded shuffle, so mini-batches mix groups
@@ -604,22 +609,28 @@ Metrics RlTrainer::update(Batch& b) {
     for (int64_t m = 0; m < cfg_.mini_batches; ++m) {
       int64_t r0 = B * m / cfg_.mini_batches, r1 = B * (m + 1) / cfg_.mini_batches, Bm = r1 - r0;
       if (Bm == 0) continue;
-      if (cfg_.micro_batch > 0 && cfg_.micro_batch < Bm)  // micro-batches of similar lengths, each cut to its longest row
+      if (pack)  // a group's rows together: they share its prompt
+        std::stable_sort(order.begin() + r0, order.begin() + r1, [&](int64_t x, int64_t y) {
+          return b.traj[static_cast<size_t>(x)].group < b.traj[static_cast<size_t>(y)].group;
+        });
+      else if (cfg_.micro_batch > 0 && cfg_.micro_batch < Bm)  // micro-batches of similar lengths, each cut to its longest row
         std::stable_sort(order.begin() + r0, order.begin() + r1, [&](int64_t x, int64_t y) {
           const Trajectory& a = b.traj[static_cast<size_t>(x)];
           const Trajectory& c = b.traj[static_cast<size_t>(y)];
           return a.prompt.size() + a.tokens.size() > c.prompt.size() + c.tokens.size();
         });
-      // This rank's rows: every ranks()-th of the mini-batch (after the length sort, so the shares
-      // cost alike), scaled by the whole mini-batch's normalisers.
+      // This rank's rows, scaled by the whole mini-batch's normalisers: every ranks()-th of the mini-batch
+      // after the length sort (so the shares cost alike), or with shared prompts a block of the
+      // group-sorted rows (so a group's rows stay together and its prompt is held once).
       std::vector<int64_t> own;
       LossNorm norm;
+      const dist::Range block = dist::shard(Bm, rank(), ranks());
       for (int64_t i = 0; i < Bm; ++i) {
         const int64_t row = order[static_cast<size_t>(r0 + i)];
         LossNorm x = policy_loss_norm(mask.data() + static_cast<size_t>(row * T), 1, T);
         norm.tokens += x.tokens;
         norm.seqs += x.seqs;
-        if (i % ranks() == rank()) own.push_back(row);
+        if (pack ? i >= block.begin && i < block.end : i % ranks() == rank()) own.push_back(row);
       }
       const int64_t Bl = static_cast<int64_t>(own.size());
       const size_t Nm = static_cast<size_t>(Bl * T);
@@ -690,6 +701,31 @@ Metrics RlTrainer::update(Batch& b) {
               rkl_rows[static_cast<size_t>(i * Tm) + t.prompt.size() - 1 + k] = t.teacher_logq.data() + static_cast<int64_t>(k) * V;
           }
         }
+        int64_t npos = rows * Tm;  // rows of the forward: padded, or packed
+        PackedRows packed;
+        if (pack) {  // equal prompts once, no padding: every per-position field follows its row into the packed order
+          std::vector<const std::vector<int32_t>*> prompts(static_cast<size_t>(rows));
+          std::vector<int64_t> lens(static_cast<size_t>(rows));
+          for (int64_t i = 0; i < rows; ++i) {
+            const Trajectory& t = b.traj[static_cast<size_t>(own[static_cast<size_t>(q0 + i)])];
+            prompts[static_cast<size_t>(i)] = &t.prompt;
+            lens[static_cast<size_t>(i)] = static_cast<int64_t>(t.prompt.size() + t.tokens.size());
+          }
+          packed = pack_rows(prompts, lens, Tm);
+          npos = packed.size();
+          packed.gather(ptok, &xtok), packed.gather(ptgt, &xtgt), packed.gather(pold, &xold), packed.gather(padv, &xadv);
+          packed.gather(pw, &xw), packed.gather(psc, &xsc);
+          if (pref) packed.gather(pref, &xref);
+          if (!rkl_rows.empty()) {
+            packed.gather(rkl_rows.data(), &xrkl);
+            rkl_rows.swap(xrkl);
+            rkl_kl.assign(static_cast<size_t>(npos), 0.f);
+          }
+          xlp.assign(static_cast<size_t>(npos), 0.f), xent.assign(static_cast<size_t>(npos), 0.f);
+          ptok = xtok.data(), ptgt = xtgt.data(), pold = xold.data(), padv = xadv.data(), pw = xw.data(), psc = xsc.data();
+          pref = pref ? xref.data() : nullptr;
+          plp = xlp.data(), pent = xent.data();
+        }
         PolicyLossBatch pb;
         if (!rkl_rows.empty()) {
           pb.rkl_logq = rkl_rows.data();
@@ -701,9 +737,11 @@ Metrics RlTrainer::update(Batch& b) {
         pb.advantage = padv;
         pb.weight = pw;
         pb.scale = psc;
-        pb.N = rows * Tm;
+        pb.N = npos;
+        positions += npos;
         PolicyLoss loss(cfg_.loss, pb);
-        policy_.forward_backward(ptok, ptgt, rows, Tm, loss, plp, pent);
+        if (pack) policy_.forward_backward_packed(ptok, ptgt, packed.segs, loss, plp, pent);
+        else policy_.forward_backward(ptok, ptgt, rows, Tm, loss, plp, pent);
         total.merge(policy_loss_forward(cfg_.loss, pb, plp, pent));
         for (size_t n = 0; n < rkl_rows.size(); ++n)
           if (rkl_rows[n] && psc[n] != 0) rkl_sum += rkl_kl[n], ++rkl_tokens;
@@ -721,10 +759,12 @@ Metrics RlTrainer::update(Batch& b) {
     }
   }
   if (ranks() > 1) {  // the loss statistics of the whole batch
-    double v[11] = {total.loss, total.pg_loss, total.kl_loss, total.entropy_loss, static_cast<double>(total.tokens),
+    double v[12] = {total.loss, total.pg_loss, total.kl_loss, total.entropy_loss, static_cast<double>(total.tokens),
                     static_cast<double>(total.clipped_low), static_cast<double>(total.clipped_high),
-                    static_cast<double>(total.dual_clipped), total.ratio_sum, total.kl_sum, total.entropy_sum};
-    comm_->allreduce_sum(v, 11);
+                    static_cast<double>(total.dual_clipped), total.ratio_sum, total.kl_sum, total.entropy_sum,
+                    static_cast<double>(positions)};
+    comm_->allreduce_sum(v, 12);
+    positions = static_cast<int64_t>(v[11]);
     total.loss = v[0], total.pg_loss = v[1], total.kl_loss = v[2], total.entropy_loss = v[3];
     total.tokens = static_cast<int64_t>(v[4]), total.clipped_low = static_cast<int64_t>(v[5]);
     total.clipped_high = static_cast<int64_t>(v[6]), total.dual_clipped = static_cast<int64_t>(v[7]);
@@ -742,6 +782,9 @@ Metrics RlTrainer::update(Batch& b) {
   out.emplace_back("updates", static_cast<double>(applied));
   out.emplace_back("updates_skipped", static_cast<double>(skipped));
   out.emplace_back("train_tokens", static_cast<double>(total.tokens));
+  // Rows the update's forward and backward ran over (all epochs, all ranks): prompts, completions and
+  // padding, or with share_prompts each shared prompt once and no padding.
+  out.emplace_back("train_positions", static_cast<double>(positions));
   if (b.reverse_kl_coef != 0) {
     double v[2] = {rkl_sum, static_cast<double>(rkl_tokens)};
     if (ranks() > 1) comm_->allreduce_sum(v, 2);

@@ -62,6 +62,9 @@ struct RlConfig {
   // 0: the whole mini-batch at once. 8 keeps a small model's activations near the cache and drops most padding
   // (quickstart update 11-14% faster than 0, docs/PERFORMANCE.md "RL step vs TRL").
   int64_t micro_batch = 8;
+  // Rows of a micro-batch with equal prompts hold the prompt once in the update's forward and backward
+  // (PackedRows; no padding either); the padded rows when false or on a device.
+  bool share_prompts = true;
   bool dynamic_sampling = false;
   int64_t max_resample_rounds = 3;
   bool mask_truncated = false;  // DAPO overlong masking: completions cut at max_new are left out of the loss
