@@ -105,21 +105,30 @@ TEST(RlTrainer, MicroBatchesOfMixedLengthsAreCutToTheirLongestRowAndAccumulateTh
 TEST(RlTrainer, SharedPromptsGiveThePaddedUpdateWithFewerPositions) {
   // Each group's prompt held once in the update (and no padding) gives the padded update's loss and
   // gradient, for whole mini-batches and micro-batches, rows of mixed lengths.
+  // With a KL term, the reference model's log-probs come from packed rows too.
   for (int64_t micro : {0, 5}) {
     std::vector<std::vector<float>> grads;
-    std::vector<double> loss, positions;
+    std::vector<double> loss, positions, kl;
     for (bool share : {false, true}) {
       RlSetup s;
+      Transformer reference(s.cfg);
+      reference.init_random(4, 0.05f);  // another model, so the KL term is not zero
       RlConfig c = config();
       c.micro_batch = micro;
       c.share_prompts = share;
+      c.loss.kl_coef = micro == 5 ? 0.5 : 0.0;
       PromptCodec pc = codec();
       for (int32_t id = 0; id < 40; ++id) pc.stop_ids.insert(id);
-      RlTrainer t(s.model, s.task, pc, c, s.safe);
+      RlTrainer t(s.model, s.task, pc, c, s.safe, {}, &reference);
       Metrics m = t.step();
       loss.push_back(value(m, "loss"));
       positions.push_back(value(m, "train_positions"));
+      kl.push_back(value(m, "kl"));
       grads.emplace_back(s.model.grads(), s.model.grads() + s.model.flat_size());
+    }
+    if (micro == 5) {
+      EXPECT_GT(kl[0], 1e-3);
+      EXPECT_NEAR(kl[0], kl[1], 1e-5 * kl[0]);
     }
     double worst = 0, scale = 0;
     for (size_t i = 0; i < grads[0].size(); ++i) {

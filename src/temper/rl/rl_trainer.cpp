@@ -580,10 +580,29 @@ Metrics RlTrainer::update(Batch& b) {
     std::vector<float> ent(N);
     const dist::Range own = dist::shard(B, rank(), ranks());
     const int64_t mb = cfg_.micro_batch > 0 ? cfg_.micro_batch : B;
+    const bool pack_ref = cfg_.share_prompts && reference_->packed_supported();
+    std::vector<int32_t> xt, xg;
+    std::vector<float> xl, xe;
     for (int64_t r0 = own.begin; r0 < own.end; r0 += mb) {
       int64_t rows = std::min(mb, own.end - r0);
       size_t off = static_cast<size_t>(r0 * T);
-      reference_->forward_logprobs(tok.data() + off, tgt.data() + off, rows, T, ref.data() + off, ent.data() + off);
+      if (!pack_ref) {
+        reference_->forward_logprobs(tok.data() + off, tgt.data() + off, rows, T, ref.data() + off, ent.data() + off);
+        continue;
+      }
+      std::vector<const std::vector<int32_t>*> prompts;  // rows of a group are adjacent here (the batch's order)
+      std::vector<int64_t> lens;
+      for (int64_t r = r0; r < r0 + rows; ++r) {
+        const Trajectory& t = b.traj[static_cast<size_t>(r)];
+        prompts.push_back(&t.prompt);
+        lens.push_back(static_cast<int64_t>(t.prompt.size() + t.tokens.size()));
+      }
+      PackedRows packed = pack_rows(prompts, lens, T);
+      packed.gather(tok.data() + off, &xt), packed.gather(tgt.data() + off, &xg);
+      xl.assign(xt.size(), 0.f), xe.assign(xt.size(), 0.f);
+      reference_->forward_logprobs_packed(xt.data(), xg.data(), packed.segs, xl.data(), xe.data());
+      for (int64_t n = 0; n < packed.size(); ++n)  // back to the padded rows (a prompt's rows carry no target)
+        if (xg[static_cast<size_t>(n)] >= 0) ref[off + static_cast<size_t>(packed.from[static_cast<size_t>(n)])] = xl[static_cast<size_t>(n)];
     }
     if (ranks() > 1) comm_->allreduce_sum(ref.data(), static_cast<int64_t>(N));
   }
