@@ -125,7 +125,11 @@ RlTrainer::RlTrainer(Transformer& policy, std::shared_ptr<const tasks::Task> tas
     for (int64_t i = 0; i < n; ++i) off[static_cast<size_t>(i + 1)] = off[static_cast<size_t>(i)] + static_cast<int64_t>(tokens[static_cast<size_t>(i)].size());
     auto len = [&](int64_t i) { return prompts[static_cast<size_t>(i)].size() + tokens[static_cast<size_t>(i)].size(); };
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return len(a) < len(b); });  // rows of similar length share a batch
+    const bool pack = !dists && cfg_.share_prompts && model.packed_supported();
+    if (pack)  // rows with equal prompts side by side: a micro-batch holds each prompt once
+      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return prompts[static_cast<size_t>(a)] < prompts[static_cast<size_t>(b)]; });
+    else  // rows of similar length share a batch
+      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return len(a) < len(b); });
     std::vector<float> flat(static_cast<size_t>(off.back()), 0.f), flat_dist;
     const int64_t V = model.config().vocab_size;
     if (dists) {
@@ -151,7 +155,23 @@ RlTrainer::RlTrainer(Transformer& policy, std::shared_ptr<const tasks::Task> tas
       }
       if (!dists) {
         std::vector<float> lp(static_cast<size_t>(rows * T)), ent(static_cast<size_t>(rows * T));
-        model.forward_logprobs(tok.data(), tgt.data(), rows, T, lp.data(), ent.data());
+        if (pack) {
+          std::vector<const std::vector<int32_t>*> ps;
+          std::vector<int64_t> lens;
+          for (int64_t r = r0; r < r0 + rows; ++r) {
+            ps.push_back(&prompts[static_cast<size_t>(order[static_cast<size_t>(r)])]);
+            lens.push_back(static_cast<int64_t>(len(order[static_cast<size_t>(r)])));
+          }
+          PackedRows packed = pack_rows(ps, lens, T);
+          std::vector<int32_t> xt, xg;
+          packed.gather(tok.data(), &xt), packed.gather(tgt.data(), &xg);
+          std::vector<float> xl(xt.size()), xe(xt.size());
+          model.forward_logprobs_packed(xt.data(), xg.data(), packed.segs, xl.data(), xe.data());
+          for (int64_t n = 0; n < packed.size(); ++n)
+            if (xg[static_cast<size_t>(n)] >= 0) lp[static_cast<size_t>(packed.from[static_cast<size_t>(n)])] = xl[static_cast<size_t>(n)];
+        } else {
+          model.forward_logprobs(tok.data(), tgt.data(), rows, T, lp.data(), ent.data());
+        }
         for (int64_t r = 0; r < rows; ++r) {
           const int64_t i = order[static_cast<size_t>(r0 + r)];
           const size_t P = prompts[static_cast<size_t>(i)].size();
