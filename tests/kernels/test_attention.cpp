@@ -99,7 +99,8 @@ TEST(OpAttention, SharedPrefixSegmentsEqualTheirUnpackedSequencesEveryIsa) {
   auto add = [&](int64_t len, int64_t prefix) {
     AttnSegment g;
     g.start = N, g.len = len;
-    if (prefix >= 0) g.prefix_start = segs[static_cast<size_t>(prefix)].start, g.prefix_len = segs[static_cast<size_t>(prefix)].len;
+    if (prefix >= 0)
+      g.prefix_start = segs[static_cast<size_t>(prefix)].start, g.prefix_len = segs[static_cast<size_t>(prefix)].len;
     segs.push_back(g);
     N += len;
   };
@@ -111,14 +112,14 @@ TEST(OpAttention, SharedPrefixSegmentsEqualTheirUnpackedSequencesEveryIsa) {
   add(3, 4);    // 5
   add(70, 0);   // 6: two query blocks after a prompt
   add(4, 4);    // 7
-  auto q = random_vec(N * Hq, 61), k = random_vec(N * Hk, 62), v = random_vec(N * Hk, 63), dout = random_vec(N * Hq, 64);
+  auto q = random_vec(N * Hq, 61), k = random_vec(N * Hk, 62), v = random_vec(N * Hk, 63),
+       dout = random_vec(N * Hq, 64);
   std::vector<double> o_ref(N * Hq, 0.0), dq_ref(N * Hq, 0.0), dk_ref(N * Hk, 0.0), dv_ref(N * Hk, 0.0);
   std::vector<bool> prefix_out_done(segs.size(), false);
   for (size_t si = 0; si < segs.size(); ++si) {
     const AttnSegment& g = segs[si];
-    const bool is_prefix = std::any_of(segs.begin(), segs.end(), [&](const AttnSegment& x) {
-      return x.prefix_len > 0 && x.prefix_start == g.start;
-    });
+    const bool is_prefix = std::any_of(
+        segs.begin(), segs.end(), [&](const AttnSegment& x) { return x.prefix_len > 0 && x.prefix_start == g.start; });
     if (is_prefix) continue;  // covered by its readers
     // The sequence's rows in the packed array: the prefix's, then the segment's.
     std::vector<int64_t> at;
@@ -140,19 +141,24 @@ TEST(OpAttention, SharedPrefixSegmentsEqualTheirUnpackedSequencesEveryIsa) {
     }
     if (first_reader) prefix_out_done[pi] = true;
     ref::attention_fwd(sq.data(), sk.data(), sv.data(), so.data(), 1, T, H, Hkv, D);
-    ref::attention_bwd(sq.data(), sk.data(), sv.data(), sdo.data(), sdq.data(), sdk.data(), sdv.data(), 1, T, H, Hkv, D);
+    ref::attention_bwd(sq.data(), sk.data(), sv.data(), sdo.data(), sdq.data(), sdk.data(), sdv.data(), 1, T, H, Hkv,
+                       D);
     for (int64_t t = 0; t < T; ++t) {
-      for (int64_t c = 0; c < Hq; ++c) o_ref[at[t] * Hq + c] = so[t * Hq + c], dq_ref[at[t] * Hq + c] += sdq[t * Hq + c];
-      for (int64_t c = 0; c < Hk; ++c) dk_ref[at[t] * Hk + c] += sdk[t * Hk + c], dv_ref[at[t] * Hk + c] += sdv[t * Hk + c];
+      for (int64_t c = 0; c < Hq; ++c)
+        o_ref[at[t] * Hq + c] = so[t * Hq + c], dq_ref[at[t] * Hq + c] += sdq[t * Hq + c];
+      for (int64_t c = 0; c < Hk; ++c)
+        dk_ref[at[t] * Hk + c] += sdk[t * Hk + c], dv_ref[at[t] * Hk + c] += sdv[t * Hk + c];
     }
   }
   // the one segment alone is its own sequence (done above); every prompt has readers
   PackedAttnShape s{N, H, Hkv, D, Hq, Hk, Hq, segs.data(), static_cast<int64_t>(segs.size())};
   for_each_isa([&](Isa) {
-    std::vector<float> o(N * Hq, 5.f), lse(N * H), dq(N * Hq, 7.f), dk(N * Hk, 9.f), dv(N * Hk, 9.f);  // all overwritten
+    std::vector<float> o(N * Hq, 5.f), lse(N * H), dq(N * Hq, 7.f), dk(N * Hk, 9.f),
+        dv(N * Hk, 9.f);  // all overwritten
     attention_fwd_packed(s, q.data(), k.data(), v.data(), o.data(), lse.data());
     EXPECT_TRUE(all_close(o, o_ref, tolerance(Kind::reduction, 136)));
-    attention_bwd_packed(s, q.data(), k.data(), v.data(), o.data(), lse.data(), dout.data(), dq.data(), dk.data(), dv.data());
+    attention_bwd_packed(s, q.data(), k.data(), v.data(), o.data(), lse.data(), dout.data(), dq.data(), dk.data(),
+                         dv.data());
     EXPECT_TRUE(all_close(dq, dq_ref, tolerance(Kind::reduction, 136 * D), 1e-6));
     EXPECT_TRUE(all_close(dk, dk_ref, tolerance(Kind::reduction, 136 * D), 1e-6));
     EXPECT_TRUE(all_close(dv, dv_ref, tolerance(Kind::reduction, 136 * D), 1e-6));

@@ -161,8 +161,8 @@ TEST(Training, SharedPrefixPackingEqualsThePaddedBatch) {
       std::vector<int32_t> completion;
       bool shared;
     };
-    std::vector<Row> rows = {{&pa, draw(5), true}, {&pa, draw(9), true}, {&pb, draw(4), true}, {&pc, draw(7), false},
-                             {&pa, draw(1), true}, {&pb, draw(2), true}};
+    std::vector<Row> rows = {{&pa, draw(5), true},  {&pa, draw(9), true}, {&pb, draw(4), true},
+                             {&pc, draw(7), false}, {&pa, draw(1), true}, {&pb, draw(2), true}};
     int64_t T = 0;
     for (const Row& r : rows) T = std::max<int64_t>(T, static_cast<int64_t>(r.prompt->size() + r.completion.size()));
     const int64_t B = static_cast<int64_t>(rows.size()), N = B * T;

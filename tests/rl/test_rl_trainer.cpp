@@ -11,7 +11,9 @@
 #include <set>
 
 #include "rl/letter_task.h"
+#include "temper/core/error.h"
 #include "temper/core/thread_pool.h"
+#include "temper/rl/packed_rows.h"
 #include "temper/rl/rl_trainer.h"
 
 using namespace temper;
@@ -100,6 +102,36 @@ TEST(RlTrainer, MicroBatchesOfMixedLengthsAreCutToTheirLongestRowAndAccumulateTh
     EXPECT_GT(scale, 1e-4);
     EXPECT_LT(worst, 1e-5 * scale);
   }
+}
+
+TEST(PackedRows, EqualPromptsAreHeldOnceAndEveryCompletionTokenKeepsItsRow) {
+  const std::vector<int32_t> a = {1, 2, 3}, b = {4, 5}, c = {6};
+  const int64_t T = 6;  // padded rows: row r's token t at r * 6 + t
+  PackedRows p = pack_rows({&a, &b, &a, &c, &b}, {5, 3, 4, 3, 2}, T);
+  // a's first two tokens once, then each reader from a's last token; b likewise; c alone; b's second row
+  // is its prompt only (its last token, reading b's prefix).
+  const std::vector<int64_t> from = {0, 1, 2, 3, 4, 6, 7, 8, 14, 15, 18, 19, 20, 25};
+  EXPECT_EQ(p.from, from);
+  struct S {
+    int64_t start, len, prefix_start, prefix_len;
+  };
+  const std::vector<S> want = {{0, 2, 0, 0}, {2, 3, 0, 2}, {5, 1, 0, 0}, {6, 2, 5, 1}, {8, 2, 0, 2}, {10, 3, 0, 0}, {13, 1, 5, 1}};
+  ASSERT_EQ(p.segs.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(p.segs[i].start, want[i].start) << i;
+    EXPECT_EQ(p.segs[i].len, want[i].len) << i;
+    EXPECT_EQ(p.segs[i].prefix_len, want[i].prefix_len) << i;
+    if (want[i].prefix_len > 0) {
+      EXPECT_EQ(p.segs[i].prefix_start, want[i].prefix_start) << i;
+    }
+  }
+  EXPECT_EQ(p.shared_rows, 4);
+  std::vector<int32_t> tok(30), got;
+  for (int32_t i = 0; i < 30; ++i) tok[static_cast<size_t>(i)] = 100 + i;
+  p.gather(tok.data(), &got);
+  EXPECT_EQ(got[5], 106);
+  EXPECT_THROW(pack_rows({&a}, {7}, T), Error);  // longer than the stride
+  EXPECT_THROW(pack_rows({&a}, {2}, T), Error);  // shorter than its prompt
 }
 
 TEST(RlTrainer, SharedPromptsGiveThePaddedUpdateWithFewerPositions) {

@@ -1,7 +1,7 @@
 #include "temper/kernels/attention.h"
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 

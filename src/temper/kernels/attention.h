@@ -35,7 +35,8 @@ struct PackedAttnShape {
   const AttnSegment* segs;
   int64_t nsegs;
 };
-void attention_fwd_packed(const PackedAttnShape& s, const float* q, const float* k, const float* v, float* o, float* lse);
+void attention_fwd_packed(const PackedAttnShape& s, const float* q, const float* k, const float* v, float* o,
+                          float* lse);
 // Writes dq, dk, dv (overwritten); a prefix's dk/dv sum every segment that reads it.
 void attention_bwd_packed(const PackedAttnShape& s, const float* q, const float* k, const float* v, const float* o,
                           const float* lse, const float* dout, float* dq, float* dk, float* dv);

@@ -373,7 +373,8 @@ void Transformer::layer_backward(int64_t l, const LayerActs& a, float* dx, int64
                                     dqkv_ + Hq + Hk);
     } else {
       kernels::AttnShape s{B, T, H, Hkv, D, QKV, QKV, Hq};
-      kernels::attention_bwd(s, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse, do_, dqkv_, dqkv_ + Hq, dqkv_ + Hq + Hk);
+      kernels::attention_bwd(s, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse, do_, dqkv_, dqkv_ + Hq,
+                             dqkv_ + Hq + Hk);
     }
   }
   { TEMPER_PROFILE("rope"); kernels::rope_bwd(dqkv_, pos_, rope_, N, H, D, QKV); }
@@ -558,8 +559,7 @@ int64_t Transformer::prepare_packed(const std::vector<kernels::AttnSegment>& seg
   for (int64_t n = 0; n < N; ++n) pos_[n] = -1;
   for (const kernels::AttnSegment& g : segs)
     for (int64_t t = 0; t < g.len; ++t) pos_[g.start + t] = static_cast<int32_t>(g.prefix_len + t);
-  for (int64_t n = 0; n < N; ++n)
-    TEMPER_CHECK(pos_[n] >= 0) << "packed batch: row " << n << " belongs to no segment";
+  for (int64_t n = 0; n < N; ++n) TEMPER_CHECK(pos_[n] >= 0) << "packed batch: row " << n << " belongs to no segment";
   return N;
 }
 
@@ -588,7 +588,10 @@ void Transformer::forward_logprobs_packed(const int32_t* tokens, const int32_t* 
   SegmentsScope scope(segs_, segs);
   trunk_forward(tokens, 1, N, false);
   kernels::ClassifierArgs ca = classifier_args(targets, N, logprob, entropy);
-  { TEMPER_PROFILE("classifier"); kernels::classifier_fused(ca); }
+  {
+    TEMPER_PROFILE("classifier");
+    kernels::classifier_fused(ca);
+  }
 }
 
 }  // namespace temper

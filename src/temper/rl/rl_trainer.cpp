@@ -1,10 +1,9 @@
 #include "temper/rl/rl_trainer.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <set>
 
@@ -127,7 +126,9 @@ RlTrainer::RlTrainer(Transformer& policy, std::shared_ptr<const tasks::Task> tas
     std::iota(order.begin(), order.end(), 0);
     const bool pack = !dists && cfg_.share_prompts && model.packed_supported();
     if (pack)  // rows with equal prompts side by side: a micro-batch holds each prompt once
-      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return prompts[static_cast<size_t>(a)] < prompts[static_cast<size_t>(b)]; });
+      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+        return prompts[static_cast<size_t>(a)] < prompts[static_cast<size_t>(b)];
+      });
     else  // rows of similar length share a batch
       std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return len(a) < len(b); });
     std::vector<float> flat(static_cast<size_t>(off.back()), 0.f), flat_dist;
@@ -168,7 +169,8 @@ RlTrainer::RlTrainer(Transformer& policy, std::shared_ptr<const tasks::Task> tas
           std::vector<float> xl(xt.size()), xe(xt.size());
           model.forward_logprobs_packed(xt.data(), xg.data(), packed.segs, xl.data(), xe.data());
           for (int64_t n = 0; n < packed.size(); ++n)
-            if (xg[static_cast<size_t>(n)] >= 0) lp[static_cast<size_t>(packed.from[static_cast<size_t>(n)])] = xl[static_cast<size_t>(n)];
+            if (xg[static_cast<size_t>(n)] >= 0)
+              lp[static_cast<size_t>(packed.from[static_cast<size_t>(n)])] = xl[static_cast<size_t>(n)];
         } else {
           model.forward_logprobs(tok.data(), tgt.data(), rows, T, lp.data(), ent.data());
         }
@@ -622,7 +624,8 @@ Metrics RlTrainer::update(Batch& b) {
       xl.assign(xt.size(), 0.f), xe.assign(xt.size(), 0.f);
       reference_->forward_logprobs_packed(xt.data(), xg.data(), packed.segs, xl.data(), xe.data());
       for (int64_t n = 0; n < packed.size(); ++n)  // back to the padded rows (a prompt's rows carry no target)
-        if (xg[static_cast<size_t>(n)] >= 0) ref[off + static_cast<size_t>(packed.from[static_cast<size_t>(n)])] = xl[static_cast<size_t>(n)];
+        if (xg[static_cast<size_t>(n)] >= 0)
+          ref[off + static_cast<size_t>(packed.from[static_cast<size_t>(n)])] = xl[static_cast<size_t>(n)];
     }
     if (ranks() > 1) comm_->allreduce_sum(ref.data(), static_cast<int64_t>(N));
   }
@@ -652,7 +655,8 @@ Metrics RlTrainer::update(Batch& b) {
         std::stable_sort(order.begin() + r0, order.begin() + r1, [&](int64_t x, int64_t y) {
           return b.traj[static_cast<size_t>(x)].group < b.traj[static_cast<size_t>(y)].group;
         });
-      else if (cfg_.micro_batch > 0 && cfg_.micro_batch < Bm)  // micro-batches of similar lengths, each cut to its longest row
+      else if (cfg_.micro_batch > 0 &&
+               cfg_.micro_batch < Bm)  // micro-batches of similar lengths, each cut to its longest row
         std::stable_sort(order.begin() + r0, order.begin() + r1, [&](int64_t x, int64_t y) {
           const Trajectory& a = b.traj[static_cast<size_t>(x)];
           const Trajectory& c = b.traj[static_cast<size_t>(y)];
@@ -752,7 +756,8 @@ Metrics RlTrainer::update(Batch& b) {
           }
           packed = pack_rows(prompts, lens, Tm);
           npos = packed.size();
-          packed.gather(ptok, &xtok), packed.gather(ptgt, &xtgt), packed.gather(pold, &xold), packed.gather(padv, &xadv);
+          packed.gather(ptok, &xtok), packed.gather(ptgt, &xtgt), packed.gather(pold, &xold),
+              packed.gather(padv, &xadv);
           packed.gather(pw, &xw), packed.gather(psc, &xsc);
           if (pref) packed.gather(pref, &xref);
           if (!rkl_rows.empty()) {
@@ -761,7 +766,8 @@ Metrics RlTrainer::update(Batch& b) {
             rkl_kl.assign(static_cast<size_t>(npos), 0.f);
           }
           xlp.assign(static_cast<size_t>(npos), 0.f), xent.assign(static_cast<size_t>(npos), 0.f);
-          ptok = xtok.data(), ptgt = xtgt.data(), pold = xold.data(), padv = xadv.data(), pw = xw.data(), psc = xsc.data();
+          ptok = xtok.data(), ptgt = xtgt.data(), pold = xold.data(), padv = xadv.data(), pw = xw.data(),
+          psc = xsc.data();
           pref = pref ? xref.data() : nullptr;
           plp = xlp.data(), pent = xent.data();
         }
@@ -779,8 +785,10 @@ Metrics RlTrainer::update(Batch& b) {
         pb.N = npos;
         positions += npos;
         PolicyLoss loss(cfg_.loss, pb);
-        if (pack) policy_.forward_backward_packed(ptok, ptgt, packed.segs, loss, plp, pent);
-        else policy_.forward_backward(ptok, ptgt, rows, Tm, loss, plp, pent);
+        if (pack)
+          policy_.forward_backward_packed(ptok, ptgt, packed.segs, loss, plp, pent);
+        else
+          policy_.forward_backward(ptok, ptgt, rows, Tm, loss, plp, pent);
         total.merge(policy_loss_forward(cfg_.loss, pb, plp, pent));
         for (size_t n = 0; n < rkl_rows.size(); ++n)
           if (rkl_rows[n] && psc[n] != 0) rkl_sum += rkl_kl[n], ++rkl_tokens;
@@ -798,9 +806,17 @@ Metrics RlTrainer::update(Batch& b) {
     }
   }
   if (ranks() > 1) {  // the loss statistics of the whole batch
-    double v[12] = {total.loss, total.pg_loss, total.kl_loss, total.entropy_loss, static_cast<double>(total.tokens),
-                    static_cast<double>(total.clipped_low), static_cast<double>(total.clipped_high),
-                    static_cast<double>(total.dual_clipped), total.ratio_sum, total.kl_sum, total.entropy_sum,
+    double v[12] = {total.loss,
+                    total.pg_loss,
+                    total.kl_loss,
+                    total.entropy_loss,
+                    static_cast<double>(total.tokens),
+                    static_cast<double>(total.clipped_low),
+                    static_cast<double>(total.clipped_high),
+                    static_cast<double>(total.dual_clipped),
+                    total.ratio_sum,
+                    total.kl_sum,
+                    total.entropy_sum,
                     static_cast<double>(positions)};
     comm_->allreduce_sum(v, 12);
     positions = static_cast<int64_t>(v[11]);
