@@ -9,8 +9,18 @@
 namespace temper::app {
 
 rl::PromptCodec make_codec(std::shared_ptr<const text::Tokenizer> tok, const std::vector<int32_t>& eos_ids,
-                           const std::string& format, const std::string& system_prompt) {
+                           const std::string& format, const std::string& system_prompt,
+                           const std::string& user_template) {
   TEMPER_CHECK(tok) << "the model has no tokenizer: RL needs one (tokenizer.json or GGUF tokenizer metadata)";
+  TEMPER_CHECK(user_template.empty() || user_template.find("{question}") != std::string::npos)
+      << "the user template must contain {question} (where the problem's text goes), got '" << user_template << "'";
+  auto phrase = [user_template](const std::string& question) {
+    if (user_template.empty()) return question;
+    std::string s = user_template;
+    for (size_t at = s.find("{question}"); at != std::string::npos; at = s.find("{question}", at + question.size()))
+      s.replace(at, 10, question);
+    return s;
+  };
   TEMPER_CHECK(format == "raw" || format == "chat" || format == "auto")
       << "prompt format must be raw, chat or auto, got '" << format << "'";
   bool chat = format == "chat" || (format == "auto" && !tok->chat_template().empty());
@@ -26,20 +36,20 @@ rl::PromptCodec make_codec(std::shared_ptr<const text::Tokenizer> tok, const std
       c.stop_ids.insert(eot);
       end = eot;
     }
-    c.encode_prompt = [tok, tmpl, system_prompt](const tasks::Problem& p) {
+    c.encode_prompt = [tok, tmpl, system_prompt, phrase](const tasks::Problem& p) {
       std::vector<text::ChatMessage> msgs;
       if (!system_prompt.empty()) msgs.push_back({"system", system_prompt});
       if (p.messages.empty()) {
-        msgs.push_back({"user", p.prompt});
+        msgs.push_back({"user", phrase(p.prompt)});
       } else {
         for (const auto& m : p.messages) msgs.push_back({m.role, m.content});
       }
       return tok->encode(text::chat_template_render(*tmpl, msgs, /*add_generation_prompt=*/true), false);
     };
   } else {
-    c.encode_prompt = [tok](const tasks::Problem& p) {
+    c.encode_prompt = [tok, phrase](const tasks::Problem& p) {
       std::vector<int32_t> ids = tok->prefix_ids();
-      std::vector<int32_t> body = tok->encode(p.prompt, false);
+      std::vector<int32_t> body = tok->encode(phrase(p.prompt), false);
       ids.insert(ids.end(), body.begin(), body.end());
       return ids;
     };

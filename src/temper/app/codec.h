@@ -12,9 +12,12 @@
 
 namespace temper::app {
 
-// format: "raw", "chat", or "auto" (chat when the tokenizer has a chat template).
+// format: "raw", "chat", or "auto" (chat when the tokenizer has a chat template). user_template phrases a
+// problem's prompt text for the model: "{question}" stands for it ("" = the text as is); rows that carry
+// their own chat messages are left alone.
 rl::PromptCodec make_codec(std::shared_ptr<const text::Tokenizer> tok, const std::vector<int32_t>& eos_ids,
-                           const std::string& format, const std::string& system_prompt = "");
+                           const std::string& format, const std::string& system_prompt = "",
+                           const std::string& user_template = "");
 
 // A command-line string with "\n" typed as backslash-n: those two characters become a newline.
 std::string unescape_newlines(const std::string& s);

@@ -26,7 +26,8 @@ int eval(const EvalOptions& o) {
   LoadedModel lm = load_model(o.model);
   attach_device(*lm.model, o.device);
   TEMPER_CHECK(lm.tokenizer) << o.model << ": no tokenizer (tokenizer.json or GGUF tokenizer metadata)";
-  rl::PromptCodec codec = make_codec(lm.tokenizer, lm.eos_ids, o.prompt_format);
+  rl::PromptCodec codec = make_codec(lm.tokenizer, lm.eos_ids, o.prompt_format, unescape_newlines(o.system_prompt),
+                                     unescape_newlines(o.user_template));
   rl::EvalConfig c;
   c.problems = o.problems;
   c.samples = o.samples;

@@ -12,6 +12,7 @@ namespace temper::app {
 
 struct EvalOptions {
   std::string model, task = "arithmetic", json_out, prompt_format = "auto", revision_template;
+  std::string system_prompt, user_template;  // as the training recipe's model.system_prompt / model.user_template
   std::string device = "cpu";  // cpu, cuda, cuda:N
   std::string preference, objectives, ggf, preference_prefix;  // fair multi-objective RL: the trade-off to run
   std::string samples_out;  // JSONL: every sample (id, sample, prompt, completion, answer, reward, correct)

@@ -190,6 +190,9 @@ int main(int argc, char** argv) {
   evc->add_option("--temperature", ev.temperature, "Sampling temperature (k > 1)")->capture_default_str();
   evc->add_option("--top-p", ev.top_p, "Nucleus mass (k > 1)")->capture_default_str();
   evc->add_option("--prompt-format", ev.prompt_format, "auto, raw or chat")->capture_default_str();
+  evc->add_option("--system-prompt", ev.system_prompt, "Chat system message (a recipe's model.system_prompt)");
+  evc->add_option("--user-template", ev.user_template,
+                  "How a problem is asked: {question} stands for its text (a recipe's model.user_template)");
   evc->add_option("--seed", ev.seed, "Sampling seed")->capture_default_str();
   evc->add_option("--revisions", ev.revisions, "Sequential revision rounds after a wrong first attempt (feedback: incorrect)")
       ->capture_default_str();

@@ -54,7 +54,7 @@ std::atomic<int> g_signal{0};
 extern "C" void on_signal(int s) { g_signal = s; }
 
 struct RunConfig {
-  std::string model_path, preset, precision, prompt_format, system_prompt, device;
+  std::string model_path, preset, precision, prompt_format, system_prompt, user_template, device;
   int64_t context = 0;
   uint64_t seed = 0;
   std::string task_name;
@@ -127,6 +127,7 @@ RunConfig read_config(Recipe& r) {
                                             << "\"mirror\", got '" << c.device << "'";
   c.prompt_format = r.get_choice("model.prompt_format", "auto", {"auto", "raw", "chat"});
   c.system_prompt = r.get_string("model.system_prompt", "");
+  c.user_template = r.get_string("model.user_template", "");
   c.seed = static_cast<uint64_t>(r.get_int("model.seed", 0));
   c.task_name = r.get_string("task.name", "arithmetic");
   c.task_params = r.get_table("task.params.");
@@ -616,7 +617,7 @@ int train(const TrainOptions& o) {
   }
   std::shared_ptr<const tasks::Task> heldout;
   if (!cfg.heldout_task.empty()) heldout = tasks::make_task(cfg.heldout_task, cfg.heldout_params);
-  rl::PromptCodec codec = make_codec(tok, eos_ids, cfg.prompt_format, cfg.system_prompt);
+  rl::PromptCodec codec = make_codec(tok, eos_ids, cfg.prompt_format, cfg.system_prompt, cfg.user_template);
   reward::SafeReward safe;
 
   std::shared_ptr<rl::Teacher> teacher;
@@ -625,7 +626,7 @@ int train(const TrainOptions& o) {
   else if (cfg.teacher.source == "model") {
     LoadedModel tm = load_model(cfg.teacher.path);
     TEMPER_CHECK(tm.tokenizer) << cfg.teacher.path << ": the teacher has no tokenizer (tokenizer.json or GGUF tokenizer metadata)";
-    rl::PromptCodec tc = make_codec(tm.tokenizer, tm.eos_ids, cfg.prompt_format, cfg.system_prompt);
+    rl::PromptCodec tc = make_codec(tm.tokenizer, tm.eos_ids, cfg.prompt_format, cfg.system_prompt, cfg.user_template);
     auto mt = std::make_shared<rl::ModelTeacher>(std::move(tm.model), std::move(tc), cfg.teacher.model);
     mt->set_communicator(&comm);
     teacher = mt;
