@@ -1,9 +1,10 @@
 #include "temper/rl/rl_trainer.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <nlohmann/json.hpp>
 #include <numeric>
 #include <set>
 
@@ -165,7 +166,8 @@ RlTrainer::RlTrainer(Transformer& policy, std::shared_ptr<const tasks::Task> tas
           }
           PackedRows packed = pack_rows(ps, lens, T);
           std::vector<int32_t> xt, xg;
-          packed.gather(tok.data(), &xt), packed.gather(tgt.data(), &xg);
+          packed.gather(tok.data(), &xt);
+          packed.gather(tgt.data(), &xg);
           std::vector<float> xl(xt.size()), xe(xt.size());
           model.forward_logprobs_packed(xt.data(), xg.data(), packed.segs, xl.data(), xe.data());
           for (int64_t n = 0; n < packed.size(); ++n)
@@ -620,7 +622,8 @@ Metrics RlTrainer::update(Batch& b) {
         lens.push_back(static_cast<int64_t>(t.prompt.size() + t.tokens.size()));
       }
       PackedRows packed = pack_rows(prompts, lens, T);
-      packed.gather(tok.data() + off, &xt), packed.gather(tgt.data() + off, &xg);
+      packed.gather(tok.data() + off, &xt);
+      packed.gather(tgt.data() + off, &xg);
       xl.assign(xt.size(), 0.f), xe.assign(xt.size(), 0.f);
       reference_->forward_logprobs_packed(xt.data(), xg.data(), packed.segs, xl.data(), xe.data());
       for (int64_t n = 0; n < packed.size(); ++n)  // back to the padded rows (a prompt's rows carry no target)
@@ -651,12 +654,13 @@ Metrics RlTrainer::update(Batch& b) {
     for (int64_t m = 0; m < cfg_.mini_batches; ++m) {
       int64_t r0 = B * m / cfg_.mini_batches, r1 = B * (m + 1) / cfg_.mini_batches, Bm = r1 - r0;
       if (Bm == 0) continue;
-      if (pack)  // a group's rows together: they share its prompt
+      // Shared prompts: a group's rows together (they share its prompt). Otherwise micro-batches of similar
+      // lengths, each cut to its longest row.
+      if (pack)
         std::stable_sort(order.begin() + r0, order.begin() + r1, [&](int64_t x, int64_t y) {
           return b.traj[static_cast<size_t>(x)].group < b.traj[static_cast<size_t>(y)].group;
         });
-      else if (cfg_.micro_batch > 0 &&
-               cfg_.micro_batch < Bm)  // micro-batches of similar lengths, each cut to its longest row
+      else if (cfg_.micro_batch > 0 && cfg_.micro_batch < Bm)
         std::stable_sort(order.begin() + r0, order.begin() + r1, [&](int64_t x, int64_t y) {
           const Trajectory& a = b.traj[static_cast<size_t>(x)];
           const Trajectory& c = b.traj[static_cast<size_t>(y)];
@@ -756,9 +760,12 @@ Metrics RlTrainer::update(Batch& b) {
           }
           packed = pack_rows(prompts, lens, Tm);
           npos = packed.size();
-          packed.gather(ptok, &xtok), packed.gather(ptgt, &xtgt), packed.gather(pold, &xold),
-              packed.gather(padv, &xadv);
-          packed.gather(pw, &xw), packed.gather(psc, &xsc);
+          packed.gather(ptok, &xtok);
+          packed.gather(ptgt, &xtgt);
+          packed.gather(pold, &xold);
+          packed.gather(padv, &xadv);
+          packed.gather(pw, &xw);
+          packed.gather(psc, &xsc);
           if (pref) packed.gather(pref, &xref);
           if (!rkl_rows.empty()) {
             packed.gather(rkl_rows.data(), &xrkl);
@@ -766,9 +773,8 @@ Metrics RlTrainer::update(Batch& b) {
             rkl_kl.assign(static_cast<size_t>(npos), 0.f);
           }
           xlp.assign(static_cast<size_t>(npos), 0.f), xent.assign(static_cast<size_t>(npos), 0.f);
-          ptok = xtok.data(), ptgt = xtgt.data(), pold = xold.data(), padv = xadv.data(), pw = xw.data(),
-          psc = xsc.data();
-          pref = pref ? xref.data() : nullptr;
+          ptok = xtok.data(), ptgt = xtgt.data(), pold = xold.data(), padv = xadv.data();
+          pw = xw.data(), psc = xsc.data(), pref = pref ? xref.data() : nullptr;
           plp = xlp.data(), pent = xent.data();
         }
         PolicyLossBatch pb;
@@ -806,20 +812,13 @@ Metrics RlTrainer::update(Batch& b) {
     }
   }
   if (ranks() > 1) {  // the loss statistics of the whole batch
-    double v[12] = {total.loss,
-                    total.pg_loss,
-                    total.kl_loss,
-                    total.entropy_loss,
-                    static_cast<double>(total.tokens),
-                    static_cast<double>(total.clipped_low),
-                    static_cast<double>(total.clipped_high),
-                    static_cast<double>(total.dual_clipped),
-                    total.ratio_sum,
-                    total.kl_sum,
-                    total.entropy_sum,
-                    static_cast<double>(positions)};
-    comm_->allreduce_sum(v, 12);
-    positions = static_cast<int64_t>(v[11]);
+    double v[11] = {total.loss, total.pg_loss, total.kl_loss, total.entropy_loss, static_cast<double>(total.tokens),
+                    static_cast<double>(total.clipped_low), static_cast<double>(total.clipped_high),
+                    static_cast<double>(total.dual_clipped), total.ratio_sum, total.kl_sum, total.entropy_sum};
+    comm_->allreduce_sum(v, 11);
+    double p = static_cast<double>(positions);
+    comm_->allreduce_sum(&p, 1);
+    positions = static_cast<int64_t>(p);
     total.loss = v[0], total.pg_loss = v[1], total.kl_loss = v[2], total.entropy_loss = v[3];
     total.tokens = static_cast<int64_t>(v[4]), total.clipped_low = static_cast<int64_t>(v[5]);
     total.clipped_high = static_cast<int64_t>(v[6]), total.dual_clipped = static_cast<int64_t>(v[7]);
