@@ -18,6 +18,22 @@
 
 namespace temper::rl {
 
+namespace {
+
+// Log-probs of padded rows (tokens/targets at the packing's stride) from one packed forward, written back
+// to their padded positions; positions without a target (a shared prompt's) are left as they were.
+void packed_logprobs(Transformer& model, const PackedRows& packed, const int32_t* tok, const int32_t* tgt, float* lp) {
+  std::vector<int32_t> xt, xg;
+  packed.gather(tok, &xt);
+  packed.gather(tgt, &xg);
+  std::vector<float> xl(xt.size()), xe(xt.size());
+  model.forward_logprobs_packed(xt.data(), xg.data(), packed.segs, xl.data(), xe.data());
+  for (size_t n = 0; n < xg.size(); ++n)
+    if (xg[n] >= 0) lp[packed.from[n]] = xl[n];
+}
+
+}  // namespace
+
 void RlConfig::validate() const {
   TEMPER_CHECK(prompts_per_step > 0) << "rl.prompts_per_step must be > 0, got " << prompts_per_step;
   TEMPER_CHECK(group_size > 0) << "rl.group_size must be > 0, got " << group_size;
@@ -164,15 +180,7 @@ RlTrainer::RlTrainer(Transformer& policy, std::shared_ptr<const tasks::Task> tas
             ps.push_back(&prompts[static_cast<size_t>(order[static_cast<size_t>(r)])]);
             lens.push_back(static_cast<int64_t>(len(order[static_cast<size_t>(r)])));
           }
-          PackedRows packed = pack_rows(ps, lens, T);
-          std::vector<int32_t> xt, xg;
-          packed.gather(tok.data(), &xt);
-          packed.gather(tgt.data(), &xg);
-          std::vector<float> xl(xt.size()), xe(xt.size());
-          model.forward_logprobs_packed(xt.data(), xg.data(), packed.segs, xl.data(), xe.data());
-          for (int64_t n = 0; n < packed.size(); ++n)
-            if (xg[static_cast<size_t>(n)] >= 0)
-              lp[static_cast<size_t>(packed.from[static_cast<size_t>(n)])] = xl[static_cast<size_t>(n)];
+          packed_logprobs(model, pack_rows(ps, lens, T), tok.data(), tgt.data(), lp.data());
         } else {
           model.forward_logprobs(tok.data(), tgt.data(), rows, T, lp.data(), ent.data());
         }
@@ -605,8 +613,6 @@ Metrics RlTrainer::update(Batch& b) {
     const dist::Range own = dist::shard(B, rank(), ranks());
     const int64_t mb = cfg_.micro_batch > 0 ? cfg_.micro_batch : B;
     const bool pack_ref = cfg_.share_prompts && reference_->packed_supported();
-    std::vector<int32_t> xt, xg;
-    std::vector<float> xl, xe;
     for (int64_t r0 = own.begin; r0 < own.end; r0 += mb) {
       int64_t rows = std::min(mb, own.end - r0);
       size_t off = static_cast<size_t>(r0 * T);
@@ -621,14 +627,7 @@ Metrics RlTrainer::update(Batch& b) {
         prompts.push_back(&t.prompt);
         lens.push_back(static_cast<int64_t>(t.prompt.size() + t.tokens.size()));
       }
-      PackedRows packed = pack_rows(prompts, lens, T);
-      packed.gather(tok.data() + off, &xt);
-      packed.gather(tgt.data() + off, &xg);
-      xl.assign(xt.size(), 0.f), xe.assign(xt.size(), 0.f);
-      reference_->forward_logprobs_packed(xt.data(), xg.data(), packed.segs, xl.data(), xe.data());
-      for (int64_t n = 0; n < packed.size(); ++n)  // back to the padded rows (a prompt's rows carry no target)
-        if (xg[static_cast<size_t>(n)] >= 0)
-          ref[off + static_cast<size_t>(packed.from[static_cast<size_t>(n)])] = xl[static_cast<size_t>(n)];
+      packed_logprobs(*reference_, pack_rows(prompts, lens, T), tok.data() + off, tgt.data() + off, ref.data() + off);
     }
     if (ranks() > 1) comm_->allreduce_sum(ref.data(), static_cast<int64_t>(N));
   }
