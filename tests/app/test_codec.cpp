@@ -1,12 +1,16 @@
 // The prompt codec: a recipe's user template phrases each problem inside the chat template (or raw text),
 // the system prompt comes first, rows with their own chat messages are left alone, and a template without
-// {question} is refused with a message.
+// {question} is refused with a message. Prompts a method builds around a question (ZPPO, REVES, RCSD) hold
+// the question as asked, once.
 #include <gtest/gtest.h>
 
 #include <memory>
 
 #include "temper/app/codec.h"
 #include "temper/core/error.h"
+#include "temper/rl/methods/rcsd.h"
+#include "temper/rl/methods/zppo.h"
+#include "temper/rl/revision.h"
 #include "temper/text/tokenizer.h"
 
 using namespace temper;
@@ -43,4 +47,30 @@ TEST(PromptCodec, UserTemplatePhrasesTheProblemInsideTheChatTemplate) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("{question}"), std::string::npos) << e.what();
   }
+}
+
+TEST(PromptCodec, MethodPromptsHoldTheQuestionAsAskedOnce) {
+  auto tok = smollm2();
+  rl::PromptCodec c = app::make_codec(tok, {}, "raw", "", "Calculate {question} and end with ####.");
+  tasks::Problem p;
+  p.id = "arithmetic/train/3";
+  p.prompt = "8+13=";
+  p.answer = "21";
+  tasks::Problem bcq = rl::zppo_reformulate(p, c, "{question}\nCandidates:\n{candidates}Solve it.", "<candidate>21</candidate>", "", "bcq");
+  const std::string asked = "Calculate 8+13= and end with ####.";
+  EXPECT_EQ(bcq.prompt, asked + "\nCandidates:\n<candidate>21</candidate>Solve it.");
+  EXPECT_EQ(tok->decode(c.encode_prompt(bcq), false), bcq.prompt);  // not wrapped a second time
+  EXPECT_EQ(bcq.answer, "21");
+  EXPECT_EQ(bcq.id, "arithmetic/train/3#bcq");
+  tasks::Problem rev = rl::revision_problem(p, "#### 20", rl::RevisionConfig{}, c);
+  EXPECT_EQ(tok->decode(c.encode_prompt(rev), false).rfind(asked + "\nPrevious attempt:\n#### 20\n", 0), 0u);
+  // a revision of a revision keeps the first question as asked, not asked twice
+  tasks::Problem rev2 = rl::revision_problem(rev, "#### 19", rl::RevisionConfig{}, c);
+  EXPECT_EQ(rev2.prompt.find("Calculate"), 0u);
+  EXPECT_EQ(rev2.prompt.find("Calculate", 1), std::string::npos);
+  tasks::Problem rubric = rl::rcsd_teacher_problem(p, c, "- shows steps", "Rubric:\n{rubric}\n\n{question}");
+  EXPECT_EQ(tok->decode(c.encode_prompt(rubric), false), "Rubric:\n- shows steps\n\n" + asked);
+  // without a user template the question goes in as it is
+  rl::PromptCodec bare = app::make_codec(tok, {}, "raw");
+  EXPECT_EQ(rl::zppo_reformulate(p, bare, "{candidates}{question}", "<c>", "", "bcq").prompt, "<c>8+13=");
 }

@@ -36,7 +36,7 @@ TEST(Rcsd, TeacherContextHoldsTheRubricAndTheQuestion) {
   tasks::Problem p;
   p.prompt = "2+2=";
   p.messages = {{"user", "2+2="}};
-  tasks::Problem q = rcsd_teacher_problem(p, "- writes {each} step", "Rubric:\n{rubric}\n\n{question}");
+  tasks::Problem q = rcsd_teacher_problem(p, PromptCodec{}, "- writes {each} step", "Rubric:\n{rubric}\n\n{question}");
   EXPECT_EQ(q.prompt, "Rubric:\n- writes {each} step\n\n2+2=");
   EXPECT_EQ(q.messages[0].content, q.prompt);
   EXPECT_THROW(Rcsd(RcsdConfig{"replace", 1, 5, "{question}"}), Error);
@@ -83,7 +83,7 @@ TEST(Rcsd, EqualOutcomesStillGetPerTokenCreditWhereTheRubricTeacherAgrees) {
   EXPECT_EQ(b.traj[0].advantage, (std::vector<float>{0.75f, -0.75f, 0.75f, -0.75f}));
   EXPECT_EQ(b.traj[2].advantage, std::vector<float>(4, 0.f));  // no rubric: no signal
   ASSERT_EQ(seen_prompts.size(), 2u);  // only the rubric group was scored, with the rubric in context
-  std::vector<int32_t> expect = c.encode_prompt(rcsd_teacher_problem(b.problems[0], "b", cfg.tmpl));
+  std::vector<int32_t> expect = c.encode_prompt(rcsd_teacher_problem(b.problems[0], c, "b", cfg.tmpl));
   EXPECT_EQ(seen_prompts[0], expect);
   Metrics m;
   r.metrics(m);
@@ -121,7 +121,7 @@ TEST(Rcsd, InTheTrainerAdvantagesAreThePolicysOwnGapInTheRubricContext) {
       EXPECT_EQ(x.advantage, std::vector<float>(x.tokens.size(), 0.f));
       continue;
     }
-    std::vector<int32_t> tok = c.encode_prompt(rcsd_teacher_problem(p, "b", RcsdConfig{}.tmpl));
+    std::vector<int32_t> tok = c.encode_prompt(rcsd_teacher_problem(p, c, "b", RcsdConfig{}.tmpl));
     const size_t P = tok.size();
     tok.insert(tok.end(), x.tokens.begin(), x.tokens.end());
     std::vector<int32_t> tgt(tok.size(), -1);
@@ -161,7 +161,7 @@ TEST(Rcsd, TheInitialTeacherIsTheFrozenStartingPolicy) {
   for (const Trajectory& x : b.traj) {
     const tasks::Problem& p = b.problems[static_cast<size_t>(x.problem)];
     if (task->rubric(p).empty()) continue;
-    std::vector<int32_t> tok = c.encode_prompt(rcsd_teacher_problem(p, "b", rc.tmpl));
+    std::vector<int32_t> tok = c.encode_prompt(rcsd_teacher_problem(p, c, "b", rc.tmpl));
     const size_t P = tok.size();
     tok.insert(tok.end(), x.tokens.begin(), x.tokens.end());
     std::vector<int32_t> tgt(tok.size(), -1);
@@ -196,7 +196,7 @@ double student_teacher_kl(Transformer& student, Transformer& teacher, const std:
   for (uint64_t i = 0; i < 8; i += 2) {  // even ids carry the rubric
     tasks::Problem p = task->problem(tasks::Split::train, i);
     const std::vector<int32_t> completion = {2, 1, 2};
-    std::vector<int32_t> a = c.encode_prompt(p), b = c.encode_prompt(rcsd_teacher_problem(p, "b", RcsdConfig{}.tmpl));
+    std::vector<int32_t> a = c.encode_prompt(p), b = c.encode_prompt(rcsd_teacher_problem(p, c, "b", RcsdConfig{}.tmpl));
     const size_t Pa = a.size(), Pb = b.size();
     a.insert(a.end(), completion.begin(), completion.end());
     b.insert(b.end(), completion.begin(), completion.end());
@@ -253,7 +253,7 @@ TEST(Rcsd, ReverseKlModeDistilsTheRubricTeachersWholeDistribution) {
     }
     ASSERT_EQ(x.teacher_logq.size(), x.tokens.size() * static_cast<size_t>(V));
     if (checked++ > 2) continue;
-    std::vector<int32_t> tok = c.encode_prompt(rcsd_teacher_problem(p, "b", rc.tmpl));
+    std::vector<int32_t> tok = c.encode_prompt(rcsd_teacher_problem(p, c, "b", rc.tmpl));
     const size_t P = tok.size();
     tok.insert(tok.end(), x.tokens.begin(), x.tokens.end());
     std::vector<float> z(tok.size() * static_cast<size_t>(V));

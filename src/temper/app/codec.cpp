@@ -40,7 +40,7 @@ rl::PromptCodec make_codec(std::shared_ptr<const text::Tokenizer> tok, const std
       std::vector<text::ChatMessage> msgs;
       if (!system_prompt.empty()) msgs.push_back({"system", system_prompt});
       if (p.messages.empty()) {
-        msgs.push_back({"user", phrase(p.prompt)});
+        msgs.push_back({"user", p.phrased ? p.prompt : phrase(p.prompt)});
       } else {
         for (const auto& m : p.messages) msgs.push_back({m.role, m.content});
       }
@@ -49,11 +49,12 @@ rl::PromptCodec make_codec(std::shared_ptr<const text::Tokenizer> tok, const std
   } else {
     c.encode_prompt = [tok, phrase](const tasks::Problem& p) {
       std::vector<int32_t> ids = tok->prefix_ids();
-      std::vector<int32_t> body = tok->encode(phrase(p.prompt), false);
+      std::vector<int32_t> body = tok->encode(p.phrased ? p.prompt : phrase(p.prompt), false);
       ids.insert(ids.end(), body.begin(), body.end());
       return ids;
     };
   }
+  if (!user_template.empty()) c.phrase = phrase;
   TEMPER_CHECK(end >= 0) << "the tokenizer has no end token (EOS): completions could not stop";
   c.encode_completion = [tok, end](const std::string& text) {
     std::vector<int32_t> ids = tok->encode(text, false, /*parse_special=*/false);

@@ -5,6 +5,7 @@
 
 #include "temper/core/error.h"
 #include "temper/core/rng.h"
+#include "temper/rl/derived_problem.h"
 
 namespace temper::rl {
 
@@ -33,18 +34,11 @@ std::string cut(const std::string& attempt, int64_t budget, const PromptCodec& c
   return "..." + codec.decode(std::vector<int32_t>(ids.end() - budget, ids.end()));
 }
 
-tasks::Problem derived(const tasks::Problem& p, const std::string& text, const std::string& suffix) {
-  tasks::Problem q = p;
+tasks::Problem derived(const tasks::Problem& p, const std::string& tmpl, const std::string& attempt, const std::string& suffix,
+                       const PromptCodec& codec) {
+  tasks::Problem q = derive_problem(p, codec, [&](const std::string& question) { return fill(tmpl, question, attempt); });
   q.index = -1;
   q.id = p.id + suffix;
-  if (q.messages.empty()) {
-    q.prompt = text;
-  } else {  // the chat form: the last user message carries the new text
-    auto it = std::find_if(q.messages.rbegin(), q.messages.rend(), [](const tasks::Message& m) { return m.role == "user"; });
-    TEMPER_CHECK(it != q.messages.rend()) << "revision: problem " << p.id << " has chat messages but no user message";
-    it->content = text;
-    q.prompt = text;
-  }
   return q;
 }
 
@@ -52,14 +46,12 @@ tasks::Problem derived(const tasks::Problem& p, const std::string& text, const s
 
 tasks::Problem revision_problem(const tasks::Problem& p, const std::string& attempt, const RevisionConfig& cfg,
                                 const PromptCodec& codec) {
-  const std::string question = p.messages.empty() ? p.prompt : p.messages.back().content;
-  return derived(p, fill(cfg.revision_template, question, cut(attempt, cfg.attempt_tokens, codec)), "#rev");
+  return derived(p, cfg.revision_template, cut(attempt, cfg.attempt_tokens, codec), "#rev", codec);
 }
 
 tasks::Problem verification_problem(const tasks::Problem& p, const std::string& attempt, bool label,
                                     const RevisionConfig& cfg, const PromptCodec& codec) {
-  const std::string question = p.messages.empty() ? p.prompt : p.messages.back().content;
-  tasks::Problem q = derived(p, fill(cfg.verification_template, question, cut(attempt, cfg.attempt_tokens, codec)), "#ver");
+  tasks::Problem q = derived(p, cfg.verification_template, cut(attempt, cfg.attempt_tokens, codec), "#ver", codec);
   q.answer = label ? "True" : "False";
   q.gold_solution = "#### " + q.answer;
   return q;

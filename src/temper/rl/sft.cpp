@@ -88,7 +88,7 @@ Metrics SftTrainer::step() {
     if (cfg_.candidates.rate > 0 && pick.uniform_f64() < cfg_.candidates.rate && !(wrong = corrupt_solution(text, p.answer, pick)).empty()) {
       std::string a = zppo_candidate(codec_, text, cfg_.candidates.tokens), b = zppo_candidate(codec_, wrong, cfg_.candidates.tokens);
       const bool gold_first = (pick.next_u32() & 1u) != 0;
-      row = codec_.encode_prompt(zppo_reformulate(p, cfg_.candidates.tmpl, gold_first ? a + b : b + a, "", "sft"));
+      row = codec_.encode_prompt(zppo_reformulate(p, codec_, cfg_.candidates.tmpl, gold_first ? a + b : b + a, "", "sft"));
       ++with_candidates;
     } else {
       row = codec_.encode_prompt(p);

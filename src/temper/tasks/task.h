@@ -40,6 +40,7 @@ struct Problem {
   std::string rubric;             // optional (datasets)
   int difficulty = 0;
   int64_t index = -1;             // the train index the trainer drew it at; -1: built by a method (ZPPO, REVES)
+  bool phrased = false;           // prompt already holds the question as asked (model.user_template): methods' prompts
   std::vector<std::string> modules;  // compositional families: the atomic modules it uses (curriculum coverage)
   // User simulators (task user_sim): who the user is, their earlier turns and the conversation so far,
   // as text; the real next user turn is `answer`.

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "temper/core/error.h"
+#include "temper/rl/derived_problem.h"
 
 namespace temper::rl {
 
@@ -33,15 +34,9 @@ std::string fill(const std::string& t, const std::string& rubric, const std::str
 
 }  // namespace
 
-tasks::Problem rcsd_teacher_problem(const tasks::Problem& p, const std::string& rubric, const std::string& tmpl) {
-  tasks::Problem q = p;
-  q.prompt = fill(tmpl, rubric, p.prompt);
-  for (auto it = q.messages.rbegin(); it != q.messages.rend(); ++it)
-    if (it->role == "user") {
-      it->content = fill(tmpl, rubric, it->content);
-      break;
-    }
-  return q;
+tasks::Problem rcsd_teacher_problem(const tasks::Problem& p, const PromptCodec& codec, const std::string& rubric,
+                                    const std::string& tmpl) {
+  return derive_problem(p, codec, [&](const std::string& question) { return fill(tmpl, rubric, question); });
 }
 
 Rcsd::Rcsd(RcsdConfig cfg) : cfg_(std::move(cfg)) { cfg_.validate(); }
@@ -71,7 +66,7 @@ void Rcsd::compute(Batch& b, bool add) {
     const std::string rubric = env_.task->rubric(p);
     if (rubric.empty() || t.tokens.empty()) continue;
     rows.push_back(k);
-    prompts.push_back(env_.codec->encode_prompt(rcsd_teacher_problem(p, rubric, cfg_.tmpl)));
+    prompts.push_back(env_.codec->encode_prompt(rcsd_teacher_problem(p, *env_.codec, rubric, cfg_.tmpl)));
     completions.push_back(t.tokens);
   }
   with_rubric_ = static_cast<int64_t>(rows.size());

@@ -30,8 +30,10 @@ struct RcsdConfig {
   void validate() const;
 };
 
-// A problem with its rubric in the prompt (its last user message for chat problems).
-tasks::Problem rcsd_teacher_problem(const tasks::Problem& p, const std::string& rubric, const std::string& tmpl);
+// A problem with its rubric in the prompt (its last user message for chat problems), the question as the
+// model is asked it (rl/derived_problem.h).
+tasks::Problem rcsd_teacher_problem(const tasks::Problem& p, const PromptCodec& codec, const std::string& rubric,
+                                    const std::string& tmpl);
 
 class Rcsd : public Method {
  public:

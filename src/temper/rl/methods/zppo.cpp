@@ -7,6 +7,7 @@
 
 #include "temper/core/error.h"
 #include "temper/core/rng.h"
+#include "temper/rl/derived_problem.h"
 
 namespace temper::rl {
 
@@ -50,26 +51,17 @@ std::string zppo_candidate(const PromptCodec& codec, const std::string& text, in
   return "<candidate>\n" + body + "\n</candidate>\n";
 }
 
-tasks::Problem zppo_reformulate(const tasks::Problem& p, const std::string& tmpl, const std::string& candidates,
-                                const std::string& wrong_answers, const std::string& kind) {
-  tasks::Problem q = p;
-  q.index = -1;
-  q.id = p.id + "#" + kind;
-  auto fill = [&](const std::string& question) {
+tasks::Problem zppo_reformulate(const tasks::Problem& p, const PromptCodec& codec, const std::string& tmpl,
+                                const std::string& candidates, const std::string& wrong_answers, const std::string& kind) {
+  tasks::Problem q = derive_problem(p, codec, [&](const std::string& question) {
     std::string s = tmpl;
     replace_all(s, "{question}", question);
     replace_all(s, "{candidates}", candidates);
     replace_all(s, "{wrong_answers}", wrong_answers);
     return s;
-  };
-  if (q.messages.empty()) {
-    q.prompt = fill(p.prompt);
-  } else {
-    auto it = std::find_if(q.messages.rbegin(), q.messages.rend(), [](const tasks::Message& m) { return m.role == "user"; });
-    TEMPER_CHECK(it != q.messages.rend()) << "zppo: problem " << p.id << " has chat messages but no user message";
-    it->content = fill(it->content);
-    q.prompt = fill(p.prompt);
-  }
+  });
+  q.index = -1;
+  q.id = p.id + "#" + kind;
   return q;
 }
 
@@ -172,7 +164,7 @@ void Zppo::reformulate(Batch& b, const std::vector<int64_t>& hard_groups, int64_
       const Trajectory* w = wrong[static_cast<size_t>(tasks::rand_int(rng, 0, static_cast<int64_t>(wrong.size()) - 1))];
       bool teacher_first = (rng.next_u32() & 1u) != 0;
       std::string a = zppo_candidate(*env_.codec, right, cfg_.candidate_tokens), c = zppo_candidate(*env_.codec, w->text, cfg_.candidate_tokens);
-      built.push_back(zppo_reformulate(ps[k], cfg_.bcq_template, teacher_first ? a + c : c + a, "", "bcq"));
+      built.push_back(zppo_reformulate(ps[k], *env_.codec, cfg_.bcq_template, teacher_first ? a + c : c + a, "", "bcq"));
       n_.teacher_first += teacher_first;
       ++n_.bcq;
       ++made;
@@ -190,7 +182,7 @@ void Zppo::reformulate(Batch& b, const std::vector<int64_t>& hard_groups, int64_
       std::string list, cands;
       for (size_t i = 0; i < answers.size(); ++i) list += (i ? ", " : "") + answers[i];
       for (const Trajectory* t : traces) cands += zppo_candidate(*env_.codec, t->text, cfg_.candidate_tokens);
-      built.push_back(zppo_reformulate(ps[k], cfg_.ncq_template, cands, list, "ncq"));
+      built.push_back(zppo_reformulate(ps[k], *env_.codec, cfg_.ncq_template, cands, list, "ncq"));
       ++n_.ncq;
       ++made;
     }

@@ -50,9 +50,10 @@ struct ZppoConfig {
 
 // A candidate: the text cut to its last `budget` tokens ("..." marks a cut), in <candidate> tags.
 std::string zppo_candidate(const PromptCodec& codec, const std::string& text, int64_t budget);
-// The reformulated problem: same answer and checker, prompt (or the last user message) from the template.
-tasks::Problem zppo_reformulate(const tasks::Problem& p, const std::string& tmpl, const std::string& candidates,
-                                const std::string& wrong_answers, const std::string& kind);
+// The reformulated problem: same answer and checker, prompt (or the last user message) from the template,
+// {question} as the model is asked it (rl/derived_problem.h).
+tasks::Problem zppo_reformulate(const tasks::Problem& p, const PromptCodec& codec, const std::string& tmpl,
+                                const std::string& candidates, const std::string& wrong_answers, const std::string& kind);
 
 class Zppo : public Method {
  public:
