@@ -4,6 +4,7 @@
 # recipes: sft.toml, one <arm>.toml per arm (listed in `arms`), `metrics` (KIND:NAME per line), and
 # optionally teacher.toml: a teacher trained once first, whose checkpoint the arms with a [teacher]
 # section (source = "model") get as teacher.path.
+# Without sft.toml the arms start from the model.path their recipes name.
 # Usage: experiments/run.sh NAME [SEEDS (default "1 2 3")] [JOBS (default 1)]
 #   env TEMPER (default build/bin/temper), OUT (default runs/experiments/NAME), THREADS (per run, default 2/JOBS)
 set -euo pipefail
@@ -19,12 +20,15 @@ threads=${THREADS:-$(( jobs > 1 ? 1 : 2 ))}
 mkdir -p "$out"
 
 ckpt() { ls -d "$1"/checkpoints/step-* 2>/dev/null | sort -t- -k2 -n | tail -1; }
-if [ -z "$(ckpt "$out/sft")" ]; then
-  echo "== $name: SFT"
-  rm -rf "$out/sft"
-  "$temper" train "$dir/sft.toml" --out "$out/sft" --threads 2 > "$out/sft.log" 2>&1
+sft=""  # no sft.toml: the arms start from their own model.path (a pretrained model)
+if [ -f "$dir/sft.toml" ]; then
+  if [ -z "$(ckpt "$out/sft")" ]; then
+    echo "== $name: SFT"
+    rm -rf "$out/sft"
+    "$temper" train "$dir/sft.toml" --out "$out/sft" --threads 2 > "$out/sft.log" 2>&1
+  fi
+  sft=$(ckpt "$out/sft")
 fi
-sft=$(ckpt "$out/sft")
 teacher=""
 if [ -f "$dir/teacher.toml" ]; then
   if [ -z "$(ckpt "$out/teacher")" ]; then
@@ -34,7 +38,7 @@ if [ -f "$dir/teacher.toml" ]; then
   fi
   teacher=$(ckpt "$out/teacher")
 fi
-echo "== $name: RL arms from $sft${teacher:+ (teacher $teacher)}"
+echo "== $name: RL arms from ${sft:-their model.path}${teacher:+ (teacher $teacher)}"
 
 run_arm() {  # arm seed
   local run=$out/$1-s$2
@@ -42,7 +46,8 @@ run_arm() {  # arm seed
   rm -rf "$run"
   local extra=()
   if [ -n "$teacher" ] && grep -q 'source = "model"' "$dir/$1.toml"; then extra=(--set teacher.path="\"$teacher\""); fi
-  "$temper" train "$dir/$1.toml" --out "$run" --threads "$threads" --set model.path="\"$sft\"" --set model.seed="$2" \
+  if [ -n "$sft" ]; then extra+=(--set model.path="\"$sft\""); fi
+  "$temper" train "$dir/$1.toml" --out "$run" --threads "$threads" --set model.seed="$2" \
     "${extra[@]}" > "$run.log" 2>&1 && echo "   $1 seed $2: $(tail -1 "$run.log")"
 }
 pids=()

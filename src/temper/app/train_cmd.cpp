@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -867,8 +868,7 @@ int train(const TrainOptions& o) {
         const rl::Batch& b = rlt->last_batch();
         // The first sample of each of the first groups (one per prompt), then more of each if there are fewer groups.
         const size_t n = b.traj.size(), stride = std::max<size_t>(1, std::min<size_t>(static_cast<size_t>(cfg.rl.group_size), n / std::max<size_t>(1, static_cast<size_t>(cfg.samples_per_step))));
-        for (size_t i = 0; i < std::min<size_t>(static_cast<size_t>(cfg.samples_per_step), n); ++i) {
-          const rl::Trajectory& t = b.traj[(i * stride) % n];
+        auto write_sample = [&](const rl::Trajectory& t) {
           const tasks::Problem& p = b.problems[static_cast<size_t>(t.problem)];
           report::Sample s;
           s.step = st.step;
@@ -878,6 +878,16 @@ int train(const TrainOptions& o) {
           s.answer = p.answer;
           s.correct = t.correct;
           samples->write(s);
+        };
+        for (size_t i = 0; i < std::min<size_t>(static_cast<size_t>(cfg.samples_per_step), n); ++i) write_sample(b.traj[(i * stride) % n]);
+        // Prompts a method built (ZPPO's candidate questions, REVES's revisions: ids "<id>#<kind>") come after
+        // the task's groups: one sample of each kind too, so the report shows what the policy was asked.
+        std::set<std::string> kinds;
+        for (const rl::Trajectory& t : b.traj) {
+          const tasks::Problem& p = b.problems[static_cast<size_t>(t.problem)];
+          const size_t hash = p.id.rfind('#');
+          if (p.index >= 0 || hash == std::string::npos || !kinds.insert(p.id.substr(hash)).second) continue;
+          write_sample(t);
         }
       }
       progress.update(st.step, m);
