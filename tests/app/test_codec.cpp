@@ -1,13 +1,14 @@
 // The prompt codec: a recipe's user template phrases each problem inside the chat template (or raw text),
 // the system prompt comes first, rows with their own chat messages are left alone, and a template without
 // {question} is refused with a message. Prompts a method builds around a question (ZPPO, REVES, RCSD) hold
-// the question as asked, once.
+// the question as asked, once (fair RL's preference goes before it).
 #include <gtest/gtest.h>
 
 #include <memory>
 
 #include "temper/app/codec.h"
 #include "temper/core/error.h"
+#include "temper/rl/methods/fair.h"
 #include "temper/rl/methods/rcsd.h"
 #include "temper/rl/methods/zppo.h"
 #include "temper/rl/revision.h"
@@ -70,6 +71,8 @@ TEST(PromptCodec, MethodPromptsHoldTheQuestionAsAskedOnce) {
   EXPECT_EQ(rev2.prompt.find("Calculate", 1), std::string::npos);
   tasks::Problem rubric = rl::rcsd_teacher_problem(p, c, "- shows steps", "Rubric:\n{rubric}\n\n{question}");
   EXPECT_EQ(tok->decode(c.encode_prompt(rubric), false), "Rubric:\n- shows steps\n\n" + asked);
+  tasks::Problem pref = rl::fair_condition(p, c, "<pref {p}>\n", {0.25, 0.75});
+  EXPECT_EQ(tok->decode(c.encode_prompt(pref), false), "<pref 0.25,0.75>\n" + asked);
   // without a user template the question goes in as it is
   rl::PromptCodec bare = app::make_codec(tok, {}, "raw");
   EXPECT_EQ(rl::zppo_reformulate(p, bare, "{candidates}{question}", "<c>", "", "bcq").prompt, "<c>8+13=");

@@ -62,7 +62,7 @@ TEST(Fair, ThePreferenceIsWrittenBeforeTheQuestion) {
   tasks::Problem p;
   p.prompt = "2+2=";
   p.messages = {{"system", "s"}, {"user", "2+2="}};
-  tasks::Problem q = fair_condition(p, "<pref {p}>\n", {0.25, 0.75});
+  tasks::Problem q = fair_condition(p, PromptCodec{}, "<pref {p}>\n", {0.25, 0.75});
   EXPECT_EQ(q.prompt, "<pref 0.25,0.75>\n2+2=");
   EXPECT_EQ(q.messages[1].content, "<pref 0.25,0.75>\n2+2=");
   EXPECT_EQ(q.messages[0].content, "s");
@@ -77,16 +77,16 @@ TEST(Fair, PreferenceDependentSftTargetsAreBriefAsOftenAsTheBrevityWeight) {
   FairConfig c;
   c.objectives = {"correct", "brevity"};
   c.sft_targets = "same";
-  EXPECT_EQ(fair_sft_example(p, c, {0.0, 1.0}, 3, 7).gold_solution, p.gold_solution);  // "same": never cut
+  EXPECT_EQ(fair_sft_example(p, PromptCodec{}, c, {0.0, 1.0}, 3, 7).gold_solution, p.gold_solution);  // "same": never cut
   c.sft_targets = "preference";
-  EXPECT_EQ(fair_sft_example(p, c, {1.0, 0.0}, 3, 7).gold_solution, p.gold_solution);  // brevity weight 0
-  EXPECT_EQ(fair_sft_example(p, c, {0.0, 1.0}, 3, 7).gold_solution, "#### 14");        // brevity weight 1
-  EXPECT_EQ(fair_sft_example(p, c, {0.3, 0.7}, 3, 7).prompt, "<pref 0.30,0.70>\n2+3*4=");
+  EXPECT_EQ(fair_sft_example(p, PromptCodec{}, c, {1.0, 0.0}, 3, 7).gold_solution, p.gold_solution);  // brevity weight 0
+  EXPECT_EQ(fair_sft_example(p, PromptCodec{}, c, {0.0, 1.0}, 3, 7).gold_solution, "#### 14");        // brevity weight 1
+  EXPECT_EQ(fair_sft_example(p, PromptCodec{}, c, {0.3, 0.7}, 3, 7).prompt, "<pref 0.30,0.70>\n2+3*4=");
   int brief = 0;
   const int n = 4000;
-  for (int i = 0; i < n; ++i) brief += fair_sft_example(p, c, {0.7, 0.3}, 3, static_cast<uint64_t>(i)).gold_solution == "#### 14";
+  for (int i = 0; i < n; ++i) brief += fair_sft_example(p, PromptCodec{}, c, {0.7, 0.3}, 3, static_cast<uint64_t>(i)).gold_solution == "#### 14";
   EXPECT_NEAR(static_cast<double>(brief) / n, 0.3, 0.025);  // 3.4 standard errors
-  EXPECT_EQ(fair_sft_example(p, c, {0.7, 0.3}, 3, 11).gold_solution, fair_sft_example(p, c, {0.7, 0.3}, 3, 11).gold_solution);
+  EXPECT_EQ(fair_sft_example(p, PromptCodec{}, c, {0.7, 0.3}, 3, 11).gold_solution, fair_sft_example(p, PromptCodec{}, c, {0.7, 0.3}, 3, 11).gold_solution);
   c.objectives = {"correct", "format"};
   EXPECT_THROW(c.validate(), Error);  // "preference" needs the brevity objective
 }
@@ -122,6 +122,8 @@ TEST(Fair, GroupRewardsAreTheSupergradientAtTheGroupMean) {
   Fair f(c);
   MethodEnv env;
   env.max_new = 10;
+  const PromptCodec codec;  // no user template: prompts as they are
+  env.codec = &codec;
   f.attach(env);
   Batch b;
   b.problems.resize(2);

@@ -88,7 +88,7 @@ TEST(Sft, ConditionRewritesEveryProblemBeforeItsPromptIsEncoded) {
   Transformer model = byte_model();
   SftConfig c;
   c.batch = 4;
-  c.condition = [](tasks::Problem p, uint64_t i) {
+  c.condition = [](tasks::Problem p, uint64_t i, const PromptCodec&) {
     p.prompt = "<" + std::to_string(i) + ">" + p.prompt;
     return p;
   };

@@ -403,9 +403,9 @@ RunConfig read_config(Recipe& r) {
     c.eval.preference_prefix = f.prefix;
     c.eval.ggf = f.ggf;
     // SFT prompts carry sampled preferences too; with sft_targets = "preference" the targets follow them.
-    c.sft.condition = [f, seed = c.seed](tasks::Problem p, uint64_t i) {
+    c.sft.condition = [f, seed = c.seed](tasks::Problem p, uint64_t i, const rl::PromptCodec& codec) {
       std::vector<double> w = f.fixed.empty() ? rl::fair_sample_grid(static_cast<int64_t>(f.objectives.size()), f.grid, seed ^ 0x5F7ull, 0, i) : f.fixed;
-      return rl::fair_sft_example(std::move(p), f, w, seed, i);
+      return rl::fair_sft_example(p, codec, f, w, seed, i);
     };
   }
   // The teacher ([teacher]): the methods that use one ask for it.

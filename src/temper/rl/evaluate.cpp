@@ -49,7 +49,7 @@ EvalResult evaluate(Transformer& model, std::shared_ptr<const tasks::Task> task,
   std::vector<rollout::RolloutRequest> reqs;
   for (int64_t i = 0; i < n; ++i) {
     problems.push_back(task->problem(tasks::Split::eval, static_cast<uint64_t>(i)));
-    if (!cfg.preference.empty()) problems.back() = fair_condition(std::move(problems.back()), cfg.preference_prefix, cfg.preference);
+    if (!cfg.preference.empty()) problems.back() = fair_condition(problems.back(), codec, cfg.preference_prefix, cfg.preference);
     rollout::RolloutRequest r;
     r.prompt = codec.encode_prompt(problems.back());
     TEMPER_CHECK(static_cast<int64_t>(r.prompt.size()) < ctx)

@@ -69,7 +69,7 @@ Metrics SftTrainer::step() {
     uint64_t idx = cursor_++;
     if (size > 0) idx %= static_cast<uint64_t>(size);
     problems.push_back(task_->problem(tasks::Split::train, idx));
-    if (cfg_.condition) problems.back() = cfg_.condition(std::move(problems.back()), first + static_cast<uint64_t>(i));
+    if (cfg_.condition) problems.back() = cfg_.condition(std::move(problems.back()), first + static_cast<uint64_t>(i), codec_);
   }
   std::vector<std::vector<std::string>> taught;
   if (cfg_.teacher_completions) taught = teacher_->respond(problems, 1, mix_seed(cfg_.seed ^ 0x5F7ull, first));

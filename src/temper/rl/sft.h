@@ -47,7 +47,7 @@ struct SftConfig {
   uint64_t seed = 0;                      // the teacher's sampling
   // Rewrites each problem before its prompt is encoded (fair RL writes a sampled preference, so the
   // policy learns to read past it before RL asks it to read it); index = the problem's draw number.
-  std::function<tasks::Problem(tasks::Problem, uint64_t index)> condition;
+  std::function<tasks::Problem(tasks::Problem, uint64_t index, const PromptCodec& codec)> condition;
   void validate() const;
 };
 

@@ -6,6 +6,7 @@
 
 #include "temper/core/error.h"
 #include "temper/core/rng.h"
+#include "temper/rl/derived_problem.h"
 #include "temper/rl/welfare.h"
 
 namespace temper::rl {
@@ -54,15 +55,10 @@ std::string fair_preference_text(const std::string& prefix, const std::vector<do
   return s;
 }
 
-tasks::Problem fair_condition(tasks::Problem p, const std::string& prefix, const std::vector<double>& omega) {
+tasks::Problem fair_condition(const tasks::Problem& p, const PromptCodec& codec, const std::string& prefix,
+                              const std::vector<double>& omega) {
   const std::string pre = fair_preference_text(prefix, omega);
-  p.prompt = pre + p.prompt;
-  for (auto it = p.messages.rbegin(); it != p.messages.rend(); ++it)
-    if (it->role == "user") {
-      it->content = pre + it->content;
-      break;
-    }
-  return p;
+  return derive_problem(p, codec, [&](const std::string& question) { return pre + question; });
 }
 
 std::string fair_brief_solution(const std::string& gold) {
@@ -70,9 +66,9 @@ std::string fair_brief_solution(const std::string& gold) {
   return at == std::string::npos ? gold : gold.substr(at);
 }
 
-tasks::Problem fair_sft_example(tasks::Problem p, const FairConfig& c, const std::vector<double>& omega, uint64_t seed,
-                                uint64_t index) {
-  p = fair_condition(std::move(p), c.prefix, omega);
+tasks::Problem fair_sft_example(const tasks::Problem& problem, const PromptCodec& codec, const FairConfig& c,
+                                const std::vector<double>& omega, uint64_t seed, uint64_t index) {
+  tasks::Problem p = fair_condition(problem, codec, c.prefix, omega);
   if (c.sft_targets != "preference") return p;
   const auto it = std::find(c.objectives.begin(), c.objectives.end(), "brevity");
   const double w = omega[static_cast<size_t>(it - c.objectives.begin())];
@@ -118,7 +114,7 @@ void Fair::prepare_problems(std::vector<tasks::Problem>& problems, size_t first,
   }
   for (size_t i = first; i < problems.size(); ++i) {
     std::vector<double> omega = sample_preference(step, i);
-    problems[i] = fair_condition(std::move(problems[i]), cfg_.prefix, omega);
+    problems[i] = fair_condition(problems[i], *env_.codec, cfg_.prefix, omega);
     omega_[i] = std::move(omega);
   }
 }

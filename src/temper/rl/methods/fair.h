@@ -34,13 +34,15 @@ struct FairConfig {
 
 // The prompt text of a preference: prefix with {p} replaced.
 std::string fair_preference_text(const std::string& prefix, const std::vector<double>& omega);
-// A problem conditioned on a preference (its prompt, or its last user message, gets the prefix).
-tasks::Problem fair_condition(tasks::Problem p, const std::string& prefix, const std::vector<double>& omega);
+// A problem conditioned on a preference (its prompt, or its last user message, gets the prefix before the
+// question as the model is asked it: rl/derived_problem.h).
+tasks::Problem fair_condition(const tasks::Problem& p, const PromptCodec& codec, const std::string& prefix,
+                              const std::vector<double>& omega);
 // The SFT example for a preference (sft_targets "preference"): the prompt conditioned as above, and with
 // probability omega[brevity] (a deterministic draw from seed and index) the gold solution cut to its
 // final "#### answer" line.
-tasks::Problem fair_sft_example(tasks::Problem p, const FairConfig& c, const std::vector<double>& omega, uint64_t seed,
-                                uint64_t index);
+tasks::Problem fair_sft_example(const tasks::Problem& p, const PromptCodec& codec, const FairConfig& c,
+                                const std::vector<double>& omega, uint64_t seed, uint64_t index);
 // The last "#### ..." line of a gold solution (the whole text when it has none).
 std::string fair_brief_solution(const std::string& gold);
 
