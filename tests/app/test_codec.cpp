@@ -12,6 +12,7 @@
 #include "temper/rl/methods/rcsd.h"
 #include "temper/rl/methods/zppo.h"
 #include "temper/rl/revision.h"
+#include "temper/tasks/task.h"
 #include "temper/text/tokenizer.h"
 
 using namespace temper;
@@ -59,21 +60,45 @@ TEST(PromptCodec, MethodPromptsHoldTheQuestionAsAskedOnce) {
   p.answer = "21";
   tasks::Problem bcq = rl::zppo_reformulate(p, c, "{question}\nCandidates:\n{candidates}Solve it.", "<candidate>21</candidate>", "", "bcq");
   const std::string asked = "Calculate 8+13= and end with ####.";
-  EXPECT_EQ(bcq.prompt, asked + "\nCandidates:\n<candidate>21</candidate>Solve it.");
-  EXPECT_EQ(tok->decode(c.encode_prompt(bcq), false), bcq.prompt);  // not wrapped a second time
+  EXPECT_EQ(bcq.asked, asked + "\nCandidates:\n<candidate>21</candidate>Solve it.");
+  EXPECT_EQ(tok->decode(c.encode_prompt(bcq), false), bcq.asked);  // not wrapped a second time
+  EXPECT_EQ(bcq.prompt, "8+13=");  // the plain question, for checkers that read it
   EXPECT_EQ(bcq.answer, "21");
   EXPECT_EQ(bcq.id, "arithmetic/train/3#bcq");
   tasks::Problem rev = rl::revision_problem(p, "#### 20", rl::RevisionConfig{}, c);
   EXPECT_EQ(tok->decode(c.encode_prompt(rev), false).rfind(asked + "\nPrevious attempt:\n#### 20\n", 0), 0u);
   // a revision of a revision keeps the first question as asked, not asked twice
   tasks::Problem rev2 = rl::revision_problem(rev, "#### 19", rl::RevisionConfig{}, c);
-  EXPECT_EQ(rev2.prompt.find("Calculate"), 0u);
-  EXPECT_EQ(rev2.prompt.find("Calculate", 1), std::string::npos);
+  EXPECT_EQ(rev2.asked.find("Calculate"), 0u);
+  EXPECT_EQ(rev2.asked.find("Calculate", 1), std::string::npos);
   tasks::Problem rubric = rl::rcsd_teacher_problem(p, c, "- shows steps", "Rubric:\n{rubric}\n\n{question}");
   EXPECT_EQ(tok->decode(c.encode_prompt(rubric), false), "Rubric:\n- shows steps\n\n" + asked);
   tasks::Problem pref = rl::fair_condition(p, c, "<pref {p}>\n", {0.25, 0.75});
   EXPECT_EQ(tok->decode(c.encode_prompt(pref), false), "<pref 0.25,0.75>\n" + asked);
   // without a user template the question goes in as it is
   rl::PromptCodec bare = app::make_codec(tok, {}, "raw");
-  EXPECT_EQ(rl::zppo_reformulate(p, bare, "{candidates}{question}", "<c>", "", "bcq").prompt, "<c>8+13=");
+  EXPECT_EQ(rl::zppo_reformulate(p, bare, "{candidates}{question}", "<c>", "", "bcq").asked, "<c>8+13=");
+}
+
+TEST(PromptCodec, CheckersOfMethodPromptsStillReadThePlainQuestion) {
+  // countdown and rubric_proxy read the numbers from the problem's prompt: a candidate question or a
+  // preference prefix around the question as asked (user template) must not hide them from the checker.
+  auto tok = smollm2();
+  rl::PromptCodec c = app::make_codec(tok, {}, "chat", "", "Compute {question} and end with #### <answer>.");
+  auto countdown = tasks::make_task("countdown", {});
+  tasks::Problem p = countdown->problem(tasks::Split::train, 5);
+  tasks::Problem bcq = rl::zppo_reformulate(p, c, rl::ZppoConfig{}.bcq_template, "<candidate>\nx\n</candidate>\n", "", "bcq");
+  EXPECT_NE(bcq.asked.find("Compute " + p.prompt + " and end with"), std::string::npos) << bcq.asked;
+  EXPECT_EQ(countdown->verify(bcq, p.gold_solution).reward, 1.0);
+  EXPECT_EQ(countdown->verify(bcq, "#### 1+1").reward, 0.0);
+  // the chat codec sends the method's text as the user turn, the template inside it once
+  const std::string chat = tok->decode(c.encode_prompt(bcq), false);
+  EXPECT_NE(chat.find("<|im_start|>user\n" + bcq.asked + "<|im_end|>"), std::string::npos) << chat;
+  EXPECT_EQ(chat.find("Compute", chat.find("Compute") + 1), std::string::npos) << chat;
+
+  auto proxy = tasks::make_task("rubric_proxy", {});
+  tasks::Problem q = proxy->problem(tasks::Split::train, 2);
+  tasks::Problem pref = rl::fair_condition(q, c, "<pref {p}>\n", {0.5, 0.5});
+  EXPECT_EQ(pref.asked.rfind("<pref 0.50,0.50>\nCompute ", 0), 0u) << pref.asked;
+  EXPECT_EQ(proxy->verify(pref, q.gold_solution).correct, true);
 }

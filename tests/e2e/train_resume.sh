@@ -70,12 +70,15 @@ resume_equal m 5 --set rl.stare.control='"band"' --set rl.stare.target_entropy=5
 grep -q '"stare_w"' "$work/mfull/metrics.jsonl" && grep -q '"dre_edits"' "$work/mfull/metrics.jsonl"
 state_has "$work/mfull" stare "integral="
 # ZPPO with the gold teacher: the prompt buffer (replayed questions).
-# Every group is kept (no dynamic sampling: this barely trained model gets no reward), so the samples hold one.
-resume_equal z 4 --set rl.zppo.aug_ratio=0.5 --set rl.zppo.replay_ratio=0.5 --set teacher.source='"gold"' \
-  --set rl.scale_rewards='"batch_active"' --set rl.epochs=2 --set rl.dynamic_sampling=false
+zppo=(--set rl.zppo.aug_ratio=0.5 --set rl.zppo.replay_ratio=0.5 --set teacher.source='"gold"'
+      --set rl.scale_rewards='"batch_active"' --set rl.epochs=2)
+resume_equal z 4 "${zppo[@]}"
 grep -q '"zppo_replayed":2' "$work/zfull/metrics.jsonl" && grep -q '"zppo_bcq":[1-9]' "$work/zfull/metrics.jsonl"
-# The report shows what the policy was asked: a candidate question among the samples.
-grep -q "<candidate>" "$work/zfull/samples.jsonl"
+# The report shows what the policy was asked: a candidate question among the samples (every group kept:
+# with dynamic sampling this barely trained model's all-zero groups leave no samples).
+"$temper" train --out "$work/zsamples" "${common[@]}" "${zppo[@]}" --set rl.steps=1 --set run.checkpoint_every=0 \
+  --set rl.dynamic_sampling=false 2> "$work/zsamples.log"
+grep -q "<candidate>" "$work/zsamples/samples.jsonl"
 state_has "$work/zfull" zppo "entries="
 # REVES: the augmentation pool (a refresh every 2 steps, the stop between refreshes).
 resume_equal r 5 --set rl.reves.seeds=6 --set rl.reves.rounds=2 --set rl.reves.refresh_every=2 \

@@ -30,7 +30,7 @@ inline std::vector<int32_t> ids(const std::string& s) {
 
 inline rl::PromptCodec byte_codec() {
   rl::PromptCodec c;
-  c.encode_prompt = [](const tasks::Problem& p) { return ids(p.prompt); };
+  c.encode_prompt = [](const tasks::Problem& p) { return ids(p.shown()); };
   c.encode_text = ids;
   c.encode_completion = [](const std::string& s) {
     auto v = ids(s);

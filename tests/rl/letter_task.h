@@ -50,7 +50,7 @@ inline PromptCodec codec() {
     for (char ch : s) ids.push_back(ch >= 'a' && ch <= 'z' ? ch - 'a' + 1 : 27);
     return ids;
   };
-  c.encode_prompt = [enc](const tasks::Problem& p) { return enc(p.prompt); };
+  c.encode_prompt = [enc](const tasks::Problem& p) { return enc(p.shown()); };
   c.encode_text = enc;
   c.encode_completion = [](const std::string& s) { return std::vector<int32_t>(s.size(), 0); };
   c.decode = [](const std::vector<int32_t>& ids) {

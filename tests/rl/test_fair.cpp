@@ -63,7 +63,7 @@ TEST(Fair, ThePreferenceIsWrittenBeforeTheQuestion) {
   p.prompt = "2+2=";
   p.messages = {{"system", "s"}, {"user", "2+2="}};
   tasks::Problem q = fair_condition(p, PromptCodec{}, "<pref {p}>\n", {0.25, 0.75});
-  EXPECT_EQ(q.prompt, "<pref 0.25,0.75>\n2+2=");
+  EXPECT_EQ(q.asked, "<pref 0.25,0.75>\n2+2=");
   EXPECT_EQ(q.messages[1].content, "<pref 0.25,0.75>\n2+2=");
   EXPECT_EQ(q.messages[0].content, "s");
 }
@@ -81,7 +81,7 @@ TEST(Fair, PreferenceDependentSftTargetsAreBriefAsOftenAsTheBrevityWeight) {
   c.sft_targets = "preference";
   EXPECT_EQ(fair_sft_example(p, PromptCodec{}, c, {1.0, 0.0}, 3, 7).gold_solution, p.gold_solution);  // brevity weight 0
   EXPECT_EQ(fair_sft_example(p, PromptCodec{}, c, {0.0, 1.0}, 3, 7).gold_solution, "#### 14");        // brevity weight 1
-  EXPECT_EQ(fair_sft_example(p, PromptCodec{}, c, {0.3, 0.7}, 3, 7).prompt, "<pref 0.30,0.70>\n2+3*4=");
+  EXPECT_EQ(fair_sft_example(p, PromptCodec{}, c, {0.3, 0.7}, 3, 7).asked, "<pref 0.30,0.70>\n2+3*4=");
   int brief = 0;
   const int n = 4000;
   for (int i = 0; i < n; ++i) brief += fair_sft_example(p, PromptCodec{}, c, {0.7, 0.3}, 3, static_cast<uint64_t>(i)).gold_solution == "#### 14";
@@ -128,7 +128,7 @@ TEST(Fair, GroupRewardsAreTheSupergradientAtTheGroupMean) {
   Batch b;
   b.problems.resize(2);
   f.prepare_problems(b.problems, 0, 0, 0);
-  EXPECT_EQ(b.problems[0].prompt, "<pref 0.50,0.50>\n");
+  EXPECT_EQ(b.problems[0].asked, "<pref 0.50,0.50>\n");
   // Group 0: (correct, brevity) = (1, 0.2) and (0, 0.8): mean (0.5, 0.5), omega * mean ties -> the
   // first objective ranks first: lambda = (2/3, 1/3); rewards 0.5 * (2/3 * 1 + 1/3 * 0.2) and 0.5 * (1/3 * 0.8).
   // Group 1: (1, 0.1) twice: mean (1, 0.1): brevity is worse off: lambda = (1/3, 2/3).
@@ -168,7 +168,7 @@ TEST(Fair, InsideTheTrainerPromptsCarryTheirPreferenceAndRewardsFollowIt) {
   std::map<int64_t, std::vector<const Trajectory*>> groups;
   for (const Trajectory& x : b.traj) groups[x.group].push_back(&x);
   for (auto& [g, xs] : groups) {
-    const std::string& prompt = b.problems[static_cast<size_t>(xs[0]->problem)].prompt;  // e.g. "0.35,0.65abc"
+    const std::string& prompt = b.problems[static_cast<size_t>(xs[0]->problem)].asked;  // e.g. "0.35,0.65abc"
     ASSERT_EQ(prompt.find("0.") == 0 || prompt.find("1.") == 0, true) << prompt;
     const std::vector<double> omega = {std::stod(prompt.substr(0, 4)), std::stod(prompt.substr(5, 4))};
     std::vector<double> mean(2, 0.0);

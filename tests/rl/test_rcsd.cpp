@@ -37,8 +37,9 @@ TEST(Rcsd, TeacherContextHoldsTheRubricAndTheQuestion) {
   p.prompt = "2+2=";
   p.messages = {{"user", "2+2="}};
   tasks::Problem q = rcsd_teacher_problem(p, PromptCodec{}, "- writes {each} step", "Rubric:\n{rubric}\n\n{question}");
-  EXPECT_EQ(q.prompt, "Rubric:\n- writes {each} step\n\n2+2=");
-  EXPECT_EQ(q.messages[0].content, q.prompt);
+  EXPECT_EQ(q.asked, "Rubric:\n- writes {each} step\n\n2+2=");
+  EXPECT_EQ(q.messages[0].content, q.asked);
+  EXPECT_EQ(q.prompt, "2+2=");
   EXPECT_THROW(Rcsd(RcsdConfig{"replace", 1, 5, "{question}"}), Error);
   EXPECT_THROW(Rcsd(RcsdConfig{"mix", 1, 5, "{rubric}{question}"}), Error);
 }

@@ -82,18 +82,18 @@ TEST(Reves, ReviseStopsAtTheFirstCorrectAttemptAndShowsThePreviousOne) {
   EXPECT_EQ(tr[2].attempts.size(), 5u);  // first try + 4 revisions
   // Round 2's prompt for problem 1 shows round 1's attempt and the feedback.
   tasks::Problem rev = revision_problem(ps[1], tr[1].attempts[1], cfg, s.codec);
-  EXPECT_EQ(rev.prompt, ps[1].prompt + "\nPrevious attempt:\ntry 1\n#### 9999\nFeedback: The previous answer is incorrect.\n"
+  EXPECT_EQ(rev.asked, ps[1].prompt + "\nPrevious attempt:\ntry 1\n#### 9999\nFeedback: The previous answer is incorrect.\n"
                                        "Write a corrected solution.\n");
   EXPECT_EQ(rev.answer, ps[1].answer);
   EXPECT_EQ(rev.index, -1);
   bool asked = false;
-  for (auto& r : s.requests) asked = asked || r.prompt == ids(rev.prompt);
+  for (auto& r : s.requests) asked = asked || r.prompt == ids(rev.asked);
   EXPECT_TRUE(asked);
   // Rounds shrink to the unsolved: 3 + 2 + 2 + 1 + 1 requests.
   EXPECT_EQ(s.requests.size(), 9u);
   // A long attempt keeps its last tokens.
   cfg.attempt_tokens = 6;
-  EXPECT_NE(revision_problem(ps[1], "0123456789\n#### 5", cfg, s.codec).prompt.find("Previous attempt:\n...#### 5\n"),
+  EXPECT_NE(revision_problem(ps[1], "0123456789\n#### 5", cfg, s.codec).asked.find("Previous attempt:\n...#### 5\n"),
             std::string::npos);
 
   EXPECT_EQ(parse_verdict("reasoning\n#### True"), true);

@@ -31,7 +31,7 @@ PromptCodec recording_codec(std::vector<std::string>& prompts) {
   PromptCodec codec = test::byte_codec();
   auto inner = codec.encode_prompt;
   codec.encode_prompt = [&prompts, inner](const tasks::Problem& p) {
-    prompts.push_back(p.prompt);
+    prompts.push_back(p.shown());
     return inner(p);
   };
   return codec;

@@ -158,31 +158,32 @@ TEST(Zppo, HardGroupsGetABcqAndAnNcqAnsweredAsTheirOwnGroups) {
   EXPECT_EQ(bcq.index, -1);
   EXPECT_EQ(bcq.answer, orig.answer);
   EXPECT_EQ(bcq.id, orig.id + "#bcq");
-  EXPECT_EQ(bcq.prompt.rfind(orig.prompt, 0), 0u);  // the question first, then the candidates
-  EXPECT_NE(bcq.prompt.find("<candidate>\n" + orig.gold_solution + "\n</candidate>\n"), std::string::npos) << bcq.prompt;
-  const bool has_wrong = bcq.prompt.find("<candidate>\n1+1=5\n#### 5\n</candidate>\n") != std::string::npos ||
-                         bcq.prompt.find("<candidate>\nx\n#### 6\n</candidate>\n") != std::string::npos ||
-                         bcq.prompt.find("<candidate>\nno answer line\n</candidate>\n") != std::string::npos;
-  EXPECT_TRUE(has_wrong) << bcq.prompt;
-  EXPECT_EQ(occurrences(bcq.prompt, "<candidate>"), 2u);
-  EXPECT_EQ(occurrences(bcq.prompt, "</candidate>"), 2u);
-  EXPECT_NE(bcq.prompt.find("One is correct and one is wrong."), std::string::npos);
+  EXPECT_EQ(bcq.asked.rfind(orig.prompt, 0), 0u);  // the question first, then the candidates
+  EXPECT_EQ(bcq.prompt, orig.prompt);              // the checker still reads the plain question
+  EXPECT_NE(bcq.asked.find("<candidate>\n" + orig.gold_solution + "\n</candidate>\n"), std::string::npos) << bcq.asked;
+  const bool has_wrong = bcq.asked.find("<candidate>\n1+1=5\n#### 5\n</candidate>\n") != std::string::npos ||
+                         bcq.asked.find("<candidate>\nx\n#### 6\n</candidate>\n") != std::string::npos ||
+                         bcq.asked.find("<candidate>\nno answer line\n</candidate>\n") != std::string::npos;
+  EXPECT_TRUE(has_wrong) << bcq.asked;
+  EXPECT_EQ(occurrences(bcq.asked, "<candidate>"), 2u);
+  EXPECT_EQ(occurrences(bcq.asked, "</candidate>"), 2u);
+  EXPECT_NE(bcq.asked.find("One is correct and one is wrong."), std::string::npos);
   // NCQ: the distinct parsable wrong answers, first seen first; two traces.
-  EXPECT_NE(ncq.prompt.find("The following answers are all WRONG: 5, 6."), std::string::npos) << ncq.prompt;
-  EXPECT_EQ(occurrences(ncq.prompt, "<candidate>"), 2u);
+  EXPECT_NE(ncq.asked.find("The following answers are all WRONG: 5, 6."), std::string::npos) << ncq.asked;
+  EXPECT_EQ(occurrences(ncq.asked, "<candidate>"), 2u);
   EXPECT_EQ(ncq.id, orig.id + "#ncq");
 
   // The student answered both as their own groups of G = 4, scored against the original answer.
   ASSERT_EQ(b.traj.size(), before + 8);
   ASSERT_EQ(e.requests.size(), 2u);
-  EXPECT_EQ(e.requests[0].prompt, ids(bcq.prompt));
-  EXPECT_EQ(e.requests[1].prompt, ids(ncq.prompt));
+  EXPECT_EQ(e.requests[0].prompt, ids(bcq.asked));
+  EXPECT_EQ(e.requests[1].prompt, ids(ncq.asked));
   for (size_t i = before; i < b.traj.size(); ++i) {
     const Trajectory& t = b.traj[i];
     const int64_t want = i < before + 4 ? 2 : 3;
     EXPECT_EQ(t.group, want);
     EXPECT_EQ(t.problem, want);
-    EXPECT_EQ(t.prompt, ids(b.problems[static_cast<size_t>(want)].prompt));
+    EXPECT_EQ(t.prompt, ids(b.problems[static_cast<size_t>(want)].asked));
     EXPECT_TRUE(t.scored);
     EXPECT_EQ(t.correct, t.member == 0);
     EXPECT_EQ(t.tags, std::vector<std::string>{want == 2 ? "zppo_bcq" : "zppo_ncq"});
@@ -229,10 +230,10 @@ TEST(Zppo, CandidateOrderIsRandomAndTheCapHolds) {
     for (size_t k = p0; k < b.problems.size(); ++k) {
       const tasks::Problem& q = b.problems[k];
       const std::string gold = q.gold_solution;
-      size_t at_gold = q.prompt.find("<candidate>\n" + gold + "\n</candidate>");
+      size_t at_gold = q.asked.find("<candidate>\n" + gold + "\n</candidate>");
       ASSERT_NE(at_gold, std::string::npos);
-      EXPECT_EQ(occurrences(q.prompt, "<candidate>\n"), 2u);
-      teacher_first += at_gold == q.prompt.find("<candidate>");
+      EXPECT_EQ(occurrences(q.asked, "<candidate>\n"), 2u);
+      teacher_first += at_gold == q.asked.find("<candidate>");
     }
   }
   EXPECT_NEAR(teacher_first, n, 3 * 20);  // of 2n BCQs, half teacher-first (binomial sd = sqrt(2n)/2 = 14)
@@ -258,7 +259,7 @@ TEST(Zppo, QuestionsWithoutATeacherResponseLeaveTheirSlotToOthers) {
     z.metrics(m);
     EXPECT_EQ(test::value(m, "zppo_bcq"), 2) << "step " << step;
     for (size_t k = 8; k < b.problems.size(); ++k)  // built only from questions the teacher answered
-      EXPECT_NE(b.problems[k].prompt.find(b.problems[k].gold_solution), std::string::npos);
+      EXPECT_NE(b.problems[k].asked.find(b.problems[k].gold_solution), std::string::npos);
   }
 }
 

@@ -40,7 +40,7 @@ rl::PromptCodec make_codec(std::shared_ptr<const text::Tokenizer> tok, const std
       std::vector<text::ChatMessage> msgs;
       if (!system_prompt.empty()) msgs.push_back({"system", system_prompt});
       if (p.messages.empty()) {
-        msgs.push_back({"user", p.phrased ? p.prompt : phrase(p.prompt)});
+        msgs.push_back({"user", p.asked.empty() ? phrase(p.prompt) : p.asked});
       } else {
         for (const auto& m : p.messages) msgs.push_back({m.role, m.content});
       }
@@ -49,7 +49,7 @@ rl::PromptCodec make_codec(std::shared_ptr<const text::Tokenizer> tok, const std
   } else {
     c.encode_prompt = [tok, phrase](const tasks::Problem& p) {
       std::vector<int32_t> ids = tok->prefix_ids();
-      std::vector<int32_t> body = tok->encode(p.phrased ? p.prompt : phrase(p.prompt), false);
+      std::vector<int32_t> body = tok->encode(p.asked.empty() ? phrase(p.prompt) : p.asked, false);
       ids.insert(ids.end(), body.begin(), body.end());
       return ids;
     };

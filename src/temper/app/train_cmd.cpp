@@ -868,11 +868,13 @@ int train(const TrainOptions& o) {
         const rl::Batch& b = rlt->last_batch();
         // The first sample of each of the first groups (one per prompt), then more of each if there are fewer groups.
         const size_t n = b.traj.size(), stride = std::max<size_t>(1, std::min<size_t>(static_cast<size_t>(cfg.rl.group_size), n / std::max<size_t>(1, static_cast<size_t>(cfg.samples_per_step))));
+        std::set<const rl::Trajectory*> written;
         auto write_sample = [&](const rl::Trajectory& t) {
+          if (!written.insert(&t).second) return;
           const tasks::Problem& p = b.problems[static_cast<size_t>(t.problem)];
           report::Sample s;
           s.step = st.step;
-          s.prompt = p.prompt;
+          s.prompt = p.shown();
           s.completion = t.text;
           s.reward = t.reward;
           s.answer = p.answer;
@@ -886,7 +888,7 @@ int train(const TrainOptions& o) {
         for (const rl::Trajectory& t : b.traj) {
           const tasks::Problem& p = b.problems[static_cast<size_t>(t.problem)];
           const size_t hash = p.id.rfind('#');
-          if (p.index >= 0 || hash == std::string::npos || !kinds.insert(p.id.substr(hash)).second) continue;
+          if (p.index >= 0 || t.parent >= 0 || hash == std::string::npos || !kinds.insert(p.id.substr(hash)).second) continue;
           write_sample(t);
         }
       }

@@ -21,7 +21,7 @@ struct PromptCodec {
   std::function<std::string_view(int32_t)> token_bytes;
   std::set<int32_t> stop_ids;
   // How a question is asked (model.user_template around a problem's text); unset: as it is. encode_prompt
-  // applies it to a problem's prompt unless the problem is marked `phrased` (rl/derived_problem.h).
+  // applies it to a problem's prompt unless a method set the text as asked (Problem::asked, rl/derived_problem.h).
   std::function<std::string(const std::string&)> phrase;
   std::string ask(const std::string& question) const { return phrase ? phrase(question) : question; }
 };

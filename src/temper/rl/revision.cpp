@@ -20,12 +20,6 @@ void RevisionConfig::validate() const {
 
 namespace {
 
-std::string fill(std::string tmpl, const std::string& question, const std::string& attempt) {
-  for (auto [key, val] : {std::pair<std::string, const std::string*>{"{question}", &question}, {"{attempt}", &attempt}})
-    for (size_t at = tmpl.find(key); at != std::string::npos; at = tmpl.find(key, at + val->size())) tmpl.replace(at, key.size(), *val);
-  return tmpl;
-}
-
 std::string cut(const std::string& attempt, int64_t budget, const PromptCodec& codec) {
   std::string body = attempt;
   while (!body.empty() && (body.back() == '\n' || body.back() == ' ')) body.pop_back();
@@ -36,7 +30,9 @@ std::string cut(const std::string& attempt, int64_t budget, const PromptCodec& c
 
 tasks::Problem derived(const tasks::Problem& p, const std::string& tmpl, const std::string& attempt, const std::string& suffix,
                        const PromptCodec& codec) {
-  tasks::Problem q = derive_problem(p, codec, [&](const std::string& question) { return fill(tmpl, question, attempt); });
+  tasks::Problem q = derive_problem(p, codec, "revision", [&](const std::string& question) {
+    return fill_template(tmpl, {{"{question}", question}, {"{attempt}", attempt}});
+  });
   q.index = -1;
   q.id = p.id + suffix;
   return q;

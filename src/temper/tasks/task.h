@@ -40,13 +40,20 @@ struct Problem {
   std::string rubric;             // optional (datasets)
   int difficulty = 0;
   int64_t index = -1;             // the train index the trainer drew it at; -1: built by a method (ZPPO, REVES)
-  bool phrased = false;           // prompt already holds the question as asked (model.user_template): methods' prompts
+  // Set by methods that build a prompt around the question (rl/derived_problem.h: ZPPO's candidate questions,
+  // REVES's revisions, RCSD's rubric teacher, fair RL's preference): the user turn exactly as the model is
+  // asked it (model.user_template already applied inside). Empty: the codec phrases `prompt`. `prompt`
+  // stays the plain question, so checkers that read it (countdown, rubric_proxy) see the question.
+  std::string asked;
   std::vector<std::string> modules;  // compositional families: the atomic modules it uses (curriculum coverage)
   // User simulators (task user_sim): who the user is, their earlier turns and the conversation so far,
   // as text; the real next user turn is `answer`.
   std::string user;
   std::vector<std::string> history;
   std::string context;
+
+  // What the model was given as the question's text, for reports: the method-built text, else the question.
+  const std::string& shown() const { return asked.empty() ? prompt : asked; }
 };
 
 struct Verdict {

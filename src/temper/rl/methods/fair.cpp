@@ -58,7 +58,7 @@ std::string fair_preference_text(const std::string& prefix, const std::vector<do
 tasks::Problem fair_condition(const tasks::Problem& p, const PromptCodec& codec, const std::string& prefix,
                               const std::vector<double>& omega) {
   const std::string pre = fair_preference_text(prefix, omega);
-  return derive_problem(p, codec, [&](const std::string& question) { return pre + question; });
+  return derive_problem(p, codec, "rl.fair", [&](const std::string& question) { return pre + question; });
 }
 
 std::string fair_brief_solution(const std::string& gold) {

@@ -19,24 +19,11 @@ void RcsdConfig::validate() const {
       << "rl.rcsd.template must contain {rubric} and {question}, got '" << tmpl << "'";
 }
 
-namespace {
-
-// The template with {rubric} and {question} filled in one pass (a rubric may hold braces).
-std::string fill(const std::string& t, const std::string& rubric, const std::string& question) {
-  std::string out;
-  for (size_t i = 0; i < t.size();) {
-    if (t.compare(i, 8, "{rubric}") == 0) out += rubric, i += 8;
-    else if (t.compare(i, 10, "{question}") == 0) out += question, i += 10;
-    else out += t[i++];
-  }
-  return out;
-}
-
-}  // namespace
-
 tasks::Problem rcsd_teacher_problem(const tasks::Problem& p, const PromptCodec& codec, const std::string& rubric,
                                     const std::string& tmpl) {
-  return derive_problem(p, codec, [&](const std::string& question) { return fill(tmpl, rubric, question); });
+  return derive_problem(p, codec, "rl.rcsd", [&](const std::string& question) {
+    return fill_template(tmpl, {{"{rubric}", rubric}, {"{question}", question}});
+  });
 }
 
 Rcsd::Rcsd(RcsdConfig cfg) : cfg_(std::move(cfg)) { cfg_.validate(); }

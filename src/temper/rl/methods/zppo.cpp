@@ -28,10 +28,6 @@ void ZppoConfig::validate() const {
 
 namespace {
 
-void replace_all(std::string& s, const std::string& from, const std::string& to) {
-  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
-}
-
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
   size_t i = 0;
@@ -53,12 +49,8 @@ std::string zppo_candidate(const PromptCodec& codec, const std::string& text, in
 
 tasks::Problem zppo_reformulate(const tasks::Problem& p, const PromptCodec& codec, const std::string& tmpl,
                                 const std::string& candidates, const std::string& wrong_answers, const std::string& kind) {
-  tasks::Problem q = derive_problem(p, codec, [&](const std::string& question) {
-    std::string s = tmpl;
-    replace_all(s, "{question}", question);
-    replace_all(s, "{candidates}", candidates);
-    replace_all(s, "{wrong_answers}", wrong_answers);
-    return s;
+  tasks::Problem q = derive_problem(p, codec, "zppo", [&](const std::string& question) {
+    return fill_template(tmpl, {{"{question}", question}, {"{candidates}", candidates}, {"{wrong_answers}", wrong_answers}});
   });
   q.index = -1;
   q.id = p.id + "#" + kind;
