@@ -58,11 +58,12 @@ TEST(PromptCodec, MethodPromptsHoldTheQuestionAsAskedOnce) {
   p.id = "arithmetic/train/3";
   p.prompt = "8+13=";
   p.answer = "21";
-  tasks::Problem bcq = rl::zppo_reformulate(p, c, "{question}\nCandidates:\n{candidates}Solve it.", "<candidate>21</candidate>", "", "bcq");
+  tasks::Problem bcq = rl::zppo_reformulate(p, c, "{question}\nCandidates:\n{candidates}Solve it.",
+                                            "<candidate>21</candidate>", "", "bcq");
   const std::string asked = "Calculate 8+13= and end with ####.";
   EXPECT_EQ(bcq.asked, asked + "\nCandidates:\n<candidate>21</candidate>Solve it.");
   EXPECT_EQ(tok->decode(c.encode_prompt(bcq), false), bcq.asked);  // not wrapped a second time
-  EXPECT_EQ(bcq.prompt, "8+13=");  // the plain question, for checkers that read it
+  EXPECT_EQ(bcq.prompt, "8+13=");                                  // the plain question, for checkers that read it
   EXPECT_EQ(bcq.answer, "21");
   EXPECT_EQ(bcq.id, "arithmetic/train/3#bcq");
   tasks::Problem rev = rl::revision_problem(p, "#### 20", rl::RevisionConfig{}, c);
@@ -87,7 +88,8 @@ TEST(PromptCodec, CheckersOfMethodPromptsStillReadThePlainQuestion) {
   rl::PromptCodec c = app::make_codec(tok, {}, "chat", "", "Compute {question} and end with #### <answer>.");
   auto countdown = tasks::make_task("countdown", {});
   tasks::Problem p = countdown->problem(tasks::Split::train, 5);
-  tasks::Problem bcq = rl::zppo_reformulate(p, c, rl::ZppoConfig{}.bcq_template, "<candidate>\nx\n</candidate>\n", "", "bcq");
+  tasks::Problem bcq =
+      rl::zppo_reformulate(p, c, rl::ZppoConfig{}.bcq_template, "<candidate>\nx\n</candidate>\n", "", "bcq");
   EXPECT_NE(bcq.asked.find("Compute " + p.prompt + " and end with"), std::string::npos) << bcq.asked;
   EXPECT_EQ(countdown->verify(bcq, p.gold_solution).reward, 1.0);
   EXPECT_EQ(countdown->verify(bcq, "#### 1+1").reward, 0.0);

@@ -77,16 +77,20 @@ TEST(Fair, PreferenceDependentSftTargetsAreBriefAsOftenAsTheBrevityWeight) {
   FairConfig c;
   c.objectives = {"correct", "brevity"};
   c.sft_targets = "same";
-  EXPECT_EQ(fair_sft_example(p, PromptCodec{}, c, {0.0, 1.0}, 3, 7).gold_solution, p.gold_solution);  // "same": never cut
+  EXPECT_EQ(fair_sft_example(p, PromptCodec{}, c, {0.0, 1.0}, 3, 7).gold_solution,
+            p.gold_solution);  // "same": never cut
   c.sft_targets = "preference";
-  EXPECT_EQ(fair_sft_example(p, PromptCodec{}, c, {1.0, 0.0}, 3, 7).gold_solution, p.gold_solution);  // brevity weight 0
-  EXPECT_EQ(fair_sft_example(p, PromptCodec{}, c, {0.0, 1.0}, 3, 7).gold_solution, "#### 14");        // brevity weight 1
+  EXPECT_EQ(fair_sft_example(p, PromptCodec{}, c, {1.0, 0.0}, 3, 7).gold_solution,
+            p.gold_solution);                                                                   // brevity weight 0
+  EXPECT_EQ(fair_sft_example(p, PromptCodec{}, c, {0.0, 1.0}, 3, 7).gold_solution, "#### 14");  // brevity weight 1
   EXPECT_EQ(fair_sft_example(p, PromptCodec{}, c, {0.3, 0.7}, 3, 7).asked, "<pref 0.30,0.70>\n2+3*4=");
   int brief = 0;
   const int n = 4000;
-  for (int i = 0; i < n; ++i) brief += fair_sft_example(p, PromptCodec{}, c, {0.7, 0.3}, 3, static_cast<uint64_t>(i)).gold_solution == "#### 14";
+  for (int i = 0; i < n; ++i)
+    brief += fair_sft_example(p, PromptCodec{}, c, {0.7, 0.3}, 3, static_cast<uint64_t>(i)).gold_solution == "#### 14";
   EXPECT_NEAR(static_cast<double>(brief) / n, 0.3, 0.025);  // 3.4 standard errors
-  EXPECT_EQ(fair_sft_example(p, PromptCodec{}, c, {0.7, 0.3}, 3, 11).gold_solution, fair_sft_example(p, PromptCodec{}, c, {0.7, 0.3}, 3, 11).gold_solution);
+  EXPECT_EQ(fair_sft_example(p, PromptCodec{}, c, {0.7, 0.3}, 3, 11).gold_solution,
+            fair_sft_example(p, PromptCodec{}, c, {0.7, 0.3}, 3, 11).gold_solution);
   c.objectives = {"correct", "format"};
   EXPECT_THROW(c.validate(), Error);  // "preference" needs the brevity objective
 }

@@ -197,7 +197,8 @@ double student_teacher_kl(Transformer& student, Transformer& teacher, const std:
   for (uint64_t i = 0; i < 8; i += 2) {  // even ids carry the rubric
     tasks::Problem p = task->problem(tasks::Split::train, i);
     const std::vector<int32_t> completion = {2, 1, 2};
-    std::vector<int32_t> a = c.encode_prompt(p), b = c.encode_prompt(rcsd_teacher_problem(p, c, "b", RcsdConfig{}.tmpl));
+    std::vector<int32_t> a = c.encode_prompt(p),
+                         b = c.encode_prompt(rcsd_teacher_problem(p, c, "b", RcsdConfig{}.tmpl));
     const size_t Pa = a.size(), Pb = b.size();
     a.insert(a.end(), completion.begin(), completion.end());
     b.insert(b.end(), completion.begin(), completion.end());

@@ -82,8 +82,9 @@ TEST(Reves, ReviseStopsAtTheFirstCorrectAttemptAndShowsThePreviousOne) {
   EXPECT_EQ(tr[2].attempts.size(), 5u);  // first try + 4 revisions
   // Round 2's prompt for problem 1 shows round 1's attempt and the feedback.
   tasks::Problem rev = revision_problem(ps[1], tr[1].attempts[1], cfg, s.codec);
-  EXPECT_EQ(rev.asked, ps[1].prompt + "\nPrevious attempt:\ntry 1\n#### 9999\nFeedback: The previous answer is incorrect.\n"
-                                       "Write a corrected solution.\n");
+  EXPECT_EQ(rev.asked, ps[1].prompt +
+                           "\nPrevious attempt:\ntry 1\n#### 9999\nFeedback: The previous answer is incorrect.\n"
+                           "Write a corrected solution.\n");
   EXPECT_EQ(rev.answer, ps[1].answer);
   EXPECT_EQ(rev.index, -1);
   bool asked = false;

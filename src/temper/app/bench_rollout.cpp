@@ -121,8 +121,9 @@ int bench_rollout(const BenchRolloutOptions& o) {
     spent += a.seconds + b.seconds;
     ++pairs;
   }
-  TEMPER_CHECK(tn > t1) << "bench rollout: the " << o.gen_len << "-token run (" << tn << " s) was not slower than the 1-token run ("
-                        << t1 << " s) over " << pairs << " pairs; the machine is too noisy for this shape, raise --gen-len";
+  TEMPER_CHECK(tn > t1) << "bench rollout: the " << o.gen_len << "-token run (" << tn
+                        << " s) was not slower than the 1-token run (" << t1 << " s) over " << pairs
+                        << " pairs; the machine is too noisy for this shape, raise --gen-len";
   double prefill_tps = static_cast<double>(o.batch * o.prompt_len) / t1;
   double decode_tps = static_cast<double>(seqs * (o.gen_len - 1)) / (tn - t1);
   nlohmann::json group;

@@ -8,20 +8,16 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <functional>
 #include <filesystem>
+#include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
 #include <set>
 
-#include <nlohmann/json.hpp>
-
 #include "temper/app/checkpoint.h"
 #include "temper/app/codec.h"
-#include "temper/rl/methods/reves.h"
-#include "temper/rl/methods/zppo.h"
-#include "temper/rl/teacher.h"
 #include "temper/app/model_source.h"
 #include "temper/app/quickstart.h"
 #include "temper/app/recipe.h"
@@ -33,17 +29,20 @@
 #include "temper/report/metrics_sink.h"
 #include "temper/report/progress.h"
 #include "temper/report/tensorboard.h"
+#include "temper/rl/curriculum.h"
 #include "temper/rl/evaluate.h"
+#include "temper/rl/methods/disc_reward.h"
 #include "temper/rl/methods/dre.h"
 #include "temper/rl/methods/fair.h"
-#include "temper/rl/methods/rcsd.h"
-#include "temper/rl/methods/disc_reward.h"
 #include "temper/rl/methods/graphpo.h"
-#include "temper/rl/methods/turing.h"
+#include "temper/rl/methods/rcsd.h"
+#include "temper/rl/methods/reves.h"
 #include "temper/rl/methods/stare.h"
+#include "temper/rl/methods/turing.h"
+#include "temper/rl/methods/zppo.h"
 #include "temper/rl/rl_trainer.h"
 #include "temper/rl/sft.h"
-#include "temper/rl/curriculum.h"
+#include "temper/rl/teacher.h"
 
 namespace fs = std::filesystem;
 
@@ -881,14 +880,16 @@ int train(const TrainOptions& o) {
           s.correct = t.correct;
           samples->write(s);
         };
-        for (size_t i = 0; i < std::min<size_t>(static_cast<size_t>(cfg.samples_per_step), n); ++i) write_sample(b.traj[(i * stride) % n]);
+        for (size_t i = 0; i < std::min<size_t>(static_cast<size_t>(cfg.samples_per_step), n); ++i)
+          write_sample(b.traj[(i * stride) % n]);
         // Prompts a method built (ZPPO's candidate questions, REVES's revisions: ids "<id>#<kind>") come after
         // the task's groups: one sample of each kind too, so the report shows what the policy was asked.
         std::set<std::string> kinds;
         for (const rl::Trajectory& t : b.traj) {
           const tasks::Problem& p = b.problems[static_cast<size_t>(t.problem)];
           const size_t hash = p.id.rfind('#');
-          if (p.index >= 0 || t.parent >= 0 || hash == std::string::npos || !kinds.insert(p.id.substr(hash)).second) continue;
+          if (p.index >= 0 || t.parent >= 0 || hash == std::string::npos || !kinds.insert(p.id.substr(hash)).second)
+            continue;
           write_sample(t);
         }
       }

@@ -11,7 +11,8 @@ tasks::Problem derive_problem(const tasks::Problem& p, const PromptCodec& codec,
   tasks::Problem q = p;
   q.asked = wrap(p.asked.empty() ? codec.ask(p.prompt) : p.asked);
   if (!q.messages.empty()) {
-    auto it = std::find_if(q.messages.rbegin(), q.messages.rend(), [](const tasks::Message& m) { return m.role == "user"; });
+    auto it =
+        std::find_if(q.messages.rbegin(), q.messages.rend(), [](const tasks::Message& m) { return m.role == "user"; });
     TEMPER_CHECK(it != q.messages.rend()) << what << ": problem " << p.id << " has chat messages but no user message";
     it->content = wrap(it->content);
   }

@@ -49,7 +49,8 @@ EvalResult evaluate(Transformer& model, std::shared_ptr<const tasks::Task> task,
   std::vector<rollout::RolloutRequest> reqs;
   for (int64_t i = 0; i < n; ++i) {
     problems.push_back(task->problem(tasks::Split::eval, static_cast<uint64_t>(i)));
-    if (!cfg.preference.empty()) problems.back() = fair_condition(problems.back(), codec, cfg.preference_prefix, cfg.preference);
+    if (!cfg.preference.empty())
+      problems.back() = fair_condition(problems.back(), codec, cfg.preference_prefix, cfg.preference);
     rollout::RolloutRequest r;
     r.prompt = codec.encode_prompt(problems.back());
     TEMPER_CHECK(static_cast<int64_t>(r.prompt.size()) < ctx)
@@ -87,7 +88,8 @@ EvalResult evaluate(Transformer& model, std::shared_ptr<const tasks::Task> task,
     d.first += 1;
     d.second += v.correct ? 1 : 0;
     res.reward_mean += v.reward;
-    if (c.member == 0 || cfg.all_examples) res.examples.push_back({p.id, p.shown(), text, p.answer, c.member, v.reward, v.correct});
+    if (c.member == 0 || cfg.all_examples)
+      res.examples.push_back({p.id, p.shown(), text, p.answer, c.member, v.reward, v.correct});
     if (!cfg.objectives.empty()) {
       std::vector<double> o = fair_objectives(cfg.objectives, v.correct, static_cast<int64_t>(c.tokens.size()), cfg.max_new, text, task.get(), v.rewards);
       res.objective_means.resize(o.size(), 0.0);

@@ -28,8 +28,8 @@ std::string cut(const std::string& attempt, int64_t budget, const PromptCodec& c
   return "..." + codec.decode(std::vector<int32_t>(ids.end() - budget, ids.end()));
 }
 
-tasks::Problem derived(const tasks::Problem& p, const std::string& tmpl, const std::string& attempt, const std::string& suffix,
-                       const PromptCodec& codec) {
+tasks::Problem derived(const tasks::Problem& p, const std::string& tmpl, const std::string& attempt,
+                       const std::string& suffix, const PromptCodec& codec) {
   tasks::Problem q = derive_problem(p, codec, "revision", [&](const std::string& question) {
     return fill_template(tmpl, {{"{question}", question}, {"{attempt}", attempt}});
   });

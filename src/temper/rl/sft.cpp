@@ -69,7 +69,8 @@ Metrics SftTrainer::step() {
     uint64_t idx = cursor_++;
     if (size > 0) idx %= static_cast<uint64_t>(size);
     problems.push_back(task_->problem(tasks::Split::train, idx));
-    if (cfg_.condition) problems.back() = cfg_.condition(std::move(problems.back()), first + static_cast<uint64_t>(i), codec_);
+    if (cfg_.condition)
+      problems.back() = cfg_.condition(std::move(problems.back()), first + static_cast<uint64_t>(i), codec_);
   }
   std::vector<std::vector<std::string>> taught;
   if (cfg_.teacher_completions) taught = teacher_->respond(problems, 1, mix_seed(cfg_.seed ^ 0x5F7ull, first));
@@ -88,7 +89,8 @@ Metrics SftTrainer::step() {
     if (cfg_.candidates.rate > 0 && pick.uniform_f64() < cfg_.candidates.rate && !(wrong = corrupt_solution(text, p.answer, pick)).empty()) {
       std::string a = zppo_candidate(codec_, text, cfg_.candidates.tokens), b = zppo_candidate(codec_, wrong, cfg_.candidates.tokens);
       const bool gold_first = (pick.next_u32() & 1u) != 0;
-      row = codec_.encode_prompt(zppo_reformulate(p, codec_, cfg_.candidates.tmpl, gold_first ? a + b : b + a, "", "sft"));
+      row = codec_.encode_prompt(
+          zppo_reformulate(p, codec_, cfg_.candidates.tmpl, gold_first ? a + b : b + a, "", "sft"));
       ++with_candidates;
     } else {
       row = codec_.encode_prompt(p);

@@ -48,9 +48,11 @@ std::string zppo_candidate(const PromptCodec& codec, const std::string& text, in
 }
 
 tasks::Problem zppo_reformulate(const tasks::Problem& p, const PromptCodec& codec, const std::string& tmpl,
-                                const std::string& candidates, const std::string& wrong_answers, const std::string& kind) {
+                                const std::string& candidates, const std::string& wrong_answers,
+                                const std::string& kind) {
   tasks::Problem q = derive_problem(p, codec, "zppo", [&](const std::string& question) {
-    return fill_template(tmpl, {{"{question}", question}, {"{candidates}", candidates}, {"{wrong_answers}", wrong_answers}});
+    return fill_template(tmpl,
+                         {{"{question}", question}, {"{candidates}", candidates}, {"{wrong_answers}", wrong_answers}});
   });
   q.index = -1;
   q.id = p.id + "#" + kind;
@@ -156,7 +158,8 @@ void Zppo::reformulate(Batch& b, const std::vector<int64_t>& hard_groups, int64_
       const Trajectory* w = wrong[static_cast<size_t>(tasks::rand_int(rng, 0, static_cast<int64_t>(wrong.size()) - 1))];
       bool teacher_first = (rng.next_u32() & 1u) != 0;
       std::string a = zppo_candidate(*env_.codec, right, cfg_.candidate_tokens), c = zppo_candidate(*env_.codec, w->text, cfg_.candidate_tokens);
-      built.push_back(zppo_reformulate(ps[k], *env_.codec, cfg_.bcq_template, teacher_first ? a + c : c + a, "", "bcq"));
+      built.push_back(
+          zppo_reformulate(ps[k], *env_.codec, cfg_.bcq_template, teacher_first ? a + c : c + a, "", "bcq"));
       n_.teacher_first += teacher_first;
       ++n_.bcq;
       ++made;

@@ -53,7 +53,8 @@ std::string zppo_candidate(const PromptCodec& codec, const std::string& text, in
 // The reformulated problem: same answer and checker, prompt (or the last user message) from the template,
 // {question} as the model is asked it (rl/derived_problem.h).
 tasks::Problem zppo_reformulate(const tasks::Problem& p, const PromptCodec& codec, const std::string& tmpl,
-                                const std::string& candidates, const std::string& wrong_answers, const std::string& kind);
+                                const std::string& candidates, const std::string& wrong_answers,
+                                const std::string& kind);
 
 class Zppo : public Method {
  public:
