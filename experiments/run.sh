@@ -20,24 +20,20 @@ threads=${THREADS:-$(( jobs > 1 ? 1 : 2 ))}
 mkdir -p "$out"
 
 ckpt() { ls -d "$1"/checkpoints/step-* 2>/dev/null | sort -t- -k2 -n | tail -1; }
-sft=""  # no sft.toml: the arms start from their own model.path (a pretrained model)
-if [ -f "$dir/sft.toml" ]; then
-  if [ -z "$(ckpt "$out/sft")" ]; then
-    echo "== $name: SFT"
-    rm -rf "$out/sft"
-    "$temper" train "$dir/sft.toml" --out "$out/sft" --threads 2 > "$out/sft.log" 2>&1
+# A stage trained once before the arms (sft.toml, teacher.toml): its newest checkpoint, or nothing if the
+# experiment has no such recipe.
+stage() {  # NAME
+  [ -f "$dir/$1.toml" ] || return 0
+  if [ -z "$(ckpt "$out/$1")" ]; then
+    echo "== $name: $1" >&2
+    rm -rf "${out:?}/$1"
+    "$temper" train "$dir/$1.toml" --out "$out/$1" --threads 2 > "$out/$1.log" 2>&1 ||
+      { echo "experiments/run.sh: the $1 stage failed, see $out/$1.log" >&2; exit 1; }
   fi
-  sft=$(ckpt "$out/sft")
-fi
-teacher=""
-if [ -f "$dir/teacher.toml" ]; then
-  if [ -z "$(ckpt "$out/teacher")" ]; then
-    echo "== $name: teacher"
-    rm -rf "$out/teacher"
-    "$temper" train "$dir/teacher.toml" --out "$out/teacher" --threads 2 > "$out/teacher.log" 2>&1
-  fi
-  teacher=$(ckpt "$out/teacher")
-fi
+  ckpt "$out/$1"
+}
+sft=$(stage sft)          # none: the arms start from their own model.path (a pretrained model)
+teacher=$(stage teacher)
 echo "== $name: RL arms from ${sft:-their model.path}${teacher:+ (teacher $teacher)}"
 
 run_arm() {  # arm seed
