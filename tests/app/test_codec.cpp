@@ -8,6 +8,7 @@
 
 #include "temper/app/codec.h"
 #include "temper/core/error.h"
+#include "temper/rl/derived_problem.h"
 #include "temper/rl/methods/fair.h"
 #include "temper/rl/methods/rcsd.h"
 #include "temper/rl/methods/zppo.h"
@@ -76,6 +77,10 @@ TEST(PromptCodec, MethodPromptsHoldTheQuestionAsAskedOnce) {
   EXPECT_EQ(tok->decode(c.encode_prompt(rubric), false), "Rubric:\n- shows steps\n\n" + asked);
   tasks::Problem pref = rl::fair_condition(p, c, "<pref {p}>\n", {0.25, 0.75});
   EXPECT_EQ(tok->decode(c.encode_prompt(pref), false), "<pref 0.25,0.75>\n" + asked);
+  // one pass: a model's text that holds a key (a candidate quoting "{wrong_answers}") is not expanded
+  EXPECT_EQ(rl::fill_template("{candidates}|{wrong_answers}",
+                              {{"{candidates}", "say {wrong_answers}"}, {"{wrong_answers}", "5"}}),
+            "say {wrong_answers}|5");
   // without a user template the question goes in as it is
   rl::PromptCodec bare = app::make_codec(tok, {}, "raw");
   EXPECT_EQ(rl::zppo_reformulate(p, bare, "{candidates}{question}", "<c>", "", "bcq").asked, "<c>8+13=");
