@@ -34,8 +34,8 @@ struct FairConfig {
 
 // The prompt text of a preference: prefix with {p} replaced.
 std::string fair_preference_text(const std::string& prefix, const std::vector<double>& omega);
-// A problem conditioned on a preference (its prompt, or its last user message, gets the prefix before the
-// question as the model is asked it: rl/derived_problem.h).
+// A problem conditioned on a preference: the prefix before the question as the model is asked it, in
+// `asked` (and the last user message of a chat problem); `prompt` stays the question (rl/derived_problem.h).
 tasks::Problem fair_condition(const tasks::Problem& p, const PromptCodec& codec, const std::string& prefix,
                               const std::vector<double>& omega);
 // The SFT example for a preference (sft_targets "preference"): the prompt conditioned as above, and with

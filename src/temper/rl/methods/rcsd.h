@@ -30,8 +30,8 @@ struct RcsdConfig {
   void validate() const;
 };
 
-// A problem with its rubric in the prompt (its last user message for chat problems), the question as the
-// model is asked it (rl/derived_problem.h).
+// A problem with its rubric before the question as the model is asked it, in `asked` (and the last user
+// message of a chat problem); `prompt` stays the question (rl/derived_problem.h).
 tasks::Problem rcsd_teacher_problem(const tasks::Problem& p, const PromptCodec& codec, const std::string& rubric,
                                     const std::string& tmpl);
 

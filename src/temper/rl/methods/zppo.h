@@ -50,8 +50,8 @@ struct ZppoConfig {
 
 // A candidate: the text cut to its last `budget` tokens ("..." marks a cut), in <candidate> tags.
 std::string zppo_candidate(const PromptCodec& codec, const std::string& text, int64_t budget);
-// The reformulated problem: same answer and checker, prompt (or the last user message) from the template,
-// {question} as the model is asked it (rl/derived_problem.h).
+// The reformulated problem: same question, answer and checker; the template's text, {question} as the
+// model is asked it, in `asked` (and the last user message of a chat problem) (rl/derived_problem.h).
 tasks::Problem zppo_reformulate(const tasks::Problem& p, const PromptCodec& codec, const std::string& tmpl,
                                 const std::string& candidates, const std::string& wrong_answers,
                                 const std::string& kind);
