@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= 2
 CTEST_ARGS ?=
 
-.PHONY: all setup build run test test-slow bench bench-gemm clean
+.PHONY: all setup build run test test-slow test-asan bench bench-gemm clean
 
 all: build
 
@@ -27,6 +27,13 @@ test: build
 
 test-slow: build
 	cd $(BUILD) && ctest --output-on-failure -L slow $(CTEST_ARGS)
+
+# Every test but the slow ones again under AddressSanitizer, in its own build folder (CPU code only;
+# leak checks off: the OpenMP and oneDNN runtimes keep allocations until exit).
+test-asan: setup
+	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTEMPER_CUDA=OFF -DTEMPER_ASAN=ON
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -LE slow -j $(JOBS) $(CTEST_ARGS)
 
 # temper vs its peers side by side: training step vs PyTorch, tokenizer vs HF tokenizers, model
 # load (mmap vs copy), rollout decode vs PyTorch and llama.cpp (skipped unless built once with
