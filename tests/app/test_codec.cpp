@@ -77,6 +77,13 @@ TEST(PromptCodec, MethodPromptsHoldTheQuestionAsAskedOnce) {
   EXPECT_EQ(tok->decode(c.encode_prompt(rubric), false), "Rubric:\n- shows steps\n\n" + asked);
   tasks::Problem pref = rl::fair_condition(p, c, "<pref {p}>\n", {0.25, 0.75});
   EXPECT_EQ(tok->decode(c.encode_prompt(pref), false), "<pref 0.25,0.75>\n" + asked);
+  // `temper eval --preference ... --revisions K`: the revision prompt asks the conditioned question, the
+  // preference and the user template each once
+  tasks::Problem pref_rev = rl::revision_problem(pref, "#### 20", rl::RevisionConfig{}, c);
+  const std::string sent = tok->decode(c.encode_prompt(pref_rev), false);
+  EXPECT_EQ(sent.rfind("<pref 0.25,0.75>\n" + asked + "\nPrevious attempt:\n#### 20\n", 0), 0u) << sent;
+  EXPECT_EQ(sent.find("<pref", 1), std::string::npos) << sent;
+  EXPECT_EQ(pref_rev.prompt, "8+13=");
   // one pass: a model's text that holds a key (a candidate quoting "{wrong_answers}") is not expanded
   EXPECT_EQ(rl::fill_template("{candidates}|{wrong_answers}",
                               {{"{candidates}", "say {wrong_answers}"}, {"{wrong_answers}", "5"}}),
