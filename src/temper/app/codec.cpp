@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "temper/core/error.h"
+#include "temper/rl/derived_problem.h"
 #include "temper/tasks/task.h"
 #include "temper/text/chat_template.h"
 
@@ -15,12 +16,10 @@ rl::PromptCodec make_codec(std::shared_ptr<const text::Tokenizer> tok, const std
   TEMPER_CHECK(user_template.empty() || user_template.find("{question}") != std::string::npos)
       << "the user template must contain {question} (where the problem's text goes), got '" << user_template << "'";
   auto phrase = [user_template](const std::string& question) {
-    if (user_template.empty()) return question;
-    std::string s = user_template;
-    for (size_t at = s.find("{question}"); at != std::string::npos; at = s.find("{question}", at + question.size()))
-      s.replace(at, 10, question);
-    return s;
+    return user_template.empty() ? question : rl::fill_template(user_template, {{"{question}", question}});
   };
+  // The user turn: a method's text as asked (rl/derived_problem.h), else the problem's question phrased.
+  auto user_text = [phrase](const tasks::Problem& p) { return p.asked.empty() ? phrase(p.prompt) : p.asked; };
   TEMPER_CHECK(format == "raw" || format == "chat" || format == "auto")
       << "prompt format must be raw, chat or auto, got '" << format << "'";
   bool chat = format == "chat" || (format == "auto" && !tok->chat_template().empty());
@@ -36,20 +35,20 @@ rl::PromptCodec make_codec(std::shared_ptr<const text::Tokenizer> tok, const std
       c.stop_ids.insert(eot);
       end = eot;
     }
-    c.encode_prompt = [tok, tmpl, system_prompt, phrase](const tasks::Problem& p) {
+    c.encode_prompt = [tok, tmpl, system_prompt, user_text](const tasks::Problem& p) {
       std::vector<text::ChatMessage> msgs;
       if (!system_prompt.empty()) msgs.push_back({"system", system_prompt});
       if (p.messages.empty()) {
-        msgs.push_back({"user", p.asked.empty() ? phrase(p.prompt) : p.asked});
+        msgs.push_back({"user", user_text(p)});
       } else {
         for (const auto& m : p.messages) msgs.push_back({m.role, m.content});
       }
       return tok->encode(text::chat_template_render(*tmpl, msgs, /*add_generation_prompt=*/true), false);
     };
   } else {
-    c.encode_prompt = [tok, phrase](const tasks::Problem& p) {
+    c.encode_prompt = [tok, user_text](const tasks::Problem& p) {
       std::vector<int32_t> ids = tok->prefix_ids();
-      std::vector<int32_t> body = tok->encode(p.asked.empty() ? phrase(p.prompt) : p.asked, false);
+      std::vector<int32_t> body = tok->encode(user_text(p), false);
       ids.insert(ids.end(), body.begin(), body.end());
       return ids;
     };
