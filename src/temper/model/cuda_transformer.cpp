@@ -190,9 +190,10 @@ void CudaTransformer::plan(int64_t max_tokens, int64_t max_seq) {
 }
 
 void CudaTransformer::linear(int64_t N, int64_t out, int64_t in, const uint16_t* x, int64_t w, float beta, float* y,
-                             const float* bias) {
+                             const float* bias, const float* addend) {
   cuda::GemmArgs g = cuda::gemm_args(false, true, N, out, in, x, in, w16(w), in, beta, y, out);
   g.bias = bias;
+  g.C_in = addend;
   blas_->gemm(g);
 }
 
@@ -224,15 +225,14 @@ void CudaTransformer::layer_forward(int64_t l, const Acts& a, float* x_out, int6
   const int32_t* pos = paged ? dec_.pos.data() : pos_;
   cuda::rmsnorm_fwd(a.x_in, P + o.attn_norm, a.xn1, a.rstd1, N, C, eps, s);
   linear(N, QKV, C, a.xn1, o.w_qkv, 0.f, a.qkv, cfg_.qkv_bias ? P + o.b_qkv : nullptr);
-  cuda::rope_fwd(a.qkv, pos, rope_cos_.data(), rope_sin_.data(), N, H, D, QKV, s);
-  cuda::rope_fwd(a.qkv + Hq, pos, rope_cos_.data(), rope_sin_.data(), N, Hkv, D, QKV, s);
-  cuda::round_bf16_rows(a.qkv + Hq, N, 2 * Hk, QKV, s);  // K and V in bf16, as the CPU model's bf16 precision
+  // Rotary on q and k; K and V in bf16, as the CPU model's bf16 precision (paged: one fused pass that
+  // also writes them to the cache).
   if (paged) {
     const int64_t layer_floats = num_blocks_ * block_size_ * Hk;
     float* kp = k_pool_.data() + l * layer_floats;
     float* vp = v_pool_.data() + l * layer_floats;
-    cuda::kv_write(a.qkv + Hq, a.qkv + Hq + Hk, QKV, dec_.pos.data(), dec_.tables.data(), dec_.table_stride, N, Hk,
-                   block_size_, kp, vp, s);
+    cuda::rope_kv_write(a.qkv, QKV, pos, rope_cos_.data(), rope_sin_.data(), N, H, Hkv, D, dec_.tables.data(),
+                        dec_.table_stride, block_size_, kp, vp, s);
     cuda::PagedAttnDeviceArgs pa;
     pa.n = N;
     pa.H = H;
@@ -240,7 +240,7 @@ void CudaTransformer::layer_forward(int64_t l, const Acts& a, float* x_out, int6
     pa.D = D;
     pa.q = a.qkv;
     pa.q_stride = QKV;
-    pa.o = a.o;
+    pa.o16 = a.o16;  // straight to the o projection's bf16 input
     pa.o_stride = Hq;
     pa.block_tables = dec_.tables.data();
     pa.table_stride = dec_.table_stride;
@@ -250,17 +250,18 @@ void CudaTransformer::layer_forward(int64_t l, const Acts& a, float* x_out, int6
     pa.block_size = block_size_;
     cuda::paged_attention_fwd(pa, s);
   } else {
+    cuda::rope_fwd(a.qkv, pos, rope_cos_.data(), rope_sin_.data(), N, H, D, QKV, s);
+    cuda::rope_fwd(a.qkv + Hq, pos, rope_cos_.data(), rope_sin_.data(), N, Hkv, D, QKV, s);
+    cuda::round_bf16_rows(a.qkv + Hq, N, 2 * Hk, QKV, s);
     kernels::AttnShape sh{B, T, H, Hkv, D, QKV, QKV, Hq};
     cuda::attention_fwd(sh, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse, s);
+    cuda::f32_to_bf16(a.o, a.o16, N * Hq, s);
   }
-  cuda::f32_to_bf16(a.o, a.o16, N * Hq, s);
-  d2d(a.x_mid, a.x_in, sizeof(float) * N * C, s);
-  linear(N, C, Hq, a.o16, o.w_o, 1.f, a.x_mid);
+  linear(N, C, Hq, a.o16, o.w_o, 1.f, a.x_mid, nullptr, a.x_in);  // x_mid = x_in + o W_o^T
   cuda::rmsnorm_fwd(a.x_mid, P + o.mlp_norm, a.xn2, a.rstd2, N, C, eps, s);
   linear(N, 2 * F, C, a.xn2, o.w_gu, 0.f, a.gu);
   cuda::swiglu_fwd(a.gu, a.h16, N, F, s);
-  d2d(x_out, a.x_mid, sizeof(float) * N * C, s);
-  linear(N, C, F, a.h16, o.w_down, 1.f, x_out);
+  linear(N, C, F, a.h16, o.w_down, 1.f, x_out, nullptr, a.x_mid);  // x_out = x_mid + h W_down^T
 }
 
 void CudaTransformer::layer_backward(int64_t l, const Acts& a, float* dx, int64_t B, int64_t T) {
@@ -438,6 +439,7 @@ void CudaTransformer::ensure_logits(int64_t n_out) {
   const size_t want = static_cast<size_t>(n_out * cfg_.vocab_size);
   if (dec_logits_.size() >= want) return;
   dec_logits_.resize(want);
+  dec_.sample_ws.resize(cuda::sample_rows_workspace_bytes(n_out, cfg_.vocab_size));
   clear_graphs();
 }
 
@@ -601,6 +603,8 @@ cuda::SampleRowsArgs CudaTransformer::sample_args(int64_t n) const {
   sa.sample_logprob = dec_.sample_logprob.data();
   sa.policy_logprob = dec_.policy_logprob.data();
   sa.entropy = dec_.entropy.data();
+  sa.workspace = dec_.sample_ws.data();
+  sa.workspace_bytes = dec_.sample_ws.size();
   return sa;
 }
 

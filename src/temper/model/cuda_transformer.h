@@ -36,6 +36,7 @@ struct CudaDecodeBuffers {
   cuda::DeviceBuffer<int64_t> out_rows;
   cuda::DeviceBuffer<float> temperature, sample_logprob, policy_logprob, entropy;
   cuda::DeviceBuffer<double> u;
+  cuda::DeviceBuffer<uint8_t> sample_ws;  // cuda::sample_rows's scratch for the rows that have logits
 };
 
 // Carves typed arrays out of one allocation, 256-byte aligned; with a null base it only measures.
@@ -116,8 +117,9 @@ class CudaTransformer final : public DeviceModel {
   void layer_backward(int64_t l, const Acts& a, float* dx, int64_t B, int64_t T);
   void trunk_forward(int64_t B, int64_t T);
   void prepare(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T);
+  // y = x W^T (+ bias) (+ beta * addend; the addend is y itself when null).
   void linear(int64_t N, int64_t out, int64_t in, const uint16_t* x, int64_t w, float beta, float* y,
-              const float* bias = nullptr);
+              const float* bias = nullptr, const float* addend = nullptr);
   void decode_forward(int64_t n);
   cuda::SampleRowsArgs sample_args(int64_t n) const;
   cuda::ClassifierDeviceArgs classifier_args(bool with_targets, int64_t N);

@@ -11,6 +11,7 @@
 #include "common/op_harness.h"
 #include "common/tolerance.h"
 #include "temper/core/dtype.h"
+#include "temper/core/error.h"
 #include "temper/core/rng.h"
 #include "temper/kernels/adamw.h"
 #include "temper/kernels/attention.h"
@@ -162,6 +163,25 @@ TEST_F(CudaOps, GemmEveryOrientationF32AndBf16) {
   EXPECT_TRUE(all_close(got, want, tolerance(Kind::bf16, 64)));
 }
 
+// The residual form of the model's o and down projections: C = A W^T + C_in with C_in another
+// buffer (left unchanged), equal to the in-place product on a copy of C_in.
+TEST_F(CudaOps, GemmAddsAnAddendFromAnotherBuffer) {
+  cuda::Blas blas;
+  const int64_t M = 3, N = 40, K = 64;
+  auto A = random_vec(M * K, 7), W = random_vec(N * K, 8), R = random_vec(M * N, 9);
+  auto dA = up(to_bf16(A)), dW = up(to_bf16(W));
+  auto dR = up(R), dOut = up(std::vector<float>(M * N, 123.f)), dInPlace = up(R);
+  cuda::GemmArgs g = cuda::gemm_args(false, true, M, N, K, dA.data(), K, dW.data(), K, 1.f, dOut.data(), N);
+  g.C_in = dR.data();
+  blas.gemm(g);
+  cuda::GemmArgs h = cuda::gemm_args(false, true, M, N, K, dA.data(), K, dW.data(), K, 1.f, dInPlace.data(), N);
+  blas.gemm(h);
+  auto want = gemm_ref(false, true, M, N, K, round_bf16(A), K, round_bf16(W), K, R, N, 1.f, nullptr);
+  EXPECT_TRUE(all_close(down(dOut), want, tolerance(Kind::reduction, K)));
+  EXPECT_TRUE(all_close(down(dOut), down(dInPlace), tolerance(Kind::reduction, K)));
+  EXPECT_EQ(down(dR), R);  // the addend is read, not written
+}
+
 TEST_F(CudaOps, RmsNormForwardBackwardF32AndBf16) {
   const int64_t N = 301, C = 300;  // 3 row chunks, the last partial
   auto x = random_vec(N * C, 11), w = random_vec(C, 12), dy = random_vec(N * C, 13);
@@ -220,6 +240,36 @@ TEST_F(CudaOps, RopeForwardAndInverseMatchTheCpu) {
   kernels::rope_bwd(back.data(), pos.data(), table, rows, H, D, stride);
   cuda::rope_bwd(dx.data(), dpos.data(), dcos.data(), dsin.data(), rows, H, D, stride, nullptr);
   EXPECT_TRUE(all_close(down(dx), back, tolerance(Kind::elementwise, 1, 4)));
+}
+
+// The paged forward's fused pass equals the four launches it replaced (rope on q and k, bf16
+// rounding of k and v, the cache write), on rows of different sequences at scattered positions.
+TEST_F(CudaOps, FusedRopeAndCacheWriteEqualsTheSeparatePasses) {
+  const int64_t n = 5, H = 6, Hkv = 2, D = 64, Hq = H * D, Hk = Hkv * D, ld = Hq + 2 * Hk + 8, max_pos = 80;
+  const int64_t bs = 4, blocks = 48, table_stride = 20;
+  auto table = kernels::rope_table(max_pos, D, 1000000.0);
+  std::vector<int32_t> pos = {0, 5, 17, 79, 33};
+  std::vector<int32_t> tables(static_cast<size_t>(n * table_stride));
+  for (size_t i = 0; i < tables.size(); ++i) tables[i] = static_cast<int32_t>((i * 13 + 5) % blocks);  // scattered
+  auto x = random_vec(n * ld, 23, 3.0f);
+  auto dpos = up(pos), dtab = up(tables);
+  auto dcos = up(table.cos), dsin = up(table.sin);
+  auto x_ref = up(x), x_got = up(x);
+  std::vector<float> zeros(static_cast<size_t>(blocks * bs * Hk), 0.f);
+  auto kp_ref = up(zeros), vp_ref = up(zeros), kp_got = up(zeros), vp_got = up(zeros);
+  cuda::rope_fwd(x_ref.data(), dpos.data(), dcos.data(), dsin.data(), n, H, D, ld, nullptr);
+  cuda::rope_fwd(x_ref.data() + Hq, dpos.data(), dcos.data(), dsin.data(), n, Hkv, D, ld, nullptr);
+  cuda::round_bf16_rows(x_ref.data() + Hq, n, 2 * Hk, ld, nullptr);
+  cuda::kv_write(x_ref.data() + Hq, x_ref.data() + Hq + Hk, ld, dpos.data(), dtab.data(), table_stride, n, Hk, bs,
+                 kp_ref.data(), vp_ref.data(), nullptr);
+  cuda::rope_kv_write(x_got.data(), ld, dpos.data(), dcos.data(), dsin.data(), n, H, Hkv, D, dtab.data(),
+                      table_stride, bs, kp_got.data(), vp_got.data(), nullptr);
+  // Same rotation code, same rounding: equal to the bit (the padding columns untouched in both).
+  EXPECT_EQ(down(x_got), down(x_ref));
+  EXPECT_EQ(down(kp_got), down(kp_ref));
+  EXPECT_EQ(down(vp_got), down(vp_ref));
+  auto kp = down(kp_got);
+  EXPECT_GT(std::count_if(kp.begin(), kp.end(), [](float v) { return v != 0.f; }), n * Hk / 2);  // it wrote
 }
 
 TEST_F(CudaOps, SwigluForwardBackwardMatchTheCpu) {
@@ -369,6 +419,16 @@ TEST_F(CudaOps, PagedAttentionOverScatteredBlocksMatchesTheCpu) {
   b.block_size = bs;
   cuda::paged_attention_fwd(b, nullptr);
   EXPECT_TRUE(all_close(down(d_o), o, tolerance(Kind::reduction, 64)));
+  // The bf16 output alone (the decode path's): the same values rounded to nearest even.
+  cuda::DeviceBuffer<uint16_t> d_o16(o.size());
+  auto f32_out = down(d_o);
+  b.o = nullptr;
+  b.o16 = d_o16.data();
+  cuda::paged_attention_fwd(b, nullptr);
+  auto got16 = down(d_o16);
+  for (size_t i = 0; i < got16.size(); ++i) ASSERT_EQ(got16[i], f32_to_bf16(f32_out[i])) << "at " << i;
+  b.o16 = nullptr;
+  EXPECT_THROW(cuda::paged_attention_fwd(b, nullptr), Error);  // no output at all
 }
 
 // dL/dlogprob and dL/dentropy fixed per row: the gradient the fused pass must carry back.
@@ -468,6 +528,9 @@ TEST_F(CudaOps, DeviceSamplingDrawsTheCpuSamplersTokens) {
   a.sample_logprob = lp.data();
   a.policy_logprob = plp.data();
   a.entropy = ent.data();
+  cuda::DeviceBuffer<uint8_t> ws(cuda::sample_rows_workspace_bytes(B, V));
+  a.workspace = ws.data();
+  a.workspace_bytes = ws.size();
   cuda::sample_rows(a, nullptr);
   EXPECT_EQ(down(tok), want);
   EXPECT_TRUE(all_close(down(lp), want_lp, tolerance(Kind::reduction, V)));
@@ -502,6 +565,77 @@ TEST_F(CudaOps, DeviceSamplingDrawsTheCpuSamplersTokens) {
   a.u = du1.data();
   cuda::sample_rows(a, nullptr);
   EXPECT_EQ(down(tok)[0], -1);
+  a.workspace_bytes = 8;  // too small: refused, not overrun
+  EXPECT_THROW(cuda::sample_rows(a, nullptr), Error);
+}
+
+// A Qwen-sized vocabulary (75 chunks of the device sampler) at the ends of the uniform's range and in
+// between: the same tokens as the CPU sampler, whose draw walks the whole vocabulary in order.
+TEST_F(CudaOps, DeviceSamplingOverALargeVocabularyDrawsTheCpuSamplersTokens) {
+  const int64_t V = 151936, B = 6;
+  auto logits = random_vec(B * V, 131, 3.0f);
+  for (int64_t v = 0; v < 500; ++v) logits[1 * V + v] = -INFINITY;  // row 1's first chunk partly masked
+  for (int64_t v = V - 2048; v < V; ++v) logits[5 * V + v] = -INFINITY;  // row 5's last chunk masked
+  std::vector<float> temps = {1.0f, 0.8f, 1.0f, 0.f, 1.2f, 1.0f};
+  std::vector<double> u = {0.0, 0.37, 0.9999999, 0.5, 0.61803, 0.999};
+  std::vector<int32_t> want(B);
+  for (int64_t r = 0; r < B; ++r) {
+    rollout::SamplerConfig cfg;
+    cfg.greedy = temps[r] <= 0.f;
+    cfg.temperature = cfg.greedy ? 1.f : temps[r];
+    const double ur = u[static_cast<size_t>(r)];
+    // the CPU sampler's inverse CDF at ur: walk the tempered masses in vocabulary order
+    const float* z = logits.data() + r * V;
+    float mx = -INFINITY;
+    int64_t arg = -1;
+    for (int64_t v = 0; v < V; ++v)
+      if (std::isfinite(z[v]) && z[v] > mx) mx = z[v], arg = v;
+    if (cfg.greedy) {
+      want[r] = static_cast<int32_t>(arg);
+      continue;
+    }
+    const double inv_t = static_cast<double>(1.0f / cfg.temperature);
+    double Z = 0;
+    for (int64_t v = 0; v < V; ++v)
+      if (std::isfinite(z[v])) Z += std::exp(static_cast<double>(z[v] - mx) * inv_t);
+    double acc = 0, target = ur * Z;
+    int32_t pick = -1;
+    for (int64_t v = 0; v < V; ++v) {
+      if (!std::isfinite(z[v])) continue;
+      acc += std::exp(static_cast<double>(z[v] - mx) * inv_t);
+      pick = static_cast<int32_t>(v);
+      if (target < acc) break;
+    }
+    want[r] = pick;
+  }
+  auto dl = up(logits), dt = up(temps);
+  auto du = up(u);
+  cuda::DeviceBuffer<int32_t> tok(B);
+  cuda::DeviceBuffer<float> lp(B), plp(B), ent(B);
+  cuda::DeviceBuffer<uint8_t> ws(cuda::sample_rows_workspace_bytes(B, V));
+  cuda::SampleRowsArgs a;
+  a.logits = dl.data();
+  a.B = B;
+  a.V = V;
+  a.ld = V;
+  a.temperature = dt.data();
+  a.u = du.data();
+  a.token = tok.data();
+  a.sample_logprob = lp.data();
+  a.policy_logprob = plp.data();
+  a.entropy = ent.data();
+  a.workspace = ws.data();
+  a.workspace_bytes = ws.size();
+  cuda::sample_rows(a, nullptr);
+  EXPECT_EQ(down(tok), want);
+  auto got_plp = down(plp);
+  for (int64_t r = 0; r < B; ++r) {  // the chosen token's log-prob at temperature 1
+    const float* z = logits.data() + r * V;
+    float want_plp = 0, want_ent = 0;
+    if (r == 1 || r == 5) continue;  // masked rows: logit_row_stats assumes finite logits
+    kernels::logit_row_stats(z, V, want[r], &want_plp, &want_ent);
+    EXPECT_NEAR(got_plp[r], want_plp, 1e-3) << "row " << r;
+  }
 }
 
 TEST_F(CudaOps, Int4DequantMatmulMatchesTheDequantizedProduct) {

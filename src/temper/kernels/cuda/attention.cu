@@ -270,7 +270,11 @@ __global__ void paged_attn_kernel(PagedAttnDeviceArgs a, float scale) {
   const float inv = l > 0.f ? 1.f / l : 0.f;
   for (int c = 0; c < kMaxDPerLane; ++c) {
     const int64_t d = lane + 32 * c;
-    if (d < D) a.o[row * a.o_stride + h * D + d] = acc[c] * inv;
+    if (d < D) {
+      const float out = acc[c] * inv;
+      if (a.o) a.o[row * a.o_stride + h * D + d] = out;
+      if (a.o16) reinterpret_cast<__nv_bfloat16*>(a.o16)[row * a.o_stride + h * D + d] = __float2bfloat16_rn(out);
+    }
   }
 }
 
@@ -321,6 +325,7 @@ void attention_bwd(const kernels::AttnShape& s, const float* q, const float* k, 
 void paged_attention_fwd(const PagedAttnDeviceArgs& a, cudaStream_t st) {
   TEMPER_CHECK(a.D > 0 && a.D <= 32 * kMaxDPerLane) << "CUDA paged attention: head dim " << a.D << " outside [1, 256]";
   TEMPER_CHECK(a.Hkv > 0 && a.H % a.Hkv == 0) << "CUDA paged attention: heads " << a.H << " vs KV heads " << a.Hkv;
+  TEMPER_CHECK(a.o || a.o16) << "CUDA paged attention: no output";
   if (a.n == 0) return;
   const size_t smem = sizeof(float) * (kTile * (a.D + 1) + a.D);
   launch(paged_attn_kernel, dim3(static_cast<unsigned>(a.n), static_cast<unsigned>(a.H)), dim3(32), smem, st,

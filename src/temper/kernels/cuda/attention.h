@@ -25,8 +25,9 @@ struct PagedAttnDeviceArgs {
   int64_t n = 0, H = 0, Hkv = 0, D = 0;
   const float* q = nullptr;  // [n, q_stride]
   int64_t q_stride = 0;
-  float* o = nullptr;  // [n, o_stride]
+  float* o = nullptr;  // [n, o_stride]; may be null when o16 is set
   int64_t o_stride = 0;
+  uint16_t* o16 = nullptr;  // optional [n, o_stride] bf16 copy of o (the next GEMM's input), rounded to nearest even
   const int32_t* block_tables = nullptr;  // [n, table_stride]: row i's sequence's blocks
   int64_t table_stride = 0;
   const int32_t* kv_len = nullptr;  // [n]

@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "temper/core/error.h"
@@ -105,7 +106,7 @@ Blas::~Blas() {
 Blas::Plan& Blas::plan(const GemmArgs& g) {
   Key key{g.trans_a, g.trans_b, g.M, g.N, g.K, g.lda, g.ldb, g.ldc, static_cast<int>(g.ab_type),
           static_cast<int>(g.c_type), g.bias != nullptr, g.allow_tf32, g.beta != 0.f,
-          alignment(g.A), alignment(g.B), alignment(g.C)};
+          alignment(g.A), alignment(g.B), std::min(alignment(g.C), g.C_in ? alignment(g.C_in) : 256u)};
   auto it = plans_.find(key);
   if (it != plans_.end()) return *it->second;
   auto p = std::make_unique<Plan>();
@@ -139,7 +140,7 @@ Blas::Plan& Blas::plan(const GemmArgs& g) {
   TEMPER_LT(lt().cublasLtMatmulPreferenceCreate(&pref));
   size_t ws = workspace_.bytes();
   TEMPER_LT(lt().cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
-  const uint32_t al_a = alignment(g.B), al_b = alignment(g.A), al_c = alignment(g.C);  // cuBLAS's A is our B
+  const uint32_t al_a = alignment(g.B), al_b = alignment(g.A), al_c = std::get<15>(key);  // cuBLAS's A is our B
   TEMPER_LT(lt().cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof(al_a)));
   TEMPER_LT(lt().cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof(al_b)));
   TEMPER_LT(lt().cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c, sizeof(al_c)));
@@ -167,7 +168,7 @@ void Blas::gemm(const GemmArgs& g) {
   Plan& p = plan(g);
   if (g.bias)
     TEMPER_LT(lt().cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)));
-  TEMPER_LT(lt().cublasLtMatmul(handle_, p.desc, &g.alpha, g.B, p.a, g.A, p.b, &g.beta, g.C, p.c, g.C, p.c, &p.algo,
+  TEMPER_LT(lt().cublasLtMatmul(handle_, p.desc, &g.alpha, g.B, p.a, g.A, p.b, &g.beta, g.C_in ? g.C_in : g.C, p.c, g.C, p.c, &p.algo,
                            workspace_.data(), workspace_.bytes(), stream_));
 }
 

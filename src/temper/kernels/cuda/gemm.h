@@ -30,6 +30,7 @@ struct GemmArgs {
   int64_t ldb = 0;  // row stride of B as stored (K when trans_b, N otherwise, or larger)
   void* C = nullptr;
   int64_t ldc = 0;
+  const void* C_in = nullptr;  // beta != 0: the addend when it is not C itself (C's layout): C = AB + beta C_in
   GemmType ab_type = GemmType::bf16, c_type = GemmType::f32;
   float alpha = 1.f, beta = 0.f;
   const float* bias = nullptr;  // [N] fused epilogue (f32 output only)

@@ -37,6 +37,12 @@ void rope_fwd(uint16_t* x, const int32_t* pos, const float* cos, const float* si
               int64_t row_stride, cudaStream_t s);
 void rope_bwd(float* dx, const int32_t* pos, const float* cos, const float* sin, int64_t rows, int64_t H, int64_t D,
               int64_t row_stride, cudaStream_t s);
+// The paged forward's one pass over a [n, ld] row of q | k | v (H, Hkv, Hkv heads of D): rope_fwd on
+// q and k, k and v rounded to bf16 values (in place) and written to position pos[r] of the row's
+// sequence in the paged pools, as kv_write. Equals rope_fwd x 2 + round_bf16_rows + kv_write.
+void rope_kv_write(float* qkv, int64_t ld, const int32_t* pos, const float* cos, const float* sin, int64_t n, int64_t H,
+                   int64_t Hkv, int64_t D, const int32_t* tables, int64_t table_stride, int64_t block_size,
+                   float* k_pool, float* v_pool, cudaStream_t s);
 
 // SwiGLU: gu [N, 2F] (gate | up) -> h [N, F] = silu(gate) * up; backward writes dgu [N, 2F].
 void swiglu_fwd(const float* gu, float* h, int64_t N, int64_t F, cudaStream_t s);

@@ -8,6 +8,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace temper::cuda {
@@ -22,7 +23,12 @@ struct SampleRowsArgs {
   float* sample_logprob = nullptr;     // [B] out: under the tempered distribution (0 for greedy)
   float* policy_logprob = nullptr;     // [B] out: temperature 1
   float* entropy = nullptr;            // [B] out: temperature 1, full vocabulary
+  void* workspace = nullptr;           // device scratch of sample_rows_workspace_bytes(B, V)
+  size_t workspace_bytes = 0;
 };
+// Bytes of device scratch sample_rows needs for B rows of V logits (per-chunk statistics).
+size_t sample_rows_workspace_bytes(int64_t B, int64_t V);
+// Three launches (chunk maxima, chunk sums, the choice per row); deterministic; graph-capturable.
 void sample_rows(const SampleRowsArgs& a, cudaStream_t s);
 
 }  // namespace temper::cuda
