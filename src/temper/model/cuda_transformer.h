@@ -173,6 +173,7 @@ class CudaTransformer final : public DeviceModel {
     cudaGraphExec_t exec = nullptr;
   };
   std::map<int64_t, Graph> graphs_;
+  bool use_gemv_ = true;  // products of up to cuda::kGemvMaxRows rows on gemv_bf16 (TEMPER_CUDA_GEMV=0: cuBLASLt)
 };
 
 }  // namespace temper

@@ -19,6 +19,7 @@
 #include "temper/kernels/cuda/attention.h"
 #include "temper/kernels/cuda/classifier.h"
 #include "temper/kernels/cuda/gemm.h"
+#include "temper/kernels/cuda/gemv.h"
 #include "temper/kernels/cuda/int4_matmul.h"
 #include "temper/kernels/cuda/ops.h"
 #include "temper/kernels/cuda/runtime.h"
@@ -180,6 +181,37 @@ TEST_F(CudaOps, GemmAddsAnAddendFromAnotherBuffer) {
   EXPECT_TRUE(all_close(down(dOut), want, tolerance(Kind::reduction, K)));
   EXPECT_TRUE(all_close(down(dOut), down(dInPlace), tolerance(Kind::reduction, K)));
   EXPECT_EQ(down(dR), R);  // the addend is read, not written
+}
+
+// The decode-sized product at every row count it takes, with and without bias and addend, against
+// the CPU's product of the same bf16 values; K with a partial last sweep of the warp (K / 8 = 45).
+TEST_F(CudaOps, GemvMatchesTheProductAtEveryRowCount) {
+  const int64_t N = 37, K = 360;
+  auto W = random_vec(N * K, 31), bias = random_vec(N, 32);
+  auto dW = up(to_bf16(W));
+  auto dbias = up(bias);
+  for (int64_t M = 1; M <= cuda::kGemvMaxRows; ++M) {
+    SCOPED_TRACE("M " + std::to_string(M));
+    auto X = random_vec(M * K, 33 + static_cast<uint64_t>(M)), R = random_vec(M * N, 50 + static_cast<uint64_t>(M));
+    auto dX = up(to_bf16(X));
+    auto dR = up(R);
+    ASSERT_TRUE(cuda::gemv_fits(M, K, dX.data(), dW.data()));
+    cuda::DeviceBuffer<float> dY(M * N);
+    cuda::gemv_bf16(M, N, K, dX.data(), dW.data(), nullptr, 0.f, nullptr, dY.data(), nullptr);
+    auto want = gemm_ref(false, true, M, N, K, round_bf16(X), K, round_bf16(W), K, std::vector<float>(M * N), N, 0.f,
+                         nullptr);
+    EXPECT_TRUE(all_close(down(dY), want, tolerance(Kind::reduction, K)));
+    cuda::gemv_bf16(M, N, K, dX.data(), dW.data(), dbias.data(), 1.f, dR.data(), dY.data(), nullptr);
+    want = gemm_ref(false, true, M, N, K, round_bf16(X), K, round_bf16(W), K, R, N, 1.f, &bias);
+    EXPECT_TRUE(all_close(down(dY), want, tolerance(Kind::reduction, K)));
+    auto dY2 = up(R);  // in place: the addend is y itself
+    cuda::gemv_bf16(M, N, K, dX.data(), dW.data(), nullptr, 0.5f, nullptr, dY2.data(), nullptr);
+    want = gemm_ref(false, true, M, N, K, round_bf16(X), K, round_bf16(W), K, R, N, 0.5f, nullptr);
+    EXPECT_TRUE(all_close(down(dY2), want, tolerance(Kind::reduction, K)));
+  }
+  EXPECT_FALSE(cuda::gemv_fits(cuda::kGemvMaxRows + 1, K, dW.data(), dW.data()));
+  EXPECT_FALSE(cuda::gemv_fits(1, 20, dW.data(), dW.data()));  // K not a multiple of 8
+  EXPECT_THROW(cuda::gemv_bf16(1, N, 20, dW.data(), dW.data(), nullptr, 0.f, nullptr, nullptr, nullptr), Error);
 }
 
 TEST_F(CudaOps, RmsNormForwardBackwardF32AndBf16) {
