@@ -54,7 +54,7 @@ CudaTransformer::CudaTransformer(const ModelConfig& cfg, int device) : cfg_(cfg)
   TEMPER_CUDA_CHECK(cudaSetDevice(device));
   TEMPER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   blas_ = std::make_unique<cuda::Blas>(stream_);
-  if (const char* e = std::getenv("TEMPER_CUDA_GEMV"); e && std::string(e) == "0") use_gemv_ = false;  // A/B runs
+  if (const char* e = std::getenv("TEMPER_CUDA_GEMV"); e && *e) use_gemv_ = std::string(e) != "0";  // A/B runs
   const size_t n = static_cast<size_t>(layout_.total());
   params_.resize(n);
   grads_.resize(n);
@@ -253,6 +253,9 @@ void CudaTransformer::layer_forward(int64_t l, const Acts& a, float* x_out, int6
     pa.k_pool = kp;
     pa.v_pool = vp;
     pa.block_size = block_size_;
+    pa.max_len = dec_.table_stride * block_size_;
+    pa.workspace = attn_ws_.data();
+    pa.workspace_floats = static_cast<int64_t>(attn_ws_.size());
     cuda::paged_attention_fwd(pa, s);
   } else {
     cuda::rope_fwd(a.qkv, pos, rope_cos_.data(), rope_sin_.data(), N, H, D, QKV, s);
@@ -394,6 +397,7 @@ void CudaTransformer::ensure_pool(int64_t num_blocks, int64_t block_size) {
   k_pool_.resize(static_cast<size_t>(L * num_blocks * block_size * Hk));
   v_pool_.resize(k_pool_.size());
   kv_bytes_ = k_pool_.bytes() + v_pool_.bytes();
+  ensure_attn_ws();
   TEMPER_LOG(info) << "cuda:" << device_ << " KV cache: " << num_blocks << " blocks of " << block_size << " positions, "
                    << static_cast<double>(kv_bytes_) / (1 << 30) << " GiB";
   clear_graphs();  // they captured the old pool's addresses
@@ -437,7 +441,18 @@ void CudaTransformer::ensure_rows(int64_t max_rows, int64_t table_capacity) {
   dec_arena_.resize(measure.off);
   Carver real{dec_arena_.data()};
   carve(real);
+  ensure_attn_ws();
   clear_graphs();  // they captured the old buffers' addresses
+}
+
+// The paged attention's split partials for every decode row at the longest table the rows can hold.
+void CudaTransformer::ensure_attn_ws() {
+  if (dec_.rows == 0 || block_size_ == 0) return;  // sized once both the rows and the pool exist
+  const int64_t want = cuda::paged_attention_workspace_floats(dec_.rows, cfg_.num_heads, cfg_.head_dim,
+                                                              dec_.table_capacity * block_size_);
+  if (static_cast<int64_t>(attn_ws_.size()) >= want) return;
+  attn_ws_.resize(static_cast<size_t>(want));
+  clear_graphs();
 }
 
 void CudaTransformer::ensure_logits(int64_t n_out) {

@@ -152,6 +152,8 @@ class CudaTransformer final : public DeviceModel {
   // decode
   CudaDecodeBuffers dec_;
   cuda::DeviceBuffer<float> k_pool_, v_pool_;
+  cuda::DeviceBuffer<float> attn_ws_;  // paged attention's split partials
+  void ensure_attn_ws();
   int64_t num_blocks_ = 0, block_size_ = 0;
   size_t kv_bytes_ = 0;
   cuda::DeviceBuffer<uint8_t> dec_arena_;
@@ -173,7 +175,8 @@ class CudaTransformer final : public DeviceModel {
     cudaGraphExec_t exec = nullptr;
   };
   std::map<int64_t, Graph> graphs_;
-  bool use_gemv_ = true;  // products of up to cuda::kGemvMaxRows rows on gemv_bf16 (TEMPER_CUDA_GEMV=0: cuBLASLt)
+  // Products of up to cuda::kGemvMaxRows rows on gemv_bf16 instead of cuBLASLt (TEMPER_CUDA_GEMV=1 / 0).
+  bool use_gemv_ = false;
 };
 
 }  // namespace temper

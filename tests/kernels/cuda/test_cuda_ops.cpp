@@ -403,13 +403,14 @@ TEST_F(CudaOps, FlashAttentionForwardBackwardMatchTheCpu) {
   }
 }
 
-TEST_F(CudaOps, PagedAttentionOverScatteredBlocksMatchesTheCpu) {
-  const int64_t H = 4, Hkv = 2, D = 64, bs = 16, blocks = 20, n = 5;
-  const int64_t row_floats = Hkv * D;
-  auto kp = random_vec(blocks * bs * row_floats, 91), vp = random_vec(blocks * bs * row_floats, 92);
-  auto q = random_vec(n * H * D, 93);
-  std::vector<int64_t> len = {1, 17, 40, 64, 33};
-  const int64_t table_stride = 4;
+// Paged attention of n query rows over scattered KV blocks, on the CPU (the reference) and the
+// device: the one-warp kernel (no workspace), then the split kernel (workspace; splits of 32 positions
+// up to 32 of them, so long rows span many splits and the merge), each with f32 and bf16 output.
+void check_paged_attention(int64_t H, int64_t Hkv, int64_t D, int64_t bs, int64_t table_stride,
+                           std::vector<int64_t> len, uint64_t seed) {
+  const int64_t n = static_cast<int64_t>(len.size()), blocks = n * table_stride + 3, row_floats = Hkv * D;
+  auto kp = random_vec(blocks * bs * row_floats, seed), vp = random_vec(blocks * bs * row_floats, seed + 1);
+  auto q = random_vec(n * H * D, seed + 2, 2.0f);
   std::vector<int32_t> tables(n * table_stride);
   for (int64_t i = 0; i < n * table_stride; ++i) tables[i] = static_cast<int32_t>((i * 7 + 3) % blocks);
   std::vector<const int32_t*> table_ptrs(n);
@@ -433,34 +434,60 @@ TEST_F(CudaOps, PagedAttentionOverScatteredBlocksMatchesTheCpu) {
   std::vector<int32_t> len32(len.begin(), len.end());
   auto dk = up(kp), dv = up(vp), dq = up(q);
   auto dt = up(tables), dl = up(len32);
-  cuda::DeviceBuffer<float> d_o(o.size());
-  cuda::PagedAttnDeviceArgs b;
-  b.n = n;
-  b.H = H;
-  b.Hkv = Hkv;
-  b.D = D;
-  b.q = dq.data();
-  b.q_stride = H * D;
-  b.o = d_o.data();
-  b.o_stride = H * D;
-  b.block_tables = dt.data();
-  b.table_stride = table_stride;
-  b.kv_len = dl.data();
-  b.k_pool = dk.data();
-  b.v_pool = dv.data();
-  b.block_size = bs;
-  cuda::paged_attention_fwd(b, nullptr);
-  EXPECT_TRUE(all_close(down(d_o), o, tolerance(Kind::reduction, 64)));
-  // The bf16 output alone (the decode path's): the same values rounded to nearest even.
-  cuda::DeviceBuffer<uint16_t> d_o16(o.size());
-  auto f32_out = down(d_o);
-  b.o = nullptr;
-  b.o16 = d_o16.data();
-  cuda::paged_attention_fwd(b, nullptr);
-  auto got16 = down(d_o16);
-  for (size_t i = 0; i < got16.size(); ++i) ASSERT_EQ(got16[i], f32_to_bf16(f32_out[i])) << "at " << i;
-  b.o16 = nullptr;
-  EXPECT_THROW(cuda::paged_attention_fwd(b, nullptr), Error);  // no output at all
+  const int64_t max_len = table_stride * bs;
+  cuda::DeviceBuffer<float> ws(static_cast<size_t>(cuda::paged_attention_workspace_floats(n, H, D, max_len)));
+  for (bool split : {false, true}) {
+    SCOPED_TRACE(split ? "split kernel" : "one-warp kernel");
+    cuda::DeviceBuffer<float> d_o(o.size());
+    cuda::PagedAttnDeviceArgs b;
+    b.n = n;
+    b.H = H;
+    b.Hkv = Hkv;
+    b.D = D;
+    b.q = dq.data();
+    b.q_stride = H * D;
+    b.o = d_o.data();
+    b.o_stride = H * D;
+    b.block_tables = dt.data();
+    b.table_stride = table_stride;
+    b.kv_len = dl.data();
+    b.k_pool = dk.data();
+    b.v_pool = dv.data();
+    b.block_size = bs;
+    if (split) {
+      b.max_len = max_len;
+      b.workspace = ws.data();
+      b.workspace_floats = static_cast<int64_t>(ws.size());
+    }
+    cuda::paged_attention_fwd(b, nullptr);
+    EXPECT_TRUE(all_close(down(d_o), o, tolerance(Kind::reduction, D)));
+    // The bf16 output alone (the decode path's): the same values rounded to nearest even.
+    cuda::DeviceBuffer<uint16_t> d_o16(o.size());
+    auto f32_out = down(d_o);
+    b.o = nullptr;
+    b.o16 = d_o16.data();
+    cuda::paged_attention_fwd(b, nullptr);
+    auto got16 = down(d_o16);
+    for (size_t i = 0; i < got16.size(); ++i) ASSERT_EQ(got16[i], f32_to_bf16(f32_out[i])) << "at " << i;
+    b.o16 = nullptr;
+    EXPECT_THROW(cuda::paged_attention_fwd(b, nullptr), Error);  // no output at all
+    if (split) {
+      b.o = d_o.data();
+      b.workspace_floats = 16;  // too small: refused, not overrun
+      EXPECT_THROW(cuda::paged_attention_fwd(b, nullptr), Error);
+    }
+  }
+}
+
+TEST_F(CudaOps, PagedAttentionOverScatteredBlocksMatchesTheCpu) {
+  check_paged_attention(4, 2, 64, 16, 4, {1, 17, 40, 64, 33}, 91);
+}
+
+// Qwen2.5-0.5B's heads (7 query heads per KV head, D 64) at rollout lengths: rows span up to 19 splits.
+TEST_F(CudaOps, PagedAttentionSplitsLongRowsAndMergesThem) {
+  check_paged_attention(14, 2, 64, 16, 40, {600, 1, 31, 33, 257, 640, 0}, 95);
+  check_paged_attention(9, 3, 64, 16, 70, {1100, 5}, 97);  // SmolLM2's heads; 1120 positions: splits of 64
+  check_paged_attention(2, 1, 36, 8, 5, {39, 2}, 99);       // D not a multiple of 32
 }
 
 // dL/dlogprob and dL/dentropy fixed per row: the gradient the fused pass must carry back.

@@ -1,5 +1,5 @@
-// Causal GQA flash attention (training) and paged decode attention (rollouts) on the device; see
-// attention.h. Scores are scaled by 1/sqrt(D); the saved lse is in those units, as on the CPU.
+// Causal GQA flash attention (training) on the device; see attention.h (paged decode attention:
+// paged_attention.cu). Scores are scaled by 1/sqrt(D); the saved lse is in those units, as on the CPU.
 #include <cmath>
 
 #include "temper/core/error.h"
@@ -222,75 +222,12 @@ __global__ void attn_dkv_kernel(kernels::AttnShape s, const float* q, const floa
   }
 }
 
-// ---- paged decode: one warp per (query row, head) ----------------------------------------------
-__global__ void paged_attn_kernel(PagedAttnDeviceArgs a, float scale) {
-  extern __shared__ float smem[];
-  const int64_t D = a.D, Dp = D + 1;
-  float* Ks = smem;  // [kTile][D + 1]
-  float* Qs = Ks + kTile * Dp;  // [D]
-  const int lane = threadIdx.x;
-  const int64_t row = blockIdx.x, h = blockIdx.y, kvh = h / (a.H / a.Hkv);
-  const int32_t* table = a.block_tables + row * a.table_stride;
-  const int64_t len = a.kv_len[row], row_floats = a.Hkv * D;
-  for (int64_t d = lane; d < D; d += 32) Qs[d] = a.q[row * a.q_stride + h * D + d];
-  float acc[kMaxDPerLane];
-  for (int c = 0; c < kMaxDPerLane; ++c) acc[c] = 0.f;
-  float m = -INFINITY, l = 0.f;
-  for (int64_t p0 = 0; p0 < len; p0 += kTile) {
-    __syncwarp();
-    for (int r = 0; r < kTile && p0 + r < len; ++r) {
-      const int64_t p = p0 + r;
-      const float* kr = a.k_pool + (int64_t{table[p / a.block_size]} * a.block_size + p % a.block_size) * row_floats + kvh * D;
-      for (int64_t d = lane; d < D; d += 32) Ks[r * Dp + d] = kr[d];
-    }
-    __syncwarp();
-    const int64_t p = p0 + lane;
-    float sc = -INFINITY;
-    if (p < len) {
-      float dot = 0.f;
-      for (int64_t d = 0; d < D; ++d) dot += Qs[d] * Ks[lane * Dp + d];
-      sc = dot * scale;
-    }
-    const float m_new = fmaxf(m, dev::warp_max(sc));
-    const float pr_own = p < len ? __expf(sc - m_new) : 0.f;
-    const float alpha = __expf(m - m_new);
-    l = l * alpha + dev::warp_sum(pr_own);
-    for (int c = 0; c < kMaxDPerLane; ++c) acc[c] *= alpha;
-    for (int r = 0; r < kTile && p0 + r < len; ++r) {
-      const float pr = __shfl_sync(0xffffffffu, pr_own, r);
-      const int64_t pp = p0 + r;
-      const float* vr = a.v_pool + (int64_t{table[pp / a.block_size]} * a.block_size + pp % a.block_size) * row_floats + kvh * D;
-      for (int c = 0; c < kMaxDPerLane; ++c) {
-        const int64_t d = lane + 32 * c;
-        if (d < D) acc[c] += pr * vr[d];
-      }
-    }
-    m = m_new;
-  }
-  const float inv = l > 0.f ? 1.f / l : 0.f;
-  for (int c = 0; c < kMaxDPerLane; ++c) {
-    const int64_t d = lane + 32 * c;
-    if (d < D) {
-      const float out = acc[c] * inv;
-      if (a.o) a.o[row * a.o_stride + h * D + d] = out;
-      if (a.o16) reinterpret_cast<__nv_bfloat16*>(a.o16)[row * a.o_stride + h * D + d] = __float2bfloat16_rn(out);
-    }
-  }
-}
-
 void check_shape(const kernels::AttnShape& s) {
   TEMPER_CHECK(s.D > 0 && s.D <= 32 * kMaxDPerLane) << "CUDA attention: head dim " << s.D << " outside [1, 256]";
   TEMPER_CHECK(s.Hkv > 0 && s.H % s.Hkv == 0) << "CUDA attention: " << s.H << " heads not a multiple of " << s.Hkv
                                               << " KV heads";
 }
 
-template <class K>
-void launch(K kernel, dim3 grid, dim3 block, size_t smem, cudaStream_t st, const char* name, auto... args) {
-  if (smem > 48 * 1024) TEMPER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                               static_cast<int>(smem)));
-  kernel<<<grid, block, smem, st>>>(args...);
-  check_launch(name, __FILE__, __LINE__);
-}
 
 }  // namespace
 
@@ -301,7 +238,7 @@ void attention_fwd(const kernels::AttnShape& s, const float* q, const float* k, 
   const float scale = 1.f / std::sqrt(static_cast<float>(s.D));
   dim3 grid(static_cast<unsigned>((s.T + kWarps - 1) / kWarps), static_cast<unsigned>(s.H), static_cast<unsigned>(s.B));
   const size_t smem = sizeof(float) * (kTile * (s.D + 1) + kTile * s.D + kWarps * s.D);
-  launch(attn_fwd_kernel, grid, dim3(kWarps * 32), smem, st, "attention_fwd", s, q, k, v, o, lse, scale);
+  dev::launch(attn_fwd_kernel, grid, dim3(kWarps * 32), smem, st, "attention_fwd", s, q, k, v, o, lse, scale);
 }
 
 void attention_bwd(const kernels::AttnShape& s, const float* q, const float* k, const float* v, const float* o,
@@ -310,26 +247,16 @@ void attention_bwd(const kernels::AttnShape& s, const float* q, const float* k, 
   if (s.B * s.T == 0) return;
   const float scale = 1.f / std::sqrt(static_cast<float>(s.D));
   const int64_t rows = s.B * s.H * s.T;
-  launch(attn_delta_kernel, dim3(static_cast<unsigned>((rows + kWarps - 1) / kWarps)), dim3(kWarps * 32), 0, st,
+  dev::launch(attn_delta_kernel, dim3(static_cast<unsigned>((rows + kWarps - 1) / kWarps)), dim3(kWarps * 32), 0, st,
          "attention_delta", s, o, dout, delta);
   dim3 grid_q(static_cast<unsigned>((s.T + kWarps - 1) / kWarps), static_cast<unsigned>(s.H), static_cast<unsigned>(s.B));
   const size_t smem_q = sizeof(float) * (2 * kTile * (s.D + 1) + 2 * kWarps * s.D);
-  launch(attn_dq_kernel, grid_q, dim3(kWarps * 32), smem_q, st, "attention_dq", s, q, k, v, lse, delta, dout, dq, scale);
+  dev::launch(attn_dq_kernel, grid_q, dim3(kWarps * 32), smem_q, st, "attention_dq", s, q, k, v, lse, delta, dout, dq, scale);
   dim3 grid_kv(static_cast<unsigned>((s.T + kWarps - 1) / kWarps), static_cast<unsigned>(s.Hkv),
                static_cast<unsigned>(s.B));
   const size_t smem_kv = sizeof(float) * (2 * kTile * (s.D + 1) + 2 * kTile + 2 * kWarps * s.D);
-  launch(attn_dkv_kernel, grid_kv, dim3(kWarps * 32), smem_kv, st, "attention_dkv", s, q, k, v, lse, delta, dout, dk,
+  dev::launch(attn_dkv_kernel, grid_kv, dim3(kWarps * 32), smem_kv, st, "attention_dkv", s, q, k, v, lse, delta, dout, dk,
          dv, scale);
-}
-
-void paged_attention_fwd(const PagedAttnDeviceArgs& a, cudaStream_t st) {
-  TEMPER_CHECK(a.D > 0 && a.D <= 32 * kMaxDPerLane) << "CUDA paged attention: head dim " << a.D << " outside [1, 256]";
-  TEMPER_CHECK(a.Hkv > 0 && a.H % a.Hkv == 0) << "CUDA paged attention: heads " << a.H << " vs KV heads " << a.Hkv;
-  TEMPER_CHECK(a.o || a.o16) << "CUDA paged attention: no output";
-  if (a.n == 0) return;
-  const size_t smem = sizeof(float) * (kTile * (a.D + 1) + a.D);
-  launch(paged_attn_kernel, dim3(static_cast<unsigned>(a.n), static_cast<unsigned>(a.H)), dim3(32), smem, st,
-         "paged_attention_fwd", a, 1.f / std::sqrt(static_cast<float>(a.D)));
 }
 
 }  // namespace temper::cuda

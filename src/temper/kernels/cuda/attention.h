@@ -3,7 +3,8 @@
 // layouts and AttnShape of kernels/attention.h; dq, dk, dv overwritten). Rollouts: attention of new
 // query rows over the paged KV cache (kernels/paged_attention.h), block tables as one [n, max_blocks]
 // int32 array. f32, one warp per query row (or key row in the dK/dV pass), K/V tiles of 32 rows in
-// shared memory, online softmax; D up to 256. Leaves out: tensor-core (wgmma) tiles, bf16 inputs.
+// shared memory, online softmax; D up to 256; the paged kernel splits long contexts over blocks
+// (paged_attention.cu). Leaves out: tensor-core (wgmma) tiles, bf16 inputs.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -34,7 +35,14 @@ struct PagedAttnDeviceArgs {
   const float* k_pool = nullptr;    // one layer: block b's rows at k_pool + b * block_size * Hkv * D
   const float* v_pool = nullptr;
   int64_t block_size = 0;
+  // Split over positions (flash-decoding) when given: the most positions a row's table can address
+  // (table_stride * block_size) and scratch of paged_attention_workspace_floats(n, H, D, max_len).
+  int64_t max_len = 0;
+  float* workspace = nullptr;
+  int64_t workspace_floats = 0;
 };
+int64_t paged_attention_workspace_floats(int64_t n, int64_t H, int64_t D, int64_t max_len);
+// Graph-capturable: the launch shapes depend on n and max_len, not on the rows' lengths.
 void paged_attention_fwd(const PagedAttnDeviceArgs& a, cudaStream_t st);
 
 }  // namespace temper::cuda

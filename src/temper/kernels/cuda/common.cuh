@@ -67,6 +67,15 @@ __device__ inline float block_max(float v, float* shared) {
   return warp_max(r);
 }
 
+// Launches kernel, first raising its dynamic shared-memory limit when smem is past the default 48 KiB.
+template <class K, class... Args>
+void launch(K kernel, dim3 grid, dim3 block, size_t smem, cudaStream_t st, const char* name, Args... args) {
+  if (smem > 48 * 1024)
+    TEMPER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  kernel<<<grid, block, smem, st>>>(args...);
+  check_launch(name, __FILE__, __LINE__);
+}
+
 inline unsigned blocks_for(int64_t n, int threads) {
   int64_t b = (n + threads - 1) / threads;
   return static_cast<unsigned>(b < 1 ? 1 : (b > 65535 * 32 ? 65535 * 32 : b));

@@ -7,6 +7,7 @@ namespace temper::cuda {
 namespace {
 
 constexpr int kWarps = 8;
+constexpr int kBatch = 4;  // 16-byte weight loads per lane issued together (a K of 896 takes one batch)
 
 __device__ __forceinline__ void unpack8(const uint4& u, float* f) {
   const uint32_t w[4] = {u.x, u.y, u.z, u.w};
@@ -29,16 +30,27 @@ __global__ void gemv_kernel(int64_t N, int64_t K, const uint16_t* __restrict__ x
     float acc[M];
 #pragma unroll
     for (int m = 0; m < M; ++m) acc[m] = 0.f;
-#pragma unroll 4
-    for (int64_t k8 = lane; k8 < K8; k8 += 32) {
-      float wf[8];
-      unpack8(__ldg(w4 + k8), wf);
+    for (int64_t base = lane; base < K8; base += 32 * kBatch) {
+      uint4 wv[kBatch];  // kBatch weight loads in flight before the first use
 #pragma unroll
-      for (int m = 0; m < M; ++m) {
-        float xf[8];
-        unpack8(__ldg(x4 + m * K8 + k8), xf);
+      for (int u = 0; u < kBatch; ++u) {
+        const int64_t k8 = base + 32 * u;
+        wv[u] = k8 < K8 ? __ldg(w4 + k8) : make_uint4(0, 0, 0, 0);
+      }
 #pragma unroll
-        for (int i = 0; i < 8; ++i) acc[m] = fmaf(xf[i], wf[i], acc[m]);
+      for (int u = 0; u < kBatch; ++u) {
+        const int64_t k8 = base + 32 * u;
+        if (k8 < K8) {
+          float wf[8];
+          unpack8(wv[u], wf);
+#pragma unroll
+          for (int m = 0; m < M; ++m) {
+            float xf[8];
+            unpack8(__ldg(x4 + m * K8 + k8), xf);
+#pragma unroll
+            for (int i = 0; i < 8; ++i) acc[m] = fmaf(xf[i], wf[i], acc[m]);
+          }
+        }
       }
     }
 #pragma unroll
