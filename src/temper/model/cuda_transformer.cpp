@@ -54,7 +54,7 @@ CudaTransformer::CudaTransformer(const ModelConfig& cfg, int device) : cfg_(cfg)
   TEMPER_CUDA_CHECK(cudaSetDevice(device));
   TEMPER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   blas_ = std::make_unique<cuda::Blas>(stream_);
-  if (const char* e = std::getenv("TEMPER_CUDA_GEMV"); e && *e) use_gemv_ = std::string(e) != "0";  // A/B runs
+  if (const char* e = std::getenv("TEMPER_CUDA_GEMV"); e && *e) gemv_rows_ = std::atoi(e);  // A/B runs
   const size_t n = static_cast<size_t>(layout_.total());
   params_.resize(n);
   grads_.resize(n);
@@ -194,7 +194,7 @@ void CudaTransformer::plan(int64_t max_tokens, int64_t max_seq) {
 
 void CudaTransformer::linear(int64_t N, int64_t out, int64_t in, const uint16_t* x, int64_t w, float beta, float* y,
                              const float* bias, const float* addend) {
-  if (use_gemv_ && cuda::gemv_fits(N, in, x, w16(w)))  // decode-sized: a bandwidth-bound warp per output
+  if (N <= gemv_rows_ && cuda::gemv_fits(N, in, x, w16(w)))  // decode-sized: a warp per output column
     return cuda::gemv_bf16(N, out, in, x, w16(w), bias, beta, addend, y, stream_);
   cuda::GemmArgs g = cuda::gemm_args(false, true, N, out, in, x, in, w16(w), in, beta, y, out);
   g.bias = bias;

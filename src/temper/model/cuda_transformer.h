@@ -175,8 +175,9 @@ class CudaTransformer final : public DeviceModel {
     cudaGraphExec_t exec = nullptr;
   };
   std::map<int64_t, Graph> graphs_;
-  // Products of up to cuda::kGemvMaxRows rows on gemv_bf16 instead of cuBLASLt (TEMPER_CUDA_GEMV=1 / 0).
-  bool use_gemv_ = false;
+  // Products of at most this many rows on gemv_bf16 instead of cuBLASLt (TEMPER_CUDA_GEMV=N, 0..8; 0: never).
+  // 2 by measurement on an H200 (docs/CUDA.md): 8% faster decode steps at 1 row, level at 2, slower from 4.
+  int64_t gemv_rows_ = 2;
 };
 
 }  // namespace temper
