@@ -163,6 +163,7 @@ void CudaTransformer::plan(int64_t max_tokens, int64_t max_seq) {
     do_ = c.take<float>(N * Hq);
     dqkv_ = c.take<float>(N * QKV);
     delta_ = c.take<float>(N * H);
+    dkv_ws_ = H == cfg_.num_kv_heads ? nullptr : c.take<float>(2 * N * Hq);  // per-head dK/dV partials
     lp_ = c.take<float>(N);
     ent_ = c.take<float>(N);
     xf16_ = c.take<uint16_t>(N * C);
@@ -303,7 +304,7 @@ void CudaTransformer::layer_backward(int64_t l, const Acts& a, float* dx, int64_
   grad_weight(C, Hq, a.o16, o.w_o);
   kernels::AttnShape sh{B, T, H, Hkv, D, QKV, QKV, Hq};
   cuda::attention_bwd(sh, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse, do_, dqkv_, dqkv_ + Hq, dqkv_ + Hq + Hk,
-                      delta_, s);
+                      delta_, s, dkv_ws_);
   cuda::rope_bwd(dqkv_, pos_, rope_cos_.data(), rope_sin_.data(), N, H, D, QKV, s);
   cuda::rope_bwd(dqkv_ + Hq, pos_, rope_cos_.data(), rope_sin_.data(), N, Hkv, D, QKV, s);
   if (cfg_.qkv_bias) cuda::column_sum_add(dqkv_, N, QKV, QKV, G + o.b_qkv, colsum_, s);

@@ -147,6 +147,7 @@ class CudaTransformer final : public DeviceModel {
         *dgu_ = nullptr, *do_ = nullptr, *dqkv_ = nullptr, *delta_ = nullptr, *lp_ = nullptr, *ent_ = nullptr;
   uint16_t *xf16_ = nullptr, *d16_ = nullptr;
   float* colsum_ = nullptr;  // column reductions (norm-weight and bias gradients)
+  float* dkv_ws_ = nullptr;  // attention backward's per-query-head dK/dV partials (grouped-query models)
   int32_t *tokens_ = nullptr, *targets_ = nullptr, *pos_ = nullptr;
   std::unique_ptr<cuda::ClassifierWorkspace> cls_ws_;
   // decode

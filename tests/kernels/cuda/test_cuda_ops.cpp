@@ -376,7 +376,10 @@ struct AttnCase {
 };
 
 TEST_F(CudaOps, FlashAttentionForwardBackwardMatchTheCpu) {
-  for (AttnCase c : {AttnCase{2, 70, 4, 2, 32}, AttnCase{1, 45, 6, 6, 64}, AttnCase{2, 33, 2, 1, 128}}) {
+  // T not a multiple of the 32-row blocks; Qwen2.5-0.5B's heads over 200 tokens; D of 32, 64, 128, 200
+  // (up to 8 channels per lane); a KV row stride that is not a multiple of 4 (the scalar tile loads).
+  for (AttnCase c : {AttnCase{2, 70, 4, 2, 32}, AttnCase{1, 45, 6, 6, 64}, AttnCase{2, 33, 2, 1, 128},
+                     AttnCase{1, 200, 14, 2, 64}, AttnCase{1, 40, 3, 1, 200}, AttnCase{1, 37, 3, 3, 18}}) {
     SCOPED_TRACE("T " + std::to_string(c.T) + " D " + std::to_string(c.D));
     // fused-QKV layout: q, k, v are column blocks of one [B*T, (H + 2 Hkv) D] buffer
     const int64_t qkv = (c.H + 2 * c.Hkv) * c.D, rows = c.B * c.T;
@@ -400,6 +403,13 @@ TEST_F(CudaOps, FlashAttentionForwardBackwardMatchTheCpu) {
                         ddo.data(), d_grad.data(), d_grad.data() + c.H * c.D, d_grad.data() + (c.H + c.Hkv) * c.D,
                         d_delta.data(), nullptr);
     EXPECT_TRUE(all_close(down(d_grad), dbuf, tolerance(Kind::reduction, c.T * c.D)));
+    // The dK/dV pass per query head with the ordered sum over each group (the model's path).
+    cuda::DeviceBuffer<float> ws(static_cast<size_t>(std::max<int64_t>(1, cuda::attention_bwd_workspace_floats(s))));
+    auto d_grad2 = up(std::vector<float>(rows * qkv, 0.f));
+    cuda::attention_bwd(s, dq.data(), dq.data() + c.H * c.D, dq.data() + (c.H + c.Hkv) * c.D, d_o.data(), d_lse.data(),
+                        ddo.data(), d_grad2.data(), d_grad2.data() + c.H * c.D, d_grad2.data() + (c.H + c.Hkv) * c.D,
+                        d_delta.data(), nullptr, ws.data());
+    EXPECT_TRUE(all_close(down(d_grad2), dbuf, tolerance(Kind::reduction, c.T * c.D)));
   }
 }
 

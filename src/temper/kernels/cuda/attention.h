@@ -18,9 +18,13 @@ namespace temper::cuda {
 // lse [B, H, T]
 void attention_fwd(const kernels::AttnShape& s, const float* q, const float* k, const float* v, float* o, float* lse,
                    cudaStream_t st);
-// delta: [B, H, T] scratch (rowsum(dO * O)).
+// delta: [B, H, T] scratch (rowsum(dO * O)). dkv_partial (optional, attention_bwd_workspace_floats(s)
+// floats): with it the dK/dV pass runs a block per query head instead of per KV head and adds the
+// group's heads in a second, ordered pass (the same sums; more parallel when H > Hkv).
+int64_t attention_bwd_workspace_floats(const kernels::AttnShape& s);
 void attention_bwd(const kernels::AttnShape& s, const float* q, const float* k, const float* v, const float* o,
-                   const float* lse, const float* dout, float* dq, float* dk, float* dv, float* delta, cudaStream_t st);
+                   const float* lse, const float* dout, float* dq, float* dk, float* dv, float* delta, cudaStream_t st,
+                   float* dkv_partial = nullptr);
 
 struct PagedAttnDeviceArgs {
   int64_t n = 0, H = 0, Hkv = 0, D = 0;
