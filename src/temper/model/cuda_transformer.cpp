@@ -380,12 +380,13 @@ double CudaTransformer::adamw_step(const kernels::AdamWConfig& c, float lr, int6
   cuda::copy_to_host(&sumsq, norm_out_.data(), sizeof(double), stream_);
   const double norm = std::sqrt(sumsq);
   if (!std::isfinite(norm)) return norm;  // the caller skips and counts the step, as on the CPU
+  float grad_scale = 1.f;  // clipping, applied inside the AdamW pass (the gradients stay as they are)
   if (max_grad_norm > 0) {
     const double coef = max_grad_norm / (norm + 1e-6);
-    if (coef < 1.0) cuda::scale(grads_.data(), n, static_cast<float>(coef), stream_);
+    if (coef < 1.0) grad_scale = static_cast<float>(coef);
   }
   cuda::adamw_step(params_.data(), grads_.data(), m_.data(), v_.data(), n, lr, c.beta1, c.beta2, c.eps, c.weight_decay,
-                   step, params16_.data(), stream_);
+                   step, params16_.data(), stream_, grad_scale);
   return norm;
 }
 

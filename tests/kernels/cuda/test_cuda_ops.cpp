@@ -215,31 +215,35 @@ TEST_F(CudaOps, GemvMatchesTheProductAtEveryRowCount) {
 }
 
 TEST_F(CudaOps, RmsNormForwardBackwardF32AndBf16) {
-  const int64_t N = 301, C = 300;  // 3 row chunks, the last partial
-  auto x = random_vec(N * C, 11), w = random_vec(C, 12), dy = random_vec(N * C, 13);
-  std::vector<float> y(N * C), rstd(N), dx(N * C), dw(C, 0.5f);
-  kernels::rmsnorm_fwd(x.data(), w.data(), y.data(), rstd.data(), N, C, 1e-6f);
-  kernels::rmsnorm_bwd(dy.data(), x.data(), w.data(), rstd.data(), dx.data(), dw.data(), N, C);
-  auto dx_ = up(x), dw_ = up(w), ddy = up(dy);
-  cuda::DeviceBuffer<float> dyo(N * C), drstd(N), ddx(N * C);
-  auto ddw = up(std::vector<float>(C, 0.5f));
-  cuda::rmsnorm_fwd(dx_.data(), dw_.data(), dyo.data(), drstd.data(), N, C, 1e-6f, nullptr);
-  cuda::DeviceBuffer<float> ws(cuda::column_workspace(N, C));
-  cuda::rmsnorm_bwd(ddy.data(), dx_.data(), dw_.data(), drstd.data(), ddx.data(), ddw.data(), N, C, false, ws.data(), nullptr);
-  EXPECT_TRUE(all_close(down(dyo), y, tolerance(Kind::reduction, C)));
-  EXPECT_TRUE(all_close(down(drstd), rstd, tolerance(Kind::reduction, C)));
-  EXPECT_TRUE(all_close(down(ddx), dx, tolerance(Kind::reduction, C)));
-  EXPECT_TRUE(all_close(down(ddw), dw, tolerance(Kind::reduction, N)));
-  // bf16 activations: the CPU kernel on the rounded input, output rounded.
-  auto xr = round_bf16(x);
-  kernels::rmsnorm_fwd(xr.data(), w.data(), y.data(), rstd.data(), N, C, 1e-6f);
-  auto dx16 = up(to_bf16(x));
-  cuda::DeviceBuffer<uint16_t> dy16(N * C);
-  cuda::rmsnorm_fwd(dx16.data(), dw_.data(), dy16.data(), drstd.data(), N, C, 1e-6f, nullptr);
-  auto got16 = down(dy16);
-  std::vector<float> got(got16.size());
-  for (size_t i = 0; i < got.size(); ++i) got[i] = bf16_to_f32(got16[i]);
-  EXPECT_TRUE(all_close(got, y, tolerance(Kind::bf16)));
+  // 3 row chunks, the last partial; 300 channels: a warp per row forward, 1,500: a block per row
+  for (int64_t C : {int64_t{300}, int64_t{1500}}) {
+    SCOPED_TRACE("C " + std::to_string(C));
+    const int64_t N = 301;
+    auto x = random_vec(N * C, 11), w = random_vec(C, 12), dy = random_vec(N * C, 13);
+    std::vector<float> y(N * C), rstd(N), dx(N * C), dw(C, 0.5f);
+    kernels::rmsnorm_fwd(x.data(), w.data(), y.data(), rstd.data(), N, C, 1e-6f);
+    kernels::rmsnorm_bwd(dy.data(), x.data(), w.data(), rstd.data(), dx.data(), dw.data(), N, C);
+    auto dx_ = up(x), dw_ = up(w), ddy = up(dy);
+    cuda::DeviceBuffer<float> dyo(N * C), drstd(N), ddx(N * C);
+    auto ddw = up(std::vector<float>(C, 0.5f));
+    cuda::rmsnorm_fwd(dx_.data(), dw_.data(), dyo.data(), drstd.data(), N, C, 1e-6f, nullptr);
+    cuda::DeviceBuffer<float> ws(cuda::column_workspace(N, C));
+    cuda::rmsnorm_bwd(ddy.data(), dx_.data(), dw_.data(), drstd.data(), ddx.data(), ddw.data(), N, C, false, ws.data(), nullptr);
+    EXPECT_TRUE(all_close(down(dyo), y, tolerance(Kind::reduction, C)));
+    EXPECT_TRUE(all_close(down(drstd), rstd, tolerance(Kind::reduction, C)));
+    EXPECT_TRUE(all_close(down(ddx), dx, tolerance(Kind::reduction, C)));
+    EXPECT_TRUE(all_close(down(ddw), dw, tolerance(Kind::reduction, N)));
+    // bf16 activations: the CPU kernel on the rounded input, output rounded.
+    auto xr = round_bf16(x);
+    kernels::rmsnorm_fwd(xr.data(), w.data(), y.data(), rstd.data(), N, C, 1e-6f);
+    auto dx16 = up(to_bf16(x));
+    cuda::DeviceBuffer<uint16_t> dy16(N * C);
+    cuda::rmsnorm_fwd(dx16.data(), dw_.data(), dy16.data(), drstd.data(), N, C, 1e-6f, nullptr);
+    auto got16 = down(dy16);
+    std::vector<float> got(got16.size());
+    for (size_t i = 0; i < got.size(); ++i) got[i] = bf16_to_f32(got16[i]);
+    EXPECT_TRUE(all_close(got, y, tolerance(Kind::bf16)));
+  }
 }
 
 TEST_F(CudaOps, ColumnSumsOverRowChunksAreTheBiasGradient) {
@@ -352,10 +356,17 @@ TEST_F(CudaOps, AdamWStepsAndGradNormMatchTheCpu) {
   kernels::AdamWConfig c;
   for (int64_t step = 1; step <= 3; ++step) {
     auto g = random_vec(n, 60 + step);
-    kernels::adamw_step(pc.data(), g.data(), mc.data(), vc.data(), n, c, 1e-3f, step);
+    // step 3 clipped: the CPU on gradients scaled in place, the device scaling inside its pass
+    const float gs = step == 3 ? 0.25f : 1.f;
+    auto g_scaled = g;
+    for (float& x : g_scaled) x *= gs;
+    kernels::adamw_step(pc.data(), g_scaled.data(), mc.data(), vc.data(), n, c, 1e-3f, step);
     auto dg = up(g);
     cuda::adamw_step(dp.data(), dg.data(), dm.data(), dv.data(), n, 1e-3f, c.beta1, c.beta2, c.eps, c.weight_decay, step,
-                     p16.data(), nullptr);
+                     p16.data(), nullptr, gs);
+    if (step == 3) {
+      EXPECT_EQ(down(dg), g);  // the gradient itself is left as it is
+    }
   }
   auto got = down(dp);
   EXPECT_TRUE(all_close(got, pc, tolerance(Kind::elementwise, 1, 8)));

@@ -82,10 +82,12 @@ void kv_write(const float* k, const float* v, int64_t ld, const int32_t* pos, co
 void decode_advance(const int32_t* drawn, int32_t* tokens, int32_t* pos, int32_t* kv_len, int64_t n, cudaStream_t s);
 
 // AdamW (torch.optim.AdamW) on fp32 master weights p with moments m, v; when p_bf16 is given the
-// updated weights are also written rounded to bf16 (the compute copy). step counts from 1.
+// updated weights are also written rounded to bf16 (the compute copy). step counts from 1. The
+// update uses g * grad_scale (clipping without a pass over g; g itself is left as it is).
 void adamw_step(float* p, const float* g, float* m, float* v, int64_t n, float lr, float beta1, float beta2, float eps,
-                float weight_decay, int64_t step, uint16_t* p_bf16, cudaStream_t s);
-// Sum of squares of g in fixed blocks, then the blocks in order (double); workspace: grad_norm_workspace(n) doubles.
+                float weight_decay, int64_t step, uint16_t* p_bf16, cudaStream_t s, float grad_scale = 1.f);
+// Sum of squares of g in fixed blocks, then the blocks in a fixed order (double); workspace:
+// grad_norm_workspace(n) doubles.
 int64_t grad_norm_workspace(int64_t n);
 void grad_sumsq(const float* g, int64_t n, double* workspace, double* out, cudaStream_t s);  // out: device double
 void scale(float* x, int64_t n, float factor, cudaStream_t s);
