@@ -215,7 +215,7 @@ TEST_F(CudaOps, GemvMatchesTheProductAtEveryRowCount) {
 }
 
 TEST_F(CudaOps, RmsNormForwardBackwardF32AndBf16) {
-  // 3 row chunks, the last partial; 300 channels: a warp per row forward, 1,500: a block per row
+  // 3 row chunks, the last partial; rows narrower and wider than the 256 threads of a row
   for (int64_t C : {int64_t{300}, int64_t{1500}}) {
     SCOPED_TRACE("C " + std::to_string(C));
     const int64_t N = 301;

@@ -1,5 +1,4 @@
-// RMSNorm forward/backward on the device: a warp per row up to 1,024 channels (else a block per
-// row) forward, a block per row backward; the weight gradient in a separate
+// RMSNorm forward/backward on the device: one block per row; the weight gradient in a separate
 // column pass (thread per channel, rows in order), so it is deterministic without atomics.
 // Formulas as kernels/rmsnorm.h (HF LlamaRMSNorm).
 #include "temper/kernels/cuda/common.cuh"
@@ -25,51 +24,6 @@ __global__ void rmsnorm_fwd_kernel(const Tin* x, const float* w, Tout* y, float*
   const float r = rsqrtf(ss / static_cast<float>(C) + eps);
   if (threadIdx.x == 0) rstd[row] = r;
   for (int64_t c = threadIdx.x; c < C; c += blockDim.x) dev::st(yr, c, dev::ld(xr, c) * r * w[c]);
-}
-
-// Rows of up to kWarpRowMax channels: a warp per row holding its values in registers (every load in
-// flight at once, shuffles instead of block barriers); decode's rows are 576-1024 channels.
-constexpr int kPerLane = 32, kWarpRowMax = 32 * kPerLane;
-
-template <class Tin, class Tout>
-__global__ void rmsnorm_fwd_warp_kernel(const Tin* x, const float* w, Tout* y, float* rstd, int64_t N, int64_t C,
-                                        float eps) {
-  const int lane = threadIdx.x & 31;
-  const int64_t row = blockIdx.x * int64_t{blockDim.x / 32} + (threadIdx.x >> 5);
-  if (row >= N) return;
-  const Tin* xr = x + row * C;
-  float xs[kPerLane];
-  float ss = 0.f;
-#pragma unroll
-  for (int k = 0; k < kPerLane; ++k) {
-    const int64_t c = lane + 32 * k;
-    xs[k] = c < C ? dev::ld(xr, c) : 0.f;
-  }
-#pragma unroll
-  for (int k = 0; k < kPerLane; ++k) ss += xs[k] * xs[k];
-  ss = dev::warp_sum(ss);
-  const float r = rsqrtf(ss / static_cast<float>(C) + eps);
-  if (lane == 0) rstd[row] = r;
-  Tout* yr = y + row * C;
-#pragma unroll
-  for (int k = 0; k < kPerLane; ++k) {
-    const int64_t c = lane + 32 * k;
-    if (c < C) dev::st(yr, c, xs[k] * r * w[c]);
-  }
-}
-
-template <class Tin, class Tout>
-void rmsnorm_fwd_any(const Tin* x, const float* w, Tout* y, float* rstd, int64_t N, int64_t C, float eps,
-                     cudaStream_t s) {
-  if (N <= 0) return;
-  if (C <= kWarpRowMax) {
-    constexpr int kRowsPerBlock = 4;
-    rmsnorm_fwd_warp_kernel<Tin, Tout><<<static_cast<unsigned>((N + kRowsPerBlock - 1) / kRowsPerBlock),
-                                         32 * kRowsPerBlock, 0, s>>>(x, w, y, rstd, N, C, eps);
-  } else {
-    rmsnorm_fwd_kernel<Tin, Tout><<<static_cast<unsigned>(N), kThreads, 0, s>>>(x, w, y, rstd, C, eps);
-  }
-  TEMPER_CUDA_LAUNCHED("rmsnorm_fwd");
 }
 
 // dx = r * w * dy - x * r^3 / C * sum_j (w_j dy_j x_j)
@@ -106,15 +60,22 @@ __global__ void rmsnorm_bwd_dw_partial_kernel(const float* dy, const float* x, c
 
 void rmsnorm_fwd(const float* x, const float* w, float* y, float* rstd, int64_t N, int64_t C, float eps,
                  cudaStream_t s) {
-  rmsnorm_fwd_any(x, w, y, rstd, N, C, eps, s);
+  if (N <= 0) return;
+  rmsnorm_fwd_kernel<float, float><<<static_cast<unsigned>(N), kThreads, 0, s>>>(x, w, y, rstd, C, eps);
+  TEMPER_CUDA_LAUNCHED("rmsnorm_fwd");
 }
 void rmsnorm_fwd(const uint16_t* x, const float* w, uint16_t* y, float* rstd, int64_t N, int64_t C, float eps,
                  cudaStream_t s) {
-  rmsnorm_fwd_any(dev::bf(x), w, dev::bf(y), rstd, N, C, eps, s);
+  if (N <= 0) return;
+  rmsnorm_fwd_kernel<__nv_bfloat16, __nv_bfloat16>
+      <<<static_cast<unsigned>(N), kThreads, 0, s>>>(dev::bf(x), w, dev::bf(y), rstd, C, eps);
+  TEMPER_CUDA_LAUNCHED("rmsnorm_fwd_bf16");
 }
 void rmsnorm_fwd(const float* x, const float* w, uint16_t* y, float* rstd, int64_t N, int64_t C, float eps,
                  cudaStream_t s) {
-  rmsnorm_fwd_any(x, w, dev::bf(y), rstd, N, C, eps, s);
+  if (N <= 0) return;
+  rmsnorm_fwd_kernel<float, __nv_bfloat16><<<static_cast<unsigned>(N), kThreads, 0, s>>>(x, w, dev::bf(y), rstd, C, eps);
+  TEMPER_CUDA_LAUNCHED("rmsnorm_fwd_f32_bf16");
 }
 void rmsnorm_bwd(const float* dy, const float* x, const float* w, const float* rstd, float* dx, float* dw, int64_t N,
                  int64_t C, bool accumulate_dx, float* workspace, cudaStream_t s) {
