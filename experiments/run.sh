@@ -6,7 +6,8 @@
 # section (source = "model") get as teacher.path.
 # Without sft.toml the arms start from the model.path their recipes name.
 # Usage: experiments/run.sh NAME [SEEDS (default "1 2 3")] [JOBS (default 1)]
-#   env TEMPER (default build/bin/temper), OUT (default runs/experiments/NAME), THREADS (per run, default 2/JOBS)
+#   env TEMPER (default build/bin/temper), OUT (default runs/experiments/NAME), THREADS (per run, default 2/JOBS),
+#   ARMS (the arms to run, default the experiment's `arms` file)
 set -euo pipefail
 name=${1:?usage: experiments/run.sh NAME [SEEDS] [JOBS]}
 seeds=${2:-"1 2 3"}
@@ -47,7 +48,7 @@ run_arm() {  # arm seed
     "${extra[@]}" > "$run.log" 2>&1 && echo "   $1 seed $2: $(tail -1 "$run.log")"
 }
 pids=()
-for arm in $(cat "$dir/arms"); do
+for arm in ${ARMS:-$(cat "$dir/arms")}; do
   for s in $seeds; do
     run_arm "$arm" "$s" &
     pids+=($!)
@@ -57,7 +58,7 @@ done
 for p in "${pids[@]}"; do wait "$p"; done
 
 args=()
-for arm in $(cat "$dir/arms"); do for s in $seeds; do args+=("$arm=$out/$arm-s$s"); done; done
+for arm in ${ARMS:-$(cat "$dir/arms")}; do for s in $seeds; do args+=("$arm=$out/$arm-s$s"); done; done
 metrics=()
 while read -r m || [ -n "$m" ]; do [ -n "$m" ] && metrics+=(--metric "$m"); done < "$dir/metrics"
 "$temper" compare --out "$out/compare" --title "$name" --smooth 10 "${metrics[@]}" "${args[@]}"

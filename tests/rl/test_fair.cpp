@@ -58,6 +58,50 @@ TEST(Fair, PreferencesLieOnTheSimplexGridAndReachTheExtremes) {
   EXPECT_EQ(Fair(c).sample_preference(0, 5), c.fixed);
 }
 
+// rl.fair.concentration: Dirichlet draws rounded to the grid. On the grid, summing to 1, reproducible;
+// their mean is the Dirichlet's (alpha / sum alpha) within sampling and rounding error; a small
+// concentration piles the draws at that objective's zero end: brevity lands on 0 or 0.05 when the
+// draw is under 0.075 (rounding to the nearest grid point), P = 0.40 under Beta(0.5, 2).
+TEST(Fair, DirichletPreferencesTiltTheSamplingAndStayOnTheGrid) {
+  FairConfig c;
+  c.concentration = {2.0, 0.5};
+  Fair f(c);
+  MethodEnv env;
+  env.seed = 5;
+  f.attach(env);
+  const int n = 20000;
+  double mean_c = 0;
+  int brief_low = 0, extremes = 0;
+  for (int i = 0; i < n; ++i) {
+    std::vector<double> w = f.sample_preference(3, static_cast<uint64_t>(i));
+    ASSERT_EQ(w.size(), 2u);
+    EXPECT_NEAR(w[0] + w[1], 1, 1e-12);
+    EXPECT_NEAR(w[0] * 20, std::round(w[0] * 20), 1e-9);
+    mean_c += w[0] / n;
+    brief_low += w[1] < 0.1;  // 0 or 0.05 on the grid
+    extremes += w[0] == 0.0 || w[0] == 1.0;
+  }
+  EXPECT_NEAR(mean_c, 0.8, 0.01);               // 2 / 2.5
+  EXPECT_NEAR(brief_low / double(n), 0.40, 0.015);
+  EXPECT_GT(extremes, 0);
+  EXPECT_EQ(f.sample_preference(3, 17), f.sample_preference(3, 17));
+  int differ = 0;  // another step, other draws
+  for (uint64_t i = 0; i < 200; ++i) differ += f.sample_preference(3, i) != f.sample_preference(4, i);
+  EXPECT_GT(differ, 100);
+  // Three objectives, equal concentrations: every mean 1/3.
+  FairConfig c3;
+  c3.objectives = {"correct", "brevity", "format"};
+  c3.concentration = {1.0, 1.0, 1.0};
+  Fair f3(c3);
+  f3.attach(env);
+  std::vector<double> mean(3, 0.0);
+  for (int i = 0; i < n; ++i) {
+    auto w = f3.sample_preference(1, static_cast<uint64_t>(i));
+    for (int k = 0; k < 3; ++k) mean[k] += w[k] / n;
+  }
+  for (double m : mean) EXPECT_NEAR(m, 1.0 / 3, 0.01);
+}
+
 TEST(Fair, ThePreferenceIsWrittenBeforeTheQuestion) {
   tasks::Problem p;
   p.prompt = "2+2=";
@@ -118,6 +162,14 @@ TEST(Fair, BadSettingsAreNamed) {
   c.fixed = {};
   c.sft_targets = "often";
   EXPECT_NE(msg(c).find("rl.fair.sft_targets"), std::string::npos);
+  c.sft_targets = "same";
+  c.concentration = {1.0};
+  EXPECT_NE(msg(c).find("rl.fair.concentration: 1 values for 2"), std::string::npos);
+  c.concentration = {1.0, 0.0};
+  EXPECT_NE(msg(c).find("must be > 0"), std::string::npos);
+  c.concentration = {1.0, 1.0};
+  c.fixed = {0.5, 0.5};
+  EXPECT_NE(msg(c).find("samples nothing"), std::string::npos);
 }
 
 TEST(Fair, GroupRewardsAreTheSupergradientAtTheGroupMean) {

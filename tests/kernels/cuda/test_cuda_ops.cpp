@@ -573,6 +573,33 @@ TEST_F(CudaOps, FusedClassifierForwardAndGradientMatchTheCpu) {
   EXPECT_TRUE(all_close(down(d_ent), ent, tolerance(Kind::bf16, C)));
 }
 
+// Device inputs, outputs and scratch of cuda::sample_rows for B rows of V logits (row stride ld).
+struct DeviceSampling {
+  cuda::DeviceBuffer<float> logits, temps;
+  cuda::DeviceBuffer<double> u;
+  cuda::DeviceBuffer<int32_t> tok;
+  cuda::DeviceBuffer<float> lp, plp, ent;
+  cuda::DeviceBuffer<uint8_t> ws;
+  cuda::SampleRowsArgs a;
+  DeviceSampling(const std::vector<float>& z, int64_t B, int64_t V, int64_t ld, const std::vector<float>& t,
+                 const std::vector<double>& uu)
+      : logits(up(z)), temps(up(t)), u(up(uu)), tok(B), lp(B), plp(B), ent(B),
+        ws(cuda::sample_rows_workspace_bytes(B, V)) {
+    a.logits = logits.data();
+    a.B = B;
+    a.V = V;
+    a.ld = ld;
+    a.temperature = temps.data();
+    a.u = u.data();
+    a.token = tok.data();
+    a.sample_logprob = lp.data();
+    a.policy_logprob = plp.data();
+    a.entropy = ent.data();
+    a.workspace = ws.data();
+    a.workspace_bytes = ws.size();
+  }
+};
+
 TEST_F(CudaOps, DeviceSamplingDrawsTheCpuSamplersTokens) {
   const int64_t B = 7, V = 5003, ld = 5008;
   auto logits = random_vec(B * ld, 111, 2.0f);
@@ -593,24 +620,10 @@ TEST_F(CudaOps, DeviceSamplingDrawsTheCpuSamplersTokens) {
     want_lp[r] = got.logprob;
     kernels::logit_row_stats(logits.data() + r * ld, V, got.token, &want_plp[r], &want_ent[r]);
   }
-  auto dl = up(logits), dt = up(temps);
-  auto du = up(u);
-  cuda::DeviceBuffer<int32_t> tok(B);
-  cuda::DeviceBuffer<float> lp(B), plp(B), ent(B);
-  cuda::SampleRowsArgs a;
-  a.logits = dl.data();
-  a.B = B;
-  a.V = V;
-  a.ld = ld;
-  a.temperature = dt.data();
-  a.u = du.data();
-  a.token = tok.data();
-  a.sample_logprob = lp.data();
-  a.policy_logprob = plp.data();
-  a.entropy = ent.data();
-  cuda::DeviceBuffer<uint8_t> ws(cuda::sample_rows_workspace_bytes(B, V));
-  a.workspace = ws.data();
-  a.workspace_bytes = ws.size();
+  DeviceSampling ds(logits, B, V, ld, temps, u);
+  cuda::SampleRowsArgs& a = ds.a;
+  auto& tok = ds.tok;
+  auto &lp = ds.lp, &plp = ds.plp, &ent = ds.ent;
   cuda::sample_rows(a, nullptr);
   EXPECT_EQ(down(tok), want);
   EXPECT_TRUE(all_close(down(lp), want_lp, tolerance(Kind::reduction, V)));
@@ -688,27 +701,10 @@ TEST_F(CudaOps, DeviceSamplingOverALargeVocabularyDrawsTheCpuSamplersTokens) {
     }
     want[r] = pick;
   }
-  auto dl = up(logits), dt = up(temps);
-  auto du = up(u);
-  cuda::DeviceBuffer<int32_t> tok(B);
-  cuda::DeviceBuffer<float> lp(B), plp(B), ent(B);
-  cuda::DeviceBuffer<uint8_t> ws(cuda::sample_rows_workspace_bytes(B, V));
-  cuda::SampleRowsArgs a;
-  a.logits = dl.data();
-  a.B = B;
-  a.V = V;
-  a.ld = V;
-  a.temperature = dt.data();
-  a.u = du.data();
-  a.token = tok.data();
-  a.sample_logprob = lp.data();
-  a.policy_logprob = plp.data();
-  a.entropy = ent.data();
-  a.workspace = ws.data();
-  a.workspace_bytes = ws.size();
-  cuda::sample_rows(a, nullptr);
-  EXPECT_EQ(down(tok), want);
-  auto got_plp = down(plp);
+  DeviceSampling ds(logits, B, V, V, temps, u);
+  cuda::sample_rows(ds.a, nullptr);
+  EXPECT_EQ(down(ds.tok), want);
+  auto got_plp = down(ds.plp);
   for (int64_t r = 0; r < B; ++r) {  // the chosen token's log-prob at temperature 1
     const float* z = logits.data() + r * V;
     float want_plp = 0, want_ent = 0;

@@ -34,6 +34,13 @@ void FairConfig::validate() const {
     }
     TEMPER_CHECK(std::fabs(s - 1) < 1e-6) << "rl.fair.preference: values must sum to 1, got " << s;
   }
+  if (!concentration.empty()) {
+    TEMPER_CHECK(concentration.size() == objectives.size())
+        << "rl.fair.concentration: " << concentration.size() << " values for " << objectives.size() << " objectives";
+    for (double a : concentration)
+      TEMPER_CHECK(a > 0 && std::isfinite(a)) << "rl.fair.concentration: values must be > 0, got " << a;
+    TEMPER_CHECK(fixed.empty()) << "rl.fair.concentration and rl.fair.preference: a fixed preference samples nothing";
+  }
   TEMPER_CHECK(welfare == "ggf" || welfare == "linear") << "rl.fair.welfare: expected \"ggf\" or \"linear\", got '" << welfare << "'";
   TEMPER_CHECK(sft_targets == "same" || sft_targets == "preference")
       << "rl.fair.sft_targets: expected \"same\" or \"preference\", got '" << sft_targets << "'";
@@ -101,8 +108,58 @@ std::vector<double> fair_sample_grid(int64_t D, int64_t grid, uint64_t seed, int
   return omega;
 }
 
+namespace {
+
+// Gamma(alpha, 1): Marsaglia and Tsang (2000); alpha < 1 through Gamma(alpha + 1) * U^(1 / alpha).
+double gamma_draw(Rng& r, double alpha) {
+  if (alpha < 1) {
+    const double u = std::max(r.uniform_f64(), 1e-300);
+    return gamma_draw(r, alpha + 1) * std::pow(u, 1 / alpha);
+  }
+  const double d = alpha - 1.0 / 3, c = 1 / std::sqrt(9 * d);
+  for (;;) {
+    double x = 0, v = 0;
+    do {
+      x = r.normal();
+      v = 1 + c * x;
+    } while (v <= 0);
+    v = v * v * v;
+    const double u = r.uniform_f64();
+    if (u < 1 - 0.0331 * x * x * x * x || std::log(std::max(u, 1e-300)) < 0.5 * x * x + d * (1 - v + std::log(v)))
+      return d * v;
+  }
+}
+
+}  // namespace
+
+std::vector<double> fair_sample_dirichlet(const std::vector<double>& alpha, int64_t grid, uint64_t seed, int64_t step,
+                                          uint64_t position) {
+  Rng rng(mix_seed(mix_seed(seed ^ 0xD112ull, static_cast<uint64_t>(step)), position), 0);
+  const size_t D = alpha.size();
+  std::vector<double> g(D);
+  double total = 0;
+  for (size_t k = 0; k < D; ++k) total += g[k] = gamma_draw(rng, alpha[k]);
+  if (!(total > 0)) g.assign(D, 1.0), total = static_cast<double>(D);  // every draw underflowed: the centre
+  // Largest remainder: floor of each share in grid units, the units left to the largest fractions (lower index first).
+  std::vector<int64_t> units(D);
+  std::vector<std::pair<double, size_t>> frac(D);
+  int64_t used = 0;
+  for (size_t k = 0; k < D; ++k) {
+    const double x = g[k] / total * static_cast<double>(grid);
+    units[k] = std::min(grid, static_cast<int64_t>(std::floor(x)));
+    used += units[k];
+    frac[k] = {x - static_cast<double>(units[k]), k};
+  }
+  std::stable_sort(frac.begin(), frac.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t i = 0; used < grid; ++i, ++used) ++units[frac[i % D].second];
+  std::vector<double> omega(D);
+  for (size_t k = 0; k < D; ++k) omega[k] = static_cast<double>(units[k]) / static_cast<double>(grid);
+  return omega;
+}
+
 std::vector<double> Fair::sample_preference(int64_t step, uint64_t position) const {
   if (!cfg_.fixed.empty()) return cfg_.fixed;
+  if (!cfg_.concentration.empty()) return fair_sample_dirichlet(cfg_.concentration, cfg_.grid, env_.seed, step, position);
   return fair_sample_grid(static_cast<int64_t>(cfg_.objectives.size()), cfg_.grid, env_.seed, step, position);
 }
 

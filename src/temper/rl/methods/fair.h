@@ -23,6 +23,11 @@ struct FairConfig {
   std::vector<double> ggf;      // Gini weights, strictly decreasing; empty: linear for D objectives
   std::vector<double> fixed;    // a fixed preference for every group (the linear-scalarisation baseline); empty: sample
   int64_t grid = 20;            // preferences sampled on the simplex grid of step 1/grid
+  // How the RL groups' preferences are drawn: empty, uniformly over the grid points; else a Dirichlet
+  // with these concentrations (one per objective, > 0) rounded to the grid by largest remainder, to
+  // sample one end of the trade-off more often (e.g. {2, 0.5}: 40% of groups with a brevity weight of
+  // 0 or 0.05, against 10% uniformly). SFT prompts keep the uniform grid.
+  std::vector<double> concentration;
   std::string prefix = "<pref {p}>\n";  // written before the question; {p} = the preference, 2 decimals, comma separated
   std::string welfare = "ggf";  // ggf | linear (the baseline: reward = omega . r, the linear scalarisation)
   // SFT targets: "same" (the gold solution whatever the preference) or "preference" (with the brevity
@@ -49,6 +54,10 @@ std::string fair_brief_solution(const std::string& gold);
 // A preference uniform over the points of the D-simplex grid of step 1/grid, deterministic in
 // (seed, step, position).
 std::vector<double> fair_sample_grid(int64_t D, int64_t grid, uint64_t seed, int64_t step, uint64_t position);
+// A Dirichlet(alpha) draw rounded to the simplex grid of step 1/grid (largest remainder), from the
+// same (seed, step, position) stream.
+std::vector<double> fair_sample_dirichlet(const std::vector<double>& alpha, int64_t grid, uint64_t seed, int64_t step,
+                                          uint64_t position);
 
 // The objective vector of one completion (names as FairConfig::objectives).
 std::vector<double> fair_objectives(const std::vector<std::string>& names, bool correct, int64_t tokens, int64_t max_new,
