@@ -81,7 +81,7 @@ TEST(Fair, DirichletPreferencesTiltTheSamplingAndStayOnTheGrid) {
     brief_low += w[1] < 0.1;  // 0 or 0.05 on the grid
     extremes += w[0] == 0.0 || w[0] == 1.0;
   }
-  EXPECT_NEAR(mean_c, 0.8, 0.01);               // 2 / 2.5
+  EXPECT_NEAR(mean_c, 0.8, 0.01);  // 2 / 2.5
   EXPECT_NEAR(brief_low / double(n), 0.40, 0.015);
   EXPECT_GT(extremes, 0);
   EXPECT_EQ(f.sample_preference(3, 17), f.sample_preference(3, 17));

@@ -380,7 +380,8 @@ double CudaTransformer::adamw_step(const kernels::AdamWConfig& c, float lr, int6
   cuda::copy_to_host(&sumsq, norm_out_.data(), sizeof(double), stream_);
   const double norm = std::sqrt(sumsq);
   if (!std::isfinite(norm)) return norm;  // the caller skips and counts the step, as on the CPU
-  float grad_scale = 1.f;  // clipping, applied inside the AdamW pass (the gradients stay as they are)
+  // Clipping is a factor inside the AdamW pass (the gradients stay as they are).
+  float grad_scale = 1.f;
   if (max_grad_norm > 0) {
     const double coef = max_grad_norm / (norm + 1e-6);
     if (coef < 1.0) grad_scale = static_cast<float>(coef);

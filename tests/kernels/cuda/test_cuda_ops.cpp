@@ -198,8 +198,8 @@ TEST_F(CudaOps, GemvMatchesTheProductAtEveryRowCount) {
     ASSERT_TRUE(cuda::gemv_fits(M, K, dX.data(), dW.data()));
     cuda::DeviceBuffer<float> dY(M * N);
     cuda::gemv_bf16(M, N, K, dX.data(), dW.data(), nullptr, 0.f, nullptr, dY.data(), nullptr);
-    auto want = gemm_ref(false, true, M, N, K, round_bf16(X), K, round_bf16(W), K, std::vector<float>(M * N), N, 0.f,
-                         nullptr);
+    auto want =
+        gemm_ref(false, true, M, N, K, round_bf16(X), K, round_bf16(W), K, std::vector<float>(M * N), N, 0.f, nullptr);
     EXPECT_TRUE(all_close(down(dY), want, tolerance(Kind::reduction, K)));
     cuda::gemv_bf16(M, N, K, dX.data(), dW.data(), dbias.data(), 1.f, dR.data(), dY.data(), nullptr);
     want = gemm_ref(false, true, M, N, K, round_bf16(X), K, round_bf16(W), K, R, N, 1.f, &bias);
@@ -228,7 +228,8 @@ TEST_F(CudaOps, RmsNormForwardBackwardF32AndBf16) {
     auto ddw = up(std::vector<float>(C, 0.5f));
     cuda::rmsnorm_fwd(dx_.data(), dw_.data(), dyo.data(), drstd.data(), N, C, 1e-6f, nullptr);
     cuda::DeviceBuffer<float> ws(cuda::column_workspace(N, C));
-    cuda::rmsnorm_bwd(ddy.data(), dx_.data(), dw_.data(), drstd.data(), ddx.data(), ddw.data(), N, C, false, ws.data(), nullptr);
+    cuda::rmsnorm_bwd(ddy.data(), dx_.data(), dw_.data(), drstd.data(), ddx.data(), ddw.data(), N, C, false, ws.data(),
+                      nullptr);
     EXPECT_TRUE(all_close(down(dyo), y, tolerance(Kind::reduction, C)));
     EXPECT_TRUE(all_close(down(drstd), rstd, tolerance(Kind::reduction, C)));
     EXPECT_TRUE(all_close(down(ddx), dx, tolerance(Kind::reduction, C)));
@@ -298,8 +299,8 @@ TEST_F(CudaOps, FusedRopeAndCacheWriteEqualsTheSeparatePasses) {
   cuda::round_bf16_rows(x_ref.data() + Hq, n, 2 * Hk, ld, nullptr);
   cuda::kv_write(x_ref.data() + Hq, x_ref.data() + Hq + Hk, ld, dpos.data(), dtab.data(), table_stride, n, Hk, bs,
                  kp_ref.data(), vp_ref.data(), nullptr);
-  cuda::rope_kv_write(x_got.data(), ld, dpos.data(), dcos.data(), dsin.data(), n, H, Hkv, D, dtab.data(),
-                      table_stride, bs, kp_got.data(), vp_got.data(), nullptr);
+  cuda::rope_kv_write(x_got.data(), ld, dpos.data(), dcos.data(), dsin.data(), n, H, Hkv, D, dtab.data(), table_stride,
+                      bs, kp_got.data(), vp_got.data(), nullptr);
   // Same rotation code, same rounding: equal to the bit (the padding columns untouched in both).
   EXPECT_EQ(down(x_got), down(x_ref));
   EXPECT_EQ(down(kp_got), down(kp_ref));
@@ -362,8 +363,8 @@ TEST_F(CudaOps, AdamWStepsAndGradNormMatchTheCpu) {
     for (float& x : g_scaled) x *= gs;
     kernels::adamw_step(pc.data(), g_scaled.data(), mc.data(), vc.data(), n, c, 1e-3f, step);
     auto dg = up(g);
-    cuda::adamw_step(dp.data(), dg.data(), dm.data(), dv.data(), n, 1e-3f, c.beta1, c.beta2, c.eps, c.weight_decay, step,
-                     p16.data(), nullptr, gs);
+    cuda::adamw_step(dp.data(), dg.data(), dm.data(), dv.data(), n, 1e-3f, c.beta1, c.beta2, c.eps, c.weight_decay,
+                     step, p16.data(), nullptr, gs);
     if (step == 3) {
       EXPECT_EQ(down(dg), g);  // the gradient itself is left as it is
     }
@@ -508,7 +509,7 @@ TEST_F(CudaOps, PagedAttentionOverScatteredBlocksMatchesTheCpu) {
 TEST_F(CudaOps, PagedAttentionSplitsLongRowsAndMergesThem) {
   check_paged_attention(14, 2, 64, 16, 40, {600, 1, 31, 33, 257, 640, 0}, 95);
   check_paged_attention(9, 3, 64, 16, 70, {1100, 5}, 97);  // SmolLM2's heads; 1120 positions: splits of 64
-  check_paged_attention(2, 1, 36, 8, 5, {39, 2}, 99);       // D not a multiple of 32
+  check_paged_attention(2, 1, 36, 8, 5, {39, 2}, 99);      // D not a multiple of 32
 }
 
 // dL/dlogprob and dL/dentropy fixed per row: the gradient the fused pass must carry back.
@@ -583,7 +584,13 @@ struct DeviceSampling {
   cuda::SampleRowsArgs a;
   DeviceSampling(const std::vector<float>& z, int64_t B, int64_t V, int64_t ld, const std::vector<float>& t,
                  const std::vector<double>& uu)
-      : logits(up(z)), temps(up(t)), u(up(uu)), tok(B), lp(B), plp(B), ent(B),
+      : logits(up(z)),
+        temps(up(t)),
+        u(up(uu)),
+        tok(B),
+        lp(B),
+        plp(B),
+        ent(B),
         ws(cuda::sample_rows_workspace_bytes(B, V)) {
     a.logits = logits.data();
     a.B = B;
@@ -667,7 +674,7 @@ TEST_F(CudaOps, DeviceSamplingDrawsTheCpuSamplersTokens) {
 TEST_F(CudaOps, DeviceSamplingOverALargeVocabularyDrawsTheCpuSamplersTokens) {
   const int64_t V = 151936, B = 6;
   auto logits = random_vec(B * V, 131, 3.0f);
-  for (int64_t v = 0; v < 500; ++v) logits[1 * V + v] = -INFINITY;  // row 1's first chunk partly masked
+  for (int64_t v = 0; v < 500; ++v) logits[1 * V + v] = -INFINITY;       // row 1's first chunk partly masked
   for (int64_t v = V - 2048; v < V; ++v) logits[5 * V + v] = -INFINITY;  // row 5's last chunk masked
   std::vector<float> temps = {1.0f, 0.8f, 1.0f, 0.f, 1.2f, 1.0f};
   std::vector<double> u = {0.0, 0.37, 0.9999999, 0.5, 0.61803, 0.999};

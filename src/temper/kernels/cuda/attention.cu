@@ -15,10 +15,10 @@
 namespace temper::cuda {
 namespace {
 
-constexpr int kWarps = 8;   // warps per block
-constexpr int kRows = 4;    // rows per warp
+constexpr int kWarps = 8;  // warps per block
+constexpr int kRows = 4;   // rows per warp
 constexpr int kBlockRows = kWarps * kRows;
-constexpr int kTile = 32;   // rows of the other side per shared-memory tile
+constexpr int kTile = 32;  // rows of the other side per shared-memory tile
 
 // Rows [r0, r0 + kTile) of a [rows, stride] matrix's columns [col, col + D) into dst (row stride
 // dst_stride), zeros for rows at or past `valid`. The whole block calls it; each thread issues up to
@@ -71,7 +71,8 @@ __device__ void load_own_rows(float* dst, const float* src, int64_t stride, int6
                               int64_t D) {
   const int lane = threadIdx.x & 31;
   for (int rr = 0; rr < kRows; ++rr)
-    for (int64_t d = lane; d < D; d += 32) dst[rr * D + d] = first + rr < T ? src[(first + rr) * stride + col + d] : 0.f;
+    for (int64_t d = lane; d < D; d += 32)
+      dst[rr * D + d] = first + rr < T ? src[(first + rr) * stride + col + d] : 0.f;
 }
 
 // ---- forward ------------------------------------------------------------------------------------
@@ -80,9 +81,9 @@ __global__ void attn_fwd_kernel(kernels::AttnShape s, const float* q, const floa
                                 float* lse, float scale, bool vec) {
   extern __shared__ float smem[];
   const int64_t D = s.D, Dp = D + 1;
-  float* Ks = smem;                  // [kTile][D + 1]
-  float* Vs = Ks + kTile * Dp;       // [kTile][D]
-  float* Qs = Vs + kTile * D;        // [kBlockRows][D]
+  float* Ks = smem;             // [kTile][D + 1]
+  float* Vs = Ks + kTile * Dp;  // [kTile][D]
+  float* Qs = Vs + kTile * D;   // [kBlockRows][D]
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t b = blockIdx.z, h = blockIdx.y, kvh = h / (s.H / s.Hkv);
   const int64_t i0 = int64_t{blockIdx.x} * kBlockRows, iw = i0 + warp * kRows;  // the warp's first row
@@ -181,10 +182,10 @@ __global__ void attn_dq_kernel(kernels::AttnShape s, const float* q, const float
                                const float* delta, const float* dout, float* dq, float scale, bool vec) {
   extern __shared__ float smem[];
   const int64_t D = s.D, Dp = D + 1;
-  float* Ks = smem;                      // [kTile][D + 1]
-  float* Vs = Ks + kTile * Dp;           // [kTile][D + 1]
-  float* Qs = Vs + kTile * Dp;           // [kBlockRows][D]
-  float* dOs = Qs + kBlockRows * D;      // [kBlockRows][D]
+  float* Ks = smem;                  // [kTile][D + 1]
+  float* Vs = Ks + kTile * Dp;       // [kTile][D + 1]
+  float* Qs = Vs + kTile * Dp;       // [kBlockRows][D]
+  float* dOs = Qs + kBlockRows * D;  // [kBlockRows][D]
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t b = blockIdx.z, h = blockIdx.y, kvh = h / (s.H / s.Hkv);
   const int64_t i0 = int64_t{blockIdx.x} * kBlockRows, iw = i0 + warp * kRows;
@@ -266,12 +267,12 @@ __global__ void attn_dkv_kernel(kernels::AttnShape s, const float* q, const floa
                                 float* partial) {
   extern __shared__ float smem[];
   const int64_t D = s.D, Dp = D + 1;
-  float* Qs = smem;                   // [kTile][D + 1]
-  float* dOs = Qs + kTile * Dp;       // [kTile][D + 1]
-  float* Ls = dOs + kTile * Dp;       // [kTile]
-  float* Ds = Ls + kTile;             // [kTile]
-  float* Kw = Ds + kTile;             // [kBlockRows][D]
-  float* Vw = Kw + kBlockRows * D;    // [kBlockRows][D]
+  float* Qs = smem;                 // [kTile][D + 1]
+  float* dOs = Qs + kTile * Dp;     // [kTile][D + 1]
+  float* Ls = dOs + kTile * Dp;     // [kTile]
+  float* Ds = Ls + kTile;           // [kTile]
+  float* Kw = Ds + kTile;           // [kBlockRows][D]
+  float* Vw = Kw + kBlockRows * D;  // [kBlockRows][D]
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t b = blockIdx.z, group = s.H / s.Hkv;
   const int64_t kvh = partial ? blockIdx.y / group : blockIdx.y;
@@ -384,7 +385,9 @@ void check_shape(const kernels::AttnShape& s) {
                                               << " KV heads";
 }
 
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+bool aligned16(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
 
 // 16-byte tile loads: every row start and column offset a multiple of 4 floats, bases aligned.
 bool vector_loads(const kernels::AttnShape& s, std::initializer_list<const void*> bases) {
@@ -437,15 +440,18 @@ void attention_bwd(const kernels::AttnShape& s, const float* q, const float* k, 
                      static_cast<unsigned>(partial ? s.H : s.Hkv), static_cast<unsigned>(s.B));
   const size_t smem_kv = sizeof(float) * (2 * kTile * (s.D + 1) + 2 * kTile + 2 * kBlockRows * s.D);
   if (s.D <= 64) {
-    dev::launch(attn_dq_kernel<2>, grid_q, block, smem_q, st, "attention_dq", s, q, k, v, lse, delta, dout, dq, scale, vec);
+    dev::launch(attn_dq_kernel<2>, grid_q, block, smem_q, st, "attention_dq", s, q, k, v, lse, delta, dout, dq, scale,
+                vec);
     dev::launch(attn_dkv_kernel<2>, grid_kv, block, smem_kv, st, "attention_dkv", s, q, k, v, lse, delta, dout, dk, dv,
                 scale, vec, partial);
   } else if (s.D <= 128) {
-    dev::launch(attn_dq_kernel<4>, grid_q, block, smem_q, st, "attention_dq", s, q, k, v, lse, delta, dout, dq, scale, vec);
+    dev::launch(attn_dq_kernel<4>, grid_q, block, smem_q, st, "attention_dq", s, q, k, v, lse, delta, dout, dq, scale,
+                vec);
     dev::launch(attn_dkv_kernel<4>, grid_kv, block, smem_kv, st, "attention_dkv", s, q, k, v, lse, delta, dout, dk, dv,
                 scale, vec, partial);
   } else {
-    dev::launch(attn_dq_kernel<8>, grid_q, block, smem_q, st, "attention_dq", s, q, k, v, lse, delta, dout, dq, scale, vec);
+    dev::launch(attn_dq_kernel<8>, grid_q, block, smem_q, st, "attention_dq", s, q, k, v, lse, delta, dout, dq, scale,
+                vec);
     dev::launch(attn_dkv_kernel<8>, grid_kv, block, smem_kv, st, "attention_dkv", s, q, k, v, lse, delta, dout, dk, dv,
                 scale, vec, partial);
   }

@@ -71,7 +71,8 @@ __device__ inline float block_max(float v, float* shared) {
 template <class K, class... Args>
 void launch(K kernel, dim3 grid, dim3 block, size_t smem, cudaStream_t st, const char* name, Args... args) {
   if (smem > 48 * 1024)
-    TEMPER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    TEMPER_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   kernel<<<grid, block, smem, st>>>(args...);
   check_launch(name, __FILE__, __LINE__);
 }

@@ -104,9 +104,22 @@ Blas::~Blas() {
 }
 
 Blas::Plan& Blas::plan(const GemmArgs& g) {
-  Key key{g.trans_a, g.trans_b, g.M, g.N, g.K, g.lda, g.ldb, g.ldc, static_cast<int>(g.ab_type),
-          static_cast<int>(g.c_type), g.bias != nullptr, g.allow_tf32, g.beta != 0.f,
-          alignment(g.A), alignment(g.B), std::min(alignment(g.C), g.C_in ? alignment(g.C_in) : 256u)};
+  Key key{g.trans_a,
+          g.trans_b,
+          g.M,
+          g.N,
+          g.K,
+          g.lda,
+          g.ldb,
+          g.ldc,
+          static_cast<int>(g.ab_type),
+          static_cast<int>(g.c_type),
+          g.bias != nullptr,
+          g.allow_tf32,
+          g.beta != 0.f,
+          alignment(g.A),
+          alignment(g.B),
+          std::min(alignment(g.C), g.C_in ? alignment(g.C_in) : 256u)};
   auto it = plans_.find(key);
   if (it != plans_.end()) return *it->second;
   auto p = std::make_unique<Plan>();
@@ -168,8 +181,8 @@ void Blas::gemm(const GemmArgs& g) {
   Plan& p = plan(g);
   if (g.bias)
     TEMPER_LT(lt().cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)));
-  TEMPER_LT(lt().cublasLtMatmul(handle_, p.desc, &g.alpha, g.B, p.a, g.A, p.b, &g.beta, g.C_in ? g.C_in : g.C, p.c, g.C, p.c, &p.algo,
-                           workspace_.data(), workspace_.bytes(), stream_));
+  TEMPER_LT(lt().cublasLtMatmul(handle_, p.desc, &g.alpha, g.B, p.a, g.A, p.b, &g.beta, g.C_in ? g.C_in : g.C, p.c, g.C,
+                                p.c, &p.algo, workspace_.data(), workspace_.bytes(), stream_));
 }
 
 }  // namespace temper::cuda

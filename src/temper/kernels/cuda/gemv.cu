@@ -13,7 +13,7 @@ __device__ __forceinline__ void unpack8(const uint4& u, float* f) {
   const uint32_t w[4] = {u.x, u.y, u.z, u.w};
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    f[2 * i] = __uint_as_float(w[i] << 16);            // low half: the element at the lower address
+    f[2 * i] = __uint_as_float(w[i] << 16);  // low half: the element at the lower address
     f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
   }
 }
@@ -75,7 +75,9 @@ void launch(int64_t N, int64_t K, const uint16_t* x, const uint16_t* w, const fl
       N, K, x, w, bias, beta, c_in, y);
 }
 
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+bool aligned16(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
 
 }  // namespace
 
@@ -85,18 +87,33 @@ bool gemv_fits(int64_t M, int64_t K, const void* x, const void* w) {
 
 void gemv_bf16(int64_t M, int64_t N, int64_t K, const uint16_t* x, const uint16_t* w, const float* bias, float beta,
                const float* c_in, float* y, cudaStream_t s) {
-  TEMPER_CHECK(gemv_fits(M, K, x, w) && N > 0)
-      << "gemv_bf16: M=" << M << " (1.." << kGemvMaxRows << "), K=" << K << " (a multiple of 8), N=" << N
-      << ", operands 16-byte aligned";
+  TEMPER_CHECK(gemv_fits(M, K, x, w) && N > 0) << "gemv_bf16: M=" << M << " (1.." << kGemvMaxRows << "), K=" << K
+                                               << " (a multiple of 8), N=" << N << ", operands 16-byte aligned";
   switch (M) {
-    case 1: launch<1>(N, K, x, w, bias, beta, c_in, y, s); break;
-    case 2: launch<2>(N, K, x, w, bias, beta, c_in, y, s); break;
-    case 3: launch<3>(N, K, x, w, bias, beta, c_in, y, s); break;
-    case 4: launch<4>(N, K, x, w, bias, beta, c_in, y, s); break;
-    case 5: launch<5>(N, K, x, w, bias, beta, c_in, y, s); break;
-    case 6: launch<6>(N, K, x, w, bias, beta, c_in, y, s); break;
-    case 7: launch<7>(N, K, x, w, bias, beta, c_in, y, s); break;
-    default: launch<8>(N, K, x, w, bias, beta, c_in, y, s); break;
+    case 1:
+      launch<1>(N, K, x, w, bias, beta, c_in, y, s);
+      break;
+    case 2:
+      launch<2>(N, K, x, w, bias, beta, c_in, y, s);
+      break;
+    case 3:
+      launch<3>(N, K, x, w, bias, beta, c_in, y, s);
+      break;
+    case 4:
+      launch<4>(N, K, x, w, bias, beta, c_in, y, s);
+      break;
+    case 5:
+      launch<5>(N, K, x, w, bias, beta, c_in, y, s);
+      break;
+    case 6:
+      launch<6>(N, K, x, w, bias, beta, c_in, y, s);
+      break;
+    case 7:
+      launch<7>(N, K, x, w, bias, beta, c_in, y, s);
+      break;
+    default:
+      launch<8>(N, K, x, w, bias, beta, c_in, y, s);
+      break;
   }
   TEMPER_CUDA_LAUNCHED("gemv_bf16");
 }

@@ -27,7 +27,9 @@ int64_t split_len(int64_t max_len) {
   const int64_t per = (max_len + kMaxSplits - 1) / kMaxSplits;
   return std::max<int64_t>(kTile, (per + kTile - 1) / kTile * kTile);
 }
-int64_t splits_of(int64_t max_len) { return std::max<int64_t>(1, (max_len + split_len(max_len) - 1) / split_len(max_len)); }
+int64_t splits_of(int64_t max_len) {
+  return std::max<int64_t>(1, (max_len + split_len(max_len) - 1) / split_len(max_len));
+}
 
 bool split_fits(const PagedAttnDeviceArgs& a) {
   return a.D % 4 == 0 && a.H / a.Hkv <= kSplitWarps * kHeadsPerWarp && a.workspace != nullptr && a.max_len > 0;
@@ -37,7 +39,7 @@ bool split_fits(const PagedAttnDeviceArgs& a) {
 __global__ void paged_attn_kernel(PagedAttnDeviceArgs a, float scale) {
   extern __shared__ float smem[];
   const int64_t D = a.D, Dp = D + 1;
-  float* Ks = smem;  // [kTile][D + 1]
+  float* Ks = smem;             // [kTile][D + 1]
   float* Qs = Ks + kTile * Dp;  // [D]
   const int lane = threadIdx.x;
   const int64_t row = blockIdx.x, h = blockIdx.y, kvh = h / (a.H / a.Hkv);
@@ -51,7 +53,8 @@ __global__ void paged_attn_kernel(PagedAttnDeviceArgs a, float scale) {
     __syncwarp();
     for (int r = 0; r < kTile && p0 + r < len; ++r) {
       const int64_t p = p0 + r;
-      const float* kr = a.k_pool + (int64_t{table[p / a.block_size]} * a.block_size + p % a.block_size) * row_floats + kvh * D;
+      const float* kr =
+          a.k_pool + (int64_t{table[p / a.block_size]} * a.block_size + p % a.block_size) * row_floats + kvh * D;
       for (int64_t d = lane; d < D; d += 32) Ks[r * Dp + d] = kr[d];
     }
     __syncwarp();
@@ -70,7 +73,8 @@ __global__ void paged_attn_kernel(PagedAttnDeviceArgs a, float scale) {
     for (int r = 0; r < kTile && p0 + r < len; ++r) {
       const float pr = __shfl_sync(0xffffffffu, pr_own, r);
       const int64_t pp = p0 + r;
-      const float* vr = a.v_pool + (int64_t{table[pp / a.block_size]} * a.block_size + pp % a.block_size) * row_floats + kvh * D;
+      const float* vr =
+          a.v_pool + (int64_t{table[pp / a.block_size]} * a.block_size + pp % a.block_size) * row_floats + kvh * D;
       for (int c = 0; c < kMaxDPerLane; ++c) {
         const int64_t d = lane + 32 * c;
         if (d < D) acc[c] += pr * vr[d];
@@ -95,9 +99,9 @@ __global__ void paged_split_kernel(PagedAttnDeviceArgs a, float scale, int64_t s
   extern __shared__ float4 smem4[];  // 16-byte aligned: V rows are stored as float4
   float* smem = reinterpret_cast<float*>(smem4);
   const int64_t D = a.D, Dp = D + 1, G = a.H / a.Hkv, D4 = D / 4;
-  float* Ks = smem;              // [kTile][D + 1]
-  float* Vs = Ks + kTile * Dp;   // [kTile][D] (16-byte aligned: kTile * (D + 1) floats is a multiple of 4)
-  float* Qs = Vs + kTile * D;    // [G][D]
+  float* Ks = smem;             // [kTile][D + 1]
+  float* Vs = Ks + kTile * Dp;  // [kTile][D] (16-byte aligned: kTile * (D + 1) floats is a multiple of 4)
+  float* Qs = Vs + kTile * D;   // [G][D]
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int64_t s = blockIdx.x, kvh = blockIdx.y, row = blockIdx.z;
   const int64_t len = a.kv_len[row], p_begin = s * split, p_end = min(len, p_begin + split);
@@ -123,7 +127,8 @@ __global__ void paged_split_kernel(PagedAttnDeviceArgs a, float scale, int64_t s
         kr[u] = vr[u] = make_float4(0.f, 0.f, 0.f, 0.f);
         if (e < total4 && r < rows_here) {
           const int64_t p = p0 + r;
-          const int64_t off = (int64_t{table[p / a.block_size]} * a.block_size + p % a.block_size) * row_floats + kvh * D;
+          const int64_t off =
+              (int64_t{table[p / a.block_size]} * a.block_size + p % a.block_size) * row_floats + kvh * D;
           kr[u] = reinterpret_cast<const float4*>(a.k_pool + off)[d4];
           vr[u] = reinterpret_cast<const float4*>(a.v_pool + off)[d4];
         }
@@ -228,9 +233,8 @@ void paged_attention_fwd(const PagedAttnDeviceArgs& a, cudaStream_t st) {
     return;
   }
   const int64_t need = paged_attention_workspace_floats(a.n, a.H, a.D, a.max_len);
-  TEMPER_CHECK(a.workspace_floats >= need) << "CUDA paged attention: workspace of " << a.workspace_floats
-                                           << " floats, " << a.n << " rows of up to " << a.max_len << " positions need "
-                                           << need;
+  TEMPER_CHECK(a.workspace_floats >= need) << "CUDA paged attention: workspace of " << a.workspace_floats << " floats, "
+                                           << a.n << " rows of up to " << a.max_len << " positions need " << need;
   TEMPER_CHECK(a.n <= 65535) << "CUDA paged attention: " << a.n << " rows in one call (at most 65535)";
   const int64_t split = split_len(a.max_len), nsplit = splits_of(a.max_len), G = a.H / a.Hkv;
   const size_t smem = sizeof(float) * (kTile * (a.D + 1) + kTile * a.D + G * a.D);

@@ -33,7 +33,9 @@ __global__ void rope_kernel(T* x, const int32_t* pos, const float* cos_t, const 
   }
 }
 
-__device__ __forceinline__ float round_bf16(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
+__device__ __forceinline__ float round_bf16(float x) {
+  return __bfloat162float(__float2bfloat16_rn(x));
+}
 
 // One thread per pair (i, i + D/2) of a head: query heads rotated in place; key heads rotated and
 // rounded to bf16 values; value heads rounded; keys and values written to the row's paged slot too.

@@ -26,7 +26,9 @@ struct ChunkStats {  // per (row, chunk)
   double mass;       // sum exp((z - row max) / T) in double (0 for greedy / forced rows)
 };
 
-int64_t chunks_of(int64_t V) { return (V + kChunk - 1) / kChunk; }
+int64_t chunks_of(int64_t V) {
+  return (V + kChunk - 1) / kChunk;
+}
 
 __global__ void chunk_max_kernel(SampleRowsArgs a, ChunkStats* ws, int64_t nc) {
   __shared__ float mx_s[kThreads / 32];
@@ -240,8 +242,8 @@ void sample_rows(const SampleRowsArgs& a, cudaStream_t s) {
   TEMPER_CHECK(a.V > 0 && a.ld >= a.V) << "CUDA sampling: V " << a.V << ", row stride " << a.ld;
   if (a.B == 0) return;
   TEMPER_CHECK(a.workspace && a.workspace_bytes >= sample_rows_workspace_bytes(a.B, a.V))
-      << "CUDA sampling: workspace of " << a.workspace_bytes << " bytes, " << a.B << " rows of " << a.V
-      << " need " << sample_rows_workspace_bytes(a.B, a.V);
+      << "CUDA sampling: workspace of " << a.workspace_bytes << " bytes, " << a.B << " rows of " << a.V << " need "
+      << sample_rows_workspace_bytes(a.B, a.V);
   TEMPER_CHECK(a.B <= 65535) << "CUDA sampling: " << a.B << " rows in one call (at most 65535)";
   const int64_t nc = chunks_of(a.V);
   auto* ws = static_cast<ChunkStats*>(a.workspace);

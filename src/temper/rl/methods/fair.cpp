@@ -159,7 +159,8 @@ std::vector<double> fair_sample_dirichlet(const std::vector<double>& alpha, int6
 
 std::vector<double> Fair::sample_preference(int64_t step, uint64_t position) const {
   if (!cfg_.fixed.empty()) return cfg_.fixed;
-  if (!cfg_.concentration.empty()) return fair_sample_dirichlet(cfg_.concentration, cfg_.grid, env_.seed, step, position);
+  if (!cfg_.concentration.empty())
+    return fair_sample_dirichlet(cfg_.concentration, cfg_.grid, env_.seed, step, position);
   return fair_sample_grid(static_cast<int64_t>(cfg_.objectives.size()), cfg_.grid, env_.seed, step, position);
 }
 
