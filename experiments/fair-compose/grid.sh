@@ -36,11 +36,11 @@ def load(runs, p):
             sd(lambda r: r["welfare"]), len(rows)]
 print(f"| preference (correct, brevity) | SFT: correct / brevity / GGF | {arm}: correct / brevity / GGF (sd) | linear at this preference: correct / brevity / GGF (sd) |")
 print("|---|---|---|---|")
-fronts = {"SFT": [], "fair": []}
+fronts = {"SFT": [], arm: []}
 for p in (100, 75, 50, 25, 0):
     a, f, l = load(["sft"], p), load([f"{arm}-s{s}" for s in seeds], p), load([f"lin_{p}-s{s}" for s in seeds], p)
     fronts["SFT"].append((p, a[0], a[1]))
-    fronts["fair"].append((p, f[0], f[1]))
+    fronts[arm].append((p, f[0], f[1]))
     lt = f"{l[0]:.3f} / {l[1]:.3f} / {l[2]:.4f} ({l[3]:.4f}, n={l[4]})" if l else "-"
     print(f"| ({p/100:.2f}, {1-p/100:.2f}) | {a[0]:.3f} / {a[1]:.3f} / {a[2]:.4f} | {f[0]:.3f} / {f[1]:.3f} / {f[2]:.4f} ({f[3]:.4f}, n={f[4]}) | {lt} |")
 for name, pts in fronts.items():
