@@ -2,7 +2,8 @@
 # Seconds per GRPO RL step, temper vs TRL, side by side on the same 2 cores, the quickstart model
 # (random init) and the same RL configuration: 8 prompts x G=8, up to 48 new tokens, temperature 1,
 # top_p 1, beta 0, lr 1e-4, one optimiser step per rollout batch, arithmetic 1-2 ops over 0..20.
-# Usage: bench/compare_rl_step.sh [TEMPER] [THREADS] [STEPS]
+# Usage: bench/compare_rl_step.sh [TEMPER] [THREADS] [STEPS]   (env TEMPER_SET: more --set overrides for temper,
+# e.g. TEMPER_SET="model.precision=\"bf16\""; env NO_TRL=1: temper only)
 set -euo pipefail
 temper=${1:-build/bin/temper}
 threads=${2:-2}
@@ -14,7 +15,7 @@ echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
   --set rl.prompts_per_step=8 --set rl.group_size=8 --set rl.max_new=48 --set rl.dynamic_sampling=false \
   --set rl.lr=1e-4 --set rl.warmup=0 --set task.params.ops='"+-*"' --set task.params.max_operand=20 \
   --set task.params.min_ops=1 --set task.params.max_ops=2 --set eval.problems=8 --set eval.every=0 \
-  --set run.checkpoint_every=0 2> "$work/temper.log"
+  --set run.checkpoint_every=0 ${TEMPER_SET:+--set "$TEMPER_SET"} 2> "$work/temper.log"
 python3 - "$work/run/metrics.jsonl" "$threads" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
@@ -29,7 +30,9 @@ print(json.dumps({"engine": "temper", "threads": int(sys.argv[2]), "steps": len(
                   "reward_s": statistics.mean(r["reward_s"] for r in tr),
                   "train_s": statistics.mean(r["train_s"] for r in tr)}))
 PY
-if [ -x .venv/bin/python ] && .venv/bin/python -c "import trl" 2>/dev/null; then
+if [ -n "${NO_TRL:-}" ]; then
+  :
+elif [ -x .venv/bin/python ] && .venv/bin/python -c "import trl" 2>/dev/null; then
   .venv/bin/python bench/peers/trl_grpo.py --threads "$threads" --steps "$steps" 2>/dev/null | tail -1
 else
   echo "TRL peer skipped: run scripts/bootstrap --python"
