@@ -511,6 +511,8 @@ void CudaTransformer::forward_paged_choose(const PagedStep& st, KvPool& pool, De
     const DeviceChoice& c = choices[r];
     h_temp_[static_cast<size_t>(r)] = c.greedy ? 0.f : c.temperature;  // <= 0: greedy (cuda/sampling.h)
     h_u_[static_cast<size_t>(r)] = c.u;
+    TEMPER_CHECK(c.forced < cfg_.vocab_size) << "forward_paged_choose: row " << r << " forces token " << c.forced
+                                             << " outside the vocabulary of " << cfg_.vocab_size;
     h_forced_[static_cast<size_t>(r)] = c.forced;
   }
   cuda::copy_to_device(dec_.temperature.data(), h_temp_.data(), sizeof(float) * n, stream_);
@@ -645,6 +647,7 @@ void CudaTransformer::decode_step(int64_t n, bool use_graph) {
   TEMPER_CHECK(n > 0 && n <= dec_.rows) << "decode_step: " << n << " rows, planned " << dec_.rows
                                         << " (call plan_decode first)";
   TEMPER_CUDA_CHECK(cudaSetDevice(device_));
+  ensure_logits(n);  // paged_logits may have grown the rows past the logits buffer (this clears stale graphs)
   if (!use_graph) {
     decode_forward(n);
     return;

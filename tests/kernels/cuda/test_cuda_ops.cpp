@@ -736,6 +736,19 @@ TEST_F(CudaOps, Int4DequantMatmulMatchesTheDequantizedProduct) {
   EXPECT_TRUE(all_close(down(dy), want, tolerance(Kind::reduction, K)));
 }
 
+// Host arithmetic, no device needed: a workspace sized for a table's capacity serves every shorter
+// table (the decode path sizes it once for the capacity while the stride moves below it).
+TEST(CudaPagedAttention, WorkspaceBoundNeverShrinksWithTheLength) {
+  int64_t prev = 0;
+  for (int64_t len = 1; len <= 40000; ++len) {
+    const int64_t w = cuda::paged_attention_workspace_floats(3, 14, 64, len);
+    ASSERT_GE(w, prev) << "at " << len << " positions";
+    prev = w;
+  }
+  EXPECT_EQ(cuda::paged_attention_workspace_floats(1, 1, 64, 1504), 32 * 66);  // capped at 32 splits
+  EXPECT_EQ(cuda::paged_attention_workspace_floats(2, 3, 8, 100), 2 * 3 * 4 * 10);  // 4 tiles of 32
+}
+
 TEST(CudaRuntime, AvailabilityIsAnAnswerNotACrash) {
   // On a machine without a GPU this says false; with one, the device describes itself.
   if (!cuda::available()) {

@@ -9,6 +9,7 @@
 // warp per row and head, positions in sequence) serves.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "temper/core/error.h"
 #include "temper/kernels/cuda/attention.h"
@@ -31,8 +32,11 @@ int64_t splits_of(int64_t max_len) {
   return std::max<int64_t>(1, (max_len + split_len(max_len) - 1) / split_len(max_len));
 }
 
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
 bool split_fits(const PagedAttnDeviceArgs& a) {
-  return a.D % 4 == 0 && a.H / a.Hkv <= kSplitWarps * kHeadsPerWarp && a.workspace != nullptr && a.max_len > 0;
+  return a.D % 4 == 0 && a.H / a.Hkv <= kSplitWarps * kHeadsPerWarp && a.workspace != nullptr && a.max_len > 0 &&
+         aligned16(a.k_pool) && aligned16(a.v_pool);  // the tiles' 16-byte loads
 }
 
 // ---- one warp per (query row, head), positions in sequence (the fallback) ------------------------
@@ -216,8 +220,11 @@ __global__ void paged_combine_kernel(PagedAttnDeviceArgs a, int64_t split, int64
 
 }  // namespace
 
+// splits_of is not monotone in the length (1,024 positions make 32 splits of 32, 1,040 make 17 of 64), so
+// the bound is min(kMaxSplits, tiles): it covers every length up to max_len, which a buffer sized for a
+// table's capacity must while the table's stride moves below it.
 int64_t paged_attention_workspace_floats(int64_t n, int64_t H, int64_t D, int64_t max_len) {
-  return n * H * splits_of(max_len) * (D + 2);
+  return n * H * std::min<int64_t>(kMaxSplits, std::max<int64_t>(1, (max_len + kTile - 1) / kTile)) * (D + 2);
 }
 
 void paged_attention_fwd(const PagedAttnDeviceArgs& a, cudaStream_t st) {
