@@ -745,7 +745,7 @@ TEST(CudaPagedAttention, WorkspaceBoundNeverShrinksWithTheLength) {
     ASSERT_GE(w, prev) << "at " << len << " positions";
     prev = w;
   }
-  EXPECT_EQ(cuda::paged_attention_workspace_floats(1, 1, 64, 1504), 32 * 66);  // capped at 32 splits
+  EXPECT_EQ(cuda::paged_attention_workspace_floats(1, 1, 64, 1504), 32 * 66);       // capped at 32 splits
   EXPECT_EQ(cuda::paged_attention_workspace_floats(2, 3, 8, 100), 2 * 3 * 4 * 10);  // 4 tiles of 32
 }
 

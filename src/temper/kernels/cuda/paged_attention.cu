@@ -32,7 +32,9 @@ int64_t splits_of(int64_t max_len) {
   return std::max<int64_t>(1, (max_len + split_len(max_len) - 1) / split_len(max_len));
 }
 
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+bool aligned16(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
 
 bool split_fits(const PagedAttnDeviceArgs& a) {
   return a.D % 4 == 0 && a.H / a.Hkv <= kSplitWarps * kHeadsPerWarp && a.workspace != nullptr && a.max_len > 0 &&
