@@ -89,32 +89,11 @@ void gemv_bf16(int64_t M, int64_t N, int64_t K, const uint16_t* x, const uint16_
                const float* c_in, float* y, cudaStream_t s) {
   TEMPER_CHECK(gemv_fits(M, K, x, w) && N > 0) << "gemv_bf16: M=" << M << " (1.." << kGemvMaxRows << "), K=" << K
                                                << " (a multiple of 8), N=" << N << ", operands 16-byte aligned";
-  switch (M) {
-    case 1:
-      launch<1>(N, K, x, w, bias, beta, c_in, y, s);
-      break;
-    case 2:
-      launch<2>(N, K, x, w, bias, beta, c_in, y, s);
-      break;
-    case 3:
-      launch<3>(N, K, x, w, bias, beta, c_in, y, s);
-      break;
-    case 4:
-      launch<4>(N, K, x, w, bias, beta, c_in, y, s);
-      break;
-    case 5:
-      launch<5>(N, K, x, w, bias, beta, c_in, y, s);
-      break;
-    case 6:
-      launch<6>(N, K, x, w, bias, beta, c_in, y, s);
-      break;
-    case 7:
-      launch<7>(N, K, x, w, bias, beta, c_in, y, s);
-      break;
-    default:
-      launch<8>(N, K, x, w, bias, beta, c_in, y, s);
-      break;
-  }
+  using Launch = void (*)(int64_t, int64_t, const uint16_t*, const uint16_t*, const float*, float, const float*,
+                          float*, cudaStream_t);
+  static constexpr Launch kByRows[kGemvMaxRows] = {launch<1>, launch<2>, launch<3>, launch<4>,
+                                                   launch<5>, launch<6>, launch<7>, launch<8>};
+  kByRows[M - 1](N, K, x, w, bias, beta, c_in, y, s);
   TEMPER_CUDA_LAUNCHED("gemv_bf16");
 }
 
