@@ -89,8 +89,8 @@ void gemv_bf16(int64_t M, int64_t N, int64_t K, const uint16_t* x, const uint16_
                const float* c_in, float* y, cudaStream_t s) {
   TEMPER_CHECK(gemv_fits(M, K, x, w) && N > 0) << "gemv_bf16: M=" << M << " (1.." << kGemvMaxRows << "), K=" << K
                                                << " (a multiple of 8), N=" << N << ", operands 16-byte aligned";
-  using Launch = void (*)(int64_t, int64_t, const uint16_t*, const uint16_t*, const float*, float, const float*,
-                          float*, cudaStream_t);
+  using Launch = void (*)(int64_t, int64_t, const uint16_t*, const uint16_t*, const float*, float, const float*, float*,
+                          cudaStream_t);
   static constexpr Launch kByRows[kGemvMaxRows] = {launch<1>, launch<2>, launch<3>, launch<4>,
                                                    launch<5>, launch<6>, launch<7>, launch<8>};
   kByRows[M - 1](N, K, x, w, bias, beta, c_in, y, s);
