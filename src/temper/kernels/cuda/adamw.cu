@@ -46,9 +46,6 @@ __global__ void sum_in_order_kernel(const double* partial, int64_t count, double
   if (threadIdx.x == 0) *out = acc;
 }
 
-__global__ void scale_kernel(float* x, int64_t n, float f) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) x[i] *= f;
-}
 
 }  // namespace
 
@@ -74,12 +71,6 @@ void grad_sumsq(const float* g, int64_t n, double* workspace, double* out, cudaS
   TEMPER_CUDA_LAUNCHED("grad_sumsq_partial");
   sum_in_order_kernel<<<1, 1024, 0, s>>>(workspace, blocks, out);
   TEMPER_CUDA_LAUNCHED("grad_sumsq_total");
-}
-
-void scale(float* x, int64_t n, float factor, cudaStream_t s) {
-  if (n <= 0) return;
-  scale_kernel<<<dev::blocks_for(n, 256), 256, 0, s>>>(x, n, factor);
-  TEMPER_CUDA_LAUNCHED("scale");
 }
 
 }  // namespace temper::cuda

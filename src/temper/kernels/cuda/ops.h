@@ -90,6 +90,5 @@ void adamw_step(float* p, const float* g, float* m, float* v, int64_t n, float l
 // grad_norm_workspace(n) doubles.
 int64_t grad_norm_workspace(int64_t n);
 void grad_sumsq(const float* g, int64_t n, double* workspace, double* out, cudaStream_t s);  // out: device double
-void scale(float* x, int64_t n, float factor, cudaStream_t s);
 
 }  // namespace temper::cuda
