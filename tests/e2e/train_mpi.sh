@@ -23,7 +23,8 @@ trap 'pkill -9 -f "$work" 2>/dev/null || true; rm -rf "$work"' EXIT
 mpi=(timeout 300 mpirun -np 2 --oversubscribe --bind-to none)
 common=(--set sft.steps=3 --set rl.steps=3 --set rl.prompts_per_step=4 --set rl.group_size=4 --set rl.max_new=16
         --set rl.dynamic_sampling=false --set rl.ent_coef=0.01 --set eval.problems=8 --set eval.max_new=16
-        --set eval.every=0 --set sft.batch=8 --set run.checkpoint_every=1 --set run.keep_last=10 --set run.samples_every=1)
+        --set eval.every=0 --set sft.batch=8 --set run.checkpoint_every=1 --set run.keep_last=10 --set run.samples_every=1
+        --set rl.reuse_activations=false)  # ranks train on rows other ranks rolled out: no reuse there, so none here
 
 metrics_close() {  # the same rows and keys; numbers within 1e-4 relative (timings and communication left out)
   python3 - "$1" "$2" <<'PY'
@@ -74,7 +75,8 @@ close "$work/one" "$work/one_s4"
 ck="$work/one/checkpoints/step-6"
 methods=("$here/../../experiments/zppo-teacher/zppo.toml" --set model.path="\"$ck\"" --set teacher.path="\"$ck\""
          --set rl.steps=3 --set rl.prompts_per_step=6 --set rl.group_size=4 --set rl.max_new=24 --set teacher.max_new=24
-         --set eval.every=0 --set eval.problems=8 --set eval.max_new=24 --set rl.dre.mode='"online"' --set rl.stare.control='"band"')
+         --set eval.every=0 --set eval.problems=8 --set eval.max_new=24 --set rl.dre.mode='"online"' --set rl.stare.control='"band"'
+         --set rl.reuse_activations=false)
 "$temper" train --out "$work/m1" --threads 1 "${methods[@]}" 2> "$work/m1.log"
 "${mpi[@]}" "$temper" train --out "$work/m2" "${methods[@]}" 2> "$work/m2.log"
 grep -q '"zppo_bcq"' "$work/m1/metrics.jsonl" && grep -q '"dre_edits"' "$work/m1/metrics.jsonl" && grep -q '"stare_w"' "$work/m1/metrics.jsonl"

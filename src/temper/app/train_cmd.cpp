@@ -202,6 +202,8 @@ RunConfig read_config(Recipe& r) {
   q.mini_batches = r.get_int("rl.mini_batches", 1);
   q.micro_batch = r.get_int("rl.micro_batch", q.micro_batch);
   q.share_prompts = r.get_bool("rl.share_prompts", q.share_prompts);
+  q.reuse_activations = r.get_bool("rl.reuse_activations", q.reuse_activations);
+  q.reuse_activations_mb = r.get_int("rl.reuse_activations_mb", q.reuse_activations_mb);
   q.dynamic_sampling = r.get_bool("rl.dynamic_sampling", false);
   q.max_resample_rounds = r.get_int("rl.max_resample_rounds", 3);
   q.mask_truncated = r.get_bool("rl.mask_truncated", false);

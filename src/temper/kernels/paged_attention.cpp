@@ -74,6 +74,7 @@ void paged_attention_fwd(const PagedAttnArgs& a) {
       float* o = a.o + i * a.o_stride + h * a.D;
       const float inv = l[h] > 0.f ? 1.0f / l[h] : 0.f;
       for (int64_t d = 0; d < a.D; ++d) o[d] = acc[h * a.D + d] * inv;
+      if (a.lse) a.lse[i * a.H + h] = m[h] + std::log(l[h]);
     }
   });
 }

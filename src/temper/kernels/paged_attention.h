@@ -23,6 +23,9 @@ struct PagedAttnArgs {
   const uint16_t* k_pool16 = nullptr;  // or, for a bf16 cache, its rows (then k_pool/v_pool are unused)
   const uint16_t* v_pool16 = nullptr;
   int64_t block_size = 0;
+  // Optional [n, H]: log-sum-exp of each row's scaled scores per head (the training kernels' lse, so the
+  // update can run the backward over a rollout's activations).
+  float* lse = nullptr;
 };
 
 void paged_attention_fwd(const PagedAttnArgs& a);

@@ -15,6 +15,8 @@
 #include "temper/kernels/paged_attention.h"
 #include "temper/kernels/rmsnorm.h"
 #include "temper/kernels/swiglu.h"
+#include "temper/core/thread_pool.h"
+#include "temper/model/activation_store.h"
 #include "temper/model/int4_drafter.h"
 
 namespace temper {
@@ -323,6 +325,7 @@ void Transformer::layer_forward(int64_t l, const LayerActs& a, float* x_out, int
       pa.v_pool = pool->v_block(l, 0);
     }
     pa.block_size = pool->block_size();
+    pa.lse = a.lse;  // [N, H]: what a kept row's backward reads
     TEMPER_PROFILE("attention");
     kernels::paged_attention_fwd(pa);
   } else {
@@ -444,8 +447,14 @@ void Transformer::forward_backward(const int32_t* tokens, const int32_t* targets
 // then every layer's backward into grads().
 void Transformer::backward_from_classifier(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
                                            const kernels::ClassifierLoss& loss, float* logprob, float* entropy) {
-  const int64_t N = B * T, C = cfg_.hidden_size;
   trunk_forward(tokens, B, T, true);
+  backward_rest(tokens, targets, B, T, loss, logprob, entropy);
+}
+
+// The classifier with its loss over xn_ (the final norm of x_final_), then every layer's backward.
+void Transformer::backward_rest(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
+                                const kernels::ClassifierLoss& loss, float* logprob, float* entropy) {
+  const int64_t N = B * T, C = cfg_.hidden_size;
   kernels::ClassifierArgs ca = classifier_args(targets, N, logprob, entropy);
   ca.loss = &loss;
   ca.dh = dxn_;
@@ -493,12 +502,17 @@ void Transformer::forward_paged(const PagedStep& st, KvPool& pool, const Int4Dra
   const int64_t C = cfg_.hidden_size, V = cfg_.vocab_size;
   TEMPER_CHECK(!drafter || static_cast<int64_t>(drafter->layers().size()) == cfg_.num_layers)
       << "forward_paged: the drafter was built for another model (" << drafter->layers().size() << " layers)";
+  const bool keep = st.store && st.save_slots && !drafter;
+  TEMPER_CHECK(!keep || st.store->record_floats() == act_record_floats())
+      << "forward_paged: the activation store was sized for another model";
   kernels::embedding_fwd(params() + layout_.embed, st.tokens, scratch_acts_.x_in, st.n, V, C);
   for (int64_t l = 0; l < cfg_.num_layers; ++l) {
     layer_forward(l, scratch_acts_, x_tmp_, 1, st.n, &st, &pool,
                   drafter ? &drafter->layers()[static_cast<size_t>(l)] : nullptr);
+    if (keep) store_rows(l, st, st.n);
     std::memcpy(scratch_acts_.x_in, x_tmp_, static_cast<size_t>(st.n * C) * sizeof(float));
   }
+  if (keep) store_rows(cfg_.num_layers, st, st.n);  // the final residual
   for (int64_t r = 0; r < st.n_out; ++r) {  // only the rows whose next token is wanted
     TEMPER_CHECK(st.out_rows[r] >= 0 && st.out_rows[r] < st.n) << "forward_paged: output row " << st.out_rows[r];
     std::memcpy(x_tmp_ + r * C, scratch_acts_.x_in + st.out_rows[r] * C, static_cast<size_t>(C) * sizeof(float));
@@ -526,6 +540,83 @@ void Transformer::forward_paged(const PagedStep& st, KvPool& pool, const Int4Dra
   }
   kernels::gemm_decode(st.n_out, V, C, xn_, C, params() + layout_.lm_head, C, 0.f, st.logits, V, precision_,
                        w16(layout_.lm_head));
+}
+
+// One layer's saved values in an ActivationStore record, in this order, then its lse ([H] per row).
+template <class Fn>
+void Transformer::each_act_field(const LayerActs& a, Fn&& f) const {
+  const int64_t C = cfg_.hidden_size, QKV = cfg_.qkv_dim(), H = cfg_.num_heads, Hkv = cfg_.num_kv_heads;
+  f(a.x_in, C);
+  f(a.rstd1, 1);
+  if (cfg_.qk_norm) {
+    f(a.qkv_pre, QKV);
+    f(a.q_rstd, H);
+    f(a.k_rstd, Hkv);
+  }
+  f(a.qkv, QKV);
+  f(a.o, H * cfg_.head_dim);
+  f(a.x_mid, C);
+  f(a.rstd2, 1);
+  f(a.gu, 2 * cfg_.intermediate_size);
+}
+
+int64_t Transformer::act_layer_floats() const {
+  int64_t n = cfg_.num_heads;  // lse
+  each_act_field(scratch_acts_, [&](const float*, int64_t w) { n += w; });
+  return n;
+}
+
+int64_t Transformer::act_record_floats() const { return cfg_.num_layers * act_layer_floats() + cfg_.hidden_size; }
+
+bool Transformer::reusable(const ActivationStore& store) const {
+  return !device_ && !recompute_ && store.params_version() == params_version_ &&
+         store.record_floats() == act_record_floats();
+}
+
+// Layer l's values of the step's kept rows into their slots (l = num_layers: the final residual, in
+// scratch x_in after the last layer). The paged pass leaves lse as [n, H].
+void Transformer::store_rows(int64_t l, const PagedStep& st, int64_t n) const {
+  TEMPER_PROFILE("keep_activations");
+  const int64_t lf = act_layer_floats(), H = cfg_.num_heads, C = cfg_.hidden_size;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t slot = st.save_slots[i];
+    if (slot < 0) continue;
+    TEMPER_CHECK(slot < st.store->size()) << "forward_paged: activation slot " << slot << " was never added";
+    float* rec = st.store->record(slot) + l * lf;
+    if (l == cfg_.num_layers) {
+      std::memcpy(rec, scratch_acts_.x_in + i * C, static_cast<size_t>(C) * sizeof(float));
+      continue;
+    }
+    each_act_field(scratch_acts_, [&](const float* base, int64_t w) {
+      std::memcpy(rec, base + i * w, static_cast<size_t>(w) * sizeof(float));
+      rec += w;
+    });
+    std::memcpy(rec, scratch_acts_.lse + i * H, static_cast<size_t>(H) * sizeof(float));
+  }
+}
+
+// Every layer's saved activations and the final residual of the N packed rows from their slots (the
+// packed pass's lse is [H, N]).
+void Transformer::gather_rows(const ActivationStore& store, const int64_t* slots, int64_t N) {
+  TEMPER_PROFILE("reuse_activations");
+  const int64_t H = cfg_.num_heads, C = cfg_.hidden_size, L = cfg_.num_layers;
+  for (int64_t n = 0; n < N; ++n)
+    TEMPER_CHECK(slots[n] >= 0 && slots[n] < store.size()) << "reused activations: row " << n << " has no slot";
+  parallel_for(N, 16, [&](int64_t b, int64_t e) {
+    for (int64_t n = b; n < e; ++n) {
+      const float* rec = store.record(slots[n]);
+      for (int64_t l = 0; l < L; ++l) {
+        const LayerActs& a = saved_[static_cast<size_t>(l)];
+        each_act_field(a, [&](float* base, int64_t w) {
+          std::memcpy(base + n * w, rec, static_cast<size_t>(w) * sizeof(float));
+          rec += w;
+        });
+        for (int64_t h = 0; h < H; ++h) a.lse[h * N + n] = rec[h];
+        rec += H;
+      }
+      std::memcpy(x_final_ + n * C, rec, static_cast<size_t>(C) * sizeof(float));
+    }
+  });
 }
 
 void Transformer::forward_logits(const int32_t* tokens, int64_t B, int64_t T, float* logits) {
@@ -579,6 +670,20 @@ void Transformer::forward_backward_packed(const int32_t* tokens, const int32_t* 
   const int64_t N = prepare_packed(segs);
   SegmentsScope scope(segs_, segs);
   backward_from_classifier(tokens, targets, 1, N, loss, logprob, entropy);
+}
+
+void Transformer::forward_backward_packed(const int32_t* tokens, const int32_t* targets,
+                                          const std::vector<kernels::AttnSegment>& segs,
+                                          const kernels::ClassifierLoss& loss, float* logprob, float* entropy,
+                                          const ActivationStore& store, const int64_t* slots) {
+  TEMPER_CHECK(reusable(store)) << "forward_backward_packed: the activation store holds other weights' activations "
+                                   "(or this model recomputes, or runs on a device)";
+  const int64_t N = prepare_packed(segs);
+  SegmentsScope scope(segs_, segs);
+  gather_rows(store, slots, N);
+  kernels::rmsnorm_fwd(x_final_, params() + layout_.final_norm, xn_, rstd_f_, N, cfg_.hidden_size,
+                       static_cast<float>(cfg_.rms_norm_eps));
+  backward_rest(tokens, targets, 1, N, loss, logprob, entropy);
 }
 
 void Transformer::forward_logprobs_packed(const int32_t* tokens, const int32_t* targets,

@@ -23,6 +23,8 @@
 
 namespace temper {
 
+class ActivationStore;
+
 // One step of batched generation over the paged KV cache: n tokens from any number of sequences
 // (prefill chunks and decode tokens mixed). Token i sits at position pos[i] of the sequence whose
 // block table is tables[i]; blocks for every position must be reserved (KvPool::reserve) first, and
@@ -35,6 +37,10 @@ struct PagedStep {
   const int64_t* out_rows = nullptr;
   int64_t n_out = 0;
   float* logits = nullptr;  // [n_out, V]
+  // Optional: row i's activations are kept in store slot save_slots[i] (-1: not kept); see
+  // activation_store.h. Ignored on a device and for the drafter's passes.
+  ActivationStore* store = nullptr;
+  const int64_t* save_slots = nullptr;
 };
 
 class Int4Drafter;
@@ -105,7 +111,18 @@ class Transformer {
                                float* logprob, float* entropy);
   void forward_logprobs_packed(const int32_t* tokens, const int32_t* targets,
                                const std::vector<kernels::AttnSegment>& segs, float* logprob, float* entropy);
+  // With `store` and `slots` (one store slot per packed row): the layers' activations come from the
+  // rollout that computed them (ActivationStore) instead of a forward; only the classifier and the
+  // backward run. Needs reusable(store).
+  void forward_backward_packed(const int32_t* tokens, const int32_t* targets,
+                               const std::vector<kernels::AttnSegment>& segs, const kernels::ClassifierLoss& loss,
+                               float* logprob, float* entropy, const ActivationStore& store, const int64_t* slots);
   bool packed_supported() const { return !device_; }
+  // Floats one token's activations take in an ActivationStore; whether `store` holds this model's
+  // activations at its current weights (and this model can train from them: CPU, no recomputation).
+  int64_t act_record_floats() const;
+  bool reusable(const ActivationStore& store) const;
+  uint64_t params_version() const { return params_version_; }
   void forward_logits(const int32_t* tokens, int64_t B, int64_t T, float* logits);  // [B, T, V]
   void forward_hidden(const int32_t* tokens, int64_t B, int64_t T, float* hidden);  // [B, T, H] after the final norm
 
@@ -124,6 +141,13 @@ class Transformer {
   void backward_from_classifier(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
                                 const kernels::ClassifierLoss& loss, float* logprob, float* entropy);
   void trunk_forward(const int32_t* tokens, int64_t B, int64_t T, bool save);
+  void backward_rest(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
+                     const kernels::ClassifierLoss& loss, float* logprob, float* entropy);
+  template <class Fn>
+  void each_act_field(const LayerActs& a, Fn&& f) const;  // f(base, width) per row-major field but lse
+  int64_t act_layer_floats() const;
+  void store_rows(int64_t l, const PagedStep& st, int64_t n) const;
+  void gather_rows(const ActivationStore& store, const int64_t* slots, int64_t N);
   void layer_forward(int64_t l, const LayerActs& a, float* x_out, int64_t B, int64_t T,
                      const PagedStep* paged = nullptr, KvPool* pool = nullptr, const Int4Layer* q4 = nullptr);
   void layer_backward(int64_t l, const LayerActs& a, float* dx, int64_t B, int64_t T);

@@ -39,6 +39,7 @@ struct Trajectory {
   std::vector<std::string> tags;            // free-form (methods mark edited copies, teacher prompts, ...)
   bool off_policy = false;                  // not sampled by the policy (a teacher's response): out of rollout statistics
   bool scored = false;                      // reward set (the trainer scores the rest after after_rollout)
+  std::vector<int64_t> act_slots;           // the rollout's kept activations per position (Completion::act_slots)
 };
 
 struct Batch {

@@ -14,6 +14,7 @@
 #include "temper/core/profile.h"
 #include "temper/core/rng.h"
 #include "temper/rl/packed_rows.h"
+#include "temper/rl/reused_activations.h"
 #include "temper/rollout/sharded.h"
 
 namespace temper::rl {
@@ -43,6 +44,7 @@ void RlConfig::validate() const {
   TEMPER_CHECK(micro_batch >= 0) << "rl.micro_batch must be >= 0 (0: whole mini-batch), got " << micro_batch;
   TEMPER_CHECK(max_resample_rounds >= 0) << "rl.max_resample_rounds must be >= 0, got " << max_resample_rounds;
   TEMPER_CHECK(kv_memory_mb > 0) << "rl.kv_memory_mb must be > 0, got " << kv_memory_mb;
+  TEMPER_CHECK(reuse_activations_mb > 0) << "rl.reuse_activations_mb must be > 0, got " << reuse_activations_mb;
   TEMPER_CHECK(max_seqs > 0) << "rl.max_seqs must be > 0, got " << max_seqs;
   sampler.validate();
   advantage.validate();
@@ -102,6 +104,10 @@ RlTrainer::RlTrainer(Transformer& policy, std::shared_ptr<const tasks::Task> tas
   pool_ = std::make_unique<KvPool>(policy_.config(), block, blocks, kvt);
   engine_ = std::make_unique<rollout::RolloutEngine>(
       policy_, *pool_, rollout::EngineConfig{std::min(cfg_.max_seqs, cfg_.prompts_per_step * cfg_.group_size), codec_.token_bytes});
+  if (cfg_.reuse_activations && cfg_.share_prompts && policy_.packed_supported()) {
+    store_ = std::make_unique<ActivationStore>(policy_.act_record_floats());
+    engine_->set_activation_store(store_.get());
+  }
   if (cfg_.speculative) {
     cfg_.speculative->control.validate();
     drafter_ = std::make_unique<Int4Drafter>(cfg_.speculative->group, cfg_.speculative->lag, cfg_.speculative->head);
@@ -274,6 +280,11 @@ void RlTrainer::rollout(int64_t n, int64_t round, std::vector<Trajectory>& out, 
     r.stop_ids = codec_.stop_ids;
     r.seed = mix_seed(mix_seed(cfg_.seed, static_cast<uint64_t>(step_)), static_cast<uint64_t>(round));
     r.stream = static_cast<uint64_t>(i) * static_cast<uint64_t>(cfg_.group_size);
+    if (store_) {  // keep its activations while this step's estimate fits (speculation's rejected drafts take slots too)
+      const int64_t need = static_cast<int64_t>(r.prompt.size()) + r.group_size * r.max_new * (spec_ ? 2 : 1);
+      r.keep_activations = store_planned_ + need <= store_->capacity();
+      if (r.keep_activations) store_planned_ += need;
+    }
     reqs.push_back(std::move(r));
   }
   // Data-parallel: this rank rolls out every ranks()-th request; every rank gets all completions.
@@ -308,6 +319,7 @@ void RlTrainer::rollout(int64_t n, int64_t round, std::vector<Trajectory>& out, 
     t.sample_logprob = std::move(c.sample_logprob);
     t.old_logprob = std::move(c.policy_logprob);
     t.entropy = std::move(c.entropy);
+    t.act_slots = std::move(c.act_slots);
     t.finish = c.finish;
     if (c.parent >= 0) t.tags.push_back("fork");
     out.push_back(std::move(t));
@@ -449,6 +461,11 @@ Metrics RlTrainer::step() {
   b.step = step_;
   rollout_s_ = reward_s_ = 0;
   speculative_begin_step();
+  if (store_) {  // this step's rollouts keep activations of the weights they run on
+    const int64_t slots = (cfg_.reuse_activations_mb << 20) / (store_->record_floats() * static_cast<int64_t>(sizeof(float)));
+    store_->reset(slots, policy_.params_version());
+    store_planned_ = 0;
+  }
   // Rounds: rollout -> after_rollout -> score -> after_reward -> (dynamic sampling) keep only groups
   // whose rewards differ, and draw more prompts for the rest.
   int64_t kept_groups = 0, drawn = 0;
@@ -643,6 +660,8 @@ Metrics RlTrainer::update(Batch& b) {
   std::vector<int32_t> xtok, xtgt;  // and packed, its shared prompts held once
   std::vector<float> xold, xadv, xw, xsc, xref, xlp, xent;
   std::vector<const float*> xrkl;
+  std::vector<int64_t> xslots;  // and the store slots of its rows when the rollout kept them
+  int64_t reused = 0;
   const bool pack = cfg_.share_prompts && policy_.packed_supported();
   for (int64_t e = 0; e < cfg_.epochs; ++e) {
     std::iota(order.begin(), order.end(), 0);
@@ -749,13 +768,17 @@ Metrics RlTrainer::update(Batch& b) {
         }
         int64_t npos = rows * Tm;  // rows of the forward: padded, or packed
         PackedRows packed;
+        bool reuse = false;  // the packed rows' activations from the rollout (no forward)
         if (pack) {  // equal prompts once, no padding: every per-position field follows its row into the packed order
           std::vector<const std::vector<int32_t>*> prompts(static_cast<size_t>(rows));
           std::vector<int64_t> lens(static_cast<size_t>(rows));
+          std::vector<const std::vector<int64_t>*> slots_of(static_cast<size_t>(rows));
           for (int64_t i = 0; i < rows; ++i) {
             const Trajectory& t = b.traj[static_cast<size_t>(own[static_cast<size_t>(q0 + i)])];
             prompts[static_cast<size_t>(i)] = &t.prompt;
-            lens[static_cast<size_t>(i)] = static_cast<int64_t>(t.prompt.size() + t.tokens.size());
+            slots_of[static_cast<size_t>(i)] = &t.act_slots;
+            // The last token predicts nothing and no row reads it: left out (the rollout never forwarded it).
+            lens[static_cast<size_t>(i)] = static_cast<int64_t>(t.prompt.size() + std::max<size_t>(t.tokens.size(), 1) - 1);
           }
           packed = pack_rows(prompts, lens, Tm);
           npos = packed.size();
@@ -775,6 +798,7 @@ Metrics RlTrainer::update(Batch& b) {
           ptok = xtok.data(), ptgt = xtgt.data(), pold = xold.data(), padv = xadv.data();
           pw = xw.data(), psc = xsc.data(), pref = pref ? xref.data() : nullptr;
           plp = xlp.data(), pent = xent.data();
+          reuse = store_ && policy_.reusable(*store_) && reusable_slots(*store_, packed, ptok, slots_of, Tm, &xslots);
         }
         PolicyLossBatch pb;
         if (!rkl_rows.empty()) {
@@ -790,7 +814,10 @@ Metrics RlTrainer::update(Batch& b) {
         pb.N = npos;
         positions += npos;
         PolicyLoss loss(cfg_.loss, pb);
-        if (pack)
+        if (reuse) {
+          policy_.forward_backward_packed(ptok, ptgt, packed.segs, loss, plp, pent, *store_, xslots.data());
+          reused += npos;
+        } else if (pack)
           policy_.forward_backward_packed(ptok, ptgt, packed.segs, loss, plp, pent);
         else
           policy_.forward_backward(ptok, ptgt, rows, Tm, loss, plp, pent);
@@ -815,9 +842,9 @@ Metrics RlTrainer::update(Batch& b) {
                     static_cast<double>(total.clipped_low), static_cast<double>(total.clipped_high),
                     static_cast<double>(total.dual_clipped), total.ratio_sum, total.kl_sum, total.entropy_sum};
     comm_->allreduce_sum(v, 11);
-    double p = static_cast<double>(positions);
-    comm_->allreduce_sum(&p, 1);
-    positions = static_cast<int64_t>(p);
+    double p[2] = {static_cast<double>(positions), static_cast<double>(reused)};
+    comm_->allreduce_sum(p, 2);
+    positions = static_cast<int64_t>(p[0]), reused = static_cast<int64_t>(p[1]);
     total.loss = v[0], total.pg_loss = v[1], total.kl_loss = v[2], total.entropy_loss = v[3];
     total.tokens = static_cast<int64_t>(v[4]), total.clipped_low = static_cast<int64_t>(v[5]);
     total.clipped_high = static_cast<int64_t>(v[6]), total.dual_clipped = static_cast<int64_t>(v[7]);
@@ -838,6 +865,8 @@ Metrics RlTrainer::update(Batch& b) {
   // Rows the update's forward and backward ran over (all epochs, all ranks): prompts, completions and
   // padding, or with share_prompts each shared prompt once and no padding.
   out.emplace_back("train_positions", static_cast<double>(positions));
+  // Of those, rows whose forward was skipped: their activations came from the rollout (reuse_activations).
+  out.emplace_back("reused_positions", static_cast<double>(reused));
   if (b.reverse_kl_coef != 0) {
     double v[2] = {rkl_sum, static_cast<double>(rkl_tokens)};
     if (ranks() > 1) comm_->allreduce_sum(v, 2);

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "temper/dist/communicator.h"
+#include "temper/model/activation_store.h"
 #include "temper/model/int4_drafter.h"
 #include "temper/model/kv_pool.h"
 #include "temper/model/optimizer.h"
@@ -65,6 +66,10 @@ struct RlConfig {
   // Rows of a micro-batch with equal prompts hold the prompt once in the update's forward and backward
   // (PackedRows; no padding either); the padded rows when false or on a device.
   bool share_prompts = true;
+  // The update's first optimizer step takes the rollout's activations instead of a forward where they
+  // were kept (packed rows on the CPU; model/activation_store.h), up to this much memory for them.
+  bool reuse_activations = true;
+  int64_t reuse_activations_mb = 2048;
   bool dynamic_sampling = false;
   int64_t max_resample_rounds = 3;
   bool mask_truncated = false;  // DAPO overlong masking: completions cut at max_new are left out of the loss
@@ -111,6 +116,8 @@ class RlTrainer {
   std::unique_ptr<KvPool> pool_;
   std::unique_ptr<rollout::RolloutEngine> engine_;
   std::unique_ptr<Int4Drafter> drafter_;
+  std::unique_ptr<ActivationStore> store_;  // the rollout's kept activations (reuse_activations)
+  int64_t store_planned_ = 0;               // slots this step's requests may fill
   std::unique_ptr<rollout::SpecController> spec_;
   rollout::EngineStats spec_sum_;  // this step's rollouts on this rank
   double requant_s_ = 0;

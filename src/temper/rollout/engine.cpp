@@ -9,6 +9,7 @@
 #include "temper/core/profile.h"
 #include "temper/core/thread_pool.h"
 #include "temper/kernels/classifier.h"
+#include "temper/model/activation_store.h"
 #include "temper/model/int4_drafter.h"
 #include "temper/rollout/spec_sampling.h"
 
@@ -100,11 +101,13 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
   std::deque<Live> resume;  // preempted: blocks freed, prefix recomputed when they come back
   std::vector<Live> live, next, spawned, resuming;
   std::vector<std::pair<int64_t, SeqKv>> admitted;
+  std::vector<std::vector<int64_t>> admitted_slots;  // their prompts' activation slots (keep_activations)
   for (auto* v : {&live, &next, &resuming}) v->reserve(static_cast<size_t>(2 * cfg_.max_seqs));
   std::vector<int32_t> tok, pos;
   std::vector<const int32_t*> tables;
-  std::vector<int64_t> rows;
+  std::vector<int64_t> rows, save;  // save: per row, the activation slot it fills (-1: none)
   const size_t step_cap = static_cast<size_t>(2 * cfg_.max_seqs + 2 * max_prompt);
+  save.reserve(step_cap);
   tok.reserve(step_cap);
   pos.reserve(step_cap);
   tables.reserve(step_cap);
@@ -114,6 +117,21 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
   std::vector<DeviceChoice> device_choices;
   choices.reserve(static_cast<size_t>(2 * cfg_.max_seqs));
 
+  // Kept activations: a fresh slot for the token at position p of a sequence whose slots so far are
+  // `slots` (its tag links the slot of p - 1, so a row can be checked later); none once a position
+  // before it went unkept. Entries past p are stale from here on.
+  ActivationStore* store = model_.device() ? nullptr : cfg_.store;
+  auto keep = [&](bool on, std::vector<int64_t>& slots, int64_t p, int32_t token) {
+    int64_t slot = -1;
+    if (on && store) {
+      const int64_t prev = p > 0 && p - 1 < static_cast<int64_t>(slots.size()) ? slots[static_cast<size_t>(p - 1)] : -1;
+      if (p == 0 || prev >= 0) slot = store->add(token, static_cast<int32_t>(p), prev);
+      slots.resize(static_cast<size_t>(p + 1), -1);
+      slots[static_cast<size_t>(p)] = slot;
+    }
+    save.push_back(slot);
+  };
+  auto keeps = [&](const Live& s) { return requests[static_cast<size_t>(s.req)].keep_activations; };
   auto finish = [&](Live& s, FinishReason why) {
     out[static_cast<size_t>(s.out)].finish = why;
     pool_.release(s.kv);
@@ -240,15 +258,21 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
       pos.clear();
       tables.clear();
       rows.clear();
+      save.clear();
     };
-    auto add_row = [&](const Live& s, size_t i, int64_t j) {
+    auto add_row = [&](const Live& s, size_t i, int64_t j, bool verify) {
       tok.push_back(j == 0 ? s.pending : drafts[i][static_cast<size_t>(j - 1)]);
       pos.push_back(static_cast<int32_t>(s.kv.len + j));
       tables.push_back(s.kv.blocks.data());
       rows.push_back(static_cast<int64_t>(rows.size()));
+      if (verify) keep(keeps(s), out[static_cast<size_t>(s.out)].act_slots, s.kv.len + j, tok.back());
     };
     auto forward_rows = [&](const Int4Drafter* d) {
       PagedStep st;
+      if (!d && store) {  // the verify pass is the policy's: its rows' activations are kept
+        st.store = store;
+        st.save_slots = save.data();
+      }
       st.n = st.n_out = static_cast<int64_t>(tok.size());
       st.tokens = tok.data();
       st.pos = pos.data();
@@ -265,7 +289,7 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
     for (int64_t j = 0; j < gmax; ++j) {
       clear_rows();
       for (size_t i = 0; i < n; ++i)
-        if (glen[i] > j) add_row(live[i], i, j);
+        if (glen[i] > j) add_row(live[i], i, j, false);
       forward_rows(cfg_.drafter);
       int64_t r = 0;
       for (size_t i = 0; i < n; ++i) {
@@ -281,7 +305,7 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
     // Verify: one policy pass over [pending, drafts...] of every sequence.
     clear_rows();
     for (size_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j <= glen[i]; ++j) add_row(live[i], i, j);
+      for (int64_t j = 0; j <= glen[i]; ++j) add_row(live[i], i, j, true);
     forward_rows(nullptr);
     stats_.verify_s += secs(t0);
     t0 = clock::now();
@@ -365,6 +389,7 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
     pos.clear();
     tables.clear();
     rows.clear();
+    save.clear();
     // Room for one more token in every live sequence; when the pool is short, preempt the newest.
     for (;;) {
       int64_t need = 0;
@@ -379,6 +404,7 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
       pool_.reserve(s.kv, 1);
       tok.push_back(s.pending);
       pos.push_back(static_cast<int32_t>(s.kv.len));
+      keep(keeps(s), out[static_cast<size_t>(s.out)].act_slots, s.kv.len, s.pending);
       tables.push_back(s.kv.blocks.data());
       rows.push_back(static_cast<int64_t>(tok.size()) - 1);
     }
@@ -389,7 +415,7 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
     while (!resume.empty()) {
       Live& s = resume.front();
       const RolloutRequest& q = requests[static_cast<size_t>(s.req)];
-      const Completion& c = out[static_cast<size_t>(s.out)];
+      Completion& c = out[static_cast<size_t>(s.out)];
       int64_t n = static_cast<int64_t>(q.prompt.size() + c.tokens.size()) - 1;
       if (seats + 1 > cfg_.max_seqs || blocks_for(n) + 1 > pool_.free_blocks()) break;
       if (static_cast<int64_t>(tok.size()) > n_decode_rows && static_cast<int64_t>(tok.size()) - n_decode_rows + n > cfg_.max_step_tokens) break;
@@ -398,6 +424,7 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
         tok.push_back(p < static_cast<int64_t>(q.prompt.size()) ? q.prompt[static_cast<size_t>(p)]
                                                                  : c.tokens[static_cast<size_t>(p) - q.prompt.size()]);
         pos.push_back(static_cast<int32_t>(p));
+        keep(q.keep_activations, c.act_slots, p, tok.back());  // its own slots now (the siblings keep theirs)
       }
       stats_.recomputed_tokens += n;
       ++seats;
@@ -414,9 +441,12 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
       if (static_cast<int64_t>(tok.size()) > n_decode_rows && static_cast<int64_t>(tok.size()) - n_decode_rows + plen > cfg_.max_step_tokens) break;
       SeqKv root;
       pool_.reserve(root, plen);
+      admitted_slots.resize(admitted.size() + 1);
+      admitted_slots.back().clear();
       for (int64_t p = 0; p < plen; ++p) {
         tok.push_back(q.prompt[static_cast<size_t>(p)]);
         pos.push_back(static_cast<int32_t>(p));
+        keep(q.keep_activations, admitted_slots.back(), p, tok.back());
       }
       stats_.prefill_tokens += plen;
       seats += q.group_size;
@@ -445,6 +475,10 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
     st.out_rows = rows.data();
     st.n_out = static_cast<int64_t>(rows.size());
     st.logits = logits.data();
+    if (store) {
+      st.store = store;
+      st.save_slots = save.data();
+    }
     // A device that can choose tokens where the logits are does so for a step of decode rows only
     // whose samplers are simple (or forced): the host draws each uniform from the sequence's own stream,
     // as choose() would, and no logits come back.
@@ -514,6 +548,7 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
       const float* z = logits.data() + (static_cast<size_t>(n_decode) + a) * V;
       for (int64_t g = 0; g < q.group_size; ++g) {
         Live s = new_live(r, first_out[static_cast<size_t>(r)] + g, pool_.fork(root, root.len));
+        if (q.keep_activations) out[static_cast<size_t>(s.out)].act_slots = admitted_slots[a];
         s.forced.assign(q.forced.rbegin(), q.forced.rend());
         if (!emit(s, z)) next.push_back(std::move(s));
       }

@@ -30,6 +30,7 @@
 #include "temper/rollout/spec_control.h"
 
 namespace temper {
+class ActivationStore;
 class Int4Drafter;
 }
 
@@ -50,6 +51,9 @@ struct RolloutRequest {
   // Tokens every member emits first instead of sampling (teacher forcing, e.g. a forced close of a
   // thinking block); they are recorded like sampled ones with sample_logprob = the policy's.
   std::vector<int32_t> forced;
+  // Keep the activations of every token the policy forwards for this request in the engine's
+  // ActivationStore (EngineConfig::store), for an update that skips its forward (Completion::act_slots).
+  bool keep_activations = false;
 };
 
 struct Completion {
@@ -65,6 +69,10 @@ struct Completion {
   std::vector<float> entropy;         // full-vocabulary entropy of the policy at each step
   FinishReason finish = FinishReason::length;
   int32_t stop_string = -1;  // index into the request's stop_strings when one ended it
+  // keep_activations: act_slots[p] is the store slot of the activations of the token at position p of
+  // prompt + completion when it was last forwarded (-1: not kept, e.g. the store was full). The last
+  // completion token is never forwarded; entries past it may be stale (the slot tags tell).
+  std::vector<int64_t> act_slots;
 };
 
 // What a hook wants done with a sequence after seeing its newest token.
@@ -114,6 +122,8 @@ struct EngineConfig {
   // Called when a run turns speculation on, before the drafter's first pass: an owner that refreshes
   // the drafter lazily does it here (then the drafter need not be ready before the run).
   std::function<void()> on_spec_start;
+  // Where requests with keep_activations keep them (a CPU model only; the owner resets it).
+  ActivationStore* store = nullptr;
   EngineConfig() = default;
   EngineConfig(int64_t seqs, std::function<std::string_view(int32_t)> bytes = {}) : max_seqs(seqs), token_bytes(std::move(bytes)) {}
 };
@@ -138,6 +148,7 @@ class RolloutEngine {
     cfg_.spec = spec;
     cfg_.on_spec_start = std::move(on_start);
   }
+  void set_activation_store(ActivationStore* store) { cfg_.store = store; }
 
  private:
   Transformer& model_;
