@@ -119,23 +119,38 @@ TEST(ReusedActivations, TheBackwardOverKeptActivationsEqualsTheForwardBackward) 
     ModelConfig cfg = test::small_config(arch, 128);
     Transformer model(cfg);
     model.init_random(7, 0.3f);
-    ActivationStore store(model.act_record_floats());
-    store.reset(4096, model.params_version());
     KvPool pool(cfg, 4, 256);
     RolloutEngine eng(model, pool);
-    eng.set_activation_store(&store);
     std::vector<RolloutRequest> reqs = {request({5, 9, 2, 7, 7, 1}, 3, 12, 1), request({3, 4}, 2, 9, 2),
                                         request({8}, 2, 5, 3)};
-    ForkAt3 hook;
-    std::vector<Completion> out = eng.run(reqs, &hook);
-    ASSERT_EQ(eng.stats().forks, 3);
-    expect_same_update(model, store, micro(reqs, out));
+    for (bool mixed : {false, true}) {
+      // mixed: another request in the same steps keeps nothing, so the kept rows' slots are not
+      // consecutive and are copied from the pass's scratch (otherwise the pass writes into the store).
+      std::vector<RolloutRequest> run = reqs;
+      if (mixed) {
+        run.insert(run.begin() + 1, request({2, 2, 6}, 2, 12, 4));
+        run[1].keep_activations = false;
+      }
+      ActivationStore store(model.act_field_widths());  // fresh: nothing left from the other case
+      store.reset(4096, model.params_version());
+      eng.set_activation_store(&store);
+      ForkAt3 hook;
+      std::vector<Completion> out = eng.run(run, &hook);
+      ASSERT_EQ(eng.stats().forks, mixed ? 4 : 3);
+      std::vector<Completion> kept;
+      for (Completion c : out) {
+        if (mixed && c.request == 1) continue;
+        if (mixed && c.request > 1) --c.request;
+        kept.push_back(std::move(c));
+      }
+      expect_same_update(model, store, micro(reqs, kept));
+    }
   }
 }
 
 TEST(ReusedActivations, PreemptedAndRecomputedSequencesStillMatch) {
   test::RandomModel f;
-  ActivationStore store(f.model.act_record_floats());
+  ActivationStore store(f.model.act_field_widths());
   store.reset(4096, f.model.params_version());
   KvPool small(f.cfg, 4, 26);  // too few blocks: the newest sequences are preempted and recomputed
   RolloutEngine eng(f.model, small);
@@ -162,7 +177,7 @@ TEST(ReusedActivations, SpeculativeVerifyPassesKeepThePolicysActivations) {
   SpecConfig sc;
   sc.toggle = SpecToggle::always;
   SpecController spec(sc);
-  ActivationStore store(f.model.act_record_floats());
+  ActivationStore store(f.model.act_field_widths());
   store.reset(8192, f.model.params_version());
   KvPool pool(f.cfg, 8, 128);
   EngineConfig ec(16);
@@ -179,7 +194,7 @@ TEST(ReusedActivations, SpeculativeVerifyPassesKeepThePolicysActivations) {
 
 TEST(ReusedActivations, EditedRowsChangedWeightsAndAFullStoreAreRefused) {
   test::RandomModel f;
-  ActivationStore store(f.model.act_record_floats());
+  ActivationStore store(f.model.act_field_widths());
   store.reset(4096, f.model.params_version());
   KvPool pool(f.cfg, 4, 128);
   RolloutEngine eng(f.model, pool);
@@ -200,7 +215,7 @@ TEST(ReusedActivations, EditedRowsChangedWeightsAndAFullStoreAreRefused) {
   Micro b = micro(reqs, bare);
   EXPECT_FALSE(rl::reusable_slots(store, b.packed, b.tok.data(), b.slots, b.T, &slots));
   // A store too small for the rollout: the later positions have no slot.
-  ActivationStore tiny(f.model.act_record_floats());
+  ActivationStore tiny(f.model.act_field_widths());
   tiny.reset(20, f.model.params_version());
   eng.set_activation_store(&tiny);
   std::vector<Completion> cut = eng.run(reqs);

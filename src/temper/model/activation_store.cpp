@@ -4,14 +4,19 @@
 
 namespace temper {
 
-ActivationStore::ActivationStore(int64_t record_floats) : record_floats_(record_floats) {
-  TEMPER_CHECK(record_floats > 0) << "activation store: records of " << record_floats << " floats";
+ActivationStore::ActivationStore(std::vector<int64_t> field_widths) : widths_(std::move(field_widths)) {
+  TEMPER_CHECK(!widths_.empty()) << "activation store: no fields";
+  for (int64_t w : widths_) {
+    TEMPER_CHECK(w > 0) << "activation store: a field of width " << w;
+    offsets_.push_back(slot_floats_);
+    slot_floats_ += w;
+  }
 }
 
 void ActivationStore::reset(int64_t slots, uint64_t params_version) {
   TEMPER_CHECK(slots >= 0) << "activation store: " << slots << " slots";
   if (slots > allocated_) {
-    data_.reset(new float[static_cast<size_t>(slots * record_floats_)]);
+    data_.reset(new float[static_cast<size_t>(slots * slot_floats_)]);
     tags_.reset(new Tag[static_cast<size_t>(slots)]);
     allocated_ = slots;
   }

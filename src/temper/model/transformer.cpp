@@ -503,19 +503,30 @@ void Transformer::forward_paged(const PagedStep& st, KvPool& pool, const Int4Dra
   TEMPER_CHECK(!drafter || static_cast<int64_t>(drafter->layers().size()) == cfg_.num_layers)
       << "forward_paged: the drafter was built for another model (" << drafter->layers().size() << " layers)";
   const bool keep = st.store && st.save_slots && !drafter;
-  TEMPER_CHECK(!keep || st.store->record_floats() == act_record_floats())
+  TEMPER_CHECK(!keep || st.store->field_widths() == act_field_widths())
       << "forward_paged: the activation store was sized for another model";
-  kernels::embedding_fwd(params() + layout_.embed, st.tokens, scratch_acts_.x_in, st.n, V, C);
+  // Rows kept in consecutive slots (the engine's usual step) are computed in the store itself.
+  bool direct = keep && st.save_slots[0] >= 0;
+  for (int64_t i = 1; direct && i < st.n; ++i) direct = st.save_slots[i] == st.save_slots[0] + i;
+  const int64_t s0 = direct ? st.save_slots[0] : 0;
+  TEMPER_CHECK(!direct || s0 + st.n <= st.store->size()) << "forward_paged: activation slots past the store's";
+  LayerActs a = direct ? store_view(*st.store, 0, s0) : scratch_acts_;
+  kernels::embedding_fwd(params() + layout_.embed, st.tokens, a.x_in, st.n, V, C);
   for (int64_t l = 0; l < cfg_.num_layers; ++l) {
-    layer_forward(l, scratch_acts_, x_tmp_, 1, st.n, &st, &pool,
+    LayerActs next = direct ? store_view(*st.store, l + 1, s0) : scratch_acts_;
+    layer_forward(l, a, direct ? next.x_in : x_tmp_, 1, st.n, &st, &pool,
                   drafter ? &drafter->layers()[static_cast<size_t>(l)] : nullptr);
-    if (keep) store_rows(l, st, st.n);
-    std::memcpy(scratch_acts_.x_in, x_tmp_, static_cast<size_t>(st.n * C) * sizeof(float));
+    if (!direct) {
+      if (keep) store_rows(l, st);
+      std::memcpy(scratch_acts_.x_in, x_tmp_, static_cast<size_t>(st.n * C) * sizeof(float));
+    }
+    a = next;
   }
-  if (keep) store_rows(cfg_.num_layers, st, st.n);  // the final residual
+  if (keep && !direct) store_rows(cfg_.num_layers, st);  // the final residual
+  const float* x_last = a.x_in;
   for (int64_t r = 0; r < st.n_out; ++r) {  // only the rows whose next token is wanted
     TEMPER_CHECK(st.out_rows[r] >= 0 && st.out_rows[r] < st.n) << "forward_paged: output row " << st.out_rows[r];
-    std::memcpy(x_tmp_ + r * C, scratch_acts_.x_in + st.out_rows[r] * C, static_cast<size_t>(C) * sizeof(float));
+    std::memcpy(x_tmp_ + r * C, x_last + st.out_rows[r] * C, static_cast<size_t>(C) * sizeof(float));
   }
   if (st.n_out == 0) return;
   kernels::rmsnorm_fwd(x_tmp_, params() + layout_.final_norm, xn_, rstd_f_, st.n_out, C,
@@ -542,9 +553,9 @@ void Transformer::forward_paged(const PagedStep& st, KvPool& pool, const Int4Dra
                        w16(layout_.lm_head));
 }
 
-// One layer's saved values in an ActivationStore record, in this order, then its lse ([H] per row).
-template <class Fn>
-void Transformer::each_act_field(const LayerActs& a, Fn&& f) const {
+// One layer's fields in an ActivationStore, in this order (lse last: [rows, H] in the paged pass).
+template <class A, class Fn>
+void Transformer::each_act_field(A& a, Fn&& f) const {
   const int64_t C = cfg_.hidden_size, QKV = cfg_.qkv_dim(), H = cfg_.num_heads, Hkv = cfg_.num_kv_heads;
   f(a.x_in, C);
   f(a.rstd1, 1);
@@ -558,41 +569,60 @@ void Transformer::each_act_field(const LayerActs& a, Fn&& f) const {
   f(a.x_mid, C);
   f(a.rstd2, 1);
   f(a.gu, 2 * cfg_.intermediate_size);
+  f(a.lse, H);
 }
 
-int64_t Transformer::act_layer_floats() const {
-  int64_t n = cfg_.num_heads;  // lse
-  each_act_field(scratch_acts_, [&](const float*, int64_t w) { n += w; });
+int64_t Transformer::act_layer_fields() const {
+  int64_t n = 0;
+  each_act_field(scratch_acts_, [&](float* const&, int64_t) { ++n; });
   return n;
 }
 
-int64_t Transformer::act_record_floats() const { return cfg_.num_layers * act_layer_floats() + cfg_.hidden_size; }
+std::vector<int64_t> Transformer::act_field_widths() const {
+  std::vector<int64_t> w;
+  for (int64_t l = 0; l < cfg_.num_layers; ++l) each_act_field(scratch_acts_, [&](float* const&, int64_t x) { w.push_back(x); });
+  w.push_back(cfg_.hidden_size);  // the final residual
+  return w;
+}
 
 bool Transformer::reusable(const ActivationStore& store) const {
   return !device_ && !recompute_ && store.params_version() == params_version_ &&
-         store.record_floats() == act_record_floats();
+         store.field_widths() == act_field_widths();
+}
+
+// Layer l's fields at `slot` and the rows after it (l = num_layers: only x_in, the final residual).
+Transformer::LayerActs Transformer::store_view(ActivationStore& store, int64_t l, int64_t slot) const {
+  LayerActs a{};
+  size_t k = static_cast<size_t>(l * act_layer_fields());
+  if (l == cfg_.num_layers) {
+    a.x_in = store.field(k) + slot * cfg_.hidden_size;
+    return a;
+  }
+  each_act_field(a, [&](float*& p, int64_t w) {
+    p = store.field(k) + slot * w;
+    ++k;
+  });
+  return a;
 }
 
 // Layer l's values of the step's kept rows into their slots (l = num_layers: the final residual, in
-// scratch x_in after the last layer). The paged pass leaves lse as [n, H].
-void Transformer::store_rows(int64_t l, const PagedStep& st, int64_t n) const {
+// scratch x_in after the last layer), where the paged pass did not write them there itself.
+void Transformer::store_rows(int64_t l, const PagedStep& st) const {
   TEMPER_PROFILE("keep_activations");
-  const int64_t lf = act_layer_floats(), H = cfg_.num_heads, C = cfg_.hidden_size;
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t slot = st.save_slots[i];
-    if (slot < 0) continue;
-    TEMPER_CHECK(slot < st.store->size()) << "forward_paged: activation slot " << slot << " was never added";
-    float* rec = st.store->record(slot) + l * lf;
-    if (l == cfg_.num_layers) {
-      std::memcpy(rec, scratch_acts_.x_in + i * C, static_cast<size_t>(C) * sizeof(float));
-      continue;
+  const size_t k0 = static_cast<size_t>(l * act_layer_fields());
+  ActivationStore& store = *st.store;
+  parallel_for(st.n, 16, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const int64_t slot = st.save_slots[i];
+      if (slot < 0) continue;
+      size_t k = k0;
+      auto put = [&](const float* src, int64_t w) {
+        std::memcpy(store.field(k++) + slot * w, src + i * w, static_cast<size_t>(w) * sizeof(float));
+      };
+      if (l == cfg_.num_layers) put(scratch_acts_.x_in, cfg_.hidden_size);
+      else each_act_field(scratch_acts_, [&](float* const& p, int64_t w) { put(p, w); });
     }
-    each_act_field(scratch_acts_, [&](const float* base, int64_t w) {
-      std::memcpy(rec, base + i * w, static_cast<size_t>(w) * sizeof(float));
-      rec += w;
-    });
-    std::memcpy(rec, scratch_acts_.lse + i * H, static_cast<size_t>(H) * sizeof(float));
-  }
+  });
 }
 
 // Every layer's saved activations and the final residual of the N packed rows from their slots (the
@@ -603,19 +633,21 @@ void Transformer::gather_rows(const ActivationStore& store, const int64_t* slots
   for (int64_t n = 0; n < N; ++n)
     TEMPER_CHECK(slots[n] >= 0 && slots[n] < store.size()) << "reused activations: row " << n << " has no slot";
   parallel_for(N, 16, [&](int64_t b, int64_t e) {
-    for (int64_t n = b; n < e; ++n) {
-      const float* rec = store.record(slots[n]);
-      for (int64_t l = 0; l < L; ++l) {
-        const LayerActs& a = saved_[static_cast<size_t>(l)];
-        each_act_field(a, [&](float* base, int64_t w) {
-          std::memcpy(base + n * w, rec, static_cast<size_t>(w) * sizeof(float));
-          rec += w;
-        });
-        for (int64_t h = 0; h < H; ++h) a.lse[h * N + n] = rec[h];
-        rec += H;
-      }
-      std::memcpy(x_final_ + n * C, rec, static_cast<size_t>(C) * sizeof(float));
-    }
+    size_t k = 0;
+    for (int64_t l = 0; l < L; ++l)
+      each_act_field(saved_[static_cast<size_t>(l)], [&](float* const& dst, int64_t w) {
+        const float* src = store.field(k++);
+        if (dst == saved_[static_cast<size_t>(l)].lse) {
+          for (int64_t n = b; n < e; ++n)
+            for (int64_t h = 0; h < H; ++h) dst[h * N + n] = src[slots[n] * H + h];
+          return;
+        }
+        for (int64_t n = b; n < e; ++n)
+          std::memcpy(dst + n * w, src + slots[n] * w, static_cast<size_t>(w) * sizeof(float));
+      });
+    const float* src = store.field(k);
+    for (int64_t n = b; n < e; ++n)
+      std::memcpy(x_final_ + n * C, src + slots[n] * C, static_cast<size_t>(C) * sizeof(float));
   });
 }
 

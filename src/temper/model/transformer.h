@@ -118,9 +118,10 @@ class Transformer {
                                const std::vector<kernels::AttnSegment>& segs, const kernels::ClassifierLoss& loss,
                                float* logprob, float* entropy, const ActivationStore& store, const int64_t* slots);
   bool packed_supported() const { return !device_; }
-  // Floats one token's activations take in an ActivationStore; whether `store` holds this model's
-  // activations at its current weights (and this model can train from them: CPU, no recomputation).
-  int64_t act_record_floats() const;
+  // The fields of one token's activations in an ActivationStore (per layer: the values its backward
+  // reads, its lse; then the final residual); whether `store` holds this model's activations at its
+  // current weights (and this model can train from them: CPU, no recomputation).
+  std::vector<int64_t> act_field_widths() const;
   bool reusable(const ActivationStore& store) const;
   uint64_t params_version() const { return params_version_; }
   void forward_logits(const int32_t* tokens, int64_t B, int64_t T, float* logits);  // [B, T, V]
@@ -143,10 +144,11 @@ class Transformer {
   void trunk_forward(const int32_t* tokens, int64_t B, int64_t T, bool save);
   void backward_rest(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
                      const kernels::ClassifierLoss& loss, float* logprob, float* entropy);
-  template <class Fn>
-  void each_act_field(const LayerActs& a, Fn&& f) const;  // f(base, width) per row-major field but lse
-  int64_t act_layer_floats() const;
-  void store_rows(int64_t l, const PagedStep& st, int64_t n) const;
+  template <class A, class Fn>
+  void each_act_field(A& a, Fn&& f) const;  // f(pointer member, width) per [rows, width] field, lse last
+  int64_t act_layer_fields() const;
+  LayerActs store_view(ActivationStore& store, int64_t l, int64_t slot) const;
+  void store_rows(int64_t l, const PagedStep& st) const;
   void gather_rows(const ActivationStore& store, const int64_t* slots, int64_t N);
   void layer_forward(int64_t l, const LayerActs& a, float* x_out, int64_t B, int64_t T,
                      const PagedStep* paged = nullptr, KvPool* pool = nullptr, const Int4Layer* q4 = nullptr);

@@ -105,7 +105,7 @@ RlTrainer::RlTrainer(Transformer& policy, std::shared_ptr<const tasks::Task> tas
   engine_ = std::make_unique<rollout::RolloutEngine>(
       policy_, *pool_, rollout::EngineConfig{std::min(cfg_.max_seqs, cfg_.prompts_per_step * cfg_.group_size), codec_.token_bytes});
   if (cfg_.reuse_activations && cfg_.share_prompts && policy_.packed_supported()) {
-    store_ = std::make_unique<ActivationStore>(policy_.act_record_floats());
+    store_ = std::make_unique<ActivationStore>(policy_.act_field_widths());
     engine_->set_activation_store(store_.get());
   }
   if (cfg_.speculative) {
@@ -462,7 +462,7 @@ Metrics RlTrainer::step() {
   rollout_s_ = reward_s_ = 0;
   speculative_begin_step();
   if (store_) {  // this step's rollouts keep activations of the weights they run on
-    const int64_t slots = (cfg_.reuse_activations_mb << 20) / (store_->record_floats() * static_cast<int64_t>(sizeof(float)));
+    const int64_t slots = (cfg_.reuse_activations_mb << 20) / (store_->slot_floats() * static_cast<int64_t>(sizeof(float)));
     store_->reset(slots, policy_.params_version());
     store_planned_ = 0;
   }
