@@ -22,6 +22,7 @@
 #include "temper/app/quickstart.h"
 #include "temper/app/recipe.h"
 #include "temper/core/error.h"
+#include "temper/core/profile.h"
 #include "temper/core/thread_pool.h"
 #include "temper/dist/communicator.h"
 #include "temper/io/atomic_file.h"
@@ -495,6 +496,7 @@ void add_comm_metrics(rl::Metrics& m, const dist::Communicator& comm, int64_t by
 }
 
 int train(const TrainOptions& o) {
+  if (const char* p = std::getenv("TEMPER_PROFILE"); p && std::string(p) == "1") profile_enable(true);
   // The recipe: a file, the built-in quickstart, or the resumed run's resolved config.
   Recipe recipe = !o.resume.empty() ? Recipe::load((fs::path(o.resume) / "config.toml").string())
                   : o.recipe.empty() ? Recipe::parse(quickstart_recipe(), "<built-in quickstart>")
@@ -902,6 +904,11 @@ int train(const TrainOptions& o) {
   }
   progress.finish();
   if (!root) return 0;
+  if (profile_enabled()) {  // TEMPER_PROFILE=1: seconds in each phase over the whole run (scopes nest)
+    std::fprintf(stderr, "temper train: profile (seconds over the run; nested phases overlap):");
+    for (auto& [k, v] : profile_report()) std::fprintf(stderr, " %s %.3f", k.c_str(), v);
+    std::fprintf(stderr, "\n");
+  }
   std::string html = report::write_html_report(run_dir);
   std::fprintf(stderr, "temper train: done, %lld steps. Held-out accuracy: %.3f at the start", static_cast<long long>(st.step), first_eval);
   if (!std::isnan(sft_end_eval)) std::fprintf(stderr, ", %.3f after SFT (RL starts)", sft_end_eval);

@@ -1,5 +1,7 @@
 #include "temper/rl/rl_trainer.h"
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -44,7 +46,8 @@ void RlConfig::validate() const {
   TEMPER_CHECK(micro_batch >= 0) << "rl.micro_batch must be >= 0 (0: whole mini-batch), got " << micro_batch;
   TEMPER_CHECK(max_resample_rounds >= 0) << "rl.max_resample_rounds must be >= 0, got " << max_resample_rounds;
   TEMPER_CHECK(kv_memory_mb > 0) << "rl.kv_memory_mb must be > 0, got " << kv_memory_mb;
-  TEMPER_CHECK(reuse_activations_mb > 0) << "rl.reuse_activations_mb must be > 0, got " << reuse_activations_mb;
+  TEMPER_CHECK(reuse_activations_mb >= 0) << "rl.reuse_activations_mb must be >= 0 (0: a quarter of the memory), got "
+                                           << reuse_activations_mb;
   TEMPER_CHECK(max_seqs > 0) << "rl.max_seqs must be > 0, got " << max_seqs;
   sampler.validate();
   advantage.validate();
@@ -462,7 +465,9 @@ Metrics RlTrainer::step() {
   rollout_s_ = reward_s_ = 0;
   speculative_begin_step();
   if (store_) {  // this step's rollouts keep activations of the weights they run on
-    const int64_t slots = (cfg_.reuse_activations_mb << 20) / (store_->slot_floats() * static_cast<int64_t>(sizeof(float)));
+    int64_t bytes = cfg_.reuse_activations_mb << 20;
+    if (bytes == 0) bytes = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<int64_t>(sysconf(_SC_PAGE_SIZE)) / 4;
+    const int64_t slots = bytes / (store_->slot_floats() * static_cast<int64_t>(sizeof(float)));
     store_->reset(slots, policy_.params_version());
     store_planned_ = 0;
   }

@@ -67,9 +67,10 @@ struct RlConfig {
   // (PackedRows; no padding either); the padded rows when false or on a device.
   bool share_prompts = true;
   // The update's first optimizer step takes the rollout's activations instead of a forward where they
-  // were kept (packed rows on the CPU; model/activation_store.h), up to this much memory for them.
+  // were kept (packed rows on the CPU; model/activation_store.h), up to this much memory for them
+  // (0: a quarter of the machine's physical memory). Requests whose worst case does not fit run the forward.
   bool reuse_activations = true;
-  int64_t reuse_activations_mb = 2048;
+  int64_t reuse_activations_mb = 0;
   bool dynamic_sampling = false;
   int64_t max_resample_rounds = 3;
   bool mask_truncated = false;  // DAPO overlong masking: completions cut at max_new are left out of the loss
