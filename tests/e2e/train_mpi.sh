@@ -9,6 +9,7 @@
 #  4. a rank killed (SIGKILL) mid-run ends every rank with a non-zero status, without hanging;
 #  5. ZPPO (teacher model, buffer), DRE online and STARE together: the same metrics on 1 and 2 ranks;
 #  6. speculative rollouts ([rl.speculative]): the same samples, acceptance and ladder on 1 and 2 ranks.
+# In 1. each rank's update takes its rows' activations from its own rollout (rl.reuse_activations).
 # Usage: train_mpi.sh TEMPER   (exit 77: skipped, no mpirun or an MPI runtime that cannot start 2 ranks)
 set -euo pipefail
 temper=$1
@@ -23,8 +24,7 @@ trap 'pkill -9 -f "$work" 2>/dev/null || true; rm -rf "$work"' EXIT
 mpi=(timeout 300 mpirun -np 2 --oversubscribe --bind-to none)
 common=(--set sft.steps=3 --set rl.steps=3 --set rl.prompts_per_step=4 --set rl.group_size=4 --set rl.max_new=16
         --set rl.dynamic_sampling=false --set rl.ent_coef=0.01 --set eval.problems=8 --set eval.max_new=16
-        --set eval.every=0 --set sft.batch=8 --set run.checkpoint_every=1 --set run.keep_last=10 --set run.samples_every=1
-        --set rl.reuse_activations=false)  # ranks train on rows other ranks rolled out: no reuse there, so none here
+        --set eval.every=0 --set sft.batch=8 --set run.checkpoint_every=1 --set run.keep_last=10 --set run.samples_every=1)
 
 metrics_close() {  # the same rows and keys; numbers within 1e-4 relative (timings and communication left out)
   python3 - "$1" "$2" <<'PY'
@@ -32,8 +32,10 @@ import json, sys
 timing = ("_s", "tokens_per_s", "rss_mb")
 rows = [[json.loads(l) for l in open(p)] for p in sys.argv[1:3]]
 assert len(rows[0]) == len(rows[1]), f"{len(rows[0])} vs {len(rows[1])} metric rows"
-# comm_*: 2 ranks only; train_positions: a prompt shared by rows on two ranks is held once on each
-keep = lambda r: {k: v for k, v in r.items() if not k.endswith(timing) and not k.startswith("comm_") and k != "train_positions"}
+# comm_*: 2 ranks only; train_positions: a prompt shared by rows on two ranks is held once on each;
+# reused_positions: a rank reuses only the rows it rolled out itself (methods' rows may come from the other)
+keep = lambda r: {k: v for k, v in r.items() if not k.endswith(timing) and not k.startswith("comm_")
+                  and k not in ("train_positions", "reused_positions")}
 for a, b in zip(*rows):
     a, b = keep(a), keep(b)
     assert a.keys() == b.keys(), f"step {a.get('step')}: keys differ: {sorted(a.keys() ^ b.keys())}"
@@ -56,6 +58,11 @@ grep -q "data-parallel over 2 ranks (mpi), 1 thread(s) per rank" "$work/two.log"
 python3 "$here/weights_close.py" "$work/one/checkpoints/step-3/model.safetensors" "$work/one/checkpoints/step-6/model.safetensors" 0 \
   && { echo "the RL steps did not change the weights"; exit 1; }
 close "$work/one" "$work/two"
+python3 - "$work/two/metrics.jsonl" <<'PY'  # each rank trained on the rows it rolled out from their kept activations
+import json, sys
+rl = [r for r in map(json.loads, open(sys.argv[1])) if r.get("kind") == "train" and "reused_positions" in r]
+assert rl and all(r["reused_positions"] == r["train_positions"] for r in rl), [(r["reused_positions"], r["train_positions"]) for r in rl]
+PY
 
 # 2. Stop after step 4 (inside RL) with 2 ranks, resume with 2 ranks: bitwise the uninterrupted 2-rank run.
 "${mpi[@]}" "$temper" train --out "$work/two_s4" "${common[@]}" --stop-after 4 2> "$work/two_s4.log"
@@ -75,8 +82,7 @@ close "$work/one" "$work/one_s4"
 ck="$work/one/checkpoints/step-6"
 methods=("$here/../../experiments/zppo-teacher/zppo.toml" --set model.path="\"$ck\"" --set teacher.path="\"$ck\""
          --set rl.steps=3 --set rl.prompts_per_step=6 --set rl.group_size=4 --set rl.max_new=24 --set teacher.max_new=24
-         --set eval.every=0 --set eval.problems=8 --set eval.max_new=24 --set rl.dre.mode='"online"' --set rl.stare.control='"band"'
-         --set rl.reuse_activations=false)
+         --set eval.every=0 --set eval.problems=8 --set eval.max_new=24 --set rl.dre.mode='"online"' --set rl.stare.control='"band"')
 "$temper" train --out "$work/m1" --threads 1 "${methods[@]}" 2> "$work/m1.log"
 "${mpi[@]}" "$temper" train --out "$work/m2" "${methods[@]}" 2> "$work/m2.log"
 grep -q '"zppo_bcq"' "$work/m1/metrics.jsonl" && grep -q '"dre_edits"' "$work/m1/metrics.jsonl" && grep -q '"stare_w"' "$work/m1/metrics.jsonl"

@@ -290,7 +290,7 @@ void RlTrainer::rollout(int64_t n, int64_t round, std::vector<Trajectory>& out, 
     }
     reqs.push_back(std::move(r));
   }
-  // Data-parallel: this rank rolls out every ranks()-th request; every rank gets all completions.
+  // Data-parallel: this rank rolls out a block of the requests; every rank gets all completions.
   const std::vector<int64_t> mine = rollout::shard_requests(static_cast<int64_t>(reqs.size()), comm_);
   std::vector<rollout::RolloutHook*> hooks;
   RolloutRound rr{step_, round, &problems, p0, ranks() > 1 ? &mine : nullptr};

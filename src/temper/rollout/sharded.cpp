@@ -7,9 +7,9 @@
 namespace temper::rollout {
 
 std::vector<int64_t> shard_requests(int64_t n, const dist::Communicator* comm) {
-  const int64_t size = comm ? comm->size() : 1, rank = comm ? comm->rank() : 0;
+  const dist::Range r = comm ? dist::shard(n, *comm) : dist::Range{0, n};
   std::vector<int64_t> mine;
-  for (int64_t j = rank; j < n; j += size) mine.push_back(j);
+  for (int64_t j = r.begin; j < r.end; ++j) mine.push_back(j);
   return mine;
 }
 
@@ -22,8 +22,17 @@ std::vector<Completion> run_sharded(RolloutEngine& engine, const std::vector<Rol
   std::vector<Completion> done = engine.run(local, hook);
   for (Completion& c : done) c.request = mine[static_cast<size_t>(c.request)];
   std::vector<std::string> parts = comm->allgather(encode_completions(done));
-  done.clear();
+  std::vector<Completion> drawn;
+  drawn.swap(done);
   for (const std::string& p : parts) decode_completions(p, done);
+  // This rank's own completions keep their activation slots (they index this rank's store): the
+  // update's rows of this rank are mostly the ones it rolled out.
+  for (Completion& c : done)
+    for (Completion& l : drawn)
+      if (l.request == c.request && l.member == c.member && !l.act_slots.empty()) {
+        c.act_slots = std::move(l.act_slots);
+        break;
+      }
   // Each request's completions come from one rank in engine order: a stable sort by request restores
   // the one-process order.
   std::stable_sort(done.begin(), done.end(), [](const Completion& a, const Completion& b) { return a.request < b.request; });

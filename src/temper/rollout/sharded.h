@@ -1,9 +1,11 @@
-// Data-parallel generation: with a process group of N ranks, rank r runs requests r, r+N, ... on its
-// own engine and the completions of every rank are all-gathered, so every rank returns what one
-// process's engine.run(reqs) returns, in its (request, member) order. A sample does not depend on the
-// rank that drew it (per-request seeds and streams); its log-probs may differ by float rounding,
-// because each rank's engine batches other rows. Requests interleave so ranks get alike mixes of
-// prompt lengths. Hooks see this rank's requests: shard_requests() maps them back.
+// Data-parallel generation: with a process group of N ranks, rank r runs a contiguous block of the
+// requests (dist::shard) on its own engine and the completions of every rank are all-gathered, so every
+// rank returns what one process's engine.run(reqs) returns, in its (request, member) order. A sample
+// does not depend on the rank that drew it (per-request seeds and streams); its log-probs may differ by
+// float rounding, because each rank's engine batches other rows. Blocks, so that the rows a rank
+// trains on in the update (a block of the group-ordered rows) are mostly the ones it rolled out and
+// kept activations for (Completion::act_slots survive the gather on the rank that drew them). Hooks
+// see this rank's requests: shard_requests() maps them back.
 #pragma once
 
 #include <string>
