@@ -79,7 +79,8 @@ Micro micro(const std::vector<RolloutRequest>& reqs, const std::vector<Completio
   m.packed = rl::pack_rows(prompts, lens, m.T);
   m.packed.gather(tok.data(), &m.tok);
   m.packed.gather(tgt.data(), &m.tgt);
-  for (int64_t n = 0; n < m.packed.size(); ++n) m.w.push_back(m.tgt[n] < 0 ? 0.f : 0.1f + 0.05f * static_cast<float>(n % 7));
+  for (int64_t n = 0; n < m.packed.size(); ++n)
+    m.w.push_back(m.tgt[n] < 0 ? 0.f : 0.1f + 0.05f * static_cast<float>(n % 7));
   return m;
 }
 

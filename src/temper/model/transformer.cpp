@@ -8,6 +8,7 @@
 #include "temper/core/error.h"
 #include "temper/core/profile.h"
 #include "temper/core/rng.h"
+#include "temper/core/thread_pool.h"
 #include "temper/kernels/attention.h"
 #include "temper/kernels/bias.h"
 #include "temper/kernels/embedding.h"
@@ -15,7 +16,6 @@
 #include "temper/kernels/paged_attention.h"
 #include "temper/kernels/rmsnorm.h"
 #include "temper/kernels/swiglu.h"
-#include "temper/core/thread_pool.h"
 #include "temper/model/activation_store.h"
 #include "temper/model/int4_drafter.h"
 
@@ -580,7 +580,8 @@ int64_t Transformer::act_layer_fields() const {
 
 std::vector<int64_t> Transformer::act_field_widths() const {
   std::vector<int64_t> w;
-  for (int64_t l = 0; l < cfg_.num_layers; ++l) each_act_field(scratch_acts_, [&](float* const&, int64_t x) { w.push_back(x); });
+  for (int64_t l = 0; l < cfg_.num_layers; ++l)
+    each_act_field(scratch_acts_, [&](float* const&, int64_t x) { w.push_back(x); });
   w.push_back(cfg_.hidden_size);  // the final residual
   return w;
 }
@@ -619,8 +620,10 @@ void Transformer::store_rows(int64_t l, const PagedStep& st) const {
       auto put = [&](const float* src, int64_t w) {
         std::memcpy(store.field(k++) + slot * w, src + i * w, static_cast<size_t>(w) * sizeof(float));
       };
-      if (l == cfg_.num_layers) put(scratch_acts_.x_in, cfg_.hidden_size);
-      else each_act_field(scratch_acts_, [&](float* const& p, int64_t w) { put(p, w); });
+      if (l == cfg_.num_layers)
+        put(scratch_acts_.x_in, cfg_.hidden_size);
+      else
+        each_act_field(scratch_acts_, [&](float* const& p, int64_t w) { put(p, w); });
     }
   });
 }

@@ -18,7 +18,7 @@ bool reusable_slots(const ActivationStore& store, const PackedRows& packed, cons
   for (const kernels::AttnSegment& g : packed.segs)
     for (int64_t t = 0; t < g.len; ++t) {
       const int64_t n = g.start + t, s = (*slots)[static_cast<size_t>(n)];
-      const int64_t before = t > 0 ? (*slots)[static_cast<size_t>(n - 1)]
+      const int64_t before = t > 0              ? (*slots)[static_cast<size_t>(n - 1)]
                              : g.prefix_len > 0 ? (*slots)[static_cast<size_t>(g.prefix_start + g.prefix_len - 1)]
                                                 : -1;
       if (store.token(s) != tokens[n] || store.pos(s) != g.prefix_len + t || store.prev(s) != before) return false;

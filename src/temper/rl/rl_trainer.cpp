@@ -2,11 +2,10 @@
 
 #include <unistd.h>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <set>
 
@@ -46,8 +45,8 @@ void RlConfig::validate() const {
   TEMPER_CHECK(micro_batch >= 0) << "rl.micro_batch must be >= 0 (0: whole mini-batch), got " << micro_batch;
   TEMPER_CHECK(max_resample_rounds >= 0) << "rl.max_resample_rounds must be >= 0, got " << max_resample_rounds;
   TEMPER_CHECK(kv_memory_mb > 0) << "rl.kv_memory_mb must be > 0, got " << kv_memory_mb;
-  TEMPER_CHECK(reuse_activations_mb >= 0) << "rl.reuse_activations_mb must be >= 0 (0: a quarter of the memory), got "
-                                           << reuse_activations_mb;
+  TEMPER_CHECK(reuse_activations_mb >= 0)
+      << "rl.reuse_activations_mb must be >= 0 (0: a quarter of the memory), got " << reuse_activations_mb;
   TEMPER_CHECK(max_seqs > 0) << "rl.max_seqs must be > 0, got " << max_seqs;
   sampler.validate();
   advantage.validate();
@@ -283,7 +282,8 @@ void RlTrainer::rollout(int64_t n, int64_t round, std::vector<Trajectory>& out, 
     r.stop_ids = codec_.stop_ids;
     r.seed = mix_seed(mix_seed(cfg_.seed, static_cast<uint64_t>(step_)), static_cast<uint64_t>(round));
     r.stream = static_cast<uint64_t>(i) * static_cast<uint64_t>(cfg_.group_size);
-    if (store_) {  // keep its activations while this step's estimate fits (speculation's rejected drafts take slots too)
+    if (store_) {  // keep its activations while this step's estimate fits (speculation's rejected drafts take slots
+                   // too)
       const int64_t need = static_cast<int64_t>(r.prompt.size()) + r.group_size * r.max_new * (spec_ ? 2 : 1);
       r.keep_activations = store_planned_ + need <= store_->capacity();
       if (r.keep_activations) store_planned_ += need;
@@ -466,7 +466,8 @@ Metrics RlTrainer::step() {
   speculative_begin_step();
   if (store_) {  // this step's rollouts keep activations of the weights they run on
     int64_t bytes = cfg_.reuse_activations_mb << 20;
-    if (bytes == 0) bytes = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<int64_t>(sysconf(_SC_PAGE_SIZE)) / 4;
+    if (bytes == 0)
+      bytes = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<int64_t>(sysconf(_SC_PAGE_SIZE)) / 4;
     const int64_t slots = bytes / (store_->slot_floats() * static_cast<int64_t>(sizeof(float)));
     store_->reset(slots, policy_.params_version());
     store_planned_ = 0;
@@ -783,7 +784,8 @@ Metrics RlTrainer::update(Batch& b) {
             prompts[static_cast<size_t>(i)] = &t.prompt;
             slots_of[static_cast<size_t>(i)] = &t.act_slots;
             // The last token predicts nothing and no row reads it: left out (the rollout never forwarded it).
-            lens[static_cast<size_t>(i)] = static_cast<int64_t>(t.prompt.size() + std::max<size_t>(t.tokens.size(), 1) - 1);
+            lens[static_cast<size_t>(i)] =
+                static_cast<int64_t>(t.prompt.size() + std::max<size_t>(t.tokens.size(), 1) - 1);
           }
           packed = pack_rows(prompts, lens, Tm);
           npos = packed.size();
