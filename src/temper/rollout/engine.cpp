@@ -132,6 +132,7 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
     save.push_back(slot);
   };
   auto keeps = [&](const Live& s) { return requests[static_cast<size_t>(s.req)].keep_activations; };
+  auto any_kept = [&] { return store && std::any_of(save.begin(), save.end(), [](int64_t x) { return x >= 0; }); };
   auto finish = [&](Live& s, FinishReason why) {
     out[static_cast<size_t>(s.out)].finish = why;
     pool_.release(s.kv);
@@ -269,7 +270,7 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
     };
     auto forward_rows = [&](const Int4Drafter* d) {
       PagedStep st;
-      if (!d && store) {  // the verify pass is the policy's: its rows' activations are kept
+      if (!d && any_kept()) {  // the verify pass is the policy's: its rows' activations are kept
         st.store = store;
         st.save_slots = save.data();
       }
@@ -475,7 +476,7 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
     st.out_rows = rows.data();
     st.n_out = static_cast<int64_t>(rows.size());
     st.logits = logits.data();
-    if (store) {
+    if (any_kept()) {
       st.store = store;
       st.save_slots = save.data();
     }
