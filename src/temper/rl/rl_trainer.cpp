@@ -1,7 +1,5 @@
 #include "temper/rl/rl_trainer.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -14,6 +12,7 @@
 #include "temper/core/log.h"
 #include "temper/core/profile.h"
 #include "temper/core/rng.h"
+#include "temper/core/memory_info.h"
 #include "temper/rl/packed_rows.h"
 #include "temper/rl/reused_activations.h"
 #include "temper/rollout/sharded.h"
@@ -282,22 +281,26 @@ void RlTrainer::rollout(int64_t n, int64_t round, std::vector<Trajectory>& out, 
     r.stop_ids = codec_.stop_ids;
     r.seed = mix_seed(mix_seed(cfg_.seed, static_cast<uint64_t>(step_)), static_cast<uint64_t>(round));
     r.stream = static_cast<uint64_t>(i) * static_cast<uint64_t>(cfg_.group_size);
-    if (store_) {  // keep its activations while this step's estimate fits (speculation's rejected drafts take slots
-                   // too)
+    reqs.push_back(std::move(r));
+  }
+  // Data-parallel: this rank rolls out a block of the requests (the rows it will train on); every rank
+  // gets all completions.
+  const std::vector<int64_t> mine =
+      rollout::shard_requests(static_cast<int64_t>(reqs.size()), comm_, rollout::Sharding::blocks);
+  if (store_)  // this rank's requests keep activations while its store's worst-case estimate fits
+    for (int64_t j : mine) {  // (speculation's rejected drafts take slots too)
+      rollout::RolloutRequest& r = reqs[static_cast<size_t>(j)];
       const int64_t need = static_cast<int64_t>(r.prompt.size()) + r.group_size * r.max_new * (spec_ ? 2 : 1);
       r.keep_activations = store_planned_ + need <= store_->capacity();
       if (r.keep_activations) store_planned_ += need;
     }
-    reqs.push_back(std::move(r));
-  }
-  // Data-parallel: this rank rolls out a block of the requests; every rank gets all completions.
-  const std::vector<int64_t> mine = rollout::shard_requests(static_cast<int64_t>(reqs.size()), comm_);
   std::vector<rollout::RolloutHook*> hooks;
   RolloutRound rr{step_, round, &problems, p0, ranks() > 1 ? &mine : nullptr};
   for (Method* m : methods_)
     if (auto* h = m->rollout_hook(rr)) hooks.push_back(h);
   HookChain chain(hooks);
-  std::vector<rollout::Completion> done = rollout::run_sharded(*engine_, reqs, comm_, chain.empty() ? nullptr : &chain);
+  std::vector<rollout::Completion> done =
+      rollout::run_sharded(*engine_, reqs, comm_, chain.empty() ? nullptr : &chain, rollout::Sharding::blocks);
   if (spec_) {  // this rank's engine statistics of the run
     const rollout::EngineStats& es = engine_->stats();
     spec_sum_.steps += es.steps;
@@ -466,8 +469,7 @@ Metrics RlTrainer::step() {
   speculative_begin_step();
   if (store_) {  // this step's rollouts keep activations of the weights they run on
     int64_t bytes = cfg_.reuse_activations_mb << 20;
-    if (bytes == 0)
-      bytes = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<int64_t>(sysconf(_SC_PAGE_SIZE)) / 4;
+    if (bytes == 0) bytes = usable_memory_bytes() / 4 / std::max(1, comm_ ? comm_->local_size() : 1);
     const int64_t slots = bytes / (store_->slot_floats() * static_cast<int64_t>(sizeof(float)));
     store_->reset(slots, policy_.params_version());
     store_planned_ = 0;

@@ -1,22 +1,29 @@
 #include "temper/rollout/sharded.h"
 
 #include <algorithm>
+#include <map>
+#include <utility>
 
 #include "temper/core/bytes.h"
 
 namespace temper::rollout {
 
-std::vector<int64_t> shard_requests(int64_t n, const dist::Communicator* comm) {
-  const dist::Range r = comm ? dist::shard(n, *comm) : dist::Range{0, n};
+std::vector<int64_t> shard_requests(int64_t n, const dist::Communicator* comm, Sharding how) {
+  const int64_t size = comm ? comm->size() : 1, rank = comm ? comm->rank() : 0;
   std::vector<int64_t> mine;
-  for (int64_t j = r.begin; j < r.end; ++j) mine.push_back(j);
+  if (how == Sharding::blocks) {
+    const dist::Range r = dist::shard(n, static_cast<int>(rank), static_cast<int>(size));
+    for (int64_t j = r.begin; j < r.end; ++j) mine.push_back(j);
+  } else {
+    for (int64_t j = rank; j < n; j += size) mine.push_back(j);
+  }
   return mine;
 }
 
 std::vector<Completion> run_sharded(RolloutEngine& engine, const std::vector<RolloutRequest>& reqs,
-                                    dist::Communicator* comm, RolloutHook* hook) {
+                                    dist::Communicator* comm, RolloutHook* hook, Sharding how) {
   if (!comm || comm->size() == 1) return engine.run(reqs, hook);
-  const std::vector<int64_t> mine = shard_requests(static_cast<int64_t>(reqs.size()), comm);
+  const std::vector<int64_t> mine = shard_requests(static_cast<int64_t>(reqs.size()), comm, how);
   std::vector<RolloutRequest> local;
   for (int64_t j : mine) local.push_back(reqs[static_cast<size_t>(j)]);
   std::vector<Completion> done = engine.run(local, hook);
@@ -27,12 +34,12 @@ std::vector<Completion> run_sharded(RolloutEngine& engine, const std::vector<Rol
   for (const std::string& p : parts) decode_completions(p, done);
   // This rank's own completions keep their activation slots (they index this rank's store): the
   // update's rows of this rank are mostly the ones it rolled out.
-  for (Completion& c : done)
-    for (Completion& l : drawn)
-      if (l.request == c.request && l.member == c.member && !l.act_slots.empty()) {
-        c.act_slots = std::move(l.act_slots);
-        break;
-      }
+  std::map<std::pair<int64_t, int64_t>, Completion*> own;
+  for (Completion& l : drawn)
+    if (!l.act_slots.empty()) own[{l.request, l.member}] = &l;
+  if (!own.empty())
+    for (Completion& c : done)
+      if (auto it = own.find({c.request, c.member}); it != own.end()) c.act_slots = std::move(it->second->act_slots);
   // Each request's completions come from one rank in engine order: a stable sort by request restores
   // the one-process order.
   std::stable_sort(done.begin(), done.end(), [](const Completion& a, const Completion& b) { return a.request < b.request; });

@@ -1,11 +1,12 @@
-// Data-parallel generation: with a process group of N ranks, rank r runs a contiguous block of the
-// requests (dist::shard) on its own engine and the completions of every rank are all-gathered, so every
-// rank returns what one process's engine.run(reqs) returns, in its (request, member) order. A sample
-// does not depend on the rank that drew it (per-request seeds and streams); its log-probs may differ by
-// float rounding, because each rank's engine batches other rows. Blocks, so that the rows a rank
-// trains on in the update (a block of the group-ordered rows) are mostly the ones it rolled out and
-// kept activations for (Completion::act_slots survive the gather on the rank that drew them). Hooks
-// see this rank's requests: shard_requests() maps them back.
+// Data-parallel generation: with a process group of N ranks, each rank runs its share of the requests
+// on its own engine and the completions of every rank are all-gathered, so every rank returns what one
+// process's engine.run(reqs) returns, in its (request, member) order. A sample does not depend on the
+// rank that drew it (per-request seeds and streams); its log-probs may differ by float rounding,
+// because each rank's engine batches other rows. Shares interleave (rank r runs r, r+N, ...) so ranks
+// get alike mixes of prompt lengths, or are contiguous blocks (dist::shard): the RL step's rollout,
+// whose rows a rank trains on are a block of the group-ordered rows, so that it trains mostly on rows
+// it rolled out and kept activations for (Completion::act_slots survive the gather on the rank that
+// drew them). Hooks see this rank's requests: shard_requests() maps them back.
 #pragma once
 
 #include <string>
@@ -16,11 +17,14 @@
 
 namespace temper::rollout {
 
+enum class Sharding { interleaved, blocks };
+
 // The request indices this rank runs (all of them for one process or a null group).
-std::vector<int64_t> shard_requests(int64_t n, const dist::Communicator* comm);
+std::vector<int64_t> shard_requests(int64_t n, const dist::Communicator* comm, Sharding how = Sharding::interleaved);
 
 std::vector<Completion> run_sharded(RolloutEngine& engine, const std::vector<RolloutRequest>& reqs,
-                                    dist::Communicator* comm, RolloutHook* hook = nullptr);
+                                    dist::Communicator* comm, RolloutHook* hook = nullptr,
+                                    Sharding how = Sharding::interleaved);
 
 // Completions as bytes (what run_sharded all-gathers); decoding appends.
 std::string encode_completions(const std::vector<Completion>& done);

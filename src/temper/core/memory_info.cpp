@@ -1,0 +1,34 @@
+#include "temper/core/memory_info.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <string>
+
+namespace temper {
+
+namespace {
+// A byte count from a cgroup file; -1 when absent or unlimited ("max", or v1's huge sentinel).
+int64_t cgroup_limit(const char* path) {
+  std::ifstream f(path);
+  std::string s;
+  if (!(f >> s) || s == "max") return -1;
+  try {
+    const long long v = std::stoll(s);
+    return v > 0 && v < (int64_t{1} << 60) ? static_cast<int64_t>(v) : -1;
+  } catch (...) {
+    return -1;
+  }
+}
+}  // namespace
+
+int64_t usable_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  int64_t bytes = pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : -1;
+  for (const char* p : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"})
+    if (int64_t lim = cgroup_limit(p); lim > 0) bytes = bytes > 0 ? std::min(bytes, lim) : lim;
+  return bytes > 0 ? bytes : int64_t{8} << 30;
+}
+
+}  // namespace temper
