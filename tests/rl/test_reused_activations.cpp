@@ -85,7 +85,7 @@ Micro micro(const std::vector<RolloutRequest>& reqs, const std::vector<Completio
 }
 
 // The packed forward + backward, then the same from the store: gradients, log-probs and entropies agree.
-void expect_same_update(Transformer& model, const ActivationStore& store, const Micro& m) {
+void expect_same_update(Transformer& model, const ActivationStore& store, const Micro& m, double tol = 2e-5) {
   std::vector<int64_t> slots;
   ASSERT_TRUE(rl::reusable_slots(store, m.packed, m.tok.data(), m.slots, m.T, &slots));
   const int64_t N = m.packed.size();
@@ -104,11 +104,12 @@ void expect_same_update(Transformer& model, const ActivationStore& store, const 
     scale = std::max(scale, double(std::fabs(g[i])));
   }
   EXPECT_GT(scale, 1e-3);
-  EXPECT_LT(worst, 2e-5 * scale);
+  EXPECT_LT(worst, tol * scale);
+  const float ltol = static_cast<float>(tol) / 2;
   for (int64_t n = 0; n < N; ++n) {
     if (m.tgt[n] < 0) continue;
-    EXPECT_NEAR(lp2[n], lp[n], 1e-5f * (1 + std::fabs(lp[n]))) << n;
-    EXPECT_NEAR(ent2[n], ent[n], 1e-5f * (1 + std::fabs(ent[n]))) << n;
+    EXPECT_NEAR(lp2[n], lp[n], ltol * (1 + std::fabs(lp[n]))) << n;
+    EXPECT_NEAR(ent2[n], ent[n], ltol * (1 + std::fabs(ent[n]))) << n;
   }
 }
 
@@ -147,6 +148,21 @@ TEST(ReusedActivations, TheBackwardOverKeptActivationsEqualsTheForwardBackward) 
       expect_same_update(model, store, micro(reqs, kept));
     }
   }
+}
+
+TEST(ReusedActivations, Bf16ModelWithABf16KvCache) {
+  // bf16 GEMMs in the rollout's packed kernels and in training round differently; K/V are rounded to
+  // bf16 alike in both (and the bf16 cache holds exactly those values).
+  test::RandomModel f;
+  f.model.set_precision(kernels::Precision::bf16);
+  ActivationStore store(f.model.act_field_widths());
+  store.reset(4096, f.model.params_version());
+  KvPool pool(f.cfg, 4, 128, DType::bf16);
+  RolloutEngine eng(f.model, pool);
+  eng.set_activation_store(&store);
+  std::vector<RolloutRequest> reqs = {request({5, 9, 2, 7}, 3, 16, 1), request({6, 1}, 2, 12, 2)};
+  std::vector<Completion> out = eng.run(reqs);
+  expect_same_update(f.model, store, micro(reqs, out), 5e-4);  // measured 1.1e-4
 }
 
 TEST(ReusedActivations, PreemptedAndRecomputedSequencesStillMatch) {
