@@ -36,7 +36,9 @@ dynamic_sampling = true
 max_new = 40
 lr = 5e-5
 warmup = 10
-temperature = 1.0
+# Sampling at 0.7 (closer to the greedy answers held-out accuracy scores): from the SFT checkpoint, held-out
+# 0.188 -> 0.220-0.246 over four seeds, against 0.189-0.223 at temperature 1 (README, "make run").
+temperature = 0.7
 
 [eval]
 every = 0
