@@ -12,7 +12,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 "$temper" train --out "$work/run" --threads "$threads" --set sft.steps=0 --set rl.steps="$steps" \
-  --set rl.prompts_per_step=8 --set rl.group_size=8 --set rl.max_new=48 --set rl.dynamic_sampling=false \
+  --set rl.prompts_per_step=8 --set rl.group_size=8 --set rl.max_new=48 --set rl.dynamic_sampling=false --set rl.temperature=1.0 \
   --set rl.lr=1e-4 --set rl.warmup=0 --set task.params.ops='"+-*"' --set task.params.max_operand=20 \
   --set task.params.min_ops=1 --set task.params.max_ops=2 --set eval.problems=8 --set eval.every=0 \
   --set run.checkpoint_every=0 ${TEMPER_SET:+--set "$TEMPER_SET"} 2> "$work/temper.log"
