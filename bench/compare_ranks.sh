@@ -16,7 +16,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 common=(--set model.preset="\"$preset\"" --set sft.steps=0 --set rl.steps="$steps" --set rl.prompts_per_step=${PROMPTS:-16}
-        --set rl.group_size=${GROUP:-8} --set rl.max_new=${MAX_NEW:-48} --set rl.micro_batch=16 --set rl.dynamic_sampling=false
+        --set rl.group_size=${GROUP:-8} --set rl.max_new=${MAX_NEW:-48} --set rl.micro_batch=16 --set rl.dynamic_sampling=false --set rl.temperature=1.0
         --set rl.lr=1e-4 --set rl.warmup=0 --set eval.problems=8 --set eval.every=0 --set run.checkpoint_every=0)
 if [ -n "${MODEL:-}" ]; then common+=(--set model.path="\"$MODEL\""); preset=$(basename "$MODEL"); fi
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
