@@ -47,8 +47,16 @@ int eval(const EvalOptions& o) {
   if (!o.preference_prefix.empty()) c.preference_prefix = unescape_newlines(o.preference_prefix);
   TEMPER_CHECK(c.preference.empty() || c.objectives.size() == c.preference.size())
       << "--preference has " << c.preference.size() << " values; name as many --objectives (e.g. correct,brevity)";
+  if (o.speculative) {
+    TEMPER_CHECK(o.device == "cpu") << "--speculative runs on the CPU only so far (got --device " << o.device << ")";
+    TEMPER_CHECK(draft_head_from_name(o.draft_head, &c.draft_head))
+        << "--draft-head must be bf16, int4 or f32, got '" << o.draft_head << "'";
+    TEMPER_CHECK(o.gamma >= 1 && o.gamma <= 32) << "--gamma must be in [1, 32], got " << o.gamma;
+    c.speculative_gamma = o.gamma;
+  }
   reward::SafeReward safe;
   rl::EvalResult r = rl::evaluate(*lm.model, task, codec, c, safe);
+  if (!r.speculative.empty()) std::fprintf(stderr, "temper eval: %s\n", r.speculative.c_str());
 
   nlohmann::ordered_json j;
   j["model"] = o.model;
@@ -72,6 +80,7 @@ int eval(const EvalOptions& o) {
     j["welfare"] = r.welfare;
   }
   j["reward_failures"] = safe.failures();
+  if (o.speculative) j["speculative"] = {{"gamma", o.gamma}, {"drafted", r.drafted}, {"accepted", r.accepted}};
   std::printf("task %s, %lld problems x %lld samples (%s): accuracy %.4f", o.task.c_str(), static_cast<long long>(r.problems),
               static_cast<long long>(o.samples), c.greedy ? "greedy" : "sampled", r.accuracy);
   for (auto& [k, p] : r.pass_at_k) std::printf(", pass@%lld %.4f", static_cast<long long>(k), p);

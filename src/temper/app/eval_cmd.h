@@ -18,6 +18,9 @@ struct EvalOptions {
   std::string samples_out;  // JSONL: every sample (id, sample, prompt, completion, answer, reward, correct)
   std::vector<std::string> params;  // task parameters key=value
   int64_t problems = 100, samples = 1, max_new = 64, revisions = 0;
+  bool speculative = false;  // the model's 4-bit self-drafter where it pays (--gamma, --draft-head)
+  int64_t gamma = 5;
+  std::string draft_head = "bf16";
   double temperature = 1.0, top_p = 1.0;
   uint64_t seed = 0;
   int threads = 0;

@@ -17,6 +17,7 @@
 #include "temper/model/int4_drafter.h"
 #include "temper/rollout/engine.h"
 #include "temper/rollout/sampler.h"
+#include "temper/rollout/self_speculation.h"
 #include "temper/text/chat_template.h"
 #include "temper/rl/methods/fair.h"
 #include "temper/tasks/task.h"
@@ -26,33 +27,18 @@ namespace temper::app {
 
 namespace {
 
-// --speculative: the drafter and an always-on controller for the engine; report() prints what it did.
+// --speculative: the model's 4-bit self-drafter, always on; report() prints what it did.
 struct Speculation {
-  std::unique_ptr<Int4Drafter> drafter;
-  std::unique_ptr<rollout::SpecController> spec;
-  double build_s = 0;
-  void attach(const GenerateOptions& o, const Transformer& m, rollout::RolloutEngine& eng) {
+  rollout::SelfSpeculation s;
+  void attach(const GenerateOptions& o, Transformer& m, KvPool& pool, rollout::RolloutEngine& eng) {
     if (!o.speculative) return;
     DraftHead head;
     TEMPER_CHECK(draft_head_from_name(o.draft_head, &head)) << "--draft-head must be bf16, int4 or f32, got '" << o.draft_head << "'";
     TEMPER_CHECK(o.gamma >= 1 && o.gamma <= 32) << "--gamma must be in [1, 32], got " << o.gamma;
-    auto t0 = std::chrono::steady_clock::now();
-    drafter = std::make_unique<Int4Drafter>(128, 0, head);
-    drafter->refresh(m);
-    build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    rollout::SpecConfig c;
-    c.ladder = {o.gamma};
-    c.toggle = rollout::SpecToggle::always;
-    spec = std::make_unique<rollout::SpecController>(c);
-    eng.set_speculative(drafter.get(), spec.get());
+    s.attach(m, pool, eng, o.gamma, head, rollout::SpecToggle::always);
   }
   void report(const rollout::EngineStats& st) const {
-    if (!drafter) return;
-    std::fprintf(stderr, "temper generate: speculative (gamma %lld, 4-bit drafter of %.0f MB built in %.2f s): %lld of %lld drafts accepted (%.2f), %.2f tokens per policy forward\n",
-                 static_cast<long long>(spec->gamma()), static_cast<double>(drafter->bytes()) / (1 << 20), build_s,
-                 static_cast<long long>(st.accepted), static_cast<long long>(st.drafted),
-                 st.drafted > 0 ? static_cast<double>(st.accepted) / static_cast<double>(st.drafted) : 0.0,
-                 st.spec_cycles > 0 ? 1.0 + static_cast<double>(st.accepted) / static_cast<double>(st.spec_cycles) : 1.0);
+    if (s.on()) std::fprintf(stderr, "temper generate: %s\n", s.summary(st).c_str());
   }
 };
 
@@ -151,7 +137,7 @@ int generate_jsonl(const GenerateOptions& o, LoadedModel& lm, const rollout::Sam
               kv_dtype(lm.model->precision()));
   rollout::RolloutEngine eng(*lm.model, pool, rollout::EngineConfig{64, [&tok](int32_t id) { return tok.token_bytes(id); }});
   Speculation spec;
-  spec.attach(o, *lm.model, eng);
+  spec.attach(o, *lm.model, pool, eng);
   auto t0 = std::chrono::steady_clock::now();
   auto done = eng.run(reqs);
   spec.report(eng.stats());
@@ -244,7 +230,7 @@ int generate(const GenerateOptions& o) {
   KvPool pool(cfg, block, (static_cast<int64_t>(ids.size()) + req.max_new) / block + 2, kv_dtype(m.precision()));
   rollout::RolloutEngine eng(m, pool, rollout::EngineConfig{1, [&tok](int32_t id) { return tok.token_bytes(id); }});
   Speculation spec;
-  spec.attach(o, m, eng);
+  spec.attach(o, m, pool, eng);
   auto t0 = std::chrono::steady_clock::now();
   rollout::Completion c = eng.run({req}, &stream).front();
   auto t2 = std::chrono::steady_clock::now();

@@ -5,6 +5,7 @@
 #include "temper/core/error.h"
 #include "temper/model/kv_pool.h"
 #include "temper/rollout/engine.h"
+#include "temper/rollout/self_speculation.h"
 #include "temper/rollout/sharded.h"
 #include "temper/rl/methods/fair.h"
 #include "temper/rl/welfare.h"
@@ -69,9 +70,17 @@ EvalResult evaluate(Transformer& model, std::shared_ptr<const tasks::Task> task,
   KvPool pool(model.config(), block,
               KvPool::blocks_for_budget(model.config(), block, static_cast<size_t>(cfg.kv_memory_mb) << 20, kvt), kvt);
   rollout::RolloutEngine engine(model, pool, rollout::EngineConfig{cfg.max_seqs, codec.token_bytes});
+  rollout::SelfSpeculation spec;
+  if (cfg.speculative_gamma > 0)
+    spec.attach(model, pool, engine, cfg.speculative_gamma, cfg.draft_head, cfg.speculative_toggle);
   std::vector<rollout::Completion> done = rollout::run_sharded(engine, reqs, comm);
 
   EvalResult res;
+  if (spec.on()) {
+    res.drafted = engine.stats().drafted;
+    res.accepted = engine.stats().accepted;
+    res.speculative = spec.summary(engine.stats());
+  }
   res.problems = n;
   std::vector<int64_t> correct(static_cast<size_t>(n), 0);
   double len = 0, acc = 0, len_correct = 0;

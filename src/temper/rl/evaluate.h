@@ -12,11 +12,13 @@
 #include <vector>
 
 #include "temper/dist/communicator.h"
+#include "temper/model/int4_drafter.h"
 #include "temper/model/transformer.h"
 #include "temper/reward/safe_reward.h"
 #include "temper/rl/prompt_codec.h"
 #include "temper/rl/revision.h"
 #include "temper/rollout/sampler.h"
+#include "temper/rollout/spec_control.h"
 
 namespace temper::rl {
 
@@ -41,6 +43,11 @@ struct EvalConfig {
   std::string preference_prefix = "<pref {p}>\n";
   std::vector<std::string> objectives;
   std::vector<double> ggf;  // Gini weights; empty: linear
+  // > 0: speculative decoding with the model's 4-bit self-drafter at this gamma (CPU), on where the
+  // calibrated cost model predicts a speed-up (small live batches); the same greedy tokens.
+  int64_t speculative_gamma = 0;
+  DraftHead draft_head = DraftHead::bf16;
+  rollout::SpecToggle speculative_toggle = rollout::SpecToggle::cost;
   void validate() const;
 };
 
@@ -63,6 +70,8 @@ struct EvalResult {
   std::vector<double> solved_within;    // revisions: [r] = share solved within r revisions (r = 0..K)
   std::vector<double> objective_means;  // per EvalConfig::objectives, over samples
   double welfare = 0;                   // GGF_w(preference * objective_means) (uniform preference when none)
+  int64_t drafted = 0, accepted = 0;    // speculative: this rank's drafts over the first attempts
+  std::string speculative;              // speculative: what it did, in words (empty: off)
 };
 
 double pass_at_k(int64_t n, int64_t c, int64_t k);  // unbiased estimator
