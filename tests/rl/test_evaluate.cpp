@@ -29,5 +29,6 @@ TEST(Evaluate, SpeculativeDecodingGivesThePlainGreedyResult) {
   EXPECT_EQ(spec.accuracy, plain.accuracy);
   EXPECT_EQ(spec.mean_len, plain.mean_len);
   ASSERT_EQ(spec.examples.size(), plain.examples.size());
-  for (size_t i = 0; i < plain.examples.size(); ++i) EXPECT_EQ(spec.examples[i].completion, plain.examples[i].completion) << i;
+  for (size_t i = 0; i < plain.examples.size(); ++i)
+    EXPECT_EQ(spec.examples[i].completion, plain.examples[i].completion) << i;
 }

@@ -1,12 +1,12 @@
 #include "temper/app/generate.h"
 
 #include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <cstdio>
-#include <cmath>
-#include <cstdlib>
 #include <set>
 
 #include "temper/app/codec.h"
@@ -15,12 +15,12 @@
 #include "temper/core/thread_pool.h"
 #include "temper/io/atomic_file.h"
 #include "temper/model/int4_drafter.h"
+#include "temper/rl/methods/fair.h"
 #include "temper/rollout/engine.h"
 #include "temper/rollout/sampler.h"
 #include "temper/rollout/self_speculation.h"
-#include "temper/text/chat_template.h"
-#include "temper/rl/methods/fair.h"
 #include "temper/tasks/task.h"
+#include "temper/text/chat_template.h"
 #include "temper/text/stream_decoder.h"
 
 namespace temper::app {

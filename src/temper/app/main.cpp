@@ -195,9 +195,11 @@ int main(int argc, char** argv) {
                   "How a problem is asked: {question} stands for its text (a recipe's model.user_template)");
   evc->add_option("--seed", ev.seed, "Sampling seed")->capture_default_str();
   evc->add_flag("--speculative", ev.speculative,
-                "Speculative decoding with the model's 4-bit self-drafter where its cost model predicts a speed-up (same greedy output)");
+                "Speculative decoding with the model's 4-bit self-drafter where its cost model predicts a speed-up "
+                "(same greedy output)");
   evc->add_option("--gamma", ev.gamma, "--speculative: draft tokens per cycle")->capture_default_str();
-  evc->add_option("--draft-head", ev.draft_head, "--speculative: the drafter's LM head: bf16, int4 or f32")->capture_default_str();
+  evc->add_option("--draft-head", ev.draft_head, "--speculative: the drafter's LM head: bf16, int4 or f32")
+      ->capture_default_str();
   evc->add_option("--revisions", ev.revisions, "Sequential revision rounds after a wrong first attempt (feedback: incorrect)")
       ->capture_default_str();
   evc->add_option("--revision-template", ev.revision_template,

@@ -4,11 +4,11 @@
 
 #include "temper/core/error.h"
 #include "temper/model/kv_pool.h"
+#include "temper/rl/methods/fair.h"
+#include "temper/rl/welfare.h"
 #include "temper/rollout/engine.h"
 #include "temper/rollout/self_speculation.h"
 #include "temper/rollout/sharded.h"
-#include "temper/rl/methods/fair.h"
-#include "temper/rl/welfare.h"
 
 namespace temper::rl {
 

@@ -10,9 +10,9 @@
 #include "temper/core/bytes.h"
 #include "temper/core/error.h"
 #include "temper/core/log.h"
+#include "temper/core/memory_info.h"
 #include "temper/core/profile.h"
 #include "temper/core/rng.h"
-#include "temper/core/memory_info.h"
 #include "temper/rl/packed_rows.h"
 #include "temper/rl/reused_activations.h"
 #include "temper/rollout/sharded.h"
@@ -287,7 +287,7 @@ void RlTrainer::rollout(int64_t n, int64_t round, std::vector<Trajectory>& out, 
   // gets all completions.
   const std::vector<int64_t> mine =
       rollout::shard_requests(static_cast<int64_t>(reqs.size()), comm_, rollout::Sharding::blocks);
-  if (store_)  // this rank's requests keep activations while its store's worst-case estimate fits
+  if (store_)                 // this rank's requests keep activations while its store's worst-case estimate fits
     for (int64_t j : mine) {  // (speculation's rejected drafts take slots too)
       rollout::RolloutRequest& r = reqs[static_cast<size_t>(j)];
       const int64_t need = static_cast<int64_t>(r.prompt.size()) + r.group_size * r.max_new * (spec_ ? 2 : 1);

@@ -9,14 +9,12 @@
 // Data-parallel (set_communicator with several ranks): every rank draws the same prompts and builds
 // the same requests; rank r rolls out a block of the requests (rollout::run_sharded) and scores
 // trajectories r, r+N, ...; completions and verdicts are all-gathered, so every rank holds the
-// one-process batch in the one-process order (advantages, methods' batch-wide statistics, dynamic sampling and metrics are
-// computed identically everywhere, method state stays in step). In the update each rank computes
-// reference log-probs for its block of rows and gradients for its block of each mini-batch's
-// group-ordered rows (every N-th row after a length sort without rl.share_prompts), scaled by the
-// whole mini-batch's normalisers; the optimiser sums gradients over ranks, so every
-// rank applies the update one process would (up to float summation order). Sampling streams are
-// derived from (seed, step, round, global request index): a sample does not depend on which rank
-// drew it.
+// one-process batch in the one-process order (advantages, methods' batch-wide statistics, dynamic sampling and metrics
+// are computed identically everywhere, method state stays in step). In the update each rank computes reference
+// log-probs for its block of rows and gradients for its block of each mini-batch's group-ordered rows (every N-th row
+// after a length sort without rl.share_prompts), scaled by the whole mini-batch's normalisers; the optimiser sums
+// gradients over ranks, so every rank applies the update one process would (up to float summation order). Sampling
+// streams are derived from (seed, step, round, global request index): a sample does not depend on which rank drew it.
 #pragma once
 
 #include <cstdint>
