@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/models.h"
+#include "temper/rl/evaluate.h"
 #include "temper/rl/rl_trainer.h"
 
 namespace temper::test {
@@ -78,6 +79,15 @@ inline double value(const Metrics& m, const std::string& k) {
     if (n == k) return v;
   ADD_FAILURE() << "no metric " << k;
   return NAN;
+}
+
+// Evaluation of the letters task on the tiny model: n problems, up to max_new tokens, a small KV cache.
+inline EvalConfig eval_config(int64_t problems, int64_t max_new) {
+  EvalConfig ec;
+  ec.problems = problems;
+  ec.max_new = max_new;
+  ec.kv_memory_mb = 4;
+  return ec;
 }
 
 struct RlSetup {

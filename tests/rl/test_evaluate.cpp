@@ -12,10 +12,7 @@ using namespace temper::test;
 TEST(Evaluate, SpeculativeDecodingGivesThePlainGreedyResult) {
   RlSetup setup;
   auto task = std::make_shared<LetterTask>();
-  EvalConfig ec;
-  ec.problems = 8;
-  ec.max_new = 12;
-  ec.kv_memory_mb = 4;
+  EvalConfig ec = eval_config(8, 12);
   ec.max_seqs = 2;
   ec.all_examples = true;
   EvalResult plain = evaluate(setup.model, task, codec(), ec, setup.safe);

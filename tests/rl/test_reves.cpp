@@ -257,10 +257,7 @@ TEST(Reves, EvaluatorReportsTheShareSolvedWithinEachRevisionRound) {
   // accuracy and rises with revisions only by problems solved in later rounds.
   using namespace temper::test;
   RlSetup setup;
-  EvalConfig ec;
-  ec.problems = 12;
-  ec.max_new = 4;
-  ec.kv_memory_mb = 4;
+  EvalConfig ec = eval_config(12, 4);
   ec.revisions = 3;
   ec.greedy = false;
   ec.revision.revision_template = "{attempt}{question}";  // letters only: the codec knows no other characters
