@@ -28,6 +28,9 @@ Transformer::Transformer(const ModelConfig& cfg) : cfg_(cfg), layout_(cfg) {
   params_ = Tensor::zeros({layout_.total()});
   grads_ = Tensor::zeros({layout_.total()});
   rope_ = kernels::rope_table(cfg_.max_position_embeddings, cfg_.head_dim, cfg_.rope_theta);
+  for (int64_t l = 0; l < cfg_.num_layers; ++l)  // an ActivationStore's fields: each layer's, then the final residual
+    each_act_field(scratch_acts_, [&](float* const&, int64_t w) { act_widths_.push_back(w); });
+  act_widths_.push_back(cfg_.hidden_size);
 }
 
 int64_t Transformer::num_params() const {
@@ -576,14 +579,6 @@ int64_t Transformer::act_layer_fields() const {
   int64_t n = 0;
   each_act_field(scratch_acts_, [&](float* const&, int64_t) { ++n; });
   return n;
-}
-
-std::vector<int64_t> Transformer::act_field_widths() const {
-  std::vector<int64_t> w;
-  for (int64_t l = 0; l < cfg_.num_layers; ++l)
-    each_act_field(scratch_acts_, [&](float* const&, int64_t x) { w.push_back(x); });
-  w.push_back(cfg_.hidden_size);  // the final residual
-  return w;
 }
 
 bool Transformer::reusable(const ActivationStore& store) const {

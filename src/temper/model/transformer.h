@@ -121,7 +121,7 @@ class Transformer {
   // The fields of one token's activations in an ActivationStore (per layer: the values its backward
   // reads, its lse; then the final residual); whether `store` holds this model's activations at its
   // current weights (and this model can train from them: CPU, no recomputation).
-  std::vector<int64_t> act_field_widths() const;
+  const std::vector<int64_t>& act_field_widths() const { return act_widths_; }
   bool reusable(const ActivationStore& store) const;
   uint64_t params_version() const { return params_version_; }
   void forward_logits(const int32_t* tokens, int64_t B, int64_t T, float* logits);  // [B, T, V]
@@ -176,6 +176,7 @@ class Transformer {
   std::shared_ptr<DeviceModel> device_;
   mutable bool host_stale_ = false;
   kernels::RopeTable rope_;
+  std::vector<int64_t> act_widths_;  // act_field_widths(), from the config
   kernels::Precision precision_ = kernels::Precision::f32;
   bool recompute_ = false;
   Tensor params_bf16_;  // bf16 copy of params for bf16 GEMMs, refreshed when params change
