@@ -549,7 +549,11 @@ std::vector<Completion> RolloutEngine::run(const std::vector<RolloutRequest>& re
       const float* z = logits.data() + (static_cast<size_t>(n_decode) + a) * V;
       for (int64_t g = 0; g < q.group_size; ++g) {
         Live s = new_live(r, first_out[static_cast<size_t>(r)] + g, pool_.fork(root, root.len));
-        if (q.keep_activations) out[static_cast<size_t>(s.out)].act_slots = admitted_slots[a];
+        if (q.keep_activations) {  // grown once: the decode loop does not allocate for it
+          std::vector<int64_t>& slots = out[static_cast<size_t>(s.out)].act_slots;
+          slots.reserve(q.prompt.size() + static_cast<size_t>(q.max_new));
+          slots.assign(admitted_slots[a].begin(), admitted_slots[a].end());
+        }
         s.forced.assign(q.forced.rbegin(), q.forced.rend());
         if (!emit(s, z)) next.push_back(std::move(s));
       }
