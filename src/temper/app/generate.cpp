@@ -34,7 +34,6 @@ struct Speculation {
     if (!o.speculative) return;
     DraftHead head;
     TEMPER_CHECK(draft_head_from_name(o.draft_head, &head)) << "--draft-head must be bf16, int4 or f32, got '" << o.draft_head << "'";
-    TEMPER_CHECK(o.gamma >= 1 && o.gamma <= 32) << "--gamma must be in [1, 32], got " << o.gamma;
     s.attach(m, pool, eng, o.gamma, head, rollout::SpecToggle::always);
   }
   void report(const rollout::EngineStats& st) const {

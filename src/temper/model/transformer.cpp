@@ -575,10 +575,8 @@ void Transformer::each_act_field(A& a, Fn&& f) const {
   f(a.lse, H);
 }
 
-int64_t Transformer::act_layer_fields() const {
-  int64_t n = 0;
-  each_act_field(scratch_acts_, [&](float* const&, int64_t) { ++n; });
-  return n;
+int64_t Transformer::act_layer_fields() const {  // the widths hold each layer's fields, then the final residual
+  return (static_cast<int64_t>(act_widths_.size()) - 1) / cfg_.num_layers;
 }
 
 bool Transformer::reusable(const ActivationStore& store) const {

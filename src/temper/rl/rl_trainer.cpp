@@ -468,10 +468,12 @@ Metrics RlTrainer::step() {
   rollout_s_ = reward_s_ = 0;
   speculative_begin_step();
   if (store_) {  // this step's rollouts keep activations of the weights they run on
-    int64_t bytes = cfg_.reuse_activations_mb << 20;
-    if (bytes == 0) bytes = usable_memory_bytes() / 4 / std::max(1, comm_ ? comm_->local_size() : 1);
-    const int64_t slots = bytes / (store_->slot_floats() * static_cast<int64_t>(sizeof(float)));
-    store_->reset(slots, policy_.params_version());
+    if (store_slots_ < 0) {  // sized once (the communicator is set after construction)
+      int64_t bytes = cfg_.reuse_activations_mb << 20;
+      if (bytes == 0) bytes = usable_memory_bytes() / 4 / std::max(1, comm_ ? comm_->local_size() : 1);
+      store_slots_ = bytes / (store_->slot_floats() * static_cast<int64_t>(sizeof(float)));
+    }
+    store_->reset(store_slots_, policy_.params_version());
     store_planned_ = 0;
   }
   // Rounds: rollout -> after_rollout -> score -> after_reward -> (dynamic sampling) keep only groups

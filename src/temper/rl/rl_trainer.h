@@ -118,6 +118,7 @@ class RlTrainer {
   std::unique_ptr<Int4Drafter> drafter_;
   std::unique_ptr<ActivationStore> store_;  // the rollout's kept activations (reuse_activations)
   int64_t store_planned_ = 0;               // slots this step's requests may fill
+  int64_t store_slots_ = -1;                // its capacity (-1: not sized yet)
   std::unique_ptr<rollout::SpecController> spec_;
   rollout::EngineStats spec_sum_;  // this step's rollouts on this rank
   double requant_s_ = 0;
