@@ -342,6 +342,45 @@ TEST(PolicyLossScale, RejectsBadConfig) {
   EXPECT_THROW(PolicyLoss(c, b), Error);  // KL without ref_logp
 }
 
+TEST(PolicyLoss, NoGradientOnlyWhenEveryCoefficientIsZero) {
+  // Advantage 0, or weight 0, or out of the loss (scale 0) at every row, and no KL, entropy or reverse-KL term:
+  // no gradient (and coefs gives 0 at any log-prob). Any one row with a signal, or any such term: a gradient.
+  std::vector<float> adv = {0, 0, 0.5f}, w = {1, 1, 0}, scale = {0.25f, 0.25f, 0.25f}, old = {-1, -2, -3};
+  std::vector<float> ref = {-1, -1, -1}, logq(4, -1.3862944f);
+  std::vector<const float*> rkl = {nullptr, nullptr, nullptr};
+  PolicyLossBatch b;
+  b.advantage = adv.data(), b.weight = w.data(), b.scale = scale.data(), b.old_logp = old.data(), b.ref_logp = ref.data();
+  b.N = 3;
+  PolicyLossConfig c;
+  EXPECT_TRUE(PolicyLoss(c, b).no_gradient());
+  for (float lp : {-0.5f, -1.f, -7.f})
+    for (int64_t n = 0; n < 3; ++n) {
+      float g_lp = 1, g_ent = 1;
+      PolicyLoss(c, b).coefs(n, lp, 2.f, &g_lp, &g_ent);
+      EXPECT_EQ(g_lp, 0.f);
+      EXPECT_EQ(g_ent, 0.f);
+    }
+  c.skip_no_gradient = false;
+  EXPECT_FALSE(PolicyLoss(c, b).no_gradient());
+  c = {};
+  c.kl_coef = 0.1;
+  EXPECT_FALSE(PolicyLoss(c, b).no_gradient());
+  c = {};
+  c.ent_coef = 0.01;
+  EXPECT_FALSE(PolicyLoss(c, b).no_gradient());
+  c = {};
+  w[2] = 1;  // row 2's advantage now counts
+  EXPECT_FALSE(PolicyLoss(c, b).no_gradient());
+  scale[2] = 0;  // but row 2 is out of the loss
+  EXPECT_TRUE(PolicyLoss(c, b).no_gradient());
+  rkl[1] = logq.data();  // a teacher distribution at row 1 (RCSD's reverse KL)
+  b.rkl_logq = rkl.data();
+  b.rkl_coef = 1.f;
+  EXPECT_FALSE(PolicyLoss(c, b).no_gradient());
+  b.rkl_coef = 0.f;
+  EXPECT_TRUE(PolicyLoss(c, b).no_gradient());
+}
+
 // ---- through the fused classifier ---------------------------------------------------------------
 
 TEST(PolicyLossClassifier, FusedGradientMatchesFiniteDifferencesAcrossThreads) {

@@ -283,3 +283,45 @@ TEST(RlTrainer, ReusedRolloutActivationsGiveTheSameUpdate) {
     EXPECT_LT(pworst, 0.05 * 3e-3) << "spec " << spec;
   }
 }
+
+TEST(RlTrainer, MicroBatchesWithoutGradientSkipTheBackwardAndGiveTheSameUpdate) {
+  // Groups whose rewards are all equal have advantage 0 on every token: their micro-batches compute log-probs
+  // and entropies only (rl.skip_no_gradient). The metrics, the gradient and the weights equal the run that
+  // backpropagates those zeros, with the rollout's activations reused (epoch 1) and with a forward (epoch 2),
+  // and with an entropy term nothing is skipped.
+  for (double ent : {0.0, 0.01}) {
+    std::vector<std::vector<float>> params, grads;
+    std::vector<double> loss, entropy, skipped, positions;
+    for (bool skip : {false, true}) {
+      RlSetup s;
+      s.task->uniform_ = true;
+      RlConfig c = config();
+      c.micro_batch = c.group_size;
+      c.epochs = 2;
+      c.loss.ent_coef = ent;
+      c.loss.skip_no_gradient = skip;
+      RlTrainer t(s.model, s.task, codec(), c, s.safe);
+      Metrics m = t.step();
+      loss.push_back(value(m, "loss"));
+      entropy.push_back(value(m, "entropy"));
+      skipped.push_back(value(m, "no_gradient_positions"));
+      positions.push_back(value(m, "train_positions"));
+      params.emplace_back(s.model.params(), s.model.params() + s.model.flat_size());
+      grads.emplace_back(s.model.grads(), s.model.grads() + s.model.flat_size());
+    }
+    EXPECT_EQ(skipped[0], 0);
+    if (ent == 0) {
+      EXPECT_GT(skipped[1], 0);                  // at least one uniform group, in both epochs
+      EXPECT_LT(skipped[1], positions[1]);       // and groups with a gradient
+    } else {
+      EXPECT_EQ(skipped[1], 0) << "an entropy term has a gradient everywhere";
+    }
+    EXPECT_EQ(loss[0], loss[1]);
+    EXPECT_EQ(entropy[0], entropy[1]);
+    double scale = 0;
+    for (size_t i = 0; i < grads[0].size(); ++i) scale = std::max(scale, double(std::fabs(grads[0][i])));
+    EXPECT_GT(scale, 1e-4);
+    EXPECT_EQ(grads[0], grads[1]) << "adding the skipped zeros changes no bit";
+    EXPECT_EQ(params[0], params[1]);
+  }
+}

@@ -199,6 +199,7 @@ RunConfig read_config(Recipe& r) {
   q.loss.agg = agg == "token_mean" ? rl::LossAgg::token_mean
                : agg == "seq_mean_token_mean" ? rl::LossAgg::seq_mean_token_mean : rl::LossAgg::seq_mean_token_sum_norm;
   q.loss.max_len = r.get_int("rl.loss_max_len", q.max_new);
+  q.loss.skip_no_gradient = r.get_bool("rl.skip_no_gradient", true);
   q.epochs = r.get_int("rl.epochs", 1);
   q.mini_batches = r.get_int("rl.mini_batches", 1);
   q.micro_batch = r.get_int("rl.micro_batch", q.micro_batch);

@@ -44,6 +44,10 @@ class ClassifierLoss {
   // Row n's reverse-KL target, if any (default: none), and KL(p || q) before the gradient.
   virtual bool reverse_kl_target(int64_t /*n*/, ReverseKlTarget* /*out*/) const { return false; }
   virtual void reverse_kl_observed(int64_t /*n*/, float /*kl*/) const {}
+  // True when the loss has no gradient at all: every row's coefficients are zero whatever its log-prob and
+  // entropy, and no row has a soft or reverse-KL target. The model then computes the rows' log-probs and
+  // entropies only and skips the backward, whose result would be zero (default: false).
+  virtual bool no_gradient() const { return false; }
 };
 
 struct ClassifierArgs {

@@ -441,6 +441,7 @@ kernels::ClassifierArgs Transformer::classifier_args(const int32_t* targets, int
 
 void Transformer::forward_backward(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
                                    const kernels::ClassifierLoss& loss, float* logprob, float* entropy) {
+  if (loss.no_gradient()) return forward_logprobs(tokens, targets, B, T, logprob, entropy);
   if (device_) return device_->forward_backward(tokens, targets, B, T, loss, logprob, entropy);
   prepare(B, T);
   backward_from_classifier(tokens, targets, B, T, loss, logprob, entropy);
@@ -623,14 +624,14 @@ void Transformer::store_rows(int64_t l, const PagedStep& st) const {
 
 // Every layer's saved activations and the final residual of the N packed rows from their slots (the
 // packed pass's lse is [H, N]).
-void Transformer::gather_rows(const ActivationStore& store, const int64_t* slots, int64_t N) {
+void Transformer::gather_rows(const ActivationStore& store, const int64_t* slots, int64_t N, bool layers) {
   TEMPER_PROFILE("reuse_activations");
   const int64_t H = cfg_.num_heads, C = cfg_.hidden_size, L = cfg_.num_layers;
   for (int64_t n = 0; n < N; ++n)
     TEMPER_CHECK(slots[n] >= 0 && slots[n] < store.size()) << "reused activations: row " << n << " has no slot";
   parallel_for(N, 16, [&](int64_t b, int64_t e) {
-    size_t k = 0;
-    for (int64_t l = 0; l < L; ++l)
+    size_t k = layers ? 0 : static_cast<size_t>(L * act_layer_fields());  // the final residual is the last field
+    for (int64_t l = 0; layers && l < L; ++l)
       each_act_field(saved_[static_cast<size_t>(l)], [&](float* const& dst, int64_t w) {
         const float* src = store.field(k++);
         if (dst == saved_[static_cast<size_t>(l)].lse) {
@@ -695,6 +696,7 @@ struct SegmentsScope {  // the packed pass's segments, for the layers' attention
 void Transformer::forward_backward_packed(const int32_t* tokens, const int32_t* targets,
                                           const std::vector<kernels::AttnSegment>& segs,
                                           const kernels::ClassifierLoss& loss, float* logprob, float* entropy) {
+  if (loss.no_gradient()) return forward_logprobs_packed(tokens, targets, segs, logprob, entropy);
   const int64_t N = prepare_packed(segs);
   SegmentsScope scope(segs_, segs);
   backward_from_classifier(tokens, targets, 1, N, loss, logprob, entropy);
@@ -708,10 +710,14 @@ void Transformer::forward_backward_packed(const int32_t* tokens, const int32_t* 
                                    "(or this model recomputes, or runs on a device)";
   const int64_t N = prepare_packed(segs);
   SegmentsScope scope(segs_, segs);
-  gather_rows(store, slots, N);
+  const bool backward = !loss.no_gradient();  // without: the final residual is all the classifier reads
+  gather_rows(store, slots, N, backward);
   kernels::rmsnorm_fwd(x_final_, params() + layout_.final_norm, xn_, rstd_f_, N, cfg_.hidden_size,
                        static_cast<float>(cfg_.rms_norm_eps));
-  backward_rest(tokens, targets, 1, N, loss, logprob, entropy);
+  if (backward) return backward_rest(tokens, targets, 1, N, loss, logprob, entropy);
+  kernels::ClassifierArgs ca = classifier_args(targets, N, logprob, entropy);
+  TEMPER_PROFILE("classifier");
+  kernels::classifier_fused(ca);
 }
 
 void Transformer::forward_logprobs_packed(const int32_t* tokens, const int32_t* targets,

@@ -149,7 +149,9 @@ class Transformer {
   int64_t act_layer_fields() const;
   LayerActs store_view(ActivationStore& store, int64_t l, int64_t slot) const;
   void store_rows(int64_t l, const PagedStep& st) const;
-  void gather_rows(const ActivationStore& store, const int64_t* slots, int64_t N);
+  // The rows' saved activations from the store: every layer's and the final residual, or (layers false) the
+  // final residual only.
+  void gather_rows(const ActivationStore& store, const int64_t* slots, int64_t N, bool layers);
   void layer_forward(int64_t l, const LayerActs& a, float* x_out, int64_t B, int64_t T,
                      const PagedStep* paged = nullptr, KvPool* pool = nullptr, const Int4Layer* q4 = nullptr);
   void layer_backward(int64_t l, const LayerActs& a, float* dx, int64_t B, int64_t T);

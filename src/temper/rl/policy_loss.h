@@ -40,6 +40,9 @@ struct PolicyLossConfig {
   double ent_coef = 0;    // entropy bonus: the loss falls as entropy rises
   LossAgg agg = LossAgg::token_mean;
   int64_t max_len = 0;    // seq_mean_token_sum_norm's constant (TRL max_completion_length); 0: the batch's T
+  // A batch whose loss has no gradient (PolicyLoss::no_gradient) computes log-probs and entropies only; false runs
+  // its backward anyway (all zeros: for benchmarks of equal work).
+  bool skip_no_gradient = true;
   void validate() const;
 };
 
@@ -86,10 +89,14 @@ class PolicyLoss : public kernels::ClassifierLoss {
   void coefs(int64_t n, float lp, float H, float* g_lp, float* g_ent) const override;
   bool reverse_kl_target(int64_t n, kernels::ReverseKlTarget* out) const override;
   void reverse_kl_observed(int64_t n, float kl) const override;
+  // No KL, entropy or reverse-KL term, and every row in the loss has advantage 0 or weight 0 (a GRPO group
+  // whose rewards are all equal): the surrogate's gradient is exactly zero, so the backward is skipped.
+  bool no_gradient() const override { return no_gradient_; }
 
  private:
   PolicyLossConfig cfg_;
   PolicyLossBatch b_;
+  bool no_gradient_ = false;
 };
 
 // Sums over the rows in the loss (scale != 0). Add the micro-batches' stats with merge; loss then is

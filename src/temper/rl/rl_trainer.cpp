@@ -671,7 +671,7 @@ Metrics RlTrainer::update(Batch& b) {
   std::vector<float> xold, xadv, xw, xsc, xref, xlp, xent;
   std::vector<const float*> xrkl;
   std::vector<int64_t> xslots;  // and the store slots of its rows when the rollout kept them
-  int64_t reused = 0;
+  int64_t reused = 0, no_gradient = 0;
   const bool pack = cfg_.share_prompts && policy_.packed_supported();
   for (int64_t e = 0; e < cfg_.epochs; ++e) {
     std::iota(order.begin(), order.end(), 0);
@@ -707,6 +707,13 @@ Metrics RlTrainer::update(Batch& b) {
         norm.seqs += x.seqs;
         if (pack ? i >= block.begin && i < block.end : i % ranks() == rank()) own.push_back(row);
       }
+      if (pack)  // rows whose loss has no gradient (advantage 0: a group's rewards all equal) after the others, so
+                 // their micro-batches skip the backward (policy_loss.h, no_gradient); groups stay together
+        std::stable_partition(own.begin(), own.end(), [&](int64_t row) {
+          for (int64_t t = 0; t < T; ++t)
+            if (adv[static_cast<size_t>(row * T + t)] != 0 && mask[static_cast<size_t>(row * T + t)] != 0) return true;
+          return false;
+        });
       const int64_t Bl = static_cast<int64_t>(own.size());
       const size_t Nm = static_cast<size_t>(Bl * T);
       for (auto* v : {&mmask, &mold, &madv, &mw, &mscale, &lp, &ent}) v->assign(Nm, 0.f);
@@ -825,6 +832,7 @@ Metrics RlTrainer::update(Batch& b) {
         pb.N = npos;
         positions += npos;
         PolicyLoss loss(cfg_.loss, pb);
+        if (loss.no_gradient()) no_gradient += npos;
         if (reuse) {
           policy_.forward_backward_packed(ptok, ptgt, packed.segs, loss, plp, pent, *store_, xslots.data());
           reused += npos;
@@ -853,9 +861,9 @@ Metrics RlTrainer::update(Batch& b) {
                     static_cast<double>(total.clipped_low), static_cast<double>(total.clipped_high),
                     static_cast<double>(total.dual_clipped), total.ratio_sum, total.kl_sum, total.entropy_sum};
     comm_->allreduce_sum(v, 11);
-    double p[2] = {static_cast<double>(positions), static_cast<double>(reused)};
-    comm_->allreduce_sum(p, 2);
-    positions = static_cast<int64_t>(p[0]), reused = static_cast<int64_t>(p[1]);
+    double p[3] = {static_cast<double>(positions), static_cast<double>(reused), static_cast<double>(no_gradient)};
+    comm_->allreduce_sum(p, 3);
+    positions = static_cast<int64_t>(p[0]), reused = static_cast<int64_t>(p[1]), no_gradient = static_cast<int64_t>(p[2]);
     total.loss = v[0], total.pg_loss = v[1], total.kl_loss = v[2], total.entropy_loss = v[3];
     total.tokens = static_cast<int64_t>(v[4]), total.clipped_low = static_cast<int64_t>(v[5]);
     total.clipped_high = static_cast<int64_t>(v[6]), total.dual_clipped = static_cast<int64_t>(v[7]);
@@ -878,6 +886,9 @@ Metrics RlTrainer::update(Batch& b) {
   out.emplace_back("train_positions", static_cast<double>(positions));
   // Of those, rows whose forward was skipped: their activations came from the rollout (reuse_activations).
   out.emplace_back("reused_positions", static_cast<double>(reused));
+  // And rows whose backward was skipped: their micro-batch's loss has no gradient (every advantage 0, no KL or
+  // entropy term), so only their log-probs and entropies were computed.
+  out.emplace_back("no_gradient_positions", static_cast<double>(no_gradient));
   if (b.reverse_kl_coef != 0) {
     double v[2] = {rkl_sum, static_cast<double>(rkl_tokens)};
     if (ranks() > 1) comm_->allreduce_sum(v, 2);
