@@ -46,6 +46,7 @@ bench: build
 	.venv/bin/python bench/peers/hf_tokenizer.py tests/data/tokenizer/smollm2/tokenizer.json tests/data/tokenizer/corpus.json --repeat 100
 	$(BUILD)/bin/temper bench load --model .cache/models/SmolLM2-135M-Instruct.Q4_1.gguf
 	bench/compare_rl_step.sh $(BUILD)/bin/temper
+	FROM=sft bench/compare_rl_step.sh $(BUILD)/bin/temper
 	WAIT_IDLE=1 TEMPER=$(BUILD)/bin/temper bench/compare_rollout.sh 2 64 32 1,8,32,64
 
 bench-gemm: build

@@ -26,7 +26,9 @@ Configuration (temper's quickstart)
     Model: LlamaForCausalLM, vocab 259 (bytes 0..255, 256 <|endoftext|> = eos = pad,
     257 <|im_start|>, 258 <|im_end|>), hidden 128, 4 layers, 4 heads, 2 KV heads, head_dim 32,
     intermediate 384, max_position_embeddings 256, rope_theta 1e4, rms_norm_eps 1e-5, tied
-    embeddings, random init (transformers' initialiser, std 0.02, seed 0), fp32, SDPA attention.
+    embeddings, random init (transformers' initialiser, std 0.02, seed 0), fp32, SDPA attention; or
+    --model DIR: that shape's weights from an HF directory (a temper quickstart checkpoint, e.g. after SFT,
+    so rewards are mixed and the update has a real gradient).
     Tokenizer: byte-level, one token per byte (id = byte value), no merges (a `tokenizers` BPE
     with the GPT-2 byte-to-unicode alphabet as its 256-entry vocabulary and no merges).
     Task: plain-text prompts "a op b [op c]=" (--min-ops 1 .. --max-ops 2 ops, operands
@@ -74,6 +76,7 @@ def parse_args():
     ap.add_argument("--max-ops", type=int, default=2, help="operations per arithmetic prompt, high end")
     ap.add_argument("--max-operand", type=int, default=20)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--model", default="", help="HF directory with the quickstart shape's weights (default: random init)")
     args = ap.parse_args()
     if args.threads < 1 or args.prompts < 1 or args.group < 2 or args.max_new < 1:
         ap.error("need threads >= 1, prompts >= 1, group >= 2, max-new >= 1")
@@ -121,11 +124,15 @@ def make_dataset(n, seed, min_ops, max_ops, max_operand):
     return Dataset.from_list(rows)
 
 
+REWARDS = []  # every reward given, in order (the mean is reported)
+
+
 def arithmetic_reward(completions, answer, **kwargs):
     out = []
     for text, ans in zip(completions, answer):
         k = text.rfind("####")
         out.append(1.0 if k >= 0 and text[k + 4 :].strip() == ans else 0.0)
+    REWARDS.extend(out)
     return out
 
 
@@ -150,7 +157,16 @@ def main():
                       rope_theta=10000.0, rms_norm_eps=1e-5, tie_word_embeddings=True, initializer_range=0.02,
                       hidden_act="silu", bos_token_id=None, eos_token_id=256, pad_token_id=256,
                       attn_implementation="sdpa", torch_dtype=torch.float32)
-    model = LlamaForCausalLM(cfg)
+    if args.model:
+        model = LlamaForCausalLM.from_pretrained(args.model, torch_dtype=torch.float32, attn_implementation="sdpa")
+        for k in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+                  "intermediate_size", "tie_word_embeddings"):
+            if getattr(model.config, k) != getattr(cfg, k):
+                sys.exit(f"{args.model}/config.json: {k} = {getattr(model.config, k)}, expected {getattr(cfg, k)}")
+        model.config.pad_token_id = 256
+        model.generation_config.pad_token_id = 256
+    else:
+        model = LlamaForCausalLM(cfg)
     n_params = sum(p.numel() for p in model.parameters())
 
     batch = args.prompts * args.group
@@ -264,6 +280,8 @@ def main():
         "phases": {k: round(sum(v[w:]) / len(timed), 4) for k, v in phases.items()},
         "step_seconds": [round(s, 4) for s in step_seconds],
         "params": n_params,
+        "model": args.model or "random init",
+        "reward_mean": round(sum(REWARDS) / max(1, len(REWARDS)), 4),
     }
     sys.stdout.write(json.dumps(result) + "\n")
 
