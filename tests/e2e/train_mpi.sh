@@ -32,10 +32,11 @@ import json, sys
 timing = ("_s", "tokens_per_s", "rss_mb")
 rows = [[json.loads(l) for l in open(p)] for p in sys.argv[1:3]]
 assert len(rows[0]) == len(rows[1]), f"{len(rows[0])} vs {len(rows[1])} metric rows"
-# comm_*: 2 ranks only; train_positions: a prompt shared by rows on two ranks is held once on each;
-# reused_positions: a rank reuses only the rows it rolled out itself (methods' rows may come from the other)
+# comm_*: 2 ranks only; train_positions: a prompt shared by rows on two ranks is held once on each (so also
+# no_gradient_positions, the positions of micro-batches without gradient); reused_positions: a rank reuses only
+# the rows it rolled out itself (methods' rows may come from the other)
 keep = lambda r: {k: v for k, v in r.items() if not k.endswith(timing) and not k.startswith("comm_")
-                  and k not in ("train_positions", "reused_positions")}
+                  and k not in ("train_positions", "reused_positions", "no_gradient_positions")}
 for a, b in zip(*rows):
     a, b = keep(a), keep(b)
     assert a.keys() == b.keys(), f"step {a.get('step')}: keys differ: {sorted(a.keys() ^ b.keys())}"
