@@ -100,3 +100,47 @@ TEST(Discriminator, RewardsInTheTrainerAreTheHeadsLogitOfTheReferenceFeatures) {
   EXPECT_EQ(again.head().bias(), d.head().bias());
   EXPECT_EQ(again.head().weights(), d.head().weights());
 }
+
+TEST(Discriminator, RefittingRoundsFitAFreshHeadEveryKStepsAndSurviveACheckpoint) {
+  // rounds 2, refit_every 2: fitted at step 1 (against p_0) and again at step 3 (against the policy after two
+  // updates, on the next problems), never after; the state carries the step count, the fits and the head.
+  using namespace temper::test;
+  RlSetup s;
+  Transformer reference(s.cfg);
+  std::copy(s.model.params(), s.model.params() + s.model.flat_size(), reference.params());
+  reference.params_updated();
+  DiscRewardConfig c;
+  c.samples = 32;
+  c.rounds = 2;
+  c.refit_every = 2;
+  DiscReward d(c);
+  RlConfig cfg = config();
+  cfg.loss.kl_coef = 1;
+  RlTrainer t(s.model, std::make_shared<GoldLetters>(), codec(), cfg, s.safe, {&d}, &reference);
+  std::vector<double> fits;
+  std::vector<std::vector<double>> weights;
+  std::string state_after_2;
+  for (int step = 1; step <= 4; ++step) {
+    Metrics m = t.step();
+    fits.push_back(value(m, "disc_fits"));
+    weights.push_back(d.head().weights());
+    if (step == 2) state_after_2 = d.save_state();
+  }
+  EXPECT_EQ(fits, (std::vector<double>{1, 1, 2, 2}));
+  EXPECT_EQ(weights[0], weights[1]);
+  EXPECT_NE(weights[1], weights[2]);  // a fresh fit
+  EXPECT_EQ(weights[2], weights[3]);
+  // Resumed after step 2, the next step refits; the state round-trips exactly.
+  DiscReward again(c);
+  again.load_state(state_after_2);
+  EXPECT_EQ(again.save_state(), state_after_2);
+  EXPECT_EQ(again.head().weights(), weights[1]);
+  // A checkpoint from before refitting rounds holds the bare head: one fit.
+  DiscReward legacy(c);
+  legacy.load_state(state_after_2.substr(state_after_2.find('\n') + 1));
+  EXPECT_EQ(legacy.head().weights(), weights[1]);
+  EXPECT_THROW(legacy.load_state("disc_reward x\n"), Error);
+  DiscRewardConfig bad = c;
+  bad.refit_every = 0;
+  EXPECT_THROW(bad.validate(), Error);
+}

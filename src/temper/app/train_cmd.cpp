@@ -334,6 +334,8 @@ RunConfig read_config(Recipe& r) {
     d.real = r.get_choice("rl.discriminator.real", d.real, {"gold", "teacher"});
     d.combine = r.get_choice("rl.discriminator.combine", d.combine, {"replace", "add"});
     d.coef = r.get_double("rl.discriminator.coef", d.coef);
+    d.rounds = r.get_int("rl.discriminator.rounds", d.rounds);
+    d.refit_every = r.get_int("rl.discriminator.refit_every", d.refit_every);
     d.head.clip = r.get_double("rl.discriminator.clip", d.head.clip);
     d.head.epochs = r.get_int("rl.discriminator.epochs", d.head.epochs);
     d.head.lr = r.get_double("rl.discriminator.lr", d.head.lr);

@@ -5,6 +5,9 @@
 // reward becomes coef x its clipped logit (replace), or is added to the task's reward (add). With
 // rl.kl_coef = 1 the KL-regularised optimum is the real distribution (balanced classes make the logit
 // log p_real / p_0). The head is checkpointed, so a resume does not refit it on a later policy.
+// Refitting rounds (the spec's `rounds`; one by default, the theory-clean choice at kl_coef 1): with rounds R > 1
+// a fresh head is fitted again every `refit_every` steps on the real replies against the policy as it stands
+// then (p_k), on the next `samples` training problems, R fits in all; the reward uses the latest head.
 #pragma once
 
 #include <functional>
@@ -21,6 +24,8 @@ struct DiscRewardConfig {
   std::string real = "gold";        // gold (the task's solutions) | teacher (a dataset's teacher_response)
   std::string combine = "replace";  // replace | add
   double coef = 1.0;
+  int64_t rounds = 1;       // fits of the head in all
+  int64_t refit_every = 0;  // steps between fits (rounds > 1)
   void validate() const;
 };
 
@@ -28,13 +33,15 @@ struct DiscRewardConfig {
 // (real_text, encoded as a completion) against the policy's own reply to it as the policy stands (p_0),
 // both embedded after the problem's prompt (MethodEnv::embed). `view` rewrites a decoded completion to the
 // part the classifier sees (null: the completion's tokens as sampled). Returns the head's accuracy on its
-// fitting set and the class counts.
+// fitting set and the class counts. Round k (0, 1, ...) takes problems k x samples onwards and its own sample
+// streams.
 struct FitStats {
   double accuracy = 0;
   int64_t real = 0, gen = 0;
 };
 FitStats fit_real_vs_policy(const MethodEnv& env, int64_t samples, const std::function<std::string(const tasks::Problem&)>& real_text,
-                            const std::function<std::string(const std::string&)>& view, Discriminator& head);
+                            const std::function<std::string(const std::string&)>& view, Discriminator& head,
+                            int64_t round = 0);
 
 class DiscReward : public Method {
  public:
@@ -42,9 +49,10 @@ class DiscReward : public Method {
   std::string name() const override { return "discriminator"; }
   void attach(const MethodEnv& env) override { env_ = env; }
   void after_reward(Batch& b) override;
+  void after_step(const Metrics&) override { ++steps_; }
   void metrics(Metrics& m) const override;
-  std::string save_state() const override { return head_.fitted() ? head_.save() : std::string(); }
-  void load_state(const std::string& s) override { head_.load(s); }
+  std::string save_state() const override;
+  void load_state(const std::string& s) override;
   const Discriminator& head() const { return head_; }
 
  private:
@@ -55,6 +63,8 @@ class DiscReward : public Method {
   FitStats fit_;
   double reward_sum_ = 0;
   int64_t rewarded_ = 0;
+  int64_t steps_ = 0;  // RL steps completed
+  int64_t fits_ = 0;   // fits of the head so far
 };
 
 }  // namespace temper::rl
