@@ -111,8 +111,8 @@ TEST(Discriminator, RefittingRoundsFitAFreshHeadEveryKStepsAndSurviveACheckpoint
   reference.params_updated();
   DiscRewardConfig c;
   c.samples = 32;
-  c.rounds = 2;
-  c.refit_every = 2;
+  c.refit.rounds = 2;
+  c.refit.refit_every = 2;
   DiscReward d(c);
   RlConfig cfg = config();
   cfg.loss.kl_coef = 1;
@@ -141,6 +141,6 @@ TEST(Discriminator, RefittingRoundsFitAFreshHeadEveryKStepsAndSurviveACheckpoint
   EXPECT_EQ(legacy.head().weights(), weights[1]);
   EXPECT_THROW(legacy.load_state("disc_reward x\n"), Error);
   DiscRewardConfig bad = c;
-  bad.refit_every = 0;
+  bad.refit.refit_every = 0;
   EXPECT_THROW(bad.validate(), Error);
 }

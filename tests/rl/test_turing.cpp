@@ -193,4 +193,7 @@ TEST(Turing, MethodWritesTheRewardsAndReportsThem) {
   bad = {};
   bad.reward.cap = 9;
   EXPECT_THROW(Turing{bad}, Error);
+  bad = {};
+  bad.refit.rounds = 2;  // refits without the steps between them
+  EXPECT_THROW(Turing{bad}, Error);
 }

@@ -334,8 +334,8 @@ RunConfig read_config(Recipe& r) {
     d.real = r.get_choice("rl.discriminator.real", d.real, {"gold", "teacher"});
     d.combine = r.get_choice("rl.discriminator.combine", d.combine, {"replace", "add"});
     d.coef = r.get_double("rl.discriminator.coef", d.coef);
-    d.rounds = r.get_int("rl.discriminator.rounds", d.rounds);
-    d.refit_every = r.get_int("rl.discriminator.refit_every", d.refit_every);
+    d.refit.rounds = r.get_int("rl.discriminator.rounds", d.refit.rounds);
+    d.refit.refit_every = r.get_int("rl.discriminator.refit_every", d.refit.refit_every);
     d.head.clip = r.get_double("rl.discriminator.clip", d.head.clip);
     d.head.epochs = r.get_int("rl.discriminator.epochs", d.head.epochs);
     d.head.lr = r.get_double("rl.discriminator.lr", d.head.lr);
@@ -355,6 +355,8 @@ RunConfig read_config(Recipe& r) {
     t.reward.format_bonus = r.get_double("rl.turing.format_bonus", t.reward.format_bonus);
     t.reward.reasoning = r.get_bool("rl.turing.reasoning", t.reward.reasoning);
     t.samples = r.get_int("rl.turing.samples", t.samples);
+    t.refit.rounds = r.get_int("rl.turing.rounds", t.refit.rounds);
+    t.refit.refit_every = r.get_int("rl.turing.refit_every", t.refit.refit_every);
     t.head.epochs = r.get_int("rl.turing.epochs", t.head.epochs);
     t.head.lr = r.get_double("rl.turing.lr", t.head.lr);
     t.head.l2 = r.get_double("rl.turing.l2", t.head.l2);

@@ -1,7 +1,5 @@
 #include "temper/rl/methods/disc_reward.h"
 
-#include <sstream>
-
 #include "temper/core/error.h"
 #include "temper/core/rng.h"
 
@@ -13,12 +11,10 @@ void DiscRewardConfig::validate() const {
   TEMPER_CHECK(real == "gold" || real == "teacher") << "rl.discriminator.real: expected \"gold\" or \"teacher\", got '" << real << "'";
   TEMPER_CHECK(combine == "replace" || combine == "add") << "rl.discriminator.combine: expected \"replace\" or \"add\", got '" << combine << "'";
   TEMPER_CHECK(coef > 0) << "rl.discriminator.coef must be > 0, got " << coef;
-  TEMPER_CHECK(rounds >= 1) << "rl.discriminator.rounds must be >= 1, got " << rounds;
-  TEMPER_CHECK(rounds == 1 || refit_every >= 1)
-      << "rl.discriminator.refit_every must be >= 1 (steps between fits) when rounds > 1, got " << refit_every;
+  refit.validate("rl.discriminator");
 }
 
-DiscReward::DiscReward(DiscRewardConfig cfg) : cfg_(std::move(cfg)), head_(cfg_.head) { cfg_.validate(); }
+DiscReward::DiscReward(DiscRewardConfig cfg) : cfg_(std::move(cfg)), head_(cfg_.head, cfg_.refit) { cfg_.validate(); }
 
 FitStats fit_real_vs_policy(const MethodEnv& env, int64_t samples, const std::function<std::string(const tasks::Problem&)>& real_text,
                             const std::function<std::string(const std::string&)>& view, Discriminator& head,
@@ -57,7 +53,7 @@ FitStats fit_real_vs_policy(const MethodEnv& env, int64_t samples, const std::fu
 }
 
 void DiscReward::fit() {
-  fit_ = fit_real_vs_policy(
+  FitStats f = fit_real_vs_policy(
       env_, cfg_.samples,
       [this](const tasks::Problem& p) {
         const std::string& text = cfg_.real == "gold" ? p.gold_solution : p.teacher_response;
@@ -65,17 +61,16 @@ void DiscReward::fit() {
                                     << (cfg_.real == "gold" ? "gold solution" : "teacher_response") << " to serve as a real reply";
         return text;
       },
-      nullptr, head_, fits_);
-  ++fits_;
+      nullptr, head_.head(), head_.fits());
+  head_.record_fit(f);
 }
 
 void DiscReward::after_reward(Batch& b) {
-  // Every round of a step sees the same head: a refit is due when the step count reaches the next fit's.
-  if (!head_.fitted() || (fits_ < cfg_.rounds && steps_ >= fits_ * cfg_.refit_every)) fit();
+  if (head_.due()) fit();
   reward_sum_ = 0, rewarded_ = 0;
   for (Trajectory& t : b.traj) {
     if (t.tokens.empty()) continue;
-    const double r = cfg_.coef * head_.reward(env_.embed(t.prompt, t.tokens));
+    const double r = cfg_.coef * head_.head().reward(env_.embed(t.prompt, t.tokens));
     t.reward = cfg_.combine == "replace" ? r : t.reward + r;
     reward_sum_ += r, ++rewarded_;
   }
@@ -83,35 +78,9 @@ void DiscReward::after_reward(Batch& b) {
 
 void DiscReward::metrics(Metrics& m) const {
   m.emplace_back("disc_reward_mean", rewarded_ ? reward_sum_ / static_cast<double>(rewarded_) : 0.0);
-  m.emplace_back("disc_fit_accuracy", fit_.accuracy);
-  m.emplace_back("disc_fit_examples", static_cast<double>(fit_.real + fit_.gen));
-  m.emplace_back("disc_fits", static_cast<double>(fits_));
-}
-
-// "disc_reward <steps> <fits> <accuracy> <real> <gen>" then the head's own text; a bare head (checkpoints before
-// refitting rounds) is one fit.
-std::string DiscReward::save_state() const {
-  if (!head_.fitted()) return {};
-  std::ostringstream o;
-  o.precision(17);
-  o << "disc_reward " << steps_ << ' ' << fits_ << ' ' << fit_.accuracy << ' ' << fit_.real << ' ' << fit_.gen << '\n'
-    << head_.save();
-  return o.str();
-}
-
-void DiscReward::load_state(const std::string& s) {
-  if (s.rfind("disc_reward ", 0) != 0) {
-    head_.load(s);
-    fits_ = head_.fitted() ? 1 : 0;
-    return;
-  }
-  const size_t nl = s.find('\n');
-  std::istringstream in(s.substr(0, nl));
-  std::string tag;
-  in >> tag >> steps_ >> fits_ >> fit_.accuracy >> fit_.real >> fit_.gen;
-  TEMPER_CHECK(in && nl != std::string::npos && steps_ >= 0 && fits_ >= 1)
-      << "rl.discriminator: bad checkpointed state '" << s.substr(0, std::min<size_t>(nl, 80)) << "'";
-  head_.load(s.substr(nl + 1));
+  m.emplace_back("disc_fit_accuracy", head_.stats().accuracy);
+  m.emplace_back("disc_fit_examples", static_cast<double>(head_.stats().real + head_.stats().gen));
+  m.emplace_back("disc_fits", static_cast<double>(head_.fits()));
 }
 
 }  // namespace temper::rl

@@ -15,6 +15,7 @@
 
 #include "temper/rl/discriminator.h"
 #include "temper/rl/method.h"
+#include "temper/rl/refitted_head.h"
 
 namespace temper::rl {
 
@@ -24,8 +25,7 @@ struct DiscRewardConfig {
   std::string real = "gold";        // gold (the task's solutions) | teacher (a dataset's teacher_response)
   std::string combine = "replace";  // replace | add
   double coef = 1.0;
-  int64_t rounds = 1;       // fits of the head in all
-  int64_t refit_every = 0;  // steps between fits (rounds > 1)
+  RefitConfig refit;
   void validate() const;
 };
 
@@ -35,10 +35,6 @@ struct DiscRewardConfig {
 // part the classifier sees (null: the completion's tokens as sampled). Returns the head's accuracy on its
 // fitting set and the class counts. Round k (0, 1, ...) takes problems k x samples onwards and its own sample
 // streams.
-struct FitStats {
-  double accuracy = 0;
-  int64_t real = 0, gen = 0;
-};
 FitStats fit_real_vs_policy(const MethodEnv& env, int64_t samples, const std::function<std::string(const tasks::Problem&)>& real_text,
                             const std::function<std::string(const std::string&)>& view, Discriminator& head,
                             int64_t round = 0);
@@ -49,22 +45,19 @@ class DiscReward : public Method {
   std::string name() const override { return "discriminator"; }
   void attach(const MethodEnv& env) override { env_ = env; }
   void after_reward(Batch& b) override;
-  void after_step(const Metrics&) override { ++steps_; }
+  void after_step(const Metrics&) override { head_.step_done(); }
   void metrics(Metrics& m) const override;
-  std::string save_state() const override;
-  void load_state(const std::string& s) override;
-  const Discriminator& head() const { return head_; }
+  std::string save_state() const override { return head_.save("disc_reward"); }
+  void load_state(const std::string& s) override { head_.load(s, "disc_reward"); }
+  const Discriminator& head() const { return head_.head(); }
 
  private:
   void fit();
   DiscRewardConfig cfg_;
   MethodEnv env_;
-  Discriminator head_;
-  FitStats fit_;
+  RefittedHead head_;
   double reward_sum_ = 0;
   int64_t rewarded_ = 0;
-  int64_t steps_ = 0;  // RL steps completed
-  int64_t fits_ = 0;   // fits of the head so far
 };
 
 }  // namespace temper::rl

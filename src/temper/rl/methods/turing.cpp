@@ -12,9 +12,10 @@ void TuringConfig::validate() const {
   reward.validate();
   head.validate();
   TEMPER_CHECK(samples >= 2) << "rl.turing.samples must be >= 2, got " << samples;
+  refit.validate("rl.turing");
 }
 
-Turing::Turing(TuringConfig cfg) : cfg_(std::move(cfg)), head_(cfg_.head) {
+Turing::Turing(TuringConfig cfg) : cfg_(std::move(cfg)), head_(cfg_.head, cfg_.refit) {
   cfg_.validate();
   if (cfg_.judge == "scripted") judge_ = std::make_unique<ScriptedJudge>();
   else judge_ = std::make_unique<ClassifierJudge>([this](const tasks::Problem& p, const std::string& t) { return logit(p, t); });
@@ -29,19 +30,19 @@ double Turing::logit(const tasks::Problem& p, const std::string& turn) {
   auto key = std::make_pair(p.id, turn);
   if (auto it = logits_.find(key); it != logits_.end()) return it->second;
   std::vector<int32_t> ids = env_.codec->encode_completion("[HUMAN]: " + turn);
-  return logits_[key] = head_.logit(env_.embed(env_.codec->encode_prompt(p), ids));
+  return logits_[key] = head_.head().logit(env_.embed(env_.codec->encode_prompt(p), ids));
 }
 
 void Turing::after_reward(Batch& b) {
-  if (cfg_.judge == "discriminator" && !head_.fitted()) {
+  if (cfg_.judge == "discriminator" && head_.due()) {
     FitStats f = fit_real_vs_policy(
         env_, cfg_.samples, [](const tasks::Problem& p) { return "[HUMAN]: " + p.answer; },
         [](const std::string& completion) {
           std::string reply = tasks::parse_sim_reply(completion).reply;
           return reply.empty() ? std::string() : "[HUMAN]: " + reply;
         },
-        head_);
-    fit_accuracy_ = f.accuracy;
+        head_.head(), head_.fits());
+    head_.record_fit(f);
   }
   logits_.clear();
   s_sum_ = reward_sum_ = format_sum_ = length_sum_ = 0;
@@ -73,7 +74,10 @@ void Turing::metrics(Metrics& m) const {
   m.emplace_back("turing_format_mean", mean(format_sum_, judged_));
   m.emplace_back("turing_length_penalty", mean(length_sum_, judged_));
   m.emplace_back("turing_hard_zero", mean(static_cast<double>(zero_), n_));
-  if (cfg_.judge == "discriminator") m.emplace_back("turing_judge_fit_accuracy", fit_accuracy_);
+  if (cfg_.judge == "discriminator") {
+    m.emplace_back("turing_judge_fit_accuracy", head_.stats().accuracy);
+    m.emplace_back("turing_judge_fits", static_cast<double>(head_.fits()));
+  }
 }
 
 }  // namespace temper::rl

@@ -4,7 +4,9 @@
 // rl/turing_reward.h. Judges: "scripted" (the paper's rubric measured against the user's history) or
 // "discriminator" (a real-vs-generated head on the frozen reference model's embeddings of the reply,
 // fitted at the first step on `samples` training conversations against the policy as RL starts, then
-// frozen and checkpointed; the trainer then holds a frozen copy of the starting weights). The judge is frozen, as in the paper (no GAN loop).
+// frozen and checkpointed; the trainer then holds a frozen copy of the starting weights). The judge is frozen, as in
+// the paper (no GAN loop), unless `rounds` > 1: the spec's optional refit, a fresh head every `refit_every` steps
+// against the policy as it stands then (rl/refitted_head.h).
 // Reads the task's user_sim fields (Problem::history, context, answer = the real turn).
 #pragma once
 
@@ -15,6 +17,7 @@
 
 #include "temper/rl/discriminator.h"
 #include "temper/rl/method.h"
+#include "temper/rl/refitted_head.h"
 #include "temper/rl/turing_reward.h"
 
 namespace temper::rl {
@@ -24,6 +27,7 @@ struct TuringConfig {
   TuringRewardConfig reward;
   DiscriminatorConfig head;   // judge = discriminator
   int64_t samples = 256;      // judge = discriminator: conversations it is fitted on
+  RefitConfig refit;          // judge = discriminator: fits in all, steps between them
   void validate() const;
 };
 
@@ -34,17 +38,17 @@ class Turing : public Method {
   void attach(const MethodEnv& env) override;
   void after_reward(Batch& b) override;
   void metrics(Metrics& m) const override;
-  std::string save_state() const override { return head_.fitted() ? head_.save() : std::string(); }
-  void load_state(const std::string& s) override { head_.load(s); }
+  void after_step(const Metrics&) override { head_.step_done(); }
+  std::string save_state() const override { return head_.save("turing_judge"); }
+  void load_state(const std::string& s) override { head_.load(s, "turing_judge"); }
 
  private:
   double logit(const tasks::Problem& p, const std::string& turn);
   std::map<std::pair<std::string, std::string>, double> logits_;  // (problem id, turn) -> this step's logit
   TuringConfig cfg_;
   MethodEnv env_;
-  Discriminator head_;
+  RefittedHead head_;
   std::unique_ptr<PairwiseJudge> judge_;
-  double fit_accuracy_ = 0;
   // this step's rollouts: sum of s, s >= 4 ("cannot tell" or better), reward, format, length, hard zeros
   double s_sum_ = 0, reward_sum_ = 0, format_sum_ = 0, length_sum_ = 0;
   int64_t judged_ = 0, fooled_ = 0, zero_ = 0, n_ = 0;
