@@ -8,8 +8,10 @@ set -euo pipefail
 temper=$1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# Dynamic sampling off: after 3 SFT steps the model earns no reward, and dynamic sampling would drop every group
+# (no RL update to resume inside).
 common=(--threads 2 --set sft.steps=3 --set rl.steps=3 --set rl.prompts_per_step=4 --set rl.group_size=4
-        --set rl.max_new=16 --set eval.problems=8 --set eval.max_new=16 --set eval.every=0 --set sft.batch=8
+        --set rl.dynamic_sampling=false --set rl.max_new=16 --set eval.problems=8 --set eval.max_new=16 --set eval.every=0 --set sft.batch=8
         --set run.checkpoint_every=1 --set run.keep_last=10 --set run.samples_every=1)
 
 source "$(dirname "$0")/compare_runs.sh"
@@ -38,18 +40,46 @@ grep -q "removed 1 partial checkpoint" "$work/crash.log"
 grep -q "from $work/crash/checkpoints/step-3" "$work/crash.log"
 same "$work/full" "$work/crash"
 
-# SIGTERM (a spot instance going away): the step finishes, a checkpoint is written, exit 0; resume equals.
-"$temper" train --out "$work/term" "${common[@]}" 2> "$work/term.log" &
-pid=$!
-for _ in $(seq 600); do  # wait for the first RL row, then signal
-  grep -q '"kind":"train"' "$work/term/metrics.jsonl" 2>/dev/null && break
-  sleep 0.1
+# SIGTERM (a spot instance going away) or SIGINT (Ctrl-C): the step finishes, a checkpoint is written, exit 0;
+# resume equals.
+for sig in TERM INT; do
+  "$temper" train --out "$work/sig$sig" "${common[@]}" 2> "$work/sig$sig.log" &
+  pid=$!
+  for _ in $(seq 600); do  # wait for the first RL row, then signal
+    grep -q '"kind":"train"' "$work/sig$sig/metrics.jsonl" 2>/dev/null && break
+    sleep 0.1
+  done
+  kill -$sig $pid
+  wait $pid || { echo "SIG$sig: expected exit 0"; cat "$work/sig$sig.log"; exit 1; }
+  num=$([ $sig = TERM ] && echo 15 || echo 2)
+  grep -q "stopped by signal $num after step" "$work/sig$sig.log" || grep -q "done, 6 steps" "$work/sig$sig.log"
+  "$temper" train --resume "$work/sig$sig" --threads 2 2>> "$work/sig$sig.log" || grep -q "done, 6 steps" "$work/sig$sig.log"
+  same "$work/full" "$work/sig$sig"
 done
-kill -TERM $pid
-wait $pid || { echo "SIGTERM: expected exit 0"; cat "$work/term.log"; exit 1; }
-grep -q "stopped by signal 15 after step" "$work/term.log" || grep -q "done, 6 steps" "$work/term.log"
-"$temper" train --resume "$work/term" --threads 2 2>> "$work/term.log" || grep -q "done, 6 steps" "$work/term.log"
-same "$work/full" "$work/term"
+
+# Keep-last-N: with run.keep_last = 2 only the two newest checkpoints stay.
+"$temper" train --out "$work/keep" "${common[@]}" --set run.keep_last=2 2> "$work/keep.log"
+[ "$(ls "$work/keep/checkpoints")" = "$(printf 'step-5\nstep-6')" ] || { echo "keep_last 2 kept: $(ls "$work/keep/checkpoints")"; exit 1; }
+
+# The metrics a run writes: every train row has the per-step fields (and the update's when one ran: dynamic sampling
+# may drop every group of a step), eval rows the held-out accuracy.
+python3 - "$work/full/metrics.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+need = {"sft": ["step", "loss", "lr", "grad_norm"],
+        "train": ["step", "reward_mean", "reward_std", "accuracy", "entropy", "response_len_mean", "response_len_max",
+                  "rollout_tokens_per_s", "rollout_s", "reward_s", "train_s", "rss_mb", "reward_failures", "updates_skipped"],
+        "eval": ["step", "eval_accuracy"]}
+update = ["loss", "kl", "clip_frac", "ratio_mean", "grad_norm", "train_tokens", "no_gradient_positions"]
+seen = set()
+for r in rows:
+    k = r["kind"]
+    seen.add(k)
+    want = need.get(k, []) + (update if k == "train" and "loss" in r else [])
+    missing = [f for f in want if f not in r]
+    assert not missing, f"{k} row at step {r.get('step')} lacks {missing}"
+assert {"sft", "train", "eval"} <= seen and all("loss" in r for r in rows if r["kind"] == "train"), seen
+PY
 
 # Methods keep state across steps, checkpointed; stop + resume inside RL equals one go.
 resume_equal() {  # NAME STOP ARGS...: the run in one go vs stopped after STOP steps and resumed
@@ -115,5 +145,15 @@ grep -q "already holds a run; continue it with --resume" "$work/refuse.log"
 "$temper" eval --model "$work/full/checkpoints/step-6" --task arithmetic --param max_operand=9 --problems 5 \
   --max-new 16 --json "$work/eval.json" > "$work/eval.txt"
 python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['problems']==5 and 0<=j['accuracy']<=1 and 'pass_at_1' in j, j" "$work/eval.json"
+# k samples: pass@k for each k, mean length, the per-difficulty breakdown (values: tests/rl/test_evaluate.cpp).
+"$temper" eval --model "$work/full/checkpoints/step-6" --task arithmetic --param max_operand=9 --problems 4 -k 4 \
+  --max-new 16 --reward-timeout 30 --json "$work/evalk.json" > /dev/null
+python3 -c "
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j['samples_per_problem'] == 4 and 'pass_at_1' in j and 'pass_at_4' in j and j['pass_at_4'] >= j['pass_at_1'], j
+assert j['mean_len'] > 0 and j['by_difficulty'] and j['reward_failures'] == 0, j" "$work/evalk.json"
+if "$temper" train --out "$work/bad" "${common[@]}" --set task.reward_timeout_s=-1 2> "$work/bad.log"; then echo "a negative reward timeout was accepted"; exit 1; fi
+grep -q "task.reward_timeout_s must be >= 0" "$work/bad.log"
 "$temper" report "$work/full" > /dev/null
 echo RESUME_OK

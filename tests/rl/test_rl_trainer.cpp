@@ -325,3 +325,32 @@ TEST(RlTrainer, MicroBatchesWithoutGradientSkipTheBackwardAndGiveTheSameUpdate) 
     EXPECT_EQ(params[0], params[1]);
   }
 }
+
+TEST(RlTrainer, OverlongMaskingLeavesTruncatedCompletionsOutOfTheLoss) {
+  // DAPO's overlong masking (rl.mask_truncated): a completion cut at max_new has loss mask 0 on every token, one
+  // that stopped has 1; without the option every token counts. The loss's token count follows.
+  std::vector<double> tokens;
+  for (bool mask : {false, true}) {
+    RlSetup s;
+    RlConfig c = config();
+    c.mask_truncated = mask;
+    PromptCodec pc = codec();
+    for (int32_t id = 0; id < 8; ++id) pc.stop_ids.insert(id);  // some completions stop, some run to max_new
+    RlTrainer t(s.model, s.task, pc, c, s.safe);
+    Metrics m = t.step();
+    tokens.push_back(value(m, "train_tokens"));
+    int64_t cut = 0, stopped = 0, counted = 0;
+    for (const Trajectory& x : t.last_batch().traj) {
+      const bool truncated = x.finish == rollout::FinishReason::length;
+      (truncated ? cut : stopped) += 1;
+      for (float v : x.loss_mask) {
+        EXPECT_EQ(v, mask && truncated ? 0.f : 1.f);
+        counted += v != 0;
+      }
+    }
+    EXPECT_GT(cut, 0);
+    EXPECT_GT(stopped, 0);
+    EXPECT_EQ(tokens.back(), static_cast<double>(counted));
+  }
+  EXPECT_LT(tokens[1], tokens[0]);
+}

@@ -53,7 +53,9 @@ int eval(const EvalOptions& o) {
         << "--draft-head must be bf16, int4 or f32, got '" << o.draft_head << "'";
     c.speculative_gamma = o.gamma;  // its range is checked where the drafter is attached
   }
-  reward::SafeReward safe;
+  reward::SafeRewardOptions safe_opt;
+  safe_opt.timeout_s = o.reward_timeout_s;
+  reward::SafeReward safe(safe_opt);
   rl::EvalResult r = rl::evaluate(*lm.model, task, codec, c, safe);
   if (!r.speculative.empty()) std::fprintf(stderr, "temper eval: %s\n", r.speculative.c_str());
 

@@ -22,6 +22,7 @@ struct EvalOptions {
   int64_t gamma = 5;
   std::string draft_head = "bf16";
   double temperature = 1.0, top_p = 1.0;
+  double reward_timeout_s = 0;  // a verification running longer scores 0 (0: no limit)
   uint64_t seed = 0;
   int threads = 0;
 };

@@ -194,6 +194,10 @@ int main(int argc, char** argv) {
   evc->add_option("--user-template", ev.user_template,
                   "How a problem is asked: {question} stands for its text (a recipe's model.user_template)");
   evc->add_option("--seed", ev.seed, "Sampling seed")->capture_default_str();
+  evc->add_option("--reward-timeout", ev.reward_timeout_s,
+                  "Seconds a verification may take; a later one scores 0 and is counted (0: no limit)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   evc->add_flag("--speculative", ev.speculative,
                 "Speculative decoding with the model's 4-bit self-drafter where its cost model predicts a speed-up "
                 "(same greedy output)");

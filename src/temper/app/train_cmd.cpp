@@ -60,6 +60,7 @@ struct RunConfig {
   uint64_t seed = 0;
   std::string task_name;
   tasks::TaskParams task_params;
+  double reward_timeout_s = 0;  // task.reward_timeout_s: a verification running longer scores 0 (0: no limit)
   int64_t sft_steps = 0, rl_steps = 0;
   std::optional<rl::CurriculumConfig> curriculum;  // [curriculum]: the stages' steps and sets from a budget
   rl::CurriculumPlan plan;
@@ -132,6 +133,9 @@ RunConfig read_config(Recipe& r) {
   c.seed = static_cast<uint64_t>(r.get_int("model.seed", 0));
   c.task_name = r.get_string("task.name", "arithmetic");
   c.task_params = r.get_table("task.params.");
+  c.reward_timeout_s = r.get_double("task.reward_timeout_s", 0.0);
+  TEMPER_CHECK(std::isfinite(c.reward_timeout_s) && c.reward_timeout_s >= 0)
+      << r.source() << ": task.reward_timeout_s must be >= 0 seconds (0: no limit), got " << c.reward_timeout_s;
 
   c.sft.batch = r.get_int("sft.batch", 32);
   if (r.has_prefix("curriculum.")) {  // the steps of both stages follow from the budget and the ratio
@@ -628,7 +632,9 @@ int train(const TrainOptions& o) {
   std::shared_ptr<const tasks::Task> heldout;
   if (!cfg.heldout_task.empty()) heldout = tasks::make_task(cfg.heldout_task, cfg.heldout_params);
   rl::PromptCodec codec = make_codec(tok, eos_ids, cfg.prompt_format, cfg.system_prompt, cfg.user_template);
-  reward::SafeReward safe;
+  reward::SafeRewardOptions safe_opt;
+  safe_opt.timeout_s = cfg.reward_timeout_s;
+  reward::SafeReward safe(safe_opt);
 
   std::shared_ptr<rl::Teacher> teacher;
   if (cfg.teacher.source == "gold") teacher = rl::make_gold_teacher();
