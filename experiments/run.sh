@@ -20,6 +20,13 @@ out=${OUT:-runs/experiments/$name}
 threads=${THREADS:-$(( jobs > 1 ? 1 : 2 ))}
 mkdir -p "$out"
 
+# An experiment with make_data.py makes its data first, into OUT/data (where its recipes read it).
+if [ -f "$dir/make_data.py" ] && [ ! -f "$out/data/train.jsonl" ]; then
+  echo "== $name: data" >&2
+  python3 "$dir/make_data.py" "$out/data" > "$out/data.log" 2>&1 ||
+    { echo "experiments/run.sh: make_data.py failed, see $out/data.log" >&2; exit 1; }
+fi
+
 ckpt() { ls -d "$1"/checkpoints/step-* 2>/dev/null | sort -t- -k2 -n | tail -1; }
 # A stage trained once before the arms (sft.toml, teacher.toml): its newest checkpoint, or nothing if the
 # experiment has no such recipe.
