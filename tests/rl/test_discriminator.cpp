@@ -66,14 +66,19 @@ class GoldLetters : public temper::test::LetterTask {
   }
 };
 
+// The frozen reference: the policy's starting weights.
+void same_weights(const Transformer& from, Transformer& to) {
+  std::copy(from.params(), from.params() + from.flat_size(), to.params());
+  to.params_updated();
+}
+
 }  // namespace
 
 TEST(Discriminator, RewardsInTheTrainerAreTheHeadsLogitOfTheReferenceFeatures) {
   using namespace temper::test;
   RlSetup s;
   Transformer reference(s.cfg);
-  std::copy(s.model.params(), s.model.params() + s.model.flat_size(), reference.params());
-  reference.params_updated();
+  same_weights(s.model, reference);
   DiscRewardConfig c;
   c.samples = 64;
   DiscReward d(c);
@@ -107,8 +112,7 @@ TEST(Discriminator, RefittingRoundsFitAFreshHeadEveryKStepsAndSurviveACheckpoint
   using namespace temper::test;
   RlSetup s;
   Transformer reference(s.cfg);
-  std::copy(s.model.params(), s.model.params() + s.model.flat_size(), reference.params());
-  reference.params_updated();
+  same_weights(s.model, reference);
   DiscRewardConfig c;
   c.samples = 32;
   c.refit.rounds = 2;
