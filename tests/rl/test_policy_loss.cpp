@@ -349,7 +349,8 @@ TEST(PolicyLoss, NoGradientOnlyWhenEveryCoefficientIsZero) {
   std::vector<float> ref = {-1, -1, -1}, logq(4, -1.3862944f);
   std::vector<const float*> rkl = {nullptr, nullptr, nullptr};
   PolicyLossBatch b;
-  b.advantage = adv.data(), b.weight = w.data(), b.scale = scale.data(), b.old_logp = old.data(), b.ref_logp = ref.data();
+  b.advantage = adv.data(), b.weight = w.data(), b.scale = scale.data(), b.old_logp = old.data(),
+  b.ref_logp = ref.data();
   b.N = 3;
   PolicyLossConfig c;
   EXPECT_TRUE(PolicyLoss(c, b).no_gradient());

@@ -311,8 +311,8 @@ TEST(RlTrainer, MicroBatchesWithoutGradientSkipTheBackwardAndGiveTheSameUpdate) 
     }
     EXPECT_EQ(skipped[0], 0);
     if (ent == 0) {
-      EXPECT_GT(skipped[1], 0);                  // at least one uniform group, in both epochs
-      EXPECT_LT(skipped[1], positions[1]);       // and groups with a gradient
+      EXPECT_GT(skipped[1], 0);             // at least one uniform group, in both epochs
+      EXPECT_LT(skipped[1], positions[1]);  // and groups with a gradient
     } else {
       EXPECT_EQ(skipped[1], 0) << "an entropy term has a gradient everywhere";
     }

@@ -127,8 +127,8 @@ PolicyLoss::PolicyLoss(const PolicyLossConfig& cfg, const PolicyLossBatch& batch
   no_gradient_ = cfg_.skip_no_gradient && cfg_.kl_coef == 0 && cfg_.ent_coef == 0;
   const bool rkl = b_.rkl_logq && b_.rkl_coef != 0;
   for (int64_t n = 0; no_gradient_ && n < b_.N; ++n)
-    no_gradient_ = b_.scale[n] == 0 ||
-                   ((b_.advantage[n] == 0 || (b_.weight && b_.weight[n] == 0)) && !(rkl && b_.rkl_logq[n]));
+    no_gradient_ =
+        b_.scale[n] == 0 || ((b_.advantage[n] == 0 || (b_.weight && b_.weight[n] == 0)) && !(rkl && b_.rkl_logq[n]));
 }
 
 bool PolicyLoss::reverse_kl_target(int64_t n, kernels::ReverseKlTarget* out) const {

@@ -12,8 +12,8 @@
 namespace temper::rl {
 
 struct RefitConfig {
-  int64_t rounds = 1;       // fits of the head in all
-  int64_t refit_every = 0;  // steps between fits (rounds > 1)
+  int64_t rounds = 1;                               // fits of the head in all
+  int64_t refit_every = 0;                          // steps between fits (rounds > 1)
   void validate(const std::string& section) const;  // errors name section.rounds / section.refit_every
 };
 

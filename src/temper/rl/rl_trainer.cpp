@@ -863,7 +863,8 @@ Metrics RlTrainer::update(Batch& b) {
     comm_->allreduce_sum(v, 11);
     double p[3] = {static_cast<double>(positions), static_cast<double>(reused), static_cast<double>(no_gradient)};
     comm_->allreduce_sum(p, 3);
-    positions = static_cast<int64_t>(p[0]), reused = static_cast<int64_t>(p[1]), no_gradient = static_cast<int64_t>(p[2]);
+    positions = static_cast<int64_t>(p[0]), reused = static_cast<int64_t>(p[1]),
+    no_gradient = static_cast<int64_t>(p[2]);
     total.loss = v[0], total.pg_loss = v[1], total.kl_loss = v[2], total.entropy_loss = v[3];
     total.tokens = static_cast<int64_t>(v[4]), total.clipped_low = static_cast<int64_t>(v[5]);
     total.clipped_high = static_cast<int64_t>(v[6]), total.dual_clipped = static_cast<int64_t>(v[7]);

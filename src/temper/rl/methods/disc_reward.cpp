@@ -14,9 +14,12 @@ void DiscRewardConfig::validate() const {
   refit.validate("rl.discriminator");
 }
 
-DiscReward::DiscReward(DiscRewardConfig cfg) : cfg_(std::move(cfg)), head_(cfg_.head, cfg_.refit) { cfg_.validate(); }
+DiscReward::DiscReward(DiscRewardConfig cfg) : cfg_(std::move(cfg)), head_(cfg_.head, cfg_.refit) {
+  cfg_.validate();
+}
 
-FitStats fit_real_vs_policy(const MethodEnv& env, int64_t samples, const std::function<std::string(const tasks::Problem&)>& real_text,
+FitStats fit_real_vs_policy(const MethodEnv& env, int64_t samples,
+                            const std::function<std::string(const tasks::Problem&)>& real_text,
                             const std::function<std::string(const std::string&)>& view, Discriminator& head,
                             int64_t round) {
   const tasks::Task& task = *env.task;

@@ -35,7 +35,8 @@ struct DiscRewardConfig {
 // part the classifier sees (null: the completion's tokens as sampled). Returns the head's accuracy on its
 // fitting set and the class counts. Round k (0, 1, ...) takes problems k x samples onwards and its own sample
 // streams.
-FitStats fit_real_vs_policy(const MethodEnv& env, int64_t samples, const std::function<std::string(const tasks::Problem&)>& real_text,
+FitStats fit_real_vs_policy(const MethodEnv& env, int64_t samples,
+                            const std::function<std::string(const tasks::Problem&)>& real_text,
                             const std::function<std::string(const std::string&)>& view, Discriminator& head,
                             int64_t round = 0);
 

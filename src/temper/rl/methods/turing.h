@@ -12,8 +12,8 @@
 
 #include <map>
 #include <memory>
-#include <utility>
 #include <string>
+#include <utility>
 
 #include "temper/rl/discriminator.h"
 #include "temper/rl/method.h"
