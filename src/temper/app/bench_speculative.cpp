@@ -72,8 +72,7 @@ int bench_speculative(const BenchRolloutOptions& o) {
   KvPool pool(c, block, bmax * per_seq + 64, kv_dtype(m->precision()));
 
   double t0 = now();
-  DraftHead head;
-  TEMPER_CHECK(draft_head_from_name(o.drafter_head, &head)) << "--drafter-head must be bf16, int4 or f32, got '" << o.drafter_head << "'";
+  const DraftHead head = draft_head_named(o.drafter_head, "--drafter-head");
   Int4Drafter drafter(o.drafter_group, 0, head);
   drafter.refresh(*m);
   const double build_s = now() - t0;

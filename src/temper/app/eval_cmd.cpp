@@ -49,8 +49,7 @@ int eval(const EvalOptions& o) {
       << "--preference has " << c.preference.size() << " values; name as many --objectives (e.g. correct,brevity)";
   if (o.speculative) {
     TEMPER_CHECK(o.device == "cpu") << "--speculative runs on the CPU only so far (got --device " << o.device << ")";
-    TEMPER_CHECK(draft_head_from_name(o.draft_head, &c.draft_head))
-        << "--draft-head must be bf16, int4 or f32, got '" << o.draft_head << "'";
+    c.draft_head = draft_head_named(o.draft_head, "--draft-head");
     c.speculative_gamma = o.gamma;  // its range is checked where the drafter is attached
   }
   reward::SafeRewardOptions safe_opt;

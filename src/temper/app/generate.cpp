@@ -32,9 +32,7 @@ struct Speculation {
   rollout::SelfSpeculation s;
   void attach(const GenerateOptions& o, Transformer& m, KvPool& pool, rollout::RolloutEngine& eng) {
     if (!o.speculative) return;
-    DraftHead head;
-    TEMPER_CHECK(draft_head_from_name(o.draft_head, &head)) << "--draft-head must be bf16, int4 or f32, got '" << o.draft_head << "'";
-    s.attach(m, pool, eng, o.gamma, head, rollout::SpecToggle::always);
+    s.attach(m, pool, eng, o.gamma, draft_head_named(o.draft_head, "--draft-head"), rollout::SpecToggle::always);
   }
   void report(const rollout::EngineStats& st) const {
     if (s.on()) std::fprintf(stderr, "temper generate: %s\n", s.summary(st).c_str());

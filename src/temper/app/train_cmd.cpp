@@ -236,7 +236,7 @@ RunConfig read_config(Recipe& r) {
     k.threshold = r.get_int("rl.speculative.threshold", k.threshold);
     sp.group = r.get_int("rl.speculative.group", sp.group);
     sp.lag = r.get_int("rl.speculative.lag", sp.lag);
-    draft_head_from_name(r.get_choice("rl.speculative.head", "bf16", {"bf16", "int4", "f32"}), &sp.head);
+    sp.head = draft_head_named(r.get_choice("rl.speculative.head", "bf16", {"bf16", "int4", "f32"}), "rl.speculative.head");
     try {
       k.validate();
       TEMPER_CHECK(sp.group >= 32 && sp.group % 32 == 0) << "group must be a positive multiple of 32, got " << sp.group;

@@ -6,12 +6,11 @@
 
 namespace temper {
 
-bool draft_head_from_name(const std::string& name, DraftHead* out) {
-  if (name == "bf16") *out = DraftHead::bf16;
-  else if (name == "int4") *out = DraftHead::int4;
-  else if (name == "f32") *out = DraftHead::f32;
-  else return false;
-  return true;
+DraftHead draft_head_named(const std::string& name, const std::string& what) {
+  if (name == "bf16") return DraftHead::bf16;
+  if (name == "int4") return DraftHead::int4;
+  if (name == "f32") return DraftHead::f32;
+  TEMPER_FAIL() << what << " must be bf16, int4 or f32, got '" << name << "'";
 }
 
 Int4Drafter::Int4Drafter(int64_t group, int64_t lag, DraftHead head) : group_(group), lag_(lag), head_(head) {

@@ -21,7 +21,8 @@ namespace temper {
 class Transformer;
 
 enum class DraftHead { bf16, int4, f32 };
-bool draft_head_from_name(const std::string& name, DraftHead* out);
+// "bf16", "int4" or "f32"; anything else is an error naming `what` (the flag or recipe key).
+DraftHead draft_head_named(const std::string& name, const std::string& what);
 
 struct Int4Layer {
   kernels::Int4Weights qkv, o, gu, down;
