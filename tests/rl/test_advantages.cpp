@@ -63,6 +63,42 @@ TEST(Advantages, BatchScaleUsesTheStdOfAllRewardsAndTheGroupMean) {
   for (size_t i = 0; i < r.size(); ++i) EXPECT_NEAR(a[i], (r[i] - mean[i]) / (s + 1e-4), 1e-6) << i;
 }
 
+TEST(Advantages, StrataTakeTheBatchStdOverTheirOwnSequencesOnly) {
+  // Fair RL: strata 7 (groups 0, 1: rewards on a large scale) and 3 (group 2: a small one).
+  std::vector<float> r = {1, 0, 0, 3, 1, 5, 0.1f, 0.2f, 0.4f};
+  std::vector<int64_t> g = {0, 0, 0, 1, 1, 1, 2, 2, 2};
+  std::vector<int64_t> s = {7, 7, 7, 7, 7, 7, 3, 3, 3};
+  std::vector<float> a(r.size());
+  compute_advantages({AdvantageEstimator::grpo, RewardScale::batch}, r.data(), g.data(), 9, a.data(), s.data());
+  const double s7 = ustd({1, 0, 0, 3, 1, 5}), s3 = ustd({0.1f, 0.2f, 0.4f});
+  std::vector<double> want = {(1 - 1 / 3.) / s7, -1 / 3. / s7, -1 / 3. / s7, 0, -2 / s7, 2 / s7, 0, 0, 0};
+  const double m2 = (0.1f + 0.2f + 0.4f) / 3.0;
+  for (int i = 6; i < 9; ++i) want[static_cast<size_t>(i)] = (r[static_cast<size_t>(i)] - m2) / s3;
+  for (size_t i = 0; i < r.size(); ++i) {
+    const double sd = i < 6 ? s7 : s3;
+    EXPECT_NEAR(a[i], want[i] * sd / (sd + 1e-4), 1e-5) << i;
+  }
+  // One stratum for the whole batch (its std 1.5 over all nine) would shrink group 2's advantages ~6x.
+  EXPECT_GT(std::fabs(a[8]), 1.0);
+  // batch_active: the std of the group-centred rewards of the stratum's groups whose rewards differ.
+  std::vector<float> r2 = {1, 0, 0, 2, 2, 2, 0.1f, 0.2f, 0.4f};
+  compute_advantages({AdvantageEstimator::grpo, RewardScale::batch_active}, r2.data(), g.data(), 9, a.data(), s.data());
+  const double c7 = std::sqrt((4 / 9. + 1 / 9. + 1 / 9.) / 2.0);
+  EXPECT_NEAR(a[0], (2 / 3.) / (c7 + 1e-4), 1e-5);
+  EXPECT_NEAR(a[3], 0.0, 1e-9);
+  EXPECT_NEAR(a[8], (0.4f - m2) / (s3 + 1e-4), 1e-5);
+  // Without strata (null, or all equal) it is the whole-batch std, as before.
+  std::vector<int64_t> one(9, 5);
+  std::vector<float> b1(9), b2(9);
+  compute_advantages({AdvantageEstimator::grpo, RewardScale::batch}, r.data(), g.data(), 9, b1.data(), one.data());
+  compute_advantages({AdvantageEstimator::grpo, RewardScale::batch}, r.data(), g.data(), 9, b2.data());
+  for (size_t i = 0; i < 9; ++i) EXPECT_EQ(b1[i], b2[i]) << i;
+  // Group scaling ignores strata.
+  compute_advantages({AdvantageEstimator::grpo, RewardScale::group}, r.data(), g.data(), 9, b1.data(), s.data());
+  compute_advantages({AdvantageEstimator::grpo, RewardScale::group}, r.data(), g.data(), 9, b2.data());
+  for (size_t i = 0; i < 9; ++i) EXPECT_EQ(b1[i], b2[i]) << i;
+}
+
 TEST(Advantages, BatchActiveScaleLeavesUniformGroupsOutOfTheStd) {
   // ZPPO: groups 1 (all 0) and 2 (all 1) add nothing to the std; a whole-batch std would be smaller.
   std::vector<float> r = {1, 0, 0, 0, 0, 0, 1, 1, 1, 0, 1, 1};

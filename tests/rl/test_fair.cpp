@@ -3,6 +3,7 @@
 // GGF supergradient at its mean vector (hand-computed), and the method inside the trainer.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -311,4 +312,60 @@ TEST(Fair, GgfOnTheGroupMeanLearnsTheMixtureOfTwoSingleObjectiveAnswers) {
   EXPECT_GT(std::min(a, b), 0.25);  // and neither objective is abandoned
   EXPECT_GT(welfare, 0.17);
   EXPECT_LT(welfare0, 0.05);
+}
+
+TEST(Fair, PreferencesPerStepAreSharedByTheGroupsInTurnAndStratifyTheBatchStd) {
+  RlSetup s;
+  FairConfig c;
+  c.objectives = {"task:0", "task:1"};  // first letter 'a', first letter 'b': rewards that vary
+  c.prefix = "{p}";
+  c.preferences_per_step = 2;
+  Fair f(c);
+  RlConfig rc = config();
+  rc.prompts_per_step = 8;
+  rc.group_size = 8;
+  rc.advantage.scale = RewardScale::batch;
+  auto task = std::make_shared<TwoAnswerTask>();
+  RlTrainer t(s.model, task, codec(), rc, s.safe, {&f});
+  t.step();
+  const Batch& b = t.last_batch();
+  std::map<int64_t, std::set<std::string>> prefs;  // stratum -> the preferences of its groups
+  std::map<int64_t, std::vector<float>> rewards;
+  for (const Trajectory& x : b.traj) {
+    const std::string& asked = b.problems[static_cast<size_t>(x.problem)].asked;
+    EXPECT_EQ(x.stratum, x.problem % 2);
+    EXPECT_EQ(asked.substr(0, 9), fair_preference_text("{p}", f.sample_preference(b.step, static_cast<uint64_t>(x.problem % 2))));
+    prefs[x.stratum].insert(asked.substr(0, 9));
+    rewards[x.stratum].push_back(static_cast<float>(x.reward));
+  }
+  ASSERT_EQ(prefs.size(), 2u);
+  EXPECT_EQ(prefs[0].size(), 1u);
+  EXPECT_EQ(prefs[1].size(), 1u);
+  EXPECT_GE(b.problems.size(), 4u);
+  // The advantages are the ones with the std of each stratum.
+  std::vector<float> r, a(b.traj.size());
+  std::vector<int64_t> g, st;
+  for (const Trajectory& x : b.traj) r.push_back(static_cast<float>(x.reward)), g.push_back(x.group), st.push_back(x.stratum);
+  compute_advantages(rc.advantage, r.data(), g.data(), static_cast<int64_t>(r.size()), a.data(), st.data());
+  for (size_t i = 0; i < b.traj.size(); ++i) EXPECT_FLOAT_EQ(b.traj[i].advantage[0], a[i]) << i;
+  // and the strata matter here: one std for the whole batch gives other advantages.
+  std::vector<float> a1(b.traj.size());
+  compute_advantages(rc.advantage, r.data(), g.data(), static_cast<int64_t>(r.size()), a1.data());
+  double most = 0;
+  for (size_t i = 0; i < a.size(); ++i) most = std::max(most, std::fabs(double(a[i]) - a1[i]));
+  EXPECT_GT(most, 0.05);
+  // Without the key, every group has its own preference and one stratum.
+  FairConfig c0 = c;
+  c0.preferences_per_step = 0;
+  Fair f0(c0);
+  RlTrainer t0(s.model, task, codec(), rc, s.safe, {&f0});
+  t0.step();
+  std::set<std::string> seen;
+  for (const Trajectory& x : t0.last_batch().traj) {
+    EXPECT_EQ(x.stratum, 0);
+    seen.insert(t0.last_batch().problems[static_cast<size_t>(x.problem)].asked.substr(0, 9));
+  }
+  EXPECT_GT(seen.size(), 2u);
+  c0.preferences_per_step = -1;
+  EXPECT_THROW(c0.validate(), Error);
 }

@@ -399,6 +399,7 @@ RunConfig read_config(Recipe& r) {
     f.fixed = number_list(r, "rl.fair.preference");
     f.grid = r.get_int("rl.fair.grid", f.grid);
     f.concentration = number_list(r, "rl.fair.concentration");
+    f.preferences_per_step = r.get_int("rl.fair.preferences_per_step", 0);
     f.prefix = r.get_string("rl.fair.prefix", f.prefix);
     f.welfare = r.get_choice("rl.fair.welfare", f.welfare, {"ggf", "linear"});
     f.sft_targets = r.get_choice("rl.fair.sft_targets", f.sft_targets, {"same", "preference"});

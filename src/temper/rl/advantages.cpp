@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
 #include <unordered_map>
 
 #include "temper/core/error.h"
@@ -63,31 +65,38 @@ std::vector<GroupRewardStats> group_reward_stats(const float* rewards, const int
 }
 
 void compute_advantages(const AdvantageConfig& cfg, const float* rewards, const int64_t* group, int64_t B,
-                        float* advantages) {
+                        float* advantages, const int64_t* stratum) {
   cfg.validate();
   if (B == 0) return;
   std::vector<int64_t> idx, ids;
   group_index(group, B, idx, ids);
   std::vector<GroupRewardStats> st = group_reward_stats(rewards, group, B);
 
-  double batch_std = 0;
-  if (cfg.scale == RewardScale::batch) {
-    double mean = 0, ss = 0;
-    for (int64_t b = 0; b < B; ++b) mean += rewards[b];
-    mean /= static_cast<double>(B);
-    for (int64_t b = 0; b < B; ++b) ss += (rewards[b] - mean) * (rewards[b] - mean);
-    batch_std = unbiased_std(ss, B);
-  } else if (cfg.scale == RewardScale::batch_active) {
+  // The batch-level std of each stratum (one stratum, 0, without `stratum`).
+  std::map<int64_t, double> stratum_std;
+  auto in = [&](int64_t b, int64_t s) { return (stratum ? stratum[b] : 0) == s; };
+  std::set<int64_t> strata;
+  for (int64_t b = 0; b < B; ++b) strata.insert(stratum ? stratum[b] : 0);
+  for (int64_t s : strata) {
     double ss = 0;
     int64_t n = 0;
-    for (int64_t b = 0; b < B; ++b) {
-      const GroupRewardStats& g = st[static_cast<size_t>(idx[static_cast<size_t>(b)])];
-      if (g.uniform || g.size < 2) continue;
-      double d = rewards[b] - g.mean;  // group-centred: the mean over active groups is 0
-      ss += d * d;
-      ++n;
+    if (cfg.scale == RewardScale::batch) {
+      double mean = 0;
+      for (int64_t b = 0; b < B; ++b)
+        if (in(b, s)) mean += rewards[b], ++n;
+      mean /= static_cast<double>(n);
+      for (int64_t b = 0; b < B; ++b)
+        if (in(b, s)) ss += (rewards[b] - mean) * (rewards[b] - mean);
+    } else if (cfg.scale == RewardScale::batch_active) {
+      for (int64_t b = 0; b < B; ++b) {
+        const GroupRewardStats& g = st[static_cast<size_t>(idx[static_cast<size_t>(b)])];
+        if (!in(b, s) || g.uniform || g.size < 2) continue;
+        double d = rewards[b] - g.mean;  // group-centred: the mean over active groups is 0
+        ss += d * d;
+        ++n;
+      }
     }
-    batch_std = unbiased_std(ss, n);
+    stratum_std[s] = unbiased_std(ss, n);
   }
   bool scaled = cfg.estimator != AdvantageEstimator::dr_grpo && cfg.scale != RewardScale::none;
   for (int64_t b = 0; b < B; ++b) {
@@ -100,7 +109,7 @@ void compute_advantages(const AdvantageConfig& cfg, const float* rewards, const 
     double a = static_cast<double>(rewards[b]) - g.mean;
     if (cfg.estimator == AdvantageEstimator::rloo) a *= n / (n - 1.0);  // r - (sum - r) / (n - 1)
     bool batch = cfg.scale == RewardScale::batch || cfg.scale == RewardScale::batch_active;
-    if (scaled) a /= (batch ? batch_std : g.std) + cfg.eps;
+    if (scaled) a /= (batch ? stratum_std[stratum ? stratum[b] : 0] : g.std) + cfg.eps;
     advantages[b] = static_cast<float>(a);
   }
 }

@@ -36,8 +36,11 @@ struct AdvantageConfig {
 // rewards [B], group [B] (any ids, members need not be adjacent) -> advantages [B].
 // A group of one sequence gets advantage 0 (its std and leave-one-out baseline are undefined; TRL
 // >= 0.22 uses std 0 there, which gives 0 as well).
+// stratum [B] (optional; members of a group share one): the batch-level scales (batch, batch_active) take
+// their std over the sequences of the same stratum only, so groups rewarded on different scales (fair RL's
+// preferences) do not set each other's step size. Null: one stratum, the whole batch.
 void compute_advantages(const AdvantageConfig& cfg, const float* rewards, const int64_t* group, int64_t B,
-                        float* advantages);
+                        float* advantages, const int64_t* stratum = nullptr);
 
 struct GroupRewardStats {
   int64_t group = 0;  // the id

@@ -20,6 +20,7 @@ struct Trajectory {
   int64_t member = 0;   // index within the group as sampled
   int64_t parent = -1;  // a fork or an edit of member `parent` (-1: an original sample)
   int64_t fork_pos = 0; // tokens [0, fork_pos) are the parent's
+  int64_t stratum = 0;  // batch-level reward scaling pools its std within a stratum (fair RL: the group's preference)
   int64_t forced = 0, forced_pos = 0;  // tokens [forced_pos, forced_pos + forced) were forced, not sampled
   std::vector<int32_t> prompt;
   std::vector<int32_t> tokens;              // the completion (a stop token included)

@@ -534,12 +534,13 @@ Metrics RlTrainer::step() {
   for (Method* m : methods_) replaced = m->advantages(b) || replaced;
   if (!replaced && B > 0) {
     std::vector<float> r(static_cast<size_t>(B)), a(static_cast<size_t>(B));
-    std::vector<int64_t> g(static_cast<size_t>(B));
+    std::vector<int64_t> g(static_cast<size_t>(B)), s(static_cast<size_t>(B));
     for (int64_t i = 0; i < B; ++i) {
       r[static_cast<size_t>(i)] = static_cast<float>(b.traj[static_cast<size_t>(i)].reward);
       g[static_cast<size_t>(i)] = b.traj[static_cast<size_t>(i)].group;
+      s[static_cast<size_t>(i)] = b.traj[static_cast<size_t>(i)].stratum;
     }
-    compute_advantages(cfg_.advantage, r.data(), g.data(), B, a.data());
+    compute_advantages(cfg_.advantage, r.data(), g.data(), B, a.data(), s.data());
     for (int64_t i = 0; i < B; ++i) {
       Trajectory& t = b.traj[static_cast<size_t>(i)];
       t.advantage.assign(t.tokens.size(), a[static_cast<size_t>(i)]);

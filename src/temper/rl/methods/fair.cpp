@@ -46,6 +46,9 @@ void FairConfig::validate() const {
       << "rl.fair.sft_targets: expected \"same\" or \"preference\", got '" << sft_targets << "'";
   TEMPER_CHECK(sft_targets == "same" || std::find(objectives.begin(), objectives.end(), "brevity") != objectives.end())
       << "rl.fair.sft_targets = \"preference\" shortens SFT targets by the brevity weight: add brevity to rl.fair.objectives";
+  TEMPER_CHECK(preferences_per_step >= 0) << "rl.fair.preferences_per_step must be >= 0 (0: one per group), got " << preferences_per_step;
+  TEMPER_CHECK(preferences_per_step == 0 || fixed.empty())
+      << "rl.fair.preferences_per_step and rl.fair.preference: a fixed preference samples nothing";
   TEMPER_CHECK(grid >= 1 && grid <= 1000) << "rl.fair.grid must be in [1, 1000], got " << grid;
   TEMPER_CHECK(prefix.find("{p}") != std::string::npos) << "rl.fair.prefix must contain {p} (the preference), got '" << prefix << "'";
 }
@@ -170,8 +173,9 @@ void Fair::prepare_problems(std::vector<tasks::Problem>& problems, size_t first,
     obj_sum_.assign(cfg_.objectives.size(), 0.0);
     welfare_sum_ = 0, obj_n_ = 0, groups_ = 0;
   }
+  const uint64_t K = static_cast<uint64_t>(cfg_.preferences_per_step);
   for (size_t i = first; i < problems.size(); ++i) {
-    std::vector<double> omega = sample_preference(step, i);
+    std::vector<double> omega = sample_preference(step, K ? i % K : i);
     problems[i] = fair_condition(problems[i], *env_.codec, cfg_.prefix, omega);
     omega_[i] = std::move(omega);
   }
@@ -222,6 +226,7 @@ void Fair::after_reward(Batch& b) {
       for (size_t j = 0; j < D; ++j) s += omega[j] * lambda[j] * r[k][j];
       t.reward = s;
       t.rewards = r[k];
+      if (cfg_.preferences_per_step > 0) t.stratum = static_cast<int64_t>(problem % static_cast<size_t>(cfg_.preferences_per_step));
       if (t.parent < 0 && !t.off_policy) {
         for (size_t j = 0; j < D; ++j) obj_sum_[j] += r[k][j];
         ++obj_n_;

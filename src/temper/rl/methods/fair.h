@@ -28,6 +28,12 @@ struct FairConfig {
   // sample one end of the trade-off more often (e.g. {2, 0.5}: 40% of groups with a brevity weight of
   // 0 or 0.05, against 10% uniformly). SFT prompts keep the uniform grid.
   std::vector<double> concentration;
+  // 0: every group draws its own preference. K > 0: each step draws K preferences and its groups take them in
+  // turn (group i the (i mod K)-th), and the batch-level reward scales (rl.scale_rewards = "batch",
+  // "batch_active") pool their std over the groups of one preference only: with one std for the whole batch,
+  // the groups whose preference weighs a small-spread objective (brevity) get steps scaled by the other
+  // groups' spread (correctness) and barely move.
+  int64_t preferences_per_step = 0;
   std::string prefix = "<pref {p}>\n";  // written before the question; {p} = the preference, 2 decimals, comma separated
   std::string welfare = "ggf";  // ggf | linear (the baseline: reward = omega . r, the linear scalarisation)
   // SFT targets: "same" (the gold solution whatever the preference) or "preference" (with the brevity
