@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Hard questions for the ZPPO experiment on SmolLM2 (experiments/zppo-hard): one-operation arithmetic (operands
 to 20, + - *) asked as in the recipes, each sampled 8 times by the pretrained student at the training temperature
-(0.7, up to 96 new tokens) with `temper eval`; a question none of whose 8 samples is correct is hard (GRPO's group
-on it is all wrong and its gradient zero). Writes train.jsonl (the first TRAIN hard questions: RL trains on them)
+(0.7, up to 96 new tokens) with `temper eval`; a question none of whose samples is correct is hard (GRPO's group
+on it is all wrong and its gradient zero). The task's questions repeat (240 problems are 112 distinct questions),
+so a question asked twice had 16 samples. Writes train.jsonl (the first TRAIN hard questions: RL trains on them)
 and heldout.jsonl (the next HELDOUT hard questions: never trained), task `dataset` rows with the prompt, the
 answer and the gold solution as teacher_response, and mined.json (how many were sampled and found hard).
-Usage: make_data.py OUT_DIR [--problems 240] [--train 64] [--heldout 64]   (env TEMPER, default build/bin/temper)"""
+Usage: make_data.py OUT_DIR [--problems 240] [--train 56] [--heldout 32]   (env TEMPER, default build/bin/temper)"""
 import argparse, collections, json, os, subprocess, sys
 
 MODEL = ".cache/models/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -17,8 +18,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
     ap.add_argument("--problems", type=int, default=240)
-    ap.add_argument("--train", type=int, default=64)
-    ap.add_argument("--heldout", type=int, default=64)
+    ap.add_argument("--train", type=int, default=56)
+    ap.add_argument("--heldout", type=int, default=32)
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     samples = os.path.join(a.out, "mining_samples.jsonl")
@@ -26,8 +27,9 @@ def main():
            "--param", "seed=11", "--param", "min_ops=1", "--param", "max_ops=1", "--param", "max_operand=20",
            "--problems", str(a.problems), "-k", "8", "--temperature", "0.7", "--max-new", "96", "--seed", "5",
            "--threads", "2", "--samples-out", samples, "--json", os.path.join(a.out, "mining.json")] + ASK
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    correct, order, answer = collections.defaultdict(int), [], {}
+    if not os.path.exists(samples):  # written atomically by temper eval: present means complete
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    correct, count, order, answer = collections.defaultdict(int), collections.defaultdict(int), [], {}
     for line in open(samples):
         r = json.loads(line)
         q = r["prompt"]
@@ -35,6 +37,7 @@ def main():
             order.append(q)
             answer[q] = str(r["answer"])
         correct[q] += bool(r["correct"])
+        count[q] += 1
     hard = [q for q in order if correct[q] == 0]
     need = a.train + a.heldout
     if len(hard) < need:
@@ -50,8 +53,8 @@ def main():
         os.replace(os.path.join(a.out, f"{name}.jsonl.tmp"), os.path.join(a.out, f"{name}.jsonl"))
     ops = collections.Counter(next(c for c in "+-*" if c in q) for q in hard)
     json.dump({"sampled": len(order), "hard": len(hard), "hard_by_op": ops, "train": a.train, "heldout": a.heldout,
-               "mean_sample_accuracy": sum(correct.values()) / (8 * len(order))}, open(os.path.join(a.out, "mined.json"), "w"), indent=1)
-    print(f"{len(hard)} of {len(order)} questions hard (no correct sample of 8); by operation {dict(ops)}")
+               "mean_sample_accuracy": sum(correct.values()) / sum(count.values())}, open(os.path.join(a.out, "mined.json"), "w"), indent=1)
+    print(f"{len(hard)} of {len(order)} questions hard (no correct sample); by operation {dict(ops)}")
 
 
 if __name__ == "__main__":
