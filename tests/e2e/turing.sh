@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Turing rewards through the CLI on the quickstart model and synthetic users (task user_sim): with the
-# scripted judge and with the discriminator judge (fitted at the first step on the frozen starting weights, which the trainer holds without a KL term; saved in the checkpoint),
+# scripted judge and with the discriminator judge (fitted at the first step on the frozen starting weights, which the trainer holds without a KL term; saved in the checkpoint;
+# and on character n-grams, features = "ngrams"),
 # every step reports the Turing metrics and rewards lie in [0, 0.9 x 4/6 + 0.1]; eval --samples-out
 # writes every sample; recipes that cannot work are refused with the key named.
 # Usage: turing.sh TEMPER
@@ -34,10 +35,12 @@ TOML
 "$temper" train "$work/recipe.toml" --out "$work/scripted" --threads 1 2> "$work/scripted.log" || fail "scripted judge: $(tail -3 "$work/scripted.log")"
 "$temper" train "$work/recipe.toml" --out "$work/disc" --threads 1 --set rl.turing.judge='"discriminator"' --set rl.turing.samples=8 \
   2> "$work/disc.log" || fail "discriminator judge: $(tail -3 "$work/disc.log")"
+"$temper" train "$work/recipe.toml" --out "$work/ngrams" --threads 1 --set rl.turing.judge='"discriminator"' --set rl.turing.samples=8 \
+  --set rl.turing.features='"ngrams"' --set rl.turing.ngram_dim=64 2> "$work/ngrams.log" || fail "n-gram judge: $(tail -3 "$work/ngrams.log")"
 python3 - "$work" <<'PY'
 import json, os, sys
 w = sys.argv[1]
-for run in ("scripted", "disc"):
+for run in ("scripted", "disc", "ngrams"):
     rows = [json.loads(l) for l in open(f"{w}/{run}/metrics.jsonl")]
     train = [r for r in rows if r["kind"] == "train"]
     assert len(train) == 2, (run, rows)
@@ -47,11 +50,15 @@ for run in ("scripted", "disc"):
         assert 0 <= r["turing_reward_mean"] <= 0.9 * 4 / 6 + 0.1 + 1e-9, r
         assert 0 <= r["turing_hard_zero"] <= 1, r
         assert abs(r["reward_mean"] - r["turing_reward_mean"]) < 1e-9, r  # the Turing reward is the reward
-    if run == "disc":
+    if run != "scripted":
         assert all("turing_judge_fit_accuracy" in r for r in train), train
-ck = sorted(os.listdir(f"{w}/disc/checkpoints"))[-1]
-state = open(f"{w}/disc/checkpoints/{ck}/trainer_state.json").read()
-assert "turing" in state, "the discriminator judge is not in the checkpoint"
+        ck = sorted(os.listdir(f"{w}/{run}/checkpoints"))[-1]
+        state = open(f"{w}/{run}/checkpoints/{ck}/trainer_state.json").read()
+        assert "turing_judge" in state, f"the {run} judge is not in the checkpoint"
+# the n-gram head reads 2 x 64 + 2 features: its saved weights say so
+import re
+ck = sorted(os.listdir(f"{w}/ngrams/checkpoints"))[-1]
+assert re.search(r"(\\n|\n)130 ", open(f"{w}/ngrams/checkpoints/{ck}/trainer_state.json").read()), "no 130-feature head"
 PY
 ck=$(ls -d "$work"/scripted/checkpoints/step-* | tail -1)
 "$temper" eval --model "$ck" --task user_sim --param path="$work/data/train.jsonl" --param eval_path="$work/data/eval.jsonl" \
@@ -70,4 +77,6 @@ refuse() {  # log-pattern, --set args...
 refuse 'expected task.name = "user_sim"' --set task.name='"arithmetic"'
 refuse 'rl.turing.judge' --set rl.turing.judge='"llm"'
 refuse 'rl.turing.cap' --set rl.turing.cap=9
+refuse 'rl.turing.features' --set rl.turing.judge='"discriminator"' --set rl.turing.features='"bag"'
+refuse 'rl.turing.ngram_dim' --set rl.turing.judge='"discriminator"' --set rl.turing.features='"ngrams"' --set rl.turing.ngram_dim=4
 echo "turing.sh: ok"

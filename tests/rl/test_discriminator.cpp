@@ -9,6 +9,7 @@
 #include "rl/letter_task.h"
 #include "temper/rl/discriminator.h"
 #include "temper/rl/methods/disc_reward.h"
+#include "temper/rl/ngram_features.h"
 
 using namespace temper;
 using namespace temper::rl;
@@ -104,6 +105,37 @@ TEST(Discriminator, RewardsInTheTrainerAreTheHeadsLogitOfTheReferenceFeatures) {
   again.load_state(d.save_state());
   EXPECT_EQ(again.head().bias(), d.head().bias());
   EXPECT_EQ(again.head().weights(), d.head().weights());
+}
+
+TEST(Discriminator, NgramFeaturesNeedNoModelAndRewardTheHeadsLogitOfTheReplysGrams) {
+  // features = "ngrams": the trainer holds no frozen copy; each reward is the head's clipped logit of the
+  // rollout text's n-gram features with the question as context.
+  using namespace temper::test;
+  RlSetup s;
+  DiscRewardConfig c;
+  c.samples = 64;
+  c.features.kind = "ngrams";
+  c.features.ngram_dim = 256;
+  DiscReward d(c);
+  auto task = std::make_shared<GoldLetters>();
+  RlTrainer t(s.model, task, codec(), config(), s.safe, {&d});  // no reference model
+  Metrics m = t.step();
+  EXPECT_GT(value(m, "disc_fit_accuracy"), 0.9);  // random letters vs "aaaaaa"
+  EXPECT_EQ(value(m, "disc_fit_examples"), 128);
+  const Batch& b = t.last_batch();
+  ASSERT_FALSE(b.traj.empty());
+  EXPECT_EQ(d.head().weights().size(), size_t(2 * 256 + 2));
+  for (const Trajectory& x : b.traj) {
+    if (x.tokens.empty()) continue;
+    const tasks::Problem& p = b.problems[size_t(x.problem)];
+    EXPECT_NEAR(x.reward, d.head().reward(ngram_features(x.text, {p.shown()}, 256)), 1e-9);
+  }
+  DiscRewardConfig bad = c;
+  bad.features.kind = "bag";
+  EXPECT_THROW(bad.validate(), Error);
+  bad = c;
+  bad.features.ngram_dim = 8;
+  EXPECT_THROW(bad.validate(), Error);
 }
 
 TEST(Discriminator, RefittingRoundsFitAFreshHeadEveryKStepsAndSurviveACheckpoint) {

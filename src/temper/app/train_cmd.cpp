@@ -344,6 +344,8 @@ RunConfig read_config(Recipe& r) {
     d.head.epochs = r.get_int("rl.discriminator.epochs", d.head.epochs);
     d.head.lr = r.get_double("rl.discriminator.lr", d.head.lr);
     d.head.l2 = r.get_double("rl.discriminator.l2", d.head.l2);
+    d.features.kind = r.get_choice("rl.discriminator.features", d.features.kind, {"embedding", "ngrams"});
+    d.features.ngram_dim = r.get_int("rl.discriminator.ngram_dim", d.features.ngram_dim);
     try {
       d.validate();
     } catch (const Error& e) {
@@ -364,6 +366,8 @@ RunConfig read_config(Recipe& r) {
     t.head.epochs = r.get_int("rl.turing.epochs", t.head.epochs);
     t.head.lr = r.get_double("rl.turing.lr", t.head.lr);
     t.head.l2 = r.get_double("rl.turing.l2", t.head.l2);
+    t.features.kind = r.get_choice("rl.turing.features", t.features.kind, {"embedding", "ngrams"});
+    t.features.ngram_dim = r.get_int("rl.turing.ngram_dim", t.features.ngram_dim);
     try {
       t.validate();
     } catch (const Error& e) {
@@ -653,7 +657,8 @@ int train(const TrainOptions& o) {
   std::unique_ptr<Transformer> reference;
   // The frozen copy of the policy as RL starts: the KL term's reference, and what methods read as the
   // starting policy (discriminator embeddings, RCSD's initial teacher).
-  const bool needs_reference = cfg.rl.loss.kl_coef > 0 || cfg.disc || (cfg.turing && cfg.turing->judge == "discriminator") ||
+  const bool needs_reference = cfg.rl.loss.kl_coef > 0 || (cfg.disc && cfg.disc->features.needs_model()) ||
+                               (cfg.turing && cfg.turing->judge == "discriminator" && cfg.turing->features.needs_model()) ||
                                (cfg.rcsd && cfg.rcsd->teacher == "initial");
   if (needs_reference) reference = std::make_unique<Transformer>(policy->config());
   // On a device the reference runs there too: the same numerics as the policy (a KL of 0 at the start).

@@ -2,6 +2,7 @@
 
 #include "temper/core/error.h"
 #include "temper/core/rng.h"
+#include "temper/rl/ngram_features.h"
 
 namespace temper::rl {
 
@@ -12,19 +13,31 @@ void DiscRewardConfig::validate() const {
   TEMPER_CHECK(combine == "replace" || combine == "add") << "rl.discriminator.combine: expected \"replace\" or \"add\", got '" << combine << "'";
   TEMPER_CHECK(coef > 0) << "rl.discriminator.coef must be > 0, got " << coef;
   refit.validate("rl.discriminator");
+  features.validate("rl.discriminator");
 }
 
 DiscReward::DiscReward(DiscRewardConfig cfg) : cfg_(std::move(cfg)), head_(cfg_.head, cfg_.refit) {
   cfg_.validate();
 }
 
+void DiscReward::attach(const MethodEnv& env) {
+  env_ = env;
+  if (cfg_.features.needs_model())
+    features_ = [this](const tasks::Problem&, const std::vector<int32_t>& prompt, const std::vector<int32_t>& reply,
+                       const std::string&) { return env_.embed(prompt, reply); };
+  else
+    features_ = [dim = cfg_.features.ngram_dim](const tasks::Problem& p, const std::vector<int32_t>&, const std::vector<int32_t>&,
+                                                const std::string& text) { return ngram_features(text, {p.shown()}, dim); };
+}
+
 FitStats fit_real_vs_policy(const MethodEnv& env, int64_t samples,
                             const std::function<std::string(const tasks::Problem&)>& real_text,
-                            const std::function<std::string(const std::string&)>& view, Discriminator& head,
-                            int64_t round) {
+                            const std::function<std::string(const std::string&)>& view, const ReplyFeatures& features,
+                            Discriminator& head, int64_t round) {
   const tasks::Task& task = *env.task;
   const int64_t size = task.size(tasks::Split::train);
   std::vector<rollout::RolloutRequest> reqs;
+  std::vector<tasks::Problem> problems;
   std::vector<std::vector<float>> real, gen;
   for (int64_t i = 0; i < samples; ++i) {
     uint64_t idx = static_cast<uint64_t>(round * samples + i);
@@ -38,18 +51,22 @@ FitStats fit_real_vs_policy(const MethodEnv& env, int64_t samples,
     r.stop_ids = env.codec->stop_ids;
     r.seed = mix_seed(env.seed, 0xD15Cull);
     r.stream = static_cast<uint64_t>(round * samples + i);
-    std::vector<int32_t> reply = env.codec->encode_completion(real_text(p));
-    if (!reply.empty()) real.push_back(env.embed(r.prompt, reply));
+    const std::string text = real_text(p);
+    std::vector<int32_t> reply = env.codec->encode_completion(text);
+    if (!reply.empty()) real.push_back(features(p, r.prompt, reply, text));
     reqs.push_back(std::move(r));
+    problems.push_back(std::move(p));
   }
   for (const rollout::Completion& c : env.generate(reqs)) {  // the policy as it stands: p_0 in the first round
     const std::vector<int32_t>& prompt = reqs[static_cast<size_t>(c.request)].prompt;
+    const tasks::Problem& p = problems[static_cast<size_t>(c.request)];
     if (!view) {
-      if (!c.tokens.empty()) gen.push_back(env.embed(prompt, c.tokens));
+      if (!c.tokens.empty()) gen.push_back(features(p, prompt, c.tokens, env.codec->decode(c.tokens)));
       continue;
     }
-    std::vector<int32_t> seen = env.codec->encode_completion(view(env.codec->decode(c.tokens)));
-    if (!seen.empty()) gen.push_back(env.embed(prompt, seen));
+    const std::string text = view(env.codec->decode(c.tokens));
+    std::vector<int32_t> seen = env.codec->encode_completion(text);
+    if (!seen.empty()) gen.push_back(features(p, prompt, seen, text));
   }
   head.fit(real, gen);
   return {head.accuracy(real, gen), static_cast<int64_t>(real.size()), static_cast<int64_t>(gen.size())};
@@ -64,7 +81,7 @@ void DiscReward::fit() {
                                     << (cfg_.real == "gold" ? "gold solution" : "teacher_response") << " to serve as a real reply";
         return text;
       },
-      nullptr, head_.head(), head_.fits());
+      nullptr, features_, head_.head(), head_.fits());
   head_.record_fit(f);
 }
 
@@ -73,7 +90,7 @@ void DiscReward::after_reward(Batch& b) {
   reward_sum_ = 0, rewarded_ = 0;
   for (Trajectory& t : b.traj) {
     if (t.tokens.empty()) continue;
-    const double r = cfg_.coef * head_.head().reward(env_.embed(t.prompt, t.tokens));
+    const double r = cfg_.coef * head_.head().reward(features_(b.problems[static_cast<size_t>(t.problem)], t.prompt, t.tokens, t.text));
     t.reward = cfg_.combine == "replace" ? r : t.reward + r;
     reward_sum_ += r, ++rewarded_;
   }

@@ -1,7 +1,8 @@
 // Discriminator rewards (spec methods-other section 4, the LLM form; Beltran-Velez et al. 2026): at the
 // first step, `samples` training problems are answered by the policy as it starts (p_0) and by the
 // real replies (their gold solutions or dataset teacher responses); a discriminator head is fitted on
-// the frozen reference model's mean final hidden states (rl/discriminator.h) and frozen. Each rollout's
+// the frozen reference model's mean final hidden states (rl/discriminator.h), or with features = "ngrams" on
+// hashed character n-grams of the reply with the question as context (rl/reply_features.h), and frozen. Each rollout's
 // reward becomes coef x its clipped logit (replace), or is added to the task's reward (add). With
 // rl.kl_coef = 1 the KL-regularised optimum is the real distribution (balanced classes make the logit
 // log p_real / p_0). The head is checkpointed, so a resume does not refit it on a later policy.
@@ -16,6 +17,7 @@
 #include "temper/rl/discriminator.h"
 #include "temper/rl/method.h"
 #include "temper/rl/refitted_head.h"
+#include "temper/rl/reply_features.h"
 
 namespace temper::rl {
 
@@ -26,25 +28,26 @@ struct DiscRewardConfig {
   std::string combine = "replace";  // replace | add
   double coef = 1.0;
   RefitConfig refit;
+  ReplyFeatureConfig features;
   void validate() const;
 };
 
 // Fits `head` on `samples` training problems (cycling when the split is smaller): each one's real reply
 // (real_text, encoded as a completion) against the policy's own reply to it as the policy stands (p_0),
-// both embedded after the problem's prompt (MethodEnv::embed). `view` rewrites a decoded completion to the
-// part the classifier sees (null: the completion's tokens as sampled). Returns the head's accuracy on its
-// fitting set and the class counts. Round k (0, 1, ...) takes problems k x samples onwards and its own sample
-// streams.
+// both read by `features` after the problem's prompt. `view` rewrites a decoded completion to the
+// part the classifier sees (null: the completion's tokens as sampled, and their decoded text). Returns the head's
+// accuracy on its fitting set and the class counts. Round k (0, 1, ...) takes problems k x samples onwards and its
+// own sample streams.
 FitStats fit_real_vs_policy(const MethodEnv& env, int64_t samples,
                             const std::function<std::string(const tasks::Problem&)>& real_text,
-                            const std::function<std::string(const std::string&)>& view, Discriminator& head,
-                            int64_t round = 0);
+                            const std::function<std::string(const std::string&)>& view, const ReplyFeatures& features,
+                            Discriminator& head, int64_t round = 0);
 
 class DiscReward : public Method {
  public:
   explicit DiscReward(DiscRewardConfig cfg);
   std::string name() const override { return "discriminator"; }
-  void attach(const MethodEnv& env) override { env_ = env; }
+  void attach(const MethodEnv& env) override;
   void after_reward(Batch& b) override;
   void after_step(const Metrics&) override { head_.step_done(); }
   void metrics(Metrics& m) const override;
@@ -56,6 +59,7 @@ class DiscReward : public Method {
   void fit();
   DiscRewardConfig cfg_;
   MethodEnv env_;
+  ReplyFeatures features_;
   RefittedHead head_;
   double reward_sum_ = 0;
   int64_t rewarded_ = 0;

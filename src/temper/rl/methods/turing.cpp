@@ -2,6 +2,7 @@
 
 #include "temper/core/error.h"
 #include "temper/rl/methods/disc_reward.h"
+#include "temper/rl/ngram_features.h"
 #include "temper/tasks/user_sim.h"
 
 namespace temper::rl {
@@ -13,6 +14,7 @@ void TuringConfig::validate() const {
   head.validate();
   TEMPER_CHECK(samples >= 2) << "rl.turing.samples must be >= 2, got " << samples;
   refit.validate("rl.turing");
+  features.validate("rl.turing");
 }
 
 Turing::Turing(TuringConfig cfg) : cfg_(std::move(cfg)), head_(cfg_.head, cfg_.refit) {
@@ -21,7 +23,17 @@ Turing::Turing(TuringConfig cfg) : cfg_(std::move(cfg)), head_(cfg_.head, cfg_.r
   else judge_ = std::make_unique<ClassifierJudge>([this](const tasks::Problem& p, const std::string& t) { return logit(p, t); });
 }
 
-void Turing::attach(const MethodEnv& env) { env_ = env; }
+void Turing::attach(const MethodEnv& env) {
+  env_ = env;
+  if (cfg_.features.needs_model())
+    features_ = [this](const tasks::Problem&, const std::vector<int32_t>& prompt, const std::vector<int32_t>& reply,
+                       const std::string&) { return env_.embed(prompt, reply); };
+  else  // the turn itself (the text after "[HUMAN]:") against the user's earlier turns
+    features_ = [dim = cfg_.features.ngram_dim](const tasks::Problem& p, const std::vector<int32_t>&, const std::vector<int32_t>&,
+                                                const std::string& text) {
+      return ngram_features(tasks::parse_sim_reply(text).reply, p.history, dim);
+    };
+}
 
 // The classifier sees the reply as the format writes it: "[HUMAN]: <turn>".
 // Cached per step: the real turn of a conversation is judged against each of its G rollouts, and a frozen
@@ -29,8 +41,9 @@ void Turing::attach(const MethodEnv& env) { env_ = env; }
 double Turing::logit(const tasks::Problem& p, const std::string& turn) {
   auto key = std::make_pair(p.id, turn);
   if (auto it = logits_.find(key); it != logits_.end()) return it->second;
-  std::vector<int32_t> ids = env_.codec->encode_completion("[HUMAN]: " + turn);
-  return logits_[key] = head_.head().logit(env_.embed(env_.codec->encode_prompt(p), ids));
+  const std::string text = "[HUMAN]: " + turn;
+  std::vector<int32_t> ids = env_.codec->encode_completion(text);
+  return logits_[key] = head_.head().logit(features_(p, env_.codec->encode_prompt(p), ids, text));
 }
 
 void Turing::after_reward(Batch& b) {
@@ -41,7 +54,7 @@ void Turing::after_reward(Batch& b) {
           std::string reply = tasks::parse_sim_reply(completion).reply;
           return reply.empty() ? std::string() : "[HUMAN]: " + reply;
         },
-        head_.head(), head_.fits());
+        features_, head_.head(), head_.fits());
     head_.record_fit(f);
   }
   logits_.clear();

@@ -2,9 +2,10 @@
 // Simulators with Turing Rewards"): each rollout's reply and the real next turn go to a pairwise judge
 // (rl/pairwise_judge.h) in hash-fixed order; the reward is the clipped, shaped rating of
 // rl/turing_reward.h. Judges: "scripted" (the paper's rubric measured against the user's history) or
-// "discriminator" (a real-vs-generated head on the frozen reference model's embeddings of the reply,
+// "discriminator" (a real-vs-generated head on the frozen reference model's embeddings of the reply, or with
+// features = "ngrams" on hashed character n-grams of the turn and the user's history (rl/reply_features.h),
 // fitted at the first step on `samples` training conversations against the policy as RL starts, then
-// frozen and checkpointed; the trainer then holds a frozen copy of the starting weights). The judge is frozen, as in
+// frozen and checkpointed; with embeddings the trainer then holds a frozen copy of the starting weights). The judge is frozen, as in
 // the paper (no GAN loop), unless `rounds` > 1: the spec's optional refit, a fresh head every `refit_every` steps
 // against the policy as it stands then (rl/refitted_head.h).
 // Reads the task's user_sim fields (Problem::history, context, answer = the real turn).
@@ -18,6 +19,7 @@
 #include "temper/rl/discriminator.h"
 #include "temper/rl/method.h"
 #include "temper/rl/refitted_head.h"
+#include "temper/rl/reply_features.h"
 #include "temper/rl/turing_reward.h"
 
 namespace temper::rl {
@@ -28,6 +30,7 @@ struct TuringConfig {
   DiscriminatorConfig head;   // judge = discriminator
   int64_t samples = 256;      // judge = discriminator: conversations it is fitted on
   RefitConfig refit;          // judge = discriminator: fits in all, steps between them
+  ReplyFeatureConfig features;  // judge = discriminator: what the head reads
   void validate() const;
 };
 
@@ -47,6 +50,7 @@ class Turing : public Method {
   std::map<std::pair<std::string, std::string>, double> logits_;  // (problem id, turn) -> this step's logit
   TuringConfig cfg_;
   MethodEnv env_;
+  ReplyFeatures features_;
   RefittedHead head_;
   std::unique_ptr<PairwiseJudge> judge_;
   // this step's rollouts: sum of s, s >= 4 ("cannot tell" or better), reward, format, length, hard zeros
