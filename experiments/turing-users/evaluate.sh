@@ -24,7 +24,7 @@ last() { ls -d "$1"/checkpoints/step-* | sort -t- -k2 -n | tail -1; }
 samp "$(last "$out/sft")" "$out/samples/sft"
 arms=("sft-init=$out/samples/sft")
 for s in $seeds; do
-  for arm in turing turing_disc turing_disc_refit turing_disc_refit_slow turing_fast; do
+  for arm in turing turing_disc turing_disc_refit turing_disc_refit_slow turing_ngram_refit turing_fast; do
     [ -d "$out/$arm-s$s/checkpoints" ] || continue
     for ck in "$out/$arm-s$s"/checkpoints/step-*; do
       st=${ck##*step-}

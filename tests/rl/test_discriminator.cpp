@@ -5,8 +5,8 @@
 
 #include <random>
 
-#include "temper/core/error.h"
 #include "rl/letter_task.h"
+#include "temper/core/error.h"
 #include "temper/rl/discriminator.h"
 #include "temper/rl/methods/disc_reward.h"
 #include "temper/rl/ngram_features.h"

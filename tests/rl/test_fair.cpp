@@ -334,7 +334,8 @@ TEST(Fair, PreferencesPerStepAreSharedByTheGroupsInTurnAndStratifyTheBatchStd) {
   for (const Trajectory& x : b.traj) {
     const std::string& asked = b.problems[static_cast<size_t>(x.problem)].asked;
     EXPECT_EQ(x.stratum, x.problem % 2);
-    EXPECT_EQ(asked.substr(0, 9), fair_preference_text("{p}", f.sample_preference(b.step, static_cast<uint64_t>(x.problem % 2))));
+    EXPECT_EQ(asked.substr(0, 9),
+              fair_preference_text("{p}", f.sample_preference(b.step, static_cast<uint64_t>(x.problem % 2))));
     prefs[x.stratum].insert(asked.substr(0, 9));
     rewards[x.stratum].push_back(static_cast<float>(x.reward));
   }
@@ -345,7 +346,8 @@ TEST(Fair, PreferencesPerStepAreSharedByTheGroupsInTurnAndStratifyTheBatchStd) {
   // The advantages are the ones with the std of each stratum.
   std::vector<float> r, a(b.traj.size());
   std::vector<int64_t> g, st;
-  for (const Trajectory& x : b.traj) r.push_back(static_cast<float>(x.reward)), g.push_back(x.group), st.push_back(x.stratum);
+  for (const Trajectory& x : b.traj)
+    r.push_back(static_cast<float>(x.reward)), g.push_back(x.group), st.push_back(x.stratum);
   compute_advantages(rc.advantage, r.data(), g.data(), static_cast<int64_t>(r.size()), a.data(), st.data());
   for (size_t i = 0; i < b.traj.size(); ++i) EXPECT_FLOAT_EQ(b.traj[i].advantage[0], a[i]) << i;
   // and the strata matter here: one std for the whole batch gives other advantages.

@@ -657,9 +657,10 @@ int train(const TrainOptions& o) {
   std::unique_ptr<Transformer> reference;
   // The frozen copy of the policy as RL starts: the KL term's reference, and what methods read as the
   // starting policy (discriminator embeddings, RCSD's initial teacher).
-  const bool needs_reference = cfg.rl.loss.kl_coef > 0 || (cfg.disc && cfg.disc->features.needs_model()) ||
-                               (cfg.turing && cfg.turing->judge == "discriminator" && cfg.turing->features.needs_model()) ||
-                               (cfg.rcsd && cfg.rcsd->teacher == "initial");
+  const bool needs_reference =
+      cfg.rl.loss.kl_coef > 0 || (cfg.disc && cfg.disc->features.needs_model()) ||
+      (cfg.turing && cfg.turing->judge == "discriminator" && cfg.turing->features.needs_model()) ||
+      (cfg.rcsd && cfg.rcsd->teacher == "initial");
   if (needs_reference) reference = std::make_unique<Transformer>(policy->config());
   // On a device the reference runs there too: the same numerics as the policy (a KL of 0 at the start).
   if (reference && device != "cpu") attach_device(*reference, device);

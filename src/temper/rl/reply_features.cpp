@@ -7,7 +7,8 @@ namespace temper::rl {
 void ReplyFeatureConfig::validate(const std::string& section) const {
   TEMPER_CHECK(kind == "embedding" || kind == "ngrams")
       << section << ".features: expected \"embedding\" or \"ngrams\", got '" << kind << "'";
-  TEMPER_CHECK(ngram_dim >= 16 && ngram_dim <= (1 << 20)) << section << ".ngram_dim must be in [16, 1048576], got " << ngram_dim;
+  TEMPER_CHECK(ngram_dim >= 16 && ngram_dim <= (1 << 20))
+      << section << ".ngram_dim must be in [16, 1048576], got " << ngram_dim;
 }
 
 }  // namespace temper::rl

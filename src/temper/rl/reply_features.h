@@ -16,8 +16,8 @@
 namespace temper::rl {
 
 struct ReplyFeatureConfig {
-  std::string kind = "embedding";  // embedding | ngrams
-  int64_t ngram_dim = 1024;        // ngrams: hash buckets (the features are 2 x ngram_dim + 2)
+  std::string kind = "embedding";                   // embedding | ngrams
+  int64_t ngram_dim = 1024;                         // ngrams: hash buckets (the features are 2 x ngram_dim + 2)
   void validate(const std::string& section) const;  // errors name section.features / section.ngram_dim
   bool needs_model() const { return kind == "embedding"; }
 };

@@ -26,8 +26,10 @@ void DiscReward::attach(const MethodEnv& env) {
     features_ = [this](const tasks::Problem&, const std::vector<int32_t>& prompt, const std::vector<int32_t>& reply,
                        const std::string&) { return env_.embed(prompt, reply); };
   else
-    features_ = [dim = cfg_.features.ngram_dim](const tasks::Problem& p, const std::vector<int32_t>&, const std::vector<int32_t>&,
-                                                const std::string& text) { return ngram_features(text, {p.shown()}, dim); };
+    features_ = [dim = cfg_.features.ngram_dim](const tasks::Problem& p, const std::vector<int32_t>&,
+                                                const std::vector<int32_t>&, const std::string& text) {
+      return ngram_features(text, {p.shown()}, dim);
+    };
 }
 
 FitStats fit_real_vs_policy(const MethodEnv& env, int64_t samples,
@@ -90,7 +92,8 @@ void DiscReward::after_reward(Batch& b) {
   reward_sum_ = 0, rewarded_ = 0;
   for (Trajectory& t : b.traj) {
     if (t.tokens.empty()) continue;
-    const double r = cfg_.coef * head_.head().reward(features_(b.problems[static_cast<size_t>(t.problem)], t.prompt, t.tokens, t.text));
+    const double r = cfg_.coef * head_.head().reward(
+                                     features_(b.problems[static_cast<size_t>(t.problem)], t.prompt, t.tokens, t.text));
     t.reward = cfg_.combine == "replace" ? r : t.reward + r;
     reward_sum_ += r, ++rewarded_;
   }

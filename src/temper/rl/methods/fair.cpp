@@ -46,7 +46,8 @@ void FairConfig::validate() const {
       << "rl.fair.sft_targets: expected \"same\" or \"preference\", got '" << sft_targets << "'";
   TEMPER_CHECK(sft_targets == "same" || std::find(objectives.begin(), objectives.end(), "brevity") != objectives.end())
       << "rl.fair.sft_targets = \"preference\" shortens SFT targets by the brevity weight: add brevity to rl.fair.objectives";
-  TEMPER_CHECK(preferences_per_step >= 0) << "rl.fair.preferences_per_step must be >= 0 (0: one per group), got " << preferences_per_step;
+  TEMPER_CHECK(preferences_per_step >= 0)
+      << "rl.fair.preferences_per_step must be >= 0 (0: one per group), got " << preferences_per_step;
   TEMPER_CHECK(preferences_per_step == 0 || fixed.empty())
       << "rl.fair.preferences_per_step and rl.fair.preference: a fixed preference samples nothing";
   TEMPER_CHECK(grid >= 1 && grid <= 1000) << "rl.fair.grid must be in [1, 1000], got " << grid;
@@ -226,7 +227,8 @@ void Fair::after_reward(Batch& b) {
       for (size_t j = 0; j < D; ++j) s += omega[j] * lambda[j] * r[k][j];
       t.reward = s;
       t.rewards = r[k];
-      if (cfg_.preferences_per_step > 0) t.stratum = static_cast<int64_t>(problem % static_cast<size_t>(cfg_.preferences_per_step));
+      if (cfg_.preferences_per_step > 0)
+        t.stratum = static_cast<int64_t>(problem % static_cast<size_t>(cfg_.preferences_per_step));
       if (t.parent < 0 && !t.off_policy) {
         for (size_t j = 0; j < D; ++j) obj_sum_[j] += r[k][j];
         ++obj_n_;

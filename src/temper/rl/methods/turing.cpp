@@ -29,8 +29,8 @@ void Turing::attach(const MethodEnv& env) {
     features_ = [this](const tasks::Problem&, const std::vector<int32_t>& prompt, const std::vector<int32_t>& reply,
                        const std::string&) { return env_.embed(prompt, reply); };
   else  // the turn itself (the text after "[HUMAN]:") against the user's earlier turns
-    features_ = [dim = cfg_.features.ngram_dim](const tasks::Problem& p, const std::vector<int32_t>&, const std::vector<int32_t>&,
-                                                const std::string& text) {
+    features_ = [dim = cfg_.features.ngram_dim](const tasks::Problem& p, const std::vector<int32_t>&,
+                                                const std::vector<int32_t>&, const std::string& text) {
       return ngram_features(tasks::parse_sim_reply(text).reply, p.history, dim);
     };
 }

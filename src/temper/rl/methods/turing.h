@@ -5,10 +5,10 @@
 // "discriminator" (a real-vs-generated head on the frozen reference model's embeddings of the reply, or with
 // features = "ngrams" on hashed character n-grams of the turn and the user's history (rl/reply_features.h),
 // fitted at the first step on `samples` training conversations against the policy as RL starts, then
-// frozen and checkpointed; with embeddings the trainer then holds a frozen copy of the starting weights). The judge is frozen, as in
-// the paper (no GAN loop), unless `rounds` > 1: the spec's optional refit, a fresh head every `refit_every` steps
-// against the policy as it stands then (rl/refitted_head.h).
-// Reads the task's user_sim fields (Problem::history, context, answer = the real turn).
+// frozen and checkpointed; with embeddings the trainer then holds a frozen copy of the starting weights). The judge is
+// frozen, as in the paper (no GAN loop), unless `rounds` > 1: the spec's optional refit, a fresh head every
+// `refit_every` steps against the policy as it stands then (rl/refitted_head.h). Reads the task's user_sim fields
+// (Problem::history, context, answer = the real turn).
 #pragma once
 
 #include <map>
