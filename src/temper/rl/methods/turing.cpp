@@ -42,6 +42,7 @@ double Turing::logit(const tasks::Problem& p, const std::string& turn) {
   auto key = std::make_pair(p.id, turn);
   if (auto it = logits_.find(key); it != logits_.end()) return it->second;
   const std::string text = "[HUMAN]: " + turn;
+  if (!cfg_.features.needs_model()) return logits_[key] = head_.head().logit(features_(p, {}, {}, text));  // text only
   std::vector<int32_t> ids = env_.codec->encode_completion(text);
   return logits_[key] = head_.head().logit(features_(p, env_.codec->encode_prompt(p), ids, text));
 }
