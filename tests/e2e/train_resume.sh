@@ -40,22 +40,30 @@ grep -q "removed 1 partial checkpoint" "$work/crash.log"
 grep -q "from $work/crash/checkpoints/step-3" "$work/crash.log"
 same "$work/full" "$work/crash"
 
-# SIGTERM (a spot instance going away) or SIGINT (Ctrl-C): the step finishes, a checkpoint is written, exit 0;
-# resume equals.
-for sig in TERM INT; do
-  "$temper" train --out "$work/sig$sig" "${common[@]}" 2> "$work/sig$sig.log" &
-  pid=$!
-  for _ in $(seq 600); do  # wait for the first RL row, then signal
-    grep -q '"kind":"train"' "$work/sig$sig/metrics.jsonl" 2>/dev/null && break
-    sleep 0.1
-  done
-  kill -$sig $pid
-  wait $pid || { echo "SIG$sig: expected exit 0"; cat "$work/sig$sig.log"; exit 1; }
-  num=$([ $sig = TERM ] && echo 15 || echo 2)
-  grep -q "stopped by signal $num after step" "$work/sig$sig.log" || grep -q "done, 6 steps" "$work/sig$sig.log"
-  "$temper" train --resume "$work/sig$sig" --threads 2 2>> "$work/sig$sig.log" || grep -q "done, 6 steps" "$work/sig$sig.log"
+# SIGTERM (a spot instance going away) or SIGINT (Ctrl-C) arriving inside step 4: the step finishes, checkpoint 4 is
+# written, exit 0; resume equals.
+for sig in 15 2; do
+  TEMPER_FAULT_SIGNAL_IN_STEP=4:$sig "$temper" train --out "$work/sig$sig" "${common[@]}" 2> "$work/sig$sig.log" \
+    || { echo "signal $sig: expected exit 0"; cat "$work/sig$sig.log"; exit 1; }
+  grep -q "stopped by signal $sig after step 4" "$work/sig$sig.log"
+  test -e "$work/sig$sig/checkpoints/step-4" && test ! -e "$work/sig$sig/checkpoints/step-5"
+  "$temper" train --resume "$work/sig$sig" --threads 2 2>> "$work/sig$sig.log"
   same "$work/full" "$work/sig$sig"
 done
+# The same signal sent from another process once RL has begun (a short run may end first: then it is simply done).
+"$temper" train --out "$work/sigext" "${common[@]}" 2> "$work/sigext.log" &
+pid=$!
+for _ in $(seq 600); do
+  grep -q '"kind":"train"' "$work/sigext/metrics.jsonl" 2>/dev/null && break
+  sleep 0.1
+done
+kill -TERM $pid 2>/dev/null || true
+wait $pid || { echo "SIGTERM from outside: expected exit 0"; cat "$work/sigext.log"; exit 1; }
+if ! grep -q "done, 6 steps" "$work/sigext.log"; then
+  grep -q "stopped by signal 15 after step" "$work/sigext.log"
+  "$temper" train --resume "$work/sigext" --threads 2 2>> "$work/sigext.log"
+fi
+same "$work/full" "$work/sigext"
 
 # Keep-last-N: with run.keep_last = 2 only the two newest checkpoints stay.
 "$temper" train --out "$work/keep" "${common[@]}" --set run.keep_last=2 2> "$work/keep.log"

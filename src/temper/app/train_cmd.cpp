@@ -829,6 +829,15 @@ int train(const TrainOptions& o) {
 
   std::signal(SIGTERM, on_signal);
   std::signal(SIGINT, on_signal);
+  // Fault injection for the signal test: TEMPER_FAULT_SIGNAL_IN_STEP="N:SIG" raises signal SIG (15 SIGTERM, 2 SIGINT)
+  // inside step N, as a spot instance's SIGTERM or a Ctrl-C arriving mid-step would (a signal sent from outside
+  // may come after a short run has ended).
+  auto fault_signal = [fault = std::getenv("TEMPER_FAULT_SIGNAL_IN_STEP")](int64_t step) {
+    if (!fault) return;
+    const std::string f = fault;
+    const size_t colon = f.find(':');
+    if (colon != std::string::npos && f.substr(0, colon) == std::to_string(step)) std::raise(std::stoi(f.substr(colon + 1)));
+  };
   // After each step: evaluation (every N steps, at the end of SFT when RL follows, at the end), then
   // the checkpoint (every N steps, at the end, or when asked to stop): everything a step writes is
   // written before its checkpoint, so a resume from it repeats nothing and misses nothing.
@@ -862,6 +871,7 @@ int train(const TrainOptions& o) {
     const double comm_s = comm.seconds();
     rl::Metrics m = sft.step();
     ++st.step;
+    fault_signal(st.step);
     ++st.sft_steps;
     m.emplace_back("rss_mb", rss_mb());
     add_comm_metrics(m, comm, comm_bytes, comm_s);
@@ -883,6 +893,7 @@ int train(const TrainOptions& o) {
       const double comm_s = comm.seconds();
       rl::Metrics m = rlt->step();
       ++st.step;
+      fault_signal(st.step);
       m.emplace_back("rss_mb", rss_mb());
       add_comm_metrics(m, comm, comm_bytes, comm_s);
       sinks.write(st.step, "train", m);
