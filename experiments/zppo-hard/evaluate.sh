@@ -3,7 +3,8 @@
 # held-out task family (two-operation chains, 100 problems of the arithmetic task's eval split), and a table of
 # the training runs' own evaluations (the 64 trained hard questions, the 64 held-out hard ones) at the first and
 # last step, mean +/- sd over seeds.
-# Usage: experiments/zppo-hard/evaluate.sh [SEEDS] [TEMPER]   (env OUT: the experiment's run folder, ARMS)
+# Usage: experiments/zppo-hard/evaluate.sh [SEEDS] [TEMPER]
+#   env OUT: the experiment's run folder, ARMS, BASE: the arms' starting model (default the pretrained GGUF)
 set -euo pipefail
 seeds=${1:-"1 2 3"}
 temper=${2:-build/bin/temper}
@@ -17,7 +18,7 @@ family() {  # model json
     --system-prompt "You are a careful calculator." \
     --user-template "Calculate {question} and end with the line #### <number>." --json "$2" > /dev/null 2>&1
 }
-family .cache/models/SmolLM2-135M-Instruct.Q4_1.gguf "$out/base_family.json"
+family "${BASE:-.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf}" "$out/base_family.json"
 for a in $arms; do for s in $seeds; do
   [ -d "$out/$a-s$s/checkpoints" ] && family "$(ckpt "$out/$a-s$s")" "$out/$a-s$s/family.json"
 done; done
