@@ -3,7 +3,7 @@
 # --device mirror (a DeviceModel that is a second CPU copy: model/mirror_device.h) equals the plain
 # CPU run bit for bit (metrics without timings, samples, final weights, optimiser state), also when
 # stopped inside RL and resumed (moments pulled from and pushed to the device through checkpoints),
-# and with bf16 GEMMs and a KL reference model (attached to the device as well).
+# with bf16 GEMMs and a KL reference model (attached to the device as well), and with speculative rollouts.
 # Usage: train_device.sh TEMPER
 set -euo pipefail
 temper=$1
@@ -26,4 +26,10 @@ extra=(--set model.precision='"bf16"' --set rl.kl_coef=0.05)
 "$temper" train --out "$work/cpu16" "${common[@]}" "${extra[@]}" 2> "$work/cpu16.log"
 "$temper" train --out "$work/mirror16" --device mirror "${common[@]}" "${extra[@]}" 2> "$work/mirror16.log"
 same "$work/cpu16" "$work/mirror16"
+# Speculative rollouts (EfficientRollout): the 4-bit drafter's passes go to the device too, over its KV blocks.
+spec=(--set rl.speculative.toggle='"always"' --set rl.speculative.ladder='[2, 3]')
+"$temper" train --out "$work/cpuspec" "${common[@]}" "${spec[@]}" 2> "$work/cpuspec.log"
+"$temper" train --out "$work/mirrorspec" --device mirror "${common[@]}" "${spec[@]}" 2> "$work/mirrorspec.log"
+grep -q '"spec_accept_rate"' "$work/mirrorspec/metrics.jsonl" || { echo "no speculative rollouts on the device"; exit 1; }
+same "$work/cpuspec" "$work/mirrorspec"
 echo DEVICE_OK

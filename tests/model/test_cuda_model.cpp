@@ -2,16 +2,21 @@
 // random weights give the same log-probs, entropies and gradients within bf16 tolerance (the device
 // runs bf16 GEMMs), an AdamW step moves the weights as the CPU optimizer does, and decode steps on
 // the paged device KV cache (eager and CUDA-graph replay) reproduce the CPU's full-sequence
-// log-probs. Skips where no GPU is present.
+// log-probs; the speculative drafter's steps on the device (its int4 block linears) give the CPU drafter's logits.
+// Skips where no GPU is present.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <memory>
 #include <vector>
 
 #include "common/tolerance.h"
 #include "temper/kernels/adamw.h"
 #include "temper/kernels/cuda/runtime.h"
 #include "temper/model/cuda_transformer.h"
+#include "temper/model/int4_drafter.h"
+#include "temper/model/kv_pool.h"
 #include "temper/model/transformer.h"
 
 namespace temper {
@@ -168,6 +173,70 @@ TEST_P(CudaModel, DecodeStepsOnThePagedCacheReproduceTheFullSequenceLogprobs) {
       std::vector<float> lp(T), ent(T);
       cpu.forward_logprobs(toks.data(), tg.data(), 1, T, lp.data(), ent.data());
       EXPECT_TRUE(all_close(plp[r], lp, tolerance(Kind::bf16, cfg.hidden_size), 2e-2)) << "row " << r;
+    }
+  }
+}
+
+// The drafter's pass through a model with the CUDA device attached (Transformer::forward_paged with a drafter ->
+// CudaTransformer::forward_paged_draft): after the policy has written a prompt's K/V, a drafter step over two rows
+// gives the CPU drafter's logits within bf16 tolerance (the device's activations are bf16), with the bf16 head and
+// the int4 one, and after a refresh (new weights uploaded); they differ from the policy's own logits (the 4-bit
+// weights were used).
+TEST_P(CudaModel, DrafterStepsOnTheDeviceMatchTheCpuDrafter) {
+  const ModelConfig cfg = small(GetParam());
+  const int64_t V = cfg.vocab_size, P = 6;
+  Transformer cpu(cfg), dev(cfg);
+  cpu.init_random(13, 0.05f);
+  auto same_weights = [&] {
+    std::memcpy(dev.params(), cpu.params(), sizeof(float) * static_cast<size_t>(cpu.flat_size()));
+    dev.params_updated();
+  };
+  same_weights();
+  dev.attach_device(std::make_shared<CudaTransformer>(cfg));
+  // Prompt rows 0..P-1 of one sequence (the policy), then rows P and P+1 (the drafter), both wanting logits.
+  auto run = [&](Transformer& m, const Int4Drafter* drafter) {
+    KvPool pool(cfg, 4, 16);
+    SeqKv s;
+    pool.reserve(s, P + 2);
+    std::vector<int32_t> tok(P + 2), pos(P + 2);
+    for (int64_t i = 0; i < P + 2; ++i) {
+      tok[i] = static_cast<int32_t>((7 * i + 3) % V);
+      pos[i] = static_cast<int32_t>(i);
+    }
+    std::vector<const int32_t*> tables(P + 2, s.blocks.data());
+    std::vector<int64_t> out = {0, 1};
+    std::vector<float> logits(2 * V);
+    PagedStep st;
+    st.n = P;
+    st.tokens = tok.data();
+    st.pos = pos.data();
+    st.tables = tables.data();
+    m.forward_paged(st, pool);
+    st.n = 2;
+    st.tokens = tok.data() + P;
+    st.pos = pos.data() + P;
+    st.out_rows = out.data();
+    st.n_out = 2;
+    st.logits = logits.data();
+    m.forward_paged(st, pool, drafter);
+    return logits;
+  };
+  for (DraftHead head : {DraftHead::bf16, DraftHead::int4}) {
+    SCOPED_TRACE(head == DraftHead::bf16 ? "bf16 head" : "int4 head");
+    for (int refresh = 0; refresh < 2; ++refresh) {
+      if (refresh) {  // new weights: the drafter's copy changes, the device uploads it again
+        for (int64_t i = 0; i < cpu.flat_size(); ++i) cpu.params()[i] *= 1.1f;
+        cpu.params_updated();
+        same_weights();
+      }
+      Int4Drafter drafter(128, 0, head);
+      drafter.refresh(dev);  // quantized in the device's layout (rows); the CPU reads it too
+      ASSERT_EQ(drafter.layers()[0].qkv.layout, kernels::Int4Layout::rows);
+      const auto want = run(cpu, &drafter), got = run(dev, &drafter), policy = run(dev, nullptr);
+      EXPECT_TRUE(all_close(got, want, tolerance(Kind::bf16, cfg.hidden_size), 2e-2)) << "refresh " << refresh;
+      double apart = 0;
+      for (int64_t i = 0; i < 2 * V; ++i) apart = std::max(apart, double(std::fabs(got[i] - policy[i])));
+      EXPECT_GT(apart, 1e-3) << "the drafter's logits equal the policy's: its 4-bit weights were not used";
     }
   }
 }

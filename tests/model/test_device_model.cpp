@@ -13,11 +13,13 @@
 #include "common/models.h"
 #include "temper/kernels/adamw.h"
 #include "temper/model/device_model.h"
+#include "temper/model/int4_drafter.h"
 #include "temper/model/kv_pool.h"
 #include "temper/model/mirror_device.h"
 #include "temper/model/optimizer.h"
 #include "temper/model/transformer.h"
 #include "temper/rollout/engine.h"
+#include "temper/rollout/spec_control.h"
 
 namespace temper {
 namespace {
@@ -109,6 +111,45 @@ TEST(DeviceModel, TokensChosenOnTheDeviceEqualTheCpuEngineBitForBit) {
     EXPECT_EQ(got[i].forced, cpu[i].forced) << "completion " << i;
   }
   EXPECT_EQ(cpu.back().forced, 3);
+}
+
+// Speculative rollouts (EfficientRollout) through a device: the drafter's passes go to the device too
+// (forward_paged_draft), over the mirrored pool; drafts, acceptances and the policy's verify pass give the CPU
+// engine's completions bit for bit. The drafter quantizes a device-attached model in the device's layout (the
+// mirror's is the CPU's).
+std::vector<rollout::Completion> speculative_rollouts(Transformer& m, rollout::EngineStats* stats) {
+  Int4Drafter drafter;
+  drafter.refresh(m);
+  rollout::SpecConfig sc;
+  sc.ladder = {4};
+  sc.toggle = rollout::SpecToggle::always;
+  rollout::SpecController spec(sc);
+  KvPool pool(m.config(), 4, 128);
+  rollout::EngineConfig ec(16);
+  ec.drafter = &drafter;
+  ec.spec = &spec;
+  rollout::RolloutEngine eng(m, pool, ec);
+  auto out = eng.run({request({6, 5, 4, 3, 2, 9}, 3, 12, 5), request({1, 2, 3, 4, 5, 6, 7}, 2, 10, 8)});
+  *stats = eng.stats();
+  return out;
+}
+
+TEST(DeviceModel, SpeculativeRolloutsThroughAMirroredDeviceEqualTheCpuEngineBitForBit) {
+  test::RandomModel f;
+  rollout::EngineStats cpu_stats, dev_stats;
+  auto cpu = speculative_rollouts(f.model, &cpu_stats);
+  Transformer on_device(f.cfg);
+  auto dev = copy_onto_mirror(f.model, on_device);
+  auto got = speculative_rollouts(on_device, &dev_stats);
+  EXPECT_GT(dev->drafted_steps, 0);  // the drafter's passes ran on the device
+  EXPECT_GT(cpu_stats.spec_cycles, 0);
+  EXPECT_EQ(dev_stats.drafted, cpu_stats.drafted);
+  EXPECT_EQ(dev_stats.accepted, cpu_stats.accepted);
+  ASSERT_EQ(got.size(), cpu.size());
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    EXPECT_EQ(got[i].tokens, cpu[i].tokens) << "completion " << i;
+    EXPECT_EQ(got[i].policy_logprob, cpu[i].policy_logprob) << "completion " << i;
+  }
 }
 
 class SumLogprob : public kernels::ClassifierLoss {

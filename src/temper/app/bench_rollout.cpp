@@ -60,7 +60,6 @@ Transformer& open_bench_model(const BenchRolloutOptions& o, std::unique_ptr<Tran
     m = owned.get();
   }
   m->set_precision(prec);
-  TEMPER_CHECK(!(o.speculative && o.device != "cpu")) << "--speculative runs on the CPU only so far (got --device " << o.device << ")";
   attach_device(*m, o.device);
   return *m;
 }

@@ -28,7 +28,7 @@ struct BenchRolloutOptions {
   int64_t drafter_group = 128;
   std::string drafter_head = "bf16";
   float temperature = 1.0f;
-  std::string device = "cpu";  // cpu, cuda[:N], mirror: the model's forward on that device (not with --speculative)
+  std::string device = "cpu";  // cpu, cuda[:N], mirror: the model's forward on that device (the drafter's too)
 };
 
 int bench_rollout(const BenchRolloutOptions& o);

@@ -48,7 +48,6 @@ int eval(const EvalOptions& o) {
   TEMPER_CHECK(c.preference.empty() || c.objectives.size() == c.preference.size())
       << "--preference has " << c.preference.size() << " values; name as many --objectives (e.g. correct,brevity)";
   if (o.speculative) {
-    TEMPER_CHECK(o.device == "cpu") << "--speculative runs on the CPU only so far (got --device " << o.device << ")";
     c.draft_head = draft_head_named(o.draft_head, "--draft-head");
     c.speculative_gamma = o.gamma;  // its range is checked where the drafter is attached
   }

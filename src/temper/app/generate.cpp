@@ -184,7 +184,6 @@ int generate(const GenerateOptions& o) {
   TEMPER_CHECK(o.samples > 0) << "-n must be > 0, got " << o.samples;
   TEMPER_CHECK(o.prompt.empty() != o.prompts_file.empty()) << "give exactly one of --prompt and --prompts";
   LoadedModel lm = load_model(o.model);
-  TEMPER_CHECK(!(o.speculative && o.device != "cpu")) << "--speculative runs on the CPU only so far (got --device " << o.device << ")";
   attach_device(*lm.model, o.device);
   TEMPER_CHECK(lm.tokenizer != nullptr) << o.model << ": has no tokenizer; temper generate needs one";
   if (!o.prompts_file.empty()) return generate_jsonl(o, lm, sc);

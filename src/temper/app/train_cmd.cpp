@@ -474,9 +474,6 @@ RunConfig read_config(Recipe& r) {
   TEMPER_CHECK(c.sft_steps + c.rl_steps > 0) << r.source() << ": nothing to do: sft.steps and rl.steps are both 0";
   TEMPER_CHECK(c.keep_last >= 1) << r.source() << ": run.keep_last must be >= 1, got " << c.keep_last;
   if (c.rl_steps > 0) q.validate();
-  TEMPER_CHECK(c.device == "cpu" || !q.speculative)
-      << r.source() << ": [rl.speculative] (the 4-bit drafter) runs on the CPU only so far; model.device is '" << c.device
-      << "': turn one of them off";
   c.sft.validate();
   c.eval.validate();
   return c;

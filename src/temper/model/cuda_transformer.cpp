@@ -16,6 +16,7 @@
 #include "temper/kernels/cuda/ops.h"
 #include "temper/kernels/cuda/sampling.h"
 #include "temper/kernels/rope.h"
+#include "temper/model/int4_drafter.h"
 #include "temper/model/kv_pool.h"
 #include "temper/model/transformer.h"
 
@@ -229,8 +230,15 @@ void CudaTransformer::layer_forward(int64_t l, const Acts& a, float* x_out, int6
   const float eps = static_cast<float>(cfg_.rms_norm_eps);
   cudaStream_t s = stream_;
   const int32_t* pos = paged ? dec_.pos.data() : pos_;
+  // The drafter's pass: the block linears on its int4 copy (y = x W^T + bias + addend), the rest as the policy's.
+  const DraftLayer* d4 = paged && drafting_ ? &draft_[static_cast<size_t>(l)] : nullptr;
+  auto lin = [&](int64_t out, int64_t in, const uint16_t* x, int64_t w, const cuda::Int4DeviceWeights* w4, float beta,
+                 float* y, const float* bias, const float* addend) {
+    if (w4) return cuda::int4_gemm_bf16(N, x, in, *w4, y, out, bias, beta != 0.f ? addend : nullptr, s);
+    linear(N, out, in, x, w, beta, y, bias, addend);
+  };
   cuda::rmsnorm_fwd(a.x_in, P + o.attn_norm, a.xn1, a.rstd1, N, C, eps, s);
-  linear(N, QKV, C, a.xn1, o.w_qkv, 0.f, a.qkv, cfg_.qkv_bias ? P + o.b_qkv : nullptr);
+  lin(QKV, C, a.xn1, o.w_qkv, d4 ? d4->qkv.get() : nullptr, 0.f, a.qkv, cfg_.qkv_bias ? P + o.b_qkv : nullptr, nullptr);
   // Rotary on q and k; K and V in bf16, as the CPU model's bf16 precision (paged: one fused pass that
   // also writes them to the cache).
   if (paged) {
@@ -266,11 +274,11 @@ void CudaTransformer::layer_forward(int64_t l, const Acts& a, float* x_out, int6
     cuda::attention_fwd(sh, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse, s);
     cuda::f32_to_bf16(a.o, a.o16, N * Hq, s);
   }
-  linear(N, C, Hq, a.o16, o.w_o, 1.f, a.x_mid, nullptr, a.x_in);  // x_mid = x_in + o W_o^T
+  lin(C, Hq, a.o16, o.w_o, d4 ? d4->o.get() : nullptr, 1.f, a.x_mid, nullptr, a.x_in);  // x_mid = x_in + o W_o^T
   cuda::rmsnorm_fwd(a.x_mid, P + o.mlp_norm, a.xn2, a.rstd2, N, C, eps, s);
-  linear(N, 2 * F, C, a.xn2, o.w_gu, 0.f, a.gu);
+  lin(2 * F, C, a.xn2, o.w_gu, d4 ? d4->gu.get() : nullptr, 0.f, a.gu, nullptr, nullptr);
   cuda::swiglu_fwd(a.gu, a.h16, N, F, s);
-  linear(N, C, F, a.h16, o.w_down, 1.f, x_out, nullptr, a.x_mid);  // x_out = x_mid + h W_down^T
+  lin(C, F, a.h16, o.w_down, d4 ? d4->down.get() : nullptr, 1.f, x_out, nullptr, a.x_mid);  // x_out = x_mid + h W_down^T
 }
 
 void CudaTransformer::layer_backward(int64_t l, const Acts& a, float* dx, int64_t B, int64_t T) {
@@ -592,8 +600,46 @@ void CudaTransformer::paged_logits(const PagedStep& st, KvPool& pool) {
     cuda::rmsnorm_fwd(last_hidden_, params_.data() + layout_.final_norm, dec_xf16_, dec_acts_.rstd1, n, C,
                       static_cast<float>(cfg_.rms_norm_eps), stream_);
     cuda::gather_rows(dec_xf16_, C, dec_.out_rows.data(), st.n_out, C, dec_gather16_, stream_);
-    linear(st.n_out, V, C, dec_gather16_, layout_.lm_head, 0.f, dec_logits_.data());
+    if (drafting_ && draft_head_)
+      cuda::int4_gemm_bf16(st.n_out, dec_gather16_, C, *draft_head_, dec_logits_.data(), V, nullptr, nullptr, stream_);
+    else
+      linear(st.n_out, V, C, dec_gather16_, layout_.lm_head, 0.f, dec_logits_.data());
   }
+}
+
+void CudaTransformer::upload_drafter(const Int4Drafter& d) {
+  const std::vector<Int4Layer>& layers = d.layers();
+  TEMPER_CHECK(static_cast<int64_t>(layers.size()) == cfg_.num_layers)
+      << "forward_paged: the drafter was built for another model (" << layers.size() << " layers, this one "
+      << cfg_.num_layers << ")";
+  if (d.copy_id() == draft_id_) return;
+  TEMPER_CUDA_CHECK(cudaSetDevice(device_));
+  draft_.resize(layers.size());
+  auto put = [](std::unique_ptr<cuda::Int4DeviceWeights>& to, const kernels::Int4Weights& w) {
+    if (to) to->upload(w);
+    else to = std::make_unique<cuda::Int4DeviceWeights>(w);
+  };
+  for (size_t l = 0; l < layers.size(); ++l) {
+    put(draft_[l].qkv, layers[l].qkv);
+    put(draft_[l].o, layers[l].o);
+    put(draft_[l].gu, layers[l].gu);
+    put(draft_[l].down, layers[l].down);
+  }
+  if (const kernels::Int4Weights* head = d.head_int4()) put(draft_head_, *head);
+  else draft_head_.reset();
+  draft_id_ = d.copy_id();
+}
+
+void CudaTransformer::forward_paged_draft(const PagedStep& st, KvPool& pool, const Int4Drafter& drafter) {
+  upload_drafter(drafter);
+  drafting_ = true;
+  try {
+    forward_paged(st, pool);
+  } catch (...) {
+    drafting_ = false;
+    throw;
+  }
+  drafting_ = false;
 }
 
 double CudaTransformer::optimizer_step(dist::Communicator* comm, const kernels::AdamWConfig& c, float lr, int64_t step,

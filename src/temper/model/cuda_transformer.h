@@ -5,7 +5,9 @@
 // inputs kept in bf16, the rest in f32); the loss through the fused classifier and the host-side
 // ClassifierLoss every RL method implements. Rollouts: a paged KV cache on the device, decode steps
 // that sample on the device and advance themselves, capturable as one CUDA graph per batch size.
-// Leaves out (clear errors): Qwen3's per-head q/k norms, recomputation, the int4 drafter's forward.
+// The speculative drafter's pass (forward_paged_draft): its int4 block linears on the device (cuda/int4_matmul.h),
+// norms, embeddings and the LM head this model's (its bf16 compute copy; an int4 head when the drafter has one).
+// Leaves out (clear errors): Qwen3's per-head q/k norms, recomputation.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -19,6 +21,7 @@
 #include "temper/kernels/classifier.h"
 #include "temper/kernels/cuda/classifier.h"
 #include "temper/kernels/cuda/gemm.h"
+#include "temper/kernels/cuda/int4_matmul.h"
 #include "temper/kernels/cuda/runtime.h"
 #include "temper/kernels/cuda/sampling.h"
 #include "temper/model/config.h"
@@ -96,6 +99,9 @@ class CudaTransformer final : public DeviceModel {
   // The same step with each output row's token chosen here (cuda/sampling.h): only the choices come back.
   bool can_choose() const override { return true; }
   void forward_paged_choose(const PagedStep& step, KvPool& pool, DeviceChoice* choices) override;
+  // The drafter's step: its 4-bit weights uploaded when its copy in use changed (Int4Drafter::copy_id), then the
+  // paged forward with them; logits to step.logits.
+  void forward_paged_draft(const PagedStep& step, KvPool& pool, const Int4Drafter& drafter) override;
 
   // Rollouts: a KV pool of num_blocks blocks of block_size positions per layer, and buffers for up
   // to max_rows decode rows with block tables of table_stride entries.
@@ -176,6 +182,15 @@ class CudaTransformer final : public DeviceModel {
     cudaGraphExec_t exec = nullptr;
   };
   std::map<int64_t, Graph> graphs_;
+  // The drafter's weights here (forward_paged_draft): per layer qkv, o, gate/up, down; the int4 head if any.
+  struct DraftLayer {
+    std::unique_ptr<cuda::Int4DeviceWeights> qkv, o, gu, down;
+  };
+  std::vector<DraftLayer> draft_;
+  std::unique_ptr<cuda::Int4DeviceWeights> draft_head_;
+  uint64_t draft_id_ = 0;  // the copy uploaded (0: none)
+  bool drafting_ = false;  // the paged forward in progress is the drafter's
+  void upload_drafter(const Int4Drafter& d);
   // Products of at most this many rows on gemv_bf16 instead of cuBLASLt (TEMPER_CUDA_GEMV=N, 0..8; 0: never).
   // 2 by measurement on an H200 (docs/CUDA.md): 8% faster decode steps at 1 row, level at 2, slower from 4.
   int64_t gemv_rows_ = 2;

@@ -47,6 +47,10 @@ void DeviceModel::forward_paged_choose(const PagedStep&, KvPool&, DeviceChoice*)
   TEMPER_FAIL() << describe() << ": cannot choose tokens on the device (can_choose() is false)";
 }
 
+void DeviceModel::forward_paged_draft(const PagedStep&, KvPool&, const Int4Drafter&) {
+  TEMPER_FAIL() << describe() << ": this device does not run the 4-bit drafter; turn speculative decoding off";
+}
+
 void DeviceModel::release_moments() {
   if (owner_) get_moments(owner_m_, owner_v_);
   owner_ = owner_m_ = owner_v_ = nullptr;

@@ -13,12 +13,14 @@
 #include "temper/dist/communicator.h"
 #include "temper/kernels/adamw.h"
 #include "temper/kernels/classifier.h"
+#include "temper/kernels/int4_matmul.h"
 #include "temper/model/config.h"
 
 namespace temper {
 
 struct PagedStep;
 class KvPool;
+class Int4Drafter;
 
 // One output row's next token chosen on the device (DeviceModel::forward_paged_choose), for rows whose
 // sampler is simple (rollout::Sampler::simple): forced, greedy, or temperature with the uniform the
@@ -60,6 +62,12 @@ class DeviceModel {
   // for logits).
   virtual bool can_choose() const { return false; }
   virtual void forward_paged_choose(const PagedStep& step, KvPool& pool, DeviceChoice* choices);
+  // The same step through the speculative drafter (model/int4_drafter.h): the block linears on its 4-bit copy,
+  // the rest this model's, K/V written to the same blocks (the policy's verify pass overwrites them). Logits land
+  // in step.logits. A device that cannot run it says so (an error naming the device).
+  virtual void forward_paged_draft(const PagedStep& step, KvPool& pool, const Int4Drafter& drafter);
+  // The int4 layout the device's drafter kernels read (the drafter quantizes a device-attached model in it).
+  virtual kernels::Int4Layout int4_layout() const { return kernels::Int4Layout::rows; }
   // Sums the gradients over `comm` (when it has several ranks), clips to max_grad_norm (<= 0: no
   // clipping), applies AdamW; returns the norm before clipping (non-finite: nothing applied).
   virtual double optimizer_step(dist::Communicator* comm, const kernels::AdamWConfig& c, float lr, int64_t step,

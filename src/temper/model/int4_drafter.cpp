@@ -1,7 +1,10 @@
 #include "temper/model/int4_drafter.h"
 
+#include <atomic>
+
 #include "temper/core/error.h"
 #include "temper/kernels/matmul.h"
+#include "temper/model/device_model.h"
 #include "temper/model/transformer.h"
 
 namespace temper {
@@ -13,7 +16,8 @@ DraftHead draft_head_named(const std::string& name, const std::string& what) {
   TEMPER_FAIL() << what << " must be bf16, int4 or f32, got '" << name << "'";
 }
 
-Int4Drafter::Int4Drafter(int64_t group, int64_t lag, DraftHead head) : group_(group), lag_(lag), head_(head) {
+Int4Drafter::Int4Drafter(int64_t group, int64_t lag, DraftHead head, std::optional<kernels::Int4Layout> layout)
+    : group_(group), lag_(lag), head_(head), layout_(layout) {
   TEMPER_CHECK(group >= 32 && group % 32 == 0) << "drafter: group must be a positive multiple of 32, got " << group;
   TEMPER_CHECK(lag >= 0) << "drafter: lag must be >= 0, got " << lag;
 }
@@ -29,7 +33,8 @@ void Int4Drafter::refresh(const Transformer& model) {
   std::vector<Int4Layer>& layers = copy.layers;
   layers.resize(static_cast<size_t>(c.num_layers));
   const float* P = model.params();
-  const kernels::Int4Layout layout = kernels::int4_preferred_layout();  // cols16 with AVX-512 VNNI
+  const kernels::Int4Layout layout =
+      layout_ ? *layout_ : model.device() ? model.device()->int4_layout() : kernels::int4_preferred_layout();
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const LayerOffsets& o = model.layout().layers[static_cast<size_t>(l)];
     Int4Layer& q = layers[static_cast<size_t>(l)];
@@ -51,7 +56,14 @@ void Int4Drafter::refresh(const Transformer& model) {
       kernels::convert_to_bf16(P + model.layout().lm_head, copy.head16.data(), head_n);
     }
   }
+  static std::atomic<uint64_t> quantizations{0};  // ids unique in the process: a device's upload cache key
+  copy.id = ++quantizations;
   copies_.push_back(std::move(copy));
+}
+
+uint64_t Int4Drafter::copy_id() const {
+  TEMPER_CHECK(!copies_.empty()) << "drafter: used before the first refresh";
+  return copies_.front().id;
 }
 
 const std::vector<Int4Layer>& Int4Drafter::layers() const {

@@ -51,7 +51,7 @@ void MirrorDevice::forward_logprobs(const int32_t* tokens, const int32_t* target
   m_.forward_logprobs(tokens, targets, B, T, lp, ent);
 }
 
-void MirrorDevice::forward_paged(const PagedStep& st, KvPool& pool) {
+KvPool& MirrorDevice::mirror(KvPool& pool) {
   if (!mine_ || mine_->num_blocks() != pool.num_blocks() || mine_->block_size() != pool.block_size() ||
       mine_->dtype() != pool.dtype())
     mine_ = std::make_unique<KvPool>(m_.config(), pool.block_size(), pool.num_blocks(), pool.dtype());
@@ -62,7 +62,17 @@ void MirrorDevice::forward_paged(const PagedStep& st, KvPool& pool) {
       mine_->copy_block(from, to);
     }
   pool.clear_block_copies();
-  m_.forward_paged(st, *mine_);  // writes K/V into the mirrored blocks of the same ids
+  return *mine_;
+}
+
+void MirrorDevice::forward_paged(const PagedStep& st, KvPool& pool) {
+  m_.forward_paged(st, mirror(pool));  // writes K/V into the mirrored blocks of the same ids
+}
+
+// The drafter reads this copy's embeddings and norms, which equal the host model's.
+void MirrorDevice::forward_paged_draft(const PagedStep& st, KvPool& pool, const Int4Drafter& drafter) {
+  ++drafted_steps;
+  m_.forward_paged(st, mirror(pool), &drafter);
 }
 
 // The logits stay here; each row's choice with the host engine's arithmetic (the same bits).

@@ -36,17 +36,20 @@ class MirrorDevice final : public DeviceModel {
   void forward_paged(const PagedStep& st, KvPool& pool) override;
   bool can_choose() const override { return true; }
   void forward_paged_choose(const PagedStep& st, KvPool& pool, DeviceChoice* choices) override;
+  void forward_paged_draft(const PagedStep& st, KvPool& pool, const Int4Drafter& drafter) override;
+  kernels::Int4Layout int4_layout() const override { return kernels::int4_preferred_layout(); }  // the CPU's
   double optimizer_step(dist::Communicator* comm, const kernels::AdamWConfig& c, float lr, int64_t step,
                         double max_grad_norm) override;
   // What crossed the boundary (tests).
   mutable int pushes = 0, pulls = 0;
-  int copies = 0, chosen_steps = 0;
+  int copies = 0, chosen_steps = 0, drafted_steps = 0;
 
  private:
   Transformer m_;
   std::unique_ptr<KvPool> mine_;
   std::vector<float> mom_m_, mom_v_, logits_;
   kernels::DrawScratch weights_;
+  KvPool& mirror(KvPool& pool);  // this device's pool for the host's, the host's block copies replayed
   bool replay_;
 };
 

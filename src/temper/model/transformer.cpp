@@ -488,11 +488,7 @@ void Transformer::forward_paged(const PagedStep& st, KvPool& pool, const Int4Dra
   TEMPER_CHECK(pool.row() == cfg_.num_kv_heads * cfg_.head_dim) << "forward_paged: KV pool built for another model";
   TEMPER_CHECK(pool.dtype() == DType::f32 || precision_ == kernels::Precision::bf16)
       << "forward_paged: a bf16 KV cache holds the K/V of a model in bf16 precision; this one is f32 (use an f32 pool)";
-  if (device_) {
-    TEMPER_CHECK(!drafter) << "speculative rollouts (the 4-bit drafter) run on the CPU only so far: use --device cpu "
-                              "or turn [rl.speculative] off";
-    return device_->forward_paged(st, pool);
-  }
+  if (device_) return drafter ? device_->forward_paged_draft(st, pool, *drafter) : device_->forward_paged(st, pool);
   pool.clear_block_copies();  // the host pool copied them itself
   prepare(st.n, 1);  // n tokens of many sequences (positions come from the step), not one sequence of n
   refresh_f32_packed();

@@ -736,6 +736,28 @@ TEST_F(CudaOps, Int4DequantMatmulMatchesTheDequantizedProduct) {
   EXPECT_TRUE(all_close(down(dy), want, tolerance(Kind::reduction, K)));
 }
 
+// The drafter's linears in the CUDA model: bf16 activations, the bias and the residual addend fused.
+TEST_F(CudaOps, Int4MatmulOverBf16ActivationsAddsTheBiasAndTheAddend) {
+  const int64_t N = 70, K = 200, M = 11;
+  auto W = random_vec(N * K, 123), X = random_vec(M * K, 124), bias = random_vec(N, 125), add = random_vec(M * N, 126);
+  kernels::Int4Weights q;
+  kernels::quantize_int4(W.data(), N, K, K, 32, &q);
+  std::vector<float> Wd(N * K);
+  kernels::dequantize_int4(q, Wd.data());
+  auto Xr = round_bf16(X);
+  auto want = gemm_ref(false, true, M, N, K, Xr, K, Wd, K, std::vector<float>(M * N), N, 0.f, nullptr);
+  cuda::Int4DeviceWeights dw(q);
+  auto dx = up(to_bf16(X));
+  auto db = up(bias), da = up(add);
+  cuda::DeviceBuffer<float> dy(M * N);
+  cuda::int4_gemm_bf16(M, dx.data(), K, dw, dy.data(), N, nullptr, nullptr, nullptr);
+  EXPECT_TRUE(all_close(down(dy), want, tolerance(Kind::reduction, K)));
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) want[m * N + n] += bias[n] + add[m * N + n];
+  cuda::int4_gemm_bf16(M, dx.data(), K, dw, dy.data(), N, db.data(), da.data(), nullptr);
+  EXPECT_TRUE(all_close(down(dy), want, tolerance(Kind::reduction, K)));
+}
+
 // Host arithmetic, no device needed: a workspace sized for a table's capacity serves every shorter
 // table (the decode path sizes it once for the capacity while the stride moves below it).
 TEST(CudaPagedAttention, WorkspaceBoundNeverShrinksWithTheLength) {

@@ -2,6 +2,8 @@
 // one f32 scale and uint4 zero per group, rows padded to 32 inputs, llama.cpp's nibble order) and
 // the dequantize-in-registers product Y[M, N] = X[M, K] W^T (+ Y) with f32 activations. A warp per
 // output column: each lane dequantizes its 32-input chunks once and applies them to up to 8 rows.
+// int4_gemm_bf16: the same product over bf16 activations (the CUDA model's linear inputs), with the linear's
+// bias and residual addend fused: Y = X W^T (+ bias) (+ addend, which may not alias Y).
 // Leaves out: int8 activations (the CPU's VNNI path), tensor-core int4 (Marlin-style) tiles.
 #pragma once
 
@@ -17,6 +19,7 @@ namespace temper::cuda {
 class Int4DeviceWeights {
  public:
   explicit Int4DeviceWeights(const kernels::Int4Weights& w);  // uploads (synchronous)
+  void upload(const kernels::Int4Weights& w);  // replaces the weights (buffers reused when the sizes match)
   int64_t N = 0, K = 0, Kp = 0, group = 0;
   const uint8_t* q() const { return q_.data(); }
   const float* scale() const { return scale_.data(); }
@@ -29,5 +32,7 @@ class Int4DeviceWeights {
 
 void int4_gemm(int64_t M, const float* X, int64_t ldx, const Int4DeviceWeights& W, bool accumulate, float* Y,
                int64_t ldy, cudaStream_t s);
+void int4_gemm_bf16(int64_t M, const uint16_t* X, int64_t ldx, const Int4DeviceWeights& W, float* Y, int64_t ldy,
+                    const float* bias, const float* addend, cudaStream_t s);
 
 }  // namespace temper::cuda
