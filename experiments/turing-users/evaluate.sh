@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # After `experiments/run.sh turing-users SEEDS`: samples K turns (temperature 1) for N held-out and N
 # training conversations from SFT-Init, every Turing-RL checkpoint (steps 100, 200; scripted and
-# discriminator judges, the fast arm of the weak start) and the likelihood
+# discriminator judges, the n-gram judge and the n-gram discriminator reward, the fast arm of the weak start) and the likelihood
 # arm's final checkpoint, then judge.py (held-out judges' pairwise accuracy, per-user diversity, style).
 # Usage: experiments/turing-users/evaluate.sh [SEEDS] [TEMPER]   (env N=200, K=4)
 set -euo pipefail
@@ -24,7 +24,7 @@ last() { ls -d "$1"/checkpoints/step-* | sort -t- -k2 -n | tail -1; }
 samp "$(last "$out/sft")" "$out/samples/sft"
 arms=("sft-init=$out/samples/sft")
 for s in $seeds; do
-  for arm in turing turing_disc turing_disc_refit turing_disc_refit_slow turing_ngram_refit turing_fast; do
+  for arm in turing turing_disc turing_disc_refit turing_disc_refit_slow turing_ngram_refit disc_ngram_refit turing_fast; do
     [ -d "$out/$arm-s$s/checkpoints" ] || continue
     for ck in "$out/$arm-s$s"/checkpoints/step-*; do
       st=${ck##*step-}
