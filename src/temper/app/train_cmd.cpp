@@ -833,7 +833,8 @@ int train(const TrainOptions& o) {
     if (!fault) return;
     const std::string f = fault;
     const size_t colon = f.find(':');
-    if (colon != std::string::npos && f.substr(0, colon) == std::to_string(step)) std::raise(std::stoi(f.substr(colon + 1)));
+    if (colon != std::string::npos && f.substr(0, colon) == std::to_string(step))
+      std::raise(std::stoi(f.substr(colon + 1)));
   };
   // After each step: evaluation (every N steps, at the end of SFT when RL follows, at the end), then
   // the checkpoint (every N steps, at the end, or when asked to stop): everything a step writes is

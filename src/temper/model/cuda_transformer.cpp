@@ -278,7 +278,8 @@ void CudaTransformer::layer_forward(int64_t l, const Acts& a, float* x_out, int6
   cuda::rmsnorm_fwd(a.x_mid, P + o.mlp_norm, a.xn2, a.rstd2, N, C, eps, s);
   lin(2 * F, C, a.xn2, o.w_gu, d4 ? d4->gu.get() : nullptr, 0.f, a.gu, nullptr, nullptr);
   cuda::swiglu_fwd(a.gu, a.h16, N, F, s);
-  lin(C, F, a.h16, o.w_down, d4 ? d4->down.get() : nullptr, 1.f, x_out, nullptr, a.x_mid);  // x_out = x_mid + h W_down^T
+  // x_out = x_mid + h W_down^T
+  lin(C, F, a.h16, o.w_down, d4 ? d4->down.get() : nullptr, 1.f, x_out, nullptr, a.x_mid);
 }
 
 void CudaTransformer::layer_backward(int64_t l, const Acts& a, float* dx, int64_t B, int64_t T) {
@@ -616,8 +617,10 @@ void CudaTransformer::upload_drafter(const Int4Drafter& d) {
   TEMPER_CUDA_CHECK(cudaSetDevice(device_));
   draft_.resize(layers.size());
   auto put = [](std::unique_ptr<cuda::Int4DeviceWeights>& to, const kernels::Int4Weights& w) {
-    if (to) to->upload(w);
-    else to = std::make_unique<cuda::Int4DeviceWeights>(w);
+    if (to)
+      to->upload(w);
+    else
+      to = std::make_unique<cuda::Int4DeviceWeights>(w);
   };
   for (size_t l = 0; l < layers.size(); ++l) {
     put(draft_[l].qkv, layers[l].qkv);
@@ -625,8 +628,10 @@ void CudaTransformer::upload_drafter(const Int4Drafter& d) {
     put(draft_[l].gu, layers[l].gu);
     put(draft_[l].down, layers[l].down);
   }
-  if (const kernels::Int4Weights* head = d.head_int4()) put(draft_head_, *head);
-  else draft_head_.reset();
+  if (const kernels::Int4Weights* head = d.head_int4())
+    put(draft_head_, *head);
+  else
+    draft_head_.reset();
   draft_id_ = d.copy_id();
 }
 

@@ -33,8 +33,9 @@ void Int4Drafter::refresh(const Transformer& model) {
   std::vector<Int4Layer>& layers = copy.layers;
   layers.resize(static_cast<size_t>(c.num_layers));
   const float* P = model.params();
-  const kernels::Int4Layout layout =
-      layout_ ? *layout_ : model.device() ? model.device()->int4_layout() : kernels::int4_preferred_layout();
+  const kernels::Int4Layout layout = layout_          ? *layout_
+                                     : model.device() ? model.device()->int4_layout()
+                                                      : kernels::int4_preferred_layout();
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const LayerOffsets& o = model.layout().layers[static_cast<size_t>(l)];
     Int4Layer& q = layers[static_cast<size_t>(l)];

@@ -4,12 +4,12 @@
 // over the policy's KV cache for the committed prefix (Transformer::forward_paged with a drafter).
 // The LM head (a fifth of a small model's bytes: SmolLM2-135M has 28M of 135M parameters there):
 // bf16 by default, the paper's 16-bit head (a bf16 copy made at each refresh); int4 (group 32) or
-// the policy's own f32 head on request. docs/METHODS.md has the acceptance and speed of each. refresh() re-quantizes from the current weights after every update (what the
-// released code does); with lag = k the copy in use is the one quantized k refreshes earlier (the
-// "drafter from k steps before" of the press description, to measure what staleness costs).
-// On a device (Transformer::attach_device) the drafter's pass runs there too (DeviceModel::forward_paged_draft):
-// the weights are quantized here, in the layout the device reads, and uploaded when the copy in use changes
-// (copy_id()).
+// the policy's own f32 head on request. docs/METHODS.md has the acceptance and speed of each. refresh() re-quantizes
+// from the current weights after every update (what the released code does); with lag = k the copy in use is the one
+// quantized k refreshes earlier (the "drafter from k steps before" of the press description, to measure what staleness
+// costs). On a device (Transformer::attach_device) the drafter's pass runs there too
+// (DeviceModel::forward_paged_draft): the weights are quantized here, in the layout the device reads, and uploaded when
+// the copy in use changes (copy_id()).
 #pragma once
 
 #include <cstdint>

@@ -11,9 +11,9 @@ constexpr int kWarps = 4;  // output columns per block
 
 // Y[m, n] = sum_k X[m, k] w[n, k] + (bias ? bias[n] : 0) + (addend ? addend[m * ldy + n] : accumulate ? Y : 0).
 template <class TX>
-__global__ void int4_gemm_kernel(int64_t M, const TX* X, int64_t ldx, int64_t N, int64_t K, int64_t Kp,
-                                 int64_t group, const uint8_t* q, const float* scale, const uint8_t* zero,
-                                 bool accumulate, float* Y, int64_t ldy, const float* bias, const float* addend) {
+__global__ void int4_gemm_kernel(int64_t M, const TX* X, int64_t ldx, int64_t N, int64_t K, int64_t Kp, int64_t group,
+                                 const uint8_t* q, const float* scale, const uint8_t* zero, bool accumulate, float* Y,
+                                 int64_t ldy, const float* bias, const float* addend) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t n = int64_t{blockIdx.x} * kWarps + warp;
   if (n >= N) return;
@@ -46,8 +46,10 @@ __global__ void int4_gemm_kernel(int64_t M, const TX* X, int64_t ldx, int64_t N,
       const int64_t m = m0 + r;
       if (lane != 0 || m >= M) continue;
       float y = s + (bias ? bias[n] : 0.f);
-      if (addend) y += addend[m * ldy + n];
-      else if (accumulate) y += Y[m * ldy + n];
+      if (addend)
+        y += addend[m * ldy + n];
+      else if (accumulate)
+        y += Y[m * ldy + n];
       Y[m * ldy + n] = y;
     }
   }
@@ -66,7 +68,9 @@ void launch(int64_t M, const TX* X, int64_t ldx, const Int4DeviceWeights& W, boo
 
 }  // namespace
 
-Int4DeviceWeights::Int4DeviceWeights(const kernels::Int4Weights& w) { upload(w); }
+Int4DeviceWeights::Int4DeviceWeights(const kernels::Int4Weights& w) {
+  upload(w);
+}
 
 void Int4DeviceWeights::upload(const kernels::Int4Weights& w) {
   TEMPER_CHECK(w.layout == kernels::Int4Layout::rows)
