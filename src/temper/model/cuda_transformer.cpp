@@ -234,7 +234,11 @@ void CudaTransformer::layer_forward(int64_t l, const Acts& a, float* x_out, int6
   const DraftLayer* d4 = paged && drafting_ ? &draft_[static_cast<size_t>(l)] : nullptr;
   auto lin = [&](int64_t out, int64_t in, const uint16_t* x, int64_t w, const cuda::Int4DeviceWeights* w4, float beta,
                  float* y, const float* bias, const float* addend) {
-    if (w4) return cuda::int4_gemm_bf16(N, x, in, *w4, y, out, bias, beta != 0.f ? addend : nullptr, s);
+    if (w4) {  // the int4 product adds an addend, never y itself (every residual here names its addend)
+      TEMPER_CHECK(beta == 0.f || addend)
+          << "CudaTransformer: the drafter's linear accumulates into y without an addend";
+      return cuda::int4_gemm_bf16(N, x, in, *w4, y, out, bias, beta != 0.f ? addend : nullptr, s);
+    }
     linear(N, out, in, x, w, beta, y, bias, addend);
   };
   cuda::rmsnorm_fwd(a.x_in, P + o.attn_norm, a.xn1, a.rstd1, N, C, eps, s);
