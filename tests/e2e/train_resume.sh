@@ -133,6 +133,21 @@ assert len(rows) == 3 and all(r["spec_accept_rate"] > 0 and r["spec_steps_frac"]
 assert [r["spec_gamma"] for r in rows] == [1, 2, 3], [r["spec_gamma"] for r in rows]  # up a rung after each rollout
 PY
 state_has "$work/spfull" speculative '"rung":2'
+# The drafter's head over the 48 tokens most often sampled so far: the counts are in the checkpoint (a resumed run that
+# lost them would draft from another head and sample other tokens).
+resume_equal spv 4 --set rl.speculative.toggle='"always"' --set rl.speculative.gamma=3 --set rl.speculative.vocab=48
+python3 - "$work/spvfull/metrics.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if '"spec_vocab_coverage"' in l]
+cov = [r["spec_vocab_coverage"] for r in rows]
+assert len(rows) == 3 and all(r["spec_accept_rate"] > 0 for r in rows), rows
+# this barely trained byte-level model samples from most of its 259 tokens: a head of 48 covers a part of them
+assert all(0 < c < 1 for c in cov), cov
+PY
+state_has "$work/spvfull" speculative '"vocab_counts"'
+if "$temper" train --out "$work/bad" "${common[@]}" --set rl.speculative.vocab=48 --set rl.speculative.head='"f32"' 2> "$work/bad.log"; then echo "a vocabulary subset of the f32 head was accepted"; exit 1; fi
+grep -q 'rl.speculative.*vocab = 48 needs head' "$work/bad.log"
+rm -rf "$work/bad"
 if "$temper" train --out "$work/bad" "${common[@]}" --set rl.speculative.toggle='"sometimes"' 2> "$work/bad.log"; then echo "a bad rl.speculative.toggle was accepted"; exit 1; fi
 grep -q "rl.speculative.toggle" "$work/bad.log"
 rm -rf "$work/bad"

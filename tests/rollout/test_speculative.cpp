@@ -5,6 +5,7 @@
 // accepts most drafts and a stale one fewer, and the toggle and the ladder follow their rules.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -429,3 +430,94 @@ TEST(Speculative, RejectionPrimitives) {
   EXPECT_NEAR(counts[2] / 20000.0, 0.2, 0.015);
 }
 
+
+// The drafter head over a vocabulary subset (FR-Spec): the tokens counted most often, ties and
+// unseen tokens by lower id; the subset's logits are the whole head's, the others -inf; samples
+// stay distributed as the policy's (the residual draws the tokens the drafter cannot propose).
+TEST(Speculative, DraftVocabularyRanksByCountThenById) {
+  std::vector<uint64_t> counts(12, 0);
+  counts[5] = 3;
+  counts[2] = 3;
+  counts[9] = 1;
+  EXPECT_EQ(draft_vocabulary(counts, 12, 3), (std::vector<int32_t>{2, 5, 9}));
+  EXPECT_EQ(draft_vocabulary(counts, 12, 4), (std::vector<int32_t>{0, 2, 5, 9}));
+  EXPECT_EQ(draft_vocabulary(counts, 12, 2), (std::vector<int32_t>{2, 5}));
+  EXPECT_EQ(draft_vocabulary({}, 12, 3), (std::vector<int32_t>{0, 1, 2}));  // nothing seen: the lowest ids
+  EXPECT_EQ(draft_vocabulary({0, 0, 7}, 4, 9).size(), 4u);                 // k past the vocabulary: all of it
+  EXPECT_THROW(draft_vocabulary(counts, 12, 0), Error);
+}
+
+TEST(Speculative, ASubsetHeadKeepsTheWholeHeadsLogitsOfItsTokensAndNoOthers) {
+  Fixture f;
+  const int64_t V = f.cfg.vocab_size, n = 5;
+  for (DraftHead head : {DraftHead::bf16, DraftHead::int4}) {
+    SCOPED_TRACE(head == DraftHead::bf16 ? "bf16 head" : "int4 head");
+    Int4Drafter whole(128, 0, head), part(128, 0, head);
+    part.set_vocab(40);
+    part.observe({100, 100, 100, 7, 7, 64, 3});  // then the 36 lowest other ids: 0-37 but 3 and 7
+    whole.refresh(f.model);
+    part.refresh(f.model);
+    ASSERT_TRUE(whole.vocab_ids().empty());
+    const std::vector<int32_t>& ids = part.vocab_ids();
+    ASSERT_EQ(ids.size(), 40u);
+    for (int32_t t : {100, 7, 64, 3, 0, 37}) EXPECT_TRUE(std::count(ids.begin(), ids.end(), t)) << t;
+    for (int32_t t : {38, 41, 99}) EXPECT_FALSE(std::count(ids.begin(), ids.end(), t)) << t;
+    EXPECT_LT(part.bytes(), whole.bytes());
+    EXPECT_DOUBLE_EQ(part.vocab_coverage({100, 7, 41, 120}), 0.5);
+    EXPECT_DOUBLE_EQ(whole.vocab_coverage({100, 7, 41, 120}), 1.0);
+    auto logits = [&](const Int4Drafter& d) {
+      KvPool pool(f.cfg, 8, 4);
+      SeqKv s;
+      pool.reserve(s, n);
+      std::vector<int32_t> tok = {3, 1, 4, 1, 5}, pos = {0, 1, 2, 3, 4};
+      std::vector<const int32_t*> tables(n, s.blocks.data());
+      std::vector<int64_t> rows = {0, 1, 2, 3, 4};
+      std::vector<float> z(static_cast<size_t>(n * V), 0.f);
+      PagedStep st;
+      st.n = st.n_out = n;
+      st.tokens = tok.data();
+      st.pos = pos.data();
+      st.tables = tables.data();
+      st.out_rows = rows.data();
+      st.logits = z.data();
+      f.model.forward_paged(st, pool, &d);
+      return z;
+    };
+    std::vector<float> zw = logits(whole), zp = logits(part);
+    std::vector<uint8_t> in(static_cast<size_t>(V), 0);
+    for (int32_t t : ids) in[static_cast<size_t>(t)] = 1;
+    for (int64_t i = 0; i < n * V; ++i) {
+      if (in[static_cast<size_t>(i % V)]) ASSERT_NEAR(zp[i], zw[i], 1e-5f * (1 + std::fabs(zw[i]))) << i;
+      else ASSERT_TRUE(std::isinf(zp[i]) && zp[i] < 0) << i;
+    }
+  }
+  Int4Drafter f32_head(128, 0, DraftHead::f32);
+  EXPECT_THROW(f32_head.set_vocab(40), Error);
+  EXPECT_THROW(Int4Drafter().set_vocab(-1), Error);
+}
+
+TEST(Speculative, SamplesFromASubsetDrafterAreDistributedAsPlainSampling) {
+  Fixture f;
+  const int64_t n = 6000;
+  // The subset from plain samples of this prompt: most of what the policy samples is inside it,
+  // not all (the residual has to draw the rest).
+  Draws seen = sample(f.model, nullptr, nullptr, 1.f, 1.f, 7, 200);
+  Int4Drafter d;
+  d.set_vocab(24);
+  for (const Completion& c : seen.out) d.observe(c.tokens);
+  d.refresh(f.model);
+  SpecController spec(fixed_gamma(4));
+  Draws sd = sample(f.model, &d, &spec, 1.f, 1.f, 1, n);
+  Draws ar = sample(f.model, nullptr, nullptr, 1.f, 1.f, 2, n);
+  std::vector<int32_t> emitted;
+  for (const Completion& c : ar.out) emitted.insert(emitted.end(), c.tokens.begin() + 1, c.tokens.end());
+  const double cov = d.vocab_coverage(emitted);
+  EXPECT_GT(cov, 0.3);  // 0.54 here: nearly half of what the policy samples the drafter cannot propose
+  EXPECT_LT(cov, 0.9);
+  ASSERT_GT(sd.stats.accepted, n);
+  auto ms = marginals(sd.out, 1, 6), ma = marginals(ar.out, 1, 6);
+  for (size_t p = 0; p < ms.size(); ++p) {
+    auto [chi, df] = chi2_two_sample(ms[p], ma[p]);
+    EXPECT_LT(chi, chi2_critical(df)) << "position " << p + 1 << " df " << df;
+  }
+}

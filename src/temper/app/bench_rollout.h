@@ -27,6 +27,7 @@ struct BenchRolloutOptions {
   int64_t gamma = 5;
   int64_t drafter_group = 128;
   std::string drafter_head = "bf16";
+  int64_t drafter_vocab = 0;  // the drafter head's vocabulary subset (0: all), ranked by a plain run's tokens
   float temperature = 1.0f;
   std::string device = "cpu";  // cpu, cuda[:N], mirror: the model's forward on that device (the drafter's too)
 };

@@ -69,14 +69,32 @@ int bench_speculative(const BenchRolloutOptions& o) {
   for (const auto& p : prompts) max_prompt = std::max<int64_t>(max_prompt, static_cast<int64_t>(p.size()));
   const int64_t bmax = *std::max_element(batches.begin(), batches.end());
   const int64_t block = 16, per_seq = (max_prompt + o.gen_len + o.gamma + 2 + block - 1) / block + 1;
-  KvPool pool(c, block, bmax * per_seq + 64, kv_dtype(m->precision()));
+  const int64_t seqs = std::max<int64_t>(bmax, o.drafter_vocab > 0 ? 4 * static_cast<int64_t>(prompts.size()) : 0);
+  KvPool pool(c, block, seqs * per_seq + 64, kv_dtype(m->precision()));
 
   double t0 = now();
   const DraftHead head = draft_head_named(o.drafter_head, "--drafter-head");
   Int4Drafter drafter(o.drafter_group, 0, head);
+  TEMPER_CHECK(o.drafter_vocab >= 0) << "--drafter-vocab must be >= 0 (0: every token), got " << o.drafter_vocab;
+  drafter.set_vocab(o.drafter_vocab);
   drafter.refresh(*m);
   const double build_s = now() - t0;
   const double weight_mb = static_cast<double>(m->num_params()) * 4 / (1 << 20);
+  if (o.drafter_vocab > 0) {
+    // The subset ranked by the tokens of earlier samples of these prompts (4 each, other seeds, --gen-len
+    // tokens), as a training run ranks it by its earlier steps' rollouts.
+    std::vector<rollout::RolloutRequest> seen(prompts.size());
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      seen[i].prompt = prompts[i];
+      seen[i].group_size = 4;
+      seen[i].max_new = o.gen_len;
+      seen[i].sampler.temperature = o.temperature;
+      seen[i].seed = 100000 + i;
+    }
+    rollout::RolloutEngine eng(*m, pool, rollout::EngineConfig(static_cast<int64_t>(4 * prompts.size())));
+    for (const rollout::Completion& c : eng.run(seen)) drafter.observe(c.tokens);
+    drafter.refresh(*m);
+  }
   rollout::SpecConfig sc;
   sc.ladder = {o.gamma};
   sc.toggle = rollout::SpecToggle::always;
@@ -97,6 +115,7 @@ int bench_speculative(const BenchRolloutOptions& o) {
     struct Timed {
       double s;
       rollout::EngineStats st;
+      std::vector<rollout::Completion> out;
     };
     auto run = [&](bool spec, int64_t n) {
       rollout::EngineConfig ec(B);
@@ -107,13 +126,15 @@ int bench_speculative(const BenchRolloutOptions& o) {
       rollout::RolloutEngine eng(*m, pool, ec);
       for (auto& r : reqs) r.max_new = n;
       double a = now();
-      eng.run(reqs);
-      return Timed{now() - a, eng.stats()};
+      std::vector<rollout::Completion> out = eng.run(reqs);
+      return Timed{now() - a, eng.stats(), std::move(out)};
     };
     run(false, 2);  // warm-up
     Timed p1 = run(false, 1), pn = run(false, o.gen_len);
     run(true, 3);
     Timed sn = run(true, o.gen_len);
+    std::vector<int32_t> emitted;
+    for (const rollout::Completion& c : sn.out) emitted.insert(emitted.end(), c.tokens.begin(), c.tokens.end());
     // Decode time: the N-token run minus the 1-token run (prefill and the first token) for both.
     const double decode_tokens = static_cast<double>(B * (o.gen_len - 1));
     const double plain_tps = decode_tokens / (pn.s - p1.s), spec_tps = decode_tokens / (sn.s - p1.s);
@@ -130,6 +151,7 @@ int bench_speculative(const BenchRolloutOptions& o) {
                         {"accept_rate", r3(sn.st.drafted > 0 ? static_cast<double>(sn.st.accepted) / static_cast<double>(sn.st.drafted) : 0.0)},
                         {"mean_accepted_len", r3(L)},
                         {"predicted_speedup", r3(predicted)},
+                        {"drafter_vocab_coverage", r3(drafter.vocab_coverage(emitted))},
                         {"toggle_on", predicted >= 1.0 + sc.margin},
                         {"spec_draft_s", r3(sn.st.draft_s)},
                         {"spec_verify_s", r3(sn.st.verify_s)},
@@ -150,6 +172,7 @@ int bench_speculative(const BenchRolloutOptions& o) {
                             {"dtype", o.dtype},
                             {"drafter_group", drafter.layers().front().gu.group},
                             {"drafter_head", o.drafter_head},
+                            {"drafter_vocab", o.drafter_vocab},
                             {"drafter_mb", r3(static_cast<double>(drafter.bytes()) / (1 << 20))},
                             {"model_f32_mb", r3(weight_mb)},
                             {"drafter_build_s", r3(build_s)},

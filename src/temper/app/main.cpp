@@ -89,6 +89,9 @@ int main(int argc, char** argv) {
   roll->add_option("--gamma", br.gamma, "--speculative: draft tokens per cycle")->capture_default_str();
   roll->add_option("--drafter-group", br.drafter_group, "--speculative: inputs per int4 scale")->capture_default_str();
   roll->add_option("--drafter-head", br.drafter_head, "--speculative: the drafter's LM head: bf16, int4 or f32 (the policy's)")->capture_default_str();
+  roll->add_option("--drafter-vocab", br.drafter_vocab,
+                   "--speculative: the drafter head's tokens, the most frequent in a plain run of other seeds (0: all)")
+      ->capture_default_str();
   roll->add_option("--temperature", br.temperature, "--speculative: sampling temperature")->capture_default_str();
 
   temper::app::BenchCudaOptions bc;

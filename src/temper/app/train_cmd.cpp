@@ -237,8 +237,12 @@ RunConfig read_config(Recipe& r) {
     sp.group = r.get_int("rl.speculative.group", sp.group);
     sp.lag = r.get_int("rl.speculative.lag", sp.lag);
     sp.head = draft_head_named(r.get_choice("rl.speculative.head", "bf16", {"bf16", "int4", "f32"}), "rl.speculative.head");
+    sp.vocab = r.get_int("rl.speculative.vocab", sp.vocab);
     try {
       k.validate();
+      TEMPER_CHECK(sp.vocab >= 0) << "vocab must be >= 0 (0: every token), got " << sp.vocab;
+      TEMPER_CHECK(sp.vocab == 0 || sp.head != DraftHead::f32)
+          << "vocab = " << sp.vocab << " needs head = \"bf16\" or \"int4\" (the f32 head is the policy's own, every token)";
       TEMPER_CHECK(sp.group >= 32 && sp.group % 32 == 0) << "group must be a positive multiple of 32, got " << sp.group;
       TEMPER_CHECK(sp.lag >= 0 && sp.lag <= 16) << "lag must be in [0, 16], got " << sp.lag;
     } catch (const Error& e) {

@@ -617,6 +617,9 @@ void CudaTransformer::upload_drafter(const Int4Drafter& d) {
   TEMPER_CHECK(static_cast<int64_t>(layers.size()) == cfg_.num_layers)
       << "forward_paged: the drafter was built for another model (" << layers.size() << " layers, this one "
       << cfg_.num_layers << ")";
+  TEMPER_CHECK(d.vocab_ids().empty())
+      << "forward_paged: the drafter's vocabulary subset (rl.speculative.vocab, --drafter-vocab) runs on the CPU only "
+         "for now; on a CUDA device use the whole vocabulary (vocab = 0)";
   if (d.copy_id() == draft_id_) return;
   TEMPER_CUDA_CHECK(cudaSetDevice(device_));
   draft_.resize(layers.size());

@@ -1,6 +1,8 @@
 #include "temper/model/int4_drafter.h"
 
+#include <algorithm>
 #include <atomic>
+#include <numeric>
 
 #include "temper/core/error.h"
 #include "temper/kernels/matmul.h"
@@ -20,6 +22,36 @@ Int4Drafter::Int4Drafter(int64_t group, int64_t lag, DraftHead head, std::option
     : group_(group), lag_(lag), head_(head), layout_(layout) {
   TEMPER_CHECK(group >= 32 && group % 32 == 0) << "drafter: group must be a positive multiple of 32, got " << group;
   TEMPER_CHECK(lag >= 0) << "drafter: lag must be >= 0, got " << lag;
+}
+
+void Int4Drafter::set_vocab(int64_t k) {
+  TEMPER_CHECK(k >= 0) << "drafter: the vocabulary subset must be >= 0 tokens (0: all), got " << k;
+  TEMPER_CHECK(k == 0 || head_ != DraftHead::f32)
+      << "drafter: a vocabulary subset needs a bf16 or int4 head (the f32 head is the policy's own, all of it)";
+  vocab_ = k;
+}
+
+void Int4Drafter::observe(const std::vector<int32_t>& tokens) {
+  for (int32_t t : tokens) {
+    if (t < 0) continue;
+    if (static_cast<size_t>(t) >= counts_.size()) counts_.resize(static_cast<size_t>(t) + 1, 0);
+    ++counts_[static_cast<size_t>(t)];
+  }
+}
+
+std::vector<int32_t> draft_vocabulary(const std::vector<uint64_t>& counts, int64_t v, int64_t k) {
+  TEMPER_CHECK(v > 0 && k > 0) << "draft_vocabulary: empty vocabulary or subset";
+  k = std::min(k, v);
+  std::vector<int32_t> ids(static_cast<size_t>(v));
+  std::iota(ids.begin(), ids.end(), 0);
+  auto count = [&](int32_t t) { return static_cast<size_t>(t) < counts.size() ? counts[static_cast<size_t>(t)] : 0; };
+  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](int32_t a, int32_t b) {
+    const uint64_t ca = count(a), cb = count(b);
+    return ca != cb ? ca > cb : a < b;
+  });
+  ids.resize(static_cast<size_t>(k));
+  std::sort(ids.begin(), ids.end());
+  return ids;
 }
 
 void Int4Drafter::refresh(const Transformer& model) {
@@ -44,17 +76,34 @@ void Int4Drafter::refresh(const Transformer& model) {
     kernels::quantize_int4(P + o.w_gu, 2 * F, C, C, group_, &q.gu, layout);
     kernels::quantize_int4(P + o.w_down, C, F, F, group_, &q.down, layout);
   }
-  const int64_t head_n = c.vocab_size * C;
-  if (head_ == DraftHead::int4)
-    kernels::quantize_int4(P + model.layout().lm_head, c.vocab_size, C, C, kHeadGroup, &copy.head, layout);
+  // The head's rows: all, or the subset's gathered.
+  const float* head = P + model.layout().lm_head;
+  int64_t rows = c.vocab_size;
+  std::vector<float> gathered;
+  copy.ids.clear();
+  copy.in_ids.clear();
+  if (vocab_ > 0 && vocab_ < c.vocab_size) {
+    copy.ids = draft_vocabulary(counts_, c.vocab_size, vocab_);
+    copy.in_ids.assign(static_cast<size_t>(c.vocab_size), 0);
+    rows = static_cast<int64_t>(copy.ids.size());
+    gathered.resize(static_cast<size_t>(rows * C));
+    for (int64_t r = 0; r < rows; ++r) {
+      const int32_t t = copy.ids[static_cast<size_t>(r)];
+      copy.in_ids[static_cast<size_t>(t)] = 1;
+      std::copy_n(head + static_cast<int64_t>(t) * C, C, gathered.data() + r * C);
+    }
+    head = gathered.data();
+  }
+  const int64_t head_n = rows * C;
+  if (head_ == DraftHead::int4) kernels::quantize_int4(head, rows, C, C, kHeadGroup, &copy.head, layout);
   if (head_ == DraftHead::bf16) {  // packed for our bf16 kernel where the CPU runs it, else row-major
     copy.head16_packed = kernels::packed_supported();
     if (copy.head16_packed) {
-      copy.head16.resize(static_cast<size_t>(kernels::packed_size(c.vocab_size, C)));
-      kernels::bf16_pack_weight(P + model.layout().lm_head, c.vocab_size, C, copy.head16.data());
+      copy.head16.resize(static_cast<size_t>(kernels::packed_size(rows, C)));
+      kernels::bf16_pack_weight(head, rows, C, copy.head16.data());
     } else {
       copy.head16.resize(static_cast<size_t>(head_n));
-      kernels::convert_to_bf16(P + model.layout().lm_head, copy.head16.data(), head_n);
+      kernels::convert_to_bf16(head, copy.head16.data(), head_n);
     }
   }
   static std::atomic<uint64_t> quantizations{0};  // ids unique in the process: a device's upload cache key
@@ -85,6 +134,19 @@ const uint16_t* Int4Drafter::head_bf16() const {
 bool Int4Drafter::head_bf16_packed() const {
   TEMPER_CHECK(!copies_.empty()) << "drafter: used before the first refresh";
   return copies_.front().head16_packed;
+}
+
+const std::vector<int32_t>& Int4Drafter::vocab_ids() const {
+  TEMPER_CHECK(!copies_.empty()) << "drafter: used before the first refresh";
+  return copies_.front().ids;
+}
+
+double Int4Drafter::vocab_coverage(const std::vector<int32_t>& tokens) const {
+  if (copies_.empty() || copies_.front().in_ids.empty() || tokens.empty()) return 1.0;
+  const std::vector<uint8_t>& in = copies_.front().in_ids;
+  size_t hit = 0;
+  for (int32_t t : tokens) hit += t >= 0 && static_cast<size_t>(t) < in.size() && in[static_cast<size_t>(t)];
+  return static_cast<double>(hit) / static_cast<double>(tokens.size());
 }
 
 size_t Int4Drafter::bytes() const {

@@ -10,6 +10,13 @@
 // costs). On a device (Transformer::attach_device) the drafter's pass runs there too
 // (DeviceModel::forward_paged_draft): the weights are quantized here, in the layout the device reads, and uploaded when
 // the copy in use changes (copy_id()).
+//
+// Vocabulary subset (set_vocab(K), FR-Spec's frequency-ranked draft head, Zhao et al. 2025): the drafter's LM head
+// keeps only K rows, the K tokens seen most often in the completions observe() was given (ties and unseen tokens by
+// lower id, so before any observation the K lowest ids), chosen at each refresh. Its logits over the other tokens are
+// -inf: the drafter never proposes them, and the acceptance rule stays exact (the residual max(0, p - q) draws them
+// when the policy does). It cuts the head's bytes and products by V / K, the half of a small model's drafter that does
+// not shrink with 4 bits (SmolLM2-135M: 54 of 111 MB); docs/METHODS.md has what it costs in acceptance.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +47,13 @@ class Int4Drafter {
   // (DeviceModel::int4_layout: rows for CUDA), else the CPU's preferred one (cols16 with AVX-512 VNNI).
   explicit Int4Drafter(int64_t group = 128, int64_t lag = 0, DraftHead head = DraftHead::bf16,
                        std::optional<kernels::Int4Layout> layout = std::nullopt);
+  // The head's vocabulary: k rows from the next refresh on (0: every token). Needs a bf16 or int4 head.
+  void set_vocab(int64_t k);
+  int64_t vocab() const { return vocab_; }
+  // Counts the tokens (completions the policy sampled) that rank the subset at the next refresh.
+  void observe(const std::vector<int32_t>& tokens);
+  const std::vector<uint64_t>& counts() const { return counts_; }
+  void set_counts(std::vector<uint64_t> counts) { counts_ = std::move(counts); }
   // Quantizes the model's current weights (pushes a copy; the one in use is `lag` refreshes old,
   // or the oldest kept while fewer exist).
   void refresh(const Transformer& model);
@@ -51,6 +65,10 @@ class Int4Drafter {
   const kernels::Int4Weights* head_int4() const;  // its LM head, by kind (null when another kind)
   const uint16_t* head_bf16() const;
   bool head_bf16_packed() const;  // head_bf16() is kernels::bf16_pack_weight's layout (else row-major)
+  // The token of each head row of the copy in use, ascending (empty: the whole vocabulary, row = token).
+  const std::vector<int32_t>& vocab_ids() const;
+  // The share of `tokens` inside the copy in use's vocabulary (1 when it is the whole one).
+  double vocab_coverage(const std::vector<int32_t>& tokens) const;
   size_t bytes() const;  // of the copy in use
 
  private:
@@ -59,12 +77,19 @@ class Int4Drafter {
     kernels::Int4Weights head;
     std::vector<uint16_t> head16;
     bool head16_packed = false;
+    std::vector<int32_t> ids;    // the head's tokens (empty: all)
+    std::vector<uint8_t> in_ids;  // by token: 1 when in ids
     uint64_t id = 0;
   };
   int64_t group_, lag_;
   DraftHead head_;
   std::optional<kernels::Int4Layout> layout_;
   std::deque<Copy> copies_;  // newest at the back, at most lag + 1
+  int64_t vocab_ = 0;
+  std::vector<uint64_t> counts_;  // by token id (grown as tokens are observed)
 };
+
+// The k tokens of a vocabulary of v ranked first by count (descending), then by id (ascending), in ascending id order.
+std::vector<int32_t> draft_vocabulary(const std::vector<uint64_t>& counts, int64_t v, int64_t k);
 
 }  // namespace temper

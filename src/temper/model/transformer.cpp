@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "temper/core/dtype.h"
 #include "temper/core/error.h"
@@ -531,13 +532,8 @@ void Transformer::forward_paged(const PagedStep& st, KvPool& pool, const Int4Dra
   if (st.n_out == 0) return;
   kernels::rmsnorm_fwd(x_tmp_, params() + layout_.final_norm, xn_, rstd_f_, st.n_out, C,
                        static_cast<float>(cfg_.rms_norm_eps));
-  if (const kernels::Int4Weights* head = drafter ? drafter->head_int4() : nullptr) {
-    kernels::int4_gemm(st.n_out, xn_, C, *head, false, st.logits, V);
-    return;
-  }
-  if (const uint16_t* head = drafter ? drafter->head_bf16() : nullptr) {
-    if (drafter->head_bf16_packed()) kernels::gemm_bf16_packed(st.n_out, V, C, xn_, C, head, 0.f, st.logits, V);
-    else kernels::gemm_decode(st.n_out, V, C, xn_, C, params() + layout_.lm_head, C, 0.f, st.logits, V, kernels::Precision::bf16, head);
+  if (drafter && drafter->head() != DraftHead::f32) {
+    draft_head(st, *drafter);
     return;
   }
   TEMPER_PROFILE("lm_head");
@@ -551,6 +547,34 @@ void Transformer::forward_paged(const PagedStep& st, KvPool& pool, const Int4Dra
   }
   kernels::gemm_decode(st.n_out, V, C, xn_, C, params() + layout_.lm_head, C, 0.f, st.logits, V, precision_,
                        w16(layout_.lm_head));
+}
+
+// The drafter's LM head over the normalised output rows (xn_): int4 or bf16, over every token or over its
+// vocabulary subset (rows scattered into the full logits, -inf elsewhere: the drafter never proposes those).
+void Transformer::draft_head(const PagedStep& st, const Int4Drafter& drafter) {
+  const int64_t C = cfg_.hidden_size, V = cfg_.vocab_size;
+  const std::vector<int32_t>& ids = drafter.vocab_ids();
+  const int64_t N = ids.empty() ? V : static_cast<int64_t>(ids.size());
+  float* out = st.logits;
+  if (!ids.empty()) {
+    draft_logits_.resize(static_cast<size_t>(st.n_out * N));
+    out = draft_logits_.data();
+  }
+  if (const kernels::Int4Weights* head = drafter.head_int4()) {
+    kernels::int4_gemm(st.n_out, xn_, C, *head, false, out, N);
+  } else if (drafter.head_bf16_packed()) {
+    kernels::gemm_bf16_packed(st.n_out, N, C, xn_, C, drafter.head_bf16(), 0.f, out, N);
+  } else {  // the bf16 weights are read (the f32 pointer is not, with bf16 precision and a bf16 copy)
+    kernels::gemm_decode(st.n_out, N, C, xn_, C, params() + layout_.lm_head, C, 0.f, out, N, kernels::Precision::bf16,
+                         drafter.head_bf16());
+  }
+  if (ids.empty()) return;
+  for (int64_t r = 0; r < st.n_out; ++r) {
+    float* row = st.logits + r * V;
+    std::fill(row, row + V, -std::numeric_limits<float>::infinity());
+    const float* z = out + r * N;
+    for (int64_t k = 0; k < N; ++k) row[ids[static_cast<size_t>(k)]] = z[k];
+  }
 }
 
 // One layer's fields in an ActivationStore, in this order (lse last: [rows, H] in the paged pass).

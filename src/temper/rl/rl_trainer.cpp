@@ -112,6 +112,7 @@ RlTrainer::RlTrainer(Transformer& policy, std::shared_ptr<const tasks::Task> tas
   if (cfg_.speculative) {
     cfg_.speculative->control.validate();
     drafter_ = std::make_unique<Int4Drafter>(cfg_.speculative->group, cfg_.speculative->lag, cfg_.speculative->head);
+    drafter_->set_vocab(cfg_.speculative->vocab);
     spec_ = std::make_unique<rollout::SpecController>(cfg_.speculative->control);
     engine_->set_speculative(drafter_.get(), spec_.get(), [this] { refresh_drafter(); });
   }
@@ -309,6 +310,13 @@ void RlTrainer::rollout(int64_t n, int64_t round, std::vector<Trajectory>& out, 
     spec_sum_.drafted += es.drafted;
     spec_sum_.accepted += es.accepted;
     spec_sum_.decode_tokens += es.decode_tokens;
+    if (cfg_.speculative->vocab > 0) {  // every rank sees every completion: the same counts everywhere
+      std::vector<int32_t> all;
+      for (const rollout::Completion& c : done) all.insert(all.end(), c.tokens.begin(), c.tokens.end());
+      vocab_tokens_ += static_cast<double>(all.size());
+      vocab_hits_ += drafter_->vocab_coverage(all) * static_cast<double>(all.size());
+      drafter_->observe(all);
+    }
   }
   for (rollout::Completion& c : done) {
     Trajectory t;
@@ -380,6 +388,7 @@ void RlTrainer::score(Batch& b, size_t from) {
 void RlTrainer::speculative_begin_step() {
   if (!spec_) return;
   spec_sum_ = {};
+  vocab_tokens_ = vocab_hits_ = 0;
   requant_s_ = 0;
   drafter_fresh_ = false;
   const bool calibrate =
@@ -435,6 +444,8 @@ void RlTrainer::speculative_metrics(Metrics& out) {
   out.emplace_back("spec_steps_frac", v[4] > 0 ? v[3] / v[4] : 0.0);  // engine steps that were speculative cycles
   out.emplace_back("spec_requant_s", requant_s_);
   out.emplace_back("spec_drafter_mb", drafter_->ready() ? static_cast<double>(drafter_->bytes()) / (1 << 20) : 0.0);
+  if (cfg_.speculative->vocab > 0)  // this step's sampled tokens inside the drafter's head (the copy built last)
+    out.emplace_back("spec_vocab_coverage", vocab_tokens_ > 0 ? vocab_hits_ / vocab_tokens_ : 1.0);
 }
 
 std::string RlTrainer::speculative_state() const {
@@ -443,6 +454,13 @@ std::string RlTrainer::speculative_state() const {
   const rollout::SpecCostModel& m = spec_->cost_model();
   nlohmann::json j = {{"rung", s.rung}, {"up", s.up}, {"down", s.down}, {"accepted_len", s.accepted_len},
                       {"cost", {{"rows", m.rows}, {"policy_s", m.policy_s}, {"draft_s", m.draft_s}}}};
+  if (cfg_.speculative->vocab > 0) {  // the token counts that rank the drafter's head: [[id, count], ...]
+    nlohmann::json counts = nlohmann::json::array();
+    const std::vector<uint64_t>& c = drafter_->counts();
+    for (size_t t = 0; t < c.size(); ++t)
+      if (c[t] > 0) counts.push_back({t, c[t]});
+    j["vocab_counts"] = std::move(counts);
+  }
   return j.dump();
 }
 
@@ -458,6 +476,18 @@ void RlTrainer::load_speculative_state(const std::string& text) {
   const nlohmann::json& c = j.at("cost");
   spec_->set_cost_model({c.at("rows").get<std::vector<double>>(), c.at("policy_s").get<std::vector<double>>(),
                          c.at("draft_s").get<std::vector<double>>()});
+  if (auto it = j.find("vocab_counts"); it != j.end()) {
+    std::vector<uint64_t> counts;
+    for (const nlohmann::json& e : *it) {
+      const size_t t = e.at(0).get<size_t>();
+      TEMPER_CHECK(t < static_cast<size_t>(policy_.config().vocab_size))
+          << "rl: the checkpoint's drafter token counts name token " << t << ", past this model's vocabulary of "
+          << policy_.config().vocab_size;
+      if (t >= counts.size()) counts.resize(t + 1, 0);
+      counts[t] = e.at(1).get<uint64_t>();
+    }
+    drafter_->set_counts(std::move(counts));
+  }
 }
 
 Metrics RlTrainer::step() {

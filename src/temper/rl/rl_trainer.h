@@ -47,6 +47,7 @@ struct SpeculativeConfig {
   int64_t group = 128;  // inputs per int4 scale
   int64_t lag = 0;      // drafter from `lag` updates earlier
   DraftHead head = DraftHead::bf16;
+  int64_t vocab = 0;    // the head's tokens: the most frequent in earlier rollouts (0: all; Int4Drafter::set_vocab)
 };
 
 struct RlConfig {
@@ -121,6 +122,7 @@ class RlTrainer {
   int64_t store_slots_ = -1;                // its capacity (-1: not sized yet)
   std::unique_ptr<rollout::SpecController> spec_;
   rollout::EngineStats spec_sum_;  // this step's rollouts on this rank
+  double vocab_tokens_ = 0, vocab_hits_ = 0;  // this step's sampled tokens, and those inside the drafter's head
   double requant_s_ = 0;
   bool drafter_fresh_ = false;  // re-quantized from this step's weights
   void speculative_begin_step();
