@@ -311,11 +311,16 @@ void RlTrainer::rollout(int64_t n, int64_t round, std::vector<Trajectory>& out, 
     spec_sum_.accepted += es.accepted;
     spec_sum_.decode_tokens += es.decode_tokens;
     if (cfg_.speculative->vocab > 0) {  // every rank sees every completion: the same counts everywhere
-      std::vector<int32_t> all;
-      for (const rollout::Completion& c : done) all.insert(all.end(), c.tokens.begin(), c.tokens.end());
-      vocab_tokens_ += static_cast<double>(all.size());
-      vocab_hits_ += drafter_->vocab_coverage(all) * static_cast<double>(all.size());
-      drafter_->observe(all);
+      // The share of these tokens inside the head the counts so far rank (the one this rollout drafted from, or
+      // would have, had speculation turned on), then the counts.
+      std::vector<uint8_t> in(static_cast<size_t>(policy_.config().vocab_size), 0);
+      for (int32_t t : draft_vocabulary(drafter_->counts(), policy_.config().vocab_size, cfg_.speculative->vocab))
+        in[static_cast<size_t>(t)] = 1;
+      for (const rollout::Completion& c : done) {
+        for (int32_t t : c.tokens) vocab_hits_ += t >= 0 && t < static_cast<int32_t>(in.size()) && in[static_cast<size_t>(t)];
+        vocab_tokens_ += static_cast<double>(c.tokens.size());
+        drafter_->observe(c.tokens);
+      }
     }
   }
   for (rollout::Completion& c : done) {
@@ -444,7 +449,7 @@ void RlTrainer::speculative_metrics(Metrics& out) {
   out.emplace_back("spec_steps_frac", v[4] > 0 ? v[3] / v[4] : 0.0);  // engine steps that were speculative cycles
   out.emplace_back("spec_requant_s", requant_s_);
   out.emplace_back("spec_drafter_mb", drafter_->ready() ? static_cast<double>(drafter_->bytes()) / (1 << 20) : 0.0);
-  if (cfg_.speculative->vocab > 0)  // this step's sampled tokens inside the drafter's head (the copy built last)
+  if (cfg_.speculative->vocab > 0)  // this step's sampled tokens inside the drafter's head (as ranked before the step)
     out.emplace_back("spec_vocab_coverage", vocab_tokens_ > 0 ? vocab_hits_ / vocab_tokens_ : 1.0);
 }
 
