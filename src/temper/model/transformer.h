@@ -200,8 +200,8 @@ class Transformer {
   int32_t* pos_ = nullptr;
   const std::vector<kernels::AttnSegment>* segs_ = nullptr;  // during a packed pass: its segments
   std::vector<int64_t> kv_len_;  // paged steps: keys each row sees (grows once, then reused)
-  std::vector<float> draft_logits_;
-  void draft_head(const PagedStep& st, const Int4Drafter& drafter);  // forward_paged's LM head for a drafter  // a drafter head over a vocabulary subset: its rows before the scatter
+  std::vector<float> draft_logits_;  // a drafter head over a vocabulary subset: its rows before the scatter
+  void draft_head(const PagedStep& st, const Int4Drafter& drafter);  // forward_paged's LM head for a drafter
   float* classifier_ws_ = nullptr;  // one chunk of logits for the fused classifier
   int64_t classifier_ws_floats_ = 0;
 };

@@ -311,11 +311,9 @@ void RlTrainer::rollout(int64_t n, int64_t round, std::vector<Trajectory>& out, 
     spec_sum_.accepted += es.accepted;
     spec_sum_.decode_tokens += es.decode_tokens;
     if (cfg_.speculative->vocab > 0) {  // every rank sees every completion: the same counts everywhere
-      // The share of these tokens inside the head the counts so far rank (the one this rollout drafted from, or
-      // would have, had speculation turned on), then the counts.
-      std::vector<uint8_t> in(static_cast<size_t>(policy_.config().vocab_size), 0);
-      for (int32_t t : draft_vocabulary(drafter_->counts(), policy_.config().vocab_size, cfg_.speculative->vocab))
-        in[static_cast<size_t>(t)] = 1;
+      // The share of these tokens inside the head ranked at the step's start (the one the step's first round drafts
+      // from, or would have, had speculation turned on), then the counts (a later round's head ranks them too).
+      const std::vector<uint8_t>& in = vocab_in_;
       for (const rollout::Completion& c : done) {
         for (int32_t t : c.tokens) vocab_hits_ += t >= 0 && t < static_cast<int32_t>(in.size()) && in[static_cast<size_t>(t)];
         vocab_tokens_ += static_cast<double>(c.tokens.size());
@@ -394,6 +392,11 @@ void RlTrainer::speculative_begin_step() {
   if (!spec_) return;
   spec_sum_ = {};
   vocab_tokens_ = vocab_hits_ = 0;
+  if (cfg_.speculative->vocab > 0) {
+    vocab_in_.assign(static_cast<size_t>(policy_.config().vocab_size), 0);
+    for (int32_t t : draft_vocabulary(drafter_->counts(), policy_.config().vocab_size, cfg_.speculative->vocab))
+      vocab_in_[static_cast<size_t>(t)] = 1;
+  }
   requant_s_ = 0;
   drafter_fresh_ = false;
   const bool calibrate =
@@ -449,7 +452,7 @@ void RlTrainer::speculative_metrics(Metrics& out) {
   out.emplace_back("spec_steps_frac", v[4] > 0 ? v[3] / v[4] : 0.0);  // engine steps that were speculative cycles
   out.emplace_back("spec_requant_s", requant_s_);
   out.emplace_back("spec_drafter_mb", drafter_->ready() ? static_cast<double>(drafter_->bytes()) / (1 << 20) : 0.0);
-  if (cfg_.speculative->vocab > 0)  // this step's sampled tokens inside the drafter's head (as ranked before the step)
+  if (cfg_.speculative->vocab > 0)  // this step's sampled tokens inside the drafter's head (as ranked at its start)
     out.emplace_back("spec_vocab_coverage", vocab_tokens_ > 0 ? vocab_hits_ / vocab_tokens_ : 1.0);
 }
 
