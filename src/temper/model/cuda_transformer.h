@@ -102,6 +102,7 @@ class CudaTransformer final : public DeviceModel {
   // The drafter's step: its 4-bit weights uploaded when its copy in use changed (Int4Drafter::copy_id), then the
   // paged forward with them; logits to step.logits.
   void forward_paged_draft(const PagedStep& step, KvPool& pool, const Int4Drafter& drafter) override;
+  bool reads_draft_head_bf16() const override { return false; }  // the bf16 head is this model's compute copy
 
   // Rollouts: a KV pool of num_blocks blocks of block_size positions per layer, and buffers for up
   // to max_rows decode rows with block tables of table_stride entries.

@@ -68,6 +68,9 @@ class DeviceModel {
   virtual void forward_paged_draft(const PagedStep& step, KvPool& pool, const Int4Drafter& drafter);
   // The int4 layout the device's drafter kernels read (the drafter quantizes a device-attached model in it).
   virtual kernels::Int4Layout int4_layout() const { return kernels::Int4Layout::rows; }
+  // Whether the device's drafter pass reads the drafter's host bf16 LM head (else the drafter skips making it: a
+  // device with its own bf16 copy of the policy's head reads that).
+  virtual bool reads_draft_head_bf16() const { return true; }
   // Sums the gradients over `comm` (when it has several ranks), clips to max_grad_norm (<= 0: no
   // clipping), applies AdamW; returns the norm before clipping (non-finite: nothing applied).
   virtual double optimizer_step(dist::Communicator* comm, const kernels::AdamWConfig& c, float lr, int64_t step,
