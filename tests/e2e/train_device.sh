@@ -26,10 +26,12 @@ extra=(--set model.precision='"bf16"' --set rl.kl_coef=0.05)
 "$temper" train --out "$work/cpu16" "${common[@]}" "${extra[@]}" 2> "$work/cpu16.log"
 "$temper" train --out "$work/mirror16" --device mirror "${common[@]}" "${extra[@]}" 2> "$work/mirror16.log"
 same "$work/cpu16" "$work/mirror16"
-# Speculative rollouts (EfficientRollout): the 4-bit drafter's passes go to the device too, over its KV blocks.
-spec=(--set rl.speculative.toggle='"always"' --set rl.speculative.ladder='[2, 3]')
+# Speculative rollouts (EfficientRollout): the 4-bit drafter's passes go to the device too, over its KV blocks; its
+# head over the 64 tokens sampled most often so far.
+spec=(--set rl.speculative.toggle='"always"' --set rl.speculative.ladder='[2, 3]' --set rl.speculative.vocab=64)
 "$temper" train --out "$work/cpuspec" "${common[@]}" "${spec[@]}" 2> "$work/cpuspec.log"
 "$temper" train --out "$work/mirrorspec" --device mirror "${common[@]}" "${spec[@]}" 2> "$work/mirrorspec.log"
 grep -q '"spec_accept_rate"' "$work/mirrorspec/metrics.jsonl" || { echo "no speculative rollouts on the device"; exit 1; }
+grep -q '"spec_vocab_coverage"' "$work/mirrorspec/metrics.jsonl" || { echo "no vocabulary subset on the device"; exit 1; }
 same "$work/cpuspec" "$work/mirrorspec"
 echo DEVICE_OK
