@@ -430,7 +430,6 @@ TEST(Speculative, RejectionPrimitives) {
   EXPECT_NEAR(counts[2] / 20000.0, 0.2, 0.015);
 }
 
-
 // The drafter head over a vocabulary subset (FR-Spec): the tokens counted most often, ties and
 // unseen tokens by lower id; the subset's logits are the whole head's, the others -inf; samples
 // stay distributed as the policy's (the residual draws the tokens the drafter cannot propose).
@@ -443,7 +442,7 @@ TEST(Speculative, DraftVocabularyRanksByCountThenById) {
   EXPECT_EQ(draft_vocabulary(counts, 12, 4), (std::vector<int32_t>{0, 2, 5, 9}));
   EXPECT_EQ(draft_vocabulary(counts, 12, 2), (std::vector<int32_t>{2, 5}));
   EXPECT_EQ(draft_vocabulary({}, 12, 3), (std::vector<int32_t>{0, 1, 2}));  // nothing seen: the lowest ids
-  EXPECT_EQ(draft_vocabulary({0, 0, 7}, 4, 9).size(), 4u);                 // k past the vocabulary: all of it
+  EXPECT_EQ(draft_vocabulary({0, 0, 7}, 4, 9).size(), 4u);                  // k past the vocabulary: all of it
   EXPECT_THROW(draft_vocabulary(counts, 12, 0), Error);
 }
 
@@ -487,8 +486,10 @@ TEST(Speculative, ASubsetHeadKeepsTheWholeHeadsLogitsOfItsTokensAndNoOthers) {
     std::vector<uint8_t> in(static_cast<size_t>(V), 0);
     for (int32_t t : ids) in[static_cast<size_t>(t)] = 1;
     for (int64_t i = 0; i < n * V; ++i) {
-      if (in[static_cast<size_t>(i % V)]) ASSERT_NEAR(zp[i], zw[i], 1e-5f * (1 + std::fabs(zw[i]))) << i;
-      else ASSERT_TRUE(std::isinf(zp[i]) && zp[i] < 0) << i;
+      if (in[static_cast<size_t>(i % V)])
+        ASSERT_NEAR(zp[i], zw[i], 1e-5f * (1 + std::fabs(zw[i]))) << i;
+      else
+        ASSERT_TRUE(std::isinf(zp[i]) && zp[i] < 0) << i;
     }
   }
   Int4Drafter f32_head(128, 0, DraftHead::f32);

@@ -143,23 +143,25 @@ int bench_speculative(const BenchRolloutOptions& o) {
     const double L = sn.st.spec_cycles > 0 ? 1.0 + static_cast<double>(sn.st.accepted) / static_cast<double>(sn.st.spec_cycles) : 1.0;
     model_view.end_rollout(sn.st.spec_cycles, sn.st.drafted, sn.st.accepted, false);  // predict with the measured L
     const double predicted = model_view.predicted_speedup(B);
-    nlohmann::json j = {{"batch", B},
-                        {"gamma", o.gamma},
-                        {"plain_decode_tokens_per_s", std::round(plain_tps * 10) / 10},
-                        {"spec_decode_tokens_per_s", std::round(spec_tps * 10) / 10},
-                        {"speedup", r3(spec_tps / plain_tps)},
-                        {"accept_rate", r3(sn.st.drafted > 0 ? static_cast<double>(sn.st.accepted) / static_cast<double>(sn.st.drafted) : 0.0)},
-                        {"mean_accepted_len", r3(L)},
-                        {"predicted_speedup", r3(predicted)},
-                        {"drafter_vocab_coverage", r3(drafter.vocab_coverage(emitted))},
-                        {"toggle_on", predicted >= 1.0 + sc.margin},
-                        {"spec_draft_s", r3(sn.st.draft_s)},
-                        {"spec_verify_s", r3(sn.st.verify_s)},
-                        {"spec_accept_s", r3(sn.st.accept_s)},
-                        {"spec_total_s", r3(sn.s)},
-                        {"plain_total_s", r3(pn.s)},
-                        {"plain_steps", pn.st.steps},
-                        {"spec_steps", sn.st.steps}};
+    nlohmann::json j = {
+        {"batch", B},
+        {"gamma", o.gamma},
+        {"plain_decode_tokens_per_s", std::round(plain_tps * 10) / 10},
+        {"spec_decode_tokens_per_s", std::round(spec_tps * 10) / 10},
+        {"speedup", r3(spec_tps / plain_tps)},
+        {"accept_rate",
+         r3(sn.st.drafted > 0 ? static_cast<double>(sn.st.accepted) / static_cast<double>(sn.st.drafted) : 0.0)},
+        {"mean_accepted_len", r3(L)},
+        {"predicted_speedup", r3(predicted)},
+        {"drafter_vocab_coverage", r3(drafter.vocab_coverage(emitted))},
+        {"toggle_on", predicted >= 1.0 + sc.margin},
+        {"spec_draft_s", r3(sn.st.draft_s)},
+        {"spec_verify_s", r3(sn.st.verify_s)},
+        {"spec_accept_s", r3(sn.st.accept_s)},
+        {"spec_total_s", r3(sn.s)},
+        {"plain_total_s", r3(pn.s)},
+        {"plain_steps", pn.st.steps},
+        {"spec_steps", sn.st.steps}};
     std::printf("%s\n", j.dump().c_str());
     std::fflush(stdout);
     rows.push_back(j);

@@ -242,7 +242,8 @@ RunConfig read_config(Recipe& r) {
       k.validate();
       TEMPER_CHECK(sp.vocab >= 0) << "vocab must be >= 0 (0: every token), got " << sp.vocab;
       TEMPER_CHECK(sp.vocab == 0 || sp.head != DraftHead::f32)
-          << "vocab = " << sp.vocab << " needs head = \"bf16\" or \"int4\" (the f32 head is the policy's own, every token)";
+          << "vocab = " << sp.vocab
+          << " needs head = \"bf16\" or \"int4\" (the f32 head is the policy's own, every token)";
       TEMPER_CHECK(sp.group >= 32 && sp.group % 32 == 0) << "group must be a positive multiple of 32, got " << sp.group;
       TEMPER_CHECK(sp.lag >= 0 && sp.lag <= 16) << "lag must be in [0, 16], got " << sp.lag;
     } catch (const Error& e) {

@@ -315,7 +315,8 @@ void RlTrainer::rollout(int64_t n, int64_t round, std::vector<Trajectory>& out, 
       // from, or would have, had speculation turned on), then the counts (a later round's head ranks them too).
       const std::vector<uint8_t>& in = vocab_in_;
       for (const rollout::Completion& c : done) {
-        for (int32_t t : c.tokens) vocab_hits_ += t >= 0 && t < static_cast<int32_t>(in.size()) && in[static_cast<size_t>(t)];
+        for (int32_t t : c.tokens)
+          vocab_hits_ += t >= 0 && t < static_cast<int32_t>(in.size()) && in[static_cast<size_t>(t)];
         vocab_tokens_ += static_cast<double>(c.tokens.size());
         drafter_->observe(c.tokens);
       }

@@ -47,7 +47,7 @@ struct SpeculativeConfig {
   int64_t group = 128;  // inputs per int4 scale
   int64_t lag = 0;      // drafter from `lag` updates earlier
   DraftHead head = DraftHead::bf16;
-  int64_t vocab = 0;    // the head's tokens: the most frequent in earlier rollouts (0: all; Int4Drafter::set_vocab)
+  int64_t vocab = 0;  // the head's tokens: the most frequent in earlier rollouts (0: all; Int4Drafter::set_vocab)
 };
 
 struct RlConfig {
