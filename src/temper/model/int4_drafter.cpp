@@ -81,17 +81,12 @@ void Int4Drafter::refresh(const Transformer& model) {
   int64_t rows = c.vocab_size;
   std::vector<float> gathered;
   copy.ids.clear();
-  copy.in_ids.clear();
   if (vocab_ > 0 && vocab_ < c.vocab_size) {
     copy.ids = draft_vocabulary(counts_, c.vocab_size, vocab_);
-    copy.in_ids.assign(static_cast<size_t>(c.vocab_size), 0);
     rows = static_cast<int64_t>(copy.ids.size());
     gathered.resize(static_cast<size_t>(rows * C));
-    for (int64_t r = 0; r < rows; ++r) {
-      const int32_t t = copy.ids[static_cast<size_t>(r)];
-      copy.in_ids[static_cast<size_t>(t)] = 1;
-      std::copy_n(head + static_cast<int64_t>(t) * C, C, gathered.data() + r * C);
-    }
+    for (int64_t r = 0; r < rows; ++r)
+      std::copy_n(head + static_cast<int64_t>(copy.ids[static_cast<size_t>(r)]) * C, C, gathered.data() + r * C);
     head = gathered.data();
   }
   const int64_t head_n = rows * C;
@@ -146,10 +141,10 @@ const std::vector<int32_t>& Int4Drafter::vocab_ids() const {
 }
 
 double Int4Drafter::vocab_coverage(const std::vector<int32_t>& tokens) const {
-  if (copies_.empty() || copies_.front().in_ids.empty() || tokens.empty()) return 1.0;
-  const std::vector<uint8_t>& in = copies_.front().in_ids;
+  if (copies_.empty() || copies_.front().ids.empty() || tokens.empty()) return 1.0;
+  const std::vector<int32_t>& ids = copies_.front().ids;  // ascending
   size_t hit = 0;
-  for (int32_t t : tokens) hit += t >= 0 && static_cast<size_t>(t) < in.size() && in[static_cast<size_t>(t)];
+  for (int32_t t : tokens) hit += std::binary_search(ids.begin(), ids.end(), t);
   return static_cast<double>(hit) / static_cast<double>(tokens.size());
 }
 

@@ -77,8 +77,7 @@ class Int4Drafter {
     kernels::Int4Weights head;
     std::vector<uint16_t> head16;
     bool head16_packed = false;
-    std::vector<int32_t> ids;     // the head's tokens (empty: all)
-    std::vector<uint8_t> in_ids;  // by token: 1 when in ids
+    std::vector<int32_t> ids;  // the head's tokens, ascending (empty: all)
     uint64_t id = 0;
   };
   int64_t group_, lag_;
