@@ -140,12 +140,15 @@ const std::vector<int32_t>& Int4Drafter::vocab_ids() const {
   return copies_.front().ids;
 }
 
-double Int4Drafter::vocab_coverage(const std::vector<int32_t>& tokens) const {
-  if (copies_.empty() || copies_.front().ids.empty() || tokens.empty()) return 1.0;
-  const std::vector<int32_t>& ids = copies_.front().ids;  // ascending
+double vocabulary_coverage(const std::vector<int32_t>& ids, const std::vector<int32_t>& tokens) {
+  if (ids.empty() || tokens.empty()) return 1.0;
   size_t hit = 0;
   for (int32_t t : tokens) hit += std::binary_search(ids.begin(), ids.end(), t);
   return static_cast<double>(hit) / static_cast<double>(tokens.size());
+}
+
+double Int4Drafter::vocab_coverage(const std::vector<int32_t>& tokens) const {
+  return copies_.empty() ? 1.0 : vocabulary_coverage(copies_.front().ids, tokens);
 }
 
 size_t Int4Drafter::bytes() const {

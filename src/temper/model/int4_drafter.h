@@ -90,5 +90,7 @@ class Int4Drafter {
 
 // The k tokens of a vocabulary of v ranked first by count (descending), then by id (ascending), in ascending id order.
 std::vector<int32_t> draft_vocabulary(const std::vector<uint64_t>& counts, int64_t v, int64_t k);
+// The share of `tokens` in `ids` (ascending; empty: every token, 1).
+double vocabulary_coverage(const std::vector<int32_t>& ids, const std::vector<int32_t>& tokens);
 
 }  // namespace temper

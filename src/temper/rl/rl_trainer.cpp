@@ -313,10 +313,8 @@ void RlTrainer::rollout(int64_t n, int64_t round, std::vector<Trajectory>& out, 
     if (cfg_.speculative->vocab > 0) {  // every rank sees every completion: the same counts everywhere
       // The share of these tokens inside the head ranked at the step's start (the one the step's first round drafts
       // from, or would have, had speculation turned on), then the counts (a later round's head ranks them too).
-      const std::vector<uint8_t>& in = vocab_in_;
       for (const rollout::Completion& c : done) {
-        for (int32_t t : c.tokens)
-          vocab_hits_ += t >= 0 && t < static_cast<int32_t>(in.size()) && in[static_cast<size_t>(t)];
+        vocab_hits_ += vocabulary_coverage(vocab_ids_, c.tokens) * static_cast<double>(c.tokens.size());
         vocab_tokens_ += static_cast<double>(c.tokens.size());
         drafter_->observe(c.tokens);
       }
@@ -393,11 +391,8 @@ void RlTrainer::speculative_begin_step() {
   if (!spec_) return;
   spec_sum_ = {};
   vocab_tokens_ = vocab_hits_ = 0;
-  if (cfg_.speculative->vocab > 0) {
-    vocab_in_.assign(static_cast<size_t>(policy_.config().vocab_size), 0);
-    for (int32_t t : draft_vocabulary(drafter_->counts(), policy_.config().vocab_size, cfg_.speculative->vocab))
-      vocab_in_[static_cast<size_t>(t)] = 1;
-  }
+  if (cfg_.speculative->vocab > 0)
+    vocab_ids_ = draft_vocabulary(drafter_->counts(), policy_.config().vocab_size, cfg_.speculative->vocab);
   requant_s_ = 0;
   drafter_fresh_ = false;
   const bool calibrate =

@@ -123,7 +123,7 @@ class RlTrainer {
   std::unique_ptr<rollout::SpecController> spec_;
   rollout::EngineStats spec_sum_;  // this step's rollouts on this rank
   double vocab_tokens_ = 0, vocab_hits_ = 0;  // this step's sampled tokens, and those inside the drafter's head
-  std::vector<uint8_t> vocab_in_;             // by token: in the drafter's head as ranked at the step's start
+  std::vector<int32_t> vocab_ids_;            // the drafter's head as ranked at the step's start (ascending)
   double requant_s_ = 0;
   bool drafter_fresh_ = false;  // re-quantized from this step's weights
   void speculative_begin_step();
