@@ -2,13 +2,15 @@
 // random weights give the same log-probs, entropies and gradients within bf16 tolerance (the device
 // runs bf16 GEMMs), an AdamW step moves the weights as the CPU optimizer does, and decode steps on
 // the paged device KV cache (eager and CUDA-graph replay) reproduce the CPU's full-sequence
-// log-probs; the speculative drafter's steps on the device (its int4 block linears) give the CPU drafter's logits.
+// log-probs; the speculative drafter's steps on the device (its int4 block linears) give the CPU drafter's logits,
+// over the whole vocabulary and over a subset.
 // Skips where no GPU is present.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "common/tolerance.h"
@@ -181,7 +183,8 @@ TEST_P(CudaModel, DecodeStepsOnThePagedCacheReproduceTheFullSequenceLogprobs) {
 // CudaTransformer::forward_paged_draft): after the policy has written a prompt's K/V, a drafter step over two rows
 // gives the CPU drafter's logits within bf16 tolerance (the device's activations are bf16), with the bf16 head and
 // the int4 one, and after a refresh (new weights uploaded); they differ from the policy's own logits (the 4-bit
-// weights were used).
+// weights were used). With a vocabulary subset (the drafter's own head rows uploaded, the logits scattered on the
+// device) the same tokens are -inf on both and the rest agree as before.
 TEST_P(CudaModel, DrafterStepsOnTheDeviceMatchTheCpuDrafter) {
   const ModelConfig cfg = small(GetParam());
   const int64_t V = cfg.vocab_size, P = 6;
@@ -221,22 +224,46 @@ TEST_P(CudaModel, DrafterStepsOnTheDeviceMatchTheCpuDrafter) {
     m.forward_paged(st, pool, drafter);
     return logits;
   };
-  for (DraftHead head : {DraftHead::bf16, DraftHead::int4}) {
-    SCOPED_TRACE(head == DraftHead::bf16 ? "bf16 head" : "int4 head");
-    for (int refresh = 0; refresh < 2; ++refresh) {
-      if (refresh) {  // new weights: the drafter's copy changes, the device uploads it again
-        for (int64_t i = 0; i < cpu.flat_size(); ++i) cpu.params()[i] *= 1.1f;
-        cpu.params_updated();
-        same_weights();
+  // A vocabulary subset: 120 of the 300 tokens, ranked from counts that favour every third token (then the lowest
+  // ids); the subset's logits equal the whole head's on the CPU and are -inf elsewhere.
+  std::vector<int32_t> seen;
+  for (int32_t t = 0; t < V; t += 3) seen.insert(seen.end(), 1 + t % 4, t);
+  for (int64_t vocab : {int64_t{0}, int64_t{120}}) {
+    for (DraftHead head : {DraftHead::bf16, DraftHead::int4}) {
+      SCOPED_TRACE(std::string(head == DraftHead::bf16 ? "bf16 head" : "int4 head") + ", vocabulary " +
+                   std::to_string(vocab));
+      for (int refresh = 0; refresh < 2; ++refresh) {
+        if (refresh) {  // new weights: the drafter's copy changes, the device uploads it again
+          for (int64_t i = 0; i < cpu.flat_size(); ++i) cpu.params()[i] *= 1.1f;
+          cpu.params_updated();
+          same_weights();
+        }
+        Int4Drafter drafter(128, 0, head);
+        drafter.set_vocab(vocab);
+        drafter.observe(seen);
+        drafter.refresh(dev);  // quantized in the device's layout (rows); the CPU reads it too
+        ASSERT_EQ(drafter.layers()[0].qkv.layout, kernels::Int4Layout::rows);
+        ASSERT_EQ(static_cast<int64_t>(drafter.vocab_ids().size()), vocab);
+        const auto want = run(cpu, &drafter), got = run(dev, &drafter), policy = run(dev, nullptr);
+        std::vector<float> got_in, want_in;  // the logits inside the subset (all of them without one)
+        int64_t outside = 0;
+        for (int64_t i = 0; i < 2 * V; ++i) {
+          ASSERT_EQ(std::isinf(got[i]), std::isinf(want[i])) << "logit " << i << ": device " << got[i] << ", CPU " << want[i];
+          if (std::isinf(want[i])) {
+            EXPECT_LT(want[i], 0.f);
+            ++outside;
+            continue;
+          }
+          got_in.push_back(got[i]);
+          want_in.push_back(want[i]);
+        }
+        EXPECT_EQ(outside, vocab ? 2 * (V - vocab) : 0);
+        EXPECT_TRUE(all_close(got_in, want_in, tolerance(Kind::bf16, cfg.hidden_size), 2e-2)) << "refresh " << refresh;
+        double apart = 0;
+        for (int64_t i = 0; i < 2 * V; ++i)
+          if (!std::isinf(got[i])) apart = std::max(apart, double(std::fabs(got[i] - policy[i])));
+        EXPECT_GT(apart, 1e-3) << "the drafter's logits equal the policy's: its 4-bit weights were not used";
       }
-      Int4Drafter drafter(128, 0, head);
-      drafter.refresh(dev);  // quantized in the device's layout (rows); the CPU reads it too
-      ASSERT_EQ(drafter.layers()[0].qkv.layout, kernels::Int4Layout::rows);
-      const auto want = run(cpu, &drafter), got = run(dev, &drafter), policy = run(dev, nullptr);
-      EXPECT_TRUE(all_close(got, want, tolerance(Kind::bf16, cfg.hidden_size), 2e-2)) << "refresh " << refresh;
-      double apart = 0;
-      for (int64_t i = 0; i < 2 * V; ++i) apart = std::max(apart, double(std::fabs(got[i] - policy[i])));
-      EXPECT_GT(apart, 1e-3) << "the drafter's logits equal the policy's: its 4-bit weights were not used";
     }
   }
 }

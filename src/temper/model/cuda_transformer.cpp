@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "temper/core/error.h"
@@ -196,9 +197,14 @@ void CudaTransformer::plan(int64_t max_tokens, int64_t max_seq) {
 
 void CudaTransformer::linear(int64_t N, int64_t out, int64_t in, const uint16_t* x, int64_t w, float beta, float* y,
                              const float* bias, const float* addend) {
-  if (N <= gemv_rows_ && cuda::gemv_fits(N, in, x, w16(w)))  // decode-sized: a warp per output column
-    return cuda::gemv_bf16(N, out, in, x, w16(w), bias, beta, addend, y, stream_);
-  cuda::GemmArgs g = cuda::gemm_args(false, true, N, out, in, x, in, w16(w), in, beta, y, out);
+  linear_w(N, out, in, x, w16(w), beta, y, bias, addend);
+}
+
+void CudaTransformer::linear_w(int64_t N, int64_t out, int64_t in, const uint16_t* x, const uint16_t* W, float beta,
+                               float* y, const float* bias, const float* addend) {
+  if (N <= gemv_rows_ && cuda::gemv_fits(N, in, x, W))  // decode-sized: a warp per output column
+    return cuda::gemv_bf16(N, out, in, x, W, bias, beta, addend, y, stream_);
+  cuda::GemmArgs g = cuda::gemm_args(false, true, N, out, in, x, in, W, in, beta, y, out);
   g.bias = bias;
   g.C_in = addend;
   blas_->gemm(g);
@@ -605,8 +611,8 @@ void CudaTransformer::paged_logits(const PagedStep& st, KvPool& pool) {
     cuda::rmsnorm_fwd(last_hidden_, params_.data() + layout_.final_norm, dec_xf16_, dec_acts_.rstd1, n, C,
                       static_cast<float>(cfg_.rms_norm_eps), stream_);
     cuda::gather_rows(dec_xf16_, C, dec_.out_rows.data(), st.n_out, C, dec_gather16_, stream_);
-    if (drafting_ && draft_head_)
-      cuda::int4_gemm_bf16(st.n_out, dec_gather16_, C, *draft_head_, dec_logits_.data(), V, nullptr, nullptr, stream_);
+    if (drafting_)
+      draft_head_logits(st.n_out);
     else
       linear(st.n_out, V, C, dec_gather16_, layout_.lm_head, 0.f, dec_logits_.data());
   }
@@ -617,9 +623,6 @@ void CudaTransformer::upload_drafter(const Int4Drafter& d) {
   TEMPER_CHECK(static_cast<int64_t>(layers.size()) == cfg_.num_layers)
       << "forward_paged: the drafter was built for another model (" << layers.size() << " layers, this one "
       << cfg_.num_layers << ")";
-  TEMPER_CHECK(d.vocab_ids().empty())
-      << "forward_paged: the drafter's vocabulary subset (rl.speculative.vocab, --drafter-vocab) runs on the CPU only "
-         "for now; on a CUDA device use the whole vocabulary (vocab = 0)";
   if (d.copy_id() == draft_id_) return;
   TEMPER_CUDA_CHECK(cudaSetDevice(device_));
   draft_.resize(layers.size());
@@ -639,7 +642,46 @@ void CudaTransformer::upload_drafter(const Int4Drafter& d) {
     put(draft_head_, *head);
   else
     draft_head_.reset();
+  // A vocabulary subset: its tokens, and with a bf16 head the drafter's own rows of it (row-major: the drafter made
+  // them for a device that does not read the packed layout).
+  const std::vector<int32_t>& ids = d.vocab_ids();
+  const int64_t C = cfg_.hidden_size, N = static_cast<int64_t>(ids.size());
+  draft_vocab_ = N;
+  if (N > 0) {
+    TEMPER_CHECK(N <= cfg_.vocab_size && ids.front() >= 0 && ids.back() < cfg_.vocab_size)
+        << "forward_paged: the drafter's vocabulary subset does not fit this model's vocabulary of " << cfg_.vocab_size;
+    if (draft_ids_.size() < static_cast<size_t>(N)) draft_ids_.resize(static_cast<size_t>(N));
+    cuda::copy_to_device(draft_ids_.data(), ids.data(), sizeof(int32_t) * static_cast<size_t>(N), stream_);
+    if (!draft_head_) {
+      TEMPER_CHECK(d.head_bf16() && !d.head_bf16_packed())
+          << "forward_paged: the drafter's subset head is not in the row-major bf16 layout this device reads "
+             "(refresh the drafter with this model)";
+      if (draft_head16_.size() < static_cast<size_t>(N * C)) draft_head16_.resize(static_cast<size_t>(N * C));
+      cuda::copy_to_device(draft_head16_.data(), d.head_bf16(), sizeof(uint16_t) * static_cast<size_t>(N * C),
+                           stream_);
+    }
+    synchronize();  // the host vectors belong to the drafter's copy, which a refresh may reuse
+  }
   draft_id_ = d.copy_id();
+}
+
+void CudaTransformer::draft_head_logits(int64_t n_out) {
+  const int64_t C = cfg_.hidden_size, V = cfg_.vocab_size, N = draft_vocab_;
+  float* z = dec_logits_.data();
+  if (N > 0) {  // the subset's logits first, then scattered into whole rows
+    if (draft_logits_.size() < static_cast<size_t>(n_out * N)) draft_logits_.resize(static_cast<size_t>(n_out * N));
+    z = draft_logits_.data();
+  }
+  const int64_t ld = N > 0 ? N : V;
+  if (draft_head_)
+    cuda::int4_gemm_bf16(n_out, dec_gather16_, C, *draft_head_, z, ld, nullptr, nullptr, stream_);
+  else if (N > 0)
+    linear_w(n_out, N, C, dec_gather16_, draft_head16_.data(), 0.f, z);
+  else
+    linear(n_out, V, C, dec_gather16_, layout_.lm_head, 0.f, z);
+  if (N > 0)
+    cuda::scatter_columns(z, n_out, N, draft_ids_.data(), V, -std::numeric_limits<float>::infinity(),
+                          dec_logits_.data(), stream_);
 }
 
 void CudaTransformer::forward_paged_draft(const PagedStep& st, KvPool& pool, const Int4Drafter& drafter) {

@@ -6,7 +6,9 @@
 // ClassifierLoss every RL method implements. Rollouts: a paged KV cache on the device, decode steps
 // that sample on the device and advance themselves, capturable as one CUDA graph per batch size.
 // The speculative drafter's pass (forward_paged_draft): its int4 block linears on the device (cuda/int4_matmul.h),
-// norms, embeddings and the LM head this model's (its bf16 compute copy; an int4 head when the drafter has one).
+// norms, embeddings and the LM head this model's (its bf16 compute copy; an int4 head when the drafter has one). A
+// drafter over a vocabulary subset brings its own head rows (bf16 or int4, uploaded with its weights); their logits
+// are scattered into whole rows, -inf outside the subset, as on the CPU.
 // Leaves out (clear errors): Qwen3's per-head q/k norms, recomputation.
 #pragma once
 
@@ -127,6 +129,9 @@ class CudaTransformer final : public DeviceModel {
   // y = x W^T (+ bias) (+ beta * addend; the addend is y itself when null).
   void linear(int64_t N, int64_t out, int64_t in, const uint16_t* x, int64_t w, float beta, float* y,
               const float* bias = nullptr, const float* addend = nullptr);
+  // The same with bf16 weights W [out, in] outside the parameters.
+  void linear_w(int64_t N, int64_t out, int64_t in, const uint16_t* x, const uint16_t* W, float beta, float* y,
+                const float* bias = nullptr, const float* addend = nullptr);
   void decode_forward(int64_t n);
   cuda::SampleRowsArgs sample_args(int64_t n) const;
   cuda::ClassifierDeviceArgs classifier_args(bool with_targets, int64_t N);
@@ -189,6 +194,13 @@ class CudaTransformer final : public DeviceModel {
   };
   std::vector<DraftLayer> draft_;
   std::unique_ptr<cuda::Int4DeviceWeights> draft_head_;
+  // A vocabulary subset (the drafter's vocab_ids): its tokens, its bf16 head rows [N, C] (with a bf16 head) and the
+  // subset's logits before the scatter [rows, N]. draft_vocab_ = 0: the whole vocabulary.
+  int64_t draft_vocab_ = 0;
+  cuda::DeviceBuffer<int32_t> draft_ids_;
+  cuda::DeviceBuffer<uint16_t> draft_head16_;
+  cuda::DeviceBuffer<float> draft_logits_;
+  void draft_head_logits(int64_t n_out);  // the drafter's LM head over dec_gather16_'s rows, into dec_logits_
   uint64_t draft_id_ = 0;  // the copy uploaded (0: none)
   bool drafting_ = false;  // the paged forward in progress is the drafter's
   void upload_drafter(const Int4Drafter& d);

@@ -92,11 +92,12 @@ void Int4Drafter::refresh(const Transformer& model) {
   const int64_t head_n = rows * C;
   if (head_ == DraftHead::int4) kernels::quantize_int4(head, rows, C, C, kHeadGroup, &copy.head, layout);
   copy.head16.clear();
-  // A device with its own bf16 copy of the policy's head drafts with that (the whole vocabulary; a subset is refused
-  // there): no host copy to make.
-  const bool host_head16 = !model.device() || model.device()->reads_draft_head_bf16() || !copy.ids.empty();
-  if (head_ == DraftHead::bf16 && host_head16) {  // packed for our bf16 kernel where the CPU runs it, else row-major
-    copy.head16_packed = kernels::packed_supported();
+  // A device with its own bf16 copy of the policy's head drafts with that over the whole vocabulary: no host copy to
+  // make. A subset's rows it takes from here, row-major.
+  const bool host_reads = !model.device() || model.device()->reads_draft_head_bf16();
+  if (head_ == DraftHead::bf16 && (host_reads || !copy.ids.empty())) {
+    // packed for our bf16 kernel where the CPU runs it, else row-major
+    copy.head16_packed = host_reads && kernels::packed_supported();
     if (copy.head16_packed) {
       copy.head16.resize(static_cast<size_t>(kernels::packed_size(rows, C)));
       kernels::bf16_pack_weight(head, rows, C, copy.head16.data());

@@ -73,6 +73,10 @@ void gather_rows(const float* src, int64_t ld_src, const int64_t* rows, int64_t 
                  cudaStream_t s);
 void gather_rows(const uint16_t* src, int64_t ld_src, const int64_t* rows, int64_t n, int64_t C, uint16_t* dst,
                  cudaStream_t s);
+// out [n, V] = fill, then out[i * V + ids[k]] = z[i * N + k] for k < N (ids distinct, in [0, V)): the logits of a
+// vocabulary subset (the drafter's head over N tokens) as whole rows, fill (-inf) for the tokens outside it.
+void scatter_columns(const float* z, int64_t n, int64_t N, const int32_t* ids, int64_t V, float fill, float* out,
+                     cudaStream_t s);
 // Paged KV cache write: row i's K and V (Hkv * D floats at k + i * ld, v + i * ld) go to position
 // pos[i] of its sequence: block tables[i * table_stride + pos / block_size], slot pos % block_size.
 void kv_write(const float* k, const float* v, int64_t ld, const int32_t* pos, const int32_t* tables,

@@ -1,5 +1,6 @@
 // Row and column movements of the device model: bias gradients (column sums, rows in order),
-// gathering the rows whose logits are wanted, and writing new K/V rows into the paged KV cache.
+// gathering the rows whose logits are wanted, scattering a vocabulary subset's logits into whole rows, and
+// writing new K/V rows into the paged KV cache.
 #include "temper/kernels/cuda/common.cuh"
 #include "temper/kernels/cuda/ops.h"
 
@@ -20,6 +21,19 @@ __global__ void gather_rows_kernel(const T* src, int64_t ld, const int64_t* rows
   for (int64_t idx = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; idx < n * C; idx += int64_t{gridDim.x} * blockDim.x) {
     const int64_t i = idx / C, c = idx % C;
     dst[idx] = src[rows[i] * ld + c];
+  }
+}
+
+__global__ void fill_kernel(float* out, int64_t n, float value) {
+  for (int64_t idx = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; idx < n; idx += int64_t{gridDim.x} * blockDim.x)
+    out[idx] = value;
+}
+
+__global__ void scatter_columns_kernel(const float* z, int64_t n, int64_t N, const int32_t* ids, int64_t ld_out,
+                                       float* out) {
+  for (int64_t idx = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; idx < n * N; idx += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t i = idx / N, k = idx % N;
+    out[i * ld_out + ids[k]] = z[idx];
   }
 }
 
@@ -83,6 +97,15 @@ void gather_rows(const uint16_t* src, int64_t ld_src, const int64_t* rows, int64
   if (n * C <= 0) return;
   gather_rows_kernel<uint16_t><<<dev::blocks_for(n * C, 256), 256, 0, s>>>(src, ld_src, rows, n, C, dst);
   TEMPER_CUDA_LAUNCHED("gather_rows_bf16");
+}
+void scatter_columns(const float* z, int64_t n, int64_t N, const int32_t* ids, int64_t V, float fill, float* out,
+                     cudaStream_t s) {
+  if (n * V <= 0) return;
+  fill_kernel<<<dev::blocks_for(n * V, 256), 256, 0, s>>>(out, n * V, fill);
+  TEMPER_CUDA_LAUNCHED("scatter_columns_fill");
+  if (n * N <= 0) return;
+  scatter_columns_kernel<<<dev::blocks_for(n * N, 256), 256, 0, s>>>(z, n, N, ids, V, out);
+  TEMPER_CUDA_LAUNCHED("scatter_columns");
 }
 void kv_write(const float* k, const float* v, int64_t ld, const int32_t* pos, const int32_t* tables,
               int64_t table_stride, int64_t n, int64_t row_floats, int64_t block_size, float* k_pool, float* v_pool,
