@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Turing rewards through the CLI on the quickstart model and synthetic users (task user_sim): with the
 # scripted judge and with the discriminator judge (fitted at the first step on the frozen starting weights, which the trainer holds without a KL term; saved in the checkpoint;
-# and on character n-grams, features = "ngrams"),
+# and on character n-grams, features = "ngrams"), and the discriminator reward of [rl.discriminator] (its default KL term),
 # every step reports the Turing metrics and rewards lie in [0, 0.9 x 4/6 + 0.1]; eval --samples-out
 # writes every sample; recipes that cannot work are refused with the key named.
 # Usage: turing.sh TEMPER
@@ -37,6 +37,25 @@ TOML
   2> "$work/disc.log" || fail "discriminator judge: $(tail -3 "$work/disc.log")"
 "$temper" train "$work/recipe.toml" --out "$work/ngrams" --threads 1 --set rl.turing.judge='"discriminator"' --set rl.turing.samples=8 \
   --set rl.turing.features='"ngrams"' --set rl.turing.ngram_dim=64 2> "$work/ngrams.log" || fail "n-gram judge: $(tail -3 "$work/ngrams.log")"
+# The discriminator reward (spec section 4) on the same task: the head's clipped logit is the reward, and with
+# [rl.discriminator] KL-regularised RL at weight 1 on the raw reward is the default (the kl term is on at step 2).
+grep -v -e '^\[rl.turing\]' -e '^judge = ' "$work/recipe.toml" > "$work/dreward.toml"
+"$temper" train "$work/dreward.toml" --out "$work/dreward" --threads 1 \
+  --set rl.discriminator.samples=8 --set rl.discriminator.features='"ngrams"' --set rl.discriminator.ngram_dim=64 \
+  2> "$work/dreward.log" || fail "discriminator reward: $(tail -3 "$work/dreward.log")"
+python3 - "$work" <<'PY'
+import json, sys
+w = sys.argv[1]
+train = [r for r in map(json.loads, open(f"{w}/dreward/metrics.jsonl")) if r["kind"] == "train"]
+assert len(train) == 2, train
+for r in train:
+    assert "turing_reward_mean" not in r, r
+    assert r["disc_fits"] == 1 and r["disc_fit_examples"] > 0, r
+    assert -10 <= r["disc_reward_mean"] <= 10 and abs(r["reward_mean"] - r["disc_reward_mean"]) < 1e-9, r
+assert train[1]["kl"] > 0, f"no KL term by default with [rl.discriminator]: {train[1]}"
+scripted = [r for r in map(json.loads, open(f"{w}/scripted/metrics.jsonl")) if r["kind"] == "train"]
+assert scripted[1]["kl"] == 0, f"a KL term without [rl.discriminator] or rl.kl_coef: {scripted[1]}"
+PY
 python3 - "$work" <<'PY'
 import json, os, sys
 w = sys.argv[1]

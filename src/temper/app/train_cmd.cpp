@@ -186,7 +186,12 @@ RunConfig read_config(Recipe& r) {
   std::string est = r.get_choice("rl.advantage", "grpo", {"grpo", "dr_grpo", "rloo"});
   q.advantage.estimator = est == "grpo" ? rl::AdvantageEstimator::grpo
                           : est == "dr_grpo" ? rl::AdvantageEstimator::dr_grpo : rl::AdvantageEstimator::rloo;
-  std::string sc = r.get_choice("rl.scale_rewards", est == "grpo" ? "group" : "none", {"group", "batch", "batch_active", "none"});
+  // The discriminator's logit estimates log p_data / p_0: KL-regularised RL on it with beta = 1 and the raw reward (no
+  // std scaling, which would change the effective beta) is the distribution-matching point (spec, methods-other
+  // section 4); those are the defaults with [rl.discriminator].
+  const bool disc_on = r.get_bool("rl.discriminator.enabled", r.has_prefix("rl.discriminator."));
+  std::string sc = r.get_choice("rl.scale_rewards", est == "grpo" && !disc_on ? "group" : "none",
+                                {"group", "batch", "batch_active", "none"});
   q.advantage.scale = sc == "group"          ? rl::RewardScale::group
                       : sc == "batch"        ? rl::RewardScale::batch
                       : sc == "batch_active" ? rl::RewardScale::batch_active
@@ -195,7 +200,7 @@ RunConfig read_config(Recipe& r) {
   q.loss.eps_low = r.get_double("rl.eps_low", 0.2);
   q.loss.eps_high = r.get_double("rl.eps_high", 0.2);
   q.loss.dual_clip = r.get_double("rl.dual_clip", 0.0);
-  q.loss.kl_coef = r.get_double("rl.kl_coef", 0.0);
+  q.loss.kl_coef = r.get_double("rl.kl_coef", disc_on ? 1.0 : 0.0);
   std::string kl = r.get_choice("rl.kl_estimator", "k3", {"k1", "k2", "k3"});
   q.loss.kl_estimator = kl == "k1" ? rl::KlEstimator::k1 : kl == "k2" ? rl::KlEstimator::k2 : rl::KlEstimator::k3;
   q.loss.ent_coef = r.get_double("rl.ent_coef", 0.0);
@@ -337,7 +342,7 @@ RunConfig read_config(Recipe& r) {
     }
     c.rcsd = d;
   }
-  if (r.get_bool("rl.discriminator.enabled", r.has_prefix("rl.discriminator."))) {
+  if (disc_on) {
     rl::DiscRewardConfig d;
     d.samples = r.get_int("rl.discriminator.samples", d.samples);
     d.real = r.get_choice("rl.discriminator.real", d.real, {"gold", "teacher"});
