@@ -27,7 +27,8 @@ const char* kRows =
     "\n"
     R"({"prompt": "Natalia sold 48 clips...", "answer": "She sold 48/2 = 24 in May.\n48+24 = 72\n#### 72", "id": 9})"
     "\n"
-    R"({"prompt": "Capital of France?", "answer": "Paris", "teacher_response": "It is Paris.", "id": "geo-1", "extra": [1]})"
+    R"({"prompt": "Capital of France?", "answer": "Paris", "teacher_response": "It is Paris.", "id": "geo-1", "extra": [1],)"
+    R"( "rubric": ["Names the city.", "One sentence."]})"
     "\n";
 
 }  // namespace
@@ -57,6 +58,7 @@ TEST(Dataset, LoadsRows) {
   EXPECT_EQ(rows[2].id, "9");
   EXPECT_EQ(rows[3].id, "geo-1");
   EXPECT_EQ(rows[3].gold_solution, "It is Paris.\n#### Paris");
+  EXPECT_EQ(rows[3].rubric, "1. Names the city.\n2. One sentence.");  // a list of criteria, numbered one per line
 }
 
 TEST(Dataset, VerifiesWithTheMathChecker) {
@@ -166,6 +168,10 @@ TEST(Dataset, ErrorsNameFileLineFieldExpectedActual) {
                {"baddiff.jsonl:1", "'difficulty'", "an integer", "got string"});
   expect_error(load("badid.jsonl", R"({"prompt": "x", "answer": "1", "id": [1]})"), {"badid.jsonl:1", "'id'", "got array"});
   expect_error(load("notobj.jsonl", "[1, 2]\n"), {"notobj.jsonl:1", "expected a JSON object", "got array"});
+  expect_error(load("badrubric.jsonl", R"({"prompt": "x", "answer": "1", "rubric": ["ok", 3]})"),
+               {"badrubric.jsonl:1", "'rubric'", "list of strings"});
+  expect_error(load("emptyrubric.jsonl", R"({"prompt": "x", "answer": "1", "rubric": []})"),
+               {"emptyrubric.jsonl:1", "'rubric'", "list of strings"});
   expect_error(load("empty.jsonl", "\n\n"), {"empty.jsonl", "no rows"});
   expect_error([] { load_jsonl_problems("/nonexistent/x.jsonl"); }, {"/nonexistent/x.jsonl", "cannot open"});
 }

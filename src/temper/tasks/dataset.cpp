@@ -56,7 +56,19 @@ Problem parse_row(const json& row, const std::string& where, const std::string& 
     p.answer = *final;
   }
   if (p.answer.find_first_not_of(" \t\r\n") == std::string::npos) field_error(where, "answer", "a non-empty answer", &*ans);
-  if (auto r = row.find("rubric"); r != row.end() && !r->is_null()) p.rubric = r->is_string() ? r->get<std::string>() : r->dump();
+  // A rubric: a string as written, or a list of criteria numbered one per line ("1. ...", the spec's layout).
+  if (auto r = row.find("rubric"); r != row.end() && !r->is_null()) {
+    if (r->is_string()) {
+      p.rubric = r->get<std::string>();
+    } else if (r->is_array() && !r->empty()) {
+      for (size_t i = 0; i < r->size(); ++i) {
+        if (!(*r)[i].is_string()) field_error(where, "rubric", "a string or a non-empty list of strings", &(*r)[i]);
+        p.rubric += (i ? "\n" : "") + std::to_string(i + 1) + ". " + (*r)[i].get<std::string>();
+      }
+    } else {
+      field_error(where, "rubric", "a string or a non-empty list of strings", &*r);
+    }
+  }
   if (auto d = row.find("difficulty"); d != row.end()) {
     if (!d->is_number_integer()) field_error(where, "difficulty", "an integer", &*d);
     p.difficulty = d->get<int>();
