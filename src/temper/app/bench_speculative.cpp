@@ -143,6 +143,10 @@ int bench_speculative(const BenchRolloutOptions& o) {
     const double L = sn.st.spec_cycles > 0 ? 1.0 + static_cast<double>(sn.st.accepted) / static_cast<double>(sn.st.spec_cycles) : 1.0;
     model_view.end_rollout(sn.st.spec_cycles, sn.st.drafted, sn.st.accepted, false);  // predict with the measured L
     const double predicted = model_view.predicted_speedup(B);
+    // The gamma the default ladder ({5, 7, 9, 11}, up at acceptance >= 0.94 twice, down at <= 0.85) settles on after
+    // four rollouts with this acceptance (measured at --gamma).
+    rollout::SpecController ladder{rollout::SpecConfig{}};
+    for (int k = 0; k < 4; ++k) ladder.end_rollout(sn.st.spec_cycles, sn.st.drafted, sn.st.accepted);
     nlohmann::json j = {
         {"batch", B},
         {"gamma", o.gamma},
@@ -153,6 +157,7 @@ int bench_speculative(const BenchRolloutOptions& o) {
          r3(sn.st.drafted > 0 ? static_cast<double>(sn.st.accepted) / static_cast<double>(sn.st.drafted) : 0.0)},
         {"mean_accepted_len", r3(L)},
         {"predicted_speedup", r3(predicted)},
+        {"ladder_gamma", ladder.gamma()},
         {"drafter_vocab_coverage", r3(drafter.vocab_coverage(emitted))},
         {"toggle_on", predicted >= 1.0 + sc.margin},
         {"spec_draft_s", r3(sn.st.draft_s)},
