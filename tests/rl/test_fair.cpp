@@ -7,11 +7,13 @@
 #include <map>
 #include <set>
 
+#include "common/scratch.h"
 #include "rl/letter_task.h"
 #include "temper/core/error.h"
 #include "temper/rl/evaluate.h"
 #include "temper/rl/methods/fair.h"
 #include "temper/rl/welfare.h"
+#include "temper/tasks/task.h"
 
 using namespace temper;
 using namespace temper::rl;
@@ -171,6 +173,28 @@ TEST(Fair, BadSettingsAreNamed) {
   c.concentration = {1.0, 1.0};
   c.fixed = {0.5, 0.5};
   EXPECT_NE(msg(c).find("samples nothing"), std::string::npos);
+}
+
+// A task names the entries of its reward vector; objectives read them as task:NAME or task:K, and a name the task
+// does not give is an error listing the ones it does.
+TEST(Fair, TaskObjectivesByNameOrIndex) {
+  auto proxy = tasks::make_task("rubric_proxy", {});
+  ASSERT_EQ(proxy->reward_names(), (std::vector<std::string>{"correct", "rubric", "keywords"}));
+  EXPECT_EQ(task_objective_index("task:rubric", proxy.get()), 1u);
+  EXPECT_EQ(task_objective_index("task:keywords", proxy.get()), 2u);
+  EXPECT_EQ(task_objective_index("task:0", proxy.get()), 0u);
+  const std::vector<double> rewards = {1.0, 0.0, 3.0};
+  EXPECT_EQ(fair_objectives({"task:keywords", "correct", "task:rubric"}, true, 4, 8, "", proxy.get(), rewards),
+            (std::vector<double>{3.0, 1.0, 0.0}));
+  expect_error([&] { check_objectives({"correct", "task:style"}, *proxy); },
+                     {"task:style", "rubric_proxy", "correct, rubric, keywords"});
+  auto arith = tasks::make_task("arithmetic", {});
+  expect_error([&] { check_objectives({"task:rubric"}, *arith); }, {"task:rubric", "names no reward entries"});
+  FairConfig c;
+  c.objectives = {"correct", "task:rubric"};
+  EXPECT_NO_THROW(c.validate());
+  c.objectives = {"correct", "task:Rubric!"};
+  EXPECT_THROW(c.validate(), Error);
 }
 
 TEST(Fair, GroupRewardsAreTheSupergradientAtTheGroupMean) {

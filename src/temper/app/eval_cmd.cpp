@@ -11,6 +11,7 @@
 #include "temper/core/thread_pool.h"
 #include "temper/io/atomic_file.h"
 #include "temper/rl/evaluate.h"
+#include "temper/rl/methods/fair.h"
 
 namespace temper::app {
 
@@ -45,6 +46,11 @@ int eval(const EvalOptions& o) {
   c.objectives = tasks::split_list(o.objectives);
   c.ggf = parse_numbers(o.ggf, "--ggf");
   if (!o.preference_prefix.empty()) c.preference_prefix = unescape_newlines(o.preference_prefix);
+  try {
+    rl::check_objectives(c.objectives, *task);
+  } catch (const Error& e) {
+    TEMPER_FAIL() << "--objectives: " << e.what();
+  }
   TEMPER_CHECK(c.preference.empty() || c.objectives.size() == c.preference.size())
       << "--preference has " << c.preference.size() << " values; name as many --objectives (e.g. correct,brevity)";
   if (o.speculative) {

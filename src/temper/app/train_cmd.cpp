@@ -612,6 +612,13 @@ int train(const TrainOptions& o) {
 
   std::shared_ptr<const tasks::Task> task = tasks::make_task(cfg.task_name, cfg.task_params);
   std::shared_ptr<const tasks::Task> sft_task = task, rl_task = task;  // [curriculum]: each stage its own set
+  if (cfg.fair) {
+    try {
+      rl::check_objectives(cfg.fair->objectives, *task);
+    } catch (const Error& e) {
+      TEMPER_FAIL() << recipe.source() << ": rl.fair.objectives: " << e.what();
+    }
+  }
   if (cfg.curriculum) {
     tasks::TaskParams sp = cfg.task_params, rp = cfg.task_params;
     sp["train_set"] = cfg.curriculum->sft_set;

@@ -87,6 +87,9 @@ class Task {
   // The rubric of a problem (criteria a strong answer meets, one per line): the dataset's `rubric` field
   // by default; procedural families may generate one. Empty: none.
   virtual std::string rubric(const Problem& p) const { return p.rubric; }
+  // The names of the entries of Verdict::rewards, in order (objectives refer to them as task:NAME or task:K); empty
+  // for a task without a reward vector.
+  virtual std::vector<std::string> reward_names() const { return {}; }
   // Compositional families: every atomic module a problem may use (Problem::modules names them); empty otherwise.
   virtual std::vector<std::string> module_inventory() const { return {}; }
 };

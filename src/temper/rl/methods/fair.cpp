@@ -17,9 +17,12 @@ void FairConfig::validate() const {
     bool ok = o == "correct" || o == "brevity" || o == "format";
     if (o.rfind("task:", 0) == 0) {
       const std::string k = o.substr(5);
-      ok = !k.empty() && k.size() < 4 && k.find_first_not_of("0123456789") == std::string::npos;
+      ok = !k.empty() && (k.find_first_not_of("0123456789") == std::string::npos
+                              ? k.size() < 4
+                              : k.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") == std::string::npos);
     }
-    TEMPER_CHECK(ok) << "rl.fair.objectives: expected correct, brevity, format or task:K (entry K of the task's reward vector), got '" << o << "'";
+    TEMPER_CHECK(ok) << "rl.fair.objectives: expected correct, brevity, format, task:K (entry K of the task's reward "
+                        "vector) or task:NAME (the entry the task names so), got '" << o << "'";
   }
   if (!ggf.empty()) {
     TEMPER_CHECK(ggf.size() == objectives.size()) << "rl.fair.ggf: " << ggf.size() << " weights for " << objectives.size() << " objectives";
@@ -182,6 +185,24 @@ void Fair::prepare_problems(std::vector<tasks::Problem>& problems, size_t first,
   }
 }
 
+size_t task_objective_index(const std::string& objective, const tasks::Task* task) {
+  const std::string k = objective.substr(5);
+  if (!k.empty() && k.find_first_not_of("0123456789") == std::string::npos) return std::stoul(k);
+  const std::vector<std::string> names = task ? task->reward_names() : std::vector<std::string>{};
+  const auto it = std::find(names.begin(), names.end(), k);
+  if (it != names.end()) return static_cast<size_t>(it - names.begin());
+  std::string known;
+  for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
+  TEMPER_FAIL() << "objective " << objective << ": the task" << (task ? " '" + task->name() + "'" : std::string())
+                << (names.empty() ? " names no reward entries (use task:K, K the entry's index)"
+                                  : " names its reward entries " + known);
+}
+
+void check_objectives(const std::vector<std::string>& objectives, const tasks::Task& task) {
+  for (const std::string& o : objectives)
+    if (o.rfind("task:", 0) == 0) task_objective_index(o, &task);
+}
+
 std::vector<double> fair_objectives(const std::vector<std::string>& names, bool correct, int64_t tokens, int64_t max_new,
                                     const std::string& text, const tasks::Task* task, const std::vector<double>& task_rewards) {
   std::vector<double> r;
@@ -190,7 +211,7 @@ std::vector<double> fair_objectives(const std::vector<std::string>& names, bool 
     else if (o == "brevity") r.push_back(std::max(0.0, 1.0 - static_cast<double>(tokens) / static_cast<double>(std::max<int64_t>(1, max_new))));
     else if (o == "format") r.push_back(task && task->extract_answer(text) ? 1.0 : 0.0);
     else {
-      const size_t k = std::stoul(o.substr(5));
+      const size_t k = task_objective_index(o, task);
       TEMPER_CHECK(k < task_rewards.size()) << "fair: objective " << o << " but the task's reward vector has " << task_rewards.size() << " entries";
       r.push_back(task_rewards[k]);
     }

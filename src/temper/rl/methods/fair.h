@@ -7,7 +7,7 @@
 // applied to its own vector: reward_i = sum_j omega_j w_(rank of omega_j m_j) r_ij (the spec's
 // design: GGF on the expected return, not per sample, which would bias toward risk aversion).
 // Objectives: correct (the verdict), brevity (1 - tokens / max_new), format (an answer line the task
-// can read), task:K (entry K of the task's reward vector).
+// can read), task:K (entry K of the task's reward vector) or task:NAME (the entry Task::reward_names calls NAME).
 #pragma once
 
 #include <map>
@@ -68,6 +68,12 @@ std::vector<double> fair_sample_dirichlet(const std::vector<double>& alpha, int6
 // The objective vector of one completion (names as FairConfig::objectives).
 std::vector<double> fair_objectives(const std::vector<std::string>& names, bool correct, int64_t tokens, int64_t max_new,
                                     const std::string& text, const tasks::Task* task, const std::vector<double>& task_rewards);
+
+// The entry of the task's reward vector an objective "task:K" or "task:NAME" reads (NAME among task->reward_names();
+// an unknown name is an error listing them).
+size_t task_objective_index(const std::string& objective, const tasks::Task* task);
+// Every task:NAME objective names an entry of the task's reward vector (else the error above).
+void check_objectives(const std::vector<std::string>& objectives, const tasks::Task& task);
 
 // The metric suffix of an objective ("task:0" -> "task_0").
 std::string fair_metric_name(std::string objective);
