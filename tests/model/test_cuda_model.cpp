@@ -248,7 +248,8 @@ TEST_P(CudaModel, DrafterStepsOnTheDeviceMatchTheCpuDrafter) {
         std::vector<float> got_in, want_in;  // the logits inside the subset (all of them without one)
         int64_t outside = 0;
         for (int64_t i = 0; i < 2 * V; ++i) {
-          ASSERT_EQ(std::isinf(got[i]), std::isinf(want[i])) << "logit " << i << ": device " << got[i] << ", CPU " << want[i];
+          ASSERT_EQ(std::isinf(got[i]), std::isinf(want[i]))
+              << "logit " << i << ": device " << got[i] << ", CPU " << want[i];
           if (std::isinf(want[i])) {
             EXPECT_LT(want[i], 0.f);
             ++outside;

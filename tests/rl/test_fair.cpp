@@ -186,8 +186,8 @@ TEST(Fair, TaskObjectivesByNameOrIndex) {
   const std::vector<double> rewards = {1.0, 0.0, 3.0};
   EXPECT_EQ(fair_objectives({"task:keywords", "correct", "task:rubric"}, true, 4, 8, "", proxy.get(), rewards),
             (std::vector<double>{3.0, 1.0, 0.0}));
-  expect_error([&] { check_objectives({"correct", "task:style"}, *proxy); },
-                     {"task:style", "rubric_proxy", "correct, rubric, keywords"});
+  const std::vector<std::string> unknown = {"correct", "task:style"};
+  expect_error([&] { check_objectives(unknown, *proxy); }, {"task:style", "rubric_proxy", "correct, rubric, keywords"});
   auto arith = tasks::make_task("arithmetic", {});
   expect_error([&] { check_objectives({"task:rubric"}, *arith); }, {"task:rubric", "names no reward entries"});
   FairConfig c;

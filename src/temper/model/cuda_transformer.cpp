@@ -657,8 +657,7 @@ void CudaTransformer::upload_drafter(const Int4Drafter& d) {
           << "forward_paged: the drafter's subset head is not in the row-major bf16 layout this device reads "
              "(refresh the drafter with this model)";
       if (draft_head16_.size() < static_cast<size_t>(N * C)) draft_head16_.resize(static_cast<size_t>(N * C));
-      cuda::copy_to_device(draft_head16_.data(), d.head_bf16(), sizeof(uint16_t) * static_cast<size_t>(N * C),
-                           stream_);
+      cuda::copy_to_device(draft_head16_.data(), d.head_bf16(), sizeof(uint16_t) * static_cast<size_t>(N * C), stream_);
     }
     synchronize();  // the host vectors belong to the drafter's copy, which a refresh may reuse
   }

@@ -15,8 +15,9 @@
 // keeps only K rows, the K tokens seen most often in the completions observe() was given (ties and unseen tokens by
 // lower id, so before any observation the K lowest ids), chosen at each refresh. Its logits over the other tokens are
 // -inf: the drafter never proposes them, and the acceptance rule stays exact (the residual max(0, p - q) draws them
-// when the policy does). A device drafts over the subset too, with these rows (uploaded with the copy). It cuts the head's bytes and products by V / K, the half of a small model's drafter that does
-// not shrink with 4 bits (SmolLM2-135M: 54 of 111 MB); docs/METHODS.md has what it costs in acceptance.
+// when the policy does). A device drafts over the subset too, with these rows (uploaded with the copy). It cuts the
+// head's bytes and products by V / K, the half of a small model's drafter that does not shrink with 4 bits
+// (SmolLM2-135M: 54 of 111 MB); docs/METHODS.md has what it costs in acceptance.
 #pragma once
 
 #include <cstdint>

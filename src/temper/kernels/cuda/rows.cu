@@ -31,7 +31,8 @@ __global__ void fill_kernel(float* out, int64_t n, float value) {
 
 __global__ void scatter_columns_kernel(const float* z, int64_t n, int64_t N, const int32_t* ids, int64_t ld_out,
                                        float* out) {
-  for (int64_t idx = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; idx < n * N; idx += int64_t{gridDim.x} * blockDim.x) {
+  for (int64_t idx = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; idx < n * N;
+       idx += int64_t{gridDim.x} * blockDim.x) {
     const int64_t i = idx / N, k = idx % N;
     out[i * ld_out + ids[k]] = z[idx];
   }

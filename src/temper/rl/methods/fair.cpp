@@ -22,7 +22,8 @@ void FairConfig::validate() const {
                               : k.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") == std::string::npos);
     }
     TEMPER_CHECK(ok) << "rl.fair.objectives: expected correct, brevity, format, task:K (entry K of the task's reward "
-                        "vector) or task:NAME (the entry the task names so), got '" << o << "'";
+                        "vector) or task:NAME (the entry the task names so), got '"
+                     << o << "'";
   }
   if (!ggf.empty()) {
     TEMPER_CHECK(ggf.size() == objectives.size()) << "rl.fair.ggf: " << ggf.size() << " weights for " << objectives.size() << " objectives";
