@@ -169,7 +169,7 @@ TEST(Dataset, ErrorsNameFileLineFieldExpectedActual) {
   expect_error(load("badid.jsonl", R"({"prompt": "x", "answer": "1", "id": [1]})"), {"badid.jsonl:1", "'id'", "got array"});
   expect_error(load("notobj.jsonl", "[1, 2]\n"), {"notobj.jsonl:1", "expected a JSON object", "got array"});
   expect_error(load("badrubric.jsonl", R"({"prompt": "x", "answer": "1", "rubric": ["ok", 3]})"),
-               {"badrubric.jsonl:1", "'rubric'", "list of strings"});
+               {"badrubric.jsonl:1", "'rubric[1]'", "criterion", "got number"});
   expect_error(load("emptyrubric.jsonl", R"({"prompt": "x", "answer": "1", "rubric": []})"),
                {"emptyrubric.jsonl:1", "'rubric'", "list of strings"});
   expect_error(load("empty.jsonl", "\n\n"), {"empty.jsonl", "no rows"});

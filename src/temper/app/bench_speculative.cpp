@@ -143,10 +143,13 @@ int bench_speculative(const BenchRolloutOptions& o) {
     const double L = sn.st.spec_cycles > 0 ? 1.0 + static_cast<double>(sn.st.accepted) / static_cast<double>(sn.st.spec_cycles) : 1.0;
     model_view.end_rollout(sn.st.spec_cycles, sn.st.drafted, sn.st.accepted, false);  // predict with the measured L
     const double predicted = model_view.predicted_speedup(B);
-    // The gamma the default ladder ({5, 7, 9, 11}, up at acceptance >= 0.94 twice, down at <= 0.85) settles on after
-    // four rollouts with this acceptance (measured at --gamma).
+    // The gamma the default ladder ({5, 7, 9, 11}, a rung up after `persistence` rollouts at acceptance >= 0.94, down
+    // after as many at <= 0.85) reaches from its first rung with this acceptance (measured at --gamma): enough
+    // rollouts to climb to the top.
     rollout::SpecController ladder{rollout::SpecConfig{}};
-    for (int k = 0; k < 4; ++k) ladder.end_rollout(sn.st.spec_cycles, sn.st.drafted, sn.st.accepted);
+    const rollout::SpecConfig& lc = ladder.config();
+    for (int64_t k = 0; k < lc.persistence * static_cast<int64_t>(lc.ladder.size() - 1); ++k)
+      ladder.end_rollout(sn.st.spec_cycles, sn.st.drafted, sn.st.accepted);
     nlohmann::json j = {
         {"batch", B},
         {"gamma", o.gamma},

@@ -188,9 +188,13 @@ RunConfig read_config(Recipe& r) {
                           : est == "dr_grpo" ? rl::AdvantageEstimator::dr_grpo : rl::AdvantageEstimator::rloo;
   // The discriminator's logit estimates log p_data / p_0: KL-regularised RL on it with beta = 1 and the raw reward (no
   // std scaling, which would change the effective beta) is the distribution-matching point (spec, methods-other
-  // section 4); those are the defaults with [rl.discriminator].
+  // section 4). With [rl.discriminator] replacing the reward by coef x logit, the defaults are beta = coef and no
+  // scaling (the same point); added to a task's reward there is no such point, and the usual defaults stay.
   const bool disc_on = r.get_bool("rl.discriminator.enabled", r.has_prefix("rl.discriminator."));
-  std::string sc = r.get_choice("rl.scale_rewards", est == "grpo" && !disc_on ? "group" : "none",
+  const bool disc_match =
+      disc_on && r.get_choice("rl.discriminator.combine", "replace", {"replace", "add"}) == "replace";
+  const double disc_coef = disc_match ? r.get_double("rl.discriminator.coef", 1.0) : 0.0;
+  std::string sc = r.get_choice("rl.scale_rewards", est == "grpo" && !disc_match ? "group" : "none",
                                 {"group", "batch", "batch_active", "none"});
   q.advantage.scale = sc == "group"          ? rl::RewardScale::group
                       : sc == "batch"        ? rl::RewardScale::batch
@@ -200,7 +204,7 @@ RunConfig read_config(Recipe& r) {
   q.loss.eps_low = r.get_double("rl.eps_low", 0.2);
   q.loss.eps_high = r.get_double("rl.eps_high", 0.2);
   q.loss.dual_clip = r.get_double("rl.dual_clip", 0.0);
-  q.loss.kl_coef = r.get_double("rl.kl_coef", disc_on ? 1.0 : 0.0);
+  q.loss.kl_coef = r.get_double("rl.kl_coef", disc_match ? disc_coef : 0.0);
   std::string kl = r.get_choice("rl.kl_estimator", "k3", {"k1", "k2", "k3"});
   q.loss.kl_estimator = kl == "k1" ? rl::KlEstimator::k1 : kl == "k2" ? rl::KlEstimator::k2 : rl::KlEstimator::k3;
   q.loss.ent_coef = r.get_double("rl.ent_coef", 0.0);

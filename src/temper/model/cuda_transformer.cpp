@@ -624,6 +624,7 @@ void CudaTransformer::upload_drafter(const Int4Drafter& d) {
       << "forward_paged: the drafter was built for another model (" << layers.size() << " layers, this one "
       << cfg_.num_layers << ")";
   if (d.copy_id() == draft_id_) return;
+  draft_id_ = 0;  // until this upload completes (a failed one leaves no copy marked as here)
   TEMPER_CUDA_CHECK(cudaSetDevice(device_));
   draft_.resize(layers.size());
   auto put = [](std::unique_ptr<cuda::Int4DeviceWeights>& to, const kernels::Int4Weights& w) {
@@ -646,7 +647,7 @@ void CudaTransformer::upload_drafter(const Int4Drafter& d) {
   // them for a device that does not read the packed layout).
   const std::vector<int32_t>& ids = d.vocab_ids();
   const int64_t C = cfg_.hidden_size, N = static_cast<int64_t>(ids.size());
-  draft_vocab_ = N;
+  draft_vocab_ = 0;
   if (N > 0) {
     TEMPER_CHECK(N <= cfg_.vocab_size && ids.front() >= 0 && ids.back() < cfg_.vocab_size)
         << "forward_paged: the drafter's vocabulary subset does not fit this model's vocabulary of " << cfg_.vocab_size;
@@ -661,6 +662,7 @@ void CudaTransformer::upload_drafter(const Int4Drafter& d) {
     }
     synchronize();  // the host vectors belong to the drafter's copy, which a refresh may reuse
   }
+  draft_vocab_ = N;
   draft_id_ = d.copy_id();
 }
 

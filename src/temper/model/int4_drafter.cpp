@@ -92,6 +92,7 @@ void Int4Drafter::refresh(const Transformer& model) {
   const int64_t head_n = rows * C;
   if (head_ == DraftHead::int4) kernels::quantize_int4(head, rows, C, C, kHeadGroup, &copy.head, layout);
   copy.head16.clear();
+  copy.head16_packed = false;
   // A device with its own bf16 copy of the policy's head drafts with that over the whole vocabulary: no host copy to
   // make. A subset's rows it takes from here, row-major.
   const bool host_reads = !model.device() || model.device()->reads_draft_head_bf16();

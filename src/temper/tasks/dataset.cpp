@@ -62,7 +62,8 @@ Problem parse_row(const json& row, const std::string& where, const std::string& 
       p.rubric = r->get<std::string>();
     } else if (r->is_array() && !r->empty()) {
       for (size_t i = 0; i < r->size(); ++i) {
-        if (!(*r)[i].is_string()) field_error(where, "rubric", "a string or a non-empty list of strings", &(*r)[i]);
+        if (!(*r)[i].is_string())
+          field_error(where, "rubric[" + std::to_string(i) + "]", "a string (a rubric's criterion)", &(*r)[i]);
         p.rubric += (i ? "\n" : "") + std::to_string(i + 1) + ". " + (*r)[i].get<std::string>();
       }
     } else {
