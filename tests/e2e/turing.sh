@@ -96,6 +96,7 @@ refuse() {  # log-pattern, --set args...
 refuse 'expected task.name = "user_sim"' --set task.name='"arithmetic"'
 refuse 'rl.turing.judge' --set rl.turing.judge='"llm"'
 refuse 'rl.turing.cap' --set rl.turing.cap=9
+refuse "rl.fair.objectives: objective task:style: the task 'user_sim' names no reward entries" --set rl.fair.objectives='"correct,task:style"'
 refuse 'rl.turing.features' --set rl.turing.judge='"discriminator"' --set rl.turing.features='"bag"'
 refuse 'rl.turing.ngram_dim' --set rl.turing.judge='"discriminator"' --set rl.turing.features='"ngrams"' --set rl.turing.ngram_dim=4
 echo "turing.sh: ok"

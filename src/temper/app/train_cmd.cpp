@@ -569,6 +569,16 @@ int train(const TrainOptions& o) {
   }
   comm.broadcast(resume_from, 0);  // the checkpoint rank 0 chose (the run directory is on a shared filesystem)
 
+  // The task first: a recipe error in it is reported before a model is loaded.
+  std::shared_ptr<const tasks::Task> task = tasks::make_task(cfg.task_name, cfg.task_params);
+  if (cfg.fair) {
+    try {
+      rl::check_objectives(cfg.fair->objectives, *task);
+    } catch (const Error& e) {
+      TEMPER_FAIL() << recipe.source() << ": rl.fair.objectives: " << e.what();
+    }
+  }
+
   // Model and tokenizer.
   std::unique_ptr<Transformer> policy;
   std::shared_ptr<const text::Tokenizer> tok;
@@ -614,15 +624,7 @@ int train(const TrainOptions& o) {
   ex.tokenizer_json_text = tok->to_hf_json();
   ex.tokenizer_config_json_text = tok->to_hf_config_json();
 
-  std::shared_ptr<const tasks::Task> task = tasks::make_task(cfg.task_name, cfg.task_params);
   std::shared_ptr<const tasks::Task> sft_task = task, rl_task = task;  // [curriculum]: each stage its own set
-  if (cfg.fair) {
-    try {
-      rl::check_objectives(cfg.fair->objectives, *task);
-    } catch (const Error& e) {
-      TEMPER_FAIL() << recipe.source() << ": rl.fair.objectives: " << e.what();
-    }
-  }
   if (cfg.curriculum) {
     tasks::TaskParams sp = cfg.task_params, rp = cfg.task_params;
     sp["train_set"] = cfg.curriculum->sft_set;
