@@ -196,30 +196,32 @@ TEST_P(CudaModel, DrafterStepsOnTheDeviceMatchTheCpuDrafter) {
   };
   same_weights();
   dev.attach_device(std::make_shared<CudaTransformer>(cfg));
-  // Prompt rows 0..P-1 of one sequence (the policy), then rows P and P+1 (the drafter), both wanting logits.
-  auto run = [&](Transformer& m, const Int4Drafter* drafter) {
+  // Prompt rows 0..P-1 of one sequence (the policy), then R rows P.. (the drafter), all wanting logits: R = 2 takes
+  // the device's one-warp-per-column product for the bf16 head, R = 3 cuBLASLt's.
+  auto run = [&](Transformer& m, const Int4Drafter* drafter, int64_t R) {
     KvPool pool(cfg, 4, 16);
     SeqKv s;
-    pool.reserve(s, P + 2);
-    std::vector<int32_t> tok(P + 2), pos(P + 2);
-    for (int64_t i = 0; i < P + 2; ++i) {
+    pool.reserve(s, P + R);
+    std::vector<int32_t> tok(P + R), pos(P + R);
+    for (int64_t i = 0; i < P + R; ++i) {
       tok[i] = static_cast<int32_t>((7 * i + 3) % V);
       pos[i] = static_cast<int32_t>(i);
     }
-    std::vector<const int32_t*> tables(P + 2, s.blocks.data());
-    std::vector<int64_t> out = {0, 1};
-    std::vector<float> logits(2 * V);
+    std::vector<const int32_t*> tables(P + R, s.blocks.data());
+    std::vector<int64_t> out(static_cast<size_t>(R));
+    for (int64_t r = 0; r < R; ++r) out[static_cast<size_t>(r)] = r;
+    std::vector<float> logits(static_cast<size_t>(R * V));
     PagedStep st;
     st.n = P;
     st.tokens = tok.data();
     st.pos = pos.data();
     st.tables = tables.data();
     m.forward_paged(st, pool);
-    st.n = 2;
+    st.n = R;
     st.tokens = tok.data() + P;
     st.pos = pos.data() + P;
     st.out_rows = out.data();
-    st.n_out = 2;
+    st.n_out = R;
     st.logits = logits.data();
     m.forward_paged(st, pool, drafter);
     return logits;
@@ -228,42 +230,45 @@ TEST_P(CudaModel, DrafterStepsOnTheDeviceMatchTheCpuDrafter) {
   // ids); the subset's logits equal the whole head's on the CPU and are -inf elsewhere.
   std::vector<int32_t> seen;
   for (int32_t t = 0; t < V; t += 3) seen.insert(seen.end(), 1 + t % 4, t);
-  for (int64_t vocab : {int64_t{0}, int64_t{120}}) {
-    for (DraftHead head : {DraftHead::bf16, DraftHead::int4}) {
-      SCOPED_TRACE(std::string(head == DraftHead::bf16 ? "bf16 head" : "int4 head") + ", vocabulary " +
-                   std::to_string(vocab));
-      for (int refresh = 0; refresh < 2; ++refresh) {
-        if (refresh) {  // new weights: the drafter's copy changes, the device uploads it again
-          for (int64_t i = 0; i < cpu.flat_size(); ++i) cpu.params()[i] *= 1.1f;
-          cpu.params_updated();
-          same_weights();
-        }
-        Int4Drafter drafter(128, 0, head);
-        drafter.set_vocab(vocab);
-        drafter.observe(seen);
-        drafter.refresh(dev);  // quantized in the device's layout (rows); the CPU reads it too
-        ASSERT_EQ(drafter.layers()[0].qkv.layout, kernels::Int4Layout::rows);
-        ASSERT_EQ(static_cast<int64_t>(drafter.vocab_ids().size()), vocab);
-        const auto want = run(cpu, &drafter), got = run(dev, &drafter), policy = run(dev, nullptr);
-        std::vector<float> got_in, want_in;  // the logits inside the subset (all of them without one)
-        int64_t outside = 0;
-        for (int64_t i = 0; i < 2 * V; ++i) {
-          ASSERT_EQ(std::isinf(got[i]), std::isinf(want[i]))
-              << "logit " << i << ": device " << got[i] << ", CPU " << want[i];
-          if (std::isinf(want[i])) {
-            EXPECT_LT(want[i], 0.f);
-            ++outside;
-            continue;
+  for (int64_t R : {int64_t{2}, int64_t{3}}) {
+    for (int64_t vocab : {int64_t{0}, int64_t{120}}) {
+      for (DraftHead head : {DraftHead::bf16, DraftHead::int4}) {
+        SCOPED_TRACE(std::string(head == DraftHead::bf16 ? "bf16 head" : "int4 head") + ", vocabulary " +
+                     std::to_string(vocab) + ", " + std::to_string(R) + " rows");
+        for (int refresh = 0; refresh < 2; ++refresh) {
+          if (refresh) {  // new weights: the drafter's copy changes, the device uploads it again
+            for (int64_t i = 0; i < cpu.flat_size(); ++i) cpu.params()[i] *= 1.1f;
+            cpu.params_updated();
+            same_weights();
           }
-          got_in.push_back(got[i]);
-          want_in.push_back(want[i]);
+          Int4Drafter drafter(128, 0, head);
+          drafter.set_vocab(vocab);
+          drafter.observe(seen);
+          drafter.refresh(dev);  // quantized in the device's layout (rows); the CPU reads it too
+          ASSERT_EQ(drafter.layers()[0].qkv.layout, kernels::Int4Layout::rows);
+          ASSERT_EQ(static_cast<int64_t>(drafter.vocab_ids().size()), vocab);
+          const auto want = run(cpu, &drafter, R), got = run(dev, &drafter, R), policy = run(dev, nullptr, R);
+          std::vector<float> got_in, want_in;  // the logits inside the subset (all of them without one)
+          int64_t outside = 0;
+          for (int64_t i = 0; i < R * V; ++i) {
+            ASSERT_EQ(std::isinf(got[i]), std::isinf(want[i]))
+                << "logit " << i << ": device " << got[i] << ", CPU " << want[i];
+            if (std::isinf(want[i])) {
+              EXPECT_LT(want[i], 0.f);
+              ++outside;
+              continue;
+            }
+            got_in.push_back(got[i]);
+            want_in.push_back(want[i]);
+          }
+          EXPECT_EQ(outside, vocab ? R * (V - vocab) : 0);
+          EXPECT_TRUE(all_close(got_in, want_in, tolerance(Kind::bf16, cfg.hidden_size), 2e-2))
+              << "refresh " << refresh;
+          double apart = 0;
+          for (int64_t i = 0; i < R * V; ++i)
+            if (!std::isinf(got[i])) apart = std::max(apart, double(std::fabs(got[i] - policy[i])));
+          EXPECT_GT(apart, 1e-3) << "the drafter's logits equal the policy's: its 4-bit weights were not used";
         }
-        EXPECT_EQ(outside, vocab ? 2 * (V - vocab) : 0);
-        EXPECT_TRUE(all_close(got_in, want_in, tolerance(Kind::bf16, cfg.hidden_size), 2e-2)) << "refresh " << refresh;
-        double apart = 0;
-        for (int64_t i = 0; i < 2 * V; ++i)
-          if (!std::isinf(got[i])) apart = std::max(apart, double(std::fabs(got[i] - policy[i])));
-        EXPECT_GT(apart, 1e-3) << "the drafter's logits equal the policy's: its 4-bit weights were not used";
       }
     }
   }
