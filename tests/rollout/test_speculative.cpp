@@ -332,6 +332,21 @@ TEST(Speculative, ToggleTurnsOnOnlyBelowBreakEvenAndAfterTheRamp) {
   for (int64_t b = 1; b <= 64; ++b)
     if (spec.turn_on(b)) breakeven = b;
   for (int64_t b = 1; b <= 64; ++b) EXPECT_EQ(spec.turn_on(b), b <= breakeven);  // monotone in the batch
+  // The sampler's host work per row (a plain step draws B rows; a cycle makes B (2 gamma + 1) dense distributions)
+  // lowers the prediction and the break-even: 0.2 ms a row against the 10 ms forward takes it from 4 to 2 sequences.
+  SpecCostModel mh = m;
+  mh.sample_s = 0.0002;
+  mh.dist_s = 0.0002;
+  SpecController with_host(c);
+  with_host.set_cost_model(mh);
+  with_host.end_rollout(10, 50, 20, false);
+  EXPECT_NEAR(with_host.predicted_speedup(2),
+              3 * (0.010 + 2 * 0.0002) / (5 * (0.0025 + 2 * 0.0002) + m.policy(12) + 12 * 0.0002), 1e-12);
+  int64_t breakeven_host = 0;
+  for (int64_t b = 1; b <= 64; ++b)
+    if (with_host.turn_on(b)) breakeven_host = b;
+  EXPECT_EQ(breakeven, 4);
+  EXPECT_EQ(breakeven_host, 2);
   SpecController thr(fixed_gamma(5, SpecToggle::threshold));
   EXPECT_TRUE(thr.turn_on(8));
   EXPECT_FALSE(thr.turn_on(9));

@@ -100,7 +100,10 @@ int bench_speculative(const BenchRolloutOptions& o) {
   sc.toggle = rollout::SpecToggle::always;
   rollout::SpecController always(sc);
   t0 = now();
-  rollout::SpecCostModel cost = rollout::calibrate_spec_cost(*m, pool, drafter, std::min<int64_t>(bmax * (o.gamma + 1), 1024));
+  rollout::SamplerConfig bench_sampler;
+  bench_sampler.temperature = o.temperature;
+  rollout::SpecCostModel cost =
+      rollout::calibrate_spec_cost(*m, pool, drafter, std::min<int64_t>(bmax * (o.gamma + 1), 1024), 3, bench_sampler);
   const double calib_s = now() - t0;
 
   nlohmann::json rows = nlohmann::json::array();
@@ -189,7 +192,9 @@ int bench_speculative(const BenchRolloutOptions& o) {
                             {"calibration_s", r3(calib_s)},
                             {"cost_rows", cost.rows},
                             {"cost_policy_s", cost.policy_s},
-                            {"cost_draft_s", cost.draft_s}};
+                            {"cost_draft_s", cost.draft_s},
+                            {"cost_sample_s", cost.sample_s},
+                            {"cost_dist_s", cost.dist_s}};
   std::printf("%s\n", summary.dump().c_str());
   return 0;
 }

@@ -404,14 +404,20 @@ void RlTrainer::speculative_begin_step() {
       // Up to 64 rows (a verify of 5 sequences at gamma 11): speculation pays only at small live
       // batches; beyond the last point the times extrapolate linearly.
       const int64_t rows = engine_->config().max_seqs * (cfg_.speculative->control.ladder.back() + 1);
-      rollout::SpecCostModel m = rollout::calibrate_spec_cost(policy_, *pool_, *drafter_, std::min<int64_t>(rows, 64), 2);
-      nlohmann::json j = {{"rows", m.rows}, {"policy_s", m.policy_s}, {"draft_s", m.draft_s}};
+      rollout::SpecCostModel m =
+          rollout::calibrate_spec_cost(policy_, *pool_, *drafter_, std::min<int64_t>(rows, 64), 2, cfg_.sampler);
+      nlohmann::json j = {{"rows", m.rows},
+                          {"policy_s", m.policy_s},
+                          {"draft_s", m.draft_s},
+                          {"sample_s", m.sample_s},
+                          {"dist_s", m.dist_s}};
       bytes = j.dump();
     }
     if (comm_ && comm_->size() > 1) comm_->broadcast(bytes, 0);
     nlohmann::json j = nlohmann::json::parse(bytes);
     spec_->set_cost_model({j["rows"].get<std::vector<double>>(), j["policy_s"].get<std::vector<double>>(),
-                           j["draft_s"].get<std::vector<double>>()});
+                           j["draft_s"].get<std::vector<double>>(), j["sample_s"].get<double>(),
+                           j["dist_s"].get<double>()});
     if (rank() == 0) {
       const rollout::SpecCostModel& m = spec_->cost_model();
       int64_t breakeven = 0;
@@ -456,8 +462,16 @@ std::string RlTrainer::speculative_state() const {
   if (!spec_) return {};
   const rollout::SpecState& s = spec_->state();
   const rollout::SpecCostModel& m = spec_->cost_model();
-  nlohmann::json j = {{"rung", s.rung}, {"up", s.up}, {"down", s.down}, {"accepted_len", s.accepted_len},
-                      {"cost", {{"rows", m.rows}, {"policy_s", m.policy_s}, {"draft_s", m.draft_s}}}};
+  nlohmann::json j = {{"rung", s.rung},
+                      {"up", s.up},
+                      {"down", s.down},
+                      {"accepted_len", s.accepted_len},
+                      {"cost",
+                       {{"rows", m.rows},
+                        {"policy_s", m.policy_s},
+                        {"draft_s", m.draft_s},
+                        {"sample_s", m.sample_s},
+                        {"dist_s", m.dist_s}}}};
   if (cfg_.speculative->vocab > 0) {  // the token counts that rank the drafter's head: [[id, count], ...]
     nlohmann::json counts = nlohmann::json::array();
     const std::vector<uint64_t>& c = drafter_->counts();
@@ -478,8 +492,9 @@ void RlTrainer::load_speculative_state(const std::string& text) {
   s.accepted_len = j.at("accepted_len").get<double>();
   spec_->set_state(s);
   const nlohmann::json& c = j.at("cost");
+  // sample_s and dist_s: 0 in a checkpoint from before they were measured (its predictions are unchanged)
   spec_->set_cost_model({c.at("rows").get<std::vector<double>>(), c.at("policy_s").get<std::vector<double>>(),
-                         c.at("draft_s").get<std::vector<double>>()});
+                         c.at("draft_s").get<std::vector<double>>(), c.value("sample_s", 0.0), c.value("dist_s", 0.0)});
   if (auto it = j.find("vocab_counts"); it != j.end()) {
     std::vector<uint64_t> counts;
     for (const nlohmann::json& e : *it) {

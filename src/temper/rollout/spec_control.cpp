@@ -8,6 +8,7 @@
 #include "temper/model/int4_drafter.h"
 #include "temper/model/kv_pool.h"
 #include "temper/model/transformer.h"
+#include "temper/rollout/spec_sampling.h"
 
 namespace temper::rollout {
 
@@ -47,12 +48,12 @@ double SpecCostModel::policy(double n) const { return interp(rows, policy_s, n);
 double SpecCostModel::draft(double n) const { return interp(rows, draft_s, n); }
 
 double SpecCostModel::speedup(int64_t B, int64_t gamma, double L) const {
-  const double b = static_cast<double>(B);
-  return L * policy(b) / (static_cast<double>(gamma) * draft(b) + policy(b * static_cast<double>(gamma + 1)));
+  const double b = static_cast<double>(B), g = static_cast<double>(gamma);
+  return L * (policy(b) + b * sample_s) / (g * (draft(b) + b * dist_s) + policy(b * (g + 1)) + b * (g + 1) * dist_s);
 }
 
 SpecCostModel calibrate_spec_cost(Transformer& model, KvPool& pool, const Int4Drafter& drafter, int64_t max_rows,
-                                  int repeats) {
+                                  int repeats, const SamplerConfig& sampler) {
   TEMPER_CHECK(max_rows >= 1) << "speculative calibration: max_rows must be >= 1";
   const int64_t ctx = model.config().max_position_embeddings;
   max_rows = std::min(max_rows, ctx);
@@ -88,11 +89,37 @@ SpecCostModel calibrate_spec_cost(Transformer& model, KvPool& pool, const Int4Dr
   };
   for (int64_t n = 1;; n = std::min(2 * n, max_rows)) {
     m.rows.push_back(static_cast<double>(n));
-    m.policy_s.push_back(time(n, nullptr));
     m.draft_s.push_back(time(n, &drafter));
+    m.policy_s.push_back(time(n, nullptr));  // last: the logits the sampler is timed on are the policy's
     if (n == max_rows) break;
   }
   pool.release(s);
+  // The sampler's host work per row, on the last forward's logits (the policy's): best mean of `repeats`
+  // passes over up to 16 rows, after a warm-up pass.
+  const int64_t V = model.config().vocab_size, n = std::min<int64_t>(max_rows, 16);
+  Sampler sampler_(sampler);
+  std::vector<float> p(static_cast<size_t>(V));
+  Rng rng(7, 0);
+  auto per_row = [&](bool dense) {
+    double best = 1e30;
+    for (int r = 0; r < repeats + 1; ++r) {
+      auto t0 = std::chrono::steady_clock::now();
+      for (int64_t i = 0; i < n; ++i) {
+        const float* z = logits.data() + i * V;
+        if (dense) {
+          sampler_.distribution(z, V, History{}, p.data());
+          sample_dense(p.data(), V, rng);
+        } else {
+          sampler_.sample(z, V, rng);
+        }
+      }
+      const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (r > 0) best = std::min(best, dt / static_cast<double>(n));
+    }
+    return best;
+  };
+  m.sample_s = per_row(false);
+  m.dist_s = per_row(true);
   return m;
 }
 

@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "temper/rollout/sampler.h"
+
 namespace temper {
 class Transformer;
 class KvPool;
@@ -44,16 +46,22 @@ struct SpecConfig {
 
 struct SpecCostModel {
   std::vector<double> rows, policy_s, draft_s;  // measured points (rows ascending)
+  // Host seconds per row beyond the forwards: a plain step's draw (Sampler::sample), and a speculative cycle's
+  // dense distribution and draw (Sampler::distribution + sample_dense) for every draft and every verified position.
+  // 0 in a cost model from before they were measured.
+  double sample_s = 0, dist_s = 0;
   bool calibrated() const { return !rows.empty(); }
   double policy(double n) const;  // seconds for one forward over n rows
   double draft(double n) const;
+  // L x (policy(B) + B sample_s) / (gamma (draft(B) + B dist_s) + policy(B (gamma + 1)) + B (gamma + 1) dist_s).
   double speedup(int64_t B, int64_t gamma, double L) const;
 };
 
 // Times forward_paged of the policy and the drafter over 1, 2, 4, ... max_rows rows (the best of
-// `repeats`), on a scratch sequence in the pool (released after).
+// `repeats`), on a scratch sequence in the pool (released after), and the sampler's per-row work on those logits
+// (`sampler`: the run's settings, which it depends on).
 SpecCostModel calibrate_spec_cost(Transformer& model, KvPool& pool, const Int4Drafter& drafter, int64_t max_rows,
-                                  int repeats = 3);
+                                  int repeats = 3, const SamplerConfig& sampler = {});
 
 struct SpecState {  // what a checkpoint keeps for an exact resume
   int64_t rung = 0, up = 0, down = 0;
