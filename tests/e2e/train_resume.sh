@@ -117,6 +117,16 @@ grep -q '"zppo_replayed":2' "$work/zfull/metrics.jsonl" && grep -q '"zppo_bcq":[
 "$temper" train --out "$work/zsamples" "${common[@]}" "${zppo[@]}" --set rl.steps=1 --set run.checkpoint_every=0 \
   --set rl.dynamic_sampling=false 2> "$work/zsamples.log"
 grep -q "<candidate>" "$work/zsamples/samples.jsonl"
+# With [rl.zppo] the recipe's defaults are the paper's (4 update epochs, normalisation over the groups whose rewards
+# differ, clip-higher 0.28), its baselines' too; without it GRPO's stay (the run of 6 steps above).
+"$temper" train --out "$work/zdefaults" "${common[@]}" --set rl.zppo.mode='"buffer"' --set rl.steps=1 \
+  --set run.checkpoint_every=0 2> "$work/zdefaults.log"
+for kv in 'epochs = 4' 'scale_rewards = "batch_active"' 'eps_high = 0.28' 'match_candidates = true'; do
+  grep -qx "$kv" "$work/zdefaults/config.toml" || { echo "[rl.zppo]'s resolved recipe lacks '$kv'"; exit 1; }
+done
+for kv in 'epochs = 1' 'scale_rewards = "group"' 'eps_high = 0.2'; do
+  grep -qx "$kv" "$work/full/config.toml" || { echo "the plain run's resolved recipe lacks '$kv'"; exit 1; }
+done
 state_has "$work/zfull" zppo "entries="
 # REVES: the augmentation pool (a refresh every 2 steps, the stop between refreshes).
 resume_equal r 5 --set rl.reves.seeds=6 --set rl.reves.rounds=2 --set rl.reves.refresh_every=2 \

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "rl/byte_codec.h"
@@ -140,7 +141,8 @@ TEST(Zppo, PromptBufferAdmitsGraduatesEvictsAndSurvivesSaveLoad) {
 TEST(Zppo, HardGroupsGetABcqAndAnNcqAnsweredAsTheirOwnGroups) {
   Env e;
   ZppoConfig c;
-  c.aug_ratio = 1.0;  // cap: 2 prompts for 2 new questions
+  c.aug_ratio = 1.0;           // cap: 2 prompts for 2 new questions
+  c.match_candidates = false;  // each candidate whole (the matched form: BcqCandidatesArePlainAndEquallyLong)
   Zppo z(c, make_gold_teacher());
   MethodEnv env = e.env();
   z.attach(env);
@@ -217,6 +219,7 @@ TEST(Zppo, CandidateOrderIsRandomAndTheCapHolds) {
   Env e;
   ZppoConfig c;
   c.ncq = false;
+  c.match_candidates = false;  // the gold solution whole, to find it
   Zppo z(c, make_gold_teacher());
   z.attach(e.env());
   int teacher_first = 0;
@@ -243,11 +246,61 @@ TEST(Zppo, CandidateOrderIsRandomAndTheCapHolds) {
   EXPECT_EQ(zppo_candidate(codec, "  short\n", 8), "<candidate>\nshort\n</candidate>\n");
 }
 
+TEST(Zppo, BcqCandidatesArePlainAndEquallyLong) {
+  PromptCodec codec = byte_codec();  // one token per byte
+  EXPECT_EQ(zppo_plain("**Step 1:**  add  `3`\r\n\n\n__so__ 3+4=7   \n#### 7\n"), "Step 1: add 3\nso 3+4=7\n#### 7");
+  EXPECT_EQ(zppo_plain("a_b * c"), "a_b * c");  // single marks are text
+  // The teacher's short solution and the student's long wrong rollout: both cut to the shorter one's 12 bytes.
+  auto [t, s] = zppo_bcq_candidates(codec, "3+4=7\n#### 7\n", "Let me think... **3+4** is 8.\n\n3+4=8\n#### 8", 128);
+  EXPECT_EQ(t, "<candidate>\n...3+4=7\n#### 7\n</candidate>\n");  // "..." opens both when either was cut
+  EXPECT_EQ(s, "<candidate>\n...3+4=8\n#### 8\n</candidate>\n");
+  // Both longer than the budget: both cut to it, both marked.
+  std::tie(t, s) = zppo_bcq_candidates(codec, "abcdefghij", "klmnopqrstuvwxyz", 4);
+  EXPECT_EQ(t, "<candidate>\n...ghij\n</candidate>\n");
+  EXPECT_EQ(s, "<candidate>\n...wxyz\n</candidate>\n");
+  // The longer is cut to the shorter: "..." opens both, so the mark does not tell which one was cut.
+  std::tie(t, s) = zppo_bcq_candidates(codec, "12345678", "abc", 128);
+  EXPECT_EQ(t, "<candidate>\n...678\n</candidate>\n");
+  EXPECT_EQ(s, "<candidate>\n...abc\n</candidate>\n");
+  // An empty rollout does not empty the teacher's: the budget alone.
+  std::tie(t, s) = zppo_bcq_candidates(codec, "abcdef", "", 4);
+  EXPECT_EQ(t, "<candidate>\n...cdef\n</candidate>\n");
+  EXPECT_EQ(s, "<candidate>\n...\n</candidate>\n");
+
+  // Through the method (the default, match_candidates = true): every BCQ's two candidate bodies are equally long.
+  Env e;
+  ZppoConfig c;
+  c.ncq = false;
+  ASSERT_TRUE(c.match_candidates);
+  Zppo z(c, make_gold_teacher());
+  z.attach(e.env());
+  int bcqs = 0;
+  for (int step = 0; step < 20; ++step) {
+    z.extra_problems(step, 8);
+    Batch b = batch(*e.task, 3000 + static_cast<uint64_t>(step) * 8, {0, 0, 0, 0, 0, 0, 0, 1});
+    const size_t p0 = b.problems.size();
+    z.after_reward(b);
+    for (size_t k = p0; k < b.problems.size(); ++k, ++bcqs) {
+      const std::string& q = b.problems[k].asked;
+      std::vector<size_t> lens;
+      for (size_t at = q.find("<candidate>\n"); at != std::string::npos; at = q.find("<candidate>\n", at + 1)) {
+        const size_t body = at + 12, end = q.find("\n</candidate>", body);
+        ASSERT_NE(end, std::string::npos) << q;
+        lens.push_back(end - body);
+      }
+      ASSERT_EQ(lens.size(), 2u) << q;
+      EXPECT_EQ(lens[0], lens[1]) << q;
+    }
+  }
+  EXPECT_EQ(bcqs, 40);
+}
+
 TEST(Zppo, QuestionsWithoutATeacherResponseLeaveTheirSlotToOthers) {
   // The dataset teacher knows responses for half the questions: the cap of 2 BCQs is still met.
   Env e;
   ZppoConfig c;
   c.ncq = false;
+  c.match_candidates = false;  // the teacher's response whole, to find it
   Zppo z(c, make_dataset_teacher());
   z.attach(e.env());
   for (int step = 0; step < 30; ++step) {
@@ -334,20 +387,30 @@ TEST(Zppo, ThroughTheTrainerCandidatesArePromptAndReformulatedGroupsAreNotRollou
   t.step();
   Metrics m1 = t.step();
   const Batch& b = t.last_batch();
-  int reformulated = 0, replayed = 0;
+  int reformulated = 0, replayed = 0, bcq = 0;
   double acc = 0, originals = 0;
   for (const Trajectory& x : b.traj) {
     const tasks::Problem& p = b.problems[static_cast<size_t>(x.problem)];
     EXPECT_EQ(x.loss_mask.size(), x.tokens.size());  // the loss covers the completion, never the prompt
     if (p.index < 0) {
       ++reformulated;
-      EXPECT_GT(x.prompt.size(), 3u);  // the candidates are prompt
+      // The candidates are prompt: the trajectory's prompt is the reformulated question, candidate blocks included (the
+      // teacher's "aaaaaa" in a BCQ), and what the loss covers is the student's own completion after it.
+      EXPECT_EQ(x.prompt, codec().encode_prompt(p));
+      EXPECT_NE(p.asked.find("<candidate>"), std::string::npos) << p.asked;
+      EXPECT_GT(x.prompt.size(), codec().encode_text(p.prompt).size() + 20) << p.asked;
+      if (p.id.size() > 4 && p.id.compare(p.id.size() - 4, 4, "#bcq") == 0) {
+        bcq += 1;
+        EXPECT_NE(p.asked.find("aaaaaa\n</candidate>"), std::string::npos) << p.asked;
+      }
+      EXPECT_EQ(x.loss_mask.size(), x.tokens.size());
       continue;
     }
     replayed += static_cast<size_t>(x.problem) >= 4;
     acc += x.correct, originals += 1;
   }
   EXPECT_GT(reformulated, 0);
+  EXPECT_GT(bcq, 0);
   EXPECT_GT(replayed, 0);
   EXPECT_NEAR(value(m1, "accuracy"), acc / originals, 1e-12);  // reformulated groups are not rollout statistics
   EXPECT_GT(value(m1, "zppo_buffer"), 0);

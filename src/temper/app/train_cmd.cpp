@@ -194,7 +194,13 @@ RunConfig read_config(Recipe& r) {
   const bool disc_match =
       disc_on && r.get_choice("rl.discriminator.combine", "replace", {"replace", "add"}) == "replace";
   const double disc_coef = disc_match ? r.get_double("rl.discriminator.coef", 1.0) : 0.0;
-  std::string sc = r.get_choice("rl.scale_rewards", est == "grpo" && !disc_match ? "group" : "none",
+  // ZPPO's recipe (spec, methods-llm-rl section 3, steps 6-7; the "default 4"), for its baselines too (the
+  // buffer, the teacher injected: the paper's GRPO-dagger runs in the same pipeline): batch-level normalisation over the
+  // groups whose rewards differ, 4 update epochs per batch, clip-higher eps_high 0.28, no KL. A recipe that sets any
+  // of these keeps its own.
+  const bool zppo_on = r.get_bool("rl.zppo.enabled", r.has_prefix("rl.zppo."));
+  std::string sc = r.get_choice("rl.scale_rewards",
+                                zppo_on ? "batch_active" : est == "grpo" && !disc_match ? "group" : "none",
                                 {"group", "batch", "batch_active", "none"});
   q.advantage.scale = sc == "group"          ? rl::RewardScale::group
                       : sc == "batch"        ? rl::RewardScale::batch
@@ -202,7 +208,7 @@ RunConfig read_config(Recipe& r) {
                                              : rl::RewardScale::none;
   q.advantage.eps = r.get_double("rl.advantage_eps", 1e-4);
   q.loss.eps_low = r.get_double("rl.eps_low", 0.2);
-  q.loss.eps_high = r.get_double("rl.eps_high", 0.2);
+  q.loss.eps_high = r.get_double("rl.eps_high", zppo_on ? 0.28 : 0.2);
   q.loss.dual_clip = r.get_double("rl.dual_clip", 0.0);
   q.loss.kl_coef = r.get_double("rl.kl_coef", disc_match ? disc_coef : 0.0);
   std::string kl = r.get_choice("rl.kl_estimator", "k3", {"k1", "k2", "k3"});
@@ -213,7 +219,7 @@ RunConfig read_config(Recipe& r) {
                : agg == "seq_mean_token_mean" ? rl::LossAgg::seq_mean_token_mean : rl::LossAgg::seq_mean_token_sum_norm;
   q.loss.max_len = r.get_int("rl.loss_max_len", q.max_new);
   q.loss.skip_no_gradient = r.get_bool("rl.skip_no_gradient", true);
-  q.epochs = r.get_int("rl.epochs", 1);
+  q.epochs = r.get_int("rl.epochs", zppo_on ? 4 : 1);
   q.mini_batches = r.get_int("rl.mini_batches", 1);
   q.micro_batch = r.get_int("rl.micro_batch", q.micro_batch);
   q.share_prompts = r.get_bool("rl.share_prompts", q.share_prompts);
@@ -296,7 +302,7 @@ RunConfig read_config(Recipe& r) {
     c.dre = d;
   }
 
-  if (r.get_bool("rl.zppo.enabled", r.has_prefix("rl.zppo."))) {
+  if (zppo_on) {
     rl::ZppoConfig z;
     std::string mode = r.get_choice("rl.zppo.mode", "zppo", {"zppo", "buffer", "inject"});
     z.mode = mode == "zppo" ? rl::ZppoMode::zppo : mode == "buffer" ? rl::ZppoMode::buffer : rl::ZppoMode::inject;
@@ -309,6 +315,7 @@ RunConfig read_config(Recipe& r) {
     z.teacher_samples = r.get_int("rl.zppo.teacher_samples", z.teacher_samples);
     z.group_size = r.get_int("rl.zppo.group_size", z.group_size);
     z.candidate_tokens = r.get_int("rl.zppo.candidate_tokens", z.candidate_tokens);
+    z.match_candidates = r.get_bool("rl.zppo.match_candidates", z.match_candidates);
     z.ncq_traces = r.get_int("rl.zppo.ncq_traces", z.ncq_traces);
     z.bcq_template = r.get_string("rl.zppo.bcq_template", z.bcq_template);
     z.ncq_template = r.get_string("rl.zppo.ncq_template", z.ncq_template);

@@ -97,7 +97,7 @@ SpecCostModel calibrate_spec_cost(Transformer& model, KvPool& pool, const Int4Dr
   // The sampler's host work per row, on the last forward's logits (the policy's): best mean of `repeats`
   // passes over up to 16 rows, after a warm-up pass.
   const int64_t V = model.config().vocab_size, n = std::min<int64_t>(max_rows, 16);
-  Sampler sampler_(sampler);
+  Sampler timed(sampler);
   std::vector<float> p(static_cast<size_t>(V));
   Rng rng(7, 0);
   auto per_row = [&](bool dense) {
@@ -107,10 +107,10 @@ SpecCostModel calibrate_spec_cost(Transformer& model, KvPool& pool, const Int4Dr
       for (int64_t i = 0; i < n; ++i) {
         const float* z = logits.data() + i * V;
         if (dense) {
-          sampler_.distribution(z, V, History{}, p.data());
+          timed.distribution(z, V, History{}, p.data());
           sample_dense(p.data(), V, rng);
         } else {
-          sampler_.sample(z, V, rng);
+          timed.sample(z, V, rng);
         }
       }
       const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "temper/core/error.h"
 #include "temper/core/rng.h"
@@ -45,6 +46,52 @@ std::string zppo_candidate(const PromptCodec& codec, const std::string& text, in
     body = "..." + codec.decode(tail);
   }
   return "<candidate>\n" + body + "\n</candidate>\n";
+}
+
+std::string zppo_plain(const std::string& text) {
+  std::string out, line;
+  bool space = false;
+  auto end_line = [&] {
+    if (!line.empty()) out += (out.empty() ? "" : "\n") + line;
+    line.clear();
+    space = false;
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if ((c == '*' || c == '_') && i + 1 < text.size() && text[i + 1] == c) {
+      ++i;  // "**" or "__"
+      continue;
+    }
+    if (c == '`' || c == '\r') continue;
+    if (c == '\n') {
+      end_line();
+      continue;
+    }
+    if (c == ' ' || c == '\t') {
+      space = true;
+      continue;
+    }
+    if (space && !line.empty()) line += ' ';
+    space = false;
+    line += c;
+  }
+  end_line();
+  return out;
+}
+
+std::pair<std::string, std::string> zppo_bcq_candidates(const PromptCodec& codec, const std::string& teacher,
+                                                        const std::string& student, int64_t budget) {
+  const std::string a = zppo_plain(teacher), b = zppo_plain(student);
+  const std::vector<int32_t> ia = codec.encode_text(a), ib = codec.encode_text(b);
+  const int64_t shorter = static_cast<int64_t>(std::min(ia.size(), ib.size()));
+  const int64_t n = shorter > 0 ? std::min(budget, shorter) : budget;
+  const bool cut = static_cast<int64_t>(ia.size()) > n || static_cast<int64_t>(ib.size()) > n;
+  auto block = [&](const std::vector<int32_t>& ids, const std::string& text) {
+    const std::string body =
+        static_cast<int64_t>(ids.size()) > n ? codec.decode(std::vector<int32_t>(ids.end() - n, ids.end())) : text;
+    return "<candidate>\n" + std::string(cut ? "..." : "") + body + "\n</candidate>\n";
+  };
+  return {block(ia, a), block(ib, b)};
 }
 
 tasks::Problem zppo_reformulate(const tasks::Problem& p, const PromptCodec& codec, const std::string& tmpl,
@@ -157,7 +204,13 @@ void Zppo::reformulate(Batch& b, const std::vector<int64_t>& hard_groups, int64_
       const std::string& right = good[k][static_cast<size_t>(tasks::rand_int(rng, 0, static_cast<int64_t>(good[k].size()) - 1))];
       const Trajectory* w = wrong[static_cast<size_t>(tasks::rand_int(rng, 0, static_cast<int64_t>(wrong.size()) - 1))];
       bool teacher_first = (rng.next_u32() & 1u) != 0;
-      std::string a = zppo_candidate(*env_.codec, right, cfg_.candidate_tokens), c = zppo_candidate(*env_.codec, w->text, cfg_.candidate_tokens);
+      std::string a, c;
+      if (cfg_.match_candidates) {
+        std::tie(a, c) = zppo_bcq_candidates(*env_.codec, right, w->text, cfg_.candidate_tokens);
+      } else {
+        a = zppo_candidate(*env_.codec, right, cfg_.candidate_tokens);
+        c = zppo_candidate(*env_.codec, w->text, cfg_.candidate_tokens);
+      }
       built.push_back(
           zppo_reformulate(ps[k], *env_.codec, cfg_.bcq_template, teacher_first ? a + c : c + a, "", "bcq"));
       n_.teacher_first += teacher_first;

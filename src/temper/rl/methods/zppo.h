@@ -3,13 +3,15 @@
 // fails (group accuracy < 0.5) enter a replay buffer of questions and come back each step beside the
 // new ones (replay_ratio x new) until the student reaches 0.5 on them. For hard questions (at most
 // ceil(aug_ratio x new) prompts per step, over all its rounds) it builds
-//   BCQ  one correct teacher response and one wrong student rollout, shortened to the same token
-//        budget, in identical <candidate> tags, in a seeded random order: "one is correct, one is wrong";
+//   BCQ  one correct teacher response and one wrong student rollout, anonymized (the spec's recommendation
+//        without the teacher's rewrite: markdown marks and blank lines stripped, both cut to the same number
+//        of final tokens, at most the budget), in identical <candidate> tags, in a seeded random order: "one is
+//        correct, one is wrong";
 //   NCQ  the student's wrong final answers listed as wrong, with some of its wrong traces as candidates;
 // and the student answers them with ordinary rollouts scored by the original question's checker: each
 // reformulated prompt is its own GRPO group, every token in the loss was sampled by the student, the
-// teacher's text is prompt. The recipe pairs it with scale_rewards = "batch_active" (normalisation over
-// groups whose rewards differ) and epochs = 4, as the paper.
+// teacher's text is prompt. With [rl.zppo] the recipe's defaults are the paper's: scale_rewards = "batch_active"
+// (normalisation over groups whose rewards differ), epochs = 4, eps_high = 0.28 (app/train_cmd.cpp).
 // Modes for the paper's baselines in the same code path: `buffer` (GRPO-dagger: the buffer, no
 // reformulation) and `inject` (GRPO with a correct teacher response added to each hard group as an
 // off-policy member, old log-probs from the current policy).
@@ -18,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "temper/rl/method.h"
@@ -38,6 +41,9 @@ struct ZppoConfig {
   int64_t teacher_samples = 4;   // G_T: teacher responses asked per hard question
   int64_t group_size = 0;        // G_S on reformulated prompts (0: rl.group_size)
   int64_t candidate_tokens = 128;  // each candidate is cut to its last N tokens
+  // BCQ: both candidates plain and cut to the same length (the shorter one's, at most candidate_tokens), so that
+  // neither length nor formatting tells the teacher's from the student's; false: each cut to the budget alone.
+  bool match_candidates = true;
   int64_t ncq_traces = 2;        // wrong traces shown in an NCQ
   // Templates: {question}, {candidates} (the <candidate> blocks), {wrong_answers} (NCQ, comma-separated).
   std::string bcq_template =
@@ -50,6 +56,13 @@ struct ZppoConfig {
 
 // A candidate: the text cut to its last `budget` tokens ("..." marks a cut), in <candidate> tags.
 std::string zppo_candidate(const PromptCodec& codec, const std::string& text, int64_t budget);
+// A response without formatting that could identify its author: markdown emphasis and code marks ("**", "__",
+// "`") removed, spaces at line ends and runs of spaces collapsed, blank lines dropped.
+std::string zppo_plain(const std::string& text);
+// A BCQ's two candidates, {teacher's, student's}: both plain, cut to their last n tokens where n is the shorter
+// one's length (at most `budget`; the budget alone if one is empty); "..." opens both when either was cut.
+std::pair<std::string, std::string> zppo_bcq_candidates(const PromptCodec& codec, const std::string& teacher,
+                                                        const std::string& student, int64_t budget);
 // The reformulated problem: same question, answer and checker; the template's text, {question} as the
 // model is asked it, in `asked` (and the last user message of a chat problem) (rl/derived_problem.h).
 tasks::Problem zppo_reformulate(const tasks::Problem& p, const PromptCodec& codec, const std::string& tmpl,
