@@ -186,6 +186,17 @@ import json, sys
 j = json.load(open(sys.argv[1]))
 assert j['samples_per_problem'] == 4 and 'pass_at_1' in j and 'pass_at_4' in j and j['pass_at_4'] >= j['pass_at_1'], j
 assert j['mean_len'] > 0 and j['by_difficulty'] and j['reward_failures'] == 0, j" "$work/evalk.json"
+# Fair RL's deployment: a preference alone measures [rl.fair]'s default objectives (correct, brevity) and their welfare;
+# three weights need three objectives, named in the error.
+"$temper" eval --model "$work/full/checkpoints/step-6" --task arithmetic --param max_operand=9 --problems 4 \
+  --max-new 16 --preference 0.7,0.3 --json "$work/evalp.json" > /dev/null
+python3 -c "
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert sorted(j['objectives']) == ['brevity', 'correct'] and 0 <= j['objectives']['brevity'] <= 1 and 'welfare' in j, j" "$work/evalp.json"
+if "$temper" eval --model "$work/full/checkpoints/step-6" --task arithmetic --problems 2 --max-new 8 \
+  --preference 0.5,0.3,0.2 > /dev/null 2> "$work/bad.log"; then echo "a 3-weight preference without objectives was accepted"; exit 1; fi
+grep -q -- "--preference has 3 values and --objectives names 0" "$work/bad.log"
 if "$temper" train --out "$work/bad" "${common[@]}" --set task.reward_timeout_s=-1 2> "$work/bad.log"; then echo "a negative reward timeout was accepted"; exit 1; fi
 grep -q "task.reward_timeout_s must be >= 0" "$work/bad.log"
 "$temper" report "$work/full" > /dev/null

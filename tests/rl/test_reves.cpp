@@ -252,6 +252,24 @@ TEST(Reves, AugmentsDrawsExtraPromptsScoresVerdictsAndSavesThePool) {
   EXPECT_LT(tight.pool().size(), r.pool().size());
 }
 
+TEST(Reves, TheRevisionCurveCountsEachProblemFromTheRoundItWasSolvedIn) {
+  std::vector<RevisionTrace> tr(5);
+  tr[0].solved_at = -1;  // never
+  tr[1].solved_at = 0;   // first attempt
+  tr[2].solved_at = 2;
+  tr[3].solved_at = 3;
+  tr[4].solved_at = 2;
+  const std::vector<double> c = solved_within(tr, 3);
+  ASSERT_EQ(c.size(), 4u);
+  EXPECT_DOUBLE_EQ(c[0], 0.2);
+  EXPECT_DOUBLE_EQ(c[1], 0.2);
+  EXPECT_DOUBLE_EQ(c[2], 0.6);
+  EXPECT_DOUBLE_EQ(c[3], 0.8);
+  EXPECT_EQ(solved_within(tr, 1), (std::vector<double>{0.2, 0.2}));  // later rounds than asked: not counted
+  EXPECT_EQ(solved_within({}, 2), (std::vector<double>{0.0, 0.0, 0.0}));
+  EXPECT_THROW(solved_within(tr, -1), Error);
+}
+
 TEST(Reves, EvaluatorReportsTheShareSolvedWithinEachRevisionRound) {
   // A random tiny model on the letters task: solved_within is non-decreasing, starts at the plain
   // accuracy and rises with revisions only by problems solved in later rounds.

@@ -44,6 +44,9 @@ int eval(const EvalOptions& o) {
   if (!o.revision_template.empty()) c.revision.revision_template = o.revision_template;
   c.preference = parse_numbers(o.preference, "--preference");
   c.objectives = tasks::split_list(o.objectives);
+  // A preference alone measures [rl.fair]'s default objectives (correct, brevity) when it weighs as many.
+  if (c.objectives.empty() && c.preference.size() == rl::FairConfig{}.objectives.size())
+    c.objectives = rl::FairConfig{}.objectives;
   c.ggf = parse_numbers(o.ggf, "--ggf");
   if (!o.preference_prefix.empty()) c.preference_prefix = unescape_newlines(o.preference_prefix);
   try {
@@ -52,7 +55,9 @@ int eval(const EvalOptions& o) {
     TEMPER_FAIL() << "--objectives: " << e.what();
   }
   TEMPER_CHECK(c.preference.empty() || c.objectives.size() == c.preference.size())
-      << "--preference has " << c.preference.size() << " values; name as many --objectives (e.g. correct,brevity)";
+      << "--preference has " << c.preference.size() << " values and --objectives names " << c.objectives.size()
+      << (c.objectives.empty() ? " (the default, correct,brevity, weighs 2)" : "")
+      << "; name as many --objectives (e.g. correct,brevity,format)";
   if (o.speculative) {
     c.draft_head = draft_head_named(o.draft_head, "--draft-head");
     c.speculative_gamma = o.gamma;  // its range is checked where the drafter is attached

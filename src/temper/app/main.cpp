@@ -217,7 +217,7 @@ int main(int argc, char** argv) {
   evc->add_option("--preference", ev.preference, "Fair RL: the trade-off, per-objective weights summing to 1 (e.g. 0.7,0.3), written before each question");
   evc->add_option("--objectives", ev.objectives,
                   "Objectives measured per sample: correct, brevity, format, task:K or task:NAME (an entry of the "
-                  "task's reward vector; comma list)");
+                  "task's reward vector; comma list; with a --preference of 2 values, default correct,brevity)");
   evc->add_option("--ggf", ev.ggf, "Gini weights, strictly decreasing (default: linear)");
   evc->add_option("--preference-prefix", ev.preference_prefix, "The preference's text before the question, with {p} (default: \"<pref {p}>\\n\")");
 

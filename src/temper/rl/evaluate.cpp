@@ -135,10 +135,7 @@ EvalResult evaluate(Transformer& model, std::shared_ptr<const tasks::Task> task,
     std::vector<RevisionTrace> tr = revise(
         problems, rs, cfg.revision, codec, [&](const std::vector<rollout::RolloutRequest>& q) { return rollout::run_sharded(engine, q, comm); },
         [&](const tasks::Problem& p, const std::string& text) { return tasks::verify_safely(safe, task, p, text); });
-    res.solved_within.assign(static_cast<size_t>(cfg.revisions + 1), 0.0);
-    for (const RevisionTrace& t : tr)
-      if (t.solved_at >= 0)
-        for (int64_t r = t.solved_at; r <= cfg.revisions; ++r) res.solved_within[static_cast<size_t>(r)] += 1.0 / static_cast<double>(n);
+    res.solved_within = solved_within(tr, cfg.revisions);
   }
   return res;
 }

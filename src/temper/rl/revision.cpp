@@ -140,4 +140,15 @@ std::vector<RevisionTrace> revise(const std::vector<tasks::Problem>& problems, c
   return out;
 }
 
+std::vector<double> solved_within(const std::vector<RevisionTrace>& traces, int64_t rounds) {
+  TEMPER_CHECK(rounds >= 0) << "solved_within: rounds must be >= 0, got " << rounds;
+  std::vector<double> curve(static_cast<size_t>(rounds + 1), 0.0);
+  if (traces.empty()) return curve;
+  const double w = 1.0 / static_cast<double>(traces.size());
+  for (const RevisionTrace& t : traces)
+    if (t.solved_at >= 0)
+      for (int64_t r = t.solved_at; r <= rounds; ++r) curve[static_cast<size_t>(r)] += w;
+  return curve;
+}
+
 }  // namespace temper::rl

@@ -67,4 +67,8 @@ std::vector<RevisionTrace> revise(const std::vector<tasks::Problem>& problems, c
                                   const RevisionConfig& cfg, const PromptCodec& codec, const GenerateFn& generate,
                                   const VerifyFn& verify);
 
+// The revision curve: entry r (0..rounds) is the share of the traces solved within r revisions (solved_at <= r; an
+// unsolved trace counts nowhere), so entry 0 is first-attempt accuracy.
+std::vector<double> solved_within(const std::vector<RevisionTrace>& traces, int64_t rounds);
+
 }  // namespace temper::rl

@@ -2,9 +2,9 @@
 // section 1; abstract-level sources, the OPSD-family sampled-token form). The teacher is the policy
 // itself with the problem's rubric inserted into the prompt (`template`, {rubric} and {question}); one
 // extra forward over each rollout's tokens in that context, no gradient. The per-token advantage is
-// A_t = clip(log p_teacher(y_t) - log p_student(y_t), -clip, clip), with the student's log-probs those
+// A_t = coef x clip(log p_teacher(y_t) - log p_student(y_t), -clip, clip), with the student's log-probs those
 // the rollout recorded; `combine = "replace"` (default: RCSD alone) uses A_t as the advantage,
-// `combine = "add"` adds coef * A_t to the GRPO advantage. A problem without a rubric gets 0 (replace)
+// `combine = "add"` adds A_t to the GRPO advantage. A problem without a rubric gets 0 (replace)
 // or its GRPO advantage (add). Rubrics: Task::rubric (a dataset's `rubric` field by default).
 // `teacher = "initial"` scores the rubric context with the frozen weights as RL started instead (a teacher
 // that does not drift with the student; the trainer then holds that frozen copy).
