@@ -51,6 +51,17 @@ TEST(Recipe, TypedValuesDefaultsAndOverrides) {
   EXPECT_EQ(back.get_table("task.params.")["ops"], "+-");
 }
 
+TEST(Recipe, ASectionSwitchedOffKeepsItsSettingsUnread) {
+  Recipe r = Recipe::parse("[rl.stare]\nenabled = false\nw = 2.0\n[rl.dre]\nenabled = true\ndelta = 0.3\n", "off.toml");
+  EXPECT_FALSE(r.get_bool("rl.stare.enabled", true));
+  EXPECT_TRUE(r.get_bool("rl.dre.enabled", false));
+  EXPECT_DOUBLE_EQ(r.get_double("rl.dre.delta", 0.2), 0.3);
+  EXPECT_NO_THROW(r.check_all_read());  // rl.stare.w is off with its section
+  r.set("rl.stare.enabled=true");       // on, the same key unread is refused
+  const std::string e = error_of([&] { r.check_all_read(); });
+  EXPECT_NE(e.find("unknown key 'rl.stare.w'"), std::string::npos) << e;
+}
+
 TEST(Recipe, ErrorsNameTheFileKeyAndExpectedForm) {
   Recipe r = Recipe::parse("[rl]\nsteps = \"ten\"\nlr = 0.1\nstpes = 3\n", "my.toml");
   std::string e = error_of([&] { r.get_int("rl.steps", 1); });

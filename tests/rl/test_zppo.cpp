@@ -249,7 +249,8 @@ TEST(Zppo, CandidateOrderIsRandomAndTheCapHolds) {
 TEST(Zppo, BcqCandidatesArePlainAndEquallyLong) {
   PromptCodec codec = byte_codec();  // one token per byte
   EXPECT_EQ(zppo_plain("**Step 1:**  add  `3`\r\n\n\n__so__ 3+4=7   \n#### 7\n"), "Step 1: add 3\nso 3+4=7\n#### 7");
-  EXPECT_EQ(zppo_plain("a_b * c"), "a_b * c");  // single marks are text
+  EXPECT_EQ(zppo_plain("a_b * c, 2**3, x__y"), "a_b * c, 2**3, x__y");  // single marks, and doubles inside words, are text
+  EXPECT_EQ(zppo_plain("<candidate>\n3+4=7\n</candidate> ok"), "3+4=7\nok");  // echoed tags
   // The teacher's short solution and the student's long wrong rollout: both cut to the shorter one's 12 bytes.
   auto [t, s] = zppo_bcq_candidates(codec, "3+4=7\n#### 7\n", "Let me think... **3+4** is 8.\n\n3+4=8\n#### 8", 128);
   EXPECT_EQ(t, "<candidate>\n...3+4=7\n#### 7\n</candidate>\n");  // "..." opens both when either was cut
@@ -262,12 +263,15 @@ TEST(Zppo, BcqCandidatesArePlainAndEquallyLong) {
   std::tie(t, s) = zppo_bcq_candidates(codec, "12345678", "abc", 128);
   EXPECT_EQ(t, "<candidate>\n...678\n</candidate>\n");
   EXPECT_EQ(s, "<candidate>\n...abc\n</candidate>\n");
-  // An empty rollout does not empty the teacher's: the budget alone.
-  std::tie(t, s) = zppo_bcq_candidates(codec, "abcdef", "", 4);
-  EXPECT_EQ(t, "<candidate>\n...cdef\n</candidate>\n");
-  EXPECT_EQ(s, "<candidate>\n...\n</candidate>\n");
+  // A cut inside a UTF-8 character drops the partial character ("\xC3\xA9" is e-acute; 4 bytes kept of its 5).
+  std::tie(t, s) = zppo_bcq_candidates(codec, "\xC3\xA9" "123", "abcd", 128);
+  EXPECT_EQ(t, "<candidate>\n...123\n</candidate>\n");
+  EXPECT_EQ(s, "<candidate>\n...abcd\n</candidate>\n");
+  // An empty candidate could only be the student's: refused (the method skips such rollouts, below).
+  EXPECT_THROW(zppo_bcq_candidates(codec, "abcdef", " ** \n", 4), Error);
 
-  // Through the method (the default, match_candidates = true): every BCQ's two candidate bodies are equally long.
+  // Through the method (the default, match_candidates = true): every BCQ's two candidate bodies are equally long (in
+  // bytes, which are this codec's tokens).
   Env e;
   ZppoConfig c;
   c.ncq = false;
@@ -366,6 +370,7 @@ ZppoConfig letter_zppo() {
   c.aug_ratio = 0.5;
   c.replay_ratio = 0.5;
   c.candidate_tokens = 6;
+  c.match_candidates = false;  // the teacher's "aaaaaa" whole whatever the student wrote
   c.bcq_template = "{candidates}{question}";
   c.ncq_template = "{wrong_answers}{candidates}{question}";
   return c;
@@ -401,9 +406,8 @@ TEST(Zppo, ThroughTheTrainerCandidatesArePromptAndReformulatedGroupsAreNotRollou
       EXPECT_GT(x.prompt.size(), codec().encode_text(p.prompt).size() + 20) << p.asked;
       if (p.id.size() > 4 && p.id.compare(p.id.size() - 4, 4, "#bcq") == 0) {
         bcq += 1;
-        EXPECT_NE(p.asked.find("aaaaaa\n</candidate>"), std::string::npos) << p.asked;
+        EXPECT_NE(p.asked.find("<candidate>\naaaaaa\n</candidate>"), std::string::npos) << p.asked;
       }
-      EXPECT_EQ(x.loss_mask.size(), x.tokens.size());
       continue;
     }
     replayed += static_cast<size_t>(x.problem) >= 4;

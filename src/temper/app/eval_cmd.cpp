@@ -44,9 +44,6 @@ int eval(const EvalOptions& o) {
   if (!o.revision_template.empty()) c.revision.revision_template = o.revision_template;
   c.preference = parse_numbers(o.preference, "--preference");
   c.objectives = tasks::split_list(o.objectives);
-  // A preference alone measures [rl.fair]'s default objectives (correct, brevity) when it weighs as many.
-  if (c.objectives.empty() && c.preference.size() == rl::FairConfig{}.objectives.size())
-    c.objectives = rl::FairConfig{}.objectives;
   c.ggf = parse_numbers(o.ggf, "--ggf");
   if (!o.preference_prefix.empty()) c.preference_prefix = unescape_newlines(o.preference_prefix);
   try {
@@ -54,9 +51,16 @@ int eval(const EvalOptions& o) {
   } catch (const Error& e) {
     TEMPER_FAIL() << "--objectives: " << e.what();
   }
+  // A preference alone measures [rl.fair]'s default objectives (correct, brevity) when it weighs as many.
+  const std::vector<std::string> fair_default = rl::FairConfig{}.objectives;
+  if (c.objectives.empty() && c.preference.size() == fair_default.size()) c.objectives = fair_default;
+  std::string fair_names;
+  for (const std::string& name : fair_default) fair_names += (fair_names.empty() ? "" : ",") + name;
   TEMPER_CHECK(c.preference.empty() || c.objectives.size() == c.preference.size())
       << "--preference has " << c.preference.size() << " values and --objectives names " << c.objectives.size()
-      << (c.objectives.empty() ? " (the default, correct,brevity, weighs 2)" : "")
+      << (c.objectives.empty() ? " (the default, " + fair_names + ", weighs " +
+                                     std::to_string(fair_default.size()) + ")"
+                               : std::string())
       << "; name as many --objectives (e.g. correct,brevity,format)";
   if (o.speculative) {
     c.draft_head = draft_head_named(o.draft_head, "--draft-head");

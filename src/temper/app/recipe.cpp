@@ -238,8 +238,17 @@ std::map<std::string, std::string> Recipe::get_table(const std::string& prefix) 
 }
 
 void Recipe::check_all_read() const {
+  // A section switched off (`enabled = false`) keeps its other settings unread and unchecked, so that turning a
+  // method off is one line.
+  auto switched_off = [&](const std::string& k) {
+    for (size_t dot = k.find('.'); dot != std::string::npos; dot = k.find('.', dot + 1)) {
+      auto it = values_.find(k.substr(0, dot) + ".enabled");
+      if (it != values_.end() && it->first != k && it->second.kind == "boolean" && it->second.text == "false") return true;
+    }
+    return false;
+  };
   for (auto& [k, v] : values_) {
-    if (read_.count(k)) continue;
+    if (read_.count(k) || switched_off(k)) continue;
     std::string section = k.substr(0, k.find('.') == std::string::npos ? 0 : k.find('.') + 1), known;
     for (auto& [rk, lit] : resolved_)
       if (section.empty() ? rk.find('.') == std::string::npos : rk.rfind(section, 0) == 0) known += " " + rk;

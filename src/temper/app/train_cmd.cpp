@@ -137,6 +137,12 @@ RunConfig read_config(Recipe& r) {
   TEMPER_CHECK(std::isfinite(c.reward_timeout_s) && c.reward_timeout_s >= 0)
       << r.source() << ": task.reward_timeout_s must be >= 0 seconds (0: no limit), got " << c.reward_timeout_s;
 
+  // ZPPO's recipe (spec, methods-llm-rl section 3, steps 6-7; the "default 4"), for its baselines too (the
+  // buffer, the teacher injected: the paper's GRPO-dagger runs in the same pipeline): batch-level normalisation over the
+  // groups whose rewards differ, 4 update epochs per batch, clip-higher eps_high 0.28, no KL. A recipe that sets any
+  // of these keeps its own.
+  const bool zppo_on = r.get_bool("rl.zppo.enabled", r.has_prefix("rl.zppo."));
+  const int64_t default_epochs = zppo_on ? 4 : 1;
   c.sft.batch = r.get_int("sft.batch", 32);
   if (r.has_prefix("curriculum.")) {  // the steps of both stages follow from the budget and the ratio
     TEMPER_CHECK(!r.has("sft.steps") && !r.has("rl.steps"))
@@ -152,7 +158,7 @@ RunConfig read_config(Recipe& r) {
     TEMPER_CHECK(!c.task_params.count("train_set"))
         << r.source() << ": [curriculum] chooses the task's train_set per stage (curriculum.sft_set, curriculum.rl_set); remove task.params.train_set";
     c.plan = rl::plan_curriculum(cc, c.sft.batch, r.get_int("rl.prompts_per_step", 8),
-                                 r.get_int("rl.epochs", 1) * r.get_int("rl.mini_batches", 1));
+                                 r.get_int("rl.epochs", default_epochs) * r.get_int("rl.mini_batches", 1));
     c.sft_steps = c.plan.sft_steps;
     c.rl_steps = c.plan.rl_steps;
     c.curriculum = cc;
@@ -194,13 +200,10 @@ RunConfig read_config(Recipe& r) {
   const bool disc_match =
       disc_on && r.get_choice("rl.discriminator.combine", "replace", {"replace", "add"}) == "replace";
   const double disc_coef = disc_match ? r.get_double("rl.discriminator.coef", 1.0) : 0.0;
-  // ZPPO's recipe (spec, methods-llm-rl section 3, steps 6-7; the "default 4"), for its baselines too (the
-  // buffer, the teacher injected: the paper's GRPO-dagger runs in the same pipeline): batch-level normalisation over the
-  // groups whose rewards differ, 4 update epochs per batch, clip-higher eps_high 0.28, no KL. A recipe that sets any
-  // of these keeps its own.
-  const bool zppo_on = r.get_bool("rl.zppo.enabled", r.has_prefix("rl.zppo."));
+  // Defaults: none where the discriminator's logit is the reward (its matching point), ZPPO's batch_active with
+  // [rl.zppo], else group scaling for GRPO and none for the other estimators.
   std::string sc = r.get_choice("rl.scale_rewards",
-                                zppo_on ? "batch_active" : est == "grpo" && !disc_match ? "group" : "none",
+                                disc_match ? "none" : zppo_on ? "batch_active" : est == "grpo" ? "group" : "none",
                                 {"group", "batch", "batch_active", "none"});
   q.advantage.scale = sc == "group"          ? rl::RewardScale::group
                       : sc == "batch"        ? rl::RewardScale::batch
@@ -219,7 +222,7 @@ RunConfig read_config(Recipe& r) {
                : agg == "seq_mean_token_mean" ? rl::LossAgg::seq_mean_token_mean : rl::LossAgg::seq_mean_token_sum_norm;
   q.loss.max_len = r.get_int("rl.loss_max_len", q.max_new);
   q.loss.skip_no_gradient = r.get_bool("rl.skip_no_gradient", true);
-  q.epochs = r.get_int("rl.epochs", zppo_on ? 4 : 1);
+  q.epochs = r.get_int("rl.epochs", default_epochs);
   q.mini_batches = r.get_int("rl.mini_batches", 1);
   q.micro_batch = r.get_int("rl.micro_batch", q.micro_batch);
   q.share_prompts = r.get_bool("rl.share_prompts", q.share_prompts);

@@ -1,6 +1,7 @@
 #include "temper/rl/methods/zppo.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <set>
@@ -49,6 +50,7 @@ std::string zppo_candidate(const PromptCodec& codec, const std::string& text, in
 }
 
 std::string zppo_plain(const std::string& text) {
+  auto alnum = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) != 0; };
   std::string out, line;
   bool space = false;
   auto end_line = [&] {
@@ -58,8 +60,15 @@ std::string zppo_plain(const std::string& text) {
   };
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
-    if ((c == '*' || c == '_') && i + 1 < text.size() && text[i + 1] == c) {
-      ++i;  // "**" or "__"
+    // "**" / "__" as markdown marks; between letters or digits ("2**3", "a__b") they are text.
+    if ((c == '*' || c == '_') && i + 1 < text.size() && text[i + 1] == c &&
+        !(i > 0 && alnum(text[i - 1]) && i + 2 < text.size() && alnum(text[i + 2]))) {
+      ++i;
+      continue;
+    }
+    if (text.compare(i, 11, "<candidate>") == 0 || text.compare(i, 12, "</candidate>") == 0) {
+      i = text.find('>', i);  // a tag the student echoed from an earlier candidate prompt
+      space = true;
       continue;
     }
     if (c == '`' || c == '\r') continue;
@@ -82,13 +91,24 @@ std::string zppo_plain(const std::string& text) {
 std::pair<std::string, std::string> zppo_bcq_candidates(const PromptCodec& codec, const std::string& teacher,
                                                         const std::string& student, int64_t budget) {
   const std::string a = zppo_plain(teacher), b = zppo_plain(student);
+  TEMPER_CHECK(!a.empty() && !b.empty()) << "zppo: a BCQ candidate is empty once plain (the caller skips such rollouts)";
   const std::vector<int32_t> ia = codec.encode_text(a), ib = codec.encode_text(b);
-  const int64_t shorter = static_cast<int64_t>(std::min(ia.size(), ib.size()));
-  const int64_t n = shorter > 0 ? std::min(budget, shorter) : budget;
+  const int64_t n = std::min<int64_t>(budget, static_cast<int64_t>(std::min(ia.size(), ib.size())));
   const bool cut = static_cast<int64_t>(ia.size()) > n || static_cast<int64_t>(ib.size()) > n;
   auto block = [&](const std::vector<int32_t>& ids, const std::string& text) {
-    const std::string body =
-        static_cast<int64_t>(ids.size()) > n ? codec.decode(std::vector<int32_t>(ids.end() - n, ids.end())) : text;
+    std::string body = text;
+    if (static_cast<int64_t>(ids.size()) > n) {
+      body = codec.decode(std::vector<int32_t>(ids.end() - n, ids.end()));
+      // A cut inside a UTF-8 character: its continuation bytes, or the replacement character a decoder made of
+      // them, would mark this candidate as the cut one.
+      size_t k = 0;
+      while (k < body.size()) {
+        if ((static_cast<unsigned char>(body[k]) & 0xC0) == 0x80) ++k;
+        else if (body.compare(k, 3, "\xEF\xBF\xBD") == 0) k += 3;
+        else break;
+      }
+      body = body.substr(k);
+    }
     return "<candidate>\n" + std::string(cut ? "..." : "") + body + "\n</candidate>\n";
   };
   return {block(ia, a), block(ib, b)};
@@ -200,9 +220,13 @@ void Zppo::reformulate(Batch& b, const std::vector<int64_t>& hard_groups, int64_
     for (const Trajectory& t : b.traj)
       if (t.group == g && t.parent < 0 && !t.off_policy && !t.correct) wrong.push_back(&t);
     if (wrong.empty()) continue;
-    if (cfg_.bcq && !good[k].empty() && made < cap) {
+    // A rollout with nothing left once plain (empty, or only marks) would be an empty candidate: the wrong one.
+    std::vector<const Trajectory*> shown = wrong;
+    if (cfg_.match_candidates)
+      std::erase_if(shown, [](const Trajectory* t) { return zppo_plain(t->text).empty(); });
+    if (cfg_.bcq && !good[k].empty() && !shown.empty() && made < cap) {
       const std::string& right = good[k][static_cast<size_t>(tasks::rand_int(rng, 0, static_cast<int64_t>(good[k].size()) - 1))];
-      const Trajectory* w = wrong[static_cast<size_t>(tasks::rand_int(rng, 0, static_cast<int64_t>(wrong.size()) - 1))];
+      const Trajectory* w = shown[static_cast<size_t>(tasks::rand_int(rng, 0, static_cast<int64_t>(shown.size()) - 1))];
       bool teacher_first = (rng.next_u32() & 1u) != 0;
       std::string a, c;
       if (cfg_.match_candidates) {

@@ -56,11 +56,13 @@ struct ZppoConfig {
 
 // A candidate: the text cut to its last `budget` tokens ("..." marks a cut), in <candidate> tags.
 std::string zppo_candidate(const PromptCodec& codec, const std::string& text, int64_t budget);
-// A response without formatting that could identify its author: markdown emphasis and code marks ("**", "__",
-// "`") removed, spaces at line ends and runs of spaces collapsed, blank lines dropped.
+// A response without formatting that could identify its author: markdown emphasis and code marks ("**", "__" unless
+// between letters or digits, "`") and <candidate> tags removed, spaces at line ends and runs of spaces collapsed, blank
+// lines dropped.
 std::string zppo_plain(const std::string& text);
-// A BCQ's two candidates, {teacher's, student's}: both plain, cut to their last n tokens where n is the shorter
-// one's length (at most `budget`; the budget alone if one is empty); "..." opens both when either was cut.
+// A BCQ's two candidates, {teacher's, student's}: both plain (neither may then be empty), cut to their last n tokens
+// where n is the shorter one's length, at most `budget` (a cut inside a UTF-8 character drops the partial one); "..."
+// opens both when either was cut.
 std::pair<std::string, std::string> zppo_bcq_candidates(const PromptCodec& codec, const std::string& teacher,
                                                         const std::string& student, int64_t budget);
 // The reformulated problem: same question, answer and checker; the template's text, {question} as the
