@@ -249,7 +249,8 @@ TEST(Zppo, CandidateOrderIsRandomAndTheCapHolds) {
 TEST(Zppo, BcqCandidatesArePlainAndEquallyLong) {
   PromptCodec codec = byte_codec();  // one token per byte
   EXPECT_EQ(zppo_plain("**Step 1:**  add  `3`\r\n\n\n__so__ 3+4=7   \n#### 7\n"), "Step 1: add 3\nso 3+4=7\n#### 7");
-  EXPECT_EQ(zppo_plain("a_b * c, 2**3, x__y"), "a_b * c, 2**3, x__y");  // single marks, and doubles inside words, are text
+  EXPECT_EQ(zppo_plain("a_b * c, 2**3, x__y"),
+            "a_b * c, 2**3, x__y");  // single marks, and doubles inside words, are text
   EXPECT_EQ(zppo_plain("<candidate>\n3+4=7\n</candidate> ok"), "3+4=7\nok");  // echoed tags
   // The teacher's short solution and the student's long wrong rollout: both cut to the shorter one's 12 bytes.
   auto [t, s] = zppo_bcq_candidates(codec, "3+4=7\n#### 7\n", "Let me think... **3+4** is 8.\n\n3+4=8\n#### 8", 128);
@@ -264,7 +265,10 @@ TEST(Zppo, BcqCandidatesArePlainAndEquallyLong) {
   EXPECT_EQ(t, "<candidate>\n...678\n</candidate>\n");
   EXPECT_EQ(s, "<candidate>\n...abc\n</candidate>\n");
   // A cut inside a UTF-8 character drops the partial character ("\xC3\xA9" is e-acute; 4 bytes kept of its 5).
-  std::tie(t, s) = zppo_bcq_candidates(codec, "\xC3\xA9" "123", "abcd", 128);
+  std::tie(t, s) = zppo_bcq_candidates(codec,
+                                       "\xC3\xA9"
+                                       "123",
+                                       "abcd", 128);
   EXPECT_EQ(t, "<candidate>\n...123\n</candidate>\n");
   EXPECT_EQ(s, "<candidate>\n...abcd\n</candidate>\n");
   // An empty candidate could only be the student's: refused (the method skips such rollouts, below).

@@ -58,9 +58,9 @@ int eval(const EvalOptions& o) {
   for (const std::string& name : fair_default) fair_names += (fair_names.empty() ? "" : ",") + name;
   TEMPER_CHECK(c.preference.empty() || c.objectives.size() == c.preference.size())
       << "--preference has " << c.preference.size() << " values and --objectives names " << c.objectives.size()
-      << (c.objectives.empty() ? " (the default, " + fair_names + ", weighs " +
-                                     std::to_string(fair_default.size()) + ")"
-                               : std::string())
+      << (c.objectives.empty()
+              ? " (the default, " + fair_names + ", weighs " + std::to_string(fair_default.size()) + ")"
+              : std::string())
       << "; name as many --objectives (e.g. correct,brevity,format)";
   if (o.speculative) {
     c.draft_head = draft_head_named(o.draft_head, "--draft-head");

@@ -243,7 +243,8 @@ void Recipe::check_all_read() const {
   auto switched_off = [&](const std::string& k) {
     for (size_t dot = k.find('.'); dot != std::string::npos; dot = k.find('.', dot + 1)) {
       auto it = values_.find(k.substr(0, dot) + ".enabled");
-      if (it != values_.end() && it->first != k && it->second.kind == "boolean" && it->second.text == "false") return true;
+      if (it != values_.end() && it->first != k && it->second.kind == "boolean" && it->second.text == "false")
+        return true;
     }
     return false;
   };

@@ -138,9 +138,9 @@ RunConfig read_config(Recipe& r) {
       << r.source() << ": task.reward_timeout_s must be >= 0 seconds (0: no limit), got " << c.reward_timeout_s;
 
   // ZPPO's recipe (spec, methods-llm-rl section 3, steps 6-7; the "default 4"), for its baselines too (the
-  // buffer, the teacher injected: the paper's GRPO-dagger runs in the same pipeline): batch-level normalisation over the
-  // groups whose rewards differ, 4 update epochs per batch, clip-higher eps_high 0.28, no KL. A recipe that sets any
-  // of these keeps its own.
+  // buffer, the teacher injected: the paper's GRPO-dagger runs in the same pipeline): batch-level normalisation over
+  // the groups whose rewards differ, 4 update epochs per batch, clip-higher eps_high 0.28, no KL. A recipe that sets
+  // any of these keeps its own.
   const bool zppo_on = r.get_bool("rl.zppo.enabled", r.has_prefix("rl.zppo."));
   const int64_t default_epochs = zppo_on ? 4 : 1;
   c.sft.batch = r.get_int("sft.batch", 32);
@@ -203,7 +203,10 @@ RunConfig read_config(Recipe& r) {
   // Defaults: none where the discriminator's logit is the reward (its matching point), ZPPO's batch_active with
   // [rl.zppo], else group scaling for GRPO and none for the other estimators.
   std::string sc = r.get_choice("rl.scale_rewards",
-                                disc_match ? "none" : zppo_on ? "batch_active" : est == "grpo" ? "group" : "none",
+                                disc_match      ? "none"
+                                : zppo_on       ? "batch_active"
+                                : est == "grpo" ? "group"
+                                                : "none",
                                 {"group", "batch", "batch_active", "none"});
   q.advantage.scale = sc == "group"          ? rl::RewardScale::group
                       : sc == "batch"        ? rl::RewardScale::batch

@@ -91,7 +91,8 @@ std::string zppo_plain(const std::string& text) {
 std::pair<std::string, std::string> zppo_bcq_candidates(const PromptCodec& codec, const std::string& teacher,
                                                         const std::string& student, int64_t budget) {
   const std::string a = zppo_plain(teacher), b = zppo_plain(student);
-  TEMPER_CHECK(!a.empty() && !b.empty()) << "zppo: a BCQ candidate is empty once plain (the caller skips such rollouts)";
+  TEMPER_CHECK(!a.empty() && !b.empty())
+      << "zppo: a BCQ candidate is empty once plain (the caller skips such rollouts)";
   const std::vector<int32_t> ia = codec.encode_text(a), ib = codec.encode_text(b);
   const int64_t n = std::min<int64_t>(budget, static_cast<int64_t>(std::min(ia.size(), ib.size())));
   const bool cut = static_cast<int64_t>(ia.size()) > n || static_cast<int64_t>(ib.size()) > n;
@@ -103,9 +104,12 @@ std::pair<std::string, std::string> zppo_bcq_candidates(const PromptCodec& codec
       // them, would mark this candidate as the cut one.
       size_t k = 0;
       while (k < body.size()) {
-        if ((static_cast<unsigned char>(body[k]) & 0xC0) == 0x80) ++k;
-        else if (body.compare(k, 3, "\xEF\xBF\xBD") == 0) k += 3;
-        else break;
+        if ((static_cast<unsigned char>(body[k]) & 0xC0) == 0x80)
+          ++k;
+        else if (body.compare(k, 3, "\xEF\xBF\xBD") == 0)
+          k += 3;
+        else
+          break;
       }
       body = body.substr(k);
     }
@@ -222,8 +226,7 @@ void Zppo::reformulate(Batch& b, const std::vector<int64_t>& hard_groups, int64_
     if (wrong.empty()) continue;
     // A rollout with nothing left once plain (empty, or only marks) would be an empty candidate: the wrong one.
     std::vector<const Trajectory*> shown = wrong;
-    if (cfg_.match_candidates)
-      std::erase_if(shown, [](const Trajectory* t) { return zppo_plain(t->text).empty(); });
+    if (cfg_.match_candidates) std::erase_if(shown, [](const Trajectory* t) { return zppo_plain(t->text).empty(); });
     if (cfg_.bcq && !good[k].empty() && !shown.empty() && made < cap) {
       const std::string& right = good[k][static_cast<size_t>(tasks::rand_int(rng, 0, static_cast<int64_t>(good[k].size()) - 1))];
       const Trajectory* w = shown[static_cast<size_t>(tasks::rand_int(rng, 0, static_cast<int64_t>(shown.size()) - 1))];
