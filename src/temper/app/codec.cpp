@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "temper/core/error.h"
+#include "temper/core/settings.h"
 #include "temper/rl/derived_problem.h"
 #include "temper/tasks/task.h"
 #include "temper/text/chat_template.h"
@@ -80,14 +81,7 @@ std::string unescape_newlines(const std::string& s) {
 }
 
 std::vector<double> parse_numbers(const std::string& list, const std::string& what) {
-  std::vector<double> out;
-  for (const std::string& x : tasks::split_list(list)) {
-    char* end = nullptr;
-    const double v = std::strtod(x.c_str(), &end);
-    TEMPER_CHECK(!x.empty() && end && *end == '\0') << what << ": expected a comma list of numbers, got '" << x << "'";
-    out.push_back(v);
-  }
-  return out;
+  return split_numbers(list, what);
 }
 
 }  // namespace temper::app

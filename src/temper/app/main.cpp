@@ -180,6 +180,8 @@ int main(int argc, char** argv) {
   trn->add_option("--threads", tro.threads, "Threads (default: all cores)");
   trn->add_option("--device", tro.device, "cpu, cuda or cuda:N: the policy on that GPU (the recipe's model.device)");
   trn->add_option("--stop-after", tro.stop_after, "Checkpoint and exit after this step (as on SIGTERM); continue with --resume");
+  trn->add_flag("--list-keys", tro.list_keys,
+                "Print every recipe section and key with its default and meaning (Markdown)");
 
   temper::app::EvalOptions ev;
   auto* evc = app.add_subcommand("eval", "Held-out accuracy of a model on a task: pass@k, mean length, per difficulty");

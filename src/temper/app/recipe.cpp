@@ -27,25 +27,6 @@ std::string toml_quote(const std::string& s) {
 
 namespace {
 
-// The shortest text that reads back to v, as TOML writes floats (always with '.', 'e' or inf/nan):
-// 20 -> 20.0, 0.003 -> 0.003, 1e-05 -> 1e-05.
-std::string double_literal(double v) {
-  char buf[64];
-  int p = 1;
-  for (; p <= 17; ++p) {
-    std::snprintf(buf, sizeof buf, "%.*g", p, v);
-    if (std::strtod(buf, nullptr) == v) break;
-  }
-  std::string t = buf;
-  if (t.find('e') != std::string::npos && std::fabs(v) >= 1e-4 && std::fabs(v) < 1e15) {
-    int decimals = std::max(0, p - 1 - static_cast<int>(std::floor(std::log10(std::fabs(v)))));
-    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-    t = buf;
-  }
-  if (t.find_first_of(".eEn") == std::string::npos) t += ".0";
-  return t;
-}
-
 std::string literal_of(const toml::node& n, std::string* kind) {
   std::ostringstream os;
   if (n.is_string()) {
@@ -57,7 +38,7 @@ std::string literal_of(const toml::node& n, std::string* kind) {
   else if (n.is_boolean()) *kind = "boolean";
   else if (n.is_array()) *kind = "array";
   else *kind = "other";
-  if (n.is_floating_point()) return double_literal(n.as_floating_point()->get());
+  if (n.is_floating_point()) return toml_float(n.as_floating_point()->get());
   n.visit([&](auto&& x) { os << x; });
   return os.str();
 }
@@ -137,7 +118,33 @@ bool Recipe::has_prefix(const std::string& prefix) const {
 const Recipe::Value* Recipe::find(const std::string& key) {
   read_.insert(key);
   auto it = values_.find(key);
-  return it == values_.end() ? nullptr : &it->second;
+  if (it != values_.end()) return &it->second;
+  auto d = defaults_.find(key);
+  return d == defaults_.end() ? nullptr : &d->second;
+}
+
+void Recipe::set_default(const std::string& key, const std::string& literal, const std::string& by) {
+  if (values_.count(key)) return;  // the recipe's own value wins
+  Value v;
+  v.origin = "[" + by + "]'s default for " + key;
+  toml::table t = toml::parse("v = " + literal);
+  v.text = literal_of(*t.get("v"), &v.kind);
+  auto it = defaults_.find(key);
+  TEMPER_CHECK(it == defaults_.end() || it->second.text == v.text)
+      << source_ << ": " << it->second.origin.substr(0, it->second.origin.find("'s default")) << " sets the default of "
+      << key << " to " << it->second.text << " and [" << by << "] to " << v.text << "; set " << key
+      << " in the recipe to choose";
+  defaults_[key] = v;
+}
+
+std::string Recipe::default_literal(const std::string& key) const {
+  auto it = defaults_.find(key);
+  return it == defaults_.end() ? std::string() : it->second.text;
+}
+
+std::string Recipe::resolved_literal(const std::string& key) const {
+  auto it = resolved_.find(key);
+  return it == resolved_.end() ? std::string() : it->second;
 }
 
 void Recipe::bad(const std::string& key, const Value& v, const std::string& expected) const {
@@ -184,7 +191,21 @@ double Recipe::get_double(const std::string& key, double def) {
     x = t["v"].value<double>().value();
     if (!std::isfinite(x)) bad(key, *v, "a finite number");
   }
-  record(key, v && v->kind == "integer" ? v->text : double_literal(x));
+  record(key, v && v->kind == "integer" ? v->text : toml_float(x));
+  return x;
+}
+
+float Recipe::get_float(const std::string& key, float def) {
+  const Value* v = find(key);
+  float x = def;
+  if (v) {
+    if (v->kind != "integer" && v->kind != "float") bad(key, *v, "a number");
+    toml::table t = toml::parse("v = " + v->text);
+    const double d = t["v"].value<double>().value();
+    if (!std::isfinite(d)) bad(key, *v, "a finite number");
+    x = static_cast<float>(d);
+  }
+  record(key, v && v->kind == "integer" ? v->text : toml_float(x, true));
   return x;
 }
 

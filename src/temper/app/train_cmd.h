@@ -18,6 +18,7 @@ struct TrainOptions {
   int threads = 0;
   std::string device;  // non-empty: model.device (cpu, cuda, cuda:N)
   int64_t stop_after = 0;  // > 0: checkpoint and exit 0 after this global step, as on SIGTERM
+  bool list_keys = false;  // print every recipe key (run_config.h) and exit
 };
 
 int train(const TrainOptions& o);

@@ -12,9 +12,7 @@
 namespace temper {
 
 DraftHead draft_head_named(const std::string& name, const std::string& what) {
-  if (name == "bf16") return DraftHead::bf16;
-  if (name == "int4") return DraftHead::int4;
-  if (name == "f32") return DraftHead::f32;
+  if (std::optional<DraftHead> h = enum_from_name(kDraftHeadNames, name)) return *h;
   TEMPER_FAIL() << what << " must be bf16, int4 or f32, got '" << name << "'";
 }
 

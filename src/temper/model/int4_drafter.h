@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "temper/core/settings.h"
 #include "temper/kernels/int4_matmul.h"
 
 namespace temper {
@@ -33,6 +34,8 @@ namespace temper {
 class Transformer;
 
 enum class DraftHead { bf16, int4, f32 };
+inline constexpr EnumNames<DraftHead, 3> kDraftHeadNames{
+    {{DraftHead::bf16, "bf16"}, {DraftHead::int4, "int4"}, {DraftHead::f32, "f32"}}};
 // "bf16", "int4" or "f32"; anything else is an error naming `what` (the flag or recipe key).
 DraftHead draft_head_named(const std::string& name, const std::string& what);
 

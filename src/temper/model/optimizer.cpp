@@ -7,6 +7,17 @@
 
 namespace temper {
 
+void visit_optimizer(KeyVisitor& v, kernels::AdamWConfig& adamw, LrSchedule& lr, double& max_grad_norm) {
+  v("lr", lr.peak, "peak learning rate");
+  v("warmup", lr.warmup_steps, "linear warm-up steps");
+  v("min_lr_ratio", lr.min_ratio, "cosine: the final learning rate as a share of the peak");
+  v("weight_decay", adamw.weight_decay, "AdamW's decoupled weight decay");
+  v("beta1", adamw.beta1, "AdamW beta1");
+  v("beta2", adamw.beta2, "AdamW beta2");
+  v("adam_eps", adamw.eps, "AdamW epsilon");
+  v("max_grad_norm", max_grad_norm, "clip the gradient's global norm to this (<= 0: no clipping)");
+}
+
 Optimizer::Optimizer(Transformer& model, const OptimizerConfig& cfg)
     : model_(model), cfg_(cfg), m_(Tensor::zeros({model.flat_size()})), v_(Tensor::zeros({model.flat_size()})) {}
 

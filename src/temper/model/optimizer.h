@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "temper/core/settings.h"
 #include "temper/core/tensor.h"
 #include "temper/dist/communicator.h"
 #include "temper/kernels/adamw.h"
@@ -21,6 +22,9 @@ struct OptimizerConfig {
   LrSchedule lr;
   double max_grad_norm = 1.0;  // <= 0: no clipping
 };
+
+// The optimiser's recipe keys, in [sft] and [rl] (the schedule's shape is the stage's: it needs its steps).
+void visit_optimizer(KeyVisitor& v, kernels::AdamWConfig& adamw, LrSchedule& lr, double& max_grad_norm);
 
 struct OptimizerStep {
   double grad_norm = 0;  // before clipping

@@ -12,6 +12,17 @@
 
 namespace temper::rl {
 
+void AdvantageConfig::visit(KeyVisitor& v) {
+  v("advantage", estimator, "advantage estimator: grpo, dr_grpo (no std division), rloo (leave-one-out baseline)",
+    kAdvantageEstimatorNames);
+  if (estimator != AdvantageEstimator::grpo) scale = RewardScale::none;  // the default of the other estimators
+  v("scale_rewards", scale,
+    "the std rewards are divided by: group, batch, batch_active (ZPPO: over the groups whose rewards differ), none "
+    "(default group with grpo, else none)",
+    kRewardScaleNames);
+  v("advantage_eps", eps, "added to the std before dividing (TRL's epsilon)");
+}
+
 void AdvantageConfig::validate() const {
   TEMPER_CHECK(std::isfinite(eps) && eps >= 0) << "advantage eps must be finite and >= 0, got " << eps;
 }

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "temper/core/settings.h"
+
 namespace temper::rl {
 
 enum class AdvantageEstimator {
@@ -16,6 +18,9 @@ enum class AdvantageEstimator {
   dr_grpo,  // A = r - mean_g (Dr.GRPO; `scale` is ignored)
   rloo,     // A = r - mean of the other members = G/(G-1) (r - mean_g); divided by std + eps unless scale none
 };
+
+inline constexpr EnumNames<AdvantageEstimator, 3> kAdvantageEstimatorNames{
+    {{AdvantageEstimator::grpo, "grpo"}, {AdvantageEstimator::dr_grpo, "dr_grpo"}, {AdvantageEstimator::rloo, "rloo"}}};
 
 // TRL's `scale_rewards` (TRL >= 0.22 strings; TRL 0.19's bool True = group, False = none).
 enum class RewardScale {
@@ -26,11 +31,17 @@ enum class RewardScale {
   none,   // no division
 };
 
+inline constexpr EnumNames<RewardScale, 4> kRewardScaleNames{{{RewardScale::group, "group"},
+                                                              {RewardScale::batch, "batch"},
+                                                              {RewardScale::batch_active, "batch_active"},
+                                                              {RewardScale::none, "none"}}};
+
 struct AdvantageConfig {
   AdvantageEstimator estimator = AdvantageEstimator::grpo;
   RewardScale scale = RewardScale::group;
   double eps = 1e-4;  // added to the std (TRL)
   void validate() const;
+  void visit(KeyVisitor& v);  // in [rl]; scale_rewards defaults to none for the estimators other than grpo
 };
 
 // rewards [B], group [B] (any ids, members need not be adjacent) -> advantages [B].

@@ -20,6 +20,17 @@ void CurriculumConfig::parse_ratio(const std::string& text, int64_t& a, int64_t&
   TEMPER_CHECK(ok) << "curriculum.ratio: expected \"SFT:RL\" with non-negative integers, not both 0 (e.g. \"4:1\"), got '" << text << "'";
 }
 
+void CurriculumConfig::visit(KeyVisitor& v) {
+  std::string ratio = std::to_string(sft_parts) + ":" + std::to_string(rl_parts);
+  v("ratio", ratio, "SFT:RL share of the budget");
+  parse_ratio(ratio, sft_parts, rl_parts);
+  v.choice("budget", budget, "what the budget counts: prompts, steps (optimiser steps)", {"prompts", "steps"});
+  v("total", total, "the budget of both stages together");
+  v("sft_set", sft_set, "the task's train_set in the SFT stage");
+  v("rl_set", rl_set, "the task's train_set in the RL stage");
+  v("require_coverage", require_coverage, "a module of the task the SFT stage never shows stops the run");
+}
+
 void CurriculumConfig::validate() const {
   TEMPER_CHECK(sft_parts >= 0 && rl_parts >= 0 && sft_parts + rl_parts > 0) << "curriculum.ratio: parts must be >= 0, not both 0";
   TEMPER_CHECK(budget == "prompts" || budget == "steps") << "curriculum.budget: expected \"prompts\" or \"steps\", got '" << budget << "'";

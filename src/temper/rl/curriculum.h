@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "temper/core/settings.h"
 #include "temper/tasks/task.h"
 
 namespace temper::rl {
@@ -22,6 +23,7 @@ struct CurriculumConfig {
   std::string sft_set = "sft", rl_set = "rl";
   bool require_coverage = true;         // a module the SFT stage never shows is an error
   void validate() const;
+  void visit(KeyVisitor& v);                                                                // [curriculum]
   static void parse_ratio(const std::string& text, int64_t& sft_parts, int64_t& rl_parts);  // "4:1"
 };
 

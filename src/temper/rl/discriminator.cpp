@@ -9,6 +9,13 @@
 
 namespace temper::rl {
 
+void DiscriminatorConfig::visit(KeyVisitor& v) {
+  v("epochs", epochs, "the head's full-batch gradient steps per fit");
+  v("lr", lr, "the head's learning rate");
+  v("l2", l2, "the head's L2 penalty");
+  v("clip", clip, "bound on the head's logit");
+}
+
 void DiscriminatorConfig::validate() const {
   TEMPER_CHECK(epochs > 0 && lr > 0 && l2 >= 0 && clip > 0)
       << "discriminator: epochs, lr and clip must be > 0 and l2 >= 0, got " << epochs << ", " << lr << ", " << clip << ", " << l2;

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "temper/core/settings.h"
+
 namespace temper::rl {
 
 struct DiscriminatorConfig {
@@ -18,6 +20,7 @@ struct DiscriminatorConfig {
   double l2 = 1e-3;
   double clip = 10;
   void validate() const;
+  void visit(KeyVisitor& v);
 };
 
 class Discriminator {

@@ -12,6 +12,18 @@
 
 namespace temper::rl {
 
+void EvalConfig::visit(KeyVisitor& v) {
+  v("problems", problems, "held-out problems per evaluation");
+  v("samples", samples, "samples per problem (pass@1 and pass@samples)");
+  greedy = samples == 1;
+  v("greedy", greedy, "greedy decoding (default: with one sample)");
+  sampler.visit(v);
+  v("max_new", max_new, "completion tokens at most (default rl.max_new)");
+  v("revisions", revisions,
+    "sequential revision: a wrong attempt comes back with the feedback \"incorrect\" this often");
+  v("revision_template", revision.revision_template, "the revision prompt: {question}, {attempt}");
+}
+
 void EvalConfig::validate() const {
   TEMPER_CHECK(problems > 0) << "eval.problems must be > 0, got " << problems;
   TEMPER_CHECK(samples > 0) << "eval.samples must be > 0, got " << samples;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "temper/core/settings.h"
 #include "temper/dist/communicator.h"
 #include "temper/model/int4_drafter.h"
 #include "temper/model/transformer.h"
@@ -49,6 +50,7 @@ struct EvalConfig {
   DraftHead draft_head = DraftHead::bf16;
   rollout::SpecToggle speculative_toggle = rollout::SpecToggle::cost;
   void validate() const;
+  void visit(KeyVisitor& v);  // [eval]: problems, samples, greedy, sampling, max_new, revisions
 };
 
 struct EvalExample {

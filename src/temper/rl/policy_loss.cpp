@@ -10,6 +10,22 @@
 
 namespace temper::rl {
 
+void PolicyLossConfig::visit(KeyVisitor& v) {
+  v("eps_low", eps_low, "lower clip of the importance ratio: 1 - eps_low");
+  v("eps_high", eps_high, "upper clip of the ratio: 1 + eps_high (DAPO clip-higher: 0.28)");
+  v("dual_clip", dual_clip, "dual-clip bound c on negative advantages (> 1 turns it on; verl uses 3)");
+  v("kl_coef", kl_coef, "weight of the KL term to the frozen policy as RL started (0: no reference copy)");
+  v("kl_estimator", kl_estimator, "KL estimator: k1, k2, k3 (GRPO's)", kKlEstimatorNames);
+  v("ent_coef", ent_coef, "entropy bonus: the loss falls as entropy rises");
+  v("loss_agg", agg,
+    "how token losses are averaged: token_mean, seq_mean_token_mean (the GRPO paper), seq_mean_token_sum_norm "
+    "(Dr.GRPO)",
+    kLossAggNames);
+  v("loss_max_len", max_len, "seq_mean_token_sum_norm's constant (default rl.max_new)");
+  v("skip_no_gradient", skip_no_gradient,
+    "a micro-batch whose loss has no gradient (every advantage 0, no KL or entropy term) skips its backward");
+}
+
 void PolicyLossConfig::validate() const {
   TEMPER_CHECK(eps_low >= 0 && eps_low < 1) << "policy loss eps_low must be in [0, 1), got " << eps_low;
   TEMPER_CHECK(eps_high >= 0 && std::isfinite(eps_high)) << "policy loss eps_high must be >= 0, got " << eps_high;

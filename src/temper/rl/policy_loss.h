@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "temper/core/settings.h"
 #include "temper/kernels/classifier.h"
 
 namespace temper::rl {
@@ -20,11 +21,18 @@ enum class LossAgg {
   seq_mean_token_sum_norm,  // sum_{b,t} m l / (B * max_len)           (TRL "dr_grpo", Dr.GRPO)
 };
 
+inline constexpr EnumNames<LossAgg, 3> kLossAggNames{{{LossAgg::token_mean, "token_mean"},
+                                                      {LossAgg::seq_mean_token_mean, "seq_mean_token_mean"},
+                                                      {LossAgg::seq_mean_token_sum_norm, "seq_mean_token_sum_norm"}}};
+
 enum class KlEstimator {
   k1,  // d = logp - ref_logp:         KL = d,                 dKL/dlogp = 1
   k2,  //                              KL = d^2 / 2,           dKL/dlogp = d
   k3,  //                              KL = exp(-d) + d - 1,   dKL/dlogp = 1 - exp(-d)  (GRPO/TRL's choice)
 };
+
+inline constexpr EnumNames<KlEstimator, 3> kKlEstimatorNames{
+    {{KlEstimator::k1, "k1"}, {KlEstimator::k2, "k2"}, {KlEstimator::k3, "k3"}}};
 
 // Per token t with ratio r = exp(logp - old_logp), advantage A, weight w, entropy H, scale s:
 //   pg  = -min(r A, clip(r, 1 - eps_low, 1 + eps_high) A)
@@ -44,6 +52,7 @@ struct PolicyLossConfig {
   // its backward anyway (all zeros: for benchmarks of equal work).
   bool skip_no_gradient = true;
   void validate() const;
+  void visit(KeyVisitor& v);  // in [rl]
 };
 
 // The whole batch's normalisers. Data-parallel ranks add tokens and seqs across ranks before scaling.

@@ -7,6 +7,11 @@
 
 namespace temper::rl {
 
+void RefitConfig::visit(KeyVisitor& v) {
+  v("rounds", rounds, "fits of the head in all");
+  v("refit_every", refit_every, "steps between fits (rounds > 1)");
+}
+
 void RefitConfig::validate(const std::string& section) const {
   TEMPER_CHECK(rounds >= 1) << section << ".rounds must be >= 1, got " << rounds;
   TEMPER_CHECK(rounds == 1 || refit_every >= 1)

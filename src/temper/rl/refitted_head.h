@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "temper/core/settings.h"
 #include "temper/rl/discriminator.h"
 
 namespace temper::rl {
@@ -15,6 +16,7 @@ struct RefitConfig {
   int64_t rounds = 1;                               // fits of the head in all
   int64_t refit_every = 0;                          // steps between fits (rounds > 1)
   void validate(const std::string& section) const;  // errors name section.rounds / section.refit_every
+  void visit(KeyVisitor& v);
 };
 
 // A fit's accuracy on its own fitting set and its class counts.

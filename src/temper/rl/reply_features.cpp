@@ -4,6 +4,12 @@
 
 namespace temper::rl {
 
+void ReplyFeatureConfig::visit(KeyVisitor& v) {
+  v.choice("features", kind, "what the head reads: embedding (the frozen policy's mean hidden state), ngrams",
+           {"embedding", "ngrams"});
+  v("ngram_dim", ngram_dim, "ngrams: hash buckets");
+}
+
 void ReplyFeatureConfig::validate(const std::string& section) const {
   TEMPER_CHECK(kind == "embedding" || kind == "ngrams")
       << section << ".features: expected \"embedding\" or \"ngrams\", got '" << kind << "'";

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "temper/core/settings.h"
 #include "temper/tasks/task.h"
 
 namespace temper::rl {
@@ -19,6 +20,7 @@ struct ReplyFeatureConfig {
   std::string kind = "embedding";                   // embedding | ngrams
   int64_t ngram_dim = 1024;                         // ngrams: hash buckets (the features are 2 x ngram_dim + 2)
   void validate(const std::string& section) const;  // errors name section.features / section.ngram_dim
+  void visit(KeyVisitor& v);
   bool needs_model() const { return kind == "embedding"; }
 };
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "temper/core/settings.h"
 #include "temper/rl/prompt_codec.h"
 #include "temper/rollout/engine.h"
 #include "temper/tasks/task.h"

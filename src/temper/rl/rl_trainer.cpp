@@ -35,6 +35,54 @@ void packed_logprobs(Transformer& model, const PackedRows& packed, const int32_t
 
 }  // namespace
 
+void SpeculativeConfig::visit(KeyVisitor& v) {
+  v("gamma", gamma, "a fixed gamma: tokens drafted per cycle (0: the adaptive ladder)");
+  v("ladder", control.ladder, "gamma rungs the controller moves between at the measured acceptance");
+  control.visit(v);
+  v("group", group, "inputs per int4 scale of the drafter (a multiple of 32)");
+  v("lag", lag, "the drafter from this many updates earlier (0: this step's weights)");
+  v("head", head, "the drafter's LM head: bf16, int4, f32 (the policy's own)", kDraftHeadNames);
+  v("vocab", vocab, "the drafter head's tokens: the K most sampled in earlier rollouts (0: every token)");
+  if (gamma > 0) {
+    TEMPER_CHECK(control.ladder == rollout::SpecConfig{}.ladder || control.ladder == std::vector<int64_t>{gamma})
+        << "gives both gamma (fixed) and ladder (adaptive); keep one";
+    control.ladder = {gamma};
+  }
+}
+
+void SpeculativeConfig::validate() const {
+  control.validate();
+  TEMPER_CHECK(vocab >= 0) << "vocab must be >= 0 (0: every token), got " << vocab;
+  TEMPER_CHECK(vocab == 0 || head != DraftHead::f32)
+      << "vocab = " << vocab << " needs head = \"bf16\" or \"int4\" (the f32 head is the policy's own, every token)";
+  TEMPER_CHECK(group >= 32 && group % 32 == 0) << "group must be a positive multiple of 32, got " << group;
+  TEMPER_CHECK(lag >= 0 && lag <= 16) << "lag must be in [0, 16], got " << lag;
+}
+
+void RlConfig::visit(KeyVisitor& v) {
+  v("prompts_per_step", prompts_per_step, "problems drawn per RL step");
+  v("group_size", group_size, "samples per problem (G)");
+  v("max_new", max_new, "completion tokens at most");
+  sampler.visit(v);
+  advantage.visit(v);
+  loss.max_len = max_new;
+  loss.visit(v);
+  v("epochs", epochs, "passes over each rollout batch");
+  v("mini_batches", mini_batches, "optimiser steps per epoch");
+  v("micro_batch", micro_batch, "sequences per forward/backward, sorted by length (0: the whole mini-batch)");
+  v("share_prompts", share_prompts, "a group's prompt is held once in the update's forward and backward, no padding");
+  v("reuse_activations", reuse_activations,
+    "the first optimiser step of each batch takes the rollout's activations instead of a forward (CPU, share_prompts)");
+  v("reuse_activations_mb", reuse_activations_mb, "memory for the kept activations (0: a quarter of physical memory)");
+  v("dynamic_sampling", dynamic_sampling,
+    "DAPO: draw more rounds until the step has prompts_per_step informative groups");
+  v("max_resample_rounds", max_resample_rounds, "dynamic_sampling: extra rounds at most");
+  v("mask_truncated", mask_truncated, "DAPO overlong masking: completions cut at max_new are left out of the loss");
+  v("kv_memory_mb", kv_memory_mb, "the rollout engine's KV cache");
+  v("max_seqs", max_seqs, "sequences decoded together at most");
+  visit_optimizer(v, optimizer.adamw, optimizer.lr, optimizer.max_grad_norm);
+}
+
 void RlConfig::validate() const {
   TEMPER_CHECK(prompts_per_step > 0) << "rl.prompts_per_step must be > 0, got " << prompts_per_step;
   TEMPER_CHECK(group_size > 0) << "rl.group_size must be > 0, got " << group_size;

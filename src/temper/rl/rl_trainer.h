@@ -48,6 +48,9 @@ struct SpeculativeConfig {
   int64_t lag = 0;      // drafter from `lag` updates earlier
   DraftHead head = DraftHead::bf16;
   int64_t vocab = 0;  // the head's tokens: the most frequent in earlier rollouts (0: all; Int4Drafter::set_vocab)
+  int64_t gamma = 0;  // > 0: a fixed gamma (the ladder of one rung)
+  void visit(KeyVisitor& v);
+  void validate() const;
 };
 
 struct RlConfig {
@@ -77,9 +80,10 @@ struct RlConfig {
   uint64_t seed = 0;
   int64_t kv_memory_mb = 256;
   int64_t max_seqs = 64;
-  std::optional<SpeculativeConfig> speculative;
-  OptimizerConfig optimizer;
+  std::optional<SpeculativeConfig> speculative;  // [rl.speculative]: its own section
+  OptimizerConfig optimizer{.adamw = {.weight_decay = 0.0f}, .lr = {.peak = 1e-5, .min_ratio = 1.0}};
   void validate() const;
+  void visit(KeyVisitor& v);  // [rl] (steps and schedule are the run's)
 };
 
 class RlTrainer {

@@ -29,6 +29,25 @@ std::string corrupt_solution(const std::string& text, const std::string& answer,
   return out;
 }
 
+void DistillConfig::visit(KeyVisitor& v) {
+  v("top_k", top_k, "teacher probabilities kept per position (forward KL on the teacher's top-K)");
+  v("kl_weight", kl_weight, "weight of the KL to the teacher");
+  v("ce_weight", ce_weight, "weight of the cross-entropy on the completion's tokens");
+}
+
+void SftConfig::visit(KeyVisitor& v) {
+  v("batch", batch, "examples per step");
+  v("micro_batch", train.micro_batch, "rows per forward/backward (0: the whole batch)");
+  visit_optimizer(v, train.adamw, train.lr, train.max_grad_norm);
+  v("candidate_rate", candidates.rate, "share of prompts with the gold and a corrupted solution as <candidate> blocks");
+  v("candidate_template", candidates.tmpl, "how candidates are laid out: {candidates}, {question}");
+  v("candidate_tokens", candidates.tokens, "each candidate cut to its last N tokens");
+  std::string completions = teacher_completions ? "teacher" : "gold";
+  v.choice("completions", completions, "SFT targets: gold (the task's solutions), teacher (the [teacher]'s samples)",
+           {"gold", "teacher"});
+  teacher_completions = completions == "teacher";
+}
+
 void SftConfig::validate() const {
   TEMPER_CHECK(batch > 0) << "sft.batch must be > 0, got " << batch;
   TEMPER_CHECK(candidates.rate >= 0 && candidates.rate <= 1) << "sft.candidate_rate must be in [0, 1], got " << candidates.rate;

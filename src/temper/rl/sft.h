@@ -8,14 +8,14 @@
 // Leaves out: packing several examples into one row.
 #pragma once
 
-#include <functional>
-
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
 
 #include "temper/core/rng.h"
+#include "temper/core/settings.h"
 #include "temper/model/train_step.h"
 #include "temper/rl/method.h"
 #include "temper/rl/prompt_codec.h"
@@ -26,6 +26,7 @@ namespace temper::rl {
 struct DistillConfig {
   int64_t top_k = 64;  // teacher probabilities kept per position (the rest of its mass is dropped)
   double kl_weight = 1.0, ce_weight = 0.0;
+  void visit(KeyVisitor& v);  // [sft.distill]
 };
 
 // Candidate reading: a share of the SFT prompts carry two candidate solutions in <candidate> tags,
@@ -41,7 +42,7 @@ struct SftCandidates {
 struct SftConfig {
   int64_t batch = 32;  // examples per step
   SftCandidates candidates;
-  TrainConfig train;
+  TrainConfig train{.adamw = {.weight_decay = 0.0f}, .lr = {.peak = 1e-3, .min_ratio = 0.1}};
   bool teacher_completions = false;       // completions from the teacher instead of the gold solutions
   std::optional<DistillConfig> distill;   // logit distillation from the teacher model
   uint64_t seed = 0;                      // the teacher's sampling
@@ -49,6 +50,7 @@ struct SftConfig {
   // policy learns to read past it before RL asks it to read it); index = the problem's draw number.
   std::function<tasks::Problem(tasks::Problem, uint64_t index, const PromptCodec& codec)> condition;
   void validate() const;
+  void visit(KeyVisitor& v);  // [sft] (steps and schedule are the run's; [sft.distill] its own section)
 };
 
 // A wrong copy of a solution: its integer answer moved by 1-5 on the answer line and in the last

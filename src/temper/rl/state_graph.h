@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "temper/core/settings.h"
+
 namespace temper::rl {
 
 struct GraphStep {

@@ -7,6 +7,13 @@
 
 namespace temper::rl {
 
+void ModelTeacherConfig::visit(KeyVisitor& v) {
+  sampler.visit(v);
+  v("max_new", max_new, "the teacher's completion tokens at most (default rl.max_new)");
+  v("kv_memory_mb", kv_memory_mb, "the teacher's KV cache (default rl.kv_memory_mb)");
+  v("max_seqs", max_seqs, "sequences the teacher decodes together (default rl.max_seqs)");
+}
+
 namespace {
 
 class FieldTeacher : public Teacher {

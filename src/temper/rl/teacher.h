@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "temper/core/settings.h"
 #include "temper/dist/communicator.h"
 #include "temper/model/kv_pool.h"
 #include "temper/model/transformer.h"
@@ -44,6 +45,7 @@ struct ModelTeacherConfig {
   int64_t max_new = 256;
   int64_t kv_memory_mb = 256;
   int64_t max_seqs = 64;
+  void visit(KeyVisitor& v);  // in [teacher] (defaults: rl's)
 };
 
 // A generation-only model: n samples per problem through its own rollout engine; samples cut off at

@@ -9,6 +9,13 @@
 
 namespace temper::rl {
 
+void TuringRewardConfig::visit(KeyVisitor& v) {
+  v("scale", scale, "the judge's rating mapped to [0, scale]");
+  v("cap", cap, "ratings above count as the cap");
+  v("format_bonus", format_bonus, "bonus for each of the two format checks");
+  v("reasoning", reasoning, "the format has a reasoning block");
+}
+
 void TuringRewardConfig::validate() const {
   TEMPER_CHECK(scale > 0) << "rl.turing.scale must be > 0, got " << scale;
   TEMPER_CHECK(cap >= 1 && cap <= 7) << "rl.turing.cap: expected a rating in 1..7, got " << cap;

@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "temper/core/settings.h"
 #include "temper/rl/pairwise_judge.h"
 #include "temper/tasks/task.h"
 
@@ -27,6 +28,7 @@ struct TuringRewardConfig {
   double long_ratio = 1.1, long_weight = 0.15;
   double length_cap = 0.25;
   void validate() const;
+  void visit(KeyVisitor& v);  // scale, cap, format_bonus, reasoning
 };
 
 // Whether the generated reply is shown as B: SHA-256("<key>|<reply>") taken as a big-endian integer is even.

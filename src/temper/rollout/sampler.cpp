@@ -8,6 +8,13 @@
 
 namespace temper::rollout {
 
+void SamplerConfig::visit(KeyVisitor& v) {
+  v("temperature", temperature, "sampling temperature (> 0)");
+  v("top_p", top_p, "nucleus: keep the smallest set of tokens with this much probability (1: off)");
+  v("top_k", top_k, "keep the k most likely tokens (0: off)");
+  v("min_p", min_p, "drop tokens below min_p x the most likely one's probability (0: off)");
+}
+
 void SamplerConfig::validate() const {
   TEMPER_CHECK(greedy || temperature > 0.f) << "sampler: temperature must be > 0, got " << temperature;
   TEMPER_CHECK(top_k >= 0) << "sampler: top_k must be >= 0, got " << top_k;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "temper/core/rng.h"
+#include "temper/core/settings.h"
 #include "temper/kernels/draw.h"
 
 namespace temper::rollout {
@@ -31,6 +32,7 @@ struct SamplerConfig {
     return penalty_last_n != 0 && (repetition_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f);
   }
   void validate() const;
+  void visit(KeyVisitor& v);  // temperature, top_p, top_k, min_p (the keys a recipe's sampling sections take)
 };
 
 struct Sample {

@@ -13,11 +13,19 @@
 namespace temper::rollout {
 
 bool spec_toggle_from_name(const std::string& name, SpecToggle* out) {
-  if (name == "cost") *out = SpecToggle::cost;
-  else if (name == "threshold") *out = SpecToggle::threshold;
-  else if (name == "always") *out = SpecToggle::always;
-  else return false;
-  return true;
+  std::optional<SpecToggle> t = enum_from_name(kSpecToggleNames, name);
+  if (t) *out = *t;
+  return t.has_value();
+}
+
+void SpecConfig::visit(KeyVisitor& v) {
+  v("alpha_up", alpha_up, "acceptance above which the gamma ladder climbs a rung");
+  v("alpha_down", alpha_down, "acceptance below which it steps down a rung");
+  v("persistence", persistence, "steps the acceptance must stay past a bound before gamma moves");
+  v("toggle", toggle, "when to speculate: cost (the calibrated cost model predicts a speed-up), threshold, always",
+    kSpecToggleNames);
+  v("margin", margin, "cost: speculate when the predicted speed-up is at least 1 + margin");
+  v("threshold", threshold, "threshold: speculate while at most this many sequences are live");
 }
 
 void SpecConfig::validate() const {

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "temper/core/settings.h"
 #include "temper/rollout/sampler.h"
 
 namespace temper {
@@ -32,6 +33,8 @@ class Int4Drafter;
 namespace temper::rollout {
 
 enum class SpecToggle { cost, threshold, always };
+inline constexpr EnumNames<SpecToggle, 3> kSpecToggleNames{
+    {{SpecToggle::cost, "cost"}, {SpecToggle::threshold, "threshold"}, {SpecToggle::always, "always"}}};
 bool spec_toggle_from_name(const std::string& name, SpecToggle* out);
 
 struct SpecConfig {
@@ -42,6 +45,7 @@ struct SpecConfig {
   double margin = 0.05;    // cost: speculate when the predicted speed-up >= 1 + margin
   int64_t threshold = 8;   // threshold: speculate when n_active <= threshold
   void validate() const;
+  void visit(KeyVisitor& v);  // every key but the ladder (gamma or ladder: SpeculativeConfig)
 };
 
 struct SpecCostModel {

@@ -6,14 +6,15 @@
 #include <functional>
 
 #include "temper/core/error.h"
+#include "temper/core/settings.h"
 #include "temper/reward/math_answer.h"
 #include "temper/reward/safe_reward.h"
 #include "temper/tasks/arithmetic.h"
+#include "temper/tasks/compose.h"
 #include "temper/tasks/constraints.h"
 #include "temper/tasks/countdown.h"
-#include "temper/tasks/mixture.h"
 #include "temper/tasks/dataset.h"
-#include "temper/tasks/compose.h"
+#include "temper/tasks/mixture.h"
 #include "temper/tasks/rubric_proxy.h"
 #include "temper/tasks/string_ops.h"
 #include "temper/tasks/user_sim.h"
@@ -200,18 +201,7 @@ Rng problem_rng(std::string_view family, uint64_t seed, Split split, uint64_t in
 }
 
 std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  size_t b = 0;
-  while (b <= s.size()) {
-    size_t e = s.find(',', b);
-    if (e == std::string::npos) e = s.size();
-    std::string item = s.substr(b, e - b);
-    item.erase(0, item.find_first_not_of(' '));
-    item.erase(item.find_last_not_of(' ') + 1);
-    if (!item.empty()) out.push_back(item);
-    b = e + 1;
-  }
-  return out;
+  return split_words(s);
 }
 
 std::string problem_id(std::string_view family, Split split, uint64_t index) {

@@ -2,9 +2,21 @@
 
 #include "temper/core/error.h"
 #include "temper/core/rng.h"
+#include "temper/rl/method_spec.h"
 #include "temper/rl/ngram_features.h"
 
 namespace temper::rl {
+
+void DiscRewardConfig::visit(KeyVisitor& v) {
+  v("samples", samples, "problems the head is fitted on (one real and one generated reply each)");
+  v.choice("real", real, "the real replies: gold (the task's solutions), teacher (a dataset's teacher_response)",
+           {"gold", "teacher"});
+  v.choice("combine", combine, "replace the task's reward with coef x logit, or add it", {"replace", "add"});
+  v("coef", coef, "the logit's weight (replace: also rl.kl_coef's default)");
+  refit.visit(v);
+  head.visit(v);
+  features.visit(v);
+}
 
 void DiscRewardConfig::validate() const {
   head.validate();
@@ -105,5 +117,34 @@ void DiscReward::metrics(Metrics& m) const {
   m.emplace_back("disc_fit_examples", static_cast<double>(head_.stats().real + head_.stats().gen));
   m.emplace_back("disc_fits", static_cast<double>(head_.fits()));
 }
+
+namespace {
+// The discriminator's logit estimates log p_data / p_0: KL-regularised RL on it with beta = coef and the raw
+// reward (no std scaling, which would change the effective beta) is the distribution-matching point (spec,
+// methods-other section 4). Added to a task's reward there is no such point, and the usual defaults stay.
+class DiscRewardSetup final : public MethodSetupOf<DiscRewardConfig> {
+  void change_defaults(RecipeDefaults& d) const override {
+    if (cfg.combine != "replace") return;
+    d.set("rl.kl_coef", toml_float(cfg.coef));
+    d.set("rl.scale_rewards", "\"none\"");
+  }
+  MethodNeeds needs() const override {
+    MethodNeeds n;
+    n.reference = cfg.features.needs_model();
+    return n;
+  }
+  MethodEffects effects() const override {
+    MethodEffects e;
+    e.replaces_reward = cfg.combine == "replace";
+    e.detail = "combine = \"replace\"";
+    return e;
+  }
+  std::unique_ptr<Method> make(const MethodDeps&) const override { return std::make_unique<DiscReward>(cfg); }
+};
+}  // namespace
+
+const MethodSpec kDiscRewardMethod{
+    "discriminator", "rl.discriminator", 30, "discriminator rewards",
+    []() -> std::unique_ptr<MethodSetup> { return std::make_unique<DiscRewardSetup>(); }};
 
 }  // namespace temper::rl

@@ -21,6 +21,8 @@
 
 namespace temper::rl {
 
+struct MethodSpec;
+
 struct DiscRewardConfig {
   DiscriminatorConfig head;
   int64_t samples = 256;            // problems the head is fitted on (one real and one generated reply each)
@@ -30,6 +32,7 @@ struct DiscRewardConfig {
   RefitConfig refit;
   ReplyFeatureConfig features;
   void validate() const;
+  void visit(KeyVisitor& v);  // its recipe section's keys
 };
 
 // Fits `head` on `samples` training problems (cycling when the split is smaller): each one's real reply
@@ -64,5 +67,8 @@ class DiscReward : public Method {
   double reward_sum_ = 0;
   int64_t rewarded_ = 0;
 };
+
+// The method's entry in the table of methods (rl/methods/registry.cpp).
+extern const MethodSpec kDiscRewardMethod;
 
 }  // namespace temper::rl

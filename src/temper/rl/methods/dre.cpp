@@ -6,8 +6,19 @@
 
 #include "temper/core/error.h"
 #include "temper/core/rng.h"
+#include "temper/rl/method_spec.h"
 
 namespace temper::rl {
+
+void DreConfig::visit(KeyVisitor& v) {
+  v("mode", mode, "online (fork at the first verified answer while generating), offline, measure (metrics only)",
+    kDreModeNames);
+  v("compose", compose, "how edits join the group: add_beside, add_and_prefer, replace", kDreComposeNames);
+  v("delta", delta, "add_and_prefer: the original's reward falls by this");
+  v("min_tail", min_tail, "tokens an edit must save");
+  v("answer_budget", answer_budget, "tokens the policy may write after the forced close");
+  v("max_edits_per_group", max_edits_per_group, "edits per group at most (0: every qualifying rollout)");
+}
 
 void DreConfig::validate() const {
   TEMPER_CHECK(delta >= 0 && delta <= 1) << "rl.dre.delta must be in [0, 1], got " << delta;
@@ -270,5 +281,24 @@ void Dre::metrics(Metrics& m) const {
   m.emplace_back("dre_overthink_correct", stats_.overthink_correct);
   m.emplace_back("dre_overthink_incorrect", stats_.overthink_incorrect);
 }
+
+namespace {
+class DreSetup final : public MethodSetupOf<DreConfig> {
+  MethodEffects effects() const override {
+    MethodEffects e;
+    e.forks_rollouts = cfg.mode == DreMode::online;
+    e.detail = "mode = \"online\"";
+    return e;
+  }
+  std::unique_ptr<Method> make(const MethodDeps& deps) const override {
+    DreConfig c = cfg;
+    c.seed = deps.seed;
+    return std::make_unique<Dre>(c);
+  }
+};
+}  // namespace
+
+const MethodSpec kDreMethod{"dre", "rl.dre", 60, "DRE: dynamic rollout editing against overthinking",
+                            []() -> std::unique_ptr<MethodSetup> { return std::make_unique<DreSetup>(); }};
 
 }  // namespace temper::rl

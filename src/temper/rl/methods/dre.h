@@ -26,8 +26,15 @@
 
 namespace temper::rl {
 
+struct MethodSpec;
+
 enum class DreMode { online, offline, measure };  // measure: the metrics only, no edits (baselines)
 enum class DreCompose { add_beside, add_and_prefer, replace };
+inline constexpr EnumNames<DreMode, 3> kDreModeNames{
+    {{DreMode::online, "online"}, {DreMode::offline, "offline"}, {DreMode::measure, "measure"}}};
+inline constexpr EnumNames<DreCompose, 3> kDreComposeNames{{{DreCompose::add_beside, "add_beside"},
+                                                            {DreCompose::add_and_prefer, "add_and_prefer"},
+                                                            {DreCompose::replace, "replace"}}};
 
 struct DreConfig {
   DreMode mode = DreMode::online;
@@ -38,6 +45,7 @@ struct DreConfig {
   int64_t max_edits_per_group = 0;  // 0: every qualifying rollout
   uint64_t seed = 0;              // offline regeneration's sampling streams
   void validate() const;
+  void visit(KeyVisitor& v);  // its recipe section's keys
 };
 
 // Where a completion's answer first appears: tokens [0, at) end at the first step boundary whose
@@ -96,5 +104,8 @@ class Dre : public Method {
   int64_t stats_step_ = -1;
   std::set<std::pair<int64_t, int64_t>> online_forks_;
 };
+
+// The method's entry in the table of methods (rl/methods/registry.cpp).
+extern const MethodSpec kDreMethod;
 
 }  // namespace temper::rl

@@ -7,9 +7,24 @@
 #include "temper/core/error.h"
 #include "temper/core/rng.h"
 #include "temper/rl/derived_problem.h"
+#include "temper/rl/method_spec.h"
 #include "temper/rl/welfare.h"
 
 namespace temper::rl {
+
+void FairConfig::visit(KeyVisitor& v) {
+  v("objectives", objectives,
+    "comma list: correct, brevity, format, task:K or task:NAME (an entry of the task's reward vector)");
+  v("ggf", ggf, "Gini weights, strictly decreasing (empty: linear)");
+  v("preference", fixed, "a fixed trade-off for every group (empty: sampled per group on the simplex grid)");
+  v("grid", grid, "preferences sampled on the simplex grid of step 1/grid");
+  v("concentration", concentration, "Dirichlet concentrations of the sampled preferences (empty: uniform on the grid)");
+  v("preferences_per_step", preferences_per_step, "K > 0: each step draws K preferences its groups take in turn");
+  v("prefix", prefix, "written before each question, SFT prompts included: {p} = the preference");
+  v.choice("welfare", welfare, "ggf or linear (the linear-scalarisation baseline)", {"ggf", "linear"});
+  v.choice("sft_targets", sft_targets, "same, or preference (SFT targets cut to the answer line by the brevity weight)",
+           {"same", "preference"});
+}
 
 void FairConfig::validate() const {
   TEMPER_CHECK(objectives.size() >= 2) << "rl.fair.objectives: expected at least 2 objectives, got " << objectives.size();
@@ -271,5 +286,44 @@ void Fair::metrics(Metrics& out) const {
     out.emplace_back("fair_" + fair_metric_name(cfg_.objectives[j]), obj_n_ ? obj_sum_[j] / static_cast<double>(obj_n_) : 0.0);
   out.emplace_back("fair_welfare", groups_ ? welfare_sum_ / static_cast<double>(groups_) : 0.0);
 }
+
+namespace {
+class FairSetup final : public MethodSetupOf<FairConfig> {
+  // Evaluation measures the objectives at the balanced (or the fixed) preference (temper eval --preference for
+  // others); SFT prompts carry sampled preferences too, and with sft_targets = "preference" the targets follow them.
+  void configure(RunSettings& run) const override {
+    const FairConfig f = cfg;
+    run.eval.objectives = f.objectives;
+    if (!f.fixed.empty())
+      run.eval.preference = f.fixed;
+    else
+      run.eval.preference.assign(f.objectives.size(), 1.0 / static_cast<double>(f.objectives.size()));
+    run.eval.preference_prefix = f.prefix;
+    run.eval.ggf = f.ggf;
+    run.sft.condition = [f, seed = run.seed](tasks::Problem p, uint64_t i, const PromptCodec& codec) {
+      std::vector<double> w =
+          f.fixed.empty() ? fair_sample_grid(static_cast<int64_t>(f.objectives.size()), f.grid, seed ^ 0x5F7ull, 0, i)
+                          : f.fixed;
+      return fair_sft_example(p, codec, f, w, seed, i);
+    };
+  }
+  void check_task(const tasks::Task& task) const override {
+    try {
+      check_objectives(cfg.objectives, task);
+    } catch (const Error& e) {
+      TEMPER_FAIL() << "rl.fair.objectives: " << e.what();
+    }
+  }
+  MethodEffects effects() const override {
+    MethodEffects e;
+    e.combines_rewards = true;
+    return e;
+  }
+  std::unique_ptr<Method> make(const MethodDeps&) const override { return std::make_unique<Fair>(cfg); }
+};
+}  // namespace
+
+const MethodSpec kFairMethod{"fair", "rl.fair", 10, "fair multi-objective RL (generalized Gini welfare)",
+                             []() -> std::unique_ptr<MethodSetup> { return std::make_unique<FairSetup>(); }};
 
 }  // namespace temper::rl

@@ -18,6 +18,8 @@
 
 namespace temper::rl {
 
+struct MethodSpec;
+
 struct FairConfig {
   std::vector<std::string> objectives = {"correct", "brevity"};
   std::vector<double> ggf;      // Gini weights, strictly decreasing; empty: linear for D objectives
@@ -41,6 +43,7 @@ struct FairConfig {
   // so the SFT policy already maps the preference in its prompt to a point of the trade-off).
   std::string sft_targets = "same";
   void validate() const;
+  void visit(KeyVisitor& v);  // its recipe section's keys
 };
 
 // The prompt text of a preference: prefix with {p} replaced.
@@ -101,5 +104,8 @@ class Fair : public Method {
   double welfare_sum_ = 0;
   int64_t obj_n_ = 0, groups_ = 0;
 };
+
+// The method's entry in the table of methods (rl/methods/registry.cpp).
+extern const MethodSpec kFairMethod;
 
 }  // namespace temper::rl

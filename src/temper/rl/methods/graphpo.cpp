@@ -4,6 +4,7 @@
 #include <map>
 
 #include "temper/core/error.h"
+#include "temper/rl/method_spec.h"
 
 namespace temper::rl {
 
@@ -90,6 +91,17 @@ std::vector<int64_t> cosine_clusters(const std::vector<std::vector<float>>& v, d
     ids[i] = id;
   }
   return ids;
+}
+
+void GraphPoConfig::visit(KeyVisitor& v) {
+  v("merge", graph.merge, "merge equivalent states (false: a prefix tree)");
+  v("pool", graph.pool, "w of the pooled state value S_pool");
+  v("efficiency", graph.efficiency, "weight of the efficiency advantage A_eff");
+  v("expand_budget", expand_budget, "> 0: sequences continuing from one state per group (the others stop there)");
+  v("reallocate", reallocate, "each stopped sequence buys a fork at the group's next new state");
+  v("equivalence", equivalence, "state (the task's canonical states) or embedding (cosine of step embeddings)",
+    kEquivalenceNames);
+  v("similarity", similarity, "embedding: cosine at which two steps reach the same state");
 }
 
 void GraphPoConfig::validate() const {
@@ -285,5 +297,21 @@ void GraphPo::metrics(Metrics& m) const {
   m.emplace_back("graphpo_tokens_per_group", per(static_cast<double>(rollout_tokens_), groups_));
   m.emplace_back("graphpo_forks", static_cast<double>(forks_));  // continuations the saved budget bought
 }
+
+namespace {
+class GraphPoSetup final : public MethodSetupOf<GraphPoConfig> {
+  MethodEffects effects() const override {
+    MethodEffects e;
+    e.sets_advantages = true;
+    e.forks_rollouts = cfg.reallocate;
+    e.detail = cfg.reallocate ? "reallocate = true" : "";
+    return e;
+  }
+  std::unique_ptr<Method> make(const MethodDeps&) const override { return std::make_unique<GraphPo>(cfg); }
+};
+}  // namespace
+
+const MethodSpec kGraphPoMethod{"graphpo", "rl.graphpo", 70, "GraphPO: merging equivalent reasoning states",
+                                []() -> std::unique_ptr<MethodSetup> { return std::make_unique<GraphPoSetup>(); }};
 
 }  // namespace temper::rl

@@ -28,6 +28,8 @@
 
 namespace temper::rl {
 
+struct MethodSpec;
+
 // A completion's steps (text, state key, tokens) and, per token, its step.
 std::vector<GraphStep> segment_steps(const tasks::Task& task, const tasks::Problem& p, const PromptCodec& codec,
                                      const std::vector<int32_t>& tokens, std::vector<int64_t>* step_of_token);
@@ -61,6 +63,8 @@ std::vector<GraphStep> segment_lines(const PromptCodec& codec, const std::vector
 std::vector<int64_t> cosine_clusters(const std::vector<std::vector<float>>& v, double threshold);
 
 enum class Equivalence { state, embedding };
+inline constexpr EnumNames<Equivalence, 2> kEquivalenceNames{
+    {{Equivalence::state, "state"}, {Equivalence::embedding, "embedding"}}};
 
 struct GraphPoConfig {
   GraphConfig graph;
@@ -69,6 +73,7 @@ struct GraphPoConfig {
   Equivalence equivalence = Equivalence::state;
   double similarity = 0.92;   // embedding: cosine at which two steps reach the same state
   void validate() const;
+  void visit(KeyVisitor& v);  // its recipe section's keys
 };
 
 class GraphPo : public Method {
@@ -97,5 +102,8 @@ class GraphPo : public Method {
   int64_t groups_ = 0, rollouts_ = 0, steps_ = 0, tokens_ = 0, stops_ = 0, rollout_tokens_ = 0, forks_ = 0;
   double adv_abs_ = 0, eff_abs_ = 0;
 };
+
+// The method's entry in the table of methods (rl/methods/registry.cpp).
+extern const MethodSpec kGraphPoMethod;
 
 }  // namespace temper::rl

@@ -6,8 +6,21 @@
 
 #include "temper/core/error.h"
 #include "temper/rl/derived_problem.h"
+#include "temper/rl/method_spec.h"
 
 namespace temper::rl {
+
+void RcsdConfig::visit(KeyVisitor& v) {
+  v.choice("combine", combine, "replace (the advantage is RCSD's alone) or add (to the task's advantage)",
+           {"replace", "add"});
+  v("coef", coef, "scale of the per-token advantage A_t");
+  v("clip", clip, "bound on |A_t|");
+  v("template", tmpl, "the teacher's prompt: {rubric}, {question}");
+  v.choice("teacher", teacher, "policy (the current weights) or initial (the frozen weights as RL started)",
+           {"policy", "initial"});
+  v.choice("mode", mode, "sampled (per-token advantage) or reverse_kl (full-vocabulary KL, small vocabularies)",
+           {"sampled", "reverse_kl"});
+}
 
 void RcsdConfig::validate() const {
   TEMPER_CHECK(combine == "replace" || combine == "add") << "rl.rcsd.combine: expected \"replace\" or \"add\", got '" << combine << "'";
@@ -88,5 +101,25 @@ void Rcsd::metrics(Metrics& m) const {
   m.emplace_back("rcsd_teacher_s", teacher_s_);
   m.emplace_back("rcsd_rubric_frac", sequences_ ? static_cast<double>(with_rubric_) / static_cast<double>(sequences_) : 0.0);
 }
+
+namespace {
+class RcsdSetup final : public MethodSetupOf<RcsdConfig> {
+  MethodNeeds needs() const override {
+    MethodNeeds n;
+    n.reference = cfg.teacher == "initial";
+    return n;
+  }
+  MethodEffects effects() const override {
+    MethodEffects e;
+    e.sets_advantages = cfg.combine == "replace";
+    e.detail = "combine = \"replace\"";
+    return e;
+  }
+  std::unique_ptr<Method> make(const MethodDeps&) const override { return std::make_unique<Rcsd>(cfg); }
+};
+}  // namespace
+
+const MethodSpec kRcsdMethod{"rcsd", "rl.rcsd", 80, "rubric-conditioned self-distillation",
+                             []() -> std::unique_ptr<MethodSetup> { return std::make_unique<RcsdSetup>(); }};
 
 }  // namespace temper::rl

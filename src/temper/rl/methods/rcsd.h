@@ -20,6 +20,8 @@
 
 namespace temper::rl {
 
+struct MethodSpec;
+
 struct RcsdConfig {
   std::string combine = "replace";  // replace | add
   double coef = 1.0;                // scale of A_t
@@ -28,6 +30,7 @@ struct RcsdConfig {
   std::string teacher = "policy";   // policy (the current weights) | initial (the frozen weights as RL started)
   std::string mode = "sampled";     // sampled (the per-token advantage) | reverse_kl (full-vocabulary KL(pi || teacher))
   void validate() const;
+  void visit(KeyVisitor& v);  // its recipe section's keys
 };
 
 // A problem with its rubric before the question as the model is asked it, in `asked` (and the last user
@@ -51,5 +54,8 @@ class Rcsd : public Method {
   double adv_sum_ = 0, adv_abs_ = 0, clipped_ = 0, teacher_s_ = 0;  // teacher_s_: seconds of the teacher pass
   int64_t tokens_ = 0, with_rubric_ = 0, sequences_ = 0;
 };
+
+// The method's entry in the table of methods (rl/methods/registry.cpp).
+extern const MethodSpec kRcsdMethod;
 
 }  // namespace temper::rl

@@ -6,8 +6,21 @@
 
 #include "temper/core/error.h"
 #include "temper/core/rng.h"
+#include "temper/rl/method_spec.h"
 
 namespace temper::rl {
+
+void RevesConfig::visit(KeyVisitor& v) {
+  v("rounds", rounds, "R: revisions per seed problem during augmentation");
+  v("seeds", seeds, "seed problems per augmentation");
+  v("refresh_every", refresh_every, "steps between augmentations (the first at step 0)");
+  v("aug_ratio", aug_ratio, "augmented prompts per new prompt each step");
+  v("verification", verification, "verification prompts beside the revisions");
+  v("rebalance", rebalance, "balance the augmented prompts between revision and verification");
+  v("revision_template", revision.revision_template, "the revision prompt: {question}, {attempt}");
+  v("verification_template", revision.verification_template, "the verification prompt: {question}, {attempt}");
+  v("attempt_tokens", revision.attempt_tokens, "the previous attempt cut to its last N tokens");
+}
 
 void RevesConfig::validate() const {
   TEMPER_CHECK(rounds >= 1) << "rl.reves.rounds must be >= 1, got " << rounds;
@@ -155,5 +168,21 @@ void Reves::load_state(const std::string& s) {
     TEMPER_FAIL() << "reves: the checkpointed state is not valid (" << e.what() << ")";
   }
 }
+
+namespace {
+class RevesSetup final : public MethodSetupOf<RevesConfig> {
+  void configure(RunSettings& run) const override {
+    run.eval.revision = cfg.revision;
+  }  // the same prompts at test time
+  std::unique_ptr<Method> make(const MethodDeps& deps) const override {
+    RevesConfig c = cfg;
+    c.seed = deps.seed;
+    return std::make_unique<Reves>(c);
+  }
+};
+}  // namespace
+
+const MethodSpec kRevesMethod{"reves", "rl.reves", 40, "REVES: revision and verification training",
+                              []() -> std::unique_ptr<MethodSetup> { return std::make_unique<RevesSetup>(); }};
 
 }  // namespace temper::rl

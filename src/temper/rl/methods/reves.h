@@ -20,6 +20,8 @@
 
 namespace temper::rl {
 
+struct MethodSpec;
+
 struct RevesConfig {
   int64_t rounds = 8;          // R: revisions per seed problem during augmentation
   int64_t seeds = 64;          // seed problems per augmentation
@@ -30,6 +32,7 @@ struct RevesConfig {
   RevisionConfig revision;
   uint64_t seed = 0;
   void validate() const;
+  void visit(KeyVisitor& v);  // its recipe section's keys
 };
 
 // One augmented prompt: the train problem it derives from, its kind and the attempt it shows.
@@ -69,5 +72,8 @@ class Reves : public Method {
     int64_t drawn = 0, rev = 0, rev_correct = 0, ver = 0, ver_correct = 0;
   } n_;
 };
+
+// The method's entry in the table of methods (rl/methods/registry.cpp).
+extern const MethodSpec kRevesMethod;
 
 }  // namespace temper::rl

@@ -9,8 +9,27 @@
 #include <vector>
 
 #include "temper/core/error.h"
+#include "temper/rl/method_spec.h"
 
 namespace temper::rl {
+
+void StareConfig::visit(KeyVisitor& v) {
+  v("variant", variant, "o1 (weight W on the positive-advantage critical tokens), c2 (also M on the negative ones)",
+    kStareVariantNames);
+  v("top_ratio", top_ratio, "P: share of each sign subset that is entropy-critical (top by surprisal)");
+  v("w", w, "W: weight on the positive-advantage critical tokens");
+  v("m", m, "M: weight on the negative-advantage critical tokens (c2)");
+  v("target_entropy", target_entropy, "H_tgt: the token-mean entropy to hold, nats");
+  v("control", control, "gate (reweight while entropy < target), adaptive (gate + sign rule), band (PI rule)",
+    kStareControlNames);
+  v("alpha", alpha, "adaptive: step of the sign rule on W and M");
+  v("w_max", w_max, "adaptive and band: upper bound of W");
+  v("m_min", m_min, "adaptive and band: lower bound of M");
+  v("band", band, "band: half-width relative to the target (no action inside)");
+  v("kp", kp, "band: proportional gain on the relative error");
+  v("smooth", smooth, "band: EMA factor of the entropy the controller reads (0: the step's value)");
+  v("ki", ki, "band: integral gain");
+}
 
 void StareConfig::validate() const {
   TEMPER_CHECK(top_ratio >= 0 && top_ratio <= 1) << "rl.stare.top_ratio must be in [0, 1], got " << top_ratio;
@@ -168,5 +187,14 @@ void Stare::metrics(Metrics& m) const {
                                                       static_cast<double>(tokens_)
                                                 : 0.0);
 }
+
+namespace {
+class StareSetup final : public MethodSetupOf<StareConfig> {
+  std::unique_ptr<Method> make(const MethodDeps&) const override { return std::make_unique<Stare>(cfg); }
+};
+}  // namespace
+
+const MethodSpec kStareMethod{"stare", "rl.stare", 90, "STARE: entropy-stable token reweighting",
+                              []() -> std::unique_ptr<MethodSetup> { return std::make_unique<StareSetup>(); }};
 
 }  // namespace temper::rl

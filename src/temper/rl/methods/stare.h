@@ -21,8 +21,13 @@
 
 namespace temper::rl {
 
+struct MethodSpec;
+
 enum class StareVariant { o1, c2 };
 enum class StareControl { gate, adaptive, band };
+inline constexpr EnumNames<StareVariant, 2> kStareVariantNames{{{StareVariant::o1, "o1"}, {StareVariant::c2, "c2"}}};
+inline constexpr EnumNames<StareControl, 3> kStareControlNames{
+    {{StareControl::gate, "gate"}, {StareControl::adaptive, "adaptive"}, {StareControl::band, "band"}}};
 
 struct StareConfig {
   StareVariant variant = StareVariant::o1;
@@ -38,6 +43,7 @@ struct StareConfig {
   double smooth = 0.0;           // band: the controller reads an EMA of entropy, H_s = smooth*H_s + (1-smooth)*H
                                  // (0 = the step's value; per-step entropy is noisy, ~10% of a tiny model's target)
   void validate() const;
+  void visit(KeyVisitor& v);  // its recipe section's keys
 };
 
 // The weights in force for one step.
@@ -95,5 +101,8 @@ class Stare : public Method {
   StareSelection last_;
   int64_t tokens_ = 0;
 };
+
+// The method's entry in the table of methods (rl/methods/registry.cpp).
+extern const MethodSpec kStareMethod;
 
 }  // namespace temper::rl

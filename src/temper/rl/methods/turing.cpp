@@ -1,11 +1,22 @@
 #include "temper/rl/methods/turing.h"
 
 #include "temper/core/error.h"
+#include "temper/rl/method_spec.h"
 #include "temper/rl/methods/disc_reward.h"
 #include "temper/rl/ngram_features.h"
 #include "temper/tasks/user_sim.h"
 
 namespace temper::rl {
+
+void TuringConfig::visit(KeyVisitor& v) {
+  v.choice("judge", judge, "scripted (a rule-based judge) or discriminator (a head fitted on real conversations)",
+           {"scripted", "discriminator"});
+  reward.visit(v);
+  v("samples", samples, "judge = discriminator: conversations it is fitted on");
+  refit.visit(v);
+  head.visit(v);
+  features.visit(v);
+}
 
 void TuringConfig::validate() const {
   TEMPER_CHECK(judge == "scripted" || judge == "discriminator")
@@ -93,5 +104,30 @@ void Turing::metrics(Metrics& m) const {
     m.emplace_back("turing_judge_fits", static_cast<double>(head_.fits()));
   }
 }
+
+namespace {
+class TuringSetup final : public MethodSetupOf<TuringConfig> {
+  void validate(const RunSettings& run) const override {
+    cfg.validate();
+    TEMPER_CHECK(run.task_name == "user_sim")
+        << "rewards user simulators: expected task.name = \"user_sim\", got '" << run.task_name << "'";
+  }
+  MethodNeeds needs() const override {
+    MethodNeeds n;
+    n.reference = cfg.judge == "discriminator" && cfg.features.needs_model();
+    return n;
+  }
+  MethodEffects effects() const override {
+    MethodEffects e;
+    e.replaces_reward = true;
+    e.detail = "judge = \"" + cfg.judge + "\"";
+    return e;
+  }
+  std::unique_ptr<Method> make(const MethodDeps&) const override { return std::make_unique<Turing>(cfg); }
+};
+}  // namespace
+
+const MethodSpec kTuringMethod{"turing", "rl.turing", 20, "Turing-style rewards for user simulators",
+                               []() -> std::unique_ptr<MethodSetup> { return std::make_unique<TuringSetup>(); }};
 
 }  // namespace temper::rl

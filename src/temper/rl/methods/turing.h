@@ -24,6 +24,8 @@
 
 namespace temper::rl {
 
+struct MethodSpec;
+
 struct TuringConfig {
   std::string judge = "scripted";  // scripted | discriminator
   TuringRewardConfig reward;
@@ -32,6 +34,7 @@ struct TuringConfig {
   RefitConfig refit;          // judge = discriminator: fits in all, steps between them
   ReplyFeatureConfig features;  // judge = discriminator: what the head reads
   void validate() const;
+  void visit(KeyVisitor& v);  // its recipe section's keys
 };
 
 class Turing : public Method {
@@ -57,5 +60,8 @@ class Turing : public Method {
   double s_sum_ = 0, reward_sum_ = 0, format_sum_ = 0, length_sum_ = 0;
   int64_t judged_ = 0, fooled_ = 0, zero_ = 0, n_ = 0;
 };
+
+// The method's entry in the table of methods (rl/methods/registry.cpp).
+extern const MethodSpec kTuringMethod;
 
 }  // namespace temper::rl

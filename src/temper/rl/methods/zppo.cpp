@@ -10,8 +10,28 @@
 #include "temper/core/error.h"
 #include "temper/core/rng.h"
 #include "temper/rl/derived_problem.h"
+#include "temper/rl/method_spec.h"
 
 namespace temper::rl {
+
+void ZppoConfig::visit(KeyVisitor& v) {
+  v("mode", mode,
+    "zppo, buffer (GRPO-dagger: replay hard questions), inject (the teacher's response as a group member)",
+    kZppoModeNames);
+  v("hard_threshold", hard_threshold, "a question with group accuracy below this is hard (admitted; graduates at it)");
+  v("capacity", capacity, "hard questions the buffer holds (FIFO eviction)");
+  v("replay_ratio", replay_ratio, "replayed hard questions per new question each step");
+  v("aug_ratio", aug_ratio, "BCQ + NCQ prompts per new question each step");
+  v("bcq", bcq, "binary-choice questions: the teacher's and a wrong rollout as candidates");
+  v("ncq", ncq, "negative-choice questions: the wrong answers listed");
+  v("teacher_samples", teacher_samples, "G_T: teacher responses asked per hard question");
+  v("group_size", group_size, "G_S: samples per reformulated prompt (0: rl.group_size)");
+  v("candidate_tokens", candidate_tokens, "each candidate cut to its last N tokens");
+  v("match_candidates", match_candidates, "a BCQ's candidates stripped of markdown and cut to the same length");
+  v("ncq_traces", ncq_traces, "wrong traces shown in an NCQ");
+  v("bcq_template", bcq_template, "the BCQ prompt: {question}, {candidates}");
+  v("ncq_template", ncq_template, "the NCQ prompt: {question}, {candidates}, {wrong_answers}");
+}
 
 void ZppoConfig::validate() const {
   TEMPER_CHECK(hard_threshold > 0 && hard_threshold <= 1) << "rl.zppo.hard_threshold must be in (0, 1], got " << hard_threshold;
@@ -372,5 +392,31 @@ void Zppo::metrics(Metrics& m) const {
   if (cfg_.mode != ZppoMode::buffer) m.emplace_back("zppo_teacher_acc", frac(n_.teacher_correct, n_.teacher_asked));
   if (cfg_.mode == ZppoMode::inject) m.emplace_back("zppo_injected", static_cast<double>(n_.injected));
 }
+
+namespace {
+// ZPPO's recipe (spec, methods-llm-rl section 3, steps 6-7), for its baselines too (the buffer, the teacher
+// injected: the paper's GRPO-dagger runs in the same pipeline): batch-level normalisation over the groups whose
+// rewards differ, 4 update epochs per batch, clip-higher eps_high 0.28.
+class ZppoSetup final : public MethodSetupOf<ZppoConfig> {
+  void change_defaults(RecipeDefaults& d) const override {
+    d.set("rl.epochs", "4");
+    d.set("rl.scale_rewards", "\"batch_active\"");
+    d.set("rl.eps_high", "0.28");
+  }
+  MethodNeeds needs() const override {
+    MethodNeeds n;
+    n.teacher = cfg.mode == ZppoMode::inject || (cfg.mode == ZppoMode::zppo && cfg.bcq);
+    return n;
+  }
+  std::unique_ptr<Method> make(const MethodDeps& deps) const override {
+    ZppoConfig c = cfg;
+    c.seed = deps.seed;
+    return std::make_unique<Zppo>(c, deps.teacher);
+  }
+};
+}  // namespace
+
+const MethodSpec kZppoMethod{"zppo", "rl.zppo", 50, "ZPPO: the teacher in the prompt for hard questions",
+                             []() -> std::unique_ptr<MethodSetup> { return std::make_unique<ZppoSetup>(); }};
 
 }  // namespace temper::rl

@@ -29,7 +29,11 @@
 
 namespace temper::rl {
 
+struct MethodSpec;
+
 enum class ZppoMode { zppo, buffer, inject };
+inline constexpr EnumNames<ZppoMode, 3> kZppoModeNames{
+    {{ZppoMode::zppo, "zppo"}, {ZppoMode::buffer, "buffer"}, {ZppoMode::inject, "inject"}}};
 
 struct ZppoConfig {
   ZppoMode mode = ZppoMode::zppo;
@@ -52,6 +56,7 @@ struct ZppoConfig {
       "{question}\n\nThe following answers are all WRONG: {wrong_answers}.\n{candidates}Solve the question.";
   uint64_t seed = 0;
   void validate() const;
+  void visit(KeyVisitor& v);  // its recipe section's keys
 };
 
 // A candidate: the text cut to its last `budget` tokens ("..." marks a cut), in <candidate> tags.
@@ -99,5 +104,8 @@ class Zppo : public Method {
     int64_t teacher_asked = 0, teacher_correct = 0, teacher_first = 0, injected = 0;
   } n_;
 };
+
+// The method's entry in the table of methods (rl/methods/registry.cpp).
+extern const MethodSpec kZppoMethod;
 
 }  // namespace temper::rl

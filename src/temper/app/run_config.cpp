@@ -1,0 +1,373 @@
+#include "temper/app/run_config.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "temper/core/error.h"
+#include "temper/model/device_model.h"
+
+namespace fs = std::filesystem;
+
+namespace temper::app {
+
+void ModelSection::visit(KeyVisitor& v) {
+  v("path", path, "a Hugging Face directory or a .gguf file (empty: a preset from scratch)");
+  if (path.empty() && preset.empty()) preset = "quickstart";
+  v("preset", preset,
+    "with no path: quickstart, quickstart-large (from scratch), qwen2.5-0.5b, smollm2-135m (random weights, for "
+    "timing)");
+  v("context", context, "a preset's context, prompt + completion tokens (0: the preset's)");
+  v.choice("precision", precision, "f32, or bf16 (bf16 weights in the forward products, bf16 K/V and KV cache)",
+           {"f32", "bf16"});
+  v("device", device, "cpu, cuda, cuda:N, or mirror (the device code path on a CPU copy, for tests); --device");
+  v.choice("prompt_format", prompt_format, "auto, raw, chat (the model's chat template)", {"auto", "raw", "chat"});
+  v("system_prompt", system_prompt, "the chat template's system message");
+  v("user_template", user_template, "how a problem is asked: {question} stands for its text");
+  v("seed", seed, "the run's seed: initialisation, sampling, problem order");
+}
+
+void TaskSection::visit(KeyVisitor& v) {
+  v("name", name,
+    "arithmetic, countdown, string_ops, compose, constraints, dataset, mixture, user_sim, rubric_proxy; "
+    "[task.params] holds the task's own parameters");
+  v("reward_timeout_s", reward_timeout_s,
+    "a verification running longer scores 0 and counts in reward_failures (0: no limit)");
+}
+
+void TeacherSection::visit(KeyVisitor& v) {
+  v.choice("source", source,
+           "\"\" (none), gold (the task's solutions), dataset (a dataset's teacher_response), model (path)",
+           {"", "gold", "dataset", "model"});
+  v("path", path, "source = model: a Hugging Face directory or a GGUF file");
+  model.visit(v);
+}
+
+void RunSection::visit(KeyVisitor& v) {
+  v("out", out, "the run directory (default runs/<model>-<task>; --out)");
+  v("checkpoint_every", checkpoint_every, "steps between checkpoints (0: at the end and when stopped)");
+  v("keep_last", keep_last, "checkpoints kept");
+  v("samples_every", samples_every, "RL steps between writes to samples.jsonl (0: never)");
+  v("samples_per_step", samples_per_step, "samples written each time");
+  v("threads", threads, "CPU threads (0: every core; --threads)");
+}
+
+std::string RunConfig::hook_order() const {
+  std::string s;
+  for (const rl::EnabledMethod& m : methods) s += (s.empty() ? "" : ",") + std::string(m.spec->name);
+  return s;
+}
+
+namespace {
+
+constexpr std::string_view kHookOrderDoc =
+    "the enabled methods in hook order, as resolved (written by temper train; a recipe that gives it must match)";
+
+void visit_stage(KeyVisitor& v, StageSection& s, bool with_steps) {
+  if (with_steps) v("steps", s.steps, "the stage's steps ([curriculum] sets them from its budget)");
+  v.choice("schedule", s.schedule, "learning rate after warm-up: cosine (to min_lr_ratio at the last step), constant",
+           {"cosine", "constant"});
+}
+
+void visit_eval(KeyVisitor& v, RunConfig& c) {
+  v("every", c.eval_every, "steps between evaluations (0: at the start, the end of SFT and the end)");
+  c.eval.visit(v);
+}
+
+// Defaults one section takes from another: the teacher and evaluation decode as RL does.
+void derive_defaults(RunConfig& c) {
+  c.teacher.model.max_new = c.rl.max_new;
+  c.teacher.model.kv_memory_mb = c.rl.kv_memory_mb;
+  c.teacher.model.max_seqs = c.rl.max_seqs;
+  c.eval.max_new = c.rl.max_new;
+  c.eval.kv_memory_mb = c.rl.kv_memory_mb;
+  c.eval.seed = c.model.seed;
+}
+
+std::string default_out(const RunConfig& c) {
+  return "runs/" + (c.model.path.empty() ? c.model.preset : fs::path(c.model.path).stem().string()) + "-" + c.task.name;
+}
+
+// A section that switches on (`enabled`, default: any key given) into an optional config.
+template <class T, class Visit>
+void read_optional(Recipe& r, const std::string& sec, std::optional<T>& out, Visit&& visit) {
+  if (!r.get_bool(sec + ".enabled", r.has_prefix(sec + "."))) return;
+  T t;
+  read_section(r, sec + ".", [&](KeyVisitor& v) { visit(t, v); });
+  out = std::move(t);
+}
+
+void read_model_and_task(Recipe& r, RunConfig& c) {
+  read_section(r, "model.", [&](KeyVisitor& v) { c.model.visit(v); });
+  TEMPER_CHECK(c.model.context == 0 || (c.model.context >= 16 && c.model.context <= 65536 && c.model.path.empty()))
+      << r.source()
+      << ": model.context sets a preset's context: expected 16..65536 with model.preset (not model.path), got "
+      << c.model.context;
+  TEMPER_CHECK(device_name_valid(c.model.device))
+      << r.source() << ": model.device: expected \"cpu\", \"cuda\", \"cuda:N\" or "
+      << "\"mirror\", got '" << c.model.device << "'";
+  read_section(r, "task.", [&](KeyVisitor& v) { c.task.visit(v); });
+  c.task.params = r.get_table("task.params.");
+  TEMPER_CHECK(std::isfinite(c.task.reward_timeout_s) && c.task.reward_timeout_s >= 0)
+      << r.source() << ": task.reward_timeout_s must be >= 0 seconds (0: no limit), got " << c.task.reward_timeout_s;
+}
+
+class SectionDefaults final : public rl::RecipeDefaults {
+ public:
+  SectionDefaults(Recipe& r, std::string_view section) : r_(r), section_(section) {}
+  void set(const std::string& key, const std::string& literal) override { r_.set_default(key, literal, section_); }
+
+ private:
+  Recipe& r_;
+  std::string section_;
+};
+
+// The methods the recipe turns on, in hook order: their sections read and validated, conflicts refused, then the
+// defaults they set in other sections (before those are read).
+void read_methods(Recipe& r, RunConfig& c, std::span<const rl::MethodSpec* const> table) {
+  for (const rl::MethodSpec* spec : table) {
+    const std::string sec(spec->section);
+    if (!r.get_bool(sec + ".enabled", r.has_prefix(sec + "."))) continue;
+    rl::EnabledMethod m{spec, spec->setup()};
+    read_section(r, sec + ".", [&](KeyVisitor& v) { m.setup->visit(v); });
+    c.methods.push_back(std::move(m));
+  }
+  std::stable_sort(c.methods.begin(), c.methods.end(), [](const rl::EnabledMethod& a, const rl::EnabledMethod& b) {
+    return a.spec->order < b.spec->order;
+  });
+  rl::RunSettings run{c.rl, c.sft, c.eval, c.task.name, c.model.seed};
+  for (const rl::EnabledMethod& m : c.methods) {
+    try {
+      m.setup->validate(run);
+    } catch (const Error& e) {
+      TEMPER_FAIL() << r.source() << ": [" << m.spec->section << "]: " << e.what();
+    }
+  }
+  try {
+    rl::check_method_conflicts(c.methods);
+  } catch (const Error& e) {
+    TEMPER_FAIL() << r.source() << ": " << e.what();
+  }
+  for (const rl::EnabledMethod& m : c.methods) {
+    SectionDefaults d(r, m.spec->section);
+    m.setup->change_defaults(d);
+    m.setup->configure(run);
+  }
+  const std::string order = c.hook_order();
+  TEMPER_CHECK(r.get_string("rl.hook_order", order) == order)
+      << r.source() << ": rl.hook_order: the recipe's methods run in the order '" << order << "', not '"
+      << r.get_string("rl.hook_order", order) << "' (each method's place is fixed; remove the key)";
+}
+
+void finish_stage(const Recipe& r, const char* sec, const StageSection& s, LrSchedule& lr) {
+  lr.total_steps = s.schedule == "cosine" ? s.steps : 0;
+  TEMPER_CHECK(lr.peak > 0 && lr.warmup_steps >= 0) << r.source() << ": " << sec << ".lr must be > 0 and warmup >= 0";
+}
+
+// [sft], [rl] and their subsections, then [curriculum], which sets both stages' steps from its budget.
+void read_stages(Recipe& r, RunConfig& c) {
+  const bool curriculum = r.has_prefix("curriculum.");
+  read_section(r, "sft.", [&](KeyVisitor& v) {
+    visit_stage(v, c.sft_stage, !curriculum);
+    c.sft.visit(v);
+  });
+  read_optional(r, "sft.distill", c.sft.distill, [](rl::DistillConfig& d, KeyVisitor& v) { d.visit(v); });
+  c.sft.seed = c.model.seed;
+  read_section(r, "rl.", [&](KeyVisitor& v) {
+    visit_stage(v, c.rl_stage, !curriculum);
+    c.rl.visit(v);
+  });
+  read_optional(r, "rl.speculative", c.rl.speculative, [](rl::SpeculativeConfig& s, KeyVisitor& v) {
+    s.visit(v);
+    s.validate();
+  });
+  c.rl.seed = c.model.seed;
+  if (curriculum) {
+    TEMPER_CHECK(!r.has("sft.steps") && !r.has("rl.steps"))
+        << r.source()
+        << ": [curriculum] sets sft.steps and rl.steps from curriculum.total and curriculum.ratio; remove "
+        << (r.has("sft.steps") ? "sft.steps" : "rl.steps");
+    TEMPER_CHECK(!c.task.params.count("train_set"))
+        << r.source()
+        << ": [curriculum] chooses the task's train_set per stage (curriculum.sft_set, curriculum.rl_set); remove "
+           "task.params.train_set";
+    rl::CurriculumConfig cc;
+    read_section(r, "curriculum.", [&](KeyVisitor& v) { cc.visit(v); });
+    c.plan = rl::plan_curriculum(cc, c.sft.batch, c.rl.prompts_per_step, c.rl.epochs * c.rl.mini_batches);
+    c.sft_stage.steps = c.plan.sft_steps;
+    c.rl_stage.steps = c.plan.rl_steps;
+    c.curriculum = cc;
+  }
+  finish_stage(r, "sft", c.sft_stage, c.sft.train.lr);
+  finish_stage(r, "rl", c.rl_stage, c.rl.optimizer.lr);
+}
+
+// A method that sets the advantages itself leaves rl.advantage and rl.scale_rewards unused: a recipe that sets
+// them to anything but their defaults is told so.
+void check_unused_advantage_keys(const Recipe& r, const RunConfig& c) {
+  auto off_default = [&](const std::string& key, const std::string& plain) {
+    if (!r.has(key)) return false;
+    const std::string set_by_method = r.default_literal(key);
+    return r.resolved_literal(key) != (set_by_method.empty() ? plain : set_by_method);
+  };
+  for (const rl::EnabledMethod& m : c.methods) {
+    if (!m.setup->effects().sets_advantages) continue;
+    for (const char* key : {"rl.advantage", "rl.scale_rewards"})
+      TEMPER_CHECK(!off_default(key, key == std::string("rl.advantage") ? "\"grpo\"" : "\"group\""))
+          << r.source() << ": [" << m.spec->section << "] sets the advantages itself, so " << key << " = "
+          << r.resolved_literal(key) << " would have no effect; remove " << key;
+  }
+}
+
+void read_teacher(Recipe& r, RunConfig& c) {
+  read_section(r, "teacher.", [&](KeyVisitor& v) { c.teacher.visit(v); });
+  TEMPER_CHECK(c.teacher.source != "model" || !c.teacher.path.empty())
+      << r.source() << ": teacher.source = \"model\" needs teacher.path (a Hugging Face directory or a GGUF file)";
+  TEMPER_CHECK(c.teacher.source == "model" || c.teacher.path.empty())
+      << r.source() << ": teacher.path is set but teacher.source is '" << c.teacher.source
+      << "' (set source = \"model\")";
+  TEMPER_CHECK(!c.sft.distill || c.teacher.source == "model")
+      << r.source() << ": [sft.distill] needs a teacher model: [teacher] source = \"model\" with path = ...";
+  TEMPER_CHECK(!c.sft.teacher_completions || !c.teacher.source.empty())
+      << r.source() << ": sft.completions = \"teacher\" needs a [teacher]";
+  for (const rl::EnabledMethod& m : c.methods)
+    TEMPER_CHECK(!m.setup->needs().teacher || !c.teacher.source.empty())
+        << r.source() << ": [" << m.spec->section
+        << "] (as set) needs a teacher: add [teacher] with source = \"gold\" (the "
+        << "task's solutions), \"dataset\" (teacher_response) or \"model\" (path = ...)";
+}
+
+void read_eval(Recipe& r, RunConfig& c) {
+  read_section(r, "eval.", [&](KeyVisitor& v) { visit_eval(v, c); });
+  c.eval.pass_k = {1};
+  if (c.eval.samples > 1) c.eval.pass_k.push_back(c.eval.samples);
+  if (r.has_prefix("eval.heldout.")) {
+    HeldoutSection h;
+    h.task = r.get_string("eval.heldout.task", c.task.name);
+    h.params = h.task == c.task.name ? c.task.params : tasks::TaskParams{};
+    for (auto& [k, v] : r.get_table("eval.heldout.params.")) h.params[k] = v;
+    c.heldout = h;
+  }
+}
+
+}  // namespace
+
+RunConfig read_run_config(Recipe& r, std::span<const rl::MethodSpec* const> table) {
+  RunConfig c;
+  read_model_and_task(r, c);
+  read_methods(r, c, table);
+  read_stages(r, c);
+  check_unused_advantage_keys(r, c);
+  derive_defaults(c);
+  read_teacher(r, c);
+  read_eval(r, c);
+  c.run.out = default_out(c);
+  read_section(r, "run.", [&](KeyVisitor& v) { c.run.visit(v); });
+  TEMPER_CHECK(c.sft_steps() >= 0 && c.rl_steps() >= 0) << r.source() << ": sft.steps and rl.steps must be >= 0";
+  TEMPER_CHECK(c.sft_steps() + c.rl_steps() > 0) << r.source() << ": nothing to do: sft.steps and rl.steps are both 0";
+  TEMPER_CHECK(c.run.keep_last >= 1) << r.source() << ": run.keep_last must be >= 1, got " << c.run.keep_last;
+  if (c.rl_steps() > 0) c.rl.validate();
+  c.sft.validate();
+  c.eval.validate();
+  return c;
+}
+
+// ---- --list-keys ----------------------------------------------------------------------------------------------------
+
+namespace {
+
+// Lists a section's keys as Markdown rows: each key's default is what a reader of an empty recipe resolves it to.
+class KeyLister final : public KeyVisitor {
+ public:
+  KeyLister(Recipe& empty, const std::string& prefix, std::string& out)
+      : r_(empty), reader_(empty, prefix), prefix_(prefix), out_(out) {}
+  void value(std::string_view k, int64_t& f, std::string_view d) override {
+    reader_.value(k, f, d), row(k, "integer", d);
+  }
+  void value(std::string_view k, double& f, std::string_view d) override {
+    reader_.value(k, f, d), row(k, "number", d);
+  }
+  void value(std::string_view k, float& f, std::string_view d) override { reader_.value(k, f, d), row(k, "number", d); }
+  void value(std::string_view k, bool& f, std::string_view d) override { reader_.value(k, f, d), row(k, "boolean", d); }
+  void value(std::string_view k, std::string& f, std::string_view d) override {
+    reader_.value(k, f, d), row(k, "string", d);
+  }
+  void value(std::string_view k, std::vector<int64_t>& f, std::string_view d) override {
+    reader_.value(k, f, d), row(k, "integers", d);
+  }
+  void choice(std::string_view k, std::string& f, std::string_view d,
+              const std::vector<std::string>& choices) override {
+    reader_.choice(k, f, d, choices);
+    std::string one_of;
+    for (const std::string& c : choices) one_of += (one_of.empty() ? "" : ", ") + ("`\"" + c + "\"`");
+    row(k, "one of " + one_of, d);
+  }
+
+ private:
+  void row(std::string_view k, const std::string& type, std::string_view doc) {
+    const std::string key = prefix_ + std::string(k);
+    out_ +=
+        "| `" + std::string(k) + "` | " + type + " | `" + r_.resolved_literal(key) + "` | " + std::string(doc) + " |\n";
+  }
+  Recipe& r_;
+  RecipeReader reader_;
+  std::string prefix_;
+  std::string& out_;
+};
+
+template <class F>
+void list_section(std::string& out, const std::string& section, const std::string& intro, F&& visit) {
+  Recipe empty = Recipe::parse("", "<defaults>");
+  out += "\n### [" + section + "]\n\n" + intro + "\n\n| key | type | default | meaning |\n|---|---|---|---|\n";
+  KeyLister lister(empty, section + ".", out);
+  visit(static_cast<KeyVisitor&>(lister));
+}
+
+}  // namespace
+
+std::string list_keys_markdown(std::span<const rl::MethodSpec* const> table) {
+  RunConfig c;
+  derive_defaults(c);
+  std::string out;
+  list_section(out, "model", "The policy: a model file or a preset.", [&](KeyVisitor& v) { c.model.visit(v); });
+  list_section(out, "task", "What the policy is trained on; `[task.params]` holds the task's own parameters.",
+               [&](KeyVisitor& v) { c.task.visit(v); });
+  list_section(
+      out, "curriculum",
+      "The section turns the SFT -> RL curriculum on: it sets `sft.steps` and `rl.steps`, which must then be left out.",
+      [&](KeyVisitor& v) { rl::CurriculumConfig().visit(v); });
+  list_section(out, "sft", "Supervised fine-tuning on gold (or teacher) completions, before RL.", [&](KeyVisitor& v) {
+    visit_stage(v, c.sft_stage, true);
+    c.sft.visit(v);
+  });
+  list_section(out, "sft.distill", "Logit distillation from `[teacher]` source = \"model\" (the section turns it on).",
+               [&](KeyVisitor& v) { rl::DistillConfig().visit(v); });
+  list_section(out, "rl", "The RL stage: GRPO and its variants.", [&](KeyVisitor& v) {
+    visit_stage(v, c.rl_stage, true);
+    c.rl.visit(v);
+    std::string order;
+    v("hook_order", order, kHookOrderDoc);
+  });
+  list_section(out, "rl.speculative",
+               "EfficientRollout: speculative rollouts with a 4-bit self-drafter (the section turns it on).",
+               [&](KeyVisitor& v) { rl::SpeculativeConfig().visit(v); });
+  for (const rl::MethodSpec* spec : table) {
+    std::unique_ptr<rl::MethodSetup> setup = spec->setup();
+    list_section(out, std::string(spec->section),
+                 std::string(spec->summary) +
+                     " (the section turns it on; `enabled = false` keeps it off). Hook order " +
+                     std::to_string(spec->order) + ".",
+                 [&](KeyVisitor& v) { setup->visit(v); });
+  }
+  list_section(out, "teacher", "The teacher the methods and SFT stages that use one ask for.",
+               [&](KeyVisitor& v) { c.teacher.visit(v); });
+  list_section(out, "eval",
+               "Held-out evaluation; `[eval.heldout]` (`task`, `[eval.heldout.params]`) adds a second task.",
+               [&](KeyVisitor& v) { visit_eval(v, c); });
+  c.model.preset = "quickstart";
+  c.run.out = default_out(c);
+  list_section(out, "run", "The run directory and what is written to it.", [&](KeyVisitor& v) { c.run.visit(v); });
+  return out;
+}
+
+}  // namespace temper::app

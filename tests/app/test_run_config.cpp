@@ -1,0 +1,197 @@
+// The run's settings: every section declared once (the reader accepts every key --list-keys prints, at
+// its listed default; recipes/README.md holds the same tables), methods from a table (a trivial method added
+// the way docs/ARCHITECTURE.md "Adding a method" says, then trained one step), conflicts between methods
+// refused with both sides named, and the hook order resolved, saved and checked.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "rl/letter_task.h"
+#include "temper/app/run_config.h"
+#include "temper/core/error.h"
+#include "temper/rl/methods/registry.h"
+#include "temper/rl/methods/stare.h"
+
+using namespace temper;
+using namespace temper::app;
+
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+RunConfig read(const std::string& toml, std::span<const rl::MethodSpec* const> table = rl::method_table()) {
+  Recipe r = Recipe::parse(toml, "t.toml");
+  RunConfig c = read_run_config(r, table);
+  r.check_all_read();
+  return c;
+}
+
+// ---- A trivial method, added as docs/ARCHITECTURE.md "Adding a method" says ----------------------------------------
+// 1. Its settings: a config struct that declares its keys once.
+struct ScaleConfig {
+  double scale = 1.0;
+  void visit(KeyVisitor& v) { v("scale", scale, "every token weight is multiplied by this"); }
+  void validate() const { TEMPER_CHECK(scale > 0) << "rl.scale.scale must be > 0, got " << scale; }
+};
+// 2. The method: the hooks it needs.
+class Scale final : public rl::Method {
+ public:
+  explicit Scale(ScaleConfig c) : cfg_(c) {}
+  std::string name() const override { return "scale"; }
+  void token_weights(rl::Batch& b) override {
+    for (rl::Trajectory& t : b.traj)
+      for (float& w : t.weight) w *= static_cast<float>(cfg_.scale);
+    ++calls_;
+  }
+  void metrics(rl::Metrics& m) const override { m.emplace_back("scale_calls", static_cast<double>(calls_)); }
+
+ private:
+  ScaleConfig cfg_;
+  int64_t calls_ = 0;
+};
+// 3. Its setup and its spec: the section, its place in the hook order.
+class ScaleSetup final : public rl::MethodSetupOf<ScaleConfig> {
+  std::unique_ptr<rl::Method> make(const rl::MethodDeps&) const override { return std::make_unique<Scale>(cfg); }
+};
+const rl::MethodSpec kScaleMethod{"scale", "rl.scale", 95, "a test method: token weights scaled",
+                                  []() -> std::unique_ptr<rl::MethodSetup> { return std::make_unique<ScaleSetup>(); }};
+// 4. One line in the table (here a test's own table beside STARE).
+const rl::MethodSpec* const kTable[] = {&kScaleMethod, &rl::kStareMethod};
+
+}  // namespace
+
+TEST(Methods, ATrivialMethodAddedAsTheDocsSayReadsItsKeysAndTrains) {
+  RunConfig c = read("[rl]\nsteps = 1\n[rl.scale]\nscale = 2.5\n[rl.stare]\n", kTable);
+  ASSERT_EQ(c.methods.size(), 2u);
+  EXPECT_EQ(c.hook_order(), "stare,scale");  // by order (90 < 95), not by table position
+  EXPECT_NE(
+      error_of([] { read("[rl]\nsteps = 1\n[rl.scale]\nscale = -1\n", kTable); }).find("rl.scale.scale must be > 0"),
+      std::string::npos);
+  EXPECT_NE(
+      error_of([] { read("[rl]\nsteps = 1\n[rl.scale]\nscal = 2\n", kTable); }).find("unknown key 'rl.scale.scal'"),
+      std::string::npos);
+
+  // Built from the table and trained one step: its hook ran and its metric is reported.
+  test::RlSetup s;
+  std::vector<std::unique_ptr<rl::Method>> methods;
+  std::vector<rl::Method*> raw;
+  for (const rl::EnabledMethod& m : c.methods) raw.push_back(methods.emplace_back(m.setup->make({})).get());
+  rl::RlTrainer trainer(s.model, s.task, test::codec(), test::config(), s.safe, raw);
+  rl::Metrics m = trainer.step();
+  EXPECT_EQ(test::value(m, "scale_calls"), 1.0);
+  EXPECT_EQ(methods[1]->name(), "scale");
+}
+
+TEST(RunConfig, EveryListedKeyIsReadAtItsListedDefault) {
+  const std::string md = list_keys_markdown(rl::method_table());
+  // Each section's rows: | `key` | type | `default` | meaning |
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> sections;
+  std::istringstream in(md);
+  std::string line, section;
+  while (std::getline(in, line)) {
+    if (line.rfind("### [", 0) == 0) section = line.substr(5, line.find(']') - 5);
+    if (line.rfind("| `", 0) != 0) continue;
+    const size_t k1 = 3, k2 = line.find('`', k1);
+    const size_t d1 = line.find("| `", k2 + 2) + 3, d2 = line.find("` |", d1);
+    sections[section].emplace_back(line.substr(k1, k2 - k1), line.substr(d1, d2 - d1));
+  }
+  for (const char* s :
+       {"model", "task", "sft", "rl", "rl.speculative", "rl.stare", "rl.zppo", "teacher", "eval", "run"})
+    EXPECT_TRUE(sections.count(s)) << "no section [" << s << "] in --list-keys";
+  EXPECT_NE(md.find("| `advantage_eps` | number | `0.0001` |"), std::string::npos);  // once undocumented
+  for (auto& [sec, keys] : sections) {
+    if (sec == "curriculum") continue;  // needs a compositional task and no steps keys: tests/e2e/curriculum.sh
+    std::string toml = "[" + sec + "]\n";
+    for (auto& [k, lit] : keys)
+      if (k != "hook_order") toml += k + " = " + (sec == "rl" && k == "steps" ? "1" : lit) + "\n";
+    if (sec != "rl") toml += "[rl]\nsteps = 1\n";
+    if (sec == "rl.turing") toml += "[task]\nname = \"user_sim\"\n";
+    if (sec == "rl.zppo" || sec == "sft.distill") toml += "[teacher]\nsource = \"model\"\npath = \"m\"\n";
+    SCOPED_TRACE(toml);
+    Recipe r = Recipe::parse(toml, "t.toml");
+    EXPECT_NO_THROW({
+      read_run_config(r, rl::method_table());
+      r.check_all_read();
+    }) << error_of([&] {
+      Recipe q = Recipe::parse(toml, "t.toml");
+      read_run_config(q, rl::method_table());
+      q.check_all_read();
+    });
+    for (auto& [k, lit] : keys) {  // the default read back is the listed one
+      if (k != "hook_order" && !(sec == "rl" && k == "steps")) {
+        EXPECT_EQ(r.resolved_literal(sec + "." + k), lit) << sec << "." << k;
+      }
+    }
+  }
+}
+
+TEST(RunConfig, RecipeReadmeKeyTablesAreCurrent) {
+  std::ifstream f(std::string(TEMPER_SOURCE_DIR) + "/recipes/README.md");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string text = ss.str(), begin = "<!-- keys: begin (scripts/gen-recipe-keys) -->\n",
+                    end = "<!-- keys: end -->";
+  const size_t b = text.find(begin), e = text.find(end);
+  ASSERT_TRUE(b != std::string::npos && e != std::string::npos) << "recipes/README.md lacks the generated key tables";
+  EXPECT_EQ(text.substr(b + begin.size(), e - b - begin.size()), list_keys_markdown(rl::method_table()))
+      << "recipes/README.md's key tables are stale: run scripts/gen-recipe-keys";
+}
+
+TEST(RunConfig, ConflictsBetweenMethodsAreRefusedNamingBothSides) {
+  // fair's scalarised reward would be overwritten by a replacing discriminator.
+  std::string e = error_of([] { read("[rl]\nsteps = 1\n[rl.fair]\n[rl.discriminator]\n"); });
+  EXPECT_NE(e.find("[rl.fair]"), std::string::npos) << e;
+  EXPECT_NE(e.find("[rl.discriminator] with combine = \"replace\""), std::string::npos) << e;
+  EXPECT_NO_THROW(read("[rl]\nsteps = 1\n[rl.fair]\n[rl.discriminator]\ncombine = \"add\"\n"));
+  // ZPPO and a replacing discriminator both set rl.scale_rewards' default: the recipe chooses.
+  e = error_of([] { read("[rl]\nsteps = 1\n[rl.zppo]\nmode = \"buffer\"\n[rl.discriminator]\n"); });
+  EXPECT_NE(
+      e.find("[rl.discriminator] sets the default of rl.scale_rewards to \"none\" and [rl.zppo] to \"batch_active\""),
+      std::string::npos)
+      << e;
+  RunConfig z = read("[rl]\nsteps = 1\nscale_rewards = \"group\"\n[rl.zppo]\nmode = \"buffer\"\n[rl.discriminator]\n");
+  EXPECT_EQ(z.rl.advantage.scale, rl::RewardScale::group);
+  EXPECT_EQ(z.rl.epochs, 4);                 // ZPPO's default
+  EXPECT_DOUBLE_EQ(z.rl.loss.kl_coef, 1.0);  // the discriminator's
+  // A method that sets the advantages: a non-default estimator or scale would do nothing.
+  e = error_of([] { read("[rl]\nsteps = 1\nadvantage = \"rloo\"\n[rl.graphpo]\n"); });
+  EXPECT_NE(e.find("[rl.graphpo] sets the advantages itself, so rl.advantage = \"rloo\" would have no effect"),
+            std::string::npos)
+      << e;
+  e = error_of([] { read("[rl]\nsteps = 1\nscale_rewards = \"batch\"\n[rl.rcsd]\n"); });
+  EXPECT_NE(e.find("[rl.rcsd] sets the advantages itself, so rl.scale_rewards"), std::string::npos) << e;
+  EXPECT_NO_THROW(read(
+      "[rl]\nsteps = 1\nadvantage = \"grpo\"\nscale_rewards = \"group\"\n[rl.graphpo]\n"));  // a resolved config.toml
+  EXPECT_NO_THROW(read("[rl]\nsteps = 1\nscale_rewards = \"batch\"\n[rl.rcsd]\ncombine = \"add\"\n"));
+  // Two that set the advantages, two that fork rollouts.
+  e = error_of([] { read("[rl]\nsteps = 1\n[rl.graphpo]\n[rl.rcsd]\n"); });
+  EXPECT_NE(e.find("[rl.graphpo] and [rl.rcsd] with combine = \"replace\" both set the advantages"), std::string::npos)
+      << e;
+  e = error_of([] { read("[rl]\nsteps = 1\n[rl.dre]\n[rl.graphpo]\nexpand_budget = 2\nreallocate = true\n"); });
+  EXPECT_NE(e.find("[rl.dre] with mode = \"online\" and [rl.graphpo] with reallocate = true both fork rollouts"),
+            std::string::npos)
+      << e;
+  EXPECT_NO_THROW(
+      read("[rl]\nsteps = 1\n[rl.dre]\nmode = \"offline\"\n[rl.graphpo]\nexpand_budget = 2\nreallocate = true\n"));
+}
+
+TEST(RunConfig, HookOrderIsResolvedSavedAndChecked) {
+  Recipe r = Recipe::parse("[rl]\nsteps = 1\n[rl.stare]\n[rl.zppo]\nmode = \"buffer\"\n[rl.fair]\n", "t.toml");
+  RunConfig c = read_run_config(r, rl::method_table());
+  EXPECT_EQ(c.hook_order(), "fair,zppo,stare");
+  EXPECT_EQ(r.resolved_literal("rl.hook_order"), "\"fair,zppo,stare\"");
+  // The resolved recipe reads back to the same run; a different order is refused.
+  Recipe back = Recipe::parse(r.resolved_toml(), "config.toml");
+  EXPECT_EQ(read_run_config(back, rl::method_table()).hook_order(), "fair,zppo,stare");
+  EXPECT_NO_THROW(back.check_all_read());
+  std::string e = error_of([] { read("[rl]\nsteps = 1\nhook_order = \"stare,fair\"\n[rl.stare]\n[rl.fair]\n"); });
+  EXPECT_NE(e.find("run in the order 'fair,stare', not 'stare,fair'"), std::string::npos) << e;
+}
