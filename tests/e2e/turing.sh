@@ -96,7 +96,11 @@ refuse() {  # log-pattern, --set args...
 refuse 'expected task.name = "user_sim"' --set task.name='"arithmetic"'
 refuse 'rl.turing.judge' --set rl.turing.judge='"llm"'
 refuse 'rl.turing.cap' --set rl.turing.cap=9
-refuse "rl.fair.objectives: objective task:style: the task 'user_sim' names no reward entries" --set rl.fair.objectives='"correct,task:style"'
+refuse "rl.fair.objectives: objective task:style: the task 'user_sim' names no reward entries" --set rl.fair.objectives='"correct,task:style"' \
+  --set rl.turing.enabled=false
+# [rl.turing] replaces the reward [rl.fair] combined (its hooks run after fair's): refused, both named.
+refuse '\[rl.fair\] and \[rl.turing\] with judge = "scripted": one combines the task.s rewards, the other replaces' \
+  --set rl.fair.objectives='"correct,brevity"'
 refuse 'rl.turing.features' --set rl.turing.judge='"discriminator"' --set rl.turing.features='"bag"'
 refuse 'rl.turing.ngram_dim' --set rl.turing.judge='"discriminator"' --set rl.turing.features='"ngrams"' --set rl.turing.ngram_dim=4
 echo "turing.sh: ok"
