@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/error_of.h"
 #include "temper/app/quickstart.h"
 #include "temper/app/recipe.h"
 #include "temper/core/error.h"
@@ -14,16 +15,7 @@
 using namespace temper;
 using namespace temper::app;
 
-namespace {
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-}  // namespace
+using test::error_of;
 
 TEST(Recipe, TypedValuesDefaultsAndOverrides) {
   Recipe r = Recipe::parse("[rl]\nlr = 1e-4\nsteps = 10\nname = \"x\"\n[task.params]\nmax_ops = 3\nops = \"+-\"\n", "r.toml");

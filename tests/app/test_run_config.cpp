@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/error_of.h"
 #include "rl/letter_task.h"
 #include "temper/app/run_config.h"
 #include "temper/core/error.h"
@@ -18,14 +19,7 @@ using namespace temper::app;
 
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 RunConfig read(const std::string& toml, std::span<const rl::MethodSpec* const> table = rl::method_table()) {
   Recipe r = Recipe::parse(toml, "t.toml");
