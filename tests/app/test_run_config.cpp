@@ -177,6 +177,31 @@ TEST(RunConfig, ConflictsBetweenMethodsAreRefusedNamingBothSides) {
       read("[rl]\nsteps = 1\n[rl.dre]\nmode = \"offline\"\n[rl.graphpo]\nexpand_budget = 2\nreallocate = true\n"));
 }
 
+TEST(RunConfig, AChoiceOutsideItsNamesIsRefusedNamingTheKeyAndTheNames) {
+  // Once checked by each config's validate() on strings; the enums' name tables refuse them as the recipe is read.
+  const std::pair<std::string, std::string> cases[] = {
+      {"[rl.fair]\nsft_targets = \"often\"\n", "'rl.fair.sft_targets' must be one of same, preference, got 'often'"},
+      {"[rl.fair]\nwelfare = \"nash\"\n", "'rl.fair.welfare' must be one of ggf, linear"},
+      {"[task]\nname = \"user_sim\"\n[rl.turing]\njudge = \"llm\"\n",
+       "'rl.turing.judge' must be one of scripted, discriminator"},
+      {"[rl.rcsd]\ncombine = \"mix\"\n", "'rl.rcsd.combine' must be one of replace, add, got 'mix'"},
+      {"[rl.rcsd]\nteacher = \"ema\"\n", "'rl.rcsd.teacher' must be one of policy, initial, got 'ema'"},
+      {"[rl.rcsd]\nmode = \"forward_kl\"\n", "'rl.rcsd.mode' must be one of sampled, reverse_kl"},
+      {"[rl.discriminator]\nfeatures = \"bag\"\n", "'rl.discriminator.features' must be one of embedding, ngrams"},
+      {"[rl.discriminator]\nreal = \"human\"\n", "'rl.discriminator.real' must be one of gold, teacher"},
+      {"[rl]\nloss_agg = \"sum\"\n",
+       "'rl.loss_agg' must be one of token_mean, seq_mean_token_mean, seq_mean_token_sum_norm"},
+  };
+  for (const auto& [toml, want] : cases) {
+    const std::string e = error_of([&] { read("[sft]\nsteps = 1\n" + toml); });
+    EXPECT_NE(e.find(want), std::string::npos) << toml << " -> " << e;
+  }
+  EXPECT_NE(error_of([] {
+              read("[task]\nname = \"compose\"\n[curriculum]\ntotal = 10\nbudget = \"weeks\"\n");
+            }).find("'curriculum.budget' must be one of prompts, steps"),
+            std::string::npos);
+}
+
 TEST(RunConfig, HookOrderIsResolvedSavedAndChecked) {
   Recipe r = Recipe::parse("[rl]\nsteps = 1\n[rl.stare]\n[rl.zppo]\nmode = \"buffer\"\n[rl.fair]\n", "t.toml");
   RunConfig c = read_run_config(r, rl::method_table());

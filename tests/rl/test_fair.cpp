@@ -123,10 +123,10 @@ TEST(Fair, PreferenceDependentSftTargetsAreBriefAsOftenAsTheBrevityWeight) {
   EXPECT_EQ(fair_brief_solution("no answer line"), "no answer line");
   FairConfig c;
   c.objectives = {"correct", "brevity"};
-  c.sft_targets = "same";
+  c.sft_targets = SftTargets::same;
   EXPECT_EQ(fair_sft_example(p, PromptCodec{}, c, {0.0, 1.0}, 3, 7).gold_solution,
             p.gold_solution);  // "same": never cut
-  c.sft_targets = "preference";
+  c.sft_targets = SftTargets::preference;
   EXPECT_EQ(fair_sft_example(p, PromptCodec{}, c, {1.0, 0.0}, 3, 7).gold_solution,
             p.gold_solution);                                                                   // brevity weight 0
   EXPECT_EQ(fair_sft_example(p, PromptCodec{}, c, {0.0, 1.0}, 3, 7).gold_solution, "#### 14");  // brevity weight 1
@@ -163,9 +163,6 @@ TEST(Fair, BadSettingsAreNamed) {
   c.fixed = {0.3, 0.6};
   EXPECT_NE(msg(c).find("sum to 1"), std::string::npos);
   c.fixed = {};
-  c.sft_targets = "often";
-  EXPECT_NE(msg(c).find("rl.fair.sft_targets"), std::string::npos);
-  c.sft_targets = "same";
   c.concentration = {1.0};
   EXPECT_NE(msg(c).find("rl.fair.concentration: 1 values for 2"), std::string::npos);
   c.concentration = {1.0, 0.0};
@@ -227,7 +224,7 @@ TEST(Fair, GroupRewardsAreTheSupergradientAtTheGroupMean) {
   f.metrics(m);
   EXPECT_NEAR(value(m, "fair_correct"), 0.75, 1e-12);
   // The linear scalarisation baseline: reward = omega . r whatever the group.
-  c.welfare = "linear";
+  c.welfare = Welfare::linear;
   Fair lin(c);
   lin.attach(env);
   lin.prepare_problems(b.problems, 0, 0, 0);

@@ -40,8 +40,7 @@ TEST(Rcsd, TeacherContextHoldsTheRubricAndTheQuestion) {
   EXPECT_EQ(q.asked, "Rubric:\n- writes {each} step\n\n2+2=");
   EXPECT_EQ(q.messages[0].content, q.asked);
   EXPECT_EQ(q.prompt, "2+2=");
-  EXPECT_THROW(Rcsd(RcsdConfig{"replace", 1, 5, "{question}"}), Error);
-  EXPECT_THROW(Rcsd(RcsdConfig{"mix", 1, 5, "{rubric}{question}"}), Error);
+  EXPECT_THROW(Rcsd(RcsdConfig{RcsdCombine::replace, 1, 5, "{question}"}), Error);
 }
 
 TEST(Rcsd, EqualOutcomesStillGetPerTokenCreditWhereTheRubricTeacherAgrees) {
@@ -91,7 +90,7 @@ TEST(Rcsd, EqualOutcomesStillGetPerTokenCreditWhereTheRubricTeacherAgrees) {
   EXPECT_NEAR(value(m, "rcsd_clip_frac"), 1.0, 1e-12);
   EXPECT_NEAR(value(m, "rcsd_rubric_frac"), 0.5, 1e-12);
   // combine = "add": GRPO's advantage plus coef * A_t.
-  cfg.combine = "add";
+  cfg.combine = RcsdCombine::add;
   cfg.coef = 2;
   Rcsd add(cfg);
   add.attach(env);
@@ -148,7 +147,7 @@ TEST(Rcsd, TheInitialTeacherIsTheFrozenStartingPolicy) {
   Transformer start(s.model.config());
   copy_weights(s.model, start);
   RcsdConfig rc;
-  rc.teacher = "initial";
+  rc.teacher = RcsdTeacher::initial;
   Rcsd r(rc);
   RlConfig cfg = config();
   cfg.optimizer.lr.peak = 5e-2;
@@ -182,9 +181,6 @@ TEST(Rcsd, TheInitialTeacherIsTheFrozenStartingPolicy) {
   ASSERT_GT(n, 0);
   EXPECT_LT(err_initial, 1e-4);
   EXPECT_GT(err_policy, 1e-2) << "the policy did not move: the test could not tell the teachers apart";
-  RcsdConfig bad;
-  bad.teacher = "ema";
-  EXPECT_THROW(Rcsd{bad}, Error);
 }
 
 namespace {
@@ -233,8 +229,8 @@ TEST(Rcsd, ReverseKlModeDistilsTheRubricTeachersWholeDistribution) {
   Transformer start(s.model.config());
   copy_weights(s.model, start);
   RcsdConfig rc;
-  rc.teacher = "initial";
-  rc.mode = "reverse_kl";
+  rc.teacher = RcsdTeacher::initial;
+  rc.mode = RcsdMode::reverse_kl;
   Rcsd r(rc);
   RlConfig cfg = config();
   cfg.optimizer.lr.peak = 3e-3;
@@ -274,8 +270,6 @@ TEST(Rcsd, ReverseKlModeDistilsTheRubricTeachersWholeDistribution) {
   EXPECT_LT(last, 0.8 * value(m, "reverse_kl")) << "the KL the updates see";
   const double after = student_teacher_kl(s.model, start, task, c);
   EXPECT_LT(after, 0.7 * before) << "KL to the rubric teacher: " << before << " -> " << after;
-  std::printf("reverse KL on fixed positions: %.4f -> %.4f; on the updates' rollouts: %.4f -> %.4f\n", before, after, value(m, "reverse_kl"), last);
-  RcsdConfig bad;
-  bad.mode = "forward_kl";
-  EXPECT_THROW(Rcsd{bad}, Error);
+  std::printf("reverse KL on fixed positions: %.4f -> %.4f; on the updates' rollouts: %.4f -> %.4f\n", before, after,
+              value(m, "reverse_kl"), last);
 }

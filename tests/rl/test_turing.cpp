@@ -188,9 +188,6 @@ TEST(Turing, MethodWritesTheRewardsAndReportsThem) {
   EXPECT_NEAR(got.at("turing_reward_mean"), (b.traj[0].reward + b.traj[1].reward) / 3, 1e-12);
   EXPECT_EQ(got.at("turing_judged_human"), 0.5);  // the copy of the real turn: s = 4 ("cannot tell")
   TuringConfig bad;
-  bad.judge = "llm";
-  EXPECT_THROW(Turing{bad}, Error);
-  bad = {};
   bad.reward.cap = 9;
   EXPECT_THROW(Turing{bad}, Error);
   bad = {};

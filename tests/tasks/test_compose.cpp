@@ -172,7 +172,7 @@ TEST(Curriculum, BudgetSplitsInPromptsOrOptimiserSteps) {
   EXPECT_EQ(p.sft_prompts, 512);
   EXPECT_EQ(p.rl_prompts, 128);
   EXPECT_EQ(p.rl_updates, 16);
-  c.budget = "steps";
+  c.budget = rl::BudgetUnit::steps;
   c.total = 100;  // 80 SFT optimiser steps, 20 RL optimiser steps = 10 RL steps of 2 updates
   p = rl::plan_curriculum(c, 32, 16, 2);
   EXPECT_EQ(p.sft_steps, 80);
@@ -182,7 +182,8 @@ TEST(Curriculum, BudgetSplitsInPromptsOrOptimiserSteps) {
   p = rl::plan_curriculum(c, 32, 16, 2);
   EXPECT_EQ(p.sft_steps, 100);
   EXPECT_EQ(p.rl_steps, 0);
-  c.sft_parts = 2, c.rl_parts = 1, c.budget = "prompts", c.total = 100;  // 66.7 SFT prompts: 2 whole steps of 32
+  c.sft_parts = 2, c.rl_parts = 1, c.budget = rl::BudgetUnit::prompts,
+  c.total = 100;  // 66.7 SFT prompts: 2 whole steps of 32
   p = rl::plan_curriculum(c, 32, 16, 1);
   EXPECT_EQ(p.sft_steps, 2);
   EXPECT_EQ(p.rl_steps, 2);  // the 36 prompts left: 2 steps of 16

@@ -283,12 +283,13 @@ void TrainRun::make_stage_tasks() {
   rl::Coverage cov = rl::count_coverage(*sft_task_, std::min<int64_t>(plan.sft_prompts, 200000));
   if (root_) {
     std::fprintf(stderr, "temper train: curriculum %lld:%lld in %s over %lld: %s\n",
-                 static_cast<long long>(cc.sft_parts), static_cast<long long>(cc.rl_parts), cc.budget.c_str(),
-                 static_cast<long long>(cc.total), plan.describe().c_str());
+                 static_cast<long long>(cc.sft_parts), static_cast<long long>(cc.rl_parts),
+                 std::string(enum_name(rl::kBudgetUnitNames, cc.budget)).c_str(), static_cast<long long>(cc.total),
+                 plan.describe().c_str());
     std::fprintf(stderr, "temper train: SFT set '%s' covers %s\n", cc.sft_set.c_str(), cov.describe().c_str());
     nlohmann::json j;
     j["ratio"] = {cc.sft_parts, cc.rl_parts};
-    j["budget"] = cc.budget;
+    j["budget"] = std::string(enum_name(rl::kBudgetUnitNames, cc.budget));
     j["total"] = cc.total;
     j["sft"] = {
         {"set", cc.sft_set}, {"steps", plan.sft_steps}, {"prompts", plan.sft_prompts}, {"updates", plan.sft_updates}};

@@ -24,7 +24,7 @@ void CurriculumConfig::visit(KeyVisitor& v) {
   std::string ratio = std::to_string(sft_parts) + ":" + std::to_string(rl_parts);
   v("ratio", ratio, "SFT:RL share of the budget");
   parse_ratio(ratio, sft_parts, rl_parts);
-  v.choice("budget", budget, "what the budget counts: prompts, steps (optimiser steps)", {"prompts", "steps"});
+  v("budget", budget, "what the budget counts: prompts, steps (optimiser steps)", kBudgetUnitNames);
   v("total", total, "the budget of both stages together");
   v("sft_set", sft_set, "the task's train_set in the SFT stage");
   v("rl_set", rl_set, "the task's train_set in the RL stage");
@@ -32,8 +32,8 @@ void CurriculumConfig::visit(KeyVisitor& v) {
 }
 
 void CurriculumConfig::validate() const {
-  TEMPER_CHECK(sft_parts >= 0 && rl_parts >= 0 && sft_parts + rl_parts > 0) << "curriculum.ratio: parts must be >= 0, not both 0";
-  TEMPER_CHECK(budget == "prompts" || budget == "steps") << "curriculum.budget: expected \"prompts\" or \"steps\", got '" << budget << "'";
+  TEMPER_CHECK(sft_parts >= 0 && rl_parts >= 0 && sft_parts + rl_parts > 0)
+      << "curriculum.ratio: parts must be >= 0, not both 0";
   TEMPER_CHECK(total > 0) << "curriculum.total: expected the budget of both stages (> 0), got " << total;
   TEMPER_CHECK(!sft_set.empty() && !rl_set.empty()) << "curriculum.sft_set and rl_set must not be empty";
 }
@@ -48,7 +48,8 @@ CurriculumPlan plan_curriculum(const CurriculumConfig& c, int64_t sft_batch, int
     return wanted ? std::max<int64_t>(1, n) : 0;
   };
   const double sft_share = static_cast<double>(c.total) * static_cast<double>(c.sft_parts) / static_cast<double>(c.sft_parts + c.rl_parts);
-  const int64_t sft_unit = c.budget == "prompts" ? sft_batch : 1, rl_unit = c.budget == "prompts" ? rl_prompts : rl_updates_per_step;
+  const int64_t sft_unit = c.budget == BudgetUnit::prompts ? sft_batch : 1,
+                rl_unit = c.budget == BudgetUnit::prompts ? rl_prompts : rl_updates_per_step;
   CurriculumPlan p;
   p.sft_steps = steps(sft_share, sft_unit, c.sft_parts > 0);
   p.rl_steps = steps(std::max(0.0, static_cast<double>(c.total - p.sft_steps * sft_unit)), rl_unit, c.rl_parts > 0);

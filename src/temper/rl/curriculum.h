@@ -16,9 +16,13 @@
 
 namespace temper::rl {
 
+enum class BudgetUnit { prompts, steps };  // prompts, or optimiser steps
+inline constexpr EnumNames<BudgetUnit, 2> kBudgetUnitNames{
+    {{BudgetUnit::prompts, "prompts"}, {BudgetUnit::steps, "steps"}}};
+
 struct CurriculumConfig {
   int64_t sft_parts = 4, rl_parts = 1;  // ratio SFT:RL
-  std::string budget = "prompts";       // prompts | steps (optimiser steps)
+  BudgetUnit budget = BudgetUnit::prompts;
   int64_t total = 0;                    // prompts or optimiser steps of both stages together
   std::string sft_set = "sft", rl_set = "rl";
   bool require_coverage = true;         // a module the SFT stage never shows is an error

@@ -5,14 +5,12 @@
 namespace temper::rl {
 
 void ReplyFeatureConfig::visit(KeyVisitor& v) {
-  v.choice("features", kind, "what the head reads: embedding (the frozen policy's mean hidden state), ngrams",
-           {"embedding", "ngrams"});
+  v("features", kind, "what the head reads: embedding (the frozen policy's mean hidden state), ngrams",
+    kFeatureKindNames);
   v("ngram_dim", ngram_dim, "ngrams: hash buckets");
 }
 
 void ReplyFeatureConfig::validate(const std::string& section) const {
-  TEMPER_CHECK(kind == "embedding" || kind == "ngrams")
-      << section << ".features: expected \"embedding\" or \"ngrams\", got '" << kind << "'";
   TEMPER_CHECK(ngram_dim >= 16 && ngram_dim <= (1 << 20))
       << section << ".ngram_dim must be in [16, 1048576], got " << ngram_dim;
 }

@@ -16,12 +16,16 @@
 
 namespace temper::rl {
 
+enum class FeatureKind { embedding, ngrams };
+inline constexpr EnumNames<FeatureKind, 2> kFeatureKindNames{
+    {{FeatureKind::embedding, "embedding"}, {FeatureKind::ngrams, "ngrams"}}};
+
 struct ReplyFeatureConfig {
-  std::string kind = "embedding";                   // embedding | ngrams
+  FeatureKind kind = FeatureKind::embedding;
   int64_t ngram_dim = 1024;                         // ngrams: hash buckets (the features are 2 x ngram_dim + 2)
   void validate(const std::string& section) const;  // errors name section.features / section.ngram_dim
   void visit(KeyVisitor& v);
-  bool needs_model() const { return kind == "embedding"; }
+  bool needs_model() const { return kind == FeatureKind::embedding; }
 };
 
 // Features of one reply to problem p: its prompt's tokens, the reply's tokens as the head reads them, and the

@@ -9,9 +9,9 @@ namespace temper::rl {
 
 void DiscRewardConfig::visit(KeyVisitor& v) {
   v("samples", samples, "problems the head is fitted on (one real and one generated reply each)");
-  v.choice("real", real, "the real replies: gold (the task's solutions), teacher (a dataset's teacher_response)",
-           {"gold", "teacher"});
-  v.choice("combine", combine, "replace the task's reward with coef x logit, or add it", {"replace", "add"});
+  v("real", real, "the real replies: gold (the task's solutions), teacher (a dataset's teacher_response)",
+    kRealRepliesNames);
+  v("combine", combine, "replace the task's reward with coef x logit, or add it", kRewardCombineNames);
   v("coef", coef, "the logit's weight (replace: also rl.kl_coef's default)");
   refit.visit(v);
   head.visit(v);
@@ -21,8 +21,6 @@ void DiscRewardConfig::visit(KeyVisitor& v) {
 void DiscRewardConfig::validate() const {
   head.validate();
   TEMPER_CHECK(samples >= 2) << "rl.discriminator.samples must be >= 2, got " << samples;
-  TEMPER_CHECK(real == "gold" || real == "teacher") << "rl.discriminator.real: expected \"gold\" or \"teacher\", got '" << real << "'";
-  TEMPER_CHECK(combine == "replace" || combine == "add") << "rl.discriminator.combine: expected \"replace\" or \"add\", got '" << combine << "'";
   TEMPER_CHECK(coef > 0) << "rl.discriminator.coef must be > 0, got " << coef;
   refit.validate("rl.discriminator");
   features.validate("rl.discriminator");
@@ -90,9 +88,10 @@ void DiscReward::fit() {
   FitStats f = fit_real_vs_policy(
       env_, cfg_.samples,
       [this](const tasks::Problem& p) {
-        const std::string& text = cfg_.real == "gold" ? p.gold_solution : p.teacher_response;
+        const std::string& text = cfg_.real == RealReplies::gold ? p.gold_solution : p.teacher_response;
         TEMPER_CHECK(!text.empty()) << "rl.discriminator: problem " << p.id << " has no "
-                                    << (cfg_.real == "gold" ? "gold solution" : "teacher_response") << " to serve as a real reply";
+                                    << (cfg_.real == RealReplies::gold ? "gold solution" : "teacher_response")
+                                    << " to serve as a real reply";
         return text;
       },
       nullptr, features_, head_.head(), head_.fits());
@@ -106,7 +105,7 @@ void DiscReward::after_reward(Batch& b) {
     if (t.tokens.empty()) continue;
     const double r = cfg_.coef * head_.head().reward(
                                      features_(b.problems[static_cast<size_t>(t.problem)], t.prompt, t.tokens, t.text));
-    t.reward = cfg_.combine == "replace" ? r : t.reward + r;
+    t.reward = cfg_.combine == RewardCombine::replace ? r : t.reward + r;
     reward_sum_ += r, ++rewarded_;
   }
 }
@@ -124,7 +123,7 @@ namespace {
 // methods-other section 4). Added to a task's reward there is no such point, and the usual defaults stay.
 class DiscRewardSetup final : public MethodSetupOf<DiscRewardConfig> {
   void change_defaults(RecipeDefaults& d) const override {
-    if (cfg.combine != "replace") return;
+    if (cfg.combine != RewardCombine::replace) return;
     d.set("rl.kl_coef", toml_float(cfg.coef));
     d.set("rl.scale_rewards", "\"none\"");
   }
@@ -135,7 +134,7 @@ class DiscRewardSetup final : public MethodSetupOf<DiscRewardConfig> {
   }
   MethodEffects effects() const override {
     MethodEffects e;
-    e.replaces_reward = cfg.combine == "replace";
+    e.replaces_reward = cfg.combine == RewardCombine::replace;
     e.detail = "combine = \"replace\"";
     return e;
   }

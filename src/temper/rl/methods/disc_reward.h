@@ -23,11 +23,18 @@ namespace temper::rl {
 
 struct MethodSpec;
 
+enum class RealReplies { gold, teacher };  // the task's solutions, or a dataset's teacher_response
+inline constexpr EnumNames<RealReplies, 2> kRealRepliesNames{
+    {{RealReplies::gold, "gold"}, {RealReplies::teacher, "teacher"}}};
+enum class RewardCombine { replace, add };  // the task's reward replaced by coef x logit, or the logit added
+inline constexpr EnumNames<RewardCombine, 2> kRewardCombineNames{
+    {{RewardCombine::replace, "replace"}, {RewardCombine::add, "add"}}};
+
 struct DiscRewardConfig {
   DiscriminatorConfig head;
   int64_t samples = 256;            // problems the head is fitted on (one real and one generated reply each)
-  std::string real = "gold";        // gold (the task's solutions) | teacher (a dataset's teacher_response)
-  std::string combine = "replace";  // replace | add
+  RealReplies real = RealReplies::gold;
+  RewardCombine combine = RewardCombine::replace;
   double coef = 1.0;
   RefitConfig refit;
   ReplyFeatureConfig features;

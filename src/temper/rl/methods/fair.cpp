@@ -21,9 +21,9 @@ void FairConfig::visit(KeyVisitor& v) {
   v("concentration", concentration, "Dirichlet concentrations of the sampled preferences (empty: uniform on the grid)");
   v("preferences_per_step", preferences_per_step, "K > 0: each step draws K preferences its groups take in turn");
   v("prefix", prefix, "written before each question, SFT prompts included: {p} = the preference");
-  v.choice("welfare", welfare, "ggf or linear (the linear-scalarisation baseline)", {"ggf", "linear"});
-  v.choice("sft_targets", sft_targets, "same, or preference (SFT targets cut to the answer line by the brevity weight)",
-           {"same", "preference"});
+  v("welfare", welfare, "ggf or linear (the linear-scalarisation baseline)", kWelfareNames);
+  v("sft_targets", sft_targets, "same, or preference (SFT targets cut to the answer line by the brevity weight)",
+    kSftTargetsNames);
 }
 
 void FairConfig::validate() const {
@@ -60,11 +60,10 @@ void FairConfig::validate() const {
       TEMPER_CHECK(a > 0 && std::isfinite(a)) << "rl.fair.concentration: values must be > 0, got " << a;
     TEMPER_CHECK(fixed.empty()) << "rl.fair.concentration and rl.fair.preference: a fixed preference samples nothing";
   }
-  TEMPER_CHECK(welfare == "ggf" || welfare == "linear") << "rl.fair.welfare: expected \"ggf\" or \"linear\", got '" << welfare << "'";
-  TEMPER_CHECK(sft_targets == "same" || sft_targets == "preference")
-      << "rl.fair.sft_targets: expected \"same\" or \"preference\", got '" << sft_targets << "'";
-  TEMPER_CHECK(sft_targets == "same" || std::find(objectives.begin(), objectives.end(), "brevity") != objectives.end())
-      << "rl.fair.sft_targets = \"preference\" shortens SFT targets by the brevity weight: add brevity to rl.fair.objectives";
+  TEMPER_CHECK(sft_targets == SftTargets::same ||
+               std::find(objectives.begin(), objectives.end(), "brevity") != objectives.end())
+      << "rl.fair.sft_targets = \"preference\" shortens SFT targets by the brevity weight: add brevity to "
+         "rl.fair.objectives";
   TEMPER_CHECK(preferences_per_step >= 0)
       << "rl.fair.preferences_per_step must be >= 0 (0: one per group), got " << preferences_per_step;
   TEMPER_CHECK(preferences_per_step == 0 || fixed.empty())
@@ -99,7 +98,7 @@ std::string fair_brief_solution(const std::string& gold) {
 tasks::Problem fair_sft_example(const tasks::Problem& problem, const PromptCodec& codec, const FairConfig& c,
                                 const std::vector<double>& omega, uint64_t seed, uint64_t index) {
   tasks::Problem p = fair_condition(problem, codec, c.prefix, omega);
-  if (c.sft_targets != "preference") return p;
+  if (c.sft_targets != SftTargets::preference) return p;
   const auto it = std::find(c.objectives.begin(), c.objectives.end(), "brevity");
   const double w = omega[static_cast<size_t>(it - c.objectives.begin())];
   Rng r(seed ^ 0xB1EFull, index);
@@ -257,7 +256,8 @@ void Fair::after_reward(Batch& b) {
     std::vector<double> wm(D);
     for (size_t j = 0; j < D; ++j) wm[j] = omega[j] * m[j];
     // d GGF(omega * m) / d m = omega * lambda; the linear scalarisation: lambda = 1.
-    const std::vector<double> lambda = cfg_.welfare == "ggf" ? ggf_supergradient(w_, wm) : std::vector<double>(D, 1.0);
+    const std::vector<double> lambda =
+        cfg_.welfare == Welfare::ggf ? ggf_supergradient(w_, wm) : std::vector<double>(D, 1.0);
     for (size_t k = 0; k < members.size(); ++k) {
       Trajectory& t = b.traj[members[k]];
       double s = 0;

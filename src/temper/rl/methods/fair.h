@@ -20,6 +20,12 @@ namespace temper::rl {
 
 struct MethodSpec;
 
+enum class Welfare { ggf, linear };  // GGF_w, or the linear-scalarisation baseline (reward = omega . r)
+inline constexpr EnumNames<Welfare, 2> kWelfareNames{{{Welfare::ggf, "ggf"}, {Welfare::linear, "linear"}}};
+enum class SftTargets { same, preference };
+inline constexpr EnumNames<SftTargets, 2> kSftTargetsNames{
+    {{SftTargets::same, "same"}, {SftTargets::preference, "preference"}}};
+
 struct FairConfig {
   std::vector<std::string> objectives = {"correct", "brevity"};
   std::vector<double> ggf;      // Gini weights, strictly decreasing; empty: linear for D objectives
@@ -37,11 +43,11 @@ struct FairConfig {
   // groups' spread (correctness) and barely move.
   int64_t preferences_per_step = 0;
   std::string prefix = "<pref {p}>\n";  // written before the question; {p} = the preference, 2 decimals, comma separated
-  std::string welfare = "ggf";  // ggf | linear (the baseline: reward = omega . r, the linear scalarisation)
+  Welfare welfare = Welfare::ggf;
   // SFT targets: "same" (the gold solution whatever the preference) or "preference" (with the brevity
   // objective: the answer line alone with probability = the brevity weight, else the whole solution,
   // so the SFT policy already maps the preference in its prompt to a point of the trade-off).
-  std::string sft_targets = "same";
+  SftTargets sft_targets = SftTargets::same;
   void validate() const;
   void visit(KeyVisitor& v);  // its recipe section's keys
 };

@@ -11,23 +11,19 @@
 namespace temper::rl {
 
 void RcsdConfig::visit(KeyVisitor& v) {
-  v.choice("combine", combine, "replace (the advantage is RCSD's alone) or add (to the task's advantage)",
-           {"replace", "add"});
+  v("combine", combine, "replace (the advantage is RCSD's alone) or add (to the task's advantage)", kRcsdCombineNames);
   v("coef", coef, "scale of the per-token advantage A_t");
   v("clip", clip, "bound on |A_t|");
   v("template", tmpl, "the teacher's prompt: {rubric}, {question}");
-  v.choice("teacher", teacher, "policy (the current weights) or initial (the frozen weights as RL started)",
-           {"policy", "initial"});
-  v.choice("mode", mode, "sampled (per-token advantage) or reverse_kl (full-vocabulary KL, small vocabularies)",
-           {"sampled", "reverse_kl"});
+  v("teacher", teacher, "policy (the current weights) or initial (the frozen weights as RL started)",
+    kRcsdTeacherNames);
+  v("mode", mode, "sampled (per-token advantage) or reverse_kl (full-vocabulary KL, small vocabularies)",
+    kRcsdModeNames);
 }
 
 void RcsdConfig::validate() const {
-  TEMPER_CHECK(combine == "replace" || combine == "add") << "rl.rcsd.combine: expected \"replace\" or \"add\", got '" << combine << "'";
   TEMPER_CHECK(coef > 0 && std::isfinite(coef)) << "rl.rcsd.coef must be > 0, got " << coef;
   TEMPER_CHECK(clip > 0) << "rl.rcsd.clip must be > 0, got " << clip;
-  TEMPER_CHECK(teacher == "policy" || teacher == "initial") << "rl.rcsd.teacher: expected \"policy\" or \"initial\", got '" << teacher << "'";
-  TEMPER_CHECK(mode == "sampled" || mode == "reverse_kl") << "rl.rcsd.mode: expected \"sampled\" or \"reverse_kl\", got '" << mode << "'";
   TEMPER_CHECK(tmpl.find("{rubric}") != std::string::npos && tmpl.find("{question}") != std::string::npos)
       << "rl.rcsd.template must contain {rubric} and {question}, got '" << tmpl << "'";
 }
@@ -42,13 +38,13 @@ tasks::Problem rcsd_teacher_problem(const tasks::Problem& p, const PromptCodec& 
 Rcsd::Rcsd(RcsdConfig cfg) : cfg_(std::move(cfg)) { cfg_.validate(); }
 
 bool Rcsd::advantages(Batch& b) {
-  if (cfg_.combine != "replace") return false;
+  if (cfg_.combine != RcsdCombine::replace) return false;
   compute(b, false);
   return true;
 }
 
 void Rcsd::token_weights(Batch& b) {
-  if (cfg_.combine == "add") compute(b, true);
+  if (cfg_.combine == RcsdCombine::add) compute(b, true);
 }
 
 void Rcsd::compute(Batch& b, bool add) {
@@ -72,9 +68,9 @@ void Rcsd::compute(Batch& b, bool add) {
   with_rubric_ = static_cast<int64_t>(rows.size());
   if (rows.empty()) return;
   std::vector<std::vector<float>> lp, dists;
-  const bool full = cfg_.mode == "reverse_kl";
+  const bool full = cfg_.mode == RcsdMode::reverse_kl;
   const auto t0 = std::chrono::steady_clock::now();
-  env_.score_batch(prompts, completions, cfg_.teacher == "initial", lp, full ? &dists : nullptr);
+  env_.score_batch(prompts, completions, cfg_.teacher == RcsdTeacher::initial, lp, full ? &dists : nullptr);
   teacher_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   TEMPER_CHECK(lp.size() == rows.size()) << "rcsd: the teacher scored " << lp.size() << " of " << rows.size() << " rollouts";
   for (size_t j = 0; j < rows.size(); ++j) {
@@ -106,12 +102,12 @@ namespace {
 class RcsdSetup final : public MethodSetupOf<RcsdConfig> {
   MethodNeeds needs() const override {
     MethodNeeds n;
-    n.reference = cfg.teacher == "initial";
+    n.reference = cfg.teacher == RcsdTeacher::initial;
     return n;
   }
   MethodEffects effects() const override {
     MethodEffects e;
-    e.sets_advantages = cfg.combine == "replace";
+    e.sets_advantages = cfg.combine == RcsdCombine::replace;
     e.detail = "combine = \"replace\"";
     return e;
   }

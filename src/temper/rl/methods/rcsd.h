@@ -16,19 +16,30 @@
 
 #include <string>
 
+#include "temper/core/settings.h"
 #include "temper/rl/method.h"
 
 namespace temper::rl {
 
 struct MethodSpec;
 
+enum class RcsdCombine { replace, add };
+inline constexpr EnumNames<RcsdCombine, 2> kRcsdCombineNames{
+    {{RcsdCombine::replace, "replace"}, {RcsdCombine::add, "add"}}};
+enum class RcsdTeacher { policy, initial };  // the current weights, or the frozen weights as RL started
+inline constexpr EnumNames<RcsdTeacher, 2> kRcsdTeacherNames{
+    {{RcsdTeacher::policy, "policy"}, {RcsdTeacher::initial, "initial"}}};
+enum class RcsdMode { sampled, reverse_kl };  // the per-token advantage, or full-vocabulary KL(pi || teacher)
+inline constexpr EnumNames<RcsdMode, 2> kRcsdModeNames{
+    {{RcsdMode::sampled, "sampled"}, {RcsdMode::reverse_kl, "reverse_kl"}}};
+
 struct RcsdConfig {
-  std::string combine = "replace";  // replace | add
+  RcsdCombine combine = RcsdCombine::replace;
   double coef = 1.0;                // scale of A_t
   double clip = 5.0;                // |A_t| bound
   std::string tmpl = "Rubric:\n{rubric}\n\n{question}";
-  std::string teacher = "policy";   // policy (the current weights) | initial (the frozen weights as RL started)
-  std::string mode = "sampled";     // sampled (the per-token advantage) | reverse_kl (full-vocabulary KL(pi || teacher))
+  RcsdTeacher teacher = RcsdTeacher::policy;
+  RcsdMode mode = RcsdMode::sampled;
   void validate() const;
   void visit(KeyVisitor& v);  // its recipe section's keys
 };

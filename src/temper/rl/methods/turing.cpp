@@ -9,8 +9,8 @@
 namespace temper::rl {
 
 void TuringConfig::visit(KeyVisitor& v) {
-  v.choice("judge", judge, "scripted (a rule-based judge) or discriminator (a head fitted on real conversations)",
-           {"scripted", "discriminator"});
+  v("judge", judge, "scripted (a rule-based judge) or discriminator (a head fitted on real conversations)",
+    kTuringJudgeNames);
   reward.visit(v);
   v("samples", samples, "judge = discriminator: conversations it is fitted on");
   refit.visit(v);
@@ -19,8 +19,6 @@ void TuringConfig::visit(KeyVisitor& v) {
 }
 
 void TuringConfig::validate() const {
-  TEMPER_CHECK(judge == "scripted" || judge == "discriminator")
-      << "rl.turing.judge: expected \"scripted\" or \"discriminator\", got '" << judge << "'";
   reward.validate();
   head.validate();
   TEMPER_CHECK(samples >= 2) << "rl.turing.samples must be >= 2, got " << samples;
@@ -30,7 +28,8 @@ void TuringConfig::validate() const {
 
 Turing::Turing(TuringConfig cfg) : cfg_(std::move(cfg)), head_(cfg_.head, cfg_.refit) {
   cfg_.validate();
-  if (cfg_.judge == "scripted") judge_ = std::make_unique<ScriptedJudge>();
+  if (cfg_.judge == TuringJudge::scripted)
+    judge_ = std::make_unique<ScriptedJudge>();
   else judge_ = std::make_unique<ClassifierJudge>([this](const tasks::Problem& p, const std::string& t) { return logit(p, t); });
 }
 
@@ -59,7 +58,7 @@ double Turing::logit(const tasks::Problem& p, const std::string& turn) {
 }
 
 void Turing::after_reward(Batch& b) {
-  if (cfg_.judge == "discriminator" && head_.due()) {
+  if (cfg_.judge == TuringJudge::discriminator && head_.due()) {
     FitStats f = fit_real_vs_policy(
         env_, cfg_.samples, [](const tasks::Problem& p) { return "[HUMAN]: " + p.answer; },
         [](const std::string& completion) {
@@ -99,7 +98,7 @@ void Turing::metrics(Metrics& m) const {
   m.emplace_back("turing_format_mean", mean(format_sum_, judged_));
   m.emplace_back("turing_length_penalty", mean(length_sum_, judged_));
   m.emplace_back("turing_hard_zero", mean(static_cast<double>(zero_), n_));
-  if (cfg_.judge == "discriminator") {
+  if (cfg_.judge == TuringJudge::discriminator) {
     m.emplace_back("turing_judge_fit_accuracy", head_.stats().accuracy);
     m.emplace_back("turing_judge_fits", static_cast<double>(head_.fits()));
   }
@@ -114,13 +113,13 @@ class TuringSetup final : public MethodSetupOf<TuringConfig> {
   }
   MethodNeeds needs() const override {
     MethodNeeds n;
-    n.reference = cfg.judge == "discriminator" && cfg.features.needs_model();
+    n.reference = cfg.judge == TuringJudge::discriminator && cfg.features.needs_model();
     return n;
   }
   MethodEffects effects() const override {
     MethodEffects e;
     e.replaces_reward = true;
-    e.detail = "judge = \"" + cfg.judge + "\"";
+    e.detail = "judge = \"" + std::string(enum_name(kTuringJudgeNames, cfg.judge)) + "\"";
     return e;
   }
   std::unique_ptr<Method> make(const MethodDeps&) const override { return std::make_unique<Turing>(cfg); }

@@ -26,8 +26,12 @@ namespace temper::rl {
 
 struct MethodSpec;
 
+enum class TuringJudge { scripted, discriminator };
+inline constexpr EnumNames<TuringJudge, 2> kTuringJudgeNames{
+    {{TuringJudge::scripted, "scripted"}, {TuringJudge::discriminator, "discriminator"}}};
+
 struct TuringConfig {
-  std::string judge = "scripted";  // scripted | discriminator
+  TuringJudge judge = TuringJudge::scripted;
   TuringRewardConfig reward;
   DiscriminatorConfig head;   // judge = discriminator
   int64_t samples = 256;      // judge = discriminator: conversations it is fitted on
