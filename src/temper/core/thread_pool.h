@@ -1,9 +1,7 @@
 // Persistent fork-join thread pool. run(n, fn) calls fn(task) for task in [0, n) across the pool
-// (the caller works too) and returns when all are done. Results never depend on which thread ran a
-// task: kernels give each task a disjoint output and reduce partials in a fixed order.
+// (the caller works too) and returns when all are done.
 // The threads are OpenMP's persistent team (libgomp), the same threads the BLAS (OpenBLAS's OpenMP
 // build) and oneDNN use: on a 2-core machine a second pool of spinning threads would fight them.
-// A task that throws stops the run; the first exception is rethrown to the caller.
 // Leaves out: work stealing, futures, priorities. Nested calls run inline on the calling thread.
 #pragma once
 
@@ -23,6 +21,8 @@ class TaskFn {
   void (*call_)(const void*, int64_t);
 };
 
+// Results never depend on which thread ran a task: kernels give each task a disjoint output and reduce
+// partials in a fixed order. A task that throws stops the run; the first exception is rethrown to the caller.
 class ThreadPool {
  public:
   explicit ThreadPool(int num_threads);

@@ -3,9 +3,6 @@
 // implementations: one process (every collective is the identity) and MPI (OpenMPI from Debian;
 // `mpirun -np N temper train ...`). A NCCL one comes with the CUDA backend behind the same interface.
 // MPI types never leave dist/: callers see bytes, floats and doubles.
-//
-// world() is the process-wide group: MPI when the binary was built with MPI and started by mpirun
-// (OMPI_COMM_WORLD_SIZE / PMI_SIZE / PMIX_RANK in the environment), else a single process.
 #pragma once
 
 #include <cstdint>
@@ -69,6 +66,8 @@ int local_rank();
 bool launched_by_mpi();
 // Whether this build has the MPI implementation.
 bool mpi_available();
+// world() is the process-wide group: MPI when the binary was built with MPI and started by mpirun
+// (OMPI_COMM_WORLD_SIZE / PMI_SIZE / PMIX_RANK in the environment), else a single process.
 // The process-wide group (created on first use; MPI_Init then, MPI_Finalize at exit).
 Communicator& world();
 // A single-process group (tests compare a data-parallel run with one).

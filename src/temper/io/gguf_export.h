@@ -1,8 +1,6 @@
 // Export of a Transformer (HF-named parameters) as a GGUF v3 file llama.cpp can load: llama.cpp's
-// tensor names, the `{arch}.*` hyperparameters its loader reads for llama/qwen2/qwen3, the q/k row
-// permutation re-applied for arch llama, 1-D tensors (norms, biases) always F32 and matrices in the
-// chosen type (F32, F16, BF16 or Q8_0; a Q8_0 matrix whose rows are not a multiple of 32 falls back
-// to F16, as convert_hf_to_gguf.py does). Written atomically (OUT.tmp, fsync, rename).
+// tensor names, the `{arch}.*` hyperparameters its loader reads for llama/qwen2/qwen3, matrices in the
+// chosen type (F32, F16, BF16 or Q8_0). Written atomically (OUT.tmp, fsync, rename).
 // Follows llama.cpp convert_hf_to_gguf.py (LlamaModel, Qwen2Model, Qwen3Model). Leaves out: the
 // tokenizer (the caller passes tokenizer.ggml.* KVs in `metadata`; llama.cpp needs them to load).
 #pragma once
@@ -30,6 +28,9 @@ struct GgufExportOptions {
 // matrix_type is Q8_0 and the row length is not a multiple of 32).
 GgmlType gguf_export_type(const Shape& shape, GgmlType matrix_type);
 
+// The q/k row permutation is re-applied for arch llama; 1-D tensors (norms, biases) are always F32 and
+// matrices in the chosen type (a Q8_0 matrix whose rows are not a multiple of 32 falls back to F16, as
+// convert_hf_to_gguf.py does).
 void save_gguf_model(const Transformer& model, const std::string& path, const GgufExportOptions& options = {});
 
 }  // namespace temper::io

@@ -1,16 +1,7 @@
 // 4-bit weight-only linear layers for the speculative drafter (EfficientRollout): a weight matrix
 // [N, K] quantized round-to-nearest, asymmetric uint4 with one f32 scale and one uint4 zero point
 // per group of `group` inputs (AWQ/GPTQ's "W4 g128 asym" layout); w ~= scale * (q - zero), with 0
-// exactly representable. Rows are padded with zeros to a multiple of 32. Products run on int8
-// activations quantized on the fly per weight group (a ~= sa * qa, sa = max|a| / 127), as exact
-// integer u4 x s8 dot products per group (AVX-512 VNNI vpdpbusd, AVX2 maddubs + madd, or scalar:
-// the same integers), so y[m, n] = sum_g scale * (sa * sum q*qa - zero * sa * sum qa). Packing per
-// 32-input chunk: byte j holds input j (low nibble) and input j + 16 (high nibble), llama.cpp's Q4
-// order. Layout `cols16` (CPUs with AVX-512 VNNI, the drafter's choice there): blocks of 16 output rows, each
-// block's bytes in octets of 8 inputs, 64 bytes per octet: byte 4 n + b holds row n's input b (low nibble) and
-// b + 4 (high); scales and zero points [block][group][16]. One vpdpbusd then makes 16 outputs' 4-input partial
-// sums at once (lanes = outputs, the activation's 4 bytes broadcast), so per group a row needs no horizontal
-// sum, one convert and two FMAs for 16 outputs. Same bytes per weight, same integers, same dequantized values.
+// exactly representable. Products run on int8 activations quantized on the fly per weight group.
 // Leaves out: activation-aware scaling (AWQ), other bit widths.
 #pragma once
 
@@ -22,6 +13,13 @@ namespace temper::kernels {
 
 inline constexpr int64_t kInt4Chunk = 32;
 
+// Rows are padded with zeros to a multiple of 32. Packing per 32-input chunk: byte j holds input j
+// (low nibble) and input j + 16 (high nibble), llama.cpp's Q4 order. Layout `cols16` (CPUs with
+// AVX-512 VNNI, the drafter's choice there): blocks of 16 output rows, each block's bytes in octets of
+// 8 inputs, 64 bytes per octet: byte 4 n + b holds row n's input b (low nibble) and b + 4 (high); scales
+// and zero points [block][group][16]. One vpdpbusd then makes 16 outputs' 4-input partial sums at once
+// (lanes = outputs, the activation's 4 bytes broadcast), so per group a row needs no horizontal sum, one
+// convert and two FMAs for 16 outputs. Same bytes per weight, same integers, same dequantized values.
 enum class Int4Layout { rows, cols16 };
 
 struct Int4Weights {
@@ -46,6 +44,9 @@ bool int4_cols16_supported();  // this CPU runs the cols16 kernel (AVX-512 VNNI 
 Int4Layout int4_preferred_layout();
 void dequantize_int4(const Int4Weights& w, float* W);  // [N, K]
 
+// The activations are quantized on the fly per weight group (a ~= sa * qa, sa = max|a| / 127); the
+// products are exact integer u4 x s8 dot products per group (AVX-512 VNNI vpdpbusd, AVX2 maddubs + madd,
+// or scalar: the same integers), so y[m, n] = sum_g scale * (sa * sum q*qa - zero * sa * sum qa).
 // Y[M, N] = X[M, K] W^T (+ Y when accumulate), X row stride ldx, Y row stride ldy.
 void int4_gemm(int64_t M, const float* X, int64_t ldx, const Int4Weights& W, bool accumulate, float* Y, int64_t ldy);
 

@@ -1,11 +1,8 @@
 // Matrix multiply for training shapes, through a BLAS: C[M,N] = op(A) op(B) + beta*C, row-major.
 // op(A) = A^T when ta (A stored [K, M]); op(B) = B^T when tb (B stored [N, K]); a linear layer
 // y = x W^T is gemm(false, true, ...). f32 goes to oneDNN's sgemm (default) or OpenBLAS (OpenMP
-// build); bf16 rounds both inputs to bf16 and multiplies with f32 accumulation and output (what
-// torch.autocast does on CPU) on oneDNN's bf16 matmul; the model's forward products use
-// gemm_bf16_packed below instead where the ISA is AVX-512. oneDNN was faster on every training shape here and gives
-// the same bits for 1 and 2 threads; OpenBLAS 0.3.21 does not for small-M*N, long-K products (dW).
-// The measurements are in docs/PERFORMANCE.md.
+// build), bf16 to oneDNN's bf16 matmul (what torch.autocast does on CPU); the model's forward
+// products use gemm_bf16_packed below instead where the ISA is AVX-512.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +10,10 @@
 
 namespace temper::kernels {
 
+// bf16 rounds both inputs to bf16 and multiplies with f32 accumulation and output (what torch.autocast
+// does on CPU) on oneDNN's bf16 matmul. oneDNN was faster on every training shape here and gives the
+// same bits for 1 and 2 threads; OpenBLAS 0.3.21 does not for small-M*N, long-K products (dW).
+// The measurements are in docs/PERFORMANCE.md.
 enum class Precision { f32, bf16 };
 enum class GemmBackend { openblas, onednn };
 

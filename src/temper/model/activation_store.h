@@ -1,13 +1,7 @@
 // The rollout's per-token activations kept for the update (rl.reuse_activations). Until the first
 // optimizer step the update's forward over a rollout row repeats what the rollout computed with the
 // same weights, so Transformer::forward_backward_packed can take each position's activations from
-// here and run only the classifier and the backward. One slot per token the policy forwarded, in
-// every field the backward reads (Transformer::act_field_widths: each layer's saved values, then the
-// final residual), field-major: field k is a [capacity, width k] array, so a step whose rows fill
-// consecutive slots writes each field as one block (the paged forward writes straight into them).
-// Each slot has a tag (its token, its position, and the slot its sequence's previous position had when
-// it was computed); a row is taken from the store only when every position's tag chain matches the
-// row's own tokens (rl::reusable_slots), so rows a method edited or rebuilt run the forward.
+// here and run only the classifier and the backward.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +10,12 @@
 
 namespace temper {
 
+// One slot per token the policy forwarded, in every field the backward reads (Transformer::act_field_widths:
+// each layer's saved values, then the final residual), field-major: field k is a [capacity, width k] array,
+// so a step whose rows fill consecutive slots writes each field as one block (the paged forward writes
+// straight into them). Each slot has a tag (its token, its position, and the slot its sequence's previous
+// position had when it was computed); a row is taken from the store only when every position's tag chain
+// matches the row's own tokens (rl::reusable_slots), so rows a method edited or rebuilt run the forward.
 class ActivationStore {
  public:
   explicit ActivationStore(std::vector<int64_t> field_widths);

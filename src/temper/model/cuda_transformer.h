@@ -1,14 +1,7 @@
 // The Llama/Qwen2 decoder on one CUDA device: the device twin of model/transformer.h. fp32 master
 // weights, gradients and AdamW moments (flat buffers laid out by ParamLayout, as on the CPU) with a
 // bf16 compute copy refreshed by the optimizer; GEMMs in bf16 on tensor cores with fp32
-// accumulation (cuBLASLt); activations saved for backward in one device arena planned once (GEMM
-// inputs kept in bf16, the rest in f32); the loss through the fused classifier and the host-side
-// ClassifierLoss every RL method implements. Rollouts: a paged KV cache on the device, decode steps
-// that sample on the device and advance themselves, capturable as one CUDA graph per batch size.
-// The speculative drafter's pass (forward_paged_draft): its int4 block linears on the device (cuda/int4_matmul.h),
-// norms, embeddings and the LM head this model's (its bf16 compute copy; an int4 head when the drafter has one). A
-// drafter over a vocabulary subset brings its own head rows (bf16 or int4, uploaded with its weights); their logits
-// are scattered into whole rows, -inf outside the subset, as on the CPU.
+// accumulation (cuBLASLt). Rollouts on a paged KV cache on the device, and the speculative drafter's pass.
 // Leaves out (clear errors): Qwen3's per-head q/k norms, recomputation.
 #pragma once
 
@@ -57,6 +50,14 @@ struct Carver {
   }
 };
 
+// Activations saved for backward in one device arena planned once (GEMM inputs kept in bf16, the rest
+// in f32); the loss through the fused classifier and the host-side ClassifierLoss every RL method
+// implements. Rollouts: a paged KV cache on the device, decode steps that sample on the device and
+// advance themselves, capturable as one CUDA graph per batch size.
+// The speculative drafter's pass (forward_paged_draft): its int4 block linears on the device (cuda/int4_matmul.h),
+// norms, embeddings and the LM head this model's (its bf16 compute copy; an int4 head when the drafter has one). A
+// drafter over a vocabulary subset brings its own head rows (bf16 or int4, uploaded with its weights); their logits
+// are scattered into whole rows, -inf outside the subset, as on the CPU.
 class CudaTransformer final : public DeviceModel {
  public:
   explicit CudaTransformer(const ModelConfig& cfg, int device = 0);

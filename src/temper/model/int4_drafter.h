@@ -2,22 +2,8 @@
 // o, gate/up, down of every layer; RTN asymmetric uint4, group 128, kernels/int4_matmul.h). The
 // embeddings, norms and biases are not copied: the drafter reads the policy's own, and it attends
 // over the policy's KV cache for the committed prefix (Transformer::forward_paged with a drafter).
-// The LM head (a fifth of a small model's bytes: SmolLM2-135M has 28M of 135M parameters there):
-// bf16 by default, the paper's 16-bit head (a bf16 copy made at each refresh); int4 (group 32) or
-// the policy's own f32 head on request. docs/METHODS.md has the acceptance and speed of each. refresh() re-quantizes
-// from the current weights after every update (what the released code does); with lag = k the copy in use is the one
-// quantized k refreshes earlier (the "drafter from k steps before" of the press description, to measure what staleness
-// costs). On a device (Transformer::attach_device) the drafter's pass runs there too
-// (DeviceModel::forward_paged_draft): the weights are quantized here, in the layout the device reads, and uploaded when
-// the copy in use changes (copy_id()).
-//
-// Vocabulary subset (set_vocab(K), FR-Spec's frequency-ranked draft head, Zhao et al. 2025): the drafter's LM head
-// keeps only K rows, the K tokens seen most often in the completions observe() was given (ties and unseen tokens by
-// lower id, so before any observation the K lowest ids), chosen at each refresh. Its logits over the other tokens are
-// -inf: the drafter never proposes them, and the acceptance rule stays exact (the residual max(0, p - q) draws them
-// when the policy does). A device drafts over the subset too, with these rows (uploaded with the copy). It cuts the
-// head's bytes and products by V / K, the half of a small model's drafter that does not shrink with 4 bits
-// (SmolLM2-135M: 54 of 111 MB); docs/METHODS.md has what it costs in acceptance.
+// The LM head: bf16 by default (the paper's 16-bit head), int4 or f32 on request, optionally over a
+// vocabulary subset (FR-Spec, Zhao et al. 2025). docs/METHODS.md has the acceptance and speed of each.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +29,22 @@ struct Int4Layer {
   kernels::Int4Weights qkv, o, gu, down;
 };
 
+// The LM head (a fifth of a small model's bytes: SmolLM2-135M has 28M of 135M parameters there):
+// bf16 by default, the paper's 16-bit head (a bf16 copy made at each refresh); int4 (group 32) or
+// the policy's own f32 head on request. docs/METHODS.md has the acceptance and speed of each. refresh() re-quantizes
+// from the current weights after every update (what the released code does); with lag = k the copy in use is the one
+// quantized k refreshes earlier (the "drafter from k steps before" of the press description, to measure what staleness
+// costs). On a device (Transformer::attach_device) the drafter's pass runs there too
+// (DeviceModel::forward_paged_draft): the weights are quantized here, in the layout the device reads, and uploaded when
+// the copy in use changes (copy_id()).
+//
+// Vocabulary subset (set_vocab(K), FR-Spec's frequency-ranked draft head, Zhao et al. 2025): the drafter's LM head
+// keeps only K rows, the K tokens seen most often in the completions observe() was given (ties and unseen tokens by
+// lower id, so before any observation the K lowest ids), chosen at each refresh. Its logits over the other tokens are
+// -inf: the drafter never proposes them, and the acceptance rule stays exact (the residual max(0, p - q) draws them
+// when the policy does). A device drafts over the subset too, with these rows (uploaded with the copy). It cuts the
+// head's bytes and products by V / K, the half of a small model's drafter that does not shrink with 4 bits
+// (SmolLM2-135M: 54 of 111 MB); docs/METHODS.md has what it costs in acceptance.
 class Int4Drafter {
  public:
   // The int4 head's group: finer than the blocks' (the logits are what acceptance compares).

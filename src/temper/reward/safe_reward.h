@@ -1,14 +1,7 @@
 // Calling a reward function so that a bad sample never ends the run: if the function throws or runs past its
 // timeout, the call scores the fallback (0 for a reward), the failure is counted and logged at warn with a
 // short reason (the first `log_first` failures one by one, then every `log_every`-th with the running counts).
-//
-// Timeouts. A C++ thread cannot be killed, so a call with a timeout runs on its own detached thread while the
-// caller waits at most timeout_s. A call that is late is *abandoned*: the caller returns the fallback at once,
-// the thread runs on until the function returns, and its result is then thrown away. The function must
-// therefore own what it reads (capture by value or by shared_ptr; tasks::verify_safely does this). At most
-// `max_abandoned` abandoned calls may still be running; while that many are, further calls fail fast as
-// timeouts without starting the function, so a reward that hangs forever costs a bounded number of threads.
-// timeout_s <= 0 runs the function inline on the caller's thread (exceptions are still caught).
+// A call past its timeout is abandoned, not killed (how, and what the function must own: above SafeReward).
 #pragma once
 
 #include <cstdint>
@@ -36,6 +29,14 @@ struct SafeRewardStats {
   int64_t abandoned_running = 0;  // timed-out calls whose thread has not returned yet
 };
 
+// Timeouts. A C++ thread cannot be killed, so a call with a timeout runs on its own detached thread while the
+// caller waits at most timeout_s. A call that is late is *abandoned*: the caller returns the fallback at once,
+// the thread runs on until the function returns, and its result is then thrown away. The function must
+// therefore own what it reads (capture by value or by shared_ptr; tasks::verify_safely does this). At most
+// `max_abandoned` abandoned calls may still be running; while that many are, further calls fail fast as
+// timeouts without starting the function, so a reward that hangs forever costs a bounded number of threads.
+// timeout_s <= 0 runs the function inline on the caller's thread (exceptions are still caught).
+//
 // Thread-safe: call() may run concurrently from many threads; counters are atomic.
 class SafeReward {
  public:

@@ -1,6 +1,13 @@
 // Forward products y = x W^T on weights packed once per update (AVX-512): the bf16 precision's
 // forward products (training and rollouts alike) and the f32 rollout engine's decode products.
-//
+// Each output is the plain sequential sum over k, whatever the number of rows, the tiling or the
+// threads (the packed layout and the summation order are described above packed_elems).
+#pragma once
+
+#include <cstdint>
+
+namespace temper::kernels {
+
 // Packed layout: the N outputs in panels of 32; panel p holds, for k = 0..K-1, one row of the 32
 // weights W[32p .. 32p + 31][k] (zeros past N):
 //   f32:  128 bytes, outputs 32p + i at float i;
@@ -12,12 +19,7 @@
 // Each output is the plain sequential sum c = fma(x[k], w[k], c), k = 0, 1, ..., K-1 (bf16: x rounded
 // to bf16 by the caller, products exact), whatever the number of rows, the tiling or the threads: in
 // bf16 the rollout engine's decode (a few rows) gives the training forward's bits (thousands of rows).
-#pragma once
-
-#include <cstdint>
-
-namespace temper::kernels {
-
+//
 // Elements (floats or uint16) of the packed copy of an [N, K] weight.
 int64_t packed_elems(int64_t N, int64_t K);
 

@@ -2,9 +2,7 @@
 // log-sum-exp of the scaled scores per query row and a backward that recomputes P from it (the
 // layouts and AttnShape of kernels/attention.h; dq, dk, dv overwritten). Rollouts: attention of new
 // query rows over the paged KV cache (kernels/paged_attention.h), block tables as one [n, max_blocks]
-// int32 array. f32, one warp per query row (or key row in the dK/dV pass), K/V tiles of 32 rows in
-// shared memory, online softmax; D up to 256; the paged kernel splits long contexts over blocks
-// (paged_attention.cu). Leaves out: tensor-core (wgmma) tiles, bf16 inputs.
+// int32 array. Leaves out: tensor-core (wgmma) tiles, bf16 inputs.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -15,6 +13,8 @@
 
 namespace temper::cuda {
 
+// f32, one warp per query row (or key row in the dK/dV pass), K/V tiles of 32 rows in shared memory,
+// online softmax; D up to 256; the paged kernel splits long contexts over blocks (paged_attention.cu).
 // lse [B, H, T]
 void attention_fwd(const kernels::AttnShape& s, const float* q, const float* k, const float* v, float* o, float* lse,
                    cudaStream_t st);

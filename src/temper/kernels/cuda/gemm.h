@@ -2,9 +2,7 @@
 // C[M, N] = alpha * op(A) op(B) + beta * C (+ bias[N]), op(A) = A [M, K] or A^T (A stored [K, M]),
 // op(B) = B^T for a Linear weight stored [N, K] (trans_b), or B [K, N]. Inputs f32 or bf16 with fp32
 // accumulation (bf16 runs on tensor cores; f32 exact, or TF32 when allowed), output f32 or bf16.
-// The row-major problem is handed to column-major cuBLASLt as C^T = op(B)^T op(A)^T. Each shape's
-// descriptors and heuristic algorithm are planned once and reused (decode steps replay them, also
-// inside CUDA graphs). Leaves out: fp8, batched/strided GEMMs, epilogues other than bias.
+// Leaves out: fp8, batched/strided GEMMs, epilogues other than bias.
 #pragma once
 
 #include <cublasLt.h>
@@ -59,6 +57,9 @@ inline GemmArgs gemm_args(bool trans_a, bool trans_b, int64_t M, int64_t N, int6
   return g;
 }
 
+// The row-major problem is handed to column-major cuBLASLt as C^T = op(B)^T op(A)^T. Each shape's
+// descriptors and heuristic algorithm are planned once and reused (decode steps replay them, also
+// inside CUDA graphs).
 // One cuBLASLt handle, its workspace and the planned shapes; bound to one stream.
 class Blas {
  public:

@@ -1,9 +1,6 @@
 // The drafter's 4-bit weights on the device (kernels/int4_matmul.h's layout: RTN asymmetric uint4,
 // one f32 scale and uint4 zero per group, rows padded to 32 inputs, llama.cpp's nibble order) and
-// the dequantize-in-registers product Y[M, N] = X[M, K] W^T (+ Y) with f32 activations. A warp per
-// output column: each lane dequantizes its 32-input chunks once and applies them to up to 8 rows.
-// int4_gemm_bf16: the same product over bf16 activations (the CUDA model's linear inputs), with the linear's
-// bias and residual addend fused: Y = X W^T (+ bias) (+ addend, which may not alias Y).
+// the dequantize-in-registers product Y[M, N] = X[M, K] W^T (+ Y) with f32 activations.
 // Leaves out: int8 activations (the CPU's VNNI path), tensor-core int4 (Marlin-style) tiles.
 #pragma once
 
@@ -30,8 +27,11 @@ class Int4DeviceWeights {
   DeviceBuffer<float> scale_;
 };
 
+// A warp per output column: each lane dequantizes its 32-input chunks once and applies them to up to 8 rows.
 void int4_gemm(int64_t M, const float* X, int64_t ldx, const Int4DeviceWeights& W, bool accumulate, float* Y,
                int64_t ldy, cudaStream_t s);
+// int4_gemm_bf16: the same product over bf16 activations (the CUDA model's linear inputs), with the linear's
+// bias and residual addend fused: Y = X W^T (+ bias) (+ addend, which may not alias Y).
 void int4_gemm_bf16(int64_t M, const uint16_t* X, int64_t ldx, const Int4DeviceWeights& W, float* Y, int64_t ldy,
                     const float* bias, const float* addend, cudaStream_t s);
 
