@@ -3,9 +3,6 @@
 // reference-counted blocks, so G samples of one prompt share the prompt's blocks (one prefill),
 // a sequence can be forked at any position, and the last partial block is copied on write.
 // Follows vLLM's PagedAttention block manager (Kwon et al., SOSP'23) and llama.cpp's seq_cp/seq_rm.
-// The rows are f32, or bf16 (half the bytes: decode attention reads every row each step) for a model in
-// bf16 precision, whose forward rounds K and V to bf16 anyway (Transformer: the training forward too), so
-// the cache holds the same values either way.
 // Leaves out: swapping to host memory, eviction policy (the scheduler's).
 #pragma once
 
@@ -24,6 +21,9 @@ struct SeqKv {
   int64_t len = 0;              // tokens written
 };
 
+// The rows are f32, or bf16 (half the bytes: decode attention reads every row each step) for a model in
+// bf16 precision, whose forward rounds K and V to bf16 anyway (Transformer: the training forward too), so
+// the cache holds the same values either way.
 class KvPool {
  public:
   // dtype: DType::f32 or DType::bf16 (kv_dtype(precision) gives the one a model's precision needs).

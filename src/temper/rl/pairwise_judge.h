@@ -1,13 +1,8 @@
 // Pairwise judges for user simulators (Turing-RL, spec methods-other section 2): a judge sees a user's
 // history, the conversation and two candidate next turns, A and B, one real and one generated, and
 // rates how likely B is the real one on the paper's 1..7 scale (7: surely B, 4: cannot tell, 1: surely
-// A). Both judges here map a score gap (B minus A) to the rating with the paper's thresholds:
-//   gap <= -2: 1, <= -1: 2, <= -0.25: 3, < 0.25: 4, < 1: 5, < 2: 6, else 7.
-// - ScriptedJudge: the paper's rubric without an LLM: each turn scores target + goal + style in [0, 3]
-//   minus 3 x the mean of four penalties (copying, wrong role, adversarial reframing, assistant-like);
-//   the criteria are measured against the user's own history (below, at ScriptedJudge::score).
-// - ClassifierJudge: any real-vs-generated classifier (the trained discriminator of rl/discriminator.h
-//   on frozen embeddings): gap = logit(B) - logit(A).
+// A). Both judges here (ScriptedJudge: the paper's rubric without an LLM; ClassifierJudge: any
+// real-vs-generated classifier) map a score gap (B minus A) to the rating with the paper's thresholds.
 #pragma once
 
 #include <functional>
@@ -17,6 +12,8 @@
 
 namespace temper::rl {
 
+// A score gap (B minus A) to the rating, with the paper's thresholds:
+//   gap <= -2: 1, <= -1: 2, <= -0.25: 3, < 0.25: 4, < 1: 5, < 2: 6, else 7.
 int rating_from_gap(double gap);
 
 class PairwiseJudge {
@@ -38,6 +35,9 @@ struct TurnScore {
   double total() const { return target + goal + style - penalty; }
 };
 
+// ScriptedJudge: the paper's rubric without an LLM: each turn scores target + goal + style in [0, 3]
+// minus 3 x the mean of four penalties (copying, wrong role, adversarial reframing, assistant-like);
+// the criteria are measured against the user's own history (TurnScore above, ScriptedJudge::score).
 class ScriptedJudge : public PairwiseJudge {
  public:
   std::string name() const override { return "scripted"; }
@@ -45,6 +45,8 @@ class ScriptedJudge : public PairwiseJudge {
   static TurnScore score(const tasks::Problem& p, const std::string& turn);
 };
 
+// ClassifierJudge: any real-vs-generated classifier (the trained discriminator of rl/discriminator.h
+// on frozen embeddings): gap = logit(B) - logit(A).
 class ClassifierJudge : public PairwiseJudge {
  public:
   using Logit = std::function<double(const tasks::Problem&, const std::string& turn)>;

@@ -1,10 +1,9 @@
 // The policy-gradient loss of the GRPO family, per token and aggregated over a whole batch that the
 // trainer runs in micro-batches: PPO's clipped surrogate (Schulman et al. 2017) with DAPO's decoupled
 // eps_low/eps_high (Yu et al. 2025), dual-clip for A < 0 (Ye et al. 2020, as verl's clip_ratio_c),
-// per-token weights (STARE), KL to a frozen reference with Schulman's k1/k2/k3 estimators
-// ("Approximating KL Divergence", 2020), an entropy bonus, and the token-mean / seq-mean-token-mean /
-// Dr.GRPO (Liu et al. 2025) aggregations. Agrees with TRL 0.19.1 GRPOTrainer (golden test).
-// Leaves out: value losses (no critic), sequence-level ratios (GSPO).
+// per-token weights (STARE), KL to a frozen reference, an entropy bonus and three aggregations.
+// Agrees with TRL 0.19.1 GRPOTrainer (golden test). Leaves out: value losses (no critic),
+// sequence-level ratios (GSPO).
 #pragma once
 
 #include <cstdint>
@@ -14,6 +13,7 @@
 
 namespace temper::rl {
 
+// The token-mean / seq-mean-token-mean / Dr.GRPO (Liu et al. 2025) aggregations.
 // How per-token losses l[b,t] (mask m[b,t], B sequences of the WHOLE batch) become one number:
 enum class LossAgg {
   token_mean,               // sum_{b,t} m l / sum_{b,t} m              (TRL "bnpo", verl "token-mean", DAPO)
@@ -25,6 +25,7 @@ inline constexpr EnumNames<LossAgg, 3> kLossAggNames{{{LossAgg::token_mean, "tok
                                                       {LossAgg::seq_mean_token_mean, "seq_mean_token_mean"},
                                                       {LossAgg::seq_mean_token_sum_norm, "seq_mean_token_sum_norm"}}};
 
+// KL to the frozen reference: Schulman's k1/k2/k3 estimators ("Approximating KL Divergence", 2020).
 enum class KlEstimator {
   k1,  // d = logp - ref_logp:         KL = d,                 dKL/dlogp = 1
   k2,  //                              KL = d^2 / 2,           dKL/dlogp = d

@@ -1,10 +1,7 @@
 // Supervised fine-tuning on a task's gold solutions (the SFT stage before RL): batches of
 // prompt + gold completion (end token included), loss on the completion tokens only, through the
-// same Trainer as `temper bench train` (micro-batches, clipping, AdamW, schedule).
-// With a teacher: the completions can be the teacher's samples instead of the gold solutions
-// (sequence-level distillation), and with `distill` the loss is forward KL on the teacher model's
-// top-K next-token distributions at every completion position (logit distillation; the teacher must
-// share the student's vocabulary), mixed with the hard-token cross-entropy by ce_weight.
+// same Trainer as `temper bench train` (micro-batches, clipping, AdamW, schedule). With a teacher:
+// sequence-level or logit distillation (above DistillConfig).
 // Leaves out: packing several examples into one row.
 #pragma once
 
@@ -23,6 +20,10 @@
 
 namespace temper::rl {
 
+// With a teacher: the completions can be the teacher's samples instead of the gold solutions
+// (sequence-level distillation), and with `distill` the loss is forward KL on the teacher model's
+// top-K next-token distributions at every completion position (logit distillation; the teacher must
+// share the student's vocabulary), mixed with the hard-token cross-entropy by ce_weight.
 struct DistillConfig {
   int64_t top_k = 64;  // teacher probabilities kept per position (the rest of its mass is dropped)
   double kl_weight = 1.0, ce_weight = 0.0;

@@ -1,9 +1,7 @@
 // Teachers: where methods get responses from someone other than the student (ZPPO's correct candidate,
 // the teacher-injection baseline, logit distillation). Three sources, chosen by the recipe's [teacher]:
-//   gold     the task's own step-by-step gold solution (procedural tasks: always correct);
-//   dataset  the problem's `teacher_response` field (JSONL datasets; problems without one get none);
-//   model    a second model held in the same process for generation only (any format temper loads,
-//            GGUF quantized included), sampling with its own tokenizer, KV pool and engine.
+// gold (the task's solution), dataset (the problem's `teacher_response` field) and model (a second model
+// held in the same process for generation only); each in detail above class Teacher.
 // Responses are completion text in the task's format (reasoning lines, then the answer line).
 #pragma once
 
@@ -22,6 +20,11 @@
 
 namespace temper::rl {
 
+// The sources, chosen by the recipe's [teacher]:
+//   gold     the task's own step-by-step gold solution (procedural tasks: always correct);
+//   dataset  the problem's `teacher_response` field (JSONL datasets; problems without one get none);
+//   model    a second model held in the same process for generation only (any format temper loads,
+//            GGUF quantized included), sampling with its own tokenizer, KV pool and engine.
 class Teacher {
  public:
   virtual ~Teacher() = default;

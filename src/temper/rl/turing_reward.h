@@ -1,12 +1,8 @@
 // The Turing reward of a user-simulator completion (spec methods-other section 2, steps 3a-3g; Wang et
 // al. 2026): the generated reply and the real one go to a pairwise judge in an order fixed by a hash
 // (generated is B iff the SHA-256 of "<problem id>|<reply>" is even), the judge's 1..7 rating becomes
-// s (7: the generated reply is surely the human's), and
-//   R = max(0, scale x (min(s, cap) - 1) / 6 + format - length_penalty)
-// with format = +0.05 for exactly one well-formed reasoning block, +0.05 for exactly one "[HUMAN]:" and no
-// reasoning after it; R = 0 when the reasoning holds no alphabetic character (or the reply is empty);
-// length_penalty = min(cap, max(0.8 - rho, 0) / 0.8 x 0.35 + max(rho - 1.1, 0) / 1.1 x 0.15) with rho the
-// generated reply's word count over the real one's.
+// s (7: the generated reply is surely the human's), and the reward R is s shaped with a format bonus
+// and a length penalty (the formula: above TuringRewardConfig).
 #pragma once
 
 #include <cstdint>
@@ -19,6 +15,12 @@
 
 namespace temper::rl {
 
+// The reward:
+//   R = max(0, scale x (min(s, cap) - 1) / 6 + format - length_penalty)
+// with format = +0.05 for exactly one well-formed reasoning block, +0.05 for exactly one "[HUMAN]:" and no
+// reasoning after it; R = 0 when the reasoning holds no alphabetic character (or the reply is empty);
+// length_penalty = min(cap, max(0.8 - rho, 0) / 0.8 x 0.35 + max(rho - 1.1, 0) / 1.1 x 0.15) with rho the
+// generated reply's word count over the real one's.
 struct TuringRewardConfig {
   double scale = 0.9;
   int64_t cap = 5;               // ratings above count as the cap: no reward for "more human than likely"

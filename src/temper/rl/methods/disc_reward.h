@@ -1,14 +1,8 @@
-// Discriminator rewards (spec methods-other section 4, the LLM form; Beltran-Velez et al. 2026): at the
-// first step, `samples` training problems are answered by the policy as it starts (p_0) and by the
-// real replies (their gold solutions or dataset teacher responses); a discriminator head is fitted on
-// the frozen reference model's mean final hidden states (rl/discriminator.h), or with features = "ngrams" on
-// hashed character n-grams of the reply with the question as context (rl/reply_features.h), and frozen. Each rollout's
-// reward becomes coef x its clipped logit (replace), or is added to the task's reward (add). With
-// rl.kl_coef = 1 the KL-regularised optimum is the real distribution (balanced classes make the logit
-// log p_real / p_0). The head is checkpointed, so a resume does not refit it on a later policy.
-// Refitting rounds (the spec's `rounds`; one by default, the theory-clean choice at kl_coef 1): with rounds R > 1
-// a fresh head is fitted again every `refit_every` steps on the real replies against the policy as it stands
-// then (p_k), on the next `samples` training problems, R fits in all; the reward uses the latest head.
+// Discriminator rewards (spec methods-other section 4, the LLM form; Beltran-Velez et al. 2026): a head
+// fitted to tell the real replies (gold solutions or dataset teacher responses) from the policy's own as
+// it starts (p_0), then frozen, turns each rollout's reply into a reward (coef x its clipped logit,
+// replacing the task's reward or added to it). With rl.kl_coef = 1 the KL-regularised optimum is the
+// real distribution. The fit, the features and the refitting rounds: above DiscReward.
 #pragma once
 
 #include <functional>
@@ -53,6 +47,16 @@ FitStats fit_real_vs_policy(const MethodEnv& env, int64_t samples,
                             const std::function<std::string(const std::string&)>& view, const ReplyFeatures& features,
                             Discriminator& head, int64_t round = 0);
 
+// At the first step, `samples` training problems are answered by the policy as it starts (p_0) and by the
+// real replies (their gold solutions or dataset teacher responses); a discriminator head is fitted on
+// the frozen reference model's mean final hidden states (rl/discriminator.h), or with features = "ngrams" on
+// hashed character n-grams of the reply with the question as context (rl/reply_features.h), and frozen. Each rollout's
+// reward becomes coef x its clipped logit (replace), or is added to the task's reward (add). With
+// rl.kl_coef = 1 the KL-regularised optimum is the real distribution (balanced classes make the logit
+// log p_real / p_0). The head is checkpointed, so a resume does not refit it on a later policy.
+// Refitting rounds (the spec's `rounds`; one by default, the theory-clean choice at kl_coef 1): with rounds R > 1
+// a fresh head is fitted again every `refit_every` steps on the real replies against the policy as it stands
+// then (p_k), on the next `samples` training problems, R fits in all; the reward uses the latest head.
 class DiscReward : public Method {
  public:
   explicit DiscReward(DiscRewardConfig cfg);

@@ -1,18 +1,8 @@
 // DRE, dynamic rollout editing against overthinking (Wei et al. 2026, arXiv 2606.17890;
 // ../shared/specs/methods-llm-rl.md section 2; the algorithm is our reconstruction from the abstract,
 // as the spec records). A correct rollout that keeps reasoning after its answer has appeared is edited:
-// the verified prefix (up to the first step boundary whose stated answer the task accepts) is kept,
-// the reasoning is closed there (the task's answer_close, e.g. "#### ", forced and masked from the
-// loss) and the policy writes the answer. The edit joins the rollout's group and is preferred:
-//   add_beside      the edit is added (reward from the verifier, 1), the original keeps its reward;
-//   add_and_prefer  as add_beside, and the overthinking original's reward drops by delta (default 0.2);
-//   replace         the edit takes the original's place (group size unchanged).
-// Modes: online (a rollout hook forks the sequence at the first verified answer during generation;
-// the fork is closed while the original goes on) and offline (detect on finished rollouts and
-// regenerate the close from the prefix on the current weights). Either way an edit is kept only when
-// the original is correct, the edit verifies, and it saves at least min_tail tokens.
-// Metrics: edits, tokens saved, and the overthinking ratio (tokens between the first appearance of a
-// rollout's own final answer and its answer line, over all its tokens) of correct vs incorrect rollouts.
+// the verified prefix is kept, the reasoning is closed there and the policy writes the answer; the edit
+// joins the rollout's group and is preferred. The edit, the modes and the metrics: above Dre.
 #pragma once
 
 #include <cstdint>
@@ -81,6 +71,19 @@ struct DreStats {
   int64_t n_correct = 0, n_incorrect = 0;
 };
 
+// A correct rollout that keeps reasoning after its answer has appeared is edited: the verified prefix (up to
+// the first step boundary whose stated answer the task accepts) is kept, the reasoning is closed there (the
+// task's answer_close, e.g. "#### ", forced and masked from the loss) and the policy writes the answer. The
+// edit joins the rollout's group and is preferred:
+//   add_beside      the edit is added (reward from the verifier, 1), the original keeps its reward;
+//   add_and_prefer  as add_beside, and the overthinking original's reward drops by delta (default 0.2);
+//   replace         the edit takes the original's place (group size unchanged).
+// Modes: online (a rollout hook forks the sequence at the first verified answer during generation;
+// the fork is closed while the original goes on) and offline (detect on finished rollouts and
+// regenerate the close from the prefix on the current weights). Either way an edit is kept only when
+// the original is correct, the edit verifies, and it saves at least min_tail tokens.
+// Metrics: edits, tokens saved, and the overthinking ratio (tokens between the first appearance of a
+// rollout's own final answer and its answer line, over all its tokens) of correct vs incorrect rollouts.
 class Dre : public Method {
  public:
   explicit Dre(const DreConfig& cfg) : cfg_(cfg) { cfg_.validate(); }

@@ -1,13 +1,8 @@
 // Fair multi-objective RL (Siddique et al. 2026, arXiv 2606.18111; ../shared/specs/methods-other.md
 // section 6), train once and choose the trade-off at deployment. Each rollout gets a vector of D
-// objectives; each group samples a preference omega (importance per objective, on the simplex grid
-// of step 1/20, extremes included) written into its prompt ("<pref 0.25,0.75>\n" before the
-// question); the welfare of the group is GGF_w(omega * m) with m the group's mean objective vector
-// and w fixed decreasing Gini weights; each rollout's scalar GRPO reward is the supergradient there
-// applied to its own vector: reward_i = sum_j omega_j w_(rank of omega_j m_j) r_ij (the spec's
-// design: GGF on the expected return, not per sample, which would bias toward risk aversion).
-// Objectives: correct (the verdict), brevity (1 - tokens / max_new), format (an answer line the task
-// can read), task:K (entry K of the task's reward vector) or task:NAME (the entry Task::reward_names calls NAME).
+// objectives; each group samples a preference omega written into its prompt, and each rollout's scalar
+// GRPO reward is the supergradient of the group's Gini welfare (rl/welfare.h) applied to its own vector.
+// The preference grid, the welfare, the reward and the objectives: above Fair.
 #pragma once
 
 #include <map>
@@ -87,6 +82,14 @@ void check_objectives(const std::vector<std::string>& objectives, const tasks::T
 // The metric suffix of an objective ("task:0" -> "task_0").
 std::string fair_metric_name(std::string objective);
 
+// Each rollout gets a vector of D objectives; each group samples a preference omega (importance per
+// objective, on the simplex grid of step 1/20, extremes included) written into its prompt
+// ("<pref 0.25,0.75>\n" before the question); the welfare of the group is GGF_w(omega * m) with m the
+// group's mean objective vector and w fixed decreasing Gini weights; each rollout's scalar GRPO reward is
+// the supergradient there applied to its own vector: reward_i = sum_j omega_j w_(rank of omega_j m_j) r_ij
+// (the spec's design: GGF on the expected return, not per sample, which would bias toward risk aversion).
+// Objectives: correct (the verdict), brevity (1 - tokens / max_new), format (an answer line the task
+// can read), task:K (entry K of the task's reward vector) or task:NAME (the entry Task::reward_names calls NAME).
 class Fair : public Method {
  public:
   explicit Fair(FairConfig cfg);

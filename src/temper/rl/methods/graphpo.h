@@ -1,20 +1,8 @@
 // GraphPO, first cut (spec methods-llm-rl section 6): the graph advantage of rl/state_graph.h over each
-// group's independently sampled rollouts. A rollout's steps end where the task's state extractor
-// (Task::intermediate_states: the remaining numbers in countdown, the running value in arithmetic) reports
-// a new state after a complete line; lines that change nothing join the next step; the rest of the
-// completion (the answer) is the step to the leaf. Every token of a step gets the step's advantage;
-// later copies of a shared physical edge leave the loss. A task without a state extractor gives one step
-// per rollout: GRPO. With `expand_budget` k > 0 the rollout itself is budgeted: once k sequences of a
-// group continued from a state, later sequences reaching it stop there (GraphPoHook) and share the
-// continuations: their reward is the mean reward of the finished paths through that state, and their
-// last step joins the graph at the state. With `equivalence = "embedding"` (free text, tasks without a state
-// extractor) every line is a step and the state it reaches is its embedding, the mean of the current
-// policy's final hidden states over the step's tokens; steps of a group whose embeddings have cosine >=
-// `similarity` (0.92) share a state (greedy: each step joins the first earlier cluster whose founding step
-// is that close, in path and step order). With `reallocate` the budget's savings are spent again: each
-// sequence the budget stops earns its group one fork, given to the next sequence that reaches a state no
-// sequence of the group reached before (a new class), so the group's tokens go to continuations of distinct
-// states instead of re-expansions of one (spec section 6, step 4).
+// group's independently sampled rollouts, a step ending where the task's state extractor reports a new
+// state (a task without one gives one step per rollout: GRPO). Optional: an expansion budget during the
+// rollout (`expand_budget`, `reallocate`) and embedding states for free text (`equivalence`).
+// The steps, the budget and the embedding states in detail: above GraphPo.
 #pragma once
 
 #include <functional>
@@ -76,6 +64,21 @@ struct GraphPoConfig {
   void visit(KeyVisitor& v);  // its recipe section's keys
 };
 
+// A rollout's steps end where the task's state extractor (Task::intermediate_states: the remaining numbers in
+// countdown, the running value in arithmetic) reports a new state after a complete line; lines that change
+// nothing join the next step; the rest of the completion (the answer) is the step to the leaf. Every token of a
+// step gets the step's advantage; later copies of a shared physical edge leave the loss. A task without a state
+// extractor gives one step per rollout: GRPO. With `expand_budget` k > 0 the rollout itself is budgeted: once k
+// sequences of a group continued from a state, later sequences reaching it stop there (GraphPoHook) and share
+// the continuations: their reward is the mean reward of the finished paths through that state, and their last
+// step joins the graph at the state. With `equivalence = "embedding"` (free text, tasks without a state
+// extractor) every line is a step and the state it reaches is its embedding, the mean of the current policy's
+// final hidden states over the step's tokens; steps of a group whose embeddings have cosine >= `similarity`
+// (0.92) share a state (greedy: each step joins the first earlier cluster whose founding step is that close, in
+// path and step order). With `reallocate` the budget's savings are spent again: each sequence the budget stops
+// earns its group one fork, given to the next sequence that reaches a state no sequence of the group reached
+// before (a new class), so the group's tokens go to continuations of distinct states instead of re-expansions
+// of one (spec section 6, step 4).
 class GraphPo : public Method {
  public:
   explicit GraphPo(GraphPoConfig cfg) : cfg_(cfg) { cfg_.validate(); }

@@ -1,17 +1,9 @@
 // Rubric-conditioned self-distillation (Gu et al. 2026, arXiv 2606.19327; ../shared/specs/methods-other.md
 // section 1; abstract-level sources, the OPSD-family sampled-token form). The teacher is the policy
 // itself with the problem's rubric inserted into the prompt (`template`, {rubric} and {question}); one
-// extra forward over each rollout's tokens in that context, no gradient. The per-token advantage is
-// A_t = coef x clip(log p_teacher(y_t) - log p_student(y_t), -clip, clip), with the student's log-probs those
-// the rollout recorded; `combine = "replace"` (default: RCSD alone) uses A_t as the advantage,
-// `combine = "add"` adds A_t to the GRPO advantage. A problem without a rubric gets 0 (replace)
-// or its GRPO advantage (add). Rubrics: Task::rubric (a dataset's `rubric` field by default).
-// `teacher = "initial"` scores the rubric context with the frozen weights as RL started instead (a teacher
-// that does not drift with the student; the trainer then holds that frozen copy).
-// `mode = "reverse_kl"` distils the teacher's whole next-token distribution instead (small vocabularies,
-// up to kMaxDistillVocab): every completion token's loss gains coef x KL(pi(.|student context) ||
-// teacher(.|rubric context)) (Trajectory::teacher_logq, Batch::reverse_kl_coef; the fused classifier's
-// reverse-KL target); with replace the advantages are 0 (the KL is the whole signal), with add GRPO's stay.
+// extra forward over each rollout's tokens in that context, no gradient, gives a per-token advantage (or,
+// with `mode = "reverse_kl"`, a full-vocabulary KL). Rubrics: Task::rubric (a dataset's `rubric` field by
+// default). The advantage, `combine`, `teacher` and `mode`: above Rcsd.
 #pragma once
 
 #include <string>
@@ -49,6 +41,16 @@ struct RcsdConfig {
 tasks::Problem rcsd_teacher_problem(const tasks::Problem& p, const PromptCodec& codec, const std::string& rubric,
                                     const std::string& tmpl);
 
+// The per-token advantage is A_t = coef x clip(log p_teacher(y_t) - log p_student(y_t), -clip, clip), with the
+// student's log-probs those the rollout recorded; `combine = "replace"` (default: RCSD alone) uses A_t as the
+// advantage, `combine = "add"` adds A_t to the GRPO advantage. A problem without a rubric gets 0 (replace) or
+// its GRPO advantage (add).
+// `teacher = "initial"` scores the rubric context with the frozen weights as RL started instead (a teacher
+// that does not drift with the student; the trainer then holds that frozen copy).
+// `mode = "reverse_kl"` distils the teacher's whole next-token distribution instead (small vocabularies,
+// up to kMaxDistillVocab): every completion token's loss gains coef x KL(pi(.|student context) ||
+// teacher(.|rubric context)) (Trajectory::teacher_logq, Batch::reverse_kl_coef; the fused classifier's
+// reverse-KL target); with replace the advantages are 0 (the KL is the whole signal), with add GRPO's stay.
 class Rcsd : public Method {
  public:
   explicit Rcsd(RcsdConfig cfg);

@@ -1,14 +1,8 @@
 // REVES, revision- and verification-augmented training (Liu et al. 2026, arXiv 2606.18910;
-// ../shared/specs/methods-llm-rl.md section 4). Every `refresh_every` steps (an "epoch" of a procedural
-// task) the current policy runs the revise loop on `seeds` fresh training problems: a first attempt, and
-// for a wrong one up to R revision rounds with the binary feedback "incorrect". Only recoveries (wrong
-// first, right within R) produce records: a revision prompt per round (the question, the previous
-// attempt, the feedback; checked by the question's own checker) and a verification prompt per revised
-// attempt ("is this correct?", checked against the attempt's true label: (turns-1) False and one True).
-// With `rebalance`, first-try-correct attempts add True verification prompts up to the False count
-// (the spec's recommendation against label imbalance). The records are prompts, never targets: each
-// step draws aug_ratio x prompts_per_step of them as extra groups beside the new questions, sampled
-// fresh and rewarded by their checkers: ordinary single-turn GRPO on the union.
+// ../shared/specs/methods-llm-rl.md section 4). Every `refresh_every` steps the current policy runs the
+// revise loop on `seeds` fresh training problems; its recoveries (wrong first, right within R revisions)
+// become revision and verification prompts, drawn each step as extra groups beside the new questions:
+// ordinary single-turn GRPO on the union. The records in detail: above Reves.
 #pragma once
 
 #include <cstdint>
@@ -46,6 +40,15 @@ struct RevesRecord {
 // The records of one seed problem's revise trace (empty unless it failed first and recovered).
 std::vector<RevesRecord> reves_records(int64_t index, const RevisionTrace& trace, bool verification);
 
+// Every `refresh_every` steps (an "epoch" of a procedural task) the current policy runs the revise loop on
+// `seeds` fresh training problems: a first attempt, and for a wrong one up to R revision rounds with the binary
+// feedback "incorrect". Only recoveries (wrong first, right within R) produce records: a revision prompt per
+// round (the question, the previous attempt, the feedback; checked by the question's own checker) and a
+// verification prompt per revised attempt ("is this correct?", checked against the attempt's true label:
+// (turns-1) False and one True). With `rebalance`, first-try-correct attempts add True verification prompts up
+// to the False count (the spec's recommendation against label imbalance). The records are prompts, never
+// targets: each step draws aug_ratio x prompts_per_step of them as extra groups beside the new questions,
+// sampled fresh and rewarded by their checkers: ordinary single-turn GRPO on the union.
 class Reves : public Method {
  public:
   explicit Reves(const RevesConfig& cfg) : cfg_(cfg) { cfg_.validate(); }

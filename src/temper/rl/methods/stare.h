@@ -1,17 +1,8 @@
 // STARE (Luo et al. 2026, arXiv 2606.19236; ../shared/specs/methods-llm-rl.md section 1): hold the
 // policy's token-mean entropy near a target by reweighting a few "entropy-critical" tokens of the
-// clipped surrogate. Within the positive-advantage tokens, the top P by surprisal (-log pi of the
-// sampled token) get weight W > 1 (variant O1; raising rare tokens raises entropy); variant C2 also
-// gives the top P of the negative-advantage tokens weight M < 1. A controller decides each step,
-// from the token-mean entropy of the pre-update policy, whether (and how strongly) to reweight:
-//   gate      the released code's bang-bang gate: reweight while entropy < target;
-//   adaptive  the gate plus the code's optional sign rule W += alpha*sign(H_tgt - H), M -= ... (bounded);
-//   band      hold entropy within +/- band*target with a bounded proportional-integral rule on W (and M),
-//             optionally on an exponential moving average of the entropy (`smooth`).
-// Selection runs over the whole step batch (the recommended packing-invariant scope; with one
-// mini-batch per step, the STARE recipe, it is the loss's batch). Ties: lower index first.
-// Surprisal comes from the rollout's policy log-probs (the pre-update policy: equal to the training
-// forward's within 1e-5). Leaves out: the reference code's per-micro-batch selection.
+// clipped surrogate: the top P by surprisal among the positive-advantage tokens (variant C2: also among
+// the negative ones), when a controller says so each step. Leaves out: the reference code's
+// per-micro-batch selection.
 #pragma once
 
 #include <cstdint>
@@ -52,6 +43,12 @@ struct StareWeights {
   double w = 1, m = 1;
 };
 
+// A controller decides each step, from the token-mean entropy of the pre-update policy, whether (and how
+// strongly) to reweight:
+//   gate      the released code's bang-bang gate: reweight while entropy < target;
+//   adaptive  the gate plus the code's optional sign rule W += alpha*sign(H_tgt - H), M -= ... (bounded);
+//   band      hold entropy within +/- band*target with a bounded proportional-integral rule on W (and M),
+//             optionally on an exponential moving average of the entropy (`smooth`).
 // The controller's state (checkpointed as text).
 class StareController {
  public:
@@ -79,6 +76,13 @@ struct StareSelection {
   int64_t selected_positive = 0, selected_negative = 0;
 };
 
+// Within the positive-advantage tokens, the top P by surprisal (-log pi of the
+// sampled token) get weight W > 1 (variant O1; raising rare tokens raises entropy); variant C2 also
+// gives the top P of the negative-advantage tokens weight M < 1.
+// Selection runs over the whole step batch (the recommended packing-invariant scope; with one
+// mini-batch per step, the STARE recipe, it is the loss's batch). Ties: lower index first.
+// Surprisal comes from the rollout's policy log-probs (the pre-update policy: equal to the training
+// forward's within 1e-5).
 // weight[n] = 1, except W on the top k+ = max(1, ceil(P |T+|)) tokens of T+ = {mask > 0, A > 0} by
 // surprisal = -logp, and (C2) M on the top k- of T- likewise. Not active or P = 0: all 1.
 StareSelection stare_token_weights(const StareConfig& cfg, const StareWeights& sw, const float* mask,

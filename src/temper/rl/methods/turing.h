@@ -1,14 +1,8 @@
 // Turing rewards for user simulators (spec methods-other section 2; Wang et al. 2026, "Learning User
 // Simulators with Turing Rewards"): each rollout's reply and the real next turn go to a pairwise judge
 // (rl/pairwise_judge.h) in hash-fixed order; the reward is the clipped, shaped rating of
-// rl/turing_reward.h. Judges: "scripted" (the paper's rubric measured against the user's history) or
-// "discriminator" (a real-vs-generated head on the frozen reference model's embeddings of the reply, or with
-// features = "ngrams" on hashed character n-grams of the turn and the user's history (rl/reply_features.h),
-// fitted at the first step on `samples` training conversations against the policy as RL starts, then
-// frozen and checkpointed; with embeddings the trainer then holds a frozen copy of the starting weights). The judge is
-// frozen, as in the paper (no GAN loop), unless `rounds` > 1: the spec's optional refit, a fresh head every
-// `refit_every` steps against the policy as it stands then (rl/refitted_head.h). Reads the task's user_sim fields
-// (Problem::history, context, answer = the real turn).
+// rl/turing_reward.h. Reads the task's user_sim fields (Problem::history, context, answer = the real turn).
+// The judges ("scripted" or "discriminator") and the optional refit: above Turing.
 #pragma once
 
 #include <map>
@@ -41,6 +35,13 @@ struct TuringConfig {
   void visit(KeyVisitor& v);  // its recipe section's keys
 };
 
+// Judges: "scripted" (the paper's rubric measured against the user's history) or "discriminator" (a
+// real-vs-generated head on the frozen reference model's embeddings of the reply, or with features = "ngrams"
+// on hashed character n-grams of the turn and the user's history (rl/reply_features.h), fitted at the first
+// step on `samples` training conversations against the policy as RL starts, then frozen and checkpointed; with
+// embeddings the trainer then holds a frozen copy of the starting weights). The judge is frozen, as in the
+// paper (no GAN loop), unless `rounds` > 1: the spec's optional refit, a fresh head every `refit_every` steps
+// against the policy as it stands then (rl/refitted_head.h).
 class Turing : public Method {
  public:
   explicit Turing(TuringConfig cfg);

@@ -1,20 +1,9 @@
 // ZPPO, zone of proximal policy optimization: the teacher goes into the prompt, not the gradient (Lee
 // et al. 2026, arXiv 2606.18216; ../shared/specs/methods-llm-rl.md section 3). Questions the student
-// fails (group accuracy < 0.5) enter a replay buffer of questions and come back each step beside the
-// new ones (replay_ratio x new) until the student reaches 0.5 on them. For hard questions (at most
-// ceil(aug_ratio x new) prompts per step, over all its rounds) it builds
-//   BCQ  one correct teacher response and one wrong student rollout, anonymized (the spec's recommendation
-//        without the teacher's rewrite: markdown marks and blank lines stripped, both cut to the same number
-//        of final tokens, at most the budget), in identical <candidate> tags, in a seeded random order: "one is
-//        correct, one is wrong";
-//   NCQ  the student's wrong final answers listed as wrong, with some of its wrong traces as candidates;
-// and the student answers them with ordinary rollouts scored by the original question's checker: each
-// reformulated prompt is its own GRPO group, every token in the loss was sampled by the student, the
-// teacher's text is prompt. With [rl.zppo] the recipe's defaults are the paper's: scale_rewards = "batch_active"
-// (normalisation over groups whose rewards differ), epochs = 4, eps_high = 0.28 (app/train_cmd.cpp).
-// Modes for the paper's baselines in the same code path: `buffer` (GRPO-dagger: the buffer, no
-// reformulation) and `inject` (GRPO with a correct teacher response added to each hard group as an
-// off-policy member, old log-probs from the current policy).
+// fails enter a replay buffer and come back until it passes them; hard ones are reformulated with
+// candidates (BCQ: a correct teacher response and a wrong student rollout; NCQ: the student's wrong
+// answers) that the student answers in ordinary GRPO groups. Modes `buffer` and `inject` run the
+// paper's baselines in the same code path. In detail: above Zppo.
 #pragma once
 
 #include <cstdint>
@@ -76,6 +65,21 @@ tasks::Problem zppo_reformulate(const tasks::Problem& p, const PromptCodec& code
                                 const std::string& candidates, const std::string& wrong_answers,
                                 const std::string& kind);
 
+// Questions the student fails (group accuracy < 0.5) enter a replay buffer of questions and come back each step
+// beside the new ones (replay_ratio x new) until the student reaches 0.5 on them. For hard questions (at most
+// ceil(aug_ratio x new) prompts per step, over all its rounds) it builds
+//   BCQ  one correct teacher response and one wrong student rollout, anonymized (the spec's recommendation
+//        without the teacher's rewrite: markdown marks and blank lines stripped, both cut to the same number
+//        of final tokens, at most the budget), in identical <candidate> tags, in a seeded random order: "one is
+//        correct, one is wrong";
+//   NCQ  the student's wrong final answers listed as wrong, with some of its wrong traces as candidates;
+// and the student answers them with ordinary rollouts scored by the original question's checker: each
+// reformulated prompt is its own GRPO group, every token in the loss was sampled by the student, the
+// teacher's text is prompt. With [rl.zppo] the recipe's defaults are the paper's: scale_rewards = "batch_active"
+// (normalisation over groups whose rewards differ), epochs = 4, eps_high = 0.28 (ZppoSetup in zppo.cpp).
+// Modes for the paper's baselines in the same code path: `buffer` (GRPO-dagger: the buffer, no
+// reformulation) and `inject` (GRPO with a correct teacher response added to each hard group as an
+// off-policy member, old log-probs from the current policy).
 class Zppo : public Method {
  public:
   Zppo(const ZppoConfig& cfg, std::shared_ptr<Teacher> teacher);
