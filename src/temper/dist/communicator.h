@@ -20,7 +20,7 @@ class Communicator {
   virtual int local_size() const { return 1; }  // ranks on this machine (threads per rank follow from it)
   virtual const char* backend() const = 0;
   // Element-wise sum over ranks, in place; every rank ends with the same values. Large buffers go in
-  // buckets (at most bucket_bytes each).
+  // buckets (MPI: at most kBucketBytes each, mpi_communicator.cpp).
   virtual void allreduce_sum(float* data, int64_t n) = 0;
   virtual void allreduce_sum(double* data, int64_t n) = 0;
   virtual void allreduce_max(double* data, int64_t n) = 0;

@@ -1,20 +1,7 @@
-// The rollout engine: batched generation on the trainer's own weights over the paged KV cache.
-// Each request is a prompt with G samples: the prompt is prefilled once and its blocks shared by the
-// G members (fork). Continuous batching: every step is one forward over the new tokens of all live
-// sequences (prefills of newly admitted requests mixed with decodes); finished sequences leave and
-// queued requests join when the pool has room. When the pool runs out mid-decode, the newest
-// sequences are preempted (their blocks freed) and later resumed by recomputing their prefix, as
-// vLLM's recompute preemption. Every generated token records its id, the log-prob under the
-// sampling distribution, and the log-prob and full-vocabulary entropy under the policy itself
-// (temperature 1, no truncation). Member g of a request draws from the Philox stream
-// (seed, stream + g); a fork draws from a stream derived from its parent's: a sequence's tokens do
-// not depend on what else shares the batch. Hooks see every new token and may stop a sequence or
-// fork it at the current position. Speculative decoding (EfficientRollout) when the config has a
-// drafter and a controller: once the controller turns it on for a rollout, every cycle drafts up
-// to gamma tokens per live sequence with the 4-bit drafter over the shared KV cache, the policy
-// scores all of them in one batched forward, and the standard rejection rule keeps the emitted
-// tokens distributed exactly as plain sampling (rollout/spec_sampling.h); recorded log-probs and
-// entropies are the policy's, from the verify pass. Hooks, stops and forks see every token as before.
+// The rollout engine: batched generation on the trainer's own weights over the paged KV cache, with
+// continuous batching, recompute preemption (as vLLM's), per-member Philox streams, hooks that stop or
+// fork sequences, and speculative decoding (EfficientRollout) when configured. The behaviour in detail:
+// above RolloutEngine; the steps of one run() call: EngineRun (rollout/engine_run.h).
 #pragma once
 
 #include <cstdint>
@@ -136,6 +123,22 @@ struct EngineStats {
   double draft_s = 0, verify_s = 0, accept_s = 0;  // seconds in the draft passes (forwards and sampling), the verify forward, the acceptance
 };
 
+// Each request is a prompt with G samples: the prompt is prefilled once and its blocks shared by the
+// G members (fork). Continuous batching: every step is one forward over the new tokens of all live
+// sequences (prefills of newly admitted requests mixed with decodes); finished sequences leave and
+// queued requests join when the pool has room. When the pool runs out mid-decode, the newest
+// sequences are preempted (their blocks freed) and later resumed by recomputing their prefix, as
+// vLLM's recompute preemption. Every generated token records its id, the log-prob under the
+// sampling distribution, and the log-prob and full-vocabulary entropy under the policy itself
+// (temperature 1, no truncation). Member g of a request draws from the Philox stream
+// (seed, stream + g); a fork draws from a stream derived from its parent's: a sequence's tokens do
+// not depend on what else shares the batch. Hooks see every new token and may stop a sequence or
+// fork it at the current position. Speculative decoding (EfficientRollout) when the config has a
+// drafter and a controller: once the controller turns it on for a rollout, every cycle drafts up
+// to gamma tokens per live sequence with the 4-bit drafter over the shared KV cache, the policy
+// scores all of them in one batched forward, and the standard rejection rule keeps the emitted
+// tokens distributed exactly as plain sampling (rollout/spec_sampling.h); recorded log-probs and
+// entropies are the policy's, from the verify pass. Hooks, stops and forks see every token as before.
 class RolloutEngine {
  public:
   RolloutEngine(Transformer& model, KvPool& pool, EngineConfig cfg = {});

@@ -1,7 +1,7 @@
 // One RolloutEngine::run call as an object: the state of the call (completions, the queue, the live
 // sequences, the step's row buffers) held as members, and each part of a step a named member.
 // run() is the loop; engine_run.cpp holds the plain step, engine_speculative.cpp the speculative
-// cycle. Private to rollout/: the public API stays RolloutEngine (engine.h), whose header comment
+// cycle. Private to rollout/: the public API stays RolloutEngine (engine.h), whose class comment
 // describes the behaviour. Buffers are sized once here: the decode loop does not allocate.
 #pragma once
 

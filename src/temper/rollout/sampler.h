@@ -1,11 +1,8 @@
 // Choosing the next token from logits: the sampler chain of llama.cpp / HF generate, as one small
 // object per sequence: penalties (repetition, presence, frequency over the last N tokens of prompt
 // + completion) -> greedy, or temperature -> top-k -> top-p -> min-p -> a draw from the
-// renormalised distribution with the sequence's own Rng stream (so a sequence's tokens do not
-// depend on what else runs). Returns the log-prob of the chosen token under the distribution
-// actually sampled from (after penalties, temperature and truncation). Stop ids, stop strings and
-// max new tokens end a sequence in the engine. Follows llama.cpp's llama_sampler_penalties
-// (repetition: logit / p if > 0 else logit * p; then -= count * frequency + presence).
+// renormalised distribution with the sequence's own Rng stream. Follows llama.cpp's
+// llama_sampler_penalties. Stop ids, stop strings and max new tokens end a sequence in the engine.
 #pragma once
 
 #include <cstdint>
@@ -45,6 +42,10 @@ struct History {
   std::span<const int32_t> prompt, completion;
 };
 
+// Each sequence draws with its own Rng stream, so a sequence's tokens do not depend on what else runs.
+// sample() returns the log-prob of the chosen token under the distribution actually sampled from (after
+// penalties, temperature and truncation). The penalties as llama.cpp's llama_sampler_penalties
+// (repetition: logit / p if > 0 else logit * p; then -= count * frequency + presence).
 class Sampler {
  public:
   explicit Sampler(const SamplerConfig& c);

@@ -2,11 +2,8 @@
 // on its own engine and the completions of every rank are all-gathered, so every rank returns what one
 // process's engine.run(reqs) returns, in its (request, member) order. A sample does not depend on the
 // rank that drew it (per-request seeds and streams); its log-probs may differ by float rounding,
-// because each rank's engine batches other rows. Shares interleave (rank r runs r, r+N, ...) so ranks
-// get alike mixes of prompt lengths, or are contiguous blocks (dist::shard): the RL step's rollout,
-// whose rows a rank trains on are a block of the group-ordered rows, so that it trains mostly on rows
-// it rolled out and kept activations for (Completion::act_slots survive the gather on the rank that
-// drew them). Hooks see this rank's requests: shard_requests() maps them back.
+// because each rank's engine batches other rows. Hooks see this rank's requests: shard_requests() maps
+// them back.
 #pragma once
 
 #include <string>
@@ -17,6 +14,10 @@
 
 namespace temper::rollout {
 
+// Shares interleave (rank r runs r, r+N, ...) so ranks get alike mixes of prompt lengths, or are
+// contiguous blocks (dist::shard): the RL step's rollout, whose rows a rank trains on are a block of the
+// group-ordered rows, so that it trains mostly on rows it rolled out and kept activations for
+// (Completion::act_slots survive the gather on the rank that drew them).
 enum class Sharding { interleaved, blocks };
 
 // The request indices this rank runs (all of them for one process or a null group).

@@ -1,20 +1,7 @@
-// When to speculate and with how many draft tokens (EfficientRollout's system side):
-// - the toggle, per rollout and one-way: decoding starts plain; once nothing waits to be admitted
-//   (the ramp guard: the engine knows every request up front, so the prefill ramp is over when its
-//   queue has drained; the paper's guard of 32 live sequences serves vLLM's arriving requests),
-//   speculation turns on as soon as the cost model predicts a speed-up >= 1 + margin for the current
-//   live batch, and stays on until the rollout ends. Modes: `cost` (the paper's), `threshold`
-//   (n_active <= B*), `always`.
-// - the cost model: the measured time of one forward over n rows for the policy and for the
-//   drafter, at n = 1, 2, 4, ... (linear between points), calibrated once at start-up
-//   (calibrate_spec_cost). Predicted speed-up of a cycle for B live sequences:
-//   L * T_policy(B) / (gamma * T_draft(B) + T_policy(B * (gamma + 1))), L the mean accepted length
-//   (tokens per sequence per cycle) of the previous rollout, gamma at cold start. This is the
-//   paper's L / (gamma r + v) with its roofline replaced by measured times (on CPU the weights-bound
-//   regime is wide and the roofline's constants are not known).
-// - the draft-length ladder, between training rollouts: gamma in {5, 7, 9, 11}; up one rung after
-//   `persistence` consecutive rollouts with token-weighted acceptance >= alpha_up, down after as
-//   many <= alpha_down; any other rollout resets both counts.
+// When to speculate and with how many draft tokens (EfficientRollout's system side): a one-way toggle
+// per rollout (modes `cost`, the paper's, `threshold` and `always`), a cost model of measured forward
+// times (calibrate_spec_cost) in place of the paper's roofline, and a draft-length ladder moved between
+// training rollouts by the acceptance. In detail: above SpecToggle, SpecCostModel and SpecController.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +19,12 @@ class Int4Drafter;
 
 namespace temper::rollout {
 
+// The toggle, per rollout and one-way: decoding starts plain; once nothing waits to be admitted
+// (the ramp guard: the engine knows every request up front, so the prefill ramp is over when its
+// queue has drained; the paper's guard of 32 live sequences serves vLLM's arriving requests),
+// speculation turns on as soon as the cost model predicts a speed-up >= 1 + margin for the current
+// live batch, and stays on until the rollout ends. Modes: `cost` (the paper's), `threshold`
+// (n_active <= B*), `always`.
 enum class SpecToggle { cost, threshold, always };
 inline constexpr EnumNames<SpecToggle, 3> kSpecToggleNames{
     {{SpecToggle::cost, "cost"}, {SpecToggle::threshold, "threshold"}, {SpecToggle::always, "always"}}};
@@ -48,6 +41,13 @@ struct SpecConfig {
   void visit(KeyVisitor& v);  // every key but the ladder (gamma or ladder: SpeculativeConfig)
 };
 
+// The cost model: the measured time of one forward over n rows for the policy and for the
+// drafter, at n = 1, 2, 4, ... (linear between points), calibrated once at start-up
+// (calibrate_spec_cost). Predicted speed-up of a cycle for B live sequences:
+// L * T_policy(B) / (gamma * T_draft(B) + T_policy(B * (gamma + 1))), L the mean accepted length
+// (tokens per sequence per cycle) of the previous rollout, gamma at cold start. This is the
+// paper's L / (gamma r + v) with its roofline replaced by measured times (on CPU the weights-bound
+// regime is wide and the roofline's constants are not known).
 struct SpecCostModel {
   std::vector<double> rows, policy_s, draft_s;  // measured points (rows ascending)
   // Host seconds per row beyond the forwards: a plain step's draw (Sampler::sample), and a speculative cycle's
@@ -72,6 +72,9 @@ struct SpecState {  // what a checkpoint keeps for an exact resume
   double accepted_len = 0;  // mean accepted length of the last rollout (0: none yet)
 };
 
+// The draft-length ladder, between training rollouts: gamma in {5, 7, 9, 11}; up one rung after
+// `persistence` consecutive rollouts with token-weighted acceptance >= alpha_up, down after as
+// many <= alpha_down; any other rollout resets both counts.
 class SpecController {
  public:
   explicit SpecController(SpecConfig c);

@@ -1,22 +1,8 @@
 // Procedural task "compose": the compositional-generalisation benchmark of the SFT -> RL curriculum
 // (Kong et al., ICML 2026; spec methods-other section 5, CPU miniature). A problem is a string put
-// through L steps, each an atomic skill applied through a routing:
-//   skills   rev (reverse), rotl (rotate left), swap (swap adjacent pairs), repl (first alphabet letter
-//            -> second), dupf (duplicate the first char), dropl (drop the last char, never the only
-//            one), sort (ascending), shift (each char to the next alphabet letter, cyclic)
-//   routings prev (the previous result), orig (the original input), cat (the result before the
-//            previous one, or the input, followed by the previous result), half (the skill on the
-//            first half of the previous result, the second half kept)
-// Every result is cut to `cap` characters. Prompt "abcd|rev:prev|sort:orig|swap:cat="; the gold trace
-// writes each intermediate, "rev:prev=dcba\nsort:orig=abcd\nswap:cat=cdab\n#### cdab"; reward = exact
-// match of the final string.
-// Compositions of depth L are assigned to sets by a stable hash of their sequence of (skill, routing):
-// SFT support (sft_share), RL set (rl_share), unseen test (the rest). A `holdout` skill never enters
-// the SFT support (its compositions go to the RL set or the test). Sets of problems:
-//   train_set: sft | rl | atomic (depth 1, no held-out skill) | all (any depth-L composition)
-//   eval_set:  seen (SFT support) | unseen (test compositions without the held-out skill) |
-//              deeper (depth deep_depth, no held-out skill) | holdout (test compositions with it) | atomic | rl
-// Train and eval problems never coincide (split_of on the prompt). Difficulty = depth.
+// through L steps, each an atomic skill applied through a routing; reward = exact match of the final
+// string. Compositions of depth L are assigned by a stable hash to the SFT support, the RL set or the
+// unseen test. Difficulty = depth. The skills, routings, format and sets: above ComposeTask.
 #pragma once
 
 #include <string>
@@ -41,6 +27,23 @@ struct ComposeConfig {
   static ComposeConfig from_params(const TaskParams& params);  // keys as the fields; skills/routings: comma lists
 };
 
+// A problem is a string put through L steps, each an atomic skill applied through a routing:
+//   skills   rev (reverse), rotl (rotate left), swap (swap adjacent pairs), repl (first alphabet letter
+//            -> second), dupf (duplicate the first char), dropl (drop the last char, never the only
+//            one), sort (ascending), shift (each char to the next alphabet letter, cyclic)
+//   routings prev (the previous result), orig (the original input), cat (the result before the
+//            previous one, or the input, followed by the previous result), half (the skill on the
+//            first half of the previous result, the second half kept)
+// Every result is cut to `cap` characters. Prompt "abcd|rev:prev|sort:orig|swap:cat="; the gold trace
+// writes each intermediate, "rev:prev=dcba\nsort:orig=abcd\nswap:cat=cdab\n#### cdab"; reward = exact
+// match of the final string.
+// Compositions of depth L are assigned to sets by a stable hash of their sequence of (skill, routing):
+// SFT support (sft_share), RL set (rl_share), unseen test (the rest). A `holdout` skill never enters
+// the SFT support (its compositions go to the RL set or the test). Sets of problems:
+//   train_set: sft | rl | atomic (depth 1, no held-out skill) | all (any depth-L composition)
+//   eval_set:  seen (SFT support) | unseen (test compositions without the held-out skill) |
+//              deeper (depth deep_depth, no held-out skill) | holdout (test compositions with it) | atomic | rl
+// Train and eval problems never coincide (split_of on the prompt).
 class ComposeTask : public Task {
  public:
   explicit ComposeTask(ComposeConfig cfg);

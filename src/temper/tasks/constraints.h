@@ -1,10 +1,8 @@
 // Procedural task "constraints": a small constraint-satisfaction problem over integer variables with a
 // unique solution, e.g. prompt "a+b=9,a-c=2,b<c?" with gold "a=5\nb=4\nc=3\n#### 5,4,3". Variables are
 // a, b, c, ... (min_vars..max_vars), each in [0, max_value]; constraints relate two variables: "x+y=k",
-// "x-y=k", "x<y" and "x!=y" (the kinds in `kinds`, a subset of "+-<!"). Constraints true under a hidden
-// assignment are added until brute force over the whole domain finds exactly one solution, so the answer
-// (the values in variable order, comma-separated) is unique and checked exactly. Difficulty = the
-// number of variables. A family for revision (REVES) and held-out evaluation beside arithmetic.
+// "x-y=k", "x<y" and "x!=y" (the kinds in `kinds`, a subset of "+-<!"). Difficulty = the number of
+// variables. A family for revision (REVES) and held-out evaluation beside arithmetic.
 #pragma once
 
 #include <string>
@@ -23,6 +21,9 @@ struct ConstraintsConfig {
   static ConstraintsConfig from_params(const TaskParams& params);  // keys as the fields
 };
 
+// Constraints true under a hidden assignment are added until brute force over the whole domain finds
+// exactly one solution, so the answer (the values in variable order, comma-separated) is unique and
+// checked exactly.
 class ConstraintsTask : public Task {
  public:
   explicit ConstraintsTask(ConstraintsConfig cfg);

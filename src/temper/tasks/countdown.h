@@ -1,11 +1,7 @@
 // Procedural task "countdown": reach a target from given numbers with + - * / (exact integer division), each
 // number used at most once. Prompt "3 7 25 5 -> 83:" lists the numbers in random order, then the target.
 // Gold writes one step per line ("a op b=c", larger operand first) and ends with the whole expression:
-// "25-5=20\n20*4=80\n80+3=83\n#### (25-5)*4+3". The verifier reads "#### <expr>" or "#### <expr>=<target>";
-// <expr> has non-negative integer literals, + - * /, parentheses and spaces; every literal must be one of the
-// given numbers (as often as given at most), every division exact, only the configured ops used, and the value
-// equal to the target. Problems are generated from a random expression over steps+1 of the numbers (the others
-// are distractors; every gold step feeds the next), so each is solvable; the target is never one of the numbers.
+// "25-5=20\n20*4=80\n80+3=83\n#### (25-5)*4+3". The verifier's rules and the generator: above CountdownTask.
 // Difficulty = steps of the generating expression. Leaves out "closest wins" partial credit.
 #pragma once
 
@@ -27,6 +23,11 @@ struct CountdownConfig {
   static CountdownConfig from_params(const TaskParams& params);  // keys as the fields
 };
 
+// The verifier reads "#### <expr>" or "#### <expr>=<target>"; <expr> has non-negative integer literals,
+// + - * /, parentheses and spaces; every literal must be one of the given numbers (as often as given at most),
+// every division exact, only the configured ops used, and the value equal to the target. Problems are generated
+// from a random expression over steps+1 of the numbers (the others are distractors; every gold step feeds the
+// next), so each is solvable; the target is never one of the numbers.
 class CountdownTask : public Task {
  public:
   explicit CountdownTask(CountdownConfig cfg);

@@ -2,9 +2,8 @@
 // {role, content}), "answer" (string or number; GSM8K's "<worked solution>\n#### 72" becomes answer "72" and,
 // without a teacher_response, the teacher_response), optional "teacher_response", "rubric" (string, or any JSON
 // kept as its text), "difficulty" (integer), "id" (string or integer; default "<file name>:<line>"); other fields
-// are ignored. Eval comes from eval_path, or from eval_fraction of the train file (rows chosen by a hash of the
-// prompt, so identical prompts never straddle the splits), or is empty. Completions are scored with the math
-// answer checker (reward/math_answer.h). Errors name file:line, the field, the expected and the actual.
+// are ignored. Completions are scored with the math answer checker (reward/math_answer.h). Errors name
+// file:line, the field, the expected and the actual.
 #pragma once
 
 #include <functional>
@@ -34,6 +33,8 @@ void load_splits(const DatasetConfig& cfg, const std::string& task, const std::f
 // given, prompt is the content of the last "user" message.
 std::vector<Problem> load_jsonl_problems(const std::string& path);
 
+// Eval comes from eval_path, or from eval_fraction of the train file (rows chosen by a hash of the
+// prompt, so identical prompts never straddle the splits), or is empty (load_splits).
 class DatasetTask : public Task {
  public:
   explicit DatasetTask(DatasetConfig cfg);

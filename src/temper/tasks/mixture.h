@@ -1,11 +1,7 @@
 // Task "mixture": several tasks as one (multi-task SFT and RL), e.g. [task] name = "mixture" with
 // [task.params] tasks = "arithmetic,constraints", weights = "3,1", and each member's parameters under its
-// name ("arithmetic.max_ops" = "3"). Problem (split, index) comes from one member, chosen by a hash of
-// (seed, split, index) with the weights, at the member's own index (when every member is finite, e.g.
-// datasets, the indices run through the members in order instead, each problem once per pass, and the
-// weights are not used); its id is prefixed "<member>:" so
-// that verification (and every per-problem rule: answer detector, close, intermediate states) goes
-// to the member that made it, also for prompts a method derives from it (which keep the id).
+// name ("arithmetic.max_ops" = "3"). Each problem comes from one member and its id is prefixed
+// "<member>:", so verification goes to the member that made it (how members are chosen: above MixtureTask).
 #pragma once
 
 #include <memory>
@@ -16,6 +12,12 @@
 
 namespace temper::tasks {
 
+// Problem (split, index) comes from one member, chosen by a hash of (seed, split, index) with the
+// weights, at the member's own index (when every member is finite, e.g. datasets, the indices run
+// through the members in order instead, each problem once per pass, and the weights are not used); its
+// id is prefixed "<member>:" so that verification (and every per-problem rule: answer detector, close,
+// intermediate states) goes to the member that made it, also for prompts a method derives from it
+// (which keep the id).
 class MixtureTask : public Task {
  public:
   explicit MixtureTask(const TaskParams& params);

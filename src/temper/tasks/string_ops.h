@@ -1,11 +1,8 @@
 // Procedural task "string_ops": a string put through a pipeline of atomic operations, for SFT -> RL
 // compositional generalisation (train on shallow pipelines, evaluate deeper ones: eval_min_depth/eval_max_depth).
 // Prompt "abcde|rev|rotl=" applies ops left to right; gold writes each intermediate string, "op=string":
-// "rev=edcba\nrotl=dcbae\n#### dcbae". Ops: rev (reverse), rotl ("abcd"->"bcda"), rotr ("abcd"->"dabc"),
-// swap (swap adjacent pairs, "abcde"->"badce"), shift (each char to the next in the alphabet, cyclic),
-// drop (remove the first char), dup (append a copy of the last char). Each step changes the string and never
-// undoes the step before (ops giving the current or the previous string are not drawn, so "rev|rev" or
-// "rotl|rotr" never occur); the string never becomes empty. Difficulty = depth.
+// "rev=edcba\nrotl=dcbae\n#### dcbae". Difficulty = depth. The ops and how pipelines are drawn: above
+// StringOpsTask.
 #pragma once
 
 #include <string>
@@ -27,6 +24,11 @@ struct StringOpsConfig {
   static StringOpsConfig from_params(const TaskParams& params);  // keys as the fields
 };
 
+// Ops: rev (reverse), rotl ("abcd"->"bcda"), rotr ("abcd"->"dabc"), swap (swap adjacent pairs,
+// "abcde"->"badce"), shift (each char to the next in the alphabet, cyclic), drop (remove the first char), dup
+// (append a copy of the last char). Each step changes the string and never undoes the step before (ops giving
+// the current or the previous string are not drawn, so "rev|rev" or "rotl|rotr" never occur); the string never
+// becomes empty.
 class StringOpsTask : public Task {
  public:
   explicit StringOpsTask(StringOpsConfig cfg);

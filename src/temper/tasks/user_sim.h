@@ -1,16 +1,8 @@
 // Task "user_sim": a user simulator learns to write a real user's next turn (Turing-RL, spec
-// methods-other section 2). Problems come from JSONL conversations, one object per line:
-//   "history"   the user's earlier turns: a list of strings (may be empty)
-//   "context"   the conversation so far: a list of {role, content} or a string
-//   "reply"     the real next user turn (non-empty string)
-//   optional "reasoning" (first-person private reasoning that leads to the reply), "user" (who wrote it:
-//   per-user statistics), "id" (string or integer; default "<file>:<line>").
-// The completion format (the paper's): "<reasoning>...</reasoning>\n[HUMAN]: <reply>"; the gold solution is
-// that, with the row's reasoning (without one: "[HUMAN]: <reply>"). The task's own verifier is the
-// similarity baseline: reward = word-level F1 of the parsed reply against the real one (Sim-RL's key-point
-// coverage, in miniature), correct = equal after case and space folding. Turing rewards come from a judge
-// ([rl.turing], rl/methods/turing.h). Eval from eval_path or eval_fraction of the train file (by a hash of
-// the prompt), as task "dataset".
+// methods-other section 2). Problems come from JSONL conversations ("history", "context", "reply"; optional
+// "reasoning", "user", "id"); completions take the paper's format. The task's own verifier is the similarity
+// baseline; Turing rewards come from a judge ([rl.turing], rl/methods/turing.h). Eval from eval_path or
+// eval_fraction of the train file (by a hash of the prompt), as task "dataset". In detail: above UserSimTask.
 #pragma once
 
 #include <string>
@@ -48,6 +40,16 @@ std::vector<Problem> load_user_sim_jsonl(const std::string& path);
 // The prompt a simulator sees: its user's earlier turns, then the conversation, then the cue.
 std::string user_sim_prompt(const std::vector<std::string>& history, const std::string& context);
 
+// Problems come from JSONL conversations, one object per line:
+//   "history"   the user's earlier turns: a list of strings (may be empty)
+//   "context"   the conversation so far: a list of {role, content} or a string
+//   "reply"     the real next user turn (non-empty string)
+//   optional "reasoning" (first-person private reasoning that leads to the reply), "user" (who wrote it:
+//   per-user statistics), "id" (string or integer; default "<file>:<line>").
+// The completion format (the paper's): "<reasoning>...</reasoning>\n[HUMAN]: <reply>"; the gold solution is
+// that, with the row's reasoning (without one: "[HUMAN]: <reply>"). The task's own verifier is the
+// similarity baseline: reward = word-level F1 of the parsed reply against the real one (Sim-RL's key-point
+// coverage, in miniature), correct = equal after case and space folding.
 class UserSimTask : public Task {
  public:
   explicit UserSimTask(UserSimConfig cfg);

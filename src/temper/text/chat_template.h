@@ -1,10 +1,5 @@
-// Chat templates without a Jinja engine: the two prompt formats we support are recognised from the
-// model's template string (or named explicitly) and rendered directly.
-//   chatml  <|im_start|>role\ncontent<|im_end|>\n ... (SmolLM2, Qwen2/2.5). A default system message
-//           written in the template (inserted when the first message is not "system", as SmolLM2's
-//           and Qwen2's templates do) is extracted from the template text.
-//   llama3  <|begin_of_text|><|start_header_id|>role<|end_header_id|>\n\ncontent<|eot_id|> ...
-//           (Llama-3 Instruct; content trimmed when the template says `| trim`).
+// Chat templates without a Jinja engine: the two prompt formats we support (chatml, llama3; above
+// ChatFormat) are recognised from the model's template string (or named explicitly) and rendered directly.
 // The reference is transformers' apply_chat_template (golden: tests/data/tokenizer/chat.json).
 // Leaves out: tools, multimodal content, Llama-3.1+'s date header, Qwen3's thinking handling.
 #pragma once
@@ -21,6 +16,12 @@ struct ChatMessage {
   std::string content;
 };
 
+// The two formats:
+//   chatml  <|im_start|>role\ncontent<|im_end|>\n ... (SmolLM2, Qwen2/2.5). A default system message
+//           written in the template (inserted when the first message is not "system", as SmolLM2's
+//           and Qwen2's templates do) is extracted from the template text.
+//   llama3  <|begin_of_text|><|start_header_id|>role<|end_header_id|>\n\ncontent<|eot_id|> ...
+//           (Llama-3 Instruct; content trimmed when the template says `| trim`).
 enum class ChatFormat { kChatML, kLlama3 };
 
 struct ChatTemplate {

@@ -1,9 +1,7 @@
 // Byte-level BPE tokenizer as Hugging Face tokenizers runs it (model BPE, ByteLevel pre-tokenizer
 // and decoder): added/special tokens, pre-tokenizer regexes of the GPT-2, Llama-3, Qwen2 and
 // SmolLM families, BPE merges, decode with byte-level mapping and lossy UTF-8. Built from a
-// TokenizerSpec (GGUF metadata) or a Hugging Face tokenizer.json (+ tokenizer_config.json), and
-// written back to either (tokenizer_export.cpp), so `temper convert` carries it across formats.
-// Thread-safe: encode/decode may be called concurrently; copies share the same immutable data.
+// TokenizerSpec (GGUF metadata) or a Hugging Face tokenizer.json, and written back to either.
 // Leaves out: SentencePiece/Unigram/WordPiece models, normalizers other than NFC (applied with utf8proc:
 // see docs/TOKENIZER.md), offsets, truncation/padding, BPE dropout.
 #pragma once
@@ -23,6 +21,9 @@ namespace detail {
 struct TokenizerImpl;
 }
 
+// Built from a TokenizerSpec (GGUF metadata) or a Hugging Face tokenizer.json (+ tokenizer_config.json), and
+// written back to either (tokenizer_export.cpp), so `temper convert` carries it across formats.
+// Thread-safe: encode/decode may be called concurrently; copies share the same immutable data.
 class Tokenizer {
  public:
   static Tokenizer from_spec(const TokenizerSpec& spec);
