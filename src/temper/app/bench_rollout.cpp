@@ -74,7 +74,7 @@ int bench_rollout(const BenchRolloutOptions& o) {
   const kernels::Precision prec = m->precision();
   const ModelConfig& c = m->config();
   const int64_t G = o.group, seqs = o.batch * G;
-  const int64_t block = 16, per_seq = (o.prompt_len + o.gen_len + block - 1) / block + 1;
+  const int64_t block = kKvBlockSize, per_seq = (o.prompt_len + o.gen_len + block - 1) / block + 1;
   KvPool pool(c, block, seqs * per_seq + 4, kv_dtype(prec));
   rollout::EngineConfig ec;
   ec.max_seqs = seqs;

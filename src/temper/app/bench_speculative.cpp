@@ -68,7 +68,7 @@ int bench_speculative(const BenchRolloutOptions& o) {
   int64_t max_prompt = 0;
   for (const auto& p : prompts) max_prompt = std::max<int64_t>(max_prompt, static_cast<int64_t>(p.size()));
   const int64_t bmax = *std::max_element(batches.begin(), batches.end());
-  const int64_t block = 16, per_seq = (max_prompt + o.gen_len + o.gamma + 2 + block - 1) / block + 1;
+  const int64_t block = kKvBlockSize, per_seq = (max_prompt + o.gen_len + o.gamma + 2 + block - 1) / block + 1;
   const int64_t seqs = std::max<int64_t>(bmax, o.drafter_vocab > 0 ? 4 * static_cast<int64_t>(prompts.size()) : 0);
   KvPool pool(c, block, seqs * per_seq + 64, kv_dtype(m->precision()));
 

@@ -129,7 +129,7 @@ int generate_jsonl(const GenerateOptions& o, LoadedModel& lm, const rollout::Sam
   const ModelConfig& c = lm.model->config();
   int64_t tokens = 0;
   for (auto& r : reqs) tokens += static_cast<int64_t>(r.prompt.size()) + r.max_new;
-  const int64_t block = 16;
+  const int64_t block = kKvBlockSize;
   KvPool pool(c, block, (tokens * o.samples) / block + 2 * static_cast<int64_t>(reqs.size()) * (o.samples + 1) + 8,
               kv_dtype(lm.model->precision()));
   rollout::RolloutEngine eng(*lm.model, pool, rollout::EngineConfig{64, [&tok](int32_t id) { return tok.token_bytes(id); }});
@@ -222,7 +222,7 @@ int generate(const GenerateOptions& o) {
       return {};
     }
   } stream(tok);
-  const int64_t block = 16;
+  const int64_t block = kKvBlockSize;
   KvPool pool(cfg, block, (static_cast<int64_t>(ids.size()) + req.max_new) / block + 2, kv_dtype(m.precision()));
   rollout::RolloutEngine eng(m, pool, rollout::EngineConfig{1, [&tok](int32_t id) { return tok.token_bytes(id); }});
   Speculation spec;

@@ -21,6 +21,9 @@ struct SeqKv {
   int64_t len = 0;              // tokens written
 };
 
+// Positions per KV block in every pool the trainer, evaluation, teachers, `generate` and the benchmarks make.
+inline constexpr int64_t kKvBlockSize = 16;
+
 // The rows are f32, or bf16 (half the bytes: decode attention reads every row each step) for a model in
 // bf16 precision, whose forward rounds K and V to bf16 anyway (Transformer: the training forward too), so
 // the cache holds the same values either way.

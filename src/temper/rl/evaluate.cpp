@@ -7,6 +7,7 @@
 #include "temper/rl/methods/fair.h"
 #include "temper/rl/welfare.h"
 #include "temper/rollout/engine.h"
+#include "temper/rollout/pooled_engine.h"
 #include "temper/rollout/self_speculation.h"
 #include "temper/rollout/sharded.h"
 
@@ -60,28 +61,22 @@ EvalResult evaluate(Transformer& model, std::shared_ptr<const tasks::Task> task,
   const int64_t ctx = model.config().max_position_embeddings;
   std::vector<tasks::Problem> problems;
   std::vector<rollout::RolloutRequest> reqs;
+  rollout::SamplerConfig sampler = cfg.sampler;
+  sampler.greedy = cfg.greedy;
   for (int64_t i = 0; i < n; ++i) {
     problems.push_back(task->problem(tasks::Split::eval, static_cast<uint64_t>(i)));
     if (!cfg.preference.empty())
       problems.back() = fair_condition(problems.back(), codec, cfg.preference_prefix, cfg.preference);
-    rollout::RolloutRequest r;
-    r.prompt = codec.encode_prompt(problems.back());
-    TEMPER_CHECK(static_cast<int64_t>(r.prompt.size()) < ctx)
-        << "eval: the prompt of " << problems.back().id << " has " << r.prompt.size() << " tokens, context " << ctx;
-    r.group_size = cfg.samples;
-    r.max_new = std::min<int64_t>(cfg.max_new, ctx - static_cast<int64_t>(r.prompt.size()));
-    r.sampler = cfg.sampler;
-    r.sampler.greedy = cfg.greedy;
-    r.stop_ids = codec.stop_ids;
-    r.seed = cfg.seed;
-    r.stream = static_cast<uint64_t>(i * cfg.samples);
-    reqs.push_back(std::move(r));
+    std::vector<int32_t> prompt = codec.encode_prompt(problems.back());
+    TEMPER_CHECK(static_cast<int64_t>(prompt.size()) < ctx)
+        << "eval: the prompt of " << problems.back().id << " has " << prompt.size() << " tokens, context " << ctx;
+    reqs.push_back(rollout::make_request(std::move(prompt), cfg.samples, cfg.max_new, ctx, sampler, codec.stop_ids,
+                                         cfg.seed, static_cast<uint64_t>(i * cfg.samples)));
   }
-  const int64_t block = 16;
-  const DType kvt = kv_dtype(model.precision());
-  KvPool pool(model.config(), block,
-              KvPool::blocks_for_budget(model.config(), block, static_cast<size_t>(cfg.kv_memory_mb) << 20, kvt), kvt);
-  rollout::RolloutEngine engine(model, pool, rollout::EngineConfig{cfg.max_seqs, codec.token_bytes});
+  rollout::PooledEngine pooled(model, cfg.kv_memory_mb, rollout::EngineConfig{cfg.max_seqs, codec.token_bytes},
+                               "eval.kv_memory_mb");
+  KvPool& pool = pooled.pool();
+  rollout::RolloutEngine& engine = pooled.engine();
   rollout::SelfSpeculation spec;
   if (cfg.speculative_gamma > 0)
     spec.attach(model, pool, engine, cfg.speculative_gamma, cfg.draft_head, cfg.speculative_toggle);

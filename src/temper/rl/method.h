@@ -52,6 +52,10 @@ struct MethodEnv {
   // The current policy's final hidden states (after the final norm) at each completion token:
   // [tokens x hidden_size], row i the state after reading tokens[i].
   std::function<std::vector<float>(const std::vector<int32_t>& prompt, const std::vector<int32_t>& tokens)> hidden;
+  // A request for `prompt` with the run's sampler, stop ids and max_new (cut to the context).
+  rollout::RolloutRequest request(std::vector<int32_t> prompt, int64_t group, uint64_t seed, uint64_t stream) const {
+    return rollout::make_request(std::move(prompt), group, max_new, context, sampler, codec->stop_ids, seed, stream);
+  }
 };
 
 // One rollout round: requests[i] answers problems[first + i] (Batch::problems indices).

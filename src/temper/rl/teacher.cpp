@@ -48,13 +48,8 @@ ModelTeacher::ModelTeacher(std::unique_ptr<Transformer> model, PromptCodec codec
   TEMPER_CHECK(cfg_.max_new > 0) << "teacher.max_new must be > 0, got " << cfg_.max_new;
   TEMPER_CHECK(cfg_.max_seqs > 0) << "teacher.max_seqs must be > 0, got " << cfg_.max_seqs;
   cfg_.sampler.validate();
-  const int64_t block = 16;
-  const DType kvt = kv_dtype(model_->precision());
-  int64_t blocks =
-      KvPool::blocks_for_budget(model_->config(), block, static_cast<size_t>(cfg_.kv_memory_mb) << 20, kvt);
-  TEMPER_CHECK(blocks > 0) << "teacher.kv_memory_mb = " << cfg_.kv_memory_mb << " holds no KV block of the teacher model";
-  pool_ = std::make_unique<KvPool>(model_->config(), block, blocks, kvt);
-  engine_ = std::make_unique<rollout::RolloutEngine>(*model_, *pool_, rollout::EngineConfig{cfg_.max_seqs, codec_.token_bytes});
+  engine_ = std::make_unique<rollout::PooledEngine>(
+      *model_, cfg_.kv_memory_mb, rollout::EngineConfig{cfg_.max_seqs, codec_.token_bytes}, "teacher.kv_memory_mb");
 }
 
 std::vector<std::vector<std::string>> ModelTeacher::respond(const std::vector<tasks::Problem>& problems, int64_t n,
@@ -65,19 +60,13 @@ std::vector<std::vector<std::string>> ModelTeacher::respond(const std::vector<ta
   std::vector<rollout::RolloutRequest> reqs;
   std::vector<size_t> which;
   for (size_t i = 0; i < problems.size(); ++i) {
-    rollout::RolloutRequest r;
-    r.prompt = codec_.encode_prompt(problems[i]);
-    if (static_cast<int64_t>(r.prompt.size()) >= ctx) continue;  // no room: this problem gets no response
-    r.group_size = n;
-    r.max_new = std::min<int64_t>(cfg_.max_new, ctx - static_cast<int64_t>(r.prompt.size()));
-    r.sampler = cfg_.sampler;
-    r.stop_ids = codec_.stop_ids;
-    r.seed = seed;
-    r.stream = static_cast<uint64_t>(i) * static_cast<uint64_t>(n);
-    reqs.push_back(std::move(r));
+    std::vector<int32_t> prompt = codec_.encode_prompt(problems[i]);
+    if (static_cast<int64_t>(prompt.size()) >= ctx) continue;  // no room: this problem gets no response
+    reqs.push_back(rollout::make_request(std::move(prompt), n, cfg_.max_new, ctx, cfg_.sampler, codec_.stop_ids, seed,
+                                         static_cast<uint64_t>(i) * static_cast<uint64_t>(n)));
     which.push_back(i);
   }
-  std::vector<rollout::Completion> done = rollout::run_sharded(*engine_, reqs, comm_);
+  std::vector<rollout::Completion> done = rollout::run_sharded(engine_->engine(), reqs, comm_);
   std::sort(done.begin(), done.end(), [](const rollout::Completion& a, const rollout::Completion& b) {
     return a.request != b.request ? a.request < b.request : a.member < b.member;
   });

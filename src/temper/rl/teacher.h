@@ -16,6 +16,7 @@
 #include "temper/model/transformer.h"
 #include "temper/rl/prompt_codec.h"
 #include "temper/rollout/engine.h"
+#include "temper/rollout/pooled_engine.h"
 #include "temper/tasks/task.h"
 
 namespace temper::rl {
@@ -70,8 +71,7 @@ class ModelTeacher : public Teacher {
   std::unique_ptr<Transformer> model_;
   PromptCodec codec_;
   ModelTeacherConfig cfg_;
-  std::unique_ptr<KvPool> pool_;
-  std::unique_ptr<rollout::RolloutEngine> engine_;
+  std::unique_ptr<rollout::PooledEngine> engine_;
 };
 
 }  // namespace temper::rl

@@ -2,6 +2,8 @@
 // EngineRun (engine_run.h): its steps live in engine_run.cpp (plain step) and engine_speculative.cpp.
 #include "temper/rollout/engine.h"
 
+#include <algorithm>
+
 #include "temper/core/error.h"
 #include "temper/rollout/engine_run.h"
 
@@ -21,6 +23,20 @@ uint64_t fork_stream(uint64_t parent, int64_t k) {  // splitmix64 finaliser of (
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
+}
+
+RolloutRequest make_request(std::vector<int32_t> prompt, int64_t group_size, int64_t max_new, int64_t context,
+                            const SamplerConfig& sampler, const std::set<int32_t>& stop_ids, uint64_t seed,
+                            uint64_t stream) {
+  RolloutRequest r;
+  r.prompt = std::move(prompt);
+  r.group_size = group_size;
+  r.max_new = std::min<int64_t>(max_new, context - static_cast<int64_t>(r.prompt.size()));
+  r.sampler = sampler;
+  r.stop_ids = stop_ids;
+  r.seed = seed;
+  r.stream = stream;
+  return r;
 }
 
 RolloutEngine::RolloutEngine(Transformer& model, KvPool& pool, EngineConfig cfg) : model_(model), pool_(pool), cfg_(cfg) {

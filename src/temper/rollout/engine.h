@@ -43,6 +43,12 @@ struct RolloutRequest {
   bool keep_activations = false;
 };
 
+// A request for `prompt`: group_size samples of at most max_new tokens, cut so that prompt + completion fit
+// `context`, with the sampler and stop ids; member g draws from Philox (seed, stream + g).
+RolloutRequest make_request(std::vector<int32_t> prompt, int64_t group_size, int64_t max_new, int64_t context,
+                            const SamplerConfig& sampler, const std::set<int32_t>& stop_ids, uint64_t seed,
+                            uint64_t stream);
+
 struct Completion {
   int64_t request = 0, member = 0;
   int64_t parent = -1;    // forks: the member it was forked from (-1: one of the G originals)

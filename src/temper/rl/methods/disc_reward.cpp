@@ -55,14 +55,9 @@ FitStats fit_real_vs_policy(const MethodEnv& env, int64_t samples,
     uint64_t idx = static_cast<uint64_t>(round * samples + i);
     if (size > 0) idx %= static_cast<uint64_t>(size);
     tasks::Problem p = task.problem(tasks::Split::train, idx);
-    rollout::RolloutRequest r;
-    r.prompt = env.codec->encode_prompt(p);
-    r.group_size = 1;
-    r.max_new = std::max<int64_t>(1, std::min<int64_t>(env.max_new, env.context - static_cast<int64_t>(r.prompt.size())));
-    r.sampler = env.sampler;
-    r.stop_ids = env.codec->stop_ids;
-    r.seed = mix_seed(env.seed, 0xD15Cull);
-    r.stream = static_cast<uint64_t>(round * samples + i);
+    rollout::RolloutRequest r = env.request(env.codec->encode_prompt(p), 1, mix_seed(env.seed, 0xD15Cull),
+                                            static_cast<uint64_t>(round * samples + i));
+    r.max_new = std::max<int64_t>(1, r.max_new);
     const std::string text = real_text(p);
     std::vector<int32_t> reply = env.codec->encode_completion(text);
     if (!reply.empty()) real.push_back(features(p, r.prompt, reply, text));

@@ -160,17 +160,15 @@ void Dre::regenerate(Batch& b) {
     const tasks::Problem& p = b.problems[static_cast<size_t>(o.problem)];
     Emergence e = find_emergence(task, p, *env_.codec, o.tokens, [&](const std::string& c) { return task.accepts(p, c); });
     if (e.at < 0 || e.close < 0 || e.close - e.at < cfg_.min_tail) continue;  // no early answer, or too little after it
-    rollout::RolloutRequest r;
-    r.prompt = o.prompt;
-    r.prompt.insert(r.prompt.end(), o.tokens.begin(), o.tokens.begin() + e.at);
+    std::vector<int32_t> prompt = o.prompt;
+    prompt.insert(prompt.end(), o.tokens.begin(), o.tokens.begin() + e.at);
+    rollout::RolloutRequest r = rollout::make_request(
+        std::move(prompt), 1, static_cast<int64_t>(close_.size()) + cfg_.answer_budget, env_.context, env_.sampler,
+        env_.codec->stop_ids,
+        mix_seed(mix_seed(cfg_.seed ^ env_.seed, static_cast<uint64_t>(b.step)), static_cast<uint64_t>(o.group)),
+        static_cast<uint64_t>(o.member));
     r.forced = close_;
-    r.max_new = std::min<int64_t>(static_cast<int64_t>(close_.size()) + cfg_.answer_budget,
-                                  env_.context - static_cast<int64_t>(r.prompt.size()));
     if (r.max_new < static_cast<int64_t>(close_.size()) + 1) continue;
-    r.sampler = env_.sampler;
-    r.stop_ids = env_.codec->stop_ids;
-    r.seed = mix_seed(mix_seed(cfg_.seed ^ env_.seed, static_cast<uint64_t>(b.step)), static_cast<uint64_t>(o.group));
-    r.stream = static_cast<uint64_t>(o.member);
     reqs.push_back(std::move(r));
     src.emplace_back(i, e.at);
   }

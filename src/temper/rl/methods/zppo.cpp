@@ -289,15 +289,10 @@ void Zppo::reformulate(Batch& b, const std::vector<int64_t>& hard_groups, int64_
   std::vector<rollout::RolloutRequest> reqs;
   std::vector<size_t> which;
   for (size_t i = 0; i < built.size(); ++i) {
-    rollout::RolloutRequest r;
-    r.prompt = env_.codec->encode_prompt(built[i]);
-    if (static_cast<int64_t>(r.prompt.size()) + 2 > env_.context) continue;  // no room to answer
-    r.group_size = G;
-    r.max_new = std::min<int64_t>(env_.max_new, env_.context - static_cast<int64_t>(r.prompt.size()));
-    r.sampler = env_.sampler;
-    r.stop_ids = env_.codec->stop_ids;
-    r.seed = mix_seed(seed, 0x5A3Dull);
-    r.stream = static_cast<uint64_t>(i) * static_cast<uint64_t>(G);
+    std::vector<int32_t> prompt = env_.codec->encode_prompt(built[i]);
+    if (static_cast<int64_t>(prompt.size()) + 2 > env_.context) continue;  // no room to answer
+    rollout::RolloutRequest r = env_.request(std::move(prompt), G, mix_seed(seed, 0x5A3Dull),
+                                             static_cast<uint64_t>(i) * static_cast<uint64_t>(G));
     reqs.push_back(std::move(r));
     which.push_back(i);
   }
