@@ -226,10 +226,11 @@ void TrainRun::make_task() {
 void TrainRun::load_policy() {
   const ModelSection& m = cfg_.model;
   if (m.path.empty()) {
-    TEMPER_CHECK(m.preset == "quickstart" || m.preset == "quickstart-large" || m.preset == "qwen2.5-0.5b" ||
-                 m.preset == "smollm2-135m")
-        << recipe_.source() << ": model.preset must be \"quickstart\", \"quickstart-large\", \"qwen2.5-0.5b\" or "
-        << "\"smollm2-135m\" when model.path is empty, got '" << m.preset << "'";
+    std::string presets;
+    for (std::string_view p : kTrainPresets) presets += (presets.empty() ? "" : ", ") + std::string(p);
+    TEMPER_CHECK(std::find(std::begin(kTrainPresets), std::end(kTrainPresets), m.preset) != std::end(kTrainPresets))
+        << recipe_.source() << ": model.preset must be one of " << presets << " when model.path is empty, got '"
+        << m.preset << "'";
     ModelConfig mc = model_config_preset(m.preset);
     if (m.context > 0) mc.max_position_embeddings = m.context;
     policy_ = std::make_unique<Transformer>(mc);

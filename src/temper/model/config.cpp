@@ -107,8 +107,9 @@ ModelConfig model_config_preset(const std::string& name) {
     c.tie_word_embeddings = true;
     c.qkv_bias = true;
   } else {
-    TEMPER_FAIL() << "unknown model shape '" << name
-                  << "' (known: smollm2-135m, tiny, quickstart, quickstart-large, qwen2.5-0.5b)";
+    std::string known;
+    for (std::string_view p : kModelPresets) known += (known.empty() ? "" : ", ") + std::string(p);
+    TEMPER_FAIL() << "unknown model shape '" << name << "' (known: " << known << ")";
   }
   c.validate("preset " + name);
   return c;
