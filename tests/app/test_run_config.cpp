@@ -175,6 +175,17 @@ TEST(RunConfig, ConflictsBetweenMethodsAreRefusedNamingBothSides) {
       << e;
   EXPECT_NO_THROW(
       read("[rl]\nsteps = 1\n[rl.dre]\nmode = \"offline\"\n[rl.graphpo]\nexpand_budget = 2\nreallocate = true\n"));
+  // Trajectories appended after a method set the rewards would miss it: ZPPO's BCQ groups, DRE's regenerations.
+  e = error_of([] { read("[rl]\nsteps = 1\n[rl.fair]\n[rl.zppo]\n[teacher]\nsource = \"gold\"\n"); });
+  EXPECT_NE(e.find("[rl.zppo] with mode = \"zppo\" appends trajectories after [rl.fair] has set the round's rewards"),
+            std::string::npos)
+      << e;
+  e = error_of([] { read("[rl]\nsteps = 1\n[rl.discriminator]\ncombine = \"add\"\n[rl.dre]\nmode = \"offline\"\n"); });
+  EXPECT_NE(
+      e.find("[rl.dre] with mode = \"offline\" appends trajectories after [rl.discriminator] with combine = \"add\""),
+      std::string::npos)
+      << e;
+  EXPECT_NO_THROW(read("[rl]\nsteps = 1\n[rl.fair]\n[rl.zppo]\nmode = \"buffer\"\n[rl.dre]\n"));
 }
 
 TEST(RunConfig, AChoiceOutsideItsNamesIsRefusedNamingTheKeyAndTheNames) {

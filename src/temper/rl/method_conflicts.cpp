@@ -26,6 +26,10 @@ void check_method_conflicts(const std::vector<EnabledMethod>& methods) {
           << "use [rl.discriminator] combine = \"add\" or drop one";
       TEMPER_CHECK(!(a.sets_advantages && b.sets_advantages))
           << sa << " and " << sb << " both set the advantages; use [rl.rcsd] combine = \"add\" or drop one";
+      TEMPER_CHECK(!(a.rewrites_rewards && b.appends_after_reward))
+          << sb << " appends trajectories after " << sa << " has set the round's rewards, so they would miss it; "
+          << "use [rl.zppo] mode = \"buffer\" or [rl.dre] mode = \"online\" (their groups then come from the rollout), "
+             "or drop one";
       TEMPER_CHECK(!(a.forks_rollouts && b.forks_rollouts))
           << sa << " and " << sb << " both fork rollouts (a fork would carry the other's forced tokens); "
           << "use [rl.dre] mode = \"offline\" or [rl.graphpo] reallocate = false";

@@ -47,6 +47,8 @@ struct MethodEffects {
   bool combines_rewards = false;  // reads the task's reward vector and writes the scalar from it
   bool sets_advantages = false;   // advantages() returns true: rl.advantage and rl.scale_rewards go unused
   bool forks_rollouts = false;    // its rollout hook forks sequences
+  bool rewrites_rewards = false;  // its after_reward sets or changes rewards (it must see every trajectory)
+  bool appends_after_reward = false;  // its after_reward appends trajectories (scored by itself)
   std::string detail;             // the setting that causes them, for messages ("combine = \"replace\"")
 };
 
@@ -94,8 +96,9 @@ struct EnabledMethod {
 };
 
 // Refuses combinations that would silently lose one side (two methods replacing the reward, a reward
-// replaced under one that combines the task's rewards, two setting the advantages, two forking rollouts),
-// naming both and the way out. `methods` in hook order.
+// replaced under one that combines the task's rewards, two setting the advantages, two forking rollouts,
+// trajectories appended after a method rewrote the rewards, so that they miss it), naming both and the way
+// out. `methods` in hook order.
 void check_method_conflicts(const std::vector<EnabledMethod>& methods);
 
 }  // namespace temper::rl

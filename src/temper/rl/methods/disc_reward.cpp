@@ -130,7 +130,8 @@ class DiscRewardSetup final : public MethodSetupOf<DiscRewardConfig> {
   MethodEffects effects() const override {
     MethodEffects e;
     e.replaces_reward = cfg.combine == RewardCombine::replace;
-    e.detail = "combine = \"replace\"";
+    e.rewrites_rewards = true;
+    e.detail = "combine = \"" + std::string(enum_name(kRewardCombineNames, cfg.combine)) + "\"";
     return e;
   }
   std::unique_ptr<Method> make(const MethodDeps&) const override { return std::make_unique<DiscReward>(cfg); }

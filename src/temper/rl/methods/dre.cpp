@@ -285,7 +285,8 @@ class DreSetup final : public MethodSetupOf<DreConfig> {
   MethodEffects effects() const override {
     MethodEffects e;
     e.forks_rollouts = cfg.mode == DreMode::online;
-    e.detail = "mode = \"online\"";
+    e.appends_after_reward = cfg.mode == DreMode::offline;  // regenerations
+    e.detail = "mode = \"" + std::string(enum_name(kDreModeNames, cfg.mode)) + "\"";
     return e;
   }
   std::unique_ptr<Method> make(const MethodDeps& deps) const override {

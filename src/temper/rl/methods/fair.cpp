@@ -317,6 +317,7 @@ class FairSetup final : public MethodSetupOf<FairConfig> {
   MethodEffects effects() const override {
     MethodEffects e;
     e.combines_rewards = true;
+    e.rewrites_rewards = true;
     return e;
   }
   std::unique_ptr<Method> make(const MethodDeps&) const override { return std::make_unique<Fair>(cfg); }

@@ -119,6 +119,7 @@ class TuringSetup final : public MethodSetupOf<TuringConfig> {
   MethodEffects effects() const override {
     MethodEffects e;
     e.replaces_reward = true;
+    e.rewrites_rewards = true;
     e.detail = "judge = \"" + std::string(enum_name(kTuringJudgeNames, cfg.judge)) + "\"";
     return e;
   }

@@ -403,6 +403,12 @@ class ZppoSetup final : public MethodSetupOf<ZppoConfig> {
     n.teacher = cfg.mode == ZppoMode::inject || (cfg.mode == ZppoMode::zppo && cfg.bcq);
     return n;
   }
+  MethodEffects effects() const override {  // reformulated groups or the teacher's members, after the rewards
+    MethodEffects e;
+    e.appends_after_reward = cfg.mode == ZppoMode::inject || (cfg.mode == ZppoMode::zppo && (cfg.bcq || cfg.ncq));
+    e.detail = "mode = \"" + std::string(enum_name(kZppoModeNames, cfg.mode)) + "\"";
+    return e;
+  }
   std::unique_ptr<Method> make(const MethodDeps& deps) const override {
     ZppoConfig c = cfg;
     c.seed = deps.seed;
