@@ -43,6 +43,30 @@ struct Trajectory {
   std::vector<int64_t> act_slots;           // the rollout's kept activations per position (Completion::act_slots)
 };
 
+// A rollout's completion as member c.member of group `problem` (a Batch::problems index): its tokens, log-probs,
+// entropies, fork bookkeeping and kept activations moved out of `c`; `prompt` its request's, `text` its decoding.
+inline Trajectory trajectory_from(rollout::Completion&& c, int64_t problem, std::vector<int32_t> prompt,
+                                  std::string text) {
+  Trajectory t;
+  t.problem = problem;
+  t.group = problem;
+  t.member = c.member;
+  t.parent = c.parent;
+  t.fork_pos = c.fork_pos;
+  t.forced = c.forced;
+  t.forced_pos = c.forced_pos;
+  t.prompt = std::move(prompt);
+  t.text = std::move(text);
+  t.tokens = std::move(c.tokens);
+  t.sample_logprob = std::move(c.sample_logprob);
+  t.old_logprob = std::move(c.policy_logprob);
+  t.entropy = std::move(c.entropy);
+  t.act_slots = std::move(c.act_slots);
+  t.finish = c.finish;
+  if (c.parent >= 0) t.tags.push_back("fork");
+  return t;
+}
+
 struct Batch {
   int64_t step = 0;
   std::vector<tasks::Problem> problems;
