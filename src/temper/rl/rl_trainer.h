@@ -1,20 +1,9 @@
-// The GRPO-family RL step on the trainer's own weights: draw prompts from the task, roll out G
-// samples each with the rollout engine (same weights, same numerics), score them through the task's
-// verifier (never fatal: SafeReward), optionally drop groups whose rewards are all equal and draw
-// more (DAPO dynamic sampling), compute advantages (GRPO / Dr.GRPO / RLOO), let methods reweight,
-// then update: epochs x mini-batches of the clipped surrogate with KL to a frozen reference, each
-// mini-batch accumulated over micro-batches, one optimiser step per mini-batch. Randomness is derived
-// from (seed, step), so a resumed run draws exactly what an uninterrupted one would.
-//
-// Data-parallel (set_communicator with several ranks): every rank draws the same prompts and builds
-// the same requests; rank r rolls out a block of the requests (rollout::run_sharded) and scores
-// trajectories r, r+N, ...; completions and verdicts are all-gathered, so every rank holds the
-// one-process batch in the one-process order (advantages, methods' batch-wide statistics, dynamic sampling and metrics
-// are computed identically everywhere, method state stays in step). In the update each rank computes reference
-// log-probs for its block of rows and gradients for its block of each mini-batch's group-ordered rows (every N-th row
-// after a length sort without rl.share_prompts), scaled by the whole mini-batch's normalisers; the optimiser sums
-// gradients over ranks, so every rank applies the update one process would (up to float summation order). Sampling
-// streams are derived from (seed, step, round, global request index): a sample does not depend on which rank drew it.
+// The GRPO-family RL step on the trainer's own weights: draw prompts, roll out G samples each with the
+// rollout engine, score them through the task's verifier (never fatal: SafeReward), optionally drop groups
+// whose rewards are all equal and draw more (DAPO dynamic sampling), compute advantages, let methods
+// reweight, then update (policy_update.h). Randomness is derived from (seed, step), so a resumed run draws
+// exactly what an uninterrupted one would. Leaves out the update's loops (policy_update.h), the passes lent to
+// methods (scorer.h), speculative rollouts (speculative_rollouts.h) and kept activations (kept_activations.h).
 #pragma once
 
 #include <cstdint>
@@ -32,26 +21,15 @@
 #include "temper/reward/safe_reward.h"
 #include "temper/rl/advantages.h"
 #include "temper/rl/batch.h"
+#include "temper/rl/kept_activations.h"
 #include "temper/rl/method.h"
 #include "temper/rl/policy_loss.h"
 #include "temper/rl/prompt_codec.h"
+#include "temper/rl/scorer.h"
+#include "temper/rl/speculative_rollouts.h"
 #include "temper/rollout/engine.h"
 
 namespace temper::rl {
-
-// EfficientRollout ([rl.speculative]): rollouts decode speculatively with a 4-bit copy of the policy
-// (re-quantized at the start of every step, i.e. after every weight update; `lag` keeps older
-// copies), switched on per rollout by the controller (rollout/spec_control.h).
-struct SpeculativeConfig {
-  rollout::SpecConfig control;
-  int64_t group = 128;  // inputs per int4 scale
-  int64_t lag = 0;      // drafter from `lag` updates earlier
-  DraftHead head = DraftHead::bf16;
-  int64_t vocab = 0;  // the head's tokens: the most frequent in earlier rollouts (0: all; Int4Drafter::set_vocab)
-  int64_t gamma = 0;  // > 0: a fixed gamma (the ladder of one rung)
-  void visit(KeyVisitor& v);
-  void validate() const;
-};
 
 struct RlConfig {
   int64_t prompts_per_step = 8;
@@ -86,6 +64,16 @@ struct RlConfig {
   void visit(KeyVisitor& v);  // [rl] (steps and schedule are the run's)
 };
 
+// Data-parallel (set_communicator with several ranks): every rank draws the same prompts and builds
+// the same requests; rank r rolls out a block of the requests (rollout::run_sharded) and scores
+// trajectories r, r+N, ...; completions and verdicts are all-gathered, so every rank holds the
+// one-process batch in the one-process order (advantages, methods' batch-wide statistics, dynamic sampling
+// and metrics are computed identically everywhere, method state stays in step). In the update each rank
+// computes reference log-probs for its block of rows and gradients for its block of each mini-batch's
+// group-ordered rows (every N-th row after a length sort without rl.share_prompts), scaled by the whole
+// mini-batch's normalisers; the optimiser sums gradients over ranks, so every rank applies the update one
+// process would (up to float summation order). Sampling streams are derived from (seed, step, round, global
+// request index): a sample does not depend on which rank drew it.
 class RlTrainer {
  public:
   // reference: frozen weights of the policy as RL starts: the KL term's (required when loss.kl_coef > 0) and
@@ -103,12 +91,27 @@ class RlTrainer {
   std::string speculative_state() const;
   void load_speculative_state(const std::string& s);
   // The process group (null or one rank: one process). Set before the first step.
-  void set_communicator(dist::Communicator* comm) { comm_ = comm, opt_.set_communicator(comm); }
+  void set_communicator(dist::Communicator* comm) {
+    comm_ = comm, opt_.set_communicator(comm), scorer_.set_communicator(comm);
+  }
 
  private:
+  void make_engine();
+  void lend_methods();  // MethodEnv to every method
+  void begin_step();
+  int64_t collect(Batch& b);  // the step's rounds; returns the prompts drawn
+  Batch round(Batch& b, int64_t n_prompts, int64_t round);
+  int64_t keep_informative(Batch& b, Batch& rb);
   void rollout(int64_t n_prompts, int64_t round, std::vector<Trajectory>& out, std::vector<tasks::Problem>& problems);
+  size_t draw_problems(int64_t n_prompts, int64_t round, std::vector<tasks::Problem>& problems);
+  std::vector<rollout::RolloutRequest> requests(const std::vector<tasks::Problem>& problems, size_t first,
+                                                int64_t round) const;
   void score(Batch& b, size_t from);
+  void set_loss_masks(Batch& b) const;
+  void set_advantages(Batch& b);
+  void set_weights(Batch& b);
   Metrics update(Batch& b);
+  Metrics metrics(const Batch& b, int64_t drawn, const Metrics& update, double train_s, double step_s) const;
 
   Transformer& policy_;
   Transformer* reference_;
@@ -118,21 +121,11 @@ class RlTrainer {
   reward::SafeReward& safe_;
   std::vector<Method*> methods_;
   Optimizer opt_;
+  Scorer scorer_;
   std::unique_ptr<KvPool> pool_;
   std::unique_ptr<rollout::RolloutEngine> engine_;
-  std::unique_ptr<Int4Drafter> drafter_;
-  std::unique_ptr<ActivationStore> store_;  // the rollout's kept activations (reuse_activations)
-  int64_t store_planned_ = 0;               // slots this step's requests may fill
-  int64_t store_slots_ = -1;                // its capacity (-1: not sized yet)
-  std::unique_ptr<rollout::SpecController> spec_;
-  rollout::EngineStats spec_sum_;  // this step's rollouts on this rank
-  double vocab_tokens_ = 0, vocab_hits_ = 0;  // this step's sampled tokens, and those inside the drafter's head
-  std::vector<int32_t> vocab_ids_;            // the drafter's head as ranked at the step's start (ascending)
-  double requant_s_ = 0;
-  bool drafter_fresh_ = false;  // re-quantized from this step's weights
-  void speculative_begin_step();
-  void refresh_drafter();  // once per step at most, when speculation first needs it
-  void speculative_metrics(Metrics& out);
+  std::unique_ptr<KeptActivations> kept_;      // the rollout's kept activations (reuse_activations)
+  std::unique_ptr<SpeculativeRollouts> spec_;  // [rl.speculative]
   Batch batch_;
   int64_t step_ = 0;
   uint64_t cursor_ = 0;
