@@ -13,6 +13,7 @@
 #include "temper/core/profile.h"
 #include "temper/core/rng.h"
 #include "temper/rl/policy_update.h"
+#include "temper/rollout/pooled_engine.h"
 #include "temper/rollout/sharded.h"
 
 namespace temper::rl {
@@ -88,29 +89,6 @@ class HookChain : public rollout::RolloutHook {
   std::vector<rollout::RolloutHook*> hooks_;
 };
 
-// A completion of request `p0 + c.request`'s prompt as a trajectory of the batch.
-Trajectory trajectory_of(rollout::Completion& c, const rollout::RolloutRequest& req, size_t p0,
-                         const PromptCodec& codec) {
-  Trajectory t;
-  t.problem = static_cast<int64_t>(p0) + c.request;
-  t.group = t.problem;
-  t.member = c.member;
-  t.parent = c.parent;
-  t.fork_pos = c.fork_pos;
-  t.forced = c.forced;
-  t.forced_pos = c.forced_pos;
-  t.prompt = req.prompt;
-  t.text = codec.decode(c.tokens);
-  t.tokens = std::move(c.tokens);
-  t.sample_logprob = std::move(c.sample_logprob);
-  t.old_logprob = std::move(c.policy_logprob);
-  t.entropy = std::move(c.entropy);
-  t.act_slots = std::move(c.act_slots);
-  t.finish = c.finish;
-  if (c.parent >= 0) t.tags.push_back("fork");
-  return t;
-}
-
 // Rollout statistics describe the policy's own samples: forks and edits that methods added are left out
 // (they are counted in `sequences` and reported by their methods).
 struct RolloutStats {
@@ -155,25 +133,16 @@ RlTrainer::RlTrainer(Transformer& policy, std::shared_ptr<const tasks::Task> tas
   TEMPER_CHECK(task_) << "rl: no task";
   TEMPER_CHECK(task_->size(tasks::Split::train) != 0) << "rl: task '" << task_->name() << "' has no training problems";
   TEMPER_CHECK(cfg_.loss.kl_coef == 0 || reference_) << "rl: kl_coef > 0 needs a reference model";
-  make_engine();
+  engine_ = std::make_unique<rollout::PooledEngine>(
+      policy_, cfg_.kv_memory_mb,
+      rollout::EngineConfig{std::min(cfg_.max_seqs, cfg_.prompts_per_step * cfg_.group_size), codec_.token_bytes},
+      "rl.kv_memory_mb");
   if (cfg_.reuse_activations && cfg_.share_prompts && policy_.packed_supported())
-    kept_ = std::make_unique<KeptActivations>(policy_, *engine_, cfg_.reuse_activations_mb);
+    kept_ = std::make_unique<KeptActivations>(policy_, engine_->engine(), cfg_.reuse_activations_mb);
   if (cfg_.speculative)
-    spec_ = std::make_unique<SpeculativeRollouts>(*cfg_.speculative, policy_, *pool_, *engine_, cfg_.sampler);
+    spec_ = std::make_unique<SpeculativeRollouts>(*cfg_.speculative, policy_, engine_->pool(), engine_->engine(),
+                                                  cfg_.sampler);
   lend_methods();
-}
-
-// The rollout engine on a KV pool of rl.kv_memory_mb.
-void RlTrainer::make_engine() {
-  const int64_t block = 16;
-  const DType kvt = kv_dtype(policy_.precision());  // bf16 rows for a bf16 policy: twice the sequences per MB
-  int64_t blocks =
-      KvPool::blocks_for_budget(policy_.config(), block, static_cast<size_t>(cfg_.kv_memory_mb) << 20, kvt);
-  TEMPER_CHECK(blocks > 0) << "rl.kv_memory_mb = " << cfg_.kv_memory_mb << " holds no KV block of this model";
-  pool_ = std::make_unique<KvPool>(policy_.config(), block, blocks, kvt);
-  engine_ = std::make_unique<rollout::RolloutEngine>(
-      policy_, *pool_,
-      rollout::EngineConfig{std::min(cfg_.max_seqs, cfg_.prompts_per_step * cfg_.group_size), codec_.token_bytes});
 }
 
 void RlTrainer::lend_methods() {
@@ -189,7 +158,7 @@ void RlTrainer::lend_methods() {
     return tasks::verify_safely(safe_, task_, p, text);
   };
   env.generate = [this](const std::vector<rollout::RolloutRequest>& reqs) {
-    return rollout::run_sharded(*engine_, reqs, comm_);
+    return rollout::run_sharded(engine_->engine(), reqs, comm_);
   };
   scorer_.lend(env);
   for (Method* m : methods_) m->attach(env);
@@ -305,9 +274,11 @@ void RlTrainer::rollout(int64_t n, int64_t round, std::vector<Trajectory>& out, 
     if (auto* h = m->rollout_hook(rr)) hooks.push_back(h);
   HookChain chain(hooks);
   std::vector<rollout::Completion> done =
-      rollout::run_sharded(*engine_, reqs, comm_, chain.empty() ? nullptr : &chain, rollout::Sharding::blocks);
-  if (spec_) spec_->observe(engine_->stats(), done);  // this rank's engine statistics of the run
-  for (rollout::Completion& c : done) out.push_back(trajectory_of(c, reqs[static_cast<size_t>(c.request)], p0, codec_));
+      rollout::run_sharded(engine_->engine(), reqs, comm_, chain.empty() ? nullptr : &chain, rollout::Sharding::blocks);
+  if (spec_) spec_->observe(engine_->engine().stats(), done);  // this rank's engine statistics of the run
+  for (rollout::Completion& c : done)
+    out.push_back(trajectory_from(std::move(c), static_cast<int64_t>(p0) + c.request,
+                                  reqs[static_cast<size_t>(c.request)].prompt, codec_.decode(c.tokens)));
 }
 
 // The round's problems appended to `problems`: n new ones from the task, the methods' extra ones in the
@@ -333,20 +304,16 @@ std::vector<rollout::RolloutRequest> RlTrainer::requests(const std::vector<tasks
                                                          int64_t round) const {
   std::vector<rollout::RolloutRequest> reqs;
   const int64_t ctx = policy_.config().max_position_embeddings;
+  const uint64_t seed = mix_seed(mix_seed(cfg_.seed, static_cast<uint64_t>(step_)), static_cast<uint64_t>(round));
   for (size_t i = 0; first + i < problems.size(); ++i) {
-    rollout::RolloutRequest r;
     const tasks::Problem& prob = problems[first + i];
-    r.prompt = codec_.encode_prompt(prob);
-    TEMPER_CHECK(static_cast<int64_t>(r.prompt.size()) < ctx)
-        << "rl: the prompt of problem " << prob.id << " has " << r.prompt.size() << " tokens, the model's context is "
+    std::vector<int32_t> prompt = codec_.encode_prompt(prob);
+    TEMPER_CHECK(static_cast<int64_t>(prompt.size()) < ctx)
+        << "rl: the prompt of problem " << prob.id << " has " << prompt.size() << " tokens, the model's context is "
         << ctx;
-    r.group_size = cfg_.group_size;
-    r.max_new = std::min<int64_t>(cfg_.max_new, ctx - static_cast<int64_t>(r.prompt.size()));
-    r.sampler = cfg_.sampler;
-    r.stop_ids = codec_.stop_ids;
-    r.seed = mix_seed(mix_seed(cfg_.seed, static_cast<uint64_t>(step_)), static_cast<uint64_t>(round));
-    r.stream = static_cast<uint64_t>(i) * static_cast<uint64_t>(cfg_.group_size);
-    reqs.push_back(std::move(r));
+    reqs.push_back(rollout::make_request(std::move(prompt), cfg_.group_size, cfg_.max_new, ctx, cfg_.sampler,
+                                         codec_.stop_ids, seed,
+                                         static_cast<uint64_t>(i) * static_cast<uint64_t>(cfg_.group_size)));
   }
   return reqs;
 }

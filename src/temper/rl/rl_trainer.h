@@ -28,6 +28,7 @@
 #include "temper/rl/scorer.h"
 #include "temper/rl/speculative_rollouts.h"
 #include "temper/rollout/engine.h"
+#include "temper/rollout/pooled_engine.h"
 
 namespace temper::rl {
 
@@ -96,7 +97,6 @@ class RlTrainer {
   }
 
  private:
-  void make_engine();
   void lend_methods();  // MethodEnv to every method
   void begin_step();
   int64_t collect(Batch& b);  // the step's rounds; returns the prompts drawn
@@ -122,10 +122,9 @@ class RlTrainer {
   std::vector<Method*> methods_;
   Optimizer opt_;
   Scorer scorer_;
-  std::unique_ptr<KvPool> pool_;
-  std::unique_ptr<rollout::RolloutEngine> engine_;
-  std::unique_ptr<KeptActivations> kept_;      // the rollout's kept activations (reuse_activations)
-  std::unique_ptr<SpeculativeRollouts> spec_;  // [rl.speculative]
+  std::unique_ptr<rollout::PooledEngine> engine_;  // the rollout engine and its KV pool (rl.kv_memory_mb)
+  std::unique_ptr<KeptActivations> kept_;          // the rollout's kept activations (reuse_activations)
+  std::unique_ptr<SpeculativeRollouts> spec_;      // [rl.speculative]
   Batch batch_;
   int64_t step_ = 0;
   uint64_t cursor_ = 0;
