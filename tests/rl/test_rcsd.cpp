@@ -96,7 +96,7 @@ TEST(Rcsd, EqualOutcomesStillGetPerTokenCreditWhereTheRubricTeacherAgrees) {
   add.attach(env);
   EXPECT_FALSE(add.advantages(b));
   for (Trajectory& t : b.traj) t.advantage.assign(4, 0.25f);
-  add.token_weights(b);
+  add.adjust_advantages(b);
   EXPECT_EQ(b.traj[1].advantage, (std::vector<float>{1.75f, -1.25f, 1.75f, -1.25f}));
   EXPECT_EQ(b.traj[3].advantage, std::vector<float>(4, 0.25f));
 }

@@ -73,7 +73,8 @@ struct RolloutRound {
 // Every round of a step (dynamic sampling draws more rounds) runs: rollout (with the methods' hooks)
 // -> after_rollout -> the trainer scores what is unscored -> after_reward -> the uniform-group
 // filter (problems a method built, index -1, are extra: they neither count toward prompts_per_step nor
-// enter the rollout statistics); then, on the whole batch, advantages -> token_weights -> update -> metrics -> after_step.
+// enter the rollout statistics); then, on the whole batch, advantages -> adjust_advantages -> token_weights -> update
+// -> metrics -> after_step.
 // The Batch the round hooks see holds that round's trajectories (problems: all of the step's).
 class Method {
  public:
@@ -93,6 +94,9 @@ class Method {
   virtual void after_reward(Batch&) {}   // shaping, reward vectors -> scalar, group composition
   // Return true when the method set every trajectory's advantages itself (the estimator is skipped).
   virtual bool advantages(Batch&) { return false; }
+  // After the advantages are set (by the estimator or a method): terms a method adds to them (RCSD's combine = "add").
+  // The only place besides advantages() where a method writes advantages.
+  virtual void adjust_advantages(Batch&) {}
   virtual void token_weights(Batch&) {}
   virtual void after_step(const Metrics&) {}  // controllers
   virtual void metrics(Metrics&) const {}     // what the method reports each step

@@ -369,12 +369,18 @@ void RlTrainer::set_loss_masks(Batch& b) const {
   }
 }
 
-// The methods' advantages, or where none set them the estimator's (rl.advantage) over the batch's rewards.
+// The methods' advantages, or where none set them the estimator's (rl.advantage) over the batch's rewards; then
+// the terms methods add to them.
 void RlTrainer::set_advantages(Batch& b) {
-  const int64_t B = static_cast<int64_t>(b.traj.size());
   bool replaced = false;
   for (Method* m : methods_) replaced = m->advantages(b) || replaced;
-  if (replaced || B == 0) return;
+  if (!replaced) estimate_advantages(b);
+  for (Method* m : methods_) m->adjust_advantages(b);
+}
+
+void RlTrainer::estimate_advantages(Batch& b) {
+  const int64_t B = static_cast<int64_t>(b.traj.size());
+  if (B == 0) return;
   std::vector<float> r(static_cast<size_t>(B)), a(static_cast<size_t>(B));
   std::vector<int64_t> g(static_cast<size_t>(B)), s(static_cast<size_t>(B));
   for (int64_t i = 0; i < B; ++i) {

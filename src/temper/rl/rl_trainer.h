@@ -109,6 +109,7 @@ class RlTrainer {
   void score(Batch& b, size_t from);
   void set_loss_masks(Batch& b) const;
   void set_advantages(Batch& b);
+  void estimate_advantages(Batch& b);
   void set_weights(Batch& b);
   Metrics update(Batch& b);
   Metrics metrics(const Batch& b, int64_t drawn, const Metrics& update, double train_s, double step_s) const;

@@ -43,7 +43,7 @@ bool Rcsd::advantages(Batch& b) {
   return true;
 }
 
-void Rcsd::token_weights(Batch& b) {
+void Rcsd::adjust_advantages(Batch& b) {
   if (cfg_.combine == RcsdCombine::add) compute(b, true);
 }
 

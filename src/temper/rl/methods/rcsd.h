@@ -57,7 +57,7 @@ class Rcsd : public Method {
   std::string name() const override { return "rcsd"; }
   void attach(const MethodEnv& env) override { env_ = env; }
   bool advantages(Batch& b) override;
-  void token_weights(Batch& b) override;  // combine = "add": after the estimator's advantages
+  void adjust_advantages(Batch& b) override;  // combine = "add": onto the estimator's advantages
   void metrics(Metrics& m) const override;
 
  private:
