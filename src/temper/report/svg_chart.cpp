@@ -59,130 +59,169 @@ std::string num(double v) {  // SVG coordinates
   return buf;
 }
 
-std::string svg_line_chart(const std::vector<ChartSeries>& series, const ChartOptions& opt) {
-  const double kW = opt.width, kH = opt.height, kLeft = 64, kRight = 14, kTop = 14, kBottom = 40;
+namespace {
+
+// Margins around the plot area, in SVG units.
+constexpr double kLeft = 64, kRight = 14, kTop = 14, kBottom = 40;
+
+// The chart's size, its plot area (pw x ph) and the data ranges it shows; X and Y map a step and a value onto it.
+struct Plot {
+  double w, h, pw, ph;
   double xlo = std::numeric_limits<double>::infinity(), xhi = -xlo, ylo = xlo, yhi = -xlo;
-  size_t finite = 0;
+  size_t finite = 0;  // finite values over all series
+
+  explicit Plot(const ChartOptions& opt)
+      : w(opt.width), h(opt.height), pw(w - kLeft - kRight), ph(h - kTop - kBottom) {}
+  double X(double s) const { return kLeft + (s - xlo) / (xhi - xlo) * pw; }
+  double Y(double v) const { return kTop + (1 - (v - ylo) / (yhi - ylo)) * ph; }
+};
+
+// Round ticks of both axes and their spacings.
+struct Ticks {
+  std::vector<double> yt, xt;
+  double ysp = 0, xsp = 0;
+};
+
+// The steps and the finite values of every series: the data ranges and the count of finite values.
+void measure_ranges(const std::vector<ChartSeries>& series, Plot& p) {
   for (const ChartSeries& s : series)
     for (const auto& [step, v] : s.points) {
-      xlo = std::min(xlo, double(step));
-      xhi = std::max(xhi, double(step));
+      p.xlo = std::min(p.xlo, double(step));
+      p.xhi = std::max(p.xhi, double(step));
       if (!std::isfinite(v)) continue;
-      ++finite;
-      ylo = std::min(ylo, v);
-      yhi = std::max(yhi, v);
+      ++p.finite;
+      p.ylo = std::min(p.ylo, v);
+      p.yhi = std::max(p.yhi, v);
     }
-  std::ostringstream o;
-  o << "<svg class=\"chart\" viewBox=\"0 0 " << kW << " " << kH << "\" width=\"" << kW << "\" height=\"" << kH
-    << "\" role=\"img\" aria-label=\"" << html_escape(opt.y_label) << " by " << html_escape(opt.x_label)
-    << "\" xmlns=\"http://www.w3.org/2000/svg\" font-family=\"system-ui, sans-serif\">";
-  const double pw = kW - kLeft - kRight, ph = kH - kTop - kBottom;
-  o << "<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << pw << "\" height=\"" << ph
-    << "\" class=\"plot\" fill=\"#fff\"/>";
-  if (finite == 0) {
-    o << "<text x=\"" << num(kLeft + pw / 2) << "\" y=\"" << num(kTop + ph / 2)
-      << "\" class=\"empty\" font-size=\"12\" fill=\"#64748b\" text-anchor=\"middle\">no finite values</text></svg>";
-    return o.str();
-  }
-  // Ranges: a single step or a constant value still gets a visible span.
-  if (xhi == xlo) {
-    xlo -= 1;
-    xhi += 1;
-  }
-  if (yhi == ylo) {
-    const double pad = ylo == 0 ? 1 : std::fabs(ylo) * 0.1;
-    ylo -= pad;
-    yhi += pad;
-  }
-  std::vector<double> yt = nice_ticks(ylo, yhi, 5);
-  const double ysp = yt.size() > 1 ? yt[1] - yt[0] : (yhi - ylo);
-  if (!yt.empty()) {  // extend the range to whole ticks
-    ylo = std::min(ylo, std::floor(ylo / ysp + 1e-9) * ysp);
-    yhi = std::max(yhi, std::ceil(yhi / ysp - 1e-9) * ysp);
-    yt = nice_ticks(ylo, yhi, 5);
-  }
-  std::vector<double> xt = nice_ticks(xlo, xhi, 6);
-  xt.erase(std::remove_if(xt.begin(), xt.end(), [](double v) { return v != std::floor(v); }), xt.end());
-  const double xsp = xt.size() > 1 ? xt[1] - xt[0] : 1;
-  auto X = [&](double s) { return kLeft + (s - xlo) / (xhi - xlo) * pw; };
-  auto Y = [&](double v) { return kTop + (1 - (v - ylo) / (yhi - ylo)) * ph; };
+}
 
-  // Grid, ticks and labels.
-  for (double t : yt) {
-    o << "<line class=\"grid\" stroke=\"#eef2f7\" x1=\"" << kLeft << "\" x2=\"" << kLeft + pw << "\" y1=\"" << num(Y(t)) << "\" y2=\""
-      << num(Y(t)) << "\"/>";
-    o << "<text class=\"tick\" font-size=\"10.5\" fill=\"#475569\" x=\"" << kLeft - 6 << "\" y=\"" << num(Y(t) + 4) << "\" text-anchor=\"end\">"
-      << fmt_tick(t, ysp) << "</text>";
+// Ranges: a single step or a constant value still gets a visible span; the y range extends to whole ticks and
+// the x ticks are whole steps.
+Ticks fit_ticks(Plot& p) {
+  if (p.xhi == p.xlo) {
+    p.xlo -= 1;
+    p.xhi += 1;
   }
-  for (double t : xt) {
-    o << "<line class=\"axis\" stroke=\"#94a3b8\" x1=\"" << num(X(t)) << "\" x2=\"" << num(X(t)) << "\" y1=\"" << kTop + ph << "\" y2=\""
-      << kTop + ph + 5 << "\"/>";
-    o << "<text class=\"tick\" font-size=\"10.5\" fill=\"#475569\" x=\"" << num(X(t)) << "\" y=\"" << kTop + ph + 18 << "\" text-anchor=\"middle\">"
-      << fmt_tick(t, xsp) << "</text>";
+  if (p.yhi == p.ylo) {
+    const double pad = p.ylo == 0 ? 1 : std::fabs(p.ylo) * 0.1;
+    p.ylo -= pad;
+    p.yhi += pad;
   }
-  o << "<line class=\"axis\" stroke=\"#94a3b8\" x1=\"" << kLeft << "\" x2=\"" << kLeft << "\" y1=\"" << kTop << "\" y2=\"" << kTop + ph
-    << "\"/>";
-  o << "<line class=\"axis\" stroke=\"#94a3b8\" x1=\"" << kLeft << "\" x2=\"" << kLeft + pw << "\" y1=\"" << kTop + ph << "\" y2=\""
-    << kTop + ph << "\"/>";
-  o << "<text class=\"label\" font-size=\"11\" fill=\"#334155\" x=\"" << num(kLeft + pw / 2) << "\" y=\"" << kH - 4
+  Ticks t;
+  t.yt = nice_ticks(p.ylo, p.yhi, 5);
+  t.ysp = t.yt.size() > 1 ? t.yt[1] - t.yt[0] : (p.yhi - p.ylo);
+  if (!t.yt.empty()) {  // extend the range to whole ticks
+    p.ylo = std::min(p.ylo, std::floor(p.ylo / t.ysp + 1e-9) * t.ysp);
+    p.yhi = std::max(p.yhi, std::ceil(p.yhi / t.ysp - 1e-9) * t.ysp);
+    t.yt = nice_ticks(p.ylo, p.yhi, 5);
+  }
+  t.xt = nice_ticks(p.xlo, p.xhi, 6);
+  t.xt.erase(std::remove_if(t.xt.begin(), t.xt.end(), [](double v) { return v != std::floor(v); }), t.xt.end());
+  t.xsp = t.xt.size() > 1 ? t.xt[1] - t.xt[0] : 1;
+  return t;
+}
+
+// Grid, ticks and labels.
+void write_axes(std::ostringstream& o, const Plot& p, const Ticks& t, const ChartOptions& opt) {
+  const double pw = p.pw, ph = p.ph;
+  for (double y : t.yt) {
+    o << "<line class=\"grid\" stroke=\"#eef2f7\" x1=\"" << kLeft << "\" x2=\"" << kLeft + pw << "\" y1=\""
+      << num(p.Y(y)) << "\" y2=\"" << num(p.Y(y)) << "\"/>";
+    o << "<text class=\"tick\" font-size=\"10.5\" fill=\"#475569\" x=\"" << kLeft - 6 << "\" y=\"" << num(p.Y(y) + 4)
+      << "\" text-anchor=\"end\">" << fmt_tick(y, t.ysp) << "</text>";
+  }
+  for (double x : t.xt) {
+    o << "<line class=\"axis\" stroke=\"#94a3b8\" x1=\"" << num(p.X(x)) << "\" x2=\"" << num(p.X(x)) << "\" y1=\""
+      << kTop + ph << "\" y2=\"" << kTop + ph + 5 << "\"/>";
+    o << "<text class=\"tick\" font-size=\"10.5\" fill=\"#475569\" x=\"" << num(p.X(x)) << "\" y=\"" << kTop + ph + 18
+      << "\" text-anchor=\"middle\">" << fmt_tick(x, t.xsp) << "</text>";
+  }
+  o << "<line class=\"axis\" stroke=\"#94a3b8\" x1=\"" << kLeft << "\" x2=\"" << kLeft << "\" y1=\"" << kTop
+    << "\" y2=\"" << kTop + ph << "\"/>";
+  o << "<line class=\"axis\" stroke=\"#94a3b8\" x1=\"" << kLeft << "\" x2=\"" << kLeft + pw << "\" y1=\"" << kTop + ph
+    << "\" y2=\"" << kTop + ph << "\"/>";
+  o << "<text class=\"label\" font-size=\"11\" fill=\"#334155\" x=\"" << num(kLeft + pw / 2) << "\" y=\"" << p.h - 4
     << "\" text-anchor=\"middle\">" << html_escape(opt.x_label) << "</text>";
   o << "<text class=\"label\" font-size=\"11\" fill=\"#334155\" transform=\"translate(12 " << num(kTop + ph / 2)
     << ") rotate(-90)\" text-anchor=\"middle\">" << html_escape(opt.y_label) << "</text>";
+}
 
-  // Series: a polyline per run of finite values; markers when there are few points.
-  for (const ChartSeries& s : series) {
-    const std::string& color = s.color;
-    size_t n_finite = 0;
-    for (const auto& p : s.points) n_finite += std::isfinite(p.second);
-    std::string seg;
-    size_t seg_n = 0;
-    auto end_segment = [&] {
-      if (seg_n >= 2)
-        o << "<polyline class=\"line\" fill=\"none\" stroke-linejoin=\"round\" stroke-linecap=\"round\" stroke-width=\""
-          << s.width << "\" stroke-opacity=\"" << s.opacity << "\" stroke=\"" << color << "\" points=\"" << seg << "\"/>";
-      seg.clear();
-      seg_n = 0;
-    };
-    for (const auto& [step, v] : s.points) {
-      if (!std::isfinite(v)) {
-        end_segment();
-        continue;
-      }
-      if (seg_n) seg += ' ';
-      seg += num(X(double(step))) + "," + num(Y(v));
-      ++seg_n;
+// One series: a polyline per run of finite values; markers when there are few points, else on isolated points.
+void write_series(std::ostringstream& o, const Plot& p, const ChartSeries& s) {
+  const std::string& color = s.color;
+  size_t n_finite = 0;
+  for (const auto& pt : s.points) n_finite += std::isfinite(pt.second);
+  std::string seg;
+  size_t seg_n = 0;
+  auto end_segment = [&] {
+    if (seg_n >= 2)
+      o << "<polyline class=\"line\" fill=\"none\" stroke-linejoin=\"round\" stroke-linecap=\"round\" stroke-width=\""
+        << s.width << "\" stroke-opacity=\"" << s.opacity << "\" stroke=\"" << color << "\" points=\"" << seg << "\"/>";
+    seg.clear();
+    seg_n = 0;
+  };
+  for (const auto& [step, v] : s.points) {
+    if (!std::isfinite(v)) {
+      end_segment();
+      continue;
     }
-    end_segment();
-    const bool markers = n_finite <= 60;
-    for (size_t i = 0; i < s.points.size(); ++i) {
-      const auto& [step, v] = s.points[i];
-      if (!std::isfinite(v)) continue;
-      const bool isolated = (i == 0 || !std::isfinite(s.points[i - 1].second)) &&
-                            (i + 1 == s.points.size() || !std::isfinite(s.points[i + 1].second));
-      if (!markers && !isolated) continue;
-      o << "<circle cx=\"" << num(X(double(step))) << "\" cy=\"" << num(Y(v)) << "\" r=\"" << (markers ? 2.6 : 2.2)
-        << "\" fill=\"" << color << "\"><title>" << html_escape(s.label) << " step " << step << ": " << fmt(v, 6)
-        << "</title></circle>";
-    }
+    if (seg_n) seg += ' ';
+    seg += num(p.X(double(step))) + "," + num(p.Y(v));
+    ++seg_n;
   }
-  // Legend (top right): one entry per distinct label, in order.
-  if (opt.legend) {
-    std::vector<std::pair<std::string, std::string>> entries;
-    std::set<std::string> seen;
-    for (const ChartSeries& s : series)
-      if (seen.insert(s.label).second) entries.emplace_back(s.label, s.color);
-    size_t longest = 0;
-    for (auto& e : entries) longest = std::max(longest, e.first.size());
-    const double lw = 18 + 6.2 * static_cast<double>(longest);
-    double y = kTop + 12;
-    for (auto& [label, color] : entries) {
-      o << "<rect x=\"" << num(kLeft + pw - lw) << "\" y=\"" << num(y - 8) << "\" width=\"10\" height=\"10\" rx=\"2\" fill=\""
-        << color << "\"/>";
-      o << "<text class=\"legend\" font-size=\"11\" fill=\"#334155\" x=\"" << num(kLeft + pw - lw + 14) << "\" y=\"" << num(y + 1)
-        << "\">" << html_escape(label) << "</text>";
-      y += 14;
-    }
+  end_segment();
+  const bool markers = n_finite <= 60;
+  for (size_t i = 0; i < s.points.size(); ++i) {
+    const auto& [step, v] = s.points[i];
+    if (!std::isfinite(v)) continue;
+    const bool isolated = (i == 0 || !std::isfinite(s.points[i - 1].second)) &&
+                          (i + 1 == s.points.size() || !std::isfinite(s.points[i + 1].second));
+    if (!markers && !isolated) continue;
+    o << "<circle cx=\"" << num(p.X(double(step))) << "\" cy=\"" << num(p.Y(v)) << "\" r=\"" << (markers ? 2.6 : 2.2)
+      << "\" fill=\"" << color << "\"><title>" << html_escape(s.label) << " step " << step << ": " << fmt(v, 6)
+      << "</title></circle>";
   }
+}
+
+// Legend (top right): one entry per distinct label, in order.
+void write_legend(std::ostringstream& o, const Plot& p, const std::vector<ChartSeries>& series) {
+  std::vector<std::pair<std::string, std::string>> entries;
+  std::set<std::string> seen;
+  for (const ChartSeries& s : series)
+    if (seen.insert(s.label).second) entries.emplace_back(s.label, s.color);
+  size_t longest = 0;
+  for (auto& e : entries) longest = std::max(longest, e.first.size());
+  const double lw = 18 + 6.2 * static_cast<double>(longest);
+  double y = kTop + 12;
+  for (auto& [label, color] : entries) {
+    o << "<rect x=\"" << num(kLeft + p.pw - lw) << "\" y=\"" << num(y - 8)
+      << "\" width=\"10\" height=\"10\" rx=\"2\" fill=\"" << color << "\"/>";
+    o << "<text class=\"legend\" font-size=\"11\" fill=\"#334155\" x=\"" << num(kLeft + p.pw - lw + 14) << "\" y=\""
+      << num(y + 1) << "\">" << html_escape(label) << "</text>";
+    y += 14;
+  }
+}
+
+}  // namespace
+
+std::string svg_line_chart(const std::vector<ChartSeries>& series, const ChartOptions& opt) {
+  Plot p(opt);
+  measure_ranges(series, p);
+  std::ostringstream o;
+  o << "<svg class=\"chart\" viewBox=\"0 0 " << p.w << " " << p.h << "\" width=\"" << p.w << "\" height=\"" << p.h
+    << "\" role=\"img\" aria-label=\"" << html_escape(opt.y_label) << " by " << html_escape(opt.x_label)
+    << "\" xmlns=\"http://www.w3.org/2000/svg\" font-family=\"system-ui, sans-serif\">";
+  o << "<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << p.pw << "\" height=\"" << p.ph
+    << "\" class=\"plot\" fill=\"#fff\"/>";
+  if (p.finite == 0) {
+    o << "<text x=\"" << num(kLeft + p.pw / 2) << "\" y=\"" << num(kTop + p.ph / 2)
+      << "\" class=\"empty\" font-size=\"12\" fill=\"#64748b\" text-anchor=\"middle\">no finite values</text></svg>";
+    return o.str();
+  }
+  const Ticks t = fit_ticks(p);
+  write_axes(o, p, t, opt);
+  for (const ChartSeries& s : series) write_series(o, p, s);
+  if (opt.legend) write_legend(o, p, series);
   o << "</svg>";
   return o.str();
 }
