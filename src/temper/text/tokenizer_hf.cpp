@@ -201,6 +201,194 @@ std::string config_token(const Reader& r, const json& cfg, const char* key) {
   r.fail(key, "expected a string, {\"content\": ...} or null, found " + type_name(*it));
 }
 
+using Impl = detail::TokenizerImpl;
+using Merges = std::vector<std::pair<std::string, std::string>>;
+
+// model.type, model.dropout and the subword affixes: refuses what byte-level BPE does not do.
+void check_model_kind(const Reader& r, const json& model) {
+  const std::string mtype = model.contains("type") ? r.str(model["type"], "model.type") : "BPE";
+  if (mtype != "BPE") r.fail("model.type", "'" + mtype + "' is not supported (only BPE)");
+  if (model.contains("dropout") && !model["dropout"].is_null() &&
+      !(model["dropout"].is_number() && model["dropout"].get<double>() == 0.0)) {
+    r.fail("model.dropout", model["dropout"].dump() + " is not supported (BPE dropout is a training-time option)");
+  }
+  for (const char* k : {"continuing_subword_prefix", "end_of_word_suffix"}) {
+    if (model.contains(k) && !model[k].is_null() && !r.str(model[k], std::string("model.") + k).empty()) {
+      r.fail(std::string("model.") + k,
+             "'" + model[k].get<std::string>() + "' is not supported (byte-level BPE has none)");
+    }
+  }
+}
+
+// One entry of added_tokens (field f), with the defaults of tokenizers.
+AddedToken read_added_token(const Reader& r, const json& j, const std::string& f) {
+  AddedToken a;
+  a.id = r.id(r.member(j, "id", f), f + ".id");
+  a.content = r.str(r.member(j, "content", f), f + ".content");
+  if (a.content.empty()) r.fail(f + ".content", "empty");
+  a.special = r.boolean(j, "special", false, f);
+  a.single_word = r.boolean(j, "single_word", false, f);
+  a.lstrip = r.boolean(j, "lstrip", false, f);
+  a.rstrip = r.boolean(j, "rstrip", false, f);
+  a.normalized = r.boolean(j, "normalized", !a.special, f);
+  return a;
+}
+
+// model.vocab and added_tokens: t.vocab, t.added and the id -> token table (the ids must be dense).
+void read_vocabulary(const Reader& r, const json& root, const json& model, Impl& t) {
+  const json& vocab = r.member(model, "vocab", "model");
+  if (!vocab.is_object()) r.fail("model.vocab", "expected an object {token: id}, found " + type_name(vocab));
+  int32_t max_id = -1;
+  t.vocab.reserve(vocab.size() * 2);
+  for (auto it = vocab.begin(); it != vocab.end(); ++it) {
+    const int32_t id = r.id(it.value(), "model.vocab[\"" + it.key() + "\"]");
+    t.vocab.emplace(it.key(), id);
+    max_id = std::max(max_id, id);
+  }
+  const json& added = root.contains("added_tokens") ? root["added_tokens"] : json::array();
+  if (!added.is_array()) r.fail("added_tokens", "expected an array, found " + type_name(added));
+  for (size_t i = 0; i < added.size(); ++i) {
+    AddedToken a = read_added_token(r, added[i], "added_tokens[" + std::to_string(i) + "]");
+    max_id = std::max(max_id, a.id);
+    t.added.push_back(std::move(a));
+  }
+  if (max_id < 0) r.fail("model.vocab", "empty");
+  const size_t entries = vocab.size() + added.size();
+  if (static_cast<size_t>(max_id) >= 2 * entries + 1024) {
+    r.fail("model.vocab",
+           "ids are not dense: largest id " + std::to_string(max_id) + " for " + std::to_string(entries) + " tokens");
+  }
+  t.id_to_token.assign(max_id + 1, std::string());
+  t.has_id.assign(max_id + 1, 0);
+  for (const auto& [tok, id] : t.vocab) {
+    if (!t.has_id[id] || tok < t.id_to_token[id]) t.id_to_token[id] = tok;  // deterministic if ids repeat
+    t.has_id[id] = 1;
+  }
+  for (const AddedToken& a : t.added) t.id_to_token[a.id] = a.content, t.has_id[a.id] = 1;
+}
+
+// model.merges in either form: "a b" or ["a", "b"].
+Merges read_merges(const Reader& r, const json& model) {
+  Merges merges;
+  const json& jm = model.contains("merges") ? model["merges"] : json::array();
+  if (!jm.is_array()) r.fail("model.merges", "expected an array, found " + type_name(jm));
+  merges.reserve(jm.size());
+  for (size_t i = 0; i < jm.size(); ++i) {
+    const std::string f = "model.merges[" + std::to_string(i) + "]";
+    if (jm[i].is_string()) {
+      const std::string s = jm[i].get<std::string>();
+      const size_t sp = s.find(' ');
+      if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos) {
+        r.fail(f, "'" + s + "': expected two tokens separated by one space");
+      }
+      merges.emplace_back(s.substr(0, sp), s.substr(sp + 1));
+    } else if (jm[i].is_array() && jm[i].size() == 2) {
+      merges.emplace_back(r.str(jm[i][0], f + "[0]"), r.str(jm[i][1], f + "[1]"));
+    } else {
+      r.fail(f, "expected \"a b\" or [\"a\", \"b\"], found " + jm[i].dump());
+    }
+  }
+  return merges;
+}
+
+// The BPE model's options: fuse_unk, byte_fallback, ignore_merges and unk_token (which must be in the vocabulary).
+void read_bpe_options(const Reader& r, const json& model, Impl& t) {
+  t.bpe_options.fuse_unk = r.boolean(model, "fuse_unk", false, "model");
+  t.bpe_options.byte_fallback = r.boolean(model, "byte_fallback", false, "model");
+  t.bpe_options.ignore_merges = r.boolean(model, "ignore_merges", false, "model");
+  if (model.contains("unk_token") && !model["unk_token"].is_null()) {
+    const std::string unk = r.str(model["unk_token"], "model.unk_token");
+    auto it = t.vocab.find(unk);
+    if (it == t.vocab.end()) r.fail("model.unk_token", "'" + unk + "' is not in model.vocab");
+    t.bpe_options.unk_id = it->second;
+    t.unk = it->second;
+  }
+}
+
+// The pipeline around the model: normalizer, pre_tokenizer and decoder (both byte-level), post_processor.
+void read_pipeline(const Reader& r, const json& root, Impl& t) {
+  bool nfc = false;
+  read_normalizer(r, root.contains("normalizer") ? root["normalizer"] : json(), "normalizer", nfc);
+  t.nfc = nfc;
+  const json& pre = r.member(root, "pre_tokenizer", "");
+  if (pre.is_null()) r.fail("pre_tokenizer", "null; byte-level BPE needs a ByteLevel pre-tokenizer");
+  read_pre_tokenizer(r, pre, "pre_tokenizer", t.pre);
+  if (!t.pre.has_byte_level()) r.fail("pre_tokenizer", "has no ByteLevel step (only byte-level BPE is supported)");
+  bool byte_level_decoder = false;
+  read_decoder(r, r.member(root, "decoder", ""), "decoder", byte_level_decoder, t.decode_byte_fallback);
+  if (!byte_level_decoder) r.fail("decoder", "has no ByteLevel step (only byte-level BPE is supported)");
+  read_post_processor(r, root.contains("post_processor") ? root["post_processor"] : json(), "post_processor", t.prefix,
+                      t.suffix);
+  for (int32_t id : t.prefix) t.check_id(id, "post_processor special token id");
+  for (int32_t id : t.suffix) t.check_id(id, "post_processor special token id");
+}
+
+// The id of the token tokenizer_config.json names under `key` (an added token first, then the vocabulary of the
+// tokenizer file `name`); -1 where it names none.
+int32_t config_token_id(const Reader& rc, const json& cfg, const char* key, const Impl& t, const std::string& name) {
+  const std::string tok = config_token(rc, cfg, key);
+  if (tok.empty()) return -1;
+  for (const AddedToken& a : t.added) {
+    if (a.content == tok) return a.id;
+  }
+  auto v = t.vocab.find(tok);
+  if (v == t.vocab.end()) rc.fail(key, "'" + tok + "' is not a token of " + name);
+  return v->second;
+}
+
+// add_bos_token / add_eos_token: transformers' Llama/GPT-2 fast tokenizers rebuild the post-processor from these
+// flags.
+void read_add_flags(const Reader& rc, const json& cfg, Impl& t) {
+  if (cfg.contains("add_bos_token")) {
+    t.prefix.clear();
+    if (rc.boolean(cfg, "add_bos_token", false, "")) {
+      if (t.bos < 0) rc.fail("add_bos_token", "true but there is no bos_token");
+      t.prefix.push_back(t.bos);
+    }
+  }
+  if (cfg.contains("add_eos_token")) {
+    t.suffix.clear();
+    if (rc.boolean(cfg, "add_eos_token", false, "")) {
+      if (t.eos < 0) rc.fail("add_eos_token", "true but there is no eos_token");
+      t.suffix.push_back(t.eos);
+    }
+  }
+}
+
+// chat_template: a string, or a list of {name, template} of which "default" (else the first) is taken.
+void read_chat_template(const Reader& rc, const json& cfg, Impl& t) {
+  if (!cfg.contains("chat_template") || cfg["chat_template"].is_null()) return;
+  const json& ct = cfg["chat_template"];
+  if (ct.is_string()) {
+    t.chat_template = ct.get<std::string>();
+  } else if (ct.is_array()) {
+    for (size_t i = 0; i < ct.size(); ++i) {
+      const std::string f = "chat_template[" + std::to_string(i) + "]";
+      const std::string tname = rc.str(rc.member(ct[i], "name", f), f + ".name");
+      if (tname == "default" || t.chat_template.empty()) {
+        t.chat_template = rc.str(rc.member(ct[i], "template", f), f + ".template");
+      }
+    }
+  } else {
+    rc.fail("chat_template", "expected a string or a list of {name, template}, found " + type_name(ct));
+  }
+}
+
+// tokenizer_config.json (file config_name) over what tokenizer.json (file name) set: bos/eos/pad/unk tokens,
+// add_bos_token/add_eos_token, chat_template.
+void read_tokenizer_config(std::string_view config_json, const std::string& config_name, const std::string& name,
+                           Impl& t) {
+  const Reader rc(config_name);
+  const json cfg = parse(config_json, config_name);
+  if (!cfg.is_object()) rc.fail("(root)", "expected an object, found " + type_name(cfg));
+  if (cfg.contains("bos_token")) t.bos = config_token_id(rc, cfg, "bos_token", t, name);
+  if (cfg.contains("eos_token")) t.eos = config_token_id(rc, cfg, "eos_token", t, name);
+  if (cfg.contains("pad_token")) t.pad = config_token_id(rc, cfg, "pad_token", t, name);
+  if (cfg.contains("unk_token") && t.unk < 0) t.unk = config_token_id(rc, cfg, "unk_token", t, name);
+  read_add_flags(rc, cfg, t);
+  read_chat_template(rc, cfg, t);
+}
+
 }  // namespace
 
 static Tokenizer build_from_hf(std::string_view tokenizer_json, std::string_view config_json, const std::string& name,
@@ -232,157 +420,15 @@ static Tokenizer build_from_hf(std::string_view tokenizer_json, std::string_view
   detail::TokenizerImpl& t = *impl;
   t.source = name;
 
-  // model
   const json& model = r.member(root, "model", "");
-  const std::string mtype = model.contains("type") ? r.str(model["type"], "model.type") : "BPE";
-  if (mtype != "BPE") r.fail("model.type", "'" + mtype + "' is not supported (only BPE)");
-  if (model.contains("dropout") && !model["dropout"].is_null() &&
-      !(model["dropout"].is_number() && model["dropout"].get<double>() == 0.0)) {
-    r.fail("model.dropout", model["dropout"].dump() + " is not supported (BPE dropout is a training-time option)");
-  }
-  for (const char* k : {"continuing_subword_prefix", "end_of_word_suffix"}) {
-    if (model.contains(k) && !model[k].is_null() && !r.str(model[k], std::string("model.") + k).empty()) {
-      r.fail(std::string("model.") + k,
-             "'" + model[k].get<std::string>() + "' is not supported (byte-level BPE has none)");
-    }
-  }
-  const json& vocab = r.member(model, "vocab", "model");
-  if (!vocab.is_object()) r.fail("model.vocab", "expected an object {token: id}, found " + type_name(vocab));
-  int32_t max_id = -1;
-  t.vocab.reserve(vocab.size() * 2);
-  for (auto it = vocab.begin(); it != vocab.end(); ++it) {
-    const int32_t id = r.id(it.value(), "model.vocab[\"" + it.key() + "\"]");
-    t.vocab.emplace(it.key(), id);
-    max_id = std::max(max_id, id);
-  }
-  const json& added = root.contains("added_tokens") ? root["added_tokens"] : json::array();
-  if (!added.is_array()) r.fail("added_tokens", "expected an array, found " + type_name(added));
-  for (size_t i = 0; i < added.size(); ++i) {
-    const std::string f = "added_tokens[" + std::to_string(i) + "]";
-    AddedToken a;
-    a.id = r.id(r.member(added[i], "id", f), f + ".id");
-    a.content = r.str(r.member(added[i], "content", f), f + ".content");
-    if (a.content.empty()) r.fail(f + ".content", "empty");
-    a.special = r.boolean(added[i], "special", false, f);
-    a.single_word = r.boolean(added[i], "single_word", false, f);
-    a.lstrip = r.boolean(added[i], "lstrip", false, f);
-    a.rstrip = r.boolean(added[i], "rstrip", false, f);
-    a.normalized = r.boolean(added[i], "normalized", !a.special, f);
-    max_id = std::max(max_id, a.id);
-    t.added.push_back(std::move(a));
-  }
-  if (max_id < 0) r.fail("model.vocab", "empty");
-  const size_t entries = vocab.size() + added.size();
-  if (static_cast<size_t>(max_id) >= 2 * entries + 1024) {
-    r.fail("model.vocab",
-           "ids are not dense: largest id " + std::to_string(max_id) + " for " + std::to_string(entries) + " tokens");
-  }
-  t.id_to_token.assign(max_id + 1, std::string());
-  t.has_id.assign(max_id + 1, 0);
-  for (const auto& [tok, id] : t.vocab) {
-    if (!t.has_id[id] || tok < t.id_to_token[id]) t.id_to_token[id] = tok;  // deterministic if ids repeat
-    t.has_id[id] = 1;
-  }
-  for (const AddedToken& a : t.added) t.id_to_token[a.id] = a.content, t.has_id[a.id] = 1;
-
-  std::vector<std::pair<std::string, std::string>> merges;
-  const json& jm = model.contains("merges") ? model["merges"] : json::array();
-  if (!jm.is_array()) r.fail("model.merges", "expected an array, found " + type_name(jm));
-  merges.reserve(jm.size());
-  for (size_t i = 0; i < jm.size(); ++i) {
-    const std::string f = "model.merges[" + std::to_string(i) + "]";
-    if (jm[i].is_string()) {
-      const std::string s = jm[i].get<std::string>();
-      const size_t sp = s.find(' ');
-      if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos) {
-        r.fail(f, "'" + s + "': expected two tokens separated by one space");
-      }
-      merges.emplace_back(s.substr(0, sp), s.substr(sp + 1));
-    } else if (jm[i].is_array() && jm[i].size() == 2) {
-      merges.emplace_back(r.str(jm[i][0], f + "[0]"), r.str(jm[i][1], f + "[1]"));
-    } else {
-      r.fail(f, "expected \"a b\" or [\"a\", \"b\"], found " + jm[i].dump());
-    }
-  }
-  t.bpe_options.fuse_unk = r.boolean(model, "fuse_unk", false, "model");
-  t.bpe_options.byte_fallback = r.boolean(model, "byte_fallback", false, "model");
-  t.bpe_options.ignore_merges = r.boolean(model, "ignore_merges", false, "model");
-  if (model.contains("unk_token") && !model["unk_token"].is_null()) {
-    const std::string unk = r.str(model["unk_token"], "model.unk_token");
-    auto it = t.vocab.find(unk);
-    if (it == t.vocab.end()) r.fail("model.unk_token", "'" + unk + "' is not in model.vocab");
-    t.bpe_options.unk_id = it->second;
-    t.unk = it->second;
-  }
-
-  // pipeline
-  bool nfc = false;
-  read_normalizer(r, root.contains("normalizer") ? root["normalizer"] : json(), "normalizer", nfc);
-  t.nfc = nfc;
-  const json& pre = r.member(root, "pre_tokenizer", "");
-  if (pre.is_null()) r.fail("pre_tokenizer", "null; byte-level BPE needs a ByteLevel pre-tokenizer");
-  read_pre_tokenizer(r, pre, "pre_tokenizer", t.pre);
-  if (!t.pre.has_byte_level()) r.fail("pre_tokenizer", "has no ByteLevel step (only byte-level BPE is supported)");
-  bool byte_level_decoder = false;
-  read_decoder(r, r.member(root, "decoder", ""), "decoder", byte_level_decoder, t.decode_byte_fallback);
-  if (!byte_level_decoder) r.fail("decoder", "has no ByteLevel step (only byte-level BPE is supported)");
-  read_post_processor(r, root.contains("post_processor") ? root["post_processor"] : json(), "post_processor", t.prefix,
-                      t.suffix);
-  for (int32_t id : t.prefix) t.check_id(id, "post_processor special token id");
-  for (int32_t id : t.suffix) t.check_id(id, "post_processor special token id");
-
-  // tokenizer_config.json
+  check_model_kind(r, model);
+  read_vocabulary(r, root, model, t);
+  Merges merges = read_merges(r, model);
+  read_bpe_options(r, model, t);
+  read_pipeline(r, root, t);
+  // bos: the post-processor's first special token unless tokenizer_config.json names one.
   if (!t.prefix.empty()) t.bos = t.prefix.front();
-  if (!config_json.empty()) {
-    const Reader rc(config_name);
-    const json cfg = parse(config_json, config_name);
-    if (!cfg.is_object()) rc.fail("(root)", "expected an object, found " + type_name(cfg));
-    auto lookup = [&](const char* key) -> int32_t {
-      const std::string tok = config_token(rc, cfg, key);
-      if (tok.empty()) return -1;
-      for (const AddedToken& a : t.added) {
-        if (a.content == tok) return a.id;
-      }
-      auto v = t.vocab.find(tok);
-      if (v == t.vocab.end()) rc.fail(key, "'" + tok + "' is not a token of " + name);
-      return v->second;
-    };
-    if (cfg.contains("bos_token")) t.bos = lookup("bos_token");
-    if (cfg.contains("eos_token")) t.eos = lookup("eos_token");
-    if (cfg.contains("pad_token")) t.pad = lookup("pad_token");
-    if (cfg.contains("unk_token") && t.unk < 0) t.unk = lookup("unk_token");
-    // transformers' Llama/GPT-2 fast tokenizers rebuild the post-processor from these flags.
-    if (cfg.contains("add_bos_token")) {
-      t.prefix.clear();
-      if (rc.boolean(cfg, "add_bos_token", false, "")) {
-        if (t.bos < 0) rc.fail("add_bos_token", "true but there is no bos_token");
-        t.prefix.push_back(t.bos);
-      }
-    }
-    if (cfg.contains("add_eos_token")) {
-      t.suffix.clear();
-      if (rc.boolean(cfg, "add_eos_token", false, "")) {
-        if (t.eos < 0) rc.fail("add_eos_token", "true but there is no eos_token");
-        t.suffix.push_back(t.eos);
-      }
-    }
-    if (cfg.contains("chat_template") && !cfg["chat_template"].is_null()) {
-      const json& ct = cfg["chat_template"];
-      if (ct.is_string()) {
-        t.chat_template = ct.get<std::string>();
-      } else if (ct.is_array()) {
-        for (size_t i = 0; i < ct.size(); ++i) {
-          const std::string f = "chat_template[" + std::to_string(i) + "]";
-          const std::string tname = rc.str(rc.member(ct[i], "name", f), f + ".name");
-          if (tname == "default" || t.chat_template.empty()) {
-            t.chat_template = rc.str(rc.member(ct[i], "template", f), f + ".template");
-          }
-        }
-      } else {
-        rc.fail("chat_template", "expected a string or a list of {name, template}, found " + type_name(ct));
-      }
-    }
-  }
+  if (!config_json.empty()) read_tokenizer_config(config_json, config_name, name, t);
   t.finish(std::move(merges), name + ": model.merges");
   return detail::TokenizerImpl::wrap(std::move(impl));
 }
