@@ -17,7 +17,9 @@
 namespace temper::app {
 namespace {
 
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 // Read bandwidth of this machine: sum a 512 MiB buffer with all threads, best of 3.
 double read_bandwidth_gbs() {
@@ -43,6 +45,119 @@ double read_bandwidth_gbs() {
     best = std::min(best, now() - t0);
   }
   return static_cast<double>(n) * 4 / best / 1e9;
+}
+
+// One timed engine run: its seconds and the engine's counters.
+struct Run {
+  double seconds;
+  rollout::EngineStats stats;
+};
+
+// Runs the requests for n new tokens each, timed.
+Run timed_run(rollout::RolloutEngine& eng, std::vector<rollout::RolloutRequest>& rs, int64_t n) {
+  for (auto& r : rs) r.max_new = n;
+  double t0 = now();
+  auto out = eng.run(rs);
+  return Run{now() - t0, eng.stats()};
+}
+
+// B prompts of --prompt-len random tokens, G samples each: the engine prefills each prompt once and forks its
+// blocks to the G members.
+std::vector<rollout::RolloutRequest> group_requests(const BenchRolloutOptions& o, const ModelConfig& c) {
+  std::vector<rollout::RolloutRequest> reqs(static_cast<size_t>(o.batch));
+  Rng rng(3, 0);
+  for (auto& r : reqs) {
+    for (int64_t i = 0; i < o.prompt_len; ++i) r.prompt.push_back(static_cast<int32_t>(rng.next_u32() % c.vocab_size));
+    r.group_size = o.group;
+    r.sampler.temperature = 1.0f;
+    r.seed = rng.next_u32();
+  }
+  return reqs;
+}
+
+// The 1-token and N-token runs: the first of each (with the 1-token run's profile phases, its prefill, under
+// --profile) and the fastest times over `pairs` of them.
+struct DecodeTiming {
+  Run r1, rn;
+  std::vector<std::pair<std::string, double>> prefill_phases;
+  double t1, tn;
+  int64_t pairs;
+};
+
+// Times the 1-token and N-token runs after a warm-up; the profile (--profile) then holds the N-token run's phases.
+DecodeTiming time_decode(const BenchRolloutOptions& o, rollout::RolloutEngine& eng,
+                         std::vector<rollout::RolloutRequest>& reqs) {
+  timed_run(eng, reqs, 2);  // warm-up: oneDNN kernels, pages of the pool
+  // Phases of a decode step (--profile): those of the N-token run minus those of the 1-token run (its
+  // prefill), over the N - 1 decode steps.
+  profile_reset();
+  profile_enable(o.profile);
+  Run r1 = timed_run(eng, reqs, 1);
+  std::vector<std::pair<std::string, double>> prefill_phases = profile_report();
+  profile_reset();
+  Run rn = timed_run(eng, reqs, o.gen_len);
+  profile_enable(false);
+  // Decode time is the difference of two runs, so noise in either can swamp it on a small shape (a
+  // shared 2-core machine once gave tn < t1): alternate more pairs for up to a second, at least two
+  // pairs and at most twenty, and keep the fastest of each.
+  double t1 = r1.seconds, tn = rn.seconds, spent = t1 + tn;
+  int64_t pairs = 1;
+  while (pairs < 2 || (spent < 1.0 && pairs < 20)) {
+    Run a = timed_run(eng, reqs, 1), b = timed_run(eng, reqs, o.gen_len);
+    t1 = std::min(t1, a.seconds);
+    tn = std::min(tn, b.seconds);
+    spent += a.seconds + b.seconds;
+    ++pairs;
+  }
+  TEMPER_CHECK(tn > t1) << "bench rollout: the " << o.gen_len << "-token run (" << tn
+                        << " s) was not slower than the 1-token run (" << t1 << " s) over " << pairs
+                        << " pairs; the machine is too noisy for this shape, raise --gen-len";
+  return DecodeTiming{r1, rn, std::move(prefill_phases), t1, tn, pairs};
+}
+
+// The same B x G sequences as B x G independent requests (each its own copy of the prompt): the prefill work
+// that sharing saves, in tokens computed and seconds of a 1-token run (the shared one: r1 in t1 seconds).
+nlohmann::json prefix_sharing(const BenchRolloutOptions& o, Transformer& m, KvPool& pool,
+                              const std::vector<rollout::RolloutRequest>& reqs, const Run& r1, double t1) {
+  const int64_t G = o.group, seqs = o.batch * G;
+  std::vector<rollout::RolloutRequest> indep;
+  for (const auto& r : reqs)
+    for (int64_t g = 0; g < G; ++g) {
+      indep.push_back(r);
+      indep.back().group_size = 1;
+      indep.back().stream = static_cast<uint64_t>(g);
+    }
+  // One engine step holds at most the model's context in tokens (the step's activation arena), so
+  // the independent prompts are admitted in waves of max_position_embeddings / P.
+  rollout::EngineConfig ic;
+  ic.max_seqs = std::max<int64_t>(1, std::min(seqs, m.config().max_position_embeddings / o.prompt_len));
+  rollout::RolloutEngine ieng(m, pool, ic);
+  timed_run(ieng, indep, 1);  // warm-up: pages of the pool
+  Run i1 = timed_run(ieng, indep, 1);
+  return {{"prefill_tokens_requested", seqs * o.prompt_len},
+          {"shared_prefill_tokens_computed", r1.stats.prefill_tokens},
+          {"shared_prefill_s", std::round(t1 * 1000) / 1000},
+          {"independent_prefill_tokens_computed", i1.stats.prefill_tokens},
+          {"independent_prefill_s", std::round(i1.seconds * 1000) / 1000},
+          {"independent_prefill_steps", i1.stats.steps},
+          {"prefill_tokens_ratio", std::round(static_cast<double>(i1.stats.prefill_tokens) /
+                                              static_cast<double>(r1.stats.prefill_tokens) * 100) /
+                                       100},
+          {"prefill_time_ratio", std::round(i1.seconds / t1 * 100) / 100}};
+}
+
+// Milliseconds per decode step of each profiled phase: the N-token run's (the profile now) minus the 1-token
+// run's, over the N - 1 decode steps.
+nlohmann::json decode_step_profile(const BenchRolloutOptions& o,
+                                   const std::vector<std::pair<std::string, double>>& prefill_phases) {
+  nlohmann::json pj;
+  for (auto& [k, v] : profile_report()) {
+    double pre = 0;
+    for (auto& [pk, pv] : prefill_phases)
+      if (pk == k) pre = pv;
+    pj[k] = std::round((v - pre) / static_cast<double>(o.gen_len - 1) * 1e6) / 1e3;
+  }
+  return pj;
 }
 
 }  // namespace
@@ -79,86 +194,12 @@ int bench_rollout(const BenchRolloutOptions& o) {
   rollout::EngineConfig ec;
   ec.max_seqs = seqs;
   rollout::RolloutEngine eng(*m, pool, ec);
-  // B prompts, G samples each: the engine prefills each prompt once and forks its blocks to the G members.
-  std::vector<rollout::RolloutRequest> reqs(static_cast<size_t>(o.batch));
-  Rng rng(3, 0);
-  for (auto& r : reqs) {
-    for (int64_t i = 0; i < o.prompt_len; ++i) r.prompt.push_back(static_cast<int32_t>(rng.next_u32() % c.vocab_size));
-    r.group_size = G;
-    r.sampler.temperature = 1.0f;
-    r.seed = rng.next_u32();
-  }
-  struct Run {
-    double seconds;
-    rollout::EngineStats stats;
-  };
-  auto run = [&](std::vector<rollout::RolloutRequest>& rs, int64_t n) {
-    for (auto& r : rs) r.max_new = n;
-    double t0 = now();
-    auto out = eng.run(rs);
-    return Run{now() - t0, eng.stats()};
-  };
-  run(reqs, 2);  // warm-up: oneDNN kernels, pages of the pool
-  // Phases of a decode step (--profile): those of the N-token run minus those of the 1-token run (its
-  // prefill), over the N - 1 decode steps.
-  profile_reset();
-  profile_enable(o.profile);
-  Run r1 = run(reqs, 1);
-  std::vector<std::pair<std::string, double>> prefill_phases = profile_report();
-  profile_reset();
-  Run rn = run(reqs, o.gen_len);
-  profile_enable(false);
-  // Decode time is the difference of two runs, so noise in either can swamp it on a small shape (a
-  // shared 2-core machine once gave tn < t1): alternate more pairs for up to a second, at least two
-  // pairs and at most twenty, and keep the fastest of each.
-  double t1 = r1.seconds, tn = rn.seconds, spent = t1 + tn;
-  int64_t pairs = 1;
-  while (pairs < 2 || (spent < 1.0 && pairs < 20)) {
-    Run a = run(reqs, 1), b = run(reqs, o.gen_len);
-    t1 = std::min(t1, a.seconds);
-    tn = std::min(tn, b.seconds);
-    spent += a.seconds + b.seconds;
-    ++pairs;
-  }
-  TEMPER_CHECK(tn > t1) << "bench rollout: the " << o.gen_len << "-token run (" << tn
-                        << " s) was not slower than the 1-token run (" << t1 << " s) over " << pairs
-                        << " pairs; the machine is too noisy for this shape, raise --gen-len";
-  double prefill_tps = static_cast<double>(o.batch * o.prompt_len) / t1;
-  double decode_tps = static_cast<double>(seqs * (o.gen_len - 1)) / (tn - t1);
+  std::vector<rollout::RolloutRequest> reqs = group_requests(o, c);
+  const DecodeTiming d = time_decode(o, eng, reqs);
+  double prefill_tps = static_cast<double>(o.batch * o.prompt_len) / d.t1;
+  double decode_tps = static_cast<double>(seqs * (o.gen_len - 1)) / (d.tn - d.t1);
   nlohmann::json group;
-  if (G > 1) {
-    // The same B x G sequences as B x G independent requests (each its own copy of the prompt):
-    // the prefill work that sharing saves, in tokens computed and seconds of a 1-token run.
-    std::vector<rollout::RolloutRequest> indep;
-    for (const auto& r : reqs)
-      for (int64_t g = 0; g < G; ++g) {
-        indep.push_back(r);
-        indep.back().group_size = 1;
-        indep.back().stream = static_cast<uint64_t>(g);
-      }
-    // One engine step holds at most the model's context in tokens (the step's activation arena), so
-    // the independent prompts are admitted in waves of max_position_embeddings / P.
-    rollout::EngineConfig ic;
-    ic.max_seqs = std::max<int64_t>(1, std::min(seqs, c.max_position_embeddings / o.prompt_len));
-    rollout::RolloutEngine ieng(*m, pool, ic);
-    auto irun = [&]() {
-      double t0 = now();
-      auto out = ieng.run(indep);
-      return Run{now() - t0, ieng.stats()};
-    };
-    for (auto& r : indep) r.max_new = 1;
-    irun();  // warm-up: pages of the pool
-    Run i1 = irun();
-    group = {{"prefill_tokens_requested", seqs * o.prompt_len},
-             {"shared_prefill_tokens_computed", r1.stats.prefill_tokens},
-             {"shared_prefill_s", std::round(t1 * 1000) / 1000},
-             {"independent_prefill_tokens_computed", i1.stats.prefill_tokens},
-             {"independent_prefill_s", std::round(i1.seconds * 1000) / 1000},
-             {"independent_prefill_steps", i1.stats.steps},
-             {"prefill_tokens_ratio",
-              std::round(static_cast<double>(i1.stats.prefill_tokens) / static_cast<double>(r1.stats.prefill_tokens) * 100) / 100},
-             {"prefill_time_ratio", std::round(i1.seconds / t1 * 100) / 100}};
-  }
+  if (G > 1) group = prefix_sharing(o, *m, pool, reqs, d.r1, d.t1);
   double bw = read_bandwidth_gbs();
   double weight_bytes = static_cast<double>(m->num_params()) * (prec == kernels::Precision::bf16 ? 2.0 : 4.0);
   rusage u{};
@@ -176,19 +217,11 @@ int bench_rollout(const BenchRolloutOptions& o) {
                       {"peak_rss_mb", std::round(static_cast<double>(u.ru_maxrss) / 1024.0 * 10) / 10},
                       {"read_bandwidth_gb_s", std::round(bw * 10) / 10},
                       {"batch1_bandwidth_bound_tokens_per_s", std::round(bw * 1e9 / weight_bytes * 10) / 10}};
-  j["engine_steps"] = rn.stats.steps;  // of the timed N-token run: 1 prefill step + N - 1 decode steps when nothing is preempted
-  j["preemptions"] = rn.stats.preemptions;
-  j["timing_pairs"] = pairs;  // 1-token and N-token runs timed; the fastest of each is used
-  if (o.profile) {
-    nlohmann::json pj;
-    for (auto& [k, v] : profile_report()) {
-      double pre = 0;
-      for (auto& [pk, pv] : prefill_phases)
-        if (pk == k) pre = pv;
-      pj[k] = std::round((v - pre) / static_cast<double>(o.gen_len - 1) * 1e6) / 1e3;
-    }
-    j["profile_ms_per_decode_step"] = pj;
-  }
+  // Of the timed N-token run: 1 prefill step + N - 1 decode steps when nothing is preempted.
+  j["engine_steps"] = d.rn.stats.steps;
+  j["preemptions"] = d.rn.stats.preemptions;
+  j["timing_pairs"] = d.pairs;  // 1-token and N-token runs timed; the fastest of each is used
+  if (o.profile) j["profile_ms_per_decode_step"] = decode_step_profile(o, d.prefill_phases);
   if (G > 1) {
     j["prompts"] = o.batch;
     j["group"] = G;
