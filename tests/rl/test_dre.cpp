@@ -66,7 +66,7 @@ Trajectory traj(const std::string& text, int64_t group, int64_t member, int64_t 
   t.group = group;
   t.problem = group;
   t.member = member;
-  t.parent = parent;
+  t.lineage.parent = parent;
   t.prompt = ids(problem().prompt);
   t.tokens = ids(text);
   t.tokens.push_back(kEos);
@@ -202,7 +202,7 @@ TEST(Dre, CompositionKeepsOnlyCorrectEditsThatSaveTokensAndAppliesTheMode) {
     b.traj.push_back(traj(kLong, 0, 0));
     b.traj.push_back(traj(kShort, 0, 1));
     Trajectory f0 = traj(kShort, 0, 2, 0);
-    f0.fork_pos = static_cast<int64_t>(kSteps.size());
+    f0.lineage.fork_pos = static_cast<int64_t>(kSteps.size());
     b.traj.push_back(f0);
     b.traj.push_back(traj(kWrong, 1, 0));
     b.traj.push_back(traj(kShort, 1, 1, 0));
@@ -210,7 +210,8 @@ TEST(Dre, CompositionKeepsOnlyCorrectEditsThatSaveTokensAndAppliesTheMode) {
     b.traj.push_back(traj(kShort, 2, 1, 0));
     dre.after_reward(b);
     std::vector<std::string> got;
-    for (const Trajectory& t : b.traj) got.push_back(std::to_string(t.group) + ":" + std::to_string(t.member) + ":" + std::to_string(t.parent));
+    for (const Trajectory& t : b.traj)
+      got.push_back(std::to_string(t.group) + ":" + std::to_string(t.member) + ":" + std::to_string(t.lineage.parent));
     std::vector<std::string> want = mode == DreCompose::replace
                                         ? std::vector<std::string>{"0:1:-1", "0:2:0", "1:0:-1", "2:0:-1"}
                                         : std::vector<std::string>{"0:0:-1", "0:1:-1", "0:2:0", "1:0:-1", "2:0:-1"};
@@ -219,7 +220,7 @@ TEST(Dre, CompositionKeepsOnlyCorrectEditsThatSaveTokensAndAppliesTheMode) {
     EXPECT_EQ(dre.stats().candidates, 3);
     EXPECT_EQ(dre.stats().saved_tokens, static_cast<int64_t>(kLong.size() - kShort.size()));
     for (const Trajectory& t : b.traj) {
-      if (t.parent >= 0) {
+      if (t.lineage.parent >= 0) {
         EXPECT_EQ(t.reward, 1.0);
         EXPECT_NE(std::find(t.tags.begin(), t.tags.end(), "dre_edit"), t.tags.end());
       }
@@ -255,11 +256,11 @@ TEST(Dre, OfflineRegeneratesTheVerifiedPrefixPlusTheCloseForCorrectOverthinkersO
   EXPECT_EQ(e.requests[0].forced, ids("#### "));
   ASSERT_EQ(b.traj.size(), 5u);
   const Trajectory& f = b.traj[4];
-  EXPECT_EQ(f.parent, 0);
+  EXPECT_EQ(f.lineage.parent, 0);
   EXPECT_EQ(f.group, 0);
-  EXPECT_EQ(f.fork_pos, static_cast<int64_t>(kSteps.size()));
-  EXPECT_EQ(f.forced_pos, f.fork_pos);
-  EXPECT_EQ(f.forced, 5);
+  EXPECT_EQ(f.lineage.fork_pos, static_cast<int64_t>(kSteps.size()));
+  EXPECT_EQ(f.lineage.forced_pos, f.lineage.fork_pos);
+  EXPECT_EQ(f.lineage.forced, 5);
   std::vector<int32_t> want = ids(kShort);
   want.push_back(kEos);
   EXPECT_EQ(f.tokens, want);
@@ -299,14 +300,14 @@ TEST(Dre, TrainerMasksForcedTokensAndLeavesForksOutOfRolloutStatistics) {
   int forks = 0;
   double len = 0, originals = 0;
   for (const Trajectory& x : b.traj) {
-    if (x.parent < 0) {
+    if (x.lineage.parent < 0) {
       len += static_cast<double>(x.tokens.size()), originals += 1;
       for (float v : x.loss_mask) EXPECT_EQ(v, 1.f);
       continue;
     }
     ++forks;
-    EXPECT_EQ(x.forced_pos, 2);
-    EXPECT_EQ(x.forced, 2);
+    EXPECT_EQ(x.lineage.forced_pos, 2);
+    EXPECT_EQ(x.lineage.forced, 2);
     ASSERT_GE(x.tokens.size(), 4u);
     EXPECT_EQ(x.tokens[2], 1);
     EXPECT_EQ(x.tokens[3], 2);

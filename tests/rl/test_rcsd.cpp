@@ -246,10 +246,10 @@ TEST(Rcsd, ReverseKlModeDistilsTheRubricTeachersWholeDistribution) {
     EXPECT_EQ(x.advantage, std::vector<float>(x.tokens.size(), 0.f));
     const tasks::Problem& p = b.problems[static_cast<size_t>(x.problem)];
     if (task->rubric(p).empty() || x.tokens.empty()) {
-      EXPECT_TRUE(x.teacher_logq.empty());
+      EXPECT_TRUE(x.loss_terms.teacher_logq.empty());
       continue;
     }
-    ASSERT_EQ(x.teacher_logq.size(), x.tokens.size() * static_cast<size_t>(V));
+    ASSERT_EQ(x.loss_terms.teacher_logq.size(), x.tokens.size() * static_cast<size_t>(V));
     if (checked++ > 2) continue;
     std::vector<int32_t> tok = c.encode_prompt(rcsd_teacher_problem(p, c, "b", rc.tmpl));
     const size_t P = tok.size();
@@ -260,7 +260,9 @@ TEST(Rcsd, ReverseKlModeDistilsTheRubricTeachersWholeDistribution) {
       const float* row = z.data() + (P - 1 + k) * static_cast<size_t>(V);
       double mx = *std::max_element(row, row + V), se = 0;
       for (int64_t v = 0; v < V; ++v) se += std::exp(row[v] - mx);
-      for (int64_t v = 0; v < V; v += 7) EXPECT_NEAR(x.teacher_logq[k * static_cast<size_t>(V) + static_cast<size_t>(v)], row[v] - mx - std::log(se), 1e-4);
+      for (int64_t v = 0; v < V; v += 7)
+        EXPECT_NEAR(x.loss_terms.teacher_logq[k * static_cast<size_t>(V) + static_cast<size_t>(v)],
+                    row[v] - mx - std::log(se), 1e-4);
     }
   }
   EXPECT_GT(checked, 0);

@@ -340,7 +340,7 @@ TEST(Zppo, InjectAddsTheTeachersResponseAsAnOffPolicyMember) {
     const tasks::Problem& p = b.problems[static_cast<size_t>(t.problem)];
     EXPECT_EQ(t.group, static_cast<int64_t>(i - 12));
     EXPECT_EQ(t.member, 4);
-    EXPECT_TRUE(t.off_policy);
+    EXPECT_TRUE(t.lineage.off_policy);
     EXPECT_TRUE(t.correct);
     EXPECT_EQ(t.text, p.gold_solution);
     std::vector<int32_t> want = ids(p.gold_solution);

@@ -604,7 +604,8 @@ void TrainRun::write_samples(const rl::Batch& b) {
   for (const rl::Trajectory& t : b.traj) {
     const tasks::Problem& p = b.problems[static_cast<size_t>(t.problem)];
     const size_t hash = p.id.rfind('#');
-    if (p.index >= 0 || t.parent >= 0 || hash == std::string::npos || !kinds.insert(p.id.substr(hash)).second) continue;
+    if (p.index >= 0 || t.lineage.parent >= 0 || hash == std::string::npos || !kinds.insert(p.id.substr(hash)).second)
+      continue;
     write_sample(t);
   }
 }

@@ -14,14 +14,27 @@
 
 namespace temper::rl {
 
+// Where a trajectory came from besides plain sampling: forks and edits (DRE, GraphPO), forced tokens, or a
+// member the policy did not sample (ZPPO's injected teacher response).
+struct Lineage {
+  int64_t parent = -1;                 // a fork or an edit of member `parent` (-1: an original sample)
+  int64_t fork_pos = 0;                // tokens [0, fork_pos) are the parent's
+  int64_t forced = 0, forced_pos = 0;  // tokens [forced_pos, forced_pos + forced) were forced, not sampled
+  bool off_policy = false;             // not sampled by the policy: out of rollout statistics
+};
+
+// Terms the loss consumes beside the advantage and weight (RCSD's reverse_kl: a teacher's log-probs over the
+// whole vocabulary at each completion token, [tokens x V]; the update adds Batch::reverse_kl_coef x KL(pi || it)).
+struct LossTerms {
+  std::vector<float> teacher_logq;
+};
+
 struct Trajectory {
   int64_t problem = 0;  // index into Batch::problems
   int64_t group = 0;    // samples of one prompt share a group (advantages are relative within it)
   int64_t member = 0;   // index within the group as sampled
-  int64_t parent = -1;  // a fork or an edit of member `parent` (-1: an original sample)
-  int64_t fork_pos = 0; // tokens [0, fork_pos) are the parent's
+  Lineage lineage;
   int64_t stratum = 0;  // batch-level reward scaling pools its std within a stratum (fair RL: the group's preference)
-  int64_t forced = 0, forced_pos = 0;  // tokens [forced_pos, forced_pos + forced) were forced, not sampled
   std::vector<int32_t> prompt;
   std::vector<int32_t> tokens;              // the completion (a stop token included)
   std::vector<float> sample_logprob;        // under the sampling distribution
@@ -30,15 +43,13 @@ struct Trajectory {
   std::vector<float> advantage;             // per completion token
   std::vector<float> weight;                // per completion token (1 by default; STARE reweights)
   std::vector<float> loss_mask;             // per completion token: 1 in the loss, 0 not
-  std::vector<float> teacher_logq;          // optional [tokens x V]: a teacher's log-probs over the whole vocabulary
-                                            // at each completion token (the update adds Batch::reverse_kl_coef x KL(pi || it))
+  LossTerms loss_terms;                     // optional terms the loss consumes
   std::string text;                         // decoded completion
   double reward = 0;
   std::vector<double> rewards;              // reward vector (multi-objective), may be empty
   bool correct = false;
   rollout::FinishReason finish = rollout::FinishReason::length;
   std::vector<std::string> tags;            // free-form (methods mark edited copies, teacher prompts, ...)
-  bool off_policy = false;                  // not sampled by the policy (a teacher's response): out of rollout statistics
   bool scored = false;                      // reward set (the trainer scores the rest after after_rollout)
   std::vector<int64_t> act_slots;           // the rollout's kept activations per position (Completion::act_slots)
 };
@@ -51,10 +62,10 @@ inline Trajectory trajectory_from(rollout::Completion&& c, int64_t problem, std:
   t.problem = problem;
   t.group = problem;
   t.member = c.member;
-  t.parent = c.parent;
-  t.fork_pos = c.fork_pos;
-  t.forced = c.forced;
-  t.forced_pos = c.forced_pos;
+  t.lineage.parent = c.parent;
+  t.lineage.fork_pos = c.fork_pos;
+  t.lineage.forced = c.forced;
+  t.lineage.forced_pos = c.forced_pos;
   t.prompt = std::move(prompt);
   t.text = std::move(text);
   t.tokens = std::move(c.tokens);

@@ -163,13 +163,13 @@ class PolicyUpdate {
     const int64_t V = env_.policy.config().vocab_size;
     for (int64_t i = 0; i < rows; ++i) {
       const Trajectory& t = own(q0 + i);
-      if (t.teacher_logq.empty()) continue;
-      TEMPER_CHECK(static_cast<int64_t>(t.teacher_logq.size()) == static_cast<int64_t>(t.tokens.size()) * V)
-          << "rl: a trajectory's teacher distributions hold " << t.teacher_logq.size() << " values, expected "
-          << t.tokens.size() << " x " << V;
+      if (t.loss_terms.teacher_logq.empty()) continue;
+      TEMPER_CHECK(static_cast<int64_t>(t.loss_terms.teacher_logq.size()) == static_cast<int64_t>(t.tokens.size()) * V)
+          << "rl: a trajectory's teacher distributions hold " << t.loss_terms.teacher_logq.size()
+          << " values, expected " << t.tokens.size() << " x " << V;
       for (size_t k = 0; k < t.tokens.size(); ++k)
         rkl_rows_[static_cast<size_t>(i * Tm) + t.prompt.size() - 1 + k] =
-            t.teacher_logq.data() + static_cast<int64_t>(k) * V;
+            t.loss_terms.teacher_logq.data() + static_cast<int64_t>(k) * V;
     }
   }
 

@@ -98,8 +98,10 @@ struct RolloutStats {
 
   explicit RolloutStats(const Batch& b) {
     for (const Trajectory& t : b.traj) {
-      if (!t.off_policy) gen_tokens += static_cast<int64_t>(t.tokens.size()) - (t.parent >= 0 ? t.fork_pos : 0);
-      if (t.parent >= 0 || t.off_policy || b.problems[static_cast<size_t>(t.problem)].index < 0) continue;
+      if (!t.lineage.off_policy)
+        gen_tokens += static_cast<int64_t>(t.tokens.size()) - (t.lineage.parent >= 0 ? t.lineage.fork_pos : 0);
+      if (t.lineage.parent >= 0 || t.lineage.off_policy || b.problems[static_cast<size_t>(t.problem)].index < 0)
+        continue;
       originals += 1;
       rsum += t.reward;
       rsq += t.reward * t.reward;
@@ -364,7 +366,8 @@ void RlTrainer::set_loss_masks(Batch& b) const {
   for (Trajectory& t : b.traj) {
     if (t.loss_mask.size() == t.tokens.size()) continue;  // a method's own
     t.loss_mask.assign(t.tokens.size(), cfg_.mask_truncated && t.finish == rollout::FinishReason::length ? 0.f : 1.f);
-    for (int64_t i = t.forced_pos; i < t.forced_pos + t.forced && i < static_cast<int64_t>(t.tokens.size()); ++i)
+    for (int64_t i = t.lineage.forced_pos;
+         i < t.lineage.forced_pos + t.lineage.forced && i < static_cast<int64_t>(t.tokens.size()); ++i)
       t.loss_mask[static_cast<size_t>(i)] = 0.f;
   }
 }

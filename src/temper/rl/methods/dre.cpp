@@ -123,7 +123,7 @@ void Dre::measure(const Batch& b, size_t from) {
   int64_t nc = 0, ni = 0;
   for (size_t i = from; i < b.traj.size(); ++i) {
     const Trajectory& t = b.traj[i];
-    if (t.parent >= 0) continue;
+    if (t.lineage.parent >= 0) continue;
     const tasks::Problem& p = b.problems[static_cast<size_t>(t.problem)];
     std::optional<std::string> own = t.correct ? std::nullopt : task.extract_answer(t.text);
     auto accept = [&](const std::string& cand) { return t.correct ? task.accepts(p, cand) : own && cand == *own; };
@@ -156,7 +156,7 @@ void Dre::regenerate(Batch& b) {
   std::vector<std::pair<size_t, int64_t>> src;  // (trajectory, prefix tokens)
   for (size_t i = 0; i < b.traj.size(); ++i) {
     const Trajectory& o = b.traj[i];
-    if (o.parent >= 0 || !o.correct) continue;
+    if (o.lineage.parent >= 0 || !o.correct) continue;
     const tasks::Problem& p = b.problems[static_cast<size_t>(o.problem)];
     Emergence e = find_emergence(task, p, *env_.codec, o.tokens, [&](const std::string& c) { return task.accepts(p, c); });
     if (e.at < 0 || e.close < 0 || e.close - e.at < cfg_.min_tail) continue;  // no early answer, or too little after it
@@ -183,10 +183,10 @@ void Dre::regenerate(Batch& b) {
     f.problem = o.problem;
     f.group = o.group;
     f.member = -1;
-    f.parent = o.member;
-    f.fork_pos = at;
-    f.forced = c.forced;
-    f.forced_pos = at;
+    f.lineage.parent = o.member;
+    f.lineage.fork_pos = at;
+    f.lineage.forced = c.forced;
+    f.lineage.forced_pos = at;
     f.prompt = o.prompt;
     auto cat = [&](const auto& a, const auto& bb) {
       std::decay_t<decltype(a)> v(a.begin(), a.begin() + at);
@@ -213,13 +213,13 @@ void Dre::regenerate(Batch& b) {
 void Dre::compose(Batch& b, const std::set<std::pair<int64_t, int64_t>>& edits_of) {
   std::map<std::pair<int64_t, int64_t>, size_t> original;
   for (size_t i = 0; i < b.traj.size(); ++i)
-    if (b.traj[i].parent < 0) original[{b.traj[i].group, b.traj[i].member}] = i;
+    if (b.traj[i].lineage.parent < 0) original[{b.traj[i].group, b.traj[i].member}] = i;
   std::map<int64_t, int64_t> per_group;
   std::vector<uint8_t> drop(b.traj.size(), 0);
   for (size_t i = 0; i < b.traj.size(); ++i) {
     Trajectory& f = b.traj[i];
-    if (f.parent < 0 || !edits_of.count({f.group, f.parent})) continue;
-    auto it = original.find({f.group, f.parent});
+    if (f.lineage.parent < 0 || !edits_of.count({f.group, f.lineage.parent})) continue;
+    auto it = original.find({f.group, f.lineage.parent});
     if (it == original.end()) {  // its original was dropped by another method
       drop[i] = 1;
       continue;
@@ -265,7 +265,7 @@ void Dre::after_reward(Batch& b) {
   } else {
     size_t before = b.traj.size();
     regenerate(b);
-    for (size_t i = before; i < b.traj.size(); ++i) edits_of.insert({b.traj[i].group, b.traj[i].parent});
+    for (size_t i = before; i < b.traj.size(); ++i) edits_of.insert({b.traj[i].group, b.traj[i].lineage.parent});
   }
   compose(b, edits_of);
 }

@@ -266,7 +266,7 @@ void Fair::after_reward(Batch& b) {
       t.rewards = r[k];
       if (cfg_.preferences_per_step > 0)
         t.stratum = static_cast<int64_t>(problem % static_cast<size_t>(cfg_.preferences_per_step));
-      if (t.parent < 0 && !t.off_policy) {
+      if (t.lineage.parent < 0 && !t.lineage.off_policy) {
         for (size_t j = 0; j < D; ++j) obj_sum_[j] += r[k][j];
         ++obj_n_;
       }

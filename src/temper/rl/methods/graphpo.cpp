@@ -195,7 +195,7 @@ rollout::RolloutHook* GraphPo::rollout_hook(const RolloutRound& round) {
 // Stopped by the budget: read off the trajectory itself, so every data-parallel rank agrees (each rank's hook
 // saw only its own share of the sequences). The state it stopped at is the last its text reaches.
 std::optional<std::string> GraphPo::stopped_at(const Batch& b, const Trajectory& t) const {
-  if (cfg_.expand_budget <= 0 || t.finish != rollout::FinishReason::hook || t.parent >= 0) return std::nullopt;
+  if (cfg_.expand_budget <= 0 || t.finish != rollout::FinishReason::hook || t.lineage.parent >= 0) return std::nullopt;
   std::vector<std::string> states = env_.task->intermediate_states(b.problems[static_cast<size_t>(t.problem)], t.text);
   if (states.empty()) return std::nullopt;
   return states.back();
@@ -254,8 +254,9 @@ bool GraphPo::advantages(Batch& b) {
       path.reward = t.reward;
       path.open = stopped_at(b, t).has_value();
       if (path.open) ++stops_;
-      if (t.parent >= 0) ++forks_;
-      rollout_tokens_ += static_cast<int64_t>(t.tokens.size()) - (t.parent >= 0 ? t.fork_pos : 0);  // generated
+      if (t.lineage.parent >= 0) ++forks_;
+      rollout_tokens_ +=
+          static_cast<int64_t>(t.tokens.size()) - (t.lineage.parent >= 0 ? t.lineage.fork_pos : 0);  // generated
       paths.push_back(std::move(path));
     }
     if (cfg_.equivalence == Equivalence::embedding) embedding_states(members, b, paths, owners);

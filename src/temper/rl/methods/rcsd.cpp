@@ -84,7 +84,7 @@ void Rcsd::compute(Batch& b, bool add) {
       adv_sum_ += a, adv_abs_ += std::fabs(a);
       ++tokens_;
     }
-    if (full) t.teacher_logq = std::move(dists[j]);
+    if (full) t.loss_terms.teacher_logq = std::move(dists[j]);
   }
   if (full) b.reverse_kl_coef = cfg_.coef;
 }

@@ -123,7 +123,7 @@ void Reves::after_rollout(Batch& b) {  // verification prompts are scored by the
 void Reves::after_reward(Batch& b) {
   for (const Trajectory& t : b.traj) {
     const tasks::Problem& p = b.problems[static_cast<size_t>(t.problem)];
-    if (p.index >= 0 || t.parent >= 0) continue;
+    if (p.index >= 0 || t.lineage.parent >= 0) continue;
     const bool ver = is_verification(p);
     const bool rev = is_revision(p);
     if (ver) ++n_.ver, n_.ver_correct += t.correct;

@@ -177,7 +177,7 @@ void Zppo::after_reward(Batch& b) {
   std::map<int64_t, std::pair<int64_t, int64_t>> acc;  // group -> (correct, total)
   std::vector<int64_t> order;
   for (const Trajectory& t : b.traj) {
-    if (t.parent >= 0 || t.off_policy || b.problems[static_cast<size_t>(t.problem)].index < 0) continue;
+    if (t.lineage.parent >= 0 || t.lineage.off_policy || b.problems[static_cast<size_t>(t.problem)].index < 0) continue;
     auto [it, fresh] = acc.try_emplace(t.group, 0, 0);
     if (fresh) order.push_back(t.group);
     it->second.first += t.correct ? 1 : 0;
@@ -242,7 +242,7 @@ void Zppo::reformulate(Batch& b, const std::vector<int64_t>& hard_groups, int64_
     const int64_t g = take[k];
     std::vector<const Trajectory*> wrong;
     for (const Trajectory& t : b.traj)
-      if (t.group == g && t.parent < 0 && !t.off_policy && !t.correct) wrong.push_back(&t);
+      if (t.group == g && t.lineage.parent < 0 && !t.lineage.off_policy && !t.correct) wrong.push_back(&t);
     if (wrong.empty()) continue;
     // A rollout with nothing left once plain (empty, or only marks) would be an empty candidate: the wrong one.
     std::vector<const Trajectory*> shown = wrong;
@@ -351,7 +351,7 @@ void Zppo::inject(Batch& b, const std::vector<int64_t>& hard_groups) {
     t.rewards = v.rewards;
     t.correct = v.correct;
     t.scored = true;
-    t.off_policy = true;
+    t.lineage.off_policy = true;
     t.tags.push_back("teacher");
     ++n_.injected;
     b.traj.push_back(std::move(t));
