@@ -204,16 +204,33 @@ std::optional<std::string> extract_gsm8k(std::string_view text) {
   return std::string(rest);
 }
 
+namespace {
+
+// Every '{' of `s` mapped to the position after its matching '}' (npos: unclosed), in one pass: what match_brace
+// gives for each, without rescanning the rest of the text per brace (quadratic on many unclosed braces).
+std::vector<size_t> brace_ends(std::string_view s) {
+  std::vector<size_t> end(s.size(), std::string_view::npos), open;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '{') open.push_back(i);
+    if (s[i] == '}' && !open.empty()) end[open.back()] = i + 1, open.pop_back();
+  }
+  return end;
+}
+
+}  // namespace
+
 std::optional<std::string> extract_boxed(std::string_view text) {
   std::vector<std::pair<size_t, size_t>> hits;  // (position, command length)
   for (std::string_view cmd : {"\\boxed", "\\fbox"})
     for (size_t p = text.find(cmd); p != std::string_view::npos; p = text.find(cmd, p + 1)) hits.emplace_back(p, cmd.size());
+  if (hits.empty()) return std::nullopt;
   std::sort(hits.begin(), hits.end(), [](auto a, auto b) { return a.first > b.first; });
+  const std::vector<size_t> ends = brace_ends(text);
   for (auto [pos, len] : hits) {
     size_t i = pos + len;
     while (i < text.size() && text[i] == ' ') ++i;
     if (i < text.size() && text[i] == '{') {
-      size_t end = match_brace(text, i);
+      size_t end = ends[i];
       if (end == std::string_view::npos) continue;
       std::string_view inner = trim(text.substr(i + 1, end - i - 2));
       if (!inner.empty()) return std::string(inner);
