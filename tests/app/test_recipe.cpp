@@ -17,6 +17,23 @@ using namespace temper::app;
 
 using test::error_of;
 
+TEST(Recipe, TheFoldedPrintoutShowsWhatTheRecipeGaveAndCountsTheRest) {
+  Recipe r = Recipe::parse("[rl]\nlr = 1e-4\n", "r.toml");
+  r.set("rl.steps=20");
+  EXPECT_DOUBLE_EQ(r.get_double("rl.lr", 1.0), 1e-4);
+  EXPECT_EQ(r.get_int("rl.steps", 1), 20);
+  EXPECT_EQ(r.get_int("rl.group_size", 8), 8);  // a default
+  r.set_default("rl.epochs", "4", "rl.zppo");   // a method's changed default counts as given
+  EXPECT_EQ(r.get_int("rl.epochs", 1), 4);
+  const std::string folded = r.resolved_toml(true);
+  EXPECT_NE(folded.find("1 more at their defaults"), std::string::npos) << folded;
+  EXPECT_NE(folded.find("lr = 0.0001"), std::string::npos) << folded;
+  EXPECT_NE(folded.find("steps = 20"), std::string::npos) << folded;
+  EXPECT_NE(folded.find("epochs = 4"), std::string::npos) << folded;
+  EXPECT_EQ(folded.find("group_size"), std::string::npos) << folded;
+  EXPECT_NE(r.resolved_toml().find("group_size = 8"), std::string::npos);  // config.toml: every setting
+}
+
 TEST(Recipe, TypedValuesDefaultsAndOverrides) {
   Recipe r = Recipe::parse("[rl]\nlr = 1e-4\nsteps = 10\nname = \"x\"\n[task.params]\nmax_ops = 3\nops = \"+-\"\n", "r.toml");
   r.set("rl.steps=20");

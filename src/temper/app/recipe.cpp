@@ -278,13 +278,20 @@ void Recipe::check_all_read() const {
   }
 }
 
-std::string Recipe::resolved_toml() const {
+std::string Recipe::resolved_toml(bool given_only) const {
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> sections;
+  size_t left_out = 0;
   for (auto& [k, lit] : resolved_) {
+    if (given_only && !values_.count(k) && !defaults_.count(k)) {
+      ++left_out;
+      continue;
+    }
     size_t dot = k.rfind('.');
     sections[dot == std::string::npos ? "" : k.substr(0, dot)].push_back({dot == std::string::npos ? k : k.substr(dot + 1), lit});
   }
-  std::string out = "# temper: the resolved recipe (every setting, defaults included)\n";
+  std::string out = given_only ? "# temper: the recipe's settings (" + std::to_string(left_out) +
+                                     " more at their defaults: config.toml holds every setting)\n"
+                               : "# temper: the resolved recipe (every setting, defaults included)\n";
   for (auto& [sec, kv] : sections) {
     if (!sec.empty()) out += "\n[" + sec + "]\n";
     for (auto& [k, lit] : kv) out += k + " = " + lit + "\n";

@@ -43,8 +43,9 @@ class Recipe {
   std::string default_literal(const std::string& key) const;
   // Throws naming unknown keys (given but never read).
   void check_all_read() const;
-  // The resolved recipe as TOML: the keys read, with their values (defaults included).
-  std::string resolved_toml() const;
+  // The resolved recipe as TOML: the keys read, with their values (defaults included); with `given_only`, only the
+  // keys the recipe (or --set, or a method's changed default) gave, and a comment counting the rest.
+  std::string resolved_toml(bool given_only = false) const;
   const std::string& source() const { return source_; }
 
  private:

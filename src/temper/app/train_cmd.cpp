@@ -19,6 +19,7 @@
 
 #include "temper/app/checkpoint.h"
 #include "temper/app/codec.h"
+#include "temper/app/learning_watch.h"
 #include "temper/app/model_source.h"
 #include "temper/app/quickstart.h"
 #include "temper/app/recipe.h"
@@ -128,6 +129,7 @@ class TrainRun {
   report::MetricsFanout sinks_;
   std::unique_ptr<report::SamplesJsonl> samples_;
   std::unique_ptr<report::Progress> progress_;
+  std::unique_ptr<LearningWatch> watch_;  // says it when RL cannot learn
   double first_eval_ = NAN, last_eval_ = NAN, sft_end_eval_ = NAN;
 };
 
@@ -198,7 +200,7 @@ void TrainRun::open_run_dir() {
     }
     fs::create_directories(run_dir_);
     io::write_text_atomic((fs::path(run_dir_) / "config.toml").string(), config_text_);
-    std::fprintf(stderr, "%s\n", config_text_.c_str());
+    std::fprintf(stderr, "%s\n", recipe_.resolved_toml(/*given_only=*/true).c_str());
     if (!cfg_.methods.empty())
       std::fprintf(stderr, "temper train: methods in hook order: %s\n", cfg_.hook_order().c_str());
     if (comm_.size() > 1)
@@ -562,6 +564,7 @@ bool TrainRun::run_rl() {
     }
     make_rl();
   }
+  watch_ = std::make_unique<LearningWatch>(cfg_.rl.max_new);
   while (rlt_->steps_done() < cfg_.rl_steps()) {
     const int64_t comm_bytes = comm_.bytes_sent();
     const double comm_s = comm_.seconds();
@@ -571,6 +574,8 @@ bool TrainRun::run_rl() {
     m.emplace_back("rss_mb", rss_mb());
     add_comm_metrics(m, comm_, comm_bytes, comm_s);
     sinks_.write(st_.step, "train", m);
+    for (const std::string& w : watch_->observe(rlt_->steps_done(), m))
+      if (root_) progress_->message("temper train: " + w);
     if (samples_ && cfg_.run.samples_every > 0 && rlt_->steps_done() % cfg_.run.samples_every == 0)
       write_samples(rlt_->last_batch());
     progress_->update(st_.step, m);
