@@ -146,6 +146,22 @@ TEST(Dataset, EvalPathAndOverlapWarning) {
   EXPECT_NE(warns[0].find("1 prompts"), std::string::npos) << warns[0];
 }
 
+TEST(Dataset, EvaluatingTheTrainingFileItselfIsNotAnOverlap) {  // temper eval --param path=FILE
+  std::string tr = write_file("all.jsonl", R"({"prompt": "a", "answer": "1"})"
+                                           "\n"
+                                           R"({"prompt": "b", "answer": "2"})"
+                                           "\n");
+  std::vector<std::string> warns;
+  log_set_sink([&](LogLevel l, std::string_view m) {
+    if (l == LogLevel::warn) warns.emplace_back(m);
+  });
+  auto t = make_task("dataset", {{"path", tr}, {"eval_path", tr}});
+  log_set_sink(nullptr);
+  EXPECT_EQ(t->size(Split::eval), 2);
+  EXPECT_EQ(t->problem(Split::eval, 1).id, "all.jsonl:2");
+  EXPECT_TRUE(warns.empty()) << warns[0];
+}
+
 TEST(Dataset, ErrorsNameFileLineFieldExpectedActual) {
   auto load = [](const std::string& name, const std::string& text) {
     std::string p = write_file(name, text);

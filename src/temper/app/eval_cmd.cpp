@@ -23,6 +23,13 @@ int eval(const EvalOptions& o) {
     TEMPER_CHECK(eq != std::string::npos && eq > 0) << "--param '" << kv << "': expected key=value";
     params[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
+  // A file-backed task given only its file (--param path=test.jsonl) is evaluated on every row of it.
+  if ((o.task == "dataset" || o.task == "user_sim") && params.count("path") && !params.count("eval_path") &&
+      !params.count("eval_fraction")) {
+    params["eval_path"] = params["path"];
+    std::fprintf(stderr, "temper eval: every row of %s (no eval_path or eval_fraction given)\n",
+                 params["path"].c_str());
+  }
   std::shared_ptr<const tasks::Task> task = tasks::make_task(o.task, params);
   LoadedModel lm = load_model(o.model);
   attach_device(*lm.model, o.device);
@@ -82,6 +89,7 @@ int eval(const EvalOptions& o) {
   for (auto& [k, p] : r.pass_at_k) j["pass_at_" + std::to_string(k)] = p;
   j["reward_mean"] = r.reward_mean;
   j["mean_len"] = r.mean_len;
+  j["truncated_frac"] = r.truncated_frac;
   nlohmann::ordered_json d = nlohmann::ordered_json::object();
   for (auto& [diff, x] : r.by_difficulty) d[std::to_string(diff)] = {{"samples", x.first}, {"accuracy", x.second}};
   j["by_difficulty"] = d;
@@ -98,7 +106,8 @@ int eval(const EvalOptions& o) {
   std::printf("task %s, %lld problems x %lld samples (%s): accuracy %.4f", o.task.c_str(), static_cast<long long>(r.problems),
               static_cast<long long>(o.samples), c.greedy ? "greedy" : "sampled", r.accuracy);
   for (auto& [k, p] : r.pass_at_k) std::printf(", pass@%lld %.4f", static_cast<long long>(k), p);
-  std::printf(", mean length %.1f tokens\n", r.mean_len);
+  std::printf(", mean length %.1f tokens, %.1f%% cut at --max-new %lld\n", r.mean_len, 100 * r.truncated_frac,
+              static_cast<long long>(o.max_new));
   for (auto& [diff, x] : r.by_difficulty)
     std::printf("  difficulty %d: %lld samples, accuracy %.4f\n", diff, static_cast<long long>(x.first), x.second);
   for (size_t k = 0; k < r.solved_within.size(); ++k)

@@ -99,6 +99,7 @@ EvalResult evaluate(Transformer& model, std::shared_ptr<const tasks::Task> task,
     correct[static_cast<size_t>(c.request)] += v.correct ? 1 : 0;
     acc += v.correct ? 1 : 0;
     len += static_cast<double>(c.tokens.size());
+    res.truncated_frac += c.finish == rollout::FinishReason::length ? 1 : 0;
     if (v.correct) len_correct += static_cast<double>(c.tokens.size());
     auto& d = diff[p.difficulty];
     d.first += 1;
@@ -124,6 +125,7 @@ EvalResult evaluate(Transformer& model, std::shared_ptr<const tasks::Task> task,
   res.accuracy = acc / static_cast<double>(std::max<int64_t>(1, res.samples));
   res.reward_mean /= static_cast<double>(std::max<size_t>(1, done.size()));
   res.mean_len = len / static_cast<double>(std::max<int64_t>(1, res.samples));
+  res.truncated_frac /= static_cast<double>(std::max<int64_t>(1, res.samples));
   res.mean_len_correct = acc > 0 ? len_correct / acc : 0.0;
   for (int64_t k : cfg.pass_k) {
     double s = 0;

@@ -130,7 +130,7 @@ void load_splits(const DatasetConfig& cfg, const std::string& task, const std::f
     for (const Problem& p : eval) seen.insert(canonical_prompt(p));
     int64_t overlap = 0;
     for (const Problem& p : train) overlap += seen.count(canonical_prompt(p));
-    if (overlap > 0) {
+    if (overlap > 0 && cfg.eval_path != cfg.path) {  // the same file: evaluating it is the point (temper eval)
       TEMPER_LOG(warn) << "task '" << task << "': " << overlap << " prompts of " << cfg.path << " also appear in " << cfg.eval_path
                        << "; eval is not disjoint from train";
     }
