@@ -213,6 +213,12 @@ TEST(RunConfig, AChoiceOutsideItsNamesIsRefusedNamingTheKeyAndTheNames) {
             std::string::npos);
 }
 
+TEST(RunConfig, SftOnAPretrainedModelDefaultsToASmallLearningRate) {
+  EXPECT_DOUBLE_EQ(read("[sft]\nsteps = 1\n").sft.train.lr.peak, 1e-3);  // a preset from scratch
+  EXPECT_DOUBLE_EQ(read("[model]\npath = \"m.gguf\"\n[sft]\nsteps = 1\n").sft.train.lr.peak, 2e-5);
+  EXPECT_DOUBLE_EQ(read("[model]\npath = \"m.gguf\"\n[sft]\nsteps = 1\nlr = 1e-4\n").sft.train.lr.peak, 1e-4);
+}
+
 TEST(RunConfig, HookOrderIsResolvedSavedAndChecked) {
   Recipe r = Recipe::parse("[rl]\nsteps = 1\n[rl.stare]\n[rl.zppo]\nmode = \"buffer\"\n[rl.fair]\n", "t.toml");
   RunConfig c = read_run_config(r, rl::method_table());

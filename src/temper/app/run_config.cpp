@@ -60,6 +60,8 @@ std::string RunConfig::hook_order() const {
 
 namespace {
 
+constexpr double kPretrainedSftLr = 2e-5;
+
 constexpr std::string_view kHookOrderDoc =
     "the enabled methods in hook order, as resolved (written by temper train; a recipe that gives it must match)";
 
@@ -167,6 +169,8 @@ void finish_stage(const Recipe& r, const char* sec, const StageSection& s, LrSch
 // [sft], [rl] and their subsections, then [curriculum], which sets both stages' steps from its budget.
 void read_stages(Recipe& r, RunConfig& c) {
   const bool curriculum = r.has_prefix("curriculum.");
+  // A pretrained model fine-tunes at a small rate (TRL's SFT default, 2e-5); 1e-3 is for a model from scratch.
+  if (!c.model.path.empty()) c.sft.train.lr.peak = kPretrainedSftLr;
   read_section(r, "sft.", [&](KeyVisitor& v) {
     visit_stage(v, c.sft_stage, !curriculum);
     c.sft.visit(v);
@@ -336,10 +340,14 @@ std::string list_keys_markdown(std::span<const rl::MethodSpec* const> table) {
       out, "curriculum",
       "The section turns the SFT -> RL curriculum on: it sets `sft.steps` and `rl.steps`, which must then be left out.",
       [&](KeyVisitor& v) { rl::CurriculumConfig().visit(v); });
-  list_section(out, "sft", "Supervised fine-tuning on gold (or teacher) completions, before RL.", [&](KeyVisitor& v) {
-    visit_stage(v, c.sft_stage, true);
-    c.sft.visit(v);
-  });
+  list_section(out, "sft",
+               "Supervised fine-tuning on gold (or teacher) completions, before RL. With `model.path` (a pretrained "
+               "model) `lr` defaults to " +
+                   toml_float(kPretrainedSftLr) + " instead.",
+               [&](KeyVisitor& v) {
+                 visit_stage(v, c.sft_stage, true);
+                 c.sft.visit(v);
+               });
   list_section(out, "sft.distill", "Logit distillation from `[teacher]` source = \"model\" (the section turns it on).",
                [&](KeyVisitor& v) { rl::DistillConfig().visit(v); });
   list_section(out, "rl", "The RL stage: GRPO and its variants.", [&](KeyVisitor& v) {
