@@ -43,13 +43,13 @@ struct MethodNeeds {
 
 // What a method does on the shared road, for the conflict checks (check_method_conflicts).
 struct MethodEffects {
-  bool replaces_reward = false;   // writes each trajectory's reward, dropping the task's
-  bool combines_rewards = false;  // reads the task's reward vector and writes the scalar from it
-  bool sets_advantages = false;   // advantages() returns true: rl.advantage and rl.scale_rewards go unused
-  bool forks_rollouts = false;    // its rollout hook forks sequences
-  bool rewrites_rewards = false;  // its after_reward sets or changes rewards (it must see every trajectory)
+  bool replaces_reward = false;       // writes each trajectory's reward, dropping the task's
+  bool combines_rewards = false;      // reads the task's reward vector and writes the scalar from it
+  bool sets_advantages = false;       // advantages() returns true: rl.advantage and rl.scale_rewards go unused
+  bool forks_rollouts = false;        // its rollout hook forks sequences
+  bool rewrites_rewards = false;      // its after_reward sets or changes rewards (it must see every trajectory)
   bool appends_after_reward = false;  // its after_reward appends trajectories (scored by itself)
-  std::string detail;             // the setting that causes them, for messages ("combine = \"replace\"")
+  std::string detail;                 // the setting that causes them, for messages ("combine = \"replace\"")
 };
 
 // What a method is built with.
