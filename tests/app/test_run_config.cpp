@@ -81,6 +81,7 @@ TEST(Methods, ATrivialMethodAddedAsTheDocsSayReadsItsKeysAndTrains) {
   rl::RlTrainer trainer(s.model, s.task, test::codec(), test::config(), s.safe, raw);
   rl::Metrics m = trainer.step();
   EXPECT_EQ(test::value(m, "scale_calls"), 1.0);
+  EXPECT_DOUBLE_EQ(static_cast<const ScaleSetup&>(*c.methods[1].setup).cfg.scale, 2.5);  // its key was read
   EXPECT_EQ(methods[1]->name(), "scale");
 }
 

@@ -21,7 +21,8 @@ TEST(MathAnswer, ExtractBoxedNestedLastWins) {
   EXPECT_EQ(extract_boxed("\\boxed 5$"), "5");
   EXPECT_EQ(extract_boxed("\\boxed{3} and broken \\boxed{4"), "3");  // unbalanced last one is skipped
   EXPECT_EQ(extract_boxed("nothing"), std::nullopt);
-  // 100k unclosed \boxed{ (once quadratic: 28 s) before a closed one, and after it: the closed one is found.
+  // 100k unclosed \boxed{ (once quadratic: 36.9 s, docs/PERFORMANCE.md) before a closed one, and after it: the closed
+  // one is found.
   std::string many;
   for (int i = 0; i < 100000; ++i) many += "\\boxed{";
   EXPECT_EQ(extract_boxed(many + "x \\boxed{7}"), "7");

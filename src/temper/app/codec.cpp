@@ -80,8 +80,4 @@ std::string unescape_newlines(const std::string& s) {
   return out;
 }
 
-std::vector<double> parse_numbers(const std::string& list, const std::string& what) {
-  return split_numbers(list, what);
-}
-
 }  // namespace temper::app

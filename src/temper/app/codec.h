@@ -22,7 +22,4 @@ rl::PromptCodec make_codec(std::shared_ptr<const text::Tokenizer> tok, const std
 // A command-line string with "\n" typed as backslash-n: those two characters become a newline.
 std::string unescape_newlines(const std::string& s);
 
-// A comma list of numbers ("" = none); `what` names the flag or key in the error.
-std::vector<double> parse_numbers(const std::string& list, const std::string& what);
-
 }  // namespace temper::app

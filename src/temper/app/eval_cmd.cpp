@@ -8,6 +8,7 @@
 #include "temper/app/codec.h"
 #include "temper/app/model_source.h"
 #include "temper/core/error.h"
+#include "temper/core/settings.h"
 #include "temper/core/thread_pool.h"
 #include "temper/io/atomic_file.h"
 #include "temper/rl/evaluate.h"
@@ -49,9 +50,9 @@ int eval(const EvalOptions& o) {
   if (o.samples > 1) c.pass_k.push_back(o.samples);
   c.revisions = o.revisions;
   if (!o.revision_template.empty()) c.revision.revision_template = o.revision_template;
-  c.preference = parse_numbers(o.preference, "--preference");
-  c.objectives = tasks::split_list(o.objectives);
-  c.ggf = parse_numbers(o.ggf, "--ggf");
+  c.preference = split_numbers(o.preference, "--preference");
+  c.objectives = split_words(o.objectives);
+  c.ggf = split_numbers(o.ggf, "--ggf");
   if (!o.preference_prefix.empty()) c.preference_prefix = unescape_newlines(o.preference_prefix);
   try {
     rl::check_objectives(c.objectives, *task);
@@ -106,8 +107,8 @@ int eval(const EvalOptions& o) {
   std::printf("task %s, %lld problems x %lld samples (%s): accuracy %.4f", o.task.c_str(), static_cast<long long>(r.problems),
               static_cast<long long>(o.samples), c.greedy ? "greedy" : "sampled", r.accuracy);
   for (auto& [k, p] : r.pass_at_k) std::printf(", pass@%lld %.4f", static_cast<long long>(k), p);
-  std::printf(", mean length %.1f tokens, %.1f%% cut at --max-new %lld\n", r.mean_len, 100 * r.truncated_frac,
-              static_cast<long long>(o.max_new));
+  std::printf(", mean length %.1f tokens, %.1f%% cut at --max-new %lld or the context\n", r.mean_len,
+              100 * r.truncated_frac, static_cast<long long>(o.max_new));
   for (auto& [diff, x] : r.by_difficulty)
     std::printf("  difficulty %d: %lld samples, accuracy %.4f\n", diff, static_cast<long long>(x.first), x.second);
   for (size_t k = 0; k < r.solved_within.size(); ++k)

@@ -12,6 +12,7 @@
 #include "temper/app/codec.h"
 #include "temper/app/model_source.h"
 #include "temper/core/error.h"
+#include "temper/core/settings.h"
 #include "temper/core/thread_pool.h"
 #include "temper/io/atomic_file.h"
 #include "temper/model/int4_drafter.h"
@@ -50,7 +51,7 @@ std::vector<int32_t> encode_prompt(const text::Tokenizer& tok, const GenerateOpt
   std::vector<int32_t> ids;
   std::string pref;
   if (!o.preference.empty()) {
-    const std::vector<double> w = parse_numbers(o.preference, "--preference");
+    const std::vector<double> w = split_numbers(o.preference, "--preference");
     double sum = 0;
     for (double x : w) sum += x;
     TEMPER_CHECK(w.size() >= 2 && std::fabs(sum - 1) < 1e-6) << "--preference: expected at least 2 numbers summing to 1, got '" << o.preference << "'";

@@ -78,7 +78,7 @@ Recipe Recipe::parse(const std::string& text, const std::string& source) {
   }
   std::map<std::string, std::pair<std::string, std::pair<std::string, std::string>>> flat;
   flatten(t, "", source, flat, r.sections_);
-  for (auto& [k, v] : flat) r.values_[k] = Value{v.first, v.second.first, v.second.second};
+  for (auto& [k, v] : flat) r.values_[k] = Value{v.first, v.second.first, v.second.second, ""};
   return r;
 }
 
@@ -127,13 +127,13 @@ void Recipe::set_default(const std::string& key, const std::string& literal, con
   if (values_.count(key)) return;  // the recipe's own value wins
   Value v;
   v.origin = "[" + by + "]'s default for " + key;
+  v.by = by;
   toml::table t = toml::parse("v = " + literal);
   v.text = literal_of(*t.get("v"), &v.kind);
   auto it = defaults_.find(key);
   TEMPER_CHECK(it == defaults_.end() || it->second.text == v.text)
-      << source_ << ": " << it->second.origin.substr(0, it->second.origin.find("'s default")) << " sets the default of "
-      << key << " to " << it->second.text << " and [" << by << "] to " << v.text << "; set " << key
-      << " in the recipe to choose";
+      << source_ << ": [" << it->second.by << "] sets the default of " << key << " to " << it->second.text << " and ["
+      << by << "] to " << v.text << "; set " << key << " in the recipe to choose";
   defaults_[key] = v;
 }
 
@@ -196,16 +196,9 @@ double Recipe::get_double(const std::string& key, double def) {
 }
 
 float Recipe::get_float(const std::string& key, float def) {
+  const float x = static_cast<float>(get_double(key, def));
   const Value* v = find(key);
-  float x = def;
-  if (v) {
-    if (v->kind != "integer" && v->kind != "float") bad(key, *v, "a number");
-    toml::table t = toml::parse("v = " + v->text);
-    const double d = t["v"].value<double>().value();
-    if (!std::isfinite(d)) bad(key, *v, "a finite number");
-    x = static_cast<float>(d);
-  }
-  record(key, v && v->kind == "integer" ? v->text : toml_float(x, true));
+  record(key, v && v->kind == "integer" ? v->text : toml_float(x, true));  // the float's shortest text
   return x;
 }
 
@@ -233,13 +226,8 @@ std::string Recipe::get_string(const std::string& key, const std::string& def) {
 
 std::string Recipe::get_choice(const std::string& key, const std::string& def, const std::vector<std::string>& choices) {
   std::string x = get_string(key, def);
-  bool ok = false;
-  std::string list;
-  for (const auto& c : choices) {
-    ok = ok || c == x;
-    list += (list.empty() ? "" : ", ") + c;
-  }
-  if (!ok) {
+  if (std::find(choices.begin(), choices.end(), x) == choices.end()) {
+    const std::string list = join_words(choices, ", ");
     auto it = values_.find(key);
     TEMPER_FAIL() << (it != values_.end() ? it->second.origin : source_) << ": '" << key << "' must be one of " << list
                   << ", got '" << x << "'";

@@ -53,6 +53,7 @@ class Recipe {
     std::string text;    // TOML literal: 1, 1.5, true, "str", [1, 2]
     std::string kind;    // integer, float, boolean, string, array
     std::string origin;  // "file:line" or "--set"
+    std::string by;      // set_default: the section that set it
   };
   const Value* find(const std::string& key);
   [[noreturn]] void bad(const std::string& key, const Value& v, const std::string& expected) const;

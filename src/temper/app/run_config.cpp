@@ -216,8 +216,11 @@ void check_unused_advantage_keys(const Recipe& r, const RunConfig& c) {
   };
   for (const rl::EnabledMethod& m : c.methods) {
     if (!m.setup->effects().sets_advantages) continue;
-    for (const char* key : {"rl.advantage", "rl.scale_rewards"})
-      TEMPER_CHECK(!off_default(key, key == std::string("rl.advantage") ? "\"grpo\"" : "\"group\""))
+    const rl::AdvantageConfig plain;  // the estimator's defaults
+    for (auto [key, lit] :
+         {std::pair{"rl.advantage", toml_quote(std::string(enum_name(rl::kAdvantageEstimatorNames, plain.estimator)))},
+          std::pair{"rl.scale_rewards", toml_quote(std::string(enum_name(rl::kRewardScaleNames, plain.scale)))}})
+      TEMPER_CHECK(!off_default(key, lit))
           << r.source() << ": [" << m.spec->section << "] sets the advantages itself, so " << key << " = "
           << r.resolved_literal(key) << " would have no effect; remove " << key;
   }
@@ -372,7 +375,6 @@ std::string list_keys_markdown(std::span<const rl::MethodSpec* const> table) {
   list_section(out, "eval",
                "Held-out evaluation; `[eval.heldout]` (`task`, `[eval.heldout.params]`) adds a second task.",
                [&](KeyVisitor& v) { visit_eval(v, c); });
-  c.model.preset = "quickstart";
   c.run.out = default_out(c);
   list_section(out, "run", "The run directory and what is written to it.", [&](KeyVisitor& v) { c.run.visit(v); });
   return out;

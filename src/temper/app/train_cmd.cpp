@@ -228,8 +228,7 @@ void TrainRun::make_task() {
 void TrainRun::load_policy() {
   const ModelSection& m = cfg_.model;
   if (m.path.empty()) {
-    std::string presets;
-    for (std::string_view p : kTrainPresets) presets += (presets.empty() ? "" : ", ") + std::string(p);
+    const std::string presets = join_words({std::begin(kTrainPresets), std::end(kTrainPresets)}, ", ");
     TEMPER_CHECK(std::find(std::begin(kTrainPresets), std::end(kTrainPresets), m.preset) != std::end(kTrainPresets))
         << recipe_.source() << ": model.preset must be one of " << presets << " when model.path is empty, got '"
         << m.preset << "'";
@@ -302,7 +301,7 @@ void TrainRun::make_stage_tasks() {
     io::write_text_atomic((fs::path(run_dir_) / "curriculum.json").string(), j.dump(2) + "\n");
   }
   TEMPER_CHECK(cov.missing.empty() || !cc.require_coverage || plan.sft_prompts == 0)
-      << recipe_.source() << ": the SFT stage never shows module(s) " << join_words(cov.missing) << " in its "
+      << recipe_.source() << ": the SFT stage never shows module(s) " << join_words(cov.missing, ", ") << " in its "
       << cov.problems
       << " problems; raise curriculum.total or the SFT share, or set curriculum.require_coverage = false (a "
          "deliberately "

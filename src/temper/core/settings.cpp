@@ -55,9 +55,9 @@ std::vector<std::string> split_words(const std::string& s) {
   return out;
 }
 
-std::string join_words(const std::vector<std::string>& v) {
+std::string join_words(const std::vector<std::string>& v, std::string_view sep) {
   std::string out;
-  for (const std::string& w : v) out += (out.empty() ? "" : ",") + w;
+  for (const std::string& w : v) out += (out.empty() ? std::string() : std::string(sep)) + w;
   return out;
 }
 

@@ -51,7 +51,7 @@ std::string toml_float(double v, bool single = false);
 // A comma-separated list as one string key ("0.7,0.3", "correct,brevity"), as recipes write them.
 std::string join_numbers(const std::vector<double>& v);
 std::vector<double> split_numbers(const std::string& text, const std::string& what);  // throws naming `what`
-std::string join_words(const std::vector<std::string>& v);
+std::string join_words(const std::vector<std::string>& v, std::string_view sep = ",");
 std::vector<std::string> split_words(const std::string& text);
 
 class KeyVisitor {

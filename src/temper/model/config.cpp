@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "temper/core/error.h"
+#include "temper/core/settings.h"
 
 namespace temper {
 
@@ -107,9 +108,8 @@ ModelConfig model_config_preset(const std::string& name) {
     c.tie_word_embeddings = true;
     c.qkv_bias = true;
   } else {
-    std::string known;
-    for (std::string_view p : kModelPresets) known += (known.empty() ? "" : ", ") + std::string(p);
-    TEMPER_FAIL() << "unknown model shape '" << name << "' (known: " << known << ")";
+    TEMPER_FAIL() << "unknown model shape '" << name
+                  << "' (known: " << join_words({std::begin(kModelPresets), std::end(kModelPresets)}, ", ") << ")";
   }
   c.validate("preset " + name);
   return c;

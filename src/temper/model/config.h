@@ -34,13 +34,12 @@ struct ModelConfig {
 };
 
 std::string arch_name(Arch a);
-// Built-in shapes: "smollm2-135m", "tiny" (the golden Llama shape), "quickstart" (temper train's). Throws on an unknown
-// name. The built-in shapes model_config_preset knows (one list: the CLI help, recipe checks and errors read it), and
-// those `temper train` builds from scratch with the byte-level tokenizer (model.preset; `tiny`'s 128-token
-// vocabulary is smaller than the tokenizer's).
+// The built-in shapes model_config_preset knows (its error lists them; "tiny" is the golden Llama shape), and those
+// `temper train` builds from scratch with the byte-level tokenizer (model.preset; `tiny`'s 128-token vocabulary is
+// smaller than the tokenizer's).
 inline constexpr std::string_view kModelPresets[] = {"quickstart", "quickstart-large", "smollm2-135m", "qwen2.5-0.5b",
                                                      "tiny"};
 inline constexpr std::string_view kTrainPresets[] = {"quickstart", "quickstart-large", "qwen2.5-0.5b", "smollm2-135m"};
-ModelConfig model_config_preset(const std::string& name);
+ModelConfig model_config_preset(const std::string& name);  // throws on an unknown name
 
 }  // namespace temper

@@ -83,7 +83,8 @@ struct Batch {
   std::vector<tasks::Problem> problems;
   std::vector<Trajectory> traj;
   int64_t groups_dropped = 0;  // dynamic sampling: groups with equal rewards left out
-  double reverse_kl_coef = 0;  // weight of the per-token KL(pi || teacher) for trajectories with teacher_logq
+  double reverse_kl_coef =
+      0;  // weight of the per-token KL(pi || teacher) for trajectories with loss_terms.teacher_logq
 };
 
 }  // namespace temper::rl

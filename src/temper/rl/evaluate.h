@@ -66,7 +66,7 @@ struct EvalResult {
   std::map<int64_t, double> pass_at_k;  // k -> mean over problems
   double mean_len = 0;                  // completion tokens
   double mean_len_correct = 0;          // completion tokens of the correct samples (0: none)
-  double truncated_frac = 0;            // samples cut at max_new (no answer written: raise max_new)
+  double truncated_frac = 0;            // samples cut at max_new or the context (no answer written: raise max_new)
   std::map<int, std::pair<int64_t, double>> by_difficulty;  // difficulty -> (samples, accuracy)
   std::vector<EvalExample> examples;    // the first sample of each problem (EvalConfig::all_examples: every sample)
   double reward_mean = 0;               // the verifier's reward, over samples

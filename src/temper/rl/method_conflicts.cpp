@@ -7,7 +7,7 @@ namespace temper::rl {
 
 namespace {
 
-std::string side(const EnabledMethod& m, const std::string& detail) {
+std::string side(const EnabledMethod& m, const std::string& detail) {  // "[rl.dre] with mode = \"online\""
   return "[" + std::string(m.spec->section) + "]" + (detail.empty() ? "" : " with " + detail);
 }
 
@@ -31,7 +31,9 @@ void check_method_conflicts(const std::vector<EnabledMethod>& methods) {
           << "use [rl.zppo] mode = \"buffer\" or [rl.dre] mode = \"online\" (their groups then come from the rollout), "
              "or drop one";
       TEMPER_CHECK(!(a.forks_rollouts && b.forks_rollouts))
-          << sa << " and " << sb << " both fork rollouts (a fork would carry the other's forced tokens); "
+          << side(methods[i], a.fork_detail.empty() ? a.detail : a.fork_detail) << " and "
+          << side(methods[j], b.fork_detail.empty() ? b.detail : b.fork_detail)
+          << " both fork rollouts (a fork would carry the other's forced tokens); "
           << "use [rl.dre] mode = \"offline\" or [rl.graphpo] reallocate = false";
     }
   }

@@ -50,6 +50,7 @@ struct MethodEffects {
   bool rewrites_rewards = false;      // its after_reward sets or changes rewards (it must see every trajectory)
   bool appends_after_reward = false;  // its after_reward appends trajectories (scored by itself)
   std::string detail;                 // the setting that causes them, for messages ("combine = \"replace\"")
+  std::string fork_detail;            // the setting that makes it fork, when another one causes the rest
 };
 
 // What a method is built with.
@@ -79,6 +80,14 @@ class MethodSetupOf : public MethodSetup {
   void visit(KeyVisitor& v) override { cfg.visit(v); }
   void validate(const RunSettings&) const override { cfg.validate(); }
   Config cfg;
+
+ protected:
+  // The settings with the run's seed, for a method whose config carries one (its sampling streams).
+  Config seeded(const MethodDeps& deps) const {
+    Config c = cfg;
+    c.seed = deps.seed;
+    return c;
+  }
 };
 
 struct MethodSpec {

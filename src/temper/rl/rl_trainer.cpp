@@ -123,7 +123,6 @@ struct RolloutStats {
 RlTrainer::RlTrainer(Transformer& policy, std::shared_ptr<const tasks::Task> task, PromptCodec codec, RlConfig cfg,
                      reward::SafeReward& safe, std::vector<Method*> methods, Transformer* reference)
     : policy_(policy),
-      reference_(reference),
       task_(std::move(task)),
       codec_(std::move(codec)),
       cfg_(std::move(cfg)),
@@ -134,7 +133,7 @@ RlTrainer::RlTrainer(Transformer& policy, std::shared_ptr<const tasks::Task> tas
   cfg_.validate();
   TEMPER_CHECK(task_) << "rl: no task";
   TEMPER_CHECK(task_->size(tasks::Split::train) != 0) << "rl: task '" << task_->name() << "' has no training problems";
-  TEMPER_CHECK(cfg_.loss.kl_coef == 0 || reference_) << "rl: kl_coef > 0 needs a reference model";
+  TEMPER_CHECK(cfg_.loss.kl_coef == 0 || reference) << "rl: kl_coef > 0 needs a reference model";
   engine_ = std::make_unique<rollout::PooledEngine>(
       policy_, cfg_.kv_memory_mb,
       rollout::EngineConfig{std::min(cfg_.max_seqs, cfg_.prompts_per_step * cfg_.group_size), codec_.token_bytes},

@@ -13,9 +13,6 @@
 #include <vector>
 
 #include "temper/dist/communicator.h"
-#include "temper/model/activation_store.h"
-#include "temper/model/int4_drafter.h"
-#include "temper/model/kv_pool.h"
 #include "temper/model/optimizer.h"
 #include "temper/model/transformer.h"
 #include "temper/reward/safe_reward.h"
@@ -78,7 +75,7 @@ struct RlConfig {
 class RlTrainer {
  public:
   // reference: frozen weights of the policy as RL starts: the KL term's (required when loss.kl_coef > 0) and
-  // what methods read as the starting policy (MethodEnv::score_tokens_initial, embed); else null.
+  // what methods read as the starting policy (MethodEnv::score_batch with initial, embed); else null.
   RlTrainer(Transformer& policy, std::shared_ptr<const tasks::Task> task, PromptCodec codec, RlConfig cfg,
             reward::SafeReward& safe, std::vector<Method*> methods = {}, Transformer* reference = nullptr);
   Metrics step();  // one RL step; returns its metrics
@@ -115,7 +112,6 @@ class RlTrainer {
   Metrics metrics(const Batch& b, int64_t drawn, const Metrics& update, double train_s, double step_s) const;
 
   Transformer& policy_;
-  Transformer* reference_;
   std::shared_ptr<const tasks::Task> task_;
   PromptCodec codec_;
   RlConfig cfg_;

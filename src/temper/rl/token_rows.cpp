@@ -49,8 +49,8 @@ TokenRows TokenRows::from(const Batch& b) {
 
 TokenRowsView TokenRows::view(int64_t row) {
   const size_t off = static_cast<size_t>(row * T);
-  return {at(tok, off),    at(tgt, off),   at(mask, off), at(old, off),  at(adv, off),
-          at(weight, off), at(scale, off), at(ref, off),  at(logp, off), at(entropy, off)};
+  return {at(tok, off),   at(tgt, off), at(old, off),  at(adv, off),    at(weight, off),
+          at(scale, off), at(ref, off), at(logp, off), at(entropy, off)};
 }
 
 void TokenRows::select(const TokenRows& all, const std::vector<int64_t>& which) {

@@ -17,7 +17,6 @@ namespace temper::rl {
 struct TokenRowsView {
   const int32_t* tok = nullptr;  // the row's tokens (prompt, completion, 0 padding)
   const int32_t* tgt = nullptr;  // the token each position predicts (-1: none)
-  const float* mask = nullptr;   // 1 where the target is in the loss
   const float* old = nullptr;    // log-prob under the policy that sampled it
   const float* adv = nullptr;    // advantage
   const float* weight = nullptr;

@@ -10,12 +10,9 @@
 
 namespace temper::rollout {
 
-// Blocks of kKvBlockSize positions that `kv_memory_mb` holds for `model`; throws naming `budget_key` (the recipe
-// key, e.g. "rl.kv_memory_mb") when it holds none.
-int64_t kv_blocks_for(const Transformer& model, int64_t kv_memory_mb, const std::string& budget_key);
-
 class PooledEngine {
  public:
+  // Throws naming `budget_key` (the recipe key, e.g. "rl.kv_memory_mb") when kv_memory_mb holds no block.
   PooledEngine(Transformer& model, int64_t kv_memory_mb, EngineConfig cfg, const std::string& budget_key);
   KvPool& pool() { return pool_; }
   RolloutEngine& engine() { return engine_; }

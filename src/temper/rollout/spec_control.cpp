@@ -12,12 +12,6 @@
 
 namespace temper::rollout {
 
-bool spec_toggle_from_name(const std::string& name, SpecToggle* out) {
-  std::optional<SpecToggle> t = enum_from_name(kSpecToggleNames, name);
-  if (t) *out = *t;
-  return t.has_value();
-}
-
 void SpecConfig::visit(KeyVisitor& v) {
   v("alpha_up", alpha_up, "acceptance above which the gamma ladder climbs a rung");
   v("alpha_down", alpha_down, "acceptance below which it steps down a rung");

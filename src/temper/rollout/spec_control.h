@@ -28,7 +28,6 @@ namespace temper::rollout {
 enum class SpecToggle { cost, threshold, always };
 inline constexpr EnumNames<SpecToggle, 3> kSpecToggleNames{
     {{SpecToggle::cost, "cost"}, {SpecToggle::threshold, "threshold"}, {SpecToggle::always, "always"}}};
-bool spec_toggle_from_name(const std::string& name, SpecToggle* out);
 
 struct SpecConfig {
   std::vector<int64_t> ladder{5, 7, 9, 11};  // one rung: a fixed gamma

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "temper/core/error.h"
+#include "temper/core/settings.h"
 #include "temper/tasks/string_ops.h"
 
 namespace temper::tasks {
@@ -118,8 +119,8 @@ ComposeConfig ComposeConfig::from_params(const TaskParams& params) {
   c.min_len = static_cast<int>(r.get_int("min_len", c.min_len, 1, kMaxLen));
   c.max_len = static_cast<int>(r.get_int("max_len", std::max(c.max_len, c.min_len), 1, kMaxLen));
   c.cap = static_cast<int>(r.get_int("cap", std::max(c.cap, c.max_len), 1, kMaxLen));
-  if (auto s = r.get_optional("skills")) c.skills = split_list(*s);
-  if (auto s = r.get_optional("routings")) c.routings = split_list(*s);
+  if (auto s = r.get_optional("skills")) c.skills = split_words(*s);
+  if (auto s = r.get_optional("routings")) c.routings = split_words(*s);
   c.alphabet = r.get_string("alphabet", c.alphabet);
   c.sft_share = r.get_double("sft_share", c.sft_share, 0, 1);
   c.rl_share = r.get_double("rl_share", c.rl_share, 0, 1);

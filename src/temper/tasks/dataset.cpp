@@ -123,6 +123,11 @@ void load_splits(const DatasetConfig& cfg, const std::string& task, const std::f
                  std::vector<Problem>& train, std::vector<Problem>& eval) {
   cfg.validate(task);
   std::vector<Problem> rows = load(cfg.path);
+  if (cfg.eval_path == cfg.path) {  // the file itself evaluated (temper eval --param path=FILE): read once, no overlap
+    eval = rows;
+    train = std::move(rows);
+    return;
+  }
   if (!cfg.eval_path.empty()) {
     train = std::move(rows);
     eval = load(cfg.eval_path);
@@ -130,7 +135,7 @@ void load_splits(const DatasetConfig& cfg, const std::string& task, const std::f
     for (const Problem& p : eval) seen.insert(canonical_prompt(p));
     int64_t overlap = 0;
     for (const Problem& p : train) overlap += seen.count(canonical_prompt(p));
-    if (overlap > 0 && cfg.eval_path != cfg.path) {  // the same file: evaluating it is the point (temper eval)
+    if (overlap > 0) {
       TEMPER_LOG(warn) << "task '" << task << "': " << overlap << " prompts of " << cfg.path << " also appear in " << cfg.eval_path
                        << "; eval is not disjoint from train";
     }

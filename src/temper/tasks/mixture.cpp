@@ -6,6 +6,7 @@
 #include <map>
 
 #include "temper/core/error.h"
+#include "temper/core/settings.h"
 
 namespace temper::tasks {
 MixtureTask::MixtureTask(const TaskParams& params) {
@@ -21,7 +22,7 @@ MixtureTask::MixtureTask(const TaskParams& params) {
   std::string list = r.get_string("tasks", "");
   std::string weights = r.get_string("weights", "");
   r.finish();
-  names_ = split_list(list);
+  names_ = split_words(list);
   if (names_.empty()) r.fail("tasks", "a comma list of task names (e.g. \"arithmetic,constraints\")");
   for (size_t i = 0; i < names_.size(); ++i) {
     if (names_[i] == "mixture") r.fail("tasks", "tasks other than mixture itself");
@@ -34,7 +35,7 @@ MixtureTask::MixtureTask(const TaskParams& params) {
   for (const std::string& n : names_) tasks_.push_back(make_task(n, sub[n]));
   std::vector<double> w(names_.size(), 1.0);
   if (!weights.empty()) {
-    std::vector<std::string> ws = split_list(weights);
+    std::vector<std::string> ws = split_words(weights);
     if (ws.size() != names_.size()) r.fail("weights", std::to_string(names_.size()) + " positive numbers, one per task");
     for (size_t i = 0; i < ws.size(); ++i) {
       char* end = nullptr;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "temper/core/error.h"
+#include "temper/core/settings.h"
 
 namespace temper::tasks {
 namespace {
@@ -89,7 +90,7 @@ StringOpsConfig StringOpsConfig::from_params(const TaskParams& params) {
   c.max_len = static_cast<int>(r.get_int("max_len", std::max(c.max_len, c.min_len), 1, kMaxLen));
   c.eval_min_len = static_cast<int>(r.get_int("eval_min_len", -1, -1, kMaxLen));
   c.eval_max_len = static_cast<int>(r.get_int("eval_max_len", -1, -1, kMaxLen));
-  if (auto o = r.get_optional("ops")) c.ops = split_list(*o);
+  if (auto o = r.get_optional("ops")) c.ops = split_words(*o);
   c.alphabet = r.get_string("alphabet", c.alphabet);
   r.finish();
   c.validate();

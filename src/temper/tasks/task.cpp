@@ -200,10 +200,6 @@ Rng problem_rng(std::string_view family, uint64_t seed, Split split, uint64_t in
   return Rng(key, 2 * index + (split == Split::eval ? 1 : 0), 0);
 }
 
-std::vector<std::string> split_list(const std::string& s) {
-  return split_words(s);
-}
-
 std::string problem_id(std::string_view family, Split split, uint64_t index) {
   return std::string(family) + "/" + split_name(split) + "/" + std::to_string(index);
 }

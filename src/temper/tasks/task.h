@@ -147,8 +147,6 @@ std::optional<int64_t> parse_int(std::string_view s);
 // a op b for op in + - * / with exact integer semantics: nullopt on overflow, division by zero, an
 // inexact quotient, an unknown op, or |result| > max_abs.
 std::optional<int64_t> exact_int_op(int64_t a, char op, int64_t b, int64_t max_abs);
-// "a, b,,c" -> {"a", "b", "c"}: a comma list with spaces trimmed and empty items dropped.
-std::vector<std::string> split_list(const std::string& s);
 // The characters of s, each once, in first-seen order ("++-" -> "+-": a repeat must not bias a draw).
 std::string unique_chars(std::string_view s);
 

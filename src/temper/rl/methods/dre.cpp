@@ -289,11 +289,7 @@ class DreSetup final : public MethodSetupOf<DreConfig> {
     e.detail = "mode = \"" + std::string(enum_name(kDreModeNames, cfg.mode)) + "\"";
     return e;
   }
-  std::unique_ptr<Method> make(const MethodDeps& deps) const override {
-    DreConfig c = cfg;
-    c.seed = deps.seed;
-    return std::make_unique<Dre>(c);
-  }
+  std::unique_ptr<Method> make(const MethodDeps& deps) const override { return std::make_unique<Dre>(seeded(deps)); }
 };
 }  // namespace
 

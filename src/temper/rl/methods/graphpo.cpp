@@ -305,7 +305,7 @@ class GraphPoSetup final : public MethodSetupOf<GraphPoConfig> {
     MethodEffects e;
     e.sets_advantages = true;
     e.forks_rollouts = cfg.reallocate;
-    e.detail = cfg.reallocate ? "reallocate = true" : "";
+    e.fork_detail = "reallocate = true";
     return e;
   }
   std::unique_ptr<Method> make(const MethodDeps&) const override { return std::make_unique<GraphPo>(cfg); }

@@ -108,7 +108,7 @@ class RcsdSetup final : public MethodSetupOf<RcsdConfig> {
   MethodEffects effects() const override {
     MethodEffects e;
     e.sets_advantages = cfg.combine == RcsdCombine::replace;
-    e.detail = "combine = \"replace\"";
+    if (e.sets_advantages) e.detail = "combine = \"replace\"";
     return e;
   }
   std::unique_ptr<Method> make(const MethodDeps&) const override { return std::make_unique<Rcsd>(cfg); }

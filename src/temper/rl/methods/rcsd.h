@@ -49,7 +49,7 @@ tasks::Problem rcsd_teacher_problem(const tasks::Problem& p, const PromptCodec& 
 // that does not drift with the student; the trainer then holds that frozen copy).
 // `mode = "reverse_kl"` distils the teacher's whole next-token distribution instead (small vocabularies,
 // up to kMaxDistillVocab): every completion token's loss gains coef x KL(pi(.|student context) ||
-// teacher(.|rubric context)) (Trajectory::teacher_logq, Batch::reverse_kl_coef; the fused classifier's
+// teacher(.|rubric context)) (Trajectory::loss_terms.teacher_logq, Batch::reverse_kl_coef; the fused classifier's
 // reverse-KL target); with replace the advantages are 0 (the KL is the whole signal), with add GRPO's stay.
 class Rcsd : public Method {
  public:

@@ -171,14 +171,9 @@ void Reves::load_state(const std::string& s) {
 
 namespace {
 class RevesSetup final : public MethodSetupOf<RevesConfig> {
-  void configure(RunSettings& run) const override {
-    run.eval.revision = cfg.revision;
-  }  // the same prompts at test time
-  std::unique_ptr<Method> make(const MethodDeps& deps) const override {
-    RevesConfig c = cfg;
-    c.seed = deps.seed;
-    return std::make_unique<Reves>(c);
-  }
+  // The same revision prompts at test time.
+  void configure(RunSettings& run) const override { run.eval.revision = cfg.revision; }
+  std::unique_ptr<Method> make(const MethodDeps& deps) const override { return std::make_unique<Reves>(seeded(deps)); }
 };
 }  // namespace
 

@@ -76,15 +76,12 @@ struct StareSelection {
   int64_t selected_positive = 0, selected_negative = 0;
 };
 
-// Within the positive-advantage tokens, the top P by surprisal (-log pi of the
-// sampled token) get weight W > 1 (variant O1; raising rare tokens raises entropy); variant C2 also
-// gives the top P of the negative-advantage tokens weight M < 1.
-// Selection runs over the whole step batch (the recommended packing-invariant scope; with one
+// weight[n] = 1, except W on the top k+ = max(1, ceil(P |T+|)) tokens of T+ = {mask > 0, A > 0} by
+// surprisal = -logp (raising rare tokens raises entropy), and (C2) M on the top k- of T- likewise. Not active
+// or P = 0: all 1. Selection runs over the whole step batch (the recommended packing-invariant scope; with one
 // mini-batch per step, the STARE recipe, it is the loss's batch). Ties: lower index first.
 // Surprisal comes from the rollout's policy log-probs (the pre-update policy: equal to the training
 // forward's within 1e-5).
-// weight[n] = 1, except W on the top k+ = max(1, ceil(P |T+|)) tokens of T+ = {mask > 0, A > 0} by
-// surprisal = -logp, and (C2) M on the top k- of T- likewise. Not active or P = 0: all 1.
 StareSelection stare_token_weights(const StareConfig& cfg, const StareWeights& sw, const float* mask,
                                    const float* advantage, const float* logp, int64_t N, float* weight);
 

@@ -401,9 +401,7 @@ class ZppoSetup final : public MethodSetupOf<ZppoConfig> {
     return e;
   }
   std::unique_ptr<Method> make(const MethodDeps& deps) const override {
-    ZppoConfig c = cfg;
-    c.seed = deps.seed;
-    return std::make_unique<Zppo>(c, deps.teacher);
+    return std::make_unique<Zppo>(seeded(deps), deps.teacher);
   }
 };
 }  // namespace
