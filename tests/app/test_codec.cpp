@@ -4,6 +4,7 @@
 // the question as asked, once (fair RL's preference goes before it).
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <memory>
 
 #include "temper/app/codec.h"
@@ -13,6 +14,7 @@
 #include "temper/rl/methods/rcsd.h"
 #include "temper/rl/methods/zppo.h"
 #include "temper/rl/revision.h"
+#include "temper/tasks/dataset.h"
 #include "temper/tasks/task.h"
 #include "temper/text/tokenizer.h"
 
@@ -115,4 +117,64 @@ TEST(PromptCodec, CheckersOfMethodPromptsStillReadThePlainQuestion) {
   tasks::Problem pref = rl::fair_condition(q, c, "<pref {p}>\n", {0.5, 0.5});
   EXPECT_EQ(pref.asked.rfind("<pref 0.50,0.50>\nCompute ", 0), 0u) << pref.asked;
   EXPECT_EQ(proxy->verify(pref, q.gold_solution).correct, true);
+}
+
+TEST(PromptCodec, ChatRowsRenderEveryTurnThroughTheChatTemplate) {
+  // A TRL conversational row (system, a first exchange, the question, the gold answer) loaded by the dataset
+  // task and rendered through SmolLM2's template: the row's system turn replaces model.system_prompt, the
+  // history is kept, the gold assistant turn is not asked, the prompt ends with the generation prompt.
+  auto tok = smollm2();
+  const std::string path = ::testing::TempDir() + "codec_chat_rows.jsonl";
+  {
+    std::ofstream f(path);
+    f << R"({"messages": [{"role": "system", "content": "Answer with #### N."}, {"role": "user", "content": "1+1?"},)"
+      << R"( {"role": "assistant", "content": "#### 2"}, {"role": "user", "content": "And 2+3?"},)"
+      << R"( {"role": "assistant", "content": "2+3 = 5\n#### 5"}], "answer": 5})"
+      << "\n"
+      << R"({"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]})"
+      << "\n";
+  }
+  const std::vector<tasks::Problem> rows = tasks::load_jsonl_problems(path);
+  ASSERT_EQ(rows.size(), 2u);
+  const std::string asked =
+      "<|im_start|>system\nAnswer with #### "
+      "N.<|im_end|>\n<|im_start|>user\n1+1?<|im_end|>\n<|im_start|>assistant\n#### 2"
+      "<|im_end|>\n<|im_start|>user\nAnd 2+3?<|im_end|>\n<|im_start|>assistant\n";
+  EXPECT_EQ(tok->decode(app::make_codec(tok, {}, "chat").encode_prompt(rows[0]), false), asked);
+  EXPECT_EQ(tok->decode(app::make_codec(tok, {}, "chat", "Be brief.", "Q: {question}").encode_prompt(rows[0]), false),
+            asked);
+  // SFT's row: the prompt, then the gold completion and the end of turn
+  rl::PromptCodec c = app::make_codec(tok, {}, "chat");
+  EXPECT_EQ(tok->decode(c.encode_completion(rows[0].gold_solution), false), "2+3 = 5\n#### 5<|im_end|>");
+  // without a system turn in the row: model.system_prompt, else the template's default
+  EXPECT_EQ(tok->decode(app::make_codec(tok, {}, "chat", "Be brief.").encode_prompt(rows[1]), false),
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(rows[1].gold_solution, "Hello");
+  // raw format: the question alone
+  EXPECT_EQ(tok->decode(app::make_codec(tok, {}, "raw").encode_prompt(rows[0]), false), "And 2+3?");
+}
+
+TEST(PromptCodec, MeasuresPromptLengthsOfATask) {
+  auto tok = smollm2();
+  rl::PromptCodec c = app::make_codec(tok, {}, "raw");
+  const std::string path = ::testing::TempDir() + "codec_lengths.jsonl";
+  {
+    std::ofstream f(path);
+    f << R"({"prompt": "a b", "answer": 1})"
+      << "\n"
+      << R"({"prompt": "one two three four five six seven eight", "answer": 1, "id": "long"})"
+      << "\n"
+      << R"({"prompt": "c", "answer": 1})"
+      << "\n";
+  }
+  auto t = tasks::make_task("dataset", {{"path", path}});
+  app::PromptLengths m = app::measure_prompts(*t, tasks::Split::train, c, 4);
+  EXPECT_EQ(m.measured, 3);
+  EXPECT_EQ(m.longest_id, "long");
+  EXPECT_EQ(m.longest, static_cast<int64_t>(c.encode_prompt(t->problem(tasks::Split::train, 1)).size()));
+  EXPECT_GT(m.longest, 4);
+  EXPECT_EQ(m.over, std::vector<uint64_t>{1});
+  EXPECT_TRUE(app::measure_prompts(*t, tasks::Split::train, c, 0).over.empty());
+  EXPECT_EQ(app::measure_prompts(*t, tasks::Split::eval, c, 4).measured, 0);
+  EXPECT_EQ(app::measure_prompts(*tasks::make_task("arithmetic", {}), tasks::Split::train, c, 0, 5).measured, 5);
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "common/scratch.h"
@@ -169,17 +170,55 @@ TEST(Dataset, ErrorsNameFileLineFieldExpectedActual) {
   };
   const std::string ok = R"({"prompt": "x", "answer": "1"})" "\n";
   expect_error(load("badjson.jsonl", ok + ok + "{\"prompt\": \"x\", \n"), {"badjson.jsonl:3", "not valid JSON"});
-  expect_error(load("noanswer.jsonl", ok + R"({"prompt": "x"})" "\n"),
-               {"noanswer.jsonl:2", "field 'answer'", "expected a string or number", "missing"});
-  expect_error(load("nullanswer.jsonl", R"({"prompt": "x", "answer": null})"), {"nullanswer.jsonl:1", "'answer'", "got null"});
+  expect_error(load("boolanswer.jsonl", ok + R"({"prompt": "x", "answer": true})"
+                                             "\n"),
+               {"boolanswer.jsonl:2", "field 'answer'", "expected a string or number", "got boolean"});
   expect_error(load("emptyanswer.jsonl", R"({"prompt": "x", "answer": " "})"), {"emptyanswer.jsonl:1", "non-empty answer"});
   expect_error(load("noprompt.jsonl", R"({"answer": "1"})"), {"noprompt.jsonl:1", "'prompt'", "'messages'", "neither"});
   expect_error(load("intprompt.jsonl", R"({"prompt": 5, "answer": "1"})"),
-               {"intprompt.jsonl:1", "field 'prompt'", "expected a string", "got number"});
+               {"intprompt.jsonl:1", "field 'prompt'", "expected a string or a list of {role, content}", "got number"});
   expect_error(load("badmsg.jsonl", R"({"messages": [{"role": "user"}], "answer": "1"})"),
-               {"badmsg.jsonl:1", "messages[0]", "field 'content'", "expected a string"});
+               {"badmsg.jsonl:1", "messages[0]", "field 'content'", "expected a string", "missing"});
   expect_error(load("msgnotlist.jsonl", R"({"messages": "hi", "answer": "1"})"),
                {"msgnotlist.jsonl:1", "'messages'", "list of {role, content}", "got string"});
+  expect_error(load("msgempty.jsonl", R"({"messages": [], "answer": "1"})"),
+               {"msgempty.jsonl:1", "'messages'", "non-empty list"});
+  expect_error(load("msgturn.jsonl", ok + R"({"messages": [{"role": "user", "content": "a"}, "b"]})"),
+               {"msgturn.jsonl:2", "messages[1]", "an object {role, content}", "got string"});
+  expect_error(load("msgcontent.jsonl", R"({"messages": [{"role": "user", "content": ["a"]}]})"),
+               {"msgcontent.jsonl:1", "messages[0]", "'content'", "expected a string", "got array"});
+  expect_error(load("msgrole.jsonl", R"({"messages": [{"role": "bot", "content": "a"}]})"),
+               {"msgrole.jsonl:1", "messages[0]", "'role'", "\"system\", \"user\" or \"assistant\"", "got \"bot\""});
+  expect_error(load("msgsystem.jsonl",
+                    R"({"messages": [{"role": "user", "content": "a"}, {"role": "system", "content": "b"}]})"),
+               {"msgsystem.jsonl:1", "messages[1]", "system turn must come first"});
+  expect_error(load("msgnouser.jsonl",
+                    R"({"messages": [{"role": "system", "content": "a"}, {"role": "assistant", "content": "b"}]})"),
+               {"msgnouser.jsonl:1", "'messages'", "expected a user turn", "got none"});
+  expect_error(load("msgonlygold.jsonl", R"({"messages": [{"role": "assistant", "content": "b"}]})"),
+               {"msgonlygold.jsonl:1", "expected a user turn", "only the final assistant turn"});
+  expect_error(load("msgemptygold.jsonl",
+                    R"({"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": " "}]})"),
+               {"msgemptygold.jsonl:1", "messages[1]", "final assistant turn", "empty"});
+  expect_error(
+      load(
+          "twogolds.jsonl",
+          R"({"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}], "solution": "c"})"),
+      {"twogolds.jsonl:1", "two gold completions", "final assistant turn of 'messages'", "'solution'"});
+  expect_error(load("solcompl.jsonl", R"({"prompt": "a", "solution": "b", "completion": "c"})"),
+               {"solcompl.jsonl:1", "two gold completions", "'solution' and 'completion'"});
+  expect_error(load("badsolution.jsonl", R"({"prompt": "a", "solution": 5})"),
+               {"badsolution.jsonl:1", "field 'solution'", "a string or a list of one", "got number"});
+  expect_error(load("emptycompletion.jsonl", R"({"prompt": "a", "completion": ""})"),
+               {"emptycompletion.jsonl:1", "field 'completion'", "non-empty completion"});
+  expect_error(load("usercompletion.jsonl", R"({"prompt": "a", "completion": [{"role": "user", "content": "b"}]})"),
+               {"usercompletion.jsonl:1", "completion[0]", "expected \"assistant\"", "got \"user\""});
+  expect_error(
+      load("promptandmsgs.jsonl",
+           R"({"prompt": [{"role": "user", "content": "a"}], "messages": [{"role": "user", "content": "a"}]})"),
+      {"promptandmsgs.jsonl:1", "'prompt' is a list of turns and 'messages'", "one of them"});
+  expect_error(load("promptturn.jsonl", R"({"prompt": [{"role": "user", "content": 3}]})"),
+               {"promptturn.jsonl:1", "prompt[0]", "'content'", "got number"});
   expect_error(load("baddiff.jsonl", R"({"prompt": "x", "answer": "1", "difficulty": "hard"})"),
                {"baddiff.jsonl:1", "'difficulty'", "an integer", "got string"});
   expect_error(load("badid.jsonl", R"({"prompt": "x", "answer": "1", "id": [1]})"), {"badid.jsonl:1", "'id'", "got array"});
@@ -200,4 +239,115 @@ TEST(Dataset, ParameterErrors) {
   expect_error([&] { make_task("dataset", {{"path", path}, {"eval_fraction", "0.1"}, {"eval_path", path}}); },
                {"not both"});
   expect_error([&] { make_task("dataset", {{"path", path}, {"shuffle", "1"}}); }, {"unknown parameter 'shuffle'", "eval_path"});
+}
+
+// TRL's formats: conversational (messages with system / user / assistant turns, the final assistant turn the gold
+// completion and not part of the prompt), prompt-completion (string or conversational), a `solution` column.
+TEST(Dataset, ChatRowsAndGoldCompletions) {
+  std::string path = write_file(
+      "chat.jsonl",
+      R"({"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "2+2 = 4"}], "answer": "4"})"
+      "\n"
+      R"({"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"}, {"role": "user", "content": "3*3?"}, {"role": "assistant", "content": "It is \\boxed{9}."}], "answer": 9})"
+      "\n"
+      R"({"prompt": "Half of 8?", "completion": "Half of 8 is 4.", "answer": "4"})"
+      "\n"
+      R"({"prompt": [{"role": "user", "content": "Capital of Peru?"}], "completion": [{"role": "assistant", "content": "Lima."}]})"
+      "\n"
+      R"({"prompt": "5-2?", "solution": "5-2 = 3\n#### 3", "answer": "3", "teacher_response": "Three.\n#### 3"})"
+      "\n"
+      R"({"prompt": "Say hi.", "solution": "hi"})"
+      "\n"
+      R"({"prompt": "7+1?", "solution": "The answer is 8.", "answer": "8"})"
+      "\n"
+      R"({"messages": [{"role": "user", "content": "1+1?"}, {"role": "assistant", "content": "2"}, {"role": "user", "content": "And 2+2?"}]})"
+      "\n");
+  auto rows = load_jsonl_problems(path);
+  ASSERT_EQ(rows.size(), 8u);
+  // system + user + assistant: the assistant turn is the gold (closed with the answer the checker needs), not asked
+  ASSERT_EQ(rows[0].messages.size(), 2u);
+  EXPECT_EQ(rows[0].messages[0].role, "system");
+  EXPECT_EQ(rows[0].messages[1].role, "user");
+  EXPECT_EQ(rows[0].prompt, "2+2?");
+  EXPECT_EQ(rows[0].gold_solution, "2+2 = 4\n#### 4");
+  EXPECT_EQ(rows[0].teacher_response, "2+2 = 4");
+  // multi-turn: the history stays in the prompt; a gold that states its answer (\boxed) is not closed again
+  ASSERT_EQ(rows[1].messages.size(), 3u);
+  EXPECT_EQ(rows[1].messages[1].content, "Hello!");
+  EXPECT_EQ(rows[1].messages[2].content, "3*3?");
+  EXPECT_EQ(rows[1].prompt, "3*3?");
+  EXPECT_EQ(rows[1].gold_solution, "It is \\boxed{9}.");
+  EXPECT_EQ(rows[1].answer, "9");
+  // prompt-completion, as text and conversational (no answer: the completion alone)
+  EXPECT_EQ(rows[2].gold_solution, "Half of 8 is 4.\n#### 4");
+  EXPECT_TRUE(rows[2].messages.empty());
+  ASSERT_EQ(rows[3].messages.size(), 1u);
+  EXPECT_EQ(rows[3].prompt, "Capital of Peru?");
+  EXPECT_EQ(rows[3].gold_solution, "Lima.");
+  EXPECT_EQ(rows[3].answer, "");
+  // `solution` is SFT's target; teacher_response stays the teacher's
+  EXPECT_EQ(rows[4].gold_solution, "5-2 = 3\n#### 3");
+  EXPECT_EQ(rows[4].teacher_response, "Three.\n#### 3");
+  EXPECT_EQ(rows[5].gold_solution, "hi");
+  EXPECT_EQ(rows[5].answer, "");
+  EXPECT_EQ(rows[6].gold_solution, "The answer is 8.");
+  // a conversation that ends with a user turn: no gold completion; no answer: an empty gold (SFT refuses it)
+  ASSERT_EQ(rows[7].messages.size(), 3u);
+  EXPECT_EQ(rows[7].prompt, "And 2+2?");
+  EXPECT_EQ(rows[7].gold_solution, "");
+
+  auto t = make_task("dataset", {{"path", path}});
+  for (int i : {0, 1, 2, 4, 6}) {
+    Problem p = t->problem(Split::train, static_cast<uint64_t>(i));
+    EXPECT_EQ(t->verify(p, p.gold_solution).reward, 1.0) << p.id;
+  }
+  // rows without an answer score 0 with the builtin checker, whatever the completion
+  Problem peru = t->problem(Split::train, 3);
+  EXPECT_EQ(t->verify(peru, "#### ").reward, 0.0);
+  EXPECT_EQ(t->verify(peru, "#### Lima").reward, 0.0);
+  EXPECT_FALSE(t->verify(peru, "#### Lima").correct);
+}
+
+TEST(Dataset, RowsWithoutAnswersAreFoundForRunsThatScoreWithTheBuiltinChecker) {
+  std::string path = write_file("answerless.jsonl", R"({"prompt": "a", "answer": "1"})"
+                                                    "\n"
+                                                    R"({"prompt": "b", "solution": "B"})"
+                                                    "\n"
+                                                    R"({"prompt": "c", "answer": null})"
+                                                    "\n");
+  auto t = make_task("dataset", {{"path", path}});
+  Answerless a = find_answerless(*t, Split::train);
+  EXPECT_EQ(a.count, 2);
+  EXPECT_EQ(a.first_id, "answerless.jsonl:2");
+  EXPECT_EQ(find_answerless(*t, Split::eval).count, 0);
+  expect_error([&] { require_answers(*t, "train"); },
+               {"train: 2 train problem(s)", "task 'dataset'", "answerless.jsonl:2", "'answer'", "[[reward]]"});
+  std::string ok = write_file("answered.jsonl", R"({"prompt": "a", "answer": "1"})");
+  require_answers(*make_task("dataset", {{"path", ok}}), "train");  // no throw
+  require_answers(*make_task("arithmetic", {}), "train");           // a procedural stream: nothing to check
+  auto m = make_task("mixture", {{"tasks", "dataset"}, {"dataset.path", path}});
+  EXPECT_EQ(find_answerless(*m, Split::train).first_id, "dataset:answerless.jsonl:2");
+}
+
+TEST(Dataset, ProblemsCarryTheirRowForRewardPrograms) {
+  std::string path =
+      write_file("columns.jsonl",
+                 R"({"prompt": "a", "answer": "1", "source": "web", "tests": ["assert f(1) == 2"], "meta": {"k": 3}})"
+                 "\n"
+                 R"({"messages": [{"role": "user", "content": "b"}, {"role": "assistant", "content": "B"}]})"
+                 "\n");
+  auto t = make_task("dataset", {{"path", path}});
+  Problem p = t->problem(Split::train, 0);
+  ASSERT_TRUE(p.row);
+  nlohmann::json row = nlohmann::json::parse(*p.row);
+  EXPECT_EQ(row["source"], "web");
+  EXPECT_EQ(row["tests"][0], "assert f(1) == 2");
+  EXPECT_EQ(row["meta"]["k"], 3);
+  EXPECT_EQ(row["answer"], "1");
+  EXPECT_EQ(p.row->find('\n'), std::string::npos);  // one line, as a JSON lines protocol needs
+  Problem q = t->problem(Split::train, 1);          // the row as given: the gold assistant turn is in it
+  ASSERT_TRUE(q.row);
+  EXPECT_EQ(nlohmann::json::parse(*q.row)["messages"].size(), 2u);
+  EXPECT_EQ(q.messages.size(), 1u);
+  EXPECT_FALSE(make_task("arithmetic", {})->problem(Split::train, 0).row);  // procedural: none
 }

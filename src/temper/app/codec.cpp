@@ -38,7 +38,9 @@ rl::PromptCodec make_codec(std::shared_ptr<const text::Tokenizer> tok, const std
     }
     c.encode_prompt = [tok, tmpl, system_prompt, user_text](const tasks::Problem& p) {
       std::vector<text::ChatMessage> msgs;
-      if (!system_prompt.empty()) msgs.push_back({"system", system_prompt});
+      // A row's own system turn wins over model.system_prompt (one system turn, the row's).
+      const bool own_system = !p.messages.empty() && p.messages.front().role == "system";
+      if (!system_prompt.empty() && !own_system) msgs.push_back({"system", system_prompt});
       if (p.messages.empty()) {
         msgs.push_back({"user", user_text(p)});
       } else {
@@ -65,6 +67,24 @@ rl::PromptCodec make_codec(std::shared_ptr<const text::Tokenizer> tok, const std
   c.decode = [tok](const std::vector<int32_t>& ids) { return tok->decode(ids, /*skip_special=*/true); };
   c.token_bytes = [tok](int32_t id) { return tok->token_bytes(id); };
   return c;
+}
+
+PromptLengths measure_prompts(const tasks::Task& task, tasks::Split split, const rl::PromptCodec& codec, int64_t limit,
+                              int64_t stream_rows) {
+  PromptLengths m;
+  const int64_t size = task.size(split);
+  const int64_t n = size < 0 ? stream_rows : size;
+  for (int64_t i = 0; i < n; ++i) {
+    tasks::Problem p = task.problem(split, static_cast<uint64_t>(i));
+    const auto len = static_cast<int64_t>(codec.encode_prompt(p).size());
+    ++m.measured;
+    if (len > m.longest) {
+      m.longest = len;
+      m.longest_id = p.id;
+    }
+    if (limit > 0 && len > limit) m.over.push_back(static_cast<uint64_t>(i));
+  }
+  return m;
 }
 
 std::string unescape_newlines(const std::string& s) {

@@ -1,5 +1,6 @@
 #include "temper/tasks/dataset.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -21,41 +22,105 @@ std::string canonical_prompt(const Problem& p) {
   return s;
 }
 
+// One chat turn of a row: {role, content} with role system, user or assistant (a system turn only first).
+Message parse_turn(const json& m, const std::string& where, const std::string& f, size_t i) {
+  if (!m.is_object()) field_error(where, f, "an object {role, content}", &m);
+  Message t;
+  t.role = text_field(m, where + ": " + f, "role", true);
+  t.content = text_field(m, where + ": " + f, "content", true);
+  if (t.role != "system" && t.role != "user" && t.role != "assistant")
+    TEMPER_FAIL() << where << ": " << f << ": field 'role': expected \"system\", \"user\" or \"assistant\", got \""
+                  << t.role << "\"";
+  if (t.role == "system" && i != 0)
+    TEMPER_FAIL() << where << ": " << f
+                  << ": a system turn must come first (chat templates put it before the conversation)";
+  return t;
+}
+
+// A list of chat turns (TRL's conversational form); `field` names it in errors ("messages" or "prompt").
+std::vector<Message> parse_turns(const json& ms, const std::string& where, const std::string& field) {
+  if (!ms.is_array() || ms.empty()) field_error(where, field, "a non-empty list of {role, content}", &ms);
+  std::vector<Message> out;
+  for (size_t i = 0; i < ms.size(); ++i)
+    out.push_back(parse_turn(ms[i], where, field + "[" + std::to_string(i) + "]", i));
+  return out;
+}
+
+// A gold completion given as text: `solution` or `completion` (a string, or TRL's conversational completion: a
+// list of one assistant turn). Empty when absent.
+std::string gold_field(const json& row, const std::string& where, const char* key) {
+  auto it = row.find(key);
+  if (it == row.end() || it->is_null()) return {};
+  std::string text;
+  if (it->is_string()) {
+    text = it->get<std::string>();
+  } else if (it->is_array() && it->size() == 1 && (*it)[0].is_object()) {
+    Message m = parse_turn((*it)[0], where, std::string(key) + "[0]", 0);
+    if (m.role != "assistant")
+      TEMPER_FAIL() << where << ": " << key << "[0]: field 'role': expected \"assistant\" (the completion), got \""
+                    << m.role << "\"";
+    text = m.content;
+  } else {
+    field_error(where, key, "a string or a list of one {role: \"assistant\", content}", &*it);
+  }
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) field_error(where, key, "a non-empty completion", &*it);
+  return text;
+}
+
 Problem parse_row(const json& row, const std::string& where, const std::string& default_id) {
   Problem p;
-  bool has_prompt = row.contains("prompt"), has_messages = row.contains("messages");
-  if (!has_prompt && !has_messages)
+  auto prompt = row.find("prompt"), messages = row.find("messages");
+  if (prompt == row.end() && messages == row.end())
     TEMPER_FAIL() << where << ": expected a field 'prompt' (a string) or 'messages' (a list of {role, content}), "
                   << "got neither";
-  if (has_prompt) p.prompt = text_field(row, where, "prompt", true);
-  if (has_messages) {
-    const json& ms = row["messages"];
-    if (!ms.is_array() || ms.empty()) field_error(where, "messages", "a non-empty list of {role, content}", &ms);
-    for (size_t i = 0; i < ms.size(); ++i) {
-      std::string f = "messages[" + std::to_string(i) + "]";
-      if (!ms[i].is_object()) field_error(where, f, "an object {role, content}", &ms[i]);
-      Message m;
-      m.role = text_field(ms[i], where + ": " + f, "role", true);
-      m.content = text_field(ms[i], where + ": " + f, "content", true);
-      p.messages.push_back(std::move(m));
-    }
-    if (!has_prompt) {
-      p.prompt = p.messages.back().content;
-      for (const Message& m : p.messages)
-        if (m.role == "user") p.prompt = m.content;
-    }
+  // TRL's conversational prompt: `prompt` as a list of turns stands for `messages`.
+  const bool prompt_turns = prompt != row.end() && prompt->is_array();
+  if (prompt_turns && messages != row.end())
+    TEMPER_FAIL() << where << ": 'prompt' is a list of turns and 'messages' is given too: expected one of them";
+  if (prompt != row.end() && !prompt_turns) {
+    if (!prompt->is_string()) field_error(where, "prompt", "a string or a list of {role, content}", &*prompt);
+    p.prompt = prompt->get<std::string>();
   }
-  auto ans = row.find("answer");
-  if (ans == row.end() || !(ans->is_string() || ans->is_number()))
-    field_error(where, "answer", "a string or number", ans == row.end() ? nullptr : &*ans);
-  p.answer = ans->is_string() ? ans->get<std::string>() : ans->dump();
+  // The gold completion, at most one of: a final assistant turn, `solution`, `completion`.
+  std::string gold, gold_from;
+  auto take_gold = [&](std::string text, const std::string& from) {
+    if (text.empty()) return;
+    if (!gold_from.empty())
+      TEMPER_FAIL() << where << ": two gold completions, " << gold_from << " and " << from << ": expected one of them";
+    gold = std::move(text);
+    gold_from = from;
+  };
+  if (prompt_turns || messages != row.end()) {
+    const std::string field = prompt_turns ? "prompt" : "messages";
+    p.messages = parse_turns(prompt_turns ? *prompt : *messages, where, field);
+    if (p.messages.back().role == "assistant") {  // the answer to learn (SFT's target), not part of the prompt
+      if (p.messages.back().content.find_first_not_of(" \t\r\n") == std::string::npos)
+        TEMPER_FAIL() << where << ": " << field << "[" << p.messages.size() - 1
+                      << "]: the final assistant turn (the gold completion) is empty: expected its text";
+      take_gold(std::move(p.messages.back().content), "the final assistant turn of '" + field + "'");
+      p.messages.pop_back();
+    }
+    auto user = std::find_if(p.messages.rbegin(), p.messages.rend(), [](const Message& m) { return m.role == "user"; });
+    if (user == p.messages.rend())
+      TEMPER_FAIL() << where << ": field '" << field << "': expected a user turn (the question), got "
+                    << (p.messages.empty() ? "only the final assistant turn" : "none");
+    if (p.prompt.empty()) p.prompt = user->content;
+  }
+  take_gold(gold_field(row, where, "solution"), "'solution'");
+  take_gold(gold_field(row, where, "completion"), "'completion'");
+  // `answer` is optional (a row scored by the user's own reward, or trained by SFT only); null is absent.
+  if (auto ans = row.find("answer"); ans != row.end() && !ans->is_null()) {
+    if (!(ans->is_string() || ans->is_number())) field_error(where, "answer", "a string or number", &*ans);
+    p.answer = ans->is_string() ? ans->get<std::string>() : ans->dump();
+    if (p.answer.find_first_not_of(" \t\r\n") == std::string::npos)
+      field_error(where, "answer", "a non-empty answer", &*ans);
+  }
   p.teacher_response = text_field(row, where, "teacher_response", false);
   // GSM8K's own layout: "answer" holds the worked solution ending in "#### 72".
   if (auto final = reward::extract_gsm8k(p.answer); final && p.answer.find("####") != std::string::npos) {
     if (p.teacher_response.empty()) p.teacher_response = p.answer;
     p.answer = *final;
   }
-  if (p.answer.find_first_not_of(" \t\r\n") == std::string::npos) field_error(where, "answer", "a non-empty answer", &*ans);
   // A rubric: a string as written, or a list of criteria numbered one per line ("1. ...", the spec's layout).
   if (auto r = row.find("rubric"); r != row.end() && !r->is_null()) {
     if (r->is_string()) {
@@ -84,11 +149,16 @@ Problem parse_row(const json& row, const std::string& where, const std::string& 
       field_error(where, "id", "a string or integer", &*id);
     }
   }
-  if (!p.teacher_response.empty()) {
+  const std::string close = p.answer.empty() ? "" : "#### " + p.answer;
+  if (!gold.empty()) {  // the row's own completion, closed with the answer only where the checker reads none in it
+    p.gold_solution = gold;
+    if (!close.empty() && !reward::extract_math_answer(gold)) p.gold_solution += "\n" + close;
+    if (p.teacher_response.empty()) p.teacher_response = gold;
+  } else if (!p.teacher_response.empty()) {
     p.gold_solution = p.teacher_response;
-    if (!reward::extract_gsm8k(p.teacher_response)) p.gold_solution += "\n#### " + p.answer;
+    if (!close.empty() && !reward::extract_gsm8k(p.teacher_response)) p.gold_solution += "\n" + close;
   } else {
-    p.gold_solution = "#### " + p.answer;
+    p.gold_solution = close;
   }
   return p;
 }
@@ -167,9 +237,31 @@ std::optional<std::string> DatasetTask::extract_answer(const std::string& comple
 Verdict DatasetTask::verify(const Problem& p, const std::string& completion) const {
   Verdict v;
   v.extracted = extract_answer(completion);
-  v.correct = v.extracted && reward::math_answers_equal(*v.extracted, p.answer);
+  v.correct = v.extracted && !p.answer.empty() && reward::math_answers_equal(*v.extracted, p.answer);
   v.reward = v.correct ? 1.0 : 0.0;
   return v;
+}
+
+Answerless find_answerless(const Task& task, Split split) {
+  Answerless a;
+  const int64_t n = task.size(split);
+  for (int64_t i = 0; i < n; ++i) {
+    Problem p = task.problem(split, static_cast<uint64_t>(i));
+    if (!p.answer.empty()) continue;
+    if (a.count++ == 0) a.first_id = p.id;
+  }
+  return a;
+}
+
+void require_answers(const Task& task, const std::string& who) {
+  for (Split split : {Split::train, Split::eval}) {
+    Answerless a = find_answerless(task, split);
+    TEMPER_CHECK(a.count == 0)
+        << who << ": " << a.count << " " << split_name(split) << " problem(s) of task '" << task.name()
+        << "' have no answer (the first: " << a.first_id
+        << "), and the builtin checker would score every completion of them 0: give each row an "
+        << "'answer', or score with your own reward ([[reward]] program = [...]) instead of builtin";
+  }
 }
 
 }  // namespace temper::tasks

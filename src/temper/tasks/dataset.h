@@ -1,9 +1,12 @@
-// Task "dataset": problems from JSONL files, one object per line: "prompt" (string) or "messages" (list of
-// {role, content}), "answer" (string or number; GSM8K's "<worked solution>\n#### 72" becomes answer "72" and,
-// without a teacher_response, the teacher_response), optional "teacher_response", "rubric" (string, or any JSON
-// kept as its text), "difficulty" (integer), "id" (string or integer; default "<file name>:<line>"); other fields
-// are ignored. Completions are scored with the math answer checker (reward/math_answer.h). Errors name
-// file:line, the field, the expected and the actual.
+// Task "dataset": problems from JSONL files, one object per line (TRL's formats included): "prompt" (a string, or
+// a list of {role, content} turns) or "messages" (a list of turns: system first if any, then user and assistant);
+// a final assistant turn is the gold completion, not part of the prompt. Optional: "answer" (string or number;
+// GSM8K's "<worked solution>\n#### 72" becomes answer "72" and, without a teacher_response, the teacher_response),
+// "solution" or "completion" (the gold completion as text, or TRL's list of one assistant turn), "teacher_response",
+// "rubric" (string, or a list of criteria), "difficulty" (integer), "id" (string or integer; default
+// "<file name>:<line>"); every column, these and others, reaches reward programs as Problem::row. Completions are
+// scored with the math answer checker (reward/math_answer.h); a row without an answer scores 0 (require_answers
+// lets a run refuse such rows). Errors name file:line, the field, the expected and the actual.
 #pragma once
 
 #include <functional>
@@ -28,10 +31,27 @@ struct DatasetConfig {
 void load_splits(const DatasetConfig& cfg, const std::string& task, const std::function<std::vector<Problem>(const std::string&)>& load,
                  std::vector<Problem>& train, std::vector<Problem>& eval);
 
-// Every row of a JSONL file as a Problem (blank lines skipped). gold_solution: teacher_response if it already
-// ends in a "#### " line, else teacher_response + "\n#### <answer>", else "#### <answer>". When only messages are
-// given, prompt is the content of the last "user" message.
+// Every row of a JSONL file as a Problem (blank lines skipped). gold_solution (SFT's target):
+//   - the gold completion (at most one of a final assistant turn, "solution", "completion"), with "\n#### <answer>"
+//     appended only when the row has an answer and the checker reads no final answer in the text (no "####",
+//     \boxed{} or "the answer is"); it is also the teacher_response when the row gives none;
+//   - else teacher_response, with "\n#### <answer>" appended unless it has a "####" line (the rule before gold
+//     completions existed, kept bit for bit);
+//   - else "#### <answer>"; else (no answer either) empty: SFT refuses the row.
+// With messages, `messages` holds the turns before the gold completion and `prompt` (unless given as a string)
+// is the content of the last user turn. A row's system turn is sent instead of model.system_prompt (app/codec.h).
 std::vector<Problem> load_jsonl_problems(const std::string& path);
+
+// Problems without an answer among a task's `split` (any finite task, a mixture with dataset members too; a
+// procedural stream has none): how many, and the first one's id (FILE:LINE unless the row names one).
+struct Answerless {
+  int64_t count = 0;
+  std::string first_id;
+};
+Answerless find_answerless(const Task& task, Split split);
+// For a run whose reward includes the builtin checker: throws when a train or eval problem has no answer (it
+// would score 0 whatever the completion), naming who asks, the count, the first row and both fixes.
+void require_answers(const Task& task, const std::string& who);
 
 // Eval comes from eval_path, or from eval_fraction of the train file (rows chosen by a hash of the
 // prompt, so identical prompts never straddle the splits), or is empty (load_splits).

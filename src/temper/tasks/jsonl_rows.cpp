@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "temper/core/error.h"
@@ -40,6 +41,7 @@ std::vector<Problem> read_jsonl_rows(const std::string& path, const std::string&
     }
     if (!row.is_object()) TEMPER_FAIL() << where << ": expected a JSON object, got " << row.type_name();
     out.push_back(parse(row, where, base + ":" + std::to_string(n)));
+    if (!out.back().row) out.back().row = std::make_shared<const std::string>(row.dump());
   }
   TEMPER_CHECK(!out.empty()) << path << ": no rows (" << expects << ", one JSON object per line)";
   return out;

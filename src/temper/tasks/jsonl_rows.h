@@ -1,7 +1,8 @@
 // Reading problems from JSONL files (tasks "dataset" and "user_sim"): one JSON object per line, blank lines
 // skipped; each row is handed to the task's parser with its "file:line" (for errors) and a default id
-// "<file name>:<line>". Errors name the file and line: a file that cannot be opened, a line that is not
-// JSON, a file without rows, and (field_error) a field with the expected form and the actual JSON type.
+// "<file name>:<line>"; the Problem gets the row's JSON text (Problem::row, every column, for reward programs
+// and judges) unless the parser set one. Errors name the file and line: a file that cannot be opened, a line that is
+// not JSON, a file without rows, and (field_error) a field with the expected form and the actual JSON type.
 #pragma once
 
 #include <functional>
