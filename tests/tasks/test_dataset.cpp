@@ -351,3 +351,25 @@ TEST(Dataset, ProblemsCarryTheirRowForRewardPrograms) {
   EXPECT_EQ(q.messages.size(), 1u);
   EXPECT_FALSE(make_task("arithmetic", {})->problem(Split::train, 0).row);  // procedural: none
 }
+
+TEST(Dataset, TheRecipeReadmeExampleRowsLoadAndTheirGoldsScore) {  // recipes/README.md, "Your own data"
+  std::string path = write_file(
+      "readme.jsonl",
+      R"({"prompt": "Tom has 3 apples and buys 4 more. How many apples does he have?", "answer": "7"})"
+      "\n"
+      R"({"prompt": "A pen costs $2. How much do 5 pens cost?", "answer": "10", "solution": "5 x 2 = 10 dollars.\n#### 10"})"
+      "\n"
+      R"({"messages": [{"role": "system", "content": "Answer with #### N."}, {"role": "user", "content": "What is 6 x 7?"}, {"role": "assistant", "content": "6 x 7 = 42\n#### 42"}], "answer": 42})"
+      "\n"
+      R"({"prompt": [{"role": "user", "content": "What is 15% of 80?"}], "completion": [{"role": "assistant", "content": "0.15 x 80 = 12, so the answer is 12."}], "answer": "12", "source": "handwritten"})"
+      "\n");
+  auto t = make_task("dataset", {{"path", path}});
+  const std::vector<std::string> golds = {"#### 7", "5 x 2 = 10 dollars.\n#### 10", "6 x 7 = 42\n#### 42",
+                                          "0.15 x 80 = 12, so the answer is 12."};
+  for (int i = 0; i < 4; ++i) {
+    Problem p = t->problem(Split::train, static_cast<uint64_t>(i));
+    EXPECT_EQ(p.gold_solution, golds[static_cast<size_t>(i)]);
+    EXPECT_EQ(t->verify(p, p.gold_solution).reward, 1.0) << p.id;
+  }
+  EXPECT_EQ(find_answerless(*t, Split::train).count, 0);
+}
