@@ -52,6 +52,15 @@ void flatten(const toml::table& t, const std::string& prefix, const std::string&
       flatten(*v.as_table(), key + ".", source, out, sections);
       continue;
     }
+    if (v.is_array_of_tables()) {  // [[name]]: "name.<i>.key"
+      const toml::array& a = *v.as_array();
+      for (size_t i = 0; i < a.size(); ++i) {
+        const std::string sub = key + "." + std::to_string(i) + ".";
+        sections.insert(sub);
+        flatten(*a[i].as_table(), sub, source, out, sections);
+      }
+      continue;
+    }
     std::string kind;
     std::string lit = literal_of(v, &kind);
     std::string origin = source + ":" + std::to_string(v.source().begin.line);
@@ -182,6 +191,38 @@ std::vector<int64_t> Recipe::get_int_list(const std::string& key, const std::vec
   return x;
 }
 
+std::vector<std::string> Recipe::get_string_list(const std::string& key, const std::vector<std::string>& def) {
+  const Value* v = find(key);
+  std::vector<std::string> x = def;
+  if (v) {
+    if (v->kind != "array") bad(key, *v, "an array of strings, e.g. [\"python3\", \"reward.py\"]");
+    toml::table t = toml::parse("v = " + v->text);
+    x.clear();
+    for (const toml::node& e : *t["v"].as_array()) {
+      if (!e.is_string()) bad(key, *v, "an array of strings, e.g. [\"python3\", \"reward.py\"]");
+      x.push_back(e.value<std::string>().value());
+    }
+  }
+  std::string lit = "[";
+  for (size_t i = 0; i < x.size(); ++i) lit += (i ? ", " : "") + toml_quote(x[i]);
+  record(key, lit + "]");
+  return x;
+}
+
+std::vector<int64_t> Recipe::table_array_indices(const std::string& name) const {
+  std::set<int64_t> idx;
+  const std::string prefix = name + ".";
+  auto add = [&](const std::string& key) {
+    if (key.compare(0, prefix.size(), prefix) != 0) return;
+    const size_t dot = key.find('.', prefix.size());
+    const std::string i = key.substr(prefix.size(), dot == std::string::npos ? std::string::npos : dot - prefix.size());
+    if (!i.empty() && i.find_first_not_of("0123456789") == std::string::npos && i.size() < 6) idx.insert(std::stoll(i));
+  };
+  for (const auto& [k, v] : values_) add(k);
+  for (const std::string& s : sections_) add(s);
+  return {idx.begin(), idx.end()};
+}
+
 double Recipe::get_double(const std::string& key, double def) {
   const Value* v = find(key);
   double x = def;
@@ -266,6 +307,24 @@ void Recipe::check_all_read() const {
   }
 }
 
+namespace {
+
+// "[rl.stare]"; an array of tables' element "reward.0" is "[[reward]]" and its sub-table "reward.0.judge"
+// "[reward.judge]" (which TOML gives to the array's last element: sections come in key order).
+std::string section_header(const std::string& sec) {
+  const size_t dot = sec.find('.');
+  if (dot != std::string::npos) {
+    const size_t end = sec.find('.', dot + 1);
+    const std::string idx = sec.substr(dot + 1, end == std::string::npos ? std::string::npos : end - dot - 1);
+    if (!idx.empty() && idx.find_first_not_of("0123456789") == std::string::npos)
+      return end == std::string::npos ? "[[" + sec.substr(0, dot) + "]]"
+                                      : "[" + sec.substr(0, dot) + sec.substr(end) + "]";
+  }
+  return "[" + sec + "]";
+}
+
+}  // namespace
+
 std::string Recipe::resolved_toml(bool given_only) const {
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> sections;
   size_t left_out = 0;
@@ -281,7 +340,7 @@ std::string Recipe::resolved_toml(bool given_only) const {
                                      " more at their defaults: config.toml holds every setting)\n"
                                : "# temper: the resolved recipe (every setting, defaults included)\n";
   for (auto& [sec, kv] : sections) {
-    if (!sec.empty()) out += "\n[" + sec + "]\n";
+    if (!sec.empty()) out += "\n" + section_header(sec) + "\n";
     for (auto& [k, lit] : kv) out += k + " = " + lit + "\n";
   }
   return out;

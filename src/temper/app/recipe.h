@@ -31,6 +31,9 @@ class Recipe {
   bool get_bool(const std::string& key, bool def);
   std::string get_string(const std::string& key, const std::string& def);
   std::vector<int64_t> get_int_list(const std::string& key, const std::vector<int64_t>& def);  // [1, 2, 3]
+  std::vector<std::string> get_string_list(const std::string& key, const std::vector<std::string>& def);  // ["a", "b"]
+  // The indices i of an array of tables ([[name]]: keys "name.<i>.*"), in order.
+  std::vector<int64_t> table_array_indices(const std::string& name) const;
   std::string get_choice(const std::string& key, const std::string& def, const std::vector<std::string>& choices);
   // Every key under prefix (e.g. "task.params."), as text, prefix removed; all marked read.
   std::map<std::string, std::string> get_table(const std::string& prefix);
@@ -79,6 +82,9 @@ class RecipeReader final : public KeyVisitor {
   void value(std::string_view k, bool& f, std::string_view) override { f = r_.get_bool(key(k), f); }
   void value(std::string_view k, std::string& f, std::string_view) override { f = r_.get_string(key(k), f); }
   void value(std::string_view k, std::vector<int64_t>& f, std::string_view) override { f = r_.get_int_list(key(k), f); }
+  void strings(std::string_view k, std::vector<std::string>& f, std::string_view) override {
+    f = r_.get_string_list(key(k), f);
+  }
   void choice(std::string_view k, std::string& f, std::string_view, const std::vector<std::string>& choices) override {
     f = r_.get_choice(key(k), f, choices);
   }

@@ -257,6 +257,28 @@ void read_eval(Recipe& r, RunConfig& c) {
   }
 }
 
+// [[reward]] tables, in order; each term's judge = { ... } its own sub-table.
+void read_rewards(Recipe& r, RunConfig& c) {
+  for (int64_t i : r.table_array_indices("reward")) {
+    const std::string prefix = "reward." + std::to_string(i) + ".";
+    rl::RewardTermConfig t;
+    read_section(r, prefix, [&](KeyVisitor& v) { t.visit(v); });
+    if (r.has_prefix(prefix + "judge.")) {
+      rl::JudgeConfig j;
+      read_section(r, prefix + "judge.", [&](KeyVisitor& v) { j.visit(v); });
+      t.judge = j;
+    }
+    try {
+      t.validate();
+    } catch (const Error& e) {
+      TEMPER_FAIL() << r.source() << ": [[reward]] " << i + 1 << ": " << e.what();
+    }
+    for (const rl::RewardTermConfig& o : c.rewards)
+      TEMPER_CHECK(o.name != t.name) << r.source() << ": two [[reward]] terms are named '" << t.name << "'";
+    c.rewards.push_back(std::move(t));
+  }
+}
+
 }  // namespace
 
 RunConfig read_run_config(Recipe& r, std::span<const rl::MethodSpec* const> table) {
@@ -268,6 +290,7 @@ RunConfig read_run_config(Recipe& r, std::span<const rl::MethodSpec* const> tabl
   derive_defaults(c);
   read_teacher(r, c);
   read_eval(r, c);
+  read_rewards(r, c);
   c.run.out = default_out(c);
   read_section(r, "run.", [&](KeyVisitor& v) { c.run.visit(v); });
   TEMPER_CHECK(c.sft_steps() >= 0 && c.rl_steps() >= 0) << r.source() << ": sft.steps and rl.steps must be >= 0";
@@ -301,6 +324,9 @@ class KeyLister final : public KeyVisitor {
   }
   void value(std::string_view k, std::vector<int64_t>& f, std::string_view d) override {
     reader_.value(k, f, d), row(k, "integers", d);
+  }
+  void strings(std::string_view k, std::vector<std::string>& f, std::string_view d) override {
+    reader_.strings(k, f, d), row(k, "strings", d);
   }
   void choice(std::string_view k, std::string& f, std::string_view d,
               const std::vector<std::string>& choices) override {
@@ -370,6 +396,13 @@ std::string list_keys_markdown(std::span<const rl::MethodSpec* const> table) {
                      std::to_string(spec->order) + ".",
                  [&](KeyVisitor& v) { setup->visit(v); });
   }
+  list_section(out, "[reward]",
+               "A reward term (an array of tables: one `[[reward]]` per term; none: the task's verifier alone). "
+               "Each has one source: `builtin = true`, `program = [...]` or `judge = { ... }` (below); the total "
+               "reward is the weighted sum.",
+               [&](KeyVisitor& v) { rl::RewardTermConfig().visit(v); });
+  list_section(out, "[reward].judge", "An LLM judge (`judge = { model = ..., template = ... }` in a `[[reward]]`).",
+               [&](KeyVisitor& v) { rl::JudgeConfig().visit(v); });
   list_section(out, "teacher", "The teacher the methods and SFT stages that use one ask for.",
                [&](KeyVisitor& v) { c.teacher.visit(v); });
   list_section(out, "eval",

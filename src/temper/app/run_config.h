@@ -14,6 +14,7 @@
 #include "temper/rl/curriculum.h"
 #include "temper/rl/evaluate.h"
 #include "temper/rl/method_spec.h"
+#include "temper/rl/reward_set.h"
 #include "temper/rl/rl_trainer.h"
 #include "temper/rl/sft.h"
 #include "temper/rl/teacher.h"
@@ -68,6 +69,7 @@ struct RunConfig {
   rl::SftConfig sft;
   rl::RlConfig rl;
   std::vector<rl::EnabledMethod> methods;  // in hook order
+  std::vector<rl::RewardTermConfig> rewards;  // [[reward]] terms; empty: the task's verifier alone
   TeacherSection teacher;
   int64_t eval_every = 0;
   rl::EvalConfig eval;

@@ -93,6 +93,7 @@ class TrainRun {
   void make_task();
   void load_policy();
   void make_stage_tasks();
+  void make_rewards();
   void make_trainers();
   void resume();
   void plan_memory();
@@ -121,6 +122,7 @@ class TrainRun {
   io::HfExportOptions ex_;
   rl::PromptCodec codec_;
   std::unique_ptr<reward::SafeReward> safe_;
+  std::shared_ptr<rl::RewardSet> rewards_;  // [[reward]] terms (the task's verifier without)
   std::shared_ptr<rl::Teacher> teacher_;
   std::unique_ptr<rl::SftTrainer> sft_;
   std::unique_ptr<rl::RlTrainer> rlt_;
@@ -156,6 +158,7 @@ int TrainRun::run() {
   make_task();
   load_policy();
   make_stage_tasks();
+  make_rewards();
   make_trainers();
   resume();
   plan_memory();
@@ -308,11 +311,27 @@ void TrainRun::make_stage_tasks() {
          "held-out module)";
 }
 
-// The teacher, the SFT trainer, the frozen reference and the methods (the RL trainer waits for RL).
-void TrainRun::make_trainers() {
+// The reward: the task's verifier and the [[reward]] terms, started now (reward programs' workers answer their
+// greeting) so that one that cannot run stops the run before its first step.
+void TrainRun::make_rewards() {
   reward::SafeRewardOptions safe_opt;
   safe_opt.timeout_s = cfg_.task.reward_timeout_s;
   safe_ = std::make_unique<reward::SafeReward>(safe_opt);
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  std::vector<std::string> env = {"TEMPER_RUN_DIR=" + fs::absolute(run_dir_).string(),
+                                  "TEMPER_RANK=" + std::to_string(comm_.rank())};
+  if (!ec) env.push_back("TEMPER_BIN=" + self.string());
+  try {
+    rewards_ = std::make_shared<rl::RewardSet>(rl_task_, *safe_, cfg_.rewards, nullptr, env);
+    rewards_->start();
+  } catch (const Error& e) {
+    TEMPER_FAIL() << recipe_.source() << ": " << e.what();
+  }
+}
+
+// The teacher, the SFT trainer, the frozen reference and the methods (the RL trainer waits for RL).
+void TrainRun::make_trainers() {
   const ModelSection& m = cfg_.model;
   if (cfg_.teacher.source == "gold")
     teacher_ = rl::make_gold_teacher();
@@ -343,7 +362,7 @@ void TrainRun::make_rl() {
   if (reference_) reference_->set_precision(policy_->precision());
   std::vector<rl::Method*> ms;
   for (auto& m : methods_) ms.push_back(m.get());
-  rlt_ = std::make_unique<rl::RlTrainer>(*policy_, rl_task_, codec_, cfg_.rl, *safe_, ms, reference_.get());
+  rlt_ = std::make_unique<rl::RlTrainer>(*policy_, rl_task_, codec_, cfg_.rl, rewards_, ms, reference_.get());
   rlt_->set_communicator(&comm_);
 }
 
@@ -601,6 +620,10 @@ void TrainRun::write_samples(const rl::Batch& b) {
     s.reward = t.reward;
     s.answer = p.answer;
     s.correct = t.correct;
+    for (size_t k = 0; k < t.reward_terms.size() && k < cfg_.rewards.size(); ++k)
+      s.terms.emplace_back(cfg_.rewards[k].name, t.reward_terms[k]);
+    s.components = t.reward_components;
+    s.info = t.reward_info;
     samples_->write(s);
   };
   for (size_t i = 0; i < std::min(per_step, n); ++i) write_sample(b.traj[(i * stride) % n]);

@@ -63,6 +63,8 @@ class KeyVisitor {
   virtual void value(std::string_view key, bool& f, std::string_view doc) = 0;
   virtual void value(std::string_view key, std::string& f, std::string_view doc) = 0;
   virtual void value(std::string_view key, std::vector<int64_t>& f, std::string_view doc) = 0;
+  // A list of strings (a TOML array: a command's argv).
+  virtual void strings(std::string_view key, std::vector<std::string>& f, std::string_view doc) = 0;
   // A string limited to `choices` (an enum's names).
   virtual void choice(std::string_view key, std::string& f, std::string_view doc,
                       const std::vector<std::string>& choices) = 0;

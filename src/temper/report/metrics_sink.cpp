@@ -201,6 +201,9 @@ void SamplesJsonl::write(const Sample& s) {
   j["reward"] = s.reward;
   if (s.answer) j["answer"] = *s.answer;
   if (s.correct) j["correct"] = *s.correct;
+  for (const auto& [name, x] : s.terms) j["rewards"][name] = x;
+  for (const auto& [name, x] : s.components) j["components"][name] = x;
+  if (!s.info.empty()) j["info"] = s.info;
   file_.append_line(dump_line(j));
 }
 void SamplesJsonl::flush() { file_.flush(); }

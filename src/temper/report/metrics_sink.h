@@ -83,9 +83,13 @@ struct Sample {
   double reward = 0;
   std::optional<std::string> answer;  // the reference answer, when the task has one
   std::optional<bool> correct;
+  std::vector<std::pair<std::string, double>> terms;       // [[reward]] terms' values, by name
+  std::vector<std::pair<std::string, double>> components;  // their named components ("<term>.<name>")
+  std::string info;                                        // their info texts
 };
 
-// samples.jsonl: {"step", "prompt", "completion", "reward", "answer"?, "correct"?} per row.
+// samples.jsonl: {"step", "prompt", "completion", "reward", "answer"?, "correct"?, "rewards"?, "components"?,
+// "info"?} per row ("rewards": each [[reward]] term's value by name).
 class SamplesJsonl {
  public:
   static std::unique_ptr<SamplesJsonl> create(const std::string& path);

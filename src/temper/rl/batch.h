@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "temper/rollout/engine.h"
@@ -47,6 +48,9 @@ struct Trajectory {
   std::string text;                         // decoded completion
   double reward = 0;
   std::vector<double> rewards;              // reward vector (multi-objective), may be empty
+  std::vector<double> reward_terms;         // each [[reward]] term's value (empty without [[reward]] terms)
+  std::vector<std::pair<std::string, double>> reward_components;  // the terms' named components ("<term>.<name>")
+  std::string reward_info;                                        // the terms' info texts (samples.jsonl)
   bool correct = false;
   rollout::FinishReason finish = rollout::FinishReason::length;
   std::vector<std::string> tags;            // free-form (methods mark edited copies, teacher prompts, ...)

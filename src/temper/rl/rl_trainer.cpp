@@ -95,8 +95,9 @@ struct RolloutStats {
   double rsum = 0, rsq = 0, acc = 0, len_sum = 0, len_max = 0, ent_sum = 0, ent_n = 0, truncated = 0, originals = 0;
   int64_t gen_tokens = 0;
   double adv_n = 0, adv_s = 0, adv_ss = 0;  // per-token advantages in the loss (GraphPO's issue 8 comparison with GRPO)
+  std::vector<double> term_sum, term_sq;    // each [[reward]] term's
 
-  explicit RolloutStats(const Batch& b) {
+  RolloutStats(const Batch& b, size_t terms) : term_sum(terms, 0.0), term_sq(terms, 0.0) {
     for (const Trajectory& t : b.traj) {
       if (!t.lineage.off_policy)
         gen_tokens += static_cast<int64_t>(t.tokens.size()) - (t.lineage.parent >= 0 ? t.lineage.fork_pos : 0);
@@ -105,6 +106,8 @@ struct RolloutStats {
       originals += 1;
       rsum += t.reward;
       rsq += t.reward * t.reward;
+      for (size_t k = 0; k < terms && k < t.reward_terms.size(); ++k)
+        term_sum[k] += t.reward_terms[k], term_sq[k] += t.reward_terms[k] * t.reward_terms[k];
       acc += t.correct ? 1 : 0;
       len_sum += static_cast<double>(t.tokens.size());
       len_max = std::max(len_max, static_cast<double>(t.tokens.size()));
@@ -118,15 +121,53 @@ struct RolloutStats {
   double adv_var() const { return adv_n > 0 ? std::max(0.0, adv_ss / adv_n - (adv_s / adv_n) * (adv_s / adv_n)) : 0.0; }
 };
 
+void set_reward(Trajectory& t, ScoredCompletion&& s) {
+  t.reward = s.verdict.reward;
+  t.rewards = std::move(s.verdict.rewards);
+  t.correct = s.verdict.correct;
+  t.reward_terms = std::move(s.terms);
+  t.reward_components = std::move(s.components);
+  t.reward_info = std::move(s.info);
+  t.scored = true;
+}
+
+// Data-parallel: a trajectory's reward as a rank sends it.
+void put_reward(ByteWriter& w, size_t i, const Trajectory& t) {
+  w.put<uint64_t>(i), w.put(t.reward), w.put(t.rewards), w.put<uint8_t>(t.correct), w.put(t.reward_terms);
+  w.put<uint64_t>(t.reward_components.size());
+  for (const auto& [name, x] : t.reward_components) w.put(name), w.put(x);
+  w.put(t.reward_info);
+}
+
+void get_reward(ByteReader& in, Batch& b, int from) {
+  uint64_t i = 0, nc = 0;
+  uint8_t correct = 0;
+  in.get(i);
+  TEMPER_CHECK(i < b.traj.size()) << "rl: rank " << from << " sent a verdict for trajectory " << i << " of "
+                                  << b.traj.size();
+  Trajectory& t = b.traj[i];
+  in.get(t.reward), in.get(t.rewards), in.get(correct), in.get(t.reward_terms), in.get(nc);
+  t.reward_components.resize(nc);
+  for (auto& [name, x] : t.reward_components) in.get(name), in.get(x);
+  in.get(t.reward_info);
+  t.correct = correct != 0;
+  t.scored = true;
+}
+
 }  // namespace
 
 RlTrainer::RlTrainer(Transformer& policy, std::shared_ptr<const tasks::Task> task, PromptCodec codec, RlConfig cfg,
                      reward::SafeReward& safe, std::vector<Method*> methods, Transformer* reference)
+    : RlTrainer(policy, task, std::move(codec), std::move(cfg), std::make_shared<RewardSet>(task, safe),
+                std::move(methods), reference) {}
+
+RlTrainer::RlTrainer(Transformer& policy, std::shared_ptr<const tasks::Task> task, PromptCodec codec, RlConfig cfg,
+                     std::shared_ptr<RewardSet> rewards, std::vector<Method*> methods, Transformer* reference)
     : policy_(policy),
       task_(std::move(task)),
       codec_(std::move(codec)),
       cfg_(std::move(cfg)),
-      safe_(safe),
+      rewards_(std::move(rewards)),
       methods_(std::move(methods)),
       opt_(policy, cfg_.optimizer),
       scorer_(policy, reference, cfg_.micro_batch, cfg_.share_prompts) {
@@ -155,9 +196,7 @@ void RlTrainer::lend_methods() {
   env.group_size = cfg_.group_size;
   env.context = policy_.config().max_position_embeddings;
   env.seed = cfg_.seed;
-  env.verify = [this](const tasks::Problem& p, const std::string& text) {
-    return tasks::verify_safely(safe_, task_, p, text);
-  };
+  env.verify = [this](const tasks::Problem& p, const std::string& text) { return rewards_->verify(p, text, step_); };
   env.generate = [this](const std::vector<rollout::RolloutRequest>& reqs) {
     return rollout::run_sharded(engine_->engine(), reqs, comm_);
   };
@@ -324,37 +363,33 @@ void RlTrainer::score(Batch& b, size_t from) {
   std::vector<size_t> todo;
   for (size_t i = from; i < b.traj.size(); ++i)
     if (!b.traj[i].scored) todo.push_back(i);
-  const int64_t failures0 = safe_.failures();
-  ByteWriter w;  // data-parallel: this rank's verdicts (every ranks()-th unscored trajectory)
+  const int64_t failures0 = rewards_->failures();
+  // Data-parallel: this rank scores every ranks()-th unscored trajectory, as one batch.
+  std::vector<size_t> mine;
+  std::vector<RewardQuery> qs;
   for (size_t k = static_cast<size_t>(rank()); k < todo.size(); k += static_cast<size_t>(ranks())) {
-    Trajectory& t = b.traj[todo[k]];
-    tasks::Verdict v = tasks::verify_safely(safe_, task_, b.problems[static_cast<size_t>(t.problem)], t.text);
-    t.reward = v.reward;
-    t.rewards = v.rewards;
-    t.correct = v.correct;
-    t.scored = true;
-    if (ranks() > 1) w.put<uint64_t>(todo[k]), w.put(t.reward), w.put(t.rewards), w.put<uint8_t>(t.correct);
+    const Trajectory& t = b.traj[todo[k]];
+    mine.push_back(todo[k]);
+    qs.push_back(
+        {&b.problems[static_cast<size_t>(t.problem)], &t.text, std::to_string(step_) + "/" + std::to_string(todo[k])});
+  }
+  std::vector<ScoredCompletion> got = rewards_->score(qs, step_);
+  ByteWriter w;  // data-parallel: this rank's verdicts
+  for (size_t k = 0; k < mine.size(); ++k) {
+    Trajectory& t = b.traj[mine[k]];
+    set_reward(t, std::move(got[k]));
+    if (ranks() > 1) put_reward(w, mine[k], t);
   }
   if (ranks() > 1) {
-    const double mine = static_cast<double>(safe_.failures() - failures0);
-    double all = mine;
+    const double here = static_cast<double>(rewards_->failures() - failures0);
+    double all = here;
     comm_->allreduce_sum(&all, 1);
-    failures_elsewhere_ += all - mine;
+    failures_elsewhere_ += all - here;
     std::vector<std::string> parts = comm_->allgather(w.bytes());
     for (int r = 0; r < ranks(); ++r) {
       if (r == rank()) continue;
       ByteReader in(parts[static_cast<size_t>(r)]);
-      while (!in.done()) {
-        uint64_t i = 0;
-        uint8_t correct = 0;
-        in.get(i);
-        TEMPER_CHECK(i < b.traj.size()) << "rl: rank " << r << " sent a verdict for trajectory " << i << " of "
-                                        << b.traj.size();
-        Trajectory& t = b.traj[i];
-        in.get(t.reward), in.get(t.rewards), in.get(correct);
-        t.correct = correct != 0;
-        t.scored = true;
-      }
+      while (!in.done()) get_reward(in, b, r);
     }
   }
 }
@@ -416,7 +451,7 @@ Metrics RlTrainer::update(Batch& b) {
 // The step's metrics: rollout statistics, the update's, throughput and time (the speculative rollouts' and
 // the methods' follow).
 Metrics RlTrainer::metrics(const Batch& b, int64_t drawn, const Metrics& upd, double train_s, double step_s) const {
-  const RolloutStats st(b);
+  const RolloutStats st(b, rewards_->configs().size());
   Metrics out;
   double n = std::max<double>(1.0, st.originals);
   double mean = st.rsum / n;
@@ -438,7 +473,13 @@ Metrics RlTrainer::metrics(const Batch& b, int64_t drawn, const Metrics& upd, do
   out.emplace_back("reward_s", reward_s_);
   out.emplace_back("train_s", train_s);
   out.emplace_back("step_s", step_s);
-  out.emplace_back("reward_failures", static_cast<double>(safe_.failures()) + failures_elsewhere_);
+  out.emplace_back("reward_failures", static_cast<double>(rewards_->failures()) + failures_elsewhere_);
+  const std::vector<RewardTermConfig>& terms = rewards_->configs();
+  for (size_t k = 0; k < terms.size(); ++k) {
+    const double m = st.term_sum[k] / n;
+    out.emplace_back("reward/" + terms[k].name, m);
+    out.emplace_back("reward/" + terms[k].name + "/std", std::sqrt(std::max(0.0, st.term_sq[k] / n - m * m)));
+  }
   return out;
 }
 

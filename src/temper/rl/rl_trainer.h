@@ -1,5 +1,5 @@
 // The GRPO-family RL step on the trainer's own weights: draw prompts, roll out G samples each with the
-// rollout engine, score them through the task's verifier (never fatal: SafeReward), optionally drop groups
+// rollout engine, score them with the run's reward (rl/reward_set.h; never fatal), optionally drop groups
 // whose rewards are all equal and draw more (DAPO dynamic sampling), compute advantages, let methods
 // reweight, then update (policy_update.h). Randomness is derived from (seed, step), so a resumed run draws
 // exactly what an uninterrupted one would. Leaves out the update's loops (policy_update.h), the passes lent to
@@ -22,6 +22,7 @@
 #include "temper/rl/method.h"
 #include "temper/rl/policy_loss.h"
 #include "temper/rl/prompt_codec.h"
+#include "temper/rl/reward_set.h"
 #include "temper/rl/scorer.h"
 #include "temper/rl/speculative_rollouts.h"
 #include "temper/rollout/engine.h"
@@ -77,6 +78,9 @@ class RlTrainer {
   // reference: frozen weights of the policy as RL starts: the KL term's (required when loss.kl_coef > 0) and
   // what methods read as the starting policy (MethodEnv::score_batch with initial, embed); else null.
   RlTrainer(Transformer& policy, std::shared_ptr<const tasks::Task> task, PromptCodec codec, RlConfig cfg,
+            std::shared_ptr<RewardSet> rewards, std::vector<Method*> methods = {}, Transformer* reference = nullptr);
+  // The task's verifier alone as the reward.
+  RlTrainer(Transformer& policy, std::shared_ptr<const tasks::Task> task, PromptCodec codec, RlConfig cfg,
             reward::SafeReward& safe, std::vector<Method*> methods = {}, Transformer* reference = nullptr);
   Metrics step();  // one RL step; returns its metrics
   const Batch& last_batch() const { return batch_; }
@@ -115,7 +119,7 @@ class RlTrainer {
   std::shared_ptr<const tasks::Task> task_;
   PromptCodec codec_;
   RlConfig cfg_;
-  reward::SafeReward& safe_;
+  std::shared_ptr<RewardSet> rewards_;
   std::vector<Method*> methods_;
   Optimizer opt_;
   Scorer scorer_;

@@ -51,6 +51,9 @@ struct Problem {
   std::string user;
   std::vector<std::string> history;
   std::string context;
+  // Datasets: the row as given (a JSON object's text), for reward programs and judges that read its other
+  // columns; null for procedural families. Shared: problems are copied often.
+  std::shared_ptr<const std::string> row;
 
   // What the model was given as the question's text, for reports: the method-built text, else the question.
   const std::string& shown() const { return asked.empty() ? prompt : asked; }
