@@ -10,6 +10,7 @@
 #include "temper/reward/math_answer.h"
 #include "temper/reward/safe_reward.h"
 #include "temper/tasks/arithmetic.h"
+#include "temper/tasks/code.h"
 #include "temper/tasks/compose.h"
 #include "temper/tasks/constraints.h"
 #include "temper/tasks/countdown.h"
@@ -56,6 +57,7 @@ using Factory = std::function<std::unique_ptr<Task>(const TaskParams&)>;
 const std::map<std::string, Factory>& registry() {
   static const std::map<std::string, Factory> kTasks = {
       {"arithmetic", [](const TaskParams& p) { return std::make_unique<ArithmeticTask>(ArithmeticConfig::from_params(p)); }},
+      {"code", [](const TaskParams& p) { return std::make_unique<CodeTask>(CodeConfig::from_params(p)); }},
       {"countdown", [](const TaskParams& p) { return std::make_unique<CountdownTask>(CountdownConfig::from_params(p)); }},
       {"string_ops", [](const TaskParams& p) { return std::make_unique<StringOpsTask>(StringOpsConfig::from_params(p)); }},
       {"dataset", [](const TaskParams& p) { return std::make_unique<DatasetTask>(DatasetConfig::from_params(p)); }},
