@@ -15,6 +15,7 @@
 #include "temper/app/logits.h"
 #include "temper/app/info.h"
 #include "temper/app/report_cmd.h"
+#include "temper/app/sandbox_cmd.h"
 #include "temper/app/train_cmd.h"
 #include "temper/app/eval_cmd.h"
 #include "temper/core/error.h"
@@ -238,6 +239,10 @@ int main(int argc, char** argv) {
   cmpc->add_option("--tail", cmp.tail, "Share of the last steps a per-step final value averages")->capture_default_str();
   cmpc->add_option("--title", cmp.title, "Page title")->capture_default_str();
 
+  auto* sbx = app.add_subcommand("sandbox",
+                                  "Run Python code against unit tests in the sandbox: JSON requests on stdin "
+                                  "{\"code\", \"tests\", \"limits\"}, one JSON line each on stdout");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -258,6 +263,7 @@ int main(int argc, char** argv) {
     if (cmpc->parsed()) return temper::app::compare(cmp);
     if (trn->parsed()) return temper::app::train(tro);
     if (evc->parsed()) return temper::app::eval(ev);
+    if (sbx->parsed()) return temper::app::sandbox_cmd();
   } catch (const temper::Error& e) {
     return fail(1, "error", e.what());
   } catch (const std::filesystem::filesystem_error& e) {  // a path that cannot be read or written
