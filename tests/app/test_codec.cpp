@@ -1,7 +1,8 @@
 // The prompt codec: a recipe's user template phrases each problem inside the chat template (or raw text),
-// the system prompt comes first, rows with their own chat messages are left alone, and a template without
-// {question} is refused with a message. Prompts a method builds around a question (ZPPO, REVES, RCSD) hold
-// the question as asked, once (fair RL's preference goes before it).
+// the system prompt comes first, rows with their own chat messages are left alone (every turn rendered, their
+// own system turn instead of the system prompt), and a template without {question} is refused with a message.
+// Prompt lengths of a task in tokens (measure_prompts). Prompts a method builds around a question (ZPPO, REVES, RCSD)
+// hold the question as asked, once (fair RL's preference goes before it).
 #include <gtest/gtest.h>
 
 #include <fstream>

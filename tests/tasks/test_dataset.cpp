@@ -322,6 +322,7 @@ TEST(Dataset, RowsWithoutAnswersAreFoundForRunsThatScoreWithTheBuiltinChecker) {
   EXPECT_EQ(find_answerless(*t, Split::eval).count, 0);
   expect_error([&] { require_answers(*t, "train"); },
                {"train: 2 train problem(s)", "task 'dataset'", "answerless.jsonl:2", "'answer'", "[[reward]]"});
+  require_answers(*t, "temper eval", {Split::eval});  // the eval split has no rows
   std::string ok = write_file("answered.jsonl", R"({"prompt": "a", "answer": "1"})");
   require_answers(*make_task("dataset", {{"path", ok}}), "train");  // no throw
   require_answers(*make_task("arithmetic", {}), "train");           // a procedural stream: nothing to check

@@ -253,8 +253,8 @@ Answerless find_answerless(const Task& task, Split split) {
   return a;
 }
 
-void require_answers(const Task& task, const std::string& who) {
-  for (Split split : {Split::train, Split::eval}) {
+void require_answers(const Task& task, const std::string& who, const std::vector<Split>& splits) {
+  for (Split split : splits) {
     Answerless a = find_answerless(task, split);
     TEMPER_CHECK(a.count == 0)
         << who << ": " << a.count << " " << split_name(split) << " problem(s) of task '" << task.name()

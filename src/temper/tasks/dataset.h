@@ -49,9 +49,10 @@ struct Answerless {
   std::string first_id;
 };
 Answerless find_answerless(const Task& task, Split split);
-// For a run whose reward includes the builtin checker: throws when a train or eval problem has no answer (it
-// would score 0 whatever the completion), naming who asks, the count, the first row and both fixes.
-void require_answers(const Task& task, const std::string& who);
+// For a run whose reward includes the builtin checker: throws when a problem of `splits` has no answer (it would
+// score 0 whatever the completion), naming who asks, the count, the first row and both fixes.
+void require_answers(const Task& task, const std::string& who,
+                     const std::vector<Split>& splits = {Split::train, Split::eval});
 
 // Eval comes from eval_path, or from eval_fraction of the train file (rows chosen by a hash of the
 // prompt, so identical prompts never straddle the splits), or is empty (load_splits).
