@@ -19,6 +19,7 @@
 
 #include "temper/app/checkpoint.h"
 #include "temper/app/codec.h"
+#include "temper/app/judge_setup.h"
 #include "temper/app/learning_watch.h"
 #include "temper/app/model_source.h"
 #include "temper/app/quickstart.h"
@@ -323,7 +324,7 @@ void TrainRun::make_rewards() {
                                   "TEMPER_RANK=" + std::to_string(comm_.rank())};
   if (!ec) env.push_back("TEMPER_BIN=" + self.string());
   try {
-    rewards_ = std::make_shared<rl::RewardSet>(rl_task_, *safe_, cfg_.rewards, nullptr, env);
+    rewards_ = std::make_shared<rl::RewardSet>(rl_task_, *safe_, cfg_.rewards, install_judges(device_), env);
     rewards_->start();
   } catch (const Error& e) {
     TEMPER_FAIL() << recipe_.source() << ": " << e.what();
