@@ -5,6 +5,7 @@
 #include <sys/random.h>
 
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -134,7 +135,9 @@ TestOutcome run_python_tests(const std::string& code, const std::vector<std::str
   if (!first_error.empty()) {
     o.error = first_error;
   } else if (o.timed_out) {
-    o.error = "timed out after " + std::to_string(limits.wall_s) + " s";
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "timed out after %g s", limits.wall_s);
+    o.error = buf;
   } else if (r.signal != 0) {
     o.error = std::string("killed by signal ") + std::to_string(r.signal) + " (" + strsignal(r.signal) + ")" +
               (r.signal == SIGXCPU || r.signal == SIGKILL ? ": CPU time limit?" : "");
