@@ -242,6 +242,16 @@ TEST(Sandbox, ManyThreadsAtOnce) {
   for (int p : passed) EXPECT_EQ(p, 3);
 }
 
+TEST(Sandbox, WorksWhenTheCallerIgnoresSigchld) {
+  struct sigaction ign {
+  }, old{};
+  ign.sa_handler = SIG_IGN;
+  sigaction(SIGCHLD, &ign, &old);
+  TestOutcome o = run("def f(x):\n    return 2 * x\n");
+  sigaction(SIGCHLD, &old, nullptr);
+  EXPECT_EQ(o.passed, 3) << o.error;
+}
+
 TEST(Sandbox, BadLimitsAreRefused) {
   SandboxLimits l;
   l.wall_s = 0;

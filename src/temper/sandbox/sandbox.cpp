@@ -336,6 +336,9 @@ void remount_ro(const char* path) {
                                                   {RLIMIT_NOFILE, &p.nofile}, {RLIMIT_CORE, &p.core}};
   for (const auto& [res, lim] : limits)
     if (setrlimit(res, lim) != 0) die("setrlimit");
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigaction(SIGCHLD, &dfl, nullptr);  // a caller that ignores SIGCHLD would have init reaped behind our back
   sigset_t chld;
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
