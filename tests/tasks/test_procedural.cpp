@@ -595,7 +595,7 @@ TEST(Tasks, SplitRuleAndRandInt) {
 }
 
 TEST(Tasks, RegistryAndParameterErrors) {
-  EXPECT_EQ(task_names(), (std::vector<std::string>{"arithmetic", "compose", "constraints", "countdown", "dataset", "mixture", "rubric_proxy", "string_ops", "user_sim"}));
+  EXPECT_EQ(task_names(), (std::vector<std::string>{"arithmetic", "code", "compose", "constraints", "countdown", "dataset", "mixture", "rubric_proxy", "string_ops", "user_sim"}));
   expect_error([] { make_task("mixture", {}); }, {"'mixture'", "parameter 'tasks'", "comma list"});
   expect_error([] { make_task("mixture", {{"tasks", "arithmetic,mixture"}}); }, {"'tasks'", "other than mixture"});
   expect_error([] { make_task("mixture", {{"tasks", "arithmetic"}, {"weights", "1,2"}}); }, {"'weights'", "1 positive numbers"});
