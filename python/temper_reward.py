@@ -34,6 +34,7 @@ run_sandboxed(code, tests) runs Python code against assert statements in temper'
 
 import inspect
 import json
+import math
 import os
 import subprocess
 import sys
@@ -83,10 +84,17 @@ class RewardFunction:
                 got = list(self.fn(items))
                 if len(got) != len(items):
                     raise ValueError("returned %d results for %d samples" % (len(got), len(items)))
-                return [_result(r) for r in got]
             except Exception as e:  # the whole batch fails, the worker goes on
                 _log_exception()
                 return [{"error": _describe(e)} for _ in items]
+            out = []
+            for r in got:
+                try:
+                    out.append(_result(r))
+                except Exception as e:  # that sample fails
+                    _log_exception()
+                    out.append({"error": _describe(e)})
+            return out
         out = []
         for item in items:
             try:
@@ -164,12 +172,25 @@ def _result(r):
     if isinstance(r, bool):
         return {"reward": 1.0 if r else 0.0, "correct": r}
     if isinstance(r, (int, float)):
-        return float(r)
+        return _reward_value(r)
     if isinstance(r, dict):
         if "reward" not in r and "error" not in r:
             raise ValueError("a result dict needs a 'reward' (got keys %s)" % sorted(r))
+        if "reward" in r:  # checked here so that a bad value fails its sample, not the whole reply
+            r = dict(r, reward=_reward_value(r["reward"]))
         return r
     raise TypeError("a reward function returns a number or a dict, got %s" % type(r).__name__)
+
+
+def _reward_value(x):
+    if isinstance(x, bool):
+        return 1.0 if x else 0.0
+    if not isinstance(x, (int, float)):
+        raise TypeError("a reward must be a number, got %s %r" % (type(x).__name__, x))
+    x = float(x)
+    if not math.isfinite(x):
+        raise ValueError("a reward must be a finite number, got %r" % x)
+    return x
 
 
 def _describe(e):
