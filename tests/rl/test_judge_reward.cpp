@@ -12,6 +12,10 @@
 #include "temper/app/judge_setup.h"
 #include "temper/core/error.h"
 #include "temper/rl/judge_reward.h"
+#include "temper/rl/methods/rcsd.h"
+#include "temper/rl/methods/turing.h"
+#include "temper/rl/pairwise_judge.h"
+#include "temper/rl/turing_reward.h"
 
 using namespace temper;
 using namespace temper::rl;
@@ -154,6 +158,64 @@ TEST(JudgeModelLoader, WithoutOneLoadingIsAnError) {
   EXPECT_NE(e.find("rl.turing.judge_model"), std::string::npos) << e;
 }
 
+TEST(ModelJudge, RatingsFromJudgements) {
+  EXPECT_EQ(ModelJudge::rating_of("Score: 6"), 6);
+  EXPECT_EQ(ModelJudge::rating_of("I'd say 5/7"), 5);
+  EXPECT_EQ(ModelJudge::rating_of("Score: 2.6"), 3);  // rounded
+  EXPECT_EQ(ModelJudge::rating_of("Score: 9"), 0);    // out of 1..7: none
+  EXPECT_EQ(ModelJudge::rating_of("Score: 0"), 0);
+  EXPECT_EQ(ModelJudge::rating_of("B, surely"), 0);
+}
+
+TEST(ModelJudge, ConfigErrorsNameTheKey) {
+  TuringConfig c;
+  c.judge = TuringJudge::model;
+  std::string e = error_of([&] { c.validate(); });
+  EXPECT_NE(e.find("rl.turing.judge_model is required"), std::string::npos) << e;
+  c.judge_model = "m.gguf";
+  c.validate();  // the built-in template is valid
+  c.judge_template = "{a} vs {b} for {user}";
+  e = error_of([&] { c.validate(); });
+  EXPECT_NE(e.find("rl.turing.judge_template: unknown placeholder {user}"), std::string::npos) << e;
+  c.judge_template = "{history} {a}";
+  e = error_of([&] { c.validate(); });
+  EXPECT_NE(e.find("must contain {a} and {b}"), std::string::npos) << e;
+  RcsdConfig r;
+  r.rubric_writer = "m.gguf";
+  r.validate();
+  r.rubric_prompt = "{question} {solution}";
+  e = error_of([&] { r.validate(); });
+  EXPECT_NE(e.find("rl.rcsd.rubric_prompt: unknown placeholder {solution}"), std::string::npos) << e;
+}
+
+// A pairwise judge that counts its batches: turing_rewards asks every pair at once, hard zeros not at all.
+struct BatchCountingJudge : PairwiseJudge {
+  int batches = 0;
+  size_t pairs = 0;
+  std::string name() const override { return "counting"; }
+  int rate(const tasks::Problem&, const std::string&, const std::string&) override { return 4; }
+  std::vector<int> rate_all(const std::vector<Pair>& ps) override {
+    ++batches, pairs += ps.size();
+    return std::vector<int>(ps.size(), 5);
+  }
+};
+
+TEST(ModelJudge, TuringRewardsAskOneBatch) {
+  tasks::Problem p;
+  p.id = "c1", p.answer = "sounds good, thanks", p.history = {"hi there", "ok thanks"}, p.context = "Assistant: Done.";
+  const std::string good = "<reasoning>I agree</reasoning>\n[HUMAN]: great, thanks a lot";
+  const std::string zero = "[HUMAN]: no reasoning here";  // hard zero: no reasoning block
+  BatchCountingJudge j;
+  std::vector<TuringReward> rs = turing_rewards(j, {&p, &p, &p}, {&good, &zero, &good}, TuringRewardConfig{});
+  EXPECT_EQ(j.batches, 1);
+  EXPECT_EQ(j.pairs, 2u);
+  EXPECT_TRUE(rs[1].hard_zero);
+  EXPECT_EQ(rs[0].rating, 5);
+  EXPECT_EQ(rs[0].total, rs[2].total);
+  TuringReward one = turing_reward(j, p, good, TuringRewardConfig{});  // the single form agrees
+  EXPECT_EQ(one.total, rs[0].total);
+}
+
 std::string smollm2_path() {
   const char* e = std::getenv("TEMPER_SMOLLM2_GGUF");
   if (e) return e;
@@ -243,6 +305,29 @@ TEST(JudgeSmolLM2, BadTemplateFailsBeforeLoading) {
   c.judge->prompt_template = "{completion} {gold}";
   std::string e = error_of([&] { make(c); });
   EXPECT_NE(e.find("unknown placeholder {gold}"), std::string::npos) << e;
+}
+
+TEST(JudgeSmolLM2, TuringModelJudgeRatesPairsReproducibly) {
+  SKIP_WITHOUT_SMOLLM2();
+  app::install_judges("cpu");
+  TuringConfig c;
+  c.judge = TuringJudge::model;
+  c.judge_model = smollm2_path();
+  c.judge_max_new = 12;
+  ModelJudge judge(load_judge_model(c.judge_model, "cpu", "test"), kModelJudgeTemplate, c.judge_max_new);
+  tasks::Problem p;
+  p.id = "c1", p.answer = "lol ok, send me the list", p.history = {"can u help w my essay", "thx!! :)"};
+  p.context = "Assistant: Sure, here are three ideas for your essay.";
+  const std::string a = "Thank you for your assistance. How can I help you further?", b = p.answer;
+  std::vector<int> r1 = judge.rate_all({{&p, &a, &b}, {&p, &b, &a}});
+  std::vector<int> r2 = judge.rate_all({{&p, &a, &b}, {&p, &b, &a}});
+  EXPECT_EQ(r1, r2);
+  for (int r : r1) {
+    EXPECT_GE(r, 1);
+    EXPECT_LE(r, 7);
+  }
+  std::printf("model judge ratings: %d %d, failures %lld\n", r1[0], r1[1], static_cast<long long>(judge.failures()));
+  EXPECT_EQ(judge.failures() % 2, 0);  // the same judgements failed both times
 }
 
 }  // namespace

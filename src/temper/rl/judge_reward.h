@@ -53,7 +53,7 @@ std::string judge_info(std::string_view text, size_t max_chars = 200);
 
 // A generation-only model with its own codec and engine (KV cache of kv_memory_mb).
 struct JudgeModelConfig {
-  int64_t kv_memory_mb = 512;
+  int64_t kv_memory_mb = 1024;
   int64_t max_seqs = 64;
 };
 
@@ -74,6 +74,7 @@ class JudgeModel {
   const std::string& name() const { return name_; }
   Transformer& model() { return *model_; }
   const PromptCodec& codec() const { return codec_; }
+  const rollout::EngineStats& stats() const { return engine_->engine().stats(); }  // of the last ask()
 
  private:
   std::unique_ptr<Transformer> model_;

@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 
+#include "temper/core/error.h"
+#include "temper/rl/judge_reward.h"
 #include "temper/tasks/user_sim.h"
 
 namespace temper::rl {
@@ -127,6 +129,58 @@ TurnScore ScriptedJudge::score(const tasks::Problem& p, const std::string& turn)
 
 int ScriptedJudge::rate(const tasks::Problem& p, const std::string& a, const std::string& b) {
   return rating_from_gap(score(p, b).total() - score(p, a).total());
+}
+
+const char* const kModelJudgeTemplate =
+    "One of two candidate messages was written by a real user, the other by an AI imitating that user.\n\n"
+    "The user's earlier messages:\n{history}\n\nThe conversation so far:\n{context}\n\n"
+    "Candidate A: {a}\nCandidate B: {b}\n\n"
+    "Judge each candidate on whether it answers the conversation, fits what this user wants, and sounds like the "
+    "user's own style; an assistant-like, copied or role-confused message is the AI's. How likely is it that B, "
+    "not A, is the real user's message? Reply with \"Score: N\", N from 1 to 7 (1: surely A, 4: cannot tell, 7: "
+    "surely B).";
+
+namespace {
+const std::vector<std::string>& pair_names() {
+  static const std::vector<std::string> names = {"history", "context", "a", "b"};
+  return names;
+}
+}  // namespace
+
+ModelJudge::ModelJudge(std::shared_ptr<JudgeModel> model, const std::string& tmpl, int64_t max_new,
+                       const std::string& where)
+    : model_(std::move(model)), tmpl_(tmpl), max_new_(max_new) {
+  TEMPER_CHECK(model_) << where << ": no judge model";
+  TEMPER_CHECK(max_new_ >= 1) << where << ": max_new must be >= 1, got " << max_new_;
+  JudgeTemplate t(tmpl_, pair_names(), where);
+  TEMPER_CHECK(t.uses(2) && t.uses(3)) << where << " must contain {a} and {b} (the two candidates)";
+}
+
+int ModelJudge::rating_of(const std::string& judgement) {
+  std::optional<double> s = parse_judge_score(judgement);
+  if (!s || !(*s >= 0.5 && *s < 7.5)) return 0;
+  return static_cast<int>(std::lround(*s));
+}
+
+std::vector<int> ModelJudge::rate_all(const std::vector<Pair>& pairs) {
+  JudgeTemplate t(tmpl_, pair_names(), "rl.turing.judge_template");
+  std::vector<std::string> turns;
+  turns.reserve(pairs.size());
+  for (const Pair& x : pairs) {
+    std::string history;
+    for (const std::string& h : x.p->history) history += (history.empty() ? "- " : "\n- ") + h;
+    turns.push_back(t.fill({history.empty() ? "(none)" : history, x.p->context, *x.a, *x.b}));
+  }
+  std::vector<JudgeAnswer> got = model_->ask(turns, max_new_, 0);
+  std::vector<int> out(pairs.size(), 4);
+  for (size_t i = 0; i < got.size(); ++i) {
+    const int r = got[i].too_long ? 0 : rating_of(got[i].text);
+    if (r == 0)
+      ++failures_;
+    else
+      out[i] = r;
+  }
+  return out;
 }
 
 }  // namespace temper::rl

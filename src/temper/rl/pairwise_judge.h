@@ -2,11 +2,15 @@
 // history, the conversation and two candidate next turns, A and B, one real and one generated, and
 // rates how likely B is the real one on the paper's 1..7 scale (7: surely B, 4: cannot tell, 1: surely
 // A). Both judges here (ScriptedJudge: the paper's rubric without an LLM; ClassifierJudge: any
-// real-vs-generated classifier) map a score gap (B minus A) to the rating with the paper's thresholds.
+// real-vs-generated classifier) map a score gap (B minus A) to the rating with the paper's thresholds;
+// ModelJudge asks a frozen LLM (the paper's judge; rl/judge_reward.h) for the rating itself.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "temper/tasks/task.h"
 
@@ -22,6 +26,19 @@ class PairwiseJudge {
   virtual std::string name() const = 0;
   // 1..7: how likely B, not A, is the real user's turn for problem p (history, context).
   virtual int rate(const tasks::Problem& p, const std::string& a, const std::string& b) = 0;
+  // Many pairs at once (a model judge asks them in one batch); by default rate() each.
+  struct Pair {
+    const tasks::Problem* p = nullptr;
+    const std::string* a = nullptr;
+    const std::string* b = nullptr;
+  };
+  virtual std::vector<int> rate_all(const std::vector<Pair>& pairs) {
+    std::vector<int> out;
+    out.reserve(pairs.size());
+    for (const Pair& x : pairs) out.push_back(rate(*x.p, *x.a, *x.b));
+    return out;
+  }
+  virtual int64_t failures() const { return 0; }  // judgements it could not read
 };
 
 struct TurnScore {
@@ -58,6 +75,37 @@ class ClassifierJudge : public PairwiseJudge {
 
  private:
   Logit logit_;
+};
+
+class JudgeModel;
+
+// The judge's prompt for ModelJudge: {history} (the user's earlier turns, one a line), {context} (the
+// conversation), {a} and {b} (the candidates); "{{" and "}}" are literal braces.
+extern const char* const kModelJudgeTemplate;
+
+// ModelJudge: the paper's frozen LLM judge. The model reads the template filled with the pair and answers with a
+// rating, read as a score (rl/judge_reward.h parse_judge_score: "Score: N" first) and rounded to 1..7; an answer
+// without one, or out of range, counts as "cannot tell" (4) and in failures(). Greedy: the same pair, the same
+// rating. rate_all asks every pair in one engine run.
+class ModelJudge : public PairwiseJudge {
+ public:
+  // Throws naming `where` when the template has an unknown placeholder or lacks {a} or {b}.
+  ModelJudge(std::shared_ptr<JudgeModel> model, const std::string& tmpl, int64_t max_new,
+             const std::string& where = "rl.turing.judge_template");
+  std::string name() const override { return "model"; }
+  int rate(const tasks::Problem& p, const std::string& a, const std::string& b) override {
+    return rate_all({{&p, &a, &b}})[0];
+  }
+  std::vector<int> rate_all(const std::vector<Pair>& pairs) override;
+  int64_t failures() const override { return failures_; }
+  // A judgement's rating: the score rounded into 1..7; 0 when there is none in range.
+  static int rating_of(const std::string& judgement);
+
+ private:
+  std::shared_ptr<JudgeModel> model_;
+  std::string tmpl_;
+  int64_t max_new_;
+  int64_t failures_ = 0;
 };
 
 }  // namespace temper::rl

@@ -43,22 +43,50 @@ double length_penalty(int64_t generated_words, int64_t real_words, const TuringR
 }
 
 TuringReward turing_reward(PairwiseJudge& judge, const tasks::Problem& p, const std::string& completion, const TuringRewardConfig& cfg) {
-  TuringReward r;
-  const tasks::SimReply sim = tasks::parse_sim_reply(completion);
-  if (sim.reply.empty() || (cfg.reasoning && !sim.reasoning_has_alpha)) {
-    r.hard_zero = true;
-    return r;
+  return turing_rewards(judge, {&p}, {&completion}, cfg)[0];
+}
+
+std::vector<TuringReward> turing_rewards(PairwiseJudge& judge, const std::vector<const tasks::Problem*>& problems,
+                                         const std::vector<const std::string*>& completions,
+                                         const TuringRewardConfig& cfg) {
+  TEMPER_CHECK(problems.size() == completions.size())
+      << "turing: " << problems.size() << " problems for " << completions.size() << " completions";
+  std::vector<TuringReward> out(problems.size());
+  std::vector<tasks::SimReply> sims(problems.size());
+  std::vector<PairwiseJudge::Pair> pairs;
+  std::vector<size_t> asked;
+  for (size_t i = 0; i < problems.size(); ++i) {
+    const tasks::Problem& p = *problems[i];
+    TuringReward& r = out[i];
+    sims[i] = tasks::parse_sim_reply(*completions[i]);
+    const tasks::SimReply& sim = sims[i];
+    if (sim.reply.empty() || (cfg.reasoning && !sim.reasoning_has_alpha)) {
+      r.hard_zero = true;
+      continue;
+    }
+    r.generated_b = generated_is_b(p.id, sim.reply);
+    pairs.push_back(r.generated_b ? PairwiseJudge::Pair{&p, &p.answer, &sim.reply}
+                                  : PairwiseJudge::Pair{&p, &sim.reply, &p.answer});
+    asked.push_back(i);
   }
-  r.generated_b = generated_is_b(p.id, sim.reply);
-  r.rating = r.generated_b ? judge.rate(p, p.answer, sim.reply) : judge.rate(p, sim.reply, p.answer);
-  TEMPER_CHECK(r.rating >= 1 && r.rating <= 7) << "judge '" << judge.name() << "' returned rating " << r.rating << ", expected 1..7";
-  r.s = turing_score(r.rating, r.generated_b);
-  r.turing = cfg.scale * static_cast<double>(std::min<int64_t>(r.s, cfg.cap) - 1) / 6.0;
-  if (cfg.reasoning && sim.reasoning_blocks == 1 && sim.stray_tags == 0) r.format += cfg.format_bonus;
-  if (sim.human_tags == 1 && !sim.reasoning_after_reply) r.format += cfg.format_bonus;
-  r.length = length_penalty(tasks::word_count(sim.reply), tasks::word_count(p.answer), cfg);
-  r.total = std::max(0.0, r.turing + r.format - r.length);
-  return r;
+  std::vector<int> ratings = pairs.empty() ? std::vector<int>() : judge.rate_all(pairs);
+  TEMPER_CHECK(ratings.size() == pairs.size())
+      << "judge '" << judge.name() << "' rated " << ratings.size() << " of " << pairs.size() << " pairs";
+  for (size_t k = 0; k < asked.size(); ++k) {
+    const tasks::Problem& p = *problems[asked[k]];
+    const tasks::SimReply& sim = sims[asked[k]];
+    TuringReward& r = out[asked[k]];
+    r.rating = ratings[k];
+    TEMPER_CHECK(r.rating >= 1 && r.rating <= 7)
+        << "judge '" << judge.name() << "' returned rating " << r.rating << ", expected 1..7";
+    r.s = turing_score(r.rating, r.generated_b);
+    r.turing = cfg.scale * static_cast<double>(std::min<int64_t>(r.s, cfg.cap) - 1) / 6.0;
+    if (cfg.reasoning && sim.reasoning_blocks == 1 && sim.stray_tags == 0) r.format += cfg.format_bonus;
+    if (sim.human_tags == 1 && !sim.reasoning_after_reply) r.format += cfg.format_bonus;
+    r.length = length_penalty(tasks::word_count(sim.reply), tasks::word_count(p.answer), cfg);
+    r.total = std::max(0.0, r.turing + r.format - r.length);
+  }
+  return out;
 }
 
 }  // namespace temper::rl

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "temper/core/settings.h"
 #include "temper/rl/pairwise_judge.h"
@@ -48,5 +49,10 @@ struct TuringReward {
 
 // The reward of `completion` for problem p (the real reply is p.answer).
 TuringReward turing_reward(PairwiseJudge& judge, const tasks::Problem& p, const std::string& completion, const TuringRewardConfig& cfg);
+// The same for many completions (problems[i] with completions[i]), the judge asked for every pair at once
+// (PairwiseJudge::rate_all: one batch for a model judge).
+std::vector<TuringReward> turing_rewards(PairwiseJudge& judge, const std::vector<const tasks::Problem*>& problems,
+                                         const std::vector<const std::string*>& completions,
+                                         const TuringRewardConfig& cfg);
 
 }  // namespace temper::rl

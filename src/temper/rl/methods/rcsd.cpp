@@ -1,11 +1,13 @@
 #include "temper/rl/methods/rcsd.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 
 #include "temper/core/error.h"
 #include "temper/rl/derived_problem.h"
+#include "temper/rl/judge_reward.h"
 #include "temper/rl/method_spec.h"
 
 namespace temper::rl {
@@ -19,6 +21,12 @@ void RcsdConfig::visit(KeyVisitor& v) {
     kRcsdTeacherNames);
   v("mode", mode, "sampled (per-token advantage) or reverse_kl (full-vocabulary KL, small vocabularies)",
     kRcsdModeNames);
+  v("rubric_writer", rubric_writer,
+    "a model that writes a rubric for problems without one (once per problem, greedy): a Hugging Face directory "
+    "or a GGUF file; empty: such problems get none");
+  v("rubric_prompt", rubric_prompt, "rubric_writer: its prompt, with {question} and {answer}");
+  v("rubric_max_new", rubric_max_new, "rubric_writer: a rubric's tokens at most");
+  v("rubric_device", rubric_device, "rubric_writer: where it runs, \"cpu\" or the policy's \"cuda\"");
 }
 
 void RcsdConfig::validate() const {
@@ -26,6 +34,12 @@ void RcsdConfig::validate() const {
   TEMPER_CHECK(clip > 0) << "rl.rcsd.clip must be > 0, got " << clip;
   TEMPER_CHECK(tmpl.find("{rubric}") != std::string::npos && tmpl.find("{question}") != std::string::npos)
       << "rl.rcsd.template must contain {rubric} and {question}, got '" << tmpl << "'";
+  if (!rubric_writer.empty()) {
+    JudgeTemplate(rubric_prompt, {"question", "answer"}, "rl.rcsd.rubric_prompt");
+    TEMPER_CHECK(rubric_max_new >= 1) << "rl.rcsd.rubric_max_new must be >= 1, got " << rubric_max_new;
+    TEMPER_CHECK(rubric_device == "cpu" || rubric_device == "cuda")
+        << "rl.rcsd.rubric_device must be \"cpu\" or \"cuda\", got '" << rubric_device << "'";
+  }
 }
 
 tasks::Problem rcsd_teacher_problem(const tasks::Problem& p, const PromptCodec& codec, const std::string& rubric,
@@ -36,6 +50,38 @@ tasks::Problem rcsd_teacher_problem(const tasks::Problem& p, const PromptCodec& 
 }
 
 Rcsd::Rcsd(RcsdConfig cfg) : cfg_(std::move(cfg)) { cfg_.validate(); }
+
+void Rcsd::attach(const MethodEnv& env) {
+  env_ = env;
+  if (!cfg_.rubric_writer.empty() && !writer_)
+    writer_ = load_judge_model(cfg_.rubric_writer, cfg_.rubric_device, "rl.rcsd.rubric_writer");
+}
+
+std::string Rcsd::rubric(const tasks::Problem& p) const {
+  std::string r = env_.task->rubric(p);
+  if (!r.empty() || !writer_) return r;
+  auto it = written_.find(p.id);
+  return it == written_.end() ? std::string() : it->second;
+}
+
+void Rcsd::write_rubrics(const Batch& b) {
+  if (!writer_) return;
+  const JudgeTemplate t(cfg_.rubric_prompt, {"question", "answer"}, "rl.rcsd.rubric_prompt");
+  std::vector<std::string> ids, asks;
+  for (const tasks::Problem& p : b.problems) {
+    if (!env_.task->rubric(p).empty() || written_.count(p.id) || std::find(ids.begin(), ids.end(), p.id) != ids.end())
+      continue;
+    ids.push_back(p.id);
+    asks.push_back(t.fill({p.prompt, p.answer}));
+  }
+  if (asks.empty()) return;
+  std::vector<JudgeAnswer> got = writer_->ask(asks, cfg_.rubric_max_new, 0);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    std::string r = got[i].text;
+    while (!r.empty() && std::isspace(static_cast<unsigned char>(r.back()))) r.pop_back();
+    written_[ids[i]] = r;  // empty (or a prompt too long): none, and not asked again
+  }
+}
 
 bool Rcsd::advantages(Batch& b) {
   if (cfg_.combine != RcsdCombine::replace) return false;
@@ -52,6 +98,7 @@ void Rcsd::compute(Batch& b, bool add) {
   tokens_ = with_rubric_ = sequences_ = 0;
   // The rubric in context, no gradient, every rollout in one batched teacher pass: the same weights, or the
   // frozen starting ones.
+  write_rubrics(b);
   std::vector<size_t> rows;
   std::vector<std::vector<int32_t>> prompts, completions;
   for (size_t k = 0; k < b.traj.size(); ++k) {
@@ -59,10 +106,10 @@ void Rcsd::compute(Batch& b, bool add) {
     ++sequences_;
     if (!add) t.advantage.assign(t.tokens.size(), 0.f);
     const tasks::Problem& p = b.problems[static_cast<size_t>(t.problem)];
-    const std::string rubric = env_.task->rubric(p);
-    if (rubric.empty() || t.tokens.empty()) continue;
+    const std::string r = rubric(p);
+    if (r.empty() || t.tokens.empty()) continue;
     rows.push_back(k);
-    prompts.push_back(env_.codec->encode_prompt(rcsd_teacher_problem(p, *env_.codec, rubric, cfg_.tmpl)));
+    prompts.push_back(env_.codec->encode_prompt(rcsd_teacher_problem(p, *env_.codec, r, cfg_.tmpl)));
     completions.push_back(t.tokens);
   }
   with_rubric_ = static_cast<int64_t>(rows.size());
@@ -95,6 +142,7 @@ void Rcsd::metrics(Metrics& m) const {
   m.emplace_back("rcsd_adv_abs_mean", adv_abs_ / n);
   m.emplace_back("rcsd_clip_frac", clipped_ / n);
   m.emplace_back("rcsd_teacher_s", teacher_s_);
+  if (writer_) m.emplace_back("rcsd_rubrics_written", static_cast<double>(written_.size()));
   m.emplace_back("rcsd_rubric_frac", sequences_ ? static_cast<double>(with_rubric_) / static_cast<double>(sequences_) : 0.0);
 }
 

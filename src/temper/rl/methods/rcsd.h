@@ -3,9 +3,12 @@
 // itself with the problem's rubric inserted into the prompt (`template`, {rubric} and {question}); one
 // extra forward over each rollout's tokens in that context, no gradient, gives a per-token advantage (or,
 // with `mode = "reverse_kl"`, a full-vocabulary KL). Rubrics: Task::rubric (a dataset's `rubric` field by
-// default). The advantage, `combine`, `teacher` and `mode`: above Rcsd.
+// default; with `rubric_writer`, a judge model writes one, greedily, once per problem id, for problems that have
+// none: rl/judge_reward.h). The advantage, `combine`, `teacher` and `mode`: above Rcsd.
 #pragma once
 
+#include <map>
+#include <memory>
 #include <string>
 
 #include "temper/core/settings.h"
@@ -14,6 +17,7 @@
 namespace temper::rl {
 
 struct MethodSpec;
+class JudgeModel;
 
 enum class RcsdCombine { replace, add };
 inline constexpr EnumNames<RcsdCombine, 2> kRcsdCombineNames{
@@ -32,6 +36,15 @@ struct RcsdConfig {
   std::string tmpl = "Rubric:\n{rubric}\n\n{question}";
   RcsdTeacher teacher = RcsdTeacher::policy;
   RcsdMode mode = RcsdMode::sampled;
+  // Rubrics for problems without one, written once per problem id by a judge model (greedy) and cached.
+  std::string rubric_writer;  // a Hugging Face directory or GGUF file; "" = none (such problems get no rubric)
+  std::string rubric_prompt = kRcsdRubricPrompt;  // {question}, {answer}
+  int64_t rubric_max_new = 128;
+  std::string rubric_device = "cpu";
+  static constexpr const char* kRcsdRubricPrompt =
+      "Write a short grading rubric (three to five bullet points) for judging answers to the problem below: what a "
+      "correct, complete answer must contain and the usual mistakes. Do not solve the problem.\n\nProblem:\n"
+      "{question}\n\nReference answer: {answer}";
   void validate() const;
   void visit(KeyVisitor& v);  // its recipe section's keys
 };
@@ -55,14 +68,18 @@ class Rcsd : public Method {
  public:
   explicit Rcsd(RcsdConfig cfg);
   std::string name() const override { return "rcsd"; }
-  void attach(const MethodEnv& env) override { env_ = env; }
+  void attach(const MethodEnv& env) override;  // rubric_writer: loads it
   bool advantages(Batch& b) override;
   void adjust_advantages(Batch& b) override;  // combine = "add": onto the estimator's advantages
   void metrics(Metrics& m) const override;
 
  private:
   void compute(Batch& b, bool add);
+  void write_rubrics(const Batch& b);  // rubric_writer: for this batch's problems without one, cached
+  std::string rubric(const tasks::Problem& p) const;
   RcsdConfig cfg_;
+  std::shared_ptr<JudgeModel> writer_;
+  std::map<std::string, std::string> written_;  // problem id -> the writer's rubric
   MethodEnv env_;
   double adv_sum_ = 0, adv_abs_ = 0, clipped_ = 0, teacher_s_ = 0;  // teacher_s_: seconds of the teacher pass
   int64_t tokens_ = 0, with_rubric_ = 0, sequences_ = 0;

@@ -1,6 +1,7 @@
 #include "temper/rl/methods/turing.h"
 
 #include "temper/core/error.h"
+#include "temper/rl/judge_reward.h"
 #include "temper/rl/method_spec.h"
 #include "temper/rl/methods/disc_reward.h"
 #include "temper/rl/ngram_features.h"
@@ -9,8 +10,15 @@
 namespace temper::rl {
 
 void TuringConfig::visit(KeyVisitor& v) {
-  v("judge", judge, "scripted (a rule-based judge) or discriminator (a head fitted on real conversations)",
+  v("judge", judge,
+    "scripted (a rule-based judge), discriminator (a head fitted on real conversations) or model (a frozen LLM "
+    "judge: judge_model)",
     kTuringJudgeNames);
+  v("judge_model", judge_model, "judge = model: the judge, a Hugging Face directory or a GGUF file");
+  v("judge_template", judge_template,
+    "judge = model: the judge's prompt with {history}, {context}, {a} and {b} (empty: the built-in one)");
+  v("judge_max_new", judge_max_new, "judge = model: the judge's longest answer in tokens");
+  v("judge_device", judge_device, "judge = model: where the judge runs, \"cpu\" or the policy's \"cuda\"");
   reward.visit(v);
   v("samples", samples, "judge = discriminator: conversations it is fitted on");
   refit.visit(v);
@@ -24,17 +32,33 @@ void TuringConfig::validate() const {
   TEMPER_CHECK(samples >= 2) << "rl.turing.samples must be >= 2, got " << samples;
   refit.validate("rl.turing");
   features.validate("rl.turing");
+  if (judge == TuringJudge::model) {
+    TEMPER_CHECK(!judge_model.empty())
+        << "rl.turing.judge_model is required for judge = \"model\" (a Hugging Face directory or a GGUF file)";
+    TEMPER_CHECK(judge_max_new >= 1) << "rl.turing.judge_max_new must be >= 1, got " << judge_max_new;
+    TEMPER_CHECK(judge_device == "cpu" || judge_device == "cuda")
+        << "rl.turing.judge_device must be \"cpu\" or \"cuda\", got '" << judge_device << "'";
+    JudgeTemplate t(judge_template.empty() ? kModelJudgeTemplate : judge_template, {"history", "context", "a", "b"},
+                    "rl.turing.judge_template");
+    TEMPER_CHECK(t.uses(2) && t.uses(3)) << "rl.turing.judge_template must contain {a} and {b} (the two candidates)";
+  }
 }
 
 Turing::Turing(TuringConfig cfg) : cfg_(std::move(cfg)), head_(cfg_.head, cfg_.refit) {
   cfg_.validate();
   if (cfg_.judge == TuringJudge::scripted)
     judge_ = std::make_unique<ScriptedJudge>();
+  else if (cfg_.judge == TuringJudge::model)
+    ;  // loaded in attach()
   else judge_ = std::make_unique<ClassifierJudge>([this](const tasks::Problem& p, const std::string& t) { return logit(p, t); });
 }
 
 void Turing::attach(const MethodEnv& env) {
   env_ = env;
+  if (cfg_.judge == TuringJudge::model && !judge_)
+    judge_ = std::make_unique<ModelJudge>(
+        load_judge_model(cfg_.judge_model, cfg_.judge_device, "rl.turing.judge_model"),
+        cfg_.judge_template.empty() ? kModelJudgeTemplate : cfg_.judge_template, cfg_.judge_max_new);
   if (cfg_.features.needs_model())
     features_ = [this](const tasks::Problem&, const std::vector<int32_t>& prompt, const std::vector<int32_t>& reply,
                        const std::string&) { return env_.embed(prompt, reply); };
@@ -71,11 +95,18 @@ void Turing::after_reward(Batch& b) {
   logits_.clear();
   s_sum_ = reward_sum_ = format_sum_ = length_sum_ = 0;
   judged_ = fooled_ = zero_ = n_ = 0;
+  std::vector<const tasks::Problem*> problems;
+  std::vector<const std::string*> texts;
   for (Trajectory& t : b.traj) {
     const tasks::Problem& p = b.problems[static_cast<size_t>(t.problem)];
     TEMPER_CHECK(!p.answer.empty()) << "rl.turing: problem " << p.id << " has no real reply (use task user_sim)";
-    TuringReward r = turing_reward(*judge_, p, t.text, cfg_.reward);
-    t.reward = r.total;
+    problems.push_back(&p);
+    texts.push_back(&t.text);
+  }
+  std::vector<TuringReward> rs = turing_rewards(*judge_, problems, texts, cfg_.reward);
+  for (size_t i = 0; i < b.traj.size(); ++i) {
+    const TuringReward& r = rs[i];
+    b.traj[i].reward = r.total;
     ++n_;
     reward_sum_ += r.total;
     if (r.hard_zero) {
@@ -98,6 +129,8 @@ void Turing::metrics(Metrics& m) const {
   m.emplace_back("turing_format_mean", mean(format_sum_, judged_));
   m.emplace_back("turing_length_penalty", mean(length_sum_, judged_));
   m.emplace_back("turing_hard_zero", mean(static_cast<double>(zero_), n_));
+  if (cfg_.judge == TuringJudge::model && judge_)  // judgements without a rating in 1..7 (counted as 4), so far
+    m.emplace_back("turing_judge_failures", static_cast<double>(judge_->failures()));
   if (cfg_.judge == TuringJudge::discriminator) {
     m.emplace_back("turing_judge_fit_accuracy", head_.stats().accuracy);
     m.emplace_back("turing_judge_fits", static_cast<double>(head_.fits()));

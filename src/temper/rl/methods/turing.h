@@ -20,9 +20,10 @@ namespace temper::rl {
 
 struct MethodSpec;
 
-enum class TuringJudge { scripted, discriminator };
-inline constexpr EnumNames<TuringJudge, 2> kTuringJudgeNames{
-    {{TuringJudge::scripted, "scripted"}, {TuringJudge::discriminator, "discriminator"}}};
+enum class TuringJudge { scripted, discriminator, model };
+inline constexpr EnumNames<TuringJudge, 3> kTuringJudgeNames{{{TuringJudge::scripted, "scripted"},
+                                                              {TuringJudge::discriminator, "discriminator"},
+                                                              {TuringJudge::model, "model"}}};
 
 struct TuringConfig {
   TuringJudge judge = TuringJudge::scripted;
@@ -31,11 +32,17 @@ struct TuringConfig {
   int64_t samples = 256;      // judge = discriminator: conversations it is fitted on
   RefitConfig refit;          // judge = discriminator: fits in all, steps between them
   ReplyFeatureConfig features;  // judge = discriminator: what the head reads
+  std::string judge_model;      // judge = model: a Hugging Face directory or GGUF file
+  std::string judge_template;   // judge = model: "" = kModelJudgeTemplate
+  int64_t judge_max_new = 32;   // judge = model
+  std::string judge_device = "cpu";
   void validate() const;
   void visit(KeyVisitor& v);  // its recipe section's keys
 };
 
-// Judges: "scripted" (the paper's rubric measured against the user's history) or "discriminator" (a
+// Judges: "scripted" (the paper's rubric measured against the user's history), "model" (the paper's frozen LLM
+// judge: judge_model rates each pair 1..7, greedily, all of a step's pairs in one batch; rl/pairwise_judge.h
+// ModelJudge; loaded when the method attaches) or "discriminator" (a
 // real-vs-generated head on the frozen reference model's embeddings of the reply, or with features = "ngrams"
 // on hashed character n-grams of the turn and the user's history (rl/reply_features.h), fitted at the first
 // step on `samples` training conversations against the policy as RL starts, then frozen and checkpointed; with
