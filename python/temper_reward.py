@@ -178,18 +178,24 @@ def _result(r):
             raise ValueError("a result dict needs a 'reward' (got keys %s)" % sorted(r))
         if "reward" in r:  # checked here so that a bad value fails its sample, not the whole reply
             r = dict(r, reward=_reward_value(r["reward"]))
+        if isinstance(r.get("components"), dict):
+            r["components"] = {str(k): _reward_value(v, "component %r" % k) for k, v in r["components"].items()}
+        elif "components" in r:
+            raise TypeError("'components' must be a dict of numbers, got %s" % type(r["components"]).__name__)
+        if "correct" in r and not isinstance(r["correct"], bool):
+            raise TypeError("'correct' must be True or False, got %r" % (r["correct"],))
         return r
     raise TypeError("a reward function returns a number or a dict, got %s" % type(r).__name__)
 
 
-def _reward_value(x):
+def _reward_value(x, what="a reward"):
     if isinstance(x, bool):
         return 1.0 if x else 0.0
     if not isinstance(x, (int, float)):
-        raise TypeError("a reward must be a number, got %s %r" % (type(x).__name__, x))
+        raise TypeError("%s must be a number, got %s %r" % (what, type(x).__name__, x))
     x = float(x)
     if not math.isfinite(x):
-        raise ValueError("a reward must be a finite number, got %r" % x)
+        raise ValueError("%s must be a finite number, got %r" % (what, x))
     return x
 
 
