@@ -2,8 +2,10 @@
 // outside is touched) and ordinary ones (a correct solution passes, a partial one scores its share, a syntax error
 // none), plus the CLI's JSON contract pieces.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -250,6 +252,43 @@ TEST(Sandbox, WorksWhenTheCallerIgnoresSigchld) {
   TestOutcome o = run("def f(x):\n    return 2 * x\n");
   sigaction(SIGCHLD, &old, nullptr);
   EXPECT_EQ(o.passed, 3) << o.error;
+}
+
+// Where no user namespace can be made, the sandbox refuses with a message naming them, and runs nothing.
+TEST(Sandbox, RefusesToRunWithoutUserNamespaces) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root, to give a child a user namespace of its own";
+  int up[2], down[2];
+  ASSERT_EQ(pipe(up), 0);
+  ASSERT_EQ(pipe(down), 0);
+  pid_t c = fork();
+  ASSERT_GE(c, 0);
+  if (c == 0) {
+    char b = 0;
+    if (unshare(CLONE_NEWUSER) != 0) _exit(3);
+    if (write(up[1], "u", 1) != 1 || read(down[0], &b, 1) != 1) _exit(3);
+    // In this namespace (root mapped to root), allow no further user namespace.
+    if (!(std::ofstream("/proc/sys/user/max_user_namespaces") << "0\n")) _exit(4);
+    try {
+      run_python_tests("def f(x):\n    return 2 * x\n", kTests, fast_limits());
+    } catch (const temper::Error& e) {
+      std::string m = e.what();
+      _exit(m.find("user namespaces are unavailable") != std::string::npos && m.find("unsandboxed") != std::string::npos
+                ? 0
+                : 5);
+    }
+    _exit(6);
+  }
+  char b = 0;
+  ASSERT_EQ(read(up[0], &b, 1), 1);
+  for (const char* map : {"uid_map", "gid_map"})
+    std::ofstream("/proc/" + std::to_string(c) + "/" + map) << "0 0 65536\n";
+  ASSERT_EQ(write(down[1], "m", 1), 1);
+  int st = 0;
+  waitpid(c, &st, 0);
+  for (int fd : {up[0], up[1], down[0], down[1]}) close(fd);
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 0) << "3: no user namespace for the test, 4: sysctl not writable, 5: wrong message, "
+                                   "6: it ran";
 }
 
 TEST(Sandbox, BadLimitsAreRefused) {

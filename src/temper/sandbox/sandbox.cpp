@@ -319,7 +319,7 @@ void remount_ro(const char* path) {
   close_from(kInfoFd + 1);
   setsid();
   if (p.drop_root) {
-    if (setgroups(0, nullptr) != 0) die("setgroups");
+    if (setgroups(0, nullptr) != 0 && getgroups(0, nullptr) != 0) die("setgroups");  // denied here, and needed
     if (setresgid(p.host_gid, p.host_gid, p.host_gid) != 0) die("setresgid");
     if (setresuid(p.host_uid, p.host_uid, p.host_uid) != 0) die("setresuid");
     prctl(PR_SET_DUMPABLE, 1);  // so /proc/self/uid_map stays ours after the uid change
@@ -451,8 +451,13 @@ std::string setup_error(const std::string& line) {
   std::string step = line.substr(1, bar == std::string::npos ? std::string::npos : bar - 1);
   int e = bar == std::string::npos ? 0 : std::atoi(line.c_str() + bar + 1);
   std::string msg = "sandbox: cannot build the sandbox: " + step + " failed: " + std::strerror(e);
-  if (step.rfind("unshare", 0) == 0 || step.find("uid_map") != std::string::npos ||
-      step.find("gid_map") != std::string::npos || step.find("setgroups") != std::string::npos)
+  if (step == "setgroups" || step == "setresgid" || step == "setresuid")
+    msg += " (running as root, the sandbox first drops to the unprivileged uid and gid " +
+           std::to_string(kSandboxHostUid) +
+           "; in a user namespace that does not map them, run temper as a non-root user or map them; temper never "
+           "runs code unsandboxed)";
+  else if (step.rfind("unshare", 0) == 0 || step.find("uid_map") != std::string::npos ||
+           step.find("gid_map") != std::string::npos)
     msg +=
         " (Linux user namespaces are unavailable here: enable them (sysctl user.max_user_namespaces > 0, "
         "kernel.unprivileged_userns_clone = 1, or a container run with a seccomp profile that allows unshare); "
