@@ -2,7 +2,7 @@
 # LLM-as-judge through the CLI: the quickstart policy on arithmetic, rewarded by SmolLM2-135M-Instruct (GGUF, run
 # with with_smollm2.sh: $GGUF) as a [[reward]] judge beside the builtin verifier; one RL step; metrics.jsonl has
 # reward/<name> for both terms and samples.jsonl the judge's judgements; a misspelt placeholder stops the run
-# before the first step naming it.
+# before the first step naming it; [rl.turing] judge = "model" loads the judge and runs a step.
 # Usage: judge.sh TEMPER   (GGUF set)
 set -euo pipefail
 temper=$1
@@ -58,4 +58,33 @@ PY
 sed 's/{answer}/{gold}/' "$work/recipe.toml" > "$work/bad.toml"
 if "$temper" train "$work/bad.toml" --out "$work/bad" --threads 2 2> "$work/bad.log"; then fail "a bad template was accepted"; fi
 grep -q "unknown placeholder {gold}" "$work/bad.log" || fail "bad template: $(tail -3 "$work/bad.log")"
+# [rl.turing] judge = "model" on synthetic users (the untrained policy's replies are mostly hard zeros: this checks
+# that the judge model loads and the step runs).
+here=$(cd "$(dirname "$0")" && pwd)
+python3 "$here/../../experiments/turing-users/make_data.py" "$work/data" --train 16 --eval 4 > /dev/null
+cat > "$work/turing.toml" <<TOML
+[model]
+preset = "quickstart"
+context = 384
+[task]
+name = "user_sim"
+[task.params]
+path = "$work/data/train.jsonl"
+eval_path = "$work/data/eval.jsonl"
+[rl]
+steps = 1
+prompts_per_step = 2
+group_size = 2
+max_new = 24
+[rl.turing]
+judge = "model"
+judge_model = "$GGUF"
+judge_max_new = 8
+[eval]
+every = 0
+problems = 2
+max_new = 24
+TOML
+"$temper" train "$work/turing.toml" --out "$work/turing" --threads 2 2> "$work/turing.log" || fail "turing: $(tail -5 "$work/turing.log")"
+grep -q '"turing_judge_failures"' "$work/turing/metrics.jsonl" || fail "turing: no turing_judge_failures in metrics.jsonl"
 echo JUDGE_OK
