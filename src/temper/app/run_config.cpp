@@ -33,6 +33,11 @@ void TaskSection::visit(KeyVisitor& v) {
     "[task.params] holds the task's own parameters");
   v("reward_timeout_s", reward_timeout_s,
     "a verification running longer scores 0 and counts in reward_failures (0: no limit)");
+  v("reward_isolation", reward_isolation,
+    "where the task's verifier scores a step's samples: \"process\" (a forked child, killed at reward_timeout_s: "
+    "a verifier that hangs costs its sample) or \"thread\" (in this process; a call that hangs for good is "
+    "abandoned, and after 4 such calls the verifier moves to a child process)",
+    rl::kVerifierIsolationNames);
 }
 
 void TeacherSection::visit(KeyVisitor& v) {

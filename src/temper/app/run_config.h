@@ -32,7 +32,8 @@ struct ModelSection {
 struct TaskSection {
   std::string name = "arithmetic";
   tasks::TaskParams params;     // [task.params]: the task's own (tasks/*.cpp read them)
-  double reward_timeout_s = 0;  // a verification running longer scores 0 (0: no limit)
+  double reward_timeout_s = 30;  // a verification running longer scores 0 (0: no limit)
+  rl::VerifierIsolation reward_isolation = rl::VerifierIsolation::process;
   void visit(KeyVisitor& v);
 };
 

@@ -324,7 +324,8 @@ void TrainRun::make_rewards() {
                                   "TEMPER_RANK=" + std::to_string(comm_.rank())};
   if (!ec) env.push_back("TEMPER_BIN=" + self.string());
   try {
-    rewards_ = std::make_shared<rl::RewardSet>(rl_task_, *safe_, cfg_.rewards, install_judges(device_), env);
+    rewards_ = std::make_shared<rl::RewardSet>(rl_task_, *safe_, cfg_.rewards, install_judges(device_), env,
+                                               cfg_.task.reward_isolation);
     rewards_->start();
   } catch (const Error& e) {
     TEMPER_FAIL() << recipe_.source() << ": " << e.what();

@@ -128,9 +128,10 @@ void ProgramReward::start_worker(Worker& w) {
   std::string why;
   if (st == ChildProcess::Status::timeout)
     why = "did not answer the greeting within start_timeout_s = " + std::to_string(opt_.start_timeout_s) + " s";
-  else if (st == ChildProcess::Status::closed)
+  else if (st == ChildProcess::Status::closed) {
+    w.proc->close(1.0);  // it is probably exiting: wait for its status
     why = "closed its output before answering the greeting (" + w.proc->exit_description() + ")";
-  else {
+  } else {
     try {
       json r = json::parse(line);
       if (!r.is_object() || !r.value("ready", false)) why = "answered the greeting without {\"ready\": true}: " + shorten(line);

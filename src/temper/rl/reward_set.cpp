@@ -2,7 +2,10 @@
 
 #include <cmath>
 
+#include "temper/core/bytes.h"
 #include "temper/core/error.h"
+#include "temper/core/log.h"
+#include "temper/reward/forked_calls.h"
 #include "temper/rl/program_term.h"
 
 namespace temper::rl {
@@ -72,8 +75,9 @@ void RewardTermConfig::validate() const {
 }
 
 RewardSet::RewardSet(std::shared_ptr<const tasks::Task> task, reward::SafeReward& safe,
-                     std::vector<RewardTermConfig> configs, const JudgeFactory& make_judge, std::vector<std::string> env)
-    : task_(std::move(task)), safe_(safe), configs_(std::move(configs)) {
+                     std::vector<RewardTermConfig> configs, const JudgeFactory& make_judge,
+                     std::vector<std::string> env, VerifierIsolation isolation)
+    : task_(std::move(task)), safe_(safe), configs_(std::move(configs)), isolation_(isolation) {
   for (size_t i = 0; i < configs_.size(); ++i) {
     const RewardTermConfig& c = configs_[i];
     c.validate();
@@ -96,7 +100,7 @@ void RewardSet::start() {
 }
 
 int64_t RewardSet::failures() const {
-  int64_t n = safe_.failures();
+  int64_t n = safe_.failures() + forked_failures_;
   for (const auto& t : terms_)
     if (t) n += t->failures();
   return n;
@@ -104,12 +108,13 @@ int64_t RewardSet::failures() const {
 
 std::vector<ScoredCompletion> RewardSet::score(const std::vector<RewardQuery>& qs, int64_t step) {
   std::vector<ScoredCompletion> out(qs.size());
+  std::vector<uint8_t> failed;
+  std::vector<tasks::Verdict> verdicts = verify_batch(qs, failed);
   std::vector<TermScore> verifier(qs.size());  // the builtin term's values
   for (size_t i = 0; i < qs.size(); ++i) {
-    const int64_t f0 = safe_.failures();
-    out[i].verdict = tasks::verify_safely(safe_, task_, *qs[i].problem, *qs[i].completion);
+    out[i].verdict = std::move(verdicts[i]);
     verifier[i].value = out[i].verdict.reward;
-    verifier[i].failed = safe_.failures() != f0;
+    verifier[i].failed = failed[i] != 0;
   }
   if (configs_.empty()) return out;
   for (ScoredCompletion& s : out) s.verdict.reward = 0, s.terms.assign(configs_.size(), 0.0);
@@ -133,6 +138,73 @@ std::vector<ScoredCompletion> RewardSet::score(const std::vector<RewardQuery>& q
       for (auto& [name, x] : t.components) s.components.emplace_back(c.name + "." + name, x);
       if (!t.info.empty()) s.info += (s.info.empty() ? "" : "\n") + c.name + ": " + t.info;
     }
+  }
+  return out;
+}
+
+// The task's verdicts: on threads (SafeReward) for one completion or in thread mode, else in a forked child.
+std::vector<tasks::Verdict> RewardSet::verify_batch(const std::vector<RewardQuery>& qs, std::vector<uint8_t>& failed) {
+  if (isolation_ == VerifierIsolation::process && qs.size() > 1) return verify_forked(qs, failed);
+  std::vector<tasks::Verdict> out(qs.size());
+  failed.assign(qs.size(), 0);
+  for (size_t i = 0; i < qs.size(); ++i) {
+    if (verifier_starved()) {  // the rest in a child process
+      std::vector<RewardQuery> rest(qs.begin() + static_cast<std::ptrdiff_t>(i), qs.end());
+      std::vector<uint8_t> rest_failed;
+      std::vector<tasks::Verdict> got = verify_forked(rest, rest_failed);
+      for (size_t k = 0; k < rest.size(); ++k) out[i + k] = std::move(got[k]), failed[i + k] = rest_failed[k];
+      break;
+    }
+    const int64_t f0 = safe_.failures();
+    out[i] = tasks::verify_safely(safe_, task_, *qs[i].problem, *qs[i].completion);
+    failed[i] = safe_.failures() != f0;
+  }
+  return out;
+}
+
+// Thread mode: once the abandoned (hung) calls reach SafeReward's limit every later call would fail; the verifier
+// moves to a child process for good, and says so.
+bool RewardSet::verifier_starved() {
+  if (isolation_ == VerifierIsolation::process) return true;
+  if (safe_.options().timeout_s <= 0 || safe_.stats().abandoned_running < safe_.options().max_abandoned) return false;
+  TEMPER_LOG(error) << "reward: the task's verifier has " << safe_.stats().abandoned_running
+                    << " calls that ran past task.reward_timeout_s = " << safe_.options().timeout_s
+                    << " s and never returned (a verifier that hangs); from now on it runs in a child process that "
+                       "is killed at the timeout (task.reward_isolation = \"process\" starts that way)";
+  isolation_ = VerifierIsolation::process;
+  return true;
+}
+
+std::vector<tasks::Verdict> RewardSet::verify_forked(const std::vector<RewardQuery>& qs, std::vector<uint8_t>& failed) {
+  const tasks::Task& task = *task_;
+  auto verify_one = [&](size_t i) {
+    tasks::Verdict v = task.verify(*qs[i].problem, *qs[i].completion);
+    ByteWriter w;
+    w.put(v.reward), w.put<uint8_t>(v.correct), w.put<uint8_t>(v.extracted.has_value());
+    w.put(v.extracted.value_or(std::string())), w.put(v.rewards);
+    return w.bytes();
+  };
+  std::vector<std::string> why;
+  reward::ForkedCallsStats st;
+  std::vector<std::optional<std::string>> got =
+      reward::run_forked(qs.size(), verify_one, safe_.options().timeout_s, &st, &why);
+  std::vector<tasks::Verdict> out(qs.size());
+  failed.assign(qs.size(), 0);
+  for (size_t i = 0; i < qs.size(); ++i) {
+    if (!got[i]) {
+      failed[i] = 1;
+      ++forked_failures_;
+      if (forked_failures_ <= 10 || forked_failures_ % 1000 == 0)
+        TEMPER_LOG(warn) << "reward: the task's verifier failed on " << qs[i].problem->id << ": " << why[i]
+                         << "; scored 0 (verifier failures so far " << forked_failures_ << ")";
+      continue;
+    }
+    ByteReader in(*got[i]);
+    uint8_t correct = 0, has = 0;
+    std::string extracted;
+    in.get(out[i].reward), in.get(correct), in.get(has), in.get(extracted), in.get(out[i].rewards);
+    out[i].correct = correct != 0;
+    if (has) out[i].extracted = std::move(extracted);
   }
   return out;
 }

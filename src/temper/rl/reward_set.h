@@ -94,12 +94,21 @@ struct ScoredCompletion {
 
 using JudgeFactory = std::function<std::unique_ptr<RewardTerm>(const RewardTermConfig&)>;
 
+// Where the task's verifier runs for a batch: on threads of this process (SafeReward: a call past its timeout is
+// abandoned, and once SafeRewardOptions::max_abandoned calls hang for good every later call fails), or in a forked
+// child that is killed at the timeout (reward/forked_calls.h; the item fails, the rest go on). Thread mode moves
+// to process mode for good, with an error in the log, once its abandoned calls reach the limit.
+enum class VerifierIsolation { thread, process };
+inline constexpr EnumNames<VerifierIsolation, 2> kVerifierIsolationNames{
+    {{VerifierIsolation::thread, "thread"}, {VerifierIsolation::process, "process"}}};
+
 class RewardSet {
  public:
   // configs empty: the task's verifier alone (no reward/<name> metrics, the reward exactly the verdict's).
   // `env`: "KEY=value" for reward programs' workers. make_judge builds judge terms (null: a judge is refused).
-  RewardSet(std::shared_ptr<const tasks::Task> task, reward::SafeReward& safe, std::vector<RewardTermConfig> configs = {},
-            const JudgeFactory& make_judge = nullptr, std::vector<std::string> env = {});
+  RewardSet(std::shared_ptr<const tasks::Task> task, reward::SafeReward& safe,
+            std::vector<RewardTermConfig> configs = {}, const JudgeFactory& make_judge = nullptr,
+            std::vector<std::string> env = {}, VerifierIsolation isolation = VerifierIsolation::thread);
   void start();  // every term; throws naming the term that cannot run
   std::vector<ScoredCompletion> score(const std::vector<RewardQuery>& qs, int64_t step);
   tasks::Verdict verify(const tasks::Problem& p, const std::string& completion, int64_t step);  // one completion
@@ -108,13 +117,20 @@ class RewardSet {
   const std::vector<RewardTermConfig>& configs() const { return configs_; }
   int64_t failures() const;  // every term's, and the verifier's
   reward::SafeReward& safe() { return safe_; }
+  VerifierIsolation isolation() const { return isolation_; }
 
  private:
+  std::vector<tasks::Verdict> verify_batch(const std::vector<RewardQuery>& qs, std::vector<uint8_t>& failed);
+  bool verifier_starved();
+  std::vector<tasks::Verdict> verify_forked(const std::vector<RewardQuery>& qs, std::vector<uint8_t>& failed);
+
   std::shared_ptr<const tasks::Task> task_;
   reward::SafeReward& safe_;
   std::vector<RewardTermConfig> configs_;
   std::vector<std::unique_ptr<RewardTerm>> terms_;  // null for builtin terms (the verdict is computed anyway)
   int64_t verify_calls_ = 0;
+  VerifierIsolation isolation_;
+  int64_t forked_failures_ = 0;
 };
 
 }  // namespace temper::rl
