@@ -206,7 +206,7 @@ std::string fill(std::string text, int64_t k) {
   return text;
 }
 
-Val draw_input(Rng& rng, Input in) {
+Val draw_input(Rng& rng, Input in, int max_len) {
   static const std::string kLetters = "abcdeiostu";
   auto letters = [&](int lo, int hi) {
     std::string s;
@@ -220,22 +220,22 @@ Val draw_input(Rng& rng, Input in) {
   };
   switch (in) {
     case Input::str:
-      return Val::str(letters(0, 7));
+      return Val::str(letters(0, max_len + 1));
     case Input::runs: {
       std::string s;
-      for (int64_t n = rand_int(rng, 0, 4); n > 0; --n)
+      for (int64_t n = rand_int(rng, 0, (max_len + 2) / 2); n > 0; --n)
         s += std::string(rand_int(rng, 1, 3), "abc"[rand_int(rng, 0, 2)]);
       return Val::str(s);
     }
     case Input::words: {
       std::string s;
-      for (int64_t n = rand_int(rng, 1, 4); n > 0; --n) s += (s.empty() ? "" : " ") + letters(1, 4);
+      for (int64_t n = rand_int(rng, 1, (max_len + 2) / 2); n > 0; --n) s += (s.empty() ? "" : " ") + letters(1, 4);
       return Val::str(s);
     }
     case Input::list:
-      return Val::list(ints(0, 6, -5, 12));
+      return Val::list(ints(0, max_len, -5, 12));
     case Input::small:
-      return Val::list(ints(0, 7, 0, 4));
+      return Val::list(ints(0, max_len + 1, 0, 4));
   }
   return {};
 }
@@ -283,6 +283,7 @@ CodeConfig CodeConfig::from_params(const TaskParams& params) {
   if (auto f = r.get_optional("families")) c.families = split_words(*f);
   c.examples = static_cast<int>(r.get_int("examples", c.examples, 0, 32));
   c.tests = static_cast<int>(r.get_int("tests", c.tests, 0, 32));
+  c.max_len = static_cast<int>(r.get_int("max_len", c.max_len, 1, 16));
   std::string reward = r.get_string("reward", "fraction");
   if (reward == "fraction")
     c.reward = CodeReward::fraction;
@@ -320,7 +321,7 @@ Problem CodeTask::problem(Split split, uint64_t index) const {
     std::vector<std::string> calls, results;
     std::set<std::string> seen;
     for (int t = 0, tries = 0; t < n && tries < 50 * n; ++tries) {
-      Val in = draw_input(rng, f.input);
+      Val in = draw_input(rng, f.input, cfg_.max_len);
       std::string call = std::string(f.name) + "(" + repr(in) + ")";
       if (!seen.insert(call).second && tries < 20 * n) continue;  // distinct inputs where the space allows
       calls.push_back(call);

@@ -24,6 +24,7 @@ struct CodeConfig {
   std::vector<std::string> families;  // empty: every family of the levels (param: comma list of names)
   int examples = 2;                   // tests shown in the prompt (they are also checked)
   int tests = 4;                      // hidden tests beyond the examples
+  int max_len = 6;  // longest input list (strings max_len + 1 letters, (max_len + 2) / 2 words or runs)
   CodeReward reward = CodeReward::fraction;
   sandbox::SandboxLimits limits = [] {
     sandbox::SandboxLimits l;
