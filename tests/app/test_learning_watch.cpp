@@ -41,3 +41,22 @@ TEST(LearningWatch, MostCompletionsCutAtMaxNewNameTheKey) {
   LearningWatch half(64);  // exactly half is not "more than half"
   for (int s = 1; s <= 5; ++s) EXPECT_TRUE(half.observe(s, step(0.2, 0.5)).empty());
 }
+
+TEST(LearningWatch, AConstantRewardTermIsNamed) {
+  LearningWatch w(64);
+  auto with_terms = [](double fmt_std, double len_std) {
+    Metrics m = step(0.2, 0);
+    m.insert(
+        m.end(),
+        {{"reward/format", 1.0}, {"reward/format/std", fmt_std}, {"reward/len", 0.3}, {"reward/len/std", len_std}});
+    return m;
+  };
+  EXPECT_TRUE(w.observe(1, with_terms(0, 0.1)).empty());
+  EXPECT_TRUE(w.observe(2, with_terms(0, 0.1)).empty());
+  std::vector<std::string> said = w.observe(3, with_terms(0, 0.1));
+  ASSERT_EQ(said.size(), 1u);
+  EXPECT_NE(said[0].find("RL steps 1-3: reward term 'format' gave every sample the same value (reward/format 1)"),
+            std::string::npos)
+      << said[0];
+  EXPECT_TRUE(w.observe(4, with_terms(0, 0.1)).empty());  // once per stretch
+}

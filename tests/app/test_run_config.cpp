@@ -92,7 +92,7 @@ TEST(RunConfig, EveryListedKeyIsReadAtItsListedDefault) {
   std::istringstream in(md);
   std::string line, section;
   while (std::getline(in, line)) {
-    if (line.rfind("### [", 0) == 0) section = line.substr(5, line.find(']') - 5);
+    if (line.rfind("### [", 0) == 0) section = line.substr(5, line.rfind(']') - 5);  // "[reward]" for [[reward]]
     if (line.rfind("| `", 0) != 0) continue;
     const size_t k1 = 3, k2 = line.find('`', k1);
     const size_t d1 = line.find("| `", k2 + 2) + 3, d2 = line.find("` |", d1);
@@ -104,9 +104,16 @@ TEST(RunConfig, EveryListedKeyIsReadAtItsListedDefault) {
   EXPECT_NE(md.find("| `advantage_eps` | number | `0.0001` |"), std::string::npos);  // once undocumented
   for (auto& [sec, keys] : sections) {
     if (sec == "curriculum") continue;  // needs a compositional task and no steps keys: tests/e2e/curriculum.sh
-    std::string toml = "[" + sec + "]\n";
-    for (auto& [k, lit] : keys)
-      if (k != "hook_order") toml += k + " = " + (sec == "rl" && k == "steps" ? "1" : lit) + "\n";
+    if (sec == "[reward].judge") continue;  // needs a judge model: tests/rl/test_judge_reward.cpp, tests/e2e/judge.sh
+    const bool term = sec == "[reward]";    // "### [[reward]]": an array of tables, one source needed
+    std::string toml = term ? "[[reward]]\n" : "[" + sec + "]\n";
+    for (auto& [k, lit] : keys) {
+      if (k == "hook_order") continue;
+      std::string v = sec == "rl" && k == "steps" ? "1" : lit;
+      if (term && k == "name") v = "\"t\"";
+      if (term && k == "builtin") v = "true";
+      toml += k + " = " + v + "\n";
+    }
     if (sec != "rl") toml += "[rl]\nsteps = 1\n";
     if (sec == "rl.turing") toml += "[task]\nname = \"user_sim\"\n";
     if (sec == "rl.zppo" || sec == "sft.distill") toml += "[teacher]\nsource = \"model\"\npath = \"m\"\n";
@@ -121,8 +128,9 @@ TEST(RunConfig, EveryListedKeyIsReadAtItsListedDefault) {
       q.check_all_read();
     });
     for (auto& [k, lit] : keys) {  // the default read back is the listed one
+      if (term && (k == "name" || k == "builtin")) continue;
       if (k != "hook_order" && !(sec == "rl" && k == "steps")) {
-        EXPECT_EQ(r.resolved_literal(sec + "." + k), lit) << sec << "." << k;
+        EXPECT_EQ(r.resolved_literal((term ? std::string("reward.0") : sec) + "." + k), lit) << sec << "." << k;
       }
     }
   }

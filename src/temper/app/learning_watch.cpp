@@ -50,6 +50,19 @@ std::vector<std::string> LearningWatch::observe(int64_t rl_step, const rl::Metri
                   static_cast<long long>(max_new_), truncated);
     out.emplace_back(line);
   }
+  for (const auto& [key, std] : m) {  // reward/<name>/std of each [[reward]] term
+    if (key.rfind("reward/", 0) != 0 || key.size() < 12 || key.compare(key.size() - 4, 4, "/std") != 0) continue;
+    const std::string name = key.substr(7, key.size() - 11);
+    Streak& s = constant_terms_[name];
+    if (!advance(s, std == 0.0, rl_step, after_)) continue;
+    std::snprintf(line, sizeof line,
+                  "warning: RL steps %lld-%lld: reward term '%s' gave every sample the same value (reward/%s %.4g), so "
+                  "it adds nothing to the advantages; check that it scores what you mean (a program that returns a "
+                  "constant, or fails on every sample: see reward_failures) or give it a partial-credit score",
+                  static_cast<long long>(s.first), static_cast<long long>(rl_step), name.c_str(), name.c_str(),
+                  metric(m, ("reward/" + name).c_str(), NAN));
+    out.emplace_back(line);
+  }
   return out;
 }
 

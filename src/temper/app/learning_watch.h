@@ -1,9 +1,11 @@
 // Says it when RL cannot learn, from the step metrics: no learning signal (every group's samples got the same
 // reward, so every advantage is 0) or completions cut at rl.max_new, each for several steps in a row; once per
-// stretch, with the remedies. Leaves out: per-term reward checks (reward terms are not in the recipe yet).
+// stretch, with the remedies; and a [[reward]] term that gives every sample of a step the same value (its
+// reward/<name>/std is 0), which adds nothing to the advantages.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,6 +28,7 @@ class LearningWatch {
   static bool advance(Streak& s, bool on, int64_t step, int64_t after);  // true: warn now
   int64_t max_new_, after_;
   Streak flat_, truncated_;
+  std::map<std::string, Streak> constant_terms_;  // by term name
 };
 
 }  // namespace temper::app
