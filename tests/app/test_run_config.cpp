@@ -226,6 +226,11 @@ TEST(RunConfig, SftOnAPretrainedModelDefaultsToASmallLearningRate) {
   EXPECT_DOUBLE_EQ(read("[sft]\nsteps = 1\n").sft.train.lr.peak, 1e-3);  // a preset from scratch
   EXPECT_DOUBLE_EQ(read("[model]\npath = \"m.gguf\"\n[sft]\nsteps = 1\n").sft.train.lr.peak, 2e-5);
   EXPECT_DOUBLE_EQ(read("[model]\npath = \"m.gguf\"\n[sft]\nsteps = 1\nlr = 1e-4\n").sft.train.lr.peak, 1e-4);
+  // and completions of 256 tokens, not the quickstart's 64 (evaluation follows); a recipe's own wins
+  EXPECT_EQ(read("[model]\npath = \"m.gguf\"\n[rl]\nsteps = 1\n").rl.max_new, 256);
+  EXPECT_EQ(read("[model]\npath = \"m.gguf\"\n[rl]\nsteps = 1\n").eval.max_new, 256);
+  EXPECT_EQ(read("[model]\npath = \"m.gguf\"\n[rl]\nsteps = 1\nmax_new = 32\n").rl.max_new, 32);
+  EXPECT_EQ(read("[rl]\nsteps = 1\n").rl.max_new, 64);
 }
 
 TEST(RunConfig, HookOrderIsResolvedSavedAndChecked) {

@@ -66,6 +66,7 @@ std::string RunConfig::hook_order() const {
 namespace {
 
 constexpr double kPretrainedSftLr = 2e-5;
+constexpr int64_t kPretrainedMaxNew = 256;
 
 constexpr std::string_view kHookOrderDoc =
     "the enabled methods in hook order, as resolved (written by temper train; a recipe that gives it must match)";
@@ -175,7 +176,8 @@ void finish_stage(const Recipe& r, const char* sec, const StageSection& s, LrSch
 void read_stages(Recipe& r, RunConfig& c) {
   const bool curriculum = r.has_prefix("curriculum.");
   // A pretrained model fine-tunes at a small rate (TRL's SFT default, 2e-5); 1e-3 is for a model from scratch.
-  if (!c.model.path.empty()) c.sft.train.lr.peak = kPretrainedSftLr;
+  // and writes longer answers than the quickstart's 64 tokens (TRL's max_completion_length default, 256).
+  if (!c.model.path.empty()) c.sft.train.lr.peak = kPretrainedSftLr, c.rl.max_new = kPretrainedMaxNew;
   read_section(r, "sft.", [&](KeyVisitor& v) {
     visit_stage(v, c.sft_stage, !curriculum);
     c.sft.visit(v);
@@ -384,12 +386,15 @@ std::string list_keys_markdown(std::span<const rl::MethodSpec* const> table) {
                });
   list_section(out, "sft.distill", "Logit distillation from `[teacher]` source = \"model\" (the section turns it on).",
                [&](KeyVisitor& v) { rl::DistillConfig().visit(v); });
-  list_section(out, "rl", "The RL stage: GRPO and its variants.", [&](KeyVisitor& v) {
-    visit_stage(v, c.rl_stage, true);
-    c.rl.visit(v);
-    std::string order;
-    v("hook_order", order, kHookOrderDoc);
-  });
+  list_section(out, "rl",
+               "The RL stage: GRPO and its variants. With `model.path` (a pretrained model) `max_new` defaults to " +
+                   std::to_string(kPretrainedMaxNew) + " instead (and `eval.max_new` with it).",
+               [&](KeyVisitor& v) {
+                 visit_stage(v, c.rl_stage, true);
+                 c.rl.visit(v);
+                 std::string order;
+                 v("hook_order", order, kHookOrderDoc);
+               });
   list_section(out, "rl.speculative",
                "EfficientRollout: speculative rollouts with a 4-bit self-drafter (the section turns it on).",
                [&](KeyVisitor& v) { rl::SpeculativeConfig().visit(v); });

@@ -41,6 +41,7 @@
 #include "temper/rl/rl_trainer.h"
 #include "temper/rl/sft.h"
 #include "temper/rl/teacher.h"
+#include "temper/tasks/dataset.h"
 
 namespace fs = std::filesystem;
 
@@ -98,6 +99,7 @@ class TrainRun {
   void make_trainers();
   void resume();
   void plan_memory();
+  int64_t check_prompt_lengths();
   void open_sinks();
   void make_rl();
   void sync_weights();
@@ -323,7 +325,13 @@ void TrainRun::make_rewards() {
   std::vector<std::string> env = {"TEMPER_RUN_DIR=" + fs::absolute(run_dir_).string(),
                                   "TEMPER_RANK=" + std::to_string(comm_.rank())};
   if (!ec) env.push_back("TEMPER_BIN=" + self.string());
+  const bool builtin = cfg_.rewards.empty() || std::any_of(cfg_.rewards.begin(), cfg_.rewards.end(),
+                                                           [](const rl::RewardTermConfig& t) { return t.builtin; });
   try {
+    // Rows without an answer score 0 under the task's checker whatever the completion: refused where it scores
+    // (RL with a builtin term; held-out evaluation, which always uses it).
+    if (builtin && cfg_.rl_steps() > 0) tasks::require_answers(*rl_task_, "rl", {tasks::Split::train});
+    tasks::require_answers(*task_, "eval (held-out evaluation scores with the task's checker)", {tasks::Split::eval});
     rewards_ = std::make_shared<rl::RewardSet>(rl_task_, *safe_, cfg_.rewards, install_judges(device_), env,
                                                cfg_.task.reward_isolation);
     rewards_->start();
@@ -397,19 +405,37 @@ void TrainRun::resume() {
                static_cast<long long>(st_.step));
 }
 
+// Every training prompt of a file-backed task (the first 64 of a procedural stream) in tokens, before the first
+// step: one longer than rl.max_prompt_tokens, or than the model's context, is refused naming how many, the longest
+// and the key (it used to stop RL at whichever step drew it). Returns the longest.
+int64_t TrainRun::check_prompt_lengths() {
+  const int64_t ctx = policy_->config().max_position_embeddings;
+  const int64_t limit = cfg_.rl.max_prompt_tokens > 0 ? std::min(cfg_.rl.max_prompt_tokens, ctx - 1) : ctx - 1;
+  const PromptLengths m = measure_prompts(*rl_task_, tasks::Split::train, codec_, limit);
+  TEMPER_CHECK(m.over.empty() || cfg_.rl_steps() == 0)
+      << recipe_.source() << ": " << m.over.size() << " of " << m.measured << " training prompts are longer than "
+      << (limit < cfg_.rl.max_prompt_tokens || cfg_.rl.max_prompt_tokens == 0
+              ? "the model's context (" + std::to_string(ctx) + " tokens) leaves for a completion"
+              : "rl.max_prompt_tokens = " + std::to_string(limit) + " tokens")
+      << " (the longest: " << m.longest_id << ", " << m.longest << " tokens); "
+      << (cfg_.rl.max_prompt_tokens > 0 ? "raise rl.max_prompt_tokens or drop those rows"
+                                        : "drop or shorten those rows");
+  return m.longest;
+}
+
 // Memory plan: weights, gradients, AdamW moments, the KV pool, and the activation arena reserved now for the
 // largest micro-batch (SFT rows of prompt + gold, RL rows of prompt + max_new; the longest of the first 64
 // training problems stands for the rest).
 void TrainRun::plan_memory() {
-  int64_t max_prompt = 1, max_gold = 1;
+  const int64_t ctx = policy_->config().max_position_embeddings;
+  const int64_t max_prompt = std::max<int64_t>(1, check_prompt_lengths());
+  int64_t max_gold = 1;
   const int64_t tsize = task_->size(tasks::Split::train);
-  for (uint64_t i = 0; i < 64 && (tsize < 0 || static_cast<int64_t>(i) < tsize); ++i) {
+  for (uint64_t i = 0; cfg_.sft_steps() > 0 && i < 64 && (tsize < 0 || static_cast<int64_t>(i) < tsize); ++i) {
     tasks::Problem p = task_->problem(tasks::Split::train, i);
-    max_prompt = std::max<int64_t>(max_prompt, static_cast<int64_t>(codec_.encode_prompt(p).size()));
-    if (cfg_.sft_steps() > 0 && !p.gold_solution.empty())
+    if (!p.gold_solution.empty())
       max_gold = std::max<int64_t>(max_gold, static_cast<int64_t>(codec_.encode_completion(p.gold_solution).size()));
   }
-  const int64_t ctx = policy_->config().max_position_embeddings;
   int64_t tokens = 1, seq = 1;
   if (cfg_.sft_steps() > 0) {
     seq = std::min(ctx, max_prompt + max_gold);
@@ -461,6 +487,13 @@ void TrainRun::open_sinks() {
 
 // Held-out evaluation (every rank generates its share), the held-out family beside it.
 double TrainRun::evaluate(int64_t step) {
+  if (task_->size(tasks::Split::eval) == 0) {  // a dataset without eval_path or eval_fraction: said once
+    if (step == 0 && root_)
+      progress_->message(
+          "no held-out problems (task.params.eval_path or eval_fraction gives some): evaluation is "
+          "skipped");
+    return NAN;
+  }
   rl::EvalResult e = rl::evaluate(*policy_, task_, codec_, cfg_.eval, *safe_, &comm_);
   report::MetricValues v = {
       {"eval_accuracy", e.accuracy}, {"eval_len_mean", e.mean_len}, {"eval_len_correct_mean", e.mean_len_correct}};
@@ -648,6 +681,11 @@ void TrainRun::finish() {
     std::fprintf(stderr, "\n");
   }
   std::string html = report::write_html_report(run_dir_);
+  if (std::isnan(first_eval_)) {
+    std::fprintf(stderr, "temper train: done, %lld steps (no held-out evaluation). Report: %s\n",
+                 static_cast<long long>(st_.step), html.c_str());
+    return;
+  }
   std::fprintf(stderr, "temper train: done, %lld steps. Held-out accuracy: %.3f at the start",
                static_cast<long long>(st_.step), first_eval_);
   if (!std::isnan(sft_end_eval_)) std::fprintf(stderr, ", %.3f after SFT (RL starts)", sft_end_eval_);

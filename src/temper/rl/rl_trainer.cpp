@@ -22,6 +22,9 @@ void RlConfig::visit(KeyVisitor& v) {
   v("prompts_per_step", prompts_per_step, "problems drawn per RL step");
   v("group_size", group_size, "samples per problem (G)");
   v("max_new", max_new, "completion tokens at most");
+  v("max_prompt_tokens", max_prompt_tokens,
+    "a run whose training prompts are longer (in tokens, chat template included) is refused before its first step "
+    "(0: what the model's context leaves for a completion)");
   sampler.visit(v);
   advantage.visit(v);
   loss.max_len = max_new;

@@ -34,6 +34,7 @@ struct RlConfig {
   int64_t prompts_per_step = 8;
   int64_t group_size = 8;  // G
   int64_t max_new = 64;
+  int64_t max_prompt_tokens = 0;  // training prompts longer are refused before the first step (0: the context)
   rollout::SamplerConfig sampler;
   AdvantageConfig advantage;
   PolicyLossConfig loss;
