@@ -1,11 +1,14 @@
 #include "temper/app/recipe.h"
 
+#include <toml++/toml.h>
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
-#include <toml++/toml.h>
+#include <type_traits>
 
 #include "temper/core/error.h"
 
@@ -173,40 +176,39 @@ int64_t Recipe::get_int(const std::string& key, int64_t def) {
   return x;
 }
 
-std::vector<int64_t> Recipe::get_int_list(const std::string& key, const std::vector<int64_t>& def) {
+// A TOML array key whose elements are all T (int64_t or std::string), or `def` when the recipe does not give it;
+// recorded as written back.
+template <class T>
+std::vector<T> Recipe::get_list(const std::string& key, const std::vector<T>& def, const std::string& expected) {
   const Value* v = find(key);
-  std::vector<int64_t> x = def;
+  std::vector<T> x = def;
   if (v) {
-    if (v->kind != "array") bad(key, *v, "an array of integers");
+    if (v->kind != "array") bad(key, *v, expected);
     toml::table t = toml::parse("v = " + v->text);
     x.clear();
     for (const toml::node& e : *t["v"].as_array()) {
-      if (!e.is_integer()) bad(key, *v, "an array of integers");
-      x.push_back(e.value<int64_t>().value());
+      std::optional<T> got = e.value_exact<T>();
+      if (!got) bad(key, *v, expected);
+      x.push_back(std::move(*got));
     }
   }
   std::string lit = "[";
-  for (size_t i = 0; i < x.size(); ++i) lit += (i ? ", " : "") + std::to_string(x[i]);
+  for (size_t i = 0; i < x.size(); ++i) {
+    if constexpr (std::is_same_v<T, std::string>)
+      lit += (i ? ", " : "") + toml_quote(x[i]);
+    else
+      lit += (i ? ", " : "") + std::to_string(x[i]);
+  }
   record(key, lit + "]");
   return x;
 }
 
+std::vector<int64_t> Recipe::get_int_list(const std::string& key, const std::vector<int64_t>& def) {
+  return get_list<int64_t>(key, def, "an array of integers");
+}
+
 std::vector<std::string> Recipe::get_string_list(const std::string& key, const std::vector<std::string>& def) {
-  const Value* v = find(key);
-  std::vector<std::string> x = def;
-  if (v) {
-    if (v->kind != "array") bad(key, *v, "an array of strings, e.g. [\"python3\", \"reward.py\"]");
-    toml::table t = toml::parse("v = " + v->text);
-    x.clear();
-    for (const toml::node& e : *t["v"].as_array()) {
-      if (!e.is_string()) bad(key, *v, "an array of strings, e.g. [\"python3\", \"reward.py\"]");
-      x.push_back(e.value<std::string>().value());
-    }
-  }
-  std::string lit = "[";
-  for (size_t i = 0; i < x.size(); ++i) lit += (i ? ", " : "") + toml_quote(x[i]);
-  record(key, lit + "]");
-  return x;
+  return get_list<std::string>(key, def, "an array of strings, e.g. [\"python3\", \"reward.py\"]");
 }
 
 std::vector<int64_t> Recipe::table_array_indices(const std::string& name) const {

@@ -61,6 +61,8 @@ class Recipe {
   const Value* find(const std::string& key);
   [[noreturn]] void bad(const std::string& key, const Value& v, const std::string& expected) const;
   void record(const std::string& key, const std::string& literal);
+  template <class T>
+  std::vector<T> get_list(const std::string& key, const std::vector<T>& def, const std::string& expected);
 
   std::string source_;
   std::map<std::string, Value> values_;

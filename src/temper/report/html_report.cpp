@@ -48,7 +48,10 @@ bool contains(const std::string& s, const char* sub) { return s.find(sub) != std
 
 // +1: higher is better, -1: lower is better, 0: neither (kl, entropy, lengths, timings).
 int better_direction(const std::string& name) {
-  if (contains(name, "reward") && !contains(name, "_std") && !contains(name, "reward_s")) return 1;
+  if (contains(name, "reward") && !contains(name, "_std") && !contains(name, "/std") && !contains(name, "reward_s") &&
+      !contains(name, "failures"))
+    return 1;
+  if (contains(name, "failures")) return -1;
   if (contains(name, "accuracy") || contains(name, "pass_at") || name == "tokens_per_s") return 1;
   if (contains(name, "loss")) return -1;
   return 0;
