@@ -1,5 +1,6 @@
 #include "temper/app/eval_cmd.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 #include "temper/io/atomic_file.h"
 #include "temper/rl/evaluate.h"
 #include "temper/rl/methods/fair.h"
+#include "temper/tasks/dataset.h"
 
 namespace temper::app {
 
@@ -32,6 +34,7 @@ int eval(const EvalOptions& o) {
                  params["path"].c_str());
   }
   std::shared_ptr<const tasks::Task> task = tasks::make_task(o.task, params);
+  tasks::require_answers(*task, "temper eval", {tasks::Split::eval});  // the checker scores answerless rows 0
   LoadedModel lm = load_model(o.model);
   attach_device(*lm.model, o.device);
   TEMPER_CHECK(lm.tokenizer) << o.model << ": no tokenizer (tokenizer.json or GGUF tokenizer metadata)";
@@ -74,6 +77,13 @@ int eval(const EvalOptions& o) {
     c.draft_head = draft_head_named(o.draft_head, "--draft-head");
     c.speculative_gamma = o.gamma;  // its range is checked where the drafter is attached
   }
+  const auto t0 = std::chrono::steady_clock::now();
+  c.progress = [t0](int64_t done, int64_t total, int64_t tokens) {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::fprintf(stderr, "temper eval: %lld/%lld samples done, %lld tokens generated (%.0f tokens/s)\n",
+                 static_cast<long long>(done), static_cast<long long>(total), static_cast<long long>(tokens),
+                 s > 0 ? static_cast<double>(tokens) / s : 0.0);
+  };
   reward::SafeRewardOptions safe_opt;
   safe_opt.timeout_s = o.reward_timeout_s;
   reward::SafeReward safe(safe_opt);

@@ -1,6 +1,8 @@
 #include "temper/rl/evaluate.h"
 
 #include <algorithm>
+#include <chrono>
+#include <memory>
 
 #include "temper/core/error.h"
 #include "temper/model/kv_pool.h"
@@ -52,6 +54,34 @@ double pass_at_k(int64_t n, int64_t c, int64_t k) {
   return 1.0 - p;
 }
 
+namespace {
+
+// Counts samples as they finish (a stop token or their max_new) and reports every ~2 s; decides nothing.
+class ProgressHook final : public rollout::RolloutHook {
+ public:
+  ProgressHook(std::function<void(int64_t, int64_t, int64_t)> report, int64_t total)
+      : report_(std::move(report)), total_(total), last_(std::chrono::steady_clock::now()) {}
+  rollout::HookDecision after_token(const rollout::RolloutRequest& q, const rollout::Completion& c) override {
+    ++tokens_;
+    if (!c.tokens.empty() && (q.stop_ids.count(c.tokens.back()) || static_cast<int64_t>(c.tokens.size()) >= q.max_new))
+      ++done_;
+    return {};
+  }
+  void after_step(int64_t) override {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_ < std::chrono::seconds(2)) return;
+    last_ = now;
+    report_(std::min(done_, total_), total_, tokens_);
+  }
+
+ private:
+  std::function<void(int64_t, int64_t, int64_t)> report_;
+  int64_t total_, done_ = 0, tokens_ = 0;
+  std::chrono::steady_clock::time_point last_;
+};
+
+}  // namespace
+
 EvalResult evaluate(Transformer& model, std::shared_ptr<const tasks::Task> task, const PromptCodec& codec,
                     const EvalConfig& cfg, reward::SafeReward& safe, dist::Communicator* comm) {
   cfg.validate();
@@ -80,7 +110,9 @@ EvalResult evaluate(Transformer& model, std::shared_ptr<const tasks::Task> task,
   rollout::SelfSpeculation spec;
   if (cfg.speculative_gamma > 0)
     spec.attach(model, pool, engine, cfg.speculative_gamma, cfg.draft_head, cfg.speculative_toggle);
-  std::vector<rollout::Completion> done = rollout::run_sharded(engine, reqs, comm);
+  std::unique_ptr<ProgressHook> progress;
+  if (cfg.progress) progress = std::make_unique<ProgressHook>(cfg.progress, n * cfg.samples);
+  std::vector<rollout::Completion> done = rollout::run_sharded(engine, reqs, comm, progress.get());
 
   EvalResult res;
   if (spec.on()) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -24,6 +25,9 @@
 namespace temper::rl {
 
 struct EvalConfig {
+  // Called every ~2 s of generation with (samples finished, samples in all, tokens generated) on this rank
+  // (null: quiet).
+  std::function<void(int64_t done, int64_t total, int64_t tokens)> progress;
   int64_t problems = 100;
   int64_t samples = 1;  // per problem (greedy: 1)
   bool all_examples = false;  // keep every sample in EvalResult::examples, not only each problem's first
