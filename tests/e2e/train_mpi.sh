@@ -8,7 +8,8 @@
 #  3. resumes with 2 ranks from a checkpoint 1 rank wrote (within the tolerance of 1.);
 #  4. a rank killed (SIGKILL) mid-run ends every rank with a non-zero status, without hanging;
 #  5. ZPPO (teacher model, buffer), DRE online and STARE together: the same metrics on 1 and 2 ranks;
-#  6. speculative rollouts ([rl.speculative]): the same samples, acceptance and ladder on 1 and 2 ranks.
+#  6. speculative rollouts ([rl.speculative]): the same samples, acceptance and ladder on 1 and 2 ranks;
+#  7. a [[reward]] program: each rank's workers score its share; the same metrics and samples on 1 and 2 ranks.
 # In 1. each rank's update takes its rows' activations from its own rollout (rl.reuse_activations).
 # Usage: train_mpi.sh TEMPER   (exit 77: skipped, no mpirun or an MPI runtime that cannot start 2 ranks)
 set -euo pipefail
@@ -106,6 +107,17 @@ for a, b in zip(*rows):
         assert abs(a[k] - b[k]) <= 1e-9 + 1e-6 * abs(a[k]), (k, a[k], b[k])
 assert rows[0][0]["spec_accept_rate"] > 0
 PY
+
+# 7. A reward program ([[reward]] program = [...], 2 workers per rank): each rank's workers score its share of the
+#    step; the same metrics (reward/exact included) and samples as one process.
+{ cat "$here/../../recipes/quickstart.toml"
+  printf '\n[[reward]]\nname = "exact"\nprogram = ["python3", "%s"]\nworkers = 2\n' "$here/../../examples/rewards/arithmetic_exact.py"
+} > "$work/rp.toml"
+"$temper" train "$work/rp.toml" --out "$work/rp1" --threads 1 "${common[@]}" --set run.checkpoint_every=0 2> "$work/rp1.log"
+"${mpi[@]}" "$temper" train "$work/rp.toml" --out "$work/rp2" "${common[@]}" --set run.checkpoint_every=0 2> "$work/rp2.log"
+grep -q '"reward/exact"' "$work/rp2/metrics.jsonl" || { echo "reward program: no reward/exact"; exit 1; }
+metrics_close "$work/rp1/metrics.jsonl" "$work/rp2/metrics.jsonl" || { echo "reward program: metrics differ on 2 ranks"; exit 1; }
+cmp "$work/rp1/samples.jsonl" "$work/rp2/samples.jsonl" || { echo "reward program: samples differ on 2 ranks"; exit 1; }
 
 # 4. SIGKILL one rank mid-run: mpirun ends the job non-zero; no rank is left behind.
 set +e
