@@ -1,46 +1,17 @@
 #!/usr/bin/env bash
-# GRPO on the sandboxed `code` task through the CLI: the quickstart model learns four easy families (add_k,
-# scale_list, reverse_string, repeat_string) by SFT on the gold fenced solutions, then GRPO with the share of hidden
-# tests passed as reward; the held-out pass rate (eval_accuracy: every test passes) must rise from the SFT
-# checkpoint (the eval at the last SFT step) to the end of GRPO. Slow (minutes on 2 cores): label slow.
-# Usage: code_grpo.sh TEMPER [RL_STEPS]
+# GRPO on the sandboxed `code` task through the CLI (recipes/code-quickstart.toml): the quickstart model learns four
+# easy families (add_k, scale_list, reverse_string, repeat_string) by SFT on the gold fenced solutions, then GRPO
+# with the share of hidden tests passed as reward. The held-out pass rate (eval_accuracy: every test passes, samples
+# at temperature 1, 400 problems) must rise from the end of SFT to the end of GRPO. Slow (about 15 minutes on 2
+# busy cores): label slow. Measured: 0.115 after SFT -> 0.177 after 80 GRPO steps.
+# Usage: code_grpo.sh TEMPER [--set key=value ...]
 set -euo pipefail
 temper=$1
-rl_steps=${2:-40}
+shift
+recipe="$(cd "$(dirname "$0")/../.." && pwd)/recipes/code-quickstart.toml"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cat > "$work/recipe.toml" <<TOML
-[model]
-preset = "quickstart"
-seed = 0
-[task]
-name = "code"
-[task.params]
-seed = 1
-families = "add_k,scale_list,reverse_string,repeat_string"
-examples = 2
-tests = 3
-reward = "fraction"
-[sft]
-steps = 100
-batch = 32
-lr = 3e-3
-warmup = 10
-[rl]
-steps = $rl_steps
-prompts_per_step = 8
-group_size = 8
-max_new = 80
-lr = 1e-4
-warmup = 5
-[eval]
-every = 0
-problems = 200
-max_new = 80
-[run]
-checkpoint_every = 0
-TOML
-"$temper" train "$work/recipe.toml" --out "$work/run" --threads 2 2> "$work/log" || { tail -5 "$work/log"; exit 1; }
+"$temper" train "$recipe" --out "$work/run" --threads "${CODE_GRPO_THREADS:-2}" "$@" 2> "$work/log" || { tail -5 "$work/log"; exit 1; }
 python3 - "$work/run/metrics.jsonl" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
