@@ -187,7 +187,7 @@ int main(int argc, char** argv) {
   temper::app::EvalOptions ev;
   auto* evc = app.add_subcommand("eval", "Held-out accuracy of a model on a task: pass@k, mean length, per difficulty");
   evc->add_option("--model", ev.model, "Model (Hugging Face directory, a run's checkpoint, or .gguf)")->required();
-  evc->add_option("--task", ev.task, "Task: arithmetic, countdown, string_ops, compose, constraints, dataset, mixture")->capture_default_str();
+  evc->add_option("--task", ev.task, "Task: arithmetic, countdown, string_ops, compose, constraints, dataset, mixture, user_sim, rubric_proxy, code")->capture_default_str();
   evc->add_option("--param", ev.params, "Task parameter key=value (repeatable), e.g. --param max_ops=3");
   evc->add_option("--problems", ev.problems, "Held-out problems")->capture_default_str();
   evc->add_option("--device", ev.device, "cpu, cuda or cuda:N (the model's forwards on that GPU)")->capture_default_str();

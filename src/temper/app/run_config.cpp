@@ -29,7 +29,7 @@ void ModelSection::visit(KeyVisitor& v) {
 
 void TaskSection::visit(KeyVisitor& v) {
   v("name", name,
-    "arithmetic, countdown, string_ops, compose, constraints, dataset, mixture, user_sim, rubric_proxy; "
+    "arithmetic, countdown, string_ops, compose, constraints, dataset, mixture, user_sim, rubric_proxy, code; "
     "[task.params] holds the task's own parameters");
   v("reward_timeout_s", reward_timeout_s,
     "a verification running longer scores 0 and counts in reward_failures (0: no limit)");
