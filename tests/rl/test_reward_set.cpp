@@ -1,6 +1,6 @@
 // The run's reward (rl/reward_set.h): weighted [[reward]] terms over the task's verifier and a reward program,
-// on_failure for samples a term fails, and a verifier that hangs costing its sample, not the run (a forked child
-// killed at the timeout; thread mode moving there once its abandoned calls reach the limit).
+// on_failure for samples a term fails, and a verifier that hangs costing its sample, not the run (a worker thread
+// abandoned at the timeout; a forked child killed at it, where thread mode moves once hung calls reach the limit).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -11,6 +11,7 @@
 
 #include "temper/core/error.h"
 #include "temper/reward/forked_calls.h"
+#include "temper/reward/threaded_calls.h"
 #include "temper/rl/reward_set.h"
 
 namespace temper::rl {
@@ -146,17 +147,44 @@ TEST(RewardSet, ThreadModeMovesToAChildProcessOnceHungCallsReachTheLimit) {
   reward::SafeReward safe(so);
   Fixture f({"0", "hang", "2"});
   RewardSet rs(f.task, safe, {}, nullptr, {}, VerifierIsolation::thread);
-  // The hang is abandoned (the limit of 1 is reached): the rest of the batch runs in a child process, for good.
+  // The hang is abandoned with its thread and a fresh thread verifies the rest.
   std::vector<ScoredCompletion> got = rs.score(f.queries(), 0);
+  EXPECT_EQ(rs.isolation(), VerifierIsolation::thread);
+  EXPECT_EQ(got[0].verdict.reward, 1.0);
+  EXPECT_EQ(got[1].verdict.reward, 0.0);
+  EXPECT_EQ(got[2].verdict.reward, 1.0);
+  // One call never returned (the limit is 1): the verifier moves to a child process, killed at the timeout.
+  got = rs.score(f.queries(), 1);
   EXPECT_EQ(rs.isolation(), VerifierIsolation::process);
   EXPECT_EQ(got[0].verdict.reward, 1.0);
   EXPECT_EQ(got[1].verdict.reward, 0.0);
   EXPECT_EQ(got[2].verdict.reward, 1.0);
-  got = rs.score(f.queries(), 1);  // a child process killed at the timeout, then a fresh one
-  EXPECT_EQ(got[0].verdict.reward, 1.0);
-  EXPECT_EQ(got[1].verdict.reward, 0.0);
-  EXPECT_EQ(got[2].verdict.reward, 1.0);
   EXPECT_EQ(rs.failures(), 2);
+}
+
+TEST(ThreadedCalls, AHungItemIsAbandonedWithItsThreadAndTheRestGoOn) {
+  reward::ThreadedCalls calls;
+  std::vector<std::string> why;
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::optional<std::string>> got = calls.run(
+      5,
+      [](size_t i) -> std::string {
+        if (i == 1) std::this_thread::sleep_for(std::chrono::hours(1));
+        if (i == 3) throw std::runtime_error("bad");
+        return std::string(i, 'x');
+      },
+      0.2, &why);
+  EXPECT_LT(seconds_since(t0), 3.0);
+  EXPECT_EQ(got[0].value(), "");
+  EXPECT_FALSE(got[1].has_value());
+  EXPECT_NE(why[1].find("abandoned"), std::string::npos);
+  EXPECT_EQ(got[2].value(), "xx");
+  EXPECT_FALSE(got[3].has_value());
+  EXPECT_EQ(why[3], "exception: bad");
+  EXPECT_EQ(got[4].value(), "xxxx");
+  EXPECT_EQ(calls.abandoned_running(), 1);
+  EXPECT_EQ(calls.timeouts(), 1);
+  EXPECT_EQ(calls.exceptions(), 1);
 }
 
 TEST(ForkedCalls, ResultsStreamBackInOrderAndACrashCostsOneItem) {

@@ -34,9 +34,9 @@ void TaskSection::visit(KeyVisitor& v) {
   v("reward_timeout_s", reward_timeout_s,
     "a verification running longer scores 0 and counts in reward_failures (0: no limit)");
   v("reward_isolation", reward_isolation,
-    "where the task's verifier scores a step's samples: \"process\" (a forked child, killed at reward_timeout_s: "
-    "a verifier that hangs costs its sample) or \"thread\" (in this process; a call that hangs for good is "
-    "abandoned, and after 4 such calls the verifier moves to a child process)",
+    "where the task's verifier scores a step's samples: \"thread\" (a worker thread; a call past reward_timeout_s "
+    "costs its sample and is abandoned, and after 4 that never return the verifier moves to a child process) or "
+    "\"process\" (a forked child per batch, killed at reward_timeout_s; ~30-60 ms a batch)",
     rl::kVerifierIsolationNames);
 }
 

@@ -33,7 +33,7 @@ struct TaskSection {
   std::string name = "arithmetic";
   tasks::TaskParams params;     // [task.params]: the task's own (tasks/*.cpp read them)
   double reward_timeout_s = 30;  // a verification running longer scores 0 (0: no limit)
-  rl::VerifierIsolation reward_isolation = rl::VerifierIsolation::process;
+  rl::VerifierIsolation reward_isolation = rl::VerifierIsolation::thread;
   void visit(KeyVisitor& v);
 };
 

@@ -6,6 +6,7 @@
 #include "temper/core/error.h"
 #include "temper/core/log.h"
 #include "temper/reward/forked_calls.h"
+#include "temper/reward/threaded_calls.h"
 #include "temper/rl/program_term.h"
 
 namespace temper::rl {
@@ -100,7 +101,7 @@ void RewardSet::start() {
 }
 
 int64_t RewardSet::failures() const {
-  int64_t n = safe_.failures() + forked_failures_;
+  int64_t n = safe_.failures() + batch_failures_;
   for (const auto& t : terms_)
     if (t) n += t->failures();
   return n;
@@ -142,71 +143,83 @@ std::vector<ScoredCompletion> RewardSet::score(const std::vector<RewardQuery>& q
   return out;
 }
 
-// The task's verdicts: on threads (SafeReward) for one completion or in thread mode, else in a forked child.
+namespace {
+
+std::string verdict_bytes(const tasks::Verdict& v) {
+  ByteWriter w;
+  w.put(v.reward), w.put<uint8_t>(v.correct), w.put<uint8_t>(v.extracted.has_value());
+  w.put(v.extracted.value_or(std::string())), w.put(v.rewards);
+  return w.bytes();
+}
+
+tasks::Verdict verdict_from(const std::string& bytes) {
+  tasks::Verdict v;
+  ByteReader in(bytes);
+  uint8_t correct = 0, has = 0;
+  std::string extracted;
+  in.get(v.reward), in.get(correct), in.get(has), in.get(extracted), in.get(v.rewards);
+  v.correct = correct != 0;
+  if (has) v.extracted = std::move(extracted);
+  return v;
+}
+
+}  // namespace
+
+// The task's verdicts for a batch: on a worker thread (thread mode; one call alone goes through SafeReward) or in a
+// forked child (process mode); thread mode moves to process mode for good once hung calls reach the limit.
 std::vector<tasks::Verdict> RewardSet::verify_batch(const std::vector<RewardQuery>& qs, std::vector<uint8_t>& failed) {
-  if (isolation_ == VerifierIsolation::process && qs.size() > 1) return verify_forked(qs, failed);
-  std::vector<tasks::Verdict> out(qs.size());
   failed.assign(qs.size(), 0);
-  for (size_t i = 0; i < qs.size(); ++i) {
-    if (verifier_starved()) {  // the rest in a child process
-      std::vector<RewardQuery> rest(qs.begin() + static_cast<std::ptrdiff_t>(i), qs.end());
-      std::vector<uint8_t> rest_failed;
-      std::vector<tasks::Verdict> got = verify_forked(rest, rest_failed);
-      for (size_t k = 0; k < rest.size(); ++k) out[i + k] = std::move(got[k]), failed[i + k] = rest_failed[k];
-      break;
+  std::vector<std::string> why;
+  std::vector<std::optional<std::string>> got;
+  if (verifier_starved() && qs.size() > 1) {
+    const tasks::Task& task = *task_;
+    got = reward::run_forked(
+        qs.size(), [&](size_t i) { return verdict_bytes(task.verify(*qs[i].problem, *qs[i].completion)); },
+        safe_.options().timeout_s, nullptr, &why);
+  } else if (qs.size() > 1 && safe_.options().timeout_s > 0) {
+    // The thread may outlive this call (a hang is abandoned): it owns copies of what it reads.
+    auto items = std::make_shared<std::vector<std::pair<tasks::Problem, std::string>>>();
+    for (const RewardQuery& q : qs) items->emplace_back(*q.problem, *q.completion);
+    got = threaded_.run(
+        qs.size(),
+        [items, task = task_](size_t i) { return verdict_bytes(task->verify((*items)[i].first, (*items)[i].second)); },
+        safe_.options().timeout_s, &why);
+  } else {
+    std::vector<tasks::Verdict> out(qs.size());
+    for (size_t i = 0; i < qs.size(); ++i) {
+      const int64_t f0 = safe_.failures();
+      out[i] = tasks::verify_safely(safe_, task_, *qs[i].problem, *qs[i].completion);
+      failed[i] = safe_.failures() != f0;
     }
-    const int64_t f0 = safe_.failures();
-    out[i] = tasks::verify_safely(safe_, task_, *qs[i].problem, *qs[i].completion);
-    failed[i] = safe_.failures() != f0;
+    return out;
+  }
+  std::vector<tasks::Verdict> out(qs.size());
+  for (size_t i = 0; i < qs.size(); ++i) {
+    if (got[i]) {
+      out[i] = verdict_from(*got[i]);
+      continue;
+    }
+    failed[i] = 1;
+    ++batch_failures_;
+    if (batch_failures_ <= 10 || batch_failures_ % 1000 == 0)
+      TEMPER_LOG(warn) << "reward: the task's verifier failed on " << qs[i].problem->id << ": " << why[i]
+                       << "; scored 0 (verifier failures so far " << batch_failures_ << ")";
   }
   return out;
 }
 
-// Thread mode: once the abandoned (hung) calls reach SafeReward's limit every later call would fail; the verifier
-// moves to a child process for good, and says so.
+// Thread mode: once the abandoned (hung) calls reach SafeReward's limit, the verifier moves to a child process for
+// good (a child can be killed), and says so.
 bool RewardSet::verifier_starved() {
   if (isolation_ == VerifierIsolation::process) return true;
-  if (safe_.options().timeout_s <= 0 || safe_.stats().abandoned_running < safe_.options().max_abandoned) return false;
-  TEMPER_LOG(error) << "reward: the task's verifier has " << safe_.stats().abandoned_running
+  const int64_t hung = safe_.stats().abandoned_running + threaded_.abandoned_running();
+  if (safe_.options().timeout_s <= 0 || hung < safe_.options().max_abandoned) return false;
+  TEMPER_LOG(error) << "reward: the task's verifier has " << hung
                     << " calls that ran past task.reward_timeout_s = " << safe_.options().timeout_s
                     << " s and never returned (a verifier that hangs); from now on it runs in a child process that "
                        "is killed at the timeout (task.reward_isolation = \"process\" starts that way)";
   isolation_ = VerifierIsolation::process;
   return true;
-}
-
-std::vector<tasks::Verdict> RewardSet::verify_forked(const std::vector<RewardQuery>& qs, std::vector<uint8_t>& failed) {
-  const tasks::Task& task = *task_;
-  auto verify_one = [&](size_t i) {
-    tasks::Verdict v = task.verify(*qs[i].problem, *qs[i].completion);
-    ByteWriter w;
-    w.put(v.reward), w.put<uint8_t>(v.correct), w.put<uint8_t>(v.extracted.has_value());
-    w.put(v.extracted.value_or(std::string())), w.put(v.rewards);
-    return w.bytes();
-  };
-  std::vector<std::string> why;
-  reward::ForkedCallsStats st;
-  std::vector<std::optional<std::string>> got =
-      reward::run_forked(qs.size(), verify_one, safe_.options().timeout_s, &st, &why);
-  std::vector<tasks::Verdict> out(qs.size());
-  failed.assign(qs.size(), 0);
-  for (size_t i = 0; i < qs.size(); ++i) {
-    if (!got[i]) {
-      failed[i] = 1;
-      ++forked_failures_;
-      if (forked_failures_ <= 10 || forked_failures_ % 1000 == 0)
-        TEMPER_LOG(warn) << "reward: the task's verifier failed on " << qs[i].problem->id << ": " << why[i]
-                         << "; scored 0 (verifier failures so far " << forked_failures_ << ")";
-      continue;
-    }
-    ByteReader in(*got[i]);
-    uint8_t correct = 0, has = 0;
-    std::string extracted;
-    in.get(out[i].reward), in.get(correct), in.get(has), in.get(extracted), in.get(out[i].rewards);
-    out[i].correct = correct != 0;
-    if (has) out[i].extracted = std::move(extracted);
-  }
-  return out;
 }
 
 tasks::Verdict RewardSet::verify(const tasks::Problem& p, const std::string& completion, int64_t step) {

@@ -16,6 +16,7 @@
 
 #include "temper/core/settings.h"
 #include "temper/reward/safe_reward.h"
+#include "temper/reward/threaded_calls.h"
 #include "temper/tasks/task.h"
 
 namespace temper::rl {
@@ -94,10 +95,10 @@ struct ScoredCompletion {
 
 using JudgeFactory = std::function<std::unique_ptr<RewardTerm>(const RewardTermConfig&)>;
 
-// Where the task's verifier runs for a batch: on threads of this process (SafeReward: a call past its timeout is
-// abandoned, and once SafeRewardOptions::max_abandoned calls hang for good every later call fails), or in a forked
-// child that is killed at the timeout (reward/forked_calls.h; the item fails, the rest go on). Thread mode moves
-// to process mode for good, with an error in the log, once its abandoned calls reach the limit.
+// Where the task's verifier runs for a batch: on a worker thread of this process (a call past its timeout is
+// abandoned with its thread, a fresh one goes on; reward/threaded_calls.h), or in a forked child that is killed at
+// the timeout (reward/forked_calls.h; ~30-60 ms a batch for the fork). Thread mode moves to process mode for good,
+// with an error in the log, once abandoned calls that never return reach SafeRewardOptions::max_abandoned.
 enum class VerifierIsolation { thread, process };
 inline constexpr EnumNames<VerifierIsolation, 2> kVerifierIsolationNames{
     {{VerifierIsolation::thread, "thread"}, {VerifierIsolation::process, "process"}}};
@@ -122,7 +123,6 @@ class RewardSet {
  private:
   std::vector<tasks::Verdict> verify_batch(const std::vector<RewardQuery>& qs, std::vector<uint8_t>& failed);
   bool verifier_starved();
-  std::vector<tasks::Verdict> verify_forked(const std::vector<RewardQuery>& qs, std::vector<uint8_t>& failed);
 
   std::shared_ptr<const tasks::Task> task_;
   reward::SafeReward& safe_;
@@ -130,7 +130,8 @@ class RewardSet {
   std::vector<std::unique_ptr<RewardTerm>> terms_;  // null for builtin terms (the verdict is computed anyway)
   int64_t verify_calls_ = 0;
   VerifierIsolation isolation_;
-  int64_t forked_failures_ = 0;
+  reward::ThreadedCalls threaded_;  // thread mode's batches
+  int64_t batch_failures_ = 0;      // verifier failures in batches (single calls: SafeReward's)
 };
 
 }  // namespace temper::rl
