@@ -93,15 +93,7 @@ struct MiniGguf {
   }
 };
 
-std::string smollm2_path() {
-  const char* e = std::getenv("TEMPER_SMOLLM2_GGUF");
-  if (e) return e;
-  return test::test_data("../../.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf");
-}
-
-#define SKIP_WITHOUT_SMOLLM2()     \
-  if (!fs::exists(smollm2_path())) \
-  GTEST_SKIP() << smollm2_path() << " is absent (scripts/bootstrap fetches it; or set TEMPER_SMOLLM2_GGUF)"
+using test::smollm2_path;
 
 }  // namespace
 
