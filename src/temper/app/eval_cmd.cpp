@@ -18,15 +18,17 @@
 
 namespace temper::app {
 
-int eval(const EvalOptions& o) {
-  if (o.threads > 0) set_num_threads(o.threads);
+namespace {
+
+// The task from --task and --param; a file-backed task given only its file (--param path=test.jsonl) is evaluated
+// on every row of it.
+std::shared_ptr<const tasks::Task> eval_task(const EvalOptions& o) {
   tasks::TaskParams params;
   for (const std::string& kv : o.params) {
     size_t eq = kv.find('=');
     TEMPER_CHECK(eq != std::string::npos && eq > 0) << "--param '" << kv << "': expected key=value";
     params[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
-  // A file-backed task given only its file (--param path=test.jsonl) is evaluated on every row of it.
   if ((o.task == "dataset" || o.task == "user_sim") && params.count("path") && !params.count("eval_path") &&
       !params.count("eval_fraction")) {
     params["eval_path"] = params["path"];
@@ -35,11 +37,11 @@ int eval(const EvalOptions& o) {
   }
   std::shared_ptr<const tasks::Task> task = tasks::make_task(o.task, params);
   tasks::require_answers(*task, "temper eval", {tasks::Split::eval});  // the checker scores answerless rows 0
-  LoadedModel lm = load_model(o.model);
-  attach_device(*lm.model, o.device);
-  TEMPER_CHECK(lm.tokenizer) << o.model << ": no tokenizer (tokenizer.json or GGUF tokenizer metadata)";
-  rl::PromptCodec codec = make_codec(lm.tokenizer, lm.eos_ids, o.prompt_format, unescape_newlines(o.system_prompt),
-                                     unescape_newlines(o.user_template));
+  return task;
+}
+
+// The evaluation's settings from the options, checked against the task (objectives, preference).
+rl::EvalConfig eval_config(const EvalOptions& o, const tasks::Task& task) {
   rl::EvalConfig c;
   c.problems = o.problems;
   c.samples = o.samples;
@@ -58,7 +60,7 @@ int eval(const EvalOptions& o) {
   c.ggf = split_numbers(o.ggf, "--ggf");
   if (!o.preference_prefix.empty()) c.preference_prefix = unescape_newlines(o.preference_prefix);
   try {
-    rl::check_objectives(c.objectives, *task);
+    rl::check_objectives(c.objectives, task);
   } catch (const Error& e) {
     TEMPER_FAIL() << "--objectives: " << e.what();
   }
@@ -77,19 +79,11 @@ int eval(const EvalOptions& o) {
     c.draft_head = draft_head_named(o.draft_head, "--draft-head");
     c.speculative_gamma = o.gamma;  // its range is checked where the drafter is attached
   }
-  const auto t0 = std::chrono::steady_clock::now();
-  c.progress = [t0](int64_t done, int64_t total, int64_t tokens) {
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::fprintf(stderr, "temper eval: %lld/%lld samples done, %lld tokens generated (%.0f tokens/s)\n",
-                 static_cast<long long>(done), static_cast<long long>(total), static_cast<long long>(tokens),
-                 s > 0 ? static_cast<double>(tokens) / s : 0.0);
-  };
-  reward::SafeRewardOptions safe_opt;
-  safe_opt.timeout_s = o.reward_timeout_s;
-  reward::SafeReward safe(safe_opt);
-  rl::EvalResult r = rl::evaluate(*lm.model, task, codec, c, safe);
-  if (!r.speculative.empty()) std::fprintf(stderr, "temper eval: %s\n", r.speculative.c_str());
+  return c;
+}
 
+// The result as a line per measure on stdout, JSON (stdout or --json), and every sample (--samples-out).
+void report_eval(const EvalOptions& o, const rl::EvalConfig& c, const rl::EvalResult& r, int64_t failures) {
   nlohmann::ordered_json j;
   j["model"] = o.model;
   j["task"] = o.task;
@@ -112,7 +106,7 @@ int eval(const EvalOptions& o) {
     j["objectives"] = ob;
     j["welfare"] = r.welfare;
   }
-  j["reward_failures"] = safe.failures();
+  j["reward_failures"] = failures;
   if (o.speculative) j["speculative"] = {{"gamma", o.gamma}, {"drafted", r.drafted}, {"accepted", r.accepted}};
   std::printf("task %s, %lld problems x %lld samples (%s): accuracy %.4f", o.task.c_str(), static_cast<long long>(r.problems),
               static_cast<long long>(o.samples), c.greedy ? "greedy" : "sampled", r.accuracy);
@@ -144,6 +138,33 @@ int eval(const EvalOptions& o) {
   std::string text = j.dump(2) + "\n";
   if (!o.json_out.empty()) io::write_text_atomic(o.json_out, text);
   else std::printf("%s", text.c_str());
+}
+
+}  // namespace
+
+int eval(const EvalOptions& o) {
+  if (o.threads > 0) set_num_threads(o.threads);
+  std::shared_ptr<const tasks::Task> task = eval_task(o);
+  LoadedModel lm = load_model(o.model);
+  attach_device(*lm.model, o.device);
+  TEMPER_CHECK(lm.tokenizer) << o.model << ": no tokenizer (tokenizer.json or GGUF tokenizer metadata)";
+  rl::PromptCodec codec = make_codec(lm.tokenizer, lm.eos_ids, o.prompt_format, unescape_newlines(o.system_prompt),
+                                     unescape_newlines(o.user_template));
+  rl::EvalConfig c = eval_config(o, *task);
+  const auto t0 = std::chrono::steady_clock::now();
+  c.progress = [t0](int64_t done, int64_t total, int64_t tokens) {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::fprintf(stderr, "temper eval: %lld/%lld samples done, %lld tokens generated (%.0f tokens/s)\n",
+                 static_cast<long long>(done), static_cast<long long>(total), static_cast<long long>(tokens),
+                 s > 0 ? static_cast<double>(tokens) / s : 0.0);
+  };
+  reward::SafeRewardOptions safe_opt;
+  safe_opt.timeout_s = o.reward_timeout_s;
+  reward::SafeReward safe(safe_opt);
+  rl::EvalResult r = rl::evaluate(*lm.model, task, codec, c, safe);
+  if (!r.speculative.empty()) std::fprintf(stderr, "temper eval: %s\n", r.speculative.c_str());
+
+  report_eval(o, c, r, safe.failures());
   return 0;
 }
 

@@ -121,7 +121,6 @@ std::unique_ptr<ChildProcess> ChildProcess::spawn(const SpawnOptions& opt) {
   c->pid_ = pid;
   c->io_ = sv[0];
   c->err_ = errp[0];
-  c->what_ = opt.what;
   fcntl(c->io_, F_SETFL, fcntl(c->io_, F_GETFL) | O_NONBLOCK);
   fcntl(c->err_, F_SETFL, fcntl(c->err_, F_GETFL) | O_NONBLOCK);
   if (n == static_cast<ssize_t>(sizeof child_errno)) {

@@ -46,8 +46,6 @@ class ChildProcess {
   std::string exit_description();
   // The last `lines` lines the child wrote to stderr, joined with " | " (empty: none).
   std::string stderr_tail(size_t lines = 8);
-  pid_t pid() const { return pid_; }
-  const std::string& what() const { return what_; }
 
   static constexpr size_t kMaxLine = size_t{64} << 20;
 
@@ -63,7 +61,6 @@ class ChildProcess {
   int err_ = -1;  // read end of the child's stderr
   bool reaped_ = false;
   int wait_status_ = 0;
-  std::string what_;
   std::string out_buf_;              // stdout bytes read past the last full line
   std::string err_partial_;          // stderr bytes after the last newline
   std::deque<std::string> err_tail_;  // the last stderr lines

@@ -6,7 +6,6 @@
 #include "temper/core/error.h"
 #include "temper/core/log.h"
 #include "temper/reward/forked_calls.h"
-#include "temper/reward/threaded_calls.h"
 #include "temper/rl/program_term.h"
 
 namespace temper::rl {

@@ -57,8 +57,6 @@ struct RewardTermConfig {
   void validate() const;  // exactly one source, a name, finite numbers
 };
 
-// Reads [[reward]] i's config from a recipe-like reader: the caller does the reading (app/run_config.cpp).
-
 // One completion to score.
 struct RewardQuery {
   const tasks::Problem* problem = nullptr;
@@ -114,10 +112,8 @@ class RewardSet {
   std::vector<ScoredCompletion> score(const std::vector<RewardQuery>& qs, int64_t step);
   tasks::Verdict verify(const tasks::Problem& p, const std::string& completion, int64_t step);  // one completion
 
-  bool has_terms() const { return !configs_.empty(); }
   const std::vector<RewardTermConfig>& configs() const { return configs_; }
   int64_t failures() const;  // every term's, and the verifier's
-  reward::SafeReward& safe() { return safe_; }
   VerifierIsolation isolation() const { return isolation_; }
 
  private:
