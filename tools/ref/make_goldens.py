@@ -38,14 +38,26 @@ import torch.nn.functional as F
 import transformers
 from safetensors.torch import load_file, save_file
 from transformers import (
+    Gemma2Config,
+    Gemma2ForCausalLM,
+    Gemma3ForCausalLM,
+    Gemma3TextConfig,
     LlamaConfig,
     LlamaForCausalLM,
+    MistralConfig,
+    MistralForCausalLM,
+    Phi3Config,
+    Phi3ForCausalLM,
     Qwen2Config,
     Qwen2ForCausalLM,
     Qwen3Config,
     Qwen3ForCausalLM,
 )
+from transformers.models.gemma2 import modeling_gemma2
+from transformers.models.gemma3 import modeling_gemma3
 from transformers.models.llama import modeling_llama
+from transformers.models.mistral import modeling_mistral
+from transformers.models.phi3 import modeling_phi3
 from transformers.models.qwen2 import modeling_qwen2
 from transformers.models.qwen3 import modeling_qwen3
 
@@ -54,6 +66,9 @@ PINNED = {"torch": "2.5.1", "transformers": "4.51.3"}
 B, T = 2, 13
 INPUT_SEED = 1234
 MASKED_TAIL = 3  # target_mask[1, -3:] = 0
+# The Gemma goldens' pad_token_id (the embedding's padding_idx: HF never updates that row through the
+# input path): a token the input holds, so the test sees its gradient left out.
+PAD_TOKEN = 47
 
 # Embedding init std. NOTE: with tie_word_embeddings (llama) the same matrix is the LM head,
 # so std 1.0 gives logits with std ~8 and a saturated softmax (llama entropy ~1e-3, min ~1e-16;
@@ -129,6 +144,97 @@ MODELS = {
             sliding_window=None,
         ),
     ),
+    # Llama-3.1/3.2: rope_scaling "llama3" (head_dim 16 at theta 5e5 puts the 8 frequencies in all
+    # three bands: kept, smoothed (i = 4), divided by the factor), tied embeddings (3.2).
+    "llama31": (
+        4,
+        LlamaConfig,
+        LlamaForCausalLM,
+        modeling_llama,
+        dict(
+            head_dim=16,
+            tie_word_embeddings=True,
+            rope_theta=500000.0,
+            rope_scaling=dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
+                              original_max_position_embeddings=8192),
+            rms_norm_eps=1e-5,
+            attention_bias=False,
+            mlp_bias=False,
+        ),
+    ),
+    # Mistral: sliding-window attention (5 < T = 13), head_dim given explicitly.
+    "mistral": (
+        5,
+        MistralConfig,
+        MistralForCausalLM,
+        modeling_mistral,
+        dict(head_dim=16, sliding_window=5, tie_word_embeddings=False, rope_theta=1000000.0, rms_norm_eps=1e-5),
+    ),
+    # Gemma-2: GeGLU (tanh GELU), RMSNorm with (1 + w), embeddings times sqrt(C), four norms per layer,
+    # query_pre_attn_scalar != head_dim, attention and final logit soft-capping (small caps so tanh bends the
+    # scores), sliding window on even layers, tied embeddings, the embedding's padding_idx (pad_token_id).
+    "gemma2": (
+        6,
+        Gemma2Config,
+        Gemma2ForCausalLM,
+        modeling_gemma2,
+        dict(
+            head_dim=16,
+            hidden_act="gelu_pytorch_tanh",
+            hidden_activation="gelu_pytorch_tanh",
+            query_pre_attn_scalar=24,
+            sliding_window=5,
+            attn_logit_softcapping=2.0,
+            final_logit_softcapping=5.0,
+            tie_word_embeddings=True,
+            rope_theta=10000.0,
+            rms_norm_eps=1e-6,
+            pad_token_id=PAD_TOKEN,
+        ),
+    ),
+    # Gemma-3 (text): Gemma-2's layer with q/k RMSNorm (1 + w), no soft-capping, a sliding window on
+    # layers whose (i + 1) % sliding_window_pattern != 0 (pattern 2 here: layer 0 local, layer 1
+    # global), local layers on rope_local_base_freq, global ones on rope_theta with linear scaling.
+    "gemma3": (
+        7,
+        Gemma3TextConfig,
+        Gemma3ForCausalLM,
+        modeling_gemma3,
+        dict(
+            head_dim=16,
+            hidden_act="gelu_pytorch_tanh",
+            hidden_activation="gelu_pytorch_tanh",
+            query_pre_attn_scalar=16,
+            sliding_window=5,
+            sliding_window_pattern=2,
+            rope_theta=1000000.0,
+            rope_local_base_freq=10000.0,
+            rope_scaling=dict(rope_type="linear", factor=8.0),
+            tie_word_embeddings=True,
+            rms_norm_eps=1e-6,
+            pad_token_id=PAD_TOKEN,
+        ),
+    ),
+    # Phi-3/3.5: fused qkv_proj and gate_up_proj, rope_scaling "longrope" (short factors below
+    # original_max_position_embeddings = 32, cos/sin times sqrt(1 + ln 2 / ln 32)), a sliding window.
+    "phi3": (
+        8,
+        Phi3Config,
+        Phi3ForCausalLM,
+        modeling_phi3,
+        dict(
+            rope_theta=10000.0,
+            rope_scaling=dict(type="longrope", short_factor=[1.0, 1.1, 1.3, 1.6, 2.0, 2.5, 3.1, 3.8],
+                              long_factor=[1.0, 1.5, 2.5, 4.0, 6.0, 9.0, 13.0, 18.0]),
+            original_max_position_embeddings=32,
+            sliding_window=7,
+            tie_word_embeddings=False,
+            rms_norm_eps=1e-5,
+            pad_token_id=None,
+            bos_token_id=1,
+            eos_token_id=2,
+        ),
+    ),
 }
 
 
@@ -142,23 +248,40 @@ def _rmsnorm_forward(self, hidden_states):
     return self.weight * (hidden_states * torch.rsqrt(variance + self.variance_epsilon))
 
 
+def _gemma_rmsnorm_forward(self, x):
+    # Gemma: x * rsqrt(mean(x^2) + eps) * (1 + w), in float32 by HF; here in the input dtype.
+    return (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)) * (1.0 + self.weight)
+
+
 def _rotary_forward(self, x, position_ids):
     # HF: inv_freq = 1 / base ** (arange(0, dim, 2) / dim) in float32, angles in float32,
-    # cos/sin in float32 then cast to x.dtype. Same formula here, all in float64.
-    assert self.rope_type == "default" and self.attention_scaling == 1.0
-    cfg = self.config
-    dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-    inv_freq = 1.0 / (cfg.rope_theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+    # cos/sin in float32 then cast to x.dtype. Same formula here, all in float64. Scaled RoPE types
+    # (llama3, linear, longrope) take HF's inv_freq (computed in float32 by its init function) and
+    # attention_scaling, with the angles and cos/sin in float64.
+    if self.rope_type == "default":
+        assert self.attention_scaling == 1.0
+        cfg = self.config
+        dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        inv_freq = 1.0 / (cfg.rope_theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+        scale = 1.0
+    else:
+        inv_freq = self.inv_freq.to(torch.float64)
+        scale = float(self.attention_scaling)
     freqs = position_ids.to(torch.float64)[:, :, None] * inv_freq[None, None, :]  # [B, T, dim/2]
     emb = torch.cat((freqs, freqs), dim=-1)  # rotate_half layout: pairs (i, i + dim/2)
-    return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+    return (emb.cos() * scale).to(x.dtype), (emb.sin() * scale).to(x.dtype)
 
 
 def _make_eager_attention(mod):
-    def eager_attention_forward(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):
+    def eager_attention_forward(module, query, key, value, attention_mask, scaling=None, dropout=0.0, softcap=None,
+                                **kwargs):
+        if scaling is None:
+            scaling = module.head_dim**-0.5
         key_states = mod.repeat_kv(key, module.num_key_value_groups)
         value_states = mod.repeat_kv(value, module.num_key_value_groups)
         attn_weights = torch.matmul(query, key_states.transpose(2, 3)) * scaling
+        if softcap is not None:  # Gemma-2: divide, tanh, multiply
+            attn_weights = torch.tanh(attn_weights / softcap) * softcap
         if attention_mask is not None:
             attn_weights = attn_weights + attention_mask[:, :, :, : key_states.shape[-2]]
         # HF: softmax(..., dtype=torch.float32).to(query.dtype)
@@ -170,18 +293,22 @@ def _make_eager_attention(mod):
     return eager_attention_forward
 
 
+PATCHED = ((modeling_llama, "Llama"), (modeling_qwen2, "Qwen2"), (modeling_qwen3, "Qwen3"), (modeling_mistral, "Mistral"),
+           (modeling_gemma2, "Gemma2"), (modeling_gemma3, "Gemma3"), (modeling_phi3, "Phi3"))
+
+
 @contextlib.contextmanager
 def fp64_patches(enabled=True):
     if not enabled:
         yield
         return
     saved = []
-    for mod, prefix in ((modeling_llama, "Llama"), (modeling_qwen2, "Qwen2"), (modeling_qwen3, "Qwen3")):
+    for mod, prefix in PATCHED:
         norm = getattr(mod, prefix + "RMSNorm")
         rope = getattr(mod, prefix + "RotaryEmbedding")
         saved += [(norm, "forward", norm.forward), (rope, "forward", rope.forward),
                   (mod, "eager_attention_forward", mod.eager_attention_forward)]
-        norm.forward = _rmsnorm_forward
+        norm.forward = _gemma_rmsnorm_forward if prefix.startswith("Gemma") else _rmsnorm_forward
         rope.forward = _rotary_forward
         mod.eager_attention_forward = _make_eager_attention(mod)
     try:
@@ -195,52 +322,113 @@ def fp64_patches(enabled=True):
 # independent fp64 reference (checks the patched HF model, documents the architecture)
 
 
-def ref_forward(kind, cfg, P, ids):
+def ref_rope(model):
+    """(inv_freq float64, cos/sin scale) per layer kind ("global", "local") from the HF model's rotary
+    modules: the default frequencies recomputed in float64, scaled ones (llama3, linear, longrope)
+    as HF's init functions compute them (float32)."""
+    out = {}
+    mods = {"global": model.model.rotary_emb, "local": getattr(model.model, "rotary_emb_local", model.model.rotary_emb)}
+    for k, m in mods.items():
+        if m.rope_type == "default":
+            cfg = m.config
+            dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+            out[k] = (1.0 / (cfg.rope_theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim)), 1.0)
+        else:
+            out[k] = (m.inv_freq.to(torch.float64), float(m.attention_scaling))
+    return out
+
+
+def ref_forward(kind, cfg, P, ids, rope_freqs):
     """Plain-tensor forward. P: name -> float64 tensor (HF names). Returns logits [B,T,V]."""
     Bn, Tn = ids.shape
     H, KV = cfg.num_attention_heads, cfg.num_key_value_heads
     D = getattr(cfg, "head_dim", None) or cfg.hidden_size // H
     eps = cfg.rms_norm_eps
+    gemma = kind.startswith("gemma")
 
     def rms(x, w):
-        return w * (x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps))
+        n = x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+        return n * (1.0 + w) if gemma else w * n
 
     def lin(x, name):
         y = x @ P[name + ".weight"].T
         return y + P[name + ".bias"] if name + ".bias" in P else y
 
-    inv_freq = 1.0 / (cfg.rope_theta ** (torch.arange(0, D, 2, dtype=torch.float64) / D))
-    ang = torch.arange(Tn, dtype=torch.float64)[:, None] * inv_freq[None, :]  # [T, D/2]
-    cos, sin = ang.cos(), ang.sin()
+    def rope_tables(kind_):
+        inv_freq, scale = rope_freqs[kind_]
+        ang = torch.arange(Tn, dtype=torch.float64)[:, None] * inv_freq[None, :]  # [T, D/2]
+        return ang.cos() * scale, ang.sin() * scale
 
-    def rope(q):  # [B, h, T, D]; element i pairs with i + D/2 (HF rotate_half convention)
+    def rope(q, cs):  # [B, h, T, D]; element i pairs with i + D/2 (HF rotate_half convention)
+        cos, sin = cs
         q1, q2 = q[..., : D // 2], q[..., D // 2 :]
         return torch.cat((q1 * cos - q2 * sin, q2 * cos + q1 * sin), dim=-1)
 
-    causal = torch.ones(Tn, Tn, dtype=torch.bool).tril()
+    def sliding(layer):  # Mistral/Phi-3: every layer; Gemma-2: even layers; Gemma-3: (i + 1) % pattern != 0
+        window = getattr(cfg, "sliding_window", None)
+        if not window or getattr(cfg, "use_sliding_window", True) is False:
+            return 0
+        if kind == "gemma2":
+            return window if layer % 2 == 0 else 0
+        if kind == "gemma3":
+            return window if (layer + 1) % cfg.sliding_window_pattern else 0
+        return window
+
+    pos = torch.arange(Tn)
+    causal = pos[None, :] <= pos[:, None]  # [query, key]
+    scale = cfg.query_pre_attn_scalar**-0.5 if gemma else D**-0.5
+    softcap = getattr(cfg, "attn_logit_softcapping", None) if gemma else None
+    act = (lambda g: F.gelu(g, approximate="tanh")) if gemma else F.silu
     x = P["model.embed_tokens.weight"][ids]
+    pad = getattr(cfg, "pad_token_id", None)
+    if pad is not None:  # nn.Embedding(padding_idx=pad): no gradient into that row through the lookup
+        x = torch.where((ids == pad)[..., None], x.detach(), x)
+    if gemma:
+        x = x * cfg.hidden_size**0.5
     for layer in range(cfg.num_hidden_layers):
         p = f"model.layers.{layer}."
+        window = sliding(layer)
+        cs = rope_tables("local" if kind == "gemma3" and window else "global")
         h = rms(x, P[p + "input_layernorm.weight"])
-        q = lin(h, p + "self_attn.q_proj").view(Bn, Tn, H, D)
-        k = lin(h, p + "self_attn.k_proj").view(Bn, Tn, KV, D)
-        v = lin(h, p + "self_attn.v_proj").view(Bn, Tn, KV, D)
-        if kind == "qwen3":  # per-head RMSNorm over head_dim, before RoPE
+        if kind == "phi3":
+            qkv = lin(h, p + "self_attn.qkv_proj")
+            q, k, v = qkv.split([H * D, KV * D, KV * D], dim=-1)
+            q, k, v = q.reshape(Bn, Tn, H, D), k.reshape(Bn, Tn, KV, D), v.reshape(Bn, Tn, KV, D)
+        else:
+            q = lin(h, p + "self_attn.q_proj").view(Bn, Tn, H, D)
+            k = lin(h, p + "self_attn.k_proj").view(Bn, Tn, KV, D)
+            v = lin(h, p + "self_attn.v_proj").view(Bn, Tn, KV, D)
+        if kind in ("qwen3", "gemma3"):  # per-head RMSNorm over head_dim, before RoPE
             q = rms(q, P[p + "self_attn.q_norm.weight"])
             k = rms(k, P[p + "self_attn.k_norm.weight"])
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
-        q, k = rope(q), rope(k)
+        q, k = rope(q, cs), rope(k, cs)
         k = k.repeat_interleave(H // KV, dim=1)  # query head j uses kv head j // (H/KV)
         v = v.repeat_interleave(H // KV, dim=1)
-        s = (q @ k.transpose(-1, -2)) * D**-0.5
-        a = torch.softmax(s.masked_fill(~causal, float("-inf")), dim=-1)
+        s = (q @ k.transpose(-1, -2)) * scale
+        if softcap:
+            s = torch.tanh(s / softcap) * softcap
+        allowed = causal & (pos[None, :] > pos[:, None] - window) if window else causal
+        a = torch.softmax(s.masked_fill(~allowed, float("-inf")), dim=-1)
         o = (a @ v).transpose(1, 2).reshape(Bn, Tn, H * D)
-        x = x + lin(o, p + "self_attn.o_proj")
-        h = rms(x, P[p + "post_attention_layernorm.weight"])
-        x = x + lin(F.silu(lin(h, p + "mlp.gate_proj")) * lin(h, p + "mlp.up_proj"), p + "mlp.down_proj")
+        attn = lin(o, p + "self_attn.o_proj")
+        if gemma:  # four norms: after attention, before and after the MLP
+            x = x + rms(attn, P[p + "post_attention_layernorm.weight"])
+            h = rms(x, P[p + "pre_feedforward_layernorm.weight"])
+        else:
+            x = x + attn
+            h = rms(x, P[p + "post_attention_layernorm.weight"])
+        if kind == "phi3":
+            g, u = lin(h, p + "mlp.gate_up_proj").chunk(2, dim=-1)
+        else:
+            g, u = lin(h, p + "mlp.gate_proj"), lin(h, p + "mlp.up_proj")
+        m = lin(act(g) * u, p + "mlp.down_proj")
+        x = x + (rms(m, P[p + "post_feedforward_layernorm.weight"]) if gemma else m)
     x = rms(x, P["model.norm.weight"])
     w_out = P["lm_head.weight"] if "lm_head.weight" in P else P["model.embed_tokens.weight"]
-    return x @ w_out.T
+    logits = x @ w_out.T
+    cap = getattr(cfg, "final_logit_softcapping", None)
+    return torch.tanh(logits / cap) * cap if cap else logits
 
 
 # ----------------------------------------------------------------------------------------
@@ -257,6 +445,7 @@ def token_stats(logits, ids, mask):
 
 def reinit_(model, seed):
     """Re-initialise every (deduplicated) parameter in float32; order = named_parameters()."""
+    gemma = model.config.model_type.startswith("gemma")
     torch.manual_seed(seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -267,15 +456,15 @@ def reinit_(model, seed):
                 p.normal_(0.0, p.shape[1] ** -0.5)
             elif name.endswith(".bias"):
                 p.copy_(0.1 * torch.randn_like(p))
-            elif name.endswith("norm.weight"):
-                p.copy_(1.0 + 0.1 * torch.randn_like(p))
+            elif name.endswith("norm.weight"):  # Gemma scales by (1 + w): its weights sit around 0
+                p.copy_((0.0 if gemma else 1.0) + 0.1 * torch.randn_like(p))
             else:
                 raise RuntimeError(f"no init rule for {name} {tuple(p.shape)}")
 
 
 def make_model(kind):
     seed, cfg_cls, model_cls, _mod, extra = MODELS[kind]
-    cfg = cfg_cls(**COMMON, **extra)
+    cfg = cfg_cls(**{**COMMON, **extra})
     torch.manual_seed(seed)
     model = model_cls(cfg)
     assert model.config._attn_implementation == "eager", model.config._attn_implementation
@@ -380,7 +569,7 @@ def build(kind, out_dir, check=True):
 def self_check(kind, cfg, model32, out, ids, mask):
     names = [n for n, _ in model32.named_parameters()]
     P = {n: out[n].double().requires_grad_() for n in names}
-    logits = ref_forward(kind, cfg, P, ids)
+    logits = ref_forward(kind, cfg, P, ids, ref_rope(model32))
     lp, ent, loss = token_stats(logits, ids, mask)
     grads = torch.autograd.grad(loss, [P[n] for n in names])
 
@@ -423,6 +612,8 @@ def main():
 
     total = 0
     for kind in args.models.split(","):
+        if kind not in MODELS:
+            raise SystemExit(f"unknown model {kind!r} (known: {', '.join(MODELS)})")
         rep = build(kind, os.path.join(args.out, kind), check=not args.no_check)
         total += rep["bytes"]
         print(json.dumps(rep))
