@@ -1,12 +1,17 @@
 // Harness entry for causal GQA attention: fast (tiled, every ISA) vs the full-matrix fp64 reference,
 // finite differences on the reference, fast backward vs reference backward.
 #include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
 
 #include "common/op_harness.h"
 #include "common/tolerance.h"
+#include "temper/core/dtype.h"
 #include "temper/core/error.h"
 #include "temper/kernels/attention.h"
 #include "temper/kernels/cpu/isa_table.h"
+#include "temper/kernels/paged_attention.h"
 #include "temper/kernels/ref/attention_ref.h"
 
 using namespace temper;
@@ -68,8 +73,8 @@ TEST(OpAttention, PagedBlockUpdateEveryIsaMatchesSoftmaxReference) {
         float m = -INFINITY, l = 0.f;
         std::vector<float> acc(D, 0.f), scores(bs);
         for (int64_t b0 = 0; b0 < len; b0 += bs)
-          t.attn_block_update(q.data(), K.data() + b0 * stride, V.data() + b0 * stride, stride, std::min(bs, len - b0), D,
-                              scale, scores.data(), &m, &l, acc.data());
+          t.attn_block_update(q.data(), K.data() + b0 * stride, V.data() + b0 * stride, stride, std::min(bs, len - b0),
+                              D, scale, 0.f, scores.data(), &m, &l, acc.data());
         std::vector<double> s(len), ref(D, 0.0);
         double mx = -1e300, sum = 0;
         for (int64_t j = 0; j < len; ++j) {
@@ -88,11 +93,18 @@ TEST(OpAttention, PagedBlockUpdateEveryIsaMatchesSoftmaxReference) {
   });
 }
 
-TEST(OpAttention, SharedPrefixSegmentsEqualTheirUnpackedSequencesEveryIsa) {
-  // Packed rows: two prompts (5 and 66 tokens), their completions placed anywhere, and a row with no
-  // shared prompt. Each completion with its prompt is one causal sequence of the fp64 reference; a
-  // prompt's outputs are the same in every such sequence, and its gradients are the sum over its
-  // readers (the prompt's own output gradient counted once).
+namespace {
+// With a window of 1 every P is 1 and dq, dk are exactly 0 in fp64: in fp32 they cancel to ~1e-6
+// from O(1) terms (P (dP - rowsum(dO * O))), so they get an absolute floor above that.
+double atol_dqk(const AttnOpts& opt) {
+  return opt.window == 1 ? 1e-5 : 1e-6;
+}
+
+// Packed rows: two prompts (5 and 66 tokens), their completions placed anywhere, and a row with no
+// shared prompt. Each completion with its prompt is one causal sequence of the fp64 reference (with
+// the same options); a prompt's outputs are the same in every such sequence, and its gradients are
+// the sum over its readers (the prompt's own output gradient counted once).
+void check_packed(const AttnOpts& opt) {
   const int64_t H = 4, Hkv = 2, D = 16, Hq = H * D, Hk = Hkv * D;
   std::vector<AttnSegment> segs;
   int64_t N = 0;
@@ -140,9 +152,9 @@ TEST(OpAttention, SharedPrefixSegmentsEqualTheirUnpackedSequencesEveryIsa) {
       for (int64_t c = 0; c < Hk; ++c) sk[t * Hk + c] = k[at[t] * Hk + c], sv[t * Hk + c] = v[at[t] * Hk + c];
     }
     if (first_reader) prefix_out_done[pi] = true;
-    ref::attention_fwd(sq.data(), sk.data(), sv.data(), so.data(), 1, T, H, Hkv, D);
-    ref::attention_bwd(sq.data(), sk.data(), sv.data(), sdo.data(), sdq.data(), sdk.data(), sdv.data(), 1, T, H, Hkv,
-                       D);
+    ref::attention_fwd(sq.data(), sk.data(), sv.data(), so.data(), 1, T, H, Hkv, D, opt);
+    ref::attention_bwd(sq.data(), sk.data(), sv.data(), sdo.data(), sdq.data(), sdk.data(), sdv.data(), 1, T, H, Hkv, D,
+                       opt);
     for (int64_t t = 0; t < T; ++t) {
       for (int64_t c = 0; c < Hq; ++c)
         o_ref[at[t] * Hq + c] = so[t * Hq + c], dq_ref[at[t] * Hq + c] += sdq[t * Hq + c];
@@ -151,7 +163,7 @@ TEST(OpAttention, SharedPrefixSegmentsEqualTheirUnpackedSequencesEveryIsa) {
     }
   }
   // the one segment alone is its own sequence (done above); every prompt has readers
-  PackedAttnShape s{N, H, Hkv, D, Hq, Hk, Hq, segs.data(), static_cast<int64_t>(segs.size())};
+  PackedAttnShape s{N, H, Hkv, D, Hq, Hk, Hq, segs.data(), static_cast<int64_t>(segs.size()), opt};
   for_each_isa([&](Isa) {
     std::vector<float> o(N * Hq, 5.f), lse(N * H), dq(N * Hq, 7.f), dk(N * Hk, 9.f),
         dv(N * Hk, 9.f);  // all overwritten
@@ -159,12 +171,258 @@ TEST(OpAttention, SharedPrefixSegmentsEqualTheirUnpackedSequencesEveryIsa) {
     EXPECT_TRUE(all_close(o, o_ref, tolerance(Kind::reduction, 136)));
     attention_bwd_packed(s, q.data(), k.data(), v.data(), o.data(), lse.data(), dout.data(), dq.data(), dk.data(),
                          dv.data());
-    EXPECT_TRUE(all_close(dq, dq_ref, tolerance(Kind::reduction, 136 * D), 1e-6));
-    EXPECT_TRUE(all_close(dk, dk_ref, tolerance(Kind::reduction, 136 * D), 1e-6));
+    EXPECT_TRUE(all_close(dq, dq_ref, tolerance(Kind::reduction, 136 * D), atol_dqk(opt)));
+    EXPECT_TRUE(all_close(dk, dk_ref, tolerance(Kind::reduction, 136 * D), atol_dqk(opt)));
     EXPECT_TRUE(all_close(dv, dv_ref, tolerance(Kind::reduction, 136 * D), 1e-6));
   });
   // A prefix must be a segment of its own.
   segs[1].prefix_len = 4;
   std::vector<float> o(N * Hq), lse(N * H);
   EXPECT_THROW(attention_fwd_packed(s, q.data(), k.data(), v.data(), o.data(), lse.data()), Error);
+}
+
+}  // namespace
+
+TEST(OpAttention, SharedPrefixSegmentsEqualTheirUnpackedSequencesEveryIsa) {
+  check_packed({});
+}
+
+// ---- Score options (AttnOpts: Gemma-2/3, Mistral, Phi-3) ----------------------------------------------
+
+namespace {
+
+std::string opts_name(const AttnOpts& o) {
+  return "scale=" + std::to_string(o.scale) + " softcap=" + std::to_string(o.softcap) +
+         " window=" + std::to_string(o.window);
+}
+
+// lse [B, H, T] of the final (scaled, capped, masked) scores in fp64.
+std::vector<double> lse_ref(const std::vector<double>& q, const std::vector<double>& k, const Case& c,
+                            const AttnOpts& opt) {
+  std::vector<double> out(static_cast<size_t>(c.B * c.H * c.T));
+  const double scale = ref::attention_scale<double>(opt, c.D);
+  for (int64_t b = 0; b < c.B; ++b)
+    for (int64_t h = 0; h < c.H; ++h)
+      for (int64_t i = 0; i < c.T; ++i) {
+        std::vector<double> s;
+        for (int64_t j = 0; j <= i; ++j) {
+          if (!ref::attention_sees(i, j, opt)) continue;
+          double d = 0;
+          for (int64_t x = 0; x < c.D; ++x)
+            d += q[((b * c.T + i) * c.H + h) * c.D + x] * k[((b * c.T + j) * c.Hkv + h / (c.H / c.Hkv)) * c.D + x];
+          d *= scale;
+          s.push_back(opt.softcap > 0 ? opt.softcap * std::tanh(d / opt.softcap) : d);
+        }
+        const double m = *std::max_element(s.begin(), s.end());
+        double sum = 0;
+        for (double x : s) sum += std::exp(x - m);
+        out[static_cast<size_t>((b * c.H + h) * c.T + i)] = m + std::log(sum);
+      }
+  return out;
+}
+
+// Forward (o, lse) and backward of every ISA against the fp64 reference with the options; for short
+// sequences the reference's own gradients against central differences (the chain through tanh).
+void check_training(const Case& c, const AttnOpts& opt, float qscale) {
+  SCOPED_TRACE("B=" + std::to_string(c.B) + " T=" + std::to_string(c.T) + " H=" + std::to_string(c.H) +
+               " Hkv=" + std::to_string(c.Hkv) + " D=" + std::to_string(c.D) + " " + opts_name(opt));
+  const int64_t nq = c.B * c.T * c.H * c.D, nkv = c.B * c.T * c.Hkv * c.D;
+  auto q = random_vec(nq, 71, qscale), k = random_vec(nkv, 72), v = random_vec(nkv, 73), dout = random_vec(nq, 74);
+  auto qd = to_f64(q), kd = to_f64(k), vd = to_f64(v), dod = to_f64(dout);
+  std::vector<double> o_ref(nq), dq_ref(nq, 0.0), dk_ref(nkv, 0.0), dv_ref(nkv, 0.0);
+  ref::attention_fwd(qd.data(), kd.data(), vd.data(), o_ref.data(), c.B, c.T, c.H, c.Hkv, c.D, opt);
+  ref::attention_bwd(qd.data(), kd.data(), vd.data(), dod.data(), dq_ref.data(), dk_ref.data(), dv_ref.data(), c.B, c.T,
+                     c.H, c.Hkv, c.D, opt);
+  const auto l_ref = lse_ref(qd, kd, c, opt);
+  if (c.T <= 20) {
+    auto loss = [&] {
+      std::vector<double> o(nq);
+      ref::attention_fwd(qd.data(), kd.data(), vd.data(), o.data(), c.B, c.T, c.H, c.Hkv, c.D, opt);
+      double s = 0;
+      for (int64_t i = 0; i < nq; ++i) s += o[i] * dod[i];
+      return s;
+    };
+    EXPECT_TRUE(fd_check(qd, dq_ref, loss, 40));
+    EXPECT_TRUE(fd_check(kd, dk_ref, loss, 40));
+    EXPECT_TRUE(fd_check(vd, dv_ref, loss, 40));
+  }
+  AttnShape s{c.B, c.T, c.H, c.Hkv, c.D, c.H * c.D, c.Hkv * c.D, c.H * c.D, opt};
+  for_each_isa([&](Isa) {
+    std::vector<float> o(nq, 5.f), lse(c.B * c.H * c.T), dq(nq, 7.f), dk(nkv, 9.f), dv(nkv, 9.f);  // all overwritten
+    attention_fwd(s, q.data(), k.data(), v.data(), o.data(), lse.data());
+    EXPECT_TRUE(all_close(o, o_ref, tolerance(Kind::reduction, c.T)));
+    EXPECT_TRUE(all_close(lse, l_ref, tolerance(Kind::reduction, c.D)));
+    attention_bwd(s, q.data(), k.data(), v.data(), o.data(), lse.data(), dout.data(), dq.data(), dk.data(), dv.data());
+    EXPECT_TRUE(all_close(dq, dq_ref, tolerance(Kind::reduction, c.T * c.D), atol_dqk(opt)));
+    EXPECT_TRUE(all_close(dk, dk_ref, tolerance(Kind::reduction, c.T * c.D), atol_dqk(opt)));
+    EXPECT_TRUE(all_close(dv, dv_ref, tolerance(Kind::reduction, c.T * c.D), 1e-6));
+  });
+}
+
+AttnOpts opts(float scale, float softcap, int64_t window) {
+  AttnOpts o;
+  o.scale = scale, o.softcap = softcap, o.window = window;
+  return o;
+}
+
+}  // namespace
+
+TEST(OpAttention, OptionsAloneAndCombinedMatchTheReferenceEveryIsa) {
+  // q scaled by 3: scaled scores of a few units, where a cap of 2.5 bends them (tanh far from linear).
+  // Windows: 1 (a row sees itself), smaller than T, crossing the 64-row query blocks, larger than T.
+  for (Case c : {Case{2, 13, 4, 2, 16}, Case{1, 17, 3, 1, 8}}) {
+    for (AttnOpts o : {opts(0.11f, 0, 0), opts(0, 2.5f, 0), opts(0, 0, 5), opts(0, 0, 1), opts(0, 0, 100),
+                       opts(0.2f, 2.5f, 4), opts(0, 1.0f, 1)})
+      check_training(c, o, 3.0f);
+  }
+  for (Case c : {Case{1, 150, 3, 1, 24}, Case{2, 70, 4, 2, 16}}) {
+    for (AttnOpts o : {opts(0, 0, 70), opts(0, 0, 64), opts(0, 0, 65), opts(0.15f, 3.0f, 0), opts(0.15f, 3.0f, 33),
+                       opts(0, 0, 1), opts(0, 0, 1000)})
+      check_training(c, o, 3.0f);
+  }
+}
+
+TEST(OpAttention, OptionsChangeTheOutputs) {
+  // Each option alone moves o away from plain attention (the options reach the kernel).
+  const Case c{1, 40, 2, 1, 16};
+  const int64_t nq = c.T * c.H * c.D, nkv = c.T * c.Hkv * c.D;
+  auto q = random_vec(nq, 81, 3.f), k = random_vec(nkv, 82), v = random_vec(nkv, 83);
+  auto run = [&](AttnOpts o) {
+    std::vector<float> out(nq), lse(c.H * c.T);
+    attention_fwd(AttnShape{c.B, c.T, c.H, c.Hkv, c.D, c.H * c.D, c.Hkv * c.D, c.H * c.D, o}, q.data(), k.data(),
+                  v.data(), out.data(), lse.data());
+    return out;
+  };
+  const auto plain = run({});
+  for (AttnOpts o : {opts(0.1f, 0, 0), opts(0, 2.f, 0), opts(0, 0, 8)}) {
+    const auto got = run(o);
+    double diff = 0;
+    for (int64_t i = 0; i < nq; ++i) diff = std::max(diff, double(std::fabs(got[i] - plain[i])));
+    EXPECT_GT(diff, 1e-2) << opts_name(o);
+  }
+  EXPECT_EQ(run(opts(0, 0, 40)), plain);           // a window of T is no window, bit for bit
+  EXPECT_EQ(run(opts(1.0f / 4.0f, 0, 0)), plain);  // 1/sqrt(16) given explicitly
+}
+
+TEST(OpAttention, SharedPrefixSegmentsWithWindowAndSoftcapEqualTheirUnpackedSequencesEveryIsa) {
+  // Window 4: a completion's first rows see the prompt's last rows, later ones none of it. Window 40:
+  // the 70-row completion of the 5-token prompt leaves it after 36 rows, the 66-token prompt is seen
+  // from row 27 on by its completions; both cross the 64-row query blocks.
+  for (AttnOpts o : {opts(0, 0, 4), opts(0, 0, 40), opts(0, 0, 1), opts(0.2f, 2.0f, 0), opts(0.2f, 2.0f, 6)}) {
+    SCOPED_TRACE(opts_name(o));
+    check_packed(o);
+  }
+}
+
+TEST(OpAttention, OptionsRefuseNegativeValues) {
+  std::vector<float> x(64), lse(8);
+  for (AttnOpts o : {opts(-1.f, 0, 0), opts(0, -2.f, 0), opts(0, 0, -1), opts(NAN, 0, 0)}) {
+    AttnShape s{1, 2, 1, 1, 4, 4, 4, 4, o};
+    EXPECT_THROW(attention_fwd(s, x.data(), x.data(), x.data(), x.data() + 8, lse.data()), Error) << opts_name(o);
+  }
+}
+
+TEST(OpAttention, SoftcapKernelMatchesTanhEveryIsa) {
+  // x = cap * tanh(x * scale / cap) and 1 - tanh^2 over both sides of the kernel's |x| = 0.625 split.
+  std::vector<float> x0;
+  for (int i = -4000; i <= 4000; ++i) x0.push_back(static_cast<float>(i) * 0.0037f);
+  for_each_isa([&](Isa isa) {
+    const IsaTable& t = isa_table(isa);
+    std::vector<float> x = x0, g(x0.size());
+    t.softcap(x.data(), static_cast<int64_t>(x.size()), 0.5f, 3.0f, g.data());
+    double worst = 0, worst_g = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double th = std::tanh(double(x0[i]) * 0.5f / 3.0f);
+      worst = std::max(worst, std::fabs(x[i] - 3.0 * th) / (3.0 * std::fabs(th) + 1e-30));
+      worst_g = std::max(worst_g, std::fabs(g[i] - (1 - th * th)));
+    }
+    EXPECT_LT(worst, 4e-7);
+    EXPECT_LT(worst_g, 4e-7);
+  });
+}
+
+namespace {
+
+// Paged attention over a scattered pool against the fp64 reference on each row's dense sequence: n
+// rows of 3 sequences (prefill rows and decode rows), GQA. Blocks wholly before a row's window are -1
+// in its table; the pool sits between NaN guards, so reading one (or a block outside the window)
+// poisons the output.
+void check_paged(const AttnOpts& opt, bool bf16) {
+  SCOPED_TRACE(opts_name(opt) + (bf16 ? " bf16 cache" : " f32 cache"));
+  const int64_t H = 6, Hkv = 2, D = 32, bs = 8, row = Hkv * D;
+  const std::vector<int64_t> seq_len = {61, 9, 130};
+  const int64_t max_blocks = 17, nblocks = 3 * max_blocks, guard = bs * row;
+  std::vector<float> dense_k, dense_v;  // per sequence [len, Hkv, D], bf16-rounded for a bf16 cache
+  std::vector<float> kpool(nblocks * bs * row + 2 * guard, NAN), vpool(kpool.size(), NAN);
+  std::vector<std::vector<int32_t>> tables(3);
+  std::vector<int64_t> seq_at(3);
+  for (int64_t sq = 0, at = 0; sq < 3; ++sq) {
+    auto k = random_vec(seq_len[sq] * row, 90 + sq), v = random_vec(seq_len[sq] * row, 95 + sq);
+    if (bf16)
+      for (auto* x : {&k, &v})
+        for (float& f : *x) f = bf16_to_f32(f32_to_bf16(f));
+    seq_at[sq] = at;
+    at += seq_len[sq] * row;
+    dense_k.insert(dense_k.end(), k.begin(), k.end());
+    dense_v.insert(dense_v.end(), v.begin(), v.end());
+    for (int64_t b = 0; b < max_blocks; ++b) tables[sq].push_back(static_cast<int32_t>((b * 3 + sq * 7) % nblocks));
+    for (int64_t p = 0; p < seq_len[sq]; ++p)
+      for (int64_t c = 0; c < row; ++c) {
+        const int64_t dst = guard + (tables[sq][p / bs] * bs + p % bs) * row + c;
+        kpool[dst] = k[p * row + c], vpool[dst] = v[p * row + c];
+      }
+  }
+  // rows: (sequence, position); each gets its own table copy with -1 before its window
+  const std::vector<std::pair<int64_t, int64_t>> rows = {{0, 60}, {0, 0}, {0, 33}, {1, 8},  {2, 129}, {2, 100},
+                                                         {2, 17}, {2, 7}, {2, 64}, {0, 15}, {1, 2}};
+  const int64_t n = static_cast<int64_t>(rows.size());
+  auto q = random_vec(n * H * D, 99, 3.f);
+  std::vector<std::vector<int32_t>> row_tables(n);
+  std::vector<const int32_t*> table_ptrs(n);
+  std::vector<int64_t> kv_len(n);
+  std::vector<double> o_ref(n * H * D), lse_want(n * H);
+  for (int64_t i = 0; i < n; ++i) {
+    const auto [sq, pos] = rows[i];
+    kv_len[i] = pos + 1;
+    row_tables[i] = tables[sq];
+    const int64_t first = opt.window > 0 ? std::max<int64_t>(0, pos + 1 - opt.window) : 0;
+    for (int64_t b = 0; b < first / bs; ++b) row_tables[i][b] = -1;
+    table_ptrs[i] = row_tables[i].data();
+    // the reference: the sequence's first pos + 1 tokens, this row's query last
+    const int64_t T = pos + 1;
+    std::vector<double> sq_q(T * H * D, 0.0), sk(T * row), sv(T * row), so(T * H * D);
+    for (int64_t c = 0; c < H * D; ++c) sq_q[(T - 1) * H * D + c] = q[i * H * D + c];
+    for (int64_t c = 0; c < T * row; ++c) sk[c] = dense_k[seq_at[sq] + c], sv[c] = dense_v[seq_at[sq] + c];
+    ref::attention_fwd(sq_q.data(), sk.data(), sv.data(), so.data(), 1, T, H, Hkv, D, opt);
+    for (int64_t c = 0; c < H * D; ++c) o_ref[i * H * D + c] = so[(T - 1) * H * D + c];
+    const Case c1{1, T, H, Hkv, D};
+    const auto l = lse_ref(sq_q, sk, c1, opt);
+    for (int64_t h = 0; h < H; ++h) lse_want[i * H + h] = l[h * T + T - 1];
+  }
+  std::vector<uint16_t> kp16(kpool.size()), vp16(vpool.size());
+  for (size_t i = 0; i < kpool.size(); ++i) kp16[i] = f32_to_bf16(kpool[i]), vp16[i] = f32_to_bf16(vpool[i]);
+  for_each_isa([&](Isa) {
+    std::vector<float> o(n * H * D, 5.f), lse(n * H, 5.f);
+    PagedAttnArgs a;
+    a.n = n, a.H = H, a.Hkv = Hkv, a.D = D;
+    a.q = q.data(), a.q_stride = H * D, a.o = o.data(), a.o_stride = H * D;
+    a.block_tables = table_ptrs.data(), a.kv_len = kv_len.data(), a.block_size = bs, a.lse = lse.data();
+    if (bf16)
+      a.k_pool16 = kp16.data() + guard, a.v_pool16 = vp16.data() + guard;
+    else
+      a.k_pool = kpool.data() + guard, a.v_pool = vpool.data() + guard;
+    a.opt = opt;
+    paged_attention_fwd(a);
+    EXPECT_TRUE(all_close(o, o_ref, tolerance(Kind::reduction, 130)));
+    EXPECT_TRUE(all_close(lse, lse_want, tolerance(Kind::reduction, D)));
+  });
+}
+
+}  // namespace
+
+TEST(OpAttention, PagedWithOptionsMatchesTheReferenceEveryIsa) {
+  for (bool bf16 : {false, true})
+    for (AttnOpts o : {opts(0, 0, 0), opts(0, 0, 20), opts(0, 0, 8), opts(0, 0, 1), opts(0, 0, 9), opts(0, 0, 500),
+                       opts(0.1f, 0, 0), opts(0, 2.5f, 0), opts(0.12f, 2.0f, 13)})
+      check_paged(o, bf16);
 }

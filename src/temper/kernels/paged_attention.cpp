@@ -27,9 +27,10 @@ void paged_attention_fwd(const PagedAttnArgs& a) {
   TEMPER_CHECK(a.H <= kMaxHeads && a.H * a.D <= kMaxQueryFloats)
       << "paged attention: " << a.H << " heads x head_dim " << a.D << " (at most " << kMaxHeads << " heads, "
       << kMaxQueryFloats << " query floats)";
+  attn_opts_check(a.opt, "paged_attention_fwd");
   const IsaTable& t = isa_table();
   const int64_t group = a.H / a.Hkv, row = a.Hkv * a.D;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(a.D));
+  const float scale = attn_scale(a.opt, a.D), cap = a.opt.softcap;
   const bool widen = a.k_pool16 && a.block_size * a.D <= kMaxWidened;
   const int64_t elem = a.k_pool16 ? 2 : 4;  // bytes per K/V value
   const char* k_bytes = a.k_pool16 ? reinterpret_cast<const char*>(a.k_pool16) : reinterpret_cast<const char*>(a.k_pool);
@@ -49,8 +50,10 @@ void paged_attention_fwd(const PagedAttnArgs& a) {
       l[h] = 0.f;
       std::fill(acc + h * a.D, acc + (h + 1) * a.D, 0.f);
     }
-    for (int64_t b0 = 0; b0 < len; b0 += a.block_size) {
-      const int64_t nb = b0 + a.block_size <= len ? a.block_size : len - b0;
+    // Positions [first, len): a window's first position may fall inside a block (its rows from there on).
+    const int64_t first = a.opt.window > 0 ? std::max<int64_t>(0, len - a.opt.window) : 0;
+    for (int64_t b0 = first / a.block_size * a.block_size; b0 < len; b0 += a.block_size) {
+      const int64_t p0 = std::max(b0, first), nb = std::min(b0 + a.block_size, len) - p0;
       const int64_t blk = table[b0 / a.block_size];
       if (b0 + a.block_size < len) {  // the next block's K and V rows on their way while this one is used
         const int64_t at = table[b0 / a.block_size + 1] * a.block_size * row * elem;
@@ -61,13 +64,13 @@ void paged_attention_fwd(const PagedAttnArgs& a) {
         }
       }
       for (int64_t h = 0; h < a.H; h += hstep) {  // the query heads of one KV head together
-        const int64_t at = blk * a.block_size * row + h / group * a.D;
+        const int64_t at = (blk * a.block_size + p0 - b0) * row + h / group * a.D;
         if (a.k_pool16)
           t.attn_group_update_bf16(a.q + i * a.q_stride + h * a.D, hstep, a.k_pool16 + at, a.v_pool16 + at, row, nb,
-                                   a.D, scale, scores, m + h, l + h, acc + h * a.D, widen ? widened : nullptr);
+                                   a.D, scale, cap, scores, m + h, l + h, acc + h * a.D, widen ? widened : nullptr);
         else
           t.attn_group_update(a.q + i * a.q_stride + h * a.D, hstep, a.k_pool + at, a.v_pool + at, row, nb, a.D, scale,
-                              scores, m + h, l + h, acc + h * a.D);
+                              cap, scores, m + h, l + h, acc + h * a.D);
       }
     }
     for (int64_t h = 0; h < a.H; ++h) {

@@ -3,9 +3,13 @@
 // blocks listed by its block table. GQA as in attention.h (head h reads KV head h / (H/Hkv)).
 // One pass with an online softmax per (row, head) — flash-decoding style, no [T, T] matrix.
 // Forward only (rollouts need no gradient). Reference: kernels/ref/attention_ref.h on gathered K/V.
+// opt (attention.h): with a window, row i sees positions (kv_len[i]-1-window, kv_len[i]-1] and reads no
+// block wholly before them (their table entries may be -1: freed blocks of a sliding-window layer).
 #pragma once
 
 #include <cstdint>
+
+#include "temper/kernels/attention.h"
 
 namespace temper::kernels {
 
@@ -26,6 +30,7 @@ struct PagedAttnArgs {
   // Optional [n, H]: log-sum-exp of each row's scaled scores per head (the training kernels' lse, so the
   // update can run the backward over a rollout's activations).
   float* lse = nullptr;
+  AttnOpts opt{};
 };
 
 void paged_attention_fwd(const PagedAttnArgs& a);

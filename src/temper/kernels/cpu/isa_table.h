@@ -41,6 +41,9 @@ struct IsaTable {
   void (*classifier_row_grad)(float* z, int64_t V, int32_t target, float lse, float entropy, float g_lp, float g_ent);
   // Attention backward row: dS[i] = P[i] * (dP[i] - d) * scale, in place over dP; P given.
   void (*softmax_bwd_row)(const float* P, float* dP, int64_t n, float d, float scale);
+  // Attention logit soft-capping (Gemma-2): x[i] = cap * tanh(x[i] * scale / cap) in place; dcap (optional)
+  // gets the derivative's factor 1 - tanh^2.
+  void (*softcap)(float* x, int64_t n, float scale, float cap, float* dcap);
   float (*dot)(const float* a, const float* b, int64_t n);
   void (*f32_to_bf16)(const float* x, uint16_t* y, int64_t n);
   // Small-M GEMM (decode): C[m, n] (+)= sum_k A[m, k] W[n, k] for m < M, n in [n0, n1); W row-major
@@ -48,16 +51,17 @@ struct IsaTable {
   void (*gemm_nt_f32)(const float* A, int64_t lda, const float* W, int64_t ldw, float* C, int64_t ldc, int64_t M,
                       int64_t n0, int64_t n1, int64_t K, bool accumulate);
   // Paged decode attention: one query row over nb keys/values of one KV block, online softmax (scores:
-  // scratch of round_up(nb, 16) floats).
+  // scratch of round_up(nb, 16) floats). cap > 0: scores soft-capped (softcap above) after scaling.
   void (*attn_block_update)(const float* q, const float* K, const float* V, int64_t stride, int64_t nb, int64_t D,
-                            float scale, float* scores, float* m, float* l, float* acc);
+                            float scale, float cap, float* scores, float* m, float* l, float* acc);
   // Paged decode attention of the G query heads sharing one KV head over one block (q, acc: the heads'
   // rows, D apart; m, l: theirs; scores: scratch of G * round_up(nb, 16) floats; widened as above).
   void (*attn_group_update)(const float* q, int64_t G, const float* K, const float* V, int64_t stride, int64_t nb,
-                            int64_t D, float scale, float* scores, float* m, float* l, float* acc);
+                            int64_t D, float scale, float cap, float* scores, float* m, float* l, float* acc);
+  // bf16 rows; widened: scratch of 2 * nb * D floats or nullptr.
   void (*attn_group_update_bf16)(const float* q, int64_t G, const uint16_t* K, const uint16_t* V, int64_t stride,
-                                 int64_t nb, int64_t D, float scale, float* scores, float* m, float* l, float* acc,
-                                 float* widened);  // bf16 rows; widened: scratch of 2 * nb * D floats or nullptr
+                                 int64_t nb, int64_t D, float scale, float cap, float* scores, float* m, float* l,
+                                 float* acc, float* widened);
   // int4 weights x int8 activations (kernels/int4_matmul.h), outputs n in [n0, n1) of every row m < M:
   // Y[m, n] (+)= sum_g scale[n, g] * (sa[m, g] * dot(q[n, g], qa[m, g]) - zero[n, g] * zs[m, g]).
   void (*int4_gemm_rows)(const int8_t* qa, const float* sa, const float* zs, int64_t M, int64_t Kp, const uint8_t* q,
