@@ -1,7 +1,8 @@
 // Goldens from tools/ref/make_goldens.py (pinned torch + transformers, fp64 reference): for a Llama
-// (tied), a Qwen2 (q/k/v bias) and a Qwen3 (q/k norm, head_dim != C/H) config, our f32 engine must
-// match the logits, per-token log-probs and entropies, the loss, every parameter gradient, and the
-// losses, grad norms and parameters of 5 AdamW steps with clipping.
+// (tied), a Qwen2 (q/k/v bias), a Qwen3 (q/k norm, head_dim != C/H), a Llama-3.1 (rope_scaling llama3), a
+// Mistral (sliding window), a Gemma-2, a Gemma-3 and a Phi-3 config, our f32 engine must match the logits,
+// per-token log-probs and entropies, the loss, every parameter gradient, and the losses, grad norms and
+// parameters of 5 AdamW steps with clipping.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -103,7 +104,11 @@ void check_golden(const std::string& name) {
   // Final parameters. Adam divides by sqrt(v): where a gradient is ~0 the update follows the sign of
   // rounding noise in any precision (small elements of the k-projection bias, whose only effect is
   // through RoPE's position-dependent rotation, are the clearest case). Compare the elements whose
-  // first gradient is clearly above that noise.
+  // first gradient is clearly above that noise. Where the golden records how far PyTorch's own float32
+  // run ends from it (adamw_f32_worst: 1.0e-3 on gemma3, 2.2e-4 on phi3, whose five steps at lr 1e-2
+  // amplify rounding), the bound is 4x that or 10x tol, whichever is larger.
+  const double final_tol =
+      g.has("adamw_f32_worst") ? std::max(10 * tol, 4 * g.get("adamw_f32_worst").data<double>()[0]) : 10 * tol;
   for (const ParamEntry& e : model.layout().entries()) {
     Tensor p = model.param(e.name);
     auto want = f64(g.get("adamw_final." + e.name)), g0 = f64(g.get("grad." + e.name));
@@ -117,7 +122,7 @@ void check_golden(const std::string& name) {
         want_sel.push_back(want[i]);
       }
     EXPECT_FALSE(got_sel.empty()) << e.name;  // (untied embeddings: only rows of tokens in the batch move)
-    EXPECT_TRUE(all_close(got_sel, want_sel, 10 * tol)) << "adamw_final." << e.name;
+    EXPECT_TRUE(all_close(got_sel, want_sel, final_tol)) << "adamw_final." << e.name;
   }
 }
 
@@ -125,6 +130,8 @@ TEST_P(Golden, ForwardBackwardAndAdamWMatchPyTorchEveryIsa) {
   for_each_isa([&](Isa) { check_golden(GetParam()); });
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, Golden, ::testing::Values("llama", "qwen2", "qwen3"));
+INSTANTIATE_TEST_SUITE_P(Models, Golden,
+                         ::testing::Values("llama", "qwen2", "qwen3", "llama31", "mistral", "gemma2", "gemma3",
+                                           "phi3"));
 
 }  // namespace

@@ -529,6 +529,9 @@ def build(kind, out_dir, check=True):
     for n, p in model.named_parameters():
         out["adamw_final." + n] = p.detach().to(torch.float32)  # f32: the engine trains in f32; keeps files small
 
+    if kind in F32_NOISE_MODELS:
+        out["adamw_f32_worst"] = torch.tensor(adamw_f32_worst(model32, ids, mask, out), dtype=torch.float64)
+
     for k, v in out.items():
         out[k] = v.contiguous()
         if k in names:
@@ -538,9 +541,12 @@ def build(kind, out_dir, check=True):
         elif k not in ("input_ids", "target_mask"):
             assert v.dtype == torch.float64, k
 
+
     report = {"model": kind, "seed": seed, "params": sum(out[n].numel() for n in names),
               "loss": loss.item(), "adamw_losses": [x.item() for x in losses],
               "adamw_grad_norms": [x.item() for x in norms]}
+    if "adamw_f32_worst" in out:
+        report["adamw_f32_worst"] = out["adamw_f32_worst"].item()
 
     if check:
         report.update(self_check(kind, cfg, model32, out, ids, mask))
@@ -564,6 +570,37 @@ def build(kind, out_dir, check=True):
     assert set(back) == set(out) and all(torch.equal(back[k], out[k]) for k in out)
     report["bytes"] = os.path.getsize(path) + os.path.getsize(os.path.join(out_dir, "config.json"))
     return report
+
+
+# Models whose golden also records how far HF itself, in float32, ends from the fp64 AdamW parameters
+# (adamw_f32_worst): five steps at lr 1e-2 amplify float32 rounding to ~1e-3 on gemma3 and phi3, and the
+# engine's test allows twice PyTorch's own float32 error there. (The first three goldens predate it.)
+F32_NOISE_MODELS = ("llama31", "mistral", "gemma2", "gemma3", "phi3")
+
+
+def adamw_f32_worst(model32, ids, mask, out):
+    """The test's metric (|got - want| / (|want| + rms(want)) over elements whose first gradient is clearly
+    above noise) for stock HF float32 after the same AdamW steps, worst over the parameters."""
+    model = copy.deepcopy(model32)
+    plist = [p for _, p in model.named_parameters()]
+    opt = torch.optim.AdamW(plist, **ADAMW)
+    for _ in range(ADAMW_STEPS):
+        opt.zero_grad(set_to_none=True)
+        _, _, l = token_stats(forward_logits(model, ids).double(), ids, mask)
+        l.backward()
+        torch.nn.utils.clip_grad_norm_(plist, CLIP_MAX_NORM)
+        opt.step()
+    worst = 0.0
+    for n, p in model.named_parameters():
+        want, g0 = out["adamw_final." + n].double(), out["grad." + n]
+        floor = 1e-2 * g0.pow(2).mean().sqrt()
+        sel = (g0.abs() > floor) & (g0.abs() > 1e-6)
+        if sel.sum() == 0:
+            continue
+        w = want[sel]
+        rel = (p.detach().double()[sel] - w).abs() / (w.abs() + w.pow(2).mean().sqrt())
+        worst = max(worst, rel.max().item())
+    return worst
 
 
 def self_check(kind, cfg, model32, out, ids, mask):

@@ -80,31 +80,7 @@ Transformer load_hf_model(const HfModelDir& d) {
 namespace {
 
 std::string hf_config_text(const ModelConfig& c, DType dtype, const HfExportOptions& o) {
-  nlohmann::ordered_json j;
-  const char* arch = c.arch == Arch::llama ? "LlamaForCausalLM" : c.arch == Arch::qwen2 ? "Qwen2ForCausalLM"
-                                                                                         : "Qwen3ForCausalLM";
-  j["architectures"] = {arch};
-  j["model_type"] = arch_name(c.arch);
-  j["vocab_size"] = c.vocab_size;
-  j["hidden_size"] = c.hidden_size;
-  j["intermediate_size"] = c.intermediate_size;
-  j["num_hidden_layers"] = c.num_layers;
-  j["num_attention_heads"] = c.num_heads;
-  j["num_key_value_heads"] = c.num_kv_heads;
-  j["head_dim"] = c.head_dim;
-  j["max_position_embeddings"] = c.max_position_embeddings;
-  j["rope_theta"] = c.rope_theta;
-  j["rms_norm_eps"] = c.rms_norm_eps;
-  j["tie_word_embeddings"] = c.tie_word_embeddings;
-  j["hidden_act"] = "silu";
-  j["attention_bias"] = c.arch == Arch::qwen2;
-  j["attention_dropout"] = 0.0;
-  if (c.arch == Arch::llama) j["mlp_bias"] = false;
-  if (c.arch != Arch::llama) {
-    j["use_sliding_window"] = false;
-    j["sliding_window"] = nullptr;  // transformers 4.51 applies a non-null window even when unused
-  }
-  j["rope_scaling"] = nullptr;
+  nlohmann::ordered_json j = hf_config_json(c);
   j["torch_dtype"] = dtype == DType::bf16 ? "bfloat16" : dtype == DType::f16 ? "float16" : "float32";
   if (o.bos_id >= 0) j["bos_token_id"] = o.bos_id;
   if (o.eos_ids.size() == 1) j["eos_token_id"] = o.eos_ids[0];

@@ -1,5 +1,6 @@
 #include "temper/model/config.h"
 
+#include <cmath>
 #include <sstream>
 
 #include "temper/core/error.h"
@@ -12,6 +13,14 @@ std::string arch_name(Arch a) {
     case Arch::llama: return "llama";
     case Arch::qwen2: return "qwen2";
     case Arch::qwen3: return "qwen3";
+    case Arch::mistral:
+      return "mistral";
+    case Arch::gemma2:
+      return "gemma2";
+    case Arch::gemma3:
+      return "gemma3";
+    case Arch::phi3:
+      return "phi3";
   }
   return "?";
 }
@@ -34,13 +43,84 @@ void ModelConfig::validate(const std::string& where) const {
   TEMPER_CHECK(head_dim % 2 == 0) << where << ": head_dim must be even for RoPE, got " << head_dim;
   TEMPER_CHECK(rope_theta > 0) << where << ": rope_theta must be > 0, got " << rope_theta;
   TEMPER_CHECK(rms_norm_eps > 0 && rms_norm_eps < 1) << where << ": rms_norm_eps must be in (0, 1), got " << rms_norm_eps;
+  TEMPER_CHECK(query_pre_attn_scalar >= 0 && std::isfinite(query_pre_attn_scalar))
+      << where << ": query_pre_attn_scalar must be a positive number, got " << query_pre_attn_scalar;
+  TEMPER_CHECK(attn_softcap >= 0 && std::isfinite(attn_softcap))
+      << where << ": attn_logit_softcapping must be a positive number or null, got " << attn_softcap;
+  TEMPER_CHECK(final_softcap >= 0 && std::isfinite(final_softcap))
+      << where << ": final_logit_softcapping must be a positive number or null, got " << final_softcap;
+  TEMPER_CHECK(sliding_window >= 0) << where << ": sliding_window must be a positive integer or null, got "
+                                    << sliding_window;
+  TEMPER_CHECK(sliding_pattern >= 0) << where << ": sliding_window_pattern must be a positive integer, got "
+                                     << sliding_pattern;
+  TEMPER_CHECK(rope_local_theta >= 0) << where << ": rope_local_base_freq must be > 0, got " << rope_local_theta;
+  TEMPER_CHECK(pad_token_id < vocab_size)
+      << where << ": pad_token_id " << pad_token_id << " is outside the vocabulary (" << vocab_size << " tokens)";
+}
+
+float ModelConfig::attn_scale() const {
+  return static_cast<float>(
+      1.0 / std::sqrt(query_pre_attn_scalar > 0 ? query_pre_attn_scalar : static_cast<double>(head_dim)));
+}
+
+namespace {
+std::string rope_phrase(const kernels::RopeScaling& r) {
+  using T = kernels::RopeScaling::Type;
+  std::ostringstream s;
+  switch (r.type) {
+    case T::none:
+      return "";
+    case T::linear:
+      s << "RoPE scaling linear x" << r.factor;
+      break;
+    case T::llama3:
+      s << "RoPE scaling llama3 x" << r.factor << " (original " << r.original_max_position << ")";
+      break;
+    case T::longrope:
+      s << "RoPE scaling longrope (original " << r.original_max_position << ")";
+      break;
+  }
+  return s.str();
+}
+}  // namespace
+
+std::vector<std::string> ModelConfig::features() const {
+  std::vector<std::string> f;
+  auto num = [](double v) {
+    std::ostringstream s;
+    s << v;
+    return s.str();
+  };
+  if (tie_word_embeddings) f.push_back("tied embeddings");
+  if (qkv_bias) f.push_back("q/k/v biases");
+  if (qk_norm) f.push_back("q/k RMSNorm");
+  if (act == Activation::gelu_tanh) f.push_back("GeGLU (tanh GELU)");
+  if (norm_offset) f.push_back("RMSNorm (1 + w)");
+  if (embed_scale) f.push_back("embeddings x sqrt(hidden_size)");
+  if (sandwich_norm) f.push_back("norms after attention and MLP");
+  if (fused_proj) f.push_back("fused qkv_proj and gate_up_proj");
+  if (query_pre_attn_scalar > 0) f.push_back("attention scale query_pre_attn_scalar^-1/2 = " + num(attn_scale()));
+  if (attn_softcap > 0) f.push_back("attention soft-cap " + num(attn_softcap));
+  if (final_softcap > 0) f.push_back("final logit soft-cap " + num(final_softcap));
+  if (sliding_window > 0) {
+    int64_t n = 0;
+    for (int64_t l = 0; l < num_layers; ++l) n += slides(l) ? 1 : 0;
+    f.push_back("sliding window " + std::to_string(sliding_window) + " on " + std::to_string(n) + " of " +
+                std::to_string(num_layers) + " layers");
+  }
+  if (rope_local_theta > 0) f.push_back("local layers' RoPE base " + num(rope_local_theta));
+  if (std::string r = rope_phrase(rope_scaling); !r.empty()) f.push_back(r);
+  if (pad_token_id >= 0) f.push_back("padding_idx " + std::to_string(pad_token_id));
+  return f;
 }
 
 std::string ModelConfig::summary() const {
   std::ostringstream s;
   s << arch_name(arch) << " L=" << num_layers << " C=" << hidden_size << " H=" << num_heads << " Hkv=" << num_kv_heads
     << " D=" << head_dim << " F=" << intermediate_size << " V=" << vocab_size << (tie_word_embeddings ? " tied" : "")
-    << (qkv_bias ? " qkv_bias" : "") << (qk_norm ? " qk_norm" : "");
+    << (qkv_bias ? " qkv_bias" : "") << (qk_norm ? " qk_norm" : "") << (sliding_window > 0 ? " swa" : "")
+    << (attn_softcap > 0 || final_softcap > 0 ? " softcap" : "")
+    << (rope_scaling.type != kernels::RopeScaling::Type::none ? " rope_scaled" : "");
   return s.str();
 }
 

@@ -1,15 +1,20 @@
-// ModelConfig: the Llama family as Hugging Face configures it (Llama, SmolLM with tied embeddings,
-// Qwen2 with q/k/v biases, Qwen3 with per-head q/k RMSNorm and an explicit head_dim).
-// Parsing config.json is io's job (io/hf_config.h); built-in shapes for benchmarks are here.
+// ModelConfig: the decoder families as Hugging Face configures them: Llama (SmolLM, Llama-3.x with
+// rope_scaling llama3), Qwen2 (q/k/v biases), Qwen3 (per-head q/k RMSNorm), Mistral (sliding window),
+// Gemma-2/3 (GeGLU, (1 + w) norms, four norms a layer, soft-capping, local/global layers), Phi-3 (fused
+// projections, longrope). Parsing config.json is io's job (io/hf_config.h); built-in shapes are here.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "temper/kernels/rope.h"
 
 namespace temper {
 
-enum class Arch { llama, qwen2, qwen3 };
+enum class Arch { llama, qwen2, qwen3, mistral, gemma2, gemma3, phi3 };
+enum class Activation { silu, gelu_tanh };  // the MLP's gate: SwiGLU or GeGLU (torch's tanh GELU)
 
 struct ModelConfig {
   Arch arch = Arch::llama;
@@ -25,11 +30,30 @@ struct ModelConfig {
   double rms_norm_eps = 1e-6;
   bool tie_word_embeddings = false;
   bool qkv_bias = false;  // Qwen2
-  bool qk_norm = false;   // Qwen3
+  bool qk_norm = false;   // Qwen3, Gemma-3
+  Activation act = Activation::silu;
+  bool norm_offset = false;          // Gemma: every RMSNorm scales by (1 + w)
+  bool embed_scale = false;          // Gemma: the embedding lookup times sqrt(hidden_size)
+  bool sandwich_norm = false;        // Gemma-2/3: RMSNorm on the attention and MLP outputs too (four a layer)
+  bool fused_proj = false;           // Phi-3: q/k/v and gate/up stored as qkv_proj and gate_up_proj
+  double query_pre_attn_scalar = 0;  // > 0: scores scaled by its -1/2 power instead of head_dim's (Gemma)
+  double attn_softcap = 0;           // > 0: attention scores soft-capped, cap * tanh(s / cap) (Gemma-2)
+  double final_softcap = 0;          // > 0: the logits soft-capped the same way (Gemma-2)
+  int64_t sliding_window = 0;        // > 0: a sliding layer's query sees the last this-many positions (itself included)
+  int64_t sliding_pattern = 0;       // 0: every layer slides (with a window); k: layer i slides unless (i + 1) % k == 0
+  double rope_local_theta = 0;       // > 0: the sliding layers' RoPE base, unscaled (Gemma-3)
+  kernels::RopeScaling rope_scaling;  // RoPE frequencies' scaling (the global layers' on Gemma-3)
+  int64_t pad_token_id = -1;  // >= 0: the embedding's padding_idx (HF: no gradient into that row from the lookup)
 
   // Throws temper::Error naming the field, expected and actual value. `where` names the source.
   void validate(const std::string& where = "model config") const;
   int64_t qkv_dim() const { return (num_heads + 2 * num_kv_heads) * head_dim; }
+  bool slides(int64_t layer) const {  // whether the layer's attention is windowed
+    return sliding_window > 0 && (sliding_pattern == 0 || (layer + 1) % sliding_pattern != 0);
+  }
+  float attn_scale() const;  // the factor on q.k
+  // The architecture's features in use, one phrase each ("sliding window 4096 on 1 of 2 layers", ...).
+  std::vector<std::string> features() const;
   std::string summary() const;
 };
 

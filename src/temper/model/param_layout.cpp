@@ -21,9 +21,13 @@ ParamLayout::ParamLayout(const ModelConfig& c) {
     std::string p = "model.layers." + std::to_string(l) + ".";
     LayerOffsets o{};
     o.attn_norm = add(p + "input_layernorm.weight", {C});
-    o.w_qkv = add(p + "self_attn.q_proj.weight", {Hq, C}, false);
-    add(p + "self_attn.k_proj.weight", {Hk, C}, false);
-    add(p + "self_attn.v_proj.weight", {Hk, C});
+    if (c.fused_proj) {
+      o.w_qkv = add(p + "self_attn.qkv_proj.weight", {c.qkv_dim(), C});
+    } else {
+      o.w_qkv = add(p + "self_attn.q_proj.weight", {Hq, C}, false);
+      add(p + "self_attn.k_proj.weight", {Hk, C}, false);
+      add(p + "self_attn.v_proj.weight", {Hk, C});
+    }
     if (c.qkv_bias) {
       o.b_qkv = add(p + "self_attn.q_proj.bias", {Hq}, false);
       add(p + "self_attn.k_proj.bias", {Hk}, false);
@@ -34,10 +38,20 @@ ParamLayout::ParamLayout(const ModelConfig& c) {
       o.k_norm = add(p + "self_attn.k_norm.weight", {D});
     }
     o.w_o = add(p + "self_attn.o_proj.weight", {C, Hq});
-    o.mlp_norm = add(p + "post_attention_layernorm.weight", {C});
-    o.w_gu = add(p + "mlp.gate_proj.weight", {F, C}, false);
-    add(p + "mlp.up_proj.weight", {F, C});
+    if (c.sandwich_norm) {
+      o.attn_post_norm = add(p + "post_attention_layernorm.weight", {C});
+      o.mlp_norm = add(p + "pre_feedforward_layernorm.weight", {C});
+    } else {
+      o.mlp_norm = add(p + "post_attention_layernorm.weight", {C});
+    }
+    if (c.fused_proj) {
+      o.w_gu = add(p + "mlp.gate_up_proj.weight", {2 * F, C});
+    } else {
+      o.w_gu = add(p + "mlp.gate_proj.weight", {F, C}, false);
+      add(p + "mlp.up_proj.weight", {F, C});
+    }
     o.w_down = add(p + "mlp.down_proj.weight", {C, F});
+    if (c.sandwich_norm) o.mlp_post_norm = add(p + "post_feedforward_layernorm.weight", {C});
     layers.push_back(o);
   }
   final_norm = add("model.norm.weight", {C});

@@ -1,6 +1,7 @@
 // Where every parameter lives in the one flat buffer (params, grads and AdamW moments share it).
 // Tensors are named as in Hugging Face state dicts. q/k/v (and their biases) are adjacent so they
-// form one fused [Hq*D + 2*Hkv*D, C] matrix; gate/up likewise form [2F, C]: one GEMM each.
+// form one fused [Hq*D + 2*Hkv*D, C] matrix; gate/up likewise form [2F, C]: one GEMM each (Phi-3 stores
+// them so: qkv_proj, gate_up_proj).
 #pragma once
 
 #include <cstdint>
@@ -20,8 +21,11 @@ struct ParamEntry {
   int64_t numel() const { return shape.numel(); }
 };
 
+// mlp_norm is the MLP's input norm (Llama's post_attention_layernorm, Gemma's pre_feedforward_layernorm);
+// Gemma's norms of the attention and MLP outputs are attn_post_norm and mlp_post_norm (-1 elsewhere).
 struct LayerOffsets {
   int64_t attn_norm, w_qkv, b_qkv = -1, q_norm = -1, k_norm = -1, w_o, mlp_norm, w_gu, w_down;
+  int64_t attn_post_norm = -1, mlp_post_norm = -1;
 };
 
 class ParamLayout {

@@ -1,6 +1,7 @@
 #include "temper/model/transformer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -13,6 +14,7 @@
 #include "temper/kernels/attention.h"
 #include "temper/kernels/bias.h"
 #include "temper/kernels/embedding.h"
+#include "temper/kernels/geglu.h"
 #include "temper/kernels/int4_matmul.h"
 #include "temper/kernels/paged_attention.h"
 #include "temper/kernels/rmsnorm.h"
@@ -28,7 +30,14 @@ Transformer::Transformer(const ModelConfig& cfg) : cfg_(cfg), layout_(cfg) {
   cfg_.validate();
   params_ = Tensor::zeros({layout_.total()});
   grads_ = Tensor::zeros({layout_.total()});
-  rope_ = kernels::rope_table(cfg_.max_position_embeddings, cfg_.head_dim, cfg_.rope_theta);
+  rope_ = kernels::rope_table(cfg_.max_position_embeddings, cfg_.head_dim, cfg_.rope_theta, cfg_.rope_scaling);
+  if (cfg_.rope_scaling.type == kernels::RopeScaling::Type::longrope) {
+    kernels::RopeScaling long_factors = cfg_.rope_scaling;
+    long_factors.use_long = true;
+    rope_long_ = kernels::rope_table(cfg_.max_position_embeddings, cfg_.head_dim, cfg_.rope_theta, long_factors);
+  }
+  if (cfg_.rope_local_theta > 0)
+    rope_local_ = kernels::rope_table(cfg_.max_position_embeddings, cfg_.head_dim, cfg_.rope_local_theta);
   for (int64_t l = 0; l < cfg_.num_layers; ++l)  // an ActivationStore's fields: each layer's, then the final residual
     each_act_field(scratch_acts_, [&](float* const&, int64_t w) { act_widths_.push_back(w); });
   act_widths_.push_back(cfg_.hidden_size);
@@ -80,8 +89,8 @@ void Transformer::init_random(uint64_t seed, float std) {
     float* p = params() + e.offset;
     bool is_norm = e.name.find("norm.weight") != std::string::npos;
     bool is_bias = e.name.size() > 5 && e.name.compare(e.name.size() - 5, 5, ".bias") == 0;
-    if (is_norm) {
-      for (int64_t j = 0; j < e.numel(); ++j) p[j] = 1.0f;
+    if (is_norm) {  // ones; Gemma's (1 + w) norms zeros (HF's init: the same scale)
+      for (int64_t j = 0; j < e.numel(); ++j) p[j] = cfg_.norm_offset ? 0.0f : 1.0f;
     } else if (is_bias) {
       std::memset(p, 0, static_cast<size_t>(e.numel()) * sizeof(float));
     } else {
@@ -126,6 +135,10 @@ void Transformer::bind_arena(bool allocate, size_t* bytes) {
     a.x_mid = take(N * C);
     a.rstd2 = take(N);
     a.gu = take(N * 2 * F);
+    a.ao = cfg_.sandwich_norm ? take(N * C) : nullptr;
+    a.rstd3 = cfg_.sandwich_norm ? take(N) : nullptr;
+    a.mo = cfg_.sandwich_norm ? take(N * C) : nullptr;
+    a.rstd4 = cfg_.sandwich_norm ? take(N) : nullptr;
   };
   saved_.assign(static_cast<size_t>(cfg_.num_layers), LayerActs{});
   for (auto& a : saved_) take_layer(a, recompute_);
@@ -254,9 +267,11 @@ void Transformer::prepare(int64_t B, int64_t T) {
     refresh_bf16();
     bf16_version_ = params_version_;
   }
+  refresh_norm_weights();
   if (B * T > max_tokens_ || T > max_seq_) plan_host(B * T > max_tokens_ ? B * T : max_tokens_, T > max_seq_ ? T : max_seq_);
   for (int64_t b = 0; b < B; ++b)
     for (int64_t t = 0; t < T; ++t) pos_[b * T + t] = static_cast<int32_t>(t);
+  select_rope(T);
 }
 
 Transformer::LayerActs Transformer::acts_for(int64_t l, bool save) const {
@@ -271,42 +286,117 @@ Transformer::LayerActs Transformer::acts_for(int64_t l, bool save) const {
 // chunks) oneDNN's sgemm, which is 5-15% faster there (docs/PERFORMANCE.md, "Packed forward products").
 constexpr int64_t kF32PackedMaxRows = 64;
 
-void Transformer::layer_forward(int64_t l, const LayerActs& a, float* x_out, int64_t B, int64_t T,
-                                const PagedStep* paged, KvPool* pool, const Int4Layer* q4) {
-  const LayerOffsets& o = layout_.layers[static_cast<size_t>(l)];
-  const float* P = params();
-  const int64_t N = B * T, C = cfg_.hidden_size, D = cfg_.head_dim, H = cfg_.num_heads, Hkv = cfg_.num_kv_heads,
-                Hq = H * D, Hk = Hkv * D, QKV = cfg_.qkv_dim(), F = cfg_.intermediate_size;
-  const float eps = static_cast<float>(cfg_.rms_norm_eps);
-  // Attention block.
-  { TEMPER_PROFILE("rmsnorm"); kernels::rmsnorm_fwd(a.x_in, P + o.attn_norm, xn_, a.rstd1, N, C, eps); }
-  float* qkv_out = cfg_.qk_norm ? a.qkv_pre : a.qkv;
-  // y = x W^T (+ y): the f32/bf16 weight, or the drafter's 4-bit copy.
-  auto linear = [&](int64_t out, int64_t in, const float* x, int64_t w, const kernels::Int4Weights* w4, float beta, float* y) {
-    TEMPER_PROFILE("gemm");
-    if (w4) kernels::int4_gemm(N, x, in, *w4, beta != 0.f, y, out);
-    else if (const uint16_t* p = wp(w)) kernels::gemm_bf16_packed(N, out, in, x, in, p, beta, y, out);
-    else if (const float* p = paged && N <= kF32PackedMaxRows ? wpf(w) : nullptr)
-      kernels::gemm_f32_packed(N, out, in, x, in, p, beta, y, out);
-    else if (paged) kernels::gemm_decode(N, out, in, x, in, P + w, in, beta, y, out, precision_, w16(w));  // the rollout engine
-    else gemm(false, true, N, out, in, x, in, P + w, in, beta, y, out, precision_, w16(w));
-  };
-  linear(QKV, C, xn_, o.w_qkv, q4 ? &q4->qkv : nullptr, 0.f, qkv_out);
-  if (cfg_.qkv_bias) kernels::bias_add(qkv_out, P + o.b_qkv, N, QKV);
-  if (cfg_.qk_norm) {  // Qwen3: per-head RMSNorm on q and k before RoPE; v copied through
-    { TEMPER_PROFILE("rmsnorm"); kernels::rmsnorm_heads_fwd(a.qkv_pre, P + o.q_norm, a.qkv, a.q_rstd, N, H, D, QKV, eps); }
-    { TEMPER_PROFILE("rmsnorm"); kernels::rmsnorm_heads_fwd(a.qkv_pre + Hq, P + o.k_norm, a.qkv + Hq, a.k_rstd, N, Hkv, D, QKV, eps); }
-    for (int64_t n = 0; n < N; ++n)
-      std::memcpy(a.qkv + n * QKV + Hq + Hk, a.qkv_pre + n * QKV + Hq + Hk, static_cast<size_t>(Hk) * sizeof(float));
+kernels::AttnOpts Transformer::attn_opts(int64_t l) const {
+  kernels::AttnOpts o;
+  if (cfg_.query_pre_attn_scalar > 0) o.scale = cfg_.attn_scale();
+  o.softcap = static_cast<float>(cfg_.attn_softcap);
+  o.window = cfg_.slides(l) ? cfg_.sliding_window : 0;
+  return o;
+}
+
+const kernels::RopeTable& Transformer::rope_for(int64_t l) const {
+  if (cfg_.rope_local_theta > 0 && cfg_.slides(l)) return rope_local_;
+  return use_long_rope_ ? rope_long_ : rope_;
+}
+
+void Transformer::select_rope(int64_t max_pos) {
+  use_long_rope_ = cfg_.rope_scaling.type == kernels::RopeScaling::Type::longrope &&
+                   max_pos > cfg_.rope_scaling.original_max_position;
+}
+
+void Transformer::act_fwd(const float* gu, float* h, int64_t N) const {
+  TEMPER_PROFILE("swiglu");
+  if (cfg_.act == Activation::gelu_tanh)
+    kernels::geglu_fwd(gu, h, N, cfg_.intermediate_size);
+  else
+    kernels::swiglu_fwd(gu, h, N, cfg_.intermediate_size);
+}
+
+void Transformer::act_bwd(const float* gu, const float* dh, float* dgu, int64_t N) const {
+  TEMPER_PROFILE("swiglu");
+  if (cfg_.act == Activation::gelu_tanh)
+    kernels::geglu_bwd(gu, dh, dgu, N, cfg_.intermediate_size);
+  else
+    kernels::swiglu_bwd(gu, dh, dgu, N, cfg_.intermediate_size);
+}
+
+const float* Transformer::nw(int64_t offset) const {
+  if (!cfg_.norm_offset) return params() + offset;
+  auto it = std::lower_bound(norm_at_.begin(), norm_at_.end(), std::pair<int64_t, int64_t>{offset, INT64_MIN});
+  TEMPER_CHECK(it != norm_at_.end() && it->first == offset) << "no norm weight at " << offset;
+  return norm_eff_.data() + it->second;
+}
+
+// Gemma's RMSNorm scales by (1 + w) (HF: output * (1.0 + weight.float())): the sums, in f32, once per weight
+// version; the kernels take them as the weight (the gradient w.r.t. w equals that w.r.t. 1 + w).
+void Transformer::refresh_norm_weights() {
+  if (!cfg_.norm_offset || norm_version_ == params_version_) return;
+  if (norm_at_.empty()) {
+    int64_t n = 0;
+    for (const ParamEntry& e : layout_.entries())
+      if (e.name.size() > 11 && e.name.compare(e.name.size() - 11, 11, "norm.weight") == 0) {
+        norm_at_.push_back({e.offset, n});
+        n += e.numel();
+      }
+    std::sort(norm_at_.begin(), norm_at_.end());
+    norm_eff_.resize(static_cast<size_t>(n));
   }
-  { TEMPER_PROFILE("rope"); kernels::rope_fwd(a.qkv, pos_, rope_, N, H, D, QKV); }
-  { TEMPER_PROFILE("rope"); kernels::rope_fwd(a.qkv + Hq, pos_, rope_, N, Hkv, D, QKV); }
+  const float* P = params();
+  for (const ParamEntry& e : layout_.entries()) {
+    auto it = std::lower_bound(norm_at_.begin(), norm_at_.end(), std::pair<int64_t, int64_t>{e.offset, INT64_MIN});
+    if (it == norm_at_.end() || it->first != e.offset) continue;
+    for (int64_t j = 0; j < e.numel(); ++j) norm_eff_[static_cast<size_t>(it->second + j)] = 1.0f + P[e.offset + j];
+  }
+  norm_version_ = params_version_;
+}
+
+void Transformer::embed(const int32_t* tokens, int64_t N, float* x) {
+  const int64_t C = cfg_.hidden_size;
+  TEMPER_PROFILE("embedding");
+  kernels::embedding_fwd(params() + layout_.embed, tokens, x, N, cfg_.vocab_size, C);
+  if (!cfg_.embed_scale) return;
+  // HF Gemma: embeddings * tensor(hidden_size ** 0.5) in the weights' dtype.
+  const float s = static_cast<float>(std::sqrt(static_cast<double>(C)));
+  for (int64_t i = 0; i < N * C; ++i) x[i] *= s;
+}
+
+// The lookup's gradient into the embedding rows; the padding_idx row gets none (nn.Embedding(padding_idx)).
+void Transformer::embed_backward(const int32_t* tokens, int64_t N, float* dx) {
+  const int64_t C = cfg_.hidden_size;
+  if (cfg_.embed_scale) {
+    const float s = static_cast<float>(std::sqrt(static_cast<double>(C)));
+    for (int64_t i = 0; i < N * C; ++i) dx[i] *= s;
+  }
+  if (cfg_.pad_token_id >= 0)
+    for (int64_t n = 0; n < N; ++n)
+      if (tokens[n] == cfg_.pad_token_id) std::fill(dx + n * C, dx + (n + 1) * C, 0.f);
+  TEMPER_PROFILE("embedding");
+  kernels::embedding_bwd(dx, tokens, grads() + layout_.embed, N, C);
+}
+
+// From q/k/v (a.qkv, after the projection and q/k norms) to the attention output a.o: RoPE, the bf16 rounding
+// of K/V, then the paged, packed or plain attention.
+void Transformer::attention_forward(int64_t l, const LayerActs& a, int64_t B, int64_t T, const PagedStep* paged,
+                                    KvPool* pool) {
+  const int64_t N = B * T, D = cfg_.head_dim, H = cfg_.num_heads, Hkv = cfg_.num_kv_heads, Hq = H * D, Hk = Hkv * D,
+                QKV = cfg_.qkv_dim();
+  const kernels::RopeTable& rope = rope_for(l);
+  {
+    TEMPER_PROFILE("rope");
+    kernels::rope_fwd(a.qkv, pos_, rope, N, H, D, QKV);
+  }
+  {
+    TEMPER_PROFILE("rope");
+    kernels::rope_fwd(a.qkv + Hq, pos_, rope, N, Hkv, D, QKV);
+  }
   if (precision_ == kernels::Precision::bf16) {
     // bf16: K and V rounded to bf16 (the values a bf16 KV cache holds), in training and rollouts alike,
     // so that rollout log-probs equal the training forward's; the gradient passes straight through.
     for (int64_t n = 0; n < N; ++n)
       for (float *x = a.qkv + n * QKV + Hq, *e = x + 2 * Hk; x < e; ++x) *x = bf16_to_f32(f32_to_bf16(*x));
   }
+  const kernels::AttnOpts opt = attn_opts(l);
+  TEMPER_PROFILE("attention");
   if (paged) {  // write every token's K/V into its sequence's blocks, then attend over the block tables
     for (int64_t n = 0; n < N; ++n)
       pool->write_at(l, paged->tables[n], paged->pos[n], a.qkv + n * QKV + Hq, a.qkv + n * QKV + Hq + Hk);
@@ -330,26 +420,114 @@ void Transformer::layer_forward(int64_t l, const LayerActs& a, float* x_out, int
     }
     pa.block_size = pool->block_size();
     pa.lse = a.lse;  // [N, H]: what a kept row's backward reads
-    TEMPER_PROFILE("attention");
+    pa.opt = opt;
     kernels::paged_attention_fwd(pa);
+  } else if (segs_) {
+    kernels::PackedAttnShape s{N, H, Hkv, D, QKV, QKV, Hq, segs_->data(), static_cast<int64_t>(segs_->size()), opt};
+    kernels::attention_fwd_packed(s, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse);
   } else {
+    kernels::AttnShape s{B, T, H, Hkv, D, QKV, QKV, Hq, opt};
+    kernels::attention_fwd(s, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse);
+  }
+}
+
+void Transformer::layer_forward(int64_t l, const LayerActs& a, float* x_out, int64_t B, int64_t T,
+                                const PagedStep* paged, KvPool* pool, const Int4Layer* q4) {
+  const LayerOffsets& o = layout_.layers[static_cast<size_t>(l)];
+  const float* P = params();
+  const int64_t N = B * T, C = cfg_.hidden_size, D = cfg_.head_dim, H = cfg_.num_heads, Hkv = cfg_.num_kv_heads,
+                Hq = H * D, Hk = Hkv * D, QKV = cfg_.qkv_dim(), F = cfg_.intermediate_size;
+  const float eps = static_cast<float>(cfg_.rms_norm_eps);
+  const bool sandwich = cfg_.sandwich_norm;
+  auto norm = [&](const float* x, int64_t w, float* y, float* rstd) {
+    TEMPER_PROFILE("rmsnorm");
+    kernels::rmsnorm_fwd(x, nw(w), y, rstd, N, C, eps);
+  };
+  // y = x W^T (+ y): the f32/bf16 weight, or the drafter's 4-bit copy.
+  auto linear = [&](int64_t out, int64_t in, const float* x, int64_t w, const kernels::Int4Weights* w4, float beta,
+                    float* y) {
+    TEMPER_PROFILE("gemm");
+    if (w4)
+      kernels::int4_gemm(N, x, in, *w4, beta != 0.f, y, out);
+    else if (const uint16_t* p = wp(w))
+      kernels::gemm_bf16_packed(N, out, in, x, in, p, beta, y, out);
+    else if (const float* p = paged && N <= kF32PackedMaxRows ? wpf(w) : nullptr)
+      kernels::gemm_f32_packed(N, out, in, x, in, p, beta, y, out);
+    else if (paged)
+      kernels::gemm_decode(N, out, in, x, in, P + w, in, beta, y, out, precision_, w16(w));  // the rollout engine
+    else
+      gemm(false, true, N, out, in, x, in, P + w, in, beta, y, out, precision_, w16(w));
+  };
+  // Attention block: x_mid = x_in + [post-norm] attn(rope(norm(x_in) Wqkv^T)) Wo^T.
+  norm(a.x_in, o.attn_norm, xn_, a.rstd1);
+  float* qkv_out = cfg_.qk_norm ? a.qkv_pre : a.qkv;
+  linear(QKV, C, xn_, o.w_qkv, q4 ? &q4->qkv : nullptr, 0.f, qkv_out);
+  if (cfg_.qkv_bias) kernels::bias_add(qkv_out, P + o.b_qkv, N, QKV);
+  if (cfg_.qk_norm) {  // Qwen3, Gemma-3: per-head RMSNorm on q and k before RoPE; v copied through
+    TEMPER_PROFILE("rmsnorm");
+    kernels::rmsnorm_heads_fwd(a.qkv_pre, nw(o.q_norm), a.qkv, a.q_rstd, N, H, D, QKV, eps);
+    kernels::rmsnorm_heads_fwd(a.qkv_pre + Hq, nw(o.k_norm), a.qkv + Hq, a.k_rstd, N, Hkv, D, QKV, eps);
+    for (int64_t n = 0; n < N; ++n)
+      std::memcpy(a.qkv + n * QKV + Hq + Hk, a.qkv_pre + n * QKV + Hq + Hk, static_cast<size_t>(Hk) * sizeof(float));
+  }
+  attention_forward(l, a, B, T, paged, pool);
+  std::memcpy(a.x_mid, a.x_in, static_cast<size_t>(N * C) * sizeof(float));
+  if (sandwich) {  // Gemma: the output normed before the residual add
+    linear(C, Hq, a.o, o.w_o, q4 ? &q4->o : nullptr, 0.f, a.ao);
+    norm(a.ao, o.attn_post_norm, xn_, a.rstd3);
+    for (int64_t i = 0; i < N * C; ++i) a.x_mid[i] += xn_[i];
+  } else {
+    linear(C, Hq, a.o, o.w_o, q4 ? &q4->o : nullptr, 1.f, a.x_mid);
+  }
+  // MLP block: x_out = x_mid + [post-norm] act(norm(x_mid) Wgu^T) Wd^T.
+  norm(a.x_mid, o.mlp_norm, xn_, a.rstd2);
+  linear(2 * F, C, xn_, o.w_gu, q4 ? &q4->gu : nullptr, 0.f, a.gu);
+  act_fwd(a.gu, h_, N);
+  std::memcpy(x_out, a.x_mid, static_cast<size_t>(N * C) * sizeof(float));
+  if (sandwich) {
+    linear(C, F, h_, o.w_down, q4 ? &q4->down : nullptr, 0.f, a.mo);
+    norm(a.mo, o.mlp_post_norm, xn_, a.rstd4);
+    for (int64_t i = 0; i < N * C; ++i) x_out[i] += xn_[i];
+  } else {
+    linear(C, F, h_, o.w_down, q4 ? &q4->down : nullptr, 1.f, x_out);
+  }
+}
+
+// d o_ (the attention output's gradient) -> dqkv_ (after RoPE's and the q/k norms' backward).
+void Transformer::attention_backward(int64_t l, const LayerActs& a, int64_t B, int64_t T) {
+  const LayerOffsets& o = layout_.layers[static_cast<size_t>(l)];
+  float* G = grads();
+  const int64_t N = B * T, D = cfg_.head_dim, H = cfg_.num_heads, Hkv = cfg_.num_kv_heads, Hq = H * D, Hk = Hkv * D,
+                QKV = cfg_.qkv_dim();
+  const kernels::AttnOpts opt = attn_opts(l);
+  {
     TEMPER_PROFILE("attention");
     if (segs_) {
-      kernels::PackedAttnShape s{N, H, Hkv, D, QKV, QKV, Hq, segs_->data(), static_cast<int64_t>(segs_->size())};
-      kernels::attention_fwd_packed(s, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse);
+      kernels::PackedAttnShape s{N, H, Hkv, D, QKV, QKV, Hq, segs_->data(), static_cast<int64_t>(segs_->size()), opt};
+      kernels::attention_bwd_packed(s, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse, do_, dqkv_, dqkv_ + Hq,
+                                    dqkv_ + Hq + Hk);
     } else {
-      kernels::AttnShape s{B, T, H, Hkv, D, QKV, QKV, Hq};
-      kernels::attention_fwd(s, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse);
+      kernels::AttnShape s{B, T, H, Hkv, D, QKV, QKV, Hq, opt};
+      kernels::attention_bwd(s, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse, do_, dqkv_, dqkv_ + Hq,
+                             dqkv_ + Hq + Hk);
     }
   }
-  std::memcpy(a.x_mid, a.x_in, static_cast<size_t>(N * C) * sizeof(float));
-  linear(C, Hq, a.o, o.w_o, q4 ? &q4->o : nullptr, 1.f, a.x_mid);
-  // MLP block.
-  { TEMPER_PROFILE("rmsnorm"); kernels::rmsnorm_fwd(a.x_mid, P + o.mlp_norm, xn_, a.rstd2, N, C, eps); }
-  linear(2 * F, C, xn_, o.w_gu, q4 ? &q4->gu : nullptr, 0.f, a.gu);
-  { TEMPER_PROFILE("swiglu"); kernels::swiglu_fwd(a.gu, h_, N, F); }
-  std::memcpy(x_out, a.x_mid, static_cast<size_t>(N * C) * sizeof(float));
-  linear(C, F, h_, o.w_down, q4 ? &q4->down : nullptr, 1.f, x_out);
+  const kernels::RopeTable& rope = rope_for(l);
+  {
+    TEMPER_PROFILE("rope");
+    kernels::rope_bwd(dqkv_, pos_, rope, N, H, D, QKV);
+  }
+  {
+    TEMPER_PROFILE("rope");
+    kernels::rope_bwd(dqkv_ + Hq, pos_, rope, N, Hkv, D, QKV);
+  }
+  if (cfg_.qk_norm) {
+    TEMPER_PROFILE("rmsnorm");
+    kernels::rmsnorm_heads_bwd(dqkv_, a.qkv_pre, nw(o.q_norm), a.q_rstd, dqkv_, G + o.q_norm, N, H, D, QKV);
+    kernels::rmsnorm_heads_bwd(dqkv_ + Hq, a.qkv_pre + Hq, nw(o.k_norm), a.k_rstd, dqkv_ + Hq, G + o.k_norm, N, Hkv, D,
+                               QKV);
+  }
+  if (cfg_.qkv_bias) kernels::bias_grad(dqkv_, G + o.b_qkv, N, QKV);
 }
 
 // dx: gradient w.r.t. the layer's output on entry, w.r.t. its input on return.
@@ -357,52 +535,58 @@ void Transformer::layer_backward(int64_t l, const LayerActs& a, float* dx, int64
   const LayerOffsets& o = layout_.layers[static_cast<size_t>(l)];
   const float* P = params();
   float* G = grads();
-  const int64_t N = B * T, C = cfg_.hidden_size, D = cfg_.head_dim, H = cfg_.num_heads, Hkv = cfg_.num_kv_heads,
-                Hq = H * D, Hk = Hkv * D, QKV = cfg_.qkv_dim(), F = cfg_.intermediate_size;
+  const int64_t N = B * T, C = cfg_.hidden_size, Hq = cfg_.num_heads * cfg_.head_dim, QKV = cfg_.qkv_dim(),
+                F = cfg_.intermediate_size;
   const float eps = static_cast<float>(cfg_.rms_norm_eps);
-  // MLP block: x_out = x_mid + swiglu(norm(x_mid) Wgu^T) Wd^T.
-  { TEMPER_PROFILE("swiglu"); kernels::swiglu_fwd(a.gu, h_, N, F); }
-  { TEMPER_PROFILE("gemm"); gemm(false, false, N, F, C, dx, C, P + o.w_down, F, 0.f, dh_, F, precision_, w16(o.w_down)); }
-  { TEMPER_PROFILE("gemm"); gemm(true, false, C, F, N, dx, C, h_, F, 1.f, G + o.w_down, F, precision_); }
-  { TEMPER_PROFILE("swiglu"); kernels::swiglu_bwd(a.gu, dh_, dgu_, N, F); }
-  { TEMPER_PROFILE("rmsnorm"); kernels::rmsnorm_fwd(a.x_mid, P + o.mlp_norm, xn_, rstd_tmp_, N, C, eps); }
-  { TEMPER_PROFILE("gemm"); gemm(true, false, 2 * F, C, N, dgu_, 2 * F, xn_, C, 1.f, G + o.w_gu, C, precision_); }
-  { TEMPER_PROFILE("gemm"); gemm(false, false, N, C, 2 * F, dgu_, 2 * F, P + o.w_gu, C, 0.f, dxn_, C, precision_, w16(o.w_gu)); }
-  { TEMPER_PROFILE("rmsnorm"); kernels::rmsnorm_bwd(dxn_, a.x_mid, P + o.mlp_norm, a.rstd2, dx, G + o.mlp_norm, N, C, true); }
-  // Attention block: x_mid = x_in + attn(rope(norm(x_in) Wqkv^T)) Wo^T.
-  { TEMPER_PROFILE("gemm"); gemm(false, false, N, Hq, C, dx, C, P + o.w_o, Hq, 0.f, do_, Hq, precision_, w16(o.w_o)); }
-  { TEMPER_PROFILE("gemm"); gemm(true, false, C, Hq, N, dx, C, a.o, Hq, 1.f, G + o.w_o, Hq, precision_); }
+  auto mm = [&](bool ta, int64_t M, int64_t Nn, int64_t K, const float* A, int64_t lda, const float* Bm, int64_t ldb,
+                float beta, float* Cm, int64_t ldc, const uint16_t* b16 = nullptr) {
+    TEMPER_PROFILE("gemm");
+    gemm(ta, false, M, Nn, K, A, lda, Bm, ldb, beta, Cm, ldc, precision_, b16);
+  };
+  auto norm_bwd = [&](const float* dy, const float* x, int64_t w, const float* rstd, float* dxo, bool acc) {
+    TEMPER_PROFILE("rmsnorm");
+    kernels::rmsnorm_bwd(dy, x, nw(w), rstd, dxo, G + w, N, C, acc);
+  };
+  // MLP block: x_out = x_mid + [post-norm] act(norm(x_mid) Wgu^T) Wd^T.
+  act_fwd(a.gu, h_, N);
+  const float* dmo = dx;  // the gradient at the down projection's output
+  if (cfg_.sandwich_norm) {
+    norm_bwd(dx, a.mo, o.mlp_post_norm, a.rstd4, dxn_, false);
+    dmo = dxn_;
+  }
+  mm(false, N, F, C, dmo, C, P + o.w_down, F, 0.f, dh_, F, w16(o.w_down));
+  mm(true, C, F, N, dmo, C, h_, F, 1.f, G + o.w_down, F);
+  act_bwd(a.gu, dh_, dgu_, N);
   {
-    TEMPER_PROFILE("attention");
-    if (segs_) {
-      kernels::PackedAttnShape s{N, H, Hkv, D, QKV, QKV, Hq, segs_->data(), static_cast<int64_t>(segs_->size())};
-      kernels::attention_bwd_packed(s, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse, do_, dqkv_, dqkv_ + Hq,
-                                    dqkv_ + Hq + Hk);
-    } else {
-      kernels::AttnShape s{B, T, H, Hkv, D, QKV, QKV, Hq};
-      kernels::attention_bwd(s, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse, do_, dqkv_, dqkv_ + Hq,
-                             dqkv_ + Hq + Hk);
-    }
+    TEMPER_PROFILE("rmsnorm");
+    kernels::rmsnorm_fwd(a.x_mid, nw(o.mlp_norm), xn_, rstd_tmp_, N, C, eps);
   }
-  { TEMPER_PROFILE("rope"); kernels::rope_bwd(dqkv_, pos_, rope_, N, H, D, QKV); }
-  { TEMPER_PROFILE("rope"); kernels::rope_bwd(dqkv_ + Hq, pos_, rope_, N, Hkv, D, QKV); }
-  if (cfg_.qk_norm) {
-    { TEMPER_PROFILE("rmsnorm"); kernels::rmsnorm_heads_bwd(dqkv_, a.qkv_pre, P + o.q_norm, a.q_rstd, dqkv_, G + o.q_norm, N, H, D, QKV); }
-    kernels::rmsnorm_heads_bwd(dqkv_ + Hq, a.qkv_pre + Hq, P + o.k_norm, a.k_rstd, dqkv_ + Hq, G + o.k_norm, N, Hkv, D,
-                               QKV);
+  mm(true, 2 * F, C, N, dgu_, 2 * F, xn_, C, 1.f, G + o.w_gu, C);
+  mm(false, N, C, 2 * F, dgu_, 2 * F, P + o.w_gu, C, 0.f, dxn_, C, w16(o.w_gu));
+  norm_bwd(dxn_, a.x_mid, o.mlp_norm, a.rstd2, dx, true);
+  // Attention block: x_mid = x_in + [post-norm] attn(rope(norm(x_in) Wqkv^T)) Wo^T.
+  const float* dao = dx;
+  if (cfg_.sandwich_norm) {
+    norm_bwd(dx, a.ao, o.attn_post_norm, a.rstd3, dxn_, false);
+    dao = dxn_;
   }
-  if (cfg_.qkv_bias) kernels::bias_grad(dqkv_, G + o.b_qkv, N, QKV);
-  { TEMPER_PROFILE("rmsnorm"); kernels::rmsnorm_fwd(a.x_in, P + o.attn_norm, xn_, rstd_tmp_, N, C, eps); }
-  { TEMPER_PROFILE("gemm"); gemm(true, false, QKV, C, N, dqkv_, QKV, xn_, C, 1.f, G + o.w_qkv, C, precision_); }
-  { TEMPER_PROFILE("gemm"); gemm(false, false, N, C, QKV, dqkv_, QKV, P + o.w_qkv, C, 0.f, dxn_, C, precision_, w16(o.w_qkv)); }
-  { TEMPER_PROFILE("rmsnorm"); kernels::rmsnorm_bwd(dxn_, a.x_in, P + o.attn_norm, a.rstd1, dx, G + o.attn_norm, N, C, true); }
+  mm(false, N, Hq, C, dao, C, P + o.w_o, Hq, 0.f, do_, Hq, w16(o.w_o));
+  mm(true, C, Hq, N, dao, C, a.o, Hq, 1.f, G + o.w_o, Hq);
+  attention_backward(l, a, B, T);
+  {
+    TEMPER_PROFILE("rmsnorm");
+    kernels::rmsnorm_fwd(a.x_in, nw(o.attn_norm), xn_, rstd_tmp_, N, C, eps);
+  }
+  mm(true, QKV, C, N, dqkv_, QKV, xn_, C, 1.f, G + o.w_qkv, C);
+  mm(false, N, C, QKV, dqkv_, QKV, P + o.w_qkv, C, 0.f, dxn_, C, w16(o.w_qkv));
+  norm_bwd(dxn_, a.x_in, o.attn_norm, a.rstd1, dx, true);
 }
 
 // Embedding and every layer; leaves the final residual stream in x_final_ and its norm in xn_.
 void Transformer::trunk_forward(const int32_t* tokens, int64_t B, int64_t T, bool save) {
   const int64_t N = B * T, C = cfg_.hidden_size, L = cfg_.num_layers;
   LayerActs first = acts_for(0, save);
-  { TEMPER_PROFILE("embedding"); kernels::embedding_fwd(params() + layout_.embed, tokens, first.x_in, N, cfg_.vocab_size, C); }
+  embed(tokens, N, first.x_in);
   for (int64_t l = 0; l < L; ++l) {
     LayerActs a = acts_for(l, save);
     float* x_out;
@@ -416,8 +600,7 @@ void Transformer::trunk_forward(const int32_t* tokens, int64_t B, int64_t T, boo
     layer_forward(l, a, x_out, B, T);
     if (!save && l + 1 < L) std::memcpy(scratch_acts_.x_in, x_tmp_, static_cast<size_t>(N * C) * sizeof(float));
   }
-  kernels::rmsnorm_fwd(x_final_, params() + layout_.final_norm, xn_, rstd_f_, N, C,
-                       static_cast<float>(cfg_.rms_norm_eps));
+  kernels::rmsnorm_fwd(x_final_, nw(layout_.final_norm), xn_, rstd_f_, N, C, static_cast<float>(cfg_.rms_norm_eps));
 }
 
 // The LM head over the final normed hidden states xn_ (forward part; the caller adds the loss).
@@ -435,6 +618,7 @@ kernels::ClassifierArgs Transformer::classifier_args(const int32_t* targets, int
   ca.logprob = logprob;
   ca.entropy = entropy;
   ca.precision = precision_;
+  ca.softcap = static_cast<float>(cfg_.final_softcap);
   ca.workspace = classifier_ws_;
   ca.workspace_floats = classifier_ws_floats_;
   return ca;
@@ -465,14 +649,13 @@ void Transformer::backward_rest(const int32_t* tokens, const int32_t* targets, i
   ca.dh = dxn_;
   ca.dw = grads() + layout_.lm_head;
   { TEMPER_PROFILE("classifier"); kernels::classifier_fused(ca); }
-  kernels::rmsnorm_bwd(dxn_, x_final_, params() + layout_.final_norm, rstd_f_, dx_, grads() + layout_.final_norm, N, C,
-                       false);
+  kernels::rmsnorm_bwd(dxn_, x_final_, nw(layout_.final_norm), rstd_f_, dx_, grads() + layout_.final_norm, N, C, false);
   for (int64_t l = cfg_.num_layers - 1; l >= 0; --l) {
     LayerActs a = acts_for(l, true);
     if (recompute_) layer_forward(l, a, x_tmp_, B, T);
     layer_backward(l, a, dx_, B, T);
   }
-  { TEMPER_PROFILE("embedding"); kernels::embedding_bwd(dx_, tokens, grads() + layout_.embed, N, C); }
+  embed_backward(tokens, N, dx_);
 }
 
 void Transformer::forward_logprobs(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T, float* logprob,
@@ -494,12 +677,15 @@ void Transformer::forward_paged(const PagedStep& st, KvPool& pool, const Int4Dra
   prepare(st.n, 1);  // n tokens of many sequences (positions come from the step), not one sequence of n
   refresh_f32_packed();
   if (static_cast<int64_t>(kv_len_.size()) < st.n) kv_len_.resize(static_cast<size_t>(st.n));
+  int64_t max_len = 0;
   for (int64_t i = 0; i < st.n; ++i) {
     TEMPER_CHECK(st.pos[i] >= 0 && st.pos[i] < cfg_.max_position_embeddings)
         << "forward_paged: position " << st.pos[i] << " outside [0, " << cfg_.max_position_embeddings << ")";
     pos_[i] = st.pos[i];
     kv_len_[static_cast<size_t>(i)] = st.pos[i] + 1;
+    max_len = std::max<int64_t>(max_len, st.pos[i] + 1);
   }
+  select_rope(max_len);
   const int64_t C = cfg_.hidden_size, V = cfg_.vocab_size;
   TEMPER_CHECK(!drafter || static_cast<int64_t>(drafter->layers().size()) == cfg_.num_layers)
       << "forward_paged: the drafter was built for another model (" << drafter->layers().size() << " layers)";
@@ -512,7 +698,7 @@ void Transformer::forward_paged(const PagedStep& st, KvPool& pool, const Int4Dra
   const int64_t s0 = direct ? st.save_slots[0] : 0;
   TEMPER_CHECK(!direct || s0 + st.n <= st.store->size()) << "forward_paged: activation slots past the store's";
   LayerActs a = direct ? store_view(*st.store, 0, s0) : scratch_acts_;
-  kernels::embedding_fwd(params() + layout_.embed, st.tokens, a.x_in, st.n, V, C);
+  embed(st.tokens, st.n, a.x_in);
   for (int64_t l = 0; l < cfg_.num_layers; ++l) {
     LayerActs next = direct ? store_view(*st.store, l + 1, s0) : scratch_acts_;
     layer_forward(l, a, direct ? next.x_in : x_tmp_, 1, st.n, &st, &pool,
@@ -530,23 +716,21 @@ void Transformer::forward_paged(const PagedStep& st, KvPool& pool, const Int4Dra
     std::memcpy(x_tmp_ + r * C, x_last + st.out_rows[r] * C, static_cast<size_t>(C) * sizeof(float));
   }
   if (st.n_out == 0) return;
-  kernels::rmsnorm_fwd(x_tmp_, params() + layout_.final_norm, xn_, rstd_f_, st.n_out, C,
+  kernels::rmsnorm_fwd(x_tmp_, nw(layout_.final_norm), xn_, rstd_f_, st.n_out, C,
                        static_cast<float>(cfg_.rms_norm_eps));
   if (drafter && drafter->head() != DraftHead::f32) {
     draft_head(st, *drafter);
     return;
   }
   TEMPER_PROFILE("lm_head");
-  if (const uint16_t* p = wp(layout_.lm_head)) {
+  if (const uint16_t* p = wp(layout_.lm_head))
     kernels::gemm_bf16_packed(st.n_out, V, C, xn_, C, p, 0.f, st.logits, V);
-    return;
-  }
-  if (const float* p = wpf(layout_.lm_head)) {
-    kernels::gemm_f32_packed(st.n_out, V, C, xn_, C, p, 0.f, st.logits, V);
-    return;
-  }
-  kernels::gemm_decode(st.n_out, V, C, xn_, C, params() + layout_.lm_head, C, 0.f, st.logits, V, precision_,
-                       w16(layout_.lm_head));
+  else if (const float* pf = wpf(layout_.lm_head))
+    kernels::gemm_f32_packed(st.n_out, V, C, xn_, C, pf, 0.f, st.logits, V);
+  else
+    kernels::gemm_decode(st.n_out, V, C, xn_, C, params() + layout_.lm_head, C, 0.f, st.logits, V, precision_,
+                         w16(layout_.lm_head));
+  kernels::softcap_rows(st.logits, st.n_out * V, static_cast<float>(cfg_.final_softcap));
 }
 
 // The drafter's LM head over the normalised output rows (xn_): int4 or bf16, over every token or over its
@@ -568,6 +752,7 @@ void Transformer::draft_head(const PagedStep& st, const Int4Drafter& drafter) {
     kernels::gemm_decode(st.n_out, N, C, xn_, C, params() + layout_.lm_head, C, 0.f, out, N, kernels::Precision::bf16,
                          drafter.head_bf16());
   }
+  kernels::softcap_rows(out, st.n_out * N, static_cast<float>(cfg_.final_softcap));  // before the -inf fill
   if (ids.empty()) return;
   for (int64_t r = 0; r < st.n_out; ++r) {
     float* row = st.logits + r * V;
@@ -593,6 +778,12 @@ void Transformer::each_act_field(A& a, Fn&& f) const {
   f(a.x_mid, C);
   f(a.rstd2, 1);
   f(a.gu, 2 * cfg_.intermediate_size);
+  if (cfg_.sandwich_norm) {
+    f(a.ao, C);
+    f(a.rstd3, 1);
+    f(a.mo, C);
+    f(a.rstd4, 1);
+  }
   f(a.lse, H);
 }
 
@@ -676,6 +867,7 @@ void Transformer::forward_logits(const int32_t* tokens, int64_t B, int64_t T, fl
   else
     gemm(false, true, B * T, cfg_.vocab_size, cfg_.hidden_size, xn_, cfg_.hidden_size, params() + layout_.lm_head,
          cfg_.hidden_size, 0.f, logits, cfg_.vocab_size, precision_, w16(layout_.lm_head));
+  kernels::softcap_rows(logits, B * T * cfg_.vocab_size, static_cast<float>(cfg_.final_softcap));
 }
 
 void Transformer::forward_hidden(const int32_t* tokens, int64_t B, int64_t T, float* hidden) {
@@ -700,6 +892,7 @@ int64_t Transformer::prepare_packed(const std::vector<kernels::AttnSegment>& seg
   for (const kernels::AttnSegment& g : segs)
     for (int64_t t = 0; t < g.len; ++t) pos_[g.start + t] = static_cast<int32_t>(g.prefix_len + t);
   for (int64_t n = 0; n < N; ++n) TEMPER_CHECK(pos_[n] >= 0) << "packed batch: row " << n << " belongs to no segment";
+  select_rope(longest);
   return N;
 }
 
@@ -732,7 +925,7 @@ void Transformer::forward_backward_packed(const int32_t* tokens, const int32_t* 
   SegmentsScope scope(segs_, segs);
   const bool backward = !loss.no_gradient();  // without: the final residual is all the classifier reads
   gather_rows(store, slots, N, backward);
-  kernels::rmsnorm_fwd(x_final_, params() + layout_.final_norm, xn_, rstd_f_, N, cfg_.hidden_size,
+  kernels::rmsnorm_fwd(x_final_, nw(layout_.final_norm), xn_, rstd_f_, N, cfg_.hidden_size,
                        static_cast<float>(cfg_.rms_norm_eps));
   if (backward) return backward_rest(tokens, targets, 1, N, loss, logprob, entropy);
   kernels::ClassifierArgs ca = classifier_args(targets, N, logprob, entropy);

@@ -3,7 +3,7 @@
 // activations saved for backward in an arena planned once from (B, T). The loss is applied through
 // the fused classifier, so [B*T, V] logits never exist during training. Optional per-layer
 // recomputation keeps only each layer's input and recomputes the rest in the backward.
-// Follows HF LlamaForCausalLM / Qwen2ForCausalLM / Qwen3ForCausalLM (eager attention).
+// Follows HF's Llama, Qwen2, Qwen3, Mistral, Gemma-2, Gemma-3 (text) and Phi-3 causal LMs (eager attention).
 #pragma once
 
 #include <cstdint>
@@ -132,8 +132,9 @@ class Transformer {
   void forward_paged(const PagedStep& step, KvPool& pool, const Int4Drafter* drafter = nullptr);
 
  private:
+  // ao/mo: the attention's and MLP's outputs before their norms, rstd3/rstd4 those norms' (sandwich norms only).
   struct LayerActs {
-    float *x_in, *rstd1, *qkv_pre, *q_rstd, *k_rstd, *qkv, *o, *lse, *x_mid, *rstd2, *gu;
+    float *x_in, *rstd1, *qkv_pre, *q_rstd, *k_rstd, *qkv, *o, *lse, *x_mid, *rstd2, *gu, *ao, *rstd3, *mo, *rstd4;
   };
   void bind_arena(bool allocate, size_t* bytes);
   void plan_host(int64_t max_tokens, int64_t max_seq);
@@ -155,6 +156,19 @@ class Transformer {
   void layer_forward(int64_t l, const LayerActs& a, float* x_out, int64_t B, int64_t T,
                      const PagedStep* paged = nullptr, KvPool* pool = nullptr, const Int4Layer* q4 = nullptr);
   void layer_backward(int64_t l, const LayerActs& a, float* dx, int64_t B, int64_t T);
+  void attention_forward(int64_t l, const LayerActs& a, int64_t B, int64_t T, const PagedStep* paged, KvPool* pool);
+  void attention_backward(int64_t l, const LayerActs& a, int64_t B, int64_t T);
+  kernels::AttnOpts attn_opts(int64_t l) const;
+  const kernels::RopeTable& rope_for(int64_t l) const;
+  void select_rope(int64_t max_pos);  // longrope: the long factors past original_max_position (as HF)
+  void act_fwd(const float* gu, float* h, int64_t N) const;
+  void act_bwd(const float* gu, const float* dh, float* dgu, int64_t N) const;
+  // The RMSNorm weight at `offset` as the kernels take it: w, or (1 + w) with norm_offset (Gemma), refreshed
+  // with the weights.
+  const float* nw(int64_t offset) const;
+  void refresh_norm_weights();
+  void embed(const int32_t* tokens, int64_t N, float* x);            // the lookup (times sqrt(C) with embed_scale)
+  void embed_backward(const int32_t* tokens, int64_t N, float* dx);  // consumes dx
   LayerActs acts_for(int64_t l, bool save) const;
   const uint16_t* w16(int64_t offset) const;  // bf16 copy of a weight (bf16 precision), else null
   const uint16_t* wp(int64_t offset) const;   // its packed bf16 copy (bf16 precision, AVX-512), else null
@@ -177,7 +191,13 @@ class Transformer {
   Tensor params_, grads_;
   std::shared_ptr<DeviceModel> device_;
   mutable bool host_stale_ = false;
-  kernels::RopeTable rope_;
+  kernels::RopeTable rope_;        // every layer's (Gemma-3: the global layers'; longrope: the short factors)
+  kernels::RopeTable rope_long_;   // longrope: the long factors
+  kernels::RopeTable rope_local_;  // Gemma-3: the sliding layers' (rope_local_theta, unscaled)
+  bool use_long_rope_ = false;     // this pass's sequences reach past original_max_position (longrope)
+  std::vector<std::pair<int64_t, int64_t>> norm_at_;  // norm_offset: (param offset, offset in norm_eff_), sorted
+  std::vector<float> norm_eff_;                       // norm_offset: the norms' (1 + w)
+  uint64_t norm_version_ = 0;
   std::vector<int64_t> act_widths_;  // act_field_widths(), from the config
   kernels::Precision precision_ = kernels::Precision::f32;
   bool recompute_ = false;
