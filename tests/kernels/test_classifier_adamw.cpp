@@ -282,6 +282,122 @@ TEST(OpClassifier, ForwardOnlyAndTargetOutOfRange) {
   EXPECT_THROW(classifier_fused(a), temper::Error);
 }
 
+// Gemma-2's final-logit soft-capping: z = tanh(z / cap) * cap before the log-softmax, the gradient chained
+// through it. Logits here have std ~2.4 against cap 3, so the cap bends most of them.
+TEST(OpClassifier, SoftcapMatchesReferenceWithFiniteDifferenceGradients) {
+  int64_t N = 13, C = 24, V = 301;
+  const float cap = 3.f;
+  auto h = random_vec(N * C, 161), w = random_vec(V * C, 162, 0.5f);
+  auto g_lp = random_vec(N, 163), g_ent = random_vec(N, 164, 0.3f);
+  std::vector<int32_t> tgt(N);
+  for (int64_t n = 0; n < N; ++n) tgt[n] = n == 4 ? -1 : int32_t((n * 89) % V);
+  auto hd = to_f64(h), wd = to_f64(w), glpd = to_f64(g_lp), gentd = to_f64(g_ent);
+  std::vector<double> lp_ref(N), H_ref(N), dh_ref(N * C, 0.0), dw_ref(V * C, 0.0);
+  ref::classifier(hd.data(), wd.data(), tgt.data(), N, C, V, lp_ref.data(), H_ref.data(), glpd.data(), gentd.data(),
+                  dh_ref.data(), dw_ref.data(), double(cap));
+  auto loss = [&] {
+    std::vector<double> lp(N), H(N);
+    ref::classifier<double>(hd.data(), wd.data(), tgt.data(), N, C, V, lp.data(), H.data(), nullptr, nullptr, nullptr,
+                            nullptr, double(cap));
+    double s = 0;
+    for (int64_t n = 0; n < N; ++n) s += glpd[n] * lp[n] + gentd[n] * H[n];
+    return s;
+  };
+  EXPECT_TRUE(fd_check(hd, dh_ref, loss));
+  EXPECT_TRUE(fd_check(wd, dw_ref, loss));
+  {  // the cap changes the values: without it the reference differs by far more than the tolerance
+    std::vector<double> lp0(N), H0(N);
+    ref::classifier<double>(hd.data(), wd.data(), tgt.data(), N, C, V, lp0.data(), H0.data(), nullptr, nullptr, nullptr,
+                            nullptr);
+    EXPECT_FALSE(all_close(lp0, lp_ref, 1e-2));
+  }
+  FixedCoefs coefs;
+  coefs.g_lp = &g_lp;
+  coefs.g_ent = &g_ent;
+  for_each_isa([&](Isa) {
+    for (int64_t chunk : {int64_t{0}, int64_t{5}}) {
+      SCOPED_TRACE("chunk_rows=" + std::to_string(chunk));
+      std::vector<float> lp(N), H(N), dh(N * C), dw(V * C, 0.f);
+      ClassifierArgs a;
+      a.h = h.data();
+      a.w = w.data();
+      a.targets = tgt.data();
+      a.N = N;
+      a.C = C;
+      a.V = V;
+      a.logprob = lp.data();
+      a.entropy = H.data();
+      a.loss = &coefs;
+      a.dh = dh.data();
+      a.dw = dw.data();
+      a.chunk_rows = chunk;
+      a.softcap = cap;
+      classifier_fused(a);
+      EXPECT_TRUE(all_close(lp, lp_ref, tolerance(Kind::reduction, V)));
+      EXPECT_TRUE(all_close(H, H_ref, tolerance(Kind::reduction, V)));
+      EXPECT_TRUE(all_close(dh, dh_ref, tolerance(Kind::reduction, V)));
+      EXPECT_TRUE(all_close(dw, dw_ref, tolerance(Kind::reduction, N)));
+    }
+  });
+  ClassifierArgs bad;
+  std::vector<float> lp(N), H(N);
+  bad.h = h.data();
+  bad.w = w.data();
+  bad.N = N;
+  bad.C = C;
+  bad.V = V;
+  bad.logprob = lp.data();
+  bad.entropy = H.data();
+  bad.softcap = -1.f;
+  EXPECT_THROW(classifier_fused(bad), temper::Error);
+}
+
+// The rollout caps its logits rows with softcap_rows and takes logit_row_stats: the same bits as the
+// fused classifier's log-probs and entropies (V = 301: rows straddle the kernel's 16-wide blocks).
+TEST(OpClassifier, SoftcapRowsGiveTheClassifiersStatisticsBitForBit) {
+  int64_t N = 9, C = 24, V = 301;
+  const float cap = 2.5f;
+  auto h = random_vec(N * C, 171), w = random_vec(V * C, 172, 0.5f);
+  std::vector<int32_t> tgt(N);
+  for (int64_t n = 0; n < N; ++n) tgt[n] = int32_t((n * 53) % V);
+  for_each_isa([&](Isa) {
+    std::vector<float> lp(N), H(N);
+    ClassifierArgs a;
+    a.h = h.data();
+    a.w = w.data();
+    a.targets = tgt.data();
+    a.N = N;
+    a.C = C;
+    a.V = V;
+    a.logprob = lp.data();
+    a.entropy = H.data();
+    a.softcap = cap;
+    classifier_fused(a);
+    std::vector<float> z(N * V);
+    gemm(false, true, N, V, C, h.data(), C, w.data(), C, 0.f, z.data(), V, Precision::f32);
+    auto per_row = z;
+    softcap_rows(z.data(), N * V, cap);  // the whole batch at once
+    for (int64_t n = 0; n < N; ++n) softcap_rows(per_row.data() + n * V, V, cap);
+    EXPECT_EQ(z, per_row);
+    for (int64_t n = 0; n < N; ++n) {
+      float lpr, Hr;
+      logit_row_stats(z.data() + n * V, V, tgt[n], &lpr, &Hr);
+      EXPECT_EQ(lpr, lp[n]) << "row " << n;
+      EXPECT_EQ(Hr, H[n]) << "row " << n;
+    }
+    for (float v : z) ASSERT_LT(std::fabs(v), cap);
+    std::vector<float> one = {30.f, -1e4f, 0.f, 1.f};  // saturates at +-cap; tanh(1/2.5) * 2.5
+    softcap_rows(one.data(), 4, cap);
+    EXPECT_EQ(one[0], cap);
+    EXPECT_EQ(one[1], -cap);
+    EXPECT_EQ(one[2], 0.f);
+    EXPECT_NEAR(one[3], std::tanh(1.0 / 2.5) * 2.5, 3e-7);
+    auto same = z;
+    softcap_rows(same.data(), N * V, 0.f);  // 0: off
+    EXPECT_EQ(same, z);
+  });
+}
+
 TEST(OpAdamW, MatchesTorchFormulaEveryIsa) {
   int64_t n = 1037;
   auto p0 = random_vec(n, 71), g1 = random_vec(n, 72), g2 = random_vec(n, 73, 0.1f);

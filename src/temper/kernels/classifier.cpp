@@ -1,5 +1,6 @@
 #include "temper/kernels/classifier.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -24,9 +25,75 @@ int64_t classifier_chunk(int64_t N, int64_t V, int64_t chunk_rows) {
   return chunk < N ? chunk : (N > 0 ? N : 1);
 }
 
+void softcap_rows(float* z, int64_t n, float softcap) {
+  if (softcap <= 0.f || n <= 0) return;
+  const IsaTable& t = isa_table();
+  constexpr int64_t kBlock = 4096;  // a multiple of 16: the kernel's blocks never straddle two calls
+  parallel_for((n + kBlock - 1) / kBlock, 1, [&](int64_t b, int64_t e) {
+    for (int64_t k = b; k < e; ++k)
+      t.logit_softcap(z + k * kBlock, k * kBlock + kBlock < n ? kBlock : n - k * kBlock, softcap);
+  });
+}
+
+namespace {
+
+// Row n's logits zr (capped if a.softcap > 0) become dL/dz of the raw logits, in place: the loss's
+// log-prob and entropy terms, a soft target's cross-entropy, a reverse-KL target, then the chain through
+// the soft-capping.
+void row_gradient(const ClassifierArgs& a, const IsaTable& t, float* zr, int64_t n, int32_t tgt, float lse, float lp,
+                  float H) {
+  float g_lp = 0.f, g_ent = 0.f;
+  a.loss->coefs(n, lp, H, &g_lp, &g_ent);
+  if (tgt < 0) g_lp = 0.f;
+  SoftTarget st;
+  const bool soft = a.loss->soft_target(n, &st) && st.K > 0;
+  float mass = 0.f;
+  if (soft) {  // fold coef * s * p into the target term; the one-hot and q parts are added after
+    float ce = 0.f;
+    for (int64_t k = 0; k < st.K; ++k) {
+      mass += st.probs[k];
+      ce -= st.probs[k] * (zr[st.ids[k]] - lse);
+    }
+    a.loss->soft_observed(n, ce);
+    g_lp -= st.coef * mass;
+  }
+  ReverseKlTarget rk;
+  const bool reverse = a.loss->reverse_kl_target(n, &rk) && rk.logq;
+  static thread_local std::vector<float> g_rk, capped;
+  if (reverse) {  // coef * p (log p - log q - KL), from the logits before they become the gradient
+    if (static_cast<int64_t>(g_rk.size()) < a.V) g_rk.resize(static_cast<size_t>(a.V));
+    double kl = 0;
+    for (int64_t v = 0; v < a.V; ++v) {
+      const float lpv = zr[v] - lse;
+      g_rk[static_cast<size_t>(v)] = lpv - rk.logq[v];
+      kl += std::exp(static_cast<double>(lpv)) * static_cast<double>(g_rk[static_cast<size_t>(v)]);
+    }
+    a.loss->reverse_kl_observed(n, static_cast<float>(kl));
+    for (int64_t v = 0; v < a.V; ++v)
+      g_rk[static_cast<size_t>(v)] =
+          rk.coef * std::exp(zr[v] - lse) * (g_rk[static_cast<size_t>(v)] - static_cast<float>(kl));
+  }
+  if (a.softcap > 0.f) {  // the capped logits, for the chain dz_raw = dz (1 - tanh^2)
+    if (static_cast<int64_t>(capped.size()) < a.V) capped.resize(static_cast<size_t>(a.V));
+    std::copy(zr, zr + a.V, capped.begin());
+  }
+  t.classifier_row_grad(zr, a.V, tgt, lse, H, g_lp, g_ent);
+  if (reverse)
+    for (int64_t v = 0; v < a.V; ++v) zr[v] += g_rk[static_cast<size_t>(v)];
+  if (soft) {
+    if (tgt >= 0) zr[tgt] += st.coef * mass;
+    for (int64_t k = 0; k < st.K; ++k) zr[st.ids[k]] -= st.coef * st.probs[k];
+  }
+  if (a.softcap > 0.f) t.logit_softcap_bwd(zr, capped.data(), a.V, a.softcap);
+}
+
+}  // namespace
+
 void classifier_fused(const ClassifierArgs& a) {
   TEMPER_CHECK(a.h && a.w && a.logprob && a.entropy) << "classifier: missing input or output";
   TEMPER_CHECK(!a.loss || (a.dh && a.dw)) << "classifier: a loss needs dh and dw";
+  TEMPER_CHECK(a.softcap >= 0.f && std::isfinite(a.softcap))
+      << "classifier: softcap must be finite and >= 0 (0 = off), got " << a.softcap;
   for (int64_t n = 0; n < a.N; ++n)
     TEMPER_CHECK(!a.targets || (a.targets[n] >= -1 && a.targets[n] < a.V))
         << "target id " << a.targets[n] << " at row " << n << " outside vocab [0, " << a.V << ")";
@@ -47,50 +114,13 @@ void classifier_fused(const ClassifierArgs& a) {
       for (int64_t i = b; i < e; ++i) {
         int64_t n = r0 + i;
         float* zr = zbuf + i * a.V;
+        if (a.softcap > 0.f) t.logit_softcap(zr, a.V, a.softcap);
         int32_t tgt = a.targets ? a.targets[n] : -1;
         float lp, H;
         float lse = logit_row_stats(zr, a.V, tgt, &lp, &H);
         a.logprob[n] = lp;
         a.entropy[n] = H;
-        if (a.loss) {
-          float g_lp = 0.f, g_ent = 0.f;
-          a.loss->coefs(n, lp, H, &g_lp, &g_ent);
-          if (tgt < 0) g_lp = 0.f;
-          SoftTarget st;
-          const bool soft = a.loss->soft_target(n, &st) && st.K > 0;
-          float mass = 0.f;
-          if (soft) {  // fold coef * s * p into the target term; the one-hot and q parts are added after
-            float ce = 0.f;
-            for (int64_t k = 0; k < st.K; ++k) {
-              mass += st.probs[k];
-              ce -= st.probs[k] * (zr[st.ids[k]] - lse);
-            }
-            a.loss->soft_observed(n, ce);
-            g_lp -= st.coef * mass;
-          }
-          ReverseKlTarget rk;
-          const bool reverse = a.loss->reverse_kl_target(n, &rk) && rk.logq;
-          static thread_local std::vector<float> g_rk;
-          if (reverse) {  // coef * p (log p - log q - KL), from the logits before they become the gradient
-            if (static_cast<int64_t>(g_rk.size()) < a.V) g_rk.resize(static_cast<size_t>(a.V));
-            double kl = 0;
-            for (int64_t v = 0; v < a.V; ++v) {
-              const float lpv = zr[v] - lse;
-              g_rk[static_cast<size_t>(v)] = lpv - rk.logq[v];
-              kl += std::exp(static_cast<double>(lpv)) * static_cast<double>(g_rk[static_cast<size_t>(v)]);
-            }
-            a.loss->reverse_kl_observed(n, static_cast<float>(kl));
-            for (int64_t v = 0; v < a.V; ++v)
-              g_rk[static_cast<size_t>(v)] = rk.coef * std::exp(zr[v] - lse) * (g_rk[static_cast<size_t>(v)] - static_cast<float>(kl));
-          }
-          t.classifier_row_grad(zr, a.V, tgt, lse, H, g_lp, g_ent);
-          if (reverse)
-            for (int64_t v = 0; v < a.V; ++v) zr[v] += g_rk[static_cast<size_t>(v)];
-          if (soft) {
-            if (tgt >= 0) zr[tgt] += st.coef * mass;
-            for (int64_t k = 0; k < st.K; ++k) zr[st.ids[k]] -= st.coef * st.probs[k];
-          }
-        }
+        if (a.loss) row_gradient(a, t, zr, n, tgt, lse, lp, H);
       }
     });
     if (a.loss) {

@@ -66,6 +66,7 @@ struct ClassifierArgs {
   int64_t chunk_rows = 0;  // 0: as many rows as fit in kClassifierChunkBytes of logits
   float* workspace = nullptr;    // classifier_workspace_floats(N, V, chunk_rows) floats; null: a
   int64_t workspace_floats = 0;  // per-thread buffer grown on demand (tests, one-off calls)
+  float softcap = 0.f;           // > 0: final-logit soft-capping z = tanh(z / softcap) * softcap first (Gemma-2)
 };
 
 inline constexpr int64_t kClassifierChunkBytes = int64_t{64} << 20;
@@ -73,6 +74,11 @@ inline constexpr int64_t kClassifierChunkBytes = int64_t{64} << 20;
 // One logits row: log-prob of `target` (0 if target < 0) and the full-vocabulary entropy, with the
 // same arithmetic the fused classifier uses (so rollout statistics equal training's). Returns lse.
 float logit_row_stats(const float* z, int64_t V, int32_t target, float* logprob, float* entropy);
+
+// Final-logit soft-capping of n logits in place, z = tanh(z / softcap) * softcap (HF Gemma2ForCausalLM's
+// divide, tanh, multiply), with the classifier's own float ops: capped rollout logits equal training's bit
+// for bit whatever the rows' layout. softcap <= 0: nothing.
+void softcap_rows(float* z, int64_t n, float softcap);
 
 int64_t classifier_chunk(int64_t N, int64_t V, int64_t chunk_rows = 0);  // rows per chunk
 inline int64_t classifier_workspace_floats(int64_t N, int64_t V, int64_t chunk_rows = 0) {

@@ -23,6 +23,13 @@ struct IsaTable {
                int64_t row_stride, bool inverse);
   void (*swiglu_fwd)(const float* gate, const float* up, float* h, int64_t n);
   void (*swiglu_bwd)(const float* gate, const float* up, const float* dh, float* dgate, float* dup, int64_t n);
+  // GeGLU: h = gelu_tanh(gate) * up (torch's approximate='tanh' op order; tanh to ~2 ulp).
+  void (*geglu_fwd)(const float* gate, const float* up, float* h, int64_t n);
+  void (*geglu_bwd)(const float* gate, const float* up, const float* dh, float* dgate, float* dup, int64_t n);
+  // Logit soft-capping z = tanh(z / cap) * cap in place (HF Gemma2's op order); every element takes the same
+  // code path, so a logit's bits do not depend on its index. Backward: dz *= 1 - (zc / cap)^2, zc the capped z.
+  void (*logit_softcap)(float* z, int64_t n, float cap);
+  void (*logit_softcap_bwd)(float* dz, const float* zc, int64_t n, float cap);
   // Decoupled AdamW on [0, n) (PyTorch torch.optim.AdamW semantics).
   void (*adamw)(float* p, const float* g, float* m, float* v, int64_t n, float lr, float beta1, float beta2, float eps,
                 float weight_decay, float bias_corr1, float bias_corr2);

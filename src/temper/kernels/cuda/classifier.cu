@@ -1,6 +1,9 @@
 // Fused classifier on the device; see classifier.h. Row statistics as kernels::logit_row_stats:
 // lse = max + log(sum exp(z - max)), logprob = z_t - lse, entropy = lse - sum p z.
-// Gradient on the logits: g_lp (1[v = t] - p_v) + g_ent (-p_v (log p_v + H)).
+// Gradient on the logits: g_lp (1[v = t] - p_v) + g_ent (-p_v (log p_v + H)). With soft-capping the
+// logits are capped in place first (tanh(z / cap) * cap) and the gradient is chained by 1 - (zc / cap)^2.
+#include <cmath>
+
 #include "temper/core/error.h"
 #include "temper/kernels/cuda/classifier.h"
 #include "temper/kernels/cuda/common.cuh"
@@ -9,6 +12,16 @@ namespace temper::cuda {
 namespace {
 
 constexpr int kThreads = 512;
+
+// HF Gemma2's order: divide, tanh, multiply (IEEE division and tanhf: no fast-math intrinsics).
+__device__ inline float softcap_f(float z, float cap) {
+  return tanhf(z / cap) * cap;
+}
+
+__global__ void softcap_kernel(float* z, int64_t n, float cap) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
+    z[i] = softcap_f(z[i], cap);
+}
 
 __global__ void row_stats_kernel(const float* z, int64_t V, const int32_t* targets, float* logprob, float* entropy,
                                  float* lse_out) {
@@ -35,8 +48,8 @@ __global__ void row_stats_kernel(const float* z, int64_t V, const int32_t* targe
   }
 }
 
-__global__ void logits_grad_kernel(float* z, int64_t V, const int32_t* targets, const float* lse,
-                                   const float* entropy, const float* coefs) {
+__global__ void logits_grad_kernel(float* z, int64_t V, const int32_t* targets, const float* lse, const float* entropy,
+                                   const float* coefs, float cap) {
   const int64_t r = blockIdx.x;
   float* zr = z + r * V;
   const int32_t t = targets ? targets[r] : -1;
@@ -44,11 +57,23 @@ __global__ void logits_grad_kernel(float* z, int64_t V, const int32_t* targets, 
   const float g_lp = t >= 0 ? coefs[2 * r] : 0.f;  // no target: no log-prob term (as the CPU)
   for (int64_t v = threadIdx.x; v < V; v += blockDim.x) {
     const float lp = zr[v] - L, p = __expf(lp);
-    zr[v] = g_lp * ((v == t ? 1.f : 0.f) - p) - g_ent * p * (lp + H);
+    const float dz = g_lp * ((v == t ? 1.f : 0.f) - p) - g_ent * p * (lp + H);
+    if (cap > 0.f) {
+      const float tc = zr[v] / cap;
+      zr[v] = dz * (1.f - tc * tc);
+    } else {
+      zr[v] = dz;
+    }
   }
 }
 
 }  // namespace
+
+void softcap_rows(float* z, int64_t n, float softcap, cudaStream_t s) {
+  if (softcap <= 0.f || n <= 0) return;
+  softcap_kernel<<<dev::blocks_for(n, 256), 256, 0, s>>>(z, n, softcap);
+  TEMPER_CUDA_LAUNCHED("softcap_rows");
+}
 
 ClassifierWorkspace::ClassifierWorkspace(int64_t chunk_rows, int64_t V)
     : chunk_(chunk_rows), V_(V), logits_(static_cast<size_t>(chunk_rows * V)), lse_(static_cast<size_t>(chunk_rows)),
@@ -64,6 +89,8 @@ ClassifierWorkspace::~ClassifierWorkspace() {
 void classifier_fused(Blas& blas, ClassifierWorkspace& ws, const ClassifierDeviceArgs& a) {
   TEMPER_CHECK(a.V == ws.V()) << "CUDA classifier: workspace for V " << ws.V() << ", called with V " << a.V;
   TEMPER_CHECK(!a.loss || (a.dh && a.dw)) << "CUDA classifier: a loss needs dh and dw";
+  TEMPER_CHECK(a.softcap >= 0.f && std::isfinite(a.softcap))
+      << "CUDA classifier: softcap must be finite and >= 0 (0 = off), got " << a.softcap;
   cudaStream_t st = blas.stream();
   const bool bf16 = a.h_bf16 && a.w_bf16;
   for (int64_t r0 = 0; r0 < a.N; r0 += ws.chunk_rows()) {
@@ -72,6 +99,7 @@ void classifier_fused(Blas& blas, ClassifierWorkspace& ws, const ClassifierDevic
                         bf16 ? static_cast<const void*>(a.h_bf16 + r0 * a.C) : static_cast<const void*>(a.h + r0 * a.C),
                         a.C, bf16 ? static_cast<const void*>(a.w_bf16) : static_cast<const void*>(a.w), a.C, 0.f,
                         ws.logits(), a.V, bf16 ? GemmType::bf16 : GemmType::f32));
+    if (a.softcap > 0.f) softcap_rows(ws.logits(), rows * a.V, a.softcap, st);
     const int32_t* tg = a.targets ? a.targets + r0 : nullptr;
     row_stats_kernel<<<static_cast<unsigned>(rows), kThreads, 0, st>>>(ws.logits(), a.V, tg, a.logprob + r0,
                                                                        a.entropy + r0, ws.lse());
@@ -94,7 +122,7 @@ void classifier_fused(Blas& blas, ClassifierWorkspace& ws, const ClassifierDevic
     }
     TEMPER_CUDA_CHECK(cudaMemcpyAsync(ws.coefs(), coefs, sizeof(float) * 2 * rows, cudaMemcpyHostToDevice, st));
     logits_grad_kernel<<<static_cast<unsigned>(rows), kThreads, 0, st>>>(ws.logits(), a.V, tg, ws.lse(), a.entropy + r0,
-                                                                         ws.coefs());
+                                                                         ws.coefs(), a.softcap);
     TEMPER_CUDA_LAUNCHED("classifier_logits_grad");
     GemmArgs dh = gemm_args(false, false, rows, a.C, a.V, ws.logits(), a.V, a.w, a.C, 0.f, a.dh + r0 * a.C, a.C,
                             GemmType::f32);  // dh[rows, C] = dZ[rows, V] W[V, C]

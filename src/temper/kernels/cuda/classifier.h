@@ -48,7 +48,12 @@ struct ClassifierDeviceArgs {
   const kernels::ClassifierLoss* loss = nullptr;  // host object; null: forward only
   float* dh = nullptr;  // [N, C] overwritten
   float* dw = nullptr;  // [V, C] accumulated
+  float softcap = 0.f;  // > 0: final-logit soft-capping z = tanh(z / softcap) * softcap first (Gemma-2)
 };
 void classifier_fused(Blas& blas, ClassifierWorkspace& ws, const ClassifierDeviceArgs& a);
+
+// kernels::softcap_rows on the device: n logits capped in place with the classifier's own float ops (the
+// rollout's capped logits equal training's bit for bit). softcap <= 0: nothing.
+void softcap_rows(float* z, int64_t n, float softcap, cudaStream_t s);
 
 }  // namespace temper::cuda

@@ -50,6 +50,12 @@ void swiglu_fwd(const float* gu, uint16_t* h, int64_t N, int64_t F, cudaStream_t
 void swiglu_fwd(const uint16_t* gu, uint16_t* h, int64_t N, int64_t F, cudaStream_t s);
 void swiglu_bwd(const float* gu, const float* dh, float* dgu, int64_t N, int64_t F, cudaStream_t s);
 
+// GeGLU (Gemma): gu [N, 2F] (gate | up) -> h [N, F] = gelu_tanh(gate) * up; backward writes dgu [N, 2F].
+void geglu_fwd(const float* gu, float* h, int64_t N, int64_t F, cudaStream_t s);
+void geglu_fwd(const float* gu, uint16_t* h, int64_t N, int64_t F, cudaStream_t s);  // bf16 output
+void geglu_fwd(const uint16_t* gu, uint16_t* h, int64_t N, int64_t F, cudaStream_t s);
+void geglu_bwd(const float* gu, const float* dh, float* dgu, int64_t N, int64_t F, cudaStream_t s);
+
 // Embedding: out[n] = table[ids[n]] (table [V, C]); ids outside [0, V) set *bad_id (device int, may be
 // null) to 1 and write zeros. Backward: dtable[ids[n]] += dout[n], tokens walked in order per channel
 // (the CPU kernel's order: the same bits for repeated ids).
