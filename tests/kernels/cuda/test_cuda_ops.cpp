@@ -25,7 +25,6 @@
 #include "temper/kernels/cuda/runtime.h"
 #include "temper/kernels/cuda/sampling.h"
 #include "temper/kernels/embedding.h"
-#include "temper/kernels/geglu.h"
 #include "temper/kernels/int4_matmul.h"
 #include "temper/kernels/paged_attention.h"
 #include "temper/kernels/rmsnorm.h"
@@ -324,35 +323,6 @@ TEST_F(CudaOps, SwigluForwardBackwardMatchTheCpu) {
   EXPECT_TRUE(all_close(down(ddgu), dgu, tolerance(Kind::elementwise, 1, 4)));
 }
 
-TEST_F(CudaOps, GegluForwardBackwardMatchTheCpu) {
-  const int64_t N = 23, F = 77;
-  auto gu = random_vec(N * 2 * F, 33, 2.f), dh = random_vec(N * F, 34);
-  std::vector<float> h(N * F), dgu(N * 2 * F);
-  kernels::geglu_fwd(gu.data(), h.data(), N, F);
-  kernels::geglu_bwd(gu.data(), dh.data(), dgu.data(), N, F);
-  auto d_gu = up(gu), d_dh = up(dh);
-  cuda::DeviceBuffer<float> d_h(N * F), d_dgu(N * 2 * F);
-  cuda::geglu_fwd(d_gu.data(), d_h.data(), N, F, nullptr);
-  cuda::geglu_bwd(d_gu.data(), d_dh.data(), d_dgu.data(), N, F, nullptr);
-  EXPECT_TRUE(all_close(down(d_h), h, tolerance(Kind::elementwise, 1, 4)));
-  EXPECT_TRUE(all_close(down(d_dgu), dgu, tolerance(Kind::elementwise, 1, 4)));
-  // bf16 output of f32 input: the f32 result rounded once; bf16 input and output: bf16 tolerance.
-  auto widen = [](const std::vector<uint16_t>& v) {
-    std::vector<float> o(v.size());
-    for (size_t i = 0; i < v.size(); ++i) o[i] = bf16_to_f32(v[i]);
-    return o;
-  };
-  cuda::DeviceBuffer<uint16_t> d_h16(N * F);
-  cuda::geglu_fwd(d_gu.data(), d_h16.data(), N, F, nullptr);
-  EXPECT_TRUE(all_close(widen(down(d_h16)), h, tolerance(Kind::bf16)));
-  auto d_gu16 = up(to_bf16(gu));
-  cuda::geglu_fwd(d_gu16.data(), d_h16.data(), N, F, nullptr);
-  std::vector<float> h_of16(N * F);
-  const auto gu_r = round_bf16(gu);
-  kernels::geglu_fwd(gu_r.data(), h_of16.data(), N, F);
-  EXPECT_TRUE(all_close(widen(down(d_h16)), h_of16, tolerance(Kind::bf16)));
-}
-
 TEST_F(CudaOps, EmbeddingGatherAndScatterInTokenOrder) {
   const int64_t N = 41, V = 13, C = 70;
   std::vector<int32_t> ids(N);
@@ -542,6 +512,109 @@ TEST_F(CudaOps, PagedAttentionSplitsLongRowsAndMergesThem) {
   check_paged_attention(2, 1, 36, 8, 5, {39, 2}, 99);      // D not a multiple of 32
 }
 
+// ---- Score options (kernels::AttnOpts): the device kernels against the CPU's (tests/kernels checks
+// those against the fp64 reference and finite differences).
+
+kernels::AttnOpts attn_opts(float scale, float softcap, int64_t window) {
+  kernels::AttnOpts o;
+  o.scale = scale, o.softcap = softcap, o.window = window;
+  return o;
+}
+
+void check_flash_attention_opts(const AttnCase& c, const kernels::AttnOpts& opt) {
+  SCOPED_TRACE("T " + std::to_string(c.T) + " D " + std::to_string(c.D) + " scale " + std::to_string(opt.scale) +
+               " softcap " + std::to_string(opt.softcap) + " window " + std::to_string(opt.window));
+  const int64_t qkv = (c.H + 2 * c.Hkv) * c.D, rows = c.B * c.T;
+  kernels::AttnShape s{c.B, c.T, c.H, c.Hkv, c.D, qkv, qkv, c.H * c.D, opt};
+  auto buf = random_vec(rows * qkv, 181, 2.f), dout = random_vec(rows * c.H * c.D, 182);
+  const float* q = buf.data();
+  const float* k = buf.data() + c.H * c.D;
+  const float* v = k + c.Hkv * c.D;
+  std::vector<float> o(rows * c.H * c.D), lse(c.B * c.H * c.T), dbuf(rows * qkv, 0.f);
+  kernels::attention_fwd(s, q, k, v, o.data(), lse.data());
+  kernels::attention_bwd(s, q, k, v, o.data(), lse.data(), dout.data(), dbuf.data(), dbuf.data() + c.H * c.D,
+                         dbuf.data() + (c.H + c.Hkv) * c.D);
+  auto dq = up(buf), ddo = up(dout);
+  cuda::DeviceBuffer<float> d_o(o.size()), d_lse(lse.size()), d_delta(lse.size());
+  const float* dk = dq.data() + c.H * c.D;
+  const float* dv = dk + c.Hkv * c.D;
+  cuda::attention_fwd(s, dq.data(), dk, dv, d_o.data(), d_lse.data(), nullptr);
+  EXPECT_TRUE(all_close(down(d_o), o, tolerance(Kind::reduction, c.T)));
+  EXPECT_TRUE(all_close(down(d_lse), lse, tolerance(Kind::reduction, c.T)));
+  cuda::DeviceBuffer<float> ws(static_cast<size_t>(std::max<int64_t>(1, cuda::attention_bwd_workspace_floats(s))));
+  for (bool split : {false, true}) {  // the dK/dV pass per KV head, then per query head with the ordered sum
+    auto d_grad = up(std::vector<float>(rows * qkv, 0.f));
+    cuda::attention_bwd(s, dq.data(), dk, dv, d_o.data(), d_lse.data(), ddo.data(), d_grad.data(),
+                        d_grad.data() + c.H * c.D, d_grad.data() + (c.H + c.Hkv) * c.D, d_delta.data(), nullptr,
+                        split ? ws.data() : nullptr);
+    // window 1: dq, dk cancel to ~0 from O(1) terms on both sides
+    EXPECT_TRUE(all_close(down(d_grad), dbuf, tolerance(Kind::reduction, c.T * c.D), opt.window == 1 ? 1e-5 : 0));
+  }
+}
+
+TEST_F(CudaOps, FlashAttentionWithOptionsMatchesTheCpu) {
+  // Windows inside one 32-key tile, across tiles and query blocks, of 1, and past T; soft-capping with
+  // a custom scale (q scaled by 2: capped scores well into tanh's bend); GQA groups.
+  for (AttnCase c : {AttnCase{2, 70, 4, 2, 32}, AttnCase{1, 200, 14, 2, 64}, AttnCase{1, 37, 3, 3, 18}}) {
+    for (kernels::AttnOpts o : {attn_opts(0, 0, 5), attn_opts(0, 0, 40), attn_opts(0, 0, 1), attn_opts(0, 0, 1000),
+                                attn_opts(0.09f, 0, 0), attn_opts(0, 2.5f, 0), attn_opts(0.1f, 3.f, 33)})
+      check_flash_attention_opts(c, o);
+  }
+}
+
+// Paged attention with options: the CPU kernel (the reference here) and the device's one-warp and split
+// kernels on tables whose blocks wholly before each row's window are -1 (neither may read them).
+void check_paged_attention_opts(int64_t H, int64_t Hkv, int64_t D, int64_t bs, int64_t table_stride,
+                                std::vector<int64_t> len, uint64_t seed, const kernels::AttnOpts& opt) {
+  SCOPED_TRACE("scale " + std::to_string(opt.scale) + " softcap " + std::to_string(opt.softcap) + " window " +
+               std::to_string(opt.window));
+  const int64_t n = static_cast<int64_t>(len.size()), blocks = n * table_stride + 3, row_floats = Hkv * D;
+  auto kp = random_vec(blocks * bs * row_floats, seed), vp = random_vec(blocks * bs * row_floats, seed + 1);
+  auto q = random_vec(n * H * D, seed + 2, 2.0f);
+  std::vector<int32_t> tables(n * table_stride);
+  for (int64_t i = 0; i < n * table_stride; ++i) tables[i] = static_cast<int32_t>((i * 7 + 3) % blocks);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t first = opt.window > 0 ? std::max<int64_t>(0, len[i] - opt.window) : 0;
+    for (int64_t b = 0; b < first / bs; ++b) tables[i * table_stride + b] = -1;
+  }
+  std::vector<const int32_t*> table_ptrs(n);
+  for (int64_t i = 0; i < n; ++i) table_ptrs[i] = tables.data() + i * table_stride;
+  std::vector<float> o(n * H * D);
+  kernels::PagedAttnArgs a;
+  a.n = n, a.H = H, a.Hkv = Hkv, a.D = D;
+  a.q = q.data(), a.q_stride = H * D, a.o = o.data(), a.o_stride = H * D;
+  a.block_tables = table_ptrs.data(), a.kv_len = len.data(), a.k_pool = kp.data(), a.v_pool = vp.data();
+  a.block_size = bs, a.opt = opt;
+  kernels::paged_attention_fwd(a);
+  std::vector<int32_t> len32(len.begin(), len.end());
+  auto dk = up(kp), dv = up(vp), dq = up(q);
+  auto dt = up(tables), dl = up(len32);
+  const int64_t max_len = table_stride * bs;
+  cuda::DeviceBuffer<float> ws(static_cast<size_t>(cuda::paged_attention_workspace_floats(n, H, D, max_len)));
+  for (bool split : {false, true}) {
+    SCOPED_TRACE(split ? "split kernel" : "one-warp kernel");
+    cuda::DeviceBuffer<float> d_o(o.size());
+    cuda::PagedAttnDeviceArgs b;
+    b.n = n, b.H = H, b.Hkv = Hkv, b.D = D;
+    b.q = dq.data(), b.q_stride = H * D, b.o = d_o.data(), b.o_stride = H * D;
+    b.block_tables = dt.data(), b.table_stride = table_stride, b.kv_len = dl.data();
+    b.k_pool = dk.data(), b.v_pool = dv.data(), b.block_size = bs, b.opt = opt;
+    if (split) b.max_len = max_len, b.workspace = ws.data(), b.workspace_floats = static_cast<int64_t>(ws.size());
+    cuda::paged_attention_fwd(b, nullptr);
+    EXPECT_TRUE(all_close(down(d_o), o, tolerance(Kind::reduction, D)));
+  }
+}
+
+TEST_F(CudaOps, PagedAttentionWithOptionsMatchesTheCpu) {
+  // Rows longer and shorter than the window, a window starting mid-block and mid-tile, window 1.
+  for (kernels::AttnOpts o : {attn_opts(0, 0, 20), attn_opts(0, 0, 100), attn_opts(0, 0, 1), attn_opts(0.1f, 2.5f, 0),
+                              attn_opts(0.1f, 2.5f, 45)}) {
+    check_paged_attention_opts(4, 2, 64, 16, 4, {1, 17, 40, 64, 33}, 191, o);
+    check_paged_attention_opts(14, 2, 64, 16, 40, {600, 1, 31, 33, 257, 640, 0}, 195, o);
+    check_paged_attention_opts(2, 1, 36, 8, 5, {39, 2}, 199, o);  // D not a multiple of 4: one-warp kernel only
+  }
+}
+
 // dL/dlogprob and dL/dentropy fixed per row: the gradient the fused pass must carry back.
 class FixedCoefLoss : public kernels::ClassifierLoss {
  public:
@@ -602,71 +675,6 @@ TEST_F(CudaOps, FusedClassifierForwardAndGradientMatchTheCpu) {
   cuda::classifier_fused(blas, ws, b);
   EXPECT_TRUE(all_close(down(d_lp), lp, tolerance(Kind::bf16, C)));
   EXPECT_TRUE(all_close(down(d_ent), ent, tolerance(Kind::bf16, C)));
-}
-
-// Gemma-2's final-logit soft-capping on the device: the CPU classifier's values and gradients, and
-// cuda::softcap_rows gives the classifier's capped logits bit for bit (the rollout's logits equal training's).
-TEST_F(CudaOps, FusedClassifierWithSoftcapMatchesTheCpuAndSoftcapRows) {
-  const int64_t N = 37, C = 64, V = 1003;
-  const float cap = 4.f;
-  auto h = random_vec(N * C, 111), w = random_vec(V * C, 112, 0.6f);  // logits std ~4.8: the cap bends them
-  std::vector<int32_t> targets(N);
-  for (int64_t n = 0; n < N; ++n) targets[n] = n == 3 ? -1 : static_cast<int32_t>((n * 41) % V);
-  FixedCoefLoss loss;
-  std::vector<float> lp(N), ent(N), dh(N * C), dw(V * C, 0.f);
-  kernels::ClassifierArgs a;
-  a.h = h.data();
-  a.w = w.data();
-  a.targets = targets.data();
-  a.N = N;
-  a.C = C;
-  a.V = V;
-  a.logprob = lp.data();
-  a.entropy = ent.data();
-  a.loss = &loss;
-  a.dh = dh.data();
-  a.dw = dw.data();
-  a.softcap = cap;
-  kernels::classifier_fused(a);
-  cuda::Blas blas;
-  cuda::ClassifierWorkspace ws(N, V);  // one chunk: its logits stay in the workspace after a forward
-  auto d_h = up(h), d_w = up(w);
-  auto d_t = up(targets);
-  cuda::DeviceBuffer<float> d_lp(N), d_ent(N), d_dh(N * C);
-  auto d_dw = up(std::vector<float>(V * C, 0.f));
-  cuda::ClassifierDeviceArgs b;
-  b.h = d_h.data();
-  b.w = d_w.data();
-  b.targets = d_t.data();
-  b.N = N;
-  b.C = C;
-  b.V = V;
-  b.logprob = d_lp.data();
-  b.entropy = d_ent.data();
-  b.loss = &loss;
-  b.dh = d_dh.data();
-  b.dw = d_dw.data();
-  b.softcap = cap;
-  cuda::classifier_fused(blas, ws, b);
-  EXPECT_TRUE(all_close(down(d_lp), lp, tolerance(Kind::reduction, V)));
-  EXPECT_TRUE(all_close(down(d_ent), ent, tolerance(Kind::reduction, V)));
-  EXPECT_TRUE(all_close(down(d_dh), dh, tolerance(Kind::reduction, V)));
-  EXPECT_TRUE(all_close(down(d_dw), dw, tolerance(Kind::reduction, N)));
-  b.loss = nullptr;  // forward only: raw logits, then capped logits, left in the workspace
-  b.softcap = 0.f;
-  cuda::classifier_fused(blas, ws, b);
-  cuda::DeviceBuffer<float> raw(N * V);
-  TEMPER_CUDA_CHECK(cudaMemcpy(raw.data(), ws.logits(), sizeof(float) * N * V, cudaMemcpyDeviceToDevice));
-  b.softcap = cap;
-  cuda::classifier_fused(blas, ws, b);
-  std::vector<float> capped(N * V);
-  cuda::copy_to_host(capped.data(), ws.logits(), sizeof(float) * N * V);
-  auto raw_host = down(raw);
-  cuda::softcap_rows(raw.data(), N * V, cap, nullptr);
-  EXPECT_EQ(down(raw), capped);
-  std::vector<float> cpu_capped = raw_host;
-  kernels::softcap_rows(cpu_capped.data(), N * V, cap);
-  EXPECT_TRUE(all_close(capped, cpu_capped, tolerance(Kind::elementwise, 1, 4)));
 }
 
 // Device inputs, outputs and scratch of cuda::sample_rows for B rows of V logits (row stride ld).

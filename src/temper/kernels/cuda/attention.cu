@@ -1,5 +1,7 @@
 // Causal GQA flash attention (training) on the device; see attention.h (paged decode attention:
-// paged_attention.cu). Scores are scaled by 1/sqrt(D); the saved lse is in those units, as on the CPU.
+// paged_attention.cu). Scores are scaled by attn_scale(s.opt) (1/sqrt(D) by default), soft-capped where
+// s.opt.softcap > 0, and masked causally and to s.opt.window; the saved lse is of those scores, as on
+// the CPU. With a window, key tiles wholly outside every row's window of a block are never staged.
 // Blocks of 8 warps cover 32 rows (query rows in the forward and dQ passes, key rows in the dK/dV
 // pass): each warp carries R = 4 rows, so every value read from a shared-memory tile serves four
 // rows; tiles of 32 rows of the other side are staged by the whole block with four loads in flight
@@ -75,10 +77,32 @@ __device__ void load_own_rows(float* dst, const float* src, int64_t stride, int6
       dst[rr * D + d] = first + rr < T ? src[(first + rr) * stride + col + d] : 0.f;
 }
 
+// The first key tile a block of query rows from i0 on can see (0 without a window).
+__device__ __forceinline__ int64_t first_key_tile(int64_t i0, int64_t window) {
+  return window > 0 && i0 - window + 1 > 0 ? (i0 - window + 1) / kTile * kTile : 0;
+}
+
+// Whether query i sees key j (causal and, with a window, j > i - window).
+__device__ __forceinline__ bool sees(int64_t i, int64_t j, int64_t window) {
+  return j <= i && (window <= 0 || j > i - window);
+}
+
+// The scaled score, soft-capped when cap > 0; g gets d(capped)/d(scaled) = 1 - tanh^2.
+__device__ __forceinline__ float capped_score(float dot, float scale, float cap, float* g) {
+  const float x = dot * scale;
+  if (cap <= 0.f) {
+    *g = 1.f;
+    return x;
+  }
+  const float th = tanhf(x / cap);
+  *g = 1.f - th * th;
+  return cap * th;
+}
+
 // ---- forward ------------------------------------------------------------------------------------
 template <int DPL>
 __global__ void attn_fwd_kernel(kernels::AttnShape s, const float* q, const float* k, const float* v, float* o,
-                                float* lse, float scale, bool vec) {
+                                float* lse, float scale, float cap, bool vec) {
   extern __shared__ float smem[];
   const int64_t D = s.D, Dp = D + 1;
   float* Ks = smem;             // [kTile][D + 1]
@@ -97,15 +121,16 @@ __global__ void attn_fwd_kernel(kernels::AttnShape s, const float* q, const floa
 #pragma unroll
     for (int c = 0; c < DPL; ++c) acc[rr][c] = 0.f;
   }
-  const int64_t last = min(s.T - 1, i0 + kBlockRows - 1);
+  const int64_t last = min(s.T - 1, i0 + kBlockRows - 1), W = s.opt.window;
   const float* kb = k + b * s.T * s.kv_stride;
   const float* vb = v + b * s.T * s.kv_stride;
-  for (int64_t j0 = 0; j0 <= last; j0 += kTile) {
+  for (int64_t j0 = first_key_tile(i0, W); j0 <= last; j0 += kTile) {
     __syncthreads();
     stage(Ks, Dp, kb, s.kv_stride, kvh * D, j0, s.T, D, vec);
     stage(Vs, D, vb, s.kv_stride, kvh * D, j0, s.T, D, vec);
     __syncthreads();
-    if (iw >= s.T || j0 > iw + kRows - 1) continue;  // no row of this warp sees the tile
+    // no row of this warp sees the tile (all keys after its rows, or before their windows)
+    if (iw >= s.T || j0 > iw + kRows - 1 || (W > 0 && j0 + kTile - 1 <= iw - W)) continue;
     const int64_t j = j0 + lane;
     float dot[kRows];
 #pragma unroll
@@ -119,11 +144,12 @@ __global__ void attn_fwd_kernel(kernels::AttnShape s, const float* q, const floa
 #pragma unroll
     for (int rr = 0; rr < kRows; ++rr) {
       const int64_t i = iw + rr;
-      const bool see = j <= i && i < s.T;
-      const float sc = see ? dot[rr] * scale : -INFINITY;
+      const bool see = sees(i, j, W) && i < s.T;
+      float g;
+      const float sc = see ? capped_score(dot[rr], scale, cap, &g) : -INFINITY;
       const float mx = dev::warp_max(sc);
       const float m_new = fmaxf(m[rr], mx);
-      // a row that sees nothing of this tile (past T, or all j > i) keeps its state: m_new = m, p = 0
+      // a row that sees nothing of this tile (past T, all j > i, or before its window) keeps its state
       const bool live = m_new > -INFINITY;
       p[rr] = see ? __expf(sc - m_new) : 0.f;
       const float alpha = live ? __expf(m[rr] - m_new) : 1.f;
@@ -179,7 +205,7 @@ __global__ void attn_delta_kernel(kernels::AttnShape s, const float* o, const fl
 // dQ_i = scale * sum_j P_ij (dP_ij - delta_i) K_j; the warp's rows are query rows.
 template <int DPL>
 __global__ void attn_dq_kernel(kernels::AttnShape s, const float* q, const float* k, const float* v, const float* lse,
-                               const float* delta, const float* dout, float* dq, float scale, bool vec) {
+                               const float* delta, const float* dout, float* dq, float scale, float cap, bool vec) {
   extern __shared__ float smem[];
   const int64_t D = s.D, Dp = D + 1;
   float* Ks = smem;                  // [kTile][D + 1]
@@ -202,15 +228,15 @@ __global__ void attn_dq_kernel(kernels::AttnShape s, const float* q, const float
 #pragma unroll
     for (int c = 0; c < DPL; ++c) acc[rr][c] = 0.f;
   }
-  const int64_t last = min(s.T - 1, i0 + kBlockRows - 1);
+  const int64_t last = min(s.T - 1, i0 + kBlockRows - 1), W = s.opt.window;
   const float* kb = k + b * s.T * s.kv_stride;
   const float* vb = v + b * s.T * s.kv_stride;
-  for (int64_t j0 = 0; j0 <= last; j0 += kTile) {
+  for (int64_t j0 = first_key_tile(i0, W); j0 <= last; j0 += kTile) {
     __syncthreads();
     stage(Ks, Dp, kb, s.kv_stride, kvh * D, j0, s.T, D, vec);
     stage(Vs, Dp, vb, s.kv_stride, kvh * D, j0, s.T, D, vec);
     __syncthreads();
-    if (iw >= s.T || j0 > iw + kRows - 1) continue;
+    if (iw >= s.T || j0 > iw + kRows - 1 || (W > 0 && j0 + kTile - 1 <= iw - W)) continue;
     const int64_t j = j0 + lane;
     float dot[kRows], dp[kRows];
 #pragma unroll
@@ -228,7 +254,11 @@ __global__ void attn_dq_kernel(kernels::AttnShape s, const float* q, const float
     for (int rr = 0; rr < kRows; ++rr) {
       const int64_t i = iw + rr;
       ds[rr] = 0.f;
-      if (j <= i && i < s.T) ds[rr] = __expf(dot[rr] * scale - L[rr]) * (dp[rr] - dl[rr]);
+      if (sees(i, j, W) && i < s.T) {
+        float g;
+        const float sc = capped_score(dot[rr], scale, cap, &g);
+        ds[rr] = __expf(sc - L[rr]) * (dp[rr] - dl[rr]) * g;
+      }
     }
     for (int r = 0; r < kTile; ++r) {
       float kk[DPL];
@@ -263,8 +293,8 @@ __global__ void attn_dq_kernel(kernels::AttnShape s, const float* q, const float
 // attn_dkv_reduce_kernel then adds the group's heads in order (the same sums, 7x more blocks for Qwen).
 template <int DPL>
 __global__ void attn_dkv_kernel(kernels::AttnShape s, const float* q, const float* k, const float* v, const float* lse,
-                                const float* delta, const float* dout, float* dk, float* dv, float scale, bool vec,
-                                float* partial) {
+                                const float* delta, const float* dout, float* dk, float* dv, float scale, float cap,
+                                bool vec, float* partial) {
   extern __shared__ float smem[];
   const int64_t D = s.D, Dp = D + 1;
   float* Qs = smem;                 // [kTile][D + 1]
@@ -289,8 +319,11 @@ __global__ void attn_dkv_kernel(kernels::AttnShape s, const float* q, const floa
     for (int c = 0; c < DPL; ++c) ak[rr][c] = av[rr][c] = 0.f;
   const float* qb = q + b * s.T * s.q_stride;
   const float* ob = dout + b * s.T * s.o_stride;
+  const int64_t W = s.opt.window;
+  // queries i >= j0 (j0 is a multiple of kTile), and with a window i < (the block's last key) + W
+  const int64_t t_end = W > 0 ? min(s.T, j0 + kBlockRows - 1 + W) : s.T;
   for (int64_t h = h_first; h < h_end; ++h) {
-    for (int64_t t0 = j0; t0 < s.T; t0 += kTile) {  // j0 is a multiple of kTile: queries i >= j0 only
+    for (int64_t t0 = j0; t0 < t_end; t0 += kTile) {
       __syncthreads();
       stage(Qs, Dp, qb, s.q_stride, h * D, t0, s.T, D, vec);
       stage(dOs, Dp, ob, s.o_stride, h * D, t0, s.T, D, vec);
@@ -300,7 +333,8 @@ __global__ void attn_dkv_kernel(kernels::AttnShape s, const float* q, const floa
         Ds[r] = i < s.T ? delta[(b * s.H + h) * s.T + i] : 0.f;
       }
       __syncthreads();
-      if (jw >= s.T || t0 + kTile - 1 < jw) continue;  // every query of the tile precedes the warp's keys
+      // every query of the tile precedes the warp's keys, or is past their windows
+      if (jw >= s.T || t0 + kTile - 1 < jw || (W > 0 && t0 > jw + kRows - 2 + W)) continue;
       const int64_t i = t0 + lane;
       float dot[kRows], dp[kRows];
 #pragma unroll
@@ -318,9 +352,10 @@ __global__ void attn_dkv_kernel(kernels::AttnShape s, const float* q, const floa
       for (int rr = 0; rr < kRows; ++rr) {
         const int64_t j = jw + rr;
         p[rr] = ds[rr] = 0.f;
-        if (i >= j && i < s.T && j < s.T) {
-          p[rr] = __expf(dot[rr] * scale - Ls[lane]);
-          ds[rr] = p[rr] * (dp[rr] - Ds[lane]);
+        if (sees(i, j, W) && i < s.T && j < s.T) {
+          float g;
+          p[rr] = __expf(capped_score(dot[rr], scale, cap, &g) - Ls[lane]);
+          ds[rr] = p[rr] * (dp[rr] - Ds[lane]) * g;
         }
       }
       for (int r = 0; r < kTile; ++r) {
@@ -404,19 +439,20 @@ bool vector_loads(const kernels::AttnShape& s, std::initializer_list<const void*
 void attention_fwd(const kernels::AttnShape& s, const float* q, const float* k, const float* v, float* o, float* lse,
                    cudaStream_t st) {
   check_shape(s);
+  kernels::attn_opts_check(s.opt, "CUDA attention_fwd");
   if (s.B * s.T == 0) return;
-  const float scale = 1.f / std::sqrt(static_cast<float>(s.D));
+  const float scale = kernels::attn_scale(s.opt, s.D), cap = s.opt.softcap;
   const bool vec = vector_loads(s, {q, k, v});
   dim3 grid(static_cast<unsigned>((s.T + kBlockRows - 1) / kBlockRows), static_cast<unsigned>(s.H),
             static_cast<unsigned>(s.B));
   const size_t smem = sizeof(float) * (kTile * (s.D + 1) + kTile * s.D + kBlockRows * s.D);
   const dim3 block(kWarps * 32);
   if (s.D <= 64)
-    dev::launch(attn_fwd_kernel<2>, grid, block, smem, st, "attention_fwd", s, q, k, v, o, lse, scale, vec);
+    dev::launch(attn_fwd_kernel<2>, grid, block, smem, st, "attention_fwd", s, q, k, v, o, lse, scale, cap, vec);
   else if (s.D <= 128)
-    dev::launch(attn_fwd_kernel<4>, grid, block, smem, st, "attention_fwd", s, q, k, v, o, lse, scale, vec);
+    dev::launch(attn_fwd_kernel<4>, grid, block, smem, st, "attention_fwd", s, q, k, v, o, lse, scale, cap, vec);
   else
-    dev::launch(attn_fwd_kernel<8>, grid, block, smem, st, "attention_fwd", s, q, k, v, o, lse, scale, vec);
+    dev::launch(attn_fwd_kernel<8>, grid, block, smem, st, "attention_fwd", s, q, k, v, o, lse, scale, cap, vec);
 }
 
 int64_t attention_bwd_workspace_floats(const kernels::AttnShape& s) {
@@ -427,8 +463,9 @@ void attention_bwd(const kernels::AttnShape& s, const float* q, const float* k, 
                    const float* lse, const float* dout, float* dq, float* dk, float* dv, float* delta, cudaStream_t st,
                    float* dkv_partial) {
   check_shape(s);
+  kernels::attn_opts_check(s.opt, "CUDA attention_bwd");
   if (s.B * s.T == 0) return;
-  const float scale = 1.f / std::sqrt(static_cast<float>(s.D));
+  const float scale = kernels::attn_scale(s.opt, s.D), cap = s.opt.softcap;
   const int64_t rows = s.B * s.H * s.T;
   const bool vec = vector_loads(s, {q, k, v, dout});
   const dim3 block(kWarps * 32);
@@ -443,19 +480,19 @@ void attention_bwd(const kernels::AttnShape& s, const float* q, const float* k, 
   const size_t smem_kv = sizeof(float) * (2 * kTile * (s.D + 1) + 2 * kTile + 2 * kBlockRows * s.D);
   if (s.D <= 64) {
     dev::launch(attn_dq_kernel<2>, grid_q, block, smem_q, st, "attention_dq", s, q, k, v, lse, delta, dout, dq, scale,
-                vec);
+                cap, vec);
     dev::launch(attn_dkv_kernel<2>, grid_kv, block, smem_kv, st, "attention_dkv", s, q, k, v, lse, delta, dout, dk, dv,
-                scale, vec, partial);
+                scale, cap, vec, partial);
   } else if (s.D <= 128) {
     dev::launch(attn_dq_kernel<4>, grid_q, block, smem_q, st, "attention_dq", s, q, k, v, lse, delta, dout, dq, scale,
-                vec);
+                cap, vec);
     dev::launch(attn_dkv_kernel<4>, grid_kv, block, smem_kv, st, "attention_dkv", s, q, k, v, lse, delta, dout, dk, dv,
-                scale, vec, partial);
+                scale, cap, vec, partial);
   } else {
     dev::launch(attn_dq_kernel<8>, grid_q, block, smem_q, st, "attention_dq", s, q, k, v, lse, delta, dout, dq, scale,
-                vec);
+                cap, vec);
     dev::launch(attn_dkv_kernel<8>, grid_kv, block, smem_kv, st, "attention_dkv", s, q, k, v, lse, delta, dout, dk, dv,
-                scale, vec, partial);
+                scale, cap, vec, partial);
   }
   if (partial)
     dev::launch(attn_dkv_reduce_kernel, dim3(dev::blocks_for(s.B * s.T * s.Hkv * s.D, 256)), dim3(256), 0, st,

@@ -2,7 +2,9 @@
 // log-sum-exp of the scaled scores per query row and a backward that recomputes P from it (the
 // layouts and AttnShape of kernels/attention.h; dq, dk, dv overwritten). Rollouts: attention of new
 // query rows over the paged KV cache (kernels/paged_attention.h), block tables as one [n, max_blocks]
-// int32 array. Leaves out: tensor-core (wgmma) tiles, bf16 inputs.
+// int32 array. Both take the score options of kernels::AttnOpts (custom scale, soft-capping, sliding
+// window; the paged kernel then never reads a block wholly before a row's window: its table entry may
+// be -1). Leaves out: tensor-core (wgmma) tiles, bf16 inputs.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -44,6 +46,7 @@ struct PagedAttnDeviceArgs {
   int64_t max_len = 0;
   float* workspace = nullptr;
   int64_t workspace_floats = 0;
+  kernels::AttnOpts opt{};  // row i sees positions (kv_len[i] - 1 - window, kv_len[i] - 1] with a window
 };
 int64_t paged_attention_workspace_floats(int64_t n, int64_t H, int64_t D, int64_t max_len);
 // Graph-capturable: the launch shapes depend on n and max_len, not on the rows' lengths.

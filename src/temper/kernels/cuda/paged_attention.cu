@@ -6,7 +6,9 @@
 // whole group). A second kernel merges the splits' (max, sum, weighted V) per (row, head) and
 // writes f32 and/or bf16 output. Splits past a row's length do nothing. Without a workspace, or
 // for head dims not a multiple of 4 or more than 16 query heads per KV head, the first kernel (one
-// warp per row and head, positions in sequence) serves.
+// warp per row and head, positions in sequence) serves. With a window a row's positions start at
+// first = max(0, len - window): the splits cut [first, len) (sized for min(max_len, window)
+// positions), and no block before first is read (its table entry may be -1).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -32,6 +34,17 @@ int64_t splits_of(int64_t max_len) {
   return std::max<int64_t>(1, (max_len + split_len(max_len) - 1) / split_len(max_len));
 }
 
+// The first position row `len` long sees (0 without a window).
+__device__ __forceinline__ int64_t first_position(int64_t len, int64_t window) {
+  return window > 0 && len > window ? len - window : 0;
+}
+
+// The scaled score, soft-capped when cap > 0.
+__device__ __forceinline__ float paged_score(float dot, float scale, float cap) {
+  const float x = dot * scale;
+  return cap > 0.f ? cap * tanhf(x / cap) : x;
+}
+
 bool aligned16(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 }
@@ -42,7 +55,7 @@ bool split_fits(const PagedAttnDeviceArgs& a) {
 }
 
 // ---- one warp per (query row, head), positions in sequence (the fallback) ------------------------
-__global__ void paged_attn_kernel(PagedAttnDeviceArgs a, float scale) {
+__global__ void paged_attn_kernel(PagedAttnDeviceArgs a, float scale, float cap) {
   extern __shared__ float smem[];
   const int64_t D = a.D, Dp = D + 1;
   float* Ks = smem;             // [kTile][D + 1]
@@ -55,7 +68,7 @@ __global__ void paged_attn_kernel(PagedAttnDeviceArgs a, float scale) {
   float acc[kMaxDPerLane];
   for (int c = 0; c < kMaxDPerLane; ++c) acc[c] = 0.f;
   float m = -INFINITY, l = 0.f;
-  for (int64_t p0 = 0; p0 < len; p0 += kTile) {
+  for (int64_t p0 = first_position(len, a.opt.window); p0 < len; p0 += kTile) {
     __syncwarp();
     for (int r = 0; r < kTile && p0 + r < len; ++r) {
       const int64_t p = p0 + r;
@@ -69,7 +82,7 @@ __global__ void paged_attn_kernel(PagedAttnDeviceArgs a, float scale) {
     if (p < len) {
       float dot = 0.f;
       for (int64_t d = 0; d < D; ++d) dot += Qs[d] * Ks[lane * Dp + d];
-      sc = dot * scale;
+      sc = paged_score(dot, scale, cap);
     }
     const float m_new = fmaxf(m, dev::warp_max(sc));
     const float pr_own = p < len ? __expf(sc - m_new) : 0.f;
@@ -101,7 +114,8 @@ __global__ void paged_attn_kernel(PagedAttnDeviceArgs a, float scale) {
 
 // ---- split: block per (split, KV head, row) ------------------------------------------------------
 // Partials in ws: [row][head][split] x (D + 2): running max, sum of exp, then the unnormalised V sum.
-__global__ void paged_split_kernel(PagedAttnDeviceArgs a, float scale, int64_t split, int64_t nsplit, float* ws) {
+__global__ void paged_split_kernel(PagedAttnDeviceArgs a, float scale, float cap, int64_t split, int64_t nsplit,
+                                   float* ws) {
   extern __shared__ float4 smem4[];  // 16-byte aligned: V rows are stored as float4
   float* smem = reinterpret_cast<float*>(smem4);
   const int64_t D = a.D, Dp = D + 1, G = a.H / a.Hkv, D4 = D / 4;
@@ -110,7 +124,8 @@ __global__ void paged_split_kernel(PagedAttnDeviceArgs a, float scale, int64_t s
   float* Qs = Vs + kTile * D;   // [G][D]
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int64_t s = blockIdx.x, kvh = blockIdx.y, row = blockIdx.z;
-  const int64_t len = a.kv_len[row], p_begin = s * split, p_end = min(len, p_begin + split);
+  const int64_t len = a.kv_len[row], p_begin = first_position(len, a.opt.window) + s * split,
+                p_end = min(len, p_begin + split);
   const int32_t* table = a.block_tables + row * a.table_stride;
   const int64_t row_floats = a.Hkv * D;
   for (int64_t e = tid; e < G * D; e += blockDim.x) Qs[e] = a.q[row * a.q_stride + (kvh * G) * D + e];
@@ -162,7 +177,7 @@ __global__ void paged_split_kernel(PagedAttnDeviceArgs a, float scale, int64_t s
         if (lane < rows_here) {
           float dot = 0.f;
           for (int64_t d = 0; d < D; ++d) dot += q[d] * Ks[lane * Dp + d];
-          sc = dot * scale;
+          sc = paged_score(dot, scale, cap);
         }
         const float m_new = fmaxf(m[hh], dev::warp_max(sc));  // finite: the tile has a position
         const float pr_own = lane < rows_here ? __expf(sc - m_new) : 0.f;
@@ -204,7 +219,8 @@ __global__ void paged_split_kernel(PagedAttnDeviceArgs a, float scale, int64_t s
 // ---- combine: block per (row, head), thread per channel --------------------------------------------
 __global__ void paged_combine_kernel(PagedAttnDeviceArgs a, int64_t split, int64_t nsplit, const float* ws) {
   const int64_t row = blockIdx.x, h = blockIdx.y, D = a.D;
-  const int64_t len = a.kv_len[row], used = min(nsplit, (len + split - 1) / split);  // splits holding positions
+  const int64_t len = a.kv_len[row], span = len - first_position(len, a.opt.window);
+  const int64_t used = min(nsplit, (span + split - 1) / split);  // splits holding positions
   const float* w = ws + (row * a.H + h) * nsplit * (D + 2);
   float M = -INFINITY;
   for (int64_t s = 0; s < used; ++s) M = fmaxf(M, w[s * (D + 2)]);
@@ -233,23 +249,27 @@ void paged_attention_fwd(const PagedAttnDeviceArgs& a, cudaStream_t st) {
   TEMPER_CHECK(a.D > 0 && a.D <= 32 * kMaxDPerLane) << "CUDA paged attention: head dim " << a.D << " outside [1, 256]";
   TEMPER_CHECK(a.Hkv > 0 && a.H % a.Hkv == 0) << "CUDA paged attention: heads " << a.H << " vs KV heads " << a.Hkv;
   TEMPER_CHECK(a.o || a.o16) << "CUDA paged attention: no output";
+  kernels::attn_opts_check(a.opt, "CUDA paged_attention_fwd");
   if (a.n == 0) return;
-  const float scale = 1.f / std::sqrt(static_cast<float>(a.D));
+  const float scale = kernels::attn_scale(a.opt, a.D), cap = a.opt.softcap;
   if (!split_fits(a)) {
     const size_t smem = sizeof(float) * (kTile * (a.D + 1) + a.D);
     dev::launch(paged_attn_kernel, dim3(static_cast<unsigned>(a.n), static_cast<unsigned>(a.H)), dim3(32), smem, st,
-                "paged_attention_fwd", a, scale);
+                "paged_attention_fwd", a, scale, cap);
     return;
   }
   const int64_t need = paged_attention_workspace_floats(a.n, a.H, a.D, a.max_len);
   TEMPER_CHECK(a.workspace_floats >= need) << "CUDA paged attention: workspace of " << a.workspace_floats << " floats, "
                                            << a.n << " rows of up to " << a.max_len << " positions need " << need;
   TEMPER_CHECK(a.n <= 65535) << "CUDA paged attention: " << a.n << " rows in one call (at most 65535)";
-  const int64_t split = split_len(a.max_len), nsplit = splits_of(a.max_len), G = a.H / a.Hkv;
+  // A row's positions: at most max_len, and at most the window (the splits cut [first, len)); fewer
+  // positions make at most as many splits, so the workspace bound for max_len holds.
+  const int64_t span = a.opt.window > 0 ? std::min(a.max_len, a.opt.window) : a.max_len;
+  const int64_t split = split_len(span), nsplit = splits_of(span), G = a.H / a.Hkv;
   const size_t smem = sizeof(float) * (kTile * (a.D + 1) + kTile * a.D + G * a.D);
   dev::launch(paged_split_kernel,
               dim3(static_cast<unsigned>(nsplit), static_cast<unsigned>(a.Hkv), static_cast<unsigned>(a.n)),
-              dim3(kSplitWarps * 32), smem, st, "paged_attention_split", a, scale, split, nsplit, a.workspace);
+              dim3(kSplitWarps * 32), smem, st, "paged_attention_split", a, scale, cap, split, nsplit, a.workspace);
   const unsigned threads = static_cast<unsigned>(std::min<int64_t>(256, (a.D + 31) / 32 * 32));
   dev::launch(paged_combine_kernel, dim3(static_cast<unsigned>(a.n), static_cast<unsigned>(a.H)), dim3(threads), 0, st,
               "paged_attention_combine", a, split, nsplit, static_cast<const float*>(a.workspace));
