@@ -25,6 +25,7 @@
 #include "temper/kernels/cuda/runtime.h"
 #include "temper/kernels/cuda/sampling.h"
 #include "temper/kernels/embedding.h"
+#include "temper/kernels/geglu.h"
 #include "temper/kernels/int4_matmul.h"
 #include "temper/kernels/paged_attention.h"
 #include "temper/kernels/rmsnorm.h"
@@ -321,6 +322,35 @@ TEST_F(CudaOps, SwigluForwardBackwardMatchTheCpu) {
   cuda::swiglu_bwd(dgu_in.data(), ddh.data(), ddgu.data(), N, F, nullptr);
   EXPECT_TRUE(all_close(down(dh_out), h, tolerance(Kind::elementwise, 1, 4)));
   EXPECT_TRUE(all_close(down(ddgu), dgu, tolerance(Kind::elementwise, 1, 4)));
+}
+
+TEST_F(CudaOps, GegluForwardBackwardMatchTheCpu) {
+  const int64_t N = 23, F = 77;
+  auto gu = random_vec(N * 2 * F, 33, 2.f), dh = random_vec(N * F, 34);
+  std::vector<float> h(N * F), dgu(N * 2 * F);
+  kernels::geglu_fwd(gu.data(), h.data(), N, F);
+  kernels::geglu_bwd(gu.data(), dh.data(), dgu.data(), N, F);
+  auto d_gu = up(gu), d_dh = up(dh);
+  cuda::DeviceBuffer<float> d_h(N * F), d_dgu(N * 2 * F);
+  cuda::geglu_fwd(d_gu.data(), d_h.data(), N, F, nullptr);
+  cuda::geglu_bwd(d_gu.data(), d_dh.data(), d_dgu.data(), N, F, nullptr);
+  EXPECT_TRUE(all_close(down(d_h), h, tolerance(Kind::elementwise, 1, 4)));
+  EXPECT_TRUE(all_close(down(d_dgu), dgu, tolerance(Kind::elementwise, 1, 4)));
+  // bf16 output of f32 input: the f32 result rounded once; bf16 input and output: bf16 tolerance.
+  auto widen = [](const std::vector<uint16_t>& v) {
+    std::vector<float> o(v.size());
+    for (size_t i = 0; i < v.size(); ++i) o[i] = bf16_to_f32(v[i]);
+    return o;
+  };
+  cuda::DeviceBuffer<uint16_t> d_h16(N * F);
+  cuda::geglu_fwd(d_gu.data(), d_h16.data(), N, F, nullptr);
+  EXPECT_TRUE(all_close(widen(down(d_h16)), h, tolerance(Kind::bf16)));
+  auto d_gu16 = up(to_bf16(gu));
+  cuda::geglu_fwd(d_gu16.data(), d_h16.data(), N, F, nullptr);
+  std::vector<float> h_of16(N * F);
+  const auto gu_r = round_bf16(gu);
+  kernels::geglu_fwd(gu_r.data(), h_of16.data(), N, F);
+  EXPECT_TRUE(all_close(widen(down(d_h16)), h_of16, tolerance(Kind::bf16)));
 }
 
 TEST_F(CudaOps, EmbeddingGatherAndScatterInTokenOrder) {
@@ -675,6 +705,71 @@ TEST_F(CudaOps, FusedClassifierForwardAndGradientMatchTheCpu) {
   cuda::classifier_fused(blas, ws, b);
   EXPECT_TRUE(all_close(down(d_lp), lp, tolerance(Kind::bf16, C)));
   EXPECT_TRUE(all_close(down(d_ent), ent, tolerance(Kind::bf16, C)));
+}
+
+// Gemma-2's final-logit soft-capping on the device: the CPU classifier's values and gradients, and
+// cuda::softcap_rows gives the classifier's capped logits bit for bit (the rollout's logits equal training's).
+TEST_F(CudaOps, FusedClassifierWithSoftcapMatchesTheCpuAndSoftcapRows) {
+  const int64_t N = 37, C = 64, V = 1003;
+  const float cap = 4.f;
+  auto h = random_vec(N * C, 111), w = random_vec(V * C, 112, 0.6f);  // logits std ~4.8: the cap bends them
+  std::vector<int32_t> targets(N);
+  for (int64_t n = 0; n < N; ++n) targets[n] = n == 3 ? -1 : static_cast<int32_t>((n * 41) % V);
+  FixedCoefLoss loss;
+  std::vector<float> lp(N), ent(N), dh(N * C), dw(V * C, 0.f);
+  kernels::ClassifierArgs a;
+  a.h = h.data();
+  a.w = w.data();
+  a.targets = targets.data();
+  a.N = N;
+  a.C = C;
+  a.V = V;
+  a.logprob = lp.data();
+  a.entropy = ent.data();
+  a.loss = &loss;
+  a.dh = dh.data();
+  a.dw = dw.data();
+  a.softcap = cap;
+  kernels::classifier_fused(a);
+  cuda::Blas blas;
+  cuda::ClassifierWorkspace ws(N, V);  // one chunk: its logits stay in the workspace after a forward
+  auto d_h = up(h), d_w = up(w);
+  auto d_t = up(targets);
+  cuda::DeviceBuffer<float> d_lp(N), d_ent(N), d_dh(N * C);
+  auto d_dw = up(std::vector<float>(V * C, 0.f));
+  cuda::ClassifierDeviceArgs b;
+  b.h = d_h.data();
+  b.w = d_w.data();
+  b.targets = d_t.data();
+  b.N = N;
+  b.C = C;
+  b.V = V;
+  b.logprob = d_lp.data();
+  b.entropy = d_ent.data();
+  b.loss = &loss;
+  b.dh = d_dh.data();
+  b.dw = d_dw.data();
+  b.softcap = cap;
+  cuda::classifier_fused(blas, ws, b);
+  EXPECT_TRUE(all_close(down(d_lp), lp, tolerance(Kind::reduction, V)));
+  EXPECT_TRUE(all_close(down(d_ent), ent, tolerance(Kind::reduction, V)));
+  EXPECT_TRUE(all_close(down(d_dh), dh, tolerance(Kind::reduction, V)));
+  EXPECT_TRUE(all_close(down(d_dw), dw, tolerance(Kind::reduction, N)));
+  b.loss = nullptr;  // forward only: raw logits, then capped logits, left in the workspace
+  b.softcap = 0.f;
+  cuda::classifier_fused(blas, ws, b);
+  cuda::DeviceBuffer<float> raw(N * V);
+  TEMPER_CUDA_CHECK(cudaMemcpy(raw.data(), ws.logits(), sizeof(float) * N * V, cudaMemcpyDeviceToDevice));
+  b.softcap = cap;
+  cuda::classifier_fused(blas, ws, b);
+  std::vector<float> capped(N * V);
+  cuda::copy_to_host(capped.data(), ws.logits(), sizeof(float) * N * V);
+  auto raw_host = down(raw);
+  cuda::softcap_rows(raw.data(), N * V, cap, nullptr);
+  EXPECT_EQ(down(raw), capped);
+  std::vector<float> cpu_capped = raw_host;
+  kernels::softcap_rows(cpu_capped.data(), N * V, cap);
+  EXPECT_TRUE(all_close(capped, cpu_capped, tolerance(Kind::elementwise, 1, 4)));
 }
 
 // Device inputs, outputs and scratch of cuda::sample_rows for B rows of V logits (row stride ld).
