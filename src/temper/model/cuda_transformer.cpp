@@ -28,6 +28,9 @@ void CudaTransformer::carve_layer(Carver& c, Acts& a, int64_t N) const {
   const int64_t C = cfg_.hidden_size, Hq = cfg_.num_heads * cfg_.head_dim, QKV = cfg_.qkv_dim(),
                 F = cfg_.intermediate_size;
   a.rstd1 = c.take<float>(N);
+  a.qkv_pre = cfg_.qk_norm ? c.take<float>(N * QKV) : nullptr;
+  a.q_rstd = cfg_.qk_norm ? c.take<float>(N * cfg_.num_heads) : nullptr;
+  a.k_rstd = cfg_.qk_norm ? c.take<float>(N * cfg_.num_kv_heads) : nullptr;
   a.qkv = c.take<float>(N * QKV);
   a.o = c.take<float>(N * Hq);
   a.x_mid = c.take<float>(N * C);
@@ -37,6 +40,10 @@ void CudaTransformer::carve_layer(Carver& c, Acts& a, int64_t N) const {
   a.o16 = c.take<uint16_t>(N * Hq);
   a.xn2 = c.take<uint16_t>(N * C);
   a.h16 = c.take<uint16_t>(N * F);
+  a.ao = cfg_.sandwich_norm ? c.take<float>(N * C) : nullptr;
+  a.rstd3 = cfg_.sandwich_norm ? c.take<float>(N) : nullptr;
+  a.mo = cfg_.sandwich_norm ? c.take<float>(N * C) : nullptr;
+  a.rstd4 = cfg_.sandwich_norm ? c.take<float>(N) : nullptr;
 }
 
 namespace {
@@ -52,7 +59,6 @@ CudaTransformer::CudaTransformer(const ModelConfig& cfg, int device) : cfg_(cfg)
   TEMPER_CHECK(cuda::available()) << "--device cuda: no CUDA device is visible (driver or GPU missing)";
   TEMPER_CHECK(device >= 0 && device < cuda::device_count())
       << "--device cuda:" << device << ": only " << cuda::device_count() << " CUDA device(s) visible";
-  TEMPER_CHECK(!cfg_.qk_norm) << "the CUDA model does not run Qwen3's per-head q/k norms yet: use --device cpu";
   TEMPER_CUDA_CHECK(cudaSetDevice(device));
   TEMPER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   blas_ = std::make_unique<cuda::Blas>(stream_);
@@ -70,12 +76,103 @@ CudaTransformer::CudaTransformer(const ModelConfig& cfg, int device) : cfg_(cfg)
   TEMPER_CUDA_CHECK(cudaMemsetAsync(params16_.data(), 0, params16_.bytes(), stream_));
   norm_ws_.resize(static_cast<size_t>(cuda::grad_norm_workspace(layout_.total())));
   norm_out_.resize(1);
-  auto rope = kernels::rope_table(cfg_.max_position_embeddings, cfg_.head_dim, cfg_.rope_theta);
-  rope_cos_.resize(rope.cos.size());
-  rope_sin_.resize(rope.sin.size());
-  cuda::copy_to_device(rope_cos_.data(), rope.cos.data(), rope.cos.size() * sizeof(float), stream_);
-  cuda::copy_to_device(rope_sin_.data(), rope.sin.data(), rope.sin.size() * sizeof(float), stream_);
+  const int64_t P = cfg_.max_position_embeddings, D = cfg_.head_dim;
+  upload_rope(rope_, kernels::rope_table(P, D, cfg_.rope_theta, cfg_.rope_scaling));
+  if (cfg_.rope_scaling.type == kernels::RopeScaling::Type::longrope) {
+    kernels::RopeScaling long_factors = cfg_.rope_scaling;
+    long_factors.use_long = true;
+    upload_rope(rope_long_, kernels::rope_table(P, D, cfg_.rope_theta, long_factors));
+  }
+  if (cfg_.rope_local_theta > 0) upload_rope(rope_local_, kernels::rope_table(P, D, cfg_.rope_local_theta));
+  if (cfg_.norm_offset) {  // every "*norm.weight", merged into runs where they sit next to each other
+    std::vector<std::pair<int64_t, int64_t>> norms;  // (offset, numel)
+    for (const ParamEntry& e : layout_.entries())
+      if (e.name.size() > 11 && e.name.compare(e.name.size() - 11, 11, "norm.weight") == 0)
+        norms.push_back({e.offset, e.numel()});
+    std::sort(norms.begin(), norms.end());
+    int64_t eff = 0;
+    for (const auto& [off, n] : norms) {
+      if (!norm_runs_.empty() && norm_runs_.back().param + norm_runs_.back().n == off)
+        norm_runs_.back().n += n;
+      else
+        norm_runs_.push_back({off, eff, n});
+      eff += n;
+    }
+    norm_eff_.resize(static_cast<size_t>(eff));
+  }
   synchronize();
+}
+
+void CudaTransformer::upload_rope(DeviceRope& to, const kernels::RopeTable& t) {
+  to.cos.resize(t.cos.size());
+  to.sin.resize(t.sin.size());
+  cuda::copy_to_device(to.cos.data(), t.cos.data(), t.cos.size() * sizeof(float), stream_);
+  cuda::copy_to_device(to.sin.data(), t.sin.data(), t.sin.size() * sizeof(float), stream_);
+  synchronize();  // the table is the caller's temporary
+}
+
+const CudaTransformer::DeviceRope& CudaTransformer::rope_for(int64_t l) const {
+  if (cfg_.rope_local_theta > 0 && cfg_.slides(l)) return rope_local_;
+  return use_long_rope_ ? rope_long_ : rope_;
+}
+
+void CudaTransformer::select_rope(int64_t max_pos) {
+  use_long_rope_ = cfg_.rope_scaling.type == kernels::RopeScaling::Type::longrope &&
+                   max_pos > cfg_.rope_scaling.original_max_position;
+}
+
+kernels::AttnOpts CudaTransformer::attn_opts(int64_t l) const {
+  kernels::AttnOpts o;
+  if (cfg_.query_pre_attn_scalar > 0) o.scale = cfg_.attn_scale();
+  o.softcap = static_cast<float>(cfg_.attn_softcap);
+  o.window = cfg_.slides(l) ? cfg_.sliding_window : 0;
+  return o;
+}
+
+const float* CudaTransformer::nw(int64_t offset) const {
+  if (!cfg_.norm_offset) return params_.data() + offset;
+  for (const NormRun& r : norm_runs_)
+    if (offset >= r.param && offset < r.param + r.n) return norm_eff_.data() + r.eff + (offset - r.param);
+  TEMPER_CHECK(false) << "CudaTransformer: no norm weight at parameter offset " << offset;
+  return nullptr;
+}
+
+// Gemma's RMSNorm scales by (1 + w) (HF: output * (1.0 + weight.float())): the sums in f32 on the device, after
+// every change of the weights; the gradient w.r.t. w is that w.r.t. 1 + w, accumulated at w's offset.
+void CudaTransformer::refresh_norm_weights() {
+  for (const NormRun& r : norm_runs_)
+    cuda::add_scalar(params_.data() + r.param, 1.f, norm_eff_.data() + r.eff, r.n, stream_);
+}
+
+void CudaTransformer::embed(const int32_t* tokens, int64_t N, float* x) {
+  const int64_t C = cfg_.hidden_size;
+  cuda::embedding_fwd(params_.data() + layout_.embed, tokens, x, N, cfg_.vocab_size, C, nullptr, stream_);
+  // HF Gemma: embeddings * tensor(hidden_size ** 0.5), the factor rounded to f32 as on the CPU.
+  if (cfg_.embed_scale) cuda::scale(x, static_cast<float>(std::sqrt(static_cast<double>(C))), N * C, stream_);
+}
+
+// The lookup's gradient into the embedding rows: times the embedding scale; the padding_idx row gets none.
+void CudaTransformer::embed_backward(const int32_t* tokens, int64_t N, float* dx) {
+  const int64_t C = cfg_.hidden_size;
+  if (cfg_.embed_scale || cfg_.pad_token_id >= 0) {
+    const float s = cfg_.embed_scale ? static_cast<float>(std::sqrt(static_cast<double>(C))) : 1.f;
+    cuda::embedding_grad_prep(dx, tokens, N, C, s, static_cast<int32_t>(cfg_.pad_token_id), stream_);
+  }
+  cuda::embedding_bwd(dx, tokens, grads_.data() + layout_.embed, N, C, stream_);
+}
+
+void CudaTransformer::act_fwd(const float* gu, uint16_t* h, int64_t N) {
+  if (cfg_.act == Activation::gelu_tanh)
+    cuda::geglu_fwd(gu, h, N, cfg_.intermediate_size, stream_);
+  else
+    cuda::swiglu_fwd(gu, h, N, cfg_.intermediate_size, stream_);
+}
+
+void CudaTransformer::act_bwd(const float* gu, const float* dh, float* dgu, int64_t N) {
+  if (cfg_.act == Activation::gelu_tanh)
+    cuda::geglu_bwd(gu, dh, dgu, N, cfg_.intermediate_size, stream_);
+  else
+    cuda::swiglu_bwd(gu, dh, dgu, N, cfg_.intermediate_size, stream_);
 }
 
 CudaTransformer::~CudaTransformer() {
@@ -103,6 +200,7 @@ void CudaTransformer::set_params(const float* host) {
   TEMPER_CUDA_CHECK(cudaSetDevice(device_));
   cuda::copy_to_device(params_.data(), host, params_.bytes(), stream_);
   cuda::f32_to_bf16(params_.data(), params16_.data(), layout_.total(), stream_);
+  refresh_norm_weights();
   synchronize();
 }
 void CudaTransformer::get_params(float* host) const {
@@ -225,123 +323,195 @@ void CudaTransformer::prepare(const int32_t* tokens, const int32_t* targets, int
   if (targets) cuda::copy_to_device(targets_, targets, sizeof(int32_t) * N, stream_);
   cuda::copy_to_device(pos_, pos.data(), sizeof(int32_t) * N, stream_);
   synchronize();  // pos is a stack vector
+  select_rope(T);
 }
 
+void CudaTransformer::block_linear(int64_t N, int64_t out, int64_t in, const uint16_t* x, int64_t w,
+                                   const cuda::Int4DeviceWeights* w4, float beta, float* y, const float* bias,
+                                   const float* addend) {
+  if (w4) {  // the int4 product adds an addend, never y itself (every residual here names its addend)
+    TEMPER_CHECK(beta == 0.f || addend) << "CudaTransformer: the drafter's linear accumulates into y without an addend";
+    return cuda::int4_gemm_bf16(N, x, in, *w4, y, out, bias, beta != 0.f ? addend : nullptr, stream_);
+  }
+  linear(N, out, in, x, w, beta, y, bias, addend);
+}
+
+// a.qkv = [q | k | v] of norm(x_in) Wqkv^T (+ bias), q and k through their per-head norms (Qwen3, Gemma-3).
+void CudaTransformer::qkv_forward(int64_t l, const Acts& a, int64_t N) {
+  const LayerOffsets& o = layout_.layers[static_cast<size_t>(l)];
+  const int64_t C = cfg_.hidden_size, D = cfg_.head_dim, H = cfg_.num_heads, Hkv = cfg_.num_kv_heads, Hq = H * D,
+                Hk = Hkv * D, QKV = cfg_.qkv_dim();
+  const float eps = static_cast<float>(cfg_.rms_norm_eps);
+  cudaStream_t s = stream_;
+  const DraftLayer* d4 = drafting_ ? &draft_[static_cast<size_t>(l)] : nullptr;
+  cuda::rmsnorm_fwd(a.x_in, nw(o.attn_norm), a.xn1, a.rstd1, N, C, eps, s);
+  float* qkv_out = cfg_.qk_norm ? a.qkv_pre : a.qkv;
+  block_linear(N, QKV, C, a.xn1, o.w_qkv, d4 ? d4->qkv.get() : nullptr, 0.f, qkv_out,
+               cfg_.qkv_bias ? params_.data() + o.b_qkv : nullptr, nullptr);
+  if (!cfg_.qk_norm) return;
+  cuda::rmsnorm_heads_fwd(a.qkv_pre, nw(o.q_norm), a.qkv, a.q_rstd, N, H, D, QKV, eps, s);
+  cuda::rmsnorm_heads_fwd(a.qkv_pre + Hq, nw(o.k_norm), a.qkv + Hq, a.k_rstd, N, Hkv, D, QKV, eps, s);
+  TEMPER_CUDA_CHECK(cudaMemcpy2DAsync(a.qkv + Hq + Hk, sizeof(float) * QKV, a.qkv_pre + Hq + Hk, sizeof(float) * QKV,
+                                      sizeof(float) * Hk, static_cast<size_t>(N), cudaMemcpyDeviceToDevice, s));
+}
+
+// Rotary on q and k (the layer's table), K and V rounded to bf16 as the CPU model's bf16 precision, then the
+// attention with the layer's options into a.o16 (paged: one fused pass that also writes K/V to the cache).
+void CudaTransformer::attention_forward(int64_t l, const Acts& a, int64_t B, int64_t T, bool paged, int64_t N) {
+  const int64_t D = cfg_.head_dim, H = cfg_.num_heads, Hkv = cfg_.num_kv_heads, Hq = H * D, Hk = Hkv * D,
+                QKV = cfg_.qkv_dim();
+  cudaStream_t s = stream_;
+  const DeviceRope& rope = rope_for(l);
+  const kernels::AttnOpts opt = attn_opts(l);
+  if (!paged) {
+    cuda::rope_fwd(a.qkv, pos_, rope.cos.data(), rope.sin.data(), N, H, D, QKV, s);
+    cuda::rope_fwd(a.qkv + Hq, pos_, rope.cos.data(), rope.sin.data(), N, Hkv, D, QKV, s);
+    cuda::round_bf16_rows(a.qkv + Hq, N, 2 * Hk, QKV, s);
+    kernels::AttnShape sh{B, T, H, Hkv, D, QKV, QKV, Hq, opt};
+    cuda::attention_fwd(sh, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse, s);
+    cuda::f32_to_bf16(a.o, a.o16, N * Hq, s);
+    return;
+  }
+  const int64_t layer_floats = num_blocks_ * block_size_ * Hk;
+  float* kp = k_pool_.data() + l * layer_floats;
+  float* vp = v_pool_.data() + l * layer_floats;
+  cuda::rope_kv_write(a.qkv, QKV, dec_.pos.data(), rope.cos.data(), rope.sin.data(), N, H, Hkv, D, dec_.tables.data(),
+                      dec_.table_stride, block_size_, kp, vp, s);
+  cuda::PagedAttnDeviceArgs pa;
+  pa.n = N;
+  pa.H = H;
+  pa.Hkv = Hkv;
+  pa.D = D;
+  pa.q = a.qkv;
+  pa.q_stride = QKV;
+  pa.o16 = a.o16;  // straight to the o projection's bf16 input
+  pa.o_stride = Hq;
+  pa.block_tables = dec_.tables.data();
+  pa.table_stride = dec_.table_stride;
+  pa.kv_len = dec_.kv_len.data();
+  pa.k_pool = kp;
+  pa.v_pool = vp;
+  pa.block_size = block_size_;
+  pa.max_len = dec_.table_stride * block_size_;
+  pa.workspace = attn_ws_.data();
+  pa.workspace_floats = static_cast<int64_t>(attn_ws_.size());
+  pa.opt = opt;
+  cuda::paged_attention_fwd(pa, s);
+}
+
+// x_out = x_mid + [post-norm] act(norm(x_mid) Wgu^T) Wd^T.
+void CudaTransformer::mlp_forward(int64_t l, const Acts& a, float* x_out, int64_t N) {
+  const LayerOffsets& o = layout_.layers[static_cast<size_t>(l)];
+  const int64_t C = cfg_.hidden_size, F = cfg_.intermediate_size;
+  const float eps = static_cast<float>(cfg_.rms_norm_eps);
+  const DraftLayer* d4 = drafting_ ? &draft_[static_cast<size_t>(l)] : nullptr;
+  cuda::rmsnorm_fwd(a.x_mid, nw(o.mlp_norm), a.xn2, a.rstd2, N, C, eps, stream_);
+  block_linear(N, 2 * F, C, a.xn2, o.w_gu, d4 ? d4->gu.get() : nullptr, 0.f, a.gu, nullptr, nullptr);
+  act_fwd(a.gu, a.h16, N);
+  const cuda::Int4DeviceWeights* down4 = d4 ? d4->down.get() : nullptr;
+  if (!cfg_.sandwich_norm) return block_linear(N, C, F, a.h16, o.w_down, down4, 1.f, x_out, nullptr, a.x_mid);
+  block_linear(N, C, F, a.h16, o.w_down, down4, 0.f, a.mo, nullptr, nullptr);
+  cuda::rmsnorm_residual_fwd(a.mo, nw(o.mlp_post_norm), a.x_mid, x_out, a.rstd4, N, C, eps, stream_);
+}
+
+// x_mid = x_in + [post-norm] attn(rope(qk-norm(norm(x_in) Wqkv^T))) Wo^T, then the MLP block into x_out.
 void CudaTransformer::layer_forward(int64_t l, const Acts& a, float* x_out, int64_t B, int64_t T, bool paged,
                                     int64_t n) {
   const LayerOffsets& o = layout_.layers[static_cast<size_t>(l)];
-  const float* P = params_.data();
-  const int64_t N = paged ? n : B * T, C = cfg_.hidden_size, D = cfg_.head_dim, H = cfg_.num_heads,
-                Hkv = cfg_.num_kv_heads, Hq = H * D, Hk = Hkv * D, QKV = cfg_.qkv_dim(), F = cfg_.intermediate_size;
-  const float eps = static_cast<float>(cfg_.rms_norm_eps);
-  cudaStream_t s = stream_;
-  const int32_t* pos = paged ? dec_.pos.data() : pos_;
-  // The drafter's pass: the block linears on its int4 copy (y = x W^T + bias + addend), the rest as the policy's.
-  const DraftLayer* d4 = paged && drafting_ ? &draft_[static_cast<size_t>(l)] : nullptr;
-  auto lin = [&](int64_t out, int64_t in, const uint16_t* x, int64_t w, const cuda::Int4DeviceWeights* w4, float beta,
-                 float* y, const float* bias, const float* addend) {
-    if (w4) {  // the int4 product adds an addend, never y itself (every residual here names its addend)
-      TEMPER_CHECK(beta == 0.f || addend)
-          << "CudaTransformer: the drafter's linear accumulates into y without an addend";
-      return cuda::int4_gemm_bf16(N, x, in, *w4, y, out, bias, beta != 0.f ? addend : nullptr, s);
-    }
-    linear(N, out, in, x, w, beta, y, bias, addend);
-  };
-  cuda::rmsnorm_fwd(a.x_in, P + o.attn_norm, a.xn1, a.rstd1, N, C, eps, s);
-  lin(QKV, C, a.xn1, o.w_qkv, d4 ? d4->qkv.get() : nullptr, 0.f, a.qkv, cfg_.qkv_bias ? P + o.b_qkv : nullptr, nullptr);
-  // Rotary on q and k; K and V in bf16, as the CPU model's bf16 precision (paged: one fused pass that
-  // also writes them to the cache).
-  if (paged) {
-    const int64_t layer_floats = num_blocks_ * block_size_ * Hk;
-    float* kp = k_pool_.data() + l * layer_floats;
-    float* vp = v_pool_.data() + l * layer_floats;
-    cuda::rope_kv_write(a.qkv, QKV, pos, rope_cos_.data(), rope_sin_.data(), N, H, Hkv, D, dec_.tables.data(),
-                        dec_.table_stride, block_size_, kp, vp, s);
-    cuda::PagedAttnDeviceArgs pa;
-    pa.n = N;
-    pa.H = H;
-    pa.Hkv = Hkv;
-    pa.D = D;
-    pa.q = a.qkv;
-    pa.q_stride = QKV;
-    pa.o16 = a.o16;  // straight to the o projection's bf16 input
-    pa.o_stride = Hq;
-    pa.block_tables = dec_.tables.data();
-    pa.table_stride = dec_.table_stride;
-    pa.kv_len = dec_.kv_len.data();
-    pa.k_pool = kp;
-    pa.v_pool = vp;
-    pa.block_size = block_size_;
-    pa.max_len = dec_.table_stride * block_size_;
-    pa.workspace = attn_ws_.data();
-    pa.workspace_floats = static_cast<int64_t>(attn_ws_.size());
-    cuda::paged_attention_fwd(pa, s);
+  const int64_t N = paged ? n : B * T, C = cfg_.hidden_size, Hq = cfg_.num_heads * cfg_.head_dim;
+  // The drafter's pass (paged only): the block linears on its int4 copy, the rest as the policy's.
+  TEMPER_CHECK(paged || !drafting_) << "CudaTransformer: the drafter runs paged passes only";
+  const cuda::Int4DeviceWeights* o4 = drafting_ ? draft_[static_cast<size_t>(l)].o.get() : nullptr;
+  qkv_forward(l, a, N);
+  attention_forward(l, a, B, T, paged, N);
+  if (cfg_.sandwich_norm) {
+    block_linear(N, C, Hq, a.o16, o.w_o, o4, 0.f, a.ao, nullptr, nullptr);
+    cuda::rmsnorm_residual_fwd(a.ao, nw(o.attn_post_norm), a.x_in, a.x_mid, a.rstd3, N, C,
+                               static_cast<float>(cfg_.rms_norm_eps), stream_);
   } else {
-    cuda::rope_fwd(a.qkv, pos, rope_cos_.data(), rope_sin_.data(), N, H, D, QKV, s);
-    cuda::rope_fwd(a.qkv + Hq, pos, rope_cos_.data(), rope_sin_.data(), N, Hkv, D, QKV, s);
-    cuda::round_bf16_rows(a.qkv + Hq, N, 2 * Hk, QKV, s);
-    kernels::AttnShape sh{B, T, H, Hkv, D, QKV, QKV, Hq};
-    cuda::attention_fwd(sh, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse, s);
-    cuda::f32_to_bf16(a.o, a.o16, N * Hq, s);
+    block_linear(N, C, Hq, a.o16, o.w_o, o4, 1.f, a.x_mid, nullptr, a.x_in);  // x_mid = x_in + o W_o^T
   }
-  lin(C, Hq, a.o16, o.w_o, d4 ? d4->o.get() : nullptr, 1.f, a.x_mid, nullptr, a.x_in);  // x_mid = x_in + o W_o^T
-  cuda::rmsnorm_fwd(a.x_mid, P + o.mlp_norm, a.xn2, a.rstd2, N, C, eps, s);
-  lin(2 * F, C, a.xn2, o.w_gu, d4 ? d4->gu.get() : nullptr, 0.f, a.gu, nullptr, nullptr);
-  cuda::swiglu_fwd(a.gu, a.h16, N, F, s);
-  // x_out = x_mid + h W_down^T
-  lin(C, F, a.h16, o.w_down, d4 ? d4->down.get() : nullptr, 1.f, x_out, nullptr, a.x_mid);
+  mlp_forward(l, a, x_out, N);
+}
+
+// dX[N, in] = dY16[N, out] W16[out, in], dY16 in d16_.
+void CudaTransformer::grad_input(int64_t N, int64_t out, int64_t in, int64_t w, float* dX) {
+  blas_->gemm(cuda::gemm_args(false, false, N, in, out, d16_, out, w16(w), in, 0.f, dX, in));
+}
+
+// dW[out, in] += dY16[N, out]^T X16[N, in], dY16 in d16_.
+void CudaTransformer::grad_weight(int64_t N, int64_t out, int64_t in, const uint16_t* X, int64_t w) {
+  blas_->gemm(cuda::gemm_args(true, false, out, in, N, d16_, out, X, in, 1.f, grads_.data() + w, in));
+}
+
+// MLP block backward: dx is the gradient at the layer's output on entry, at x_mid on return.
+void CudaTransformer::mlp_backward(int64_t l, const Acts& a, float* dx, int64_t N) {
+  const LayerOffsets& o = layout_.layers[static_cast<size_t>(l)];
+  float* G = grads_.data();
+  const int64_t C = cfg_.hidden_size, F = cfg_.intermediate_size;
+  cudaStream_t s = stream_;
+  const float* dmo = dx;  // the gradient at the down projection's output
+  if (cfg_.sandwich_norm) {
+    cuda::rmsnorm_bwd(dx, a.mo, nw(o.mlp_post_norm), a.rstd4, dxn_, G + o.mlp_post_norm, N, C, false, colsum_, s);
+    dmo = dxn_;
+  }
+  cuda::f32_to_bf16(dmo, d16_, N * C, s);
+  grad_input(N, C, F, o.w_down, dh_);
+  grad_weight(N, C, F, a.h16, o.w_down);
+  act_bwd(a.gu, dh_, dgu_, N);
+  cuda::f32_to_bf16(dgu_, d16_, N * 2 * F, s);
+  grad_weight(N, 2 * F, C, a.xn2, o.w_gu);
+  grad_input(N, 2 * F, C, o.w_gu, dxn_);
+  cuda::rmsnorm_bwd(dxn_, a.x_mid, nw(o.mlp_norm), a.rstd2, dx, G + o.mlp_norm, N, C, true, colsum_, s);
+}
+
+// Attention block backward: dx at x_mid on entry, at x_in on return.
+void CudaTransformer::attention_backward(int64_t l, const Acts& a, float* dx, int64_t B, int64_t T) {
+  const LayerOffsets& o = layout_.layers[static_cast<size_t>(l)];
+  float* G = grads_.data();
+  const int64_t N = B * T, C = cfg_.hidden_size, D = cfg_.head_dim, H = cfg_.num_heads, Hkv = cfg_.num_kv_heads,
+                Hq = H * D, Hk = Hkv * D, QKV = cfg_.qkv_dim();
+  cudaStream_t s = stream_;
+  const float* dao = dx;  // the gradient at the o projection's output
+  if (cfg_.sandwich_norm) {
+    cuda::rmsnorm_bwd(dx, a.ao, nw(o.attn_post_norm), a.rstd3, dxn_, G + o.attn_post_norm, N, C, false, colsum_, s);
+    dao = dxn_;
+  }
+  cuda::f32_to_bf16(dao, d16_, N * C, s);
+  grad_input(N, C, Hq, o.w_o, do_);
+  grad_weight(N, C, Hq, a.o16, o.w_o);
+  kernels::AttnShape sh{B, T, H, Hkv, D, QKV, QKV, Hq, attn_opts(l)};
+  cuda::attention_bwd(sh, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse, do_, dqkv_, dqkv_ + Hq, dqkv_ + Hq + Hk,
+                      delta_, s, dkv_ws_);
+  const DeviceRope& rope = rope_for(l);
+  cuda::rope_bwd(dqkv_, pos_, rope.cos.data(), rope.sin.data(), N, H, D, QKV, s);
+  cuda::rope_bwd(dqkv_ + Hq, pos_, rope.cos.data(), rope.sin.data(), N, Hkv, D, QKV, s);
+  if (cfg_.qk_norm) {  // in place: dqkv_'s q and k become the gradients at the norms' inputs
+    cuda::rmsnorm_heads_bwd(dqkv_, a.qkv_pre, nw(o.q_norm), a.q_rstd, dqkv_, G + o.q_norm, N, H, D, QKV, colsum_, s);
+    cuda::rmsnorm_heads_bwd(dqkv_ + Hq, a.qkv_pre + Hq, nw(o.k_norm), a.k_rstd, dqkv_ + Hq, G + o.k_norm, N, Hkv, D,
+                            QKV, colsum_, s);
+  }
+  if (cfg_.qkv_bias) cuda::column_sum_add(dqkv_, N, QKV, QKV, G + o.b_qkv, colsum_, s);
+  cuda::f32_to_bf16(dqkv_, d16_, N * QKV, s);
+  grad_weight(N, QKV, C, a.xn1, o.w_qkv);
+  grad_input(N, QKV, C, o.w_qkv, dxn_);
+  cuda::rmsnorm_bwd(dxn_, a.x_in, nw(o.attn_norm), a.rstd1, dx, G + o.attn_norm, N, C, true, colsum_, s);
 }
 
 void CudaTransformer::layer_backward(int64_t l, const Acts& a, float* dx, int64_t B, int64_t T) {
-  const LayerOffsets& o = layout_.layers[static_cast<size_t>(l)];
-  const float* P = params_.data();
-  float* G = grads_.data();
-  const int64_t N = B * T, C = cfg_.hidden_size, D = cfg_.head_dim, H = cfg_.num_heads, Hkv = cfg_.num_kv_heads,
-                Hq = H * D, Hk = Hkv * D, QKV = cfg_.qkv_dim(), F = cfg_.intermediate_size;
-  cudaStream_t s = stream_;
-  // dX[N, in] = dY16[N, out] W16[out, in]
-  auto grad_input = [&](int64_t out, int64_t in, int64_t w, float* dX) {
-    blas_->gemm(cuda::gemm_args(false, false, N, in, out, d16_, out, w16(w), in, 0.f, dX, in));
-  };
-  // dW[out, in] += dY16[N, out]^T X16[N, in]
-  auto grad_weight = [&](int64_t out, int64_t in, const uint16_t* X, int64_t w) {
-    blas_->gemm(cuda::gemm_args(true, false, out, in, N, d16_, out, X, in, 1.f, G + w, in));
-  };
-
-  // MLP block: x_out = x_mid + swiglu(norm(x_mid) Wgu^T) Wd^T.
-  cuda::f32_to_bf16(dx, d16_, N * C, s);
-  grad_input(C, F, o.w_down, dh_);
-  grad_weight(C, F, a.h16, o.w_down);
-  cuda::swiglu_bwd(a.gu, dh_, dgu_, N, F, s);
-  cuda::f32_to_bf16(dgu_, d16_, N * 2 * F, s);
-  grad_weight(2 * F, C, a.xn2, o.w_gu);
-  grad_input(2 * F, C, o.w_gu, dxn_);
-  cuda::rmsnorm_bwd(dxn_, a.x_mid, P + o.mlp_norm, a.rstd2, dx, G + o.mlp_norm, N, C, true, colsum_, s);
-  // Attention block: x_mid = x_in + attn(rope(norm(x_in) Wqkv^T)) Wo^T.
-  cuda::f32_to_bf16(dx, d16_, N * C, s);
-  grad_input(C, Hq, o.w_o, do_);
-  grad_weight(C, Hq, a.o16, o.w_o);
-  kernels::AttnShape sh{B, T, H, Hkv, D, QKV, QKV, Hq};
-  cuda::attention_bwd(sh, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse, do_, dqkv_, dqkv_ + Hq, dqkv_ + Hq + Hk,
-                      delta_, s, dkv_ws_);
-  cuda::rope_bwd(dqkv_, pos_, rope_cos_.data(), rope_sin_.data(), N, H, D, QKV, s);
-  cuda::rope_bwd(dqkv_ + Hq, pos_, rope_cos_.data(), rope_sin_.data(), N, Hkv, D, QKV, s);
-  if (cfg_.qkv_bias) cuda::column_sum_add(dqkv_, N, QKV, QKV, G + o.b_qkv, colsum_, s);
-  cuda::f32_to_bf16(dqkv_, d16_, N * QKV, s);
-  grad_weight(QKV, C, a.xn1, o.w_qkv);
-  grad_input(QKV, C, o.w_qkv, dxn_);
-  cuda::rmsnorm_bwd(dxn_, a.x_in, P + o.attn_norm, a.rstd1, dx, G + o.attn_norm, N, C, true, colsum_, s);
+  mlp_backward(l, a, dx, B * T);
+  attention_backward(l, a, dx, B, T);
 }
 
 void CudaTransformer::trunk_forward(int64_t B, int64_t T) {
   const int64_t N = B * T, C = cfg_.hidden_size, L = cfg_.num_layers;
-  cuda::embedding_fwd(params_.data() + layout_.embed, tokens_, saved_[0].x_in, N, cfg_.vocab_size, C, nullptr, stream_);
+  embed(tokens_, N, saved_[0].x_in);
   for (int64_t l = 0; l < L; ++l) {
     float* x_out = l + 1 == L ? x_final_ : saved_[static_cast<size_t>(l + 1)].x_in;
     layer_forward(l, saved_[static_cast<size_t>(l)], x_out, B, T, false, 0);
   }
-  cuda::rmsnorm_fwd(x_final_, params_.data() + layout_.final_norm, xf_, rstd_f_, N, C,
-                    static_cast<float>(cfg_.rms_norm_eps), stream_);
+  cuda::rmsnorm_fwd(x_final_, nw(layout_.final_norm), xf_, rstd_f_, N, C, static_cast<float>(cfg_.rms_norm_eps),
+                    stream_);
   cuda::f32_to_bf16(xf_, xf16_, N * C, stream_);
 }
 
@@ -358,6 +528,7 @@ cuda::ClassifierDeviceArgs CudaTransformer::classifier_args(bool with_targets, i
   ca.V = cfg_.vocab_size;
   ca.logprob = lp_;
   ca.entropy = ent_;
+  ca.softcap = static_cast<float>(cfg_.final_softcap);
   return ca;
 }
 
@@ -371,10 +542,10 @@ void CudaTransformer::forward_backward(const int32_t* tokens, const int32_t* tar
   ca.dh = dxn_;
   ca.dw = grads_.data() + layout_.lm_head;
   cuda::classifier_fused(*blas_, *cls_ws_, ca);
-  cuda::rmsnorm_bwd(dxn_, x_final_, params_.data() + layout_.final_norm, rstd_f_, dx_, grads_.data() + layout_.final_norm,
-                    N, C, false, colsum_, stream_);
+  cuda::rmsnorm_bwd(dxn_, x_final_, nw(layout_.final_norm), rstd_f_, dx_, grads_.data() + layout_.final_norm, N, C,
+                    false, colsum_, stream_);
   for (int64_t l = cfg_.num_layers - 1; l >= 0; --l) layer_backward(l, saved_[static_cast<size_t>(l)], dx_, B, T);
-  cuda::embedding_bwd(dx_, tokens_, grads_.data() + layout_.embed, N, C, stream_);
+  embed_backward(tokens_, N, dx_);
   if (logprob) cuda::copy_to_host(logprob, lp_, sizeof(float) * N, stream_);
   if (entropy) cuda::copy_to_host(entropy, ent_, sizeof(float) * N, stream_);
   synchronize();
@@ -407,6 +578,7 @@ double CudaTransformer::adamw_step(const kernels::AdamWConfig& c, float lr, int6
   }
   cuda::adamw_step(params_.data(), grads_.data(), m_.data(), v_.data(), n, lr, c.beta1, c.beta2, c.eps, c.weight_decay,
                    step, params16_.data(), stream_, grad_scale);
+  refresh_norm_weights();
   return norm;
 }
 
@@ -500,8 +672,8 @@ void CudaTransformer::plan_decode(int64_t max_rows, int64_t num_blocks, int64_t 
 }
 
 void CudaTransformer::rows_forward(int64_t n) {
-  const int64_t C = cfg_.hidden_size, L = cfg_.num_layers, V = cfg_.vocab_size;
-  cuda::embedding_fwd(params_.data() + layout_.embed, dec_.tokens.data(), dec_x_, n, V, C, nullptr, stream_);
+  const int64_t L = cfg_.num_layers;
+  embed(dec_.tokens.data(), n, dec_x_);
   float *cur = dec_x_, *next = dec_x2_;
   for (int64_t l = 0; l < L; ++l) {
     Acts a = dec_acts_;
@@ -576,13 +748,15 @@ void CudaTransformer::paged_logits(const PagedStep& st, KvPool& pool) {
     }
   pool.clear_block_copies();
   pool.set_mirrored();
-  int64_t stride = 1;
+  int64_t stride = 1, max_len = 0;
   for (int64_t i = 0; i < n; ++i) {
     TEMPER_CHECK(st.pos[i] >= 0 && st.pos[i] < cfg_.max_position_embeddings)
         << "forward_paged: position " << st.pos[i] << " outside [0, " << cfg_.max_position_embeddings << ")";
     TEMPER_CHECK(st.tokens[i] >= 0 && st.tokens[i] < V) << "forward_paged: token " << st.tokens[i] << " outside [0, " << V << ")";
     stride = std::max<int64_t>(stride, st.pos[i] / bs + 1);
+    max_len = std::max<int64_t>(max_len, st.pos[i] + 1);
   }
+  select_rope(max_len);
   TEMPER_CHECK(st.n_out >= 0 && st.n_out <= n) << "forward_paged: " << st.n_out << " output rows of " << n;
   // Room for tables as wide as the context allows (no reallocation as sequences grow); this step's
   // layout only as wide as its longest sequence needs (what is built and copied each step).
@@ -608,13 +782,15 @@ void CudaTransformer::paged_logits(const PagedStep& st, KvPool& pool) {
   if (st.n_out > 0) cuda::copy_to_device(dec_.out_rows.data(), h_out_.data(), sizeof(int64_t) * st.n_out, stream_);
   rows_forward(n);
   if (st.n_out > 0) {
-    cuda::rmsnorm_fwd(last_hidden_, params_.data() + layout_.final_norm, dec_xf16_, dec_acts_.rstd1, n, C,
+    cuda::rmsnorm_fwd(last_hidden_, nw(layout_.final_norm), dec_xf16_, dec_acts_.rstd1, n, C,
                       static_cast<float>(cfg_.rms_norm_eps), stream_);
     cuda::gather_rows(dec_xf16_, C, dec_.out_rows.data(), st.n_out, C, dec_gather16_, stream_);
     if (drafting_)
       draft_head_logits(st.n_out);
     else
       linear(st.n_out, V, C, dec_gather16_, layout_.lm_head, 0.f, dec_logits_.data());
+    if (!drafting_)
+      cuda::softcap_rows(dec_logits_.data(), st.n_out * V, static_cast<float>(cfg_.final_softcap), stream_);
   }
 }
 
@@ -680,6 +856,7 @@ void CudaTransformer::draft_head_logits(int64_t n_out) {
     linear_w(n_out, N, C, dec_gather16_, draft_head16_.data(), 0.f, z);
   else
     linear(n_out, V, C, dec_gather16_, layout_.lm_head, 0.f, z);
+  cuda::softcap_rows(z, n_out * ld, static_cast<float>(cfg_.final_softcap), stream_);  // before the -inf fill
   if (N > 0)
     cuda::scatter_columns(z, n_out, N, draft_ids_.data(), V, -std::numeric_limits<float>::infinity(),
                           dec_logits_.data(), stream_);
@@ -737,9 +914,10 @@ cuda::SampleRowsArgs CudaTransformer::sample_args(int64_t n) const {
 void CudaTransformer::decode_forward(int64_t n) {
   const int64_t C = cfg_.hidden_size, V = cfg_.vocab_size;
   rows_forward(n);
-  cuda::rmsnorm_fwd(last_hidden_, params_.data() + layout_.final_norm, dec_xf16_, dec_acts_.rstd1, n, C,
+  cuda::rmsnorm_fwd(last_hidden_, nw(layout_.final_norm), dec_xf16_, dec_acts_.rstd1, n, C,
                     static_cast<float>(cfg_.rms_norm_eps), stream_);
   linear(n, V, C, dec_xf16_, layout_.lm_head, 0.f, dec_logits_.data());
+  cuda::softcap_rows(dec_logits_.data(), n * V, static_cast<float>(cfg_.final_softcap), stream_);
   cuda::sample_rows(sample_args(n), stream_);
   cuda::decode_advance(dec_.drawn.data(), dec_.tokens.data(), dec_.pos.data(), dec_.kv_len.data(), n, stream_);
 }
@@ -747,6 +925,9 @@ void CudaTransformer::decode_forward(int64_t n) {
 void CudaTransformer::decode_step(int64_t n, bool use_graph) {
   TEMPER_CHECK(n > 0 && n <= dec_.rows) << "decode_step: " << n << " rows, planned " << dec_.rows
                                         << " (call plan_decode first)";
+  TEMPER_CHECK(cfg_.rope_scaling.type != kernels::RopeScaling::Type::longrope)
+      << "decode_step: longrope (Phi-3) picks its RoPE table from the longest position, which stays on the device "
+         "here; use forward_paged or forward_paged_choose";
   TEMPER_CUDA_CHECK(cudaSetDevice(device_));
   ensure_logits(n);  // paged_logits may have grown the rows past the logits buffer (this clears stale graphs)
   if (!use_graph) {

@@ -1,8 +1,9 @@
-// The Llama/Qwen2 decoder on one CUDA device: the device twin of model/transformer.h. fp32 master
+// The decoder on one CUDA device: the device twin of model/transformer.h, for every family the CPU model runs
+// (Llama, Qwen2, Qwen3, Mistral, Gemma-2/3, Phi-3; ModelConfig), with the same formulas. fp32 master
 // weights, gradients and AdamW moments (flat buffers laid out by ParamLayout, as on the CPU) with a
 // bf16 compute copy refreshed by the optimizer; GEMMs in bf16 on tensor cores with fp32
 // accumulation (cuBLASLt). Rollouts on a paged KV cache on the device, and the speculative drafter's pass.
-// Leaves out (clear errors): Qwen3's per-head q/k norms, recomputation.
+// Leaves out (clear errors): recomputation; longrope (Phi-3) in decode_step, whose positions stay on the device.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -13,12 +14,14 @@
 #include <vector>
 
 #include "temper/kernels/adamw.h"
+#include "temper/kernels/attention.h"
 #include "temper/kernels/classifier.h"
 #include "temper/kernels/cuda/classifier.h"
 #include "temper/kernels/cuda/gemm.h"
 #include "temper/kernels/cuda/int4_matmul.h"
 #include "temper/kernels/cuda/runtime.h"
 #include "temper/kernels/cuda/sampling.h"
+#include "temper/kernels/rope.h"
 #include "temper/model/config.h"
 #include "temper/model/device_model.h"
 #include "temper/model/param_layout.h"
@@ -119,12 +122,39 @@ class CudaTransformer final : public DeviceModel {
   void decode_step(int64_t n, bool use_graph);
 
  private:
+  // qkv_pre/q_rstd/k_rstd: the q/k norms' input and rstd (qk_norm); ao/mo: the attention's and MLP's outputs
+  // before their sandwich norms, rstd3/rstd4 those norms' (sandwich_norm). Null where the config has none.
   struct Acts {
-    float *x_in, *rstd1, *qkv, *o, *lse, *x_mid, *rstd2, *gu;
+    float *x_in, *rstd1, *qkv_pre, *q_rstd, *k_rstd, *qkv, *o, *lse, *x_mid, *rstd2, *gu, *ao, *rstd3, *mo, *rstd4;
     uint16_t *xn1, *o16, *xn2, *h16;
   };
   void layer_forward(int64_t l, const Acts& a, float* x_out, int64_t B, int64_t T, bool paged, int64_t n);
   void layer_backward(int64_t l, const Acts& a, float* dx, int64_t B, int64_t T);
+  // The layer's pieces (N rows; paged: over the decode buffers' tables and the KV pool).
+  void qkv_forward(int64_t l, const Acts& a, int64_t N);  // norm, projection (+ bias), q/k norms: a.qkv
+  void attention_forward(int64_t l, const Acts& a, int64_t B, int64_t T, bool paged, int64_t N);  // -> a.o16
+  void mlp_forward(int64_t l, const Acts& a, float* x_out, int64_t N);
+  void mlp_backward(int64_t l, const Acts& a, float* dx, int64_t N);
+  void attention_backward(int64_t l, const Acts& a, float* dx, int64_t B, int64_t T);
+  void grad_input(int64_t N, int64_t out, int64_t in, int64_t w, float* dX);           // dX = dY16 W (dY16 in d16_)
+  void grad_weight(int64_t N, int64_t out, int64_t in, const uint16_t* X, int64_t w);  // dW += dY16^T X
+  // y = x W^T (+ bias) (+ beta * addend) on the policy's weight at offset w, or the drafter's int4 copy in its pass.
+  void block_linear(int64_t N, int64_t out, int64_t in, const uint16_t* x, int64_t w, const cuda::Int4DeviceWeights* w4,
+                    float beta, float* y, const float* bias, const float* addend);
+  void act_fwd(const float* gu, uint16_t* h, int64_t N);  // SwiGLU or GeGLU (cfg_.act)
+  void act_bwd(const float* gu, const float* dh, float* dgu, int64_t N);
+  kernels::AttnOpts attn_opts(int64_t l) const;  // the layer's scale, soft-cap and window (as the CPU model's)
+  struct DeviceRope {                            // a kernels::RopeTable's cos and sin [max_pos, D/2] on the device
+    cuda::DeviceBuffer<float> cos, sin;
+  };
+  void upload_rope(DeviceRope& to, const kernels::RopeTable& t);
+  const DeviceRope& rope_for(int64_t l) const;  // Gemma-3's local table on sliding layers; longrope's pick
+  void select_rope(int64_t max_pos);            // longrope: the long factors past original_max_position (as HF)
+  // The RMSNorm weight at a parameter offset as the kernels take it: w, or the device's (1 + w) (norm_offset).
+  const float* nw(int64_t offset) const;
+  void refresh_norm_weights();                             // after the weights change (set_params, the optimizer)
+  void embed(const int32_t* tokens, int64_t N, float* x);  // the lookup (times sqrt(C) with embed_scale)
+  void embed_backward(const int32_t* tokens, int64_t N, float* dx);  // consumes dx
   void trunk_forward(int64_t B, int64_t T);
   void prepare(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T);
   // y = x W^T (+ bias) (+ beta * addend; the addend is y itself when null).
@@ -148,7 +178,16 @@ class CudaTransformer final : public DeviceModel {
   int device_ = 0;
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<cuda::Blas> blas_;
-  cuda::DeviceBuffer<float> params_, grads_, m_, v_, rope_cos_, rope_sin_;
+  cuda::DeviceBuffer<float> params_, grads_, m_, v_;
+  DeviceRope rope_;             // every layer's (Gemma-3: the global layers'; longrope: the short factors)
+  DeviceRope rope_long_;        // longrope: the long factors
+  DeviceRope rope_local_;       // Gemma-3: the sliding layers' (rope_local_theta, unscaled)
+  bool use_long_rope_ = false;  // this pass's positions reach past original_max_position (longrope)
+  struct NormRun {              // norm_offset: contiguous norm weights at param offset `param`, at `eff` in norm_eff_
+    int64_t param, eff, n;
+  };
+  std::vector<NormRun> norm_runs_;
+  cuda::DeviceBuffer<float> norm_eff_;  // norm_offset: every norm's (1 + w), refreshed with the weights
   cuda::DeviceBuffer<uint16_t> params16_;
   cuda::DeviceBuffer<double> norm_ws_, norm_out_;
   // training arena

@@ -101,4 +101,24 @@ void adamw_step(float* p, const float* g, float* m, float* v, int64_t n, float l
 int64_t grad_norm_workspace(int64_t n);
 void grad_sumsq(const float* g, int64_t n, double* workspace, double* out, cudaStream_t s);  // out: device double
 
+// model_ops.cu: the other decoder families' ops (issue 36; Qwen3, Gemma-2/3).
+// Per-head RMSNorm (kernels/rmsnorm.h's rmsnorm_heads_*): token n's H heads of D at x + n * stride; rstd [N, H];
+// y may alias x. Backward: dw [D] accumulated (column workspace: column_workspace(N, D) floats), dx overwritten
+// (may alias dy).
+void rmsnorm_heads_fwd(const float* x, const float* w, float* y, float* rstd, int64_t N, int64_t H, int64_t D,
+                       int64_t stride, float eps, cudaStream_t s);
+void rmsnorm_heads_bwd(const float* dy, const float* x, const float* w, const float* rstd, float* dx, float* dw,
+                       int64_t N, int64_t H, int64_t D, int64_t stride, float* workspace, cudaStream_t s);
+// y [N, C] = res + rmsnorm(x) * w, rstd [N] of x saved (Gemma's norm of a block's output, then the residual add;
+// the backward is rmsnorm_bwd's). y must not alias x.
+void rmsnorm_residual_fwd(const float* x, const float* w, const float* res, float* y, float* rstd, int64_t N, int64_t C,
+                          float eps, cudaStream_t s);
+// y[i] = x[i] + a (Gemma's (1 + w) norm weights); x[i] *= a (the embedding times sqrt(C)).
+void add_scalar(const float* x, float a, float* y, int64_t n, cudaStream_t s);
+void scale(float* x, float a, int64_t n, cudaStream_t s);
+// The embedding lookup's gradient before embedding_bwd: dx [N, C] times scale, rows whose id is pad_id zeroed
+// (pad_id < 0: none).
+void embedding_grad_prep(float* dx, const int32_t* ids, int64_t N, int64_t C, float scale, int32_t pad_id,
+                         cudaStream_t s);
+
 }  // namespace temper::cuda
