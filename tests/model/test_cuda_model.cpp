@@ -3,8 +3,11 @@
 // runs bf16 GEMMs), an AdamW step moves the weights as the CPU optimizer does, and decode steps on
 // the paged device KV cache (eager and CUDA-graph replay) reproduce the CPU's full-sequence
 // log-probs; the speculative drafter's steps on the device (its int4 block linears) give the CPU drafter's logits,
-// over the whole vocabulary and over a subset.
-// Skips where no GPU is present.
+// over the whole vocabulary and over a subset. Every golden architecture (tests/data/golden: Llama-3.1, Mistral,
+// Qwen3, Gemma-2/3, Phi-3, ...) on the device against the CPU model with the golden's weights: log-probs,
+// entropies, every gradient, the weights and the forward after an AdamW step, paged rollout logits, decode steps;
+// and the device ops those families add (per-head RMSNorm, the sandwich norm, the embedding gradient's scale and
+// padding rows) against the CPU kernels. Skips where no GPU is present.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,9 +16,15 @@
 #include <string>
 #include <vector>
 
+#include "common/test_data.h"
 #include "common/tolerance.h"
+#include "temper/io/hf_config.h"
+#include "temper/io/hf_weights.h"
+#include "temper/io/safetensors.h"
 #include "temper/kernels/adamw.h"
+#include "temper/kernels/cuda/ops.h"
 #include "temper/kernels/cuda/runtime.h"
+#include "temper/kernels/rmsnorm.h"
 #include "temper/model/cuda_transformer.h"
 #include "temper/model/int4_drafter.h"
 #include "temper/model/kv_pool.h"
@@ -24,8 +33,8 @@
 namespace temper {
 namespace {
 
-using test::Kind;
 using test::all_close;
+using test::Kind;
 using test::tolerance;
 
 ModelConfig small(bool qwen2) {
@@ -126,11 +135,11 @@ TEST_P(CudaModel, ForwardBackwardMatchesTheCpuModel) {
   EXPECT_TRUE(grads_close(dm_got, dm_want));
 }
 
-TEST_P(CudaModel, DecodeStepsOnThePagedCacheReproduceTheFullSequenceLogprobs) {
-  const ModelConfig cfg = small(GetParam());
+// Decode steps on the device's paged cache (eager, then CUDA-graph replay) drawing tokens: the policy log-probs
+// of the drawn tokens equal the CPU model's full-sequence forward over the same tokens.
+void check_decode_steps(Transformer& cpu) {
+  const ModelConfig& cfg = cpu.config();
   const int64_t rows = 4, prompt = 1, steps = 12, bs = 4, blocks_per_row = 8;
-  Transformer cpu(cfg);
-  cpu.init_random(11, 0.05f);
   for (bool graph : {false, true}) {
     SCOPED_TRACE(graph ? "CUDA graph" : "eager");
     CudaTransformer gpu(cfg);
@@ -139,9 +148,10 @@ TEST_P(CudaModel, DecodeStepsOnThePagedCacheReproduceTheFullSequenceLogprobs) {
     auto& d = gpu.decode_buffers();
     std::vector<int32_t> tok(rows), pos(rows, 0), len(rows, 1), tables(rows * blocks_per_row);
     for (int64_t r = 0; r < rows; ++r) tok[r] = static_cast<int32_t>(10 + r);
-    for (int64_t i = 0; i < rows * blocks_per_row; ++i) tables[i] = static_cast<int32_t>((i * 5) % (rows * blocks_per_row));
+    for (int64_t i = 0; i < rows * blocks_per_row; ++i)
+      tables[i] = static_cast<int32_t>((i * 5) % (rows * blocks_per_row));
     std::vector<float> temps(rows, 1.0f);
-    temps[1] = 0.f;  // one greedy row
+    temps[1] = 0.f;                  // one greedy row
     cudaStream_t st = gpu.stream();  // the model's stream does not wait for the legacy one
     cuda::copy_to_device(d.tokens.data(), tok.data(), sizeof(int32_t) * rows, st);
     cuda::copy_to_device(d.pos.data(), pos.data(), sizeof(int32_t) * rows, st);
@@ -177,6 +187,12 @@ TEST_P(CudaModel, DecodeStepsOnThePagedCacheReproduceTheFullSequenceLogprobs) {
       EXPECT_TRUE(all_close(plp[r], lp, tolerance(Kind::bf16, cfg.hidden_size), 2e-2)) << "row " << r;
     }
   }
+}
+
+TEST_P(CudaModel, DecodeStepsOnThePagedCacheReproduceTheFullSequenceLogprobs) {
+  Transformer cpu(small(GetParam()));
+  cpu.init_random(11, 0.05f);
+  check_decode_steps(cpu);
 }
 
 // The drafter's pass through a model with the CUDA device attached (Transformer::forward_paged with a drafter ->
@@ -273,6 +289,281 @@ TEST_P(CudaModel, DrafterStepsOnTheDeviceMatchTheCpuDrafter) {
     }
   }
 }
+
+// ---- The device ops of the other families against the CPU kernels.
+
+std::vector<float> ramp(int64_t n, double a, double b) {  // deterministic values in about [-b, b]
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<float>(b * std::sin(a * double(i + 1)));
+  return v;
+}
+
+std::vector<float> to_host(const cuda::DeviceBuffer<float>& d) {
+  std::vector<float> out(d.size());
+  cuda::copy_to_host(out.data(), d.data(), out.size() * sizeof(float), nullptr);
+  return out;
+}
+
+cuda::DeviceBuffer<float> to_device(const std::vector<float>& h) {
+  cuda::DeviceBuffer<float> d(h.size());
+  cuda::copy_to_device(d.data(), h.data(), h.size() * sizeof(float), nullptr);
+  cuda::synchronize(nullptr);
+  return d;
+}
+
+class CudaModelOps : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda::available()) GTEST_SKIP() << "no CUDA device on this machine (scripts/gpu-check runs these on a GPU)";
+  }
+};
+
+// Qwen3's q/k norms: N rows of [q (H heads) | k (Hkv heads) | v] in a row of `stride`; the device's forward (y, rstd),
+// in-place backward (dx over dy) and dw equal kernels::rmsnorm_heads_* (D = 48: lanes past D in the last pass).
+TEST_F(CudaModelOps, PerHeadRmsNormMatchesTheCpuKernels) {
+  const int64_t N = 300, H = 3, D = 48, stride = 7 * D + 5;  // 300 rows: three column chunks
+  const float eps = 1e-6f;
+  const std::vector<float> x = ramp(N * stride, 0.37, 2.0), dy = ramp(N * stride, 0.11, 1.0), w = ramp(D, 0.7, 1.5);
+  std::vector<float> y(x), rstd(static_cast<size_t>(N * H)), dx(dy), dw(static_cast<size_t>(D), 0.25f);
+  kernels::rmsnorm_heads_fwd(x.data(), w.data(), y.data(), rstd.data(), N, H, D, stride, eps);
+  kernels::rmsnorm_heads_bwd(dx.data(), x.data(), w.data(), rstd.data(), dx.data(), dw.data(), N, H, D, stride);
+  auto dx_d = to_device(x), dy_d = to_device(dy), w_d = to_device(w), y_d = to_device(x);
+  auto rstd_d = to_device(std::vector<float>(rstd.size())), dw_d = to_device(std::vector<float>(D, 0.25f));
+  auto ws = to_device(std::vector<float>(static_cast<size_t>(cuda::column_workspace(N, D))));
+  cuda::rmsnorm_heads_fwd(dx_d.data(), w_d.data(), y_d.data(), rstd_d.data(), N, H, D, stride, eps, nullptr);
+  cuda::rmsnorm_heads_bwd(dy_d.data(), dx_d.data(), w_d.data(), rstd_d.data(), dy_d.data(), dw_d.data(), N, H, D,
+                          stride, ws.data(), nullptr);
+  EXPECT_TRUE(all_close(to_host(y_d), y, tolerance(Kind::reduction, D)));  // (the rows' other columns untouched)
+  EXPECT_TRUE(all_close(to_host(rstd_d), rstd, tolerance(Kind::reduction, D)));
+  EXPECT_TRUE(all_close(to_host(dy_d), dx, tolerance(Kind::reduction, D)));
+  EXPECT_TRUE(all_close(to_host(dw_d), dw, tolerance(Kind::reduction, N * H)));
+}
+
+// Gemma's sandwich norm (y = res + rmsnorm(x) w), the (1 + w) weights, the embedding scale, and the embedding
+// gradient's scale with the padding_idx rows zeroed, against the CPU kernels and formulas.
+TEST_F(CudaModelOps, SandwichNormScaleAndEmbeddingGradientMatchTheCpu) {
+  const int64_t N = 5, C = 200;
+  const float eps = 1e-6f, s = std::sqrt(200.f);
+  const std::vector<float> x = ramp(N * C, 0.29, 3.0), res = ramp(N * C, 0.05, 1.0), w = ramp(C, 0.9, 0.5);
+  std::vector<float> y(x.size()), rstd(N), want(x.size()), w1(w.size()), xs(x), g(x);
+  kernels::rmsnorm_fwd(x.data(), w.data(), y.data(), rstd.data(), N, C, eps);
+  for (size_t i = 0; i < y.size(); ++i) want[i] = res[i] + y[i];
+  for (size_t i = 0; i < w.size(); ++i) w1[i] = 1.f + w[i];
+  for (float& v : xs) v *= s;
+  const std::vector<int32_t> ids = {3, 47, 9, 47, 0};
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c) g[n * C + c] = ids[n] == 47 ? 0.f : g[n * C + c] * s;
+  auto x_d = to_device(x), res_d = to_device(res), w_d = to_device(w), y_d = to_device(x), r_d = to_device(rstd);
+  cuda::rmsnorm_residual_fwd(x_d.data(), w_d.data(), res_d.data(), y_d.data(), r_d.data(), N, C, eps, nullptr);
+  EXPECT_TRUE(all_close(to_host(y_d), want, tolerance(Kind::reduction, C)));
+  EXPECT_TRUE(all_close(to_host(r_d), rstd, tolerance(Kind::reduction, C)));
+  auto w1_d = to_device(w);
+  cuda::add_scalar(w_d.data(), 1.f, w1_d.data(), C, nullptr);
+  EXPECT_EQ(to_host(w1_d), w1);
+  cuda::scale(x_d.data(), s, N * C, nullptr);
+  EXPECT_EQ(to_host(x_d), xs);
+  cuda::DeviceBuffer<int32_t> ids_d(ids.size());
+  cuda::copy_to_device(ids_d.data(), ids.data(), ids.size() * sizeof(int32_t), nullptr);
+  auto g_d = to_device(x);
+  cuda::embedding_grad_prep(g_d.data(), ids_d.data(), N, C, s, 47, nullptr);
+  EXPECT_EQ(to_host(g_d), g);
+}
+
+// ---- Every golden architecture on the device against the CPU model with the golden's weights.
+
+struct GoldenCase {
+  ModelConfig cfg;
+  std::unique_ptr<Transformer> cpu;
+  std::vector<int32_t> ids;  // [B, T] the golden's input ids
+  int64_t B = 0, T = 0;
+};
+
+GoldenCase load_golden(const std::string& name) {
+  GoldenCase g;
+  const std::string dir = test::test_data("golden/" + name);
+  g.cfg = io::read_hf_config(dir + "/config.json");
+  io::SafetensorsFile f = io::SafetensorsFile::open(dir + "/golden.safetensors");
+  g.cpu = std::make_unique<Transformer>(g.cfg);
+  io::load_hf_weights(*g.cpu, f, io::ExtraTensors::ignore);
+  Tensor ids = f.get("input_ids");
+  g.B = ids.dim(0);
+  g.T = ids.dim(1);
+  g.ids.assign(ids.data<int32_t>(), ids.data<int32_t>() + g.B * g.T);
+  return g;
+}
+
+// A longer batch than the golden's: past every window, past Phi-3's original_max_position (its long RoPE factors),
+// the padding token among the inputs.
+std::vector<int32_t> long_batch(const ModelConfig& cfg, int64_t B, int64_t T) {
+  std::vector<int32_t> ids(static_cast<size_t>(B * T));
+  for (int64_t n = 0; n < B * T; ++n)
+    ids[static_cast<size_t>(n)] = static_cast<int32_t>((n * 37 + 11) % cfg.vocab_size);
+  if (cfg.pad_token_id >= 0) ids[3] = ids[T + 5] = static_cast<int32_t>(cfg.pad_token_id);
+  return ids;
+}
+
+std::vector<int32_t> next_targets(const std::vector<int32_t>& ids, int64_t B, int64_t T) {
+  std::vector<int32_t> t(ids.size(), -1);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i + 1 < T; ++i) t[static_cast<size_t>(b * T + i)] = ids[static_cast<size_t>(b * T + i + 1)];
+  return t;
+}
+
+// Per parameter tensor: the device gradient against the CPU's (bf16 GEMMs: a cosine and a relative error a little
+// looser than the whole vector's).
+void expect_grads_per_tensor(const Transformer& cpu, const std::vector<float>& got, const std::vector<float>& want) {
+  for (const ParamEntry& e : cpu.layout().entries()) {
+    std::vector<float> g(got.begin() + e.offset, got.begin() + e.offset + e.numel()),
+        w(want.begin() + e.offset, want.begin() + e.offset + e.numel());
+    double ww = 0, dd = 0, gw = 0, gg = 0;
+    for (size_t i = 0; i < g.size(); ++i) {
+      ww += double(w[i]) * w[i];
+      gg += double(g[i]) * g[i];
+      gw += double(g[i]) * w[i];
+      dd += (double(g[i]) - w[i]) * (double(g[i]) - w[i]);
+    }
+    if (ww == 0) {
+      EXPECT_EQ(gg, 0.0) << e.name << ": the CPU's gradient is zero, the device's is not";
+      continue;
+    }
+    EXPECT_GT(gw / std::sqrt(gg * ww), 0.995) << e.name;
+    EXPECT_LT(std::sqrt(dd / ww), 0.1) << e.name;
+  }
+}
+
+class CudaGolden : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (!cuda::available()) GTEST_SKIP() << "no CUDA device on this machine (scripts/gpu-check runs these on a GPU)";
+  }
+};
+
+// The training pass (log-probs, entropies, every gradient) on the golden batch and a longer one; forward-only
+// log-probs equal the training pass's bit for bit.
+TEST_P(CudaGolden, ForwardBackwardMatchesTheCpuModel) {
+  GoldenCase g = load_golden(GetParam());
+  Transformer& cpu = *g.cpu;
+  CudaTransformer gpu(g.cfg);
+  gpu.set_params(cpu.params());
+  for (int64_t T : {g.T, int64_t{40}}) {
+    SCOPED_TRACE("T = " + std::to_string(T));
+    const int64_t B = g.B, N = B * T;
+    const std::vector<int32_t> ids = T == g.T ? g.ids : long_batch(g.cfg, B, T), targets = next_targets(ids, B, T);
+    PgLoss loss;
+    std::vector<float> lp(N), ent(N), glp(N), gent(N), flp(N), fent(N);
+    cpu.zero_grad();
+    cpu.forward_backward(ids.data(), targets.data(), B, T, loss, lp.data(), ent.data());
+    const std::vector<float> want(cpu.grads(), cpu.grads() + cpu.flat_size());
+    gpu.zero_grad();
+    gpu.forward_backward(ids.data(), targets.data(), B, T, loss, glp.data(), gent.data());
+    EXPECT_TRUE(all_close(glp, lp, tolerance(Kind::bf16, g.cfg.hidden_size), 2e-2));
+    EXPECT_TRUE(all_close(gent, ent, tolerance(Kind::bf16, g.cfg.hidden_size), 2e-2));
+    std::vector<float> got(static_cast<size_t>(cpu.flat_size()));
+    gpu.get_grads(got.data());
+    EXPECT_TRUE(grads_close(got, want));
+    expect_grads_per_tensor(cpu, got, want);
+    gpu.forward_logprobs(ids.data(), targets.data(), B, T, flp.data(), fent.data());
+    EXPECT_EQ(flp, glp);
+    EXPECT_EQ(fent, gent);
+  }
+}
+
+// After an AdamW step on the device the forward reads the new weights everywhere, Gemma's (1 + w) norm weights
+// included: it equals, bit for bit, a fresh device model given the stepped weights, and the CPU model after the
+// same step within bf16 tolerance.
+TEST_P(CudaGolden, AdamWStepThenForwardReadsTheNewWeights) {
+  GoldenCase g = load_golden(GetParam());
+  Transformer& cpu = *g.cpu;
+  const int64_t B = g.B, T = g.T, N = B * T;
+  const std::vector<int32_t> targets = next_targets(g.ids, B, T);
+  CudaTransformer gpu(g.cfg);
+  gpu.set_params(cpu.params());
+  PgLoss loss;
+  std::vector<float> lp(N), ent(N);
+  gpu.zero_grad();
+  gpu.forward_backward(g.ids.data(), targets.data(), B, T, loss, lp.data(), ent.data());
+  kernels::AdamWConfig ac;
+  gpu.adamw_step(ac, 2e-2f, 1, 0.0);
+  std::vector<float> stepped(static_cast<size_t>(cpu.flat_size()));
+  gpu.get_params(stepped.data());
+  CudaTransformer fresh(g.cfg);
+  fresh.set_params(stepped.data());
+  std::vector<float> a(N), ae(N), b(N), be(N), c(N), ce(N);
+  gpu.forward_logprobs(g.ids.data(), targets.data(), B, T, a.data(), ae.data());
+  fresh.forward_logprobs(g.ids.data(), targets.data(), B, T, b.data(), be.data());
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(ae, be);
+  EXPECT_FALSE(all_close(a, lp, 1e-3)) << "the step did not change the log-probs";
+  std::memcpy(cpu.params(), stepped.data(), stepped.size() * sizeof(float));
+  cpu.params_updated();
+  cpu.forward_logprobs(g.ids.data(), targets.data(), B, T, c.data(), ce.data());
+  EXPECT_TRUE(all_close(a, c, tolerance(Kind::bf16, g.cfg.hidden_size), 2e-2));
+}
+
+// The rollout path on the device (a prefill chunk, then one token a step, as test_golden's CPU check) gives the
+// CPU's training-forward logits within bf16 tolerance, and its log-probs the device's own training forward's.
+TEST_P(CudaGolden, PagedForwardEqualsTheTrainingForward) {
+  GoldenCase g = load_golden(GetParam());
+  Transformer& cpu = *g.cpu;
+  const int64_t B = g.B, T = g.T, V = g.cfg.vocab_size, P = 6;
+  std::vector<float> want(static_cast<size_t>(B * T * V)), got(want.size());
+  cpu.forward_logits(g.ids.data(), B, T, want.data());
+  CudaTransformer gpu(g.cfg);
+  gpu.set_params(cpu.params());
+  KvPool pool(g.cfg, 4, 16);
+  std::vector<int32_t> pos(static_cast<size_t>(T));
+  std::vector<int64_t> rows(static_cast<size_t>(T));
+  for (int64_t t = 0; t < T; ++t) pos[static_cast<size_t>(t)] = static_cast<int32_t>(rows[static_cast<size_t>(t)] = t);
+  for (int64_t b = 0; b < B; ++b) {
+    SeqKv s;
+    pool.reserve(s, T);
+    std::vector<const int32_t*> tables(static_cast<size_t>(T), s.blocks.data());
+    for (int64_t t0 = 0; t0 < T; t0 = t0 < P ? P : t0 + 1) {  // rows 0..P-1 in one chunk, then one row a step
+      PagedStep st;
+      st.n = st.n_out = t0 < P ? P : 1;
+      st.tokens = g.ids.data() + b * T + t0;
+      st.pos = pos.data() + t0;
+      st.tables = tables.data();
+      st.out_rows = rows.data();
+      st.logits = got.data() + (b * T + t0) * V;
+      gpu.forward_paged(st, pool);
+    }
+    pool.release(s);
+  }
+  EXPECT_TRUE(all_close(got, want, tolerance(Kind::bf16, g.cfg.hidden_size), 2e-2));
+  const std::vector<int32_t> targets = next_targets(g.ids, B, T);
+  std::vector<float> lp(B * T), ent(B * T), paged_lp;
+  gpu.forward_logprobs(g.ids.data(), targets.data(), B, T, lp.data(), ent.data());
+  std::vector<float> train_lp;
+  for (int64_t n = 0; n < B * T; ++n) {
+    if (targets[n] < 0) continue;
+    const float* z = got.data() + n * V;
+    double m = z[0], sum = 0;
+    for (int64_t v = 1; v < V; ++v) m = std::max(m, double(z[v]));
+    for (int64_t v = 0; v < V; ++v) sum += std::exp(double(z[v]) - m);
+    paged_lp.push_back(static_cast<float>(double(z[targets[n]]) - m - std::log(sum)));
+    train_lp.push_back(lp[n]);
+  }
+  EXPECT_TRUE(all_close(paged_lp, train_lp, tolerance(Kind::bf16, g.cfg.hidden_size), 2e-2));
+}
+
+// Decode steps (eager and graph replay) on every golden architecture; Phi-3's longrope is refused there with a
+// clear error (its RoPE table depends on positions that stay on the device).
+TEST_P(CudaGolden, DecodeStepsReproduceTheFullSequenceLogprobs) {
+  GoldenCase g = load_golden(GetParam());
+  if (g.cfg.rope_scaling.type == kernels::RopeScaling::Type::longrope) {
+    CudaTransformer gpu(g.cfg);
+    gpu.set_params(g.cpu->params());
+    gpu.plan_decode(2, 8, 4, 4);
+    EXPECT_THROW(gpu.decode_step(2, false), Error);
+    return;
+  }
+  check_decode_steps(*g.cpu);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, CudaGolden,
+                         ::testing::Values("llama", "qwen2", "qwen3", "llama31", "mistral", "gemma2", "gemma3",
+                                           "phi3"));
 
 INSTANTIATE_TEST_SUITE_P(LlamaAndQwen2, CudaModel, ::testing::Values(false, true));
 
