@@ -113,33 +113,54 @@ TEST(TokenizerErrors, Merges) {
 
 TEST(TokenizerErrors, PreTokenizer) {
   json j = tiny();
+  j["pre_tokenizer"] = {{"type", "Whitespace"}};
+  expect_error([&] { load(j); },
+               {"dir/tokenizer.json: pre_tokenizer.type", "'Whitespace'", "ByteLevel, Metaspace, Split, Digits"});
+  j["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", {{{"type", "BertPreTokenizer"}}}}};
+  expect_error([&] { load(j); }, {"pre_tokenizer.pretokenizers[0].type", "'BertPreTokenizer'"});
+  // A byte-level decoder needs the byte-level pre-tokenizer (and the reverse).
   j["pre_tokenizer"] = {{"type", "Metaspace"}};
-  expect_error([&] { load(j); }, {"pre_tokenizer.type", "Metaspace", "ByteLevel, Split, Digits, Sequence"});
+  expect_error([&] { load(j); }, {"pre_tokenizer", "has no ByteLevel step but the decoder has"});
   j["pre_tokenizer"] = nullptr;
-  expect_error([&] { load(j); }, {"pre_tokenizer", "needs a ByteLevel"});
+  expect_error([&] { load(j); }, {"pre_tokenizer", "has no ByteLevel step but the decoder has"});
   j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "\\s+"}}}, {"behavior", "Isolated"}};
   expect_error([&] { load(j); }, {"pre_tokenizer", "has no ByteLevel"});
+  j["pre_tokenizer"] = {{"type", "Metaspace"}, {"prepend_scheme", "sometimes"}};
+  expect_error([&] { load(j); }, {"pre_tokenizer.prepend_scheme", "'sometimes'", "always, first, never"});
   j["pre_tokenizer"] = {{"type", "Sequence"},
                         {"pretokenizers",
                          {{{"type", "Split"}, {"pattern", {{"Regex", "(unclosed"}}}, {"behavior", "Isolated"}},
                           {{"type", "ByteLevel"}}}}};
   expect_error([&] { load(j); }, {"pre_tokenizer.pretokenizers[0].pattern.Regex", "does not compile", "(unclosed"});
   j["pre_tokenizer"]["pretokenizers"][0] = {{"type", "Split"}, {"pattern", {{"Regex", "x"}}}, {"behavior", "Removed"}};
-  expect_error([&] { load(j); }, {"pre_tokenizer.pretokenizers[0].behavior", "Removed", "only Isolated"});
+  expect_error([&] { load(j); },
+               {"pre_tokenizer.pretokenizers[0].behavior", "Removed", "Isolated, MergedWithPrevious, MergedWithNext"});
 }
 
 TEST(TokenizerErrors, NormalizerDecoderPostProcessor) {
   json j = tiny();
-  j["normalizer"] = {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}};
-  expect_error([&] { load(j); }, {"normalizer.type", "Replace", "not supported"});
+  j["normalizer"] = {{"type", "Lowercase"}};
+  expect_error([&] { load(j); }, {"dir/tokenizer.json: normalizer.type", "'Lowercase'", "NFC, Prepend, Replace"});
+  j["normalizer"] = {{"type", "Sequence"}, {"normalizers", {{{"type", "NFC"}}, {{"type", "NFKD"}}}}};
+  expect_error([&] { load(j); }, {"normalizer.normalizers[1].type", "'NFKD'", "not supported"});
+  j["normalizer"] = {{"type", "Replace"}, {"pattern", {{"Regex", " {2,}"}}}, {"content", "\u2581"}};
+  expect_error([&] { load(j); }, {"normalizer.pattern", "expected {\"String\": ...}", "Regex"});
+  j["normalizer"] = {{"type", "Precompiled"}, {"precompiled_charsmap", "AAAA"}};
+  expect_error([&] { load(j); }, {"normalizer.type", "'Precompiled'"});
   j = tiny();
   j["normalizer"] = {{"type", "NFC"}};
-  EXPECT_NO_THROW(load(j));  // accepted (not applied; a warning is logged)
+  EXPECT_NO_THROW(load(j));
   j = tiny();
+  j["decoder"] = {{"type", "WordPiece"}};
+  expect_error([&] { load(j); }, {"dir/tokenizer.json: decoder.type", "'WordPiece'", "ByteLevel, ByteFallback, Fuse"});
+  j["decoder"] = {{"type", "Sequence"}, {"decoders", {{{"type", "Fuse"}}, {{"type", "CTC"}}}}};
+  expect_error([&] { load(j); }, {"decoder.decoders[1].type", "'CTC'"});
+  j["decoder"] = {{"type", "Strip"}, {"content", "ab"}, {"start", 1}, {"stop", 0}};
+  expect_error([&] { load(j); }, {"decoder.content", "one character", "'ab'"});
   j["decoder"] = {{"type", "Metaspace"}};
-  expect_error([&] { load(j); }, {"decoder.type", "Metaspace", "ByteLevel, ByteFallback, Fuse"});
+  expect_error([&] { load(j); }, {"decoder", "has no ByteLevel step but the pre-tokenizer has"});
   j["decoder"] = nullptr;
-  expect_error([&] { load(j); }, {"decoder", "ByteLevel"});
+  expect_error([&] { load(j); }, {"decoder", "null"});
   j = tiny();
   j["post_processor"] = {{"type", "Magic"}};
   expect_error([&] { load(j); }, {"post_processor.type", "Magic", "TemplateProcessing"});
@@ -185,8 +206,15 @@ TEST(TokenizerErrors, Spec) {
   s.pre = "gpt2";
   expect_error([&] { Tokenizer::from_spec(s); }, {"TokenizerSpec", "no tokens"});
   s.tokens = {"a", "b", "ab"};
+  s.model = "bert";
+  expect_error([&] { Tokenizer::from_spec(s); }, {"tokenizer model 'bert'", "'gpt2'", "'llama'"});
   s.model = "llama";
-  expect_error([&] { Tokenizer::from_spec(s); }, {"tokenizer model 'llama'", "only 'gpt2'"});
+  s.scores = {0.0f};
+  expect_error([&] { Tokenizer::from_spec(s); }, {"1 scores (tokenizer.ggml.scores) for 3 tokens"});
+  s.scores.clear();
+  s.merges = {{"a", "b"}};
+  expect_error([&] { Tokenizer::from_spec(s); }, {"model 'llama' merges by tokenizer.ggml.scores", "1 merges"});
+  s.merges.clear();
   s.model = "gpt2";
   s.pre = "mystery";
   expect_error([&] { Tokenizer::from_spec(s); },

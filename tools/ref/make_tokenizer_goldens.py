@@ -15,6 +15,13 @@ It writes
     smollm2/tokenizer_config.json bos/eos/pad/unk, add_bos_token=false, chat_template (GGUF's)
     gpt2/ llama3/ qwen2/          small byte-level BPE tokenizers trained here with each family's
                                   exact pre-tokenizer configuration (tokenizer.json, tokenizer_config.json)
+    llama2/ mistral/ gemma/       small SentencePiece-style BPE tokenizers (byte_fallback, <0xAB> tokens,
+                                  merges generated from scores as transformers' LlamaConverter does) in
+                                  each family's pipeline (see SPM below)
+    llama2_gguf/ phi3_gguf/       goldens only (ids and decodes; no tokenizer.json: the vocabularies are
+                                  not committed) of the real Llama-2 and Phi-3 vocabularies, converted by
+                                  transformers from llama.cpp's vocabulary GGUFs (.cache/llamacpp/vocab,
+                                  scripts/bootstrap); the tests rebuild them from the GGUF
     <name>/golden.json            for every corpus string: ids (add_special_tokens=False), decode(ids),
                                   decode(ids, skip_special_tokens=True); ids with add_special_tokens=True
                                   for a few strings
@@ -30,6 +37,22 @@ merges / token_type) and restore the real configuration: pre_tokenizer Sequence[
 ByteLevel(add_prefix_space=false, use_regex=true)], ByteLevel decoder and post-processor, no
 normalizer. Merges are stored in the "a b" string form (the trained tokenizers keep the [a, b]
 list form that tokenizers 0.21 writes, so both forms are exercised).
+
+SPM. The trained SentencePiece-style fixtures take each family's tokenizer.json pipeline from
+transformers' convert_slow_tokenizer.py: llama2 (LlamaConverter, legacy: normalizer
+Sequence[Prepend("▁"), Replace(" ", "▁")], no pre-tokenizer, decoder Sequence[Replace("▁", " "),
+ByteFallback, Fuse, Strip(" ", 1, 0)]), mistral (the non-legacy conversion of newer Mistral/Llama
+files: no normalizer, Metaspace(prepend_scheme="first", split=false) pre-tokenizer and decoder), gemma
+(GemmaConverter: normalizer Replace(" ", "▁"), pre-tokenizer Split(" ", MergedWithPrevious), decoder
+Sequence[Replace, ByteFallback, Fuse]). A BpeTrainer learns the pieces from the training text with
+every non-Latin character removed, so those characters take the byte fallback; then the vocabulary gets SentencePiece's
+layout (specials, the 256 <0xAB> byte tokens, pieces with score -id) and the merges are regenerated
+from the scores by transformers' generate_merges, as for a real SentencePiece model.
+Llama-2 (llama2_gguf): transformers' GGUF converter (AutoTokenizer.from_pretrained(gguf_file=...)) as it
+is: it builds the real Llama-2 pipeline. Phi-3 (phi3_gguf): its GGUF converter (GGUFPhi3Converter)
+drops the normalizer and byte_fallback (spaces vanish), so we keep its vocabulary and merges and restore
+the real Phi-3 tokenizer.json pipeline, which is Llama-2's (Prepend + Replace, byte_fallback, fuse_unk,
+unk <unk>).
 
 All goldens are computed by the `tokenizers` library (Tokenizer.from_file on the files written
 here), never by transformers' Python-side post-processing (no clean_up_tokenization_spaces).
@@ -54,6 +77,8 @@ PINNED = {"tokenizers": "0.21.4", "transformers": "4.51.3", "gguf": "0.17.1", "j
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GGUF_PATH = os.path.join(ROOT, ".cache", "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
+VOCAB_DIR = os.path.join(ROOT, ".cache", "llamacpp", "vocab")
+SPM_SPACE = "\u2581"
 
 # Pre-tokenizer regexes exactly as the models' tokenizer.json files carry them (and as
 # llama.cpp's llama-vocab.cpp quotes them as "original regex from tokenizer.json").
@@ -362,6 +387,131 @@ def build_smollm2():
                                                                              separators=(",", ":")), cfg
 
 
+# ---------------------------------------------------------------------------------------------
+# SentencePiece-style BPE.
+def spm_pipeline(family):
+    """(normalizer, pre_tokenizer, decoder) JSON of a family, as transformers' converters write them."""
+    replace_dec = {"type": "Replace", "pattern": {"String": SPM_SPACE}, "content": " "}
+    if family == "llama2":
+        return ({"type": "Sequence", "normalizers": [
+                    {"type": "Prepend", "prepend": SPM_SPACE},
+                    {"type": "Replace", "pattern": {"String": " "}, "content": SPM_SPACE}]},
+                None,
+                {"type": "Sequence", "decoders": [replace_dec, {"type": "ByteFallback"}, {"type": "Fuse"},
+                                                  {"type": "Strip", "content": " ", "start": 1, "stop": 0}]})
+    if family == "mistral":
+        ms = {"type": "Metaspace", "replacement": SPM_SPACE, "prepend_scheme": "first", "split": False}
+        return None, ms, dict(ms)
+    if family == "gemma":
+        return ({"type": "Replace", "pattern": {"String": " "}, "content": SPM_SPACE},
+                {"type": "Split", "pattern": {"String": " "}, "behavior": "MergedWithPrevious", "invert": False},
+                {"type": "Sequence", "decoders": [replace_dec, {"type": "ByteFallback"}, {"type": "Fuse"}]})
+    raise ValueError(family)
+
+
+SPM_FAMILIES = {
+    # name: (specials first in the vocabulary, specials added after it, non-special added tokens, bos, eos, unk)
+    "llama2": (["<unk>", "<s>", "</s>"], ["<|endoftext|>"], [], "<s>", "</s>", "<unk>"),
+    "mistral": (["<unk>", "<s>", "</s>", "[INST]", "[/INST]"], ["<|im_start|>", "<|im_end|>"], [], "<s>", "</s>",
+                "<unk>"),
+    "gemma": (["<pad>", "<eos>", "<bos>", "<unk>", "<mask>", "<start_of_turn>", "<end_of_turn>"], [],
+              ["[user-tok]"], "<bos>", "<eos>", "<unk>"),
+}
+
+
+def with_pipeline(j, family):
+    normalizer, pre, decoder = spm_pipeline(family)
+    j["normalizer"], j["pre_tokenizer"], j["decoder"] = normalizer, pre, decoder
+    return j
+
+
+def build_spm_trained(family, lines):
+    """A SentencePiece-style BPE in the family's pipeline; returns (Tokenizer, tokenizer_config dict)."""
+    from transformers.convert_slow_tokenizer import generate_merges
+    first, later, user, bos, eos, unk = SPM_FAMILIES[family]
+    byte_tokens = ["<0x%02X>" % b for b in range(256)]
+    tok = Tokenizer(models.BPE(unk_token=unk, byte_fallback=True, fuse_unk=True))
+    tok = Tokenizer.from_str(json.dumps(with_pipeline(json.loads(tok.to_str()), family)))
+    trainer = trainers.BpeTrainer(vocab_size=1500, min_frequency=2, special_tokens=first + byte_tokens,
+                                  show_progress=False)
+    # Latin script only (limit_alphabet breaks frequency ties in hash order): the rest takes the byte fallback.
+    tok.train_from_iterator(["".join(c for c in line if ord(c) < 0x250) for line in lines], trainer)
+    j = json.loads(tok.to_str())
+    vocab = j["model"]["vocab"]
+    n_fixed = len(first) + 256
+    assert all(vocab[t] == i for i, t in enumerate(first + byte_tokens))
+    scores = {t: (0.0 if i < n_fixed else -float(i)) for t, i in vocab.items()}
+    j["model"]["merges"] = [list(m) for m in generate_merges(vocab, scores)]
+    j["model"].update({"unk_token": unk, "fuse_unk": True, "byte_fallback": True})
+    j["added_tokens"] = [a for a in j["added_tokens"] if a["content"] in first]
+    bos_id = vocab[bos]
+    j["post_processor"] = {"type": "TemplateProcessing",
+                           "single": [{"SpecialToken": {"id": bos, "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+                           "pair": [{"SpecialToken": {"id": bos, "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                                    {"SpecialToken": {"id": bos, "type_id": 1}}, {"Sequence": {"id": "B", "type_id": 1}}],
+                           "special_tokens": {bos: {"id": bos, "ids": [bos_id], "tokens": [bos]}}}
+    tok = Tokenizer.from_str(json.dumps(j, ensure_ascii=False))
+    if later:
+        tok.add_special_tokens([AddedToken(s, special=True, normalized=False) for s in later])
+    if user:
+        tok.add_tokens([AddedToken(s, special=False, normalized=False) for s in user])
+    cfg = {"bos_token": bos, "eos_token": eos, "unk_token": unk, "add_bos_token": True, "add_eos_token": False}
+    return tok, cfg
+
+
+def sha256_of(path):
+    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+
+
+def build_spm_gguf(name):
+    """The real Llama-2 / Phi-3 vocabularies as transformers converts llama.cpp's vocabulary GGUFs."""
+    from transformers import AutoTokenizer
+    fname = {"llama2_gguf": "ggml-vocab-llama-spm.gguf", "phi3_gguf": "ggml-vocab-phi-3.gguf"}[name]
+    hf = AutoTokenizer.from_pretrained(VOCAB_DIR, gguf_file=fname)
+    j = json.loads(hf.backend_tokenizer.to_str())
+    if name == "phi3_gguf":
+        assert j["normalizer"] is None and j["model"]["byte_fallback"] is False  # GGUFPhi3Converter's
+        with_pipeline(j, "llama2")
+        j["model"]["byte_fallback"] = True
+        j["model"]["fuse_unk"] = True
+        j["model"]["unk_token"] = "<unk>"
+    else:
+        assert j["normalizer"] == spm_pipeline("llama2")[0] and j["pre_tokenizer"] is None
+    r = gguf.GGUFReader(os.path.join(VOCAB_DIR, fname))
+    gtok = r.fields["tokenizer.ggml.tokens"].contents()
+    by_id = sorted(j["model"]["vocab"].items(), key=lambda kv: kv[1])
+    assert [t for t, _ in by_id] == gtok, "GGUF tokens differ from the converted vocab"
+    return Tokenizer.from_str(json.dumps(j, ensure_ascii=False)), {"gguf": fname,
+                                                                    "sha256": sha256_of(os.path.join(VOCAB_DIR, fname))}
+
+
+def write_spm(out, long_text, lines):
+    sizes = {}
+    for name in ["llama2", "mistral", "gemma"]:
+        tok, cfg = build_spm_trained(name, lines)
+        again, _ = build_spm_trained(name, lines)
+        assert tok.to_str() == again.to_str(), f"{name}: training is not deterministic"
+        d = os.path.join(out, name)
+        os.makedirs(d, exist_ok=True)
+        tok.save(os.path.join(d, "tokenizer.json"), pretty=False)
+        write_json(os.path.join(d, "tokenizer_config.json"), cfg)
+        ref = Tokenizer.from_file(os.path.join(d, "tokenizer.json"))
+        write_json(os.path.join(d, "golden.json"), goldens(ref, HOSTILE, long_text))
+        sizes[name] = ref.get_vocab_size()
+    for name in ["llama2_gguf", "phi3_gguf"]:
+        if not os.path.isdir(VOCAB_DIR):
+            print(f"warning: {VOCAB_DIR} absent (scripts/bootstrap); {name} goldens not regenerated", file=sys.stderr)
+            continue
+        tok, source = build_spm_gguf(name)
+        d = os.path.join(out, name)
+        os.makedirs(d, exist_ok=True)
+        g = goldens(tok, HOSTILE, long_text)
+        g["source"] = source
+        write_json(os.path.join(d, "golden.json"), g)
+        sizes[name] = tok.get_vocab_size()
+    return sizes
+
+
 def goldens(tok, corpus, long_text):
     cases = []
     for s in corpus + [long_text]:
@@ -393,6 +543,7 @@ def write_json(path, obj):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(ROOT, "tests", "data", "tokenizer"))
+    ap.add_argument("--only-spm", action="store_true", help="write only the SentencePiece-style goldens")
     args = ap.parse_args()
     for k, v in PINNED.items():
         have = {"tokenizers": tokenizers.__version__, "transformers": transformers.__version__,
@@ -405,6 +556,9 @@ def main():
     train_text = make_text(seed=1, n_chars=300_000)
     lines = train_text.splitlines(keepends=True)
     long_text = make_text(seed=2, n_chars=12_000)
+    if args.only_spm:
+        print(f"vocab sizes {write_spm(out, long_text, lines)}")
+        return
     write_json(os.path.join(out, "corpus.json"), {
         "generator": "tools/ref/make_tokenizer_goldens.py", "versions": PINNED,
         "cases": HOSTILE, "long_text": long_text, "with_special": WITH_SPECIAL})
@@ -444,6 +598,8 @@ def main():
         sizes["smollm2"] = smol.get_vocab_size()
     else:
         print(f"warning: {GGUF_PATH} absent; smollm2 goldens not regenerated", file=sys.stderr)
+
+    sizes.update(write_spm(out, long_text, lines))
 
     # Chat templates.
     with open(os.path.join(out, "smollm2", "tokenizer_config.json"), encoding="utf-8") as f:

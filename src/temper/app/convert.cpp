@@ -33,7 +33,9 @@ std::vector<std::pair<std::string, io::GgufValue>> gguf_tokenizer_metadata(const
   std::vector<std::string> merges;
   merges.reserve(s.merges.size());
   for (const auto& [a, b] : s.merges) merges.push_back(a + " " + b);
-  kv.emplace_back("tokenizer.ggml.merges", GgufValue::string_array(merges));
+  if (s.model != "llama") kv.emplace_back("tokenizer.ggml.merges", GgufValue::string_array(merges));
+  if (!s.scores.empty()) kv.emplace_back("tokenizer.ggml.scores", GgufValue::f32_array(s.scores));
+  if (s.model == "llama") kv.emplace_back("tokenizer.ggml.add_space_prefix", GgufValue::boolean(s.add_space_prefix));
   auto id = [&](const char* key, int32_t v) {
     if (v >= 0) kv.emplace_back(key, GgufValue::u32(static_cast<uint32_t>(v)));
   };

@@ -23,15 +23,22 @@ std::shared_ptr<const text::Tokenizer> gguf_tokenizer(const io::GgufFile& f) {
   s.model = f.get_str("tokenizer.ggml.model");
   s.tokens = f.get_str_array("tokenizer.ggml.tokens");
   if (f.find("tokenizer.ggml.merges")) s.add_merge_strings(f.get_str_array("tokenizer.ggml.merges"));
+  if (f.find("tokenizer.ggml.scores")) s.scores = f.get_f32_array("tokenizer.ggml.scores");
   if (f.find("tokenizer.ggml.token_type")) s.token_types = f.get_i32_array("tokenizer.ggml.token_type");
   if (f.find("tokenizer.ggml.pre")) s.pre = f.get_str("tokenizer.ggml.pre");
-  auto id = [&](const char* key) { return f.find(key) ? static_cast<int32_t>(f.get_u32(key)) : -1; };
-  s.bos_id = id("tokenizer.ggml.bos_token_id");
-  s.eos_id = id("tokenizer.ggml.eos_token_id");
-  s.unk_id = id("tokenizer.ggml.unknown_token_id");
-  s.pad_id = id("tokenizer.ggml.padding_token_id");
+  // llama.cpp's defaults where a key is absent: SentencePiece ("llama") has bos 1, eos 2, unk 0, add_bos.
+  const bool spm = s.model == "llama";
+  auto id = [&](const char* key, int32_t spm_default) {
+    return f.find(key) ? static_cast<int32_t>(f.get_u32(key)) : (spm ? spm_default : -1);
+  };
+  s.bos_id = id("tokenizer.ggml.bos_token_id", 1);
+  s.eos_id = id("tokenizer.ggml.eos_token_id", 2);
+  s.unk_id = id("tokenizer.ggml.unknown_token_id", 0);
+  s.pad_id = id("tokenizer.ggml.padding_token_id", -1);
+  s.add_bos = spm;
   if (f.find("tokenizer.ggml.add_bos_token")) s.add_bos = f.get_bool("tokenizer.ggml.add_bos_token");
   if (f.find("tokenizer.ggml.add_eos_token")) s.add_eos = f.get_bool("tokenizer.ggml.add_eos_token");
+  if (f.find("tokenizer.ggml.add_space_prefix")) s.add_space_prefix = f.get_bool("tokenizer.ggml.add_space_prefix");
   if (f.find("tokenizer.chat_template")) s.chat_template = f.get_str("tokenizer.chat_template");
   return std::make_shared<const text::Tokenizer>(text::Tokenizer::from_spec(s));
 }

@@ -40,6 +40,14 @@ class AddedTokenMatcher {
 
   // Splits text into segments covering it (added-token segments include stripped whitespace).
   void split(std::string_view text, bool parse_special, std::vector<TextSegment>& out) const;
+  // The two halves of split: the tokens with normalized=false in the raw text, the ones with
+  // normalized=true in the normalized text between those (tokenizers' extract_and_normalize).
+  void find_raw(std::string_view text, bool parse_special, std::vector<TextSegment>& out) const {
+    find(text, raw_, parse_special, out);
+  }
+  void find_normalized(std::string_view text, bool parse_special, std::vector<TextSegment>& out) const {
+    find(text, normalized_, parse_special, out);
+  }
 
   const std::vector<AddedToken>& tokens() const { return tokens_; }
   bool empty() const { return tokens_.empty(); }

@@ -63,7 +63,7 @@ BpeModel::BpeModel(const std::unordered_map<std::string, int32_t>& vocab,
 void BpeModel::encode_word(std::string_view word, std::vector<int32_t>& out) const {
   if (word.empty()) return;
   if (opt_.ignore_merges) {
-    auto it = vocab_.find(byte_level_encode(word));
+    auto it = vocab_.find(opt_.byte_level ? byte_level_encode(word) : std::string(word));
     if (it != vocab_.end()) {
       out.push_back(it->second);
       return;
@@ -87,38 +87,59 @@ void BpeModel::encode_word(std::string_view word, std::vector<int32_t>& out) con
   }
 }
 
-void BpeModel::merge_word(std::string_view word, std::vector<int32_t>& out) const {
-  // Initial symbols: one per byte (one byte-level character each). A character missing from the
-  // vocabulary becomes its UTF-8 bytes' <0xAB> tokens (byte_fallback), else the unk token (fused
-  // with a preceding unk if fuse_unk), else it is dropped, as tokenizers' BPE::merge_word does.
-  std::vector<Symbol> sym;
-  sym.reserve(word.size());
-  bool pending_unk = false;
-  auto push = [&](int32_t id) { sym.push_back({id, static_cast<int32_t>(sym.size()) - 1, -1, true}); };
-  for (unsigned char b : word) {
-    const int32_t id = byte_id_[b];
-    if (id >= 0) {
-      if (pending_unk) push(opt_.unk_id), pending_unk = false;
-      push(id);
-      continue;
-    }
-    if (opt_.byte_fallback) {
-      std::string ch;
-      utf8_append(ch, byte_level_char(b));
-      bool all = true;
-      for (unsigned char c : ch) all = all && fallback_id_[c] >= 0;
-      if (all) {
-        if (pending_unk) push(opt_.unk_id), pending_unk = false;
-        for (unsigned char c : ch) push(fallback_id_[c]);
-        continue;
-      }
-    }
-    if (opt_.unk_id >= 0) {
-      if (pending_unk && !opt_.fuse_unk) push(opt_.unk_id);
-      pending_unk = true;
+void BpeModel::push_char(std::string_view ch, int32_t id, std::vector<int32_t>& ids, bool& pending_unk) const {
+  if (id >= 0) {
+    if (pending_unk) ids.push_back(opt_.unk_id), pending_unk = false;
+    ids.push_back(id);
+    return;
+  }
+  if (opt_.byte_fallback) {
+    bool all = true;
+    for (unsigned char c : ch) all = all && fallback_id_[c] >= 0;
+    if (all) {
+      if (pending_unk) ids.push_back(opt_.unk_id), pending_unk = false;
+      for (unsigned char c : ch) ids.push_back(fallback_id_[c]);
+      return;
     }
   }
-  if (pending_unk) push(opt_.unk_id);
+  if (opt_.unk_id >= 0) {
+    if (pending_unk && !opt_.fuse_unk) ids.push_back(opt_.unk_id);
+    pending_unk = true;
+  }
+}
+
+void BpeModel::merge_word(std::string_view word, std::vector<int32_t>& out) const {
+  // Initial symbols: one per character (byte-level: per byte). A character missing from the
+  // vocabulary becomes its UTF-8 bytes' <0xAB> tokens (byte_fallback), else the unk token (fused
+  // with a preceding unk if fuse_unk), else it is dropped, as tokenizers' BPE::merge_word does.
+  std::vector<int32_t> ids;
+  ids.reserve(word.size());
+  bool pending_unk = false;
+  if (opt_.byte_level) {
+    for (unsigned char b : word) {
+      const int32_t id = byte_id_[b];
+      if (id >= 0 && !pending_unk) {
+        ids.push_back(id);
+        continue;
+      }
+      std::string ch;
+      utf8_append(ch, byte_level_char(b));
+      push_char(ch, id, ids, pending_unk);
+    }
+  } else {
+    std::string ch;
+    for (size_t i = 0; i < word.size();) {
+      const size_t len = static_cast<size_t>(utf8_next(word, i).len);
+      ch.assign(word.substr(i, len));
+      auto it = vocab_.find(ch);
+      push_char(ch, it == vocab_.end() ? -1 : it->second, ids, pending_unk);
+      i += len;
+    }
+  }
+  if (pending_unk) ids.push_back(opt_.unk_id);
+  std::vector<Symbol> sym;
+  sym.reserve(ids.size());
+  for (int32_t id : ids) sym.push_back({id, static_cast<int32_t>(sym.size()) - 1, -1, true});
   const int32_t n = static_cast<int32_t>(sym.size());
   for (int32_t i = 0; i < n; ++i) sym[i].next = i + 1 < n ? i + 1 : -1;
 

@@ -1,6 +1,8 @@
-// The BPE model of a byte-level tokenizer: a word (raw bytes) starts as one symbol per byte (its
-// byte-level character) and the adjacent pair with the lowest merge rank is merged, leftmost first,
-// until no pair has a rank: tokenizers' BPE (models/bpe/word.rs merge_all). Per-word results are
+// The BPE model of tokenizers (models/bpe): a word starts as one symbol per character and the
+// adjacent pair with the lowest merge rank is merged, leftmost first, until no pair has a rank
+// (word.rs merge_all). Byte-level tokenizers: a word is raw bytes and each byte's character is its
+// byte-level symbol. SentencePiece-style (byte_level false): a word is UTF-8 text and each Unicode
+// character is a symbol as written ("▁" included). Per-word results are
 // cached. Options as in tokenizers: ignore_merges (a word that is itself in the vocabulary is one
 // token; Llama-3), unk token with fusing, byte_fallback (<0xAB> tokens for symbols missing from
 // the vocabulary). Leaves out: dropout, continuing_subword_prefix, end_of_word_suffix.
@@ -22,6 +24,7 @@ struct BpeOptions {
   bool fuse_unk = false;
   bool byte_fallback = false;
   bool ignore_merges = false;
+  bool byte_level = true;  // symbols are the byte-level characters of the bytes; else the UTF-8 characters
 };
 
 class BpeModel {
@@ -43,6 +46,9 @@ class BpeModel {
 
  private:
   void merge_word(std::string_view word, std::vector<int32_t>& out) const;
+  // Appends the id of a symbol's character ch (vocabulary form), or its <0xAB> tokens, or the unk
+  // (pending_unk: one is waiting to be fused), as tokenizers' BPE::merge_word.
+  void push_char(std::string_view ch, int32_t id, std::vector<int32_t>& ids, bool& pending_unk) const;
 
   const std::unordered_map<std::string, int32_t>& vocab_;
   std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> merges_;  // (left<<32|right) -> (rank, new id)

@@ -1,15 +1,19 @@
-// Pre-tokenization of byte-level BPE: the text between added tokens is split into words by a
-// sequence of regex splits (tokenizers' Split with behavior "Isolated", Digits), then by the
-// ByteLevel step (optional prefix space, optional GPT-2 regex); BPE then runs on each word.
-// Known names (GGUF tokenizer.ggml.pre, as llama.cpp spells them) and their regexes: see
-// pre_tokenizer_by_name and docs/TOKENIZER.md. Leaves out: other split behaviours (Removed,
-// MergedWith*, Contiguous), inverted splits, Metaspace/Whitespace/BERT pre-tokenizers.
+// Pre-tokenization: the text between added tokens is split into words by a sequence of regex or
+// literal splits (tokenizers' Split with behavior Isolated, MergedWithPrevious or MergedWithNext;
+// Digits), then by the ByteLevel step (optional prefix space, optional GPT-2 regex) of byte-level
+// BPE, or the Metaspace step of SentencePiece-style BPE (' ' -> replacement, the prefix by
+// prepend_scheme, optional split before each replacement); no step at all leaves the text one
+// word. BPE then runs on each word. Known names (GGUF tokenizer.ggml.pre, as llama.cpp spells
+// them) and their regexes: see pre_tokenizer_by_name and docs/TOKENIZER.md. Leaves out: the
+// Removed and Contiguous behaviours, inverted splits, Whitespace/BERT/Punctuation pre-tokenizers.
 #pragma once
 
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "temper/text/regex.h"
@@ -32,20 +36,38 @@ enum class SplitKind {
   kDigitsContiguous,  // Digits(individual_digits=false): an isolated \p{N}+ split
 };
 
+// Where a match goes (tokenizers' SplitDelimiterBehavior).
+enum class SplitBehavior { kIsolated, kMergedWithPrevious, kMergedWithNext };
+
 struct SplitStep {
   Regex regex;
   SplitKind kind = SplitKind::kRegex;
+  SplitBehavior behavior = SplitBehavior::kIsolated;
+};
+
+// Metaspace's prepend_scheme: the replacement is put before every word not starting with it
+// (always), only before the text at the start of the input (first), or never.
+enum class PrependScheme { kAlways, kFirst, kNever };
+
+struct MetaspaceStep {
+  std::string replacement = "\xE2\x96\x81";  // U+2581 '▁'
+  PrependScheme scheme = PrependScheme::kAlways;
+  bool split = true;  // a new word before each replacement (MergedWithNext)
 };
 
 class PreTokenizer {
  public:
-  // One Split step (behavior Isolated: matches and the text between them are both words).
-  void add_split(Regex regex);
+  // One Split step (Isolated: matches and the text between them are both words; MergedWith*: a
+  // match joins the word before / after it).
+  void add_split(Regex regex, SplitBehavior behavior = SplitBehavior::kIsolated);
   // tokenizers' Digits: every digit (individual) or every run of digits is a word of its own.
   void add_digits(bool individual);
   // The final ByteLevel step; with use_regex the GPT-2 regex splits each word once more.
   void set_byte_level(bool add_prefix_space, bool use_regex);
   bool has_byte_level() const { return byte_level_; }
+  // The final Metaspace step (instead of ByteLevel).
+  void set_metaspace(MetaspaceStep step);
+  const MetaspaceStep* metaspace() const { return metaspace_ ? &*metaspace_ : nullptr; }
 
   // The configuration, for export.
   const std::vector<SplitStep>& splits() const { return splits_; }
@@ -56,17 +78,23 @@ class PreTokenizer {
   bool equivalent(const PreTokenizer& other) const;
 
   // Appends the words of `text` to `words`, in order. Words are raw bytes (the byte-level mapping
-  // happens in BPE) that view `text`, or `storage` where add_prefix_space made a new string.
-  void split(std::string_view text, std::vector<std::string_view>& words, std::deque<std::string>& storage) const;
+  // happens in BPE) that view `text`, or `storage` where add_prefix_space or Metaspace made a new
+  // string. at_start: text begins the input (Metaspace's prepend_scheme first).
+  void split(std::string_view text, std::vector<std::string_view>& words, std::deque<std::string>& storage,
+             bool at_start = true) const;
 
   // Describes the steps, e.g. "Split(/\p{N}/) -> ByteLevel(regex)" (for messages and tests).
   std::string describe() const;
 
  private:
+  void split_metaspace(std::string_view w, bool first, std::vector<std::string_view>& words,
+                       std::deque<std::string>& storage, std::vector<std::pair<size_t, size_t>>& ranges) const;
+
   std::vector<SplitStep> splits_;
   bool byte_level_ = false;
   bool add_prefix_space_ = false;
   std::unique_ptr<Regex> byte_level_regex_;
+  std::optional<MetaspaceStep> metaspace_;
 };
 
 // The pre-tokenizer of a named family; throws temper::Error listing the known names otherwise.

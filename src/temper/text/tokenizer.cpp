@@ -1,9 +1,6 @@
 // Tokenizer: encode/decode over the shared TokenizerImpl, and the build from a TokenizerSpec (GGUF
 // metadata, following llama.cpp's reading of it: control and user-defined tokens are the added
 // tokens, pre names as in pre_tokenizer.h, ignore_merges for the Llama-3 family).
-#include <utf8proc.h>
-
-#include <cstdlib>
 #include "temper/text/tokenizer.h"
 
 #include <cstdio>
@@ -26,14 +23,19 @@ void TokenizerImpl::finish(std::vector<std::pair<std::string, std::string>> merg
   for (const AddedToken& t : added) {
     if (t.special) special[t.id] = 1;
   }
-  bpe = std::make_unique<BpeModel>(vocab, merges, bpe_options, merges_what);
+  if (!use_spm) bpe = std::make_unique<BpeModel>(vocab, merges, bpe_options, merges_what);
   matcher = std::make_unique<AddedTokenMatcher>(added);
   token_ids = vocab;
   for (const AddedToken& t : added) token_ids[t.content] = t.id;
+  if (use_spm) spm = std::make_unique<SpmModel>(token_ids, scores, unk);
   token_bytes.assign(n, std::string());
   for (size_t id = 0; id < n; ++id) {
     if (!has_id[id]) continue;
     const std::string& tok = id_to_token[id];
+    if (!byte_level) {
+      token_bytes[id] = decoder.token_bytes(tok);
+      continue;
+    }
     unsigned b = 0;
     char tail = 0;
     if (decode_byte_fallback && tok.size() == 6 && std::sscanf(tok.c_str(), "<0x%2X%c", &b, &tail) == 2 &&
@@ -54,16 +56,34 @@ void TokenizerImpl::check_id(int32_t id, const std::string& what) const {
 }  // namespace detail
 
 namespace {
-// Unicode NFC via utf8proc (Debian's libutf8proc); text that is not valid UTF-8 is left as it is,
-// as HF tokenizers would have refused it earlier.
-std::string nfc_normalize(std::string_view s) {
-  std::string in(s);
-  utf8proc_uint8_t* out = utf8proc_NFC(reinterpret_cast<const utf8proc_uint8_t*>(in.c_str()));
-  if (!out) return in;
-  std::string r(reinterpret_cast<char*>(out));
-  std::free(out);
-  return r;
+
+// The words of one piece of text between added tokens: normalized, then split on the normalized
+// added tokens (tokenizers' AddedVocabulary::extract_and_normalize), then pre-tokenized and encoded.
+void encode_text(const detail::TokenizerImpl& t, std::string_view text, bool at_start, bool parse_special,
+                 std::vector<int32_t>& out) {
+  std::deque<std::string> storage;
+  std::string_view normalized = text;
+  if (!t.normalizer.empty()) normalized = storage.emplace_back(t.normalizer.apply(text));
+  std::vector<TextSegment> pieces;
+  t.matcher->find_normalized(normalized, parse_special, pieces);
+  std::vector<std::string_view> words;
+  for (const TextSegment& p : pieces) {
+    if (p.id >= 0) {
+      out.push_back(p.id);
+      continue;
+    }
+    words.clear();
+    t.pre.split(p.text, words, storage, at_start && p.text.data() == normalized.data());
+    for (std::string_view w : words) {
+      if (t.spm) {
+        t.spm->encode(w, out);
+      } else {
+        t.bpe->encode_word(w, out);
+      }
+    }
+  }
 }
+
 }  // namespace
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
@@ -72,19 +92,13 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
   out.reserve(text.size() / 3 + 4);
   if (add_special) out.insert(out.end(), t.prefix.begin(), t.prefix.end());
   std::vector<TextSegment> segments;
-  t.matcher->split(text, parse_special, segments);
-  std::vector<std::string_view> words;
-  std::deque<std::string> storage;
+  t.matcher->find_raw(text, parse_special, segments);
   for (const TextSegment& seg : segments) {
     if (seg.id >= 0) {
       out.push_back(seg.id);
-      continue;
+    } else {
+      encode_text(t, seg.text, seg.text.data() == text.data(), parse_special, out);
     }
-    words.clear();
-    std::string_view piece = seg.text;
-    if (t.nfc) piece = storage.emplace_back(nfc_normalize(piece));  // HF's NFC normalizer, on the non-added text
-    t.pre.split(piece, words, storage);
-    for (std::string_view w : words) t.bpe->encode_word(w, out);
   }
   if (add_special) out.insert(out.end(), t.suffix.begin(), t.suffix.end());
   return out;
@@ -92,6 +106,16 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
 
 std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special) const {
   const detail::TokenizerImpl& t = *impl_;
+  if (!t.byte_level) {
+    std::vector<std::string> tokens;
+    tokens.reserve(ids.size());
+    for (int32_t id : ids) {
+      if (id < 0 || id >= vocab_size() || !t.has_id[id]) continue;
+      if (skip_special && t.special[id]) continue;
+      tokens.push_back(t.id_to_token[id]);
+    }
+    return t.decoder.decode(std::move(tokens));
+  }
   std::string bytes;
   for (int32_t id : ids) {
     if (id < 0 || id >= vocab_size()) continue;
@@ -159,18 +183,57 @@ void TokenizerSpec::add_merge_strings(const std::vector<std::string>& merge_stri
   }
 }
 
+namespace {
+
+// GGUF model "llama" as llama.cpp runs it: the text between added tokens gets " " (add_space_prefix)
+// and its spaces become "▁", then score-ordered SPM merges, byte tokens for the rest. Decoded as
+// transformers' GGUF converter writes it: ByteFallback, Fuse, "▁" -> " ", one leading space stripped.
+void set_spm_pipeline(const TokenizerSpec& spec, detail::TokenizerImpl& t) {
+  TEMPER_CHECK(spec.scores.empty() || spec.scores.size() == spec.tokens.size())
+      << "TokenizerSpec: " << spec.scores.size() << " scores (tokenizer.ggml.scores) for " << spec.tokens.size()
+      << " tokens";
+  TEMPER_CHECK(spec.merges.empty()) << "TokenizerSpec: model 'llama' merges by tokenizer.ggml.scores; it has "
+                                    << spec.merges.size() << " merges (tokenizer.ggml.merges) temper would ignore";
+  const std::string space = "\xE2\x96\x81";
+  t.use_spm = true;
+  t.byte_level = false;
+  t.scores = spec.scores.empty() ? std::vector<float>(spec.tokens.size(), 0.0f) : spec.scores;
+  t.add_space_prefix = spec.add_space_prefix;
+  t.token_types = spec.token_types;
+  if (spec.add_space_prefix) t.normalizer.add_prepend(space);
+  t.normalizer.add_replace(" ", space);
+  t.decoder.add(decoder_step(DecoderKind::kByteFallback));
+  t.decoder.add(decoder_step(DecoderKind::kFuse));
+  t.decoder.add(decoder_step(DecoderKind::kReplace, space, " "));
+  if (spec.add_space_prefix) {
+    DecoderStep strip = decoder_step(DecoderKind::kStrip, "", " ");
+    strip.start = 1;
+    t.decoder.add(std::move(strip));
+  }
+  t.decode_byte_fallback = true;
+  t.bpe_options.byte_level = false;
+  t.bpe_options.byte_fallback = true;
+}
+
+}  // namespace
+
 Tokenizer Tokenizer::from_spec(const TokenizerSpec& spec) {
   auto impl = std::make_shared<detail::TokenizerImpl>();
   detail::TokenizerImpl& t = *impl;
   t.source = "TokenizerSpec";
-  TEMPER_CHECK(spec.model == "gpt2") << "TokenizerSpec: tokenizer model '" << spec.model
-                                     << "' (tokenizer.ggml.model) is not supported; only 'gpt2' (byte-level BPE) is";
+  TEMPER_CHECK(spec.model == "gpt2" || spec.model == "llama")
+      << "TokenizerSpec: tokenizer model '" << spec.model
+      << "' (tokenizer.ggml.model) is not supported; supported: 'gpt2' (byte-level BPE), 'llama' (SentencePiece BPE)";
   TEMPER_CHECK(!spec.tokens.empty()) << "TokenizerSpec: no tokens (tokenizer.ggml.tokens is empty)";
   TEMPER_CHECK(spec.token_types.empty() || spec.token_types.size() == spec.tokens.size())
       << "TokenizerSpec: " << spec.token_types.size() << " token types (tokenizer.ggml.token_type) for "
       << spec.tokens.size() << " tokens";
   bool ignore_merges = false;
-  t.pre = pre_tokenizer_by_name(spec.pre, &ignore_merges);
+  if (spec.model == "llama") {
+    set_spm_pipeline(spec, t);
+  } else {
+    t.pre = pre_tokenizer_by_name(spec.pre, &ignore_merges);
+  }
   const size_t n = spec.tokens.size();
   t.id_to_token = spec.tokens;
   t.has_id.assign(n, 1);

@@ -10,6 +10,7 @@
 #include "temper/core/log.h"
 #include "temper/text/tokenizer.h"
 #include "temper/text/tokenizer_impl.h"
+#include "temper/text/utf8.h"
 
 namespace temper::text {
 
@@ -73,6 +74,54 @@ class Reader {
   std::string file_;
 };
 
+// A {"String": s} or {"Regex": r} pattern (field f); only String where regex_ok is false.
+Regex read_pattern(const Reader& r, const json& pat, const std::string& f, bool regex_ok) {
+  if (pat.is_object() && pat.contains("String")) {
+    return Regex(r.str(pat["String"], f + ".String"), r.file() + ": " + f + ".String", /*literal=*/true);
+  }
+  if (regex_ok && pat.is_object() && pat.contains("Regex")) {
+    return Regex(r.str(pat["Regex"], f + ".Regex"), r.file() + ": " + f + ".Regex");
+  }
+  r.fail(f, std::string("expected {\"String\": ...}") + (regex_ok ? " or {\"Regex\": ...}" : "") + ", found " +
+                pat.dump());
+}
+
+// Metaspace's prepend_scheme (tokenizers 0.21), or the older add_prefix_space flag.
+PrependScheme read_prepend_scheme(const Reader& r, const json& j, const std::string& field) {
+  if (j.contains("prepend_scheme") && !j["prepend_scheme"].is_null()) {
+    const std::string s = r.str(j["prepend_scheme"], field + ".prepend_scheme");
+    if (s == "always") return PrependScheme::kAlways;
+    if (s == "first") return PrependScheme::kFirst;
+    if (s == "never") return PrependScheme::kNever;
+    r.fail(field + ".prepend_scheme", "'" + s + "' is not one of always, first, never");
+  }
+  return r.boolean(j, "add_prefix_space", true, field) ? PrependScheme::kAlways : PrependScheme::kNever;
+}
+
+MetaspaceStep read_metaspace(const Reader& r, const json& j, const std::string& field) {
+  MetaspaceStep m;
+  if (j.contains("replacement")) m.replacement = r.str(j["replacement"], field + ".replacement");
+  if (m.replacement.empty()) r.fail(field + ".replacement", "empty");
+  m.scheme = read_prepend_scheme(r, j, field);
+  m.split = r.boolean(j, "split", true, field);
+  return m;
+}
+
+void read_split(const Reader& r, const json& j, const std::string& field, PreTokenizer& pre) {
+  const std::string behavior = r.str(r.member(j, "behavior", field), field + ".behavior");
+  SplitBehavior b = SplitBehavior::kIsolated;
+  if (behavior == "MergedWithPrevious") {
+    b = SplitBehavior::kMergedWithPrevious;
+  } else if (behavior == "MergedWithNext") {
+    b = SplitBehavior::kMergedWithNext;
+  } else if (behavior != "Isolated") {
+    r.fail(field + ".behavior",
+           "'" + behavior + "' is not supported (supported: Isolated, MergedWithPrevious, MergedWithNext)");
+  }
+  if (r.boolean(j, "invert", false, field)) r.fail(field + ".invert", "true is not supported");
+  pre.add_split(read_pattern(r, r.member(j, "pattern", field), field + ".pattern", true), b);
+}
+
 void read_pre_tokenizer(const Reader& r, const json& j, const std::string& field, PreTokenizer& pre) {
   const std::string type = r.str(r.member(j, "type", field), field + ".type");
   if (type == "Sequence") {
@@ -84,65 +133,79 @@ void read_pre_tokenizer(const Reader& r, const json& j, const std::string& field
   } else if (type == "ByteLevel") {
     // tokenizers' serde defaults: add_prefix_space true, use_regex true.
     pre.set_byte_level(r.boolean(j, "add_prefix_space", true, field), r.boolean(j, "use_regex", true, field));
+  } else if (type == "Metaspace") {
+    pre.set_metaspace(read_metaspace(r, j, field));
   } else if (type == "Split") {
-    const json& pat = r.member(j, "pattern", field);
-    const std::string behavior = r.str(r.member(j, "behavior", field), field + ".behavior");
-    if (behavior != "Isolated") {
-      r.fail(field + ".behavior", "'" + behavior + "' is not supported (only Isolated, as GPT/Llama/Qwen use)");
-    }
-    if (r.boolean(j, "invert", false, field)) r.fail(field + ".invert", "true is not supported");
-    if (pat.contains("Regex")) {
-      pre.add_split(Regex(r.str(pat["Regex"], field + ".pattern.Regex"), r.file() + ": " + field + ".pattern.Regex"));
-    } else if (pat.contains("String")) {
-      pre.add_split(Regex(r.str(pat["String"], field + ".pattern.String"), r.file() + ": " + field + ".pattern.String",
-                          /*literal=*/true));
-    } else {
-      r.fail(field + ".pattern", "expected {\"Regex\": ...} or {\"String\": ...}, found " + pat.dump());
-    }
+    read_split(r, j, field, pre);
   } else if (type == "Digits") {
     pre.add_digits(r.boolean(j, "individual_digits", false, field));
   } else {
-    r.fail(field + ".type", "pre-tokenizer '" + type +
-                                "' is not supported (supported: ByteLevel, Split, Digits, "
-                                "Sequence; temper implements byte-level BPE only)");
+    r.fail(field + ".type",
+           "pre-tokenizer '" + type + "' is not supported (supported: ByteLevel, Metaspace, Split, Digits, Sequence)");
   }
 }
 
-void read_normalizer(const Reader& r, const json& j, const std::string& field, bool& nfc) {
+void read_normalizer(const Reader& r, const json& j, const std::string& field, Normalizer& norm) {
   if (j.is_null()) return;
   const std::string type = r.str(r.member(j, "type", field), field + ".type");
   if (type == "Sequence") {
     const json& list = r.member(j, "normalizers", field);
+    if (!list.is_array()) r.fail(field + ".normalizers", "expected an array");
     for (size_t i = 0; i < list.size(); ++i) {
-      read_normalizer(r, list[i], field + ".normalizers[" + std::to_string(i) + "]", nfc);
+      read_normalizer(r, list[i], field + ".normalizers[" + std::to_string(i) + "]", norm);
     }
   } else if (type == "NFC") {
-    nfc = true;
+    norm.add_nfc();
+  } else if (type == "Prepend") {
+    norm.add_prepend(r.str(r.member(j, "prepend", field), field + ".prepend"));
+  } else if (type == "Replace") {
+    const Regex pat = read_pattern(r, r.member(j, "pattern", field), field + ".pattern", false);
+    if (pat.pattern().empty()) r.fail(field + ".pattern.String", "empty");
+    norm.add_replace(pat.pattern(), r.str(r.member(j, "content", field), field + ".content"));
   } else {
-    r.fail(field + ".type", "normalizer '" + type +
-                                "' is not supported (only none or NFC; SentencePiece-style "
-                                "tokenizers are not supported)");
+    r.fail(field + ".type",
+           "normalizer '" + type + "' is not supported (supported: NFC, Prepend, Replace with a String, Sequence)");
   }
 }
 
-void read_decoder(const Reader& r, const json& j, const std::string& field, bool& byte_level, bool& byte_fallback) {
-  if (j.is_null()) r.fail(field, "null; byte-level BPE needs the ByteLevel decoder");
+void read_decoder(const Reader& r, const json& j, const std::string& field, Decoder& dec) {
   const std::string type = r.str(r.member(j, "type", field), field + ".type");
   if (type == "Sequence") {
     const json& list = r.member(j, "decoders", field);
+    if (!list.is_array()) r.fail(field + ".decoders", "expected an array");
     for (size_t i = 0; i < list.size(); ++i) {
-      read_decoder(r, list[i], field + ".decoders[" + std::to_string(i) + "]", byte_level, byte_fallback);
+      read_decoder(r, list[i], field + ".decoders[" + std::to_string(i) + "]", dec);
     }
   } else if (type == "ByteLevel") {
-    byte_level = true;
+    dec.add(decoder_step(DecoderKind::kByteLevel));
   } else if (type == "ByteFallback") {
-    byte_fallback = true;
+    dec.add(decoder_step(DecoderKind::kByteFallback));
   } else if (type == "Fuse") {
-    // Joining the tokens is what decode does anyway.
+    dec.add(decoder_step(DecoderKind::kFuse));
+  } else if (type == "Replace") {
+    const Regex pat = read_pattern(r, r.member(j, "pattern", field), field + ".pattern", false);
+    if (pat.pattern().empty()) r.fail(field + ".pattern.String", "empty");
+    dec.add(
+        decoder_step(DecoderKind::kReplace, pat.pattern(), r.str(r.member(j, "content", field), field + ".content")));
+  } else if (type == "Strip") {
+    DecoderStep s = decoder_step(DecoderKind::kStrip);
+    s.content = r.str(r.member(j, "content", field), field + ".content");
+    if (utf8_next(s.content, 0).len != static_cast<int>(s.content.size()) || s.content.empty()) {
+      r.fail(field + ".content", "expected one character, found '" + s.content + "'");
+    }
+    s.start = r.id(r.member(j, "start", field), field + ".start");
+    s.stop = r.id(r.member(j, "stop", field), field + ".stop");
+    dec.add(std::move(s));
+  } else if (type == "Metaspace") {
+    const MetaspaceStep m = read_metaspace(r, j, field);
+    DecoderStep s = decoder_step(DecoderKind::kMetaspace, m.replacement);
+    s.scheme = m.scheme;
+    s.split = m.split;
+    dec.add(std::move(s));
   } else {
     r.fail(field + ".type", "decoder '" + type +
-                                "' is not supported (supported: ByteLevel, ByteFallback, Fuse, "
-                                "Sequence of those)");
+                                "' is not supported (supported: ByteLevel, ByteFallback, Fuse, Replace with a "
+                                "String, Strip, Metaspace, Sequence of those)");
   }
 }
 
@@ -214,8 +277,7 @@ void check_model_kind(const Reader& r, const json& model) {
   }
   for (const char* k : {"continuing_subword_prefix", "end_of_word_suffix"}) {
     if (model.contains(k) && !model[k].is_null() && !r.str(model[k], std::string("model.") + k).empty()) {
-      r.fail(std::string("model.") + k,
-             "'" + model[k].get<std::string>() + "' is not supported (byte-level BPE has none)");
+      r.fail(std::string("model.") + k, "'" + model[k].get<std::string>() + "' is not supported");
     }
   }
 }
@@ -305,18 +367,24 @@ void read_bpe_options(const Reader& r, const json& model, Impl& t) {
   }
 }
 
-// The pipeline around the model: normalizer, pre_tokenizer and decoder (both byte-level), post_processor.
+// The pipeline around the model: normalizer, pre_tokenizer and decoder (byte-level: both ByteLevel;
+// SentencePiece-style: neither, the pre-tokenizer may be null), post_processor.
 void read_pipeline(const Reader& r, const json& root, Impl& t) {
-  bool nfc = false;
-  read_normalizer(r, root.contains("normalizer") ? root["normalizer"] : json(), "normalizer", nfc);
-  t.nfc = nfc;
+  read_normalizer(r, root.contains("normalizer") ? root["normalizer"] : json(), "normalizer", t.normalizer);
   const json& pre = r.member(root, "pre_tokenizer", "");
-  if (pre.is_null()) r.fail("pre_tokenizer", "null; byte-level BPE needs a ByteLevel pre-tokenizer");
-  read_pre_tokenizer(r, pre, "pre_tokenizer", t.pre);
-  if (!t.pre.has_byte_level()) r.fail("pre_tokenizer", "has no ByteLevel step (only byte-level BPE is supported)");
-  bool byte_level_decoder = false;
-  read_decoder(r, r.member(root, "decoder", ""), "decoder", byte_level_decoder, t.decode_byte_fallback);
-  if (!byte_level_decoder) r.fail("decoder", "has no ByteLevel step (only byte-level BPE is supported)");
+  if (!pre.is_null()) read_pre_tokenizer(r, pre, "pre_tokenizer", t.pre);
+  const json& dec = r.member(root, "decoder", "");
+  if (dec.is_null()) r.fail("decoder", "null; temper needs the decoder (ByteLevel, or the SentencePiece-style chain)");
+  read_decoder(r, dec, "decoder", t.decoder);
+  t.byte_level = t.pre.has_byte_level();
+  t.decode_byte_fallback = t.decoder.has(DecoderKind::kByteFallback);
+  t.bpe_options.byte_level = t.byte_level;
+  if (t.byte_level && !t.decoder.has(DecoderKind::kByteLevel)) {
+    r.fail("decoder", "has no ByteLevel step but the pre-tokenizer has (byte-level BPE needs both)");
+  }
+  if (!t.byte_level && t.decoder.has(DecoderKind::kByteLevel)) {
+    r.fail("pre_tokenizer", "has no ByteLevel step but the decoder has (byte-level BPE needs both)");
+  }
   read_post_processor(r, root.contains("post_processor") ? root["post_processor"] : json(), "post_processor", t.prefix,
                       t.suffix);
   for (int32_t id : t.prefix) t.check_id(id, "post_processor special token id");

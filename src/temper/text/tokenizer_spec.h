@@ -1,5 +1,6 @@
-// The data a byte-level BPE tokenizer is built from, as a GGUF file's tokenizer.ggml.* metadata
-// carries it (the GGUF reader fills it; Tokenizer::from_spec builds from it). Plain data plus one
+// The data a tokenizer is built from, as a GGUF file's tokenizer.ggml.* metadata carries it (the
+// GGUF reader fills it; Tokenizer::from_spec builds from it): byte-level BPE (model "gpt2": merges)
+// or SentencePiece BPE (model "llama": scores, byte tokens, add_space_prefix). Plain data plus one
 // helper that splits GGUF's "a b" merge strings.
 #pragma once
 
@@ -31,9 +32,16 @@ enum class TokenAttr : int32_t {
 };
 
 struct TokenizerSpec {
-  std::string model = "gpt2";       // tokenizer.ggml.model; only "gpt2" (byte-level BPE) is supported
-  std::vector<std::string> tokens;  // id -> token text (byte-level alphabet; control/user tokens raw)
-  std::vector<std::pair<std::string, std::string>> merges;  // in rank order ("a b" split at the space)
+  // tokenizer.ggml.model: "gpt2" (byte-level BPE: merges) or "llama" (SentencePiece BPE: scores).
+  std::string model = "gpt2";
+  std::vector<std::string>
+      tokens;  // id -> token text (byte-level alphabet, or "▁" for spaces; control/user tokens raw)
+  std::vector<std::pair<std::string, std::string>> merges;  // "gpt2": in rank order ("a b" split at the space)
+  std::vector<float>
+      scores;  // "llama": tokenizer.ggml.scores, one per token (empty: all 0); a higher score merges first
+  // "llama": tokenizer.ggml.add_space_prefix (llama.cpp's default where the key is absent: true): " " before
+  // the text at the start and after each added token.
+  bool add_space_prefix = true;
   std::vector<int32_t> token_types;                         // TokenType values; empty: only bos/eos/unk/pad are special
   // Empty, or one per token: TokenAttr bits or'ed, applied to the added (control, unknown,
   // user-defined) tokens. Not a GGUF key: a spec read from GGUF has none, and Tokenizer::to_spec
