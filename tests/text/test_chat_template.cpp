@@ -1,6 +1,8 @@
-// Chat templates: renders equal transformers' apply_chat_template byte for byte (golden chat.json:
-// SmolLM2's template from the GGUF, Qwen2-Instruct's and Llama-3-Instruct's), the default system
-// prompt taken from the template, named overrides and the errors.
+// Chat templates through the Jinja interpreter: renders equal transformers' apply_chat_template
+// byte for byte (golden chat.json: SmolLM2's template from the GGUF, Qwen2-Instruct's and
+// Llama-3-Instruct's, with SmolLM2's ids of two renders), the default system prompt the template
+// writes, the end-of-turn text callers stop on, the named templates, a pinned strftime_now and
+// the errors. The real-model matrix (tools, thinking, dates) is in test_jinja.cpp.
 #include <gtest/gtest.h>
 
 #include "temper/core/error.h"
@@ -20,14 +22,19 @@ std::vector<ChatMessage> conversation(const nlohmann::json& j) {
   return v;
 }
 
+ChatTemplate model_template(const std::string& name) {
+  const Tokenizer& tok = golden_tokenizer(name);
+  return chat_template_resolve("auto", tok.chat_template(), chat_tokens(tok));
+}
+
 TEST(ChatTemplate, RendersEqualTransformers) {
   const auto g = load_json("tokenizer/chat.json");
   int n = 0;
   for (const auto& r : g["renders"]) {
     const auto& t = g["templates"][r["template"].get<std::string>()];
-    const ChatTemplate tmpl = chat_template_parse(t["template"].get<std::string>(), t["bos_token"].get<std::string>());
+    const ChatTemplate tmpl(t["template"].get<std::string>(), ChatTokens{t["bos_token"].get<std::string>()});
     const auto conv = conversation(g["conversations"][r["conversation"].get<std::string>()]);
-    const std::string got = chat_template_render(tmpl, conv, r["add_generation_prompt"].get<bool>());
+    const std::string got = tmpl.render(conv, r["add_generation_prompt"].get<bool>());
     EXPECT_EQ(got, r["text"].get<std::string>())
         << r["template"] << " / " << r["conversation"] << " / gen=" << r["add_generation_prompt"];
     if (r.contains("smollm2_ids")) {
@@ -38,47 +45,74 @@ TEST(ChatTemplate, RendersEqualTransformers) {
   EXPECT_EQ(n, 18);
 }
 
-TEST(ChatTemplate, RecognisesFormatsAndDefaultSystem) {
-  const ChatTemplate smol = chat_template_parse(golden_tokenizer("smollm2").chat_template());
-  EXPECT_EQ(smol.name(), "chatml");
-  EXPECT_EQ(smol.default_system, "You are a helpful AI assistant named SmolLM, trained by Hugging Face");
-  EXPECT_FALSE(smol.trim_content);
-  const ChatTemplate qwen = chat_template_parse(golden_tokenizer("qwen2").chat_template());
-  EXPECT_EQ(qwen.default_system, "You are a helpful assistant.");
-  const ChatTemplate llama = chat_template_parse(golden_tokenizer("llama3").chat_template(), "<|begin_of_text|>");
-  EXPECT_EQ(llama.name(), "llama3");
-  EXPECT_EQ(llama.bos, "<|begin_of_text|>");
-  EXPECT_TRUE(llama.trim_content);
-  // Qwen2.5's structure: the default system prompt in an else branch, a system message built from
-  // messages[0] in the other (a reconstruction of its shape, not the full template).
-  const ChatTemplate q25 = chat_template_parse(
-      "{%- if messages[0]['role'] == 'system' %}{{- '<|im_start|>system\\n' + messages[0]['content'] + "
-      "'<|im_end|>\\n' }}{%- else %}{{- '<|im_start|>system\\nYou are Qwen, created by Alibaba Cloud. You are a "
-      "helpful assistant.<|im_end|>\\n' }}{%- endif %}{%- for message in messages %}...<|im_start|>...{%- endfor %}");
-  EXPECT_EQ(q25.default_system, "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.");
-  // No default system prompt (Qwen3-style): nothing is inserted.
-  const ChatTemplate plain = chat_template_parse("{{'<|im_start|>' + message['role'] + '\\n'}}<|im_end|>");
-  EXPECT_EQ(plain.default_system, "");
+TEST(ChatTemplate, DefaultSystemOnlyWithoutSystemMessage) {
+  const ChatTemplate smol = model_template("smollm2");
+  const std::vector<ChatMessage> sys = {{"system", "S"}, {"user", "U"}};
+  EXPECT_EQ(smol.render(sys, false), "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n");
+  const std::vector<ChatMessage> user = {{"user", "U"}};
+  EXPECT_EQ(smol.render(user, false),
+            "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
+            "<|im_start|>user\nU<|im_end|>\n");
+  const std::vector<ChatMessage> none;
+  EXPECT_EQ(smol.render(none, true), "<|im_start|>assistant\n");  // the loop never runs
 }
 
-TEST(ChatTemplate, DefaultSystemOnlyWithoutSystemMessage) {
-  const ChatTemplate smol = chat_template_parse(golden_tokenizer("smollm2").chat_template());
-  const std::vector<ChatMessage> sys = {{"system", "S"}, {"user", "U"}};
-  EXPECT_EQ(chat_template_render(smol, sys, false), "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n");
-  const std::vector<ChatMessage> none;
-  EXPECT_EQ(chat_template_render(smol, none, true), "<|im_start|>assistant\n");  // loop never runs
+TEST(ChatTemplate, EndOfTurnIsWhatFollowsAnAssistantMessage) {
+  EXPECT_EQ(model_template("smollm2").end_of_turn(), "<|im_end|>");
+  EXPECT_EQ(model_template("qwen2").end_of_turn(), "<|im_end|>");
+  EXPECT_EQ(model_template("llama3").end_of_turn(), "<|eot_id|>");
+  EXPECT_EQ(ChatTemplate("{% for m in messages %}[{{ m.content }}]{% endfor %}", {}).end_of_turn(), "");
+  // A template that refuses the probe (Gemma-2 refuses a system turn, not this; this one refuses all).
+  EXPECT_EQ(ChatTemplate("{{ raise_exception('no') }}", {}).end_of_turn(), "");
+  EXPECT_EQ(
+      ChatTemplate("{% for m in messages %}{{ m.content }}{{ eos_token }}{% endfor %}", {"<s>", "</s>"}).end_of_turn(),
+      "</s>");
 }
 
 TEST(ChatTemplate, NamedOverride) {
   const std::vector<ChatMessage> conv = {{"user", " hi "}};
-  EXPECT_EQ(
-      chat_template_render(chat_template_resolve("chatml", golden_tokenizer("smollm2").chat_template()), conv, true),
-      "<|im_start|>user\n hi <|im_end|>\n<|im_start|>assistant\n");
-  EXPECT_EQ(chat_template_render(chat_template_resolve("llama3", ""), conv, false),
+  EXPECT_EQ(chat_template_resolve("chatml", golden_tokenizer("smollm2").chat_template()).render(conv, true),
+            "<|im_start|>user\n hi <|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(chat_template_resolve("llama3", "").render(conv, false),
             "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|>");
-  EXPECT_EQ(chat_template_resolve("auto", golden_tokenizer("qwen2").chat_template()).default_system,
-            "You are a helpful assistant.");
+  EXPECT_EQ(chat_template_named("llama3").end_of_turn(), "<|eot_id|>");
+  EXPECT_EQ(chat_template_named("chatml").end_of_turn(), "<|im_end|>");
   EXPECT_EQ(chat_template_names(), (std::vector<std::string>{"chatml", "llama3"}));
+  // The named llama3 equals the model's Llama-3 template on the golden conversations.
+  const auto g = load_json("tokenizer/chat.json");
+  const auto c = conversation(g["conversations"]["with_system"]);
+  EXPECT_EQ(chat_template_named("llama3").render(c, true), model_template("llama3").render(c, true));
+}
+
+TEST(ChatTemplate, JsonMessagesToolsAndKwargs) {
+  const ChatTemplate t(
+      "{{ bos_token }}{% for m in messages %}{{ m.role }}:{{ m.content }}{% if m.tool_calls %}"
+      "{{ m.tool_calls[0].function.arguments | tojson }}{% endif %};{% endfor %}{{ tools | length }}"
+      "{{ documents is none }}{{ enable_thinking }}{{ add_generation_prompt }}",
+      {"<s>", "</s>"});
+  ChatRenderOptions o;
+  o.tools = nlohmann::ordered_json::parse(R"([{"type": "function", "function": {"name": "f"}}])");
+  o.kwargs = {{"enable_thinking", false}};
+  o.add_generation_prompt = false;
+  const auto msgs = nlohmann::ordered_json::parse(
+      R"([{"role": "user", "content": "q"},
+          {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "f", "arguments": {"z": 1, "a": "é"}}}]}])");
+  EXPECT_EQ(t.render(msgs, o), "<s>user:q;assistant:{\"z\": 1, \"a\": \"é\"};1TrueFalseFalse");
+  o.kwargs = {{"bos_token", "<override>"}};  // kwargs win over the special tokens, as in transformers
+  EXPECT_EQ(t.render(msgs, o).substr(0, 10), "<override>");
+}
+
+TEST(ChatTemplate, StrftimeNowUsesThePinnedClock) {
+  std::tm t{};
+  t.tm_year = 125;
+  t.tm_mon = 0;
+  t.tm_mday = 2;
+  ChatRenderOptions o;
+  o.now = t;
+  const ChatTemplate tmpl("{{ strftime_now('%d %b %Y') }}", {});
+  EXPECT_EQ(tmpl.render(nlohmann::ordered_json::array(), o), "02 Jan 2025");
+  o.now.reset();  // the real clock: a date of the same shape
+  EXPECT_EQ(tmpl.render(nlohmann::ordered_json::array(), o).size(), 11u);
 }
 
 TEST(ChatTemplate, Errors) {
@@ -90,12 +124,22 @@ TEST(ChatTemplate, Errors) {
       for (const auto& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
     }
   };
-  expect_msg([] { chat_template_parse("{% for m in messages %}[INST] {{ m['content'] }} [/INST]{% endfor %}"); },
-             {"not recognised", "[INST]", "--chat-template chatml|llama3", "--raw"});
-  expect_msg([] { chat_template_parse("<|start_header_id|><|end_header_id|><|eot_id|>Cutting Knowledge Date: x"); },
-             {"Llama-3.1", "--chat-template llama3"});
+  expect_msg([] { chat_template_resolve("", "{% for m in messages %}{% include 'x' %}{% endfor %}"); },
+             {"unsupported tag 'include'", ":1:27", "--chat-template chatml|llama3", "--raw"});
   expect_msg([] { chat_template_resolve("", ""); }, {"no chat template", "--chat-template"});
   expect_msg([] { chat_template_resolve("vicuna", "x"); }, {"unknown chat template name 'vicuna'", "chatml, llama3"});
+  const ChatTemplate gemma_like(
+      "{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not "
+      "supported') }}{% endif %}ok",
+      {});
+  const std::vector<ChatMessage> sys = {{"system", "S"}};
+  expect_msg([&] { gemma_like.render(sys, true); }, {"System role not supported", ":1:"});
+  expect_msg([] { ChatTemplate("x", {}).render(nlohmann::ordered_json::object(), {}); },
+             {"messages must be a JSON list"});
+  ChatRenderOptions o;
+  o.kwargs = {{"messages", 1}};
+  expect_msg([&] { ChatTemplate("x", {}).render(nlohmann::ordered_json::array(), o); },
+             {"'messages' is set by render"});
 }
 
 }  // namespace

@@ -29,9 +29,9 @@ rl::PromptCodec make_codec(std::shared_ptr<const text::Tokenizer> tok, const std
   if (tok->eos_id() >= 0) c.stop_ids.insert(tok->eos_id());
   int32_t end = tok->eos_id() >= 0 ? tok->eos_id() : (eos_ids.empty() ? -1 : eos_ids.front());
   if (chat) {
-    std::string bos = tok->bos_id() >= 0 ? tok->id_to_token(tok->bos_id()) : "";
-    auto tmpl = std::make_shared<text::ChatTemplate>(text::chat_template_resolve("", tok->chat_template(), bos));
-    int32_t eot = tok->token_to_id(tmpl->format == text::ChatFormat::kChatML ? "<|im_end|>" : "<|eot_id|>");
+    auto tmpl = std::make_shared<text::ChatTemplate>(
+        text::chat_template_resolve("", tok->chat_template(), text::chat_tokens(*tok)));
+    const int32_t eot = tmpl->end_of_turn().empty() ? -1 : tok->token_to_id(tmpl->end_of_turn());
     if (eot >= 0) {
       c.stop_ids.insert(eot);
       end = eot;
@@ -46,7 +46,7 @@ rl::PromptCodec make_codec(std::shared_ptr<const text::Tokenizer> tok, const std
       } else {
         for (const auto& m : p.messages) msgs.push_back({m.role, m.content});
       }
-      return tok->encode(text::chat_template_render(*tmpl, msgs, /*add_generation_prompt=*/true), false);
+      return tok->encode(tmpl->render(msgs, /*add_generation_prompt=*/true), false);
     };
   } else {
     c.encode_prompt = [tok, user_text](const tasks::Problem& p) {

@@ -63,17 +63,17 @@ std::vector<int32_t> encode_prompt(const text::Tokenizer& tok, const GenerateOpt
     std::vector<int32_t> body = tok.encode(pref + raw_text, /*add_special=*/false);
     ids.insert(ids.end(), body.begin(), body.end());
   } else {
-    std::string bos = tok.bos_id() >= 0 ? tok.id_to_token(tok.bos_id()) : "";
-    text::ChatTemplate tmpl = text::chat_template_resolve(o.chat_template, tok.chat_template(), bos);
+    const text::ChatTemplate tmpl =
+        text::chat_template_resolve(o.chat_template, tok.chat_template(), text::chat_tokens(tok));
     std::vector<text::ChatMessage> with = messages;
     for (auto it = with.rbegin(); it != with.rend() && !pref.empty(); ++it)
       if (it->role == "user") {
         it->content = pref + it->content;
         break;
       }
-    std::string rendered = text::chat_template_render(tmpl, with, /*add_generation_prompt=*/true);
+    std::string rendered = tmpl.render(with, /*add_generation_prompt=*/true);
     ids = tok.encode(rendered, /*add_special=*/false);
-    int32_t eot = tok.token_to_id(tmpl.format == text::ChatFormat::kChatML ? "<|im_end|>" : "<|eot_id|>");
+    const int32_t eot = tmpl.end_of_turn().empty() ? -1 : tok.token_to_id(tmpl.end_of_turn());
     if (eot >= 0) stop.insert(eot);
   }
   TEMPER_CHECK(!ids.empty()) << "a prompt encodes to no tokens";

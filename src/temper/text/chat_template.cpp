@@ -1,178 +1,153 @@
-// Chat template recognition and rendering (see chat_template.h). Recognition looks for each
-// format's marker tokens in the Jinja source; the default system prompt is the literal text of a
-// '<|im_start|>system\n...<|im_end|>' string in the template (no quote inside, so it is not built
-// from a message).
+// Chat templates on the Jinja interpreter (see chat_template.h): the template variables are built
+// as transformers' apply_chat_template builds them (render(messages=, tools=, documents=,
+// add_generation_prompt=, **special_tokens_map, **kwargs) with strftime_now and raise_exception
+// as globals).
 #include "temper/text/chat_template.h"
 
 #include "temper/core/error.h"
-#include "temper/text/utf8.h"
+#include "temper/text/jinja/json.h"
+#include "temper/text/jinja/template.h"
+#include "temper/text/tokenizer.h"
 
 namespace temper::text {
 
 namespace {
 
-bool contains(std::string_view s, std::string_view x) {
-  return s.find(x) != std::string_view::npos;
-}
+using jinja::Dict;
+using jinja::Value;
 
-// Jinja string-literal escapes we meet in templates.
-std::string unescape(std::string_view s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\\' && i + 1 < s.size()) {
-      const char c = s[++i];
-      out += c == 'n' ? '\n' : c == 't' ? '\t' : c == 'r' ? '\r' : c;
+constexpr std::string_view kChatML =
+    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + "
+    "'\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+
+// Meta-Llama-3-8B-Instruct's tokenizer_config.json chat_template.
+constexpr std::string_view kLlama3 =
+    "{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = '<|start_header_id|>' + "
+    "message['role'] + '<|end_header_id|>\\n\\n'+ message['content'] | trim + '<|eot_id|>' %}{% if loop.index0 == 0 "
+    "%}{% set content = bos_token + content %}{% endif %}{{ content }}{% endfor %}{% if add_generation_prompt %}{{ "
+    "'<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}";
+
+Value strftime_now(const std::optional<std::tm>& pinned) {
+  return Value::callable("strftime_now", [pinned](jinja::CallArgs& a) -> Value {
+    if (a.args.size() != 1 || !a.args[0].is_string()) throw jinja::EvalError("strftime_now() takes one format string");
+    std::tm t{};
+    if (pinned) {
+      t = *pinned;
     } else {
-      out += s[i];
+      const std::time_t now = std::time(nullptr);
+      localtime_r(&now, &t);
     }
-  }
-  return out;
+    char buf[256];
+    const size_t n = std::strftime(buf, sizeof buf, a.args[0].as_string().c_str(), &t);
+    if (n == 0 && !a.args[0].as_string().empty()) throw jinja::EvalError("strftime_now(): format gives no text");
+    return std::string(buf, n);
+  });
 }
 
-std::string default_system_prompt(std::string_view tmpl) {
-  constexpr std::string_view kHead = "<|im_start|>system";
-  constexpr std::string_view kEnd = "<|im_end|>";
-  for (size_t at = tmpl.find(kHead); at != std::string_view::npos; at = tmpl.find(kHead, at + 1)) {
-    size_t p = at + kHead.size();
-    if (tmpl.substr(p, 2) == "\\n") {
-      p += 2;
-    } else if (tmpl.substr(p, 1) == "\n") {
-      p += 1;
-    } else {
-      continue;
-    }
-    const size_t end = tmpl.find(kEnd, p);
-    if (end == std::string_view::npos) continue;
-    const std::string_view body = tmpl.substr(p, end - p);
-    if (body.empty() || body.find_first_of("'\"{}") != std::string_view::npos) continue;
-    return unescape(body);
-  }
-  return {};
+void add_tokens(Dict& g, const ChatTokens& t) {
+  if (!t.bos.empty()) g.set("bos_token", t.bos);
+  if (!t.eos.empty()) g.set("eos_token", t.eos);
+  if (!t.unk.empty()) g.set("unk_token", t.unk);
+  if (!t.pad.empty()) g.set("pad_token", t.pad);
 }
 
-// `content | trim` / `content'] | trim` / `content|trim`.
-bool trims_content(std::string_view tmpl) {
-  for (size_t at = tmpl.find("content"); at != std::string_view::npos; at = tmpl.find("content", at + 1)) {
-    size_t p = at + 7;
-    while (p < tmpl.size() && (tmpl[p] == '\'' || tmpl[p] == '"' || tmpl[p] == ']' || tmpl[p] == ' ')) ++p;
-    if (p < tmpl.size() && tmpl[p] == '|') {
-      ++p;
-      while (p < tmpl.size() && tmpl[p] == ' ') ++p;
-      if (tmpl.substr(p, 4) == "trim") return true;
-    }
+Dict template_globals(Value messages, const ChatTokens& tokens, const ChatRenderOptions& o) {
+  Dict g;
+  g.set("strftime_now", strftime_now(o.now));
+  g.set("messages", std::move(messages));
+  g.set("tools", o.tools.is_null() ? Value::none() : jinja::from_json(o.tools));
+  g.set("documents", o.documents.is_null() ? Value::none() : jinja::from_json(o.documents));
+  g.set("add_generation_prompt", o.add_generation_prompt);
+  add_tokens(g, tokens);
+  TEMPER_CHECK(o.kwargs.is_object()) << "chat template kwargs: expected a JSON object, got " << o.kwargs.type_name();
+  for (auto it = o.kwargs.begin(); it != o.kwargs.end(); ++it) {
+    const std::string& k = it.key();
+    TEMPER_CHECK(k != "messages" && k != "tools" && k != "documents" && k != "add_generation_prompt")
+        << "chat template kwargs: '" << k << "' is set by render() itself (pass it there, not as a kwarg)";
+    g.set(k, jinja::from_json(it.value()));
   }
-  return false;
+  return g;
 }
 
-std::string python_strip(std::string_view s) {
-  size_t b = 0, e = s.size();
-  while (b < e) {
-    const Utf8Char c = utf8_next(s, b);
-    if (!c.valid || !is_python_whitespace(c.cp)) break;
-    b += c.len;
+// Renders user U, assistant A and reads what follows A up to the next whitespace: a special-token
+// looking <...> or the EOS text, else nothing (a plain ']' must not become a stop token).
+std::string probe_end_of_turn(const ChatTemplate& t) {
+  constexpr std::string_view kAnswer = "TEMPERPROBEANSWER";
+  try {
+    const std::vector<ChatMessage> conv = {{"user", "TEMPERPROBEQUESTION"}, {"assistant", std::string(kAnswer)}};
+    const std::string out = t.render(conv, false);
+    const size_t at = out.rfind(kAnswer);
+    if (at == std::string::npos) return {};
+    size_t b = at + kAnswer.size();
+    while (b < out.size() && std::isspace(static_cast<unsigned char>(out[b]))) ++b;
+    size_t e = b;
+    while (e < out.size() && !std::isspace(static_cast<unsigned char>(out[e]))) ++e;
+    const std::string eot = out.substr(b, e - b);
+    const bool special = eot.size() > 2 && eot.front() == '<' && eot.back() == '>';
+    return special || (!t.eos().empty() && eot == t.eos()) ? eot : std::string();
+  } catch (const Error&) {
+    return {};
   }
-  // Find the end: scan forward remembering the end of the last non-space character.
-  size_t last = b;
-  for (size_t i = b; i < e;) {
-    const Utf8Char c = utf8_next(s, i);
-    i += c.len;
-    if (!c.valid || !is_python_whitespace(c.cp)) last = i;
-  }
-  return std::string(s.substr(b, last - b));
-}
-
-std::string excerpt(std::string_view s) {
-  std::string x(s.substr(0, 80));
-  for (char& c : x) {
-    if (c == '\n') c = ' ';
-  }
-  return s.size() > 80 ? x + "..." : x;
 }
 
 }  // namespace
 
-std::string ChatTemplate::name() const {
-  return format == ChatFormat::kLlama3 ? "llama3" : "chatml";
+ChatTokens chat_tokens(const Tokenizer& tok) {
+  auto str = [&](int32_t id) { return id >= 0 ? tok.id_to_token(id) : std::string(); };
+  return {str(tok.bos_id()), str(tok.eos_id()), str(tok.unk_id()), str(tok.pad_id())};
+}
+
+ChatTemplate::ChatTemplate(std::string_view source, ChatTokens tokens, std::string name)
+    : name_(std::move(name)), source_(source), tokens_(std::move(tokens)) {
+  tmpl_ = std::make_shared<const jinja::Template>(source, "chat template (" + name_ + ")");
+  end_of_turn_ = probe_end_of_turn(*this);
+}
+
+std::string ChatTemplate::render(const nlohmann::ordered_json& messages, const ChatRenderOptions& options) const {
+  TEMPER_CHECK(messages.is_array()) << "chat template: messages must be a JSON list, got " << messages.type_name();
+  return tmpl_->render(template_globals(jinja::from_json(messages), tokens_, options));
+}
+
+std::string ChatTemplate::render(std::span<const ChatMessage> messages, bool add_generation_prompt) const {
+  jinja::List list;
+  for (const ChatMessage& m : messages) {
+    Dict d;
+    d.items.emplace_back("role", Value(m.role));
+    d.items.emplace_back("content", Value(m.content));
+    list.emplace_back(std::move(d));
+  }
+  ChatRenderOptions o;
+  o.add_generation_prompt = add_generation_prompt;
+  return tmpl_->render(template_globals(Value(std::move(list)), tokens_, o));
 }
 
 std::vector<std::string> chat_template_names() {
   return {"chatml", "llama3"};
 }
 
-ChatTemplate chat_template_parse(std::string_view jinja, std::string_view bos_token) {
-  const bool chatml = contains(jinja, "<|im_start|>") && contains(jinja, "<|im_end|>");
-  const bool llama3 =
-      contains(jinja, "<|start_header_id|>") && contains(jinja, "<|end_header_id|>") && contains(jinja, "<|eot_id|>");
-  ChatTemplate t;
-  if (chatml && !llama3) {
-    t.format = ChatFormat::kChatML;
-    t.default_system = default_system_prompt(jinja);
-    t.trim_content = trims_content(jinja);
-    return t;
+ChatTemplate chat_template_named(std::string_view name, const ChatTokens& tokens) {
+  if (name == "chatml") return ChatTemplate(kChatML, tokens, "chatml");
+  if (name == "llama3") {
+    ChatTokens t = tokens;
+    if (t.bos.empty()) t.bos = "<|begin_of_text|>";
+    return ChatTemplate(kLlama3, t, "llama3");
   }
-  if (llama3 && !chatml) {
-    TEMPER_CHECK(!contains(jinja, "Cutting Knowledge Date"))
-        << "chat template: a Llama-3.1+ template (it writes a 'Cutting Knowledge Date' system header), which is not "
-           "supported; override with --chat-template llama3 for the plain Llama-3 format";
-    t.format = ChatFormat::kLlama3;
-    if (contains(jinja, "bos_token")) {
-      t.bos = std::string(bos_token);
-    } else if (contains(jinja, "<|begin_of_text|>")) {
-      t.bos = "<|begin_of_text|>";
-    }
-    t.trim_content = trims_content(jinja);
-    return t;
-  }
-  TEMPER_FAIL() << "chat template not recognised: "
-                << (chatml ? "it has both ChatML (<|im_start|>, <|im_end|>) and Llama-3 markers"
-                           : "it has neither the ChatML markers (<|im_start|>, <|im_end|>) nor the Llama-3 markers "
-                             "(<|start_header_id|>, <|end_header_id|>, <|eot_id|>)")
-                << "; it begins '" << excerpt(jinja)
-                << "'. Override with --chat-template chatml|llama3, or skip the template with --raw";
-}
-
-ChatTemplate chat_template_named(std::string_view name, std::string_view bos_token) {
-  ChatTemplate t;
-  if (name == "chatml") {
-    t.format = ChatFormat::kChatML;
-  } else if (name == "llama3") {
-    t.format = ChatFormat::kLlama3;
-    t.bos = bos_token.empty() ? "<|begin_of_text|>" : std::string(bos_token);
-    t.trim_content = true;
-  } else {
-    TEMPER_FAIL() << "unknown chat template name '" << name << "'; known: chatml, llama3 (or auto: the model's own)";
-  }
-  return t;
+  TEMPER_FAIL() << "unknown chat template name '" << name << "'; known: chatml, llama3 (or auto: the model's own)";
 }
 
 ChatTemplate chat_template_resolve(std::string_view override_name, std::string_view model_template,
-                                   std::string_view bos_token) {
-  if (!override_name.empty() && override_name != "auto") return chat_template_named(override_name, bos_token);
+                                   const ChatTokens& tokens) {
+  if (!override_name.empty() && override_name != "auto") return chat_template_named(override_name, tokens);
   TEMPER_CHECK(!model_template.empty())
       << "the model has no chat template (tokenizer.chat_template / tokenizer_config.json chat_template); "
          "pass --chat-template chatml|llama3, or --raw for plain continuation";
-  return chat_template_parse(model_template, bos_token);
-}
-
-std::string chat_template_render(const ChatTemplate& t, std::span<const ChatMessage> messages,
-                                 bool add_generation_prompt) {
-  std::string out;
-  auto content = [&](const std::string& c) { return t.trim_content ? python_strip(c) : c; };
-  if (t.format == ChatFormat::kChatML) {
-    if (!messages.empty() && !t.default_system.empty() && messages[0].role != "system") {
-      out += "<|im_start|>system\n" + t.default_system + "<|im_end|>\n";
-    }
-    for (const ChatMessage& m : messages) out += "<|im_start|>" + m.role + "\n" + content(m.content) + "<|im_end|>\n";
-    if (add_generation_prompt) out += "<|im_start|>assistant\n";
-  } else {
-    for (size_t i = 0; i < messages.size(); ++i) {
-      if (i == 0) out += t.bos;
-      out += "<|start_header_id|>" + messages[i].role + "<|end_header_id|>\n\n" + content(messages[i].content) +
-             "<|eot_id|>";
-    }
-    if (add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
+  try {
+    return ChatTemplate(model_template, tokens, "model");
+  } catch (const Error& e) {
+    TEMPER_FAIL() << e.what()
+                  << ". Override the model's template with --chat-template chatml|llama3, or skip it "
+                     "with --raw";
   }
-  return out;
 }
 
 }  // namespace temper::text
