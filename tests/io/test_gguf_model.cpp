@@ -12,9 +12,10 @@
 #include <filesystem>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
-#include "common/test_data.h"
 #include "common/scratch.h"
+#include "common/test_data.h"
 #include "temper/core/error.h"
 #include "temper/io/gguf_export.h"
 #include "temper/io/gguf_file.h"
@@ -118,6 +119,21 @@ TEST(GgufModel, NameMapBothWays) {
     EXPECT_EQ(gguf_name_from_hf(hf), g);
     EXPECT_EQ(hf_name_from_gguf(g), hf);
   }
+  // Gemma's four norms and Phi-3's fused projections (gguf-py 0.17's MODEL_TENSORS for gemma2/gemma3/phi3).
+  const std::tuple<Arch, const char*, const char*> family[] = {
+      {Arch::gemma2, "model.layers.2.post_attention_layernorm.weight", "blk.2.post_attention_norm.weight"},
+      {Arch::gemma2, "model.layers.2.pre_feedforward_layernorm.weight", "blk.2.ffn_norm.weight"},
+      {Arch::gemma3, "model.layers.2.post_feedforward_layernorm.weight", "blk.2.post_ffw_norm.weight"},
+      {Arch::gemma3, "model.layers.2.self_attn.q_norm.weight", "blk.2.attn_q_norm.weight"},
+      {Arch::phi3, "model.layers.4.self_attn.qkv_proj.weight", "blk.4.attn_qkv.weight"},
+      {Arch::phi3, "model.layers.4.mlp.gate_up_proj.weight", "blk.4.ffn_up.weight"},
+      {Arch::phi3, "model.layers.4.post_attention_layernorm.weight", "blk.4.ffn_norm.weight"},
+  };
+  for (auto [arch, hf, g] : family) {
+    EXPECT_EQ(gguf_name_from_hf(hf, arch), g) << arch_name(arch);
+    EXPECT_EQ(hf_name_from_gguf(g, arch), hf) << arch_name(arch);
+  }
+  EXPECT_EQ(gguf_name_from_hf("model.layers.0.pre_feedforward_layernorm.weight", Arch::llama), "");
   for (const char* bad :
        {"rope_freqs.weight", "blk.x.attn_q.weight", "blk..attn_q.weight", "blk.0.ffn_gate_exps.weight", "blk.0", ""})
     EXPECT_EQ(hf_name_from_gguf(bad), "") << bad;
@@ -180,6 +196,77 @@ TEST(GgufModel, ExportReloadF32IsExactForEveryArch) {
     const int64_t gguf_row1 = std::string(name) == "llama" ? D / 2 : 1;  // GGUF row 1 = HF row D/2 (llama)
     EXPECT_EQ(0, std::memcmp(q.data<float>() + C, hf.data() + gguf_row1 * C, C * sizeof(float))) << name;
   }
+}
+
+// The families beyond Llama/Qwen: llama.cpp's names and keys (Gemma's four norms stored as 1 + w, soft-caps and
+// windows; Phi-3's attn_qkv/ffn_up and rope_factors_long/short; Llama-3.1's rope_freqs; Mistral as llama with a
+// window key), and the reload gives back the config and the model (Gemma's norms to f32 rounding of 1 + w - 1).
+TEST(GgufModel, ExportReloadNewFamilies) {
+  std::vector<int32_t> ids = {1, 5, 9, 33, 2, 100, 7, 64, 127, 0, 47, 47};
+  struct Case {
+    const char* golden;
+    const char* arch;
+    std::vector<const char*> tensors, keys;
+  };
+  const Case cases[] = {
+      {"llama31", "llama", {"rope_freqs.weight", "blk.1.ffn_norm.weight"}, {}},
+      {"mistral", "llama", {"blk.0.attn_q.weight", "output.weight"}, {"llama.attention.sliding_window"}},
+      {"gemma2",
+       "gemma2",
+       {"blk.0.post_attention_norm.weight", "blk.0.ffn_norm.weight", "blk.0.post_ffw_norm.weight"},
+       {"gemma2.attn_logit_softcapping", "gemma2.final_logit_softcapping", "gemma2.attention.sliding_window"}},
+      {"gemma3",
+       "gemma3",
+       {"blk.1.attn_q_norm.weight", "blk.1.post_ffw_norm.weight"},
+       {"gemma3.attention.sliding_window", "gemma3.rope.freq_base_swa", "gemma3.rope.scaling.type"}},
+      {"phi3",
+       "phi3",
+       {"blk.0.attn_qkv.weight", "blk.0.ffn_up.weight", "rope_factors_long.weight", "rope_factors_short.weight"},
+       {"phi3.rope.scaling.original_context_length", "phi3.rope.scaling.attn_factor", "phi3.attention.sliding_window"}},
+  };
+  for (const Case& k : cases) {
+    Transformer m = golden_model(k.golden);
+    const std::string path = tmp_path(std::string("new_") + k.golden + ".gguf");
+    GgufExportOptions o;
+    o.matrix_type = GgmlType::f32;
+    save_gguf_model(m, path, o);
+    GgufFile f = GgufFile::open(path);
+    EXPECT_EQ(f.get_str("general.architecture"), k.arch) << k.golden;
+    for (const char* t : k.tensors) EXPECT_TRUE(f.has_tensor(t)) << k.golden << " " << t;
+    for (const char* key : k.keys) EXPECT_TRUE(f.has_key(key)) << k.golden << " " << key;
+    ModelConfig c = gguf_model_config(f);
+    expect_same_config(c, m.config());
+    ModelConfig want_cfg = m.config();
+    want_cfg.pad_token_id = -1;  // config.json's padding_idx has no GGUF key (llama.cpp trains nothing)
+    EXPECT_EQ(c.features(), want_cfg.features()) << k.golden;
+    c.pad_token_id = m.config().pad_token_id;
+    Transformer r(c);
+    load_gguf_weights(r, f);
+    for (const ParamEntry& e : m.layout().entries()) {
+      std::vector<float> a = params_of(r, e.name), b = params_of(m, e.name);
+      if (gguf_arch_shifts_norms(c.arch) && gguf_is_norm(e.name)) {
+        for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1.2e-7) << e.name;  // (1 + w) - 1 in f32
+        const float stored = f.view(gguf_name_from_hf(e.name, c.arch)).data<float>()[0];
+        EXPECT_EQ(stored, 1.0f + b[0]) << e.name;
+      } else {
+        EXPECT_EQ(a, b) << k.golden << " " << e.name;
+      }
+    }
+    std::vector<float> want = logits_of(m, ids), got = logits_of(r, ids);
+    for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4 * (1 + std::fabs(want[i]))) << k.golden;
+  }
+  // Phi-3's fused qkv keeps HF's row order (no permutation); Llama-3.1's rope_freqs are the llama3 divisors.
+  Transformer phi = golden_model("phi3");
+  GgufFile pf = GgufFile::open(tmp_path("new_phi3.gguf"));
+  EXPECT_EQ(0, std::memcmp(pf.view("blk.0.attn_qkv.weight").data<float>(),
+                           params_of(phi, "model.layers.0.self_attn.qkv_proj.weight").data(),
+                           static_cast<size_t>(phi.config().qkv_dim() * phi.config().hidden_size) * sizeof(float)));
+  GgufFile lf = GgufFile::open(tmp_path("new_llama31.gguf"));
+  const float* ff = lf.view("rope_freqs.weight").data<float>();
+  EXPECT_FLOAT_EQ(ff[0], 1.0f);  // wavelength 6.3 < 2048: kept
+  EXPECT_FLOAT_EQ(ff[7], 8.0f);  // wavelength > 8192: divided by the factor
+  EXPECT_GT(ff[4], 1.0f);        // 4443: smoothed
+  EXPECT_LT(ff[4], 8.0f);
 }
 
 TEST(GgufModel, ExportReloadF16AndQ8WithinTheirError) {
@@ -292,9 +379,9 @@ TEST(GgufModel, ConfigFromMetadataAndItsErrors) {
   expect_error(
       [&] {
         gguf_model_config(GgufFile::open(
-            with("a5.gguf", [](MiniGguf& m) { m.set("llama.rope.scaling.type", GgufValue::string("linear")); })));
+            with("a5.gguf", [](MiniGguf& m) { m.set("llama.rope.scaling.type", GgufValue::string("yarn")); })));
       },
-      {"a5.gguf", "rope.scaling.type", "'linear'", "not supported"});
+      {"a5.gguf", "rope.scaling.type is 'yarn'", "supported: linear"});
   expect_error(
       [&] {
         gguf_model_config(GgufFile::open(
@@ -356,12 +443,12 @@ TEST(GgufModel, LoaderErrorsNameTheTensor) {
     GgufWriter w;
     std::vector<float> z(64 * 128, 0.0f);
     w.add_kv("general.architecture", GgufValue::string("llama"));
-    w.add_tensor("rope_freqs.weight", Shape({8}), GgmlType::f32, z.data());
+    w.add_tensor("blk.0.ffn_gate_inp.weight", Shape({8}), GgmlType::f32, z.data());
     std::string p = tmp_path("extra.gguf");
     w.write(p);
     Transformer t(model_config_preset("tiny"));
     expect_error([&] { load_gguf_weights(t, GgufFile::open(p)); },
-                 {"extra.gguf", "'rope_freqs.weight'", "no Hugging Face counterpart"});
+                 {"extra.gguf", "'blk.0.ffn_gate_inp.weight'", "no Hugging Face counterpart"});
   }
   expect_error(
       [&] {

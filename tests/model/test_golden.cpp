@@ -13,6 +13,7 @@
 #include "temper/io/hf_config.h"
 #include "temper/io/hf_weights.h"
 #include "temper/io/safetensors.h"
+#include "temper/model/kv_pool.h"
 #include "temper/model/train_step.h"
 
 using namespace temper;
@@ -124,6 +125,51 @@ void check_golden(const std::string& name) {
     EXPECT_FALSE(got_sel.empty()) << e.name;  // (untied embeddings: only rows of tokens in the batch move)
     EXPECT_TRUE(all_close(got_sel, want_sel, final_tol)) << "adamw_final." << e.name;
   }
+}
+
+// The rollout path (paged KV cache: a prefill chunk, then one token a step) gives the training forward's logits
+// for every architecture: sliding windows, soft-caps, Gemma's norms and scales, longrope, on every ISA.
+void check_paged_equals_training(const std::string& name) {
+  const std::string dir = test_data("golden/" + name);
+  ModelConfig cfg = io::read_hf_config(dir + "/config.json");
+  io::SafetensorsFile g = io::SafetensorsFile::open(dir + "/golden.safetensors");
+  Transformer model(cfg);
+  io::load_hf_weights(model, g, io::ExtraTensors::ignore);
+  Tensor ids_t = g.get("input_ids");
+  const int64_t B = ids_t.dim(0), T = ids_t.dim(1), V = cfg.vocab_size, P = 6;
+  std::vector<int32_t> ids(ids_t.data<int32_t>(), ids_t.data<int32_t>() + B * T);
+  std::vector<float> want(static_cast<size_t>(B * T * V));
+  model.forward_logits(ids.data(), B, T, want.data());
+  KvPool pool(cfg, 4, 16);
+  std::vector<float> got(static_cast<size_t>(B * T * V));
+  for (int64_t b = 0; b < B; ++b) {
+    SeqKv s;
+    pool.reserve(s, T);
+    std::vector<int32_t> pos(static_cast<size_t>(T));
+    for (int64_t t = 0; t < T; ++t) pos[static_cast<size_t>(t)] = static_cast<int32_t>(t);
+    std::vector<const int32_t*> tables(static_cast<size_t>(T), s.blocks.data());
+    std::vector<int64_t> rows(static_cast<size_t>(T));
+    for (int64_t t = 0; t < T; ++t) rows[static_cast<size_t>(t)] = t;
+    // Rows 0..P-1 in one chunk, then one row a step.
+    for (int64_t t0 = 0; t0 < T; t0 = t0 < P ? P : t0 + 1) {
+      const int64_t n = t0 < P ? P : 1;
+      PagedStep st;
+      st.n = n;
+      st.tokens = ids.data() + b * T + t0;
+      st.pos = pos.data() + t0;
+      st.tables = tables.data();
+      st.out_rows = rows.data();
+      st.n_out = n;
+      st.logits = got.data() + (b * T + t0) * V;
+      model.forward_paged(st, pool);
+    }
+    pool.release(s);
+  }
+  EXPECT_TRUE(all_close(got, want, 1e-5)) << name;
+}
+
+TEST_P(Golden, PagedRolloutLogitsEqualTrainingForwardEveryIsa) {
+  for_each_isa([&](Isa) { check_paged_equals_training(GetParam()); });
 }
 
 TEST_P(Golden, ForwardBackwardAndAdamWMatchPyTorchEveryIsa) {
