@@ -410,24 +410,26 @@ std::vector<int32_t> next_targets(const std::vector<int32_t>& ids, int64_t B, in
 }
 
 // Per parameter tensor: the device gradient against the CPU's (bf16 GEMMs: a cosine and a relative error a little
-// looser than the whole vector's).
+// looser than the whole vector's). A tensor whose gradient is tiny next to the rest (Qwen2's k bias, felt only
+// through RoPE's rotation) is held to the error bound on the scale of the whole gradient's RMS instead.
 void expect_grads_per_tensor(const Transformer& cpu, const std::vector<float>& got, const std::vector<float>& want) {
+  double all = 0;
+  for (float w : want) all += double(w) * w;
+  const double rms = std::sqrt(all / double(want.size()));
   for (const ParamEntry& e : cpu.layout().entries()) {
-    std::vector<float> g(got.begin() + e.offset, got.begin() + e.offset + e.numel()),
-        w(want.begin() + e.offset, want.begin() + e.offset + e.numel());
     double ww = 0, dd = 0, gw = 0, gg = 0;
-    for (size_t i = 0; i < g.size(); ++i) {
-      ww += double(w[i]) * w[i];
-      gg += double(g[i]) * g[i];
-      gw += double(g[i]) * w[i];
-      dd += (double(g[i]) - w[i]) * (double(g[i]) - w[i]);
+    for (int64_t i = e.offset; i < e.offset + e.numel(); ++i) {
+      const double g = got[static_cast<size_t>(i)], w = want[static_cast<size_t>(i)];
+      ww += w * w;
+      gg += g * g;
+      gw += g * w;
+      dd += (g - w) * (g - w);
     }
-    if (ww == 0) {
-      EXPECT_EQ(gg, 0.0) << e.name << ": the CPU's gradient is zero, the device's is not";
-      continue;
+    const double floor = 0.05 * rms * std::sqrt(double(e.numel()));
+    EXPECT_LT(std::sqrt(dd) / std::max(std::sqrt(ww), floor), 0.1) << e.name;
+    if (std::sqrt(ww) > floor) {
+      EXPECT_GT(gw / std::sqrt(gg * ww), 0.995) << e.name;
     }
-    EXPECT_GT(gw / std::sqrt(gg * ww), 0.995) << e.name;
-    EXPECT_LT(std::sqrt(dd / ww), 0.1) << e.name;
   }
 }
 
