@@ -345,3 +345,44 @@ TEST(RolloutEngine, PrefillTokensPerStepAreCappedWithoutChangingTokens) {
   for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i].tokens, want[i].tokens) << i;
   EXPECT_EQ(pool.free_blocks(), 256);
 }
+
+// A model whose every layer attends a sliding window (Mistral): the engine frees the blocks behind the window as
+// sequences grow, so a pool that cannot hold whole sequences still runs them without preemption; the recorded
+// log-probs equal the training forward's (windowed), forks made after blocks were dropped continue correctly, and
+// every block comes back.
+TEST(RolloutEngine, SlidingWindowFreesBlocksBehindTheWindow) {
+  ModelConfig cfg = test::small_config(Arch::mistral, 128);
+  cfg.sliding_window = 6;
+  Transformer model(cfg);
+  model.init_random(23, 0.3f);
+  const std::vector<int32_t> prompt = {3, 1, 4, 1, 5, 9};
+  const int64_t max_new = 40;
+  KvPool pool(cfg, 4, 12);  // one sequence of 46 tokens needs 12 blocks whole; 3 hold its window
+  RolloutEngine eng(model, pool);
+  struct ForkAt20 : RolloutHook {
+    HookDecision after_token(const RolloutRequest&, const Completion& c) override {
+      HookDecision d;
+      d.forks = c.parent < 0 && c.tokens.size() == 20 ? 1 : 0;
+      return d;
+    }
+  } hook;
+  auto out = eng.run({request(prompt, 2, max_new, 5)}, &hook);
+  ASSERT_EQ(out.size(), 4u);
+  EXPECT_EQ(eng.stats().preemptions, 0);
+  EXPECT_GT(eng.stats().kv_blocks_dropped, 20);
+  for (const Completion& c : out) {
+    ASSERT_EQ(static_cast<int64_t>(c.tokens.size()), max_new);
+    std::vector<int32_t> seq = prompt;
+    seq.insert(seq.end(), c.tokens.begin(), c.tokens.end());
+    const int64_t T = static_cast<int64_t>(seq.size());
+    std::vector<int32_t> targets(T, -1);
+    for (int64_t t = 0; t + 1 < T; ++t) targets[t] = seq[t + 1];
+    std::vector<float> lp(T), ent(T);
+    model.forward_logprobs(seq.data(), targets.data(), 1, T, lp.data(), ent.data());
+    for (size_t i = 0; i < c.tokens.size(); ++i)
+      ASSERT_NEAR(lp[prompt.size() - 1 + i], c.policy_logprob[i], 1e-5) << "member " << c.member << " token " << i;
+  }
+  EXPECT_EQ(out[2].fork_pos, 20);
+  EXPECT_EQ(out[3].fork_pos, 20);
+  EXPECT_EQ(pool.free_blocks(), 12);
+}

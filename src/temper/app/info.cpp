@@ -78,6 +78,9 @@ int info(const InfoOptions& o) {
     TEMPER_FAIL() << o.model << ": not a model temper can describe (a Hugging Face directory, config.json or .gguf)";
   }
   std::printf("architecture: %s\n", c.summary().c_str());
+  std::string feats;
+  for (const std::string& f : c.features()) feats += (feats.empty() ? "" : ", ") + f;
+  std::printf("features: %s\n", feats.empty() ? "none beyond the Llama block" : feats.c_str());
   std::printf("context: %lld tokens, rope_theta %g, rms_norm_eps %g\n", static_cast<long long>(c.max_position_embeddings),
               c.rope_theta, c.rms_norm_eps);
   if (!dtypes.empty()) {

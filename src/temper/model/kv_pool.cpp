@@ -1,5 +1,6 @@
 #include "temper/model/kv_pool.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "temper/core/dtype.h"
@@ -46,20 +47,27 @@ const uint16_t* KvPool::k_block16(int64_t layer, int32_t block) const {
 const uint16_t* KvPool::v_block16(int64_t layer, int32_t block) const {
   return v_.checked_data<uint16_t>(DType::bf16) + offset(layer, block);
 }
+int32_t KvPool::block_of(const SeqKv& s, int64_t p) const {
+  TEMPER_CHECK(p >= 0 && p / block_size_ < static_cast<int64_t>(s.blocks.size()))
+      << "KV pool: position " << p << " outside the sequence's blocks";
+  const int32_t b = s.blocks[static_cast<size_t>(p / block_size_)];
+  TEMPER_CHECK(b >= 0) << "KV pool: position " << p << " was dropped behind the sliding window";
+  return b;
+}
 const float* KvPool::k_at(int64_t layer, const SeqKv& s, int64_t p) const {
-  return k_block(layer, s.blocks[static_cast<size_t>(p / block_size_)]) + (p % block_size_) * row_;
+  return k_block(layer, block_of(s, p)) + (p % block_size_) * row_;
 }
 const float* KvPool::v_at(int64_t layer, const SeqKv& s, int64_t p) const {
-  return v_block(layer, s.blocks[static_cast<size_t>(p / block_size_)]) + (p % block_size_) * row_;
+  return v_block(layer, block_of(s, p)) + (p % block_size_) * row_;
 }
 float KvPool::get(const Tensor& t, int64_t at) const {
   return dtype_ == DType::bf16 ? bf16_to_f32(t.data<uint16_t>()[at]) : t.data<float>()[at];
 }
 float KvPool::k_value(int64_t layer, const SeqKv& s, int64_t p, int64_t e) const {
-  return get(k_, offset(layer, s.blocks[static_cast<size_t>(p / block_size_)]) + (p % block_size_) * row_ + e);
+  return get(k_, offset(layer, block_of(s, p)) + (p % block_size_) * row_ + e);
 }
 float KvPool::v_value(int64_t layer, const SeqKv& s, int64_t p, int64_t e) const {
-  return get(v_, offset(layer, s.blocks[static_cast<size_t>(p / block_size_)]) + (p % block_size_) * row_ + e);
+  return get(v_, offset(layer, block_of(s, p)) + (p % block_size_) * row_ + e);
 }
 
 void KvPool::put_row(Tensor& t, int64_t at, const float* x) {
@@ -146,7 +154,7 @@ SeqKv KvPool::fork(const SeqKv& s, int64_t at) {
   int64_t nb = (at + block_size_ - 1) / block_size_;
   for (int64_t i = 0; i < nb; ++i) {
     int32_t b = s.blocks[static_cast<size_t>(i)];
-    ++refs_[static_cast<size_t>(b)];
+    if (b >= 0) ++refs_[static_cast<size_t>(b)];  // -1: a block dropped behind a sliding window
     f.blocks.push_back(b);
   }
   return f;
@@ -156,10 +164,23 @@ void KvPool::truncate(SeqKv& s, int64_t len) {
   TEMPER_CHECK(len >= 0 && len <= s.len) << "KV pool: truncate to " << len << " outside [0, " << s.len << "]";
   int64_t nb = (len + block_size_ - 1) / block_size_;
   while (static_cast<int64_t>(s.blocks.size()) > nb) {
-    drop_block(s.blocks.back());
+    if (s.blocks.back() >= 0) drop_block(s.blocks.back());
     s.blocks.pop_back();
   }
   s.len = len;
+}
+
+int64_t KvPool::drop_before(SeqKv& s, int64_t pos) {
+  int64_t dropped = 0;
+  const int64_t whole = std::min<int64_t>(pos, s.len) / block_size_;  // blocks entirely before pos
+  for (int64_t b = 0; b < whole && b < static_cast<int64_t>(s.blocks.size()); ++b) {
+    int32_t& id = s.blocks[static_cast<size_t>(b)];
+    if (id < 0) continue;
+    drop_block(id);
+    id = -1;
+    ++dropped;
+  }
+  return dropped;
 }
 
 void KvPool::release(SeqKv& s) { truncate(s, 0); }

@@ -67,7 +67,11 @@ class KvPool {
   void write_at(int64_t layer, const int32_t* table, int64_t pos, const float* k, const float* v);
   void advance(SeqKv& s, int64_t n) { s.len += n; }
 
-  SeqKv fork(const SeqKv& s, int64_t at);  // a new sequence sharing s's first `at` tokens
+  // Frees s's blocks that hold only positions before `pos` (their table entries become -1): a model whose every
+  // layer attends a sliding window never reads them again. The paged kernels skip positions before the window;
+  // reading such a position here is an error. Returns the blocks released (shared ones stay for their others).
+  int64_t drop_before(SeqKv& s, int64_t pos);
+  SeqKv fork(const SeqKv& s, int64_t at);  // a new sequence sharing s's first `at` tokens (-1 entries copied)
   void truncate(SeqKv& s, int64_t len);    // drop positions >= len (releases whole blocks)
   void release(SeqKv& s);                  // frees s's blocks (shared ones stay for their others)
   // The copy-on-write copies made since the last clear, (from, to) block ids: a device that mirrors
@@ -79,6 +83,7 @@ class KvPool {
 
  private:
   int32_t take_block();
+  int32_t block_of(const SeqKv& s, int64_t p) const;  // checked: inside the table, not dropped
   void drop_block(int32_t b);
   int64_t offset(int64_t layer, int32_t block) const { return (layer * num_blocks_ + block) * block_size_ * row_; }
   void put_row(Tensor& t, int64_t at, const float* x);  // row_ values at element `at`

@@ -386,6 +386,11 @@ EngineRun::Choice EngineRun::choose(Live& s, const float* z) {
 
 // Record a chosen token, run the stop checks and the hook (forking where it asks).
 bool EngineRun::record(Live& s, const Choice& ch) {
+  // A model whose every layer attends a sliding window of W never reads positions before len + 1 - W again
+  // (forks are made at the end): those blocks go back to the pool.
+  const ModelConfig& mc = model_.config();
+  if (mc.sliding_window > 0 && mc.sliding_pattern == 0)
+    stats_.kv_blocks_dropped += pool_.drop_before(s.kv, s.kv.len + 1 - mc.sliding_window);
   const RolloutRequest& q = requests_[static_cast<size_t>(s.req)];
   Completion& c = out_[static_cast<size_t>(s.out)];
   const Sample x = ch.x;
