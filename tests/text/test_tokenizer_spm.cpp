@@ -84,6 +84,7 @@ TokenizerSpec spec_from_gguf(const std::string& file) {
   TokenizerSpec s;
   s.model = f.get_str("tokenizer.ggml.model");
   s.tokens = f.get_str_array("tokenizer.ggml.tokens");
+  if (f.find("tokenizer.ggml.merges")) s.add_merge_strings(f.get_str_array("tokenizer.ggml.merges"));
   if (f.find("tokenizer.ggml.scores")) s.scores = f.get_f32_array("tokenizer.ggml.scores");
   if (f.find("tokenizer.ggml.token_type")) s.token_types = f.get_i32_array("tokenizer.ggml.token_type");
   auto id = [&](const char* key, int32_t dflt) { return f.find(key) ? static_cast<int32_t>(f.get_u32(key)) : dflt; };
@@ -113,7 +114,10 @@ void check_llamacpp_out(const Tokenizer& tok, const std::string& file) {
   std::vector<std::string> texts;
   for (size_t b = 0;;) {
     const size_t e = inp.find(sep, b);
-    if (e == std::string::npos) break;
+    if (e == std::string::npos) {
+      if (b < inp.size()) texts.push_back(inp.substr(b));  // the last text may have no separator after it
+      break;
+    }
     texts.push_back(inp.substr(b, e - b));
     b = e + sep.size();
   }
@@ -138,6 +142,24 @@ TEST(TokenizerSpmGguf, Llama2MatchesLlamaCpp) {
 TEST(TokenizerSpmGguf, Phi3MatchesLlamaCpp) {
   SKIP_WITHOUT_VOCAB("ggml-vocab-phi-3.gguf");
   check_llamacpp_out(gguf_tokenizer("ggml-vocab-phi-3.gguf"), "ggml-vocab-phi-3.gguf");
+}
+
+TEST(TokenizerSpmGguf, Gemma4MatchesLlamaCpp) {
+  // Gemma 4 (model "gemma4": merges, "▁" for spaces, no space prefix, byte fallback): 262144 tokens.
+  SKIP_WITHOUT_VOCAB("ggml-vocab-gemma-4.gguf");
+  const Tokenizer& tok = gguf_tokenizer("ggml-vocab-gemma-4.gguf");
+  check_llamacpp_out(tok, "ggml-vocab-gemma-4.gguf");
+  EXPECT_EQ(tok.decode(tok.encode(" Hello  world\n\xF0\x9F\xA6\x99")), " Hello  world\n\xF0\x9F\xA6\x99");
+  // Written back: the same GGUF keys, and a tokenizer.json that tokenizes the same.
+  const TokenizerSpec in = spec_from_gguf("ggml-vocab-gemma-4.gguf");
+  const TokenizerSpec out = tok.to_spec();
+  EXPECT_EQ(out.model, "gemma4");
+  EXPECT_EQ(out.merges, in.merges);
+  EXPECT_EQ(out.scores, in.scores);
+  EXPECT_EQ(out.token_types, in.token_types);
+  EXPECT_FALSE(out.add_space_prefix);
+  const Tokenizer back = Tokenizer::from_hf_json(tok.to_hf_json(), tok.to_hf_config_json(), "exported.json");
+  check_llamacpp_out(back, "ggml-vocab-gemma-4.gguf");
 }
 
 TEST(TokenizerSpmGguf, Llama2EqualsTransformersConversion) {

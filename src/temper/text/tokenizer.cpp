@@ -186,16 +186,23 @@ void TokenizerSpec::add_merge_strings(const std::vector<std::string>& merge_stri
 namespace {
 
 // GGUF model "llama" as llama.cpp runs it: the text between added tokens gets " " (add_space_prefix)
-// and its spaces become "▁", then score-ordered SPM merges, byte tokens for the rest. Decoded as
-// transformers' GGUF converter writes it: ByteFallback, Fuse, "▁" -> " ", one leading space stripped.
+// and its spaces become "▁", then score-ordered SPM merges, byte tokens for the rest. Model
+// "gemma4" (Gemma 4): the same text, then BPE by merge rank over Unicode characters with byte
+// fallback (tokenizers' BPE, as Gemma's tokenizer.json). Decoded as transformers' GGUF converter
+// writes it: ByteFallback, Fuse, "▁" -> " ", one leading space stripped (with add_space_prefix).
 void set_spm_pipeline(const TokenizerSpec& spec, detail::TokenizerImpl& t) {
   TEMPER_CHECK(spec.scores.empty() || spec.scores.size() == spec.tokens.size())
       << "TokenizerSpec: " << spec.scores.size() << " scores (tokenizer.ggml.scores) for " << spec.tokens.size()
       << " tokens";
-  TEMPER_CHECK(spec.merges.empty()) << "TokenizerSpec: model 'llama' merges by tokenizer.ggml.scores; it has "
-                                    << spec.merges.size() << " merges (tokenizer.ggml.merges) temper would ignore";
+  const bool by_merges = spec.model == "gemma4";
+  TEMPER_CHECK(by_merges || spec.merges.empty())
+      << "TokenizerSpec: model 'llama' merges by tokenizer.ggml.scores; it has " << spec.merges.size()
+      << " merges (tokenizer.ggml.merges) temper would ignore";
+  TEMPER_CHECK(!by_merges || !spec.merges.empty())
+      << "TokenizerSpec: model '" << spec.model << "' merges by tokenizer.ggml.merges; it has none";
   const std::string space = "\xE2\x96\x81";
-  t.use_spm = true;
+  t.gguf_model = spec.model;
+  t.use_spm = !by_merges;
   t.byte_level = false;
   t.scores = spec.scores.empty() ? std::vector<float>(spec.tokens.size(), 0.0f) : spec.scores;
   t.add_space_prefix = spec.add_space_prefix;
@@ -221,15 +228,16 @@ Tokenizer Tokenizer::from_spec(const TokenizerSpec& spec) {
   auto impl = std::make_shared<detail::TokenizerImpl>();
   detail::TokenizerImpl& t = *impl;
   t.source = "TokenizerSpec";
-  TEMPER_CHECK(spec.model == "gpt2" || spec.model == "llama")
+  TEMPER_CHECK(spec.model == "gpt2" || spec.model == "llama" || spec.model == "gemma4")
       << "TokenizerSpec: tokenizer model '" << spec.model
-      << "' (tokenizer.ggml.model) is not supported; supported: 'gpt2' (byte-level BPE), 'llama' (SentencePiece BPE)";
+      << "' (tokenizer.ggml.model) is not supported; supported: 'gpt2' (byte-level BPE), 'llama' (SentencePiece "
+         "BPE by scores), 'gemma4' (SentencePiece-style BPE by merges)";
   TEMPER_CHECK(!spec.tokens.empty()) << "TokenizerSpec: no tokens (tokenizer.ggml.tokens is empty)";
   TEMPER_CHECK(spec.token_types.empty() || spec.token_types.size() == spec.tokens.size())
       << "TokenizerSpec: " << spec.token_types.size() << " token types (tokenizer.ggml.token_type) for "
       << spec.tokens.size() << " tokens";
   bool ignore_merges = false;
-  if (spec.model == "llama") {
+  if (spec.model == "llama" || spec.model == "gemma4") {
     set_spm_pipeline(spec, t);
   } else {
     t.pre = pre_tokenizer_by_name(spec.pre, &ignore_merges);

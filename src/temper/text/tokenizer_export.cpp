@@ -234,11 +234,14 @@ bool spm_space_prefix(const detail::TokenizerImpl& t, const std::string& fail) {
   return prepend;
 }
 
-// GGUF model "llama": scores (as read, or derived from the merges), add_space_prefix, byte tokens.
+// GGUF model "llama": scores (as read, or derived from the merges), add_space_prefix, byte tokens;
+// "gemma4" (read from GGUF): its merges, scores and types as read.
 void spec_spm(const detail::TokenizerImpl& t, const std::string& fail, TokenizerSpec& s) {
   s.model = "llama";
   s.pre = "default";
-  if (t.use_spm) {
+  if (!t.gguf_model.empty()) {  // read from GGUF: written back as it was
+    s.model = t.gguf_model;
+    if (t.gguf_model != "llama") s.pre.clear(), s.merges = t.merges;
     s.scores = t.scores;
     s.add_space_prefix = t.add_space_prefix;
     if (!t.token_types.empty()) s.token_types = t.token_types;

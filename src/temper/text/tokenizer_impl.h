@@ -38,6 +38,7 @@ struct TokenizerImpl {
   Normalizer normalizer;              // applied to the text between added tokens
   Decoder decoder;                    // SentencePiece-style: the chain decode runs (byte-level decodes bytes)
   // GGUF tokenizer.ggml.model "llama": llama.cpp's score-ordered SPM merges instead of BPE ranks.
+  std::string gguf_model;  // tokenizer.ggml.model of a SentencePiece-style spec ("llama", "gemma4"), else ""
   bool use_spm = false;
   std::vector<float> scores;  // "llama": tokenizer.ggml.scores, one per id
   std::unique_ptr<SpmModel> spm;
