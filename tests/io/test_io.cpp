@@ -98,6 +98,46 @@ TEST(HfConfig, ReadsTheGoldenConfigs) {
   EXPECT_EQ(q3.rope_theta, 1e6);
 }
 
+// Every family's features from config.json, and hf_config_json writes a config that reads back to the same model.
+TEST(HfConfig, NewFamiliesReadAndWriteBack) {
+  ModelConfig g2 = io::read_hf_config(test::test_data("golden/gemma2/config.json"));
+  EXPECT_EQ(g2.arch, Arch::gemma2);
+  EXPECT_TRUE(g2.tie_word_embeddings);  // absent from the file: Gemma2Config's default
+  EXPECT_EQ(g2.act, Activation::gelu_tanh);
+  EXPECT_TRUE(g2.norm_offset && g2.embed_scale && g2.sandwich_norm);
+  EXPECT_EQ(g2.attn_softcap, 2.0);
+  EXPECT_EQ(g2.final_softcap, 5.0);
+  EXPECT_EQ(g2.query_pre_attn_scalar, 24);
+  EXPECT_TRUE(g2.slides(0));
+  EXPECT_FALSE(g2.slides(1));
+  EXPECT_EQ(g2.pad_token_id, 47);
+  ModelConfig g3 = io::read_hf_config(test::test_data("golden/gemma3/config.json"));
+  EXPECT_TRUE(g3.qk_norm);
+  EXPECT_EQ(g3.attn_softcap, 0.0);  // null
+  EXPECT_EQ(g3.rope_local_theta, 10000.0);
+  EXPECT_EQ(g3.rope_scaling.type, kernels::RopeScaling::Type::linear);
+  ModelConfig p3 = io::read_hf_config(test::test_data("golden/phi3/config.json"));
+  EXPECT_TRUE(p3.fused_proj);
+  EXPECT_EQ(p3.rope_scaling.type, kernels::RopeScaling::Type::longrope);
+  EXPECT_EQ(p3.rope_scaling.original_max_position, 32);
+  EXPECT_EQ(p3.rope_scaling.factor, 2.0);
+  EXPECT_EQ(p3.sliding_window, 7);
+  EXPECT_TRUE(p3.slides(0) && p3.slides(1));
+  ModelConfig l31 = io::read_hf_config(test::test_data("golden/llama31/config.json"));
+  EXPECT_EQ(l31.rope_scaling.type, kernels::RopeScaling::Type::llama3);
+  EXPECT_EQ(l31.rope_scaling.original_max_position, 8192);
+  for (const char* name : {"llama", "qwen2", "qwen3", "llama31", "mistral", "gemma2", "gemma3", "phi3"}) {
+    ModelConfig c = io::read_hf_config(test::test_data(std::string("golden/") + name + "/config.json"));
+    const std::string p = tmp_path(std::string("back_") + name + ".json");
+    std::ofstream(p) << io::hf_config_json(c).dump(2);
+    ModelConfig back = io::read_hf_config(p);
+    EXPECT_EQ(back.summary(), c.summary()) << name;
+    EXPECT_EQ(back.features(), c.features()) << name;
+    EXPECT_EQ(back.rope_scaling.short_factor, c.rope_scaling.short_factor) << name;
+    EXPECT_EQ(back.max_position_embeddings, c.max_position_embeddings) << name;
+  }
+}
+
 TEST(HfConfig, BadConfigsNameFileAndField) {
   auto base = nlohmann::json::parse(std::ifstream(test::test_data("golden/llama/config.json")));
   auto write = [](const std::string& name, const nlohmann::json& j) {
@@ -118,9 +158,31 @@ TEST(HfConfig, BadConfigsNameFileAndField) {
   auto j6 = base;
   j6["mlp_bias"] = true;
   expect_error([&] { io::read_hf_config(write("c6.json", j6)); }, {"c6.json", "mlp_bias"});
-  auto j7 = base;
+  auto j7 = nlohmann::json::parse(std::ifstream(test::test_data("golden/qwen2/config.json")));
   j7["use_sliding_window"] = true;
   expect_error([&] { io::read_hf_config(write("c7.json", j7)); }, {"c7.json", "use_sliding_window"});
+  // Variants outside what the model implements are refused with the field named.
+  auto j9 = base;
+  j9["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
+  expect_error([&] { io::read_hf_config(write("c9.json", j9)); }, {"c9.json", "rope_scaling", "'yarn'", "llama3"});
+  auto phi = nlohmann::json::parse(std::ifstream(test::test_data("golden/phi3/config.json")));
+  auto j10 = phi;
+  j10["partial_rotary_factor"] = 0.75;
+  expect_error([&] { io::read_hf_config(write("c10.json", j10)); }, {"c10.json", "partial_rotary_factor", "0.75"});
+  auto j11 = phi;
+  j11["rope_scaling"]["short_factor"] = {1.0, 2.0};
+  expect_error([&] { io::read_hf_config(write("c11.json", j11)); }, {"c11.json", "short_factor", "head_dim / 2 = 8"});
+  auto gemma = nlohmann::json::parse(std::ifstream(test::test_data("golden/gemma2/config.json")));
+  auto j12 = gemma;
+  j12["hidden_activation"] = "gelu";
+  expect_error([&] { io::read_hf_config(write("c12.json", j12)); }, {"c12.json", "hidden_activation", "'gelu'"});
+  auto j13 = gemma;
+  j13["architectures"] = {"Gemma3ForConditionalGeneration"};
+  j13["model_type"] = "gemma3";
+  expect_error([&] { io::read_hf_config(write("c13.json", j13)); }, {"c13.json", "image-text", "gemma3_text"});
+  auto j14 = gemma;
+  j14["attention_bias"] = true;
+  expect_error([&] { io::read_hf_config(write("c14.json", j14)); }, {"c14.json", "attention_bias"});
   auto j8 = base;
   j8["hidden_act"] = 3;
   expect_error([&] { io::read_hf_config(write("c8.json", j8)); }, {"c8.json", "hidden_act", "string"});
