@@ -142,7 +142,7 @@ TEST(Jinja, SnippetsEqualJinja2) {
     }
     ++n;
   }
-  EXPECT_EQ(n, 44);
+  EXPECT_EQ(n, 51);
 }
 
 TEST(Jinja, RaiseExceptionCarriesTheTemplatesMessage) {

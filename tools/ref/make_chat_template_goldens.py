@@ -302,6 +302,18 @@ SNIPPETS = [
     ("{% for i in [1, 2] %}\n  {{ i }}\n{% endfor %}\n{%+ if true %}kept{% endif +%}\nline\n  {# c #}\nafter", {}),
     ("{% raw %}{{ not rendered }} {% if %}{% endraw %}|{{- '  x  ' -}}  |  {{ 'y' }}\n", {}),
     ("{% generation %}gen {{ 1 }}{% endgeneration %}|{{ strftime_now('%d %b %Y %H:%M') }}", {}),
+    ("{{ 'a' | safe + '<b>' }}|{{ '<b>' + 'a' | safe }}|{{ 'x' | safe ~ '<' }}|{{ '<' | e }}{{ '<' | e | e }}|"
+     "{{ ('<p>' | safe).upper() }}{{ '<p>' | safe | upper + '&' }}", {}),
+    ("{% if [] | select %}truthy{% endif %}|{{ none | selectattr('a') | list }}|{{ none | map('upper') | list }}|"
+     "{{ [3, 1] | reverse | list }}|{{ {'a': 1}.items() | list }}|{{ (1, 2) == [1, 2] }}|{{ [1] | map('string') is "
+     "sequence }}", {}),
+    ("{% set d = {0: 'a', 512: 'b', 1.5: 'c', none: 'n', true: 't'} %}{{ d[512] }}{{ d[0] }}{{ d[1] }}{{ d[none] }}|"
+     "{{ d }}|{{ d | tojson }}|{{ 512 in d }}{{ 1.0 in {1: 2} }}", {}),
+    ("{% set n = {3: 'c', 1: 'a', 2: 'b'} %}{% for k, v in n | dictsort %}{{ k }}{{ v }}{% endfor %}|"
+     "{{ '%s and %s' % ('a', 'b') }}|{{ '%d%%' % 5 }}", {}),
+    ("{%- set x = 1 -%}\n  [{{ x }}]  \n  {# c #}\n\t{% if x %}\n  yes\n\t{%- endif %}\n{{- ' end' }}\n", {}),
+    ("{{ [1, 2] | map('string') | length }}", {}),
+    ("{{ [1] | map('string') | tojson }}", {}),
     ("{{ raise_exception('custom failure: ' ~ 42) }}", {}),
     ("{{ x.y.z }}", {}),
     ("{{ 1 + 'a' }}", {}),

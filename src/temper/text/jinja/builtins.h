@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "temper/text/jinja/value.h"
 
@@ -36,6 +37,9 @@ int64_t length(const Value& v);
 
 // Python's `in`: substring, list membership, dict key.
 bool contains(const Value& container, const Value& item);
+
+// markupsafe.escape: & < > " ' as &amp; &lt; &gt; &#34; &#39;.
+std::string html_escape(std::string_view s);
 
 // range, namespace, dict, raise_exception (the template's message becomes an EvalError with raised set).
 Dict builtin_globals();

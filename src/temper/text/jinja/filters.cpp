@@ -20,6 +20,11 @@ std::string soft_str(const Value& v) {
   return to_str(v);
 }
 
+// Markup's string methods return Markup.
+Value like(const Value& v, std::string s) {
+  return v.is_markup() ? Value::markup(std::move(s)) : Value(std::move(s));
+}
+
 // Jinja's attribute argument: "a.b" or an integer index path.
 Value attribute_of(const Value& item, const std::string& path) {
   Value v = item;
@@ -64,7 +69,7 @@ Value f_tojson(const Value& v, const ArgReader& r, CallArgs&) {
 }
 
 Value f_trim(const Value& v, const ArgReader& r, CallArgs&) {
-  return py_strip(soft_str(v), r.str(0, "chars"), true, true);
+  return like(v, py_strip(soft_str(v), r.str(0, "chars"), true, true));
 }
 
 Value f_length(const Value& v, const ArgReader&, CallArgs&) {
@@ -98,6 +103,7 @@ Value f_first(const Value& v, const ArgReader&, CallArgs&) {
 }
 
 Value f_last(const Value& v, const ArgReader&, CallArgs&) {
+  if (v.is_generator()) throw EvalError("'generator' object is not reversible");
   List l = iterate(v);
   return l.empty() ? Value::undefined("No last item, sequence was empty.") : l.back();
 }
@@ -110,8 +116,8 @@ Value f_items(const Value& v, const ArgReader&, CallArgs&) {
   if (v.is_undefined()) return Value(List{});
   if (!v.is_dict()) throw EvalError("Can only get item pairs from a mapping.");
   List out;
-  for (const auto& [k, x] : v.as_dict().items) out.push_back(Value::tuple({Value(k), x}));
-  return Value(std::move(out));
+  for (const auto& [k, x] : v.as_dict().items) out.push_back(Value::tuple({k, x}));
+  return Value::generator(std::move(out));
 }
 
 Value f_dictsort(const Value& v, const ArgReader& r, CallArgs&) {
@@ -120,7 +126,7 @@ Value f_dictsort(const Value& v, const ArgReader& r, CallArgs&) {
   const std::string by = r.str(1, "by", "key");
   if (by != "key" && by != "value") throw EvalError("dictsort(): 'by' must be 'key' or 'value'");
   List items;
-  for (const auto& [k, x] : v.as_dict().items) items.push_back(Value::tuple({Value(k), x}));
+  for (const auto& [k, x] : v.as_dict().items) items.push_back(Value::tuple({k, x}));
   const size_t pos = by == "key" ? 0 : 1;
   std::stable_sort(items.begin(), items.end(), [&](const Value& a, const Value& b) {
     return less(sort_key(a.as_list()[pos], cs), sort_key(b.as_list()[pos], cs));
@@ -130,29 +136,36 @@ Value f_dictsort(const Value& v, const ArgReader& r, CallArgs&) {
 }
 
 Value f_string(const Value& v, const ArgReader&, CallArgs&) {
-  return soft_str(v);
+  return like(v, soft_str(v));
 }
 
 Value f_upper(const Value& v, const ArgReader&, CallArgs&) {
-  return py_upper(soft_str(v));
+  return like(v, py_upper(soft_str(v)));
 }
 Value f_lower(const Value& v, const ArgReader&, CallArgs&) {
-  return py_lower(soft_str(v));
+  return like(v, py_lower(soft_str(v)));
 }
 Value f_title(const Value& v, const ArgReader&, CallArgs&) {
-  return jinja_title(soft_str(v));
+  return like(v, jinja_title(soft_str(v)));
 }
 Value f_capitalize(const Value& v, const ArgReader&, CallArgs&) {
-  return py_capitalize(soft_str(v));
+  return like(v, py_capitalize(soft_str(v)));
 }
 
 Value f_replace(const Value& v, const ArgReader& r, CallArgs&) {
-  return py_replace(soft_str(v), r.required_str(0, "old"), r.required_str(1, "new"), r.integer(2, "count", -1));
+  return like(v,
+              py_replace(soft_str(v), r.required_str(0, "old"), r.required_str(1, "new"), r.integer(2, "count", -1)));
 }
 
 Value f_escape(const Value& v, const ArgReader&, CallArgs&) {
+  return v.is_markup() ? v : Value::markup(html_escape(soft_str(v)));
+}
+
+}  // namespace
+
+std::string html_escape(std::string_view s) {
   std::string out;
-  for (char c : soft_str(v)) {
+  for (char c : s) {
     switch (c) {
       case '&':
         out += "&amp;";
@@ -175,6 +188,8 @@ Value f_escape(const Value& v, const ArgReader&, CallArgs&) {
   }
   return out;
 }
+
+namespace {
 
 Value f_int(const Value& v, const ArgReader& r, CallArgs&) {
   const int64_t def = r.integer(0, "default", 0);
@@ -250,12 +265,13 @@ Value select_impl(const Value& v, CallArgs& a, bool by_attr, bool keep) {
   CallArgs targs;
   targs.args.assign(a.args.begin() + static_cast<std::ptrdiff_t>(k), a.args.end());
   List out;
+  if (!truthy(v)) return Value::generator({});  // Jinja: `if value:` before iterating
   for (const Value& x : iterate(v)) {
     const Value subject = attr ? attribute_of(x, *attr) : x;
     const bool pass = test.empty() ? truthy(subject) : apply_test(test, subject, targs);
     if (pass == keep) out.push_back(x);
   }
-  return Value(std::move(out));
+  return Value::generator(std::move(out));
 }
 
 Value f_select(const Value& v, const ArgReader&, CallArgs& a) {
@@ -273,6 +289,7 @@ Value f_rejectattr(const Value& v, const ArgReader&, CallArgs& a) {
 
 Value f_map(const Value& v, const ArgReader& r, CallArgs& a) {
   List out;
+  if (!truthy(v)) return Value::generator({});  // Jinja: `if value:` before iterating
   const auto attr = r.str(99, "attribute");
   if (attr) {
     const Value def = r.value(99, "default");
@@ -280,7 +297,7 @@ Value f_map(const Value& v, const ArgReader& r, CallArgs& a) {
       Value y = attribute_of(x, *attr);
       out.push_back(y.is_undefined() && !def.is_undefined() ? def : y);
     }
-    return Value(std::move(out));
+    return Value::generator(std::move(out));
   }
   if (a.args.empty() || !a.args[0].is_string()) throw EvalError("map(): expected a filter name or attribute=");
   const std::string filter = a.args[0].as_string();
@@ -288,7 +305,7 @@ Value f_map(const Value& v, const ArgReader& r, CallArgs& a) {
   fargs.args.assign(a.args.begin() + 1, a.args.end());
   fargs.kwargs = a.kwargs;
   for (const Value& x : iterate(v)) out.push_back(apply_filter(filter, x, fargs));
-  return Value(std::move(out));
+  return Value::generator(std::move(out));
 }
 
 Value f_unique(const Value& v, const ArgReader& r, CallArgs&) {
@@ -302,7 +319,7 @@ Value f_unique(const Value& v, const ArgReader& r, CallArgs&) {
       out.push_back(x);
     }
   }
-  return Value(std::move(out));
+  return Value::generator(std::move(out));
 }
 
 Value f_reverse(const Value& v, const ArgReader&, CallArgs&) {
@@ -313,7 +330,7 @@ Value f_reverse(const Value& v, const ArgReader&, CallArgs&) {
   }
   List l = iterate(v);
   std::reverse(l.begin(), l.end());
-  return Value(std::move(l));
+  return Value::generator(std::move(l));  // reversed(): a list_reverseiterator
 }
 
 Value f_sort(const Value& v, const ArgReader& r, CallArgs&) {
@@ -406,7 +423,7 @@ Value f_batch(const Value& v, const ArgReader& r, CallArgs&) {
     while (!fill.is_undefined() && static_cast<int64_t>(cur.size()) < n) cur.push_back(fill);
     out.emplace_back(std::move(cur));
   }
-  return Value(std::move(out));
+  return Value::generator(std::move(out));
 }
 
 // "%s %d" % args (Python's printf-style formatting, the conversions templates use).
@@ -442,7 +459,7 @@ Value f_format(const Value& v, const ArgReader&, CallArgs& a) {
 }
 
 Value f_safe(const Value& v, const ArgReader&, CallArgs&) {
-  return v.is_string() ? v : Value(soft_str(v));
+  return Value::markup(soft_str(v));
 }
 
 const std::map<std::string, FilterFn>& filters() {
@@ -528,7 +545,7 @@ bool test_impl(const std::string& n, const Value& v, const CallArgs& a) {
   if (n == "string") return v.is_string();
   if (n == "mapping") return v.is_dict();
   if (n == "iterable") return v.is_undefined() || v.is_list() || v.is_dict() || v.is_string();
-  if (n == "sequence") return v.is_undefined() || v.is_list() || v.is_dict() || v.is_string();
+  if (n == "sequence") return v.is_undefined() || (v.is_list() && !v.is_generator()) || v.is_dict() || v.is_string();
   if (n == "callable") return v.is_callable();
   if (n == "odd") return integer(v) % 2 != 0;
   if (n == "even") return integer(v) % 2 == 0;

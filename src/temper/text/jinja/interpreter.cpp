@@ -105,7 +105,13 @@ Value arith(const std::string& op, const Value& a, const Value& b) {
       return std::pow(p, q);
     }
   }
-  if (op == "+" && a.is_string() && b.is_string()) return a.as_string() + b.as_string();
+  if (op == "+" && a.is_string() && b.is_string()) {
+    if (!a.is_markup() && !b.is_markup()) return a.as_string() + b.as_string();
+    // Markup + str escapes the str (markupsafe's __add__/__radd__).
+    auto safe = [](const Value& v) { return v.is_markup() ? v.as_string() : html_escape(v.as_string()); };
+    return Value::markup(safe(a) + safe(b));
+  }
+  if (a.is_generator() || b.is_generator()) type_error(o, a, b);
   if (op == "+" && a.is_list() && b.is_list()) {
     List out = a.as_list();
     out.insert(out.end(), b.as_list().begin(), b.as_list().end());
@@ -468,8 +474,10 @@ class Interpreter {
     Dict d;
     for (size_t i = 0; i + 1 < e.kids.size(); i += 2) {
       Value k = eval(*e.kids[i], scope);
-      if (!k.is_string()) throw EvalError("dict keys must be strings here, got " + type_name(k));
-      d.set(k.as_string(), eval(*e.kids[i + 1], scope));
+      if (k.is_list() || k.is_dict() || k.is_namespace() || k.is_undefined()) {
+        throw EvalError("unhashable type: '" + type_name(k) + "' as a dict key");
+      }
+      d.set(std::move(k), eval(*e.kids[i + 1], scope));
     }
     return Value(std::move(d));
   }

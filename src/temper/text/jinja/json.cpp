@@ -88,6 +88,24 @@ void dump_string(const std::string& s, bool ensure_ascii, std::string& out) {
   out += '"';
 }
 
+// json.dumps writes non-string keys as their JSON text ({1: 2} -> {"1": 2}).
+std::string key_text(const Value& k) {
+  switch (k.kind()) {
+    case Value::Kind::kString:
+      return k.as_string();
+    case Value::Kind::kInt:
+      return std::to_string(k.as_int());
+    case Value::Kind::kFloat:
+      return float_repr(k.as_double());
+    case Value::Kind::kBool:
+      return k.as_bool() ? "true" : "false";
+    case Value::Kind::kNone:
+      return "null";
+    default:
+      throw EvalError("keys must be str, int, float, bool or None, not " + type_name(k));
+  }
+}
+
 struct Dumper {
   const JsonDumpOptions& o;
   std::string item_sep, key_sep;
@@ -121,6 +139,7 @@ struct Dumper {
         dump_string(v.as_string(), o.ensure_ascii, out);
         break;
       case Value::Kind::kList:
+        if (v.is_generator()) throw EvalError("Object of type generator is not JSON serializable");
         dump_list(v.as_list());
         break;
       case Value::Kind::kDict:
@@ -152,16 +171,16 @@ struct Dumper {
       out += "{}";
       return;
     }
-    std::vector<const std::pair<std::string, Value>*> items;
+    std::vector<const std::pair<Value, Value>*> items;
     for (const auto& kv : d.items) items.push_back(&kv);
     if (o.sort_keys) {
-      std::stable_sort(items.begin(), items.end(), [](auto* a, auto* b) { return a->first < b->first; });
+      std::stable_sort(items.begin(), items.end(), [](auto* a, auto* b) { return less(a->first, b->first); });
     }
     out += '{';
     for (size_t i = 0; i < items.size(); ++i) {
       if (i) out += item_sep;
       newline(depth);
-      dump_string(items[i]->first, o.ensure_ascii, out);
+      dump_string(key_text(items[i]->first), o.ensure_ascii, out);
       out += key_sep;
       dump(items[i]->second);
     }

@@ -143,17 +143,17 @@ Value dict_method(const Value& d, const std::string& m, CallArgs& a) {
   const ArgReader r(a, "dict." + m);
   List out;
   if (m == "items") {
-    for (const auto& [k, v] : d.as_dict().items) out.push_back(Value::tuple({Value(k), v}));
+    for (const auto& [k, v] : d.as_dict().items) out.push_back(Value::tuple({k, v}));
     return Value(std::move(out));
   }
   if (m == "keys" || m == "values") {
-    for (const auto& [k, v] : d.as_dict().items) out.push_back(m == "keys" ? Value(k) : v);
+    for (const auto& [k, v] : d.as_dict().items) out.push_back(m == "keys" ? k : v);
     return Value(std::move(out));
   }
   if (m == "get") {
     const Value* key = r.get(0, "key");
     if (!key) throw EvalError("dict.get() takes at least 1 argument (0 given)");
-    const Value* v = key->is_string() ? d.as_dict().find(key->as_string()) : nullptr;
+    const Value* v = d.as_dict().find(*key);
     return v ? *v : r.value(1, "default", Value::none());
   }
   throw EvalError("dict." + m + "() is not allowed: transformers renders chat templates in an immutable sandbox");
@@ -217,6 +217,7 @@ Value get_attr(const Value& obj, const std::string& name) {
 
 Value get_item(const Value& obj, const Value& key) {
   if (obj.is_undefined()) undefined_error(obj);
+  if (obj.is_generator()) return Value::undefined("'generator' object is not subscriptable");
   if ((obj.is_list() || obj.is_string()) && (key.is_int() || key.is_bool())) {
     int64_t i = key.as_int();
     if (obj.is_string()) {
@@ -228,11 +229,11 @@ Value get_item(const Value& obj, const Value& key) {
     if (i < 0 || i >= n) return Value::undefined("list object has no element " + std::to_string(key.as_int()));
     return obj.as_list()[i];
   }
-  if ((obj.is_dict() || obj.is_namespace()) && key.is_string()) {
-    const Value* v = obj.as_dict().find(key.as_string());
+  if (obj.is_dict() || obj.is_namespace()) {
+    const Value* v = obj.as_dict().find(key);
     if (v) return *v;
-    if (obj.is_dict() && is_dict_method(key.as_string())) return get_attr(obj, key.as_string());
-    return Value::undefined("'dict object' has no attribute '" + key.as_string() + "'");
+    if (obj.is_dict() && key.is_string() && is_dict_method(key.as_string())) return get_attr(obj, key.as_string());
+    return Value::undefined("'dict object' has no attribute " + repr(key));
   }
   if (key.is_string()) return get_attr(obj, key.as_string());
   return Value::undefined("'" + type_name(obj) + " object' has no item " + repr(key));
@@ -242,6 +243,7 @@ Value get_slice(const Value& obj, std::optional<int64_t> start, std::optional<in
                 std::optional<int64_t> step) {
   if (obj.is_undefined()) undefined_error(obj);
   if (step && *step == 0) throw EvalError("slice step cannot be zero");
+  if (obj.is_generator()) return Value::undefined("'generator' object is not subscriptable");
   if (obj.is_string()) {
     const std::u32string u = py_decode(obj.as_string());
     std::u32string out;
@@ -255,7 +257,7 @@ Value get_slice(const Value& obj, std::optional<int64_t> start, std::optional<in
     }
     return obj.is_tuple() ? Value::tuple(std::move(out)) : Value(std::move(out));
   }
-  throw EvalError("'" + type_name(obj) + "' object is not subscriptable");
+  return Value::undefined("'" + type_name(obj) + "' object is not subscriptable");
 }
 
 List iterate(const Value& v) {
@@ -287,6 +289,7 @@ int64_t length(const Value& v) {
     case Value::Kind::kString:
       return py_len(v.as_string());
     case Value::Kind::kList:
+      if (v.is_generator()) throw EvalError("object of type 'generator' has no len()");
       return static_cast<int64_t>(v.as_list().size());
     case Value::Kind::kDict:
       return static_cast<int64_t>(v.as_dict().items.size());
@@ -300,7 +303,7 @@ bool contains(const Value& c, const Value& item) {
     if (!item.is_string()) throw EvalError("'in <string>' requires string as left operand, not " + type_name(item));
     return c.as_string().find(item.as_string()) != std::string::npos;
   }
-  if (c.is_dict() || c.is_namespace()) return item.is_string() && c.as_dict().find(item.as_string()) != nullptr;
+  if (c.is_dict() || c.is_namespace()) return c.as_dict().find(item) != nullptr;
   for (const Value& x : iterate(c)) {
     if (equal(x, item)) return true;
   }

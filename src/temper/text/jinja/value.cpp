@@ -11,14 +11,22 @@ namespace temper::text::jinja {
 
 const Value* Dict::find(std::string_view key) const {
   for (const auto& [k, v] : items) {
-    if (k == key) return &v;
+    if (k.is_string() && k.as_string() == key) return &v;
   }
   return nullptr;
 }
 
-void Dict::set(std::string key, Value v) {
+const Value* Dict::find(const Value& key) const {
+  if (key.is_string()) return find(std::string_view(key.as_string()));
+  for (const auto& [k, v] : items) {
+    if (equal(k, key)) return &v;
+  }
+  return nullptr;
+}
+
+void Dict::set(Value key, Value v) {
   for (auto& [k, old] : items) {
-    if (k == key) {
+    if (equal(k, key)) {
       old = std::move(v);
       return;
     }
@@ -26,7 +34,7 @@ void Dict::set(std::string key, Value v) {
   items.emplace_back(std::move(key), std::move(v));
 }
 
-const Value* CallArgs::get(size_t pos, std::string_view name) const {
+const Value* CallArgs::get(size_t pos, std::string_view name) const {  // NOLINT
   for (const auto& [k, v] : kwargs) {
     if (k == name) return &v;
   }
@@ -58,9 +66,9 @@ std::string type_name(const Value& v) {
     case Value::Kind::kFloat:
       return "float";
     case Value::Kind::kString:
-      return "str";
+      return v.is_markup() ? "Markup" : "str";
     case Value::Kind::kList:
-      return "list";
+      return v.is_generator() ? "generator" : v.is_tuple() ? "tuple" : "list";
     case Value::Kind::kDict:
       return "dict";
     case Value::Kind::kCallable:
@@ -84,7 +92,7 @@ bool truthy(const Value& v) {
     case Value::Kind::kString:
       return !v.as_string().empty();
     case Value::Kind::kList:
-      return !v.as_list().empty();
+      return v.is_generator() || !v.as_list().empty();
     case Value::Kind::kDict:
       return !v.as_dict().items.empty();
     default:
@@ -97,7 +105,7 @@ bool equal(const Value& a, const Value& b) {
     if (a.is_float() || b.is_float()) return a.as_double() == b.as_double();
     return a.as_int() == b.as_int();
   }
-  if (a.kind() != b.kind()) return false;
+  if (a.kind() != b.kind() || a.is_generator() != b.is_generator()) return false;
   switch (a.kind()) {
     case Value::Kind::kUndefined:
     case Value::Kind::kNone:
@@ -106,7 +114,8 @@ bool equal(const Value& a, const Value& b) {
       return a.as_string() == b.as_string();
     case Value::Kind::kList: {
       const List &x = a.as_list(), &y = b.as_list();
-      if (x.size() != y.size()) return false;
+      if (a.is_generator()) return &x == &y;
+      if (a.is_tuple() != b.is_tuple() || x.size() != y.size()) return false;
       for (size_t i = 0; i < x.size(); ++i) {
         if (!equal(x[i], y[i])) return false;
       }
@@ -241,6 +250,7 @@ std::string to_str(const Value& v) {
     case Value::Kind::kString:
       return v.as_string();
     case Value::Kind::kList: {
+      if (v.is_generator()) throw EvalError("a generator has no text (Python prints its address): add | list");
       const List& l = v.as_list();
       std::string out = v.is_tuple() ? "(" : "[";
       for (size_t i = 0; i < l.size(); ++i) out += (i ? ", " : "") + repr(l[i]);
@@ -252,7 +262,7 @@ std::string to_str(const Value& v) {
       std::string out = v.is_namespace() ? "<Namespace {" : "{";
       bool first = true;
       for (const auto& [k, x] : v.as_dict().items) {
-        out += (first ? "" : ", ") + string_repr(k) + ": " + repr(x);
+        out += (first ? "" : ", ") + repr(k) + ": " + repr(x);
         first = false;
       }
       return out + (v.is_namespace() ? "}>" : "}");

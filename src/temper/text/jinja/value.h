@@ -25,10 +25,14 @@ struct EvalError : std::runtime_error {
 class Value;
 using List = std::vector<Value>;
 
+// Keys are strings in everything a conversation brings; templates may write {0: 1} too.
 struct Dict {
-  std::vector<std::pair<std::string, Value>> items;
+  std::vector<std::pair<Value, Value>> items;
   const Value* find(std::string_view key) const;
-  void set(std::string key, Value v);
+  const Value* find(const std::string& key) const { return find(std::string_view(key)); }
+  const Value* find(const char* key) const { return find(std::string_view(key)); }
+  const Value* find(const Value& key) const;  // Python's key equality (1 == 1.0 == True)
+  void set(Value key, Value v);
 };
 
 struct CallArgs {
@@ -63,11 +67,9 @@ class Value {
   Value(const char* s) : kind_(Kind::kString), str_(s) {}             // NOLINT
   Value(List l) : kind_(Kind::kList), list_(std::make_shared<List>(std::move(l))) {}  // NOLINT
   Value(Dict d) : kind_(Kind::kDict), dict_(std::make_shared<Dict>(std::move(d))) {}  // NOLINT
-  static Value tuple(List l) {
-    Value v(std::move(l));
-    v.tuple_ = true;
-    return v;
-  }
+  static Value tuple(List l) { return flagged(Value(std::move(l)), Flag::kTuple); }
+  static Value generator(List l) { return flagged(Value(std::move(l)), Flag::kGenerator); }
+  static Value markup(std::string s) { return flagged(Value(std::move(s)), Flag::kMarkup); }
   static Value callable(std::string name, std::function<Value(CallArgs&)> fn);
   static Value make_namespace(Dict d);
 
@@ -80,7 +82,12 @@ class Value {
   bool is_number() const { return kind_ == Kind::kInt || kind_ == Kind::kFloat || kind_ == Kind::kBool; }
   bool is_string() const { return kind_ == Kind::kString; }
   bool is_list() const { return kind_ == Kind::kList; }  // lists and tuples
-  bool is_tuple() const { return tuple_; }
+  bool is_tuple() const { return flag_ == Flag::kTuple; }
+  // A lazy sequence (Jinja's map/select/items... return generators): iterable, always true, no
+  // len(), no subscript, not JSON.
+  bool is_generator() const { return flag_ == Flag::kGenerator; }
+  // markupsafe.Markup (|safe, |e): `+` with a plain string escapes the plain one.
+  bool is_markup() const { return flag_ == Flag::kMarkup; }
   bool is_dict() const { return kind_ == Kind::kDict; }
   bool is_callable() const { return kind_ == Kind::kCallable; }
   bool is_namespace() const { return kind_ == Kind::kNamespace; }
@@ -88,16 +95,21 @@ class Value {
   bool as_bool() const { return int_ != 0; }
   int64_t as_int() const { return int_; }  // bool and int
   double as_double() const { return kind_ == Kind::kFloat ? float_ : static_cast<double>(int_); }
-  const std::string& as_string() const { return str_; }  // string; for undefined: its name
+  const std::string& as_string() const { return str_; }  // string (and markup); for undefined: its message
   const List& as_list() const { return *list_; }
   const Dict& as_dict() const { return *dict_; }  // dict and namespace
   Dict& namespace_dict() const { return *dict_; }
   const Callable& as_callable() const { return *callable_; }
 
  private:
+  enum class Flag : uint8_t { kNone, kTuple, kGenerator, kMarkup };
   explicit Value(Kind k) : kind_(k) {}
+  static Value flagged(Value v, Flag f) {
+    v.flag_ = f;
+    return v;
+  }
   Kind kind_ = Kind::kUndefined;
-  bool tuple_ = false;  // a list written (1, 2) by repr
+  Flag flag_ = Flag::kNone;
   int64_t int_ = 0;
   double float_ = 0;
   std::string str_;
