@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Slow check (ctest -L slow): temper reads what transformers writes and writes what transformers reads.
 
-For each golden config (tests/data/golden/{llama,qwen2,qwen3}): transformers builds the model with the
+For each golden config (tests/data/golden/{llama,qwen2,qwen3,llama31,mistral,gemma2,gemma3,phi3}): transformers builds the model with the
 golden weights and save_pretrained()s it (dir A); `temper convert A B` re-exports it; transformers loads
 B and must give bit-identical logits to A (f32 export of f32 weights); `temper logits --model A --full`
 must agree with transformers' logits (max relative difference printed and bounded).
@@ -29,7 +29,7 @@ def main():
     torch.manual_seed(0)
     worst = 0.0
     with tempfile.TemporaryDirectory() as tmp:
-        for name in ("llama", "qwen2", "qwen3"):
+        for name in ("llama", "qwen2", "qwen3", "llama31", "mistral", "gemma2", "gemma3", "phi3"):
             gdir = os.path.join(ROOT, "tests", "data", "golden", name)
             cfg = AutoConfig.from_pretrained(gdir)
             model = AutoModelForCausalLM.from_config(cfg, torch_dtype=torch.float32, attn_implementation="eager").eval()

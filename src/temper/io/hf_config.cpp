@@ -315,7 +315,8 @@ nlohmann::ordered_json hf_config_json(const ModelConfig& c) {
   if (c.rope_scaling.type == kernels::RopeScaling::Type::longrope)
     j["original_max_position_embeddings"] = c.rope_scaling.original_max_position;
   j["rope_scaling"] = rope_scaling_json(c.rope_scaling);
-  if (c.pad_token_id >= 0) j["pad_token_id"] = c.pad_token_id;
+  // null where there is none: Phi-3's config class would otherwise default to 32000.
+  j["pad_token_id"] = c.pad_token_id >= 0 ? nlohmann::json(c.pad_token_id) : nlohmann::json(nullptr);
   return j;
 }
 
