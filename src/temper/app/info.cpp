@@ -81,6 +81,11 @@ int info(const InfoOptions& o) {
   std::string feats;
   for (const std::string& f : c.features()) feats += (feats.empty() ? "" : ", ") + f;
   std::printf("features: %s\n", feats.empty() ? "none beyond the Llama block" : feats.c_str());
+  // Every feature runs in training and rollouts on each device; the one gap is the CUDA-graph decode of `temper
+  // bench cuda` with longrope (its long/short choice depends on positions that stay on the device).
+  const bool longrope = c.rope_scaling.type == kernels::RopeScaling::Type::longrope;
+  std::printf("devices: cpu and mirror: all of it; cuda: all of it%s\n",
+              longrope ? " (not `temper bench cuda`'s graph decode: longrope)" : "");
   std::printf("context: %lld tokens, rope_theta %g, rms_norm_eps %g\n", static_cast<long long>(c.max_position_embeddings),
               c.rope_theta, c.rms_norm_eps);
   if (!dtypes.empty()) {
