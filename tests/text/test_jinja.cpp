@@ -193,8 +193,12 @@ TEST(Jinja, UnsupportedConstructsNameThemselvesAndTheirLine) {
 TEST(Jinja, BoundsAreErrors) {
   jinja::Limits lim;
   lim.max_iterations = 1000;
-  expect_error([&] { jinja::Template("{% for i in range(2000) %}{% endfor %}", "t").render({}, lim); },
-               {"more than 1000 loop iterations"});
+  expect_error(
+      [&] {
+        jinja::Template("{% for i in range(40) %}{% for j in range(40) %}{% endfor %}{% endfor %}", "t")
+            .render({}, lim);
+      },
+      {"more than 1000 loop iterations"});
   EXPECT_NO_THROW(jinja::Template("{% for i in range(1000) %}{% endfor %}", "t").render({}, lim));
   lim.max_output_bytes = 100;
   expect_error([&] { jinja::Template("{% for i in range(200) %}x{% endfor %}", "t").render({}, lim); },
@@ -203,6 +207,21 @@ TEST(Jinja, BoundsAreErrors) {
                {"nested deeper than 64"});
   expect_error([] { jinja::Template("{{ " + std::string(500, '(') + "1" + std::string(500, ')') + " }}", "t"); },
                {"nesting deeper than"});
+  // Strings built without being written are held to the output bound, lists to the loop bound.
+  lim = {};
+  lim.max_output_bytes = 1000;
+  expect_error(
+      [&] {
+        jinja::Template(
+            "{% set ns = namespace(s='ab') %}{% for i in range(20) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}", "t")
+            .render({}, lim);
+      },
+      {"a string of 1024 bytes exceeds the render limit of 1000"});
+  expect_error([&] { jinja::Template("{{ ('x' * 2000) | length }}", "t").render({}, lim); }, {"2000 bytes"});
+  lim.max_iterations = 100;
+  expect_error([&] { jinja::Template("{{ [0] * 101 }}", "t").render({}, lim); }, {"a list of 101 items"});
+  expect_error([] { jinja::Template("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns }}", "t").render({}); },
+               {"nested deeper than 64 levels"});
   // The default bound: a million iterations.
   expect_error(
       [] {

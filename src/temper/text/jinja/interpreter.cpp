@@ -424,7 +424,7 @@ class Interpreter {
         Value a = eval(*e.kids[0], scope);
         Value b = eval(*e.kids[1], scope);
         pos_ = e.pos;
-        return arith(e.name, a, b);
+        return bounded(arith(e.name, a, b));
       }
       case ExprKind::kAnd: {
         Value a = eval(*e.kids[0], scope);
@@ -458,7 +458,7 @@ class Interpreter {
         Value subject = eval(*e.kids[0], scope);
         CallArgs args = eval_args(e, scope);
         pos_ = e.pos;
-        return apply_filter(e.name, subject, args);
+        return bounded(apply_filter(e.name, subject, args));
       }
       case ExprKind::kTest: {
         Value subject = eval(*e.kids[0], scope);
@@ -520,7 +520,21 @@ class Interpreter {
     pos_ = e.pos;
     if (callee.is_undefined()) undefined_error(callee);
     if (!callee.is_callable()) throw EvalError("'" + type_name(callee) + "' object is not callable");
-    return callee.as_callable().fn(args);
+    return bounded(callee.as_callable().fn(args));
+  }
+
+  // A string built without being written (`{% set ns.s = ns.s ~ ns.s %}` in a loop) is held to the
+  // output bound too, a list to the loop bound.
+  Value bounded(Value v) const {
+    if (v.is_string() && v.as_string().size() > lim_.max_output_bytes) {
+      throw EvalError("a string of " + std::to_string(v.as_string().size()) + " bytes exceeds the render limit of " +
+                      std::to_string(lim_.max_output_bytes));
+    }
+    if (v.is_list() && static_cast<int64_t>(v.as_list().size()) > lim_.max_iterations) {
+      throw EvalError("a list of " + std::to_string(v.as_list().size()) + " items exceeds the render limit of " +
+                      std::to_string(lim_.max_iterations) + " (the loop bound)");
+    }
+    return v;
   }
 
   const std::string& name_;

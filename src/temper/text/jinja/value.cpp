@@ -235,7 +235,27 @@ std::string repr(const Value& v) {
   }
 }
 
+namespace {
+
+// str() of a namespace that holds itself would recurse forever; Python prints '...' there.
+struct ReprDepth {
+  ReprDepth() {
+    if (++depth > 64) {
+      depth = 0;
+      throw EvalError("a value nested deeper than 64 levels (or holding itself) cannot be printed");
+    }
+  }
+  ~ReprDepth() {
+    if (depth > 0) --depth;
+  }
+  static thread_local int depth;
+};
+thread_local int ReprDepth::depth = 0;
+
+}  // namespace
+
 std::string to_str(const Value& v) {
+  const ReprDepth guard;
   switch (v.kind()) {
     case Value::Kind::kUndefined:
       return "";
