@@ -225,5 +225,27 @@ TEST(TokenizerSpmExport, MetaspaceFirstIsRefusedForGguf) {
   }
 }
 
+TEST(TokenizerSpmExport, WriteFilesForTheReferenceCheck) {
+  // tools/ref/check_tokenizer_export.py loads these with tokenizers and transformers (see docs/TOKENIZER.md).
+  const char* dir = std::getenv("TEMPER_TOKENIZER_EXPORT_DIR");
+  if (dir == nullptr || *dir == 0) GTEST_SKIP() << "TEMPER_TOKENIZER_EXPORT_DIR is not set";
+  auto write = [&](const std::string& name, const Tokenizer& tok) {
+    const std::filesystem::path d = std::filesystem::path(dir) / name;
+    std::filesystem::create_directories(d);
+    std::ofstream(d / "tokenizer.json", std::ios::binary) << tok.to_hf_json();
+    std::ofstream(d / "tokenizer_config.json", std::ios::binary) << tok.to_hf_config_json();
+  };
+  for (const char* name : kSpmFixtures) write(name, golden_tokenizer(name));
+  for (const char* name : {"llama2", "gemma"}) {
+    write(std::string(name) + "_via_spec", Tokenizer::from_spec(golden_tokenizer(name).to_spec()));
+  }
+  if (std::filesystem::exists(vocab_path("ggml-vocab-llama-spm.gguf"))) {
+    write("llama2_gguf", gguf_tokenizer("ggml-vocab-llama-spm.gguf"));
+  }
+  if (std::filesystem::exists(vocab_path("ggml-vocab-phi-3.gguf"))) {
+    write("phi3_gguf", gguf_tokenizer("ggml-vocab-phi-3.gguf"));
+  }
+}
+
 }  // namespace
 }  // namespace temper::test
