@@ -96,6 +96,7 @@ struct RlSetup {
   std::shared_ptr<LetterTask> task = std::make_shared<LetterTask>();
   reward::SafeReward safe;
   explicit RlSetup(uint64_t seed = 3) { model.init_random(seed, 0.05f); }
+  RlSetup(const ModelConfig& c, uint64_t seed) : cfg(c), model(c) { model.init_random(seed, 0.05f); }
 };
 
 }  // namespace temper::test
