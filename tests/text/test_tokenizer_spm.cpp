@@ -134,6 +134,21 @@ void check_llamacpp_out(const Tokenizer& tok, const std::string& file) {
   }
 }
 
+TEST(TokenizerSpmGguf, LongTextIsFast) {
+  // llama.cpp's SPM loop on one 1.2 MB segment (the generated text x100): a priority queue, not a
+  // scan per merge (that took minutes). Times are recorded (--gtest_output=json), not asserted.
+  SKIP_WITHOUT_VOCAB("ggml-vocab-llama-spm.gguf");
+  const Tokenizer& tok = gguf_tokenizer("ggml-vocab-llama-spm.gguf");
+  std::string text;
+  for (int i = 0; i < 100; ++i) text += corpus().texts.back();
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<int32_t> ids = tok.encode(text);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(tok.decode(ids), text);
+  RecordProperty("encode_mb_per_s", std::to_string(text.size() / s / 1e6));
+  RecordProperty("tokens", std::to_string(ids.size()));
+}
+
 TEST(TokenizerSpmGguf, Llama2MatchesLlamaCpp) {
   SKIP_WITHOUT_VOCAB("ggml-vocab-llama-spm.gguf");
   check_llamacpp_out(gguf_tokenizer("ggml-vocab-llama-spm.gguf"), "ggml-vocab-llama-spm.gguf");
