@@ -1,9 +1,10 @@
-// Byte-level BPE tokenizer as Hugging Face tokenizers runs it (model BPE, ByteLevel pre-tokenizer
-// and decoder): added/special tokens, pre-tokenizer regexes of the GPT-2, Llama-3, Qwen2 and
-// SmolLM families, BPE merges, decode with byte-level mapping and lossy UTF-8. Built from a
-// TokenizerSpec (GGUF metadata) or a Hugging Face tokenizer.json, and written back to either.
-// Leaves out: SentencePiece/Unigram/WordPiece models, normalizers other than NFC (applied with utf8proc:
-// see docs/TOKENIZER.md), offsets, truncation/padding, BPE dropout.
+// BPE tokenizers as Hugging Face tokenizers runs them: byte-level (ByteLevel pre-tokenizer and
+// decoder; the GPT-2, Llama-3, Qwen2 and SmolLM regexes) and SentencePiece-style (Unicode
+// characters with byte fallback, "▁" for spaces: Prepend/Replace normalizers or Metaspace, the
+// Replace/ByteFallback/Fuse/Strip/Metaspace decoder chain), added/special tokens; GGUF model
+// "llama" with llama.cpp's score-ordered SPM merging. Built from a TokenizerSpec (GGUF metadata) or
+// a Hugging Face tokenizer.json, and written back to either. Leaves out: Unigram/WordPiece models,
+// other normalizers (see docs/TOKENIZER.md), offsets, truncation/padding, BPE dropout.
 #pragma once
 
 #include <cstdint>
@@ -39,10 +40,13 @@ class Tokenizer {
   // added tokens, user-defined: other added tokens, normal otherwise), pre = llama.cpp's name of the
   // pre-tokenizer (gpt2, smollm, llama-bpe, qwen2), bos/eos/unk/pad, add_bos/add_eos, chat template,
   // token_attrs where an added token has lstrip/rstrip/single_word/normalized.
+  // SentencePiece-style: model "llama" with scores (as read from GGUF, or derived from the merge
+  // ranks), byte tokens of type BYTE, add_space_prefix; a GGUF "gemma4" tokenizer as read.
   // from_spec(to_spec()) encodes as this tokenizer does. Throws temper::Error where the spec cannot
   // say what this tokenizer does: a pre-tokenizer (with its ignore_merges) llama.cpp has no name
   // for, byte_fallback, other special tokens added around the text than [bos] and [eos], an unk
-  // token BPE uses that differs from unk_id.
+  // token BPE uses that differs from unk_id; SentencePiece-style, a pipeline (Metaspace) or merges
+  // llama.cpp's score order would tokenize differently (see docs/TOKENIZER.md).
   TokenizerSpec to_spec() const;
   // Hugging Face tokenizer.json (as tokenizers 0.21 writes it: model BPE with vocab and merges as
   // [a, b] pairs, added_tokens, normalizer, pre_tokenizer, post_processor, decoder) and the
