@@ -190,6 +190,24 @@ TEST(Jinja, UnsupportedConstructsNameThemselvesAndTheirLine) {
   expect_error([] { jinja::Template("{{ x.y }}", "t").render({}); }, {"t:1:5", "'x' is undefined"});
 }
 
+TEST(Jinja, HostileArithmeticIsBoundedOrAnError) {
+  auto render = [](const std::string& src) { return jinja::Template(src, "t").render({}); };
+  EXPECT_EQ(render("{{ 1 ** 1000000000000000000 }}|{{ (-1) ** 999999999999 }}|{{ 3 ** 39 }}"),
+            "1|-1|4052555153018976267");  // by squaring, not 10^18 multiplications
+  expect_error([&] { render("{{ 3 ** 40 }}"); }, {"integer overflow"});
+  expect_error([&] { render("{{ (-9223372036854775807 - 1) // -1 }}"); }, {"integer overflow"});
+  EXPECT_EQ(render("{{ (-9223372036854775807 - 1) % -1 }}"), "0");
+  expect_error([&] { render("{{ 'ab' * 4611686018427387904 }}"); }, {"repetition result too large"});
+  expect_error([&] { render("{{ [1, 2] * 4611686018427387904 }}"); }, {"repetition result too large"});
+  expect_error([&] { render("{{ 'ab' | center(1000000000) }}"); }, {"center(): width 1000000000 is too large"});
+  expect_error([&] { render("{{ 'a' | indent(1000000000) }}"); }, {"indent(): width"});
+  expect_error([&] { render("{{ {} | tojson(indent=1000000000) }}"); }, {"tojson(): width"});
+  expect_error([&] { render("{{ ('a' * 100000).replace('', 'b' * 1000) }}"); }, {"exceed 16 MiB"});
+  expect_error([&] { render("{{ 1e300 | int }}"); }, {"integer overflow converting 1e+300"});
+  expect_error([&] { render("{{ [9223372036854775807, 1] | sum }}"); }, {"integer overflow in sum()"});
+  expect_error([&] { render("{{ range(0, 1000000000) }}"); }, {"range too big"});
+}
+
 TEST(Jinja, BoundsAreErrors) {
   jinja::Limits lim;
   lim.max_iterations = 1000;
@@ -221,7 +239,17 @@ TEST(Jinja, BoundsAreErrors) {
   lim.max_iterations = 100;
   expect_error([&] { jinja::Template("{{ [0] * 101 }}", "t").render({}, lim); }, {"a list of 101 items"});
   expect_error([] { jinja::Template("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns }}", "t").render({}); },
-               {"nested deeper than 64 levels"});
+               {"a namespace() can only be a variable"});
+  expect_error([] { jinja::Template("{% set ns = namespace() %}{{ [ns] }}", "t").render({}); },
+               {"a namespace() can only be a variable"});
+  // Containers nest at most 256 deep: freeing, comparing and printing them recurse.
+  expect_error(
+      [] {
+        jinja::Template("{% set ns = namespace(x=0) %}{% for i in range(300) %}{% set ns.x = [ns.x] %}{% endfor %}",
+                        "t")
+            .render({});
+      },
+      {"t:1:", "nested deeper than 256"});
   // The default bound: a million iterations.
   expect_error(
       [] {

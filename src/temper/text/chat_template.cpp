@@ -51,12 +51,20 @@ void add_tokens(Dict& g, const ChatTokens& t) {
   if (!t.pad.empty()) g.set("pad_token", t.pad);
 }
 
+Value json_value(const nlohmann::ordered_json& j, const char* what) {
+  try {
+    return jinja::from_json(j);
+  } catch (const jinja::EvalError& e) {
+    TEMPER_FAIL() << "chat template " << what << ": " << e.what();
+  }
+}
+
 Dict template_globals(Value messages, const ChatTokens& tokens, const ChatRenderOptions& o) {
   Dict g;
   g.set("strftime_now", strftime_now(o.now));
   g.set("messages", std::move(messages));
-  g.set("tools", o.tools.is_null() ? Value::none() : jinja::from_json(o.tools));
-  g.set("documents", o.documents.is_null() ? Value::none() : jinja::from_json(o.documents));
+  g.set("tools", o.tools.is_null() ? Value::none() : json_value(o.tools, "tools"));
+  g.set("documents", o.documents.is_null() ? Value::none() : json_value(o.documents, "documents"));
   g.set("add_generation_prompt", o.add_generation_prompt);
   add_tokens(g, tokens);
   TEMPER_CHECK(o.kwargs.is_object()) << "chat template kwargs: expected a JSON object, got " << o.kwargs.type_name();
@@ -64,7 +72,7 @@ Dict template_globals(Value messages, const ChatTokens& tokens, const ChatRender
     const std::string& k = it.key();
     TEMPER_CHECK(k != "messages" && k != "tools" && k != "documents" && k != "add_generation_prompt")
         << "chat template kwargs: '" << k << "' is set by render() itself (pass it there, not as a kwarg)";
-    g.set(k, jinja::from_json(it.value()));
+    g.set(k, json_value(it.value(), "kwargs"));
   }
   return g;
 }
@@ -105,7 +113,7 @@ ChatTemplate::ChatTemplate(std::string_view source, ChatTokens tokens, std::stri
 
 std::string ChatTemplate::render(const nlohmann::ordered_json& messages, const ChatRenderOptions& options) const {
   TEMPER_CHECK(messages.is_array()) << "chat template: messages must be a JSON list, got " << messages.type_name();
-  return tmpl_->render(template_globals(jinja::from_json(messages), tokens_, options));
+  return tmpl_->render(template_globals(json_value(messages, "messages"), tokens_, options));
 }
 
 std::string ChatTemplate::render(std::span<const ChatMessage> messages, bool add_generation_prompt) const {

@@ -32,7 +32,7 @@ struct ChatMessage {
 // What the template sees as bos_token, eos_token...: only the non-empty ones are defined, as in
 // transformers' special_tokens_map.
 struct ChatTokens {
-  std::string bos, eos, unk, pad;
+  std::string bos = {}, eos = {}, unk = {}, pad = {};
 };
 
 // The tokenizer's bos/eos/unk/pad strings (empty where it has none).

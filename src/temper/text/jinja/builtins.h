@@ -38,6 +38,9 @@ int64_t length(const Value& v);
 // Python's `in`: substring, list membership, dict key.
 bool contains(const Value& container, const Value& item);
 
+// str.replace with the result's size checked first (16 MiB): replace('', x) multiplies text.
+std::string checked_replace(std::string_view s, std::string_view old, std::string_view with, int64_t count);
+
 // markupsafe.escape: & < > " ' as &amp; &lt; &gt; &#34; &#39;.
 std::string html_escape(std::string_view s);
 

@@ -20,6 +20,20 @@ std::string soft_str(const Value& v) {
   return to_str(v);
 }
 
+// int(x) of a float; Python's integers are unbounded, ours 64-bit.
+int64_t to_int64(double d) {
+  if (!(d > -9.2e18 && d < 9.2e18)) throw EvalError("integer overflow converting " + float_repr(d) + " to int");
+  return static_cast<int64_t>(d);
+}
+
+// Widths and counts that make text: bounded before the text is built.
+constexpr int64_t kMaxText = 16 << 20;
+
+int64_t text_width(int64_t w, const char* fn) {
+  if (w > kMaxText) throw EvalError(std::string(fn) + "(): width " + std::to_string(w) + " is too large");
+  return w;
+}
+
 // Markup's string methods return Markup.
 Value like(const Value& v, std::string s) {
   return v.is_markup() ? Value::markup(std::move(s)) : Value(std::move(s));
@@ -54,7 +68,7 @@ Value f_tojson(const Value& v, const ArgReader& r, CallArgs&) {
   JsonDumpOptions o;
   o.ensure_ascii = r.boolean(0, "ensure_ascii", false);
   const Value indent = r.value(1, "indent");
-  if (indent.is_int()) o.indent = std::string(std::max<int64_t>(indent.as_int(), 0), ' ');
+  if (indent.is_int()) o.indent = std::string(text_width(std::max<int64_t>(indent.as_int(), 0), "tojson"), ' ');
   if (indent.is_string()) o.indent = indent.as_string();
   const Value seps = r.value(2, "separators");
   if (seps.is_list()) {
@@ -194,7 +208,7 @@ namespace {
 Value f_int(const Value& v, const ArgReader& r, CallArgs&) {
   const int64_t def = r.integer(0, "default", 0);
   if (v.is_int() || v.is_bool()) return v.as_int();
-  if (v.is_float()) return std::isfinite(v.as_double()) ? static_cast<int64_t>(v.as_double()) : def;
+  if (v.is_float()) return std::isfinite(v.as_double()) ? to_int64(v.as_double()) : def;
   if (!v.is_string()) return def;
   const std::string s = py_strip(v.as_string(), std::nullopt, true, true);
   try {
@@ -202,7 +216,7 @@ Value f_int(const Value& v, const ArgReader& r, CallArgs&) {
     const int64_t i = std::stoll(s, &used, static_cast<int>(r.integer(1, "base", 10)));
     if (used == s.size()) return i;
     const double d = std::stod(s, &used);
-    return used == s.size() && std::isfinite(d) ? static_cast<int64_t>(d) : def;
+    return used == s.size() && std::isfinite(d) ? to_int64(d) : def;
   } catch (const std::exception&) {
     return def;
   }
@@ -226,7 +240,10 @@ Value f_float(const Value& v, const ArgReader& r, CallArgs& a) {
 
 Value f_abs(const Value& v, const ArgReader&, CallArgs&) {
   if (v.is_float()) return std::fabs(v.as_double());
-  if (v.is_int() || v.is_bool()) return std::abs(v.as_int());
+  if (v.is_int() || v.is_bool()) {
+    if (v.as_int() == INT64_MIN) throw EvalError("integer overflow in abs()");
+    return std::abs(v.as_int());
+  }
   throw EvalError("bad operand type for abs(): '" + type_name(v) + "'");
 }
 
@@ -370,15 +387,22 @@ Value f_sum(const Value& v, const ArgReader& r, CallArgs&) {
   for (const Value& x : iterate(v)) {
     const Value y = attr ? attribute_of(x, *attr) : x;
     if (!y.is_number() || !total.is_number()) throw EvalError("sum(): can only add numbers, got " + type_name(y));
-    total = total.is_float() || y.is_float() ? Value(total.as_double() + y.as_double())
-                                             : Value(total.as_int() + y.as_int());
+    if (total.is_float() || y.is_float()) {
+      total = total.as_double() + y.as_double();
+      continue;
+    }
+    int64_t sum = 0;
+    if (__builtin_add_overflow(total.as_int(), y.as_int(), &sum)) throw EvalError("integer overflow in sum()");
+    total = sum;
   }
   return total;
 }
 
 Value f_indent(const Value& v, const ArgReader& r, CallArgs& a) {
   const Value* w = a.get(0, "width");
-  const std::string ind = w && w->is_string() ? w->as_string() : std::string(w ? w->as_int() : 4, ' ');
+  const std::string ind = w && w->is_string()
+                              ? w->as_string()
+                              : std::string(text_width(w ? std::max<int64_t>(w->as_int(), 0) : 4, "indent"), ' ');
   const bool first = r.boolean(1, "first", false), blank = r.boolean(2, "blank", false);
   const std::vector<std::string> lines = py_splitlines(soft_str(v) + "\n");
   std::string out;
@@ -404,7 +428,7 @@ Value f_wordcount(const Value& v, const ArgReader&, CallArgs&) {
 
 Value f_center(const Value& v, const ArgReader& r, CallArgs&) {
   const std::string s = soft_str(v);
-  const int64_t width = r.integer(0, "width", 80), len = py_len(s);
+  const int64_t width = text_width(r.integer(0, "width", 80), "center"), len = py_len(s);
   if (width <= len) return s;
   const int64_t marg = width - len, left = marg / 2 + (marg & width & 1);
   return std::string(left, ' ') + s + std::string(marg - left, ' ');
@@ -450,7 +474,7 @@ Value f_format(const Value& v, const ArgReader&, CallArgs& a) {
       out += repr(x);
     } else if (c == 'd' || c == 'i') {
       if (!x.is_number()) throw EvalError("format(): %d format: a real number is required, not " + type_name(x));
-      out += std::to_string(x.is_float() ? static_cast<int64_t>(x.as_double()) : x.as_int());
+      out += std::to_string(x.is_float() ? to_int64(x.as_double()) : x.as_int());
     } else {
       throw EvalError(std::string("format(): unsupported format character '") + c + "'");
     }

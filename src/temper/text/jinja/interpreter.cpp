@@ -60,7 +60,9 @@ bool mul_overflow(int64_t x, int64_t y, int64_t* r) {
 }
 
 Value repeat(const Value& seq, int64_t n) {
-  if (n * std::max<int64_t>(length(seq), 1) > (16 << 20)) throw EvalError("repetition result too large");
+  // Checked before building: 16 MiB of text, 2^20 items.
+  const int64_t limit = seq.is_string() ? (16 << 20) : (1 << 20);
+  if (n > 0 && n > limit / std::max<int64_t>(length(seq), 1)) throw EvalError("repetition result too large");
   if (seq.is_string()) {
     std::string out;
     for (int64_t i = 0; i < n; ++i) out += seq.as_string();
@@ -85,6 +87,7 @@ Value arith(const std::string& op, const Value& a, const Value& b) {
     if (op == "/") return p / q;
     if (op == "//") {
       if (!ints) return std::floor(p / q);
+      if (x == INT64_MIN && y == -1) overflow();
       const int64_t d = x / y;
       return (x % y != 0 && ((x < 0) != (y < 0))) ? d - 1 : d;
     }
@@ -93,13 +96,17 @@ Value arith(const std::string& op, const Value& a, const Value& b) {
         const double m = std::fmod(p, q);
         return m != 0 && ((m < 0) != (q < 0)) ? m + q : m;
       }
+      if (y == -1) return int64_t{0};
       const int64_t m = x % y;
       return m != 0 && ((m < 0) != (y < 0)) ? m + y : m;
     }
     if (op == "**") {
       if (ints && y >= 0) {
-        int64_t acc = 1;
-        for (int64_t i = 0; i < y; ++i) acc = checked(mul_overflow, acc, x);
+        int64_t acc = 1, base = x;  // by squaring: 1 ** 10**18 must not loop
+        for (int64_t e = y; e > 0; e >>= 1) {
+          if (e & 1) acc = checked(mul_overflow, acc, base);
+          if (e > 1) base = checked(mul_overflow, base, base);
+        }
         return acc;
       }
       return std::pow(p, q);
@@ -273,6 +280,7 @@ class Interpreter {
       throw EvalError("cannot assign attribute '" + s.attr + "' on '" + s.targets[0] +
                       "': it is not a namespace() object");
     }
+    if (v.is_namespace()) throw EvalError("a namespace() can only be a variable, not a namespace's attribute");
     ns->namespace_dict().set(s.attr, std::move(v));
   }
 

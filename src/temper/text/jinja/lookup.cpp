@@ -1,6 +1,7 @@
 // Attribute, item and slice lookup, the str/dict methods templates call, iteration, len, `in`, and
 // the global functions (see builtins.h). Python's str.format handles {} {0} {name} without format
 // specs.
+#include <algorithm>
 #include <cmath>
 
 #include "temper/text/jinja/builtins.h"
@@ -95,7 +96,7 @@ Value str_method(const std::string& s, const std::string& m, CallArgs& a) {
   if (m == "title") return py_title(s);
   if (m == "capitalize") return py_capitalize(s);
   if (m == "replace")
-    return py_replace(s, r.required_str(0, "old"), r.required_str(1, "new"), r.integer(2, "count", -1));
+    return checked_replace(s, r.required_str(0, "old"), r.required_str(1, "new"), r.integer(2, "count", -1));
   if (m == "find" || m == "rfind") return py_find(s, r.required_str(0, "sub"), m == "rfind");
   if (m == "index" || m == "rindex") {
     const int64_t at = py_find(s, r.required_str(0, "sub"), m == "rindex");
@@ -189,6 +190,15 @@ bool is_list_mutator(const std::string& n) {
 }
 
 }  // namespace
+
+std::string checked_replace(std::string_view s, std::string_view old, std::string_view with, int64_t count) {
+  int64_t n = py_count(s, old);
+  if (count >= 0) n = std::min(n, count);
+  if (n > 0 && static_cast<int64_t>(with.size()) > ((16 << 20) - static_cast<int64_t>(s.size())) / n) {
+    throw EvalError("replace(): the result would exceed 16 MiB");
+  }
+  return py_replace(s, old, with, count);
+}
 
 Value get_attr(const Value& obj, const std::string& name) {
   if (obj.is_undefined()) undefined_error(obj);

@@ -1,6 +1,7 @@
 // Value conversions and comparisons with Python's rules (see value.h).
 #include "temper/text/jinja/value.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -47,9 +48,44 @@ Value Value::callable(std::string name, std::function<Value(CallArgs&)> fn) {
   return v;
 }
 
+namespace {
+
+// A namespace is the one mutable value; held inside another value it could form cycles or chains
+// whose depth no constructor sees, so it may only be a variable (no chat template does more).
+void check_item(const Value& v) {
+  if (v.is_namespace()) throw EvalError("a namespace() can only be a variable, not held in a list, dict or namespace");
+}
+
+uint16_t nesting_of(const Dict& d) {
+  int n = 0;
+  for (const auto& [k, v] : d.items) {
+    check_item(v);
+    n = std::max(n, v.nesting());
+  }
+  if (n >= Value::kMaxNesting) throw EvalError("values nested deeper than " + std::to_string(Value::kMaxNesting));
+  return static_cast<uint16_t>(n + 1);
+}
+
+}  // namespace
+
+Value::Value(List l) : kind_(Kind::kList), list_(std::make_shared<List>(std::move(l))) {
+  int n = 0;
+  for (const Value& v : *list_) {
+    check_item(v);
+    n = std::max(n, v.nesting());
+  }
+  if (n >= kMaxNesting) throw EvalError("values nested deeper than " + std::to_string(kMaxNesting));
+  nesting_ = static_cast<uint16_t>(n + 1);
+}
+
+Value::Value(Dict d) : kind_(Kind::kDict), dict_(std::make_shared<Dict>(std::move(d))) {
+  nesting_ = nesting_of(*dict_);
+}
+
 Value Value::make_namespace(Dict d) {
   Value v(Kind::kNamespace);
   v.dict_ = std::make_shared<Dict>(std::move(d));
+  v.nesting_ = nesting_of(*v.dict_);
   return v;
 }
 
@@ -235,27 +271,7 @@ std::string repr(const Value& v) {
   }
 }
 
-namespace {
-
-// str() of a namespace that holds itself would recurse forever; Python prints '...' there.
-struct ReprDepth {
-  ReprDepth() {
-    if (++depth > 64) {
-      depth = 0;
-      throw EvalError("a value nested deeper than 64 levels (or holding itself) cannot be printed");
-    }
-  }
-  ~ReprDepth() {
-    if (depth > 0) --depth;
-  }
-  static thread_local int depth;
-};
-thread_local int ReprDepth::depth = 0;
-
-}  // namespace
-
 std::string to_str(const Value& v) {
-  const ReprDepth guard;
   switch (v.kind()) {
     case Value::Kind::kUndefined:
       return "";

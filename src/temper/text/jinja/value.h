@@ -65,8 +65,11 @@ class Value {
   Value(std::string s) : kind_(Kind::kString), str_(std::move(s)) {}  // NOLINT
   Value(std::string_view s) : kind_(Kind::kString), str_(s) {}        // NOLINT
   Value(const char* s) : kind_(Kind::kString), str_(s) {}             // NOLINT
-  Value(List l) : kind_(Kind::kList), list_(std::make_shared<List>(std::move(l))) {}  // NOLINT
-  Value(Dict d) : kind_(Kind::kDict), dict_(std::make_shared<Dict>(std::move(d))) {}  // NOLINT
+  // Containers nest at most kMaxNesting deep (an EvalError beyond): printing, comparing and freeing
+  // them recurses.
+  static constexpr int kMaxNesting = 256;
+  Value(List l);  // NOLINT: implicit like Python literals
+  Value(Dict d);  // NOLINT
   static Value tuple(List l) { return flagged(Value(std::move(l)), Flag::kTuple); }
   static Value generator(List l) { return flagged(Value(std::move(l)), Flag::kGenerator); }
   static Value markup(std::string s) { return flagged(Value(std::move(s)), Flag::kMarkup); }
@@ -74,6 +77,7 @@ class Value {
   static Value make_namespace(Dict d);
 
   Kind kind() const { return kind_; }
+  int nesting() const { return nesting_; }  // 0 for scalars, 1 + the deepest item for containers
   bool is_undefined() const { return kind_ == Kind::kUndefined; }
   bool is_none() const { return kind_ == Kind::kNone; }
   bool is_bool() const { return kind_ == Kind::kBool; }
@@ -110,6 +114,7 @@ class Value {
   }
   Kind kind_ = Kind::kUndefined;
   Flag flag_ = Flag::kNone;
+  uint16_t nesting_ = 0;
   int64_t int_ = 0;
   double float_ = 0;
   std::string str_;
@@ -129,7 +134,8 @@ bool equal(const Value& a, const Value& b);
 // Python <: numbers with numbers, strings by code point, lists lexicographically; else EvalError.
 bool less(const Value& a, const Value& b);
 
-// Python str(): what {{ x }} writes (undefined writes nothing) and what ~ concatenates.
+// Python str(): what {{ x }} writes (undefined writes nothing) and what ~ concatenates. A generator
+// is an EvalError (Python would print its address).
 std::string to_str(const Value& v);
 
 // Python repr(): strings quoted as Python quotes them; what str() of a list or dict shows.
