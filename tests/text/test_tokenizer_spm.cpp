@@ -42,6 +42,43 @@ TEST(TokenizerSpm, PipelinesAreReadAsWritten) {
   EXPECT_EQ(golden_tokenizer("gemma").describe(), "Split(/ /, merged with previous)");
 }
 
+// The fixture with the golden's other pre-tokenizer/decoder options (make_tokenizer_goldens.py SPM_VARIANTS).
+void check_variant(const std::string& name, const char* key, const nlohmann::json& pre, const nlohmann::json& dec) {
+  nlohmann::json j = load_json("tokenizer/" + name + "/tokenizer.json");
+  j["pre_tokenizer"] = pre;
+  if (!dec.is_null()) j["decoder"] = dec;
+  const Tokenizer tok = Tokenizer::from_hf_json(j.dump(), "", name + " variant");
+  const auto g = load_json("tokenizer/" + name + "/golden.json");
+  ASSERT_TRUE(g.contains(key)) << name;
+  for (const auto& w : g[key]) {
+    const std::string text = w["text"].get<std::string>();
+    EXPECT_EQ(tok.encode(text), ids_of(w["ids"])) << name << " " << key << " '" << show(text) << "'";
+    EXPECT_EQ(tok.decode(ids_of(w["ids"])), w["decoded"].get<std::string>()) << name << " " << key;
+  }
+  // And written back: the same options.
+  const Tokenizer back = Tokenizer::from_hf_json(tok.to_hf_json(), "", "exported");
+  EXPECT_EQ(back.describe(), tok.describe());
+  for (const auto& w : g[key]) EXPECT_EQ(back.encode(w["text"].get<std::string>()), ids_of(w["ids"]));
+}
+
+TEST(TokenizerSpm, MetaspaceAlwaysWithSplit) {
+  const nlohmann::json ms = {
+      {"type", "Metaspace"}, {"replacement", "\xE2\x96\x81"}, {"prepend_scheme", "always"}, {"split", true}};
+  check_variant("mistral", "metaspace_always_split", ms, ms);
+}
+
+TEST(TokenizerSpm, SplitsMergedWithNextAndPrevious) {
+  const nlohmann::json pre = {
+      {"type", "Sequence"},
+      {"pretokenizers",
+       {{{"type", "Split"}, {"pattern", {{"Regex", "[0-9]"}}}, {"behavior", "MergedWithNext"}, {"invert", false}},
+        {{"type", "Split"},
+         {"pattern", {{"String", "\xE2\x96\x81"}}},
+         {"behavior", "MergedWithPrevious"},
+         {"invert", false}}}}};
+  check_variant("gemma", "merged_splits", pre, nullptr);
+}
+
 TEST(TokenizerSpm, ByteFallbackAndPrefix) {
   const Tokenizer& tok = golden_tokenizer("llama2");
   // A character outside the vocabulary: its UTF-8 bytes as <0xAB> tokens (ids 3 + byte).

@@ -419,6 +419,20 @@ SPM_FAMILIES = {
 }
 
 
+SPM_VARIANTS = {
+    # name: (golden key, pre_tokenizer, decoder or None to keep)
+    "mistral": ("metaspace_always_split",
+                {"type": "Metaspace", "replacement": SPM_SPACE, "prepend_scheme": "always", "split": True},
+                {"type": "Metaspace", "replacement": SPM_SPACE, "prepend_scheme": "always", "split": True}),
+    "gemma": ("merged_splits",
+              {"type": "Sequence", "pretokenizers": [
+                  {"type": "Split", "pattern": {"Regex": "[0-9]"}, "behavior": "MergedWithNext", "invert": False},
+                  {"type": "Split", "pattern": {"String": SPM_SPACE}, "behavior": "MergedWithPrevious",
+                   "invert": False}]},
+              None),
+}
+
+
 def with_pipeline(j, family):
     normalizer, pre, decoder = spm_pipeline(family)
     j["normalizer"], j["pre_tokenizer"], j["decoder"] = normalizer, pre, decoder
@@ -496,7 +510,20 @@ def write_spm(out, long_text, lines):
         tok.save(os.path.join(d, "tokenizer.json"), pretty=False)
         write_json(os.path.join(d, "tokenizer_config.json"), cfg)
         ref = Tokenizer.from_file(os.path.join(d, "tokenizer.json"))
-        write_json(os.path.join(d, "golden.json"), goldens(ref, HOSTILE, long_text))
+        g = goldens(ref, HOSTILE, long_text)
+        if name in SPM_VARIANTS:
+            # The same tokenizer with other pre-tokenizer/decoder options (the test makes the same
+            # change to the JSON): ids and decode of the first 40 corpus strings and a few with tokens.
+            key, pre, dec = SPM_VARIANTS[name]
+            j = json.loads(ref.to_str())
+            j["pre_tokenizer"] = pre
+            if dec is not None:
+                j["decoder"] = dec
+            v = Tokenizer.from_str(json.dumps(j))
+            texts = HOSTILE[:40] + ["x<|im_start|> y<|im_end|>", "[user-tok] a  b", "123 4 5678"]
+            g[key] = [{"text": t, "ids": v.encode(t, add_special_tokens=False).ids,
+                       "decoded": v.decode(v.encode(t, add_special_tokens=False).ids, skip_special_tokens=False)} for t in texts]
+        write_json(os.path.join(d, "golden.json"), g)
         sizes[name] = ref.get_vocab_size()
     for name in ["llama2_gguf", "phi3_gguf"]:
         if not os.path.isdir(VOCAB_DIR):
