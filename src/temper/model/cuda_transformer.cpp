@@ -116,9 +116,9 @@ const CudaTransformer::DeviceRope& CudaTransformer::rope_for(int64_t l) const {
   return use_long_rope_ ? rope_long_ : rope_;
 }
 
-void CudaTransformer::select_rope(int64_t max_pos) {
+void CudaTransformer::select_rope(int64_t max_pos) {  // as Transformer::select_rope: plan()'s length once planned
   use_long_rope_ = cfg_.rope_scaling.type == kernels::RopeScaling::Type::longrope &&
-                   max_pos > cfg_.rope_scaling.original_max_position;
+                   (rope_context_ > 0 ? rope_context_ : max_pos) > cfg_.rope_scaling.original_max_position;
 }
 
 kernels::AttnOpts CudaTransformer::attn_opts(int64_t l) const {
@@ -239,6 +239,7 @@ void CudaTransformer::plan(int64_t max_tokens, int64_t max_seq) {
   TEMPER_CHECK(max_tokens > 0 && max_seq > 0 && max_seq <= cfg_.max_position_embeddings)
       << "CudaTransformer::plan: max_tokens " << max_tokens << ", max_seq " << max_seq << " (positions up to "
       << cfg_.max_position_embeddings << ")";
+  rope_context_ = max_seq;
   if (max_tokens <= max_tokens_ && max_seq <= max_seq_) return;
   max_tokens = std::max(max_tokens, max_tokens_);
   max_seq = std::max(max_seq, max_seq_);

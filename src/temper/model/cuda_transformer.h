@@ -183,6 +183,7 @@ class CudaTransformer final : public DeviceModel {
   DeviceRope rope_long_;        // longrope: the long factors
   DeviceRope rope_local_;       // Gemma-3: the sliding layers' (rope_local_theta, unscaled)
   bool use_long_rope_ = false;  // this pass's positions reach past original_max_position (longrope)
+  int64_t rope_context_ = 0;    // plan()'s longest sequence (0: per pass), as the CPU model
   struct NormRun {              // norm_offset: contiguous norm weights at param offset `param`, at `eff` in norm_eff_
     int64_t param, eff, n;
   };

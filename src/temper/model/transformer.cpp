@@ -166,6 +166,7 @@ void Transformer::plan(int64_t max_tokens, int64_t max_seq) {
       << "plan: need 0 < seq (" << max_seq << ") <= tokens (" << max_tokens << ")";
   TEMPER_CHECK(max_seq <= cfg_.max_position_embeddings)
       << "sequence length " << max_seq << " exceeds the model's max_position_embeddings " << cfg_.max_position_embeddings;
+  rope_context_ = max_seq;
   if (device_) {  // the device holds the training activations; the host plans lazily for what it still runs
     device_->plan(max_tokens, max_seq);
     return;
@@ -299,9 +300,12 @@ const kernels::RopeTable& Transformer::rope_for(int64_t l) const {
   return use_long_rope_ ? rope_long_ : rope_;
 }
 
+// HF picks longrope's factors per forward by its longest sequence; a rollout written token by token would then
+// switch factors mid-sequence and its log-probs would not be the training forward's. Once plan() has fixed the
+// run's longest sequence, every pass uses the factors HF would use for that length.
 void Transformer::select_rope(int64_t max_pos) {
   use_long_rope_ = cfg_.rope_scaling.type == kernels::RopeScaling::Type::longrope &&
-                   max_pos > cfg_.rope_scaling.original_max_position;
+                   (rope_context_ > 0 ? rope_context_ : max_pos) > cfg_.rope_scaling.original_max_position;
 }
 
 void Transformer::act_fwd(const float* gu, float* h, int64_t N) const {

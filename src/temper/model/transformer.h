@@ -90,7 +90,8 @@ class Transformer {
   void set_recompute(bool on);
   bool recompute() const { return recompute_; }
 
-  // Reserves the activation arena for batches of up to max_tokens = B*T tokens (and T <= max_seq).
+  // Reserves the activation arena for batches of up to max_tokens = B*T tokens (and T <= max_seq). With longrope
+  // (Phi-3) it also fixes the factors of every later pass, rollouts included, to those HF uses for max_seq.
   void plan(int64_t max_tokens, int64_t max_seq);
   size_t activation_bytes() const { return arena_.capacity(); }
 
@@ -195,6 +196,7 @@ class Transformer {
   kernels::RopeTable rope_long_;   // longrope: the long factors
   kernels::RopeTable rope_local_;  // Gemma-3: the sliding layers' (rope_local_theta, unscaled)
   bool use_long_rope_ = false;     // this pass's sequences reach past original_max_position (longrope)
+  int64_t rope_context_ = 0;       // plan()'s longest sequence: longrope's factors for it, in every pass (0: per pass)
   std::vector<std::pair<int64_t, int64_t>> norm_at_;  // norm_offset: (param offset, offset in norm_eff_), sorted
   std::vector<float> norm_eff_;                       // norm_offset: the norms' (1 + w)
   uint64_t norm_version_ = 0;
