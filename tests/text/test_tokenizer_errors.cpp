@@ -310,4 +310,47 @@ TEST(TokenizerErrors, MutatedJsonOnlyThrowsTemperErrors) {
   EXPECT_GT(typed_errors, 100);
 }
 
+TEST(TokenizerErrors, MutatedSentencePiecePipelineOnlyThrowsTemperErrors) {
+  // The llama2 fixture with the normalizer / pre-tokenizer / decoder of one of the three
+  // SentencePiece-style fixtures, one node of them replaced by a value of another type or removed.
+  const json base = test::load_json("tokenizer/llama2/tokenizer.json");
+  std::vector<json> pipelines;
+  for (const char* name : {"llama2", "mistral", "gemma"}) {
+    const json f = test::load_json(std::string("tokenizer/") + name + "/tokenizer.json");
+    pipelines.push_back(
+        {{"normalizer", f["normalizer"]}, {"pre_tokenizer", f["pre_tokenizer"]}, {"decoder", f["decoder"]}});
+  }
+  const json replacements[] = {nullptr, 7, -1, "x", "", json::array(), json::object(), true, "Metaspace", "first"};
+  uint64_t state = 0x2545F4914F6CDD1Dull;
+  auto next = [&] {
+    state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+    return state;
+  };
+  int loaded = 0, errors = 0;
+  for (int k = 0; k < 300; ++k) {
+    json p = pipelines[next() % pipelines.size()];
+    const json flat = p.flatten();
+    std::vector<std::string> pointers;
+    for (auto it = flat.begin(); it != flat.end(); ++it) pointers.push_back(it.key());
+    const json::json_pointer jp(pointers[next() % pointers.size()]);
+    if (next() % 4 == 0) {
+      p[jp.parent_pointer()].erase(jp.back());
+    } else {
+      p[jp] = replacements[next() % std::size(replacements)];
+    }
+    json j = base;
+    for (auto it = p.begin(); it != p.end(); ++it) j[it.key()] = it.value();
+    try {
+      const Tokenizer t = Tokenizer::from_hf_json(j.dump(), "", "fuzz.json");
+      (void)t.decode(t.encode(" Hello  w\xC3\xB6rld \xE4\xB8\x96<|endoftext|>x"));
+      (void)t.to_hf_json();
+      ++loaded;
+    } catch (const Error&) {
+      ++errors;
+    }
+  }
+  EXPECT_GT(loaded, 30);
+  EXPECT_GT(errors, 30);
+}
+
 }  // namespace

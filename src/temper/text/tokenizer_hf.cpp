@@ -190,7 +190,7 @@ void read_decoder(const Reader& r, const json& j, const std::string& field, Deco
   } else if (type == "Strip") {
     DecoderStep s = decoder_step(DecoderKind::kStrip);
     s.content = r.str(r.member(j, "content", field), field + ".content");
-    if (utf8_next(s.content, 0).len != static_cast<int>(s.content.size()) || s.content.empty()) {
+    if (s.content.empty() || utf8_next(s.content, 0).len != static_cast<int>(s.content.size())) {
       r.fail(field + ".content", "expected one character, found '" + s.content + "'");
     }
     s.start = r.id(r.member(j, "start", field), field + ".start");
