@@ -265,6 +265,35 @@ TEST(TokenizerSpmExport, SpecFromMergesEncodesAsTokenizers) {
   }
 }
 
+TEST(TokenizerSpmExport, MergesLlamaCppCannotFollowAreRefused) {
+  // merges[13] = er + ▁ and merges[14] = e + r▁ both make "er▁".
+  nlohmann::json j = load_json("tokenizer/llama2/tokenizer.json");
+  auto& merges = j["model"]["merges"];
+  ASSERT_EQ(merges[13], nlohmann::json::array({"er", "\xE2\x96\x81"}));
+  ASSERT_EQ(merges[14], nlohmann::json::array({"e", "r\xE2\x96\x81"}));
+  auto refused = [](const nlohmann::json& tj, std::initializer_list<std::string> parts) {
+    try {
+      Tokenizer::from_hf_json(tj.dump(), "", "l2/tokenizer.json").to_spec();
+      ADD_FAILURE() << "expected an error";
+    } catch (const Error& e) {
+      for (const std::string& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
+    }
+  };
+  // Without e + r▁, llama.cpp would still merge e and r▁ (their text is a token); BPE would not.
+  nlohmann::json missing = j;
+  missing["model"]["merges"].erase(14);
+  refused(missing,
+          {"l2/tokenizer.json: cannot write", "'e' + 'r\xE2\x96\x81' makes the token 'er\xE2\x96\x81'", "not a merge"});
+  // e + r▁ ranked after another token's merge: llama.cpp orders by the merged token only.
+  nlohmann::json apart = j;
+  std::swap(apart["model"]["merges"][14], apart["model"]["merges"][15]);
+  refused(apart, {"the merges making 'er\xE2\x96\x81' are not consecutive (ranks 13 and 15)"});
+  // A byte-level-free tokenizer without byte_fallback: llama.cpp would write bytes, BPE the unk.
+  nlohmann::json no_fallback = j;
+  no_fallback["model"]["byte_fallback"] = false;
+  refused(no_fallback, {"no byte_fallback"});
+}
+
 TEST(TokenizerSpmExport, MetaspaceFirstIsRefusedForGguf) {
   try {
     golden_tokenizer("mistral").to_spec();
