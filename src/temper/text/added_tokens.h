@@ -1,7 +1,7 @@
 // Added tokens (special and user-defined) found in raw text before pre-tokenization, as tokenizers'
 // AddedVocabulary does: leftmost-longest matching (its Aho-Corasick LeftmostLongest), first the
-// tokens with normalized=false, then the normalized ones in the remaining text (we have no
-// normalizer, so only the order differs); single_word, lstrip and rstrip as there. With
+// tokens with normalized=false in the raw text, then the normalized ones in the normalized text
+// between those (find_raw, find_normalized); single_word, lstrip and rstrip as there. With
 // parse_special=false special tokens are not matched (tokenizers' encode_special_tokens).
 #pragma once
 

@@ -1,5 +1,6 @@
 // Tokenizer::from_hf_files: reads a Hugging Face tokenizer.json (model BPE with vocab and merges in
-// either form, added_tokens, normalizer, pre_tokenizer, post_processor, decoder) and optionally
+// either form, added_tokens, normalizer, pre_tokenizer, post_processor, decoder; byte-level or
+// SentencePiece-style, told apart by the ByteLevel step) and optionally
 // tokenizer_config.json (bos/eos/pad/unk tokens, add_bos_token/add_eos_token, chat_template), as
 // tokenizers 0.21 / transformers 4.51 read them. Every error names the file and the field.
 #include <fstream>
