@@ -37,12 +37,24 @@ double model_tol(const ModelConfig& c) {
 
 class Golden : public ::testing::TestWithParam<std::string> {};
 
+// The golden's model (its config, its weights) and the golden file.
+struct GoldenModel {
+  explicit GoldenModel(const std::string& name)
+      : cfg(io::read_hf_config(test_data("golden/" + name) + "/config.json")),
+        g(io::SafetensorsFile::open(test_data("golden/" + name) + "/golden.safetensors")),
+        model(cfg) {
+    io::load_hf_weights(model, g, io::ExtraTensors::ignore);
+  }
+  ModelConfig cfg;
+  io::SafetensorsFile g;
+  Transformer model;
+};
+
 void check_golden(const std::string& name) {
-  const std::string dir = test_data("golden/" + name);
-  ModelConfig cfg = io::read_hf_config(dir + "/config.json");
-  io::SafetensorsFile g = io::SafetensorsFile::open(dir + "/golden.safetensors");
-  Transformer model(cfg);
-  io::load_hf_weights(model, g, io::ExtraTensors::ignore);
+  GoldenModel gm(name);
+  const ModelConfig& cfg = gm.cfg;
+  const io::SafetensorsFile& g = gm.g;
+  Transformer& model = gm.model;
   Tensor ids_t = g.get("input_ids"), mask_t = g.get("target_mask");
   const int64_t B = ids_t.dim(0), T = ids_t.dim(1), V = cfg.vocab_size;
   std::vector<int32_t> ids(ids_t.data<int32_t>(), ids_t.data<int32_t>() + B * T);
@@ -130,12 +142,10 @@ void check_golden(const std::string& name) {
 // The rollout path (paged KV cache: a prefill chunk, then one token a step) gives the training forward's logits
 // for every architecture: sliding windows, soft-caps, Gemma's norms and scales, longrope, on every ISA.
 void check_paged_equals_training(const std::string& name) {
-  const std::string dir = test_data("golden/" + name);
-  ModelConfig cfg = io::read_hf_config(dir + "/config.json");
-  io::SafetensorsFile g = io::SafetensorsFile::open(dir + "/golden.safetensors");
-  Transformer model(cfg);
-  io::load_hf_weights(model, g, io::ExtraTensors::ignore);
-  Tensor ids_t = g.get("input_ids");
+  GoldenModel gm(name);
+  const ModelConfig& cfg = gm.cfg;
+  Transformer& model = gm.model;
+  Tensor ids_t = gm.g.get("input_ids");
   const int64_t B = ids_t.dim(0), T = ids_t.dim(1), V = cfg.vocab_size, P = 6;
   std::vector<int32_t> ids(ids_t.data<int32_t>(), ids_t.data<int32_t>() + B * T);
   std::vector<float> want(static_cast<size_t>(B * T * V));

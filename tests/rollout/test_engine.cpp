@@ -31,6 +31,23 @@ RolloutRequest request(std::vector<int32_t> prompt, int64_t g, int64_t max_new, 
   return r;
 }
 
+// The largest |recorded policy log-prob - the training forward's| over the completions of one prompt.
+double max_logprob_gap(Transformer& model, const std::vector<int32_t>& prompt, const std::vector<Completion>& out) {
+  double worst = 0;
+  for (const Completion& c : out) {
+    std::vector<int32_t> seq = prompt;
+    seq.insert(seq.end(), c.tokens.begin(), c.tokens.end());
+    const int64_t T = static_cast<int64_t>(seq.size());
+    std::vector<int32_t> targets(T, -1);
+    for (int64_t t = 0; t + 1 < T; ++t) targets[t] = seq[t + 1];
+    std::vector<float> lp(T), ent(T);
+    model.forward_logprobs(seq.data(), targets.data(), 1, T, lp.data(), ent.data());
+    for (size_t i = 0; i < c.tokens.size(); ++i)
+      worst = std::max(worst, double(std::fabs(lp[prompt.size() - 1 + i] - c.policy_logprob[i])));
+  }
+  return worst;
+}
+
 }  // namespace
 
 TEST(RolloutEngine, GreedyEqualsArgmaxOfFullRecompute) {
@@ -370,18 +387,8 @@ TEST(RolloutEngine, SlidingWindowFreesBlocksBehindTheWindow) {
   ASSERT_EQ(out.size(), 4u);
   EXPECT_EQ(eng.stats().preemptions, 0);
   EXPECT_GT(eng.stats().kv_blocks_dropped, 20);
-  for (const Completion& c : out) {
-    ASSERT_EQ(static_cast<int64_t>(c.tokens.size()), max_new);
-    std::vector<int32_t> seq = prompt;
-    seq.insert(seq.end(), c.tokens.begin(), c.tokens.end());
-    const int64_t T = static_cast<int64_t>(seq.size());
-    std::vector<int32_t> targets(T, -1);
-    for (int64_t t = 0; t + 1 < T; ++t) targets[t] = seq[t + 1];
-    std::vector<float> lp(T), ent(T);
-    model.forward_logprobs(seq.data(), targets.data(), 1, T, lp.data(), ent.data());
-    for (size_t i = 0; i < c.tokens.size(); ++i)
-      ASSERT_NEAR(lp[prompt.size() - 1 + i], c.policy_logprob[i], 1e-5) << "member " << c.member << " token " << i;
-  }
+  for (const Completion& c : out) EXPECT_EQ(static_cast<int64_t>(c.tokens.size()), max_new);
+  EXPECT_LE(max_logprob_gap(model, prompt, out), 1e-5);
   EXPECT_EQ(out[2].fork_pos, 20);
   EXPECT_EQ(out[3].fork_pos, 20);
   EXPECT_EQ(pool.free_blocks(), 12);
@@ -399,19 +406,7 @@ TEST(RolloutEngine, EveryFamilyRolloutLogprobsEqualTheTrainingForwardInF32AndBf1
       model.set_precision(precision);
       KvPool pool(cfg, 4, 128, kv_dtype(precision));
       const std::vector<int32_t> prompt = {11, 12, 13, 14, 15};
-      auto out = RolloutEngine(model, pool).run({request(prompt, 2, 40, 4)});
-      double worst = 0;
-      for (const Completion& c : out) {
-        std::vector<int32_t> seq = prompt;
-        seq.insert(seq.end(), c.tokens.begin(), c.tokens.end());
-        const int64_t T = static_cast<int64_t>(seq.size());
-        std::vector<int32_t> targets(T, -1);
-        for (int64_t t = 0; t + 1 < T; ++t) targets[t] = seq[t + 1];
-        std::vector<float> lp(T), ent(T);
-        model.forward_logprobs(seq.data(), targets.data(), 1, T, lp.data(), ent.data());
-        for (size_t i = 0; i < c.tokens.size(); ++i)
-          worst = std::max(worst, double(std::fabs(lp[prompt.size() - 1 + i] - c.policy_logprob[i])));
-      }
+      const double worst = max_logprob_gap(model, prompt, RolloutEngine(model, pool).run({request(prompt, 2, 40, 4)}));
       // bf16: the products round their inputs to bf16, which turns the paged and training attention kernels'
       // different summation orders (~1e-7) into an occasional one-ulp flip (2^-8): measured up to 7e-3 on the
       // Gemma-2 shape (its activations are large: embeddings x 8), 0 on the others.
