@@ -312,6 +312,15 @@ SNIPPETS = [
     ("{% set n = {3: 'c', 1: 'a', 2: 'b'} %}{% for k, v in n | dictsort %}{{ k }}{{ v }}{% endfor %}|"
      "{{ '%s and %s' % ('a', 'b') }}|{{ '%d%%' % 5 }}", {}),
     ("{%- set x = 1 -%}\n  [{{ x }}]  \n  {# c #}\n\t{% if x %}\n  yes\n\t{%- endif %}\n{{- ' end' }}\n", {}),
+    ("{{ 3 | round }}|{{ 2.5 | round }}|{{ 'ab1' is lower }}{{ '1' is lower }}{{ none is upper }}|{{ 2.5 is odd }}"
+     "{{ 4.0 is even }}{{ 7.5 is divisibleby 2.5 }}|{{ [1, 2, 1].count(1) }}{{ [1, 2, 1].index(2) }}|"
+     "{{ 'ab' % [] }}{{ 'ab' % {} }}|{{ (1, 2) in {'k': 1} }}|{{ (1, 2) * 2 }}", {}),
+    ("{% if 5 | map('string') %}lazy{% endif %}|{% if 5 | batch(2) %}lazy{% endif %}|{{ nope | items | list }}|"
+     "{{ [1, 2] | select | reverse }}|{{ {'a': 1} | items | reverse }}", {}),
+    ("{{ [1] in {'k': 1} }}", {}),
+    ("{{ 5 | map('string') | list }}", {}),
+    ("{{ 'ab' % 1 }}", {}),
+    ("{{ nope | int }}", {}),
     ("{{ [1, 2] | map('string') | length }}", {}),
     ("{{ [1] | map('string') | tojson }}", {}),
     ("{{ raise_exception('custom failure: ' ~ 42) }}", {}),

@@ -126,8 +126,8 @@ Value f_list(const Value& v, const ArgReader&, CallArgs&) {
   return Value(iterate(v));
 }
 
-Value f_items(const Value& v, const ArgReader&, CallArgs&) {
-  if (v.is_undefined()) return Value(List{});
+Value f_items_now(const Value& v, const ArgReader&, CallArgs&) {
+  if (v.is_undefined()) return Value::generator({});
   if (!v.is_dict()) throw EvalError("Can only get item pairs from a mapping.");
   List out;
   for (const auto& [k, x] : v.as_dict().items) out.push_back(Value::tuple({k, x}));
@@ -206,6 +206,7 @@ std::string html_escape(std::string_view s) {
 namespace {
 
 Value f_int(const Value& v, const ArgReader& r, CallArgs&) {
+  if (v.is_undefined()) throw EvalError(v.as_string().empty() ? "a value is undefined" : v.as_string());
   const int64_t def = r.integer(0, "default", 0);
   if (v.is_int() || v.is_bool()) return v.as_int();
   if (v.is_float()) return std::isfinite(v.as_double()) ? to_int64(v.as_double()) : def;
@@ -224,6 +225,7 @@ Value f_int(const Value& v, const ArgReader& r, CallArgs&) {
 
 Value f_float(const Value& v, const ArgReader& r, CallArgs& a) {
   const Value* def = a.get(0, "default");
+  if (v.is_undefined()) throw EvalError(v.as_string().empty() ? "a value is undefined" : v.as_string());
   if (v.is_number()) return v.as_double();
   if (v.is_string()) {
     const std::string s = py_strip(v.as_string(), std::nullopt, true, true);
@@ -251,6 +253,7 @@ Value f_round(const Value& v, const ArgReader& r, CallArgs&) {
   if (!v.is_number()) throw EvalError("round(): expected a number, got " + type_name(v));
   const int64_t precision = r.integer(0, "precision", 0);
   const std::string method = r.str(1, "method", "common");
+  if (method == "common" && !v.is_float() && precision >= 0) return v.as_int();  // round(int, n) is the int
   const double scale = std::pow(10.0, static_cast<double>(precision));
   const double x = v.as_double() * scale;
   double y;
@@ -267,6 +270,17 @@ Value f_round(const Value& v, const ArgReader& r, CallArgs&) {
 }
 
 // select/reject/selectattr/rejectattr: the test and its arguments follow `skip` leading arguments.
+// Jinja's generator filters fail only when iterated: an error while building one is kept in it.
+template <class Body>
+Value lazily(Body body) {
+  try {
+    return body();
+  } catch (const EvalError& e) {
+    if (e.raised) throw;
+    return Value::failing_generator(e.what());
+  }
+}
+
 Value select_impl(const Value& v, CallArgs& a, bool by_attr, bool keep) {
   std::optional<std::string> attr;
   size_t k = 0;
@@ -291,20 +305,20 @@ Value select_impl(const Value& v, CallArgs& a, bool by_attr, bool keep) {
   return Value::generator(std::move(out));
 }
 
-Value f_select(const Value& v, const ArgReader&, CallArgs& a) {
+Value f_select_now(const Value& v, const ArgReader&, CallArgs& a) {
   return select_impl(v, a, false, true);
 }
-Value f_reject(const Value& v, const ArgReader&, CallArgs& a) {
+Value f_reject_now(const Value& v, const ArgReader&, CallArgs& a) {
   return select_impl(v, a, false, false);
 }
-Value f_selectattr(const Value& v, const ArgReader&, CallArgs& a) {
+Value f_selectattr_now(const Value& v, const ArgReader&, CallArgs& a) {
   return select_impl(v, a, true, true);
 }
-Value f_rejectattr(const Value& v, const ArgReader&, CallArgs& a) {
+Value f_rejectattr_now(const Value& v, const ArgReader&, CallArgs& a) {
   return select_impl(v, a, true, false);
 }
 
-Value f_map(const Value& v, const ArgReader& r, CallArgs& a) {
+Value f_map_now(const Value& v, const ArgReader& r, CallArgs& a) {
   List out;
   if (!truthy(v)) return Value::generator({});  // Jinja: `if value:` before iterating
   const auto attr = r.str(99, "attribute");
@@ -325,7 +339,7 @@ Value f_map(const Value& v, const ArgReader& r, CallArgs& a) {
   return Value::generator(std::move(out));
 }
 
-Value f_unique(const Value& v, const ArgReader& r, CallArgs&) {
+Value f_unique_now(const Value& v, const ArgReader& r, CallArgs&) {
   const bool cs = r.boolean(0, "case_sensitive", false);
   const auto attr = r.str(1, "attribute");
   List out, seen;
@@ -339,7 +353,7 @@ Value f_unique(const Value& v, const ArgReader& r, CallArgs&) {
   return Value::generator(std::move(out));
 }
 
-Value f_reverse(const Value& v, const ArgReader&, CallArgs&) {
+Value f_reverse_now(const Value& v, const ArgReader&, CallArgs&) {
   if (v.is_string()) {
     std::u32string u = py_decode(v.as_string());
     std::reverse(u.begin(), u.end());
@@ -347,7 +361,8 @@ Value f_reverse(const Value& v, const ArgReader&, CallArgs&) {
   }
   List l = iterate(v);
   std::reverse(l.begin(), l.end());
-  return Value::generator(std::move(l));  // reversed(): a list_reverseiterator
+  // reversed(list) is an iterator; a generator is listed and reversed into a list.
+  return v.is_generator() ? Value(std::move(l)) : Value::generator(std::move(l));
 }
 
 Value f_sort(const Value& v, const ArgReader& r, CallArgs&) {
@@ -399,6 +414,7 @@ Value f_sum(const Value& v, const ArgReader& r, CallArgs&) {
 }
 
 Value f_indent(const Value& v, const ArgReader& r, CallArgs& a) {
+  if (!v.is_string()) throw EvalError("unsupported operand type(s) for +=: '" + type_name(v) + "' and 'str'");
   const Value* w = a.get(0, "width");
   const std::string ind = w && w->is_string()
                               ? w->as_string()
@@ -434,7 +450,7 @@ Value f_center(const Value& v, const ArgReader& r, CallArgs&) {
   return std::string(left, ' ') + s + std::string(marg - left, ' ');
 }
 
-Value f_batch(const Value& v, const ArgReader& r, CallArgs&) {
+Value f_batch_now(const Value& v, const ArgReader& r, CallArgs&) {
   const int64_t n = r.integer(0, "linecount", 1);
   if (n <= 0) throw EvalError("batch(): linecount must be positive");
   const Value fill = r.value(1, "fill_with");
@@ -479,11 +495,48 @@ Value f_format(const Value& v, const ArgReader&, CallArgs& a) {
       throw EvalError(std::string("format(): unsupported format character '") + c + "'");
     }
   }
+  if (k < a.args.size()) throw EvalError("not all arguments converted during string formatting");
   return out;
 }
 
 Value f_safe(const Value& v, const ArgReader&, CallArgs&) {
   return Value::markup(soft_str(v));
+}
+
+Value f_items(const Value& v, const ArgReader& r, CallArgs& a) {
+  return lazily([&] { return f_items_now(v, r, a); });
+}
+
+Value f_select(const Value& v, const ArgReader& r, CallArgs& a) {
+  return lazily([&] { return f_select_now(v, r, a); });
+}
+
+Value f_reject(const Value& v, const ArgReader& r, CallArgs& a) {
+  return lazily([&] { return f_reject_now(v, r, a); });
+}
+
+Value f_selectattr(const Value& v, const ArgReader& r, CallArgs& a) {
+  return lazily([&] { return f_selectattr_now(v, r, a); });
+}
+
+Value f_rejectattr(const Value& v, const ArgReader& r, CallArgs& a) {
+  return lazily([&] { return f_rejectattr_now(v, r, a); });
+}
+
+Value f_map(const Value& v, const ArgReader& r, CallArgs& a) {
+  return lazily([&] { return f_map_now(v, r, a); });
+}
+
+Value f_unique(const Value& v, const ArgReader& r, CallArgs& a) {
+  return lazily([&] { return f_unique_now(v, r, a); });
+}
+
+Value f_reverse(const Value& v, const ArgReader& r, CallArgs& a) {
+  return f_reverse_now(v, r, a);  // not a generator function: fails at once
+}
+
+Value f_batch(const Value& v, const ArgReader& r, CallArgs& a) {
+  return lazily([&] { return f_batch_now(v, r, a); });
 }
 
 const std::map<std::string, FilterFn>& filters() {
@@ -548,6 +601,28 @@ bool sameas(const Value& a, const Value& b) {
   }
 }
 
+// Python's % on numbers (the odd/even/divisibleby tests); anything else is a TypeError.
+Value py_mod(const Value& a, const Value& b) {
+  if (!a.is_number() || !b.is_number()) {
+    throw EvalError("unsupported operand type(s) for %: '" + type_name(a) + "' and '" + type_name(b) + "'");
+  }
+  if (a.is_float() || b.is_float()) {
+    const double q = b.as_double();
+    if (q == 0) throw EvalError("float modulo by zero");
+    const double m = std::fmod(a.as_double(), q);
+    return m != 0 && ((m < 0) != (q < 0)) ? m + q : m;
+  }
+  const int64_t y = b.as_int();
+  if (y == 0) throw EvalError("integer modulo by zero");
+  if (y == -1) return int64_t{0};
+  const int64_t m = a.as_int() % y;
+  return m != 0 && ((m < 0) != (y < 0)) ? m + y : m;
+}
+
+bool is_zero(const Value& v) {
+  return v.as_double() == 0;
+}
+
 bool test_impl(const std::string& n, const Value& v, const CallArgs& a) {
   auto arg = [&]() -> const Value& {
     if (a.args.empty()) throw EvalError("test '" + n + "' needs an argument");
@@ -571,13 +646,9 @@ bool test_impl(const std::string& n, const Value& v, const CallArgs& a) {
   if (n == "iterable") return v.is_undefined() || v.is_list() || v.is_dict() || v.is_string();
   if (n == "sequence") return v.is_undefined() || (v.is_list() && !v.is_generator()) || v.is_dict() || v.is_string();
   if (n == "callable") return v.is_callable();
-  if (n == "odd") return integer(v) % 2 != 0;
-  if (n == "even") return integer(v) % 2 == 0;
-  if (n == "divisibleby") {
-    const int64_t d = integer(arg());
-    if (d == 0) throw EvalError("integer division or modulo by zero");
-    return integer(v) % d == 0;
-  }
+  if (n == "odd") return !is_zero(py_mod(v, Value(2))) && equal(py_mod(v, Value(2)), Value(1));
+  if (n == "even") return is_zero(py_mod(v, Value(2)));
+  if (n == "divisibleby") return is_zero(py_mod(v, arg()));
   if (n == "eq" || n == "equalto" || n == "==") return equal(v, arg());
   if (n == "ne" || n == "!=") return !equal(v, arg());
   if (n == "lt" || n == "lessthan" || n == "<") return less(v, arg());
@@ -586,8 +657,11 @@ bool test_impl(const std::string& n, const Value& v, const CallArgs& a) {
   if (n == "ge" || n == ">=") return !less(v, arg());
   if (n == "in") return contains(arg(), v);
   if (n == "sameas") return sameas(v, arg());
-  if (n == "lower") return v.is_string() && py_lower(v.as_string()) == v.as_string();
-  if (n == "upper") return v.is_string() && py_upper(v.as_string()) == v.as_string();
+  if (n == "lower" || n == "upper") {           // str(value).islower() / .isupper()
+    if (v.is_generator()) return n == "lower";  // '<generator object ... at 0x...>'
+    const std::string s = to_str(v), lo = py_lower(s), up = py_upper(s);
+    return n == "lower" ? lo == s && up != s : up == s && lo != s;
+  }
   if (n == "escaped") return false;
   throw EvalError("no test named '" + n + "'");
 }

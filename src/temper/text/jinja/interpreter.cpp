@@ -70,7 +70,7 @@ Value repeat(const Value& seq, int64_t n) {
   }
   List out;
   for (int64_t i = 0; i < n; ++i) out.insert(out.end(), seq.as_list().begin(), seq.as_list().end());
-  return Value(std::move(out));
+  return seq.is_tuple() ? Value::tuple(std::move(out)) : Value(std::move(out));
 }
 
 Value arith(const std::string& op, const Value& a, const Value& b) {
@@ -109,6 +109,7 @@ Value arith(const std::string& op, const Value& a, const Value& b) {
         }
         return acc;
       }
+      if (p == 0 && q < 0) throw EvalError("0.0 cannot be raised to a negative power");
       return std::pow(p, q);
     }
   }
@@ -127,6 +128,8 @@ Value arith(const std::string& op, const Value& a, const Value& b) {
   if (op == "*" && (a.is_string() || a.is_list()) && (b.is_int() || b.is_bool())) return repeat(a, b.as_int());
   if (op == "*" && (b.is_string() || b.is_list()) && (a.is_int() || a.is_bool())) return repeat(b, a.as_int());
   if (op == "%" && a.is_string()) {
+    // A dict or list operand is a mapping to Python's %: no error when nothing refers to it.
+    if ((b.is_dict() || (b.is_list() && !b.is_tuple())) && a.as_string().find('%') == std::string::npos) return a;
     CallArgs args;
     args.args = b.is_tuple() ? b.as_list() : List{b};
     return apply_filter("format", a, args);

@@ -83,6 +83,9 @@ Value str_method(const std::string& s, const std::string& m, CallArgs& a) {
   if (m == "strip" || m == "lstrip" || m == "rstrip") {
     return py_strip(s, r.str(0, "chars"), m != "rstrip", m != "lstrip");
   }
+  if ((m == "split" || m == "rsplit") && r.str(0, "sep") && r.str(0, "sep")->empty()) {
+    throw EvalError("str." + m + "(): empty separator");
+  }
   if (m == "split") return string_list(py_split(s, r.str(0, "sep"), r.integer(1, "maxsplit", -1)));
   if (m == "rsplit") return string_list(py_rsplit(s, r.str(0, "sep"), r.integer(1, "maxsplit", -1)));
   if (m == "splitlines") return string_list(py_splitlines(s));
@@ -216,6 +219,20 @@ Value get_attr(const Value& obj, const std::string& name) {
     const Value* v = obj.as_dict().find(name);
     return v ? *v : Value::undefined("'dict object' has no attribute '" + name + "'");
   }
+  if (obj.is_list() && !obj.is_generator() && (name == "count" || name == "index")) {
+    return Value::callable("list." + name, [obj, name](CallArgs& a) -> Value {
+      if (a.args.size() != 1) throw EvalError("list." + name + "() takes exactly one argument");
+      const List& l = obj.as_list();
+      int64_t n = 0;
+      for (size_t i = 0; i < l.size(); ++i) {
+        if (!equal(l[i], a.args[0])) continue;
+        if (name == "index") return static_cast<int64_t>(i);
+        ++n;
+      }
+      if (name == "index") throw EvalError(repr(a.args[0]) + " is not in list");
+      return n;
+    });
+  }
   if (obj.is_list() && is_list_mutator(name)) {
     return Value::callable("list." + name, [name](CallArgs&) -> Value {
       throw EvalError("list." + name +
@@ -271,6 +288,7 @@ Value get_slice(const Value& obj, std::optional<int64_t> start, std::optional<in
 }
 
 List iterate(const Value& v) {
+  if (v.is_generator() && !v.as_string().empty()) throw EvalError(v.as_string());
   switch (v.kind()) {
     case Value::Kind::kUndefined:
       return {};
@@ -313,7 +331,11 @@ bool contains(const Value& c, const Value& item) {
     if (!item.is_string()) throw EvalError("'in <string>' requires string as left operand, not " + type_name(item));
     return c.as_string().find(item.as_string()) != std::string::npos;
   }
-  if (c.is_dict() || c.is_namespace()) return c.as_dict().find(item) != nullptr;
+  if (c.is_dict() || c.is_namespace()) {
+    if ((item.is_list() && !item.is_tuple() && !item.is_generator()) || item.is_dict() || item.is_namespace())
+      throw EvalError("unhashable type: '" + type_name(item) + "'");
+    return c.as_dict().find(item) != nullptr;
+  }
   for (const Value& x : iterate(c)) {
     if (equal(x, item)) return true;
   }

@@ -113,6 +113,7 @@ std::vector<std::string> split_whitespace(std::string_view s, int64_t maxsplit, 
 
 std::vector<std::string> py_split(std::string_view s, const std::optional<std::string>& sep, int64_t maxsplit) {
   if (!sep) return split_whitespace(s, maxsplit, false);
+  if (sep->empty()) return {std::string(s)};  // Python raises; callers refuse it first
   std::vector<std::string> out;
   size_t at = 0;
   while (maxsplit < 0 || static_cast<int64_t>(out.size()) < maxsplit) {
@@ -127,6 +128,7 @@ std::vector<std::string> py_split(std::string_view s, const std::optional<std::s
 
 std::vector<std::string> py_rsplit(std::string_view s, const std::optional<std::string>& sep, int64_t maxsplit) {
   if (!sep) return split_whitespace(s, maxsplit, true);
+  if (sep->empty()) return {std::string(s)};  // Python raises; callers refuse it first
   std::vector<std::string> out;
   size_t end = s.size();
   while (maxsplit < 0 || static_cast<int64_t>(out.size()) < maxsplit) {

@@ -181,7 +181,7 @@ bool less(const Value& a, const Value& b) {
     return a.as_int() < b.as_int();
   }
   if (a.is_string() && b.is_string()) return a.as_string() < b.as_string();  // UTF-8 bytes order = code points
-  if (a.is_list() && b.is_list()) {
+  if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple() && !a.is_generator() && !b.is_generator()) {
     const List &x = a.as_list(), &y = b.as_list();
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
       if (!equal(x[i], y[i])) return less(x[i], y[i]);

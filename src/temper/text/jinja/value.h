@@ -72,6 +72,12 @@ class Value {
   Value(Dict d);  // NOLINT
   static Value tuple(List l) { return flagged(Value(std::move(l)), Flag::kTuple); }
   static Value generator(List l) { return flagged(Value(std::move(l)), Flag::kGenerator); }
+  // A generator whose iteration raises `error` (what Jinja's filters do on a non-iterable).
+  static Value failing_generator(std::string error) {
+    Value v = generator({});
+    v.str_ = std::move(error);
+    return v;
+  }
   static Value markup(std::string s) { return flagged(Value(std::move(s)), Flag::kMarkup); }
   static Value callable(std::string name, std::function<Value(CallArgs&)> fn);
   static Value make_namespace(Dict d);
