@@ -21,6 +21,11 @@ What it measures
     Shape: smollm2-135m = LlamaConfig(hidden 576, 30 layers, 9 heads, 3 kv heads, head_dim 64,
     intermediate 1536, vocab 49152, tied embeddings, rope_theta 1e5, rms_norm_eps 1e-5),
     random weights (seed 0); tiny = the tests/data/golden/llama config. Attention: SDPA.
+    Or --config FILE: any family temper runs, from the config.json of a temper shape
+    (`temper bench train --shape NAME --print-config > NAME.json`, bench/peers/hf_shape.py:
+    the family's config class and AutoModelForCausalLM; Gemma-2 with eager attention, since
+    transformers' SDPA path drops its soft-cap). Use --impl generate there: it makes each family's
+    own cache (Gemma-2/3: HybridCache, which --impl loop's DynamicCache does not replace).
     Dtypes: f32 = everything fp32. bf16 = model.to(torch.bfloat16): bf16 weights, activations
     and KV cache (pure bf16 inference, as llama.cpp's BF16 GGUF); logits upcast to fp32 for
     sampling.
@@ -103,6 +108,8 @@ def run_generate(model, ids, n_new):
 def main():
     ap = argparse.ArgumentParser(description="PyTorch CPU batched generation with a KV cache (peer benchmark)")
     ap.add_argument("--shape", choices=["smollm2-135m", "tiny"], default="smollm2-135m")
+    ap.add_argument("--config", help="config.json of a temper shape (temper bench train --print-config); "
+                    "overrides --shape")
     ap.add_argument("--batch", type=str, default="1", help="batch size, or a comma list (one JSON line each)")
     ap.add_argument("--prompt-len", type=int, default=64)
     ap.add_argument("--gen-len", type=int, default=32)
@@ -124,8 +131,15 @@ def main():
 
     transformers.logging.set_verbosity_error()
     torch.manual_seed(0)
-    cfg = make_config(args.shape)
-    base = LlamaForCausalLM(cfg).eval()
+    if args.config:
+        from hf_shape import build_model, default_attn, shape_name
+        base, cfg = build_model(args.config, default_attn(args.config), use_cache=True,
+                                min_positions=args.prompt_len + args.gen_len)
+        base.eval()
+        args.shape = shape_name(args.config)
+    else:
+        cfg = make_config(args.shape)
+        base = LlamaForCausalLM(cfg).eval()
     for dtype in dtypes:
         model = base.to(torch.bfloat16) if dtype == "bf16" else base.to(torch.float32)
         for b in batches:

@@ -9,6 +9,7 @@ What it measures
     CPU) step, zero_grad(set_to_none=True). `--warmup` steps run untimed (they also allocate
     the AdamW state), then `--steps` steps are timed with time.perf_counter():
         tokens_per_s = batch * seq * steps / elapsed
+    and each timed step's seconds in step_s (for a median on a noisy machine).
     peak_rss_mb = getrusage(RUSAGE_SELF).ru_maxrss / 1024 (whole-process peak, including
     model construction and the warmup steps).
 
@@ -19,6 +20,10 @@ What it measures
       tiny          the tests/data/golden/llama config (hidden 64, 2 layers, 4/2 heads,
                     head_dim 16, intermediate 88, vocab 128, tied) with
                     max_position_embeddings = max(2048, seq)
+    or --config FILE: any family temper runs, from the config.json of one of temper's built-in
+    shapes (`temper bench train --shape NAME --print-config > NAME.json`; bench/peers/hf_shape.py:
+    the config class of its model_type, AutoModelForCausalLM; "shape" in the JSON is the file's
+    name). Gemma-2 runs eager attention there (SDPA drops its soft-cap).
     Attention: attn_implementation="sdpa" (torch.nn.functional.scaled_dot_product_attention,
     causal, no padding mask).
     Dtypes: f32 = plain fp32 everywhere. bf16 = torch.autocast("cpu", dtype=torch.bfloat16)
@@ -81,7 +86,9 @@ def make_config(shape, seq, attn):
 
 def main():
     ap = argparse.ArgumentParser(description="PyTorch CPU training-step throughput (peer benchmark)")
-    ap.add_argument("--shape", choices=["smollm2-135m", "tiny"], required=True)
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--shape", choices=["smollm2-135m", "tiny"])
+    src.add_argument("--config", help="config.json of a temper shape (temper bench train --print-config)")
     ap.add_argument("--batch", type=int, required=True)
     ap.add_argument("--seq", type=int, required=True)
     ap.add_argument("--threads", type=int, required=True)
@@ -90,10 +97,14 @@ def main():
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--attn", choices=["sdpa", "eager"], default=None,
-                    help="attention implementation (default: sdpa; eager on torch 1.x, which has no SDPA)")
+                    help="attention implementation (default: sdpa; eager on torch 1.x, which has no SDPA, "
+                    "and for Gemma-2)")
     args = ap.parse_args()
     if args.attn is None:
         args.attn = "sdpa" if int(torch.__version__.split(".")[0]) >= 2 else "eager"
+        if args.config:
+            from hf_shape import default_attn
+            args.attn = default_attn(args.config) if args.attn == "sdpa" else args.attn
     if args.steps < 1 or args.warmup < 0 or args.batch < 1 or args.seq < 2 or args.threads < 1:
         ap.error("need steps >= 1, warmup >= 0, batch >= 1, seq >= 2, threads >= 1")
 
@@ -103,8 +114,13 @@ def main():
 
     transformers.logging.set_verbosity_error()
     torch.manual_seed(0)
-    cfg = make_config(args.shape, args.seq, args.attn)
-    model = LlamaForCausalLM(cfg)
+    if args.config:
+        from hf_shape import build_model, shape_name
+        model, cfg = build_model(args.config, args.attn, use_cache=False, min_positions=args.seq)
+        args.shape = shape_name(args.config)
+    else:
+        cfg = make_config(args.shape, args.seq, args.attn)
+        model = LlamaForCausalLM(cfg)
     assert model.config._attn_implementation == args.attn
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
@@ -125,10 +141,12 @@ def main():
 
     for _ in range(args.warmup):
         step()
-    losses = []
+    losses, step_s = [], []
     t0 = time.perf_counter()
     for _ in range(args.steps):
+        ts = time.perf_counter()
         losses.append(step())  # .item() syncs; CPU is synchronous anyway
+        step_s.append(round(time.perf_counter() - ts, 4))
     elapsed = time.perf_counter() - t0
 
     result = {
@@ -141,6 +159,9 @@ def main():
         "threads": args.threads,
         "dtype": args.dtype,
         "tokens_per_s": args.batch * args.seq * args.steps / elapsed,
+        "step_s": step_s,
+        "params": sum(p.numel() for p in model.parameters()),
+        "final_loss": losses[-1],
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
     if args.json:

@@ -1,5 +1,4 @@
 #include "temper/app/bench_train.h"
-#include "temper/app/model_source.h"
 
 #include <sys/resource.h>
 
@@ -7,7 +6,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <vector>
 
+#include "temper/app/model_source.h"
 #include "temper/core/cpu_features.h"
 #include "temper/core/error.h"
 #include "temper/core/profile.h"
@@ -49,6 +50,10 @@ int bench_train(BenchTrainOptions o) {
   } else {
     cfg = model_config_preset(o.shape);
   }
+  if (o.print_config) {
+    std::printf("%s\n", io::hf_config_json(cfg).dump(2).c_str());
+    return 0;
+  }
   if (cfg.max_position_embeddings < o.seq) cfg.max_position_embeddings = o.seq;
   Transformer model(cfg);
   std::string weights = o.model_dir.empty() ? "" : o.model_dir + "/model.safetensors";
@@ -79,9 +84,13 @@ int bench_train(BenchTrainOptions o) {
   for (int i = 0; i < o.warmup; ++i) st = trainer.step(tokens.data(), nullptr, o.batch, o.seq);
   profile_reset();
   profile_enable(o.profile);
+  std::vector<double> step_s;  // each timed step's seconds (a median is robust to a noisy neighbour)
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < o.steps; ++i) {
+    auto ts = std::chrono::steady_clock::now();
     st = trainer.step(tokens.data(), nullptr, o.batch, o.seq);
+    step_s.push_back(std::round(std::chrono::duration<double>(std::chrono::steady_clock::now() - ts).count() * 1e4) /
+                     1e4);
     if (!o.json) std::printf("  step %d: loss %.4f grad_norm %.3f\n", i, st.loss, st.grad_norm);
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -95,6 +104,7 @@ int bench_train(BenchTrainOptions o) {
                       {"dtype", o.dtype},
                       {"device", o.device},
                       {"tokens_per_s", std::round(tps * 100) / 100},
+                      {"step_s", step_s},
                       {"peak_rss_mb", std::round(peak_rss_mb() * 10) / 10},
                       {"activation_mb", std::round(model.activation_bytes() / 1048576.0 * 10) / 10},
                       {"isa", std::string(isa_name(cpu_isa()))},

@@ -20,6 +20,7 @@ struct BenchTrainOptions {
   bool json = false;
   bool profile = false;
   bool quick = false;  // tiny shape, small batch: a smoke run of the whole step
+  bool print_config = false;   // print the shape's config.json (io::hf_config_json) instead of running
   std::string device = "cpu";  // cpu, cuda[:N], mirror: the step's passes and the optimizer on that device
 };
 

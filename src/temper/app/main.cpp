@@ -48,7 +48,9 @@ int main(int argc, char** argv) {
   bench->require_subcommand(1);
   temper::app::BenchTrainOptions bt;
   auto* train = bench->add_subcommand("train", "Forward + backward + AdamW tokens/s of the training step");
-  auto* shape_opt = train->add_option("--shape", bt.shape, "Built-in shape: smollm2-135m, tiny");
+  auto* shape_opt = train->add_option("--shape", bt.shape,
+                                      "Built-in shape: smollm2-135m, qwen2.5-0.5b, llama3.2-0.5b, qwen3-0.6b, "
+                                      "mistral-0.5b, gemma2-0.5b, gemma3-0.5b, phi3-0.5b, tiny");
   train->add_option("--model", bt.model_dir, "Hugging Face model directory (config.json [+ model.safetensors])")
       ->excludes(shape_opt);
   train->add_option("--batch", bt.batch, "Sequences per step")->capture_default_str();
@@ -63,6 +65,8 @@ int main(int argc, char** argv) {
   train->add_flag("--json", bt.json, "Print only the JSON result line");
   train->add_flag("--profile", bt.profile, "Add seconds per step by phase to the JSON");
   train->add_flag("--quick", bt.quick, "Smoke run: tiny shape, batch 4 x seq 64, 3 steps");
+  train->add_flag("--print-config", bt.print_config,
+                  "Print the shape's Hugging Face config.json (the PyTorch peers build from it) and exit");
   train->add_option("--device", bt.device, "cpu, cuda, cuda:N or mirror")->capture_default_str();
 
   temper::app::BenchLoadOptions bl;
@@ -72,7 +76,9 @@ int main(int argc, char** argv) {
 
   temper::app::BenchRolloutOptions br;
   auto* roll = bench->add_subcommand("rollout", "Batched generation (rollout engine): prefill and decode tokens/s");
-  auto* rshape = roll->add_option("--shape", br.shape, "Built-in shape with random weights: smollm2-135m, tiny");
+  auto* rshape = roll->add_option("--shape", br.shape,
+                                  "Built-in shape with random weights: smollm2-135m, qwen2.5-0.5b, llama3.2-0.5b, "
+                                  "qwen3-0.6b, mistral-0.5b, gemma2-0.5b, gemma3-0.5b, phi3-0.5b, tiny");
   roll->add_option("--model", br.model, "A model (Hugging Face directory or .gguf)")->excludes(rshape);
   roll->add_option("--batch", br.batch, "Sequences (prompts with --group)")->capture_default_str();
   roll->add_option("--group", br.group, "Samples per prompt sharing its prefill (batch x group sequences)")

@@ -61,8 +61,9 @@ std::string arch_name(Arch a);
 // The built-in shapes model_config_preset knows (its error lists them; "tiny" is the golden Llama shape), and those
 // `temper train` builds from scratch with the byte-level tokenizer (model.preset; `tiny`'s 128-token vocabulary is
 // smaller than the tokenizer's).
-inline constexpr std::string_view kModelPresets[] = {"quickstart", "quickstart-large", "smollm2-135m", "qwen2.5-0.5b",
-                                                     "tiny"};
+inline constexpr std::string_view kModelPresets[] = {
+    "quickstart",   "quickstart-large", "smollm2-135m", "qwen2.5-0.5b", "llama3.2-0.5b", "qwen3-0.6b",
+    "mistral-0.5b", "gemma2-0.5b",      "gemma3-0.5b",  "phi3-0.5b",    "tiny"};
 inline constexpr std::string_view kTrainPresets[] = {"quickstart", "quickstart-large", "qwen2.5-0.5b", "smollm2-135m"};
 ModelConfig model_config_preset(const std::string& name);  // throws on an unknown name
 
