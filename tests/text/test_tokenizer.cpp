@@ -68,6 +68,22 @@ TEST_P(TokenizerGolden, StreamingDecodeEqualsDecode) {
   EXPECT_GT(held_back, 0) << "no token ended inside a UTF-8 character; the split case was not exercised";
 }
 
+// SentencePiece-style decoders strip the text's leading space and fuse byte-fallback tokens: the stream gives
+// decode(ids) too.
+TEST(Tokenizer, StreamingDecodeEqualsDecodeForSentencePieceStyle) {
+  for (const char* name : {"llama2", "mistral", "gemma"}) {
+    const Tokenizer& tok = golden_tokenizer(name);
+    for (const std::string& text : corpus().texts) {
+      const std::vector<int32_t> ids = tok.encode(text);
+      StreamDecoder sd(tok);
+      std::string all;
+      for (int32_t id : ids) all += sd.push(id);
+      all += sd.flush();
+      EXPECT_EQ(all, tok.decode(ids)) << name << ": '" << show(text) << "'";
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(All, TokenizerGolden, ::testing::Values("smollm2", "gpt2", "llama3", "qwen2"),
                          [](const auto& info) { return info.param; });
 
