@@ -82,18 +82,19 @@ fi
 "$py" - "$results" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-cells = {}  # (shape, dtype) -> {"train": {engine: tok/s}, "decode": {engine: tok/s}, "params": {engine: n}}
+cells = {}  # (shape, dtype) -> medians / bests per engine, parameter counts, others' CPU share
 for r in rows:
-    c = cells.setdefault((r["shape"], r["dtype"]), {"train": {}, "decode": {}, "params": {}})
+    c = cells.setdefault((r["shape"], r["dtype"]), {"train": {}, "decode": {}, "params": {}, "others": []})
     e = r["engine"]
-    if "params" in r:
-        c["params"][e] = r["params"]
+    c["params"][e] = r["params"]
+    c["others"].append(r.get("others_cpu_pct", 0.0))
     if r["what"] == "train":
         c["train"][e] = r["batch"] * r["seq"] / statistics.median(r["step_s"])
     else:
         c["decode"][e] = max(c["decode"].get(e, 0.0), r["decode_tokens_per_s"])  # PyTorch: best of its runs
-print("| shape | dtype | params | train temper | train PyTorch | ratio | decode temper | decode PyTorch | ratio |")
-print("|---|---|---|---|---|---|---|---|---|")
+print("| shape | dtype | params | train temper | train PyTorch | ratio | decode temper | decode PyTorch | ratio "
+      "| others' CPU (max) |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 for (shape, dtype), c in cells.items():
     p = c["params"]
     if len(set(p.values())) > 1:
@@ -103,5 +104,5 @@ for (shape, dtype), c in cells.items():
         f = lambda v: f"{v:.1f}" if v else "-"
         return f"{f(t)} | {f(q)} | " + (f"**{t / q:.2f}x**" if t and q else "-")
     n = next(iter(p.values()), 0)
-    print(f"| {shape} | {dtype} | {n / 1e6:.1f}M | {col('train')} | {col('decode')} |")
+    print(f"| {shape} | {dtype} | {n / 1e6:.1f}M | {col('train')} | {col('decode')} | {max(c['others']):.1f}% |")
 PY
