@@ -20,7 +20,7 @@ float logit_row_stats(const float* z, int64_t V, int32_t target, float* logprob,
 }
 
 int64_t classifier_chunk(int64_t N, int64_t V, int64_t chunk_rows) {
-  int64_t chunk = chunk_rows > 0 ? chunk_rows : kClassifierChunkBytes / (4 * V);
+  int64_t chunk = chunk_rows > 0 ? chunk_rows : std::max(kClassifierChunkBytes / (4 * V), kClassifierMinChunkRows);
   if (chunk < 1) chunk = 1;
   return chunk < N ? chunk : (N > 0 ? N : 1);
 }

@@ -70,6 +70,10 @@ struct ClassifierArgs {
 };
 
 inline constexpr int64_t kClassifierChunkBytes = int64_t{64} << 20;
+// Rows a chunk holds at least, whatever the vocabulary: each chunk's weight gradient dW += dZ^T H reads and writes
+// all of dW (V x C) for `rows` of work, so with 64-row chunks at V = 256k (Gemma) the update was memory-bound and
+// the classifier took ~62% of a 0.5B training step (docs/PERFORMANCE.md). 256 rows cost 256 MB of logits there.
+inline constexpr int64_t kClassifierMinChunkRows = 256;
 
 // One logits row: log-prob of `target` (0 if target < 0) and the full-vocabulary entropy, with the
 // same arithmetic the fused classifier uses (so rollout statistics equal training's). Returns lse.
