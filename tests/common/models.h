@@ -9,8 +9,7 @@ namespace temper::test {
 inline ModelConfig small_config(Arch arch, int64_t max_pos = 256) {
   ModelConfig c = model_config_preset("tiny");
   c.arch = arch;
-  c.qkv_bias = arch == Arch::qwen2;
-  c.qk_norm = arch == Arch::qwen3;
+  apply_arch_features(c);
   c.tie_word_embeddings = arch == Arch::llama;
   c.max_position_embeddings = max_pos;
   return c;
@@ -19,13 +18,10 @@ inline ModelConfig small_config(Arch arch, int64_t max_pos = 256) {
 // The golden shape with each newer family's features switched on (windows shorter than the tests' sequences,
 // soft-caps that bend, Gemma's norms and scales, Phi-3's fused projections and longrope past position 32).
 inline ModelConfig family_config(Arch arch, int64_t max_pos = 256) {
-  ModelConfig c = small_config(Arch::llama, max_pos);
-  c.arch = arch;
+  ModelConfig c = small_config(arch, max_pos);
   c.tie_word_embeddings = arch == Arch::gemma2 || arch == Arch::gemma3;
   if (arch == Arch::mistral || arch == Arch::phi3) c.sliding_window = 8;
   if (arch == Arch::gemma2 || arch == Arch::gemma3) {
-    c.act = Activation::gelu_tanh;
-    c.norm_offset = c.embed_scale = c.sandwich_norm = true;
     c.query_pre_attn_scalar = 24;
     c.sliding_window = 8;
     c.sliding_pattern = 2;
@@ -35,14 +31,12 @@ inline ModelConfig family_config(Arch arch, int64_t max_pos = 256) {
     c.final_softcap = 8;
   }
   if (arch == Arch::gemma3) {
-    c.qk_norm = true;
     c.rope_theta = 1e6;
     c.rope_local_theta = 1e4;
     c.rope_scaling.type = kernels::RopeScaling::Type::linear;
     c.rope_scaling.factor = 4;
   }
   if (arch == Arch::phi3) {
-    c.fused_proj = true;
     kernels::RopeScaling& r = c.rope_scaling;
     r.type = kernels::RopeScaling::Type::longrope;
     r.original_max_position = 32;

@@ -222,8 +222,6 @@ void read_rope_scaling(const GgufFile& f, const std::string& p, ModelConfig& c) 
 // (query_pre_attn_scalar) is head_dim except on the 27B models (hidden / heads), as llama.cpp decides; temper's
 // own files carry it as {arch}.attention.query_pre_attn_scalar.
 void read_gemma(const GgufFile& f, const std::string& p, ModelConfig& c) {
-  c.act = Activation::gelu_tanh;
-  c.norm_offset = c.embed_scale = c.sandwich_norm = true;
   const bool is_27b = c.num_layers == (c.arch == Arch::gemma2 ? 46 : 62);
   c.query_pre_attn_scalar = f.get_f32_or(p + "attention.query_pre_attn_scalar",
                                          static_cast<float>(is_27b ? c.hidden_size / c.num_heads : c.head_dim));
@@ -231,10 +229,8 @@ void read_gemma(const GgufFile& f, const std::string& p, ModelConfig& c) {
   c.final_softcap = f.get_f32_or(p + "final_logit_softcapping", 0.0f);
   if (c.arch == Arch::gemma2) {
     c.attn_softcap = f.get_f32_or(p + "attn_logit_softcapping", 0.0f);
-    c.sliding_pattern = 2;
   } else {
-    c.qk_norm = true;
-    c.sliding_pattern = f.get_u32_or(p + "attention.sliding_window_pattern", 6);
+    c.sliding_pattern = f.get_u32_or(p + "attention.sliding_window_pattern", c.sliding_pattern);
     c.rope_local_theta = f.get_f32_or(p + "rope.freq_base_swa", 10000.0f);
   }
 }
@@ -298,9 +294,7 @@ ModelConfig gguf_model_config(const GgufFile& f) {
   c.rope_theta = f.get_f32_or(p + "rope.freq_base", 10000.0f);
   c.rms_norm_eps = f.get_f32(p + "attention.layer_norm_rms_epsilon");
   c.tie_word_embeddings = !f.has_tensor("output.weight");
-  c.qkv_bias = c.arch == Arch::qwen2;
-  c.qk_norm = c.arch == Arch::qwen3;
-  c.fused_proj = c.arch == Arch::phi3;
+  apply_arch_features(c);
   if (is_gemma(c.arch)) read_gemma(f, p, c);
   if (c.arch == Arch::llama || c.arch == Arch::phi3) {
     // llama.cpp's llama arch has no window (Mistral v0.1's is dropped by its converter); temper writes the key.

@@ -152,18 +152,15 @@ Activation read_activation(const Fields& f, Arch arch) {
 
 // Gemma-2/3: the family's layer and its defaults where config.json leaves a field out (the config classes').
 void read_gemma(const Fields& f, ModelConfig& c) {
-  c.norm_offset = c.embed_scale = c.sandwich_norm = true;
   c.query_pre_attn_scalar = f.opt_num("query_pre_attn_scalar", 256);
   c.sliding_window = f.opt_int("sliding_window", 4096);
   if (c.arch == Arch::gemma2) {
     c.attn_softcap = f.num_or_null("attn_logit_softcapping", 50.0);
     c.final_softcap = f.num_or_null("final_logit_softcapping", 30.0);
-    c.sliding_pattern = 2;  // even layers slide
   } else {
-    c.qk_norm = true;
     c.attn_softcap = f.num_or_null("attn_logit_softcapping", 0.0);
     c.final_softcap = f.num_or_null("final_logit_softcapping", 0.0);
-    c.sliding_pattern = f.opt_int("sliding_window_pattern", 6);
+    c.sliding_pattern = f.opt_int("sliding_window_pattern", c.sliding_pattern);
     c.rope_local_theta = f.opt_num("rope_local_base_freq", 10000.0);
     TEMPER_CHECK(c.sliding_pattern > 0) << f.path << ": field 'sliding_window_pattern' must be > 0, got "
                                         << c.sliding_pattern;
@@ -206,10 +203,8 @@ ModelConfig read_hf_config(const std::string& path) {
   c.rms_norm_eps = f.opt_num("rms_norm_eps", 1e-6);
   const bool gemma = c.arch == Arch::gemma2 || c.arch == Arch::gemma3;
   c.tie_word_embeddings = f.opt_bool("tie_word_embeddings", gemma);  // the config classes' defaults
-  c.qkv_bias = c.arch == Arch::qwen2;
-  c.qk_norm = c.arch == Arch::qwen3;
-  c.fused_proj = c.arch == Arch::phi3;
-  c.act = read_activation(f, c.arch);
+  apply_arch_features(c);
+  c.act = read_activation(f, c.arch);  // checks the file's activation is the family's
   if (gemma) read_gemma(f, c);
   if (c.arch == Arch::mistral || c.arch == Arch::phi3) c.sliding_window = f.opt_int("sliding_window", 0);
   c.pad_token_id = f.opt_int("pad_token_id", -1);

@@ -124,194 +124,138 @@ std::string ModelConfig::summary() const {
   return s.str();
 }
 
-ModelConfig model_config_preset(const std::string& name) {
+void apply_arch_features(ModelConfig& c) {
+  const bool gemma = c.arch == Arch::gemma2 || c.arch == Arch::gemma3;
+  c.qkv_bias = c.arch == Arch::qwen2;
+  c.qk_norm = c.arch == Arch::qwen3 || c.arch == Arch::gemma3;
+  c.fused_proj = c.arch == Arch::phi3;
+  c.act = gemma ? Activation::gelu_tanh : Activation::silu;
+  c.norm_offset = c.embed_scale = c.sandwich_norm = gemma;
+  if (gemma) c.sliding_pattern = c.arch == Arch::gemma2 ? 2 : 6;
+}
+
+namespace {
+
+// The fields every preset sets (head_dim explicit), with the family's features.
+ModelConfig shape(Arch arch, int64_t V, int64_t C, int64_t L, int64_t H, int64_t Hkv, int64_t D, int64_t F, int64_t ctx,
+                  double theta, double eps, bool tied) {
   ModelConfig c;
-  if (name == "smollm2-135m") {
-    c.arch = Arch::llama;
-    c.vocab_size = 49152;
-    c.hidden_size = 576;
-    c.num_layers = 30;
-    c.num_heads = 9;
-    c.num_kv_heads = 3;
-    c.head_dim = 64;
-    c.intermediate_size = 1536;
-    c.max_position_embeddings = 8192;
-    c.rope_theta = 100000.0;
-    c.rms_norm_eps = 1e-5;
-    c.tie_word_embeddings = true;
-  } else if (name == "tiny") {
-    c.arch = Arch::llama;
-    c.vocab_size = 128;
-    c.hidden_size = 64;
-    c.num_layers = 2;
-    c.num_heads = 4;
-    c.num_kv_heads = 2;
-    c.head_dim = 16;
-    c.intermediate_size = 88;
-    c.max_position_embeddings = 2048;
-    c.rope_theta = 10000.0;
-    c.rms_norm_eps = 1e-5;
-    c.tie_word_embeddings = true;
-  } else if (name == "quickstart") {  // temper train's built-in tiny model (byte-level vocabulary + 3 specials)
-    c.arch = Arch::llama;
-    c.vocab_size = 259;
-    c.hidden_size = 128;
-    c.num_layers = 4;
-    c.num_heads = 4;
-    c.num_kv_heads = 2;
-    c.head_dim = 32;
-    c.intermediate_size = 384;
-    c.max_position_embeddings = 256;
-    c.rope_theta = 10000.0;
-    c.rms_norm_eps = 1e-5;
-    c.tie_word_embeddings = true;
-  } else if (name == "quickstart-large") {  // a larger tiny model on the same vocabulary (a teacher for the student)
-    c = model_config_preset("quickstart");
-    c.hidden_size = 256;
-    c.num_layers = 6;
-    c.num_heads = 8;
-    c.num_kv_heads = 4;
-    c.head_dim = 32;
-    c.intermediate_size = 768;
-  } else if (name == "qwen2.5-0.5b") {  // Qwen/Qwen2.5-0.5B's config.json (GPU benchmarks with random weights)
-    c.arch = Arch::qwen2;
-    c.vocab_size = 151936;
-    c.hidden_size = 896;
-    c.num_layers = 24;
-    c.num_heads = 14;
-    c.num_kv_heads = 2;
-    c.head_dim = 64;
-    c.intermediate_size = 4864;
-    c.max_position_embeddings = 32768;
-    c.rope_theta = 1000000.0;
-    c.rms_norm_eps = 1e-6;
-    c.tie_word_embeddings = true;
-    c.qkv_bias = true;
-  } else if (name == "llama3.2-0.5b") {
-    // meta-llama/Llama-3.2-1B's config.json (tied, rope_theta 5e5, rope_scaling llama3 x32 from 8192,
-    // max_position 131072, 32/8 heads of 64) at half the width: C 2048 -> 1024, F 8192 -> 4096, 16 -> 24 layers.
-    c.arch = Arch::llama;
-    c.vocab_size = 128256;
-    c.hidden_size = 1024;
-    c.num_layers = 24;
-    c.num_heads = 16;
-    c.num_kv_heads = 4;
-    c.head_dim = 64;
-    c.intermediate_size = 4096;
-    c.max_position_embeddings = 131072;
-    c.rope_theta = 500000.0;
-    c.rms_norm_eps = 1e-5;
-    c.tie_word_embeddings = true;
-    c.rope_scaling.type = kernels::RopeScaling::Type::llama3;
-    c.rope_scaling.factor = 32.0;
-    c.rope_scaling.low_freq_factor = 1.0;
-    c.rope_scaling.high_freq_factor = 4.0;
-    c.rope_scaling.original_max_position = 8192;
-  } else if (name == "qwen3-0.6b") {  // Qwen/Qwen3-0.6B's config.json
-    c.arch = Arch::qwen3;
-    c.vocab_size = 151936;
-    c.hidden_size = 1024;
-    c.num_layers = 28;
-    c.num_heads = 16;
-    c.num_kv_heads = 8;
-    c.head_dim = 128;
-    c.intermediate_size = 3072;
-    c.max_position_embeddings = 40960;
-    c.rope_theta = 1000000.0;
-    c.rms_norm_eps = 1e-6;
-    c.tie_word_embeddings = true;
-    c.qk_norm = true;
-  } else if (name == "mistral-0.5b") {
-    // mistralai/Mistral-7B-v0.1's config.json (untied, vocab 32000, sliding_window 4096, rope_theta 1e4,
-    // head_dim 128, 4:1 GQA, F = 3.5 C) at a quarter of the width: C 4096 -> 1024, 32/8 -> 8/2 heads, 28 layers.
-    c.arch = Arch::mistral;
-    c.vocab_size = 32000;
-    c.hidden_size = 1024;
-    c.num_layers = 28;
-    c.num_heads = 8;
-    c.num_kv_heads = 2;
-    c.head_dim = 128;
-    c.intermediate_size = 3584;
-    c.max_position_embeddings = 32768;
-    c.rope_theta = 10000.0;
-    c.rms_norm_eps = 1e-5;
-    c.sliding_window = 4096;
-  } else if (name == "gemma2-0.5b") {
-    // google/gemma-2-2b's config.json (tied, vocab 256000, head_dim 256, query_pre_attn_scalar 256, soft-caps
-    // 50 / 30, sliding_window 4096 on the even layers) at C 2304 -> 1024, 8/4 -> 4/2 heads, F 9216 -> 4096, 16 layers.
-    c.arch = Arch::gemma2;
-    c.vocab_size = 256000;
-    c.hidden_size = 1024;
-    c.num_layers = 16;
-    c.num_heads = 4;
-    c.num_kv_heads = 2;
-    c.head_dim = 256;
-    c.intermediate_size = 4096;
-    c.max_position_embeddings = 8192;
-    c.rope_theta = 10000.0;
-    c.rms_norm_eps = 1e-6;
-    c.tie_word_embeddings = true;
-    c.act = Activation::gelu_tanh;
-    c.norm_offset = c.embed_scale = c.sandwich_norm = true;
-    c.query_pre_attn_scalar = 256;
-    c.attn_softcap = 50.0;
-    c.final_softcap = 30.0;
-    c.sliding_window = 4096;
-    c.sliding_pattern = 2;
-  } else if (name == "gemma3-0.5b") {
-    // google/gemma-3-270m / gemma-3-1b's config.json (tied, vocab 262144, 4 heads / 1 KV head of 256, q/k norms,
-    // query_pre_attn_scalar 256, no soft-caps, sliding_window 512 with every 6th layer global, RoPE 1e6 global /
-    // 1e4 local, no rope_scaling) between the two: C 640 / 1152 -> 1024, F 2048 / 6912 -> 4096, 16 layers.
-    c.arch = Arch::gemma3;
-    c.vocab_size = 262144;
-    c.hidden_size = 1024;
-    c.num_layers = 16;
-    c.num_heads = 4;
-    c.num_kv_heads = 1;
-    c.head_dim = 256;
-    c.intermediate_size = 4096;
-    c.max_position_embeddings = 32768;
-    c.rope_theta = 1000000.0;
-    c.rms_norm_eps = 1e-6;
-    c.tie_word_embeddings = true;
-    c.qk_norm = true;
-    c.act = Activation::gelu_tanh;
-    c.norm_offset = c.embed_scale = c.sandwich_norm = true;
-    c.query_pre_attn_scalar = 256;
-    c.sliding_window = 512;
-    c.sliding_pattern = 6;
-    c.rope_local_theta = 10000.0;
-  } else if (name == "phi3-0.5b") {
-    // microsoft/Phi-3-mini-128k-instruct's config.json (fused qkv_proj / gate_up_proj, untied, vocab 32064, MHA,
-    // rope_theta 1e4, longrope from original_max_position 4096 to 131072) at C 3072 -> 1024, 32 -> 16 heads of
-    // 64, F 8192 -> 4096, 24 layers. Its factors are per frequency (head_dim / 2 of them); these are not the
-    // real model's 48 but shaped like them: short ~1.0-1.2, long rising from 1 to ~60.
-    c.arch = Arch::phi3;
-    c.vocab_size = 32064;
-    c.hidden_size = 1024;
-    c.num_layers = 24;
-    c.num_heads = 16;
-    c.num_kv_heads = 16;
-    c.head_dim = 64;
-    c.intermediate_size = 4096;
-    c.max_position_embeddings = 131072;
-    c.rope_theta = 10000.0;
-    c.rms_norm_eps = 1e-5;
-    c.fused_proj = true;
-    c.rope_scaling.type = kernels::RopeScaling::Type::longrope;
-    c.rope_scaling.original_max_position = 4096;
-    c.rope_scaling.factor = 131072.0 / 4096.0;
-    for (int64_t i = 0; i < c.head_dim / 2; ++i) {
-      double x = static_cast<double>(i) / static_cast<double>(c.head_dim / 2 - 1);
-      c.rope_scaling.short_factor.push_back(1.0 + 0.2 * x * x);
-      c.rope_scaling.long_factor.push_back(1.0 + 59.0 * x * x * x);
-    }
-  } else {
-    TEMPER_FAIL() << "unknown model shape '" << name
-                  << "' (known: " << join_words({std::begin(kModelPresets), std::end(kModelPresets)}, ", ") << ")";
-  }
-  c.validate("preset " + name);
+  c.arch = arch;
+  c.vocab_size = V;
+  c.hidden_size = C;
+  c.num_layers = L;
+  c.num_heads = H;
+  c.num_kv_heads = Hkv;
+  c.head_dim = D;
+  c.intermediate_size = F;
+  c.max_position_embeddings = ctx;
+  c.rope_theta = theta;
+  c.rms_norm_eps = eps;
+  c.tie_word_embeddings = tied;
+  apply_arch_features(c);
   return c;
+}
+
+ModelConfig quickstart() {  // temper train's built-in tiny model (byte-level vocabulary + 3 specials)
+  return shape(Arch::llama, 259, 128, 4, 4, 2, 32, 384, 256, 10000.0, 1e-5, true);
+}
+
+ModelConfig quickstart_large() {  // a larger tiny model on the same vocabulary (a teacher for the student)
+  return shape(Arch::llama, 259, 256, 6, 8, 4, 32, 768, 256, 10000.0, 1e-5, true);
+}
+
+// meta-llama/Llama-3.2-1B's config.json (tied, rope_theta 5e5, rope_scaling llama3 x32 from 8192, max_position
+// 131072, 32/8 heads of 64) at half the width: C 2048 -> 1024, F 8192 -> 4096, 16 -> 24 layers.
+ModelConfig llama32_05b() {
+  ModelConfig c = shape(Arch::llama, 128256, 1024, 24, 16, 4, 64, 4096, 131072, 500000.0, 1e-5, true);
+  c.rope_scaling.type = kernels::RopeScaling::Type::llama3;
+  c.rope_scaling.factor = 32.0;
+  c.rope_scaling.low_freq_factor = 1.0;
+  c.rope_scaling.high_freq_factor = 4.0;
+  c.rope_scaling.original_max_position = 8192;
+  return c;
+}
+
+// mistralai/Mistral-7B-v0.1's config.json (untied, vocab 32000, sliding_window 4096, rope_theta 1e4, head_dim 128,
+// 4:1 GQA, F = 3.5 C) at a quarter of the width: C 4096 -> 1024, 32/8 -> 8/2 heads, 28 layers.
+ModelConfig mistral_05b() {
+  ModelConfig c = shape(Arch::mistral, 32000, 1024, 28, 8, 2, 128, 3584, 32768, 10000.0, 1e-5, false);
+  c.sliding_window = 4096;
+  return c;
+}
+
+// google/gemma-2-2b's config.json (tied, vocab 256000, head_dim 256, query_pre_attn_scalar 256, soft-caps 50 / 30,
+// sliding_window 4096 on the even layers) at C 2304 -> 1024, 8/4 -> 4/2 heads, F 9216 -> 4096, 16 layers.
+ModelConfig gemma2_05b() {
+  ModelConfig c = shape(Arch::gemma2, 256000, 1024, 16, 4, 2, 256, 4096, 8192, 10000.0, 1e-6, true);
+  c.query_pre_attn_scalar = 256;
+  c.attn_softcap = 50.0;
+  c.final_softcap = 30.0;
+  c.sliding_window = 4096;
+  return c;
+}
+
+// google/gemma-3-270m / gemma-3-1b's config.json (tied, vocab 262144, 4 heads / 1 KV head of 256, q/k norms,
+// query_pre_attn_scalar 256, no soft-caps, sliding_window 512 with every 6th layer global, RoPE 1e6 global / 1e4
+// local, no rope_scaling) between the two: C 640 / 1152 -> 1024, F 2048 / 6912 -> 4096, 16 layers.
+ModelConfig gemma3_05b() {
+  ModelConfig c = shape(Arch::gemma3, 262144, 1024, 16, 4, 1, 256, 4096, 32768, 1000000.0, 1e-6, true);
+  c.query_pre_attn_scalar = 256;
+  c.sliding_window = 512;
+  c.rope_local_theta = 10000.0;
+  return c;
+}
+
+// microsoft/Phi-3-mini-128k-instruct's config.json (fused qkv_proj / gate_up_proj, untied, vocab 32064, MHA,
+// rope_theta 1e4, longrope from original_max_position 4096 to 131072) at C 3072 -> 1024, 32 -> 16 heads of 64,
+// F 8192 -> 4096, 24 layers. Its factors are per frequency (head_dim / 2 of them); these are not the real model's
+// 48 but shaped like them: short ~1.0-1.2, long rising from 1 to ~60.
+ModelConfig phi3_05b() {
+  ModelConfig c = shape(Arch::phi3, 32064, 1024, 24, 16, 16, 64, 4096, 131072, 10000.0, 1e-5, false);
+  c.rope_scaling.type = kernels::RopeScaling::Type::longrope;
+  c.rope_scaling.original_max_position = 4096;
+  c.rope_scaling.factor = 131072.0 / 4096.0;
+  for (int64_t i = 0; i < c.head_dim / 2; ++i) {
+    double x = static_cast<double>(i) / static_cast<double>(c.head_dim / 2 - 1);
+    c.rope_scaling.short_factor.push_back(1.0 + 0.2 * x * x);
+    c.rope_scaling.long_factor.push_back(1.0 + 59.0 * x * x * x);
+  }
+  return c;
+}
+
+struct Preset {
+  std::string_view name;
+  ModelConfig (*make)();
+};
+// One entry per name of kModelPresets.
+const Preset kPresets[] = {
+    {"quickstart", quickstart},
+    {"quickstart-large", quickstart_large},
+    {"smollm2-135m", [] { return shape(Arch::llama, 49152, 576, 30, 9, 3, 64, 1536, 8192, 100000.0, 1e-5, true); }},
+    // Qwen/Qwen2.5-0.5B's config.json (GPU benchmarks with random weights)
+    {"qwen2.5-0.5b", [] { return shape(Arch::qwen2, 151936, 896, 24, 14, 2, 64, 4864, 32768, 1e6, 1e-6, true); }},
+    {"llama3.2-0.5b", llama32_05b},
+    // Qwen/Qwen3-0.6B's config.json
+    {"qwen3-0.6b", [] { return shape(Arch::qwen3, 151936, 1024, 28, 16, 8, 128, 3072, 40960, 1e6, 1e-6, true); }},
+    {"mistral-0.5b", mistral_05b},
+    {"gemma2-0.5b", gemma2_05b},
+    {"gemma3-0.5b", gemma3_05b},
+    {"phi3-0.5b", phi3_05b},
+    {"tiny",
+     [] { return shape(Arch::llama, 128, 64, 2, 4, 2, 16, 88, 2048, 10000.0, 1e-5, true); }},  // the golden Llama
+};
+
+}  // namespace
+
+ModelConfig model_config_preset(const std::string& name) {
+  for (const Preset& p : kPresets)
+    if (p.name == name) {
+      ModelConfig c = p.make();
+      c.validate("preset " + name);
+      return c;
+    }
+  TEMPER_FAIL() << "unknown model shape '" << name
+                << "' (known: " << join_words({std::begin(kModelPresets), std::end(kModelPresets)}, ", ") << ")";
 }
 
 }  // namespace temper

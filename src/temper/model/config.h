@@ -58,6 +58,11 @@ struct ModelConfig {
 };
 
 std::string arch_name(Arch a);
+// What the family fixes, whatever the checkpoint says: Qwen2's q/k/v biases, Qwen3's and Gemma-3's q/k norms,
+// Phi-3's fused projections, Gemma's GeGLU, (1 + w) norms, embedding scale and four norms a layer, Gemma-2's
+// every-other-layer window (Gemma-3's pattern defaults to 6; its files may say otherwise). The readers of
+// config.json and GGUF and the presets call it after setting `arch`.
+void apply_arch_features(ModelConfig& c);
 // The built-in shapes model_config_preset knows (its error lists them; "tiny" is the golden Llama shape), and those
 // `temper train` builds from scratch with the byte-level tokenizer (model.preset; `tiny`'s 128-token vocabulary is
 // smaller than the tokenizer's).
