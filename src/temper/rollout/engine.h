@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "temper/model/kv_pool.h"
@@ -19,9 +20,11 @@
 namespace temper {
 class ActivationStore;
 class Int4Drafter;
-}
+}  // namespace temper
 
 namespace temper::rollout {
+
+class RunDriver;
 
 enum class FinishReason { stop, length, hook };
 std::string finish_reason_name(FinishReason r);
@@ -41,6 +44,9 @@ struct RolloutRequest {
   // Keep the activations of every token the policy forwards for this request in the engine's
   // ActivationStore (EngineConfig::store), for an update that skips its forward (Completion::act_slots).
   bool keep_activations = false;
+  // > 0: each turn ends (reason length) after this many generated tokens, below max_new (the whole
+  // completion's cap); a RunDriver may continue the sequence (rollout/run_driver.h).
+  int64_t turn_max_new = 0;
 };
 
 // A request for `prompt`: group_size samples of at most max_new tokens, cut so that prompt + completion fit
@@ -51,11 +57,11 @@ RolloutRequest make_request(std::vector<int32_t> prompt, int64_t group_size, int
 
 struct Completion {
   int64_t request = 0, member = 0;
-  int64_t parent = -1;    // forks: the member it was forked from (-1: one of the G originals)
-  int64_t fork_pos = 0;   // forks: tokens [0, fork_pos) are the parent's
-  int64_t forced = 0;     // tokens [forced_pos, forced_pos + forced) were forced, not sampled
-  int64_t forced_pos = 0; // (a request's forced tokens start at 0, a fork's at fork_pos)
-  uint64_t stream = 0;    // the Philox stream it drew from
+  int64_t parent = -1;     // forks: the member it was forked from (-1: one of the G originals)
+  int64_t fork_pos = 0;    // forks: tokens [0, fork_pos) are the parent's
+  int64_t forced = 0;      // tokens [forced_pos, forced_pos + forced) were forced, not sampled
+  int64_t forced_pos = 0;  // (a request's forced tokens start at 0, a fork's at fork_pos)
+  uint64_t stream = 0;     // the Philox stream it drew from
   std::vector<int32_t> tokens;
   std::vector<float> sample_logprob;  // under the distribution actually sampled from
   std::vector<float> policy_logprob;  // under the unmodified policy (temperature 1, full vocabulary)
@@ -66,6 +72,9 @@ struct Completion {
   // prompt + completion when it was last forwarded (-1: not kept, e.g. the store was full). The last
   // completion token is never forwarded; entries past it may be stale (the slot tags tell).
   std::vector<int64_t> act_slots;
+  // Multi-turn (RunDriver): tokens [first, first + count) were appended by the driver (an environment's
+  // observation): recorded, not sampled; their three per-token fields are 0.
+  std::vector<std::pair<int64_t, int64_t>> appended;
 };
 
 // What a hook wants done with a sequence after seeing its newest token.
@@ -118,16 +127,21 @@ struct EngineConfig {
   // Where requests with keep_activations keep them (a CPU model only; the owner resets it).
   ActivationStore* store = nullptr;
   EngineConfig() = default;
-  EngineConfig(int64_t seqs, std::function<std::string_view(int32_t)> bytes = {}) : max_seqs(seqs), token_bytes(std::move(bytes)) {}
+  EngineConfig(int64_t seqs, std::function<std::string_view(int32_t)> bytes = {})
+      : max_seqs(seqs), token_bytes(std::move(bytes)) {}
 };
 
 struct EngineStats {
   int64_t steps = 0, prefill_tokens = 0, decode_tokens = 0, preemptions = 0, recomputed_tokens = 0, forks = 0;
-  int64_t kv_blocks_dropped = 0;  // blocks freed behind a sliding window (models whose every layer slides)
+  int64_t kv_blocks_dropped = 0;
+  // Multi-turn (RunDriver): turns continued, tokens appended to them, parked sequences whose KV was freed to make room.
+  int64_t turns_continued = 0, appended_tokens = 0,
+          parked_evictions = 0;  // blocks freed behind a sliding window (models whose every layer slides)
   // Speculative decoding: the step it turned on at (-1: never), verify cycles (one per sequence and
   // cycle with drafts), tokens drafted and accepted.
   int64_t spec_from_step = -1, spec_steps = 0, spec_cycles = 0, drafted = 0, accepted = 0;
-  double draft_s = 0, verify_s = 0, accept_s = 0;  // seconds in the draft passes (forwards and sampling), the verify forward, the acceptance
+  double draft_s = 0, verify_s = 0,
+         accept_s = 0;  // seconds in the draft passes (forwards and sampling), the verify forward, the acceptance
 };
 
 // Each request is a prompt with G samples: the prompt is prefilled once and its blocks shared by the
@@ -150,7 +164,10 @@ class RolloutEngine {
  public:
   RolloutEngine(Transformer& model, KvPool& pool, EngineConfig cfg = {});
   // Completions in (request, member) order; a request's forks follow its G members in creation order.
-  std::vector<Completion> run(const std::vector<RolloutRequest>& requests, RolloutHook* hook = nullptr);
+  // A driver adds requests while the run goes on and continues sequences whose turn ended
+  // (rollout/run_driver.h).
+  std::vector<Completion> run(const std::vector<RolloutRequest>& requests, RolloutHook* hook = nullptr,
+                              RunDriver* driver = nullptr);
   const EngineStats& stats() const { return stats_; }  // of the last run
   const EngineConfig& config() const { return cfg_; }
   void set_speculative(const Int4Drafter* drafter, SpecController* spec, std::function<void()> on_start = {}) {

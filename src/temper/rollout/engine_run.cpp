@@ -17,62 +17,59 @@
 namespace temper::rollout {
 
 EngineRun::EngineRun(Transformer& model, KvPool& pool, const EngineConfig& cfg, EngineStats& stats,
-                     const std::vector<RolloutRequest>& requests, RolloutHook* hook)
+                     const std::vector<RolloutRequest>& requests, RolloutHook* hook, RunDriver* driver)
     : model_(model),
       pool_(pool),
       cfg_(cfg),
       stats_(stats),
       requests_(requests),
       hook_(hook),
+      driver_(driver),
+      n_initial_(static_cast<int64_t>(requests.size())),
       V_(model.config().vocab_size),
       bs_(pool.block_size()),
       store_(model.device() ? nullptr : cfg.store) {
-  lay_out_completions();
+  for (size_t r = 0; r < requests_.size(); ++r) add_request(requests_[r], static_cast<int64_t>(r));
   reserve_buffers();
   can_spec_ = cfg_.drafter && cfg_.spec && (cfg_.drafter->ready() || cfg_.on_spec_start);
 }
 
-void EngineRun::lay_out_completions() {
-  first_out_.resize(requests_.size());
-  next_member_.resize(requests_.size());
+void EngineRun::add_request(const RolloutRequest& q, int64_t r) {
   const int64_t max_pos = model_.config().max_position_embeddings;
-  for (size_t r = 0; r < requests_.size(); ++r) {
-    const RolloutRequest& q = requests_[r];
-    TEMPER_CHECK(!q.prompt.empty() && q.group_size > 0 && q.max_new > 0)
-        << "rollout request " << r << ": needs a prompt, group_size > 0 and max_new > 0";
-    TEMPER_CHECK(static_cast<int64_t>(q.forced.size()) <= q.max_new)
-        << "rollout request " << r << ": " << q.forced.size() << " forced tokens exceed max_new " << q.max_new;
-    TEMPER_CHECK(static_cast<int64_t>(q.prompt.size()) + q.max_new <= max_pos)
-        << "rollout request " << r << ": prompt " << q.prompt.size() << " + max_new " << q.max_new
-        << " exceeds the model's context " << max_pos;
-    for (int32_t t : q.prompt)
-      TEMPER_CHECK(t >= 0 && t < V_) << "rollout request " << r << ": prompt token " << t
-                                     << " outside the vocabulary [0, " << V_ << ")";
-    q.sampler.validate();
-    for (const std::string& s : q.stop_strings) {
-      TEMPER_CHECK(!s.empty()) << "rollout request " << r << ": empty stop string";
-      TEMPER_CHECK(cfg_.token_bytes) << "rollout request " << r << ": stop strings need EngineConfig::token_bytes";
-      max_stop_ = std::max(max_stop_, s.size());
-    }
-    max_prompt_ = std::max(max_prompt_, static_cast<int64_t>(q.prompt.size()));
-    first_out_[r] = static_cast<int64_t>(out_.size());
-    next_member_[r] = q.group_size;
-    for (int64_t g = 0; g < q.group_size; ++g) {
-      Completion& c = out_.emplace_back();
-      c.request = static_cast<int64_t>(r);
-      c.member = g;
-      c.stream = q.stream + static_cast<uint64_t>(g);
-      c.tokens.reserve(static_cast<size_t>(q.max_new));
-      c.sample_logprob.reserve(static_cast<size_t>(q.max_new));
-      c.policy_logprob.reserve(static_cast<size_t>(q.max_new));
-      c.entropy.reserve(static_cast<size_t>(q.max_new));
-    }
+  TEMPER_CHECK(!q.prompt.empty() && q.group_size > 0 && q.max_new > 0)
+      << "rollout request " << r << ": needs a prompt, group_size > 0 and max_new > 0";
+  TEMPER_CHECK(static_cast<int64_t>(q.forced.size()) <= q.max_new)
+      << "rollout request " << r << ": " << q.forced.size() << " forced tokens exceed max_new " << q.max_new;
+  TEMPER_CHECK(static_cast<int64_t>(q.prompt.size()) + q.max_new <= max_pos)
+      << "rollout request " << r << ": prompt " << q.prompt.size() << " + max_new " << q.max_new
+      << " exceeds the model's context " << max_pos;
+  for (int32_t t : q.prompt)
+    TEMPER_CHECK(t >= 0 && t < V_) << "rollout request " << r << ": prompt token " << t
+                                   << " outside the vocabulary [0, " << V_ << ")";
+  q.sampler.validate();
+  for (const std::string& s : q.stop_strings) {
+    TEMPER_CHECK(!s.empty()) << "rollout request " << r << ": empty stop string";
+    TEMPER_CHECK(cfg_.token_bytes) << "rollout request " << r << ": stop strings need EngineConfig::token_bytes";
+    max_stop_ = std::max(max_stop_, s.size());
   }
+  max_prompt_ = std::max(max_prompt_, static_cast<int64_t>(q.prompt.size()));
+  first_out_.push_back(static_cast<int64_t>(out_.size()));
+  next_member_.push_back(q.group_size);
+  for (int64_t g = 0; g < q.group_size; ++g) {
+    Completion& c = out_.emplace_back();
+    c.request = r;
+    c.member = g;
+    c.stream = q.stream + static_cast<uint64_t>(g);
+    c.tokens.reserve(static_cast<size_t>(q.max_new));
+    c.sample_logprob.reserve(static_cast<size_t>(q.max_new));
+    c.policy_logprob.reserve(static_cast<size_t>(q.max_new));
+    c.entropy.reserve(static_cast<size_t>(q.max_new));
+  }
+  queue_.push_back(r);
 }
 
 // Step buffers, sized once: the decode loop does not allocate after the first steps.
 void EngineRun::reserve_buffers() {
-  for (size_t r = 0; r < requests_.size(); ++r) queue_.push_back(static_cast<int64_t>(r));
   for (auto* v : {&live_, &next_, &resuming_}) v->reserve(static_cast<size_t>(2 * cfg_.max_seqs));
   const size_t step_cap = static_cast<size_t>(2 * cfg_.max_seqs + 2 * max_prompt_);
   save_.reserve(step_cap);
@@ -86,7 +83,13 @@ void EngineRun::reserve_buffers() {
 }
 
 std::vector<Completion> EngineRun::run() {
-  while (!queue_.empty() || !resume_.empty() || !live_.empty()) {
+  for (;;) {
+    take_driver_input(false);
+    if (!busy()) {
+      if (!driver_ || (parked_.empty() && driver_->closed())) break;
+      take_driver_input(true);  // nothing to run: wait for a continuation, a request or the close
+      continue;
+    }
     if (!(speculating() && speculative_cycle())) plain_step();
     ++stats_.steps;
     if (hook_) hook_->after_step(step_);
@@ -166,26 +169,37 @@ void EngineRun::add_decode_rows() {
   seats_ = n_decode_;
 }
 
-// Recompute prompt + completion except the pending token, while seats, blocks and the step's
-// prefill budget allow.
+// Tokens of prompt + completion before the pending one that s's KV lacks: all of them for a preempted
+// sequence (its blocks were freed), the last turn's end and the appended tokens for a continuing one.
+int64_t EngineRun::uncached(const Live& s) const {
+  const Completion& c = out_[static_cast<size_t>(s.out)];
+  return static_cast<int64_t>(rq(s.req).prompt.size() + c.tokens.size()) - 1 - s.kv.len;
+}
+
+// Prefill what resumed sequences lack (a preempted one's prefix, a continuing one's appended tokens),
+// while seats, blocks and the step's prefill budget allow.
 void EngineRun::add_resumed_rows() {
   resuming_.clear();
   while (!resume_.empty()) {
     Live& s = resume_.front();
-    const RolloutRequest& q = requests_[static_cast<size_t>(s.req)];
+    const RolloutRequest& q = rq(s.req);
     Completion& c = out_[static_cast<size_t>(s.out)];
-    int64_t n = static_cast<int64_t>(q.prompt.size() + c.tokens.size()) - 1;
-    if (seats_ + 1 > cfg_.max_seqs || blocks_for(n) + 1 > pool_.free_blocks()) break;
+    const int64_t from = s.kv.len, n = uncached(s);
+    if (seats_ + 1 > cfg_.max_seqs) break;
+    if (pool_.blocks_needed(s.kv, n) + 1 > pool_.free_blocks() &&
+        !(tok_.empty() && make_room_for(s, pool_.blocks_needed(s.kv, n) + 1)))
+      break;
     const int64_t prefill = static_cast<int64_t>(tok_.size()) - n_decode_rows_;
     if (prefill > 0 && prefill + n > cfg_.max_step_tokens) break;
     pool_.reserve(s.kv, n);
-    for (int64_t p = 0; p < n; ++p) {
+    for (int64_t p = from; p < from + n; ++p) {
       tok_.push_back(p < static_cast<int64_t>(q.prompt.size()) ? q.prompt[static_cast<size_t>(p)]
                                                                : c.tokens[static_cast<size_t>(p) - q.prompt.size()]);
       pos_.push_back(static_cast<int32_t>(p));
       keep_activation(q.keep_activations, c.act_slots, p, tok_.back());  // its own slots now (siblings keep theirs)
     }
-    stats_.recomputed_tokens += n;
+    (s.continuing ? stats_.prefill_tokens : stats_.recomputed_tokens) += n;
+    s.continuing = false;
     ++seats_;
     resuming_.push_back(std::move(s));
     resume_.pop_front();
@@ -197,7 +211,7 @@ void EngineRun::add_resumed_rows() {
 void EngineRun::admit() {
   admitted_.clear();
   while (resume_.empty() && !queue_.empty()) {
-    const RolloutRequest& q = requests_[static_cast<size_t>(queue_.front())];
+    const RolloutRequest& q = rq(queue_.front());
     int64_t plen = static_cast<int64_t>(q.prompt.size());
     int64_t need = blocks_for(plen) + q.group_size;  // + one block each to grow
     if (seats_ + q.group_size > cfg_.max_seqs || need > pool_.free_blocks()) break;
@@ -222,13 +236,10 @@ void EngineRun::admit() {
 // Block tables of the prefill rows, after every reserve (the pointers are stable from here); an
 // admitted prompt's last row is an output row.
 void EngineRun::add_prefill_tables() {
-  for (Live& s : resuming_) {
-    const Completion& c = out_[static_cast<size_t>(s.out)];
-    size_t n = requests_[static_cast<size_t>(s.req)].prompt.size() + c.tokens.size() - 1;
-    for (size_t p = 0; p < n; ++p) tables_.push_back(s.kv.blocks.data());
-  }
+  for (Live& s : resuming_)
+    for (int64_t p = 0, n = uncached(s); p < n; ++p) tables_.push_back(s.kv.blocks.data());
   for (auto& [r, root] : admitted_) {
-    for (size_t p = 0; p < requests_[static_cast<size_t>(r)].prompt.size(); ++p) tables_.push_back(root.blocks.data());
+    for (size_t p = 0; p < rq(r).prompt.size(); ++p) tables_.push_back(root.blocks.data());
     rows_.push_back(static_cast<int64_t>(tables_.size()) - 1);
   }
 }
@@ -319,9 +330,7 @@ void EngineRun::record_step() {
     if (!record(s, choices_[static_cast<size_t>(i)])) next_.push_back(std::move(s));
   }
   for (Live& s : resuming_) {
-    const Completion& c = out_[static_cast<size_t>(s.out)];
-    pool_.advance(s.kv,
-                  static_cast<int64_t>(requests_[static_cast<size_t>(s.req)].prompt.size() + c.tokens.size()) - 1);
+    pool_.advance(s.kv, uncached(s));
     next_.push_back(std::move(s));
   }
   for (size_t a = 0; a < admitted_.size(); ++a) start_members(a);
@@ -330,7 +339,7 @@ void EngineRun::record_step() {
 
 void EngineRun::start_members(size_t a) {
   auto& [r, root] = admitted_[a];
-  const RolloutRequest& q = requests_[static_cast<size_t>(r)];
+  const RolloutRequest& q = rq(r);
   pool_.advance(root, static_cast<int64_t>(q.prompt.size()));
   const float* z = logits_.data() + (static_cast<size_t>(n_decode_) + a) * V_;
   for (int64_t g = 0; g < q.group_size; ++g) {
@@ -354,7 +363,7 @@ void EngineRun::adopt_spawned() {
 std::vector<Completion> EngineRun::collect() {
   std::vector<Completion> result;
   result.reserve(out_.size());
-  std::vector<std::vector<size_t>> by_req(requests_.size());
+  std::vector<std::vector<size_t>> by_req(static_cast<size_t>(n_requests()));
   for (size_t i = 0; i < out_.size(); ++i) by_req[static_cast<size_t>(out_[i].request)].push_back(i);
   for (auto& idx : by_req) {
     std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return out_[a].member < out_[b].member; });
@@ -366,7 +375,7 @@ std::vector<Completion> EngineRun::collect() {
 // Sample (or take the next forced token) from the policy's logits z, with the policy's log-prob and
 // entropy there. Touches only this sequence: the decode step chooses for all sequences in parallel.
 EngineRun::Choice EngineRun::choose(Live& s, const float* z) {
-  const RolloutRequest& q = requests_[static_cast<size_t>(s.req)];
+  const RolloutRequest& q = rq(s.req);
   Completion& c = out_[static_cast<size_t>(s.out)];
   Choice ch;
   if (!s.forced.empty()) {  // teacher-forced: no draw (the stream is not advanced)
@@ -391,7 +400,7 @@ bool EngineRun::record(Live& s, const Choice& ch) {
   const ModelConfig& mc = model_.config();
   if (mc.sliding_window > 0 && mc.sliding_pattern == 0)
     stats_.kv_blocks_dropped += pool_.drop_before(s.kv, s.kv.len + 1 - mc.sliding_window);
-  const RolloutRequest& q = requests_[static_cast<size_t>(s.req)];
+  const RolloutRequest& q = rq(s.req);
   Completion& c = out_[static_cast<size_t>(s.out)];
   const Sample x = ch.x;
   c.tokens.push_back(x.token);
@@ -451,19 +460,23 @@ void EngineRun::fork(Live& s, const RolloutRequest& q, const Completion& c, cons
   }
 }
 
+// The end of a turn: parked when the driver keeps it, else final.
 void EngineRun::finish(Live& s, FinishReason why) {
-  out_[static_cast<size_t>(s.out)].finish = why;
+  Completion& c = out_[static_cast<size_t>(s.out)];
+  c.finish = why;
+  if (driver_ && park(s, why)) return;
   pool_.release(s.kv);
+  if (driver_) driver_->finished(c);
 }
 
 EngineRun::Live EngineRun::new_live(int64_t r, int64_t out_index, SeqKv kv) {
-  const RolloutRequest& q = requests_[static_cast<size_t>(r)];
+  const RolloutRequest& q = rq(r);
   Live s{.req = r,
          .out = out_index,
          .kv = std::move(kv),
          .rng = Rng(q.seed, out_[static_cast<size_t>(out_index)].stream),
          .sampler = Sampler(q.sampler),
-         .max_len = q.max_new};
+         .max_len = q.turn_max_new > 0 ? std::min(q.max_new, q.turn_max_new) : q.max_new};
   s.kv.blocks.reserve(static_cast<size_t>(blocks_for(static_cast<int64_t>(q.prompt.size()) + q.max_new) + 1));
   if (max_stop_ > 0) s.tail.reserve(2 * max_stop_ + 64);
   return s;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "temper/model/kv_pool.h"
 #include "temper/model/transformer.h"
 #include "temper/rollout/engine.h"
+#include "temper/rollout/run_driver.h"
 #include "temper/rollout/sampler.h"
 
 namespace temper::rollout {
@@ -23,7 +25,7 @@ namespace temper::rollout {
 class EngineRun {
  public:
   EngineRun(Transformer& model, KvPool& pool, const EngineConfig& cfg, EngineStats& stats,
-            const std::vector<RolloutRequest>& requests, RolloutHook* hook);
+            const std::vector<RolloutRequest>& requests, RolloutHook* hook, RunDriver* driver = nullptr);
   // Completions in (request, member) order; a request's forks follow its G members.
   std::vector<Completion> run();
 
@@ -41,12 +43,25 @@ class EngineRun {
     int64_t forks_made = 0;
     std::string tail{};             // the completion's last bytes, for stop strings
     std::vector<int32_t> forced{};  // still to emit instead of sampling (front first: kept reversed)
-    int64_t max_len = 0;            // completion tokens at most
+    int64_t max_len = 0;            // completion tokens at most (this turn's cap with a driver)
+    bool continuing = false;        // in resume_ for its next turn (its KV kept), not preempted
   };
 
   // Set-up (engine_run.cpp).
-  void lay_out_completions();  // validates the requests, creates their G completions each
+  void add_request(const RolloutRequest& q, int64_t r);  // validates it, creates its G completions, queues it
   void reserve_buffers();
+  const RolloutRequest& rq(int64_t r) const {
+    return r < n_initial_ ? requests_[static_cast<size_t>(r)] : added_[static_cast<size_t>(r - n_initial_)];
+  }
+  int64_t n_requests() const { return n_initial_ + static_cast<int64_t>(added_.size()); }
+
+  // The driver (engine_turns.cpp): requests arriving, turns ending and continuing.
+  bool busy() const { return !queue_.empty() || !resume_.empty() || !live_.empty(); }
+  bool take_driver_input(bool wait);  // false: nothing came
+  void continue_turn(Continuation& k);
+  bool park(Live& s, FinishReason why);               // true: the driver keeps it (moved into parked_)
+  bool make_room_for(const Live& s, int64_t blocks);  // frees parked sequences' KV; true if `blocks` fit now
+  int64_t uncached(const Live& s) const;  // tokens of prompt + completion before the pending one not in its KV
 
   // The plain step: decode every live sequence by one token, resume preempted ones, admit prompts.
   bool speculating();  // true when this step is a speculative cycle's to try (turns speculation on)
@@ -75,7 +90,7 @@ class EngineRun {
   void finish(Live& s, FinishReason why);
   Live new_live(int64_t r, int64_t out_index, SeqKv kv);
   void keep_activation(bool on, std::vector<int64_t>& slots, int64_t p, int32_t token);
-  bool keeps(const Live& s) const { return requests_[static_cast<size_t>(s.req)].keep_activations; }
+  bool keeps(const Live& s) const { return rq(s.req).keep_activations; }
   bool any_kept() const;
   int64_t blocks_for(int64_t tokens) const { return (tokens + bs_ - 1) / bs_; }
   PagedStep paged_step(bool keep_rows);  // a step over the row buffers; keep_rows: with the kept slots
@@ -100,6 +115,12 @@ class EngineRun {
   EngineStats& stats_;
   const std::vector<RolloutRequest>& requests_;
   RolloutHook* const hook_;
+  RunDriver* const driver_;
+  const int64_t n_initial_;
+  std::deque<RolloutRequest> added_;                    // requests the driver added (index n_initial_ + i)
+  std::map<std::pair<int64_t, int64_t>, Live> parked_;  // (request, member) -> a sequence waiting for its next turn
+  std::vector<RolloutRequest> incoming_;
+  std::vector<Continuation> continuations_;
   const int64_t V_, bs_;
   ActivationStore* const store_;  // kept activations (none on a device)
   size_t max_stop_ = 0;

@@ -114,7 +114,7 @@ void EngineRun::accept() {
 // Sequence i's verify rows start at row `base`: row base + j holds the policy's logits for draft j
 // (j < glen_[i]) and, past the last draft, for the bonus token.
 bool EngineRun::accept_drafts(Live& s, size_t i, int64_t base) {
-  const RolloutRequest& q = requests_[static_cast<size_t>(s.req)];
+  const RolloutRequest& q = rq(s.req);
   const int64_t g = glen_[i];
   ++stats_.spec_cycles;
   stats_.drafted += g;
@@ -167,7 +167,7 @@ void EngineRun::forward_spec_rows(const Int4Drafter* drafter) {
 
 // The penalties' history of s: prompt, completion (+ the drafts so far); empty without penalties.
 History EngineRun::history(const Live& s, const std::vector<int32_t>* extra) {
-  const RolloutRequest& q = requests_[static_cast<size_t>(s.req)];
+  const RolloutRequest& q = rq(s.req);
   if (!q.sampler.penalties()) return History{};
   const Completion& c = out_[static_cast<size_t>(s.out)];
   hist_.assign(c.tokens.begin(), c.tokens.end());

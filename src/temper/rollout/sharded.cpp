@@ -42,7 +42,8 @@ std::vector<Completion> run_sharded(RolloutEngine& engine, const std::vector<Rol
       if (auto it = own.find({c.request, c.member}); it != own.end()) c.act_slots = std::move(it->second->act_slots);
   // Each request's completions come from one rank in engine order: a stable sort by request restores
   // the one-process order.
-  std::stable_sort(done.begin(), done.end(), [](const Completion& a, const Completion& b) { return a.request < b.request; });
+  std::stable_sort(done.begin(), done.end(),
+                   [](const Completion& a, const Completion& b) { return a.request < b.request; });
   return done;
 }
 
@@ -50,9 +51,13 @@ std::string encode_completions(const std::vector<Completion>& done) {
   ByteWriter w;
   w.put<int64_t>(static_cast<int64_t>(done.size()));
   for (const Completion& c : done) {
-    w.put(c.request), w.put(c.member), w.put(c.parent), w.put(c.fork_pos), w.put(c.forced), w.put(c.forced_pos), w.put(c.stream);
+    w.put(c.request), w.put(c.member), w.put(c.parent), w.put(c.fork_pos), w.put(c.forced), w.put(c.forced_pos),
+        w.put(c.stream);
     w.put(c.tokens), w.put(c.sample_logprob), w.put(c.policy_logprob), w.put(c.entropy);
     w.put<int32_t>(static_cast<int32_t>(c.finish)), w.put(c.stop_string);
+    std::vector<int64_t> spans;
+    for (auto [at, n] : c.appended) spans.push_back(at), spans.push_back(n);
+    w.put(spans);
   }
   return std::move(w.bytes());
 }
@@ -65,10 +70,16 @@ void decode_completions(const std::string& bytes, std::vector<Completion>& out) 
   for (int64_t i = 0; i < n; ++i) {
     Completion c;
     int32_t finish = 0;
-    r.get(c.request), r.get(c.member), r.get(c.parent), r.get(c.fork_pos), r.get(c.forced), r.get(c.forced_pos), r.get(c.stream);
+    r.get(c.request), r.get(c.member), r.get(c.parent), r.get(c.fork_pos), r.get(c.forced), r.get(c.forced_pos),
+        r.get(c.stream);
     r.get(c.tokens), r.get(c.sample_logprob), r.get(c.policy_logprob), r.get(c.entropy);
     r.get(finish), r.get(c.stop_string);
-    TEMPER_CHECK(finish >= 0 && finish <= static_cast<int32_t>(FinishReason::hook)) << "completion message: bad finish reason " << finish;
+    std::vector<int64_t> spans;
+    r.get(spans);
+    TEMPER_CHECK(spans.size() % 2 == 0) << "completion message: odd appended-span list";
+    for (size_t k = 0; k < spans.size(); k += 2) c.appended.emplace_back(spans[k], spans[k + 1]);
+    TEMPER_CHECK(finish >= 0 && finish <= static_cast<int32_t>(FinishReason::hook))
+        << "completion message: bad finish reason " << finish;
     c.finish = static_cast<FinishReason>(finish);
     out.push_back(std::move(c));
   }
