@@ -98,12 +98,14 @@ TEST(ToolCallFormat, DetectedFromTheCachedTemplates) {
       {"mistralai-Mistral-Nemo-Instruct-2407.jinja", ToolCallFormat::mistral},
       {"Mistral-Small-3.2-24B-Instruct-2506.jinja", ToolCallFormat::mistral},
       {"unsloth-mistral-Devstral-Small-2507.jinja", ToolCallFormat::mistral},
-      // Other syntaxes are none: XML-ish <function=...> / <arg_key>, Cohere's actions, functionary.
+      // Other syntaxes are none: XML-ish <function=...> / <arg_key>, Cohere's actions, functionary, Apriel.
       {"Qwen3-Coder.jinja", ToolCallFormat::none},
       {"GLM-4.6.jinja", ToolCallFormat::none},
       {"CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", ToolCallFormat::none},
       {"meetkai-functionary-medium-v3.1.jinja", ToolCallFormat::none},
       {"google-gemma-2-2b-it.jinja", ToolCallFormat::none},
+      {"unsloth-Apriel-1.5.jinja", ToolCallFormat::none},  // <tool_calls>[{...}, ...]</tool_calls>
+      {"MiniMax-M3.jinja", ToolCallFormat::none},
   };
   for (const auto& [file, f] : want) {
     const std::string src = read_file(cache_dir() + "/" + file);

@@ -358,7 +358,8 @@ std::string_view tool_call_format_name(ToolCallFormat f) {
 ToolCallFormat detect_tool_call_format(std::string_view src) {
   auto has = [&](std::string_view s) { return src.find(s) != std::string_view::npos; };
   if (has("[TOOL_CALLS]")) return ToolCallFormat::mistral;
-  const bool xmlish = has("<function=") || has("<arg_key>");
+  // Other syntaxes that mention <tool_call>: XML-ish arguments (Qwen3-Coder, GLM), Apriel's <tool_calls>[...] list.
+  const bool xmlish = has("<function=") || has("<arg_key>") || has("<tool_calls>");
   if (has("<tool_call>") && !xmlish && (has("{\"name\"") || has("{\\\"name\\\"") || has("\"name\": \""))) {
     return ToolCallFormat::hermes;
   }

@@ -25,8 +25,9 @@ enum class ToolCallFormat {
 std::string_view tool_call_format_name(ToolCallFormat f);
 
 // What the template renders an assistant message's tool_calls as: <tool_call> + a JSON object with
-// "name" (and not the XML-ish <function=...>/<arg_key> forms) is hermes; [TOOL_CALLS] is mistral;
-// Llama-3 headers with a '"parameters": ' call is llama3_json; anything else none.
+// "name" is hermes (not with the XML-ish <function=...>/<arg_key> arguments nor Apriel's
+// <tool_calls>[...]); [TOOL_CALLS] is mistral; Llama-3 headers with a '"parameters": ' call is
+// llama3_json; anything else none.
 ToolCallFormat detect_tool_call_format(std::string_view template_source);
 
 // name: hermes | llama3_json | mistral | none | auto ("auto" and "" detect from template_source);
@@ -59,10 +60,12 @@ struct ParsedTurn {
 ParsedTurn parse_tool_calls(std::string_view text, ToolCallFormat f);
 
 // {"role": "assistant", "content": ..., "tool_calls": [{"id", "type": "function", "function":
-// {"name", "arguments": {...}}}]}: tool_calls only when there are calls (Hermes-3's template
-// renders an empty list as a call turn); content "" rather than null (Qwen3's tests '</think>' in
-// it). A turn with errors is kept as the model wrote it: {"role": "assistant", "content": raw_text},
-// so the history shows the malformed attempt the error observation answers.
+// {"name", "arguments": {...}}}]}. arguments stays a mapping: Qwen2.5 and Llama-3.x always tojson
+// it (a string would come out quoted), Qwen3 and Hermes-3 print a string as is, Mistral-Nemo
+// tojson's the whole function. tool_calls only when there are calls (Hermes-3's template renders
+// an empty list as a call turn); content "" rather than null (Qwen3 tests '</think>' in it). A
+// turn with errors is kept as the model wrote it: {"role": "assistant", "content": raw_text}, so
+// the history shows the malformed attempt the error observation answers.
 nlohmann::ordered_json assistant_message(const ParsedTurn& turn, std::string_view raw_text);
 
 }  // namespace temper::text
