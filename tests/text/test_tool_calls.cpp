@@ -489,4 +489,25 @@ TEST(ToolCallsGolden, ToolResultContinuationsPerTemplate) {
   }
 }
 
+TEST(ToolCallsGolden, NonCanonicalJsonIsNotItsTrainingRender) {
+  // The template re-serialises arguments (tojson: ", " and ": "): a compact call parses to the same
+  // message, whose render is not the sampled text. Training must keep the sampled tokens.
+  SKIP_WITHOUT_TEMPLATES();
+  const ordered_json& entry = goldens()["templates"]["qwen2.5"];
+  const ChatTemplate t(read_file(test::test_data("../../" + entry["path"].get<std::string>())), ChatTokens{},
+                       "qwen2.5");
+  const std::string compact =
+      "<tool_call>\n{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Paris\"}}\n</tool_call>";
+  const ParsedTurn turn = parse_tool_calls(compact, ToolCallFormat::hermes);
+  ASSERT_EQ(turn.calls.size(), 1u);
+  ChatRenderOptions o;
+  o.add_generation_prompt = false;
+  const ordered_json conv =
+      ordered_json::array({{{"role", "user"}, {"content", "Weather?"}}, assistant_message(turn, compact)});
+  EXPECT_EQ(t.render(conv, o),
+            "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
+            "<|im_start|>user\nWeather?<|im_end|>\n<|im_start|>assistant\n<tool_call>\n"
+            "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call><|im_end|>\n");
+}
+
 }  // namespace
