@@ -412,6 +412,9 @@ import temper_env
 from temper_env import text, user
 
 MARKER = sys.argv[1]
+if os.path.exists(MARKER + ".nostart"):
+    print("refusing to start", file=sys.stderr)
+    sys.exit(1)
 open_episodes = 0
 
 class Echo(temper_env.Env):
@@ -623,6 +626,30 @@ TEST_F(ProgramEnv, ACrashFailsTheEpisodeAndQuotesStderr) {
   env.close("c");
   EXPECT_EQ(env.restarts(), 1);
   EXPECT_EQ(env.failures(), 1);
+}
+
+TEST_F(ProgramEnv, AWorkerThatCannotRestartFailsOneEpisodeThenIsAvoided) {
+  ProgramEnvironment env(options(2));
+  env.start();
+  ASSERT_TRUE(env.reset("a", ojson::object()).ok);  // worker 0
+  ASSERT_TRUE(env.reset("b", ojson::object()).ok);  // worker 1
+  write("hang.marker.nostart", "");
+  EXPECT_FALSE(env.step("a", assistant("crash")).ok);
+  env.close("a");
+  EnvReply r = env.reset("c", ojson::object());  // worker 0, the least loaded, cannot start again
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("env 'echo' worker 0 (python3 "), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("could not be restarted"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("its stderr: refusing to start"), std::string::npos) << r.error;
+  env.close("c");
+  r = env.reset("d", ojson::object());  // worker 1, though it holds more episodes
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(env.worker_of("d"), 1);
+  EXPECT_EQ(env.step("d", assistant("x")).info, "worker 1 open 2 episode d");
+  env.close("b");
+  env.close("d");
+  EXPECT_EQ(env.failures(), 2);
+  EXPECT_EQ(env.restarts(), 0);
 }
 
 TEST_F(ProgramEnv, AMalformedReplyKillsTheWorker) {

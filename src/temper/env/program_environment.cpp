@@ -127,6 +127,7 @@ void ProgramEnvironment::start_worker(Worker& w) {
   so.env = opt_.env;
   so.env.push_back("PYTHONUNBUFFERED=1");
   so.what = worker_name(w.index);
+  w.broken = true;  // until the greeting is answered
   w.proc = ChildProcess::spawn(so);
   ojson hello = {{"type", "hello"},   {"protocol", kEnvProtocol}, {"name", name_},
                  {"worker", w.index}, {"workers", opt_.workers},  {"params", opt_.params}};
@@ -152,6 +153,7 @@ void ProgramEnvironment::start_worker(Worker& w) {
   if (why.empty()) {
     if (w.started_once) ++restarts_;
     w.started_once = true;
+    w.broken = false;
     return;
   }
   w.proc->kill();
@@ -279,8 +281,11 @@ EnvReply ProgramEnvironment::reset(const std::string& episode, const ojson& row)
       r.error = "episode '" + episode + "' was reset twice (episode ids must be unique)";
       return r;
     }
-    for (auto& cand : workers_)  // the least loaded, the lowest index on ties
-      if (!w || cand->load < w->load) w = cand.get();
+    for (auto& cand : workers_) {  // the least loaded, the lowest index on ties; one that failed to start last
+      const bool better = !w || (w->broken && !cand->broken) ||  // only when all did
+                          (w->broken == cand->broken && cand->load < w->load);
+      if (better) w = cand.get();
+    }
     ++w->load;
     episodes_[episode].worker = w->index;
   }

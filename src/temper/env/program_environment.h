@@ -49,8 +49,9 @@ class ProgramEnvironment : public Environment {
     std::mutex mu;                               // one request at a time
     std::unique_ptr<reward::ChildProcess> proc;  // null: to be (re)started
     bool started_once = false;
-    int64_t generation = 0;  // +1 at each kill: episodes reset under an older generation are lost
-    int64_t load = 0;        // open episodes pinned here and not lost (guarded by episodes_mu_)
+    int64_t generation = 0;           // +1 at each kill: episodes reset under an older generation are lost
+    int64_t load = 0;                 // open episodes pinned here and not lost (guarded by episodes_mu_)
+    std::atomic<bool> broken{false};  // its last start failed: new episodes go elsewhere while others work
   };
   struct Episode {
     int worker = 0;
