@@ -37,25 +37,27 @@ struct Trajectory {
   Lineage lineage;
   int64_t stratum = 0;  // batch-level reward scaling pools its std within a stratum (fair RL: the group's preference)
   std::vector<int32_t> prompt;
-  std::vector<int32_t> tokens;              // the completion (a stop token included)
-  std::vector<float> sample_logprob;        // under the sampling distribution
-  std::vector<float> old_logprob;           // under the policy that sampled (the importance ratio's denominator)
-  std::vector<float> entropy;               // policy entropy at each completion token
-  std::vector<float> advantage;             // per completion token
-  std::vector<float> weight;                // per completion token (1 by default; STARE reweights)
-  std::vector<float> loss_mask;             // per completion token: 1 in the loss, 0 not
-  LossTerms loss_terms;                     // optional terms the loss consumes
-  std::string text;                         // decoded completion
+  std::vector<int32_t> tokens;        // the completion (a stop token included)
+  std::vector<float> sample_logprob;  // under the sampling distribution
+  std::vector<float> old_logprob;     // under the policy that sampled (the importance ratio's denominator)
+  std::vector<float> entropy;         // policy entropy at each completion token
+  std::vector<float> advantage;       // per completion token
+  std::vector<float> weight;          // per completion token (1 by default; STARE reweights)
+  std::vector<float> loss_mask;       // per completion token: 1 in the loss, 0 not
+  LossTerms loss_terms;               // optional terms the loss consumes
+  std::string text;                   // decoded completion
   double reward = 0;
-  std::vector<double> rewards;              // reward vector (multi-objective), may be empty
-  std::vector<double> reward_terms;         // each [[reward]] term's value (empty without [[reward]] terms)
+  std::vector<double> rewards;       // reward vector (multi-objective), may be empty
+  std::vector<double> reward_terms;  // each [[reward]] term's value (empty without [[reward]] terms)
   std::vector<std::pair<std::string, double>> reward_components;  // the terms' named components ("<term>.<name>")
   std::string reward_info;                                        // the terms' info texts (samples.jsonl)
   bool correct = false;
   rollout::FinishReason finish = rollout::FinishReason::length;
-  std::vector<std::string> tags;            // free-form (methods mark edited copies, teacher prompts, ...)
-  bool scored = false;                      // reward set (the trainer scores the rest after after_rollout)
-  std::vector<int64_t> act_slots;           // the rollout's kept activations per position (Completion::act_slots)
+  std::vector<std::string> tags;   // free-form (methods mark edited copies, teacher prompts, ...)
+  bool scored = false;             // reward set (the trainer scores the rest after after_rollout)
+  std::vector<int64_t> act_slots;  // the rollout's kept activations per position (Completion::act_slots)
+  // Multi-turn: tokens [first, first + count) an environment appended (observations): never in the loss.
+  std::vector<std::pair<int64_t, int64_t>> appended;
 };
 
 // A rollout's completion as member c.member of group `problem` (a Batch::problems index): its tokens, log-probs,
@@ -77,6 +79,7 @@ inline Trajectory trajectory_from(rollout::Completion&& c, int64_t problem, std:
   t.old_logprob = std::move(c.policy_logprob);
   t.entropy = std::move(c.entropy);
   t.act_slots = std::move(c.act_slots);
+  t.appended = std::move(c.appended);
   t.finish = c.finish;
   if (c.parent >= 0) t.tags.push_back("fork");
   return t;

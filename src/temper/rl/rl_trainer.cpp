@@ -305,6 +305,7 @@ int64_t RlTrainer::keep_informative(Batch& b, Batch& rb) {
 void RlTrainer::rollout(int64_t n, int64_t round, std::vector<Trajectory>& out, std::vector<tasks::Problem>& problems) {
   TEMPER_PROFILE("rollout");
   const size_t p0 = draw_problems(n, round, problems);
+  if (env_) return converse(p0, round, out, problems);
   std::vector<rollout::RolloutRequest> reqs = requests(problems, p0, round);
   // Data-parallel: this rank rolls out a block of the requests (the rows it will train on); every rank
   // gets all completions.
@@ -322,6 +323,22 @@ void RlTrainer::rollout(int64_t n, int64_t round, std::vector<Trajectory>& out, 
   for (rollout::Completion& c : done)
     out.push_back(trajectory_from(std::move(c), static_cast<int64_t>(p0) + c.request,
                                   reqs[static_cast<size_t>(c.request)].prompt, codec_.decode(c.tokens)));
+}
+
+// The round's problems as conversations with the environment: G episodes each, scored by their returns.
+void RlTrainer::converse(size_t first, int64_t round, std::vector<Trajectory>& out,
+                         const std::vector<tasks::Problem>& problems) {
+  TEMPER_CHECK(ranks() == 1) << "rl: [env] rollouts run in one process (data-parallel conversations: not yet)";
+  const int64_t ctx = policy_.config().max_position_embeddings;
+  rollout::RolloutRequest proto = rollout::make_request({0}, cfg_.group_size, cfg_.max_new, ctx, cfg_.sampler,
+                                                        codec_.stop_ids, round_seed(round), 0);
+  std::vector<Trajectory> got = env_->run(engine_->engine(), problems, first, cfg_.group_size, proto, ctx,
+                                          "s" + std::to_string(step_) + "r" + std::to_string(round));
+  for (Trajectory& t : got) out.push_back(std::move(t));
+}
+
+uint64_t RlTrainer::round_seed(int64_t round) const {
+  return mix_seed(mix_seed(cfg_.seed, static_cast<uint64_t>(step_)), static_cast<uint64_t>(round));
 }
 
 // The round's problems appended to `problems`: n new ones from the task, the methods' extra ones in the
@@ -347,7 +364,7 @@ std::vector<rollout::RolloutRequest> RlTrainer::requests(const std::vector<tasks
                                                          int64_t round) const {
   std::vector<rollout::RolloutRequest> reqs;
   const int64_t ctx = policy_.config().max_position_embeddings;
-  const uint64_t seed = mix_seed(mix_seed(cfg_.seed, static_cast<uint64_t>(step_)), static_cast<uint64_t>(round));
+  const uint64_t seed = round_seed(round);
   for (size_t i = 0; first + i < problems.size(); ++i) {
     const tasks::Problem& prob = problems[first + i];
     std::vector<int32_t> prompt = codec_.encode_prompt(prob);
@@ -398,7 +415,8 @@ void RlTrainer::score(Batch& b, size_t from) {
 }
 
 // The loss mask first (methods' advantages may take shared tokens out of the loss): every token but forced
-// ones (not sampled by the policy) and, with rl.mask_truncated, every token of a truncated completion.
+// ones and an environment's appended ones (not sampled by the policy) and, with rl.mask_truncated, every token of a
+// truncated completion.
 void RlTrainer::set_loss_masks(Batch& b) const {
   for (Trajectory& t : b.traj) {
     if (t.loss_mask.size() == t.tokens.size()) continue;  // a method's own
@@ -406,6 +424,9 @@ void RlTrainer::set_loss_masks(Batch& b) const {
     for (int64_t i = t.lineage.forced_pos;
          i < t.lineage.forced_pos + t.lineage.forced && i < static_cast<int64_t>(t.tokens.size()); ++i)
       t.loss_mask[static_cast<size_t>(i)] = 0.f;
+    for (auto [at, n] : t.appended)  // an environment's observations
+      for (int64_t i = at; i < at + n && i < static_cast<int64_t>(t.tokens.size()); ++i)
+        t.loss_mask[static_cast<size_t>(i)] = 0.f;
   }
 }
 
@@ -483,6 +504,7 @@ Metrics RlTrainer::metrics(const Batch& b, int64_t drawn, const Metrics& upd, do
     out.emplace_back("reward/" + terms[k].name, m);
     out.emplace_back("reward/" + terms[k].name + "/std", std::sqrt(std::max(0.0, st.term_sq[k] / n - m * m)));
   }
+  if (env_) env_->metrics(out);
   return out;
 }
 

@@ -18,6 +18,7 @@
 #include "temper/reward/safe_reward.h"
 #include "temper/rl/advantages.h"
 #include "temper/rl/batch.h"
+#include "temper/rl/env_rollout.h"
 #include "temper/rl/kept_activations.h"
 #include "temper/rl/method.h"
 #include "temper/rl/policy_loss.h"
@@ -94,6 +95,9 @@ class RlTrainer {
   std::string speculative_state() const;
   void load_speculative_state(const std::string& s);
   // The process group (null or one rank: one process). Set before the first step.
+  // Multi-turn rollouts against an environment instead of single completions (one process; the trainer's
+  // methods must work on conversations: RunConfig refuses the others). Set before the first step.
+  void set_environment(std::unique_ptr<EnvRollout> env) { env_ = std::move(env); }
   void set_communicator(dist::Communicator* comm) {
     comm_ = comm, opt_.set_communicator(comm), scorer_.set_communicator(comm);
   }
@@ -105,6 +109,8 @@ class RlTrainer {
   Batch round(Batch& b, int64_t n_prompts, int64_t round);
   int64_t keep_informative(Batch& b, Batch& rb);
   void rollout(int64_t n_prompts, int64_t round, std::vector<Trajectory>& out, std::vector<tasks::Problem>& problems);
+  void converse(size_t first, int64_t round, std::vector<Trajectory>& out, const std::vector<tasks::Problem>& problems);
+  uint64_t round_seed(int64_t round) const;
   size_t draw_problems(int64_t n_prompts, int64_t round, std::vector<tasks::Problem>& problems);
   std::vector<rollout::RolloutRequest> requests(const std::vector<tasks::Problem>& problems, size_t first,
                                                 int64_t round) const;
@@ -127,6 +133,7 @@ class RlTrainer {
   std::unique_ptr<rollout::PooledEngine> engine_;  // the rollout engine and its KV pool (rl.kv_memory_mb)
   std::unique_ptr<KeptActivations> kept_;          // the rollout's kept activations (reuse_activations)
   std::unique_ptr<SpeculativeRollouts> spec_;      // [rl.speculative]
+  std::unique_ptr<EnvRollout> env_;                // [env]: conversations instead of single completions
   Batch batch_;
   int64_t step_ = 0;
   uint64_t cursor_ = 0;

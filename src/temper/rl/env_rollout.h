@@ -1,0 +1,63 @@
+// Multi-turn rollouts against an environment (env/environment.h): each episode's first messages become
+// the prompt; the engine generates an assistant turn and stops at the template's end of turn; the turn
+// goes to the environment as a message (tool calls parsed in the model's syntax) on a pool of caller
+// threads while the other sequences keep decoding; the observation's tokens are appended to the sequence
+// (its KV cache kept: rollout/run_driver.h) and out of the loss; and so on until the environment says
+// done, the turn cap or the token cap. A turn cut at env.turn_max_new tokens goes to the environment as
+// it is, closed by the end-of-turn token (appended, out of the loss). An episode's return is the sum of its per-turn
+// rewards; failed episodes (an environment error, a lost worker) score failure_reward and are counted.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "temper/env/environment.h"
+#include "temper/rl/batch.h"
+#include "temper/rl/conversation_codec.h"
+#include "temper/rl/method.h"
+#include "temper/rollout/engine.h"
+
+namespace temper::rl {
+
+struct EnvRolloutConfig {
+  int64_t max_turns = 4;      // assistant turns per episode
+  int64_t turn_max_new = 0;   // tokens per assistant turn (0: the completion's cap alone)
+  int64_t threads = 4;        // environment calls at once
+  double failure_reward = 0;  // the return of an episode the environment failed
+  void validate() const;
+};
+
+// Per round, summed over its episodes.
+struct EnvRolloutStats {
+  int64_t episodes = 0, turns = 0, tool_calls = 0, malformed_calls = 0, failures = 0, truncated = 0, solved = 0;
+  int64_t env_calls = 0;
+  double env_s = 0;  // seconds inside environment calls (summed over threads)
+};
+
+class EnvRollout {
+ public:
+  EnvRollout(env::Environment& env, ConversationCodec codec, EnvRolloutConfig cfg);
+  ~EnvRollout();
+  // G episodes of each problem in problems[first...]: trajectories (problem = its index in `problems`,
+  // scored, appended spans out of the loss), in (problem, member) order. `request` gives the sampler,
+  // max_new (the whole conversation's cap), seed and stream base; its prompt is ignored.
+  std::vector<Trajectory> run(rollout::RolloutEngine& engine, const std::vector<tasks::Problem>& problems, size_t first,
+                              int64_t group_size, const rollout::RolloutRequest& request, int64_t context,
+                              const std::string& episode_prefix);
+  const EnvRolloutStats& stats() const { return stats_; }  // of the last run
+  void metrics(Metrics& m) const;
+
+ private:
+  struct Impl;
+  env::Environment& env_;
+  ConversationCodec codec_;
+  EnvRolloutConfig cfg_;
+  EnvRolloutStats stats_;
+};
+
+// The row an environment's reset gets for a problem: the dataset row when it has one, else
+// {"index", "split", "id", "prompt", "answer"}.
+nlohmann::ordered_json env_row(const tasks::Problem& p, const char* split);
+
+}  // namespace temper::rl

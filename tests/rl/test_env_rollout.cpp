@@ -1,0 +1,211 @@
+// Multi-turn RL on conversations with an environment (rl/env_rollout.h) on the tiny model: every episode's
+// observations are appended where its turns end and are out of the loss, each sampled token's rollout
+// log-prob equals the training forward's over the whole conversation (f32, <= 1e-5), returns are the sums
+// of the per-turn rewards, failures cost the episode only, and GRPO on the environment's reward raises it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <mutex>
+
+#include "rl/letter_task.h"
+#include "temper/core/error.h"
+#include "temper/rl/env_rollout.h"
+#include "temper/rl/token_rows.h"
+
+using namespace temper;
+using namespace temper::rl;
+using namespace temper::test;
+using json = nlohmann::ordered_json;
+
+namespace {
+
+constexpr int32_t kSep = 27, kEndOfTurn = 28, kStop = 29;
+
+std::vector<int32_t> letters(const std::string& s) {
+  std::vector<int32_t> v;
+  for (char ch : s) v.push_back(ch >= 'a' && ch <= 'z' ? ch - 'a' : kSep);
+  return v;
+}
+std::string text_of(const std::vector<int32_t>& ids) {
+  std::string s;
+  for (int32_t t : ids)
+    if (t < 26) s += static_cast<char>('a' + t);
+  return s;
+}
+double share_of_a(const std::string& s) {
+  double n = 0;
+  for (char c : s) n += c == 'a';
+  return s.empty() ? 0 : n / double(s.size());
+}
+
+// Each turn scores the share of 'a' in the assistant's text; the observation is "bc" + the turn number;
+// done after three turns. Problem ids ending in 7 fail at their second step (an environment error).
+class LettersEnv : public env::Environment {
+ public:
+  std::string name() const override { return "letters"; }
+  env::EnvReply reset(const std::string& ep, const json& row) override {
+    std::lock_guard<std::mutex> lk(mu_);
+    turns_[ep] = 0;
+    fail_[ep] = row.value("id", std::string()).back() == '7';
+    env::EnvReply r;
+    r.messages = json::array({{{"role", "user"}, {"content", row.value("prompt", std::string())}}});
+    return r;
+  }
+  env::EnvReply step(const std::string& ep, const json& msg) override {
+    std::lock_guard<std::mutex> lk(mu_);
+    const int t = ++turns_.at(ep);
+    env::EnvReply r;
+    if (fail_.at(ep) && t == 2) return r.ok = false, r.error = "scripted failure", r;
+    r.reward = share_of_a(msg.value("content", std::string()));
+    r.done = t >= 3;
+    r.correct = r.reward > 0.5;
+    r.messages = json::array({{{"role", "user"}, {"content", std::string("bc") + char('a' + t)}}});
+    return r;
+  }
+  void close(const std::string& ep) override {
+    std::lock_guard<std::mutex> lk(mu_);
+    ++closed_;
+    turns_.erase(ep);
+  }
+  std::mutex mu_;
+  std::map<std::string, int> turns_;
+  std::map<std::string, bool> fail_;
+  int closed_ = 0;
+};
+
+ConversationCodec letters_codec() {
+  ConversationCodec c;
+  c.encode_start = [](const json& msgs, const json&) {
+    std::vector<int32_t> v;
+    for (const json& m : msgs)
+      for (int32_t t : letters(m["content"].get<std::string>())) v.push_back(t);
+    return v;
+  };
+  c.encode_continuation = [](const json& msgs, const json&) {
+    std::vector<int32_t> v = {kSep};
+    for (const json& m : msgs)
+      for (int32_t t : letters(m["content"].get<std::string>())) v.push_back(t);
+    return v;
+  };
+  c.assistant_message = [](const std::vector<int32_t>& turn) {
+    return json{{"role", "assistant"}, {"content", text_of(turn)}};
+  };
+  c.decode = text_of;
+  c.stop_ids = {kStop};
+  c.end_of_turn = kEndOfTurn;
+  return c;
+}
+
+rollout::RolloutRequest proto(int64_t g, int64_t max_new, uint64_t seed) {
+  rollout::SamplerConfig sc;
+  sc.temperature = 1.0f;
+  return rollout::make_request({0}, g, max_new, 64, sc, {kStop}, seed, 0);
+}
+
+}  // namespace
+
+TEST(EnvRollout, ConversationsRecordObservationsAndScoreReturns) {
+  RlSetup s;
+  LettersEnv env;
+  EnvRolloutConfig ec;
+  ec.max_turns = 3;
+  ec.turn_max_new = 4;
+  EnvRollout er(env, letters_codec(), ec);
+  KvPool pool(s.cfg, 8, 128);
+  rollout::RolloutEngine engine(s.model, pool);
+  std::vector<tasks::Problem> problems;
+  for (uint64_t i = 0; i < 8; ++i) {
+    problems.push_back(s.task->problem(tasks::Split::train, i));
+    problems.back().index = static_cast<int64_t>(i);
+  }
+  std::vector<Trajectory> traj = er.run(engine, problems, 0, 3, proto(3, 40, 9), 64, "t");
+  ASSERT_EQ(traj.size(), 24u);
+  EXPECT_EQ(env.closed_, 24);
+  EXPECT_EQ(pool.free_blocks(), 128);
+  int64_t appended = 0;
+  for (const Trajectory& t : traj) {
+    const bool fails = problems[static_cast<size_t>(t.problem)].id.back() == '7';
+    // Turns: the sampled runs between appended spans; the observation after turn k is [end of turn if the turn
+    // was cut,] sep, "bc" + letter k.
+    double ret = 0;
+    int64_t at = 0, k = 0;
+    for (auto [from, n] : t.appended) {
+      ++k;
+      std::vector<int32_t> turn(t.tokens.begin() + at, t.tokens.begin() + from);
+      ASSERT_FALSE(turn.empty());
+      const bool cut = turn.back() != kStop;
+      EXPECT_LE(turn.size(), 4u);
+      ret += share_of_a(text_of(turn));
+      std::vector<int32_t> want = letters(std::string("|bc") + char('a' + k));
+      if (cut) want.insert(want.begin(), kEndOfTurn);
+      EXPECT_EQ(std::vector<int32_t>(t.tokens.begin() + from, t.tokens.begin() + from + n), want);
+      for (int64_t i = from; i < from + n; ++i) EXPECT_EQ(t.old_logprob[static_cast<size_t>(i)], 0.f);
+      at = from + n;
+      appended += n;
+    }
+    if (fails) {
+      EXPECT_EQ(t.reward, 0.0);  // failure_reward
+      EXPECT_NE(t.reward_info.find("scripted failure"), std::string::npos);
+      EXPECT_EQ(t.appended.size(), 1u);  // the failing step's turn got no observation
+    } else {
+      EXPECT_EQ(t.appended.size(), 2u);  // three turns, done after the third
+      std::vector<int32_t> last(t.tokens.begin() + at, t.tokens.end());
+      ret += share_of_a(text_of(last));
+      EXPECT_NEAR(t.reward, ret, 1e-12);
+    }
+    EXPECT_TRUE(t.scored);
+  }
+  EXPECT_EQ(er.stats().failures, 3);
+  EXPECT_EQ(engine.stats().appended_tokens, appended);
+
+  // The invariant: every sampled token's recorded log-prob is the training forward's over the conversation.
+  Batch b;
+  b.problems = problems;
+  b.traj = std::move(traj);
+  double worst = 0;
+  for (const Trajectory& t : b.traj) {
+    std::vector<int32_t> seq = t.prompt;
+    seq.insert(seq.end(), t.tokens.begin(), t.tokens.end());
+    const int64_t T = static_cast<int64_t>(seq.size());
+    std::vector<int32_t> tgt(T, -1);
+    for (int64_t i = 0; i + 1 < T; ++i) tgt[i] = seq[i + 1];
+    std::vector<float> lp(T), ent(T);
+    s.model.forward_logprobs(seq.data(), tgt.data(), 1, T, lp.data(), ent.data());
+    std::vector<bool> obs(t.tokens.size(), false);
+    for (auto [from, n] : t.appended)
+      for (int64_t i = from; i < from + n; ++i) obs[static_cast<size_t>(i)] = true;
+    for (size_t i = 0; i < t.tokens.size(); ++i)
+      if (!obs[i]) worst = std::max(worst, double(std::fabs(lp[t.prompt.size() - 1 + i] - t.old_logprob[i])));
+  }
+  std::printf("largest |rollout - training| log-prob over conversations: %.3g\n", worst);
+  EXPECT_LT(worst, 1e-5);
+}
+
+// GRPO through the trainer on the environment's reward: the returns rise, observations stay out of the loss.
+TEST(EnvRollout, GrpoOnConversationsRaisesTheReturn) {
+  RlSetup s;
+  LettersEnv env;
+  EnvRolloutConfig ec;
+  ec.max_turns = 3;
+  ec.turn_max_new = 4;
+  RlConfig cfg = config();
+  cfg.max_new = 24;
+  PromptCodec pc = codec();
+  pc.stop_ids = {kStop};
+  RlTrainer t(s.model, s.task, pc, cfg, s.safe);
+  t.set_environment(std::make_unique<EnvRollout>(env, letters_codec(), ec));
+  std::vector<double> r;
+  for (int i = 0; i < 25; ++i) {
+    Metrics m = t.step();
+    r.push_back(value(m, "reward_mean"));
+    EXPECT_GE(value(m, "env/turns"), 1.0);
+    EXPECT_LE(value(m, "env/turns"), 3.0);
+    for (const Trajectory& tr : t.last_batch().traj)
+      for (auto [from, n] : tr.appended)
+        for (int64_t k = from; k < from + n; ++k) ASSERT_EQ(tr.loss_mask[static_cast<size_t>(k)], 0.f);
+  }
+  const double first = (r[0] + r[1] + r[2]) / 3, last = (r[22] + r[23] + r[24]) / 3;
+  std::printf("return: first 3 steps %.3f, last 3 steps %.3f\n", first, last);
+  EXPECT_GT(last, first + 0.5);
+}
