@@ -1,5 +1,5 @@
 // The temper command line: subcommands over the library. Catches temper::Error at the top, prints
-// it, and exits non-zero. Later issues add serve.
+// it, and exits non-zero.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -16,6 +16,7 @@
 #include "temper/app/info.h"
 #include "temper/app/report_cmd.h"
 #include "temper/app/sandbox_cmd.h"
+#include "temper/app/serve_cmd.h"
 #include "temper/app/train_cmd.h"
 #include "temper/app/eval_cmd.h"
 #include "temper/core/error.h"
@@ -245,6 +246,23 @@ int main(int argc, char** argv) {
   cmpc->add_option("--tail", cmp.tail, "Share of the last steps a per-step final value averages")->capture_default_str();
   cmpc->add_option("--title", cmp.title, "Page title")->capture_default_str();
 
+  temper::app::ServeCmdOptions svo;
+  auto* srv = app.add_subcommand("serve", "OpenAI-compatible HTTP server (/v1/chat/completions, /v1/completions, "
+                                          "/v1/models) on the rollout engine with continuous batching");
+  srv->add_option("--model", svo.model, "Model: Hugging Face directory, .gguf, a checkpoint or a run directory (its newest checkpoint)")
+      ->required();
+  srv->add_option("--host", svo.host, "Address to listen on")->capture_default_str();
+  srv->add_option("--port", svo.port, "Port (0: any free one, printed)")->capture_default_str();
+  srv->add_option("--max-seqs", svo.max_seqs, "Sequences decoding at once (the engine's batch; n <= this)")->capture_default_str();
+  srv->add_option("--max-concurrency", svo.max_concurrency, "Generation requests in flight; one more gets 429")
+      ->capture_default_str();
+  srv->add_option("--max-body-bytes", svo.max_body_bytes, "Largest request body; a larger one gets 413")->capture_default_str();
+  srv->add_option("--kv-cache-gib", svo.kv_cache_gib, "KV cache budget in GiB (at least one full context)")->capture_default_str();
+  srv->add_option("--device", svo.device, "cpu, cuda or cuda:N (the model's forward on that GPU)")->capture_default_str();
+  srv->add_option("--chat-template", svo.chat_template, "Override the model's chat template: chatml, llama3");
+  srv->add_option("--served-model-name", svo.served_model_name, "The model's name in the API (default: the path's last part)");
+  srv->add_option("--threads", svo.threads, "Threads");
+
   auto* sbx = app.add_subcommand("sandbox",
                                   "Run Python code against unit tests in the sandbox: JSON requests on stdin "
                                   "{\"code\", \"tests\", \"limits\"}, one JSON line each on stdout");
@@ -270,6 +288,7 @@ int main(int argc, char** argv) {
     if (trn->parsed()) return temper::app::train(tro);
     if (evc->parsed()) return temper::app::eval(ev);
     if (sbx->parsed()) return temper::app::sandbox_cmd();
+    if (srv->parsed()) return temper::app::serve(svo);
   } catch (const temper::Error& e) {
     return fail(1, "error", e.what());
   } catch (const std::filesystem::filesystem_error& e) {  // a path that cannot be read or written
