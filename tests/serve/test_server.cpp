@@ -143,16 +143,23 @@ const char* kScript = "Hello there! The answer is 42, as always.";
 struct Fixture {
   std::shared_ptr<const text::Tokenizer> tok = smol_tokenizer();
   int32_t eos = tok->token_to_id("<|im_end|>");
-  ScriptBackend backend{tok, kScript, eos};
+  ScriptBackend backend;
   std::unique_ptr<Server> server;
   std::thread thread;
   int port = 0;
 
-  explicit Fixture(ServeOptions o = {}) {
+  // template_source empty: SmolLM2's own.
+  explicit Fixture(ServeOptions o = {}, const std::string& script = kScript, const std::string& template_source = "",
+                   text::ToolCallFormat tools = text::ToolCallFormat::none)
+      : backend(tok, script, eos) {
     ServedModel m;
     m.name = "smol";
     m.tokenizer = tok;
-    m.chat_template.emplace(text::chat_template_resolve("", tok->chat_template(), text::chat_tokens(*tok)));
+    if (template_source.empty())
+      m.chat_template.emplace(text::chat_template_resolve("", tok->chat_template(), text::chat_tokens(*tok)));
+    else
+      m.chat_template.emplace(template_source, text::chat_tokens(*tok));
+    m.parse_tool_calls = tool_call_parser(tools);
     m.eos_ids = {eos};
     m.end_of_turn = eos;
     m.context = 256;
@@ -439,6 +446,64 @@ TEST(ServeHttp, StopLetsInFlightRequestsFinish) {
   httplib::Client c("127.0.0.1", f.port);
   c.set_connection_timeout(1, 0);
   EXPECT_FALSE(c.Get("/v1/models")) << "no longer accepting";
+}
+
+// A template that shows the tools it gets; the scripted reply is a Hermes-style call.
+const char* kToolTemplate =
+    "{% if tools %}<|im_start|>system\nTOOLS: {% for t in tools %}{{ t.function.name }} {% endfor %}<|im_end|>\n"
+    "{% endif %}{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+const char* kCallScript =
+    "Let me add.\n<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 2, \"b\": 3}}\n</tool_call>";
+const char* kTools =
+    R"("tools": [{"type": "function", "function": {"name": "add", "parameters": {"type": "object"}}}])";
+
+TEST(ServeHttp, ToolCallsInTheModelsSyntax) {
+  Fixture f({}, kCallScript, kToolTemplate, text::ToolCallFormat::hermes);
+  auto r = f.post("/v1/chat/completions", chat(kTools));
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  json b = json::parse(r->body);
+  const json& c = b["choices"][0];
+  EXPECT_EQ(c["finish_reason"], "tool_calls");
+  EXPECT_EQ(c["message"]["content"], "Let me add.");
+  ASSERT_EQ(c["message"]["tool_calls"].size(), 1u);
+  const json& call = c["message"]["tool_calls"][0];
+  EXPECT_EQ(call["type"], "function");
+  EXPECT_EQ(call["id"].get<std::string>().rfind("call_", 0), 0u);
+  EXPECT_EQ(call["function"]["name"], "add");
+  EXPECT_EQ(json::parse(call["function"]["arguments"].get<std::string>()), (json{{"a", 2}, {"b", 3}}))
+      << "arguments: a JSON string, as OpenAI sends them";
+  // The template saw the tools.
+  const std::string prompt = f.tok->decode(f.backend.seen()[0].prompt);
+  EXPECT_NE(prompt.find("TOOLS: add"), std::string::npos) << prompt;
+
+  // Streamed: the reply is parsed at its end, the call in one delta with its index.
+  r = f.post("/v1/chat/completions", chat(std::string(kTools) + R"(, "stream": true)"));
+  ASSERT_TRUE(r);
+  json calls = json::array();
+  std::string finish, content;
+  for (const json& e : sse_events(r->body))
+    if (e.is_object())
+      for (const json& ch : e["choices"]) {
+        if (ch["delta"].contains("tool_calls")) calls = ch["delta"]["tool_calls"];
+        if (ch["delta"].contains("content")) content += ch["delta"]["content"].get<std::string>();
+        if (!ch["finish_reason"].is_null()) finish = ch["finish_reason"];
+      }
+  EXPECT_EQ(finish, "tool_calls");
+  EXPECT_EQ(content, "Let me add.");
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0]["index"], 0);
+  EXPECT_EQ(calls[0]["function"]["name"], "add");
+
+  // Without tools in the request the reply stays text; tool_choice "none" hides the tools from the template.
+  r = f.post("/v1/chat/completions", chat());
+  b = json::parse(r->body);
+  EXPECT_EQ(b["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(b["choices"][0]["message"]["content"], kCallScript);
+  r = f.post("/v1/chat/completions", chat(std::string(kTools) + R"(, "tool_choice": "none")"));
+  EXPECT_EQ(json::parse(r->body)["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(f.tok->decode(f.backend.seen().back().prompt).find("TOOLS:"), std::string::npos);
 }
 
 TEST(ServeHttp, BackendRefusalIs503) {

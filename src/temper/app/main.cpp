@@ -261,6 +261,9 @@ int main(int argc, char** argv) {
   srv->add_option("--device", svo.device, "cpu, cuda or cuda:N (the model's forward on that GPU)")->capture_default_str();
   srv->add_option("--chat-template", svo.chat_template, "Override the model's chat template: chatml, llama3");
   srv->add_option("--served-model-name", svo.served_model_name, "The model's name in the API (default: the path's last part)");
+  srv->add_option("--tool-call-format", svo.tool_call_format,
+                  "Tool-call syntax parsed out of chat replies: auto (from the template), hermes, llama3_json, mistral, none")
+      ->capture_default_str();
   srv->add_option("--threads", svo.threads, "Threads");
 
   auto* sbx = app.add_subcommand("sandbox",

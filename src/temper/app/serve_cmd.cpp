@@ -17,6 +17,7 @@
 #include "temper/serve/engine_backend.h"
 #include "temper/serve/server.h"
 #include "temper/text/chat_template.h"
+#include "temper/text/tool_calls.h"
 #endif
 
 namespace temper::app {
@@ -80,6 +81,9 @@ int serve(const ServeCmdOptions& o) {
     sm.chat_template.emplace(text::chat_template_resolve(o.chat_template, tok.chat_template(), text::chat_tokens(tok)));
     if (!sm.chat_template->end_of_turn().empty()) sm.end_of_turn = tok.token_to_id(sm.chat_template->end_of_turn());
   }
+  const text::ToolCallFormat tool_format = text::tool_call_format_resolve(
+      o.tool_call_format == "auto" ? "" : o.tool_call_format, sm.chat_template ? sm.chat_template->source() : "");
+  sm.parse_tool_calls = serve::tool_call_parser(tool_format);
   sm.context = cfg.max_position_embeddings;
   sm.vocab = cfg.vocab_size;
   sm.max_seqs = o.max_seqs;
@@ -102,13 +106,13 @@ int serve(const ServeCmdOptions& o) {
   const int port = server.bind();
   backend.start();
   std::fprintf(stderr,
-               "temper serve: %s (%s, %.1fM params, context %lld) as \"%s\" on http://%s:%d/v1; chat template %s; "
-               "max-seqs %lld, max-concurrency %lld, KV cache %lld tokens\n",
+               "temper serve: %s (%s, %.1fM params, context %lld) as \"%s\" on http://%s:%d/v1; chat template %s, "
+               "tool calls %s; max-seqs %lld, max-concurrency %lld, KV cache %lld tokens\n",
                path.c_str(), lm.format.c_str(), lm.model->num_params() / 1e6, static_cast<long long>(sm.context),
                sm.name.c_str(), o.host.c_str(), port,
                sm.chat_template ? sm.chat_template->name().c_str() : "none (only /v1/completions)",
-               static_cast<long long>(o.max_seqs), static_cast<long long>(o.max_concurrency),
-               static_cast<long long>(blocks * block));
+               std::string(text::tool_call_format_name(tool_format)).c_str(), static_cast<long long>(o.max_seqs),
+               static_cast<long long>(o.max_concurrency), static_cast<long long>(blocks * block));
   std::fflush(stderr);
   {
     std::lock_guard<std::mutex> l(mu);

@@ -18,8 +18,9 @@ struct ServeCmdOptions {
   int64_t max_body_bytes = 4 << 20;
   double kv_cache_gib = 2.0;  // KV cache budget (at least one full context)
   std::string device = "cpu";
-  std::string chat_template;      // override the model's (chatml, llama3)
-  std::string served_model_name;  // default: the model path's last component
+  std::string chat_template;              // override the model's (chatml, llama3)
+  std::string served_model_name;          // default: the model path's last component
+  std::string tool_call_format = "auto";  // auto (from the template), hermes, llama3_json, mistral, none
   int threads = 0;
 };
 

@@ -364,6 +364,24 @@ struct Exchange {
   }
 };
 
+std::function<ParsedReply(const std::string&)> tool_call_parser(text::ToolCallFormat format) {
+  if (format == text::ToolCallFormat::none) return {};
+  return [format](const std::string& reply) {
+    const text::ParsedTurn turn = text::parse_tool_calls(reply, format);
+    ParsedReply r;
+    if (turn.calls.empty()) {
+      r.content = reply;
+      return r;
+    }
+    r.content = turn.content;
+    for (const text::ToolCall& c : turn.calls)
+      r.tool_calls.push_back({{"id", format == text::ToolCallFormat::mistral ? c.id : random_id("call_")},
+                              {"type", "function"},
+                              {"function", {{"name", c.name}, {"arguments", dump_json(c.arguments)}}}});
+    return r;
+  };
+}
+
 void Server::Impl::setup() {
   http.new_task_queue = [n = opts.max_concurrency + 16] { return new httplib::ThreadPool(static_cast<size_t>(n)); };
   http.set_payload_max_length(static_cast<size_t>(opts.max_body_bytes));

@@ -22,6 +22,7 @@
 #include "temper/serve/openai_schema.h"
 #include "temper/text/chat_template.h"
 #include "temper/text/tokenizer.h"
+#include "temper/text/tool_calls.h"
 
 namespace httplib {
 class Server;
@@ -35,6 +36,11 @@ struct ParsedReply {
   std::string content;
   nlohmann::ordered_json tool_calls = nlohmann::ordered_json::array();
 };
+
+// The parser for a chat template's tool-call syntax (text/tool_calls.h); null for ToolCallFormat::none.
+// Calls get unique ids ("call_" + 24 hex digits) unless the format carries its own (Mistral's); a reply
+// whose calls are all malformed stays text.
+std::function<ParsedReply(const std::string&)> tool_call_parser(text::ToolCallFormat format);
 
 struct ServedModel {
   std::string name;                                  // what /v1/models lists and requests name
