@@ -99,7 +99,7 @@ TEST(RunConfig, EveryListedKeyIsReadAtItsListedDefault) {
     sections[section].emplace_back(line.substr(k1, k2 - k1), line.substr(d1, d2 - d1));
   }
   for (const char* s :
-       {"model", "task", "sft", "rl", "rl.speculative", "rl.stare", "rl.zppo", "teacher", "eval", "run"})
+       {"model", "task", "sft", "rl", "rl.speculative", "rl.stare", "rl.zppo", "teacher", "eval", "env", "run"})
     EXPECT_TRUE(sections.count(s)) << "no section [" << s << "] in --list-keys";
   EXPECT_NE(md.find("| `advantage_eps` | number | `0.0001` |"), std::string::npos);  // once undocumented
   for (auto& [sec, keys] : sections) {
@@ -112,6 +112,7 @@ TEST(RunConfig, EveryListedKeyIsReadAtItsListedDefault) {
       std::string v = sec == "rl" && k == "steps" ? "1" : lit;
       if (term && k == "name") v = "\"t\"";
       if (term && k == "builtin") v = "true";
+      if (sec == "env" && k == "kind") v = "\"guess\"";  // no environment by default
       toml += k + " = " + v + "\n";
     }
     if (sec != "rl") toml += "[rl]\nsteps = 1\n";
@@ -129,11 +130,47 @@ TEST(RunConfig, EveryListedKeyIsReadAtItsListedDefault) {
     });
     for (auto& [k, lit] : keys) {  // the default read back is the listed one
       if (term && (k == "name" || k == "builtin")) continue;
+      if (sec == "env" && k == "kind") continue;
       if (k != "hook_order" && !(sec == "rl" && k == "steps")) {
         EXPECT_EQ(r.resolved_literal((term ? std::string("reward.0") : sec) + "." + k), lit) << sec << "." << k;
       }
     }
   }
+}
+
+// [env]: an environment draws its own problems (task "episodes") unless a task is named; its params reach it
+// as JSON; what cannot run on conversations is refused with the reason; STARE runs.
+TEST(RunConfig, EnvSectionReadsParamsAndRefusesWhatCannotRunOnConversations) {
+  RunConfig c = read(
+      "[env]\nkind = \"calculator\"\nmax_turns = 3\n[env.params]\ndigits = 5\nname = \"x\"\n"
+      "[rl]\nsteps = 1\n[rl.stare]\n");
+  ASSERT_TRUE(c.env);
+  EXPECT_EQ(c.task.name, "episodes");
+  EXPECT_EQ(c.env->options.kind, "calculator");
+  EXPECT_EQ(c.env->rollout.max_turns, 3);
+  EXPECT_EQ(c.env->options.params.dump(), R"({"digits":5,"name":"x"})");
+  EXPECT_EQ(read("[env]\nkind = \"guess\"\n[task]\nname = \"arithmetic\"\n[rl]\nsteps = 1\n").task.name, "arithmetic");
+  EXPECT_FALSE(read("[rl]\nsteps = 1\n").env);
+  const std::string dre = error_of([] { read("[env]\nkind = \"guess\"\n[rl]\nsteps = 1\n[rl.dre]\n"); });
+  EXPECT_NE(dre.find("t.toml: [rl.dre] cannot run with [env]: it reads or rewrites single completions"),
+            std::string::npos)
+      << dre;
+  EXPECT_NE(error_of([] {
+              read("[env]\nkind = \"guess\"\n[rl]\nsteps = 1\n[rl.speculative]\n");
+            }).find("[rl.speculative] cannot run with [env]"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              read("[env]\nkind = \"guess\"\n[rl]\nsteps = 1\n[eval]\nevery = 5\n");
+            }).find("eval.every with [env]"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { read("[env]\nkind = \"guess\"\n[sft]\nsteps = 2\n"); }).find("sft.steps > 0 with [env]"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { read("[env]\nkind = \"program\"\n[rl]\nsteps = 1\n"); }).find("env.program"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              read("[env]\nkind = \"guess\"\nmax_turns = 0\n[rl]\nsteps = 1\n");
+            }).find("env.max_turns must be >= 1"),
+            std::string::npos);
 }
 
 TEST(RunConfig, RecipeReadmeKeyTablesAreCurrent) {

@@ -1,12 +1,15 @@
 #include "temper/app/codec.h"
 
 #include <cstdlib>
+#include <ctime>
 
 #include "temper/core/error.h"
 #include "temper/core/settings.h"
 #include "temper/rl/derived_problem.h"
 #include "temper/tasks/task.h"
+#include "temper/text/chat_delta.h"
 #include "temper/text/chat_template.h"
+#include "temper/text/tool_calls.h"
 
 namespace temper::app {
 
@@ -66,6 +69,61 @@ rl::PromptCodec make_codec(std::shared_ptr<const text::Tokenizer> tok, const std
   c.encode_text = [tok](const std::string& text) { return tok->encode(text, false, /*parse_special=*/false); };
   c.decode = [tok](const std::vector<int32_t>& ids) { return tok->decode(ids, /*skip_special=*/true); };
   c.token_bytes = [tok](int32_t id) { return tok->token_bytes(id); };
+  return c;
+}
+
+rl::ConversationCodec make_conversation_codec(std::shared_ptr<const text::Tokenizer> tok,
+                                              const std::vector<int32_t>& eos_ids, const std::string& system_prompt,
+                                              const std::string& tool_format) {
+  using json = nlohmann::ordered_json;
+  TEMPER_CHECK(tok && !tok->chat_template().empty())
+      << "[env] needs the model's chat template (tokenizer_config.json chat_template or GGUF tokenizer.chat_template)";
+  auto tmpl = std::make_shared<text::ChatTemplate>(
+      text::chat_template_resolve("", tok->chat_template(), text::chat_tokens(*tok)));
+  const text::ToolCallFormat fmt = text::tool_call_format_resolve(tool_format, tmpl->source());
+  text::ChatRenderOptions base;
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  base.now = tm;
+  const std::string eot_text = text::chat_end_of_turn(*tmpl, base);
+  rl::ConversationCodec c;
+  c.stop_ids.insert(eos_ids.begin(), eos_ids.end());
+  if (tok->eos_id() >= 0) c.stop_ids.insert(tok->eos_id());
+  c.end_of_turn = eot_text.empty() ? tok->eos_id() : tok->token_to_id(eot_text);
+  if (c.end_of_turn >= 0) c.stop_ids.insert(c.end_of_turn);
+  TEMPER_CHECK(!c.stop_ids.empty()) << "[env]: the model has neither an end-of-turn token nor EOS: turns could not end";
+  auto options = [base](const json& tools) {
+    text::ChatRenderOptions o = base;
+    if (!tools.is_null() && !tools.empty()) o.tools = tools;
+    return o;
+  };
+  c.encode_start = [tok, tmpl, options, system_prompt](const json& messages, const json& tools) {
+    json msgs = json::array();
+    const bool own_system = !messages.empty() && messages.front().value("role", "") == "system";
+    if (!system_prompt.empty() && !own_system) msgs.push_back({{"role", "system"}, {"content", system_prompt}});
+    for (const json& m : messages) msgs.push_back(m);
+    return tok->encode(tmpl->render(msgs, options(tools)), false);
+  };
+  c.encode_continuation = [tok, tmpl, options](const json& messages, const json& tools) {
+    return tok->encode(text::render_continuation(*tmpl, messages, options(tools)), false);
+  };
+  // The turn as the model wrote it, without the end-of-turn text (or EOS) that stopped it.
+  std::vector<std::string> ends;
+  for (int32_t id : c.stop_ids) ends.push_back(tok->decode(std::vector<int32_t>{id}, /*skip_special=*/false));
+  c.assistant_message = [tok, fmt, ends](const std::vector<int32_t>& turn) {
+    std::string text = tok->decode(turn, /*skip_special=*/false);
+    for (const std::string& e : ends)
+      if (!e.empty() && text.size() >= e.size() && text.compare(text.size() - e.size(), e.size(), e) == 0) {
+        text.resize(text.size() - e.size());
+        break;
+      }
+    const text::ParsedTurn parsed = text::parse_tool_calls(text, fmt);
+    json msg = text::assistant_message(parsed, text);
+    if (!parsed.errors.empty()) msg["parse_errors"] = parsed.errors;
+    return msg;
+  };
+  c.decode = [tok](const std::vector<int32_t>& ids) { return tok->decode(ids, /*skip_special=*/true); };
   return c;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "temper/rl/conversation_codec.h"
 #include "temper/rl/prompt_codec.h"
 #include "temper/text/tokenizer.h"
 
@@ -22,6 +23,15 @@ namespace temper::app {
 rl::PromptCodec make_codec(std::shared_ptr<const text::Tokenizer> tok, const std::vector<int32_t>& eos_ids,
                            const std::string& format, const std::string& system_prompt = "",
                            const std::string& user_template = "");
+
+// Multi-turn rollouts' codec from the model's chat template: the first prompt rendered with the episode's
+// tools (system_prompt first when the episode has no system turn), continuations rendered as what the
+// template appends after an assistant turn (text/chat_delta.h), a turn's tokens parsed for tool calls in
+// `tool_format` (text/tool_calls.h; "auto": from the template). The template's clock is pinned when the
+// codec is made, so every render of a run shows one date. Needs a chat template.
+rl::ConversationCodec make_conversation_codec(std::shared_ptr<const text::Tokenizer> tok,
+                                              const std::vector<int32_t>& eos_ids, const std::string& system_prompt,
+                                              const std::string& tool_format);
 
 // Prompt lengths in tokens (encode_prompt, templates applied) of a task's split: every problem of a finite
 // split, the first `stream_rows` of a procedural stream. For a trainer that plans memory for the longest prompt

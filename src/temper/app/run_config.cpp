@@ -29,7 +29,8 @@ void ModelSection::visit(KeyVisitor& v) {
 
 void TaskSection::visit(KeyVisitor& v) {
   v("name", name,
-    "arithmetic, countdown, string_ops, compose, constraints, dataset, mixture, user_sim, rubric_proxy, code; "
+    "arithmetic, countdown, string_ops, compose, constraints, dataset, mixture, user_sim, rubric_proxy, code, "
+    "episodes (indices for an [env] that draws its own problems: the default with [env]); "
     "[task.params] holds the task's own parameters");
   v("reward_timeout_s", reward_timeout_s,
     "a verification running longer scores 0 and counts in reward_failures (0: no limit)");
@@ -46,6 +47,24 @@ void TeacherSection::visit(KeyVisitor& v) {
            {"", "gold", "dataset", "model"});
   v("path", path, "source = model: a Hugging Face directory or a GGUF file");
   model.visit(v);
+}
+
+void EnvSection::visit(KeyVisitor& v) {
+  v("kind", options.kind,
+    "calculator, guess (built in), or program (a worker in any language speaking JSON lines: recipes/README.md "
+    "\"Environment programs\"); [env.params] holds the environment's own parameters");
+  v.strings("program", options.program, "kind = program: the worker's command line, e.g. [\"python3\", \"env.py\"]");
+  v("workers", options.workers, "kind = program: worker processes (episodes are pinned to one)");
+  v("timeout_s", options.timeout_s, "kind = program: seconds for one call; a worker past it is killed and restarted");
+  v("start_timeout_s", options.start_timeout_s, "kind = program: seconds from start to its greeting");
+  v.strings("env", options.env, "kind = program: \"KEY=value\" added to the workers' environment");
+  v("max_turns", rollout.max_turns, "assistant turns per episode");
+  v("turn_max_new", rollout.turn_max_new,
+    "tokens per assistant turn (0: only rl.max_new, which caps the whole conversation, observations included)");
+  v("threads", rollout.threads, "environment calls at once (the engine keeps decoding meanwhile)");
+  v("failure_reward", rollout.failure_reward, "the return of an episode the environment failed");
+  v("tool_format", tool_format,
+    "the model's tool-call syntax: auto (from its chat template), hermes, llama3_json, mistral, none");
 }
 
 void RunSection::visit(KeyVisitor& v) {
@@ -114,6 +133,8 @@ void read_model_and_task(Recipe& r, RunConfig& c) {
   TEMPER_CHECK(device_name_valid(c.model.device))
       << r.source() << ": model.device: expected \"cpu\", \"cuda\", \"cuda:N\" or "
       << "\"mirror\", got '" << c.model.device << "'";
+  // An environment draws its own problems unless the recipe names a task (a dataset whose rows it reads).
+  if (r.get_bool("env.enabled", r.has_prefix("env."))) r.set_default("task.name", "\"episodes\"", "env");
   read_section(r, "task.", [&](KeyVisitor& v) { c.task.visit(v); });
   c.task.params = r.get_table("task.params.");
   TEMPER_CHECK(std::isfinite(c.task.reward_timeout_s) && c.task.reward_timeout_s >= 0)
@@ -288,6 +309,37 @@ void read_rewards(Recipe& r, RunConfig& c) {
 
 }  // namespace
 
+// [env] with its params as JSON (TOML literals parsed where they are JSON: numbers, booleans, strings), then what
+// cannot run on conversations refused.
+void read_env(Recipe& r, RunConfig& c) {
+  if (!r.get_bool("env.enabled", r.has_prefix("env."))) return;
+  EnvSection e;
+  std::map<std::string, std::string> params = r.get_table("env.params.");
+  read_section(r, "env.", [&](KeyVisitor& v) { e.visit(v); });
+  for (const auto& [k, text] : params) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::parse(text, nullptr, false);
+    e.options.params[k] = j.is_discarded() ? nlohmann::ordered_json(text) : j;
+  }
+  try {
+    e.options.validate();
+    e.rollout.validate();
+  } catch (const Error& ex) {
+    TEMPER_FAIL() << r.source() << ": " << ex.what();
+  }
+  for (const rl::EnabledMethod& m : c.methods) {
+    const std::string why = m.setup->conversation_refusal();
+    TEMPER_CHECK(why.empty()) << r.source() << ": [" << m.spec->section << "] cannot run with [env]: " << why;
+  }
+  TEMPER_CHECK(!c.rl.speculative) << r.source()
+                                  << ": [rl.speculative] cannot run with [env] (not yet on conversations)";
+  TEMPER_CHECK(c.sft_steps() == 0 || c.task.name != "episodes")
+      << r.source() << ": sft.steps > 0 with [env] needs a [task] with solutions to imitate (a dataset)";
+  TEMPER_CHECK(c.eval_every == 0) << r.source()
+                                  << ": eval.every with [env]: evaluating conversations is not yet there; "
+                                  << "the env/ metrics (env/solved, env/turns) report each step";
+  c.env = std::move(e);
+}
+
 RunConfig read_run_config(Recipe& r, std::span<const rl::MethodSpec* const> table) {
   RunConfig c;
   read_model_and_task(r, c);
@@ -298,6 +350,7 @@ RunConfig read_run_config(Recipe& r, std::span<const rl::MethodSpec* const> tabl
   read_teacher(r, c);
   read_eval(r, c);
   read_rewards(r, c);
+  read_env(r, c);
   c.run.out = default_out(c);
   read_section(r, "run.", [&](KeyVisitor& v) { c.run.visit(v); });
   TEMPER_CHECK(c.sft_steps() >= 0 && c.rl_steps() >= 0) << r.source() << ": sft.steps and rl.steps must be >= 0";
@@ -419,6 +472,8 @@ std::string list_keys_markdown(std::span<const rl::MethodSpec* const> table) {
                "Held-out evaluation; `[eval.heldout]` (`task`, `[eval.heldout.params]`) adds a second task.",
                [&](KeyVisitor& v) { visit_eval(v, c); });
   c.run.out = default_out(c);
+  list_section(out, "env", "Multi-turn rollouts against an environment; `[env.params]` holds its own parameters.",
+               [&](KeyVisitor& v) { EnvSection().visit(v); });
   list_section(out, "run", "The run directory and what is written to it.", [&](KeyVisitor& v) { c.run.visit(v); });
   return out;
 }

@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "temper/app/recipe.h"
+#include "temper/env/environment.h"
 #include "temper/rl/curriculum.h"
+#include "temper/rl/env_rollout.h"
 #include "temper/rl/evaluate.h"
 #include "temper/rl/method_spec.h"
 #include "temper/rl/reward_set.h"
@@ -50,6 +52,14 @@ struct TeacherSection {
   void visit(KeyVisitor& v);
 };
 
+// [env]: rollouts as conversations with an environment (multi-turn, tools) instead of single completions.
+struct EnvSection {
+  env::EnvOptions options;           // kind, program, workers, timeouts, env; [env.params] the environment's own
+  rl::EnvRolloutConfig rollout;      // max_turns, turn_max_new, threads, failure_reward
+  std::string tool_format = "auto";  // the model's tool-call syntax (text/tool_calls.h)
+  void visit(KeyVisitor& v);
+};
+
 struct RunSection {
   std::string out;
   int64_t checkpoint_every = 0, keep_last = 2, samples_every = 10, samples_per_step = 4, threads = 0;
@@ -75,6 +85,7 @@ struct RunConfig {
   int64_t eval_every = 0;
   rl::EvalConfig eval;
   std::optional<HeldoutSection> heldout;
+  std::optional<EnvSection> env;  // [env]
   RunSection run;
   int64_t sft_steps() const { return sft_stage.steps; }
   int64_t rl_steps() const { return rl_stage.steps; }

@@ -93,6 +93,7 @@ class TrainRun {
   void choose_threads();
   void open_run_dir();
   void make_task();
+  void start_env();
   void load_policy();
   void make_stage_tasks();
   void make_rewards();
@@ -128,6 +129,7 @@ class TrainRun {
   std::shared_ptr<rl::RewardSet> rewards_;  // [[reward]] terms (the task's verifier without)
   std::shared_ptr<rl::Teacher> teacher_;
   std::unique_ptr<rl::SftTrainer> sft_;
+  std::unique_ptr<env::Environment> env_;  // [env]: outlives the RL trainer that talks to it
   std::unique_ptr<rl::RlTrainer> rlt_;
   std::vector<std::unique_ptr<rl::Method>> methods_;  // in hook order
   TrainState st_;
@@ -159,6 +161,7 @@ int TrainRun::run() {
   choose_threads();
   open_run_dir();
   make_task();
+  start_env();
   load_policy();
   make_stage_tasks();
   make_rewards();
@@ -227,6 +230,15 @@ void TrainRun::make_task() {
     }
   }
   if (cfg_.heldout) heldout_ = tasks::make_task(cfg_.heldout->task, cfg_.heldout->params);
+}
+
+// [env]: the environment started before the model loads (a worker that cannot start stops the run here,
+// naming its command).
+void TrainRun::start_env() {
+  if (!cfg_.env) return;
+  TEMPER_CHECK(comm_.size() == 1) << "[env]: multi-turn rollouts run in one process (data-parallel: not yet)";
+  env_ = env::make_environment(cfg_.env->options);
+  env_->start();
 }
 
 // Model and tokenizer: a built-in shape with random weights and the byte-level tokenizer (the quickstart's own
@@ -374,6 +386,10 @@ void TrainRun::make_rl() {
   for (auto& m : methods_) ms.push_back(m.get());
   rlt_ = std::make_unique<rl::RlTrainer>(*policy_, rl_task_, codec_, cfg_.rl, rewards_, ms, reference_.get());
   rlt_->set_communicator(&comm_);
+  if (env_)
+    rlt_->set_environment(std::make_unique<rl::EnvRollout>(
+        *env_, make_conversation_codec(tok_, eos_ids_, cfg_.model.system_prompt, cfg_.env->tool_format),
+        cfg_.env->rollout));
 }
 
 // Resume: weights, the optimiser of the stage, cursors, the methods' state.
@@ -487,6 +503,13 @@ void TrainRun::open_sinks() {
 
 // Held-out evaluation (every rank generates its share), the held-out family beside it.
 double TrainRun::evaluate(int64_t step) {
+  if (cfg_.env) {  // conversations: the env/ metrics of each step stand for it
+    if (step == 0 && root_)
+      progress_->message(
+          "[env]: held-out evaluation of conversations is not there yet; env/solved and env/turns "
+          "report each step");
+    return NAN;
+  }
   if (task_->size(tasks::Split::eval) == 0) {  // a dataset without eval_path or eval_fraction: said once
     if (step == 0 && root_)
       progress_->message(

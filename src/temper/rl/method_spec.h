@@ -70,6 +70,11 @@ class MethodSetup {
   virtual void check_task(const tasks::Task&) const {}    // once the task is made, before the model loads
   virtual MethodNeeds needs() const { return {}; }
   virtual MethodEffects effects() const { return {}; }
+  // Why the method cannot run on multi-turn conversations ([env]: observations inside the completion,
+  // prompts the environment writes); empty when it can. RunConfig refuses the run with this reason.
+  virtual std::string conversation_refusal() const {
+    return "it reads or rewrites single completions and their prompts (not written for conversations)";
+  }
   virtual std::unique_ptr<Method> make(const MethodDeps& deps) const = 0;
 };
 

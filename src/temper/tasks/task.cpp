@@ -15,6 +15,7 @@
 #include "temper/tasks/constraints.h"
 #include "temper/tasks/countdown.h"
 #include "temper/tasks/dataset.h"
+#include "temper/tasks/episodes.h"
 #include "temper/tasks/mixture.h"
 #include "temper/tasks/rubric_proxy.h"
 #include "temper/tasks/string_ops.h"
@@ -56,15 +57,21 @@ using Factory = std::function<std::unique_ptr<Task>(const TaskParams&)>;
 
 const std::map<std::string, Factory>& registry() {
   static const std::map<std::string, Factory> kTasks = {
-      {"arithmetic", [](const TaskParams& p) { return std::make_unique<ArithmeticTask>(ArithmeticConfig::from_params(p)); }},
+      {"arithmetic",
+       [](const TaskParams& p) { return std::make_unique<ArithmeticTask>(ArithmeticConfig::from_params(p)); }},
       {"code", [](const TaskParams& p) { return std::make_unique<CodeTask>(CodeConfig::from_params(p)); }},
-      {"countdown", [](const TaskParams& p) { return std::make_unique<CountdownTask>(CountdownConfig::from_params(p)); }},
-      {"string_ops", [](const TaskParams& p) { return std::make_unique<StringOpsTask>(StringOpsConfig::from_params(p)); }},
+      {"countdown",
+       [](const TaskParams& p) { return std::make_unique<CountdownTask>(CountdownConfig::from_params(p)); }},
+      {"string_ops",
+       [](const TaskParams& p) { return std::make_unique<StringOpsTask>(StringOpsConfig::from_params(p)); }},
       {"dataset", [](const TaskParams& p) { return std::make_unique<DatasetTask>(DatasetConfig::from_params(p)); }},
-      {"constraints", [](const TaskParams& p) { return std::make_unique<ConstraintsTask>(ConstraintsConfig::from_params(p)); }},
+      {"episodes", [](const TaskParams& p) { return std::make_unique<EpisodesTask>(p); }},
+      {"constraints",
+       [](const TaskParams& p) { return std::make_unique<ConstraintsTask>(ConstraintsConfig::from_params(p)); }},
       {"mixture", [](const TaskParams& p) { return std::make_unique<MixtureTask>(p); }},
       {"compose", [](const TaskParams& p) { return std::make_unique<ComposeTask>(ComposeConfig::from_params(p)); }},
-      {"rubric_proxy", [](const TaskParams& p) { return std::make_unique<RubricProxyTask>(RubricProxyConfig::from_params(p)); }},
+      {"rubric_proxy",
+       [](const TaskParams& p) { return std::make_unique<RubricProxyTask>(RubricProxyConfig::from_params(p)); }},
       {"user_sim", [](const TaskParams& p) { return std::make_unique<UserSimTask>(UserSimConfig::from_params(p)); }},
   };
   return kTasks;

@@ -99,8 +99,9 @@ class Task {
 
 using TaskParams = std::map<std::string, std::string>;  // from the TOML recipe, values as text
 
-// Registry: "arithmetic", "countdown", "string_ops", "dataset", "constraints", "mixture", "compose", "rubric_proxy", "user_sim", "code". Unknown name or parameter, or a bad value ->
-// temper::Error naming the parameter, the expected form and the value.
+// Registry: "arithmetic", "countdown", "string_ops", "dataset", "episodes", "constraints", "mixture", "compose",
+// "rubric_proxy", "user_sim", "code". Unknown name or parameter, or a bad value -> temper::Error naming the parameter,
+// the expected form and the value.
 std::unique_ptr<Task> make_task(const std::string& name, const TaskParams& params);
 std::vector<std::string> task_names();
 

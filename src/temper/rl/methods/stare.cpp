@@ -191,6 +191,8 @@ void Stare::metrics(Metrics& m) const {
 namespace {
 class StareSetup final : public MethodSetupOf<StareConfig> {
   std::unique_ptr<Method> make(const MethodDeps&) const override { return std::make_unique<Stare>(cfg); }
+  // Token weights over the loss tokens: an environment's observations are out of the loss, so out of it.
+  std::string conversation_refusal() const override { return {}; }
 };
 }  // namespace
 
