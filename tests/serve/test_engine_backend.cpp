@@ -4,6 +4,7 @@
 // are the policy's, and shutdown finishes what is in flight.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <thread>
@@ -74,17 +75,25 @@ TEST(ServeEngineBackend, ConcurrentRequestsShareTheBatch) {
   Done d1 = collect(*one, 1);
   ASSERT_EQ(d1.error, "");
   ASSERT_EQ(d1.done[0].tokens.size(), 24u);
+  std::this_thread::sleep_for(50ms);  // the last step's count comes after its tokens
   const int64_t steps_one = s.backend.steps();
   EXPECT_GE(steps_one, 24);
 
-  // 8 requests from 8 threads at once.
+  // 8 requests from 8 threads at once (as 8 HTTP handlers would; a request that comes a step later joins then).
   std::vector<std::shared_ptr<GenJob>> jobs;
   for (int64_t i = 0; i < 8; ++i) jobs.push_back(make_job(i, 24));
   std::vector<std::thread> threads;
-  for (auto& j : jobs) threads.emplace_back([&s, j] { s.backend.submit(j); });
+  std::atomic<int> ready{0};
+  for (auto& j : jobs)
+    threads.emplace_back([&s, &ready, j] {
+      ready.fetch_add(1);
+      while (ready.load() < 8) std::this_thread::yield();
+      s.backend.submit(j);
+    });
   for (auto& t : threads) t.join();
   std::vector<Done> got;
   for (auto& j : jobs) got.push_back(collect(*j, 1));
+  std::this_thread::sleep_for(50ms);
   const int64_t steps_eight = s.backend.steps() - steps_one;
   for (const Done& d : got) {
     ASSERT_EQ(d.error, "");
