@@ -35,18 +35,29 @@ struct EnvRolloutStats {
   double env_s = 0;  // seconds inside environment calls (summed over threads)
 };
 
-class EnvRollout {
+// Where an RL round's trajectories come from when they are conversations (the trainer's [env]): G episodes of
+// each problem in problems[first...] as scored trajectories (problem = its index in `problems`, appended spans
+// out of the loss), in (problem, member) order. `request` gives the sampler, max_new (the whole conversation's
+// cap), seed and stream base; its prompt is ignored. EnvRollout (here) drives the conversation itself;
+// agent/client_rollout.h lets the user's agent drive it through an OpenAI endpoint.
+class ConversationSource {
+ public:
+  virtual ~ConversationSource() = default;
+  virtual std::vector<Trajectory> run(rollout::RolloutEngine& engine, const std::vector<tasks::Problem>& problems,
+                                      size_t first, int64_t group_size, const rollout::RolloutRequest& request,
+                                      int64_t context, const std::string& episode_prefix) = 0;
+  virtual void metrics(Metrics& m) const = 0;  // the last run's env/ metrics
+};
+
+class EnvRollout final : public ConversationSource {
  public:
   EnvRollout(env::Environment& env, ConversationCodec codec, EnvRolloutConfig cfg);
-  ~EnvRollout();
-  // G episodes of each problem in problems[first...]: trajectories (problem = its index in `problems`,
-  // scored, appended spans out of the loss), in (problem, member) order. `request` gives the sampler,
-  // max_new (the whole conversation's cap), seed and stream base; its prompt is ignored.
+  ~EnvRollout() override;
   std::vector<Trajectory> run(rollout::RolloutEngine& engine, const std::vector<tasks::Problem>& problems, size_t first,
                               int64_t group_size, const rollout::RolloutRequest& request, int64_t context,
-                              const std::string& episode_prefix);
+                              const std::string& episode_prefix) override;
   const EnvRolloutStats& stats() const { return stats_; }  // of the last run
-  void metrics(Metrics& m) const;
+  void metrics(Metrics& m) const override;
 
  private:
   struct Impl;

@@ -97,7 +97,7 @@ class RlTrainer {
   // The process group (null or one rank: one process). Set before the first step.
   // Multi-turn rollouts against an environment instead of single completions (one process; the trainer's
   // methods must work on conversations: RunConfig refuses the others). Set before the first step.
-  void set_environment(std::unique_ptr<EnvRollout> env) { env_ = std::move(env); }
+  void set_environment(std::unique_ptr<ConversationSource> env) { env_ = std::move(env); }
   void set_communicator(dist::Communicator* comm) {
     comm_ = comm, opt_.set_communicator(comm), scorer_.set_communicator(comm);
   }
@@ -133,7 +133,7 @@ class RlTrainer {
   std::unique_ptr<rollout::PooledEngine> engine_;  // the rollout engine and its KV pool (rl.kv_memory_mb)
   std::unique_ptr<KeptActivations> kept_;          // the rollout's kept activations (reuse_activations)
   std::unique_ptr<SpeculativeRollouts> spec_;      // [rl.speculative]
-  std::unique_ptr<EnvRollout> env_;                // [env]: conversations instead of single completions
+  std::unique_ptr<ConversationSource> env_;        // [env]: conversations instead of single completions
   Batch batch_;
   int64_t step_ = 0;
   uint64_t cursor_ = 0;
