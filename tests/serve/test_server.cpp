@@ -165,6 +165,7 @@ struct Fixture {
     m.context = 256;
     m.vocab = tok->vocab_size();
     m.max_seqs = 4;
+    m.kv_tokens = 600;
     o.port = 0;
     server = std::make_unique<Server>(o, std::move(m), backend);
     port = server->bind();
@@ -389,6 +390,7 @@ TEST(ServeHttp, EveryHttpErrorIsOpenAIShaped) {
   expect_error(f.post("/v1/chat/completions", chat(R"("n": 5)")), 400, "invalid_value");  // max_seqs 4
   expect_error(f.post("/v1/chat/completions", chat(R"("max_tokens": 0)")), 400, "invalid_value");
   expect_error(f.post("/v1/chat/completions", chat(R"("max_tokens": 250)")), 400, "context_length_exceeded");
+  expect_error(f.post("/v1/chat/completions", chat(R"("max_tokens": 200, "n": 4)")), 400, "kv_cache_exceeded");
   expect_error(f.post("/v1/chat/completions", R"({"model": "gpt-4o", "messages": [{"role": "user", "content": "x"}]})"),
                404, "model_not_found");
   expect_error(f.post("/v1/completions", R"({"model": "smol", "prompt": ")" + std::string(3000, 'x') + "\"}"), 400,

@@ -94,6 +94,7 @@ int serve(const ServeCmdOptions& o) {
   const int64_t budget = KvPool::blocks_for_budget(cfg, block, static_cast<size_t>(o.kv_cache_gib * (1ull << 30)), kvd);
   const int64_t blocks = std::max(budget, (sm.context + block - 1) / block + o.max_seqs + 1);
   KvPool pool(cfg, block, blocks, kvd);
+  sm.kv_tokens = blocks * block;
   rollout::EngineConfig ec{o.max_seqs, [&tok](int32_t id) { return tok.token_bytes(id); }};
   serve::EngineBackend backend(*lm.model, pool, ec);
 

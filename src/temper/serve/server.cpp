@@ -12,6 +12,7 @@
 
 #include "temper/core/error.h"
 #include "temper/core/log.h"
+#include "temper/model/kv_pool.h"
 #include "temper/serve/sample_text.h"
 
 namespace temper::serve {
@@ -51,6 +52,8 @@ std::string sse(const ojson& j) {
 const char* finish_name(rollout::FinishReason f) {
   return f == rollout::FinishReason::length ? "length" : "stop";  // hook: a cancelled request, reported as stop
 }
+
+constexpr int64_t kTopLogprobsBytes = int64_t{1} << 30;
 
 // Route table: path pattern -> the one method it takes. 404 for other paths, 405 for other methods.
 struct Route {
@@ -513,6 +516,20 @@ void Server::Impl::generate(std::vector<int32_t> prompt, const Sampling& s, bool
     throw ApiError(400, "the prompt encodes to no tokens", chat ? "messages" : "prompt", "invalid_value");
   const int64_t P = static_cast<int64_t>(prompt.size());
   const int64_t max_new = resolve_max_new(s, P, limits, chat ? 0 : opts.completions_default_max_tokens);
+  // A request the KV cache cannot hold at all would fail the engine's run (and every request in it).
+  if (model.kv_tokens > 0 && P + s.n * (max_new + kKvBlockSize) > model.kv_tokens)
+    throw ApiError(400,
+                   "the prompt (" + std::to_string(P) + " tokens) and n = " + std::to_string(s.n) + " completions of " +
+                       std::to_string(max_new) + " tokens do not fit this server's KV cache of " +
+                       std::to_string(model.kv_tokens) + " tokens; lower n or max_tokens",
+                   "max_tokens", "kv_cache_exceeded");
+  // top_logprobs: one forward over prompt + completion keeps its [T, V] logits.
+  if (s.logprobs && s.top_logprobs > 0 && (P + max_new) * model.vocab * 4 > kTopLogprobsBytes)
+    throw ApiError(400,
+                   "top_logprobs over " + std::to_string(P + max_new) + " tokens would need " +
+                       std::to_string((P + max_new) * model.vocab * 4 >> 20) + " MiB of logits (at most " +
+                       std::to_string(kTopLogprobsBytes >> 20) + "); lower max_tokens or leave top_logprobs out",
+                   "top_logprobs", "invalid_value");
 
   auto job = std::make_shared<GenJob>();
   rollout::RolloutRequest& r = job->request;

@@ -49,7 +49,8 @@ struct ServedModel {
   std::set<int32_t> eos_ids;                         // end every sample
   int32_t end_of_turn = -1;                          // the template's end of turn (chat only), -1: none
   int64_t context = 0, vocab = 0;
-  int64_t max_seqs = 1;  // n is at most this
+  int64_t max_seqs = 1;   // n is at most this
+  int64_t kv_tokens = 0;  // the KV cache's capacity: a request's prompt + n completions must fit (0: unchecked)
   // Parses tool calls out of a chat reply when the request had tools (null: the reply stays text).
   std::function<ParsedReply(const std::string& text)> parse_tool_calls;
 };
