@@ -42,6 +42,19 @@ The protocol (JSON lines on stdin/stdout, recipes/README.md "Environment program
     temper -> {"type": "step", "episode": E, "message": {...}}     worker -> {"messages": [...], "reward": x, "done": b}
     temper -> {"type": "close", "episode": E}                      worker -> {"ok": true}
 Write logs to stderr, never to stdout.
+
+Client mode ([env] mode = "client"): your agent drives the conversation with any OpenAI client against the
+endpoint temper serves with the policy on loopback; temper records every token it samples and trains on them.
+
+    class Solve(temper_env.Agent):
+        def run(self, row, endpoint):               # endpoint: base_url, api_key, model; chat(); openai()
+            client = endpoint.openai()              # the official client when installed (else endpoint.chat)
+            r = client.chat.completions.create(model=endpoint.model, messages=[...], max_tokens=64)
+            ...                                     # tool calls, more turns: as your agent does
+            return 1.0                              # the episode's return, or {"reward", "correct", "info"}
+
+    temper -> {"type": "run", "episode": E, "row": {...}, "base_url": U, "api_key": K, "model": M}
+    worker -> {"reward": x, "correct"?: b, "components"?: {...}, "info"?: "text"}
 """
 
 import json
@@ -73,6 +86,59 @@ class Env:
     @classmethod
     def serve(cls, stdin=None, stdout=None):
         serve(cls, stdin, stdout)
+
+
+class Endpoint:
+    """The OpenAI-compatible endpoint temper serves for one episode (client mode)."""
+
+    def __init__(self, base_url, api_key, model):
+        self.base_url, self.api_key, self.model = base_url, api_key, model
+
+    def openai(self):
+        """An openai.OpenAI client for this endpoint (the `openai` package must be installed)."""
+        import openai  # noqa: PLC0415 (optional dependency)
+        return openai.OpenAI(base_url=self.base_url, api_key=self.api_key, max_retries=0)
+
+    def chat(self, messages, **kwargs):
+        """POST /chat/completions with the standard library; returns the response as a dict."""
+        import urllib.request  # noqa: PLC0415
+        body = dict(kwargs, model=self.model, messages=messages)
+        req = urllib.request.Request(self.base_url.rstrip("/") + "/chat/completions", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json",
+                                              "Authorization": "Bearer " + self.api_key})
+        with urllib.request.urlopen(req) as r:
+            return json.loads(r.read())
+
+
+class Agent:
+    """Subclass and define run(row, endpoint) -> reward (client mode); close() is optional."""
+
+    params = {}
+    episode = None
+    worker = 0
+    workers = 1
+
+    def run(self, row, endpoint):
+        raise NotImplementedError("define run(self, row, endpoint) in your Agent subclass")
+
+    def close(self):
+        pass
+
+    @classmethod
+    def serve(cls, stdin=None, stdout=None):
+        serve(cls, stdin, stdout)
+
+
+def _run_reply(r):
+    if isinstance(r, dict):
+        out = dict(r)
+    else:
+        out = {"reward": r}
+    reward = out.get("reward")
+    if isinstance(reward, bool) or not isinstance(reward, (int, float)) or not math.isfinite(reward):
+        raise ValueError("run() must return a finite number or a dict with \"reward\", got %r" % (reward,))
+    out["reward"] = float(reward)
+    return out
 
 
 # Messages ------------------------------------------------------------------------------------------------------
@@ -328,6 +394,16 @@ def serve(env_class, stdin=None, stdout=None):
                 env.__init__()
                 reply = _reset_reply(env.reset(msg.get("row") or {}))
                 episodes[episode] = env
+            elif kind == "run":
+                if episode in episodes:
+                    raise ValueError("episode %r is already open" % episode)
+                agent = env_class.__new__(env_class)
+                agent.params, agent.episode = hello["params"], episode
+                agent.worker, agent.workers = hello["worker"], hello["workers"]
+                agent.__init__()
+                episodes[episode] = agent
+                endpoint = Endpoint(msg.get("base_url"), msg.get("api_key"), msg.get("model"))
+                reply = _run_reply(agent.run(msg.get("row") or {}, endpoint))
             elif kind == "step":
                 env = episodes.get(episode)
                 if env is None:

@@ -390,6 +390,20 @@ TEST(ProgramReplies, ChecksNameTheField) {
                 .find("reset reply: tools must be a list of tool schemas or null"),
             std::string::npos);
 
+  // Client mode's reply: the episode's return, done implied; the same extras.
+  const EnvReply run = parse_run_reply(ojson::parse(R"({"reward": 2, "correct": true, "components": {"calls": 3}})"));
+  EXPECT_DOUBLE_EQ(run.reward, 2.0);
+  EXPECT_TRUE(run.done);
+  EXPECT_EQ(run.correct, std::optional<bool>(true));
+  EXPECT_NE(error_of([] { parse_run_reply(ojson::parse(R"({"correct": true})")); }).find("run reply: no \"reward\""),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              parse_run_reply(ojson::parse(R"({"reward": "x"})"));
+            }).find("run reply: \"reward\" must be a finite number"),
+            std::string::npos);
+  EXPECT_FALSE(
+      make_environment({.kind = "guess"})->run("e", ojson::object(), ojson::object()).ok);  // built-ins run no agents
+
   const EnvReply ok = parse_step_reply(ojson::parse(
       R"({"messages": [{"role": "tool", "content": "4", "tool_call_id": "a"}], "reward": 0.5, "done": true,
           "correct": false, "components": {"turns": 3}, "info": "fine"})"));

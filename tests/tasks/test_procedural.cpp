@@ -595,7 +595,13 @@ TEST(Tasks, SplitRuleAndRandInt) {
 }
 
 TEST(Tasks, RegistryAndParameterErrors) {
-  EXPECT_EQ(task_names(), (std::vector<std::string>{"arithmetic", "code", "compose", "constraints", "countdown", "dataset", "mixture", "rubric_proxy", "string_ops", "user_sim"}));
+  EXPECT_EQ(task_names(),
+            (std::vector<std::string>{"arithmetic", "code", "compose", "constraints", "countdown", "dataset",
+                                      "episodes", "mixture", "rubric_proxy", "string_ops", "user_sim"}));
+  // "episodes": indices for an environment that draws its own problems; it takes no parameters.
+  EXPECT_EQ(make_task("episodes", {})->problem(Split::train, 7).id, "episodes/train/7");
+  EXPECT_EQ(make_task("episodes", {})->problem(Split::train, 7).index, 7);
+  expect_error([] { make_task("episodes", {{"digits", "4"}}); }, {"'episodes'", "digits"});
   expect_error([] { make_task("mixture", {}); }, {"'mixture'", "parameter 'tasks'", "comma list"});
   expect_error([] { make_task("mixture", {{"tasks", "arithmetic,mixture"}}); }, {"'tasks'", "other than mixture"});
   expect_error([] { make_task("mixture", {{"tasks", "arithmetic"}, {"weights", "1,2"}}); }, {"'weights'", "1 positive numbers"});

@@ -65,6 +65,12 @@ void EnvSection::visit(KeyVisitor& v) {
   v("failure_reward", rollout.failure_reward, "the return of an episode the environment failed");
   v("tool_format", tool_format,
     "the model's tool-call syntax: auto (from its chat template), hermes, llama3_json, mistral, none");
+  v.choice(
+      "mode", mode,
+      "steps (temper runs the turns: reset, step) or client (kind = program: the worker runs your agent against an "
+      "OpenAI endpoint temper serves with the policy on loopback; every token sampled for the episode is trained "
+      "on; timeout_s covers a whole episode, threads the episodes at once)",
+      {"steps", "client"});
 }
 
 void RunSection::visit(KeyVisitor& v) {
@@ -332,6 +338,9 @@ void read_env(Recipe& r, RunConfig& c) {
   }
   TEMPER_CHECK(!c.rl.speculative) << r.source()
                                   << ": [rl.speculative] cannot run with [env] (not yet on conversations)";
+  TEMPER_CHECK(e.mode != "client" || e.options.kind == "program")
+      << r.source() << ": env.mode = \"client\" runs your agent: it needs env.kind = \"program\", got '"
+      << e.options.kind << "'";
   TEMPER_CHECK(c.sft_steps() == 0 || c.task.name != "episodes")
       << r.source() << ": sft.steps > 0 with [env] needs a [task] with solutions to imitate (a dataset)";
   TEMPER_CHECK(c.eval_every == 0) << r.source()

@@ -57,6 +57,7 @@ struct EnvSection {
   env::EnvOptions options;           // kind, program, workers, timeouts, env; [env.params] the environment's own
   rl::EnvRolloutConfig rollout;      // max_turns, turn_max_new, threads, failure_reward
   std::string tool_format = "auto";  // the model's tool-call syntax (text/tool_calls.h)
+  std::string mode = "steps";  // steps: temper drives the turns; client: the agent drives (agent/client_rollout.h)
   void visit(KeyVisitor& v);
 };
 

@@ -11,6 +11,7 @@
 #if TEMPER_WITH_SERVE
 #include "temper/app/checkpoint.h"
 #include "temper/app/model_source.h"
+#include "temper/app/served_model.h"
 #include "temper/core/thread_pool.h"
 #include "temper/io/hf_model_dir.h"
 #include "temper/rollout/engine.h"
@@ -72,21 +73,14 @@ int serve(const ServeCmdOptions& o) {
   const text::Tokenizer& tok = *lm.tokenizer;
   const ModelConfig& cfg = lm.model->config();
 
-  serve::ServedModel sm;
-  sm.name = o.served_model_name.empty() ? default_name(o.model) : o.served_model_name;
-  sm.tokenizer = lm.tokenizer;
-  sm.eos_ids.insert(lm.eos_ids.begin(), lm.eos_ids.end());
-  if (tok.eos_id() >= 0) sm.eos_ids.insert(tok.eos_id());
-  if (!o.chat_template.empty() || !tok.chat_template().empty()) {
-    sm.chat_template.emplace(text::chat_template_resolve(o.chat_template, tok.chat_template(), text::chat_tokens(tok)));
-    if (!sm.chat_template->end_of_turn().empty()) sm.end_of_turn = tok.token_to_id(sm.chat_template->end_of_turn());
-  }
   const text::ToolCallFormat tool_format = text::tool_call_format_resolve(
-      o.tool_call_format == "auto" ? "" : o.tool_call_format, sm.chat_template ? sm.chat_template->source() : "");
-  sm.parse_tool_calls = serve::tool_call_parser(tool_format);
-  sm.context = cfg.max_position_embeddings;
-  sm.vocab = cfg.vocab_size;
-  sm.max_seqs = o.max_seqs;
+      o.tool_call_format == "auto" ? "" : o.tool_call_format,
+      !o.chat_template.empty() || !tok.chat_template().empty()
+          ? text::chat_template_resolve(o.chat_template, tok.chat_template(), text::chat_tokens(tok)).source()
+          : "");
+  serve::ServedModel sm =
+      make_served_model(o.served_model_name.empty() ? default_name(o.model) : o.served_model_name, lm.tokenizer,
+                        lm.eos_ids, o.chat_template, o.tool_call_format, cfg, o.max_seqs, 0);
 
   // The KV cache: the budget, and never less than one full context (plus a block per sequence for forks).
   const int64_t block = kKvBlockSize;

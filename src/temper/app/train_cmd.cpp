@@ -25,6 +25,10 @@
 #include "temper/app/quickstart.h"
 #include "temper/app/recipe.h"
 #include "temper/app/run_config.h"
+#if TEMPER_WITH_SERVE
+#include "temper/agent/client_rollout.h"
+#include "temper/app/served_model.h"
+#endif
 #include "temper/core/error.h"
 #include "temper/core/profile.h"
 #include "temper/core/thread_pool.h"
@@ -103,6 +107,7 @@ class TrainRun {
   int64_t check_prompt_lengths();
   void open_sinks();
   void make_rl();
+  std::unique_ptr<rl::ConversationSource> conversation_source();
   void sync_weights();
   double evaluate(int64_t step);
   void checkpoint(bool rl_stage);
@@ -380,16 +385,32 @@ void TrainRun::make_trainers() {
   for (const rl::EnabledMethod& e : cfg_.methods) methods_.push_back(e.setup->make({teacher_, m.seed}));
 }
 
+// [env]: temper runs the turns (EnvRollout), or the user's agent does through a loopback OpenAI endpoint.
+std::unique_ptr<rl::ConversationSource> TrainRun::conversation_source() {
+  const EnvSection& e = *cfg_.env;
+  if (e.mode == "steps")
+    return std::make_unique<rl::EnvRollout>(
+        *env_, make_conversation_codec(tok_, eos_ids_, cfg_.model.system_prompt, e.tool_format), e.rollout);
+#if TEMPER_WITH_SERVE
+  agent::ClientRolloutConfig cc;
+  cc.threads = e.rollout.threads;
+  cc.failure_reward = e.rollout.failure_reward;
+  const ModelConfig& mc = policy_->config();
+  return std::make_unique<agent::ClientRollout>(
+      *env_, make_served_model("policy", tok_, eos_ids_, "", e.tool_format, mc, cfg_.rl.max_seqs, 0), cc);
+#else
+  TEMPER_FAIL() << recipe_.source() << ": env.mode = \"client\" needs temper built with cpp-httplib "
+                << "(scripts/bootstrap installs libcpp-httplib-dev)";
+#endif
+}
+
 void TrainRun::make_rl() {
   if (reference_) reference_->set_precision(policy_->precision());
   std::vector<rl::Method*> ms;
   for (auto& m : methods_) ms.push_back(m.get());
   rlt_ = std::make_unique<rl::RlTrainer>(*policy_, rl_task_, codec_, cfg_.rl, rewards_, ms, reference_.get());
   rlt_->set_communicator(&comm_);
-  if (env_)
-    rlt_->set_environment(std::make_unique<rl::EnvRollout>(
-        *env_, make_conversation_codec(tok_, eos_ids_, cfg_.model.system_prompt, cfg_.env->tool_format),
-        cfg_.env->rollout));
+  if (env_) rlt_->set_environment(conversation_source());
 }
 
 // Resume: weights, the optimiser of the stage, cursors, the methods' state.

@@ -43,6 +43,15 @@ class Environment {
   // "parse_errors": [..] when its tool calls were malformed (the env answers with an error observation).
   virtual EnvReply step(const std::string& episode, const nlohmann::ordered_json& message) = 0;
   virtual void close(const std::string& /*episode*/) {}  // frees the episode's state (always called once)
+  // Client mode: the user's agent plays the whole episode against the OpenAI endpoint `endpoint` ({"base_url",
+  // "api_key", "model"}) and the reply's reward is its return (done). Only programs run agents.
+  virtual EnvReply run(const std::string& /*episode*/, const nlohmann::ordered_json& /*row*/,
+                       const nlohmann::ordered_json& /*endpoint*/) {
+    EnvReply r;
+    r.ok = false;
+    r.error = "env '" + name() + "' does not run agents (client mode needs kind = \"program\")";
+    return r;
+  }
   virtual int64_t failures() const { return 0; }         // episodes that failed (errors, lost to a worker restart)
   virtual int64_t restarts() const { return 0; }         // workers started again after a failure
 };

@@ -90,6 +90,19 @@ EnvReply parse_step_reply(const ojson& r) {
   return out;
 }
 
+EnvReply parse_run_reply(const ojson& r) {
+  TEMPER_CHECK(r.is_object()) << "run reply: must be an object {\"reward\": x}, got " << shorten(dump(r));
+  EnvReply out;
+  auto rw = r.find("reward");
+  TEMPER_CHECK(rw != r.end()) << "run reply: no \"reward\" (the episode's return)";
+  TEMPER_CHECK(rw->is_number() && std::isfinite(rw->get<double>()))
+      << "run reply: \"reward\" must be a finite number, got " << shorten(dump(*rw));
+  out.reward = rw->get<double>();
+  out.done = true;
+  read_extras(r, out, "run reply");
+  return out;
+}
+
 ProgramEnvironment::ProgramEnvironment(EnvOptions opt) : opt_(std::move(opt)) {
   opt_.validate();
   TEMPER_CHECK(opt_.kind == "program") << "env.kind: ProgramEnvironment runs kind \"program\", got '" << opt_.kind
@@ -271,39 +284,46 @@ int ProgramEnvironment::worker_of(const std::string& episode) const {
   return it == episodes_.end() ? -1 : it->second.worker;
 }
 
-EnvReply ProgramEnvironment::reset(const std::string& episode, const ojson& row) {
+// Pins a new episode to the least-loaded worker (the lowest index on ties; one whose last start failed only when
+// all did) and starts that worker if it is down. Null with `refusal` set when it cannot.
+ProgramEnvironment::Worker* ProgramEnvironment::open_episode(const std::string& episode, EnvReply& refusal) {
   Worker* w = nullptr;
   {
     std::lock_guard<std::mutex> lock(episodes_mu_);
     if (episodes_.count(episode)) {
-      EnvReply r;
-      r.ok = false;
-      r.error = "episode '" + episode + "' was reset twice (episode ids must be unique)";
-      return r;
+      refusal.ok = false;
+      refusal.error = "episode '" + episode + "' was reset twice (episode ids must be unique)";
+      return nullptr;
     }
-    for (auto& cand : workers_) {  // the least loaded, the lowest index on ties; one that failed to start last
-      const bool better = !w || (w->broken && !cand->broken) ||  // only when all did
-                          (w->broken == cand->broken && cand->load < w->load);
+    for (auto& cand : workers_) {
+      const bool better = !w || (w->broken && !cand->broken) || (w->broken == cand->broken && cand->load < w->load);
       if (better) w = cand.get();
     }
     ++w->load;
     episodes_[episode].worker = w->index;
   }
-  std::lock_guard<std::mutex> wlock(w->mu);
+  w->mu.lock();
   if (!w->proc) {
     try {
       start_worker(*w);
     } catch (const Error& e) {
+      w->mu.unlock();
       const std::string why = worker_name(w->index) + " could not be restarted: " + e.what();
-      EnvReply r = fail(episode, why);
+      refusal = fail(episode, why);
       warn(why);
-      return r;
+      return nullptr;
     }
   }
-  {
-    std::lock_guard<std::mutex> lock(episodes_mu_);
-    episodes_[episode].generation = w->generation;
-  }
+  std::lock_guard<std::mutex> lock(episodes_mu_);
+  episodes_[episode].generation = w->generation;
+  return w;  // its mutex held
+}
+
+EnvReply ProgramEnvironment::reset(const std::string& episode, const ojson& row) {
+  EnvReply refusal;
+  Worker* w = open_episode(episode, refusal);
+  if (!w) return refusal;
+  std::lock_guard<std::mutex> wlock(w->mu, std::adopt_lock);
   Call c = call(*w, episode, ojson{{"type", "reset"}, {"episode", episode}, {"row", row}}, "reset");
   if (!c.ok) return fail(episode, c.why);
   if (auto e = c.reply.find("error"); e != c.reply.end()) {
@@ -368,6 +388,32 @@ EnvReply ProgramEnvironment::step(const std::string& episode, const ojson& messa
   }
   try {
     return parse_step_reply(c.reply);
+  } catch (const Error& e) {
+    const std::string why = worker_name(w->index) + ": " + e.what();
+    EnvReply r = fail(episode, why);
+    warn(why);
+    return r;
+  }
+}
+
+EnvReply ProgramEnvironment::run(const std::string& episode, const ojson& row, const ojson& endpoint) {
+  EnvReply refusal;
+  Worker* w = open_episode(episode, refusal);
+  if (!w) return refusal;
+  std::lock_guard<std::mutex> wlock(w->mu, std::adopt_lock);
+  ojson req{{"type", "run"}, {"episode", episode}, {"row", row}};
+  for (auto& [k, v] : endpoint.items()) req[k] = v;
+  Call c = call(*w, episode, req, "run");
+  if (!c.ok) return fail(episode, c.why);
+  if (auto e = c.reply.find("error"); e != c.reply.end()) {
+    const std::string why = worker_name(w->index) + ": the agent reported an error: " +
+                            shorten(e->is_string() ? e->get<std::string>() : dump(*e), 2000);
+    EnvReply r = fail(episode, why);
+    warn(why);
+    return r;
+  }
+  try {
+    return parse_run_reply(c.reply);
   } catch (const Error& e) {
     const std::string why = worker_name(w->index) + ": " + e.what();
     EnvReply r = fail(episode, why);

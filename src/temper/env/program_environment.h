@@ -6,6 +6,10 @@
 //   temper -> {"type": "step", "episode": E, "message": {...}}   worker -> {"messages": [...], "reward": x,
 //             "done": b, "correct"?: b, "components"?: {"name": x}, "info"?: "text"}
 //   temper -> {"type": "close", "episode": E}                    worker -> {"ok": true}
+// Client mode ([env] mode = "client"): the worker runs the user's agent for a whole episode against an
+// OpenAI-compatible endpoint temper serves on loopback with the policy (every token it samples is recorded):
+//   temper -> {"type": "run", "episode": E, "row": {...}, "base_url": U, "api_key": K, "model": M}
+//   worker -> {"reward": x, "correct"?: b, "components"?: {...}, "info"?: "text"}   (timeout_s covers the episode)
 // A reply {"error": "text"}, or one that is JSON but breaks the rules (a field missing or of the wrong type), fails
 // that episode only. Episodes are pinned to a worker at reset (the least loaded); a worker serves one request at
 // a time, so N workers serve N episodes' calls at once. Failures cost episodes, never the run: a worker that misses
@@ -38,6 +42,8 @@ class ProgramEnvironment : public Environment {
   EnvReply reset(const std::string& episode, const nlohmann::ordered_json& row) override;
   EnvReply step(const std::string& episode, const nlohmann::ordered_json& message) override;
   void close(const std::string& episode) override;
+  EnvReply run(const std::string& episode, const nlohmann::ordered_json& row,
+               const nlohmann::ordered_json& endpoint) override;
   int64_t failures() const override { return failures_.load(); }
   int64_t restarts() const override { return restarts_.load(); }
   int worker_of(const std::string& episode) const;  // the worker an open episode is pinned to; -1: none
@@ -66,6 +72,7 @@ class ProgramEnvironment : public Environment {
   };
 
   void start_worker(Worker& w);  // w.mu held; throws temper::Error
+  Worker* open_episode(const std::string& episode, EnvReply& refusal);  // returns with its mutex held
   Call call(Worker& w, const std::string& episode, const nlohmann::ordered_json& request, const char* what);
   void kill_worker(Worker& w, const std::string& episode, const std::string& why);  // w.mu held
   EnvReply fail(const std::string& episode, const std::string& why);  // marks the episode failed (counted once)
@@ -85,5 +92,6 @@ class ProgramEnvironment : public Environment {
 // be true or false, got \"yes\""). A reply that is {"error": ...} is not checked here.
 EnvReply parse_reset_reply(const nlohmann::ordered_json& reply);
 EnvReply parse_step_reply(const nlohmann::ordered_json& reply);
+EnvReply parse_run_reply(const nlohmann::ordered_json& reply);  // client mode: {"reward", ...}
 
 }  // namespace temper::env

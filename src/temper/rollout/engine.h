@@ -170,6 +170,8 @@ class RolloutEngine {
                               RunDriver* driver = nullptr);
   const EngineStats& stats() const { return stats_; }  // of the last run
   const EngineConfig& config() const { return cfg_; }
+  Transformer& model() { return model_; }  // a second engine on the same model and pool (serve's, between runs)
+  KvPool& pool() { return pool_; }
   void set_speculative(const Int4Drafter* drafter, SpecController* spec, std::function<void()> on_start = {}) {
     cfg_.drafter = drafter;
     cfg_.spec = spec;

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -44,8 +45,12 @@ class GenJob {
   rollout::RolloutRequest request;  // group_size = n
   bool stream = false;              // token events as tokens come (else only `done` events)
   int64_t top_logprobs = 0;         // > 0: the policy's top-k at every generated position
+  std::string client;               // the request's bearer token (Authorization header); empty: none
+  // Sees every event as it is pushed, on the generating thread (a recorder: client-mode RL); null: none.
+  std::function<void(const GenEvent&)> observer;
 
   void push(GenEvent e) {
+    if (observer) observer(e);
     {
       std::lock_guard<std::mutex> l(mu_);
       events_.push_back(std::move(e));

@@ -100,7 +100,7 @@ struct Server::Impl {
   void chat(const httplib::Request& req, httplib::Response& res);
   void completions(const httplib::Request& req, httplib::Response& res);
   void generate(std::vector<int32_t> prompt, const Sampling& s, bool chat, const ojson& tools,
-                std::shared_ptr<void> slot, httplib::Response& res);
+                std::shared_ptr<void> slot, httplib::Response& res, const std::string& client);
   void unrouted(const httplib::Request& req, httplib::Response& res);
 };
 
@@ -448,6 +448,12 @@ void Server::Impl::setup() {
   http.Options(".*", other);
 }
 
+// The API key an OpenAI client sends ("Authorization: Bearer KEY"); empty when none.
+static std::string bearer_token(const httplib::Request& req) {
+  const std::string h = req.get_header_value("Authorization");
+  return h.rfind("Bearer ", 0) == 0 ? h.substr(7) : std::string();
+}
+
 void Server::Impl::unrouted(const httplib::Request& req, httplib::Response& res) {
   for (const Route& r : routes)
     if (std::regex_match(req.path, r.path)) {
@@ -493,7 +499,7 @@ void Server::Impl::chat(const httplib::Request& req, httplib::Response& res) {
                    "template_error");
   }
   std::vector<int32_t> ids = model.tokenizer->encode(rendered, /*add_special=*/false);
-  generate(std::move(ids), cr.s, /*chat=*/true, cr.tools, std::move(slot), res);
+  generate(std::move(ids), cr.s, /*chat=*/true, cr.tools, std::move(slot), res, bearer_token(req));
 }
 
 void Server::Impl::completions(const httplib::Request& req, httplib::Response& res) {
@@ -507,11 +513,11 @@ void Server::Impl::completions(const httplib::Request& req, httplib::Response& r
     std::vector<int32_t> body = model.tokenizer->encode(cr.prompt, /*add_special=*/false);
     ids.insert(ids.end(), body.begin(), body.end());
   }
-  generate(std::move(ids), cr.s, /*chat=*/false, nullptr, std::move(slot), res);
+  generate(std::move(ids), cr.s, /*chat=*/false, nullptr, std::move(slot), res, bearer_token(req));
 }
 
 void Server::Impl::generate(std::vector<int32_t> prompt, const Sampling& s, bool chat, const ojson& tools,
-                            std::shared_ptr<void> slot, httplib::Response& res) {
+                            std::shared_ptr<void> slot, httplib::Response& res, const std::string& client) {
   if (prompt.empty())
     throw ApiError(400, "the prompt encodes to no tokens", chat ? "messages" : "prompt", "invalid_value");
   const int64_t P = static_cast<int64_t>(prompt.size());
@@ -543,6 +549,7 @@ void Server::Impl::generate(std::vector<int32_t> prompt, const Sampling& s, bool
   r.seed = s.seed ? *s.seed : random_u64();
   r.stream = 0;
   job->top_logprobs = s.logprobs ? s.top_logprobs : 0;
+  job->client = client;
 
   auto ex = std::make_shared<Exchange>();
   ex->sm = &model;
