@@ -341,7 +341,7 @@ TEST(EnvOptions, ErrorsNameTheField) {
             std::string::npos);
   EXPECT_NE(with([](EnvOptions& o) {
               o.kind = "calculator", o.program.clear(), o.params = {{"digit", 5}};
-            }).find("env 'calculator': no param 'digit' (known: digits, operands, seed, malformed_penalty)"),
+            }).find("env 'calculator': no param 'digit' (known: digits, operands, seed, malformed_penalty, tool)"),
             std::string::npos);
   EXPECT_NE(with([](EnvOptions& o) {
               o.kind = "calculator", o.program.clear(), o.params = {{"digits", {6, 3}}};

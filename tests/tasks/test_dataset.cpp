@@ -187,8 +187,9 @@ TEST(Dataset, ErrorsNameFileLineFieldExpectedActual) {
                {"msgturn.jsonl:2", "messages[1]", "an object {role, content}", "got string"});
   expect_error(load("msgcontent.jsonl", R"({"messages": [{"role": "user", "content": ["a"]}]})"),
                {"msgcontent.jsonl:1", "messages[0]", "'content'", "expected a string", "got array"});
-  expect_error(load("msgrole.jsonl", R"({"messages": [{"role": "bot", "content": "a"}]})"),
-               {"msgrole.jsonl:1", "messages[0]", "'role'", "\"system\", \"user\" or \"assistant\"", "got \"bot\""});
+  expect_error(
+      load("msgrole.jsonl", R"({"messages": [{"role": "bot", "content": "a"}]})"),
+      {"msgrole.jsonl:1", "messages[0]", "'role'", "\"system\", \"user\", \"assistant\" or \"tool\"", "got \"bot\""});
   expect_error(load("msgsystem.jsonl",
                     R"({"messages": [{"role": "user", "content": "a"}, {"role": "system", "content": "b"}]})"),
                {"msgsystem.jsonl:1", "messages[1]", "system turn must come first"});

@@ -347,8 +347,10 @@ void TrainRun::make_rewards() {
   try {
     // Rows without an answer score 0 under the task's checker whatever the completion: refused where it scores
     // (RL with a builtin term; held-out evaluation, which always uses it).
-    if (builtin && cfg_.rl_steps() > 0) tasks::require_answers(*rl_task_, "rl", {tasks::Split::train});
-    tasks::require_answers(*task_, "eval (held-out evaluation scores with the task's checker)", {tasks::Split::eval});
+    // With [env] the environment scores the conversations, and held-out evaluation is skipped.
+    if (builtin && cfg_.rl_steps() > 0 && !cfg_.env) tasks::require_answers(*rl_task_, "rl", {tasks::Split::train});
+    if (!cfg_.env)
+      tasks::require_answers(*task_, "eval (held-out evaluation scores with the task's checker)", {tasks::Split::eval});
     rewards_ = std::make_shared<rl::RewardSet>(rl_task_, *safe_, cfg_.rewards, install_judges(device_), env,
                                                cfg_.task.reward_isolation);
     rewards_->start();

@@ -181,11 +181,14 @@ const char* const kCalculatorSystemPrompt =
     "(whole numbers, + - * /, parentheses) and it returns the exact result. Use it for the arithmetic. When you "
     "know the answer, reply without a tool call and end your reply with the final number.";
 
+const char* const kCalculatorNoToolPrompt =
+    "You solve arithmetic word problems. Work the arithmetic out yourself and end your reply with the final number.";
+
 CalculatorOptions CalculatorOptions::from_params(const ojson& params) {
   TEMPER_CHECK(params.is_object()) << "env 'calculator': params must be an object, got " << params.dump();
   for (auto& [k, v] : params.items())
-    TEMPER_CHECK(k == "digits" || k == "operands" || k == "seed" || k == "malformed_penalty")
-        << "env 'calculator': no param '" << k << "' (known: digits, operands, seed, malformed_penalty)";
+    TEMPER_CHECK(k == "digits" || k == "operands" || k == "seed" || k == "malformed_penalty" || k == "tool")
+        << "env 'calculator': no param '" << k << "' (known: digits, operands, seed, malformed_penalty, tool)";
   CalculatorOptions o;
   range_param(params, "digits", 1, 9, o.min_digits, o.max_digits);
   range_param(params, "operands", 2, 10, o.min_operands, o.max_operands);
@@ -193,6 +196,10 @@ CalculatorOptions CalculatorOptions::from_params(const ojson& params) {
     TEMPER_CHECK(s->is_number_integer() && s->get<int64_t>() >= 0)
         << "env 'calculator': param seed must be an integer >= 0, got " << s->dump();
     o.seed = s->get<uint64_t>();
+  }
+  if (auto t = params.find("tool"); t != params.end()) {
+    TEMPER_CHECK(t->is_boolean()) << "env 'calculator': param tool must be true or false, got " << t->dump();
+    o.tool = t->get<bool>();
   }
   if (auto p = params.find("malformed_penalty"); p != params.end()) {
     TEMPER_CHECK(p->is_number() && std::isfinite(p->get<double>()) && p->get<double>() >= 0)
@@ -302,9 +309,10 @@ EnvReply CalculatorEnvironment::reset(const std::string& episode, const ojson& r
     ++failures_;
     return r;
   }
-  r.messages = ojson::array({ojson{{"role", "system"}, {"content", kCalculatorSystemPrompt}},
-                             ojson{{"role", "user"}, {"content", question}}});
-  r.tools = ojson::array({calculator_tool_schema()});
+  r.messages = ojson::array(
+      {ojson{{"role", "system"}, {"content", opt_.tool ? kCalculatorSystemPrompt : kCalculatorNoToolPrompt}},
+       ojson{{"role", "user"}, {"content", question}}});
+  if (opt_.tool) r.tools = ojson::array({calculator_tool_schema()});
   std::lock_guard<std::mutex> lock(mu_);
   episodes_[episode] = st;
   return r;
@@ -339,7 +347,9 @@ EnvReply CalculatorEnvironment::step(const std::string& episode, const ojson& me
   for (const ToolCall& c : calls) {
     ++st.tool_calls;
     std::string content;
-    if (c.name != "calculator") {
+    if (!opt_.tool) {
+      content = "error: no tools in this conversation; answer with the final number";
+    } else if (c.name != "calculator") {
       content = "error: unknown tool '" + c.name + "'; the only tool is calculator";
     } else if (!c.arguments_error.empty()) {
       content = "error: " + c.arguments_error;

@@ -23,6 +23,9 @@ struct CalculatorOptions {
   int64_t min_operands = 3, max_operands = 5;  // params "operands": N or [lo, hi] (2..10)
   std::optional<uint64_t> seed;                // params "seed": else the row's "seed", else 0
   double malformed_penalty = 0;                // params "malformed_penalty" (>= 0): subtracted per malformed turn
+  // params "tool": false offers no calculator (the no-tool baseline: the model must do the arithmetic itself;
+  // a tool call is answered with an error and the episode goes on).
+  bool tool = true;
   static CalculatorOptions from_params(const nlohmann::ordered_json& params);  // names the bad param
 };
 
@@ -46,6 +49,7 @@ CalcResult calculator_evaluate(std::string_view expression);
 
 nlohmann::ordered_json calculator_tool_schema();  // {"type": "function", "function": {"name": "calculator", ...}}
 extern const char* const kCalculatorSystemPrompt;
+extern const char* const kCalculatorNoToolPrompt;  // tool = false
 
 class CalculatorEnvironment : public Environment {
  public:

@@ -15,18 +15,8 @@ namespace {
 using ojson = nlohmann::ordered_json;
 using reward::ChildProcess;
 
-std::string shorten(const std::string& s, size_t n = 200) {
-  std::string out = s.substr(0, n);
-  for (char& c : out)
-    if (c == '\n' || c == '\r') c = ' ';
-  return s.size() > n ? out + "..." : out;
-}
-
-std::string command_text(const std::vector<std::string>& argv) {
-  std::string out;
-  for (const std::string& a : argv) out += (out.empty() ? "" : " ") + a;
-  return out;
-}
+using reward::command_text;
+using reward::shorten;
 
 // Model text may hold invalid UTF-8 (a cut character): replaced, never an exception.
 std::string dump(const ojson& j) {
@@ -261,6 +251,27 @@ ProgramEnvironment::Call ProgramEnvironment::call(Worker& w, const std::string& 
   return c;
 }
 
+// A call's reply as the episode's EnvReply: a failed call, an {"error"} reply or one `parse` refuses fails the
+// episode (logged, naming the worker); else what `parse` read.
+EnvReply ProgramEnvironment::answer(const Worker& w, const std::string& episode, const Call& c, const char* what,
+                                    EnvReply (*parse)(const ojson&)) {
+  if (!c.ok) return fail(episode, c.why);
+  std::string why;
+  if (auto e = c.reply.find("error"); e != c.reply.end()) {
+    why = worker_name(w.index) + ": the environment reported an error at " + what + ": " +
+          shorten(e->is_string() ? e->get<std::string>() : dump(*e), 2000);
+  } else {
+    try {
+      return parse(c.reply);
+    } catch (const Error& e) {
+      why = worker_name(w.index) + ": " + e.what();
+    }
+  }
+  EnvReply r = fail(episode, why);
+  warn(why);
+  return r;
+}
+
 EnvReply ProgramEnvironment::fail(const std::string& episode, const std::string& why) {
   EnvReply r;
   r.ok = false;
@@ -324,23 +335,8 @@ EnvReply ProgramEnvironment::reset(const std::string& episode, const ojson& row)
   Worker* w = open_episode(episode, refusal);
   if (!w) return refusal;
   std::lock_guard<std::mutex> wlock(w->mu, std::adopt_lock);
-  Call c = call(*w, episode, ojson{{"type", "reset"}, {"episode", episode}, {"row", row}}, "reset");
-  if (!c.ok) return fail(episode, c.why);
-  if (auto e = c.reply.find("error"); e != c.reply.end()) {
-    const std::string why = worker_name(w->index) + ": the environment reported an error at reset: " +
-                            shorten(e->is_string() ? e->get<std::string>() : dump(*e), 2000);
-    EnvReply r = fail(episode, why);
-    warn(why);
-    return r;
-  }
-  try {
-    return parse_reset_reply(c.reply);
-  } catch (const Error& e) {
-    const std::string why = worker_name(w->index) + ": " + e.what();
-    EnvReply r = fail(episode, why);
-    warn(why);
-    return r;
-  }
+  return answer(*w, episode, call(*w, episode, ojson{{"type", "reset"}, {"episode", episode}, {"row", row}}, "reset"),
+                "reset", parse_reset_reply);
 }
 
 EnvReply ProgramEnvironment::step(const std::string& episode, const ojson& message) {
@@ -377,23 +373,9 @@ EnvReply ProgramEnvironment::step(const std::string& episode, const ojson& messa
   }
   TEMPER_CHECK(w->generation == g && w->proc)
       << "env '" << name_ << "': episode '" << episode << "' outlived its worker unnoticed (a bug)";
-  Call c = call(*w, episode, ojson{{"type", "step"}, {"episode", episode}, {"message", message}}, "step");
-  if (!c.ok) return fail(episode, c.why);
-  if (auto e = c.reply.find("error"); e != c.reply.end()) {
-    const std::string why = worker_name(w->index) + ": the environment reported an error at step: " +
-                            shorten(e->is_string() ? e->get<std::string>() : dump(*e), 2000);
-    EnvReply r = fail(episode, why);
-    warn(why);
-    return r;
-  }
-  try {
-    return parse_step_reply(c.reply);
-  } catch (const Error& e) {
-    const std::string why = worker_name(w->index) + ": " + e.what();
-    EnvReply r = fail(episode, why);
-    warn(why);
-    return r;
-  }
+  return answer(*w, episode,
+                call(*w, episode, ojson{{"type", "step"}, {"episode", episode}, {"message", message}}, "step"), "step",
+                parse_step_reply);
 }
 
 EnvReply ProgramEnvironment::run(const std::string& episode, const ojson& row, const ojson& endpoint) {
@@ -403,23 +385,7 @@ EnvReply ProgramEnvironment::run(const std::string& episode, const ojson& row, c
   std::lock_guard<std::mutex> wlock(w->mu, std::adopt_lock);
   ojson req{{"type", "run"}, {"episode", episode}, {"row", row}};
   for (auto& [k, v] : endpoint.items()) req[k] = v;
-  Call c = call(*w, episode, req, "run");
-  if (!c.ok) return fail(episode, c.why);
-  if (auto e = c.reply.find("error"); e != c.reply.end()) {
-    const std::string why = worker_name(w->index) + ": the agent reported an error: " +
-                            shorten(e->is_string() ? e->get<std::string>() : dump(*e), 2000);
-    EnvReply r = fail(episode, why);
-    warn(why);
-    return r;
-  }
-  try {
-    return parse_run_reply(c.reply);
-  } catch (const Error& e) {
-    const std::string why = worker_name(w->index) + ": " + e.what();
-    EnvReply r = fail(episode, why);
-    warn(why);
-    return r;
-  }
+  return answer(*w, episode, call(*w, episode, req, "run"), "run", parse_run_reply);
 }
 
 void ProgramEnvironment::close(const std::string& episode) {

@@ -76,6 +76,8 @@ class ProgramEnvironment : public Environment {
   Call call(Worker& w, const std::string& episode, const nlohmann::ordered_json& request, const char* what);
   void kill_worker(Worker& w, const std::string& episode, const std::string& why);  // w.mu held
   EnvReply fail(const std::string& episode, const std::string& why);  // marks the episode failed (counted once)
+  EnvReply answer(const Worker& w, const std::string& episode, const Call& c, const char* what,
+                  EnvReply (*parse)(const nlohmann::ordered_json&));
   std::string worker_name(int k) const;
   void warn(const std::string& text);
 

@@ -283,4 +283,17 @@ std::string ChildProcess::stderr_tail(size_t lines) {
   return out;
 }
 
+std::string shorten(const std::string& s, size_t n) {
+  std::string out = s.substr(0, n);
+  for (char& c : out)
+    if (c == '\n' || c == '\r') c = ' ';
+  return s.size() > n ? out + "..." : out;
+}
+
+std::string command_text(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const std::string& a : argv) out += (out.empty() ? "" : " ") + a;
+  return out;
+}
+
 }  // namespace temper::reward

@@ -66,6 +66,10 @@ class ChildProcess {
   std::deque<std::string> err_tail_;  // the last stderr lines
 };
 
+// For messages about workers: `s` on one line (newlines as spaces), cut to n bytes with "..."; argv as one line.
+std::string shorten(const std::string& s, size_t n = 200);
+std::string command_text(const std::vector<std::string>& argv);
+
 // Absolute path of `cmd` (searched in PATH when it has no '/'), or empty when not found or not executable.
 std::string find_executable(const std::string& cmd);
 

@@ -14,19 +14,6 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string shorten(const std::string& s, size_t n = 200) {
-  std::string out = s.substr(0, n);
-  for (char& c : out)
-    if (c == '\n' || c == '\r') c = ' ';
-  return s.size() > n ? out + "..." : out;
-}
-
-std::string command_text(const std::vector<std::string>& argv) {
-  std::string out;
-  for (const std::string& a : argv) out += (out.empty() ? "" : " ") + a;
-  return out;
-}
-
 ProgramScore parse_result(const json& r, size_t i) {
   ProgramScore s;
   if (r.is_number()) {

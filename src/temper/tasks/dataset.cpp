@@ -22,15 +22,17 @@ std::string canonical_prompt(const Problem& p) {
   return s;
 }
 
-// One chat turn of a row: {role, content} with role system, user or assistant (a system turn only first).
+// One chat turn of a row: {role, content} with role system, user, assistant or tool (a tool's result, for tool-use
+// conversations; a system turn only first).
 Message parse_turn(const json& m, const std::string& where, const std::string& f, size_t i) {
   if (!m.is_object()) field_error(where, f, "an object {role, content}", &m);
   Message t;
   t.role = text_field(m, where + ": " + f, "role", true);
   t.content = text_field(m, where + ": " + f, "content", true);
-  if (t.role != "system" && t.role != "user" && t.role != "assistant")
-    TEMPER_FAIL() << where << ": " << f << ": field 'role': expected \"system\", \"user\" or \"assistant\", got \""
-                  << t.role << "\"";
+  if (t.role != "system" && t.role != "user" && t.role != "assistant" && t.role != "tool")
+    TEMPER_FAIL() << where << ": " << f
+                  << ": field 'role': expected \"system\", \"user\", \"assistant\" or \"tool\", got \"" << t.role
+                  << "\"";
   if (t.role == "system" && i != 0)
     TEMPER_FAIL() << where << ": " << f
                   << ": a system turn must come first (chat templates put it before the conversation)";
