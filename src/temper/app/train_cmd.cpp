@@ -168,6 +168,7 @@ int TrainRun::run() {
   make_task();
   start_env();
   load_policy();
+  if (cfg_.env) conversation_source();  // the chat template and tool format checked before any step (then dropped)
   make_stage_tasks();
   make_rewards();
   make_trainers();
