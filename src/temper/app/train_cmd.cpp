@@ -25,6 +25,7 @@
 #include "temper/app/quickstart.h"
 #include "temper/app/recipe.h"
 #include "temper/app/run_config.h"
+#include "temper/app/run_lock.h"
 #if TEMPER_WITH_SERVE
 #include "temper/agent/client_rollout.h"
 #include "temper/app/served_model.h"
@@ -121,6 +122,7 @@ class TrainRun {
   Recipe recipe_;
   RunConfig cfg_;
   std::string run_dir_, resume_from_, config_text_, device_;
+  std::unique_ptr<RunLock> lock_;  // rank 0: DIR/.lock for the process's life
   dist::Communicator& comm_ = dist::world();
   bool root_ = comm_.is_root();
   std::shared_ptr<const tasks::Task> task_, sft_task_, rl_task_, heldout_;
@@ -214,6 +216,7 @@ void TrainRun::open_run_dir() {
           << run_dir_ << ": already holds a run; continue it with --resume " << run_dir_ << " or choose another --out";
     }
     fs::create_directories(run_dir_);
+    lock_ = std::make_unique<RunLock>(run_dir_);  // before anything is written: a second train on it is refused
     io::write_text_atomic((fs::path(run_dir_) / "config.toml").string(), config_text_);
     std::fprintf(stderr, "%s\n", recipe_.resolved_toml(/*given_only=*/true).c_str());
     if (!cfg_.methods.empty())
