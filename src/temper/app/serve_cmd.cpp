@@ -73,11 +73,6 @@ int serve(const ServeCmdOptions& o) {
   const text::Tokenizer& tok = *lm.tokenizer;
   const ModelConfig& cfg = lm.model->config();
 
-  const text::ToolCallFormat tool_format = text::tool_call_format_resolve(
-      o.tool_call_format == "auto" ? "" : o.tool_call_format,
-      !o.chat_template.empty() || !tok.chat_template().empty()
-          ? text::chat_template_resolve(o.chat_template, tok.chat_template(), text::chat_tokens(tok)).source()
-          : "");
   serve::ServedModel sm =
       make_served_model(o.served_model_name.empty() ? default_name(o.model) : o.served_model_name, lm.tokenizer,
                         lm.eos_ids, o.chat_template, o.tool_call_format, cfg, o.max_seqs, 0);
@@ -106,7 +101,7 @@ int serve(const ServeCmdOptions& o) {
                path.c_str(), lm.format.c_str(), lm.model->num_params() / 1e6, static_cast<long long>(sm.context),
                sm.name.c_str(), o.host.c_str(), port,
                sm.chat_template ? sm.chat_template->name().c_str() : "none (only /v1/completions)",
-               std::string(text::tool_call_format_name(tool_format)).c_str(), static_cast<long long>(o.max_seqs),
+               std::string(text::tool_call_format_name(sm.tool_format)).c_str(), static_cast<long long>(o.max_seqs),
                static_cast<long long>(o.max_concurrency), static_cast<long long>(blocks * block));
   std::fflush(stderr);
   {

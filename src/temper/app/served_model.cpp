@@ -23,6 +23,7 @@ serve::ServedModel make_served_model(const std::string& name, std::shared_ptr<co
   const text::ToolCallFormat format = text::tool_call_format_resolve(
       tool_call_format == "auto" ? "" : tool_call_format, sm.chat_template ? sm.chat_template->source() : "");
   sm.parse_tool_calls = serve::tool_call_parser(format);
+  sm.tool_format = format;
   sm.context = cfg.max_position_embeddings;
   sm.vocab = cfg.vocab_size;
   sm.max_seqs = max_seqs;

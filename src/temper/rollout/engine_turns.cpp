@@ -52,19 +52,16 @@ void EngineRun::continue_turn(Continuation& k) {
                                    << "): token " << t << " outside the vocabulary [0, " << V_ << ")";
   const int64_t len = static_cast<int64_t>(c.tokens.size());
   const int64_t n = k.finish ? 0 : std::min<int64_t>(static_cast<int64_t>(k.append.size()), q.max_new - len);
-  if (k.finish || n < static_cast<int64_t>(k.append.size()) || len + n >= q.max_new) {
-    if (!k.finish) c.finish = FinishReason::length;  // the appended tokens do not fit, or leave no room to sample
-    c.tokens.insert(c.tokens.end(), k.append.begin(), k.append.begin() + std::max<int64_t>(n, 0));
+  if (n > 0) {
+    c.tokens.insert(c.tokens.end(), k.append.begin(), k.append.begin() + n);
     for (auto* v : {&c.sample_logprob, &c.policy_logprob, &c.entropy}) v->resize(c.tokens.size(), 0.f);
-    if (n > 0) c.appended.emplace_back(len, n);
+    c.appended.emplace_back(len, n);
+  }
+  if (k.finish || len + n >= q.max_new) {  // ended by the driver, or no room left to sample (cut: length)
+    if (!k.finish) c.finish = FinishReason::length;
     pool_.release(s.kv);
     driver_->finished(c);
     return;
-  }
-  if (n > 0) {
-    c.tokens.insert(c.tokens.end(), k.append.begin(), k.append.end());
-    for (auto* v : {&c.sample_logprob, &c.policy_logprob, &c.entropy}) v->resize(c.tokens.size(), 0.f);
-    c.appended.emplace_back(len, n);
   }
   stats_.appended_tokens += n;
   ++stats_.turns_continued;

@@ -53,6 +53,7 @@ struct ServedModel {
   int64_t kv_tokens = 0;  // the KV cache's capacity: a request's prompt + n completions must fit (0: unchecked)
   // Parses tool calls out of a chat reply when the request had tools (null: the reply stays text).
   std::function<ParsedReply(const std::string& text)> parse_tool_calls;
+  text::ToolCallFormat tool_format = text::ToolCallFormat::none;  // what parse_tool_calls reads (for messages)
 };
 
 struct ServeOptions {

@@ -104,16 +104,7 @@ std::string chat_end_of_turn(const ChatTemplate& t, const ChatRenderOptions& opt
     } catch (const Error&) {
     }
   }
-  // As ChatTemplate's probe: the non-space run after the answer, if it is a <...> text or the EOS.
-  const size_t at = out.rfind(kAnswer);
-  if (at == std::string::npos) return {};
-  size_t b = at + kAnswer.size();
-  while (b < out.size() && std::isspace(static_cast<unsigned char>(out[b]))) ++b;
-  size_t e = b;
-  while (e < out.size() && !std::isspace(static_cast<unsigned char>(out[e]))) ++e;
-  const std::string eot = out.substr(b, e - b);
-  const bool special = eot.size() > 2 && eot.front() == '<' && eot.back() == '>';
-  return special || (!t.eos().empty() && eot == t.eos()) ? eot : std::string();
+  return end_of_turn_after(out, kAnswer, t.eos());  // as ChatTemplate's probe
 }
 
 std::string render_continuation(const ChatTemplate& t, const nlohmann::ordered_json& new_messages,

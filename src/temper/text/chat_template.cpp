@@ -77,22 +77,29 @@ Dict template_globals(Value messages, const ChatTokens& tokens, const ChatRender
   return g;
 }
 
+}  // namespace
+
+std::string end_of_turn_after(std::string_view rendered, std::string_view answer, const std::string& eos) {
+  const size_t at = rendered.rfind(answer);
+  if (at == std::string_view::npos) return {};
+  size_t b = at + answer.size();
+  while (b < rendered.size() && std::isspace(static_cast<unsigned char>(rendered[b]))) ++b;
+  size_t e = b;
+  while (e < rendered.size() && !std::isspace(static_cast<unsigned char>(rendered[e]))) ++e;
+  const std::string eot(rendered.substr(b, e - b));
+  const bool special = eot.size() > 2 && eot.front() == '<' && eot.back() == '>';
+  return special || (!eos.empty() && eot == eos) ? eot : std::string();
+}
+
+namespace {
+
 // Renders user U, assistant A and reads what follows A up to the next whitespace: a special-token
 // looking <...> or the EOS text, else nothing (a plain ']' must not become a stop token).
 std::string probe_end_of_turn(const ChatTemplate& t) {
   constexpr std::string_view kAnswer = "TEMPERPROBEANSWER";
   try {
     const std::vector<ChatMessage> conv = {{"user", "TEMPERPROBEQUESTION"}, {"assistant", std::string(kAnswer)}};
-    const std::string out = t.render(conv, false);
-    const size_t at = out.rfind(kAnswer);
-    if (at == std::string::npos) return {};
-    size_t b = at + kAnswer.size();
-    while (b < out.size() && std::isspace(static_cast<unsigned char>(out[b]))) ++b;
-    size_t e = b;
-    while (e < out.size() && !std::isspace(static_cast<unsigned char>(out[e]))) ++e;
-    const std::string eot = out.substr(b, e - b);
-    const bool special = eot.size() > 2 && eot.front() == '<' && eot.back() == '>';
-    return special || (!t.eos().empty() && eot == t.eos()) ? eot : std::string();
+    return end_of_turn_after(t.render(conv, false), kAnswer, t.eos());
   } catch (const Error&) {
     return {};
   }

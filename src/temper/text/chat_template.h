@@ -75,6 +75,10 @@ class ChatTemplate {
   std::string end_of_turn_;
 };
 
+// The end-of-turn text in a render of a conversation whose last assistant message is `answer`: the non-space run
+// after it, when that is a <...> text or the EOS (a plain ']' must not become a stop token); empty otherwise.
+std::string end_of_turn_after(std::string_view rendered, std::string_view answer, const std::string& eos);
+
 // The built-in templates: chatml (<|im_start|>role\ncontent<|im_end|>\n, no default system
 // message) and llama3 (Llama-3-Instruct's template; BOS <|begin_of_text|> unless tokens.bos is set).
 std::vector<std::string> chat_template_names();
