@@ -15,6 +15,8 @@ struct TrainOptions {
   std::vector<std::string> sets;  // key=value overrides
   std::string out;                // run directory (default: run.out of the recipe)
   std::string resume;             // a run directory to continue
+  bool allow_changes = false;     // --resume with --set / a recipe / --device: apply them (recorded in history.jsonl)
+  bool fallback = false;          // --resume: when the newest checkpoint fails its checksums, take the previous good one
   int threads = 0;
   std::string device;  // non-empty: model.device (cpu, cuda, cuda:N)
   int64_t stop_after = 0;  // > 0: checkpoint and exit 0 after this global step, as on SIGTERM
