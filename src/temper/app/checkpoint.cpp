@@ -1,6 +1,8 @@
 #include "temper/app/checkpoint.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -10,6 +12,7 @@
 #include "temper/io/atomic_file.h"
 #include "temper/io/safetensors.h"
 #include "temper/io/safetensors_writer.h"
+#include "temper/io/sha256_file.h"
 
 namespace fs = std::filesystem;
 
@@ -44,6 +47,47 @@ int64_t step_of(const fs::path& p) {
   }
 }
 
+constexpr const char* kChecksums = "checksums.sha256";
+// The files a resume reads: each must be listed in checksums.sha256 when it is present.
+constexpr const char* kLoaded[] = {"model.safetensors", "trainer_state.json", "trainer_state.safetensors",
+                                   "reference.safetensors"};
+
+bool is_complete(const fs::path& p) {
+  return step_of(p) >= 0 && (fs::exists(p / "trainer_state.json") || fs::exists(p / kChecksums));
+}
+
+// Complete checkpoints of a run, newest first.
+std::vector<std::pair<int64_t, fs::path>> complete_checkpoints(const std::string& run_dir) {
+  std::vector<std::pair<int64_t, fs::path>> all;
+  fs::path c = fs::path(run_dir) / "checkpoints";
+  if (!fs::is_directory(c)) return all;
+  for (const auto& e : fs::directory_iterator(c))
+    if (is_complete(e.path())) all.push_back({step_of(e.path()), e.path()});
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  return all;
+}
+
+// checksums.sha256 for every regular file under dir (names relative, sorted), as `sha256sum` writes it.
+void write_checksums(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) {
+      std::string n = e.path().lexically_relative(dir).generic_string();
+      if (n == kChecksums) continue;
+      TEMPER_CHECK(n.find_first_of("\\\n\r") == std::string::npos)
+          << (dir / n).string() << ": a file name sha256sum would escape; checkpoints hold plain names";
+      names.push_back(n);
+    }
+  std::sort(names.begin(), names.end());
+  std::string text;
+  for (const std::string& n : names) text += io::sha256_file_hex((dir / n).string()) + "  " + n + "\n";
+  io::write_text_atomic((dir / kChecksums).string(), text);
+}
+
+CheckpointCheck bad(std::string problem) {
+  return {false, false, std::move(problem)};
+}
+
 }  // namespace
 
 void save_checkpoint(const std::string& dir, const Transformer& model, const io::HfExportOptions& export_opts,
@@ -62,11 +106,13 @@ void save_checkpoint(const std::string& dir, const Transformer& model, const io:
     if (!state.empty()) io::write_safetensors((t / "trainer_state.safetensors").string(), state);
     if (reference) {
       std::vector<io::NamedTensor> ref;
-      for (const ParamEntry& e : reference->layout().entries()) ref.push_back({e.name, reference->param(e.name).clone()});
+      for (const ParamEntry& e : reference->layout().entries())
+        ref.push_back({e.name, reference->param(e.name).clone()});
       io::write_safetensors((t / "reference.safetensors").string(), ref);
     }
     io::write_text_atomic((t / "trainer_state.json").string(), state_json(st).dump(2) + "\n");
     io::write_text_atomic((t / "config.toml").string(), config_toml);
+    write_checksums(t);  // last: it hashes everything above
   });
 }
 
@@ -125,15 +171,66 @@ TrainState load_checkpoint(const std::string& dir, Transformer& model, Optimizer
 }
 
 std::string latest_checkpoint(const std::string& run_dir) {
-  fs::path c = fs::path(run_dir) / "checkpoints";
-  if (!fs::is_directory(c)) return "";
-  int64_t best = -1;
-  std::string out;
-  for (const auto& e : fs::directory_iterator(c)) {
-    int64_t s = step_of(e.path());
-    if (s > best && fs::exists(e.path() / "trainer_state.json")) best = s, out = e.path().string();
+  auto all = complete_checkpoints(run_dir);
+  return all.empty() ? "" : all.front().second.string();
+}
+
+CheckpointCheck verify_checkpoint(const std::string& dir) {
+  const fs::path d(dir), list = d / kChecksums;
+  if (!fs::exists(list)) return {true, true, ""};
+  std::ifstream in(list, std::ios::binary);
+  if (!in.good()) return bad(std::string(kChecksums) + ": cannot be read");
+  std::vector<std::pair<std::string, std::string>> entries;  // (name, hash)
+  std::string line;
+  for (int64_t no = 1; std::getline(in, line); ++no) {
+    // "<64 hex>  <name>" (or " *<name>": sha256sum's binary mode)
+    bool hex = line.size() > 66 && line[64] == ' ' && (line[65] == ' ' || line[65] == '*');
+    for (size_t i = 0; hex && i < 64; ++i) hex = std::isxdigit(static_cast<unsigned char>(line[i])) != 0;
+    std::string name = hex ? line.substr(66) : "";
+    if (!hex || fs::path(name).is_absolute() || name.find("..") != std::string::npos)
+      return bad(std::string(kChecksums) + ": line " + std::to_string(no) +
+                 " is not '<64 hex digits>  <file name>' (a sha256sum line)");
+    std::string h = line.substr(0, 64);
+    for (char& c : h) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    entries.push_back({name, h});
   }
-  return out;
+  if (entries.empty()) return bad(std::string(kChecksums) + ": lists no files");
+  for (const char* f : kLoaded) {
+    bool listed = std::any_of(entries.begin(), entries.end(), [&](const auto& e) { return e.first == f; });
+    if (!listed && fs::exists(d / f)) return bad(std::string(f) + ": present but not listed in " + kChecksums);
+  }
+  for (const auto& [name, want] : entries) {
+    if (!fs::is_regular_file(d / name)) return bad(name + ": listed in " + kChecksums + " but missing");
+    std::string got = io::sha256_file_hex((d / name).string());
+    if (got != want)
+      return bad(name + ": SHA-256 mismatch (" + kChecksums + " says " + want + ", the file hashes to " + got + ")");
+  }
+  return {};
+}
+
+std::string choose_resume_checkpoint(const std::string& run_dir, bool fallback) {
+  auto all = complete_checkpoints(run_dir);
+  if (all.empty()) return "";
+  const std::string newest = all.front().second.string();
+  std::string first_problem;
+  for (size_t i = 0; i < all.size(); ++i) {
+    const std::string dir = all[i].second.string();
+    CheckpointCheck c = verify_checkpoint(dir);
+    if (c.ok) {
+      if (c.unverified)
+        std::fprintf(stderr, "temper train: %s has no %s (written by an older temper): resuming from it unverified\n",
+                     dir.c_str(), kChecksums);
+      if (i == 0 || fallback) return dir;
+      TEMPER_FAIL() << newest << ": damaged: " << first_problem << ". The previous good checkpoint is " << dir
+                    << " (step " << all[i].first << ")"
+                    << (i > 1 ? " (" + std::to_string(i - 1) + " between them are damaged too)" : std::string())
+                    << ": resume from it with `temper train --resume " << run_dir << " --fallback`";
+    }
+    if (i == 0) first_problem = c.problem;
+    if (fallback) std::fprintf(stderr, "temper train: skipping %s: damaged: %s\n", dir.c_str(), c.problem.c_str());
+  }
+  TEMPER_FAIL() << newest << ": damaged: " << first_problem << "; no earlier good checkpoint in " << run_dir
+                << "/checkpoints (" << all.size() << " checked)";
 }
 
 void prune_checkpoints(const std::string& run_dir, int64_t keep_last) {
@@ -150,10 +247,10 @@ int64_t remove_partial_checkpoints(const std::string& run_dir) {
   fs::path c = fs::path(run_dir) / "checkpoints";
   if (!fs::is_directory(c)) return 0;
   int64_t n = 0;
-  std::vector<fs::path> bad;
+  std::vector<fs::path> partial;
   for (const auto& e : fs::directory_iterator(c))
-    if (step_of(e.path()) < 0 || !fs::exists(e.path() / "trainer_state.json")) bad.push_back(e.path());
-  for (const auto& p : bad) n += fs::remove_all(p) > 0 ? 1 : 0;
+    if (!is_complete(e.path())) partial.push_back(e.path());
+  for (const auto& p : partial) n += fs::remove_all(p) > 0 ? 1 : 0;
   return n;
 }
 

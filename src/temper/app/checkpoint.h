@@ -4,6 +4,9 @@
 // steps, data cursors, optimiser step, method states), the frozen KL reference when one is used,
 // and the resolved recipe. Written as one directory, atomically (built beside, fsynced, renamed):
 // a crash mid-write leaves the previous checkpoints intact. Keep-last-N prunes older ones.
+// checksums.sha256, written last, holds the SHA-256 of every other file in `sha256sum` format
+// (`cd step-N && sha256sum -c checksums.sha256` checks it); a resume verifies it, so a damaged file is
+// reported instead of loaded, and the previous good checkpoint is offered (or taken, with fallback).
 #pragma once
 
 #include <cstdint>
@@ -18,7 +21,7 @@
 namespace temper::app {
 
 struct TrainState {
-  int64_t step = 0;          // global steps done (SFT then RL)
+  int64_t step = 0;           // global steps done (SFT then RL)
   std::string stage = "sft";  // the stage whose optimiser is saved
   int64_t sft_steps = 0, rl_steps = 0;
   uint64_t sft_cursor = 0, rl_cursor = 0;
@@ -34,8 +37,25 @@ void save_checkpoint(const std::string& dir, const Transformer& model, const io:
 TrainState load_checkpoint(const std::string& dir, Transformer& model, Optimizer* opt, Transformer* reference);
 TrainState read_train_state(const std::string& dir);
 void load_weights(const std::string& safetensors_path, Transformer& model);
-// The newest checkpoints/step-N of a run directory, or "" when there is none.
+// The newest checkpoints/step-N of a run directory, or "" when there is none. A step-N is complete when it
+// holds trainer_state.json or checksums.sha256 (a step-N with checksums but without its state is damaged).
 std::string latest_checkpoint(const std::string& run_dir);
+
+// What verify_checkpoint found. ok: every file checksums.sha256 lists exists and hashes as listed, and the
+// files a resume reads (model.safetensors, trainer_state.json/.safetensors, reference.safetensors) are listed
+// when present; other unlisted files are ignored. unverified (with ok): no checksums.sha256 at all, a checkpoint
+// written by a temper before checksums. problem: the first bad file and what is wrong with it ("" when ok).
+struct CheckpointCheck {
+  bool ok = true;
+  bool unverified = false;
+  std::string problem;
+};
+CheckpointCheck verify_checkpoint(const std::string& dir);
+// The checkpoint a resume loads: the newest complete one, verified. When it is damaged: without fallback,
+// throws naming the problem and the previous good checkpoint (or that there is none); with fallback, says on
+// stderr which ones it skips and why and returns the newest good one (throws when none is good). "" when the
+// run has no complete checkpoint.
+std::string choose_resume_checkpoint(const std::string& run_dir, bool fallback);
 void prune_checkpoints(const std::string& run_dir, int64_t keep_last);
 // Removes what a crash mid-write left in checkpoints/ (anything that is not a complete step-N).
 int64_t remove_partial_checkpoints(const std::string& run_dir);
