@@ -50,6 +50,8 @@ class Recipe {
   // keys the recipe (or --set, or a method's changed default) gave, and a comment counting the rest.
   std::string resolved_toml(bool given_only = false) const;
   const std::string& source() const { return source_; }
+  // Every key read, with the TOML literal it resolved to (what config.toml records).
+  const std::map<std::string, std::string>& resolved() const { return resolved_; }
 
  private:
   struct Value {

@@ -1,6 +1,8 @@
 #include "temper/app/train_cmd.h"
 
 #include <sched.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -16,6 +18,7 @@
 #include <optional>
 #include <ostream>
 #include <set>
+#include <thread>
 
 #include "temper/app/checkpoint.h"
 #include "temper/app/codec.h"
@@ -25,13 +28,16 @@
 #include "temper/app/quickstart.h"
 #include "temper/app/recipe.h"
 #include "temper/app/run_config.h"
+#include "temper/app/run_dir.h"
 #include "temper/app/run_lock.h"
 #if TEMPER_WITH_SERVE
 #include "temper/agent/client_rollout.h"
 #include "temper/app/served_model.h"
 #endif
 #include "temper/core/error.h"
+#include "temper/core/interrupt.h"
 #include "temper/core/profile.h"
+#include "temper/core/stop_signals.h"
 #include "temper/core/thread_pool.h"
 #include "temper/dist/communicator.h"
 #include "temper/io/atomic_file.h"
@@ -54,8 +60,7 @@ namespace temper::app {
 
 namespace {
 
-std::atomic<int> g_signal{0};
-extern "C" void on_signal(int s) { g_signal = s; }
+std::atomic<int> g_signal{0};  // the first SIGINT/SIGTERM (StopSignals' thread sets it)
 
 // The cores this process may run on (mpirun binds ranks to cores by default).
 int cores_bound() {
@@ -96,7 +101,9 @@ class TrainRun {
 
  private:
   void choose_threads();
-  void open_run_dir();
+  void inspect_run_dir();
+  void check_resume_changes();
+  void create_run_dir();
   void make_task();
   void start_env();
   void load_policy();
@@ -111,8 +118,15 @@ class TrainRun {
   std::unique_ptr<rl::ConversationSource> conversation_source();
   void sync_weights();
   double evaluate(int64_t step);
-  void checkpoint(bool rl_stage);
+  bool eval_due(int64_t step) const;
+  void restore_eval_history();
+  TrainState capture(bool rl_stage) const;
+  void checkpoint(bool rl_stage) { write_checkpoint(capture(rl_stage), rl_stage); }
+  void write_checkpoint(TrainState st, bool rl_stage);
+  bool stop_agreed();              // a signal (or another rank's) or --stop-after: every rank the same answer
   bool after_step(bool rl_stage);  // true: stop here
+  void stop_interrupted();         // a signal abandoned a rollout or an evaluation: checkpoint what is complete
+  void train_loop();
   bool run_sft();                  // true: stopped
   bool run_rl();
   void write_samples(const rl::Batch& b);
@@ -121,7 +135,9 @@ class TrainRun {
   const TrainOptions& o_;
   Recipe recipe_;
   RunConfig cfg_;
-  std::string run_dir_, resume_from_, config_text_, device_;
+  std::string run_dir_, resume_from_, config_text_, device_, curriculum_json_;
+  RunDirKind dir_kind_ = RunDirKind::fresh;
+  std::vector<ConfigChange> changes_;  // --resume --allow-changes: what the given settings change
   std::unique_ptr<RunLock> lock_;  // rank 0: DIR/.lock for the process's life
   dist::Communicator& comm_ = dist::world();
   bool root_ = comm_.is_root();
@@ -140,6 +156,11 @@ class TrainRun {
   std::unique_ptr<rl::RlTrainer> rlt_;
   std::vector<std::unique_ptr<rl::Method>> methods_;  // in hook order
   TrainState st_;
+  TrainState before_step_;      // an interruptible RL step's state before it (what a stop mid-rollout checkpoints)
+  bool in_rl_step_ = false;     // inside rlt_->step()
+  bool interruptible_ = false;  // one process: a stop abandons rollouts and evaluations (ranks finish the step)
+  int64_t checkpointed_step_ = -1;
+  bool dir_created_ = false;
   report::MetricsFanout sinks_;
   std::unique_ptr<report::SamplesJsonl> samples_;
   std::unique_ptr<report::Progress> progress_;
@@ -147,11 +168,21 @@ class TrainRun {
   double first_eval_ = NAN, last_eval_ = NAN, sft_end_eval_ = NAN;
 };
 
+// A resumed run's recorded config: DIR/config.toml, else (lost) its newest checkpoint's copy.
+std::string recorded_config(const std::string& run_dir) {
+  const fs::path top = fs::path(run_dir) / "config.toml";
+  if (fs::exists(top)) return top.string();
+  const std::string ck = latest_checkpoint(run_dir);
+  TEMPER_CHECK(!ck.empty()) << run_dir << ": no config.toml and no checkpoint: not a temper run directory";
+  return (fs::path(ck) / "config.toml").string();
+}
+
 // The recipe: a file, the built-in quickstart, or the resumed run's resolved config; then --set and --device.
+// A recipe given beside --resume stands in for the run's config (and is compared with it: check_resume_changes).
 Recipe load_recipe(const TrainOptions& o) {
-  Recipe recipe = !o.resume.empty() ? Recipe::load((fs::path(o.resume) / "config.toml").string())
-                  : o.recipe.empty() ? Recipe::parse(quickstart_recipe(), "<built-in quickstart>")
-                                     : Recipe::load(o.recipe);
+  Recipe recipe = !o.recipe.empty()   ? Recipe::load(o.recipe)
+                  : !o.resume.empty() ? Recipe::load(recorded_config(o.resume))
+                                      : Recipe::parse(quickstart_recipe(), "<built-in quickstart>");
   for (const std::string& s : o.sets) recipe.set(s);
   if (!o.device.empty()) recipe.set("model.device=\"" + o.device + "\"");
   return recipe;
@@ -162,11 +193,15 @@ TrainRun::TrainRun(const TrainOptions& o, Recipe recipe) : o_(o), recipe_(std::m
   recipe_.check_all_read();
   run_dir_ = !o.resume.empty() ? o.resume : !o.out.empty() ? o.out : cfg_.run.out;
   config_text_ = recipe_.resolved_toml();
+  interruptible_ = comm_.size() == 1;
 }
 
+// Everything is read and checked (recipe, run directory, task, model, rewards, memory, prompts) before the run
+// directory is created or changed: a refusal leaves nothing behind. Then the steps; a stop request ends them
+// with a checkpoint (after the step, or at once when it abandons rollouts or an evaluation).
 int TrainRun::run() {
   choose_threads();
-  open_run_dir();
+  inspect_run_dir();
   make_task();
   start_env();
   load_policy();
@@ -176,13 +211,28 @@ int TrainRun::run() {
   make_trainers();
   resume();
   plan_memory();
-  open_sinks();
-  std::signal(SIGTERM, on_signal);
-  std::signal(SIGINT, on_signal);
-  if (st_.step == 0) evaluate(0);
-  if (run_sft() || run_rl()) return 0;
-  finish();
+  if (stop_agreed()) {  // a signal while loading: nothing written yet
+    if (root_) std::fprintf(stderr, "temper train: stopped by signal %d before the run started\n", g_signal.load());
+    return 0;
+  }
+  create_run_dir();
+  try {
+    open_sinks();
+    train_loop();
+  } catch (const Interrupted&) {
+    stop_interrupted();
+  } catch (const Error& e) {
+    TEMPER_FAIL() << e.what() << "\n(nothing is lost: continue the run with temper train --resume " << run_dir_
+                  << (latest_checkpoint(run_dir_).empty() ? ", which starts it over: it has no checkpoint yet)"
+                                                          : " from its newest checkpoint)");
+  }
   return 0;
+}
+
+void TrainRun::train_loop() {
+  restore_eval_history();
+  if (run_sft() || run_rl()) return;
+  finish();
 }
 
 void TrainRun::choose_threads() {
@@ -203,21 +253,73 @@ void TrainRun::choose_threads() {
   }
 }
 
-// The run directory: new (refused if it holds a run) or resumed from its newest checkpoint, which rank 0
-// chooses for every rank (the run directory is on a shared filesystem).
-void TrainRun::open_run_dir() {
+// The run directory, read only: new (refused if it holds a run), resumed from its newest checkpoint (verified),
+// or started over (a run that never wrote a checkpoint); rank 0 decides for every rank (a shared filesystem).
+void TrainRun::inspect_run_dir() {
   if (root_) {
-    if (!o_.resume.empty()) {
-      resume_from_ = latest_checkpoint(run_dir_);
-      TEMPER_CHECK(!resume_from_.empty())
-          << run_dir_ << ": no checkpoint to resume from (checkpoints/step-N with trainer_state.json)";
+    dir_kind_ = app::inspect_run_dir(run_dir_);
+    if (o_.resume.empty()) {
+      TEMPER_CHECK(dir_kind_ == RunDirKind::fresh)
+          << run_dir_
+          << (dir_kind_ == RunDirKind::checkpointed
+                  ? ": already holds a run; continue it with --resume "
+                  : ": already holds a run that stopped before its first checkpoint; start it over with --resume ")
+          << run_dir_ << " or choose another --out";
     } else {
-      TEMPER_CHECK(latest_checkpoint(run_dir_).empty() && !fs::exists(fs::path(run_dir_) / "metrics.jsonl"))
-          << run_dir_ << ": already holds a run; continue it with --resume " << run_dir_ << " or choose another --out";
+      TEMPER_CHECK(dir_kind_ != RunDirKind::fresh)
+          << run_dir_ << ": no run to resume (no config.toml, no checkpoint); start one with --out " << run_dir_;
+      if (dir_kind_ == RunDirKind::checkpointed) resume_from_ = choose_resume_checkpoint(run_dir_, o_.fallback);
+      check_resume_changes();
     }
+  }
+  comm_.broadcast(resume_from_, 0);
+}
+
+// --resume keeps the run's resolved config: a recipe, --set or --device that changes it is refused unless
+// --allow-changes, and then listed in history.jsonl.
+void TrainRun::check_resume_changes() {
+  const std::string recorded = recorded_config(run_dir_);
+  Recipe before = Recipe::load(recorded);
+  read_run_config(before, rl::method_table());
+  changes_ = config_changes(before.resolved(), recipe_.resolved());
+  TEMPER_CHECK(changes_.empty() || o_.allow_changes)
+      << "--resume " << run_dir_ << ": the given " << (o_.recipe.empty() ? "settings" : "recipe and settings")
+      << " change the run's config (" << recorded << "): " << describe_changes(changes_)
+      << ". A resumed run keeps its config; add --allow-changes to apply these (recorded in " << run_dir_
+      << "/history.jsonl), or drop them";
+}
+
+// Everything checked: the directory is created (or cleared for a start-over) and locked, the config written.
+void TrainRun::create_run_dir() {
+  if (root_) {
     fs::create_directories(run_dir_);
     lock_ = std::make_unique<RunLock>(run_dir_);  // before anything is written: a second train on it is refused
+    dir_created_ = true;
+    nlohmann::json event = {{"event", resume_from_.empty() ? (o_.resume.empty() ? "start" : "restart") : "resume"},
+                            {"step", st_.step},
+                            {"pid", static_cast<int64_t>(getpid())}};
+    if (!resume_from_.empty()) {
+      if (int64_t n = remove_partial_checkpoints(run_dir_))
+        std::fprintf(stderr, "temper train: removed %lld partial checkpoint(s) left by a crash\n",
+                     static_cast<long long>(n));
+      std::fprintf(stderr, "temper train: resuming %s from %s (step %lld)\n", run_dir_.c_str(), resume_from_.c_str(),
+                   static_cast<long long>(st_.step));
+      event["checkpoint"] = fs::path(resume_from_).filename().string();
+    } else if (!o_.resume.empty()) {
+      clear_run_outputs(run_dir_);
+      std::fprintf(stderr, "temper train: %s stopped before its first checkpoint: starting it over from step 0\n",
+                   run_dir_.c_str());
+    }
+    if (!changes_.empty()) {
+      nlohmann::json list = nlohmann::json::array();
+      for (const ConfigChange& c : changes_) list.push_back({{"key", c.key}, {"before", c.before}, {"after", c.after}});
+      event["changes"] = list;
+      std::fprintf(stderr, "temper train: --allow-changes: %s\n", describe_changes(changes_).c_str());
+    }
+    append_history(run_dir_, event);
     io::write_text_atomic((fs::path(run_dir_) / "config.toml").string(), config_text_);
+    if (!curriculum_json_.empty())
+      io::write_text_atomic((fs::path(run_dir_) / "curriculum.json").string(), curriculum_json_);
     std::fprintf(stderr, "%s\n", recipe_.resolved_toml(/*given_only=*/true).c_str());
     if (!cfg_.methods.empty())
       std::fprintf(stderr, "temper train: methods in hook order: %s\n", cfg_.hook_order().c_str());
@@ -225,7 +327,7 @@ void TrainRun::open_run_dir() {
       std::fprintf(stderr, "temper train: data-parallel over %d ranks (%s), %d thread(s) per rank\n", comm_.size(),
                    comm_.backend(), num_threads());
   }
-  comm_.broadcast(resume_from_, 0);
+  comm_.barrier();
 }
 
 // The task first: a recipe error in it is reported before a model is loaded.
@@ -325,7 +427,7 @@ void TrainRun::make_stage_tasks() {
     j["rl"] = {
         {"set", cc.rl_set}, {"steps", plan.rl_steps}, {"prompts", plan.rl_prompts}, {"updates", plan.rl_updates}};
     j["coverage"] = {{"problems", cov.problems}, {"modules", cov.count}, {"missing", cov.missing}};
-    io::write_text_atomic((fs::path(run_dir_) / "curriculum.json").string(), j.dump(2) + "\n");
+    curriculum_json_ = j.dump(2) + "\n";  // written with the run directory
   }
   TEMPER_CHECK(cov.missing.empty() || !cc.require_coverage || plan.sft_prompts == 0)
       << recipe_.source() << ": the SFT stage never shows module(s) " << join_words(cov.missing, ", ") << " in its "
@@ -416,6 +518,7 @@ void TrainRun::make_rl() {
   for (auto& m : methods_) ms.push_back(m.get());
   rlt_ = std::make_unique<rl::RlTrainer>(*policy_, rl_task_, codec_, cfg_.rl, rewards_, ms, reference_.get());
   rlt_->set_communicator(&comm_);
+  rlt_->set_interruptible(interruptible_);
   if (env_) rlt_->set_environment(conversation_source());
 }
 
@@ -440,12 +543,7 @@ void TrainRun::resume() {
     sft_->restore(st_.sft_cursor);
   }
   sync_weights();
-  if (!root_) return;
-  if (int64_t n = remove_partial_checkpoints(run_dir_))
-    std::fprintf(stderr, "temper train: removed %lld partial checkpoint(s) left by a crash\n",
-                 static_cast<long long>(n));
-  std::fprintf(stderr, "temper train: resuming %s from %s (step %lld)\n", run_dir_.c_str(), resume_from_.c_str(),
-               static_cast<long long>(st_.step));
+  checkpointed_step_ = st_.step;
 }
 
 // Every training prompt of a file-backed task (the first 64 of a procedural stream) in tokens, before the first
@@ -544,6 +642,7 @@ double TrainRun::evaluate(int64_t step) {
           "skipped");
     return NAN;
   }
+  InterruptScope abandon_on_stop(interruptible_);
   rl::EvalResult e = rl::evaluate(*policy_, task_, codec_, cfg_.eval, *safe_, &comm_);
   report::MetricValues v = {
       {"eval_accuracy", e.accuracy}, {"eval_len_mean", e.mean_len}, {"eval_len_correct_mean", e.mean_len_correct}};
@@ -570,75 +669,143 @@ double TrainRun::evaluate(int64_t step) {
   return e.accuracy;
 }
 
-void TrainRun::checkpoint(bool rl_stage) {
-  if (!root_) return;
-  st_.stage = rl_stage ? "rl" : "sft";
-  if (!rl_stage) st_.sft_cursor = sft_->cursor();
+// The trainers' state after the last complete step.
+TrainState TrainRun::capture(bool rl_stage) const {
+  TrainState st = st_;
+  st.stage = rl_stage ? "rl" : "sft";
+  if (!rl_stage) st.sft_cursor = sft_->cursor();
   if (rl_stage) {
-    st_.rl_steps = rlt_->steps_done();
-    st_.rl_cursor = rlt_->cursor();
-    st_.methods.clear();
+    st.rl_steps = rlt_->steps_done();
+    st.rl_cursor = rlt_->cursor();
+    st.methods.clear();
     for (auto& m : methods_)
-      if (std::string state = m->save_state(); !state.empty()) st_.methods[m->name()] = state;
-    if (std::string state = rlt_->speculative_state(); !state.empty()) st_.methods["speculative"] = state;
+      if (std::string state = m->save_state(); !state.empty()) st.methods[m->name()] = state;
+    if (std::string state = rlt_->speculative_state(); !state.empty()) st.methods["speculative"] = state;
   }
-  Optimizer& opt = rl_stage ? rlt_->optimizer() : sft_->trainer().optimizer();
-  st_.opt_steps = opt.steps_done();
-  st_.opt_skipped = opt.skipped();
+  const Optimizer& opt = rl_stage ? rlt_->optimizer() : sft_->trainer().optimizer();
+  st.opt_steps = opt.steps_done();
+  st.opt_skipped = opt.skipped();
+  return st;
+}
+
+void TrainRun::write_checkpoint(TrainState st, bool rl_stage) {
+  if (!root_) return;
+  st_.stage = st.stage;
   sinks_.flush();
   samples_->flush();
-  std::string dir = (fs::path(run_dir_) / "checkpoints" / ("step-" + std::to_string(st_.step))).string();
+  std::string dir = (fs::path(run_dir_) / "checkpoints" / ("step-" + std::to_string(st.step))).string();
   // Fault injection for the crash test: TEMPER_FAULT_KILL_IN_CHECKPOINT=N kills the process (SIGKILL) halfway
   // through writing checkpoint N.
   const char* kill_at = std::getenv("TEMPER_FAULT_KILL_IN_CHECKPOINT");
   std::function<void()> mid;
-  if (kill_at && std::to_string(st_.step) == kill_at) mid = [] { std::raise(SIGKILL); };
-  save_checkpoint(dir, *policy_, ex_, &opt, rl_stage ? reference_.get() : nullptr, st_, config_text_, mid);
+  if (kill_at && std::to_string(st.step) == kill_at) mid = [] { kill(getpid(), SIGKILL); };
+  Optimizer& opt = rl_stage ? rlt_->optimizer() : sft_->trainer().optimizer();
+  save_checkpoint(dir, *policy_, ex_, &opt, rl_stage ? reference_.get() : nullptr, st, config_text_, mid);
   prune_checkpoints(run_dir_, cfg_.run.keep_last);
+  checkpointed_step_ = st.step;
   progress_->message("checkpoint " + dir);
 }
 
-// Fault injection for the signal test: TEMPER_FAULT_SIGNAL_IN_STEP="N:SIG" raises signal SIG (15 SIGTERM, 2 SIGINT)
-// inside step N, as a spot instance's SIGTERM or a Ctrl-C arriving mid-step would (a signal sent from outside may
-// come after a short run has ended).
+// Fault injection for the signal test: TEMPER_FAULT_SIGNAL_IN_STEP="N:SIG" sends signal SIG (15 SIGTERM, 2 SIGINT)
+// to this process inside step N, as a spot instance's SIGTERM or a Ctrl-C arriving mid-step would (a signal sent
+// from outside may come after a short run has ended), and waits until the signal thread has taken it.
 void fault_signal(int64_t step) {
   const char* fault = std::getenv("TEMPER_FAULT_SIGNAL_IN_STEP");
   if (!fault) return;
   const std::string f = fault;
   const size_t colon = f.find(':');
-  if (colon != std::string::npos && f.substr(0, colon) == std::to_string(step))
-    std::raise(std::stoi(f.substr(colon + 1)));
+  if (colon == std::string::npos || f.substr(0, colon) != std::to_string(step)) return;
+  kill(getpid(), std::stoi(f.substr(colon + 1)));
+  for (int i = 0; i < 500 && !interrupt_requested(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
 }
 
-// After each step: evaluation (every N steps, at the end of SFT when RL follows, at the end), then the checkpoint
-// (every N steps, at the end, or when asked to stop): everything a step writes is written before its checkpoint,
-// so a resume from it repeats nothing and misses nothing.
-bool TrainRun::after_step(bool rl_stage) {
-  const bool last = st_.step == cfg_.sft_steps() + cfg_.rl_steps();
-  const bool sft_end = !rl_stage && st_.sft_steps == cfg_.sft_steps() && cfg_.rl_steps() > 0;
-  if ((cfg_.eval_every > 0 && st_.step % cfg_.eval_every == 0) || sft_end || last) {
-    double a = evaluate(st_.step);
-    if (sft_end) sft_end_eval_ = a;
+// Evaluations run at step 0, every eval.every steps, at the end of SFT when RL follows, and at the end.
+bool TrainRun::eval_due(int64_t step) const {
+  const int64_t sft = cfg_.sft_steps(), total = sft + cfg_.rl_steps();
+  return step == 0 || (cfg_.eval_every > 0 && step % cfg_.eval_every == 0) || (sft > 0 && step == sft && total > sft) ||
+         step == total;
+}
+
+// The run's evaluations so far, from metrics.jsonl (for the summary: "at the start" is the run's, not this
+// process's), and the one due at this step when a stop abandoned it (or the run is new): run first. Every rank
+// follows rank 0's answer.
+void TrainRun::restore_eval_history() {
+  std::string missing = "0";
+  if (root_) {
+    std::map<int64_t, double> done;
+    const fs::path m = fs::path(run_dir_) / "metrics.jsonl";
+    if (!resume_from_.empty() && fs::exists(m))
+      for (const report::MetricsRow& r : report::read_metrics_jsonl(m.string()))
+        for (const auto& [k, v] : r.values)
+          if (r.kind == "eval" && k == "eval_accuracy") done[r.step] = v;
+    const int64_t sft = cfg_.sft_steps();
+    if (auto it = done.find(0); it != done.end()) first_eval_ = it->second;
+    if (auto it = done.find(sft); it != done.end() && sft > 0) sft_end_eval_ = it->second;
+    if (!done.empty()) last_eval_ = done.rbegin()->second;
+    missing = eval_due(st_.step) && !done.count(st_.step) ? "1" : "0";
   }
-  bool stop = g_signal != 0 || (o_.stop_after > 0 && st_.step >= o_.stop_after);
-  if (comm_.size() > 1) {  // a signal may reach the ranks at different steps: they stop together
+  comm_.broadcast(missing, 0);
+  if (missing == "1") {
+    double a = evaluate(st_.step);
+    if (st_.step == cfg_.sft_steps() && cfg_.sft_steps() > 0) sft_end_eval_ = a;
+  }
+}
+
+// A stop: the first signal (any rank's) or --stop-after; ranks agree so that they stop after the same step.
+bool TrainRun::stop_agreed() {
+  bool stop = interrupt_requested() || (o_.stop_after > 0 && st_.step >= o_.stop_after);
+  if (comm_.size() > 1) {
     double any = stop ? 1 : 0;
     comm_.allreduce_max(&any, 1);
     stop = any > 0;
   }
-  if ((cfg_.run.checkpoint_every > 0 && st_.step % cfg_.run.checkpoint_every == 0) || last || stop)
+  return stop;
+}
+
+// After each step: evaluation when due, then the checkpoint (every N steps, at the end, or when asked to stop):
+// everything a step writes is written before its checkpoint, so a resume from it repeats nothing and misses
+// nothing. A stop that arrives while the checkpoint is written ends the run right after it.
+bool TrainRun::after_step(bool rl_stage) {
+  const bool last = st_.step == cfg_.sft_steps() + cfg_.rl_steps();
+  if (eval_due(st_.step)) {
+    double a = evaluate(st_.step);
+    if (!rl_stage && st_.sft_steps == cfg_.sft_steps() && cfg_.rl_steps() > 0) sft_end_eval_ = a;
+  }
+  bool stop = stop_agreed();
+  if ((cfg_.run.checkpoint_every > 0 && st_.step % cfg_.run.checkpoint_every == 0) || last || stop) {
     checkpoint(rl_stage);
+    if (!stop && !last) stop = stop_agreed();
+  }
   if (stop && !last && root_) {
     progress_->finish();
+    const int sig = g_signal.load();
     std::fprintf(
         stderr,
         "temper train: stopped %s after step %lld; checkpoint written. Continue with: temper train --resume %s\n",
-        g_signal                                         ? ("by signal " + std::to_string(g_signal.load())).c_str()
+        sig                                              ? ("by signal " + std::to_string(sig)).c_str()
         : o_.stop_after > 0 && st_.step >= o_.stop_after ? "(--stop-after)"
                                                          : "(another rank was signalled)",
         static_cast<long long>(st_.step), run_dir_.c_str());
   }
   return stop && !last;
+}
+
+// A signal abandoned an RL step's rollouts or an evaluation (one process only): the last complete step is
+// checkpointed (an RL step's state from before it; an evaluation is run again on resume) unless it already is.
+void TrainRun::stop_interrupted() {
+  if (!root_) return;
+  progress_->finish();
+  const char* what = in_rl_step_ ? "the rollouts of step" : "the evaluation at step";
+  const int64_t shown = in_rl_step_ ? st_.step + 1 : st_.step;
+  if (st_.step > 0 && checkpointed_step_ != st_.step)
+    write_checkpoint(in_rl_step_ ? before_step_ : capture(rlt_ != nullptr), rlt_ != nullptr);
+  std::fprintf(stderr,
+               "temper train: stopped by signal %d during %s %lld (abandoned: it runs again on resume); %s. "
+               "Continue with: temper train --resume %s\n",
+               g_signal.load(), what, static_cast<long long>(shown),
+               st_.step == 0 ? "no step was complete, the run starts over"
+                             : ("checkpoint step-" + std::to_string(st_.step) + " holds the run").c_str(),
+               run_dir_.c_str());
 }
 
 bool TrainRun::run_sft() {
@@ -671,7 +838,10 @@ bool TrainRun::run_rl() {
   while (rlt_->steps_done() < cfg_.rl_steps()) {
     const int64_t comm_bytes = comm_.bytes_sent();
     const double comm_s = comm_.seconds();
+    if (interruptible_) before_step_ = capture(true);
+    in_rl_step_ = true;
     rl::Metrics m = rlt_->step();
+    in_rl_step_ = false;
     ++st_.step;
     fault_signal(st_.step);
     m.emplace_back("rss_mb", rss_mb());
@@ -750,6 +920,18 @@ int train(const TrainOptions& o) {
     return 0;
   }
   if (const char* p = std::getenv("TEMPER_PROFILE"); p && std::string(p) == "1") profile_enable(true);
+  // First, before any thread exists (OpenMP's team, MPI's, the BLAS's inherit the mask): SIGINT/SIGTERM are taken
+  // on one waiting thread, never by a handler interrupting library code (a handler during oneDNN's sgemm
+  // corrupted its heap). The first asks for a stop; more (a burst, a second Ctrl-C) change nothing.
+  StopSignals signals;
+  signals.start(
+      [](int sig) {
+        g_signal = sig;
+        request_interrupt();
+        std::fprintf(stderr, "\ntemper train: %s: stopping (a checkpoint is written first; SIGKILL abandons it)\n",
+                     sig == SIGINT ? "SIGINT" : "SIGTERM");
+      },
+      [](int) {});
   TrainRun run(o, load_recipe(o));
   return run.run();
 }

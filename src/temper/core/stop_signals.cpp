@@ -22,12 +22,13 @@ sigset_t stop_set() {
 
 }  // namespace
 
-void StopSignals::start(std::function<void(int)> on_signal) {
+void StopSignals::start(std::function<void(int)> on_signal, std::function<void(int)> on_repeat) {
   TEMPER_CHECK(!thread_.joinable()) << "StopSignals::start: already started";
   sigset_t s = stop_set();
   const int rc = pthread_sigmask(SIG_BLOCK, &s, nullptr);
   TEMPER_CHECK(rc == 0) << "StopSignals::start: pthread_sigmask failed: " << std::strerror(rc);
   on_signal_ = std::move(on_signal);
+  on_repeat_ = std::move(on_repeat);
   stopping_ = false;
   thread_ = std::thread([this] { wait_loop(); });
 }
@@ -41,6 +42,10 @@ void StopSignals::wait_loop() {
     int expected = 0;
     if (received_.compare_exchange_strong(expected, sig)) {
       if (on_signal_) on_signal_(sig);
+      continue;
+    }
+    if (on_repeat_) {
+      on_repeat_(sig);
       continue;
     }
     // A second signal: the default action (termination), as if nothing had caught the first.

@@ -10,6 +10,7 @@
 
 #include "temper/core/bytes.h"
 #include "temper/core/error.h"
+#include "temper/core/interrupt.h"
 #include "temper/core/profile.h"
 #include "temper/core/rng.h"
 #include "temper/rl/policy_update.h"
@@ -220,7 +221,11 @@ Metrics RlTrainer::step() {
   auto t_step = Clock::now();
   begin_step();
   Batch& b = batch_;
-  const int64_t drawn = collect(b);
+  int64_t drawn = 0;
+  {
+    InterruptScope rollouts_interruptible(interruptible_);
+    drawn = collect(b);
+  }
   set_loss_masks(b);
   set_advantages(b);
   set_weights(b);

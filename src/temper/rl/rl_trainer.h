@@ -98,6 +98,10 @@ class RlTrainer {
   // Multi-turn rollouts against an environment instead of single completions (one process; the trainer's
   // methods must work on conversations: RunConfig refuses the others). Set before the first step.
   void set_environment(std::unique_ptr<ConversationSource> env) { env_ = std::move(env); }
+  // A stop request (core/interrupt.h) abandons the step's rollouts (Interrupted out of step(), before the
+  // update: the weights, optimiser and step count are as before the step). Off by default, and for a
+  // data-parallel rank (its peers wait for it in the step's collectives).
+  void set_interruptible(bool on) { interruptible_ = on; }
   void set_communicator(dist::Communicator* comm) {
     comm_ = comm, opt_.set_communicator(comm), scorer_.set_communicator(comm);
   }
@@ -139,6 +143,7 @@ class RlTrainer {
   uint64_t cursor_ = 0;
   double rollout_s_ = 0, reward_s_ = 0;
   dist::Communicator* comm_ = nullptr;
+  bool interruptible_ = false;
   double failures_elsewhere_ = 0;  // reward failures other ranks counted while scoring their share
   int ranks() const { return comm_ ? comm_->size() : 1; }
   int rank() const { return comm_ ? comm_->rank() : 0; }

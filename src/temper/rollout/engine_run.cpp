@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "temper/core/error.h"
+#include "temper/core/interrupt.h"
 #include "temper/core/profile.h"
 #include "temper/core/thread_pool.h"
 #include "temper/kernels/classifier.h"
@@ -84,6 +85,12 @@ void EngineRun::reserve_buffers() {
 
 std::vector<Completion> EngineRun::run() {
   for (;;) {
+    if (interrupt_requested()) try {
+        interruption_point();  // a stop asked of a caller that armed it (core/interrupt.h): the run is abandoned
+      } catch (const Interrupted&) {
+        abandon();
+        throw;
+      }
     take_driver_input(false);
     if (!busy()) {
       if (!driver_ || (parked_.empty() && driver_->closed())) break;
@@ -96,6 +103,16 @@ std::vector<Completion> EngineRun::run() {
     ++step_;
   }
   return collect();
+}
+
+void EngineRun::abandon() {
+  for (Live& s : live_) pool_.release(s.kv);
+  for (Live& s : resume_)
+    if (s.continuing) pool_.release(s.kv);
+  for (auto& [key, s] : parked_) pool_.release(s.kv);
+  live_.clear();
+  resume_.clear();
+  parked_.clear();
 }
 
 bool EngineRun::speculating() {

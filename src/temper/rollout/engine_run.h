@@ -80,6 +80,7 @@ class EngineRun {
   void start_members(size_t a);  // the G members of the a-th admitted request, forked from its prompt
   void adopt_spawned();          // next_ += the step's forks; next_ becomes live_
   std::vector<Completion> collect();
+  void abandon();  // an interrupted run: every sequence's KV back to the pool
 
   // A sequence's tokens (engine_run.cpp).
   Choice choose(Live& s, const float* z);
