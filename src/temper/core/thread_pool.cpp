@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "temper/core/error.h"
+#include "temper/core/thread_count.h"
 
 extern "C" void openblas_set_num_threads(int);
 
@@ -47,8 +48,8 @@ void ThreadPool::run(int64_t num_tasks, TaskFn fn) {
 
 int default_num_threads() {
   if (const char* e = std::getenv("TEMPER_THREADS")) {
-    int n = std::atoi(e);
-    TEMPER_CHECK(n >= 1) << "TEMPER_THREADS must be a positive integer, got '" << e << "'";
+    const int n = parse_thread_count(e);
+    TEMPER_CHECK(n > 0) << "TEMPER_THREADS='" << e << "': expected an integer " << thread_count_range();
     return n;
   }
   unsigned hc = std::thread::hardware_concurrency();
