@@ -39,6 +39,11 @@ void TaskSection::visit(KeyVisitor& v) {
     "costs its sample and is abandoned, and after 4 that never return the verifier moves to a child process) or "
     "\"process\" (a forked child per batch, killed at reward_timeout_s; ~30-60 ms a batch)",
     rl::kVerifierIsolationNames);
+  v.choice("long_prompts", long_prompts,
+           "training and held-out prompts longer than the model's context leaves for a completion (training: or "
+           "rl.max_prompt_tokens), measured before the first step: \"skip\" leaves them out and says how many, "
+           "\"refuse\" stops the run naming the longest",
+           {"skip", "refuse"});
 }
 
 void TeacherSection::visit(KeyVisitor& v) {

@@ -36,6 +36,7 @@ struct TaskSection {
   tasks::TaskParams params;     // [task.params]: the task's own (tasks/*.cpp read them)
   double reward_timeout_s = 30;  // a verification running longer scores 0 (0: no limit)
   rl::VerifierIsolation reward_isolation = rl::VerifierIsolation::thread;
+  std::string long_prompts = "skip";  // over-long prompts: skip (counted) or refuse (app/input_scan.h)
   void visit(KeyVisitor& v);
 };
 

@@ -58,6 +58,12 @@ void RlConfig::validate() const {
   TEMPER_CHECK(reuse_activations_mb >= 0)
       << "rl.reuse_activations_mb must be >= 0 (0: a quarter of the memory), got " << reuse_activations_mb;
   TEMPER_CHECK(max_seqs > 0) << "rl.max_seqs must be > 0, got " << max_seqs;
+  // A group's samples are decoded together: the engine admits a request whole, forking its G sequences from one
+  // prefill of the prompt (they share its KV blocks), so a group never spans engine rounds.
+  TEMPER_CHECK(max_seqs >= group_size) << "rl.max_seqs = " << max_seqs << " is below rl.group_size = " << group_size
+                                       << ": a group's samples are decoded together (they share the prompt's KV "
+                                          "blocks); raise rl.max_seqs to "
+                                       << group_size << " or more, or lower rl.group_size";
   sampler.validate();
   advantage.validate();
   loss.validate();
