@@ -14,6 +14,7 @@
 #include "temper/io/file_map.h"
 #include "temper/io/hf_weights.h"
 #include "temper/io/safetensors.h"
+#include "temper/io/safetensors_writer.h"
 
 using namespace temper;
 namespace fs = std::filesystem;
@@ -82,6 +83,36 @@ TEST(Safetensors, MalformedFilesGiveClearErrors) {
   expect_error([] {
     io::SafetensorsFile::open(write_st("fields.safetensors", R"({"w":{"dtype":"F32","shape":[3]}})", 16));
   }, {"fields.safetensors", "'w'", "data_offsets"});
+}
+
+// What the reference reader (Python safetensors 0.5.3, safe_open) refuses: bytes after the last tensor (even on a
+// file of metadata only), bytes no tensor holds; and what it takes: an unpadded or space-padded header, an empty
+// tensor at the end, our writer's files.
+TEST(Safetensors, DataRegionMatchesTheHeaderExactly) {
+  const std::string a = R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
+  expect_error([&] { io::SafetensorsFile::open(write_st("trailing.safetensors", a, 9)); },
+               {"trailing.safetensors", "the header describes 8 bytes of tensor data, the file holds 9"});
+  expect_error([&] { io::SafetensorsFile::open(write_st("trailing8.safetensors", a + "      ", 16)); },
+               {"trailing8.safetensors", "describes 8 bytes", "holds 16", "8 bytes after the last tensor"});
+  expect_error([] { io::SafetensorsFile::open(write_st("meta_trailing.safetensors", R"({"__metadata__":{}})", 4)); },
+               {"meta_trailing.safetensors", "describes 0 bytes", "holds 4"});
+  expect_error([] {
+    io::SafetensorsFile::open(write_st("gap.safetensors",
+        R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[16,20]}})", 20));
+  }, {"gap.safetensors", "bytes [8, 16) of the data region belong to no tensor", "'b'"});
+  expect_error([] {
+    io::SafetensorsFile::open(write_st("gap0.safetensors", R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})", 16));
+  }, {"gap0.safetensors", "bytes [0, 8)", "'a'"});
+  EXPECT_EQ(io::SafetensorsFile::open(write_st("exact.safetensors", a, 8)).get("a").numel(), 2);
+  EXPECT_EQ(io::SafetensorsFile::open(write_st("exact_padded.safetensors", a + "      ", 8)).get("a").numel(), 2);
+  EXPECT_EQ(io::SafetensorsFile::open(write_st("meta_only.safetensors", R"({"__metadata__":{}})", 0)).names().size(), 0u);
+  auto empty_last = io::SafetensorsFile::open(write_st("empty_last.safetensors",
+      R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"z":{"dtype":"F32","shape":[0],"data_offsets":[8,8]}})", 8));
+  EXPECT_EQ(empty_last.get("z").numel(), 0);
+  Tensor w = Tensor::zeros(Shape({3}), DType::f32), v = Tensor::zeros(Shape({5}), DType::bf16);
+  const std::string ours = tmp_path("ours.safetensors");
+  io::write_safetensors(ours, {{"w", w}, {"v", v}});
+  EXPECT_EQ(io::SafetensorsFile::open(ours).names().size(), 2u);
 }
 
 TEST(HfConfig, ReadsTheGoldenConfigs) {

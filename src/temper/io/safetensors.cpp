@@ -82,14 +82,24 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
     TEMPER_CHECK(e - b == want) << path << ": tensor '" << name << "' shape " << shape.str() << " " << ds << " needs "
                                 << want << " bytes, data_offsets give " << e - b;
     f.tensors_[name] = Tensor::wrap(const_cast<char*>(data + b), shape, dt, Device::cpu, f.map_);
-    if (e > b) ranges.emplace_back(b, e, name);
+    ranges.emplace_back(b, e, name);
   }
+  // As the reference reader (safetensors' Metadata::validate): the tensors, in offset order, tile the data region
+  // from 0 with no gap and no overlap, and end where the file ends (the header may be padded, the data not).
   std::sort(ranges.begin(), ranges.end());
-  for (size_t i = 1; i < ranges.size(); ++i)
-    TEMPER_CHECK(std::get<0>(ranges[i]) >= std::get<1>(ranges[i - 1]))
-        << path << ": tensors '" << std::get<2>(ranges[i - 1]) << "' [" << std::get<0>(ranges[i - 1]) << ", "
-        << std::get<1>(ranges[i - 1]) << ") and '" << std::get<2>(ranges[i]) << "' [" << std::get<0>(ranges[i]) << ", "
-        << std::get<1>(ranges[i]) << ") overlap";
+  uint64_t end = 0;  // of the tensors so far
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    const auto& [b, e, name] = ranges[i];
+    TEMPER_CHECK(b >= end) << path << ": tensors '" << std::get<2>(ranges[i - 1]) << "' [" << std::get<0>(ranges[i - 1])
+                           << ", " << std::get<1>(ranges[i - 1]) << ") and '" << name << "' [" << b << ", " << e
+                           << ") overlap";
+    TEMPER_CHECK(b == end) << path << ": bytes [" << end << ", " << b << ") of the data region belong to no tensor ('"
+                           << name << "' starts at " << b << "); safetensors tensors are stored back to back from 0";
+    end = e;
+  }
+  TEMPER_CHECK(end == data_size) << path << ": the header describes " << end << " bytes of tensor data, the file holds "
+                                 << data_size << " after the header (" << data_size - end
+                                 << " bytes after the last tensor); a safetensors file ends with its last tensor";
   return f;
 }
 
