@@ -7,6 +7,7 @@
 
 #include "temper/core/error.h"
 #include "temper/core/log.h"
+#include "temper/reward/program_reward.h"
 
 namespace temper::env {
 
@@ -93,6 +94,17 @@ EnvReply parse_run_reply(const ojson& r) {
   return out;
 }
 
+ojson parse_reply_line(const std::string& line, const char* what) {
+  ojson r;
+  try {
+    r = ojson::parse(line);
+  } catch (const ojson::exception& e) {  // parse_error, and out_of_range for a number beyond double (1e999)
+    TEMPER_FAIL() << "malformed reply to " << what << ": not JSON (" << e.what() << "): " << shorten(line);
+  }
+  TEMPER_CHECK(r.is_object()) << "malformed reply to " << what << ": not a JSON object: " << shorten(line);
+  return r;
+}
+
 ProgramEnvironment::ProgramEnvironment(EnvOptions opt) : opt_(std::move(opt)) {
   opt_.validate();
   TEMPER_CHECK(opt_.kind == "program") << "env.kind: ProgramEnvironment runs kind \"program\", got '" << opt_.kind
@@ -145,13 +157,7 @@ void ProgramEnvironment::start_worker(Worker& w) {
     w.proc->close(1.0);  // it is probably exiting: wait for its status
     why = "closed its output before answering the greeting (" + w.proc->exit_description() + ")";
   } else {
-    try {
-      ojson r = ojson::parse(line);
-      if (!r.is_object() || !r.value("ready", false))
-        why = "answered the greeting without {\"ready\": true}: " + shorten(line);
-    } catch (const ojson::parse_error&) {
-      why = "answered the greeting with a line that is not JSON: " + shorten(line);
-    }
+    why = reward::program_greeting_problem(line);
   }
   if (why.empty()) {
     if (w.started_once) ++restarts_;
@@ -236,14 +242,11 @@ ProgramEnvironment::Call ProgramEnvironment::call(Worker& w, const std::string& 
     why << "stopped answering during " << what << " (" << w.proc->exit_description() << ")";
   } else {
     try {
-      c.reply = ojson::parse(line);
-      if (c.reply.is_object()) {
-        c.ok = true;
-        return c;
-      }
-      why << "malformed reply to " << what << ": not a JSON object: " << shorten(line);
-    } catch (const ojson::parse_error& e) {
-      why << "malformed reply to " << what << ": not JSON (" << e.what() << "): " << shorten(line);
+      c.reply = parse_reply_line(line, what);
+      c.ok = true;
+      return c;
+    } catch (const Error& e) {
+      why << e.what();
     }
   }
   c.why = why.str();

@@ -90,6 +90,10 @@ class ProgramEnvironment : public Environment {
   std::mutex log_mu_;
 };
 
+// One line a worker answered, as the JSON object every reply is; throws temper::Error ("malformed reply to
+// <what>: not JSON (...)" or "...: not a JSON object: ...") and the worker is then killed.
+nlohmann::ordered_json parse_reply_line(const std::string& line, const char* what);
+
 // The checks on a worker's replies (each throws temper::Error naming the field, e.g. "step reply: \"done\" must
 // be true or false, got \"yes\""). A reply that is {"error": ...} is not checked here.
 EnvReply parse_reset_reply(const nlohmann::ordered_json& reply);

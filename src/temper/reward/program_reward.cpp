@@ -66,7 +66,7 @@ std::vector<ProgramScore> parse_program_reply(const std::string& line, size_t n)
   json j;
   try {
     j = json::parse(line);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number beyond double (1e999)
     TEMPER_FAIL() << "the reply is not JSON (" << e.what() << "): " << shorten(line);
   }
   const json* results = &j;
@@ -81,6 +81,18 @@ std::vector<ProgramScore> parse_program_reply(const std::string& line, size_t n)
   out.reserve(n);
   for (size_t i = 0; i < n; ++i) out.push_back(parse_result((*results)[i], i));
   return out;
+}
+
+std::string program_greeting_problem(const std::string& line) {
+  json r;
+  try {
+    r = json::parse(line);
+  } catch (const json::exception&) {  // parse_error, and out_of_range for a number beyond double (1e999)
+    return "answered the greeting with a line that is not JSON: " + shorten(line);
+  }
+  // Only true: value("ready", false) threw a type_error for {"ready": 1}, past the callers' catch.
+  const bool ready = r.is_object() && r.contains("ready") && r["ready"].is_boolean() && r["ready"].get<bool>();
+  return ready ? "" : "answered the greeting without {\"ready\": true}: " + shorten(line);
 }
 
 ProgramReward::ProgramReward(ProgramOptions opt) : opt_(std::move(opt)) {
@@ -119,12 +131,7 @@ void ProgramReward::start_worker(Worker& w) {
     w.proc->close(1.0);  // it is probably exiting: wait for its status
     why = "closed its output before answering the greeting (" + w.proc->exit_description() + ")";
   } else {
-    try {
-      json r = json::parse(line);
-      if (!r.is_object() || !r.value("ready", false)) why = "answered the greeting without {\"ready\": true}: " + shorten(line);
-    } catch (const json::parse_error&) {
-      why = "answered the greeting with a line that is not JSON: " + shorten(line);
-    }
+    why = program_greeting_problem(line);
   }
   if (why.empty()) {
     if (w.started_once) ++restarts_;

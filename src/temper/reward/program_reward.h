@@ -81,5 +81,8 @@ class ProgramReward {
 
 // Parses a worker's reply to a batch of n items; throws temper::Error saying what is wrong.
 std::vector<ProgramScore> parse_program_reply(const std::string& line, size_t n);
+// A worker's answer to the greeting (reward and environment programs): "" when it is {"ready": true}, else why
+// not ("answered the greeting ..."). Never throws.
+std::string program_greeting_problem(const std::string& line);
 
 }  // namespace temper::reward
