@@ -2,6 +2,7 @@
 // eval_fraction (disjoint, deterministic), and errors that name file:line, the field, the expected and the actual.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -240,6 +241,14 @@ TEST(Dataset, ParameterErrors) {
   expect_error([&] { make_task("dataset", {{"path", path}, {"eval_fraction", "0.1"}, {"eval_path", path}}); },
                {"not both"});
   expect_error([&] { make_task("dataset", {{"path", path}, {"shuffle", "1"}}); }, {"unknown parameter 'shuffle'", "eval_path"});
+  // A directory (it would read as "no rows") is refused naming the parameter, for path and eval_path.
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  expect_error([&] { make_task("dataset", {{"path", dir}}); },
+               {"task 'dataset': parameter 'path' = '" + dir +
+                "': is a directory; expected a JSONL file (one JSON object per line)"});
+  expect_error([&] { make_task("dataset", {{"path", path}, {"eval_path", dir + "/"}}); },
+               {"parameter 'eval_path' = '" + dir + "/': is a directory", "expected a JSONL file"});
+  EXPECT_EQ(make_task("dataset", {{"path", path}, {"eval_path", path}})->size(Split::eval), 1);
 }
 
 // TRL's formats: conversational (messages with system / user / assistant turns, the final assistant turn the gold

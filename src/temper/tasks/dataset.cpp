@@ -191,9 +191,24 @@ DatasetConfig DatasetConfig::from_params(const TaskParams& params, const std::st
   return c;
 }
 
-void load_splits(const DatasetConfig& cfg, const std::string& task, const std::function<std::vector<Problem>(const std::string&)>& load,
-                 std::vector<Problem>& train, std::vector<Problem>& eval) {
+namespace {
+
+// A directory opens as an empty stream and would read as "no rows": refused naming the parameter.
+void check_not_directory(const std::string& task, const std::string& key, const std::string& path) {
+  std::error_code ec;
+  TEMPER_CHECK(!std::filesystem::is_directory(path, ec))
+      << "task '" << task << "': parameter '" << key << "' = '" << path
+      << "': is a directory; expected a JSONL file (one JSON object per line)";
+}
+
+}  // namespace
+
+void load_splits(const DatasetConfig& cfg, const std::string& task,
+                 const std::function<std::vector<Problem>(const std::string&)>& load, std::vector<Problem>& train,
+                 std::vector<Problem>& eval) {
   cfg.validate(task);
+  check_not_directory(task, "path", cfg.path);
+  if (!cfg.eval_path.empty()) check_not_directory(task, "eval_path", cfg.eval_path);
   std::vector<Problem> rows = load(cfg.path);
   if (cfg.eval_path == cfg.path) {  // the file itself evaluated (temper eval --param path=FILE): read once, no overlap
     eval = rows;
