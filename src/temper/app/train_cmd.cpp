@@ -22,6 +22,7 @@
 
 #include "temper/app/checkpoint.h"
 #include "temper/app/codec.h"
+#include "temper/app/input_scan.h"
 #include "temper/app/judge_setup.h"
 #include "temper/app/learning_watch.h"
 #include "temper/app/model_source.h"
@@ -91,6 +92,8 @@ void add_comm_metrics(rl::Metrics& m, const dist::Communicator& comm, int64_t by
 
 namespace {
 
+void fault_signal(int64_t step, const char* phase);  // tests: a signal at a chosen point (below)
+
 // One `temper train` call: the run's state as members, set up and run as named steps. Data-parallel under
 // mpirun every rank runs it; rank 0 alone writes the run directory (config, metrics, samples, checkpoints,
 // report) and prints; the others train in step with it.
@@ -112,7 +115,7 @@ class TrainRun {
   void make_trainers();
   void resume();
   void plan_memory();
-  int64_t check_prompt_lengths();
+  void scan_inputs();
   void open_sinks();
   void make_rl();
   std::unique_ptr<rl::ConversationSource> conversation_source();
@@ -142,6 +145,7 @@ class TrainRun {
   dist::Communicator& comm_ = dist::world();
   bool root_ = comm_.is_root();
   std::shared_ptr<const tasks::Task> task_, sft_task_, rl_task_, heldout_;
+  int64_t max_prompt_ = 1, max_sft_row_ = 0;  // tokens: the longest training prompt kept, SFT row (scan_inputs)
   std::unique_ptr<Transformer> policy_, reference_;
   std::shared_ptr<const text::Tokenizer> tok_;
   std::vector<int32_t> eos_ids_;
@@ -207,6 +211,7 @@ int TrainRun::run() {
   load_policy();
   if (cfg_.env) conversation_source();  // the chat template and tool format checked before any step (then dropped)
   make_stage_tasks();
+  scan_inputs();
   make_rewards();
   make_trainers();
   resume();
@@ -221,7 +226,7 @@ int TrainRun::run() {
     train_loop();
   } catch (const Interrupted&) {
     stop_interrupted();
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {  // temper::Error, or a filesystem error (a full disk)
     TEMPER_FAIL() << e.what() << "\n(nothing is lost: continue the run with temper train --resume " << run_dir_
                   << (latest_checkpoint(run_dir_).empty() ? ", which starts it over: it has no checkpoint yet)"
                                                           : " from its newest checkpoint)");
@@ -546,40 +551,59 @@ void TrainRun::resume() {
   checkpointed_step_ = st_.step;
 }
 
-// Every training prompt of a file-backed task (the first 64 of a procedural stream) in tokens, before the first
-// step: one longer than rl.max_prompt_tokens, or than the model's context, is refused naming how many, the longest
-// and the key (it used to stop RL at whichever step drew it). Returns the longest.
-int64_t TrainRun::check_prompt_lengths() {
-  const int64_t ctx = policy_->config().max_position_embeddings;
-  const int64_t limit = cfg_.rl.max_prompt_tokens > 0 ? std::min(cfg_.rl.max_prompt_tokens, ctx - 1) : ctx - 1;
-  const PromptLengths m = measure_prompts(*rl_task_, tasks::Split::train, codec_, limit);
-  TEMPER_CHECK(m.over.empty() || cfg_.rl_steps() == 0)
-      << recipe_.source() << ": " << m.over.size() << " of " << m.measured << " training prompts are longer than "
-      << (limit < cfg_.rl.max_prompt_tokens || cfg_.rl.max_prompt_tokens == 0
-              ? "the model's context (" + std::to_string(ctx) + " tokens) leaves for a completion"
-              : "rl.max_prompt_tokens = " + std::to_string(limit) + " tokens")
-      << " (the longest: " << m.longest_id << ", " << m.longest << " tokens); "
-      << (cfg_.rl.max_prompt_tokens > 0 ? "raise rl.max_prompt_tokens or drop those rows"
-                                        : "drop or shorten those rows");
-  return m.longest;
+// Every prompt the run sends, in tokens, before the first step (app/input_scan.h): training prompts longer than
+// the context leaves for a completion (or rl.max_prompt_tokens) and held-out ones are left out and counted
+// (task.long_prompts = "skip") or refused naming the key that fixes it (they used to stop the run at the step
+// that drew them); SFT rows without a gold solution are refused. The stages' tasks and the evaluated ones become
+// the filtered ones. [env]: the task's prompts stand for the environment's first ones; evaluation is skipped.
+void TrainRun::scan_inputs() {
+  ScanOptions o;
+  o.context = policy_->config().max_position_embeddings;
+  o.max_prompt_tokens = cfg_.rl_steps() > 0 ? cfg_.rl.max_prompt_tokens : 0;
+  o.context_key = cfg_.model.path.empty() ? "model.context" : "";
+  o.policy = cfg_.task.long_prompts;
+  o.source = recipe_.source();
+  const bool rl = cfg_.rl_steps() > 0, sft = cfg_.sft_steps() > 0, sft_gold = sft && !cfg_.sft.teacher_completions,
+             eval = !cfg_.env;
+  std::vector<std::string> said;
+  auto scan = [&](std::shared_ptr<const tasks::Task>& t, bool train, bool held_out, bool gold) {
+    o.train = train, o.eval = held_out, o.sft = gold;
+    ScanOutcome s = scan_prompts(t, codec_, o);
+    t = s.task;
+    if (!s.message.empty()) said.push_back(s.message);
+    return s;
+  };
+  if (!cfg_.curriculum) {
+    const ScanOutcome s = scan(task_, rl || sft, eval, sft_gold);
+    sft_task_ = rl_task_ = task_;
+    max_prompt_ = s.train.longest, max_sft_row_ = s.train.longest_row;
+  } else {  // each stage its own set; held-out problems from the task
+    const ScanOutcome r = scan(rl_task_, rl, false, false), f = scan(sft_task_, sft, false, sft_gold);
+    if (eval) scan(task_, false, true, false);
+    max_prompt_ = std::max(r.train.longest, f.train.longest), max_sft_row_ = f.train.longest_row;
+  }
+  if (heldout_ && eval) scan(heldout_, false, true, false);
+  if (root_)
+    for (const std::string& m : said) std::fprintf(stderr, "temper train: %s\n", m.c_str());
 }
 
 // Memory plan: weights, gradients, AdamW moments, the KV pool, and the activation arena reserved now for the
-// largest micro-batch (SFT rows of prompt + gold, RL rows of prompt + max_new; the longest of the first 64
-// training problems stands for the rest).
+// largest micro-batch (SFT rows of prompt + gold, RL rows of prompt + max_new; scan_inputs measured the prompts
+// and the SFT rows; with teacher completions the first 64 golds stand for the rest).
 void TrainRun::plan_memory() {
   const int64_t ctx = policy_->config().max_position_embeddings;
-  const int64_t max_prompt = std::max<int64_t>(1, check_prompt_lengths());
+  const int64_t max_prompt = std::max<int64_t>(1, max_prompt_);
   int64_t max_gold = 1;
-  const int64_t tsize = task_->size(tasks::Split::train);
-  for (uint64_t i = 0; cfg_.sft_steps() > 0 && i < 64 && (tsize < 0 || static_cast<int64_t>(i) < tsize); ++i) {
-    tasks::Problem p = task_->problem(tasks::Split::train, i);
+  const int64_t tsize = sft_task_->size(tasks::Split::train);
+  for (uint64_t i = 0;
+       cfg_.sft_steps() > 0 && max_sft_row_ == 0 && i < 64 && (tsize < 0 || static_cast<int64_t>(i) < tsize); ++i) {
+    tasks::Problem p = sft_task_->problem(tasks::Split::train, i);
     if (!p.gold_solution.empty())
       max_gold = std::max<int64_t>(max_gold, static_cast<int64_t>(codec_.encode_completion(p.gold_solution).size()));
   }
   int64_t tokens = 1, seq = 1;
   if (cfg_.sft_steps() > 0) {
-    seq = std::min(ctx, max_prompt + max_gold);
+    seq = std::min(ctx, max_sft_row_ > 0 ? max_sft_row_ : max_prompt + max_gold);
     int64_t rows =
         cfg_.sft.train.micro_batch > 0 ? std::min(cfg_.sft.train.micro_batch, cfg_.sft.batch) : cfg_.sft.batch;
     tokens = rows * seq;
@@ -643,6 +667,7 @@ double TrainRun::evaluate(int64_t step) {
     return NAN;
   }
   InterruptScope abandon_on_stop(interruptible_);
+  fault_signal(step, "eval");
   rl::EvalResult e = rl::evaluate(*policy_, task_, codec_, cfg_.eval, *safe_, &comm_);
   report::MetricValues v = {
       {"eval_accuracy", e.accuracy}, {"eval_len_mean", e.mean_len}, {"eval_len_correct_mean", e.mean_len_correct}};
@@ -706,16 +731,19 @@ void TrainRun::write_checkpoint(TrainState st, bool rl_stage) {
   progress_->message("checkpoint " + dir);
 }
 
-// Fault injection for the signal test: TEMPER_FAULT_SIGNAL_IN_STEP="N:SIG" sends signal SIG (15 SIGTERM, 2 SIGINT)
-// to this process inside step N, as a spot instance's SIGTERM or a Ctrl-C arriving mid-step would (a signal sent
-// from outside may come after a short run has ended), and waits until the signal thread has taken it.
-void fault_signal(int64_t step) {
+// Fault injection for the signal tests: TEMPER_FAULT_SIGNAL_IN_STEP="N:SIG[:PHASE]" sends signal SIG (15 SIGTERM,
+// 2 SIGINT) to this process as a spot instance's SIGTERM or a Ctrl-C would, at PHASE of step N: "end" (the
+// default: once the step is done, before its evaluation and checkpoint), "rollout" (as step N's rollouts begin)
+// or "eval" (as the evaluation at step N begins); then waits until the signal thread has taken it. (A signal
+// sent from outside may come after a short run has ended.)
+void fault_signal(int64_t step, const char* phase) {
   const char* fault = std::getenv("TEMPER_FAULT_SIGNAL_IN_STEP");
   if (!fault) return;
   const std::string f = fault;
-  const size_t colon = f.find(':');
-  if (colon == std::string::npos || f.substr(0, colon) != std::to_string(step)) return;
-  kill(getpid(), std::stoi(f.substr(colon + 1)));
+  const size_t colon = f.find(':'), colon2 = f.find(':', colon + 1);
+  const std::string want = colon2 == std::string::npos ? "end" : f.substr(colon2 + 1);
+  if (colon == std::string::npos || f.substr(0, colon) != std::to_string(step) || want != phase) return;
+  kill(getpid(), std::stoi(f.substr(colon + 1, colon2 - colon - 1)));
   for (int i = 0; i < 500 && !interrupt_requested(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
 }
 
@@ -814,7 +842,7 @@ bool TrainRun::run_sft() {
     const double comm_s = comm_.seconds();
     rl::Metrics m = sft_->step();
     ++st_.step;
-    fault_signal(st_.step);
+    fault_signal(st_.step, "end");
     ++st_.sft_steps;
     m.emplace_back("rss_mb", rss_mb());
     add_comm_metrics(m, comm_, comm_bytes, comm_s);
@@ -840,10 +868,11 @@ bool TrainRun::run_rl() {
     const double comm_s = comm_.seconds();
     if (interruptible_) before_step_ = capture(true);
     in_rl_step_ = true;
+    fault_signal(st_.step + 1, "rollout");
     rl::Metrics m = rlt_->step();
     in_rl_step_ = false;
     ++st_.step;
-    fault_signal(st_.step);
+    fault_signal(st_.step, "end");
     m.emplace_back("rss_mb", rss_mb());
     add_comm_metrics(m, comm_, comm_bytes, comm_s);
     sinks_.write(st_.step, "train", m);

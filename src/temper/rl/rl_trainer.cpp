@@ -24,8 +24,8 @@ void RlConfig::visit(KeyVisitor& v) {
   v("group_size", group_size, "samples per problem (G)");
   v("max_new", max_new, "completion tokens at most");
   v("max_prompt_tokens", max_prompt_tokens,
-    "a run whose training prompts are longer (in tokens, chat template included) is refused before its first step "
-    "(0: what the model's context leaves for a completion)");
+    "training prompts longer than this (in tokens, chat template included) are left out before the first step, or "
+    "the run refused: task.long_prompts (0: what the model's context leaves for a completion)");
   sampler.visit(v);
   advantage.visit(v);
   loss.max_len = max_new;

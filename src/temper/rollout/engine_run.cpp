@@ -39,6 +39,10 @@ void EngineRun::add_request(const RolloutRequest& q, int64_t r) {
   const int64_t max_pos = model_.config().max_position_embeddings;
   TEMPER_CHECK(!q.prompt.empty() && q.group_size > 0 && q.max_new > 0)
       << "rollout request " << r << ": needs a prompt, group_size > 0 and max_new > 0";
+  TEMPER_CHECK(q.group_size <= cfg_.max_seqs)
+      << "rollout request " << r << ": a group of " << q.group_size << " samples is decoded together (they share "
+      << "the prompt's KV blocks), and the engine decodes at most max_seqs = " << cfg_.max_seqs
+      << " sequences at once; raise max_seqs (rl.max_seqs for training) or lower the group size";
   TEMPER_CHECK(static_cast<int64_t>(q.forced.size()) <= q.max_new)
       << "rollout request " << r << ": " << q.forced.size() << " forced tokens exceed max_new " << q.max_new;
   TEMPER_CHECK(static_cast<int64_t>(q.prompt.size()) + q.max_new <= max_pos)
