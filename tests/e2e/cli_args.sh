@@ -30,4 +30,5 @@ refused "TEMPER_THREADS='100000': $range" env TEMPER_THREADS=100000 "$temper" be
 refused "TEMPER_THREADS='2x': $range" env TEMPER_THREADS=2x "$temper" bench train --quick
 refused "^--allow-changes requires --resume" "$temper" train --allow-changes --out /nonexistent/run
 refused "^--fallback requires --resume" "$temper" train --fallback --out /nonexistent/run
+refused "run.threads = 100000: expected 0 \\(every core\\) or 1 to [0-9]+" "$temper" train --out /nonexistent/run --set run.threads=100000
 echo ARGS_OK

@@ -136,4 +136,21 @@ set -e
 [ $rc -ne 0 ] && [ $rc -ne 124 ] || { echo "expected a non-zero exit (not the 300 s timeout), got $rc"; tail -5 "$work/kill.log"; exit 1; }
 sleep 1
 ! pgrep -f "^$temper train --out $work/kill" > /dev/null || { echo "a rank outlived the job"; exit 1; }
+# 8. A burst of 10 SIGTERMs to one rank mid-run (a handler used to race oneDNN there and abort the job): every rank
+#    stops after the same step with a checkpoint, mpirun exits 0, and the run resumes on 2 ranks.
+"${mpi[@]}" "$temper" train --out "$work/term" "${common[@]}" --set rl.steps=200 2> "$work/term.log" &
+job=$!
+for _ in $(seq 600); do
+  grep -q '"kind":"train"' "$work/term/metrics.jsonl" 2>/dev/null && break
+  sleep 0.1
+done
+victim=$(pgrep -f "^$temper train --out $work/term" | tail -1)
+[ -n "$victim" ] || { echo "no rank to signal"; exit 1; }
+for _ in $(seq 10); do kill -TERM "$victim" 2>/dev/null || true; sleep 0.003; done
+wait $job || { echo "SIGTERM to one rank: expected exit 0"; tail -5 "$work/term.log"; exit 1; }
+grep -Eq "stopped (by signal 15|\(another rank was signalled\)) after step" "$work/term.log" || { tail -5 "$work/term.log"; exit 1; }
+last=$(ls "$work/term/checkpoints" | sed 's/step-//' | sort -n | tail -1)
+"${mpi[@]}" "$temper" train --resume "$work/term" --stop-after $((last + 1)) 2>> "$work/term.log" \
+  || { echo "resume on 2 ranks after the SIGTERM failed"; tail -5 "$work/term.log"; exit 1; }
+test -d "$work/term/checkpoints/step-$((last + 1))"
 echo "train_mpi: all checks passed (killed rank $victim, mpirun exit $rc)"

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "temper/core/error.h"
+#include "temper/core/thread_count.h"
 #include "temper/model/device_model.h"
 
 namespace fs = std::filesystem;
@@ -370,6 +371,8 @@ RunConfig read_run_config(Recipe& r, std::span<const rl::MethodSpec* const> tabl
   TEMPER_CHECK(c.sft_steps() >= 0 && c.rl_steps() >= 0) << r.source() << ": sft.steps and rl.steps must be >= 0";
   TEMPER_CHECK(c.sft_steps() + c.rl_steps() > 0) << r.source() << ": nothing to do: sft.steps and rl.steps are both 0";
   TEMPER_CHECK(c.run.keep_last >= 1) << r.source() << ": run.keep_last must be >= 1, got " << c.run.keep_last;
+  TEMPER_CHECK(c.run.threads == 0 || thread_count_valid(c.run.threads))
+      << r.source() << ": run.threads = " << c.run.threads << ": expected 0 (every core) or " << thread_count_range();
   if (c.rl_steps() > 0) c.rl.validate();
   c.sft.validate();
   c.eval.validate();
