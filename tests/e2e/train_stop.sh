@@ -114,4 +114,19 @@ h = [json.loads(l) for l in open(sys.argv[1])]
 assert [e["event"] for e in h] == ["start", "resume", "resume"], h
 assert h[2]["changes"] == [{"key": "rl.lr", "before": "5e-05", "after": "0.001"}] and h[2]["step"] == 4, h[2]
 PY
+
+# 8. A bit flipped in the newest checkpoint's weights: --resume refuses naming the damage and --fallback, which
+#    continues from the previous checkpoint (the damaged one set aside in damaged/); equal.
+"$temper" train --out "$work/d" "${common[@]}" --set run.checkpoint_every=1 --stop-after 4 2> "$work/d.log"
+python3 - "$work/d/checkpoints/step-4/model.safetensors" <<'PY'
+import sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(-100, 2); b = f.read(1); f.seek(-100, 2); f.write(bytes([b[0] ^ 1]))
+PY
+if "$temper" train --resume "$work/d" 2> "$work/d2.log"; then fail "a damaged checkpoint was resumed"; fi
+grep -q "step-4: damaged: model.safetensors: SHA-256 mismatch" "$work/d2.log" || fail "d2 message"
+grep -q "previous good checkpoint is .*step-3.*--fallback" "$work/d2.log" || fail "d2 offers no fallback"
+"$temper" train --resume "$work/d" --fallback --threads 2 2>> "$work/d.log"
+test -d "$work/d/damaged/step-4" || fail "the damaged checkpoint was not set aside"
+same "$work/full" "$work/d" 5
 echo STOP_OK

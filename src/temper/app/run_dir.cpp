@@ -1,5 +1,6 @@
 #include "temper/app/run_dir.h"
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -27,6 +28,25 @@ void clear_run_outputs(const std::string& dir) {
     for (const auto& e : fs::directory_iterator(d))
       if (e.path().filename().string().rfind("events.out.tfevents.", 0) == 0) fs::remove(e.path());
   fs::remove_all(d / "checkpoints");  // an unstarted run has no complete one: only what a crash left
+}
+
+std::vector<std::string> set_aside_newer_checkpoints(const std::string& dir, int64_t step) {
+  const fs::path c = fs::path(dir) / "checkpoints", aside = fs::path(dir) / "damaged";
+  std::vector<std::string> moved;
+  if (!fs::is_directory(c)) return moved;
+  for (const auto& e : fs::directory_iterator(c)) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind("step-", 0) != 0 || n.size() == 5 || n.find_first_not_of("0123456789", 5) != std::string::npos)
+      continue;
+    if (std::stoll(n.substr(5)) > step) moved.push_back(n);
+  }
+  for (const std::string& n : moved) {  // after the listing: not while iterating the directory
+    fs::create_directories(aside);
+    fs::remove_all(aside / n);
+    fs::rename(c / n, aside / n);
+  }
+  std::sort(moved.begin(), moved.end());
+  return moved;
 }
 
 std::vector<ConfigChange> config_changes(const std::map<std::string, std::string>& before,

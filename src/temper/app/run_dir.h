@@ -7,11 +7,11 @@
 // start, resume and restart.
 #pragma once
 
+#include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace temper::app {
 
@@ -21,6 +21,10 @@ RunDirKind inspect_run_dir(const std::string& dir);
 // An unstarted run's outputs (metrics, samples, TensorBoard events, report, curriculum plan, partial
 // checkpoints) removed before it starts over; config.toml and history.jsonl stay.
 void clear_run_outputs(const std::string& dir);
+
+// --fallback: the checkpoints newer than the one resumed from (damaged) moved to DIR/damaged/, out of the way of
+// the steps that replace them and of keep-last pruning; returns their names.
+std::vector<std::string> set_aside_newer_checkpoints(const std::string& dir, int64_t step);
 
 struct ConfigChange {
   std::string key, before, after;  // TOML literals; "" where the key is absent on that side

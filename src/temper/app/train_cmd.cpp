@@ -310,6 +310,12 @@ void TrainRun::create_run_dir() {
       std::fprintf(stderr, "temper train: resuming %s from %s (step %lld)\n", run_dir_.c_str(), resume_from_.c_str(),
                    static_cast<long long>(st_.step));
       event["checkpoint"] = fs::path(resume_from_).filename().string();
+      if (o_.fallback)
+        for (const std::string& n : set_aside_newer_checkpoints(run_dir_, st_.step)) {
+          std::fprintf(stderr, "temper train: --fallback: damaged checkpoint %s moved to %s/damaged/\n", n.c_str(),
+                       run_dir_.c_str());
+          event["set_aside"].push_back(n);
+        }
     } else if (!o_.resume.empty()) {
       clear_run_outputs(run_dir_);
       std::fprintf(stderr, "temper train: %s stopped before its first checkpoint: starting it over from step 0\n",
