@@ -406,6 +406,25 @@ TEST(GgufModel, ConfigFromMetadataAndItsErrors) {
             GgufFile::open(with("a9.gguf", [](MiniGguf& m) { m.set("llama.block_count", GgufValue::u32(0)); })));
       },
       {"a9.gguf", "'llama.block_count' must be > 0"});
+  // Absurd sizes are refused by the same bounds as config.json's, named by their metadata keys.
+  expect_error(
+      [&] {
+        gguf_model_config(GgufFile::open(
+            with("a11.gguf", [](MiniGguf& m) { m.set("llama.block_count", GgufValue::u32(1000000000)); })));
+      },
+      {"a11.gguf", "llama.block_count = 1000000000: expected 1 to 1024"});
+  expect_error(
+      [&] {
+        gguf_model_config(GgufFile::open(
+            with("a12.gguf", [](MiniGguf& m) { m.set("llama.context_length", GgufValue::u32(4000000000u)); })));
+      },
+      {"a12.gguf", "llama.context_length = 4000000000: expected 1 to 4194304"});
+  expect_error(
+      [&] {
+        gguf_model_config(GgufFile::open(
+            with("a13.gguf", [](MiniGguf& m) { m.set("llama.feed_forward_length", GgufValue::u32(1u << 30)); })));
+      },
+      {"a13.gguf", "llama.feed_forward_length = 1073741824: expected 1 to 1048576"});
   expect_error(
       [&] {
         gguf_model_config(

@@ -10,11 +10,13 @@
 #include "common/scratch.h"
 #include "common/test_data.h"
 #include "temper/core/error.h"
-#include "temper/io/hf_config.h"
 #include "temper/io/file_map.h"
+#include "temper/io/hf_config.h"
 #include "temper/io/hf_weights.h"
 #include "temper/io/safetensors.h"
 #include "temper/io/safetensors_writer.h"
+#include "temper/model/param_layout.h"
+#include "temper/model/transformer.h"
 
 using namespace temper;
 namespace fs = std::filesystem;
@@ -224,6 +226,63 @@ TEST(HfConfig, BadConfigsNameFileAndField) {
     std::string p = tmp_path("c5.json");
     std::ofstream(p) << "{\"a\": ";
     expect_error([&] { io::read_hf_config(p); }, {"c5.json", "JSON"});
+  }
+}
+
+// An absurd size (a typo, a hostile file) is refused naming the file, the field and the bound, before anything is
+// sized from it: once, num_hidden_layers = 10^9 grew memory for a minute and ended in std::bad_alloc.
+TEST(HfConfig, AbsurdSizesAreRefusedBeforeAnythingIsAllocated) {
+  const auto base = nlohmann::json::parse(std::ifstream(test::test_data("golden/llama/config.json")));
+  struct Case {
+    const char* field;
+    int64_t value;
+    const char* bound;
+  };
+  for (const Case& k :
+       {Case{"num_hidden_layers", 1000000000, "expected 1 to 1024"},
+        Case{"hidden_size", 1 << 20, "expected 1 to 65536"},
+        Case{"intermediate_size", int64_t{1} << 40, "expected 1 to 1048576"},
+        Case{"vocab_size", int64_t{1} << 23, "expected 1 to 4194304"},
+        Case{"max_position_embeddings", int64_t{1} << 30, "expected 1 to 4194304"},
+        Case{"num_attention_heads", 4096, "expected 1 to 1024"}, Case{"head_dim", 1 << 16, "expected 1 to 1024"}}) {
+    auto j = base;
+    j[k.field] = k.value;
+    if (std::string(k.field) == "num_attention_heads") j["num_key_value_heads"] = 4096;
+    const std::string p = tmp_path(std::string("absurd_") + k.field + ".json");
+    std::ofstream(p) << j.dump();
+    expect_error([&] { io::read_hf_config(p); },
+                 {p, std::string(k.field) + " = " + std::to_string(k.value) + ": " + k.bound});
+  }
+  // Within every bound but too many parameters together (96 layers of 65536 x 262144 MLPs: 5e12).
+  auto j = base;
+  j["num_hidden_layers"] = 96, j["hidden_size"] = 65536, j["intermediate_size"] = 262144;
+  j["num_attention_heads"] = 512, j["num_key_value_heads"] = 64, j["head_dim"] = 128;
+  const std::string p = tmp_path("absurd_params.json");
+  std::ofstream(p) << j.dump();
+  expect_error([&] { io::read_hf_config(p); }, {p, "parameters: expected at most 2e+12"});
+  // The model itself validates before sizing anything from its config.
+  ModelConfig c = io::read_hf_config(test::test_data("golden/llama/config.json"));
+  c.num_layers = 1000000000;
+  expect_error([&] { Transformer m(c); }, {"num_hidden_layers = 1000000000: expected 1 to 1024"});
+  c.num_layers = kMaxLayers;  // the bound itself is accepted
+  EXPECT_NO_THROW(c.validate());
+}
+
+// The bound on parameters counts what the model holds: ModelConfig::param_count equals the layout's tensors.
+TEST(HfConfig, ParamCountEqualsTheLayoutsTensors) {
+  auto count = [](const ModelConfig& c) {
+    const ParamLayout layout(c);
+    int64_t n = 0;
+    for (const ParamEntry& e : layout.entries()) n += e.numel();
+    return static_cast<double>(n);
+  };
+  for (std::string_view name : kModelPresets) {
+    ModelConfig c = model_config_preset(std::string(name));
+    EXPECT_EQ(c.param_count(), count(c)) << name;
+  }
+  for (const char* name : {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"}) {
+    ModelConfig c = io::read_hf_config(test::test_data(std::string("golden/") + name + "/config.json"));
+    EXPECT_EQ(c.param_count(), count(c)) << name;
   }
 }
 

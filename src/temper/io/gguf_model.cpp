@@ -302,7 +302,7 @@ ModelConfig gguf_model_config(const GgufFile& f) {
     if (c.arch == Arch::llama && c.sliding_window > 0) c.arch = Arch::mistral;
   }
   read_rope_scaling(f, p, c);
-  c.validate(f.path());
+  c.validate(f.path(), p);  // the sizes bounded, named by their metadata keys
   return c;
 }
 

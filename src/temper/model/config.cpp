@@ -25,18 +25,25 @@ std::string arch_name(Arch a) {
   return "?";
 }
 
-void ModelConfig::validate(const std::string& where) const {
-  auto positive = [&](const char* field, int64_t v) {
-    TEMPER_CHECK(v > 0) << where << ": field '" << field << "' must be a positive integer, got " << v;
+void ModelConfig::validate(const std::string& where, const std::string& gguf_prefix) const {
+  // Each size as its source names it (config.json's field, or the GGUF metadata key), within 1..max.
+  auto bounded = [&](const char* field, const char* gguf_key, int64_t v, int64_t max) {
+    const std::string name = gguf_prefix.empty() ? field : gguf_prefix + gguf_key;
+    TEMPER_CHECK(v >= 1 && v <= max) << where << ": " << name << " = " << v << ": expected 1 to " << max
+                                     << (v > max ? " (the largest temper accepts)" : "");
   };
-  positive("vocab_size", vocab_size);
-  positive("hidden_size", hidden_size);
-  positive("num_hidden_layers", num_layers);
-  positive("num_attention_heads", num_heads);
-  positive("num_key_value_heads", num_kv_heads);
-  positive("head_dim", head_dim);
-  positive("intermediate_size", intermediate_size);
-  positive("max_position_embeddings", max_position_embeddings);
+  bounded("vocab_size", "vocab_size", vocab_size, kMaxVocab);
+  bounded("hidden_size", "embedding_length", hidden_size, kMaxHidden);
+  bounded("num_hidden_layers", "block_count", num_layers, kMaxLayers);
+  bounded("num_attention_heads", "attention.head_count", num_heads, kMaxHeads);
+  bounded("num_key_value_heads", "attention.head_count_kv", num_kv_heads, kMaxHeads);
+  bounded("head_dim", "attention.key_length", head_dim, kMaxHeadDim);
+  bounded("intermediate_size", "feed_forward_length", intermediate_size, kMaxIntermediate);
+  bounded("max_position_embeddings", "context_length", max_position_embeddings, kMaxPositions);
+  const double params = param_count();
+  TEMPER_CHECK(params <= kMaxParams) << where << ": " << summary() << " has " << params
+                                     << " parameters: expected at most " << kMaxParams
+                                     << " (the largest temper accepts)";
   TEMPER_CHECK(num_heads % num_kv_heads == 0)
       << where << ": num_attention_heads (" << num_heads << ") must be a multiple of num_key_value_heads ("
       << num_kv_heads << ")";
@@ -56,6 +63,16 @@ void ModelConfig::validate(const std::string& where) const {
   TEMPER_CHECK(rope_local_theta >= 0) << where << ": rope_local_base_freq must be > 0, got " << rope_local_theta;
   TEMPER_CHECK(pad_token_id < vocab_size)
       << where << ": pad_token_id " << pad_token_id << " is outside the vocabulary (" << vocab_size << " tokens)";
+}
+
+double ModelConfig::param_count() const {
+  const double C = static_cast<double>(hidden_size), F = static_cast<double>(intermediate_size),
+               V = static_cast<double>(vocab_size), D = static_cast<double>(head_dim),
+               Hq = static_cast<double>(num_heads) * D, QKV = static_cast<double>(num_heads + 2 * num_kv_heads) * D;
+  double layer = C * QKV + Hq * C + 3 * C * F + (sandwich_norm ? 4 : 2) * C;
+  if (qkv_bias) layer += QKV;
+  if (qk_norm) layer += 2 * D;
+  return static_cast<double>(num_layers) * layer + V * C * (tie_word_embeddings ? 1 : 2) + C;
 }
 
 float ModelConfig::attn_scale() const {

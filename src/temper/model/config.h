@@ -45,8 +45,11 @@ struct ModelConfig {
   kernels::RopeScaling rope_scaling;  // RoPE frequencies' scaling (the global layers' on Gemma-3)
   int64_t pad_token_id = -1;  // >= 0: the embedding's padding_idx (HF: no gradient into that row from the lookup)
 
-  // Throws temper::Error naming the field, expected and actual value. `where` names the source.
-  void validate(const std::string& where = "model config") const;
+  // Throws temper::Error naming the field, expected and actual value. `where` names the source; with gguf_prefix
+  // (a GGUF's "llama.") the sizes are named by their GGUF metadata keys. Every size is bounded (kMaxLayers, ...):
+  // an absurd file is refused here, before anything is sized from it.
+  void validate(const std::string& where = "model config", const std::string& gguf_prefix = "") const;
+  double param_count() const;  // every parameter (no padding), in double: bounded before any int64 product
   int64_t qkv_dim() const { return (num_heads + 2 * num_kv_heads) * head_dim; }
   bool slides(int64_t layer) const {  // whether the layer's attention is windowed
     return sliding_window > 0 && (sliding_pattern == 0 || (layer + 1) % sliding_pattern != 0);
@@ -56,6 +59,18 @@ struct ModelConfig {
   std::vector<std::string> features() const;
   std::string summary() const;
 };
+
+// The largest sizes a model config may give: generous (10-100x the largest dense checkpoints': Llama-3.1-405B's 126
+// layers, hidden 16384, intermediate 53248, 128 heads, head_dim 128, 131072 positions; Gemma-3's 262144-token
+// vocabulary). A config past one is a mistake or a hostile file, refused before its sizes reach an allocation.
+inline constexpr int64_t kMaxLayers = 1024;
+inline constexpr int64_t kMaxHidden = 65536;
+inline constexpr int64_t kMaxIntermediate = 1 << 20;  // 1,048,576
+inline constexpr int64_t kMaxHeads = 1024;            // query heads, and key/value heads
+inline constexpr int64_t kMaxHeadDim = 1024;
+inline constexpr int64_t kMaxVocab = 1 << 22;      // 4,194,304
+inline constexpr int64_t kMaxPositions = 1 << 22;  // 4,194,304 (Qwen2.5-1M: 1,010,000)
+inline constexpr double kMaxParams = 2e12;
 
 std::string arch_name(Arch a);
 // What the family fixes, whatever the checkpoint says: Qwen2's q/k/v biases, Qwen3's and Gemma-3's q/k norms,

@@ -54,8 +54,8 @@ void d2d(void* dst, const void* src, size_t bytes, cudaStream_t s) {
 
 }  // namespace
 
-CudaTransformer::CudaTransformer(const ModelConfig& cfg, int device) : cfg_(cfg), layout_(cfg), device_(device) {
-  cfg_.validate();
+CudaTransformer::CudaTransformer(const ModelConfig& cfg, int device)
+    : cfg_(cfg), layout_((cfg.validate(), cfg)), device_(device) {  // validated before anything is sized from it
   TEMPER_CHECK(cuda::available()) << "--device cuda: no CUDA device is visible (driver or GPU missing)";
   TEMPER_CHECK(device >= 0 && device < cuda::device_count())
       << "--device cuda:" << device << ": only " << cuda::device_count() << " CUDA device(s) visible";

@@ -26,8 +26,8 @@ namespace temper {
 
 using kernels::gemm;
 
-Transformer::Transformer(const ModelConfig& cfg) : cfg_(cfg), layout_(cfg) {
-  cfg_.validate();
+// The config is validated before the layout is sized from it (an absurd size is refused, not allocated).
+Transformer::Transformer(const ModelConfig& cfg) : cfg_(cfg), layout_((cfg.validate(), cfg)) {
   params_ = Tensor::zeros({layout_.total()});
   grads_ = Tensor::zeros({layout_.total()});
   rope_ = kernels::rope_table(cfg_.max_position_embeddings, cfg_.head_dim, cfg_.rope_theta, cfg_.rope_scaling);
