@@ -82,6 +82,35 @@ TEST(DistMpi, Collectives) {
   comm().barrier();
 }
 
+// ZeRO-1's collectives over a buffer of two buckets and a bit (the second bucket split unevenly): every rank's
+// pieces cover the buffer once; reduce-scatter sums this rank's pieces; all-gather and gather assemble them.
+TEST(DistMpi, ShardedCollectives) {
+  const int r = comm().rank(), n = comm().size();
+  const int64_t N = 2 * dist::Communicator::kShardBucket + 7;
+  int64_t mine = 0;
+  for (const auto& [off, len] : comm().pieces(N)) mine += len;
+  EXPECT_NEAR(static_cast<double>(mine), static_cast<double>(N) / n, 3.0);  // about 1/N of the buffer
+  std::vector<float> g(static_cast<size_t>(N));
+  for (int64_t i = 0; i < N; ++i) g[static_cast<size_t>(i)] = float(r + 1) * float(i % 1000);
+  comm().reduce_scatter_sum(g.data(), N);
+  std::vector<float> packed;
+  for (const auto& [off, len] : comm().pieces(N))
+    for (int64_t i = off; i < off + len; ++i) {
+      EXPECT_EQ(g[static_cast<size_t>(i)], float(n * (n + 1) / 2) * float(i % 1000)) << i;
+      packed.push_back(-float(i));
+    }
+  std::vector<float> full(r == 0 ? static_cast<size_t>(N) : 0, 1.f);
+  comm().gather_pieces(packed.data(), r == 0 ? full.data() : nullptr, N, 0);
+  if (r == 0)
+    for (int64_t i = 0; i < N; i += 9973) EXPECT_EQ(full[static_cast<size_t>(i)], -float(i)) << i;
+  std::vector<float> w(static_cast<size_t>(N), 0.f);
+  for (const auto& [off, len] : comm().pieces(N))
+    for (int64_t i = off; i < off + len; ++i) w[static_cast<size_t>(i)] = float(i % 777);
+  comm().allgather_pieces(w.data(), N);
+  for (int64_t i = 0; i < N; i += 4099) EXPECT_EQ(w[static_cast<size_t>(i)], float(i % 777)) << i;
+  EXPECT_EQ(w.back(), float((N - 1) % 777));
+}
+
 // The RL step: GRPO with the KL term and its reference model, two mini-batches of micro-batches (rows
 // of mixed lengths), dynamic sampling, and STARE (batch-wide entropy quantiles and a controller).
 TEST(DistMpi, RlStepsEqualOneProcessWithTheSameGlobalBatch) {

@@ -5,7 +5,8 @@
 #     summation order: each rank sums its rows, then MPI sums the ranks), the same rewards and samples;
 #     rank 0 alone writes the run directory;
 #  2. resumes exactly with 2 ranks from a checkpoint 2 ranks wrote (bitwise equal to the uninterrupted run);
-#  3. resumes with 2 ranks from a checkpoint 1 rank wrote (within the tolerance of 1.);
+#  3. resumes with 2 ranks from a checkpoint 1 rank wrote (within the tolerance of 1.); ZeRO-1 (sharded AdamW
+#     moments) equals it too and resumes from 2 ranks on 1 and from 1 on 2;
 #  4. a rank killed (SIGKILL) mid-run ends every rank with a non-zero status, without hanging;
 #  5. ZPPO (teacher model, buffer), DRE online and STARE together: the same metrics on 1 and 2 ranks;
 #  6. speculative rollouts ([rl.speculative]): the same samples, acceptance and ladder on 1 and 2 ranks;
@@ -77,6 +78,22 @@ cmp "$work/two/checkpoints/step-6/trainer_state.safetensors" "$work/two_s4/check
 "$temper" train --out "$work/one_s4" --threads 1 "${common[@]}" --stop-after 4 2> "$work/one_s4.log"
 "${mpi[@]}" "$temper" train --resume "$work/one_s4" 2>> "$work/one_s4.log"
 close "$work/one" "$work/one_s4"
+
+# 3b. ZeRO-1 (run.shard_optimizer): each rank keeps half the AdamW moments; equal to one process within the
+#     data-parallel tolerance; its checkpoints hold the full moments: a sharded 2-rank run resumes on 1 process
+#     and a 1-process checkpoint resumes sharded on 2 ranks, both close to the run in one go.
+"${mpi[@]}" "$temper" train --out "$work/zero" "${common[@]}" --set run.shard_optimizer=true 2> "$work/zero.log"
+close "$work/one" "$work/zero"
+# the full moments, gathered from both ranks, as the replicated run's
+python3 "$here/weights_close.py" "$work/two/checkpoints/step-6/trainer_state.safetensors" \
+  "$work/zero/checkpoints/step-6/trainer_state.safetensors" 1e-3
+"${mpi[@]}" "$temper" train --out "$work/zero_s4" "${common[@]}" --set run.shard_optimizer=true --stop-after 4 \
+  2> "$work/zero_s4.log"
+"$temper" train --resume "$work/zero_s4" --threads 1 2>> "$work/zero_s4.log"
+close "$work/one" "$work/zero_s4"
+"$temper" train --out "$work/one_z4" --threads 1 "${common[@]}" --set run.shard_optimizer=true --stop-after 4 2> "$work/one_z4.log"
+"${mpi[@]}" "$temper" train --resume "$work/one_z4" 2>> "$work/one_z4.log"
+close "$work/one" "$work/one_z4"
 
 # 5. Methods with batch-wide state and their own generation: ZPPO (a teacher model answering hard
 #    questions, a replay buffer), DRE online (forks in the rollout hook on each rank's share) and STARE

@@ -100,8 +100,10 @@ void save_checkpoint(const std::string& dir, const Transformer& model, const io:
     fs::path t(tmp);
     std::vector<io::NamedTensor> state;
     if (opt) {
-      state.push_back({"adam.m", Tensor::wrap(opt->m(), {opt->size()}, DType::f32).clone()});
-      state.push_back({"adam.v", Tensor::wrap(opt->v(), {opt->size()}, DType::f32).clone()});
+      // The full moments (a sharded optimiser gathered them here first: Optimizer::gather_moments).
+      const int64_t n = model.flat_size();
+      state.push_back({"adam.m", Tensor::wrap(const_cast<float*>(opt->full_m()), {n}, DType::f32).clone()});
+      state.push_back({"adam.v", Tensor::wrap(const_cast<float*>(opt->full_v()), {n}, DType::f32).clone()});
     }
     if (!state.empty()) io::write_safetensors((t / "trainer_state.safetensors").string(), state);
     if (reference) {
@@ -161,9 +163,11 @@ TrainState load_checkpoint(const std::string& dir, Transformer& model, Optimizer
   if (opt) {
     std::string p = (fs::path(dir) / "trainer_state.safetensors").string();
     io::SafetensorsFile f = io::SafetensorsFile::open(p);
-    io::copy_to_f32(f.get("adam.m"), opt->m(), opt->size(), p + ": adam.m");
-    io::copy_to_f32(f.get("adam.v"), opt->v(), opt->size(), p + ": adam.v");
-    opt->moments_updated();
+    const int64_t n = model.flat_size();  // full moments in the file; a sharded optimiser keeps its pieces
+    std::vector<float> m(static_cast<size_t>(n)), v(static_cast<size_t>(n));
+    io::copy_to_f32(f.get("adam.m"), m.data(), n, p + ": adam.m");
+    io::copy_to_f32(f.get("adam.v"), v.data(), n, p + ": adam.v");
+    opt->set_full_moments(m.data(), v.data());
     opt->restore(s.opt_steps, s.opt_skipped);
   }
   if (reference) load_weights((fs::path(dir) / "reference.safetensors").string(), *reference);

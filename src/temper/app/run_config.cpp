@@ -86,6 +86,9 @@ void RunSection::visit(KeyVisitor& v) {
   v("samples_every", samples_every, "RL steps between writes to samples.jsonl (0: never)");
   v("samples_per_step", samples_per_step, "samples written each time");
   v("threads", threads, "CPU threads (0: every core; --threads)");
+  v("shard_optimizer", shard_optimizer,
+    "data-parallel (mpirun): each rank keeps 1/N of the AdamW moments (ZeRO-1); gradients reduce-scattered, "
+    "weights all-gathered (CPU)");
 }
 
 std::string RunConfig::hook_order() const {

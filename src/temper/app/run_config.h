@@ -65,6 +65,7 @@ struct EnvSection {
 struct RunSection {
   std::string out;
   int64_t checkpoint_every = 0, keep_last = 2, samples_every = 10, samples_per_step = 4, threads = 0;
+  bool shard_optimizer = false;  // data-parallel ZeRO-1 (model/optimizer.h)
   void visit(KeyVisitor& v);
 };
 

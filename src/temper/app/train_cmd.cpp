@@ -494,6 +494,10 @@ void TrainRun::make_trainers() {
   }
   sft_ = std::make_unique<rl::SftTrainer>(*policy_, sft_task_, codec_, cfg_.sft, teacher_.get());
   sft_->trainer().optimizer().set_communicator(&comm_);
+  TEMPER_CHECK(!cfg_.run.shard_optimizer || device_ == "cpu")
+      << recipe_.source() << ": run.shard_optimizer runs on the CPU (model.device = \"" << device_
+      << "\": not yet); set it false";
+  if (cfg_.run.shard_optimizer && comm_.size() > 1) sft_->trainer().optimizer().set_sharded(true);
   // The frozen copy of the policy as RL starts: the KL term's reference, and what methods read as the starting
   // policy (discriminator embeddings, RCSD's initial teacher); on a device it runs there too (a KL of 0 at first).
   const bool needs_reference =
@@ -529,6 +533,7 @@ void TrainRun::make_rl() {
   for (auto& m : methods_) ms.push_back(m.get());
   rlt_ = std::make_unique<rl::RlTrainer>(*policy_, rl_task_, codec_, cfg_.rl, rewards_, ms, reference_.get());
   rlt_->set_communicator(&comm_);
+  if (cfg_.run.shard_optimizer && comm_.size() > 1) rlt_->optimizer().set_sharded(true);
   rlt_->set_interruptible(interruptible_);
   if (env_) rlt_->set_environment(conversation_source());
 }
@@ -720,6 +725,8 @@ TrainState TrainRun::capture(bool rl_stage) const {
 }
 
 void TrainRun::write_checkpoint(TrainState st, bool rl_stage) {
+  Optimizer& opt = rl_stage ? rlt_->optimizer() : sft_->trainer().optimizer();
+  opt.gather_moments(0);  // a sharded optimiser's full moments to the writer (every rank takes part)
   if (!root_) return;
   st_.stage = st.stage;
   sinks_.flush();
@@ -730,8 +737,8 @@ void TrainRun::write_checkpoint(TrainState st, bool rl_stage) {
   const char* kill_at = std::getenv("TEMPER_FAULT_KILL_IN_CHECKPOINT");
   std::function<void()> mid;
   if (kill_at && std::to_string(st.step) == kill_at) mid = [] { kill(getpid(), SIGKILL); };
-  Optimizer& opt = rl_stage ? rlt_->optimizer() : sft_->trainer().optimizer();
   save_checkpoint(dir, *policy_, ex_, &opt, rl_stage ? reference_.get() : nullptr, st, config_text_, mid);
+  opt.drop_gathered();
   prune_checkpoints(run_dir_, cfg_.run.keep_last);
   checkpointed_step_ = st.step;
   progress_->message("checkpoint " + dir);

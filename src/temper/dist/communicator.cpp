@@ -1,12 +1,36 @@
 #include "temper/dist/communicator.h"
 
+#include <algorithm>
 #include <cstdlib>
 
+#include "temper/core/error.h"
 #include "temper/dist/mpi_communicator.h"
 
 namespace temper::dist {
 
 void SingleProcess::abort(int code) { std::_Exit(code); }
+
+std::vector<std::pair<int64_t, int64_t>> Communicator::pieces(int64_t n) const {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  const int64_t r = rank(), N = size();
+  for (int64_t b = 0; b < n; b += kShardBucket) {
+    const int64_t L = std::min(kShardBucket, n - b), lo = b + L * r / N, hi = b + L * (r + 1) / N;
+    if (hi > lo) out.emplace_back(lo, hi - lo);
+  }
+  return out;
+}
+
+// The one-process defaults (MPI overrides them).
+void Communicator::reduce_scatter_sum(float*, int64_t) {
+  TEMPER_CHECK(size() == 1) << backend() << ": reduce_scatter_sum is not implemented for " << size() << " ranks";
+}
+void Communicator::allgather_pieces(float*, int64_t) {
+  TEMPER_CHECK(size() == 1) << backend() << ": allgather_pieces is not implemented for " << size() << " ranks";
+}
+void Communicator::gather_pieces(const float* packed, float* full, int64_t n, int) {
+  TEMPER_CHECK(size() == 1) << backend() << ": gather_pieces is not implemented for " << size() << " ranks";
+  if (packed != full) std::copy(packed, packed + n, full);
+}
 
 bool launched_by_mpi() {
   for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})

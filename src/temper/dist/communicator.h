@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace temper::dist {
@@ -32,6 +33,19 @@ class Communicator {
   // Ends every rank of the group with this exit code (a rank that failed must not leave the others
   // waiting in a collective).
   [[noreturn]] virtual void abort(int code) = 0;
+
+  // Sharded collectives (ZeRO-1: model/optimizer.h). A buffer of n floats is cut into buckets of kShardBucket
+  // floats and each bucket into size() contiguous pieces, rank r holding piece r of every bucket (pieces(n): this
+  // rank's (offset, length) pieces in order; a rank's shard is about n / size() floats).
+  // reduce_scatter_sum: this rank's pieces of `data` become the element-wise sums over ranks (the rest of `data`
+  // is left undefined). allgather_pieces: every rank's pieces copied into every rank's `data`. gather_pieces:
+  // `packed` (this rank's pieces, back to back) assembled into `full` (n floats) on `root` (ignored elsewhere).
+  // One process: identities.
+  static constexpr int64_t kShardBucket = int64_t{16} << 20;
+  std::vector<std::pair<int64_t, int64_t>> pieces(int64_t n) const;
+  virtual void reduce_scatter_sum(float* data, int64_t n);
+  virtual void allgather_pieces(float* data, int64_t n);
+  virtual void gather_pieces(const float* packed, float* full, int64_t n, int root);
 
   bool is_root() const { return rank() == 0; }
   // What this rank has sent through collectives (payload bytes) and the wall time spent in them

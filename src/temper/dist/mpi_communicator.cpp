@@ -103,6 +103,53 @@ class Mpi final : public Communicator {
       out[static_cast<size_t>(r)] = all.substr(static_cast<size_t>(displs[static_cast<size_t>(r)]), static_cast<size_t>(counts[static_cast<size_t>(r)]));
     return out;
   }
+  // Per bucket: counts and displacements (from the bucket's start) of every rank's piece.
+  void bucket_layout(int64_t b, int64_t n, std::vector<int>& counts, std::vector<int>& displs) const {
+    const int64_t L = std::min(kShardBucket, n - b);
+    counts.resize(static_cast<size_t>(size_));
+    displs.resize(static_cast<size_t>(size_));
+    for (int r = 0; r < size_; ++r) {
+      const int64_t lo = L * r / size_, hi = L * (r + 1) / size_;
+      counts[static_cast<size_t>(r)] = static_cast<int>(hi - lo);
+      displs[static_cast<size_t>(r)] = static_cast<int>(lo);
+    }
+  }
+  void reduce_scatter_sum(float* data, int64_t n) override {
+    Timed t(bytes_, seconds_, n * static_cast<int64_t>(sizeof(float)));
+    std::vector<int> counts, displs;
+    std::vector<float> mine;
+    for (int64_t b = 0; b < n; b += kShardBucket) {
+      bucket_layout(b, n, counts, displs);
+      const size_t me = static_cast<size_t>(rank_);
+      mine.resize(static_cast<size_t>(std::max(1, counts[me])));
+      check(MPI_Reduce_scatter(data + b, mine.data(), counts.data(), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+            "reduce-scatter");
+      std::copy(mine.begin(), mine.begin() + counts[me], data + b + displs[me]);
+    }
+  }
+  void allgather_pieces(float* data, int64_t n) override {
+    Timed t(bytes_, seconds_, n * static_cast<int64_t>(sizeof(float)) / size_);
+    std::vector<int> counts, displs;
+    for (int64_t b = 0; b < n; b += kShardBucket) {
+      bucket_layout(b, n, counts, displs);
+      check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data + b, counts.data(), displs.data(), MPI_FLOAT,
+                           MPI_COMM_WORLD),
+            "all-gather");
+    }
+  }
+  void gather_pieces(const float* packed, float* full, int64_t n, int root) override {
+    std::vector<int> counts, displs;
+    int64_t at = 0;  // this rank's offset in `packed`
+    for (int64_t b = 0; b < n; b += kShardBucket) {
+      bucket_layout(b, n, counts, displs);
+      const int mine = counts[static_cast<size_t>(rank_)];
+      Timed t(bytes_, seconds_, mine * static_cast<int64_t>(sizeof(float)));
+      check(MPI_Gatherv(packed + at, mine, MPI_FLOAT, rank_ == root ? full + b : nullptr, counts.data(), displs.data(),
+                        MPI_FLOAT, root, MPI_COMM_WORLD),
+            "gather");
+      at += mine;
+    }
+  }
   void barrier() override {
     Timed t(bytes_, seconds_, 0);
     check(MPI_Barrier(MPI_COMM_WORLD), "barrier");

@@ -1,7 +1,9 @@
 #include "temper/model/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 
+#include "temper/core/error.h"
 #include "temper/core/log.h"
 #include "temper/core/profile.h"
 
@@ -37,6 +39,7 @@ OptimizerStep Optimizer::step() {
     model_.device_params_changed();
     return s;
   }
+  if (sharded()) return sharded_step();
   if (comm_ && comm_->size() > 1) comm_->allreduce_sum(model_.grads(), model_.flat_size());
   s.grad_norm = kernels::clip_grad_norm(model_.grads(), model_.flat_size(), cfg_.max_grad_norm);
   s.lr = cfg_.lr.at(step_);
@@ -50,6 +53,82 @@ OptimizerStep Optimizer::step() {
                       cfg_.adamw, static_cast<float>(s.lr), step_);
   model_.params_updated();
   return s;
+}
+
+void Optimizer::set_sharded(bool on) {
+  pieces_.clear();
+  int64_t n = model_.flat_size();
+  if (on) {
+    TEMPER_CHECK(!model_.device()) << "a sharded optimiser (ZeRO-1) runs on the CPU (on a GPU: not yet)";
+    TEMPER_CHECK(comm_) << "a sharded optimiser needs the communicator first";
+    pieces_ = comm_->pieces(model_.flat_size());
+    n = 0;
+    for (const auto& [off, len] : pieces_) n += len;
+    if (pieces_.empty()) pieces_.emplace_back(0, 0);  // a rank with no piece (tiny models): still sharded
+  }
+  m_ = Tensor::zeros({n});
+  v_ = Tensor::zeros({n});
+}
+
+// ZeRO-1: the gradients reduce-scattered, the global norm from every rank's pieces, AdamW on this rank's pieces,
+// the weights all-gathered.
+OptimizerStep Optimizer::sharded_step() {
+  OptimizerStep s;
+  const int64_t n = model_.flat_size();
+  float* g = model_.grads();
+  comm_->reduce_scatter_sum(g, n);
+  double sq = 0;
+  for (const auto& [off, len] : pieces_) {
+    const double x = kernels::grad_norm(g + off, len);
+    sq += x * x;
+  }
+  comm_->allreduce_sum(&sq, 1);
+  s.grad_norm = std::sqrt(sq);
+  s.lr = cfg_.lr.at(step_);
+  if (!std::isfinite(s.grad_norm)) {
+    s.skipped = true;
+    ++skipped_;
+    return s;
+  }
+  ++step_;
+  const double coef = cfg_.max_grad_norm > 0 ? cfg_.max_grad_norm / (s.grad_norm + 1e-6) : 1.0;
+  float* p = model_.params();
+  int64_t at = 0;
+  for (const auto& [off, len] : pieces_) {
+    if (coef < 1.0)
+      for (int64_t i = 0; i < len; ++i) g[off + i] *= static_cast<float>(coef);
+    kernels::adamw_step(p + off, g + off, m_.data<float>() + at, v_.data<float>() + at, len, cfg_.adamw,
+                        static_cast<float>(s.lr), step_);
+    at += len;
+  }
+  comm_->allgather_pieces(p, n);
+  model_.params_updated();
+  return s;
+}
+
+void Optimizer::gather_moments(int root) {
+  if (!sharded()) return;
+  const int64_t n = model_.flat_size();
+  const bool here = comm_->rank() == root;
+  gathered_m_.assign(here ? static_cast<size_t>(n) : 0, 0.f);
+  gathered_v_.assign(here ? static_cast<size_t>(n) : 0, 0.f);
+  comm_->gather_pieces(m_.data<float>(), here ? gathered_m_.data() : nullptr, n, root);
+  comm_->gather_pieces(v_.data<float>(), here ? gathered_v_.data() : nullptr, n, root);
+}
+
+void Optimizer::set_full_moments(const float* m, const float* v) {
+  if (!sharded()) {
+    std::copy(m, m + size(), this->m());
+    std::copy(v, v + size(), this->v());
+  } else {
+    int64_t at = 0;
+    for (const auto& [off, len] : pieces_) {
+      std::copy(m + off, m + off + len, m_.data<float>() + at);
+      std::copy(v + off, v + off + len, v_.data<float>() + at);
+      at += len;
+    }
+  }
+  moments_updated();
 }
 
 // The host buffers are current unless this optimizer's moments are the device's resident set.

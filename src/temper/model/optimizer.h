@@ -3,10 +3,16 @@
 // flat buffers. A non-finite gradient norm skips the update (parameters and moments unchanged),
 // counts it and lets the run go on; the step counter advances only on applied updates.
 // Data-parallel: with a communicator of several ranks, step() first sums the gradients over ranks
-// (one flat buffer, bucketed by the communicator), so every rank applies the same update.
+// (one flat buffer, bucketed by the communicator), so every rank applies the same update. Sharded
+// (ZeRO-1, set_sharded): each rank keeps the AdamW moments of its pieces of the parameters only
+// (Communicator::pieces: about 1/N), reduce-scatters the gradients, updates its pieces and
+// all-gathers the weights; checkpoints hold the full moments (gather_moments), so a run written by N
+// ranks resumes on M.
 #pragma once
 
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "temper/core/settings.h"
 #include "temper/core/tensor.h"
@@ -54,16 +60,33 @@ class Optimizer {
     return v_.data<float>();
   }
   void moments_updated();
-  int64_t size() const { return m_.numel(); }
+  int64_t size() const { return m_.numel(); }  // moments held here (sharded: this rank's pieces)
+  // ZeRO-1 over the communicator (set it first; CPU only). Moments restart at zero.
+  void set_sharded(bool on);
+  bool sharded() const { return !pieces_.empty(); }
+  // Checkpoints: the full moments (the model's flat size). gather_moments is collective (every rank calls it)
+  // and leaves them on `root`, where full_m()/full_v() read them; set_full_moments takes this rank's part of
+  // full buffers (every rank).
+  void gather_moments(int root);
+  const float* full_m() { return sharded() ? gathered_m_.data() : m(); }
+  const float* full_v() { return sharded() ? gathered_v_.data() : v(); }
+  void set_full_moments(const float* m, const float* v);
+  void drop_gathered() {  // after the checkpoint: the root holds only its pieces again
+    std::vector<float>().swap(gathered_m_);
+    std::vector<float>().swap(gathered_v_);
+  }
   const OptimizerConfig& config() const { return cfg_; }
   void set_communicator(dist::Communicator* comm) { comm_ = comm; }
   dist::Communicator* communicator() const { return comm_; }
 
  private:
   void pull_moments();
+  OptimizerStep sharded_step();
   Transformer& model_;
   OptimizerConfig cfg_;
   Tensor m_, v_;
+  std::vector<std::pair<int64_t, int64_t>> pieces_;  // sharded: this rank's (offset, length) pieces
+  std::vector<float> gathered_m_, gathered_v_;       // sharded: the full moments on the root, for a checkpoint
   int64_t step_ = 0, skipped_ = 0;
   dist::Communicator* comm_ = nullptr;  // null: one process
 };
