@@ -6,8 +6,31 @@
 namespace temper::app {
 
 CLI::App* add_info_command(CLI::App& app, InfoOptions& o) {
-  auto* info = app.add_subcommand("info", "Describe a model (HF directory or config.json) and this machine");
-  info->add_option("model", o.model, "Model directory or config.json (optional)");
+  auto* info = app.add_subcommand(
+      "info",
+      "Describe a model (HF directory, config.json or GGUF) and this machine, and plan the memory training it "
+      "takes per rank (from the config alone: nothing is allocated)");
+  info->add_option("model", o.model, "Model directory, config.json or .gguf (optional)");
+  info->add_option("--device", o.device, "Plan for cpu, mirror, cuda or cuda:N")->capture_default_str();
+  info->add_option("--device-memory", o.device_memory_gib,
+                   "GiB of device memory to plan for (default: this machine's memory, or the CUDA device's)");
+  info->add_option("--precision", o.precision, "f32, or bf16 (bf16 GEMMs, f32 master weights)")->capture_default_str();
+  info->add_flag("--recompute", o.recompute, "Recompute each layer's activations in the backward");
+  info->add_option("--batch", o.batch, "Sequences per micro-batch (forward/backward)")->capture_default_str();
+  info->add_option("--seq", o.seq, "Tokens per sequence (default: 1024 or the model's context if shorter)");
+  info->add_option("--ranks", o.ranks, "Data-parallel ranks (the plan is per rank)")->capture_default_str();
+  info->add_flag("--zero", o.zero, "ZeRO-1: each rank keeps 1/ranks of the AdamW moments (run.shard_optimizer)");
+  info->add_option("--max-new", o.max_new, "RL: completion tokens per rollout (0: no rollouts)")->capture_default_str();
+  info->add_option("--prompts", o.prompts, "RL: prompts per step")->capture_default_str();
+  info->add_option("--group", o.group, "RL: completions per prompt")->capture_default_str();
+  info->add_option("--max-seqs", o.max_seqs, "RL: sequences decoded together")->capture_default_str();
+  info->add_option("--kv-mb", o.kv_mb, "RL: KV cache MiB (rl.kv_memory_mb; 0: enough for the rollouts)")
+      ->capture_default_str();
+  info->add_flag("--kl", o.kl, "A frozen KL reference (rl.kl_coef > 0)");
+  info->add_option("--lora", o.lora, "LoRA rank on q,k,v,o,gate,up,down (0: full fine-tuning)")->capture_default_str();
+  info->add_flag("--qlora", o.qlora, "QLoRA: the frozen base's block products in int4 (with --lora R)");
+  info->add_option("--teacher", o.teacher, "A teacher model (config.json, HF directory or .gguf)");
+  info->add_flag("--json", o.json, "Print only the plan, as one JSON object");
   return info;
 }
 

@@ -3,7 +3,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 
+#include "temper/app/memory_plan.h"
 #include "temper/app/model_source.h"
 #include "temper/core/cpu_features.h"
 #include "temper/core/error.h"
@@ -14,7 +16,7 @@
 #include "temper/io/hf_model_dir.h"
 #include "temper/io/safetensors_set.h"
 #include "temper/kernels/matmul.h"
-#include "temper/model/transformer.h"
+#include "temper/model/device_model.h"
 #include "temper/version.h"
 
 namespace temper::app {
@@ -23,59 +25,115 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string mib(double bytes) {
-  char b[64];
-  if (bytes >= 1024.0 * 1024 * 1024) std::snprintf(b, sizeof b, "%.2f GiB", bytes / (1024.0 * 1024 * 1024));
-  else std::snprintf(b, sizeof b, "%.1f MiB", bytes / (1024.0 * 1024));
-  return b;
+  return format_bytes(bytes);
 }
 
-void print_memory(const ModelConfig& c) {
-  // A Transformer costs nothing until written (its buffers are lazily zeroed pages), so planning one
-  // gives the exact arena sizes the training step would reserve.
-  ModelConfig cc = c;
-  if (cc.max_position_embeddings < 1024) cc.max_position_embeddings = 1024;
-  Transformer m(cc);
-  int64_t n = m.num_params();
-  std::printf("parameters: %lld (%.1f M)\n", static_cast<long long>(n), n / 1e6);
-  double state = 4.0 * 4.0 * static_cast<double>(m.flat_size());
-  std::printf("training memory: %s for f32 params + grads + AdamW m, v", mib(state).c_str());
-  m.plan(8 * 1024, 1024);
-  double act = static_cast<double>(m.activation_bytes());
-  m.set_recompute(true);
-  double act_rc = static_cast<double>(m.activation_bytes());
-  std::printf("; activations for 8 x 1024 tokens: %s (%s with --recompute)\n", mib(act).c_str(), mib(act_rc).c_str());
+// A model's config from an HF directory, config.json or GGUF (headers only: no weights are read); `say` prints
+// what the file is and `dtypes` counts its stored tensors' types.
+ModelConfig read_model_config(const std::string& path, bool say, std::map<std::string, int>* dtypes) {
+  TEMPER_CHECK(fs::exists(path)) << path << ": no such file or directory";
+  if (fs::is_regular_file(path) && is_gguf_path(path)) {
+    io::GgufFile f = io::GgufFile::open(path);
+    ModelConfig c = io::gguf_model_config(f);
+    if (dtypes)
+      for (const auto& t : f.tensors()) (*dtypes)[std::string(io::ggml_type_name(t.type))]++;
+    if (say) {
+      std::printf("model: %s (GGUF v%u, %s)\n", path.c_str(), f.version(), mib(fs::file_size(path)).c_str());
+      if (f.find("general.name")) std::printf("name: %s\n", f.get_str("general.name").c_str());
+    }
+    return c;
+  }
+  TEMPER_CHECK(fs::is_directory(path) || path.size() < 5 || path.substr(path.size() - 5) == ".json")
+      << path << ": not a model temper can describe (a Hugging Face directory, config.json or .gguf)";
+  ModelConfig c = io::read_hf_config(fs::is_directory(path) ? path + "/config.json" : path);
+  if (say) std::printf("model: %s (Hugging Face)\n", path.c_str());
+  if (dtypes && fs::is_directory(path) && io::read_hf_model_dir(path).has_weights) {
+    io::SafetensorsSet st = io::SafetensorsSet::open(path);
+    for (const auto& n : st.names()) (*dtypes)[std::string(dtype_name(st.get(n).dtype()))]++;
+  }
+  return c;
+}
+
+MemorySettings plan_settings(const InfoOptions& o, const ModelConfig& c) {
+  MemorySettings s;
+  s.device = o.device;
+  TEMPER_CHECK(kernels::precision_from_name(o.precision, &s.precision))
+      << "--precision must be f32 or bf16, got '" << o.precision << "'";
+  s.recompute = o.recompute;
+  s.micro_batch = o.batch;
+  s.seq = o.seq > 0 ? o.seq : std::min<int64_t>(1024, c.max_position_embeddings);
+  s.ranks = o.ranks;
+  s.local_ranks = static_cast<int>(std::max<int64_t>(1, o.ranks));  // ranks of a CPU run share one machine
+  s.shard_optimizer = o.zero;
+  s.prompts = o.prompts, s.group = o.group, s.max_new = o.max_new, s.max_seqs = o.max_seqs;
+  s.kv_memory_mb = o.kv_mb;
+  s.reference = o.kl;
+  s.lora_rank = o.lora;
+  s.qlora = o.qlora;
+  if (!o.teacher.empty()) s.teacher = read_model_config(o.teacher, false, nullptr);
+  return s;
+}
+
+// The plan, the largest micro-batch that fits and, when the asked one does not, what would.
+void print_memory(const ModelConfig& c, const InfoOptions& o) {
+  const MemorySettings s = plan_settings(o, c);
+  const MemoryPlan p = plan_memory(c, s);
+  const bool cpu_side = s.device == "cpu" || s.device == "mirror";
+  double budget = o.device_memory_gib > 0 ? o.device_memory_gib * 1024 * 1024 * 1024 : device_memory_bytes(s.device);
+  if (cpu_side && o.device_memory_gib <= 0) budget /= static_cast<double>(s.local_ranks);
+  const int64_t largest = largest_micro_batch(c, s, budget);
+  if (o.json) {
+    nlohmann::json items = nlohmann::json::array();
+    for (const MemoryItem& i : p.items)
+      items.push_back({{"name", i.name}, {"bytes", i.bytes}, {"where", p.on_device && !i.host ? "device" : "host"}});
+    nlohmann::json j = {{"params", p.params},
+                        {"trainable", p.trainable},
+                        {"tokens", p.tokens},
+                        {"items", items},
+                        {"total_bytes", p.device_bytes()},
+                        {"host_bytes", p.host_bytes()},
+                        {"budget_bytes", budget},
+                        {"fits", budget > 0 && p.device_bytes() <= budget},
+                        {"largest_micro_batch", largest}};
+    std::printf("%s\n", j.dump().c_str());
+    return;
+  }
+  std::printf("parameters: %lld (%.1f M)", static_cast<long long>(p.params), p.params / 1e6);
+  if (p.trainable != p.params)
+    std::printf("; trainable %lld (%.2f%%)", static_cast<long long>(p.trainable),
+                100.0 * static_cast<double>(p.trainable) / static_cast<double>(p.params));
+  std::printf("\n%s", format_memory_plan(p, s, budget).c_str());
+  if (budget <= 0) {
+    std::printf("device memory: unknown here (no %s visible): give --device-memory GiB to plan for one\n",
+                s.device.c_str());
+    return;
+  }
+  std::printf("largest micro-batch of %lld-token sequences that fits %s: %lld\n", static_cast<long long>(s.seq),
+              mib(budget).c_str(), static_cast<long long>(largest));
+  for (const std::string& f : memory_fit_suggestions(c, s, budget)) std::printf("  would fit with %s\n", f.c_str());
 }
 
 }  // namespace
 
 int info(const InfoOptions& o) {
-  std::printf("temper %s\n", TEMPER_VERSION);
-  std::string isas;
-  for (Isa i : cpu_supported_isas()) isas += std::string(isa_name(i)) + " ";
-  std::printf("cpu: isas %s(active %s), avx512_bf16 %s, threads %d, gemm f32 %s, bf16 onednn\n", isas.c_str(),
-              std::string(isa_name(cpu_isa())).c_str(), cpu_features().avx512_bf16 ? "yes" : "no", num_threads(),
-              std::string(kernels::gemm_backend_name(kernels::gemm_backend())).c_str());
-  std::printf("%s\n", cuda_summary().c_str());
-  if (o.model.empty()) return 0;
-  TEMPER_CHECK(fs::exists(o.model)) << o.model << ": no such file or directory";
-  ModelConfig c;
+  if (!o.json) {
+    std::printf("temper %s\n", TEMPER_VERSION);
+    std::string isas;
+    for (Isa i : cpu_supported_isas()) isas += std::string(isa_name(i)) + " ";
+    std::printf("cpu: isas %s(active %s), avx512_bf16 %s, threads %d, gemm f32 %s, bf16 onednn\n", isas.c_str(),
+                std::string(isa_name(cpu_isa())).c_str(), cpu_features().avx512_bf16 ? "yes" : "no", num_threads(),
+                std::string(kernels::gemm_backend_name(kernels::gemm_backend())).c_str());
+    std::printf("%s\n", cuda_summary().c_str());
+  }
+  if (o.model.empty()) {
+    TEMPER_CHECK(!o.json) << "temper info --json: give a MODEL to plan";
+    return 0;
+  }
   std::map<std::string, int> dtypes;
-  if (fs::is_regular_file(o.model) && is_gguf_path(o.model)) {
-    io::GgufFile f = io::GgufFile::open(o.model);
-    c = io::gguf_model_config(f);
-    for (const auto& t : f.tensors()) dtypes[std::string(io::ggml_type_name(t.type))]++;
-    std::printf("model: %s (GGUF v%u, %s)\n", o.model.c_str(), f.version(), mib(fs::file_size(o.model)).c_str());
-    if (f.find("general.name")) std::printf("name: %s\n", f.get_str("general.name").c_str());
-  } else if (fs::is_directory(o.model) || o.model.size() < 5 || o.model.substr(o.model.size() - 5) == ".json") {
-    std::string cfg = fs::is_directory(o.model) ? o.model + "/config.json" : o.model;
-    c = io::read_hf_config(cfg);
-    std::printf("model: %s (Hugging Face)\n", o.model.c_str());
-    if (fs::is_directory(o.model) && io::read_hf_model_dir(o.model).has_weights) {
-      io::SafetensorsSet st = io::SafetensorsSet::open(o.model);
-      for (const auto& n : st.names()) dtypes[std::string(dtype_name(st.get(n).dtype()))]++;
-    }
-  } else {
-    TEMPER_FAIL() << o.model << ": not a model temper can describe (a Hugging Face directory, config.json or .gguf)";
+  const ModelConfig c = read_model_config(o.model, !o.json, &dtypes);
+  if (o.json) {
+    print_memory(c, o);
+    return 0;
   }
   std::printf("architecture: %s\n", c.summary().c_str());
   std::string feats;
@@ -86,14 +144,14 @@ int info(const InfoOptions& o) {
   const bool longrope = c.rope_scaling.type == kernels::RopeScaling::Type::longrope;
   std::printf("devices: cpu and mirror: all of it; cuda: all of it%s\n",
               longrope ? " (not `temper bench cuda`'s graph decode: longrope)" : "");
-  std::printf("context: %lld tokens, rope_theta %g, rms_norm_eps %g\n", static_cast<long long>(c.max_position_embeddings),
-              c.rope_theta, c.rms_norm_eps);
+  std::printf("context: %lld tokens, rope_theta %g, rms_norm_eps %g\n",
+              static_cast<long long>(c.max_position_embeddings), c.rope_theta, c.rms_norm_eps);
   if (!dtypes.empty()) {
     std::printf("stored tensors:");
     for (auto& [k, v] : dtypes) std::printf(" %s x%d", k.c_str(), v);
     std::printf("\n");
   }
-  print_memory(c);
+  print_memory(c, o);
   return 0;
 }
 

@@ -1,13 +1,30 @@
-// `temper info [MODEL]`: what temper sees of a model (config, parameter count, memory for training)
-// and of this machine (ISAs, threads, GEMM backend).
+// `temper info [MODEL]`: what temper sees of a model (config, parameter count) and of this machine (ISAs,
+// threads, GEMM backend), and the memory plan of training it (app/memory_plan.h): per component and rank, from
+// the config alone (nothing allocated), against a device's memory, with the largest micro-batch that fits.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace temper::app {
 
 struct InfoOptions {
   std::string model;
+  // The plan's settings (memory_plan.h's MemorySettings).
+  std::string device = "cpu";
+  double device_memory_gib = 0;  // > 0: plan for this much device memory instead of the one found here
+  std::string precision = "f32";
+  bool recompute = false;
+  int64_t batch = 8;  // sequences per micro-batch
+  int64_t seq = 0;    // tokens per sequence (0: min(1024, the model's context))
+  int64_t ranks = 1;
+  bool zero = false;                                                      // ZeRO-1 (run.shard_optimizer)
+  int64_t prompts = 8, group = 8, max_new = 0, max_seqs = 64, kv_mb = 0;  // rollouts (max_new > 0)
+  bool kl = false;                                                        // a KL reference
+  int64_t lora = 0;
+  bool qlora = false;
+  std::string teacher;  // a teacher model (config.json, HF directory or GGUF)
+  bool json = false;    // the plan as one JSON object (nothing else)
 };
 
 int info(const InfoOptions& o);

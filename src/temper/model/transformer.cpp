@@ -161,6 +161,33 @@ void Transformer::bind_arena(bool allocate, size_t* bytes) {
   *bytes = total;
 }
 
+// bind_arena's sequence of takes, counted only (test_memory_plan holds the two equal for every family's fields).
+size_t Transformer::activation_bytes_for(const ModelConfig& cfg, int64_t max_tokens, int64_t max_seq, bool recompute) {
+  (void)max_seq;  // the arena depends on the tokens only
+  const int64_t N = max_tokens, C = cfg.hidden_size, QKV = cfg.qkv_dim(), Hq = cfg.num_heads * cfg.head_dim,
+                F = cfg.intermediate_size, H = cfg.num_heads, Hkv = cfg.num_kv_heads;
+  size_t total = 0;
+  auto take = [&](int64_t n) { total += (static_cast<size_t>(n) * sizeof(float) + 63) / 64 * 64; };
+  auto take_layer = [&](bool x_only) {
+    take(N * C);
+    if (x_only) return;
+    take(N);
+    if (cfg.qk_norm) take(N * QKV), take(N * H), take(N * Hkv);
+    take(N * QKV);
+    take(N * Hq);
+    take(N * H);
+    take(N * C);
+    take(N);
+    take(N * 2 * F);
+    if (cfg.sandwich_norm) take(N * C), take(N), take(N * C), take(N);
+  };
+  for (int64_t l = 0; l < cfg.num_layers; ++l) take_layer(recompute);
+  take_layer(false);
+  for (int64_t n : {N * C, N, N * C, N * F, N * C, N * C, N * QKV, N * Hq, N * F, N * 2 * F, N * C, N, N}) take(n);
+  take(kernels::classifier_workspace_floats(N, cfg.vocab_size));
+  return total;
+}
+
 void Transformer::plan(int64_t max_tokens, int64_t max_seq) {
   TEMPER_CHECK(max_tokens > 0 && max_seq > 0 && max_seq <= max_tokens)
       << "plan: need 0 < seq (" << max_seq << ") <= tokens (" << max_tokens << ")";

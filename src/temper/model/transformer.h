@@ -94,6 +94,9 @@ class Transformer {
   // (Phi-3) it also fixes the factors of every later pass, rollouts included, to those HF uses for max_seq.
   void plan(int64_t max_tokens, int64_t max_seq);
   size_t activation_bytes() const { return arena_.capacity(); }
+  // What plan(max_tokens, max_seq) would reserve with recompute on or off (equal to activation_bytes() after it),
+  // computed from the config alone: nothing is allocated (memory plans for models larger than this machine).
+  static size_t activation_bytes_for(const ModelConfig& cfg, int64_t max_tokens, int64_t max_seq, bool recompute);
 
   // Next-token statistics: row n = (b, t) gets logprob[n] = log p(targets[n] | tokens[b, :t+1]) and
   // the full-vocabulary entropy there. targets -1: no target. forward_backward also accumulates

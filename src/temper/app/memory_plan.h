@@ -1,0 +1,78 @@
+// The memory plan of a training run per data-parallel rank, from the model's config and the run's settings alone:
+// nothing is allocated, so it answers "does it fit?" for models far larger than this machine (`temper info`,
+// `temper train` before loading). Counts what the Transformer, the Optimizer, the rollout engine, the reference and
+// the teacher hold (transformer.cpp, optimizer.cpp, cuda_transformer.cpp, kv_pool.cpp, kept_activations.cpp).
+// Leaves out: allocator slack and fragmentation; LoRA is planned as the issue describes it (frozen base in bf16 or
+// int4, adapters on the seven projections, no gradients or moments for the base).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "temper/kernels/matmul.h"
+#include "temper/model/config.h"
+
+namespace temper::app {
+
+struct MemorySettings {
+  std::string device = "cpu";  // cpu, mirror, cuda, cuda:N
+  kernels::Precision precision = kernels::Precision::f32;
+  bool recompute = false;
+  int64_t ranks = 1;             // data-parallel ranks: each holds everything below (the plan is per rank)
+  bool shard_optimizer = false;  // ZeRO-1 (run.shard_optimizer): each rank keeps 1/ranks of the AdamW moments
+  // The update's forward/backward: micro-batches of micro_batch sequences of up to seq tokens.
+  int64_t micro_batch = 8, seq = 1024;
+  // Rollouts (RL; max_new 0: none): prompts x group completions of up to max_new tokens (prompt + completion <= seq),
+  // at most max_seqs at once in a KV cache of kv_memory_mb (0: enough for them all at seq tokens).
+  int64_t prompts = 8, group = 8, max_new = 0, max_seqs = 64, kv_memory_mb = 0;
+  bool reuse_activations = true;     // rl.reuse_activations: the rollout keeps activations for the update (CPU)
+  int64_t reuse_activations_mb = 0;  // its budget (0: a quarter of this machine's memory, shared by local ranks)
+  int local_ranks = 1;               // ranks on this host (they share reuse_activations' default budget)
+  bool reference = false;            // a frozen KL reference (rl.kl_coef > 0 or a method needs it)
+  // Forward-only passes run too (evaluation; implied by rollouts and a reference): they write the arena's one-layer
+  // scratch, which training alone without recompute never touches (its pages then cost nothing).
+  bool forward_passes = false;
+  // LoRA: rank 0 = full fine-tuning. Adapters on q, k, v, o, gate, up, down; the base frozen in bf16, or int4
+  // (QLoRA: 4.5 bits a weight with its scales) for the block products; the reference is the base itself.
+  int64_t lora_rank = 0;
+  bool qlora = false;
+  std::optional<ModelConfig> teacher;  // a [teacher] model: its weights, KV cache (teacher_kv_mb) and forward
+  int64_t teacher_kv_mb = 0;           // 0: kv_memory_mb's figure
+  // The CPU keeps packed copies of the forward weights (AVX-512: kernels::packed_supported()).
+  bool packed = kernels::packed_supported();
+};
+
+struct MemoryItem {
+  std::string name;  // "weights (f32 master)", "gradients", ...
+  double bytes = 0;
+  std::string note;  // how it is counted, briefly
+  bool host = true;  // in host memory (else on the device)
+};
+
+struct MemoryPlan {
+  std::vector<MemoryItem> items;
+  int64_t params = 0;           // the model's parameters (without padding)
+  int64_t trainable = 0;        // those trained (adapters with LoRA)
+  int64_t tokens = 0;           // of a micro-batch
+  bool on_device = false;       // cuda or mirror: the device's items are counted apart from the host's
+  double device_bytes() const;  // what the device holds (cpu: everything)
+  double host_bytes() const;    // what the host holds beside it (cpu: the same as device_bytes)
+};
+
+// The plan per rank; throws naming the setting when one is out of range.
+MemoryPlan plan_memory(const ModelConfig& cfg, const MemorySettings& s);
+// The most sequences per micro-batch (of s.seq tokens) whose plan fits budget_bytes; 0 when not even one does.
+int64_t largest_micro_batch(const ModelConfig& cfg, MemorySettings s, double budget_bytes);
+// The device's memory: cpu and mirror this machine's (core/memory_info.h), cuda[:N] the device's total; 0 when
+// unknown (no such device here).
+double device_memory_bytes(const std::string& device);
+// Settings that would make a plan that does not fit budget_bytes fit, one line each with their total, most
+// economical first: a smaller micro-batch, recompute, bf16, ZeRO-1 across ranks, LoRA, QLoRA. Empty when it fits.
+std::vector<std::string> memory_fit_suggestions(const ModelConfig& cfg, const MemorySettings& s, double budget_bytes);
+// The plan as a table (one line an item, then the total against the budget when there is one).
+std::string format_memory_plan(const MemoryPlan& p, const MemorySettings& s, double budget_bytes);
+std::string format_bytes(double bytes);  // "812.0 MiB", "7.09 GiB"
+
+}  // namespace temper::app

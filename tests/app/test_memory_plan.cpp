@@ -1,0 +1,133 @@
+// The memory plan (app/memory_plan.h, issue 37 item 4): Transformer::activation_bytes_for equals what plan()
+// reserves for every family's fields; the 7B plan's figures by hand (Qwen2.5-7B: 7,615,616,512 parameters, PEFT's
+// 40,370,176 for LoRA r=16 on all seven projections); the largest micro-batch is the fitting edge; suggestions.
+// The plan against measured peak RSS is tests/e2e/memory_plan_rss.sh.
+#include <gtest/gtest.h>
+
+#include "common/error_of.h"
+#include "temper/app/memory_plan.h"
+#include "temper/io/hf_config.h"
+#include "temper/model/param_layout.h"
+#include "temper/model/transformer.h"
+
+using namespace temper;
+using namespace temper::app;
+
+namespace {
+
+ModelConfig qwen25_7b() {
+  ModelConfig c;
+  c.arch = Arch::qwen2;
+  c.vocab_size = 152064, c.hidden_size = 3584, c.num_layers = 28, c.num_heads = 28, c.num_kv_heads = 4;
+  c.head_dim = 128, c.intermediate_size = 18944, c.max_position_embeddings = 32768, c.tie_word_embeddings = false;
+  apply_arch_features(c);
+  c.validate();
+  return c;
+}
+
+double item(const MemoryPlan& p, const std::string& name) {
+  for (const MemoryItem& i : p.items)
+    if (i.name == name) return i.bytes;
+  return -1;
+}
+
+}  // namespace
+
+TEST(MemoryPlan, ActivationBytesForEqualsThePlannedArena) {
+  for (const char* family : {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"}) {
+    ModelConfig c = io::read_hf_config(std::string(TEMPER_TEST_DATA_DIR) + "/golden/" + family + "/config.json");
+    for (bool rc : {false, true})
+      for (int64_t tokens : {7, 64, 300}) {
+        Transformer m(c);
+        m.set_recompute(rc);
+        const int64_t seq = std::min<int64_t>(tokens, c.max_position_embeddings);
+        m.plan(tokens, seq);
+        EXPECT_EQ(Transformer::activation_bytes_for(c, tokens, seq, rc), m.activation_bytes())
+            << family << " recompute " << rc << " tokens " << tokens;
+      }
+  }
+}
+
+TEST(MemoryPlan, Qwen7bFiguresByHand) {
+  const ModelConfig c = qwen25_7b();
+  MemorySettings s;
+  s.micro_batch = 8, s.seq = 1024;
+  const MemoryPlan p = plan_memory(c, s);
+  EXPECT_EQ(p.params, 7615616512);
+  const double flat = static_cast<double>(ParamLayout(c).total());
+  EXPECT_EQ(item(p, "weights (f32 master)"), 4 * flat);
+  EXPECT_EQ(item(p, "gradients"), 4 * flat);
+  EXPECT_EQ(item(p, "AdamW moments"), 8 * flat);
+  EXPECT_EQ(item(p, "KL reference"), -1);
+  EXPECT_FALSE(p.on_device);
+  // ZeRO-1 over 4 ranks: a quarter of the moments each.
+  s.ranks = 4, s.shard_optimizer = true;
+  EXPECT_EQ(item(plan_memory(c, s), "AdamW moments"), 2 * flat);
+
+  // LoRA r=16: PEFT's count; the adapters' state only; the base frozen in bf16 (int4 for QLoRA's block products).
+  MemorySettings l;
+  l.micro_batch = 8, l.seq = 1024, l.lora_rank = 16, l.reference = true;
+  const MemoryPlan lp = plan_memory(c, l);
+  EXPECT_EQ(lp.trainable, 40370176);
+  EXPECT_EQ(item(lp, "gradients"), 4.0 * 40370176);
+  EXPECT_EQ(item(lp, "AdamW moments"), 8.0 * 40370176);
+  EXPECT_EQ(item(lp, "base weights (LoRA)"), 2 * flat);
+  EXPECT_EQ(item(lp, "KL reference"), -1);  // the base itself
+  l.qlora = true;
+  const MemoryPlan qp = plan_memory(c, l);
+  EXPECT_LT(item(qp, "base weights (QLoRA)"), 0.4 * item(lp, "base weights (LoRA)"));
+  EXPECT_GT(item(qp, "base weights (QLoRA)"), 0.25 * item(lp, "base weights (LoRA)"));
+
+  // A full-model reference on the CPU: its f32 weights and one forward's activations.
+  s = MemorySettings{};
+  s.micro_batch = 8, s.seq = 1024, s.reference = true;
+  EXPECT_GT(item(plan_memory(c, s), "KL reference"), 4 * flat);
+}
+
+TEST(MemoryPlan, CudaFullFineTuningOfSevenBDoesNotFitEightyGiBAndLoraDoes) {
+  const ModelConfig c = qwen25_7b();
+  const double budget = 80.0 * (1 << 30);
+  MemorySettings s;
+  s.device = "cuda", s.precision = kernels::Precision::bf16, s.micro_batch = 8, s.seq = 1024;
+  const MemoryPlan p = plan_memory(c, s);
+  EXPECT_TRUE(p.on_device);
+  EXPECT_GT(p.device_bytes(), 18.0 * static_cast<double>(p.params));  // f32 + bf16 weights, grads, m, v
+  EXPECT_EQ(largest_micro_batch(c, s, budget), 0);
+  const std::vector<std::string> fix = memory_fit_suggestions(c, s, budget);
+  ASSERT_FALSE(fix.empty());
+  bool lora = false;
+  for (const std::string& f : fix) lora = lora || f.find("LoRA rank 16") != std::string::npos;
+  EXPECT_TRUE(lora) << fix.front();
+  s.lora_rank = 16;
+  const int64_t b = largest_micro_batch(c, s, budget);
+  ASSERT_GT(b, 0);
+  s.micro_batch = b;
+  EXPECT_LE(plan_memory(c, s).device_bytes(), budget);
+  EXPECT_TRUE(memory_fit_suggestions(c, s, budget).empty());
+  s.micro_batch = b + 1;
+  EXPECT_GT(plan_memory(c, s).device_bytes(), budget);
+}
+
+TEST(MemoryPlan, RolloutsAddTheKvCacheAsBudgetedOrComputed) {
+  const ModelConfig c = qwen25_7b();
+  MemorySettings s;
+  s.seq = 1024, s.max_new = 512, s.prompts = 2, s.group = 4, s.max_seqs = 64;
+  // 8 sequences of 1024 tokens: 64 blocks of 16 each, K and V, 28 layers of 4 x 128 f32.
+  EXPECT_EQ(item(plan_memory(c, s), "KV cache"), 8.0 * 64 * 2 * 28 * 16 * 512 * 4);
+  s.kv_memory_mb = 256;  // whole blocks of rl.kv_memory_mb
+  const double block = 2.0 * 28 * 16 * 512 * 4;
+  EXPECT_EQ(item(plan_memory(c, s), "KV cache"), std::floor(256.0 * (1 << 20) / block) * block);
+}
+
+TEST(MemoryPlan, OutOfRangeSettingsAreNamed) {
+  const ModelConfig c = qwen25_7b();
+  MemorySettings s;
+  s.seq = 40000;
+  EXPECT_NE(test::error_of([&] { plan_memory(c, s); }).find("max_position_embeddings"), std::string::npos);
+  s = MemorySettings{};
+  s.qlora = true;
+  EXPECT_NE(test::error_of([&] { plan_memory(c, s); }).find("QLoRA needs a LoRA rank"), std::string::npos);
+  s = MemorySettings{};
+  s.device = "tpu";
+  EXPECT_NE(test::error_of([&] { plan_memory(c, s); }).find("'tpu'"), std::string::npos);
+}
