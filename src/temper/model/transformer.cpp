@@ -21,6 +21,7 @@
 #include "temper/kernels/swiglu.h"
 #include "temper/model/activation_store.h"
 #include "temper/model/int4_drafter.h"
+#include "temper/model/lora.h"
 
 namespace temper {
 
@@ -50,6 +51,8 @@ int64_t Transformer::num_params() const {
 }
 
 void Transformer::attach_device(std::shared_ptr<DeviceModel> device) {
+  TEMPER_CHECK(!device || !lora_) << "attach_device: LoRA adapters are attached and run on the CPU only (detach them "
+                                     "with attach_lora(nullptr) first)";
   pull_params();
   if (device_) device_->release_moments();  // an optimizer's moments go back to its host buffers
   device_ = std::move(device);
@@ -57,6 +60,21 @@ void Transformer::attach_device(std::shared_ptr<DeviceModel> device) {
   device_->set_precision(precision_);
   device_->set_params(params_.data<float>());
   if (max_tokens_ > 0) device_->plan(max_tokens_, max_seq_);
+}
+
+void Transformer::attach_lora(LoraAdapters* adapters) {
+  if (adapters) {
+    TEMPER_CHECK(!device_) << "attach_lora: this model runs on a device; LoRA adapters run on the CPU only so far";
+    const ModelConfig& m = adapters->model_config();
+    TEMPER_CHECK(m.num_layers == cfg_.num_layers && m.hidden_size == cfg_.hidden_size &&
+                 m.num_heads == cfg_.num_heads && m.num_kv_heads == cfg_.num_kv_heads && m.head_dim == cfg_.head_dim &&
+                 m.intermediate_size == cfg_.intermediate_size)
+        << "attach_lora: the adapters were made for another model shape (layers " << m.num_layers << ", hidden "
+        << m.hidden_size << ", heads " << m.num_heads << "/" << m.num_kv_heads << " of " << m.head_dim
+        << ", intermediate " << m.intermediate_size << ")";
+  }
+  lora_ = adapters;
+  lora_ws_.clear();  // sized by the next pass (prepare)
 }
 
 void Transformer::pull_params_from_device() const {
@@ -297,6 +315,8 @@ void Transformer::prepare(int64_t B, int64_t T) {
   }
   refresh_norm_weights();
   if (B * T > max_tokens_ || T > max_seq_) plan_host(B * T > max_tokens_ ? B * T : max_tokens_, T > max_seq_ ? T : max_seq_);
+  if (lora_ && static_cast<int64_t>(lora_ws_.size()) < lora_->workspace_floats(max_tokens_))
+    lora_ws_.resize(static_cast<size_t>(lora_->workspace_floats(max_tokens_)));
   for (int64_t b = 0; b < B; ++b)
     for (int64_t t = 0; t < T; ++t) pos_[b * T + t] = static_cast<int32_t>(t);
   select_rope(T);
@@ -492,7 +512,14 @@ void Transformer::layer_forward(int64_t l, const LayerActs& a, float* x_out, int
   // Attention block: x_mid = x_in + [post-norm] attn(rope(norm(x_in) Wqkv^T)) Wo^T.
   norm(a.x_in, o.attn_norm, xn_, a.rstd1);
   float* qkv_out = cfg_.qk_norm ? a.qkv_pre : a.qkv;
+  // The adapters' share of a product's output (lora.h): f32 whatever the precision, the drafter's pass included.
+  auto adapt = [&](LoraGroup g, const float* x, float* y, int64_t ldy) {
+    if (!lora_) return;
+    TEMPER_PROFILE("lora");
+    lora_->forward(l, g, x, N, y, ldy, lora_ws_.data());
+  };
   linear(QKV, C, xn_, o.w_qkv, q4 ? &q4->qkv : nullptr, 0.f, qkv_out);
+  adapt(LoraGroup::qkv, xn_, qkv_out, QKV);
   if (cfg_.qkv_bias) kernels::bias_add(qkv_out, P + o.b_qkv, N, QKV);
   if (cfg_.qk_norm) {  // Qwen3, Gemma-3: per-head RMSNorm on q and k before RoPE; v copied through
     TEMPER_PROFILE("rmsnorm");
@@ -505,22 +532,27 @@ void Transformer::layer_forward(int64_t l, const LayerActs& a, float* x_out, int
   std::memcpy(a.x_mid, a.x_in, static_cast<size_t>(N * C) * sizeof(float));
   if (sandwich) {  // Gemma: the output normed before the residual add
     linear(C, Hq, a.o, o.w_o, q4 ? &q4->o : nullptr, 0.f, a.ao);
+    adapt(LoraGroup::o, a.o, a.ao, C);
     norm(a.ao, o.attn_post_norm, xn_, a.rstd3);
     for (int64_t i = 0; i < N * C; ++i) a.x_mid[i] += xn_[i];
   } else {
     linear(C, Hq, a.o, o.w_o, q4 ? &q4->o : nullptr, 1.f, a.x_mid);
+    adapt(LoraGroup::o, a.o, a.x_mid, C);
   }
   // MLP block: x_out = x_mid + [post-norm] act(norm(x_mid) Wgu^T) Wd^T.
   norm(a.x_mid, o.mlp_norm, xn_, a.rstd2);
   linear(2 * F, C, xn_, o.w_gu, q4 ? &q4->gu : nullptr, 0.f, a.gu);
+  adapt(LoraGroup::gate_up, xn_, a.gu, 2 * F);
   act_fwd(a.gu, h_, N);
   std::memcpy(x_out, a.x_mid, static_cast<size_t>(N * C) * sizeof(float));
   if (sandwich) {
     linear(C, F, h_, o.w_down, q4 ? &q4->down : nullptr, 0.f, a.mo);
+    adapt(LoraGroup::down, h_, a.mo, C);
     norm(a.mo, o.mlp_post_norm, xn_, a.rstd4);
     for (int64_t i = 0; i < N * C; ++i) x_out[i] += xn_[i];
   } else {
     linear(C, F, h_, o.w_down, q4 ? &q4->down : nullptr, 1.f, x_out);
+    adapt(LoraGroup::down, h_, x_out, C);
   }
 }
 
@@ -578,6 +610,16 @@ void Transformer::layer_backward(int64_t l, const LayerActs& a, float* dx, int64
     TEMPER_PROFILE("rmsnorm");
     kernels::rmsnorm_bwd(dy, x, nw(w), rstd, dxo, G + w, N, C, acc);
   };
+  // A base weight's gradient dW += dy^T x (skipped with the base frozen).
+  auto dw = [&](int64_t out, int64_t in, const float* dy, const float* x, int64_t w) {
+    if (!base_frozen_) mm(true, out, in, N, dy, out, x, in, 1.f, G + w, in);
+  };
+  // The adapters' gradients, and their share of the input's gradient added to dx_in (after the base product's).
+  auto adapt = [&](LoraGroup g, const float* x, const float* dy, int64_t ldy, float* dx_in) {
+    if (!lora_) return;
+    TEMPER_PROFILE("lora");
+    lora_->backward(l, g, x, dy, ldy, N, dx_in, lora_ws_.data());
+  };
   // MLP block: x_out = x_mid + [post-norm] act(norm(x_mid) Wgu^T) Wd^T.
   act_fwd(a.gu, h_, N);
   const float* dmo = dx;  // the gradient at the down projection's output
@@ -586,14 +628,16 @@ void Transformer::layer_backward(int64_t l, const LayerActs& a, float* dx, int64
     dmo = dxn_;
   }
   mm(false, N, F, C, dmo, C, P + o.w_down, F, 0.f, dh_, F, w16(o.w_down));
-  mm(true, C, F, N, dmo, C, h_, F, 1.f, G + o.w_down, F);
+  dw(C, F, dmo, h_, o.w_down);
+  adapt(LoraGroup::down, h_, dmo, C, dh_);
   act_bwd(a.gu, dh_, dgu_, N);
   {
     TEMPER_PROFILE("rmsnorm");
     kernels::rmsnorm_fwd(a.x_mid, nw(o.mlp_norm), xn_, rstd_tmp_, N, C, eps);
   }
-  mm(true, 2 * F, C, N, dgu_, 2 * F, xn_, C, 1.f, G + o.w_gu, C);
+  dw(2 * F, C, dgu_, xn_, o.w_gu);
   mm(false, N, C, 2 * F, dgu_, 2 * F, P + o.w_gu, C, 0.f, dxn_, C, w16(o.w_gu));
+  adapt(LoraGroup::gate_up, xn_, dgu_, 2 * F, dxn_);
   norm_bwd(dxn_, a.x_mid, o.mlp_norm, a.rstd2, dx, true);
   // Attention block: x_mid = x_in + [post-norm] attn(rope(norm(x_in) Wqkv^T)) Wo^T.
   const float* dao = dx;
@@ -602,14 +646,16 @@ void Transformer::layer_backward(int64_t l, const LayerActs& a, float* dx, int64
     dao = dxn_;
   }
   mm(false, N, Hq, C, dao, C, P + o.w_o, Hq, 0.f, do_, Hq, w16(o.w_o));
-  mm(true, C, Hq, N, dao, C, a.o, Hq, 1.f, G + o.w_o, Hq);
+  dw(C, Hq, dao, a.o, o.w_o);
+  adapt(LoraGroup::o, a.o, dao, C, do_);
   attention_backward(l, a, B, T);
   {
     TEMPER_PROFILE("rmsnorm");
     kernels::rmsnorm_fwd(a.x_in, nw(o.attn_norm), xn_, rstd_tmp_, N, C, eps);
   }
-  mm(true, QKV, C, N, dqkv_, QKV, xn_, C, 1.f, G + o.w_qkv, C);
+  dw(QKV, C, dqkv_, xn_, o.w_qkv);
   mm(false, N, C, QKV, dqkv_, QKV, P + o.w_qkv, C, 0.f, dxn_, C, w16(o.w_qkv));
+  adapt(LoraGroup::qkv, xn_, dqkv_, QKV, dxn_);
   norm_bwd(dxn_, a.x_in, o.attn_norm, a.rstd1, dx, true);
 }
 
@@ -823,7 +869,7 @@ int64_t Transformer::act_layer_fields() const {  // the widths hold each layer's
 }
 
 bool Transformer::reusable(const ActivationStore& store) const {
-  return !device_ && !recompute_ && store.params_version() == params_version_ &&
+  return !device_ && !recompute_ && !lora_ && store.params_version() == params_version_ &&
          store.field_widths() == act_field_widths();
 }
 

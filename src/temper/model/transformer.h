@@ -24,6 +24,7 @@
 namespace temper {
 
 class ActivationStore;
+class LoraAdapters;
 
 // One step of batched generation over the paged KV cache: n tokens from any number of sequences
 // (prefill chunks and decode tokens mixed). Token i sits at position pos[i] of the sequence whose
@@ -89,6 +90,18 @@ class Transformer {
   }
   void set_recompute(bool on);
   bool recompute() const { return recompute_; }
+  // LoRA (lora.h): with adapters attached, every targeted product y = x W^T gets + scale * (x A^T) B^T in each
+  // CPU pass (training, log-probs, packed, recompute, the paged rollout forward and the drafter's pass over its
+  // int4 base), and the backward accumulates dA, dB into adapters->grads() and adds the adapter path to dx. The
+  // adapters are not owned; null detaches. CPU only: refused with a device attached (and attach_device refuses
+  // while adapters are attached).
+  void attach_lora(LoraAdapters* adapters);
+  LoraAdapters* lora() const { return lora_; }
+  // Frozen base: the backward skips the base weights' gradient GEMMs (dW of q/k/v, o, gate/up and down); the
+  // input gradients still flow, and the cheap parameter gradients (norms, biases, embedding lookup) and the
+  // LM head's (the fused classifier always forms it) are still written into grads(), which stays allocated.
+  void set_base_frozen(bool on) { base_frozen_ = on; }
+  bool base_frozen() const { return base_frozen_; }
 
   // Reserves the activation arena for batches of up to max_tokens = B*T tokens (and T <= max_seq). With longrope
   // (Phi-3) it also fixes the factors of every later pass, rollouts included, to those HF uses for max_seq.
@@ -124,7 +137,8 @@ class Transformer {
   bool packed_supported() const { return !device_; }
   // The fields of one token's activations in an ActivationStore (per layer: the values its backward
   // reads, its lse; then the final residual); whether `store` holds this model's activations at its
-  // current weights (and this model can train from them: CPU, no recomputation).
+  // current weights (and this model can train from them: CPU, no recomputation, no LoRA adapters: their
+  // updates do not move params_version()).
   const std::vector<int64_t>& act_field_widths() const { return act_widths_; }
   bool reusable(const ActivationStore& store) const;
   uint64_t params_version() const { return params_version_; }
@@ -206,6 +220,9 @@ class Transformer {
   std::vector<int64_t> act_widths_;  // act_field_widths(), from the config
   kernels::Precision precision_ = kernels::Precision::f32;
   bool recompute_ = false;
+  LoraAdapters* lora_ = nullptr;
+  bool base_frozen_ = false;
+  std::vector<float> lora_ws_;  // the adapters' products' scratch, sized with the arena (lora workspace_floats)
   Tensor params_bf16_;  // bf16 copy of params for bf16 GEMMs, refreshed when params change
   Tensor params_bf16p_;  // the forward weights packed for kernels::gemm_bf16_packed (where supported)
   Tensor params_f32p_;   // and for kernels::gemm_f32_packed (f32 decode, where supported)

@@ -1,0 +1,514 @@
+// LoRA adapters on the CPU decoder (model/lora.h): a fresh adapter (B = 0) leaves the logits unchanged; with
+// random A and B the model equals one whose weights were merged (W + scale B A), its gradients equal the merged
+// model's (dA = scale B^T dW, dB = scale dW A^T, every base gradient and the embedding's the same) and finite
+// differences; the frozen base gets no weight gradients; rollout log-probs from the paged forward equal the training
+// forward's; recomputation and packed batches give the stored path's gradients. Every family of the golden shape.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+
+#include "common/models.h"
+#include "common/tolerance.h"
+#include "temper/core/error.h"
+#include "temper/core/rng.h"
+#include "temper/kernels/classifier.h"
+#include "temper/model/activation_store.h"
+#include "temper/model/kv_pool.h"
+#include "temper/model/lora.h"
+#include "temper/model/mirror_device.h"
+#include "temper/model/transformer.h"
+
+using namespace temper;
+using namespace temper::test;
+
+namespace {
+
+const std::vector<LoraTarget> kAll = {LoraTarget::q,    LoraTarget::k,  LoraTarget::v,   LoraTarget::o,
+                                      LoraTarget::gate, LoraTarget::up, LoraTarget::down};
+const Arch kArchs[] = {Arch::llama, Arch::qwen2, Arch::qwen3, Arch::gemma2, Arch::phi3};
+
+// Per-row loss: weighted log-probs and entropies (a fixed pattern, so no gradient vanishes).
+struct WeightedLoss : kernels::ClassifierLoss {
+  std::vector<float> w;
+  explicit WeightedLoss(int64_t n) {
+    for (int64_t i = 0; i < n; ++i) w.push_back(i % 3 == 0 ? -0.7f : 0.4f + 0.05f * static_cast<float>(i % 5));
+  }
+  void coefs(int64_t n, float, float, float* g_lp, float* g_ent) const override {
+    *g_lp = w[static_cast<size_t>(n)];
+    *g_ent = 0.1f * w[static_cast<size_t>(n)];
+  }
+  double value(const std::vector<float>& lp, const std::vector<float>& ent) const {
+    double s = 0;
+    for (size_t i = 0; i < lp.size(); ++i) s += static_cast<double>(w[i]) * (lp[i] + 0.1 * ent[i]);
+    return s;
+  }
+};
+
+struct Batch {
+  int64_t B = 2, T = 13;
+  std::vector<int32_t> tokens, targets;
+  Batch(const ModelConfig& cfg, uint64_t seed, int64_t b = 2, int64_t t = 13) : B(b), T(t) {
+    Rng rng(seed, 0);
+    for (int64_t i = 0; i < B * T; ++i) tokens.push_back(static_cast<int32_t>(rng.next_u32() % cfg.vocab_size));
+    for (int64_t b0 = 0; b0 < B; ++b0)
+      for (int64_t t0 = 0; t0 < T; ++t0) targets.push_back(t0 + 1 < T ? tokens[b0 * T + t0 + 1] : -1);
+  }
+  int64_t N() const { return B * T; }
+};
+
+LoraConfig lora_config(std::vector<LoraTarget> targets = kAll, int64_t rank = 4, double alpha = 8) {
+  LoraConfig c;
+  c.rank = rank;
+  c.alpha = alpha;
+  c.targets = std::move(targets);
+  return c;
+}
+
+// PEFT's init, then B drawn N(0, std) so the adapters change the model.
+void randomize(LoraAdapters& ad, uint64_t seed, float std = 0.1f) {
+  ad.init(seed);
+  for (int64_t l = 0; l < ad.model_config().num_layers; ++l)
+    for (LoraTarget t : ad.config().targets) {
+      Tensor b = ad.b(l, t);
+      rng_fill_normal(seed + 1, static_cast<uint64_t>(l * kLoraTargetCount + static_cast<int>(t)),
+                      std::span<float>(b.data<float>(), static_cast<size_t>(b.numel())), 0.f, std);
+    }
+}
+
+int64_t weight_offset(const Transformer& m, int64_t l, LoraTarget t) {
+  const LayerOffsets& o = m.layout().layers[static_cast<size_t>(l)];
+  switch (t) {
+    case LoraTarget::q:
+    case LoraTarget::k:
+    case LoraTarget::v:
+      return o.w_qkv;
+    case LoraTarget::o:
+      return o.w_o;
+    case LoraTarget::gate:
+    case LoraTarget::up:
+      return o.w_gu;
+    case LoraTarget::down:
+      return o.w_down;
+  }
+  return -1;
+}
+
+// The merged model, in double: W[row0 + i, j] += scale sum_k B[i, k] A[k, j].
+void merge_by_hand(const LoraAdapters& ad, Transformer& m) {
+  const int64_t r = ad.rank();
+  for (int64_t l = 0; l < m.config().num_layers; ++l)
+    for (LoraTarget t : ad.config().targets) {
+      const LoraProduct& p = *ad.find(l, t);
+      const float *A = ad.params() + p.a, *Bm = ad.params() + p.b;
+      float* W = m.params() + weight_offset(m, l, t) + p.row0 * p.in;
+      for (int64_t i = 0; i < p.out; ++i)
+        for (int64_t j = 0; j < p.in; ++j) {
+          double s = 0;
+          for (int64_t k = 0; k < r; ++k) s += static_cast<double>(Bm[i * r + k]) * A[k * p.in + j];
+          W[i * p.in + j] = static_cast<float>(W[i * p.in + j] + ad.scale() * s);
+        }
+    }
+  m.params_updated();
+}
+
+std::unique_ptr<Transformer> copy_of(const Transformer& m) {
+  auto c = std::make_unique<Transformer>(m.config());
+  std::memcpy(c->params(), m.params(), sizeof(float) * static_cast<size_t>(m.flat_size()));
+  c->params_updated();
+  c->set_precision(m.precision());
+  return c;
+}
+
+std::vector<float> logits(Transformer& m, const Batch& b) {
+  std::vector<float> z(static_cast<size_t>(b.N() * m.config().vocab_size));
+  m.forward_logits(b.tokens.data(), b.B, b.T, z.data());
+  return z;
+}
+
+struct Grads {
+  std::vector<float> model, lora, lp, ent;
+};
+
+Grads train_pass(Transformer& m, LoraAdapters* ad, const Batch& b, const WeightedLoss& loss) {
+  m.zero_grad();
+  if (ad) ad->zero_grad();
+  Grads g;
+  g.lp.resize(static_cast<size_t>(b.N()));
+  g.ent.resize(static_cast<size_t>(b.N()));
+  m.forward_backward(b.tokens.data(), b.targets.data(), b.B, b.T, loss, g.lp.data(), g.ent.data());
+  g.model.assign(m.grads(), m.grads() + m.flat_size());
+  if (ad) g.lora.assign(ad->grads(), ad->grads() + ad->size());
+  return g;
+}
+
+double max_abs(const float* x, int64_t n) {
+  double m = 0;
+  for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(static_cast<double>(x[i])));
+  return m;
+}
+
+}  // namespace
+
+TEST(Lora, ConfigIsValidatedAndNamesTargets) {
+  LoraConfig c = lora_config();
+  EXPECT_NO_THROW(c.validate());
+  EXPECT_DOUBLE_EQ(c.scale(), 2.0);
+  c.use_rslora = true;
+  EXPECT_DOUBLE_EQ(c.scale(), 4.0);
+  LoraConfig d = lora_config();
+  d.dropout = 0.05;
+  EXPECT_THROW(d.validate(), Error);
+  LoraConfig e = lora_config({LoraTarget::q, LoraTarget::q});
+  EXPECT_THROW(e.validate(), Error);
+  LoraConfig f = lora_config({});
+  EXPECT_THROW(f.validate(), Error);
+  LoraConfig g = lora_config(kAll, 0);
+  EXPECT_THROW(g.validate(), Error);
+  LoraTarget t;
+  ASSERT_TRUE(lora_target_from_name("gate", &t));
+  EXPECT_EQ(t, LoraTarget::gate);
+  ASSERT_TRUE(lora_target_from_name("down_proj", &t));
+  EXPECT_EQ(t, LoraTarget::down);
+  EXPECT_FALSE(lora_target_from_name("qkv", &t));
+  EXPECT_EQ(lora_target_module(LoraTarget::up), "mlp.up_proj");
+}
+
+TEST(Lora, InitIsPeftsAndTheLayoutIsFlat) {
+  ModelConfig cfg = small_config(Arch::llama);
+  LoraAdapters ad(cfg, lora_config(kAll, 4));
+  // Per layer: A and B of 7 targets: q/k/v/gate/up read C = 64, o reads Hq = 64, down reads F = 88.
+  const int64_t C = 64, Hq = 64, Hk = 32, F = 88, r = 4;
+  int64_t per_layer = r * (3 * C + Hq + 2 * C + F) + r * (Hq + 2 * Hk + C + 2 * F + C);
+  EXPECT_GE(ad.size(), 2 * per_layer);
+  EXPECT_LE(ad.size(), 2 * per_layer + 2 * 4 * 15);
+  ad.init(3);
+  for (int64_t l = 0; l < 2; ++l)
+    for (LoraTarget t : kAll) {
+      Tensor a = ad.a(l, t), b = ad.b(l, t);
+      const double bound = 1.0 / std::sqrt(static_cast<double>(a.shape()[1]));
+      EXPECT_LE(max_abs(a.data<float>(), a.numel()), bound);
+      EXPECT_GT(max_abs(a.data<float>(), a.numel()), 0.8 * bound);  // U(-bound, bound) fills the range
+      EXPECT_EQ(max_abs(b.data<float>(), b.numel()), 0.0);
+    }
+  LoraAdapters other(cfg, lora_config(kAll, 4));
+  other.init(3);
+  EXPECT_EQ(std::memcmp(other.params(), ad.params(), sizeof(float) * static_cast<size_t>(ad.size())), 0);
+  // Only the named targets exist.
+  LoraAdapters qv(cfg, lora_config({LoraTarget::q, LoraTarget::v}));
+  EXPECT_NE(qv.find(1, LoraTarget::v), nullptr);
+  EXPECT_EQ(qv.find(1, LoraTarget::k), nullptr);
+  EXPECT_THROW(qv.a(1, LoraTarget::k), Error);
+  EXPECT_EQ(qv.find(0, LoraTarget::v)->row0, Hq + Hk);
+}
+
+// (a) B = 0 at init: the logits are the model's, bit for bit.
+TEST(Lora, FreshAdaptersLeaveTheLogitsUnchanged) {
+  for (Arch arch : kArchs) {
+    ModelConfig cfg = family_config(arch);
+    Transformer m(cfg);
+    m.init_random(42, 0.1f);
+    Batch b(cfg, 1);
+    std::vector<float> base = logits(m, b);
+    LoraAdapters ad(cfg, lora_config());
+    ad.init(7);
+    m.attach_lora(&ad);
+    std::vector<float> with = logits(m, b);
+    EXPECT_EQ(std::memcmp(base.data(), with.data(), sizeof(float) * base.size()), 0) << arch_name(arch);
+  }
+}
+
+// (b) Random A and B: the logits of the merged model (W + scale B A) within 1e-5; merge_into agrees.
+TEST(Lora, AdaptersEqualTheMergedModel) {
+  for (Arch arch : kArchs)
+    for (bool rslora : {false, true}) {
+      ModelConfig cfg = family_config(arch);
+      Transformer m(cfg);
+      m.init_random(42, 0.1f);
+      Batch b(cfg, 2);
+      std::vector<float> base = logits(m, b);
+      LoraConfig lc = lora_config(rslora ? std::vector<LoraTarget>{LoraTarget::k, LoraTarget::o, LoraTarget::up} : kAll,
+                                  rslora ? 3 : 4);
+      lc.use_rslora = rslora;
+      LoraAdapters ad(cfg, lc);
+      randomize(ad, 11);
+      auto merged = copy_of(m);
+      merge_by_hand(ad, *merged);
+      m.attach_lora(&ad);
+      std::vector<float> got = logits(m, b), want = logits(*merged, b);
+      const int64_t n = static_cast<int64_t>(got.size());
+      EXPECT_TRUE(all_close(got.data(), want.data(), n, 1e-5)) << arch_name(arch) << " rslora " << rslora;
+      // The adapters matter: the logits moved far beyond that tolerance.
+      double moved = 0;
+      for (int64_t i = 0; i < n; ++i) moved = std::max(moved, std::fabs(static_cast<double>(got[i]) - base[i]));
+      EXPECT_GT(moved, 1e-2) << arch_name(arch);
+      auto merged2 = copy_of(m);
+      ad.merge_into(*merged2);
+      std::vector<float> want2 = logits(*merged2, b);
+      EXPECT_TRUE(all_close(want2.data(), want.data(), n, 1e-5)) << arch_name(arch);
+      m.attach_lora(nullptr);  // detached: the base model again
+      std::vector<float> again = logits(m, b);
+      EXPECT_EQ(std::memcmp(again.data(), base.data(), sizeof(float) * base.size()), 0) << arch_name(arch);
+    }
+}
+
+// (c) Gradients: the base's and the embedding's equal the merged model's; dA = scale B^T G and dB = scale G A^T
+// with G the merged weight's gradient; with the base frozen the four products' dW stay zero and everything else
+// is unchanged; finite differences agree on A and B.
+TEST(Lora, GradientsMatchTheMergedModelAndFiniteDifferences) {
+  for (Arch arch : kArchs) {
+    ModelConfig cfg = family_config(arch);
+    Transformer m(cfg);
+    m.init_random(42, 0.1f);
+    LoraAdapters ad(cfg, lora_config());
+    randomize(ad, 13);
+    auto merged = copy_of(m);
+    merge_by_hand(ad, *merged);
+    m.attach_lora(&ad);
+    Batch b(cfg, 3);
+    WeightedLoss loss(b.N());
+    Grads g = train_pass(m, &ad, b, loss), gm = train_pass(*merged, nullptr, b, loss);
+    EXPECT_TRUE(all_close(g.lp.data(), gm.lp.data(), b.N(), 1e-5)) << arch_name(arch);
+    EXPECT_TRUE(all_close(g.model.data(), gm.model.data(), m.flat_size(), tolerance(Kind::reduction, b.N(), 3)))
+        << arch_name(arch);
+    const ParamEntry& emb = m.layout().at("model.embed_tokens.weight");
+    EXPECT_GT(max_abs(g.model.data() + emb.offset, emb.numel()), 1e-3) << arch_name(arch);
+    // dA, dB from the merged gradient G (rows row0.. of the fused weight's gradient).
+    const int64_t r = ad.rank();
+    for (int64_t l = 0; l < cfg.num_layers; ++l)
+      for (LoraTarget t : kAll) {
+        const LoraProduct& p = *ad.find(l, t);
+        const float* G = gm.model.data() + weight_offset(m, l, t) + p.row0 * p.in;
+        const float *A = ad.params() + p.a, *Bm = ad.params() + p.b;
+        std::vector<double> da(static_cast<size_t>(r * p.in), 0.0), db(static_cast<size_t>(p.out * r), 0.0);
+        for (int64_t i = 0; i < p.out; ++i)
+          for (int64_t j = 0; j < p.in; ++j)
+            for (int64_t k = 0; k < r; ++k) {
+              da[static_cast<size_t>(k * p.in + j)] +=
+                  ad.scale() * static_cast<double>(Bm[i * r + k]) * G[i * p.in + j];
+              db[static_cast<size_t>(i * r + k)] += ad.scale() * static_cast<double>(G[i * p.in + j]) * A[k * p.in + j];
+            }
+        EXPECT_TRUE(all_close(g.lora.data() + p.a, da.data(), r * p.in, tolerance(Kind::reduction, b.N(), 3)))
+            << arch_name(arch) << " layer " << l << " dA " << lora_target_name(t);
+        EXPECT_TRUE(all_close(g.lora.data() + p.b, db.data(), p.out * r, tolerance(Kind::reduction, b.N(), 3)))
+            << arch_name(arch) << " layer " << l << " dB " << lora_target_name(t);
+      }
+    // Frozen base: the same adapter gradients and input gradients; the four products' dW untouched.
+    m.set_base_frozen(true);
+    Grads f = train_pass(m, &ad, b, loss);
+    EXPECT_EQ(f.lora, g.lora) << arch_name(arch);
+    int64_t checked = 0;
+    const int64_t QKV = cfg.qkv_dim(), C = cfg.hidden_size, F = cfg.intermediate_size;
+    for (const ParamEntry& e : m.layout().entries()) {
+      bool product = false;  // q/k/v_proj (gate/up_proj) lie in their fused weight's range
+      for (const LayerOffsets& o : m.layout().layers)
+        product = product || (e.offset >= o.w_qkv && e.offset < o.w_qkv + QKV * C) ||
+                  (e.offset >= o.w_gu && e.offset < o.w_gu + 2 * F * C) || e.offset == o.w_o || e.offset == o.w_down;
+      if (product) {
+        EXPECT_EQ(max_abs(f.model.data() + e.offset, e.numel()), 0.0) << arch_name(arch) << " " << e.name;
+        EXPECT_GT(max_abs(g.model.data() + e.offset, e.numel()), 0.0) << arch_name(arch) << " " << e.name;
+        ++checked;
+      } else {
+        EXPECT_EQ(std::memcmp(f.model.data() + e.offset, g.model.data() + e.offset, sizeof(float) * e.numel()), 0)
+            << arch_name(arch) << " " << e.name;
+      }
+    }
+    EXPECT_GE(checked, 4 * cfg.num_layers) << arch_name(arch);
+    m.set_base_frozen(false);
+    // Finite differences on the loss, at the largest analytic entries of A and B of two adapters.
+    auto objective = [&]() {
+      std::vector<float> lp(static_cast<size_t>(b.N())), ent(static_cast<size_t>(b.N()));
+      m.forward_logprobs(b.tokens.data(), b.targets.data(), b.B, b.T, lp.data(), ent.data());
+      return loss.value(lp, ent);
+    };
+    for (auto [l, t] : {std::pair<int64_t, LoraTarget>{0, LoraTarget::v}, {1, LoraTarget::down}})
+      for (bool is_a : {true, false}) {
+        const LoraProduct& p = *ad.find(l, t);
+        const int64_t off = is_a ? p.a : p.b, n = is_a ? r * p.in : p.out * r;
+        int64_t best = off;
+        for (int64_t i = off; i < off + n; ++i)
+          if (std::fabs(g.lora[static_cast<size_t>(i)]) > std::fabs(g.lora[static_cast<size_t>(best)])) best = i;
+        const float eps = 1e-2f, keep = ad.params()[best];
+        ad.params()[best] = keep + eps;
+        const double up = objective();
+        ad.params()[best] = keep - eps;
+        const double down = objective();
+        ad.params()[best] = keep;
+        const double fd = (up - down) / (2.0 * eps), an = g.lora[static_cast<size_t>(best)];
+        EXPECT_GT(std::fabs(an), 1e-2) << arch_name(arch);
+        EXPECT_NEAR(fd, an, 2e-2 * std::fabs(an))
+            << arch_name(arch) << " layer " << l << " " << lora_target_name(t) << (is_a ? " A" : " B");
+      }
+  }
+}
+
+// (d) The rollout invariant with adapters: the paged forward (a prefill chunk, then one token per step, two
+// sequences per step) gives the training forward's log-probs; f32 within 1e-5, bf16 within the bf16 tolerance.
+TEST(Lora, PagedForwardLogprobsEqualTheTrainingForward) {
+  for (Arch arch : {Arch::llama, Arch::qwen3, Arch::gemma2})
+    for (kernels::Precision prec : {kernels::Precision::f32, kernels::Precision::bf16}) {
+      ModelConfig cfg = family_config(arch);
+      Transformer m(cfg);
+      m.init_random(42, 0.1f);
+      m.set_precision(prec);
+      LoraAdapters ad(cfg, lora_config());
+      randomize(ad, 17);
+      m.attach_lora(&ad);
+      const int64_t S = 2, T = 19, V = cfg.vocab_size, prefill = 6;
+      Batch b(cfg, 4, S, T);
+      std::vector<float> want(static_cast<size_t>(S * T)), ent(static_cast<size_t>(S * T));
+      m.forward_logprobs(b.tokens.data(), b.targets.data(), S, T, want.data(), ent.data());
+      KvPool pool(cfg, 8, 16, kv_dtype(prec));
+      std::vector<SeqKv> seqs(static_cast<size_t>(S));
+      for (SeqKv& s : seqs) pool.reserve(s, T);
+      std::vector<float> got(static_cast<size_t>(S * T), 0.f);
+      for (int64_t t0 = 0; t0 < T;) {
+        const int64_t len = t0 == 0 ? prefill : 1;
+        std::vector<int32_t> tok, pos;
+        std::vector<const int32_t*> tables;
+        std::vector<int64_t> rows, src;  // src: the (sequence, position) row index in the batch
+        for (int64_t s = 0; s < S; ++s)
+          for (int64_t t = t0; t < t0 + len; ++t) {
+            rows.push_back(static_cast<int64_t>(tok.size()));
+            src.push_back(s * T + t);
+            tok.push_back(b.tokens[static_cast<size_t>(s * T + t)]);
+            pos.push_back(static_cast<int32_t>(t));
+            tables.push_back(seqs[static_cast<size_t>(s)].blocks.data());
+          }
+        std::vector<float> z(rows.size() * static_cast<size_t>(V));
+        PagedStep st;
+        st.n = st.n_out = static_cast<int64_t>(rows.size());
+        st.tokens = tok.data();
+        st.pos = pos.data();
+        st.tables = tables.data();
+        st.out_rows = rows.data();
+        st.logits = z.data();
+        m.forward_paged(st, pool);
+        for (size_t i = 0; i < rows.size(); ++i) {
+          const int32_t target = b.targets[static_cast<size_t>(src[i])];
+          if (target < 0) continue;
+          const float* zr = z.data() + i * static_cast<size_t>(V);
+          double mx = zr[0], sum = 0;
+          for (int64_t v = 0; v < V; ++v) mx = std::max(mx, static_cast<double>(zr[v]));
+          for (int64_t v = 0; v < V; ++v) sum += std::exp(zr[v] - mx);
+          got[static_cast<size_t>(src[i])] = static_cast<float>(zr[target] - mx - std::log(sum));
+        }
+        t0 += len;
+      }
+      const double tol = prec == kernels::Precision::f32 ? 1e-5 : tolerance(Kind::bf16, cfg.hidden_size);
+      EXPECT_TRUE(all_close(got.data(), want.data(), S * T, tol))
+          << arch_name(arch) << " " << kernels::precision_name(prec);
+    }
+}
+
+// (e) Recomputation on and off: the same gradients, bit for bit (model and adapters); frozen base too.
+TEST(Lora, RecomputeGivesTheStoredPathsGradients) {
+  for (Arch arch : {Arch::llama, Arch::qwen3, Arch::gemma2})
+    for (bool frozen : {false, true}) {
+      ModelConfig cfg = family_config(arch);
+      Transformer m(cfg);
+      m.init_random(42, 0.1f);
+      m.set_base_frozen(frozen);
+      LoraAdapters ad(cfg, lora_config());
+      randomize(ad, 19);
+      m.attach_lora(&ad);
+      Batch b(cfg, 5);
+      WeightedLoss loss(b.N());
+      Grads stored = train_pass(m, &ad, b, loss);
+      m.set_recompute(true);
+      Grads re = train_pass(m, &ad, b, loss);
+      EXPECT_EQ(re.lora, stored.lora) << arch_name(arch) << " frozen " << frozen;
+      EXPECT_EQ(re.model, stored.model) << arch_name(arch) << " frozen " << frozen;
+      EXPECT_EQ(re.lp, stored.lp) << arch_name(arch);
+      EXPECT_GT(max_abs(re.lora.data(), ad.size()), 1e-3);
+      // A second pass without zeroing accumulates (micro-batches): twice the gradients.
+      std::vector<float> lp(static_cast<size_t>(b.N())), ent(static_cast<size_t>(b.N())), twice;
+      m.forward_backward(b.tokens.data(), b.targets.data(), b.B, b.T, loss, lp.data(), ent.data());
+      for (float v : re.lora) twice.push_back(2 * v);
+      EXPECT_TRUE(all_close(ad.grads(), twice.data(), ad.size(), 1e-6)) << arch_name(arch);
+    }
+}
+
+// Packed batches: rows sharing a prompt hold it once; the adapters' gradients equal the padded batch's.
+TEST(Lora, PackedBatchesGiveThePaddedBatchsGradients) {
+  for (Arch arch : {Arch::llama, Arch::qwen2}) {
+    ModelConfig cfg = family_config(arch);
+    Transformer m(cfg);
+    m.init_random(42, 0.1f);
+    LoraAdapters ad(cfg, lora_config());
+    randomize(ad, 23);
+    m.attach_lora(&ad);
+    // Two rows of 12 tokens that share a 5-token prompt; no loss on the prompt's rows (in the padded batch they
+    // appear twice, packed once).
+    const int64_t P = 5, T = 12;
+    Batch b(cfg, 6, 2, T);
+    std::copy(b.tokens.begin(), b.tokens.begin() + P, b.tokens.begin() + T);
+    for (int64_t r = 0; r < 2; ++r)
+      for (int64_t t = 0; t + 1 < T; ++t)
+        b.targets[static_cast<size_t>(r * T + t)] = b.tokens[static_cast<size_t>(r * T + t + 1)];
+    WeightedLoss loss(b.N());
+    for (int64_t r = 0; r < 2; ++r)
+      for (int64_t t = 0; t < P; ++t) {
+        b.targets[static_cast<size_t>(r * T + t)] = -1;
+        loss.w[static_cast<size_t>(r * T + t)] = 0.f;
+      }
+    Grads padded = train_pass(m, &ad, b, loss);
+    // Packed: the prompt (P rows) once, then each row's own T - P tokens reading it.
+    std::vector<int32_t> tok(b.tokens.begin(), b.tokens.begin() + P), tgt(P, -1);
+    WeightedLoss ploss(P);
+    std::fill(ploss.w.begin(), ploss.w.end(), 0.f);
+    for (int64_t r = 0; r < 2; ++r)
+      for (int64_t t = P; t < T; ++t) {
+        tok.push_back(b.tokens[static_cast<size_t>(r * T + t)]);
+        tgt.push_back(b.targets[static_cast<size_t>(r * T + t)]);
+        ploss.w.push_back(loss.w[static_cast<size_t>(r * T + t)]);
+      }
+    std::vector<kernels::AttnSegment> segs(3);
+    segs[0].start = 0;
+    segs[0].len = P;
+    for (int r = 0; r < 2; ++r) {
+      segs[1 + r].start = P + r * (T - P);
+      segs[1 + r].len = T - P;
+      segs[1 + r].prefix_start = 0;
+      segs[1 + r].prefix_len = P;
+    }
+    m.zero_grad();
+    ad.zero_grad();
+    std::vector<float> lp(tok.size()), ent(tok.size());
+    m.forward_backward_packed(tok.data(), tgt.data(), segs, ploss, lp.data(), ent.data());
+    std::vector<float> pg(ad.grads(), ad.grads() + ad.size());
+    EXPECT_TRUE(all_close(pg.data(), padded.lora.data(), ad.size(), tolerance(Kind::reduction, b.N(), 3)))
+        << arch_name(arch);
+    EXPECT_GT(max_abs(pg.data(), ad.size()), 1e-3);
+    for (int64_t r = 0; r < 2; ++r)
+      for (int64_t t = P; t < T; ++t)
+        EXPECT_NEAR(lp[static_cast<size_t>(P + r * (T - P) + t - P)], padded.lp[static_cast<size_t>(r * T + t)], 1e-5)
+            << arch_name(arch) << " row " << r << " t " << t;
+  }
+}
+
+TEST(Lora, RefusedWhereNotSupported) {
+  ModelConfig cfg = small_config(Arch::qwen3);
+  Transformer m(cfg);
+  m.init_random(1);
+  ModelConfig other = cfg;
+  other.intermediate_size = 96;
+  LoraAdapters wrong(other, lora_config());
+  EXPECT_THROW(m.attach_lora(&wrong), Error);
+  LoraAdapters ad(cfg, lora_config());
+  m.attach_lora(&ad);
+  // A device runs the base only: attaching one with adapters is refused, and adapters with a device.
+  EXPECT_THROW(m.attach_device(std::make_shared<MirrorDevice>(cfg)), Error);
+  m.attach_lora(nullptr);
+  m.attach_device(std::make_shared<MirrorDevice>(cfg));
+  EXPECT_THROW(m.attach_lora(&ad), Error);
+  m.attach_device(nullptr);
+  // Kept rollout activations are not reused with adapters (their updates do not move the weights' version).
+  m.attach_lora(&ad);
+  ActivationStore store(m.act_field_widths());
+  store.reset(4, m.params_version());
+  EXPECT_FALSE(m.reusable(store));
+  m.attach_lora(nullptr);
+  EXPECT_TRUE(m.reusable(store));
+}
