@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= 2
 CTEST_ARGS ?=
 
-.PHONY: all setup build run test test-slow test-asan bench bench-gemm clean
+.PHONY: all setup build run test test-slow test-asan test-tsan bench bench-gemm clean
 
 all: build
 
@@ -30,12 +30,21 @@ test: build
 test-slow: build
 	cd $(BUILD) && OMP_WAIT_POLICY=passive ctest --output-on-failure -L slow $(CTEST_ARGS)
 
-# Every test but the slow ones again under AddressSanitizer and LeakSanitizer, in its own build folder
-# (CPU code only; the two MPI tests skip the leak check: OpenMPI's runtime keeps allocations until exit).
+# Every test but the slow ones again under AddressSanitizer, LeakSanitizer and UndefinedBehaviorSanitizer (any UB
+# report fails its test), in its own build folder (CPU code only; the two MPI tests skip the leak check: OpenMPI's
+# runtime keeps allocations until exit).
 test-asan: setup
 	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTEMPER_CUDA=OFF -DTEMPER_ASAN=ON
 	cmake --build build-asan -j $(JOBS)
-	cd build-asan && OMP_WAIT_POLICY=passive ctest --output-on-failure -LE slow -j $(JOBS) $(CTEST_ARGS)
+	cd build-asan && OMP_WAIT_POLICY=passive UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -LE slow -j $(JOBS) $(CTEST_ARGS)
+
+# The thread pool, rollout engine and trainer tests under ThreadSanitizer (build-tsan; what OpenMP leaves
+# unchecked: tests/sanitizers/run_tsan.sh and tsan.supp).
+TSAN_TESTS ?= test_core test_rollout test_rl
+test-tsan: setup
+	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTEMPER_CUDA=OFF -DTEMPER_TSAN=ON
+	cmake --build build-tsan -j $(JOBS) --target $(TSAN_TESTS)
+	tests/sanitizers/run_tsan.sh build-tsan $(TSAN_TESTS)
 
 # temper vs its peers side by side: training step vs PyTorch, tokenizer vs HF tokenizers, model
 # load (mmap vs copy), rollout decode vs PyTorch and llama.cpp (skipped unless built once with

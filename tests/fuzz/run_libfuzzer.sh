@@ -8,7 +8,7 @@ name=$1; runs=${2:-20000}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 command -v clang++ >/dev/null || { echo "skipped: clang++ not installed"; exit 77; }
 cmake -S "$root" -B "$root/build-fuzz" -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTEMPER_FUZZ=ON >/dev/null
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTEMPER_CUDA=OFF -DTEMPER_FUZZ=ON >/dev/null
 cmake --build "$root/build-fuzz" -j 2 --target "fuzz_$name" >/dev/null
 work=$(mktemp -d)
 cp -r "$root/tests/fuzz/corpus/$name/." "$work/"
