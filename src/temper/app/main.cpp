@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
+#include <new>
 #include <vector>
 
 #include "temper/app/cli_bench.h"
@@ -55,6 +56,12 @@ int main(int argc, char** argv) {
     return fail(1, "error", e.what());
   } catch (const std::filesystem::filesystem_error& e) {  // a path that cannot be read or written
     return fail(1, "error", e.what());
+  } catch (const std::bad_alloc&) {  // sizes are bounded before use: this is a run larger than the memory there is
+    return fail(1, "out of memory",
+                "an allocation failed. The memory plan (temper info MODEL; temper train prints it before loading) "
+                "shows what a run needs: lower the batch (sft.batch, rl.prompts_per_step, rl.group_size, "
+                "rl.micro_batch), the context (rl.max_new, model.context), the KV cache (rl.kv_memory_mb) or the "
+                "evaluation (eval.problems, eval.samples; temper eval --problems, -k), or set model.recompute = true");
   } catch (const std::exception& e) {
     return fail(2, "internal error", e.what());
   }

@@ -376,9 +376,13 @@ RunConfig read_run_config(Recipe& r, std::span<const rl::MethodSpec* const> tabl
   TEMPER_CHECK(c.run.keep_last >= 1) << r.source() << ": run.keep_last must be >= 1, got " << c.run.keep_last;
   TEMPER_CHECK(c.run.threads == 0 || thread_count_valid(c.run.threads))
       << r.source() << ": run.threads = " << c.run.threads << ": expected 0 (every core) or " << thread_count_range();
-  if (c.rl_steps() > 0) c.rl.validate();
-  c.sft.validate();
-  c.eval.validate();
+  try {  // the sections' own checks (counts bounded, ranges), named with the recipe
+    if (c.rl_steps() > 0) c.rl.validate();
+    c.sft.validate();
+    c.eval.validate();
+  } catch (const Error& e) {
+    TEMPER_FAIL() << r.source() << ": " << e.what();
+  }
   return c;
 }
 

@@ -27,14 +27,25 @@ void EvalConfig::visit(KeyVisitor& v) {
   v("revision_template", revision.revision_template, "the revision prompt: {question}, {attempt}");
 }
 
+// The counts that size the evaluation's requests, completions and KV pool are bounded generously (a task's split
+// may hold fewer problems: the evaluation takes those), so an absurd one is refused before anything is drawn.
 void EvalConfig::validate() const {
-  TEMPER_CHECK(problems > 0) << "eval.problems must be > 0, got " << problems;
-  TEMPER_CHECK(samples > 0) << "eval.samples must be > 0, got " << samples;
+  auto within = [](const char* key, int64_t v, int64_t lo, int64_t hi) {
+    TEMPER_CHECK(v >= lo && v <= hi) << key << " = " << v << ": expected " << lo << " to " << hi;
+  };
+  within("eval.problems", problems, 1, 10000000);
+  within("eval.samples", samples, 1, 65536);
+  TEMPER_CHECK(problems * samples <= 10000000)
+      << "eval.problems x eval.samples = " << problems << " x " << samples << " = " << problems * samples
+      << " completions: expected at most 10000000";
+  within("eval.max_new", max_new, 1, kMaxPositions);
+  within("eval.revisions", revisions, 0, 1000);
+  within("rl.kv_memory_mb (the evaluation's KV cache)", kv_memory_mb, 1, int64_t{1} << 24);
+  within("rl.max_seqs (the evaluation's batch)", max_seqs, 1, int64_t{1} << 20);
   TEMPER_CHECK(!greedy || samples == 1) << "eval: greedy decoding gives one sample per problem, got samples = " << samples;
-  for (int64_t k : pass_k) TEMPER_CHECK(k >= 1 && k <= samples) << "eval.pass_k: k = " << k << " must be in [1, samples = " << samples << "]";
-  TEMPER_CHECK(max_new > 0) << "eval.max_new must be > 0, got " << max_new;
+  for (int64_t k : pass_k)
+    TEMPER_CHECK(k >= 1 && k <= samples) << "eval.pass_k: k = " << k << " must be in [1, samples = " << samples << "]";
   if (!greedy) sampler.validate();
-  TEMPER_CHECK(revisions >= 0) << "eval.revisions must be >= 0, got " << revisions;
   TEMPER_CHECK(revisions == 0 || samples == 1) << "eval: revisions need one sample per problem, got samples = " << samples;
   if (revisions > 0) revision.validate();
   if (!objectives.empty() || !preference.empty()) {  // the fair method's checks, with its keys

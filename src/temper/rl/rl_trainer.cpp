@@ -46,18 +46,27 @@ void RlConfig::visit(KeyVisitor& v) {
   visit_optimizer(v, optimizer.adamw, optimizer.lr, optimizer.max_grad_norm);
 }
 
+// The counts that size the step's buffers (rollout requests, completions, the KV pool, the kept activations) are
+// bounded generously, so an absurd one is refused here instead of growing memory until std::bad_alloc.
 void RlConfig::validate() const {
-  TEMPER_CHECK(prompts_per_step > 0) << "rl.prompts_per_step must be > 0, got " << prompts_per_step;
-  TEMPER_CHECK(group_size > 0) << "rl.group_size must be > 0, got " << group_size;
-  TEMPER_CHECK(max_new > 0) << "rl.max_new must be > 0, got " << max_new;
+  auto within = [](const char* key, int64_t v, int64_t lo, int64_t hi, const char* note = "") {
+    TEMPER_CHECK(v >= lo && v <= hi) << "rl." << key << " = " << v << ": expected " << lo << " to " << hi << note;
+  };
+  constexpr int64_t kMaxMb = int64_t{1} << 24;  // 16 TiB
+  within("prompts_per_step", prompts_per_step, 1, 65536);
+  within("group_size", group_size, 1, 4096);
+  TEMPER_CHECK(prompts_per_step * group_size <= (int64_t{1} << 20))
+      << "rl.prompts_per_step x rl.group_size = " << prompts_per_step << " x " << group_size << " = "
+      << prompts_per_step * group_size << " sequences a step: expected at most 1048576";
+  within("max_new", max_new, 1, kMaxPositions, " (the longest context a model may have)");
+  within("max_prompt_tokens", max_prompt_tokens, 0, kMaxPositions, " (0: what the context leaves)");
   TEMPER_CHECK(epochs > 0) << "rl.epochs must be > 0, got " << epochs;
   TEMPER_CHECK(mini_batches > 0) << "rl.mini_batches must be > 0, got " << mini_batches;
-  TEMPER_CHECK(micro_batch >= 0) << "rl.micro_batch must be >= 0 (0: whole mini-batch), got " << micro_batch;
-  TEMPER_CHECK(max_resample_rounds >= 0) << "rl.max_resample_rounds must be >= 0, got " << max_resample_rounds;
-  TEMPER_CHECK(kv_memory_mb > 0) << "rl.kv_memory_mb must be > 0, got " << kv_memory_mb;
-  TEMPER_CHECK(reuse_activations_mb >= 0)
-      << "rl.reuse_activations_mb must be >= 0 (0: a quarter of the memory), got " << reuse_activations_mb;
-  TEMPER_CHECK(max_seqs > 0) << "rl.max_seqs must be > 0, got " << max_seqs;
+  within("micro_batch", micro_batch, 0, int64_t{1} << 20, " (0: the whole mini-batch)");
+  within("max_resample_rounds", max_resample_rounds, 0, 1000);
+  within("kv_memory_mb", kv_memory_mb, 1, kMaxMb);
+  within("reuse_activations_mb", reuse_activations_mb, 0, kMaxMb, " (0: a quarter of the memory)");
+  within("max_seqs", max_seqs, 1, int64_t{1} << 20);
   // A group's samples are decoded together: the engine admits a request whole, forking its G sequences from one
   // prefill of the prompt (they share its KV blocks), so a group never spans engine rounds.
   TEMPER_CHECK(max_seqs >= group_size) << "rl.max_seqs = " << max_seqs << " is below rl.group_size = " << group_size

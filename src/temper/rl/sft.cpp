@@ -49,13 +49,19 @@ void SftConfig::visit(KeyVisitor& v) {
 }
 
 void SftConfig::validate() const {
-  TEMPER_CHECK(batch > 0) << "sft.batch must be > 0, got " << batch;
+  // The counts that size a step's rows and the distillation's teacher probabilities, bounded generously.
+  TEMPER_CHECK(batch >= 1 && batch <= 65536) << "sft.batch = " << batch << ": expected 1 to 65536";
+  TEMPER_CHECK(train.micro_batch >= 0 && train.micro_batch <= 65536)
+      << "sft.micro_batch = " << train.micro_batch << ": expected 0 (the whole batch) to 65536";
+  TEMPER_CHECK(candidates.tokens <= kMaxPositions)
+      << "sft.candidate_tokens = " << candidates.tokens << ": expected 1 to " << kMaxPositions;
   TEMPER_CHECK(candidates.rate >= 0 && candidates.rate <= 1) << "sft.candidate_rate must be in [0, 1], got " << candidates.rate;
   TEMPER_CHECK(candidates.tokens >= 1) << "sft.candidate_tokens must be >= 1, got " << candidates.tokens;
   TEMPER_CHECK(candidates.tmpl.find("{question}") != std::string::npos && candidates.tmpl.find("{candidates}") != std::string::npos)
       << "sft.candidate_template must contain {question} and {candidates}";
   if (distill) {
-    TEMPER_CHECK(distill->top_k >= 1) << "sft.distill.top_k must be >= 1, got " << distill->top_k;
+    TEMPER_CHECK(distill->top_k >= 1 && distill->top_k <= kMaxVocab)
+        << "sft.distill.top_k = " << distill->top_k << ": expected 1 to " << kMaxVocab;
     TEMPER_CHECK(distill->kl_weight >= 0 && distill->ce_weight >= 0 && distill->kl_weight + distill->ce_weight > 0)
         << "sft.distill.kl_weight and ce_weight must be >= 0 and not both 0";
   }
