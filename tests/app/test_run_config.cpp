@@ -282,3 +282,65 @@ TEST(RunConfig, HookOrderIsResolvedSavedAndChecked) {
   std::string e = error_of([] { read("[rl]\nsteps = 1\nhook_order = \"stare,fair\"\n[rl.stare]\n[rl.fair]\n"); });
   EXPECT_NE(e.find("run in the order 'fair,stare', not 'stare,fair'"), std::string::npos) << e;
 }
+
+// model.recompute: read and resolved; rl.reuse_activations (which a recomputing model cannot train from) defaults
+// to false with it, and a recipe that asks for both is refused naming both keys.
+TEST(RunConfig, RecomputeTurnsActivationReuseOffAndRefusesBoth) {
+  RunConfig plain = read("[rl]\nsteps = 1\n");
+  EXPECT_FALSE(plain.model.recompute);
+  EXPECT_TRUE(plain.rl.reuse_activations);
+  Recipe r = Recipe::parse("[model]\nrecompute = true\n[rl]\nsteps = 1\n", "t.toml");
+  RunConfig rc = read_run_config(r, rl::method_table());
+  EXPECT_TRUE(rc.model.recompute);
+  EXPECT_FALSE(rc.rl.reuse_activations);
+  EXPECT_EQ(r.resolved_literal("rl.reuse_activations"), "false");
+  Recipe back = Recipe::parse(r.resolved_toml(), "config.toml");  // the saved config reads back to the same run
+  RunConfig again = read_run_config(back, rl::method_table());
+  EXPECT_TRUE(again.model.recompute && !again.rl.reuse_activations);
+  EXPECT_FALSE(read("[model]\nrecompute = true\n[rl]\nsteps = 1\nreuse_activations = false\n").rl.reuse_activations);
+  const std::string e =
+      error_of([] { read("[model]\nrecompute = true\n[rl]\nsteps = 1\nreuse_activations = true\n"); });
+  EXPECT_NE(e.find("t.toml: model.recompute = true with rl.reuse_activations = true"), std::string::npos) << e;
+  EXPECT_NE(e.find("set rl.reuse_activations = false"), std::string::npos) << e;
+}
+
+// Counts that size allocations are bounded: an absurd one is refused naming the key and the bound, when the recipe
+// is read (before the run directory exists), instead of growing memory until std::bad_alloc.
+TEST(RunConfig, AbsurdCountsAreRefusedNamingTheKey) {
+  struct Case {
+    const char* toml;
+    const char* says;
+  };
+  for (const Case& k : {
+           Case{"[rl]\nsteps = 1\n[eval]\nproblems = 1000000000\n",
+                "eval.problems = 1000000000: expected 1 to 10000000"},
+           Case{"[rl]\nsteps = 1\n[eval]\nsamples = 100000\ngreedy = false\n",
+                "eval.samples = 100000: expected 1 to 65536"},
+           Case{"[rl]\nsteps = 1\n[eval]\nproblems = 1000000\nsamples = 64\ngreedy = false\n",
+                "eval.problems x eval.samples = 1000000 x 64 = 64000000 completions: expected at most 10000000"},
+           Case{"[rl]\nsteps = 1\n[eval]\nmax_new = 1000000000\n", "eval.max_new = 1000000000: expected 1 to 4194304"},
+           Case{"[rl]\nsteps = 1\nprompts_per_step = 1000000000\n",
+                "rl.prompts_per_step = 1000000000: expected 1 to 65536"},
+           Case{"[rl]\nsteps = 1\ngroup_size = 100000\nmax_seqs = 100000\n",
+                "rl.group_size = 100000: expected 1 to 4096"},
+           Case{
+               "[rl]\nsteps = 1\nprompts_per_step = 65536\ngroup_size = 64\nmax_seqs = 64\n",
+               "rl.prompts_per_step x rl.group_size = 65536 x 64 = 4194304 sequences a step: expected at most 1048576"},
+           Case{"[rl]\nsteps = 1\nmax_new = 1000000000\n", "rl.max_new = 1000000000: expected 1 to 4194304"},
+           Case{"[rl]\nsteps = 1\nkv_memory_mb = 1000000000\n", "rl.kv_memory_mb = 1000000000: expected 1 to 16777216"},
+           Case{"[rl]\nsteps = 1\nmax_seqs = 1000000000\n", "rl.max_seqs = 1000000000: expected 1 to 1048576"},
+           Case{"[rl]\nsteps = 1\nreuse_activations_mb = 1000000000\n",
+                "rl.reuse_activations_mb = 1000000000: expected 0 to 16777216"},
+           Case{"[sft]\nsteps = 1\nbatch = 1000000000\n", "sft.batch = 1000000000: expected 1 to 65536"},
+           // eval decodes with rl's KV cache even in a run without RL steps
+           Case{"[sft]\nsteps = 1\n[rl]\nkv_memory_mb = 1000000000\n",
+                "rl.kv_memory_mb (the evaluation's KV cache) = 1000000000: expected 1 to 16777216"},
+       }) {
+    const std::string e = error_of([&] { read(k.toml); });
+    EXPECT_NE(e.find(k.says), std::string::npos) << k.toml << "\n -> " << e;
+  }
+  // The bounds themselves are accepted.
+  EXPECT_EQ(read("[rl]\nsteps = 1\n[eval]\nproblems = 10000000\n").eval.problems, 10000000);
+  EXPECT_EQ(read("[rl]\nsteps = 1\nprompts_per_step = 65536\ngroup_size = 16\nmax_seqs = 16\n").rl.prompts_per_step,
+            65536);
+}

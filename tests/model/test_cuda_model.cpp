@@ -135,6 +135,40 @@ TEST_P(CudaModel, ForwardBackwardMatchesTheCpuModel) {
   EXPECT_TRUE(grads_close(dm_got, dm_want));
 }
 
+// Recomputation on the device (switched on after planning, so the arena is carved anew): the same log-probs and
+// gradients as the stored path's (the same kernels on the same inputs; bitwise where they are deterministic, held
+// here to the device tolerances), and a smaller arena.
+TEST_P(CudaModel, RecomputeGivesTheStoredPathsGradients) {
+  const ModelConfig cfg = small(GetParam());
+  const int64_t B = 3, T = 37, N = B * T;
+  Transformer cpu(cfg);
+  cpu.init_random(7, 0.05f);
+  std::vector<int32_t> tokens(N), targets(N);
+  for (int64_t n = 0; n < N; ++n) {
+    tokens[n] = static_cast<int32_t>((n * 31 + 5) % cfg.vocab_size);
+    targets[n] = (n % T == T - 1) ? -1 : static_cast<int32_t>(((n + 1) * 31 + 5) % cfg.vocab_size);
+  }
+  PgLoss loss;
+  std::vector<float> lp[2], ent[2], grads[2];
+  size_t arena[2] = {0, 0};
+  for (int rc = 0; rc < 2; ++rc) {
+    CudaTransformer gpu(cfg);
+    gpu.set_params(cpu.params());
+    gpu.plan(N, T);
+    gpu.set_recompute(rc == 1);
+    EXPECT_EQ(gpu.recompute(), rc == 1);
+    arena[rc] = gpu.activation_bytes();
+    gpu.zero_grad();
+    lp[rc].resize(N), ent[rc].resize(N), grads[rc].resize(static_cast<size_t>(cpu.flat_size()));
+    gpu.forward_backward(tokens.data(), targets.data(), B, T, loss, lp[rc].data(), ent[rc].data());
+    gpu.get_grads(grads[rc].data());
+  }
+  EXPECT_LT(arena[1], arena[0]);
+  EXPECT_TRUE(all_close(lp[1], lp[0], tolerance(Kind::reduction, cfg.hidden_size)));
+  EXPECT_TRUE(all_close(ent[1], ent[0], tolerance(Kind::reduction, cfg.hidden_size)));
+  EXPECT_TRUE(grads_close(grads[1], grads[0]));
+}
+
 // Decode steps on the device's paged cache (eager, then CUDA-graph replay) drawing tokens: the policy log-probs
 // of the drawn tokens equal the CPU model's full-sequence forward over the same tokens.
 void check_decode_steps(Transformer& cpu) {

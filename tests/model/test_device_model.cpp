@@ -252,6 +252,38 @@ TEST(DeviceModel, OptimizerStepsOnTheDeviceEqualTheCpuAndWeightsMoveBothWays) {
   EXPECT_EQ(lp1, lp2);
 }
 
+// Recomputation reaches the device, set before or after attaching it: the device's training pass recomputes and
+// gives the CPU's stored-path gradients bit for bit.
+TEST(DeviceModel, RecomputeReachesTheDeviceAndGivesTheStoredPathsGradients) {
+  test::RandomModel f;
+  const int64_t B = 2, T = 11, N = B * T;
+  std::vector<int32_t> tok(N), tgt(N);
+  for (int64_t i = 0; i < N; ++i) {
+    tok[i] = static_cast<int32_t>((i * 7 + 3) % f.cfg.vocab_size);
+    tgt[i] = static_cast<int32_t>((i * 5 + 1) % f.cfg.vocab_size);
+  }
+  SumLogprob loss;
+  std::vector<float> lp(N), ent(N), dlp(N), dent(N);
+  f.model.zero_grad();
+  f.model.forward_backward(tok.data(), tgt.data(), B, T, loss, lp.data(), ent.data());
+  const std::vector<float> want(f.model.grads(), f.model.grads() + f.model.flat_size());
+  for (bool before : {true, false}) {
+    SCOPED_TRACE(before ? "set before attaching" : "set after attaching");
+    Transformer copy(f.cfg);
+    if (before) copy.set_recompute(true);
+    std::shared_ptr<MirrorDevice> dev = copy_onto_mirror(f.model, copy);
+    if (!before) copy.set_recompute(true);
+    EXPECT_TRUE(dev->recompute());
+    copy.zero_grad();
+    copy.forward_backward(tok.data(), tgt.data(), B, T, loss, dlp.data(), dent.data());
+    EXPECT_EQ(lp, dlp);
+    EXPECT_EQ(ent, dent);
+    EXPECT_EQ(std::memcmp(copy.grads(), want.data(), want.size() * sizeof(float)), 0);
+    copy.set_recompute(false);
+    EXPECT_FALSE(dev->recompute());
+  }
+}
+
 TEST(DeviceModel, DeviceNamesAreCheckedAndCpuMeansNone) {
   EXPECT_TRUE(device_name_valid("cpu"));
   EXPECT_TRUE(device_name_valid("cuda"));

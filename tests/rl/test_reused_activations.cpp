@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "common/models.h"
 #include "common/tolerance.h"
@@ -249,4 +250,45 @@ TEST(ReusedActivations, EditedRowsChangedWeightsAndAFullStoreAreRefused) {
   EXPECT_THROW(f.model.forward_backward_packed(m.tok.data(), m.tgt.data(), m.packed.segs, loss, lp.data(), ent.data(),
                                                store, slots.data()),
                Error);
+}
+
+// A recomputing model cannot train from kept activations (its backward rebuilds each layer's from the layer's
+// input): the update falls back to its own forward (policy_update.cpp asks reusable() first), and a direct call is
+// refused naming recomputation. Recipes turn rl.reuse_activations off with model.recompute (tests/app RunConfig).
+TEST(ReusedActivations, ARecomputingModelFallsBackToItsOwnForward) {
+  test::RandomModel f;
+  ActivationStore store(f.model.act_field_widths());
+  store.reset(4096, f.model.params_version());
+  KvPool pool(f.cfg, 4, 128);
+  RolloutEngine eng(f.model, pool);
+  eng.set_activation_store(&store);
+  std::vector<RolloutRequest> reqs = {request({5, 9, 2, 7}, 3, 10, 1)};
+  std::vector<Completion> out = eng.run(reqs);
+  Micro m = micro(reqs, out);
+  std::vector<int64_t> slots;
+  ASSERT_TRUE(rl::reusable_slots(store, m.packed, m.tok.data(), m.slots, m.T, &slots));
+  ASSERT_TRUE(f.model.reusable(store));
+  f.model.set_recompute(true);
+  EXPECT_FALSE(f.model.reusable(store));
+  std::vector<float> lp(m.packed.size()), ent(m.packed.size());
+  WeightedLogprob loss(m.w);
+  try {
+    f.model.forward_backward_packed(m.tok.data(), m.tgt.data(), m.packed.segs, loss, lp.data(), ent.data(), store,
+                                    slots.data());
+    ADD_FAILURE() << "a recomputing model trained from kept activations";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("recomputes"), std::string::npos) << e.what();
+  }
+  // Its own forward and backward: the gradient of the model without recomputation, bit for bit, which equals the
+  // update over the kept activations (within expect_same_update's tolerance).
+  f.model.zero_grad();
+  f.model.forward_backward_packed(m.tok.data(), m.tgt.data(), m.packed.segs, loss, lp.data(), ent.data());
+  const std::vector<float> got(f.model.grads(), f.model.grads() + f.model.flat_size());
+  f.model.set_recompute(false);
+  std::vector<float> lp2(lp.size()), ent2(ent.size());
+  f.model.zero_grad();
+  f.model.forward_backward_packed(m.tok.data(), m.tgt.data(), m.packed.segs, loss, lp2.data(), ent2.data());
+  EXPECT_EQ(lp, lp2);
+  EXPECT_EQ(std::memcmp(got.data(), f.model.grads(), got.size() * sizeof(float)), 0);
+  expect_same_update(f.model, store, m);
 }

@@ -28,6 +28,7 @@ struct ModelSection {
   std::string path, preset, precision = "f32", device = "cpu", prompt_format = "auto", system_prompt, user_template;
   int64_t context = 0;
   uint64_t seed = 0;
+  bool recompute = false;  // per-layer activation recompute in the training passes (Transformer::set_recompute)
   void visit(KeyVisitor& v);
 };
 

@@ -251,8 +251,16 @@ void CudaTransformer::plan(int64_t max_tokens, int64_t max_seq) {
     saved_.assign(static_cast<size_t>(L), Acts{});
     for (auto& a : saved_) {
       a.x_in = c.take<float>(N * C);
+      if (recompute_) continue;  // the rest is scratch_'s, rebuilt per layer
       a.lse = c.take<float>(N * H);
       carve_layer(c, a, N);
+    }
+    scratch_ = Acts{};
+    x_tmp_ = nullptr;
+    if (recompute_) {
+      scratch_.lse = c.take<float>(N * H);
+      carve_layer(c, scratch_, N);
+      x_tmp_ = c.take<float>(N * C);
     }
     x_final_ = c.take<float>(N * C);
     xf_ = c.take<float>(N * C);
@@ -504,12 +512,28 @@ void CudaTransformer::layer_backward(int64_t l, const Acts& a, float* dx, int64_
   attention_backward(l, a, dx, B, T);
 }
 
+void CudaTransformer::set_recompute(bool on) {
+  if (on == recompute_) return;
+  recompute_ = on;
+  if (max_tokens_ == 0) return;
+  const int64_t tokens = max_tokens_, seq = max_seq_;
+  max_tokens_ = max_seq_ = 0;  // plan() only grows: carve the arena anew for the same shapes
+  plan(tokens, seq);
+}
+
+const CudaTransformer::Acts& CudaTransformer::acts_for(int64_t l) {
+  if (!recompute_) return saved_[static_cast<size_t>(l)];
+  scratch_view_ = scratch_;
+  scratch_view_.x_in = saved_[static_cast<size_t>(l)].x_in;
+  return scratch_view_;
+}
+
 void CudaTransformer::trunk_forward(int64_t B, int64_t T) {
   const int64_t N = B * T, C = cfg_.hidden_size, L = cfg_.num_layers;
   embed(tokens_, N, saved_[0].x_in);
   for (int64_t l = 0; l < L; ++l) {
     float* x_out = l + 1 == L ? x_final_ : saved_[static_cast<size_t>(l + 1)].x_in;
-    layer_forward(l, saved_[static_cast<size_t>(l)], x_out, B, T, false, 0);
+    layer_forward(l, acts_for(l), x_out, B, T, false, 0);
   }
   cuda::rmsnorm_fwd(x_final_, nw(layout_.final_norm), xf_, rstd_f_, N, C, static_cast<float>(cfg_.rms_norm_eps),
                     stream_);
@@ -545,7 +569,11 @@ void CudaTransformer::forward_backward(const int32_t* tokens, const int32_t* tar
   cuda::classifier_fused(*blas_, *cls_ws_, ca);
   cuda::rmsnorm_bwd(dxn_, x_final_, nw(layout_.final_norm), rstd_f_, dx_, grads_.data() + layout_.final_norm, N, C,
                     false, colsum_, stream_);
-  for (int64_t l = cfg_.num_layers - 1; l >= 0; --l) layer_backward(l, saved_[static_cast<size_t>(l)], dx_, B, T);
+  for (int64_t l = cfg_.num_layers - 1; l >= 0; --l) {
+    const Acts& a = acts_for(l);
+    if (recompute_) layer_forward(l, a, x_tmp_, B, T, false, 0);  // the layer's activations again, from its input
+    layer_backward(l, a, dx_, B, T);
+  }
   embed_backward(tokens_, N, dx_);
   if (logprob) cuda::copy_to_host(logprob, lp_, sizeof(float) * N, stream_);
   if (entropy) cuda::copy_to_host(entropy, ent_, sizeof(float) * N, stream_);

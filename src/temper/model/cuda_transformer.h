@@ -3,7 +3,8 @@
 // weights, gradients and AdamW moments (flat buffers laid out by ParamLayout, as on the CPU) with a
 // bf16 compute copy refreshed by the optimizer; GEMMs in bf16 on tensor cores with fp32
 // accumulation (cuBLASLt). Rollouts on a paged KV cache on the device, and the speculative drafter's pass.
-// Leaves out (clear errors): recomputation; longrope (Phi-3) in decode_step, whose positions stay on the device.
+// Per-layer recomputation (set_recompute) as the CPU model's: each layer's input kept, the rest recomputed in the
+// backward. Leaves out (clear errors): longrope (Phi-3) in decode_step, whose positions stay on the device.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -88,6 +89,9 @@ class CudaTransformer final : public DeviceModel {
   // only; the passes grow it too).
   void plan(int64_t max_tokens, int64_t max_seq) override;
   void set_precision(kernels::Precision p) override;
+  // Recomputation: the arena keeps each layer's input and one layer's activations (re-planned now if planned).
+  void set_recompute(bool on) override;
+  bool recompute() const { return recompute_; }
   size_t activation_bytes() const { return arena_bytes_; }
   // As Transformer::forward_backward / forward_logprobs; tokens, targets, logprob, entropy are host arrays.
   void forward_backward(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
@@ -169,6 +173,7 @@ class CudaTransformer final : public DeviceModel {
   void clear_graphs();
   void set_table_stride(int64_t stride);
   void carve_layer(Carver& c, Acts& a, int64_t N) const;
+  const Acts& acts_for(int64_t l);  // layer l's activations: saved_[l], or (recomputing) scratch_ with its input
   void rows_forward(int64_t n);  // embedding and every layer over decode rows [0, n); returns the stream in dec_x_ or dec_x2_
   float* last_hidden_ = nullptr;
   const uint16_t* w16(int64_t offset) const { return params16_.data() + offset; }
@@ -195,7 +200,11 @@ class CudaTransformer final : public DeviceModel {
   cuda::DeviceBuffer<uint8_t> arena_;
   size_t arena_bytes_ = 0;
   int64_t max_tokens_ = 0, max_seq_ = 0;
-  std::vector<Acts> saved_;
+  std::vector<Acts> saved_;  // per layer (only x_in when recomputing)
+  bool recompute_ = false;
+  Acts scratch_{};          // recomputing: the one layer's activations, rebuilt per layer in the backward
+  Acts scratch_view_{};     // acts_for's answer: scratch_ with a layer's input
+  float* x_tmp_ = nullptr;  // recomputing: the recomputed layer's output (discarded)
   float *x_final_ = nullptr, *xf_ = nullptr, *rstd_f_ = nullptr, *dx_ = nullptr, *dxn_ = nullptr, *dh_ = nullptr,
         *dgu_ = nullptr, *do_ = nullptr, *dqkv_ = nullptr, *delta_ = nullptr, *lp_ = nullptr, *ent_ = nullptr;
   uint16_t *xf16_ = nullptr, *d16_ = nullptr;

@@ -49,6 +49,9 @@ class DeviceModel {
   virtual void plan(int64_t max_tokens, int64_t max_seq) = 0;
   // The host model's precision (a CPU mirror follows it; the CUDA model computes in bf16 and says so).
   virtual void set_precision(kernels::Precision p) = 0;
+  // Per-layer activation recomputation in the training pass (Transformer::set_recompute): only each layer's input
+  // is kept from the forward, the rest recomputed layer by layer in the backward.
+  virtual void set_recompute(bool on) = 0;
   // As Transformer's; host arrays in and out.
   virtual void forward_backward(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
                                 const kernels::ClassifierLoss& loss, float* logprob, float* entropy) = 0;

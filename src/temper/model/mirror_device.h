@@ -29,6 +29,8 @@ class MirrorDevice final : public DeviceModel {
   size_t memory_bytes() const override;
   void plan(int64_t max_tokens, int64_t max_seq) override { m_.plan(max_tokens, max_seq); }
   void set_precision(kernels::Precision p) override { m_.set_precision(p); }
+  void set_recompute(bool on) override { m_.set_recompute(on); }
+  bool recompute() const { return m_.recompute(); }  // (tests)
   void forward_backward(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T,
                         const kernels::ClassifierLoss& loss, float* lp, float* ent) override;
   void forward_logprobs(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T, float* lp,

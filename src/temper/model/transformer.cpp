@@ -58,6 +58,7 @@ void Transformer::attach_device(std::shared_ptr<DeviceModel> device) {
   device_ = std::move(device);
   if (!device_) return;
   device_->set_precision(precision_);
+  device_->set_recompute(recompute_);
   device_->set_params(params_.data<float>());
   if (max_tokens_ > 0) device_->plan(max_tokens_, max_seq_);
 }
@@ -124,9 +125,10 @@ void Transformer::zero_grad() {
 }
 
 void Transformer::set_recompute(bool on) {
+  if (device_) device_->set_recompute(on);  // the device's training passes recompute too
   if (on == recompute_) return;
   recompute_ = on;
-  if (max_tokens_ > 0) plan_host(max_tokens_, max_seq_);  // the host arena's layout (a device does not recompute)
+  if (max_tokens_ > 0) plan_host(max_tokens_, max_seq_);  // the host arena's layout
 }
 
 // Carves every activation and scratch buffer out of the arena (or, with allocate = false, counts
