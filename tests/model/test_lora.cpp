@@ -4,15 +4,23 @@
 // differences; the frozen base gets no weight gradients; rollout log-probs from the paged forward equal the training
 // forward's; recomputation and packed batches give the stored path's gradients. Every family of the golden shape.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "common/models.h"
 #include "common/tolerance.h"
 #include "temper/core/error.h"
 #include "temper/core/rng.h"
+#include "temper/io/peft_adapter.h"
+#include "temper/io/safetensors.h"
 #include "temper/kernels/classifier.h"
 #include "temper/model/activation_store.h"
 #include "temper/model/kv_pool.h"
@@ -511,4 +519,148 @@ TEST(Lora, RefusedWhereNotSupported) {
   EXPECT_FALSE(m.reusable(store));
   m.attach_lora(nullptr);
   EXPECT_TRUE(m.reusable(store));
+}
+
+// PEFT's format (io/peft_adapter.h): written as PEFT names it and read back bit for bit; bf16 tensors; what
+// temper's adapters cannot hold is refused naming the file and the field or tensor.
+namespace {
+
+std::string scratch_dir(const std::string& name) {
+  std::string d = ::testing::TempDir() + "temper_lora_" + name + "_" + std::to_string(::getpid());
+  std::filesystem::remove_all(d);
+  return d;
+}
+
+void edit_config(const std::string& dir, const std::function<void(nlohmann::json&)>& f) {
+  const std::string path = dir + "/adapter_config.json";
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(path));
+  f(j);
+  std::ofstream(path) << j.dump(2);
+}
+
+}  // namespace
+
+TEST(LoraPeft, WritesPeftsNamesAndReadsThemBack) {
+  ModelConfig cfg = family_config(Arch::qwen2);
+  LoraConfig lc = lora_config({LoraTarget::q, LoraTarget::v, LoraTarget::gate, LoraTarget::down}, 4, 8);
+  LoraAdapters ad(cfg, lc);
+  randomize(ad, 29);
+  const std::string dir = scratch_dir("write");
+  io::write_peft_adapter(ad, dir, {.base_model_name_or_path = "tiny"});
+  const nlohmann::json j = nlohmann::json::parse(std::ifstream(dir + "/adapter_config.json"));
+  EXPECT_EQ(j.at("peft_type"), "LORA");
+  EXPECT_EQ(j.at("task_type"), "CAUSAL_LM");
+  EXPECT_EQ(j.at("r"), 4);
+  EXPECT_EQ(j.at("lora_alpha"), 8);
+  EXPECT_EQ(j.at("lora_dropout"), 0.0);
+  EXPECT_EQ(j.at("bias"), "none");
+  EXPECT_EQ(j.at("use_rslora"), false);
+  EXPECT_EQ(j.at("target_modules"), nlohmann::json({"q_proj", "v_proj", "gate_proj", "down_proj"}));
+  io::SafetensorsFile f = io::SafetensorsFile::open(dir + "/adapter_model.safetensors");
+  EXPECT_EQ(f.names().size(), static_cast<size_t>(2 * 4 * cfg.num_layers));
+  Tensor a = f.get("base_model.model.model.layers.1.self_attn.v_proj.lora_A.weight");
+  Tensor b = f.get("base_model.model.model.layers.1.mlp.down_proj.lora_B.weight");
+  EXPECT_EQ(a.shape(), Shape({4, cfg.hidden_size}));
+  EXPECT_EQ(b.shape(), Shape({cfg.hidden_size, 4}));
+  EXPECT_EQ(std::memcmp(a.data<float>(), ad.a(1, LoraTarget::v).data<float>(), sizeof(float) * a.numel()), 0);
+  std::unique_ptr<LoraAdapters> back = io::read_peft_adapter(dir, cfg);
+  EXPECT_EQ(back->config().targets, lc.targets);
+  EXPECT_EQ(back->scale(), ad.scale());
+  ASSERT_EQ(back->size(), ad.size());
+  EXPECT_EQ(std::memcmp(back->params(), ad.params(), sizeof(float) * ad.size()), 0);
+  // Resuming into existing adapters; bf16 files within bf16 rounding.
+  LoraAdapters resumed(cfg, lc);
+  io::load_peft_adapter_weights(resumed, dir);
+  EXPECT_EQ(std::memcmp(resumed.params(), ad.params(), sizeof(float) * ad.size()), 0);
+  const std::string dir16 = scratch_dir("bf16");
+  io::PeftWriteOptions o16;
+  o16.dtype = DType::bf16;
+  io::write_peft_adapter(ad, dir16, o16);
+  EXPECT_EQ(io::SafetensorsFile::open(dir16 + "/adapter_model.safetensors")
+                .get(io::peft_tensor_name(0, LoraTarget::q, true))
+                .dtype(),
+            DType::bf16);
+  std::unique_ptr<LoraAdapters> b16 = io::read_peft_adapter(dir16, cfg);
+  EXPECT_TRUE(all_close(b16->params(), ad.params(), ad.size(), tolerance(Kind::bf16)));
+  // merge_peft_adapter: the model then computes what model + adapters did.
+  Transformer m(cfg);
+  m.init_random(42, 0.1f);
+  Batch batch(cfg, 8);
+  m.attach_lora(&ad);
+  std::vector<float> want = logits(m, batch);
+  m.attach_lora(nullptr);
+  io::merge_peft_adapter(m, dir);
+  std::vector<float> got = logits(m, batch);
+  EXPECT_TRUE(all_close(got.data(), want.data(), static_cast<int64_t>(got.size()), 1e-5));
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(dir16);
+}
+
+TEST(LoraPeft, RefusesWhatTheAdaptersCannotHold) {
+  ModelConfig cfg = small_config(Arch::llama);
+  LoraConfig lc = lora_config({LoraTarget::q, LoraTarget::v});
+  LoraAdapters ad(cfg, lc);
+  randomize(ad, 31);
+  const std::string dir = scratch_dir("refuse");
+  auto fresh = [&] {
+    std::filesystem::remove_all(dir);
+    io::write_peft_adapter(ad, dir);
+  };
+  auto refused = [&](const std::string& needle) {
+    std::string msg;
+    try {
+      io::read_peft_adapter(dir, cfg);
+    } catch (const Error& e) {
+      msg = e.what();
+    }
+    EXPECT_NE(msg.find(needle), std::string::npos) << "wanted '" << needle << "' in: " << msg;
+  };
+  // Config fields.
+  for (auto [field, value, needle] : std::vector<std::tuple<std::string, nlohmann::json, std::string>>{
+           {"use_dora", true, "use_dora"},
+           {"bias", "all", "'bias'"},
+           {"rank_pattern", {{"q_proj", 8}}, "rank_pattern"},
+           {"layers_to_transform", {0}, "layers_to_transform"},
+           {"modules_to_save", {"lm_head"}, "modules_to_save"},
+           {"target_modules", ".*q_proj", "pattern"},
+           {"target_modules", {"q_proj", "lm_head"}, "lm_head"},
+           {"peft_type", "IA3", "peft_type"},
+           {"lora_dropout", 0.05, "lora_dropout"}}) {
+    fresh();
+    edit_config(dir, [&](nlohmann::json& j) { j[field] = value; });
+    refused(needle);
+  }
+  // Dropout is ignored where asked (inference, merging).
+  EXPECT_NO_THROW(io::read_peft_adapter(dir, cfg, {.ignore_dropout = true}));
+  // "all-linear" means every target: the file then lacks k's tensors.
+  fresh();
+  edit_config(dir, [](nlohmann::json& j) { j["target_modules"] = "all-linear"; });
+  refused("model.layers.0.self_attn.k_proj.lora_A.weight' missing");
+  // Shapes of another model, a missing tensor, an unexpected one, a rank that differs from the run's.
+  ModelConfig wide = cfg;
+  wide.hidden_size = 96;
+  LoraAdapters other(wide, lc);
+  std::filesystem::remove_all(dir);
+  io::write_peft_adapter(other, dir);
+  refused(
+      "tensor 'base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight' has shape [4, 96], expected [4, 64]");
+  ModelConfig deep = cfg;
+  deep.num_layers = 3;
+  LoraAdapters three(deep, lc);
+  std::filesystem::remove_all(dir);
+  io::write_peft_adapter(three, dir);
+  refused("unexpected tensor 'base_model.model.model.layers.2.self_attn.q_proj.lora_A.weight'");
+  LoraAdapters rank8(cfg, lora_config({LoraTarget::q, LoraTarget::v}, 8));
+  fresh();
+  EXPECT_THROW(io::load_peft_adapter_weights(rank8, dir), Error);
+  LoraAdapters more(cfg, lora_config({LoraTarget::q, LoraTarget::v, LoraTarget::o}));
+  EXPECT_THROW(io::load_peft_adapter_weights(more, dir), Error);
+  std::filesystem::remove(dir + "/adapter_model.safetensors");
+  std::ofstream(dir + "/adapter_model.bin") << "pickle";
+  refused("adapter_model.bin");
+  // Phi-3's fused q/k/v and gate/up have no PEFT names per q, k, v; o and down do.
+  ModelConfig phi = family_config(Arch::phi3);
+  EXPECT_THROW(io::write_peft_adapter(LoraAdapters(phi, lc), dir), Error);
+  EXPECT_NO_THROW(io::write_peft_adapter(LoraAdapters(phi, lora_config({LoraTarget::o, LoraTarget::down})), dir));
+  std::filesystem::remove_all(dir);
 }
