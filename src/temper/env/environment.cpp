@@ -153,7 +153,7 @@ std::vector<ToolCall> message_tool_calls(const ojson& message) {
           tc.arguments = std::move(parsed);
         else
           tc.arguments_error = "the arguments are not a JSON object: " + shorten(args->get<std::string>());
-      } catch (const ojson::parse_error&) {
+      } catch (const ojson::exception&) {  // parse_error, and out_of_range for a number beyond double (1e999)
         tc.arguments_error = "the arguments are not JSON: " + shorten(args->get<std::string>());
       }
     } else {

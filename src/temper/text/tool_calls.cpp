@@ -93,6 +93,9 @@ std::optional<Json> parse_json(std::string_view text, int k, std::vector<std::st
   } catch (const nlohmann::json::parse_error& e) {
     errors.push_back(call_prefix(k) + json_error_text(e));
     return std::nullopt;
+  } catch (const nlohmann::json::exception& e) {  // out_of_range: a number beyond double (1e999)
+    errors.push_back(call_prefix(k) + "invalid JSON: " + e.what());
+    return std::nullopt;
   }
 }
 
@@ -137,6 +140,8 @@ std::optional<ToolCall> validate_call(const Json& j, int k, std::initializer_lis
       arguments = Json::parse(s);
     } catch (const nlohmann::json::parse_error& e) {
       return fail("\"" + args_name + "\" is a string that is not JSON: " + json_error_text(e));
+    } catch (const nlohmann::json::exception& e) {  // out_of_range: a number beyond double (1e999)
+      return fail("\"" + args_name + "\" is a string that is not JSON: " + e.what());
     }
     if (!arguments.is_object()) {
       return fail("\"" + args_name + "\" is a string holding " + std::string(arguments.type_name()) +
