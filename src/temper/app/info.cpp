@@ -28,26 +28,20 @@ std::string mib(double bytes) {
   return format_bytes(bytes);
 }
 
-// A model's config from an HF directory, config.json or GGUF (headers only: no weights are read); `say` prints
-// what the file is and `dtypes` counts its stored tensors' types.
-ModelConfig read_model_config(const std::string& path, bool say, std::map<std::string, int>* dtypes) {
-  TEMPER_CHECK(fs::exists(path)) << path << ": no such file or directory";
+// What the model file is (said when `say`) and its stored tensors' types; the config is read_model_config's.
+ModelConfig describe_model(const std::string& path, bool say, std::map<std::string, int>* dtypes) {
+  const ModelConfig c = read_model_config(path);
   if (fs::is_regular_file(path) && is_gguf_path(path)) {
     io::GgufFile f = io::GgufFile::open(path);
-    ModelConfig c = io::gguf_model_config(f);
-    if (dtypes)
-      for (const auto& t : f.tensors()) (*dtypes)[std::string(io::ggml_type_name(t.type))]++;
+    for (const auto& t : f.tensors()) (*dtypes)[std::string(io::ggml_type_name(t.type))]++;
     if (say) {
       std::printf("model: %s (GGUF v%u, %s)\n", path.c_str(), f.version(), mib(fs::file_size(path)).c_str());
       if (f.find("general.name")) std::printf("name: %s\n", f.get_str("general.name").c_str());
     }
     return c;
   }
-  TEMPER_CHECK(fs::is_directory(path) || path.size() < 5 || path.substr(path.size() - 5) == ".json")
-      << path << ": not a model temper can describe (a Hugging Face directory, config.json or .gguf)";
-  ModelConfig c = io::read_hf_config(fs::is_directory(path) ? path + "/config.json" : path);
   if (say) std::printf("model: %s (Hugging Face)\n", path.c_str());
-  if (dtypes && fs::is_directory(path) && io::read_hf_model_dir(path).has_weights) {
+  if (fs::is_directory(path) && io::read_hf_model_dir(path).has_weights) {
     io::SafetensorsSet st = io::SafetensorsSet::open(path);
     for (const auto& n : st.names()) (*dtypes)[std::string(dtype_name(st.get(n).dtype()))]++;
   }
@@ -70,7 +64,7 @@ MemorySettings plan_settings(const InfoOptions& o, const ModelConfig& c) {
   s.reference = o.kl;
   s.lora_rank = o.lora;
   s.qlora = o.qlora;
-  if (!o.teacher.empty()) s.teacher = read_model_config(o.teacher, false, nullptr);
+  if (!o.teacher.empty()) s.teacher = read_model_config(o.teacher);
   return s;
 }
 
@@ -130,7 +124,7 @@ int info(const InfoOptions& o) {
     return 0;
   }
   std::map<std::string, int> dtypes;
-  const ModelConfig c = read_model_config(o.model, !o.json, &dtypes);
+  const ModelConfig c = describe_model(o.model, !o.json, &dtypes);
   if (o.json) {
     print_memory(c, o);
     return 0;

@@ -4,9 +4,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 
+#include "temper/app/model_source.h"
 #include "temper/core/error.h"
 #include "temper/core/memory_info.h"
+#include "temper/io/gguf_file.h"
+#include "temper/io/gguf_model.h"
+#include "temper/io/hf_config.h"
 #include "temper/kernels/classifier.h"
 #include "temper/model/device_model.h"
 #include "temper/model/kv_pool.h"
@@ -18,6 +23,7 @@
 #endif
 
 namespace temper::app {
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -115,6 +121,14 @@ double kv_bytes(const ModelConfig& c, int64_t mb, int64_t seqs, int64_t seq, dou
 }
 
 }  // namespace
+
+ModelConfig read_model_config(const std::string& path) {
+  TEMPER_CHECK(fs::exists(path)) << path << ": no such file or directory";
+  if (fs::is_regular_file(path) && is_gguf_path(path)) return io::gguf_model_config(io::GgufFile::open(path));
+  TEMPER_CHECK(fs::is_directory(path) || path.size() < 5 || path.substr(path.size() - 5) == ".json")
+      << path << ": not a model temper can describe (a Hugging Face directory, config.json or .gguf)";
+  return io::read_hf_config(fs::is_directory(path) ? path + "/config.json" : path);
+}
 
 double MemoryPlan::device_bytes() const {
   double b = 0;
@@ -295,10 +309,12 @@ double device_memory_bytes(const std::string& device) {
 std::vector<std::string> memory_fit_suggestions(const ModelConfig& cfg, const MemorySettings& s, double budget) {
   std::vector<std::string> out;
   if (plan_memory(cfg, s).device_bytes() <= budget) return out;
+  double best = budget;  // a later, more invasive change is listed only when it needs less than the earlier ones
   auto line = [&](const MemorySettings& t, const std::string& what) {
     const double total = plan_memory(cfg, t).device_bytes();
     if (total > budget) return false;
-    out.push_back(what + ": " + format_bytes(total));
+    if (out.empty() || total < best) out.push_back(what + ": " + format_bytes(total));
+    best = std::min(best, total);
     return true;
   };
   auto step = [&](MemorySettings t, const std::string& what) {
@@ -312,7 +328,7 @@ std::vector<std::string> memory_fit_suggestions(const ModelConfig& cfg, const Me
   if (const int64_t mb = largest_micro_batch(cfg, s, budget); mb > 0) {
     MemorySettings t = s;
     t.micro_batch = mb;
-    line(t, "micro-batches of " + std::to_string(mb) + " sequences");
+    line(t, "micro-batches of " + std::to_string(mb) + " sequences (sft.micro_batch, rl.micro_batch)");
   }
   if (!s.recompute) {
     MemorySettings t = s;
@@ -323,7 +339,7 @@ std::vector<std::string> memory_fit_suggestions(const ModelConfig& cfg, const Me
     MemorySettings t = s;
     t.precision = kernels::Precision::bf16;
     t.recompute = true;
-    step(t, "bf16 with recompute");
+    step(t, "bf16 (model.precision = \"bf16\") with recompute");
   }
   if (s.ranks > 1 && !s.shard_optimizer && s.lora_rank == 0) {
     MemorySettings t = s;
@@ -336,7 +352,8 @@ std::vector<std::string> memory_fit_suggestions(const ModelConfig& cfg, const Me
     t.lora_rank = s.lora_rank > 0 ? s.lora_rank : 16;
     t.qlora = q;
     t.recompute = true;
-    step(t, std::string(q ? "QLoRA" : "LoRA") + " rank " + std::to_string(t.lora_rank) + " with recompute");
+    step(t, std::string(q ? "QLoRA" : "LoRA") + " rank " + std::to_string(t.lora_rank) +
+                " ([lora] rank = " + std::to_string(t.lora_rank) + (q ? ", base = \"int4\"" : "") + ") with recompute");
   }
   return out;
 }

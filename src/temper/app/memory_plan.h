@@ -61,6 +61,8 @@ struct MemoryPlan {
   double host_bytes() const;    // what the host holds beside it (cpu: the same as device_bytes)
 };
 
+// A model's config from a Hugging Face directory, its config.json or a GGUF file (headers only: no weights read).
+ModelConfig read_model_config(const std::string& path);
 // The plan per rank; throws naming the setting when one is out of range.
 MemoryPlan plan_memory(const ModelConfig& cfg, const MemorySettings& s);
 // The most sequences per micro-batch (of s.seq tokens) whose plan fits budget_bytes; 0 when not even one does.
