@@ -101,7 +101,7 @@ void save_checkpoint(const std::string& dir, const Transformer& model, const io:
     std::vector<io::NamedTensor> state;
     if (opt) {
       // The full moments (a sharded optimiser gathered them here first: Optimizer::gather_moments).
-      const int64_t n = model.flat_size();
+      const int64_t n = opt->trainable_size();
       state.push_back({"adam.m", Tensor::wrap(const_cast<float*>(opt->full_m()), {n}, DType::f32).clone()});
       state.push_back({"adam.v", Tensor::wrap(const_cast<float*>(opt->full_v()), {n}, DType::f32).clone()});
     }
@@ -163,7 +163,7 @@ TrainState load_checkpoint(const std::string& dir, Transformer& model, Optimizer
   if (opt) {
     std::string p = (fs::path(dir) / "trainer_state.safetensors").string();
     io::SafetensorsFile f = io::SafetensorsFile::open(p);
-    const int64_t n = model.flat_size();  // full moments in the file; a sharded optimiser keeps its pieces
+    const int64_t n = opt->trainable_size();  // full moments in the file; a sharded optimiser keeps its pieces
     std::vector<float> m(static_cast<size_t>(n)), v(static_cast<size_t>(n));
     io::copy_to_f32(f.get("adam.m"), m.data(), n, p + ": adam.m");
     io::copy_to_f32(f.get("adam.v"), v.data(), n, p + ": adam.v");

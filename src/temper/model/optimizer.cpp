@@ -6,6 +6,7 @@
 #include "temper/core/error.h"
 #include "temper/core/log.h"
 #include "temper/core/profile.h"
+#include "temper/model/lora.h"
 
 namespace temper {
 
@@ -22,6 +23,24 @@ void visit_optimizer(KeyVisitor& v, kernels::AdamWConfig& adamw, LrSchedule& lr,
 
 Optimizer::Optimizer(Transformer& model, const OptimizerConfig& cfg)
     : model_(model), cfg_(cfg), m_(Tensor::zeros({model.flat_size()})), v_(Tensor::zeros({model.flat_size()})) {}
+
+void Optimizer::train_adapters(LoraAdapters* adapters) {
+  TEMPER_CHECK(!adapters || !model_.device()) << "LoRA adapters are trained on the CPU only so far";
+  TEMPER_CHECK(!sharded()) << "train_adapters: call before set_sharded";
+  lora_ = adapters;
+  m_ = Tensor::zeros({trainable_size()});
+  v_ = Tensor::zeros({trainable_size()});
+}
+
+int64_t Optimizer::trainable_size() const {
+  return lora_ ? lora_->size() : model_.flat_size();
+}
+float* Optimizer::trainable() {
+  return lora_ ? lora_->params() : model_.params();
+}
+float* Optimizer::trainable_grads() {
+  return lora_ ? lora_->grads() : model_.grads();
+}
 
 OptimizerStep Optimizer::step() {
   TEMPER_PROFILE("optimizer");
@@ -40,8 +59,8 @@ OptimizerStep Optimizer::step() {
     return s;
   }
   if (sharded()) return sharded_step();
-  if (comm_ && comm_->size() > 1) comm_->allreduce_sum(model_.grads(), model_.flat_size());
-  s.grad_norm = kernels::clip_grad_norm(model_.grads(), model_.flat_size(), cfg_.max_grad_norm);
+  if (comm_ && comm_->size() > 1) comm_->allreduce_sum(trainable_grads(), trainable_size());
+  s.grad_norm = kernels::clip_grad_norm(trainable_grads(), trainable_size(), cfg_.max_grad_norm);
   s.lr = cfg_.lr.at(step_);
   if (!std::isfinite(s.grad_norm)) {
     s.skipped = true;
@@ -49,19 +68,19 @@ OptimizerStep Optimizer::step() {
     return s;
   }
   ++step_;
-  kernels::adamw_step(model_.params(), model_.grads(), m_.data<float>(), v_.data<float>(), model_.flat_size(),
-                      cfg_.adamw, static_cast<float>(s.lr), step_);
+  kernels::adamw_step(trainable(), trainable_grads(), m_.data<float>(), v_.data<float>(), trainable_size(), cfg_.adamw,
+                      static_cast<float>(s.lr), step_);
   model_.params_updated();
   return s;
 }
 
 void Optimizer::set_sharded(bool on) {
   pieces_.clear();
-  int64_t n = model_.flat_size();
+  int64_t n = trainable_size();
   if (on) {
     TEMPER_CHECK(!model_.device()) << "a sharded optimiser (ZeRO-1) runs on the CPU (on a GPU: not yet)";
     TEMPER_CHECK(comm_) << "a sharded optimiser needs the communicator first";
-    pieces_ = comm_->pieces(model_.flat_size());
+    pieces_ = comm_->pieces(trainable_size());
     n = 0;
     for (const auto& [off, len] : pieces_) n += len;
     if (pieces_.empty()) pieces_.emplace_back(0, 0);  // a rank with no piece (tiny models): still sharded
@@ -74,8 +93,8 @@ void Optimizer::set_sharded(bool on) {
 // the weights all-gathered.
 OptimizerStep Optimizer::sharded_step() {
   OptimizerStep s;
-  const int64_t n = model_.flat_size();
-  float* g = model_.grads();
+  const int64_t n = trainable_size();
+  float* g = trainable_grads();
   comm_->reduce_scatter_sum(g, n);
   double sq = 0;
   for (const auto& [off, len] : pieces_) {
@@ -92,7 +111,7 @@ OptimizerStep Optimizer::sharded_step() {
   }
   ++step_;
   const double coef = cfg_.max_grad_norm > 0 ? cfg_.max_grad_norm / (s.grad_norm + 1e-6) : 1.0;
-  float* p = model_.params();
+  float* p = trainable();
   int64_t at = 0;
   for (const auto& [off, len] : pieces_) {
     if (coef < 1.0)
@@ -108,7 +127,7 @@ OptimizerStep Optimizer::sharded_step() {
 
 void Optimizer::gather_moments(int root) {
   if (!sharded()) return;
-  const int64_t n = model_.flat_size();
+  const int64_t n = trainable_size();
   const bool here = comm_->rank() == root;
   gathered_m_.assign(here ? static_cast<size_t>(n) : 0, 0.f);
   gathered_v_.assign(here ? static_cast<size_t>(n) : 0, 0.f);

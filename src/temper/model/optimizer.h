@@ -23,6 +23,8 @@
 
 namespace temper {
 
+class LoraAdapters;
+
 struct OptimizerConfig {
   kernels::AdamWConfig adamw;
   LrSchedule lr;
@@ -61,6 +63,10 @@ class Optimizer {
   }
   void moments_updated();
   int64_t size() const { return m_.numel(); }  // moments held here (sharded: this rank's pieces)
+  // LoRA: step the adapters' flat buffer (lora.h) instead of the model's (the base frozen; moments restart at
+  // zero, sized for the adapters). Null: the model's again. CPU only.
+  void train_adapters(LoraAdapters* adapters);
+  int64_t trainable_size() const;  // floats stepped: the model's flat size, or the adapters'
   // ZeRO-1 over the communicator (set it first; CPU only). Moments restart at zero.
   void set_sharded(bool on);
   bool sharded() const { return !pieces_.empty(); }
@@ -82,7 +88,10 @@ class Optimizer {
  private:
   void pull_moments();
   OptimizerStep sharded_step();
+  float* trainable();
+  float* trainable_grads();
   Transformer& model_;
+  LoraAdapters* lora_ = nullptr;
   OptimizerConfig cfg_;
   Tensor m_, v_;
   std::vector<std::pair<int64_t, int64_t>> pieces_;  // sharded: this rank's (offset, length) pieces

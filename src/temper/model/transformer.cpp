@@ -121,6 +121,7 @@ void Transformer::init_random(uint64_t seed, float std) {
 
 void Transformer::zero_grad() {
   grads_.fill_zero();
+  if (lora_) lora_->zero_grad();  // the adapters' gradients accumulate beside the model's
   if (device_) device_->zero_grad();
 }
 
