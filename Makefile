@@ -38,9 +38,9 @@ test-asan: setup
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && OMP_WAIT_POLICY=passive UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -LE slow -j $(JOBS) $(CTEST_ARGS)
 
-# The thread pool, rollout engine and trainer tests under ThreadSanitizer (build-tsan; what OpenMP leaves
-# unchecked: tests/sanitizers/run_tsan.sh and tsan.supp).
-TSAN_TESTS ?= test_core test_rollout test_rl
+# The thread pool, rollout engine, trainer and reward/environment program tests under ThreadSanitizer (build-tsan;
+# what OpenMP leaves unchecked: tests/sanitizers/run_tsan.sh and tsan.supp).
+TSAN_TESTS ?= test_core test_rollout test_rl test_env test_reward
 test-tsan: setup
 	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTEMPER_CUDA=OFF -DTEMPER_TSAN=ON
 	cmake --build build-tsan -j $(JOBS) --target $(TSAN_TESTS)
