@@ -27,6 +27,7 @@ CLI::App* add_info_command(CLI::App& app, InfoOptions& o) {
   info->add_option("--kv-mb", o.kv_mb, "RL: KV cache MiB (rl.kv_memory_mb; 0: enough for the rollouts)")
       ->capture_default_str();
   info->add_flag("--kl", o.kl, "A frozen KL reference (rl.kl_coef > 0)");
+  info->add_flag("--eval", o.eval, "Held-out evaluation as temper train runs it (its decode copy and KV cache)");
   info->add_option("--lora", o.lora, "LoRA rank on q,k,v,o,gate,up,down (0: full fine-tuning)")->capture_default_str();
   info->add_flag("--qlora", o.qlora, "QLoRA: the frozen base's block products in int4 (with --lora R)");
   info->add_option("--teacher", o.teacher, "A teacher model (config.json, HF directory or .gguf)");

@@ -62,6 +62,8 @@ MemorySettings plan_settings(const InfoOptions& o, const ModelConfig& c) {
   s.prompts = o.prompts, s.group = o.group, s.max_new = o.max_new, s.max_seqs = o.max_seqs;
   s.kv_memory_mb = o.kv_mb;
   s.reference = o.kl;
+  s.evaluation = o.eval;
+  if (o.kv_mb > 0) s.eval_kv_memory_mb = o.kv_mb;
   s.lora_rank = o.lora;
   s.qlora = o.qlora;
   if (!o.teacher.empty()) s.teacher = read_model_config(o.teacher);

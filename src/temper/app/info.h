@@ -21,6 +21,7 @@ struct InfoOptions {
   bool zero = false;                                                      // ZeRO-1 (run.shard_optimizer)
   int64_t prompts = 8, group = 8, max_new = 0, max_seqs = 64, kv_mb = 0;  // rollouts (max_new > 0)
   bool kl = false;                                                        // a KL reference
+  bool eval = false;  // temper train's held-out evaluation (its decode copy and KV cache of kv_mb or 256 MiB)
   int64_t lora = 0;
   bool qlora = false;
   std::string teacher;  // a teacher model (config.json, HF directory or GGUF)

@@ -182,8 +182,8 @@ MemoryPlan plan_memory(const ModelConfig& cfg, const MemorySettings& s) {
     else if (bf16)
       add("weights (bf16 copies)", 2 * flat + (s.packed ? 2.0 * static_cast<double>(packed_elems(cfg)) : 0),
           s.packed ? "row-major (backward) + packed (forward)" : "row-major", true);
-    if (dev != Dev::cuda && !bf16 && rollouts && s.packed)
-      add("weights (f32 packed)", 4.0 * static_cast<double>(packed_elems(cfg)), "the rollout's decode products", true);
+    if (dev != Dev::cuda && !bf16 && (rollouts || s.evaluation) && s.packed)
+      add("weights (f32 packed)", 4.0 * static_cast<double>(packed_elems(cfg)), "the decode's products", true);
   } else {
     const double linear = static_cast<double>(block_linear_params(cfg)), rest = flat - linear;
     const double base = (s.qlora ? kInt4Bytes : 2.0) * linear + 2 * rest;
@@ -209,7 +209,7 @@ MemoryPlan plan_memory(const ModelConfig& cfg, const MemorySettings& s) {
   } else {
     const int64_t Nt = std::max(N, s.seq);
     act = static_cast<double>(Transformer::activation_bytes_for(cfg, Nt, s.seq, s.recompute));
-    if (!s.recompute && !s.forward_passes && !rollouts && !s.reference && !s.teacher) {
+    if (!s.recompute && !s.evaluation && !rollouts && !s.reference && !s.teacher) {
       // Training alone never writes the scratch layer and x_tmp (lazily zeroed pages: no memory until written).
       const double x = static_cast<double>(round64(static_cast<double>(Nt * cfg.hidden_size)));
       act -= (act - static_cast<double>(Transformer::activation_bytes_for(cfg, Nt, s.seq, true))) /
@@ -245,6 +245,13 @@ MemoryPlan plan_memory(const ModelConfig& cfg, const MemorySettings& s) {
       add("kept activations", std::min(need, std::floor(budget / slot) * slot),
           "the rollout's, for the update (rl.reuse_activations)", true);
     }
+  }
+
+  // Held-out evaluation's engine (rl::evaluate: its own KV pool while the rollouts' stays).
+  if (s.evaluation && s.eval_kv_memory_mb > 0) {
+    const double host_elem = bf16 ? 2 : 4, elem = dev == Dev::cuda ? 4 : host_elem;
+    add("KV cache (evaluation)", kv_bytes(cfg, s.eval_kv_memory_mb, 0, s.seq, host_elem, elem),
+        "eval.kv_memory_mb " + std::to_string(s.eval_kv_memory_mb), dev_host);
   }
 
   // The KL reference: a frozen copy of the policy (LoRA: the base without adapters, no copy).

@@ -31,9 +31,11 @@ struct MemorySettings {
   int64_t reuse_activations_mb = 0;  // its budget (0: a quarter of this machine's memory, shared by local ranks)
   int local_ranks = 1;               // ranks on this host (they share reuse_activations' default budget)
   bool reference = false;            // a frozen KL reference (rl.kl_coef > 0 or a method needs it)
-  // Forward-only passes run too (evaluation; implied by rollouts and a reference): they write the arena's one-layer
-  // scratch, which training alone without recompute never touches (its pages then cost nothing).
-  bool forward_passes = false;
+  // Held-out evaluation runs (temper train: at the start and the end, and every eval.every steps): it decodes
+  // (the CPU's f32 packed copy) in a KV cache of eval_kv_memory_mb, and its forward passes write the arena's
+  // one-layer scratch, which training alone without recompute never touches (its pages then cost nothing).
+  bool evaluation = false;
+  int64_t eval_kv_memory_mb = 256;
   // LoRA: rank 0 = full fine-tuning. Adapters on q, k, v, o, gate, up, down; the base frozen in bf16, or int4
   // (QLoRA: 4.5 bits a weight with its scales) for the block products; the reference is the base itself.
   int64_t lora_rank = 0;
