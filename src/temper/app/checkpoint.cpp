@@ -10,6 +10,7 @@
 
 #include "temper/core/error.h"
 #include "temper/io/atomic_file.h"
+#include "temper/io/peft_adapter.h"
 #include "temper/io/safetensors.h"
 #include "temper/io/safetensors_writer.h"
 #include "temper/io/sha256_file.h"
@@ -92,10 +93,13 @@ CheckpointCheck bad(std::string problem) {
 
 void save_checkpoint(const std::string& dir, const Transformer& model, const io::HfExportOptions& export_opts,
                      Optimizer* opt, const Transformer* reference, const TrainState& st, const std::string& config_toml,
-                     const std::function<void()>& mid_write) {
+                     const std::function<void()>& mid_write, const LoraAdapters* adapters) {
   fs::create_directories(fs::path(dir).parent_path());
   io::write_dir_atomic(dir, [&](const std::string& tmp) {
-    io::export_hf_dir(model, tmp, export_opts);
+    if (adapters)
+      io::write_peft_adapter(*adapters, tmp);
+    else
+      io::export_hf_dir(model, tmp, export_opts);
     if (mid_write) mid_write();
     fs::path t(tmp);
     std::vector<io::NamedTensor> state;
@@ -157,9 +161,13 @@ void load_weights(const std::string& path, Transformer& model) {
   model.params_updated();
 }
 
-TrainState load_checkpoint(const std::string& dir, Transformer& model, Optimizer* opt, Transformer* reference) {
+TrainState load_checkpoint(const std::string& dir, Transformer& model, Optimizer* opt, Transformer* reference,
+                           LoraAdapters* adapters) {
   TrainState s = read_train_state(dir);
-  load_weights((fs::path(dir) / "model.safetensors").string(), model);
+  if (adapters)
+    io::load_peft_adapter_weights(*adapters, dir);
+  else
+    load_weights((fs::path(dir) / "model.safetensors").string(), model);
   if (opt) {
     std::string p = (fs::path(dir) / "trainer_state.safetensors").string();
     io::SafetensorsFile f = io::SafetensorsFile::open(p);

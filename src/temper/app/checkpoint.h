@@ -15,6 +15,7 @@
 #include <string>
 
 #include "temper/io/hf_model_dir.h"
+#include "temper/model/lora.h"
 #include "temper/model/optimizer.h"
 #include "temper/model/transformer.h"
 
@@ -29,12 +30,16 @@ struct TrainState {
   std::map<std::string, std::string> methods;  // method name -> its saved state
 };
 
-// mid_write (fault injection for tests): called once the model files are written, before the rest.
+// mid_write (fault injection for tests): called once the model files are written, before the rest. With LoRA
+// `adapters`, the checkpoint holds them in PEFT's format (adapter_config.json, adapter_model.safetensors) instead
+// of the model (the frozen base is the run's model.path), and the optimiser's moments are the adapters'.
 void save_checkpoint(const std::string& dir, const Transformer& model, const io::HfExportOptions& export_opts,
                      Optimizer* opt, const Transformer* reference, const TrainState& st, const std::string& config_toml,
-                     const std::function<void()>& mid_write = {});
-// Loads weights (and the optimiser moments / reference when given) into existing objects.
-TrainState load_checkpoint(const std::string& dir, Transformer& model, Optimizer* opt, Transformer* reference);
+                     const std::function<void()>& mid_write = {}, const LoraAdapters* adapters = nullptr);
+// Loads weights (and the optimiser moments / reference when given) into existing objects; with `adapters`, the
+// adapters' weights instead of the model's.
+TrainState load_checkpoint(const std::string& dir, Transformer& model, Optimizer* opt, Transformer* reference,
+                           LoraAdapters* adapters = nullptr);
 TrainState read_train_state(const std::string& dir);
 void load_weights(const std::string& safetensors_path, Transformer& model);
 // The newest checkpoints/step-N of a run directory, or "" when there is none. A step-N is complete when it

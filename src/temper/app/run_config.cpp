@@ -334,6 +334,38 @@ void read_rewards(Recipe& r, RunConfig& c) {
 
 }  // namespace
 
+void LoraSection::visit(KeyVisitor& v) {
+  v("rank", config.rank, "the adapters' rank r");
+  v("alpha", config.alpha, "the adapters' scale numerator: scale = alpha / r (rslora: alpha / sqrt(r))");
+  v("dropout", config.dropout, "dropout on the adapters' input (only 0 so far)");
+  v("targets", targets, "the adapted products: q, k, v, o, gate, up, down (or their HF names, q_proj ...)");
+  v("rslora", config.use_rslora, "rank-stabilised scale alpha / sqrt(r)");
+  v("init", init, "a PEFT adapter directory (adapter_config.json + adapter_model.safetensors) to start from");
+}
+
+// [lora]: the targets by name, the config validated; what cannot train adapters refused.
+void read_lora(Recipe& r, RunConfig& c) {
+  if (!r.get_bool("lora.enabled", r.has_prefix("lora."))) return;
+  LoraSection l;
+  read_section(r, "lora.", [&](KeyVisitor& v) { l.visit(v); });
+  l.config.targets.clear();
+  for (const std::string& t : l.targets) {
+    LoraTarget x;
+    TEMPER_CHECK(lora_target_from_name(t, &x))
+        << r.source() << ": lora.targets: '" << t << "' is not one of q, k, v, o, gate, up, down";
+    l.config.targets.push_back(x);
+  }
+  try {
+    l.config.validate("[lora]");
+  } catch (const Error& e) {
+    TEMPER_FAIL() << r.source() << ": " << e.what();
+  }
+  TEMPER_CHECK(c.model.device == "cpu") << r.source() << ": [lora] trains on the CPU so far (model.device = \""
+                                        << c.model.device << "\"); set model.device = \"cpu\"";
+  TEMPER_CHECK(!c.rl.speculative) << r.source() << ": [rl.speculative] with [lora]: not yet (the drafter is the base)";
+  c.lora = std::move(l);
+}
+
 // [env] with its params as JSON (TOML literals parsed where they are JSON: numbers, booleans, strings), then what
 // cannot run on conversations refused.
 void read_env(Recipe& r, RunConfig& c) {
@@ -379,6 +411,7 @@ RunConfig read_run_config(Recipe& r, std::span<const rl::MethodSpec* const> tabl
   read_eval(r, c);
   read_rewards(r, c);
   read_env(r, c);
+  read_lora(r, c);
   c.run.out = default_out(c);
   read_section(r, "run.", [&](KeyVisitor& v) { c.run.visit(v); });
   TEMPER_CHECK(c.sft_steps() >= 0 && c.rl_steps() >= 0) << r.source() << ": sft.steps and rl.steps must be >= 0";
@@ -508,6 +541,10 @@ std::string list_keys_markdown(std::span<const rl::MethodSpec* const> table) {
   c.run.out = default_out(c);
   list_section(out, "env", "Multi-turn rollouts against an environment; `[env.params]` holds its own parameters.",
                [&](KeyVisitor& v) { EnvSection().visit(v); });
+  list_section(out, "lora",
+               "LoRA: low-rank adapters trained on the frozen base (the section turns it on); checkpoints hold them "
+               "in PEFT's format; the KL reference is the base.",
+               [&](KeyVisitor& v) { LoraSection().visit(v); });
   list_section(out, "run", "The run directory and what is written to it.", [&](KeyVisitor& v) { c.run.visit(v); });
   return out;
 }

@@ -12,6 +12,7 @@
 
 #include "temper/app/recipe.h"
 #include "temper/env/environment.h"
+#include "temper/model/lora.h"
 #include "temper/rl/curriculum.h"
 #include "temper/rl/env_rollout.h"
 #include "temper/rl/evaluate.h"
@@ -63,6 +64,14 @@ struct EnvSection {
   void visit(KeyVisitor& v);
 };
 
+// [lora]: train low-rank adapters on a frozen base (model/lora.h) instead of every weight.
+struct LoraSection {
+  LoraConfig config;
+  std::vector<std::string> targets = {"q", "k", "v", "o"};  // read into config.targets
+  std::string init;  // a PEFT adapter directory to start from ("": fresh adapters, B = 0)
+  void visit(KeyVisitor& v);
+};
+
 struct RunSection {
   std::string out;
   int64_t checkpoint_every = 0, keep_last = 2, samples_every = 10, samples_per_step = 4, threads = 0;
@@ -90,6 +99,7 @@ struct RunConfig {
   rl::EvalConfig eval;
   std::optional<HeldoutSection> heldout;
   std::optional<EnvSection> env;  // [env]
+  std::optional<LoraSection> lora;  // [lora]
   RunSection run;
   int64_t sft_steps() const { return sft_stage.steps; }
   int64_t rl_steps() const { return rl_stage.steps; }

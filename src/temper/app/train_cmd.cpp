@@ -42,6 +42,7 @@
 #include "temper/core/thread_pool.h"
 #include "temper/dist/communicator.h"
 #include "temper/io/atomic_file.h"
+#include "temper/io/peft_adapter.h"
 #include "temper/report/html_report.h"
 #include "temper/report/metrics_sink.h"
 #include "temper/report/progress.h"
@@ -110,6 +111,8 @@ class TrainRun {
   void make_task();
   void start_env();
   void load_policy();
+  void attach_lora();
+  Transformer* reference() const;  // the KL reference: a frozen copy, or (LoRA) the policy's base
   void make_stage_tasks();
   void make_rewards();
   void make_trainers();
@@ -147,6 +150,7 @@ class TrainRun {
   std::shared_ptr<const tasks::Task> task_, sft_task_, rl_task_, heldout_;
   int64_t max_prompt_ = 1, max_sft_row_ = 0;  // tokens: the longest training prompt kept, SFT row (scan_inputs)
   std::unique_ptr<Transformer> policy_, reference_;
+  std::unique_ptr<LoraAdapters> lora_;  // [lora]: trained on the frozen base
   std::shared_ptr<const text::Tokenizer> tok_;
   std::vector<int32_t> eos_ids_;
   int32_t bos_id_ = -1;
@@ -209,6 +213,7 @@ int TrainRun::run() {
   make_task();
   start_env();
   load_policy();
+  attach_lora();
   if (cfg_.env) conversation_source();  // the chat template and tool format checked before any step (then dropped)
   make_stage_tasks();
   scan_inputs();
@@ -400,12 +405,47 @@ void TrainRun::load_policy() {
   codec_ = make_codec(tok_, eos_ids_, m.prompt_format, m.system_prompt, m.user_template);
 }
 
+// [lora]: adapters on the frozen base, fresh (B = 0: the policy starts as the base) or from a PEFT directory
+// whose config must be the recipe's.
+void TrainRun::attach_lora() {
+  if (!cfg_.lora) return;
+  const LoraSection& l = *cfg_.lora;
+  if (l.init.empty()) {
+    lora_ = std::make_unique<LoraAdapters>(policy_->config(), l.config);
+    lora_->init(cfg_.model.seed);
+  } else {
+    lora_ = io::read_peft_adapter(l.init, policy_->config());
+    const LoraConfig& c = lora_->config();
+    TEMPER_CHECK(c.rank == l.config.rank && c.alpha == l.config.alpha && c.targets == l.config.targets &&
+                 c.use_rslora == l.config.use_rslora)
+        << recipe_.source() << ": lora.init = " << l.init << " holds adapters of rank " << c.rank << ", alpha "
+        << c.alpha << " on other targets or scale than [lora] gives (rank " << l.config.rank << ", alpha "
+        << l.config.alpha << "); make [lora] match the adapter";
+  }
+  if (comm_.size() > 1) comm_.broadcast(lora_->params(), lora_->size(), 0);
+  policy_->attach_lora(lora_.get());
+  policy_->set_base_frozen(true);
+  if (root_)
+    std::fprintf(stderr,
+                 "temper train: LoRA r=%lld alpha=%g on %zu product(s) per layer: %lld trainable parameters "
+                 "(%.2f%% of %lld)%s\n",
+                 static_cast<long long>(lora_->rank()), lora_->config().alpha, lora_->config().targets.size(),
+                 static_cast<long long>(lora_->size()),
+                 100.0 * static_cast<double>(lora_->size()) / static_cast<double>(policy_->num_params()),
+                 static_cast<long long>(policy_->num_params()), l.init.empty() ? "" : (", from " + l.init).c_str());
+}
+
+Transformer* TrainRun::reference() const {
+  return reference_ ? reference_.get() : lora_ ? policy_.get() : nullptr;
+}
+
 // Every rank starts from rank 0's weights (initialisation and loading are deterministic; this makes it so
 // regardless of the filesystem or the build).
 void TrainRun::sync_weights() {
   if (comm_.size() == 1) return;
   comm_.broadcast(policy_->params(), policy_->flat_size(), 0);
   policy_->params_updated();
+  if (lora_) comm_.broadcast(lora_->params(), lora_->size(), 0);
 }
 
 // [curriculum]: each stage its own set, and the SFT stage's module coverage counted before any training.
@@ -494,6 +534,7 @@ void TrainRun::make_trainers() {
   }
   sft_ = std::make_unique<rl::SftTrainer>(*policy_, sft_task_, codec_, cfg_.sft, teacher_.get());
   sft_->trainer().optimizer().set_communicator(&comm_);
+  if (lora_) sft_->trainer().optimizer().train_adapters(lora_.get());
   TEMPER_CHECK(!cfg_.run.shard_optimizer || device_ == "cpu")
       << recipe_.source() << ": run.shard_optimizer runs on the CPU (model.device = \"" << device_
       << "\": not yet); set it false";
@@ -503,7 +544,7 @@ void TrainRun::make_trainers() {
   const bool needs_reference =
       cfg_.rl.loss.kl_coef > 0 || std::any_of(cfg_.methods.begin(), cfg_.methods.end(),
                                               [](const rl::EnabledMethod& e) { return e.setup->needs().reference; });
-  if (needs_reference) reference_ = std::make_unique<Transformer>(policy_->config());
+  if (needs_reference && !lora_) reference_ = std::make_unique<Transformer>(policy_->config());
   if (reference_ && device_ != "cpu") attach_device(*reference_, device_);
   for (const rl::EnabledMethod& e : cfg_.methods) methods_.push_back(e.setup->make({teacher_, m.seed}));
 }
@@ -531,8 +572,9 @@ void TrainRun::make_rl() {
   if (reference_) reference_->set_precision(policy_->precision());
   std::vector<rl::Method*> ms;
   for (auto& m : methods_) ms.push_back(m.get());
-  rlt_ = std::make_unique<rl::RlTrainer>(*policy_, rl_task_, codec_, cfg_.rl, rewards_, ms, reference_.get());
+  rlt_ = std::make_unique<rl::RlTrainer>(*policy_, rl_task_, codec_, cfg_.rl, rewards_, ms, reference());
   rlt_->set_communicator(&comm_);
+  if (lora_) rlt_->optimizer().train_adapters(lora_.get());
   if (cfg_.run.shard_optimizer && comm_.size() > 1) rlt_->optimizer().set_sharded(true);
   rlt_->set_interruptible(interruptible_);
   if (env_) rlt_->set_environment(conversation_source());
@@ -544,7 +586,7 @@ void TrainRun::resume() {
   st_ = read_train_state(resume_from_);
   if (st_.stage == "rl") {
     make_rl();
-    load_checkpoint(resume_from_, *policy_, &rlt_->optimizer(), reference_.get());
+    load_checkpoint(resume_from_, *policy_, &rlt_->optimizer(), reference_.get(), lora_.get());
     rlt_->restore(st_.rl_steps, st_.rl_cursor);
     if (auto it = st_.methods.find("speculative"); it != st_.methods.end()) rlt_->load_speculative_state(it->second);
     for (auto& m : methods_) {
@@ -555,7 +597,7 @@ void TrainRun::resume() {
       if (it != st_.methods.end()) m->load_state(it->second);
     }
   } else {
-    load_checkpoint(resume_from_, *policy_, &sft_->trainer().optimizer(), nullptr);
+    load_checkpoint(resume_from_, *policy_, &sft_->trainer().optimizer(), nullptr, lora_.get());
     sft_->restore(st_.sft_cursor);
   }
   sync_weights();
@@ -737,7 +779,7 @@ void TrainRun::write_checkpoint(TrainState st, bool rl_stage) {
   const char* kill_at = std::getenv("TEMPER_FAULT_KILL_IN_CHECKPOINT");
   std::function<void()> mid;
   if (kill_at && std::to_string(st.step) == kill_at) mid = [] { kill(getpid(), SIGKILL); };
-  save_checkpoint(dir, *policy_, ex_, &opt, rl_stage ? reference_.get() : nullptr, st, config_text_, mid);
+  save_checkpoint(dir, *policy_, ex_, &opt, rl_stage ? reference_.get() : nullptr, st, config_text_, mid, lora_.get());
   opt.drop_gathered();
   prune_checkpoints(run_dir_, cfg_.run.keep_last);
   checkpointed_step_ = st.step;

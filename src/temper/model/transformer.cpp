@@ -517,7 +517,7 @@ void Transformer::layer_forward(int64_t l, const LayerActs& a, float* x_out, int
   float* qkv_out = cfg_.qk_norm ? a.qkv_pre : a.qkv;
   // The adapters' share of a product's output (lora.h): f32 whatever the precision, the drafter's pass included.
   auto adapt = [&](LoraGroup g, const float* x, float* y, int64_t ldy) {
-    if (!lora_) return;
+    if (!lora_ || !lora_on_) return;
     TEMPER_PROFILE("lora");
     lora_->forward(l, g, x, N, y, ldy, lora_ws_.data());
   };
@@ -619,7 +619,7 @@ void Transformer::layer_backward(int64_t l, const LayerActs& a, float* dx, int64
   };
   // The adapters' gradients, and their share of the input's gradient added to dx_in (after the base product's).
   auto adapt = [&](LoraGroup g, const float* x, const float* dy, int64_t ldy, float* dx_in) {
-    if (!lora_) return;
+    if (!lora_ || !lora_on_) return;
     TEMPER_PROFILE("lora");
     lora_->backward(l, g, x, dy, ldy, N, dx_in, lora_ws_.data());
   };

@@ -97,6 +97,10 @@ class Transformer {
   // while adapters are attached).
   void attach_lora(LoraAdapters* adapters);
   LoraAdapters* lora() const { return lora_; }
+  // Passes without the attached adapters (the base alone: LoRA's KL reference, as PEFT's disable_adapter);
+  // see BaseOnly.
+  void set_lora_enabled(bool on) { lora_on_ = on; }
+  bool lora_enabled() const { return lora_ && lora_on_; }
   // Frozen base: the backward skips the base weights' gradient GEMMs (dW of q/k/v, o, gate/up and down); the
   // input gradients still flow, and the cheap parameter gradients (norms, biases, embedding lookup) and the
   // LM head's (the fused classifier always forms it) are still written into grads(), which stays allocated.
@@ -221,6 +225,7 @@ class Transformer {
   kernels::Precision precision_ = kernels::Precision::f32;
   bool recompute_ = false;
   LoraAdapters* lora_ = nullptr;
+  bool lora_on_ = true;
   bool base_frozen_ = false;
   std::vector<float> lora_ws_;  // the adapters' products' scratch, sized with the arena (lora workspace_floats)
   Tensor params_bf16_;  // bf16 copy of params for bf16 GEMMs, refreshed when params change
@@ -246,6 +251,21 @@ class Transformer {
   void draft_head(const PagedStep& st, const Int4Drafter& drafter);  // forward_paged's LM head for a drafter
   float* classifier_ws_ = nullptr;  // one chunk of logits for the fused classifier
   int64_t classifier_ws_floats_ = 0;
+};
+
+// The model's passes without its LoRA adapters for this scope (nothing for a model without them).
+class BaseOnly {
+ public:
+  explicit BaseOnly(Transformer& m) : m_(m), was_(m.lora_enabled()) { m_.set_lora_enabled(false); }
+  ~BaseOnly() {
+    if (was_) m_.set_lora_enabled(true);
+  }
+  BaseOnly(const BaseOnly&) = delete;
+  BaseOnly& operator=(const BaseOnly&) = delete;
+
+ private:
+  Transformer& m_;
+  bool was_;
 };
 
 }  // namespace temper

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 #include "temper/core/error.h"
 #include "temper/rl/packed_rows.h"
@@ -194,6 +195,8 @@ void Scorer::score_batch(const Rows& prompts, const Rows& tokens, bool initial, 
   TEMPER_CHECK(prompts.size() == tokens.size())
       << "rl: score_batch got " << prompts.size() << " prompts for " << tokens.size() << " completions";
   Transformer& model = initial ? *reference_ : policy_;
+  std::optional<BaseOnly> base;  // LoRA: the reference is the policy's base, its adapters off
+  if (initial) base.emplace(model);
   const bool pack = !dists && share_prompts_ && model.packed_supported();
   BatchPass pass(model, prompts, tokens, dists != nullptr, pack);
   const dist::Range own = dist::shard(static_cast<int64_t>(prompts.size()), rank(), ranks());  // then summed
@@ -209,7 +212,10 @@ std::vector<float> Scorer::embed(const std::vector<int32_t>& prompt, const std::
   tok.insert(tok.end(), reply.begin(), reply.end());
   const int64_t T = static_cast<int64_t>(tok.size()), H = reference_->config().hidden_size;
   std::vector<float> h(static_cast<size_t>(T * H)), mean(static_cast<size_t>(H), 0.f);
-  reference_->forward_hidden(tok.data(), 1, T, h.data());
+  {
+    BaseOnly base(*reference_);
+    reference_->forward_hidden(tok.data(), 1, T, h.data());
+  }
   for (int64_t t = static_cast<int64_t>(prompt.size()); t < T; ++t)
     for (int64_t j = 0; j < H; ++j)
       mean[static_cast<size_t>(j)] += h[static_cast<size_t>(t * H + j)] / static_cast<float>(reply.size());
@@ -236,6 +242,7 @@ void Scorer::reference_logprobs(const Batch& b, TokenRows& rows) {
   const dist::Range own = dist::shard(B, rank(), ranks());
   const int64_t mb = micro_batch_ > 0 ? micro_batch_ : B;
   const bool pack = share_prompts_ && reference_->packed_supported();
+  BaseOnly base(*reference_);  // LoRA: the reference is the policy's base, its adapters off
   for (int64_t r0 = own.begin; r0 < own.end; r0 += mb) {
     const int64_t n = std::min(mb, own.end - r0);
     const size_t off = static_cast<size_t>(r0 * T);
