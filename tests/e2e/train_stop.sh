@@ -8,7 +8,7 @@
 #     uninterrupted one bit for bit (metrics, samples, weights, optimiser state).
 #  5. A run killed (SIGKILL) while writing its first checkpoint: a new run there is refused naming --resume,
 #     which starts it over; equal. An error after the directory exists names the same command.
-#  6. A refused recipe leaves no directory behind.
+#  6. A refused recipe (a bad key, a run the memory plan says cannot fit) leaves no directory behind.
 #  7. --resume keeps the run's config: --set refused naming the change, applied with --allow-changes and
 #     recorded in history.jsonl.
 # Usage: train_stop.sh TEMPER. Prints STOP_OK.
@@ -100,6 +100,13 @@ same "$work/full" "$work/e" 5
 # 6. A refused recipe (an unknown preset) leaves no directory behind.
 if "$temper" train --out "$work/bad" "${common[@]}" --set model.preset='"nope"' 2> "$work/bad.log"; then fail "bad preset accepted"; fi
 test ! -e "$work/bad" || fail "a refused run left $work/bad behind"
+# A run that cannot fit this machine's memory is refused by the memory plan before anything is allocated, naming
+# the settings that would make it fit.
+if "$temper" train --out "$work/big" "${common[@]}" --set model.preset='"smollm2-135m"' --set sft.batch=4096 \
+  2> "$work/big.log"; then fail "a run larger than the machine was accepted"; fi
+grep -q "this run needs about .* GiB per rank and this machine has" "$work/big.log" || fail "no memory refusal"
+grep -q "recompute (model.recompute = true)" "$work/big.log" || fail "no fix named"
+test ! -e "$work/big" || fail "a refused run left $work/big behind"
 
 # 7. --resume keeps the config: a change is refused naming it; --allow-changes applies it, recorded.
 "$temper" train --out "$work/c" "${common[@]}" --stop-after 3 2> "$work/c.log"

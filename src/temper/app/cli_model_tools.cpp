@@ -42,6 +42,8 @@ CLI::App* add_convert_command(CLI::App& app, ConvertOptions& o) {
   conv->add_option("--dtype", o.dtype,
                    "Weights of the output: HF f32 (default), bf16, f16; GGUF f16 (default), f32, bf16, q8_0");
   conv->add_flag("--overwrite", o.overwrite, "Replace OUT if it exists");
+  conv->add_option("--merge-lora", o.merge_lora,
+                   "A PEFT LoRA adapter directory (a [lora] run's checkpoint) merged into the weights first");
   return conv;
 }
 

@@ -1,7 +1,7 @@
 #include "temper/app/convert.h"
 
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -10,6 +10,7 @@
 #include "temper/core/error.h"
 #include "temper/io/gguf_export.h"
 #include "temper/io/hf_model_dir.h"
+#include "temper/io/peft_adapter.h"
 
 namespace temper::app {
 namespace {
@@ -88,6 +89,10 @@ int convert(const ConvertOptions& o) {
   };
   TEMPER_CHECK(!inside(in, out)) << o.out << ": contains the input " << o.in;
   LoadedModel lm = load_model(o.in);
+  if (!o.merge_lora.empty()) {
+    io::merge_peft_adapter(*lm.model, o.merge_lora);
+    std::fprintf(stderr, "temper convert: merged the LoRA adapter %s into %s\n", o.merge_lora.c_str(), o.in.c_str());
+  }
   if (is_gguf_path(o.out)) return convert_to_gguf(o, lm);
   io::HfExportOptions x;
   std::string dt = o.dtype.empty() ? "f32" : o.dtype;

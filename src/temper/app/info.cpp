@@ -99,6 +99,11 @@ void print_memory(const ModelConfig& c, const InfoOptions& o) {
     std::printf("; trainable %lld (%.2f%%)", static_cast<long long>(p.trainable),
                 100.0 * static_cast<double>(p.trainable) / static_cast<double>(p.params));
   std::printf("\n%s", format_memory_plan(p, s, budget).c_str());
+  if (s.lora_rank > 0)
+    std::printf(
+        "note: this plans LoRA on a %s base; temper train's [lora] keeps the base in f32 with its gradient "
+        "buffer so far (about 8 B per parameter more), and QLoRA is not in temper train yet\n",
+        s.qlora ? "4-bit" : "bf16");
   if (budget <= 0) {
     std::printf("device memory: unknown here (no %s visible): give --device-memory GiB to plan for one\n",
                 s.device.c_str());

@@ -165,8 +165,9 @@ MemoryPlan plan_memory(const ModelConfig& cfg, const MemorySettings& s) {
   const bool bf16 = s.precision == kernels::Precision::bf16, lora = s.lora_rank > 0, rollouts = s.max_new > 0;
   const int64_t N = s.micro_batch * s.seq;
   p.tokens = N;
-  const double trainable = lora ? static_cast<double>(lora_params(cfg, s.lora_rank)) : flat;
-  p.trainable = lora ? lora_params(cfg, s.lora_rank) : p.params;
+  p.trainable = !lora ? p.params : s.lora_trainable > 0 ? s.lora_trainable : lora_params(cfg, s.lora_rank);
+  const double trainable = lora ? static_cast<double>(p.trainable) : flat;
+  const bool full_base = !lora || (s.lora_full_base && !s.qlora);  // the model's own buffers, whole
   const double shards = s.shard_optimizer ? static_cast<double>(s.ranks) : 1.0;
   const bool dev_host = dev != Dev::cuda;  // where the model's own buffers live
   auto add = [&](std::string name, double bytes, std::string note, bool host) {
@@ -175,7 +176,7 @@ MemoryPlan plan_memory(const ModelConfig& cfg, const MemorySettings& s) {
   char note[256];
 
   // Weights.
-  if (!lora) {
+  if (full_base) {
     add("weights (f32 master)", 4 * flat, "4 B x " + std::to_string(layout.total()) + " (padded)", dev_host);
     if (dev == Dev::cuda)
       add("weights (bf16 copy)", 2 * flat, "the device's bf16 GEMM operand", false);
@@ -184,21 +185,25 @@ MemoryPlan plan_memory(const ModelConfig& cfg, const MemorySettings& s) {
           s.packed ? "row-major (backward) + packed (forward)" : "row-major", true);
     if (dev != Dev::cuda && !bf16 && (rollouts || s.evaluation) && s.packed)
       add("weights (f32 packed)", 4.0 * static_cast<double>(packed_elems(cfg)), "the decode's products", true);
-  } else {
+  }
+  if (lora && !full_base) {
     const double linear = static_cast<double>(block_linear_params(cfg)), rest = flat - linear;
     const double base = (s.qlora ? kInt4Bytes : 2.0) * linear + 2 * rest;
     std::snprintf(note, sizeof note, "frozen: block products %s, embeddings and norms bf16",
                   s.qlora ? "int4 (4.5 bits)" : "bf16");
     add(s.qlora ? "base weights (QLoRA)" : "base weights (LoRA)", base, note, dev_host);
-    std::snprintf(note, sizeof note, "rank %lld on q,k,v,o,gate,up,down: %lld params, f32",
-                  static_cast<long long>(s.lora_rank), static_cast<long long>(p.trainable));
+  }
+  if (lora) {
+    std::snprintf(note, sizeof note, "rank %lld: %lld params, f32", static_cast<long long>(s.lora_rank),
+                  static_cast<long long>(p.trainable));
     add("adapters", 4 * trainable, note, dev_host);
   }
   if (dev == Dev::mirror && !lora)
     add("mirror device's copy", 16 * flat, "the mirror's params, grads and moments", true);
 
   // Training state.
-  add("gradients", 4 * trainable, lora ? "the adapters' only" : "f32", dev_host);
+  add("gradients", 4 * trainable, lora ? "the adapters'" : "f32", dev_host);
+  if (lora && full_base) add("base gradients", 4 * flat, "the frozen base's buffer (kept; not stepped)", dev_host);
   std::snprintf(note, sizeof note, "f32 m and v%s", s.shard_optimizer && s.ranks > 1 ? ", 1/ranks each (ZeRO-1)" : "");
   add("AdamW moments", std::ceil(8 * trainable / shards), note, dev_host);
 
@@ -353,14 +358,13 @@ std::vector<std::string> memory_fit_suggestions(const ModelConfig& cfg, const Me
     t.shard_optimizer = true;
     step(t, "run.shard_optimizer = true (ZeRO-1 over " + std::to_string(s.ranks) + " ranks)");
   }
-  for (bool q : {false, true}) {
-    if (s.lora_rank > 0 && (q == s.qlora || !q)) continue;
+  if (s.lora_rank == 0) {  // what temper train's [lora] runs today: the f32 base kept, only adapters stepped
     MemorySettings t = s;
-    t.lora_rank = s.lora_rank > 0 ? s.lora_rank : 16;
-    t.qlora = q;
+    t.lora_rank = 16;
+    t.lora_full_base = true;
     t.recompute = true;
-    step(t, std::string(q ? "QLoRA" : "LoRA") + " rank " + std::to_string(t.lora_rank) +
-                " ([lora] rank = " + std::to_string(t.lora_rank) + (q ? ", base = \"int4\"" : "") + ") with recompute");
+    step(t,
+         "LoRA rank 16 on every product ([lora] rank = 16, targets = \"q, k, v, o, gate, up, down\") with recompute");
   }
   return out;
 }

@@ -40,6 +40,11 @@ struct MemorySettings {
   // (QLoRA: 4.5 bits a weight with its scales) for the block products; the reference is the base itself.
   int64_t lora_rank = 0;
   bool qlora = false;
+  // What temper train's [lora] keeps today: the frozen base as full fine-tuning keeps it (f32 master, the
+  // precision's copies) with its whole gradient buffer (only the adapters are stepped). false: the bf16 / int4
+  // base above (QLoRA is not in temper train yet).
+  bool lora_full_base = false;
+  int64_t lora_trainable = 0;  // the adapters' parameters when known (0: rank x (in + out) on all seven products)
   std::optional<ModelConfig> teacher;  // a [teacher] model: its weights, KV cache (teacher_kv_mb) and forward
   int64_t teacher_kv_mb = 0;           // 0: kv_memory_mb's figure
   // The CPU keeps packed copies of the forward weights (AVX-512: kernels::packed_supported()).

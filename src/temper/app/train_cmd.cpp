@@ -25,6 +25,7 @@
 #include "temper/app/input_scan.h"
 #include "temper/app/judge_setup.h"
 #include "temper/app/learning_watch.h"
+#include "temper/app/memory_plan.h"
 #include "temper/app/model_source.h"
 #include "temper/app/quickstart.h"
 #include "temper/app/recipe.h"
@@ -118,6 +119,7 @@ class TrainRun {
   void make_trainers();
   void resume();
   void plan_memory();
+  void check_memory_plan(int64_t tokens, int64_t seq);
   void scan_inputs();
   void open_sinks();
   void make_rl();
@@ -231,6 +233,8 @@ int TrainRun::run() {
     train_loop();
   } catch (const Interrupted&) {
     stop_interrupted();
+  } catch (const std::bad_alloc&) {
+    throw;                             // "out of memory" with the memory plan's hint (main)
   } catch (const std::exception& e) {  // temper::Error, or a filesystem error (a full disk)
     TEMPER_FAIL() << e.what() << "\n(nothing is lost: continue the run with temper train --resume " << run_dir_
                   << (latest_checkpoint(run_dir_).empty() ? ", which starts it over: it has no checkpoint yet)"
@@ -392,6 +396,7 @@ void TrainRun::load_policy() {
     TEMPER_CHECK(tok_) << m.path << ": no tokenizer (tokenizer.json or GGUF tokenizer metadata) — RL needs one";
   }
   policy_->set_precision(m.precision == "bf16" ? kernels::Precision::bf16 : kernels::Precision::f32);
+  policy_->set_recompute(m.recompute);  // model.recompute: training passes keep only each layer's input
   sync_weights();
   // In a data-parallel run "cuda" means this rank's local GPU.
   device_ = m.device;
@@ -667,18 +672,58 @@ void TrainRun::plan_memory() {
     tokens = std::max(tokens, rows * T);
     seq = std::max(seq, T);
   }
+  check_memory_plan(tokens, seq);  // before the arena is reserved: a run that cannot fit is refused, not killed
   policy_->plan(std::max(tokens, seq), seq);
-  const double params_mb = static_cast<double>(policy_->flat_size()) * 4 / (1 << 20);
-  const double act_mb = static_cast<double>(policy_->activation_bytes()) / (1 << 20);
-  const int64_t kv_mb = cfg_.rl_steps() > 0 ? cfg_.rl.kv_memory_mb : 0;
-  const double total = params_mb * 4 + static_cast<double>(kv_mb) + act_mb + (reference_ ? params_mb : 0);
+}
+
+// The memory plan per rank (app/memory_plan.h) for the run's settings, printed; a run that cannot fit this
+// machine's memory (CUDA: the device's) is refused with the plan and the settings that would make it fit.
+// TEMPER_MEMORY_PLAN=warn turns the refusal into a warning (a plan is an estimate: allocator slack and the
+// libraries' own buffers are not in it; tests/e2e/memory_plan_rss.sh holds it within 10% of the peak RSS).
+void TrainRun::check_memory_plan(int64_t tokens, int64_t seq) {
+  const ModelConfig& mc = policy_->config();
+  app::MemorySettings s;
+  if (cfg_.rl_steps() > 0) {
+    s.max_new = std::max<int64_t>(1, std::min(cfg_.rl.max_new, seq - 1));
+    s.prompts = cfg_.rl.prompts_per_step, s.group = cfg_.rl.group_size, s.max_seqs = cfg_.rl.max_seqs;
+    s.kv_memory_mb = cfg_.rl.kv_memory_mb;
+    s.reuse_activations = cfg_.rl.reuse_activations, s.reuse_activations_mb = cfg_.rl.reuse_activations_mb;
+  }
+  s.device = device_;
+  s.precision = policy_->precision();
+  s.recompute = cfg_.model.recompute;
+  s.seq = seq;
+  s.micro_batch = (std::max(tokens, seq) + seq - 1) / seq;  // the arena policy_->plan(max(tokens, seq), seq) reserves
+  s.ranks = comm_.size(), s.local_ranks = std::max(1, comm_.local_size());
+  s.shard_optimizer = cfg_.run.shard_optimizer && comm_.size() > 1;
+  s.reference = cfg_.rl_steps() > 0 && reference_ != nullptr;
+  s.evaluation = true;  // at the start and the end (eval_due), and every eval.every steps
+  s.eval_kv_memory_mb = cfg_.eval.kv_memory_mb;
+  if (lora_) s.lora_rank = lora_->rank(), s.lora_trainable = lora_->size(), s.lora_full_base = true;
+  if (cfg_.teacher.source == "model") {
+    s.teacher = app::read_model_config(cfg_.teacher.path);
+    s.teacher_kv_mb = cfg_.teacher.model.kv_memory_mb;
+  }
+  const app::MemoryPlan plan = app::plan_memory(mc, s);
+  const bool host_side = s.device == "cpu" || s.device == "mirror";
+  const double budget = app::device_memory_bytes(s.device) / (host_side ? s.local_ranks : 1);
   if (root_)
-    std::fprintf(stderr,
-                 "temper train: %s, %lld parameters; memory plan: weights %.1f MB, grads %.1f MB, AdamW %.1f MB, "
-                 "KV cache %lld MB, activations %.1f MB (micro-batches of up to %lld tokens)%s; total ~%.0f MB\n",
-                 policy_->config().summary().c_str(), static_cast<long long>(policy_->num_params()), params_mb,
-                 params_mb, 2 * params_mb, static_cast<long long>(kv_mb), act_mb, static_cast<long long>(tokens),
-                 reference_ ? ", KL reference (a weights copy)" : "", total);
+    std::fprintf(stderr, "temper train: %s, %lld parameters; %s", mc.summary().c_str(),
+                 static_cast<long long>(plan.params), app::format_memory_plan(plan, s, budget).c_str());
+  if (budget <= 0 || plan.device_bytes() <= budget) return;
+  std::string fixes;
+  for (const std::string& f : app::memory_fit_suggestions(mc, s, budget)) fixes += "\n  " + f;
+  if (const char* mode = std::getenv("TEMPER_MEMORY_PLAN"); mode && std::string(mode) == "warn") {
+    if (root_) std::fprintf(stderr, "temper train: warning: the memory plan does not fit (TEMPER_MEMORY_PLAN=warn)\n");
+    return;
+  }
+  TEMPER_FAIL() << recipe_.source() << ": this run needs about " << app::format_bytes(plan.device_bytes())
+                << " per rank and " << (host_side ? "this machine has " : s.device + " has ")
+                << app::format_bytes(budget) << (host_side && s.local_ranks > 1 ? " per local rank" : "")
+                << " (the plan above)"
+                << (fixes.empty() ? std::string("; nothing temper can change fits: a smaller model or a larger device")
+                                  : "; it would fit with:" + fixes)
+                << "\n(TEMPER_MEMORY_PLAN=warn runs it anyway)";
 }
 
 // Sinks (rank 0 writes; a resume truncates them to the checkpoint's step) and the progress line.
