@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # [lora] on the quickstart (3 SFT + 3 RL steps, KL to the base): only the adapters train (1.9% of the parameters);
 # checkpoints hold them in PEFT's format (no model weights); stop + resume is bitwise equal to one go; a PEFT adapter
-# directory starts a run (lora.init); a mismatched [lora] and bad targets are refused naming the key.
+# directory starts a run (lora.init); a mismatched [lora] and bad targets are refused naming the key; temper convert
+# --merge-lora merges a run's adapter into its base.
 # Usage: train_lora.sh TEMPER. Prints LORA_OK.
 set -euo pipefail
 temper=$1
@@ -41,4 +42,14 @@ if "$temper" train --out "$work/bad" "${common[@]}" --set lora.targets=q,embed 2
   echo "a bad target was accepted"; exit 1; fi
 grep -q "lora.targets: 'embed' is not one of q, k, v, o, gate, up, down" "$work/bad.log"
 test ! -e "$work/bad"
+# A LoRA run on a saved model, then temper convert --merge-lora: the merged model's logits differ from the base's
+# (numerics of the merge against peft: tests/model/test_lora, slow peft_lora_vs_peft).
+"$temper" train --out "$work/base" --threads 2 --set sft.steps=1 --set rl.steps=0 --set eval.every=0 2> /dev/null
+"$temper" train --out "$work/lb" --threads 2 --set model.path="\"$work/base/checkpoints/step-1\"" --set sft.steps=2 \
+  --set rl.steps=0 --set eval.every=0 --set lora.rank=4 --set sft.lr=1e-2 2> "$work/lb.log"
+"$temper" convert "$work/base/checkpoints/step-1" "$work/merged" --merge-lora "$work/lb/checkpoints/step-2" 2> /dev/null
+test -f "$work/merged/model.safetensors"
+a=$("$temper" logits --model "$work/base/checkpoints/step-1" --ids 1,2,3 --full 2> /dev/null)
+b=$("$temper" logits --model "$work/merged" --ids 1,2,3 --full 2> /dev/null)
+[ "$a" != "$b" ] || { echo "the merged model's logits equal the base's"; exit 1; }
 echo LORA_OK
