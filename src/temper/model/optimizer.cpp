@@ -42,6 +42,14 @@ float* Optimizer::trainable_grads() {
   return lora_ ? lora_->grads() : model_.grads();
 }
 
+// A non-finite gradient norm skips the update (counted); otherwise the step counter advances.
+bool Optimizer::counted(OptimizerStep& s) {
+  if (std::isfinite(s.grad_norm)) return ++step_, true;
+  s.skipped = true;
+  ++skipped_;
+  return false;
+}
+
 OptimizerStep Optimizer::step() {
   TEMPER_PROFILE("optimizer");
   OptimizerStep s;
@@ -49,12 +57,7 @@ OptimizerStep Optimizer::step() {
     d->bind_moments(this, m_.data<float>(), v_.data<float>());
     s.lr = cfg_.lr.at(step_);
     s.grad_norm = d->optimizer_step(comm_, cfg_.adamw, static_cast<float>(s.lr), step_ + 1, cfg_.max_grad_norm);
-    if (!std::isfinite(s.grad_norm)) {
-      s.skipped = true;
-      ++skipped_;
-      return s;
-    }
-    ++step_;
+    if (!counted(s)) return s;
     model_.device_params_changed();
     return s;
   }
@@ -62,12 +65,7 @@ OptimizerStep Optimizer::step() {
   if (comm_ && comm_->size() > 1) comm_->allreduce_sum(trainable_grads(), trainable_size());
   s.grad_norm = kernels::clip_grad_norm(trainable_grads(), trainable_size(), cfg_.max_grad_norm);
   s.lr = cfg_.lr.at(step_);
-  if (!std::isfinite(s.grad_norm)) {
-    s.skipped = true;
-    ++skipped_;
-    return s;
-  }
-  ++step_;
+  if (!counted(s)) return s;
   kernels::adamw_step(trainable(), trainable_grads(), m_.data<float>(), v_.data<float>(), trainable_size(), cfg_.adamw,
                       static_cast<float>(s.lr), step_);
   model_.params_updated();
@@ -104,12 +102,7 @@ OptimizerStep Optimizer::sharded_step() {
   comm_->allreduce_sum(&sq, 1);
   s.grad_norm = std::sqrt(sq);
   s.lr = cfg_.lr.at(step_);
-  if (!std::isfinite(s.grad_norm)) {
-    s.skipped = true;
-    ++skipped_;
-    return s;
-  }
-  ++step_;
+  if (!counted(s)) return s;
   const double coef = cfg_.max_grad_norm > 0 ? cfg_.max_grad_norm / (s.grad_norm + 1e-6) : 1.0;
   float* p = trainable();
   int64_t at = 0;

@@ -88,6 +88,7 @@ class Optimizer {
  private:
   void pull_moments();
   OptimizerStep sharded_step();
+  bool counted(OptimizerStep& s);
   float* trainable();
   float* trainable_grads();
   Transformer& model_;
