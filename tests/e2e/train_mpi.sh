@@ -28,6 +28,10 @@ common=(--set sft.steps=3 --set rl.steps=3 --set rl.prompts_per_step=4 --set rl.
         --set rl.dynamic_sampling=false --set rl.ent_coef=0.01 --set eval.problems=8 --set eval.max_new=16
         --set eval.every=0 --set sft.batch=8 --set run.checkpoint_every=1 --set run.keep_last=10 --set run.samples_every=1)
 
+wait_rl() {  # RUN: until RUN's metrics have an RL row (60 s at most)
+  for _ in $(seq 600); do grep -q '"kind":"train"' "$1/metrics.jsonl" 2>/dev/null && return 0; sleep 0.1; done
+}
+
 metrics_close() {  # the same rows and keys; numbers within 1e-4 relative (timings and communication left out)
   python3 - "$1" "$2" <<'PY'
 import json, sys
@@ -140,10 +144,7 @@ cmp "$work/rp1/samples.jsonl" "$work/rp2/samples.jsonl" || { echo "reward progra
 set +e
 "${mpi[@]}" "$temper" train --out "$work/kill" "${common[@]}" --set rl.steps=100000 2> "$work/kill.log" &
 job=$!
-for _ in $(seq 600); do
-  grep -q '"kind":"train"' "$work/kill/metrics.jsonl" 2>/dev/null && break
-  sleep 0.1
-done
+wait_rl "$work/kill"
 victim=$(pgrep -f "^$temper train --out $work/kill" | tail -1)
 [ -n "$victim" ] || { echo "no rank to kill"; exit 1; }
 kill -9 "$victim"
@@ -157,10 +158,7 @@ sleep 1
 #    stops after the same step with a checkpoint, mpirun exits 0, and the run resumes on 2 ranks.
 "${mpi[@]}" "$temper" train --out "$work/term" "${common[@]}" --set rl.steps=200 2> "$work/term.log" &
 job=$!
-for _ in $(seq 600); do
-  grep -q '"kind":"train"' "$work/term/metrics.jsonl" 2>/dev/null && break
-  sleep 0.1
-done
+wait_rl "$work/term"
 victim=$(pgrep -f "^$temper train --out $work/term" | tail -1)
 [ -n "$victim" ] || { echo "no rank to signal"; exit 1; }
 for _ in $(seq 10); do kill -TERM "$victim" 2>/dev/null || true; sleep 0.003; done

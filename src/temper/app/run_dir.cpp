@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "temper/app/checkpoint.h"
+#include "temper/core/error.h"
 #include "temper/io/atomic_file.h"
 
 namespace fs = std::filesystem;
@@ -19,6 +20,14 @@ RunDirKind inspect_run_dir(const std::string& dir) {
   const fs::path d(dir);
   if (fs::exists(d / "config.toml") || fs::exists(d / "metrics.jsonl")) return RunDirKind::unstarted;
   return RunDirKind::fresh;
+}
+
+std::string recorded_config(const std::string& dir) {
+  const fs::path top = fs::path(dir) / "config.toml";
+  if (fs::exists(top)) return top.string();
+  const std::string ck = latest_checkpoint(dir);
+  TEMPER_CHECK(!ck.empty()) << dir << ": no config.toml and no checkpoint: not a temper run directory";
+  return (fs::path(ck) / "config.toml").string();
 }
 
 void clear_run_outputs(const std::string& dir) {

@@ -18,6 +18,9 @@ namespace temper::app {
 enum class RunDirKind { fresh, unstarted, checkpointed };
 RunDirKind inspect_run_dir(const std::string& dir);
 
+// A run's recorded config: DIR/config.toml, else (lost) its newest checkpoint's copy.
+std::string recorded_config(const std::string& dir);
+
 // An unstarted run's outputs (metrics, samples, TensorBoard events, report, curriculum plan, partial
 // checkpoints) removed before it starts over; config.toml and history.jsonl stay.
 void clear_run_outputs(const std::string& dir);

@@ -18,20 +18,20 @@
 #include <optional>
 #include <ostream>
 #include <set>
-#include <thread>
 
 #include "temper/app/checkpoint.h"
 #include "temper/app/codec.h"
+#include "temper/app/fault_injection.h"
 #include "temper/app/input_scan.h"
 #include "temper/app/judge_setup.h"
 #include "temper/app/learning_watch.h"
-#include "temper/app/memory_plan.h"
 #include "temper/app/model_source.h"
 #include "temper/app/quickstart.h"
 #include "temper/app/recipe.h"
 #include "temper/app/run_config.h"
 #include "temper/app/run_dir.h"
 #include "temper/app/run_lock.h"
+#include "temper/app/run_memory.h"
 #if TEMPER_WITH_SERVE
 #include "temper/agent/client_rollout.h"
 #include "temper/app/served_model.h"
@@ -94,8 +94,6 @@ void add_comm_metrics(rl::Metrics& m, const dist::Communicator& comm, int64_t by
 
 namespace {
 
-void fault_signal(int64_t step, const char* phase);  // tests: a signal at a chosen point (below)
-
 // One `temper train` call: the run's state as members, set up and run as named steps. Data-parallel under
 // mpirun every rank runs it; rank 0 alone writes the run directory (config, metrics, samples, checkpoints,
 // report) and prints; the others train in step with it.
@@ -119,7 +117,6 @@ class TrainRun {
   void make_trainers();
   void resume();
   void plan_memory();
-  void check_memory_plan(int64_t tokens, int64_t seq);
   void scan_inputs();
   void open_sinks();
   void make_rl();
@@ -177,15 +174,6 @@ class TrainRun {
   std::unique_ptr<LearningWatch> watch_;  // says it when RL cannot learn
   double first_eval_ = NAN, last_eval_ = NAN, sft_end_eval_ = NAN;
 };
-
-// A resumed run's recorded config: DIR/config.toml, else (lost) its newest checkpoint's copy.
-std::string recorded_config(const std::string& run_dir) {
-  const fs::path top = fs::path(run_dir) / "config.toml";
-  if (fs::exists(top)) return top.string();
-  const std::string ck = latest_checkpoint(run_dir);
-  TEMPER_CHECK(!ck.empty()) << run_dir << ": no config.toml and no checkpoint: not a temper run directory";
-  return (fs::path(ck) / "config.toml").string();
-}
 
 // The recipe: a file, the built-in quickstart, or the resumed run's resolved config; then --set and --device.
 // A recipe given beside --resume stands in for the run's config (and is compared with it: check_resume_changes).
@@ -672,58 +660,12 @@ void TrainRun::plan_memory() {
     tokens = std::max(tokens, rows * T);
     seq = std::max(seq, T);
   }
-  check_memory_plan(tokens, seq);  // before the arena is reserved: a run that cannot fit is refused, not killed
+  RunMemoryFacts f;  // checked before the arena is reserved: a run that cannot fit is refused, not killed
+  f.device = device_, f.precision = policy_->precision(), f.tokens = tokens, f.seq = seq;
+  f.ranks = comm_.size(), f.local_ranks = comm_.local_size(), f.reference = reference_ != nullptr;
+  f.lora = lora_.get(), f.print = root_, f.source = recipe_.source();
+  check_run_memory(cfg_, policy_->config(), f);
   policy_->plan(std::max(tokens, seq), seq);
-}
-
-// The memory plan per rank (app/memory_plan.h) for the run's settings, printed; a run that cannot fit this
-// machine's memory (CUDA: the device's) is refused with the plan and the settings that would make it fit.
-// TEMPER_MEMORY_PLAN=warn turns the refusal into a warning (a plan is an estimate: allocator slack and the
-// libraries' own buffers are not in it; tests/e2e/memory_plan_rss.sh holds it within 10% of the peak RSS).
-void TrainRun::check_memory_plan(int64_t tokens, int64_t seq) {
-  const ModelConfig& mc = policy_->config();
-  app::MemorySettings s;
-  if (cfg_.rl_steps() > 0) {
-    s.max_new = std::max<int64_t>(1, std::min(cfg_.rl.max_new, seq - 1));
-    s.prompts = cfg_.rl.prompts_per_step, s.group = cfg_.rl.group_size, s.max_seqs = cfg_.rl.max_seqs;
-    s.kv_memory_mb = cfg_.rl.kv_memory_mb;
-    s.reuse_activations = cfg_.rl.reuse_activations, s.reuse_activations_mb = cfg_.rl.reuse_activations_mb;
-  }
-  s.device = device_;
-  s.precision = policy_->precision();
-  s.recompute = cfg_.model.recompute;
-  s.seq = seq;
-  s.micro_batch = (std::max(tokens, seq) + seq - 1) / seq;  // the arena policy_->plan(max(tokens, seq), seq) reserves
-  s.ranks = comm_.size(), s.local_ranks = std::max(1, comm_.local_size());
-  s.shard_optimizer = cfg_.run.shard_optimizer && comm_.size() > 1;
-  s.reference = cfg_.rl_steps() > 0 && reference_ != nullptr;
-  s.evaluation = true;  // at the start and the end (eval_due), and every eval.every steps
-  s.eval_kv_memory_mb = cfg_.eval.kv_memory_mb;
-  if (lora_) s.lora_rank = lora_->rank(), s.lora_trainable = lora_->size(), s.lora_full_base = true;
-  if (cfg_.teacher.source == "model") {
-    s.teacher = app::read_model_config(cfg_.teacher.path);
-    s.teacher_kv_mb = cfg_.teacher.model.kv_memory_mb;
-  }
-  const app::MemoryPlan plan = app::plan_memory(mc, s);
-  const bool host_side = s.device == "cpu" || s.device == "mirror";
-  const double budget = app::device_memory_bytes(s.device) / (host_side ? s.local_ranks : 1);
-  if (root_)
-    std::fprintf(stderr, "temper train: %s, %lld parameters; %s", mc.summary().c_str(),
-                 static_cast<long long>(plan.params), app::format_memory_plan(plan, s, budget).c_str());
-  if (budget <= 0 || plan.device_bytes() <= budget) return;
-  std::string fixes;
-  for (const std::string& f : app::memory_fit_suggestions(mc, s, budget)) fixes += "\n  " + f;
-  if (const char* mode = std::getenv("TEMPER_MEMORY_PLAN"); mode && std::string(mode) == "warn") {
-    if (root_) std::fprintf(stderr, "temper train: warning: the memory plan does not fit (TEMPER_MEMORY_PLAN=warn)\n");
-    return;
-  }
-  TEMPER_FAIL() << recipe_.source() << ": this run needs about " << app::format_bytes(plan.device_bytes())
-                << " per rank and " << (host_side ? "this machine has " : s.device + " has ")
-                << app::format_bytes(budget) << (host_side && s.local_ranks > 1 ? " per local rank" : "")
-                << " (the plan above)"
-                << (fixes.empty() ? std::string("; nothing temper can change fits: a smaller model or a larger device")
-                                  : "; it would fit with:" + fixes)
-                << "\n(TEMPER_MEMORY_PLAN=warn runs it anyway)";
 }
 
 // Sinks (rank 0 writes; a resume truncates them to the checkpoint's step) and the progress line.
@@ -819,32 +761,12 @@ void TrainRun::write_checkpoint(TrainState st, bool rl_stage) {
   sinks_.flush();
   samples_->flush();
   std::string dir = (fs::path(run_dir_) / "checkpoints" / ("step-" + std::to_string(st.step))).string();
-  // Fault injection for the crash test: TEMPER_FAULT_KILL_IN_CHECKPOINT=N kills the process (SIGKILL) halfway
-  // through writing checkpoint N.
-  const char* kill_at = std::getenv("TEMPER_FAULT_KILL_IN_CHECKPOINT");
-  std::function<void()> mid;
-  if (kill_at && std::to_string(st.step) == kill_at) mid = [] { kill(getpid(), SIGKILL); };
-  save_checkpoint(dir, *policy_, ex_, &opt, rl_stage ? reference_.get() : nullptr, st, config_text_, mid, lora_.get());
+  save_checkpoint(dir, *policy_, ex_, &opt, rl_stage ? reference_.get() : nullptr, st, config_text_,
+                  fault_kill_in_checkpoint(st.step), lora_.get());
   opt.drop_gathered();
   prune_checkpoints(run_dir_, cfg_.run.keep_last);
   checkpointed_step_ = st.step;
   progress_->message("checkpoint " + dir);
-}
-
-// Fault injection for the signal tests: TEMPER_FAULT_SIGNAL_IN_STEP="N:SIG[:PHASE]" sends signal SIG (15 SIGTERM,
-// 2 SIGINT) to this process as a spot instance's SIGTERM or a Ctrl-C would, at PHASE of step N: "end" (the
-// default: once the step is done, before its evaluation and checkpoint), "rollout" (as step N's rollouts begin)
-// or "eval" (as the evaluation at step N begins); then waits until the signal thread has taken it. (A signal
-// sent from outside may come after a short run has ended.)
-void fault_signal(int64_t step, const char* phase) {
-  const char* fault = std::getenv("TEMPER_FAULT_SIGNAL_IN_STEP");
-  if (!fault) return;
-  const std::string f = fault;
-  const size_t colon = f.find(':'), colon2 = f.find(':', colon + 1);
-  const std::string want = colon2 == std::string::npos ? "end" : f.substr(colon2 + 1);
-  if (colon == std::string::npos || f.substr(0, colon) != std::to_string(step) || want != phase) return;
-  kill(getpid(), std::stoi(f.substr(colon + 1, colon2 - colon - 1)));
-  for (int i = 0; i < 500 && !interrupt_requested(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
 }
 
 // Evaluations run at step 0, every eval.every steps, at the end of SFT when RL follows, and at the end.

@@ -14,8 +14,8 @@ std::vector<std::pair<int64_t, int64_t>> Communicator::pieces(int64_t n) const {
   std::vector<std::pair<int64_t, int64_t>> out;
   const int64_t r = rank(), N = size();
   for (int64_t b = 0; b < n; b += kShardBucket) {
-    const int64_t L = std::min(kShardBucket, n - b), lo = b + L * r / N, hi = b + L * (r + 1) / N;
-    if (hi > lo) out.emplace_back(lo, hi - lo);
+    const auto [lo, hi] = piece_of(std::min(kShardBucket, n - b), r, N);
+    if (hi > lo) out.emplace_back(b + lo, hi - lo);
   }
   return out;
 }

@@ -43,6 +43,8 @@ class Communicator {
   // One process: identities.
   static constexpr int64_t kShardBucket = int64_t{16} << 20;
   std::vector<std::pair<int64_t, int64_t>> pieces(int64_t n) const;
+  // Rank r's piece [first, second) of a bucket of L floats split N ways (offsets from the bucket's start).
+  static std::pair<int64_t, int64_t> piece_of(int64_t L, int64_t r, int64_t N) { return {L * r / N, L * (r + 1) / N}; }
   virtual void reduce_scatter_sum(float* data, int64_t n);
   virtual void allgather_pieces(float* data, int64_t n);
   virtual void gather_pieces(const float* packed, float* full, int64_t n, int root);

@@ -109,7 +109,7 @@ class Mpi final : public Communicator {
     counts.resize(static_cast<size_t>(size_));
     displs.resize(static_cast<size_t>(size_));
     for (int r = 0; r < size_; ++r) {
-      const int64_t lo = L * r / size_, hi = L * (r + 1) / size_;
+      const auto [lo, hi] = piece_of(L, r, size_);
       counts[static_cast<size_t>(r)] = static_cast<int>(hi - lo);
       displs[static_cast<size_t>(r)] = static_cast<int>(lo);
     }

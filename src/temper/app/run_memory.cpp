@@ -1,0 +1,66 @@
+#include "temper/app/run_memory.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+#include "temper/app/memory_plan.h"
+#include "temper/core/error.h"
+
+namespace temper::app {
+
+namespace {
+
+MemorySettings settings_for(const RunConfig& cfg, const RunMemoryFacts& f) {
+  MemorySettings s;
+  if (cfg.rl_steps() > 0) {
+    s.max_new = std::max<int64_t>(1, std::min(cfg.rl.max_new, f.seq - 1));
+    s.prompts = cfg.rl.prompts_per_step, s.group = cfg.rl.group_size, s.max_seqs = cfg.rl.max_seqs;
+    s.kv_memory_mb = cfg.rl.kv_memory_mb;
+    s.reuse_activations = cfg.rl.reuse_activations, s.reuse_activations_mb = cfg.rl.reuse_activations_mb;
+  }
+  s.device = f.device;
+  s.precision = f.precision;
+  s.recompute = cfg.model.recompute;
+  s.seq = f.seq;
+  s.micro_batch = (std::max(f.tokens, f.seq) + f.seq - 1) / f.seq;  // the arena plan(max(tokens, seq), seq) reserves
+  s.ranks = f.ranks, s.local_ranks = std::max(1, f.local_ranks);
+  s.shard_optimizer = cfg.run.shard_optimizer && f.ranks > 1;
+  s.reference = cfg.rl_steps() > 0 && f.reference;
+  s.evaluation = true;  // at the start and the end, and every eval.every steps
+  s.eval_kv_memory_mb = cfg.eval.kv_memory_mb;
+  if (f.lora) s.lora_rank = f.lora->rank(), s.lora_trainable = f.lora->size(), s.lora_full_base = true;
+  if (cfg.teacher.source == "model") {
+    s.teacher = read_model_config(cfg.teacher.path);
+    s.teacher_kv_mb = cfg.teacher.model.kv_memory_mb;
+  }
+  return s;
+}
+
+}  // namespace
+
+void check_run_memory(const RunConfig& cfg, const ModelConfig& mc, const RunMemoryFacts& f) {
+  const MemorySettings s = settings_for(cfg, f);
+  const MemoryPlan plan = plan_memory(mc, s);
+  const bool host_side = s.device == "cpu" || s.device == "mirror";
+  const double budget = device_memory_bytes(s.device) / (host_side ? s.local_ranks : 1);
+  if (f.print)
+    std::fprintf(stderr, "temper train: %s, %lld parameters; %s", mc.summary().c_str(),
+                 static_cast<long long>(plan.params), format_memory_plan(plan, s, budget).c_str());
+  if (budget <= 0 || plan.device_bytes() <= budget) return;
+  std::string fixes;
+  for (const std::string& fix : memory_fit_suggestions(mc, s, budget)) fixes += "\n  " + fix;
+  if (const char* mode = std::getenv("TEMPER_MEMORY_PLAN"); mode && std::string(mode) == "warn") {
+    if (f.print)
+      std::fprintf(stderr, "temper train: warning: the memory plan does not fit (TEMPER_MEMORY_PLAN=warn)\n");
+    return;
+  }
+  TEMPER_FAIL() << f.source << ": this run needs about " << format_bytes(plan.device_bytes()) << " per rank and "
+                << (host_side ? "this machine has " : s.device + " has ") << format_bytes(budget)
+                << (host_side && s.local_ranks > 1 ? " per local rank" : "") << " (the plan above)"
+                << (fixes.empty() ? std::string("; nothing temper can change fits: a smaller model or a larger device")
+                                  : "; it would fit with:" + fixes)
+                << "\n(TEMPER_MEMORY_PLAN=warn runs it anyway)";
+}
+
+}  // namespace temper::app
