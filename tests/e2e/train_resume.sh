@@ -60,7 +60,7 @@ done
 kill -TERM $pid 2>/dev/null || true
 wait $pid || { echo "SIGTERM from outside: expected exit 0"; cat "$work/sigext.log"; exit 1; }
 if ! grep -q "done, 6 steps" "$work/sigext.log"; then
-  grep -q "stopped by signal 15 after step" "$work/sigext.log"
+  grep -Eq "stopped by signal 15 (after step|during the (rollouts|evaluation))" "$work/sigext.log"
   "$temper" train --resume "$work/sigext" --threads 2 2>> "$work/sigext.log"
 fi
 same "$work/full" "$work/sigext"
