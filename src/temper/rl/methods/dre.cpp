@@ -7,6 +7,7 @@
 #include "temper/core/error.h"
 #include "temper/core/rng.h"
 #include "temper/rl/method_spec.h"
+#include "temper/text/regex.h"
 
 namespace temper::rl {
 
@@ -18,54 +19,65 @@ void DreConfig::visit(KeyVisitor& v) {
   v("min_tail", min_tail, "tokens an edit must save");
   v("answer_budget", answer_budget, "tokens the policy may write after the forced close");
   v("max_edits_per_group", max_edits_per_group, "edits per group at most (0: every qualifying rollout)");
+  v("detector", detector,
+    "where an answer first appears: task (the task's own rule), gsm8k (a line's last number; close \"#### \"), boxed "
+    "(a line's \\boxed{}), think (inside <think>: \\boxed{}, \"the answer is\", or a line's last number; close "
+    "\"</think>\"), regex (rl.dre.regex)",
+    kDreDetectorNames);
+  v("regex", regex,
+    "detector = \"regex\": a PCRE2 pattern whose last match in a line is the answer (\\K drops a prefix)");
+  v("close", close, "the text forced to close the reasoning before the answer; empty: the detector's own");
 }
 
 void DreConfig::validate() const {
   TEMPER_CHECK(delta >= 0 && delta <= 1) << "rl.dre.delta must be in [0, 1], got " << delta;
   TEMPER_CHECK(min_tail >= 1) << "rl.dre.min_tail must be >= 1 token, got " << min_tail;
   TEMPER_CHECK(answer_budget >= 1) << "rl.dre.answer_budget must be >= 1 token, got " << answer_budget;
-  TEMPER_CHECK(max_edits_per_group >= 0) << "rl.dre.max_edits_per_group must be >= 0 (0: all), got " << max_edits_per_group;
+  TEMPER_CHECK(max_edits_per_group >= 0) << "rl.dre.max_edits_per_group must be >= 0 (0: all), got "
+                                         << max_edits_per_group;
+  TEMPER_CHECK(detector == DreDetector::regex || regex.empty())
+      << "rl.dre.regex is set but rl.dre.detector = \"" << enum_name(kDreDetectorNames, detector)
+      << "\": set detector = \"regex\" to use it";
+  if (detector == DreDetector::regex) {
+    TEMPER_CHECK(!regex.empty()) << "rl.dre.regex: detector = \"regex\" needs a PCRE2 pattern whose match is the "
+                                    "answer (e.g. \"answer: \\\\K-?[0-9]+\"), got nothing";
+    text::Regex check(regex, "rl.dre.regex");  // throws naming the key and PCRE2's message
+  }
 }
 
-namespace {
-
-std::string close_mark(const tasks::Task& task) {  // the answer line's marker: the close without trailing blanks
-  std::string m = task.answer_close();
-  while (!m.empty() && (m.back() == ' ' || m.back() == '\t')) m.pop_back();
-  return m;
-}
-
-
-}  // namespace
-
-Emergence find_emergence(const tasks::Task& task, const tasks::Problem& p, const PromptCodec& codec,
+Emergence find_emergence(const AnswerDetector& det, const tasks::Problem& p, const PromptCodec& codec,
                          const std::vector<int32_t>& tokens, const std::function<bool(const std::string&)>& accept) {
   Emergence e;
-  const std::string mark = close_mark(task);
   std::string text;
-  size_t line_at = 0;     // byte where the current line starts
-  int64_t line_tok = 0;   // token where it starts
+  for (int32_t t : tokens) text.append(codec.token_bytes(t));
+  const size_t section = det.answer_section(text, /*finished=*/true);  // no reasoning from here on
+  std::string partial;
   for (size_t i = 0; i < tokens.size(); ++i) {
-    text.append(codec.token_bytes(tokens[i]));
-    if (e.close < 0 && !mark.empty() && text.size() >= line_at + mark.size() && text.compare(line_at, mark.size(), mark) == 0) {
-      e.close = line_tok;
-      break;  // the answer line: no reasoning after this
+    partial.append(codec.token_bytes(tokens[i]));
+    if (section != std::string::npos && partial.size() > section) {
+      e.close = static_cast<int64_t>(i);  // the token where the answer section starts
+      break;
     }
-    size_t nl = text.rfind('\n');
-    if (nl == std::string::npos || nl < line_at) continue;
-    if (e.at < 0 && text.back() == '\n') {
-      if (auto cand = task.answer_candidate(p, text); cand && accept(*cand)) e.at = static_cast<int64_t>(i) + 1;
+    if (e.at < 0 && partial.back() == '\n') {
+      if (auto cand = det.candidate(p, partial); cand && accept(*cand)) e.at = static_cast<int64_t>(i) + 1;
     }
-    line_at = nl + 1;
-    line_tok = static_cast<int64_t>(i) + 1;
   }
   return e;
 }
 
+Emergence find_emergence(const tasks::Task& task, const tasks::Problem& p, const PromptCodec& codec,
+                         const std::vector<int32_t>& tokens, const std::function<bool(const std::string&)>& accept) {
+  const AnswerDetector det(DreDetector::task, "", "",
+                           std::shared_ptr<const tasks::Task>(std::shared_ptr<const tasks::Task>(), &task));
+  return find_emergence(det, p, codec, tokens, accept);
+}
+
 // ---- online: the hook ------------------------------------------------------------------------------------------
 
-void DreHook::reset(const MethodEnv* env, const RolloutRound& round, std::vector<int32_t> close, int64_t budget) {
+void DreHook::reset(const MethodEnv* env, const AnswerDetector* det, const RolloutRound& round,
+                    std::vector<int32_t> close, int64_t budget) {
   env_ = env;
+  det_ = det;
   round_ = round;
   close_ = std::move(close);
   budget_ = budget;
@@ -83,15 +95,13 @@ rollout::HookDecision DreHook::after_token(const rollout::RolloutRequest&, const
   std::string text;
   for (int32_t t : c.tokens) text.append(codec.token_bytes(t));
   if (text.back() != '\n') return d;
-  const tasks::Task& task = *env_->task;
-  const std::string mark = close_mark(task);
-  if (!mark.empty() && text.find(mark) != std::string::npos) {  // the answer line came first: nothing to edit
+  if (det_->answer_section(text, false) != std::string::npos) {  // the answer section came first: nothing to edit
     done_.insert(key);
     return d;
   }
   const tasks::Problem& p = round_.problem(c.request);
-  auto cand = task.answer_candidate(p, text);
-  if (!cand || !task.accepts(p, *cand)) return d;
+  auto cand = det_->candidate(p, text);
+  if (!cand || !det_->accepts(p, *cand)) return d;
   done_.insert(key);
   forked_.insert(key);
   d.forks = 1;
@@ -106,14 +116,17 @@ void Dre::attach(const MethodEnv& env) {
   env_ = env;
   TEMPER_CHECK(env_.task && env_.codec && env_.codec->encode_text && env_.codec->token_bytes)
       << "dre: needs the task and a codec that encodes plain text and gives token bytes";
-  close_ = env_.codec->encode_text(env_.task->answer_close());
-  TEMPER_CHECK(!close_.empty()) << "dre: task '" << env_.task->name() << "' has no answer close to force";
+  TEMPER_CHECK(cfg_.detector != DreDetector::task || task_has_answer_detector(*env_.task))
+      << "rl.dre.detector: task '" << env_.task->name() << "' has no answer detector of its own";
+  det_.emplace(cfg_.detector, cfg_.regex, cfg_.close, env_.task);
+  close_ = env_.codec->encode_text(det_->close());
+  TEMPER_CHECK(!close_.empty()) << "dre: the close '" << det_->close() << "' encodes to no tokens";
 }
 
 rollout::RolloutHook* Dre::rollout_hook(const RolloutRound& round) {
   if (stats_step_ != round.step) stats_ = {}, stats_step_ = round.step;
   if (cfg_.mode != DreMode::online) return nullptr;
-  hook_.reset(&env_, round, close_, cfg_.answer_budget);
+  hook_.reset(&env_, &*det_, round, close_, cfg_.answer_budget);
   return &hook_;
 }
 
@@ -126,10 +139,11 @@ void Dre::measure(const Batch& b, size_t from) {
     if (t.lineage.parent >= 0) continue;
     const tasks::Problem& p = b.problems[static_cast<size_t>(t.problem)];
     std::optional<std::string> own = t.correct ? std::nullopt : task.extract_answer(t.text);
-    auto accept = [&](const std::string& cand) { return t.correct ? task.accepts(p, cand) : own && cand == *own; };
-    Emergence e = find_emergence(task, p, *env_.codec, t.tokens, accept);
+    auto accept = [&](const std::string& cand) { return t.correct ? det_->accepts(p, cand) : own && cand == *own; };
+    Emergence e = find_emergence(*det_, p, *env_.codec, t.tokens, accept);
     double len = static_cast<double>(t.tokens.size());
-    double tail = e.at < 0 ? 0.0 : static_cast<double>((e.close < 0 ? static_cast<int64_t>(t.tokens.size()) : e.close) - e.at);
+    double tail =
+        e.at < 0 ? 0.0 : static_cast<double>((e.close < 0 ? static_cast<int64_t>(t.tokens.size()) : e.close) - e.at);
     (t.correct ? tail_c : tail_i) += std::max(0.0, tail);
     (t.correct ? len_c : len_i) += len;
     ++(t.correct ? nc : ni);
@@ -151,14 +165,14 @@ void Dre::measure(const Batch& b, size_t from) {
 }
 
 void Dre::regenerate(Batch& b) {
-  const tasks::Task& task = *env_.task;
   std::vector<rollout::RolloutRequest> reqs;
   std::vector<std::pair<size_t, int64_t>> src;  // (trajectory, prefix tokens)
   for (size_t i = 0; i < b.traj.size(); ++i) {
     const Trajectory& o = b.traj[i];
     if (o.lineage.parent >= 0 || !o.correct) continue;
     const tasks::Problem& p = b.problems[static_cast<size_t>(o.problem)];
-    Emergence e = find_emergence(task, p, *env_.codec, o.tokens, [&](const std::string& c) { return task.accepts(p, c); });
+    Emergence e =
+        find_emergence(*det_, p, *env_.codec, o.tokens, [&](const std::string& c) { return det_->accepts(p, c); });
     if (e.at < 0 || e.close < 0 || e.close - e.at < cfg_.min_tail) continue;  // no early answer, or too little after it
     std::vector<int32_t> prompt = o.prompt;
     prompt.insert(prompt.end(), o.tokens.begin(), o.tokens.begin() + e.at);
@@ -237,12 +251,15 @@ void Dre::compose(Batch& b, const std::set<std::pair<int64_t, int64_t>>& edits_o
     stats_.saved_tokens += saved;
     f.tags.push_back("dre_edit");
     switch (cfg_.compose) {
-      case DreCompose::add_beside: break;
+      case DreCompose::add_beside:
+        break;
       case DreCompose::add_and_prefer:
         o.reward -= cfg_.delta;
         o.tags.push_back("dre_overthinking");
         break;
-      case DreCompose::replace: drop[it->second] = 1; break;
+      case DreCompose::replace:
+        drop[it->second] = 1;
+        break;
     }
   }
   size_t w = 0;
@@ -273,7 +290,8 @@ void Dre::after_reward(Batch& b) {
 void Dre::metrics(Metrics& m) const {
   m.emplace_back("dre_candidates", static_cast<double>(stats_.candidates));
   m.emplace_back("dre_edits", static_cast<double>(stats_.edits));
-  m.emplace_back("dre_saved_tokens_mean", stats_.edits ? static_cast<double>(stats_.saved_tokens) / static_cast<double>(stats_.edits) : 0.0);
+  m.emplace_back("dre_saved_tokens_mean",
+                 stats_.edits ? static_cast<double>(stats_.saved_tokens) / static_cast<double>(stats_.edits) : 0.0);
   m.emplace_back("dre_len_correct", stats_.len_correct);
   m.emplace_back("dre_len_incorrect", stats_.len_incorrect);
   m.emplace_back("dre_overthink_correct", stats_.overthink_correct);
@@ -288,6 +306,17 @@ class DreSetup final : public MethodSetupOf<DreConfig> {
     e.appends_after_reward = cfg.mode == DreMode::offline;  // regenerations
     e.detail = "mode = \"" + std::string(enum_name(kDreModeNames, cfg.mode)) + "\"";
     return e;
+  }
+  // Refused before the model loads: a task without an answer convention of its own (a dataset) and no preset, where
+  // DRE would never find an answer and log zeros; and a preset that cannot be built (a regex that does not compile).
+  void check_task(const tasks::Task& task) const override {
+    TEMPER_CHECK(cfg.detector != DreDetector::task || task_has_answer_detector(task))
+        << "rl.dre.detector: task '" << task.name()
+        << "' has no answer detector of its own (DRE would never see an answer and edit nothing); set rl.dre.detector "
+           "= \"gsm8k\" (lines ending in the number, \"#### <answer>\"), \"boxed\" (\\boxed{...}), \"think\" "
+           "(<think> ... </think> then the answer) or \"regex\" (with rl.dre.regex)";
+    const AnswerDetector check(cfg.detector, cfg.regex, cfg.close,
+                               std::shared_ptr<const tasks::Task>(std::shared_ptr<const tasks::Task>(), &task));
   }
   std::unique_ptr<Method> make(const MethodDeps& deps) const override { return std::make_unique<Dre>(seeded(deps)); }
 };
