@@ -53,6 +53,27 @@ bool lora_target_from_name(std::string_view name, LoraTarget* out) {
   return false;
 }
 
+std::string_view lora_base_name(LoraBase b) {
+  switch (b) {
+    case LoraBase::f32:
+      return "f32";
+    case LoraBase::bf16:
+      return "bf16";
+    case LoraBase::int4:
+      return "int4";
+  }
+  return "?";
+}
+
+bool lora_base_from_name(std::string_view name, LoraBase* out) {
+  for (LoraBase b : {LoraBase::f32, LoraBase::bf16, LoraBase::int4})
+    if (name == lora_base_name(b)) {
+      *out = b;
+      return true;
+    }
+  return false;
+}
+
 void LoraConfig::validate(const std::string& where) const {
   TEMPER_CHECK(rank >= 1 && rank <= 4096) << where << ": rank must be in [1, 4096], got " << rank;
   TEMPER_CHECK(std::isfinite(alpha) && alpha > 0) << where << ": alpha must be finite and > 0, got " << alpha;
@@ -226,6 +247,10 @@ void LoraAdapters::merge_into(Transformer& model) const {
                m.num_heads == model_.num_heads && m.num_kv_heads == model_.num_kv_heads &&
                m.head_dim == model_.head_dim && m.intermediate_size == model_.intermediate_size)
       << "lora merge: the adapters were made for another model shape";
+  TEMPER_CHECK(!model.held_base())
+      << "lora merge: the model holds its base as bf16/int4 (no f32 weights to merge into); "
+         "merge into an f32 model holding the base's dequantised values "
+         "(FrozenBase::dequantize_into)";
   float* W = model.params();
   const int64_t r = cfg_.rank;
   std::vector<float> sb;

@@ -20,6 +20,7 @@
 #include "temper/kernels/rmsnorm.h"
 #include "temper/kernels/swiglu.h"
 #include "temper/model/activation_store.h"
+#include "temper/model/frozen_base.h"
 #include "temper/model/int4_drafter.h"
 #include "temper/model/lora.h"
 
@@ -53,6 +54,7 @@ int64_t Transformer::num_params() const {
 void Transformer::attach_device(std::shared_ptr<DeviceModel> device) {
   TEMPER_CHECK(!device || !lora_) << "attach_device: LoRA adapters are attached and run on the CPU only (detach them "
                                      "with attach_lora(nullptr) first)";
+  TEMPER_CHECK(!device || !base_) << "attach_device: the base is held as bf16/int4 ([lora] base), on the CPU only";
   pull_params();
   if (device_) device_->release_moments();  // an optimizer's moments go back to its host buffers
   device_ = std::move(device);
@@ -76,6 +78,23 @@ void Transformer::attach_lora(LoraAdapters* adapters) {
   }
   lora_ = adapters;
   lora_ws_.clear();  // sized by the next pass (prepare)
+  if (adapters) hold_base(adapters->config().base);
+}
+
+void Transformer::hold_base(LoraBase format) {
+  if (format == LoraBase::f32) return;
+  TEMPER_CHECK(!base_ || base_->format() == format)
+      << "hold_base: the base is held as " << lora_base_name(base_->format()) << " already, not "
+      << lora_base_name(format);
+  if (base_) return;
+  TEMPER_CHECK(!device_) << "hold_base: this model runs on a device; a bf16/int4 base runs on the CPU only so far";
+  pull_params();
+  base_ = std::make_shared<FrozenBase>(cfg_, layout_, params_.data<float>(), format);
+  base_->release_in(params_.data<float>());
+  base_->release_in(grads_.data<float>());
+  params_bf16_ = params_bf16p_ = params_f32p_ = Tensor();  // remade without the held products (forward_weights)
+  packed_at_.clear();
+  ++params_version_;
 }
 
 void Transformer::pull_params_from_device() const {
@@ -92,6 +111,8 @@ float* Transformer::grads() {
 Tensor Transformer::param(const std::string& name) const {
   pull_params();
   const ParamEntry& e = layout_.at(name);
+  TEMPER_CHECK(!base_ || !base_->covers(e.offset, e.numel()))
+      << name << " is held in the frozen base as " << lora_base_name(base_->format()) << ": it has no f32 values";
   return Tensor::wrap(params_.data<float>() + e.offset, e.shape, DType::f32);
 }
 
@@ -120,7 +141,12 @@ void Transformer::init_random(uint64_t seed, float std) {
 }
 
 void Transformer::zero_grad() {
-  grads_.fill_zero();
+  if (!base_)
+    grads_.fill_zero();
+  else  // the held products have no gradients: their released pages stay untouched
+    for (const ParamEntry& e : layout_.entries())
+      if (!base_->covers(e.offset, e.numel()))
+        std::memset(grads_.data<float>() + e.offset, 0, static_cast<size_t>(e.numel()) * sizeof(float));
   if (lora_) lora_->zero_grad();  // the adapters' gradients accumulate beside the model's
   if (device_) device_->zero_grad();
 }
@@ -163,6 +189,7 @@ std::vector<Transformer::ForwardWeight> Transformer::forward_weights() {
   const int64_t C = cfg_.hidden_size, F = cfg_.intermediate_size, Hq = cfg_.num_heads * cfg_.head_dim;
   std::vector<ForwardWeight> ws;
   for (const LayerOffsets& o : layout_.layers) {
+    if (base_) break;  // the held base's products use its own values
     ws.push_back({o.w_qkv, cfg_.qkv_dim(), C});
     ws.push_back({o.w_o, C, Hq});
     ws.push_back({o.w_gu, 2 * F, C});
@@ -187,7 +214,12 @@ void Transformer::refresh_bf16() {
   TEMPER_PROFILE("bf16_weights");
   if (!params_bf16_.defined() || params_bf16_.numel() != layout_.total())
     params_bf16_ = Tensor::empty({layout_.total()}, DType::bf16);
-  kernels::convert_to_bf16(params(), params_bf16_.data<uint16_t>(), layout_.total());
+  if (!base_)
+    kernels::convert_to_bf16(params(), params_bf16_.data<uint16_t>(), layout_.total());
+  else  // what the held base does not hold (its products read its own values)
+    for (const ParamEntry& e : layout_.entries())
+      if (!base_->covers(e.offset, e.numel()))
+        kernels::convert_to_bf16(params() + e.offset, params_bf16_.data<uint16_t>() + e.offset, e.numel());
   if (!kernels::packed_supported()) {
     params_bf16p_ = Tensor();
     return;
@@ -404,6 +436,8 @@ void Transformer::layer_forward(int64_t l, const LayerActs& a, float* x_out, int
     TEMPER_PROFILE("gemm");
     if (w4)
       kernels::int4_gemm(N, x, in, *w4, beta != 0.f, y, out);
+    else if (base_)
+      base_->forward(w, N, x, in, beta, y, out, precision_);
     else if (const uint16_t* p = wp(w))
       kernels::gemm_bf16_packed(N, out, in, x, in, p, beta, y, out);
     else if (const float* p = paged && N <= kF32PackedMaxRows ? wpf(w) : nullptr)
@@ -516,7 +550,13 @@ void Transformer::layer_backward(int64_t l, const LayerActs& a, float* dx, int64
   };
   // A base weight's gradient dW += dy^T x (skipped with the base frozen).
   auto dw = [&](int64_t out, int64_t in, const float* dy, const float* x, int64_t w) {
-    if (!base_frozen_) mm(true, out, in, N, dy, out, x, in, 1.f, G + w, in);
+    if (!base_frozen()) mm(true, out, in, N, dy, out, x, in, 1.f, G + w, in);
+  };
+  // The input's gradient through a base weight W [out, in]: dx = dy W (a held base: from its values).
+  auto dxw = [&](int64_t out, int64_t in, const float* dy, int64_t w, float* dxo) {
+    if (!base_) return mm(false, N, in, out, dy, out, P + w, in, 0.f, dxo, in, w16(w));
+    TEMPER_PROFILE("gemm");
+    base_->backward_input(w, N, dy, out, 0.f, dxo, in, precision_);
   };
   // The adapters' gradients, and their share of the input's gradient added to dx_in (after the base product's).
   auto adapt = [&](LoraGroup g, const float* x, const float* dy, int64_t ldy, float* dx_in) {
@@ -531,7 +571,7 @@ void Transformer::layer_backward(int64_t l, const LayerActs& a, float* dx, int64
     norm_bwd(dx, a.mo, o.mlp_post_norm, a.rstd4, dxn_, false);
     dmo = dxn_;
   }
-  mm(false, N, F, C, dmo, C, P + o.w_down, F, 0.f, dh_, F, w16(o.w_down));
+  dxw(C, F, dmo, o.w_down, dh_);
   dw(C, F, dmo, h_, o.w_down);
   adapt(LoraGroup::down, h_, dmo, C, dh_);
   act_bwd(a.gu, dh_, dgu_, N);
@@ -540,7 +580,7 @@ void Transformer::layer_backward(int64_t l, const LayerActs& a, float* dx, int64
     kernels::rmsnorm_fwd(a.x_mid, nw(o.mlp_norm), xn_, rstd_tmp_, N, C, eps);
   }
   dw(2 * F, C, dgu_, xn_, o.w_gu);
-  mm(false, N, C, 2 * F, dgu_, 2 * F, P + o.w_gu, C, 0.f, dxn_, C, w16(o.w_gu));
+  dxw(2 * F, C, dgu_, o.w_gu, dxn_);
   adapt(LoraGroup::gate_up, xn_, dgu_, 2 * F, dxn_);
   norm_bwd(dxn_, a.x_mid, o.mlp_norm, a.rstd2, dx, true);
   // Attention block: x_mid = x_in + [post-norm] attn(rope(norm(x_in) Wqkv^T)) Wo^T.
@@ -549,7 +589,7 @@ void Transformer::layer_backward(int64_t l, const LayerActs& a, float* dx, int64
     norm_bwd(dx, a.ao, o.attn_post_norm, a.rstd3, dxn_, false);
     dao = dxn_;
   }
-  mm(false, N, Hq, C, dao, C, P + o.w_o, Hq, 0.f, do_, Hq, w16(o.w_o));
+  dxw(C, Hq, dao, o.w_o, do_);
   dw(C, Hq, dao, a.o, o.w_o);
   adapt(LoraGroup::o, a.o, dao, C, do_);
   attention_backward(l, a, B, T);
@@ -558,7 +598,7 @@ void Transformer::layer_backward(int64_t l, const LayerActs& a, float* dx, int64
     kernels::rmsnorm_fwd(a.x_in, nw(o.attn_norm), xn_, rstd_tmp_, N, C, eps);
   }
   dw(QKV, C, dqkv_, xn_, o.w_qkv);
-  mm(false, N, C, QKV, dqkv_, QKV, P + o.w_qkv, C, 0.f, dxn_, C, w16(o.w_qkv));
+  dxw(QKV, C, dqkv_, o.w_qkv, dxn_);
   adapt(LoraGroup::qkv, xn_, dqkv_, QKV, dxn_);
   norm_bwd(dxn_, a.x_in, o.attn_norm, a.rstd1, dx, true);
 }
@@ -668,6 +708,8 @@ void Transformer::forward_paged(const PagedStep& st, KvPool& pool, const Int4Dra
   }
   select_rope(max_len);
   const int64_t C = cfg_.hidden_size, V = cfg_.vocab_size;
+  TEMPER_CHECK(!drafter || !base_) << "forward_paged: the drafter quantises f32 weights; this base is held as "
+                                   << lora_base_name(base_->format());
   TEMPER_CHECK(!drafter || static_cast<int64_t>(drafter->layers().size()) == cfg_.num_layers)
       << "forward_paged: the drafter was built for another model (" << drafter->layers().size() << " layers)";
   const bool keep = st.store && st.save_slots && !drafter;

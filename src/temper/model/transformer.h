@@ -24,7 +24,9 @@
 namespace temper {
 
 class ActivationStore;
+class FrozenBase;
 class LoraAdapters;
+enum class LoraBase;
 
 // One step of batched generation over the paged KV cache: n tokens from any number of sequences
 // (prefill chunks and decode tokens mixed). Token i sits at position pos[i] of the sequence whose
@@ -105,7 +107,13 @@ class Transformer {
   // input gradients still flow, and the cheap parameter gradients (norms, biases, embedding lookup) and the
   // LM head's (the fused classifier always forms it) are still written into grads(), which stays allocated.
   void set_base_frozen(bool on) { base_frozen_ = on; }
-  bool base_frozen() const { return base_frozen_; }
+  bool base_frozen() const { return base_frozen_ || base_; }
+  // LoRA's base held as bf16 or int4 (frozen_base.h; f32: nothing changes): the block products' current values are
+  // taken into a FrozenBase and their f32 values and gradients released (params() and grads() read zeros there from
+  // now on, param() refuses them); every CPU pass multiplies by the held values and the base is frozen for good.
+  // attach_lora does it for adapters whose config asks for it. CPU only; not undone by detaching the adapters.
+  void hold_base(LoraBase format);
+  const FrozenBase* held_base() const { return base_.get(); }
 
   // Reserves the activation arena for batches of up to max_tokens = B*T tokens (and T <= max_seq). With longrope
   // (Phi-3) it also fixes the factors of every later pass, rollouts included, to those HF uses for max_seq.
@@ -227,6 +235,7 @@ class Transformer {
   LoraAdapters* lora_ = nullptr;
   bool lora_on_ = true;
   bool base_frozen_ = false;
+  std::shared_ptr<FrozenBase> base_;  // hold_base: the block products' held values
   std::vector<float> lora_ws_;  // the adapters' products' scratch, sized with the arena (lora workspace_floats)
   Tensor params_bf16_;  // bf16 copy of params for bf16 GEMMs, refreshed when params change
   Tensor params_bf16p_;  // the forward weights packed for kernels::gemm_bf16_packed (where supported)

@@ -1,0 +1,170 @@
+#include "temper/model/frozen_base.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <tuple>
+
+#include "temper/core/dtype.h"
+#include "temper/core/error.h"
+#include "temper/kernels/weight_panel.h"
+
+namespace temper {
+
+namespace {
+
+// (offset, N, K) of the block products of every layer, by offset.
+std::vector<FrozenBase::Weight> block_products(const ModelConfig& c, const ParamLayout& layout) {
+  const int64_t C = c.hidden_size, Hq = c.num_heads * c.head_dim, F = c.intermediate_size;
+  std::vector<FrozenBase::Weight> ws;
+  for (const LayerOffsets& o : layout.layers) {
+    for (auto [off, N, K] : {std::tuple{o.w_qkv, c.qkv_dim(), C}, std::tuple{o.w_o, C, Hq},
+                             std::tuple{o.w_gu, 2 * F, C}, std::tuple{o.w_down, C, F}}) {
+      FrozenBase::Weight w;
+      w.offset = off, w.N = N, w.K = K;
+      ws.push_back(std::move(w));
+    }
+  }
+  std::sort(ws.begin(), ws.end(), [](const auto& a, const auto& b) { return a.offset < b.offset; });
+  return ws;
+}
+
+double int4_bytes(int64_t N, int64_t K) {  // quantize_int4's rows layout: q, f32 scales and u8 zeros per group
+  const int64_t Kp = (K + kernels::kInt4Chunk - 1) / kernels::kInt4Chunk * kernels::kInt4Chunk;
+  const int64_t G = Kp / kernels::int4_group_for(K, FrozenBase::kInt4Group);
+  return static_cast<double>(N * Kp / 2 + N * G * 5);
+}
+
+}  // namespace
+
+FrozenBase::FrozenBase(const ModelConfig& cfg, const ParamLayout& layout, const float* params, LoraBase format,
+                       int64_t panel_floats)
+    : format_(format), panel_floats_(panel_floats), weights_(block_products(cfg, layout)) {
+  TEMPER_CHECK(format == LoraBase::bf16 || format == LoraBase::int4)
+      << "frozen base: the held format must be bf16 or int4 (f32 is the model's own weights)";
+  if (format == LoraBase::bf16) {
+    size_t n = 0;
+    for (Weight& w : weights_) {
+      w.at16 = n;
+      n += static_cast<size_t>(w.N * w.K);
+    }
+    bf16_ = Tensor::empty({static_cast<int64_t>(n)}, DType::bf16);
+    for (const Weight& w : weights_)
+      kernels::convert_to_bf16(params + w.offset, bf16_.data<uint16_t>() + w.at16, w.N * w.K);
+    return;
+  }
+  for (Weight& w : weights_)
+    kernels::quantize_int4(params + w.offset, w.N, w.K, w.K, kInt4Group, &w.q4, kernels::Int4Layout::rows);
+}
+
+const FrozenBase::Weight* FrozenBase::find(int64_t offset) const {
+  auto it = std::lower_bound(weights_.begin(), weights_.end(), offset,
+                             [](const Weight& w, int64_t o) { return w.offset < o; });
+  return it != weights_.end() && it->offset == offset ? &*it : nullptr;
+}
+
+const FrozenBase::Weight& FrozenBase::at(int64_t offset) const {
+  const Weight* w = find(offset);
+  TEMPER_CHECK(w) << "frozen base: no held weight at offset " << offset;
+  return *w;
+}
+
+bool FrozenBase::covers(int64_t offset, int64_t n) const {
+  auto it = std::upper_bound(weights_.begin(), weights_.end(), offset,
+                             [](int64_t o, const Weight& w) { return o < w.offset; });
+  if (it == weights_.begin()) return false;
+  --it;
+  return offset + n <= it->offset + it->N * it->K;
+}
+
+int64_t FrozenBase::panel_rows(const Weight& w) const {
+  return std::min(w.N, std::max<int64_t>(16, panel_floats_ / w.K));
+}
+
+const float* FrozenBase::panel(const Weight& w, int64_t r0, int64_t r1) {
+  const size_t need = static_cast<size_t>(panel_rows(w) * w.K);
+  if (panel_.size() < need) panel_.resize(need);
+  if (format_ == LoraBase::int4)
+    kernels::int4_rows_to_f32(w.q4, r0, r1, panel_.data());
+  else
+    kernels::bf16_rows_to_f32(bf16_.data<uint16_t>() + w.at16, w.K, r0, r1, panel_.data());
+  return panel_.data();
+}
+
+void FrozenBase::forward(int64_t offset, int64_t M, const float* x, int64_t ldx, float beta, float* y, int64_t ldy,
+                         kernels::Precision p) {
+  const Weight& w = at(offset);
+  if (M == 0) return;
+  const int64_t P = panel_rows(w);
+  for (int64_t r0 = 0; r0 < w.N; r0 += P) {
+    const int64_t r1 = std::min(w.N, r0 + P);
+    kernels::gemm(false, true, M, r1 - r0, w.K, x, ldx, panel(w, r0, r1), w.K, beta, y + r0, ldy, p);
+  }
+}
+
+void FrozenBase::backward_input(int64_t offset, int64_t M, const float* dy, int64_t ldy, float beta, float* dx,
+                                int64_t ldx, kernels::Precision p) {
+  const Weight& w = at(offset);
+  if (M == 0) return;
+  const int64_t P = panel_rows(w);
+  for (int64_t r0 = 0; r0 < w.N; r0 += P) {  // dx += dy[:, r0:r1] W[r0:r1, :]
+    const int64_t r1 = std::min(w.N, r0 + P);
+    kernels::gemm(false, false, M, w.K, r1 - r0, dy + r0, ldy, panel(w, r0, r1), w.K, r0 == 0 ? beta : 1.f, dx, ldx, p);
+  }
+}
+
+void FrozenBase::dequantize(int64_t offset, float* W) const {
+  const Weight& w = at(offset);
+  if (format_ == LoraBase::int4)
+    kernels::int4_rows_to_f32(w.q4, 0, w.N, W);
+  else
+    kernels::bf16_rows_to_f32(bf16_.data<uint16_t>() + w.at16, w.K, 0, w.N, W);
+}
+
+void FrozenBase::dequantize_into(float* params) const {
+  for (const Weight& w : weights_) dequantize(w.offset, params + w.offset);
+}
+
+void FrozenBase::release_in(float* flat) const {
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  for (const Weight& w : weights_) {
+    char* b = reinterpret_cast<char*>(flat + w.offset);
+    char* e = reinterpret_cast<char*>(flat + w.offset + w.N * w.K);
+    char* pb = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(b) + page - 1) / page * page);
+    char* pe = reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(e) / page * page);
+    if (pb >= pe) {
+      std::memset(b, 0, static_cast<size_t>(e - b));
+      continue;
+    }
+    std::memset(b, 0, static_cast<size_t>(pb - b));  // the partial pages at the ends: zeroed, shared with neighbours
+    std::memset(pe, 0, static_cast<size_t>(e - pe));
+    // Private anonymous memory (mmap or the heap): the pages read as zeros again and cost nothing until written.
+    TEMPER_CHECK(::madvise(pb, static_cast<size_t>(pe - pb), MADV_DONTNEED) == 0)
+        << "frozen base: madvise(MADV_DONTNEED) failed on the released weights";
+  }
+}
+
+size_t FrozenBase::bytes() const {
+  if (format_ == LoraBase::bf16) return bf16_.nbytes();
+  size_t b = 0;
+  for (const Weight& w : weights_) b += w.q4.bytes();
+  return b;
+}
+
+int64_t FrozenBase::params_for(const ModelConfig& c) {
+  const int64_t C = c.hidden_size, Hq = c.num_heads * c.head_dim, F = c.intermediate_size;
+  return c.num_layers * (c.qkv_dim() * C + C * Hq + 2 * F * C + C * F);
+}
+
+double FrozenBase::bytes_for(const ModelConfig& c, LoraBase format) {
+  if (format == LoraBase::f32) return 0;
+  if (format == LoraBase::bf16) return 2.0 * static_cast<double>(params_for(c));
+  const int64_t C = c.hidden_size, Hq = c.num_heads * c.head_dim, F = c.intermediate_size;
+  return static_cast<double>(c.num_layers) *
+         (int4_bytes(c.qkv_dim(), C) + int4_bytes(C, Hq) + int4_bytes(2 * F, C) + int4_bytes(C, F));
+}
+
+}  // namespace temper

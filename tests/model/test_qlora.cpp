@@ -1,0 +1,500 @@
+// LoRA on a base held as bf16 or int4 (QLoRA; model/frozen_base.h): the held base computes what an f32 model holding
+// its dequantised values computes (int4: within 1e-4; bf16: the f32 model with bf16-rounded weights), the paged
+// rollout's log-probs equal the training forward's (f32: 1e-5), the adapters' gradients equal the dequantised model's
+// and finite differences, recomputation changes no bit, the f32 values and gradients of the held products are given
+// back (their memory too), and quantising is deterministic. Every family of the golden shape.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <vector>
+
+#include "common/models.h"
+#include "common/tolerance.h"
+#include "temper/core/dtype.h"
+#include "temper/core/error.h"
+#include "temper/core/rng.h"
+#include "temper/kernels/classifier.h"
+#include "temper/kernels/int4_matmul.h"
+#include "temper/kernels/weight_panel.h"
+#include "temper/model/frozen_base.h"
+#include "temper/model/kv_pool.h"
+#include "temper/model/lora.h"
+#include "temper/model/optimizer.h"
+#include "temper/model/transformer.h"
+
+using namespace temper;
+using namespace temper::test;
+
+namespace {
+
+const std::vector<LoraTarget> kAll = {LoraTarget::q,    LoraTarget::k,  LoraTarget::v,   LoraTarget::o,
+                                      LoraTarget::gate, LoraTarget::up, LoraTarget::down};
+const Arch kArchs[] = {Arch::llama, Arch::qwen2, Arch::qwen3, Arch::gemma2, Arch::phi3};
+
+struct WeightedLoss : kernels::ClassifierLoss {
+  std::vector<float> w;
+  explicit WeightedLoss(int64_t n) {
+    for (int64_t i = 0; i < n; ++i) w.push_back(i % 3 == 0 ? -0.7f : 0.4f + 0.05f * static_cast<float>(i % 5));
+  }
+  void coefs(int64_t n, float, float, float* g_lp, float* g_ent) const override {
+    *g_lp = w[static_cast<size_t>(n)];
+    *g_ent = 0.1f * w[static_cast<size_t>(n)];
+  }
+  double value(const std::vector<float>& lp, const std::vector<float>& ent) const {
+    double s = 0;
+    for (size_t i = 0; i < lp.size(); ++i) s += static_cast<double>(w[i]) * (lp[i] + 0.1 * ent[i]);
+    return s;
+  }
+};
+
+struct Batch {
+  int64_t B = 2, T = 13;
+  std::vector<int32_t> tokens, targets;
+  Batch(const ModelConfig& cfg, uint64_t seed, int64_t b = 2, int64_t t = 13) : B(b), T(t) {
+    Rng rng(seed, 0);
+    for (int64_t i = 0; i < B * T; ++i) tokens.push_back(static_cast<int32_t>(rng.next_u32() % cfg.vocab_size));
+    for (int64_t b0 = 0; b0 < B; ++b0)
+      for (int64_t t0 = 0; t0 < T; ++t0) targets.push_back(t0 + 1 < T ? tokens[b0 * T + t0 + 1] : -1);
+  }
+  int64_t N() const { return B * T; }
+};
+
+LoraConfig lora_config(LoraBase base, int64_t rank = 4, double alpha = 8) {
+  LoraConfig c;
+  c.rank = rank;
+  c.alpha = alpha;
+  c.targets = kAll;
+  c.base = base;
+  return c;
+}
+
+// PEFT's init, then B drawn N(0, std) so the adapters change the model.
+void randomize(LoraAdapters& ad, uint64_t seed, float std = 0.1f) {
+  ad.init(seed);
+  for (int64_t l = 0; l < ad.model_config().num_layers; ++l)
+    for (LoraTarget t : ad.config().targets) {
+      Tensor b = ad.b(l, t);
+      rng_fill_normal(seed + 1, static_cast<uint64_t>(l * kLoraTargetCount + static_cast<int>(t)),
+                      std::span<float>(b.data<float>(), static_cast<size_t>(b.numel())), 0.f, std);
+    }
+}
+
+std::unique_ptr<Transformer> copy_of(const Transformer& m) {
+  auto c = std::make_unique<Transformer>(m.config());
+  std::memcpy(c->params(), m.params(), sizeof(float) * static_cast<size_t>(m.flat_size()));
+  c->params_updated();
+  c->set_precision(m.precision());
+  return c;
+}
+
+// An f32 model holding exactly the values a base held as `format` multiplies by.
+std::unique_ptr<Transformer> dequantised_copy(const Transformer& m, LoraBase format) {
+  auto c = copy_of(m);
+  FrozenBase fb(c->config(), c->layout(), c->params(), format);
+  fb.dequantize_into(c->params());
+  c->params_updated();
+  return c;
+}
+
+std::vector<float> logits(Transformer& m, const Batch& b) {
+  std::vector<float> z(static_cast<size_t>(b.N() * m.config().vocab_size));
+  m.forward_logits(b.tokens.data(), b.B, b.T, z.data());
+  return z;
+}
+
+struct Grads {
+  std::vector<float> model, lora, lp, ent;
+};
+
+Grads train_pass(Transformer& m, LoraAdapters& ad, const Batch& b, const WeightedLoss& loss) {
+  m.zero_grad();
+  ad.zero_grad();
+  Grads g;
+  g.lp.resize(static_cast<size_t>(b.N()));
+  g.ent.resize(static_cast<size_t>(b.N()));
+  m.forward_backward(b.tokens.data(), b.targets.data(), b.B, b.T, loss, g.lp.data(), g.ent.data());
+  g.model.assign(m.grads(), m.grads() + m.flat_size());
+  g.lora.assign(ad.grads(), ad.grads() + ad.size());
+  return g;
+}
+
+double max_abs(const float* x, int64_t n) {
+  double m = 0;
+  for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(static_cast<double>(x[i])));
+  return m;
+}
+
+double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double m = 0;
+  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(static_cast<double>(a[i]) - b[i]));
+  return m;
+}
+
+// Resident memory of this process (bytes), from /proc/self/statm.
+double rss_bytes() {
+  std::ifstream f("/proc/self/statm");
+  long size = 0, resident = 0;
+  f >> size >> resident;
+  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE));
+}
+
+// The paged forward (a prefill chunk, then one token per step, two sequences per step) as log-probs of the targets.
+std::vector<float> paged_logprobs(Transformer& m, const Batch& b, kernels::Precision prec) {
+  const ModelConfig& cfg = m.config();
+  const int64_t S = b.B, T = b.T, V = cfg.vocab_size, prefill = 6;
+  KvPool pool(cfg, 8, 16, kv_dtype(prec));
+  std::vector<SeqKv> seqs(static_cast<size_t>(S));
+  for (SeqKv& s : seqs) pool.reserve(s, T);
+  std::vector<float> got(static_cast<size_t>(S * T), 0.f);
+  for (int64_t t0 = 0; t0 < T;) {
+    const int64_t len = t0 == 0 ? prefill : 1;
+    std::vector<int32_t> tok, pos;
+    std::vector<const int32_t*> tables;
+    std::vector<int64_t> rows, src;
+    for (int64_t s = 0; s < S; ++s)
+      for (int64_t t = t0; t < t0 + len; ++t) {
+        rows.push_back(static_cast<int64_t>(tok.size()));
+        src.push_back(s * T + t);
+        tok.push_back(b.tokens[static_cast<size_t>(s * T + t)]);
+        pos.push_back(static_cast<int32_t>(t));
+        tables.push_back(seqs[static_cast<size_t>(s)].blocks.data());
+      }
+    std::vector<float> z(rows.size() * static_cast<size_t>(V));
+    PagedStep st;
+    st.n = st.n_out = static_cast<int64_t>(rows.size());
+    st.tokens = tok.data();
+    st.pos = pos.data();
+    st.tables = tables.data();
+    st.out_rows = rows.data();
+    st.logits = z.data();
+    m.forward_paged(st, pool);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const int32_t target = b.targets[static_cast<size_t>(src[i])];
+      if (target < 0) continue;
+      const float* zr = z.data() + i * static_cast<size_t>(V);
+      double mx = zr[0], sum = 0;
+      for (int64_t v = 0; v < V; ++v) mx = std::max(mx, static_cast<double>(zr[v]));
+      for (int64_t v = 0; v < V; ++v) sum += std::exp(zr[v] - mx);
+      got[static_cast<size_t>(src[i])] = static_cast<float>(zr[target] - mx - std::log(sum));
+    }
+    t0 += len;
+  }
+  return got;
+}
+
+}  // namespace
+
+// The panels: int4 rows widened as dequantize_int4 (the reference) does, bit for bit, for row ranges and rows whose
+// length is not a multiple of 32; bf16 exactly.
+TEST(QLora, WeightPanelsEqualTheReferenceDequantisation) {
+  for (int64_t K : {64, 88, 200}) {
+    const int64_t N = 37;
+    std::vector<float> W(static_cast<size_t>(N * K));
+    rng_fill_normal(5, static_cast<uint64_t>(K), std::span<float>(W), 0.f, 0.3f);
+    kernels::Int4Weights q;
+    kernels::quantize_int4(W.data(), N, K, K, 128, &q, kernels::Int4Layout::rows);
+    std::vector<float> want(W.size()), got(W.size(), -1.f);
+    kernels::dequantize_int4(q, want.data());
+    kernels::int4_rows_to_f32(q, 0, 11, got.data());
+    kernels::int4_rows_to_f32(q, 11, N, got.data() + 11 * K);
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), sizeof(float) * got.size()), 0) << "K " << K;
+    EXPECT_GT(max_diff(want, W), 1e-3) << "K " << K;  // 4 bits: not the f32 values
+    std::vector<uint16_t> h(W.size());
+    for (size_t i = 0; i < W.size(); ++i) h[i] = f32_to_bf16(W[i]);
+    kernels::bf16_rows_to_f32(h.data(), K, 3, N, got.data());
+    for (int64_t i = 0; i < (N - 3) * K; ++i)
+      ASSERT_EQ(got[static_cast<size_t>(i)], bf16_to_f32(h[static_cast<size_t>(3 * K + i)]));
+  }
+  kernels::Int4Weights c16;
+  std::vector<float> W(64 * 64, 0.5f);
+  if (kernels::int4_cols16_supported()) {
+    kernels::quantize_int4(W.data(), 64, 64, 64, 128, &c16, kernels::Int4Layout::cols16);
+    EXPECT_THROW(kernels::int4_rows_to_f32(c16, 0, 1, W.data()), Error);
+  }
+}
+
+// The held bytes are what the memory plan counts; quantising the same weights twice gives the same bytes (a resumed
+// run re-quantises the model file's weights to the base it trained on).
+TEST(QLora, HeldBytesArePlannedAndQuantisingIsDeterministic) {
+  ModelConfig cfg = family_config(Arch::qwen2);
+  Transformer m(cfg);
+  m.init_random(42, 0.1f);
+  for (LoraBase f : {LoraBase::bf16, LoraBase::int4}) {
+    FrozenBase a(cfg, m.layout(), m.params(), f), b(cfg, m.layout(), m.params(), f);
+    EXPECT_EQ(static_cast<double>(a.bytes()), FrozenBase::bytes_for(cfg, f)) << lora_base_name(f);
+    EXPECT_EQ(a.weights().size(), static_cast<size_t>(4 * cfg.num_layers));
+    for (size_t i = 0; i < a.weights().size(); ++i) {
+      const FrozenBase::Weight& w = a.weights()[i];
+      std::vector<float> x(static_cast<size_t>(w.N * w.K)), y(x.size());
+      a.dequantize(w.offset, x.data());
+      b.dequantize(w.offset, y.data());
+      EXPECT_EQ(std::memcmp(x.data(), y.data(), sizeof(float) * x.size()), 0);
+      if (f == LoraBase::int4) {
+        EXPECT_EQ(w.q4.q, b.weights()[i].q4.q);
+      }
+    }
+  }
+  int64_t linear = 0;
+  const FrozenBase all(cfg, m.layout(), m.params(), LoraBase::bf16);
+  for (const FrozenBase::Weight& w : all.weights()) linear += w.N * w.K;
+  EXPECT_EQ(linear, FrozenBase::params_for(cfg));
+  // int4 at group 64 or 32 on this shape: 4 bits plus 5 bytes a group, far under bf16's 16.
+  EXPECT_LT(FrozenBase::bytes_for(cfg, LoraBase::int4), 0.4 * FrozenBase::bytes_for(cfg, LoraBase::bf16));
+}
+
+// The products over panels (small ones here: every weight cut into several, the last one ragged) equal one GEMM on
+// the dequantised weight: y = x W^T and dx = dy W, overwriting and accumulating, f32 and bf16.
+TEST(QLora, PanelProductsEqualOneGemmOnTheDequantisedWeight) {
+  ModelConfig cfg = family_config(Arch::qwen2);
+  Transformer m(cfg);
+  m.init_random(42, 0.1f);
+  for (LoraBase f : {LoraBase::int4, LoraBase::bf16})
+    for (kernels::Precision p : {kernels::Precision::f32, kernels::Precision::bf16}) {
+      FrozenBase fb(cfg, m.layout(), m.params(), f, 16 * 88 + 5);  // 16 rows of the widest input (F = 88)
+      for (const FrozenBase::Weight& w : fb.weights()) {
+        const int64_t M = 9;
+        std::vector<float> W(static_cast<size_t>(w.N * w.K)), x(static_cast<size_t>(M * w.K)),
+            dy(static_cast<size_t>(M * w.N));
+        fb.dequantize(w.offset, W.data());
+        rng_fill_normal(3, 1, std::span<float>(x), 0.f, 1.f);
+        rng_fill_normal(3, 2, std::span<float>(dy), 0.f, 1.f);
+        for (float beta : {0.f, 1.f}) {
+          std::vector<float> y(static_cast<size_t>(M * w.N), 0.5f), want = y, dx(x.size(), 0.25f), dwant = dx;
+          fb.forward(w.offset, M, x.data(), w.K, beta, y.data(), w.N, p);
+          kernels::gemm(false, true, M, w.N, w.K, x.data(), w.K, W.data(), w.K, beta, want.data(), w.N, p);
+          fb.backward_input(w.offset, M, dy.data(), w.N, beta, dx.data(), w.K, p);
+          kernels::gemm(false, false, M, w.K, w.N, dy.data(), w.N, W.data(), w.K, beta, dwant.data(), w.K, p);
+          // The same products summed in other orders (the panels split dx's reduction over the outputs).
+          EXPECT_TRUE(all_close(y, want, tolerance(Kind::reduction, w.K))) << w.N << "x" << w.K << " beta " << beta;
+          EXPECT_TRUE(all_close(dx, dwant, tolerance(Kind::reduction, w.N))) << w.N << "x" << w.K << " beta " << beta;
+          EXPECT_GT(max_diff(y, std::vector<float>(y.size(), 0.5f)), 0.1);
+        }
+      }
+    }
+}
+
+// The int4 base (with and without adapters) computes the logits of an f32 model holding its dequantised values
+// (within 1e-4); the bf16 base those of an f32 model with bf16-rounded block weights (f32 precision: 1e-5); the
+// quantisation itself moves the logits far more than that.
+TEST(QLora, HeldBaseEqualsTheF32ModelOfItsValues) {
+  for (Arch arch : kArchs)
+    for (LoraBase f : {LoraBase::int4, LoraBase::bf16}) {
+      ModelConfig cfg = family_config(arch);
+      Transformer m(cfg);
+      m.init_random(42, 0.1f);
+      Batch b(cfg, 2);
+      const std::vector<float> original = logits(m, b);
+      auto ref = dequantised_copy(m, f);
+      m.hold_base(f);
+      const std::vector<float> got = logits(m, b), want = logits(*ref, b);
+      const int64_t n = static_cast<int64_t>(got.size());
+      const double tol = f == LoraBase::int4 ? 1e-4 : 1e-5;
+      EXPECT_TRUE(all_close(got.data(), want.data(), n, tol)) << arch_name(arch) << " " << lora_base_name(f);
+      EXPECT_GT(max_diff(got, original), 100 * tol * max_abs(want.data(), n)) << arch_name(arch);
+      // With adapters (the held base's adapters on one, f32 ones with the same values on the other).
+      LoraAdapters ad(cfg, lora_config(f)), adr(cfg, lora_config(LoraBase::f32));
+      randomize(ad, 11);
+      randomize(adr, 11);
+      m.attach_lora(&ad);
+      ref->attach_lora(&adr);
+      const std::vector<float> got2 = logits(m, b), want2 = logits(*ref, b);
+      EXPECT_TRUE(all_close(got2.data(), want2.data(), n, tol)) << arch_name(arch) << " adapters";
+      EXPECT_GT(max_diff(got2, got), 1e-2) << arch_name(arch);
+    }
+}
+
+// bf16 precision: the bf16 base gives the f32 master model's bf16 logits within the bf16 tolerance (the held values
+// are the master's bf16 copy).
+TEST(QLora, Bf16BaseInBf16PrecisionEqualsTheMasterModel) {
+  for (Arch arch : {Arch::llama, Arch::gemma2}) {
+    ModelConfig cfg = family_config(arch);
+    Transformer m(cfg);
+    m.init_random(42, 0.1f);
+    m.set_precision(kernels::Precision::bf16);
+    Batch b(cfg, 2);
+    const std::vector<float> want = logits(m, b);
+    m.hold_base(LoraBase::bf16);
+    const std::vector<float> got = logits(m, b);
+    EXPECT_TRUE(
+        all_close(got.data(), want.data(), static_cast<int64_t>(got.size()), tolerance(Kind::bf16, cfg.hidden_size)))
+        << arch_name(arch);
+  }
+}
+
+// The rollout invariant on a held base with adapters: the paged forward's log-probs are the training forward's; f32
+// within 1e-5, bf16 within the bf16 tolerance.
+TEST(QLora, PagedForwardLogprobsEqualTheTrainingForward) {
+  for (Arch arch : {Arch::llama, Arch::qwen3, Arch::gemma2, Arch::phi3})
+    for (LoraBase f : {LoraBase::int4, LoraBase::bf16})
+      for (kernels::Precision prec : {kernels::Precision::f32, kernels::Precision::bf16}) {
+        ModelConfig cfg = family_config(arch);
+        Transformer m(cfg);
+        m.init_random(42, 0.1f);
+        m.set_precision(prec);
+        LoraAdapters ad(cfg, lora_config(f));
+        randomize(ad, 17);
+        m.attach_lora(&ad);
+        ASSERT_NE(m.held_base(), nullptr);
+        Batch b(cfg, 4, 2, 19);
+        std::vector<float> want(static_cast<size_t>(b.N())), ent(static_cast<size_t>(b.N()));
+        m.forward_logprobs(b.tokens.data(), b.targets.data(), b.B, b.T, want.data(), ent.data());
+        for (int64_t i = 0; i < b.N(); ++i)
+          if (b.targets[static_cast<size_t>(i)] < 0) want[static_cast<size_t>(i)] = 0;
+        const std::vector<float> got = paged_logprobs(m, b, prec);
+        const double tol = prec == kernels::Precision::f32 ? 1e-5 : tolerance(Kind::bf16, cfg.hidden_size);
+        EXPECT_TRUE(all_close(got.data(), want.data(), b.N(), tol))
+            << arch_name(arch) << " " << lora_base_name(f) << " " << kernels::precision_name(prec);
+      }
+}
+
+// Gradients: the adapters' and the embedding's equal those of the f32 model holding the dequantised values (base
+// frozen there), finite differences agree on A and B, and the held products get no gradient at all.
+TEST(QLora, AdapterGradientsMatchTheDequantisedModelAndFiniteDifferences) {
+  for (Arch arch : kArchs) {
+    ModelConfig cfg = family_config(arch);
+    Transformer m(cfg);
+    m.init_random(42, 0.1f);
+    auto ref = dequantised_copy(m, LoraBase::int4);
+    ref->set_base_frozen(true);
+    LoraAdapters ad(cfg, lora_config(LoraBase::int4)), adr(cfg, lora_config(LoraBase::f32));
+    randomize(ad, 13);
+    randomize(adr, 13);
+    m.attach_lora(&ad);
+    ref->attach_lora(&adr);
+    Batch b(cfg, 3);
+    WeightedLoss loss(b.N());
+    Grads g = train_pass(m, ad, b, loss), gr = train_pass(*ref, adr, b, loss);
+    const double tol = tolerance(Kind::reduction, b.N(), 3);
+    EXPECT_TRUE(all_close(g.lp.data(), gr.lp.data(), b.N(), 1e-5)) << arch_name(arch);
+    EXPECT_TRUE(all_close(g.lora.data(), gr.lora.data(), ad.size(), tol)) << arch_name(arch);
+    EXPECT_GT(max_abs(g.lora.data(), ad.size()), 1e-3) << arch_name(arch);
+    const FrozenBase& fb = *m.held_base();
+    int64_t held = 0;
+    for (const ParamEntry& e : m.layout().entries()) {
+      if (fb.covers(e.offset, e.numel())) {  // no gradient, no value
+        EXPECT_EQ(max_abs(g.model.data() + e.offset, e.numel()), 0.0) << arch_name(arch) << " " << e.name;
+        EXPECT_EQ(max_abs(m.params() + e.offset, e.numel()), 0.0) << arch_name(arch) << " " << e.name;
+        EXPECT_THROW(m.param(e.name), Error) << e.name;
+        ++held;
+      } else {
+        EXPECT_TRUE(all_close(g.model.data() + e.offset, gr.model.data() + e.offset, e.numel(), tol, 1e-7))
+            << arch_name(arch) << " " << e.name;
+      }
+    }
+    EXPECT_GE(held, 4 * cfg.num_layers) << arch_name(arch);
+    const ParamEntry& emb = m.layout().at("model.embed_tokens.weight");
+    EXPECT_GT(max_abs(g.model.data() + emb.offset, emb.numel()), 1e-3) << arch_name(arch);
+    // Finite differences on the loss, at the largest analytic entries of A and B of two adapters.
+    auto objective = [&]() {
+      std::vector<float> lp(static_cast<size_t>(b.N())), ent(static_cast<size_t>(b.N()));
+      m.forward_logprobs(b.tokens.data(), b.targets.data(), b.B, b.T, lp.data(), ent.data());
+      return loss.value(lp, ent);
+    };
+    const int64_t r = ad.rank();
+    for (auto [l, t] : {std::pair<int64_t, LoraTarget>{0, LoraTarget::v}, {1, LoraTarget::down}})
+      for (bool is_a : {true, false}) {
+        const LoraProduct& p = *ad.find(l, t);
+        const int64_t off = is_a ? p.a : p.b, n = is_a ? r * p.in : p.out * r;
+        int64_t best = off;
+        for (int64_t i = off; i < off + n; ++i)
+          if (std::fabs(g.lora[static_cast<size_t>(i)]) > std::fabs(g.lora[static_cast<size_t>(best)])) best = i;
+        const float eps = 1e-2f, keep = ad.params()[best];
+        ad.params()[best] = keep + eps;
+        const double up = objective();
+        ad.params()[best] = keep - eps;
+        const double down = objective();
+        ad.params()[best] = keep;
+        const double fd = (up - down) / (2.0 * eps), an = g.lora[static_cast<size_t>(best)];
+        EXPECT_GT(std::fabs(an), 1e-2) << arch_name(arch);
+        EXPECT_NEAR(fd, an, 2e-2 * std::fabs(an))
+            << arch_name(arch) << " layer " << l << " " << lora_target_name(t) << (is_a ? " A" : " B");
+      }
+  }
+}
+
+// Recomputation on and off over a held base: the same gradients, bit for bit; a bf16 base too.
+TEST(QLora, RecomputeGivesTheStoredPathsGradients) {
+  for (Arch arch : {Arch::llama, Arch::gemma2})
+    for (LoraBase f : {LoraBase::int4, LoraBase::bf16}) {
+      ModelConfig cfg = family_config(arch);
+      Transformer m(cfg);
+      m.init_random(42, 0.1f);
+      LoraAdapters ad(cfg, lora_config(f));
+      randomize(ad, 19);
+      m.attach_lora(&ad);
+      Batch b(cfg, 5);
+      WeightedLoss loss(b.N());
+      Grads stored = train_pass(m, ad, b, loss);
+      m.set_recompute(true);
+      Grads re = train_pass(m, ad, b, loss);
+      EXPECT_EQ(re.lora, stored.lora) << arch_name(arch) << " " << lora_base_name(f);
+      EXPECT_EQ(re.model, stored.model) << arch_name(arch);
+      EXPECT_GT(max_abs(re.lora.data(), ad.size()), 1e-3);
+    }
+}
+
+// The held products' f32 values and gradients cost no memory: holding gives their pages back, and training passes
+// (zero_grad, forward_backward) never write them again. A model of a few hundred MB of block products.
+TEST(QLora, HoldingTheBaseGivesItsF32MemoryBack) {
+  ModelConfig cfg = model_config_preset("tiny");
+  cfg.hidden_size = 512, cfg.num_heads = 8, cfg.num_kv_heads = 8, cfg.head_dim = 64, cfg.intermediate_size = 1536;
+  cfg.num_layers = 6;
+  Transformer m(cfg);
+  m.init_random(1, 0.02f);
+  const double linear = 4.0 * static_cast<double>(FrozenBase::params_for(cfg));  // ~57 MB of f32 values
+  LoraAdapters ad(cfg, lora_config(LoraBase::int4, 8));
+  ad.init(3);
+  const double before = rss_bytes();
+  m.attach_lora(&ad);
+  const double after = rss_bytes();
+  const double held = static_cast<double>(m.held_base()->bytes());
+  // The f32 values went, the int4 bytes came (the quantiser's own scratch is small).
+  EXPECT_NEAR(before - after, linear - held, 0.1 * linear) << "before " << before << " after " << after;
+  std::printf("f32 block products %.1f MB, held %.1f MB, RSS %.1f -> %.1f MB\n", linear / 1e6, held / 1e6, before / 1e6,
+              after / 1e6);
+  Batch b(cfg, 7, 2, 16);
+  WeightedLoss loss(b.N());
+  train_pass(m, ad, b, loss);  // the arena and the classifier's buffers grow here (not the gradients)
+  const double trained = rss_bytes();
+  train_pass(m, ad, b, loss);
+  EXPECT_LT(rss_bytes() - trained, 0.05 * linear);
+  // The grads of the held products were never written: a full gradient buffer would have added `linear`.
+  EXPECT_LT(trained - after, 0.5 * linear) << "trained " << trained << " after " << after;
+  std::printf("after two training passes: RSS %.1f MB\n", rss_bytes() / 1e6);
+}
+
+// What cannot run on a held base is refused: a device, a base held again in another format, merging into it, a
+// drafter, an optimiser stepping the model's own weights.
+TEST(QLora, WhatNeedsF32WeightsIsRefused) {
+  ModelConfig cfg = family_config(Arch::llama);
+  Transformer m(cfg);
+  m.init_random(42, 0.1f);
+  LoraAdapters ad(cfg, lora_config(LoraBase::int4));
+  ad.init(3);
+  m.attach_lora(&ad);
+  EXPECT_TRUE(m.base_frozen());
+  m.set_base_frozen(false);
+  EXPECT_TRUE(m.base_frozen());  // held: frozen for good
+  EXPECT_THROW(m.hold_base(LoraBase::bf16), Error);
+  EXPECT_NO_THROW(m.hold_base(LoraBase::int4));
+  EXPECT_THROW(ad.merge_into(m), Error);
+  OptimizerConfig oc;
+  Optimizer full(m, oc);
+  EXPECT_THROW(full.step(), Error);
+  Optimizer lora(m, oc);
+  lora.train_adapters(&ad);
+  Batch b(cfg, 8);
+  WeightedLoss loss(b.N());
+  train_pass(m, ad, b, loss);
+  const std::vector<float> a0(ad.params(), ad.params() + ad.size());
+  EXPECT_FALSE(lora.step().skipped);
+  EXPECT_GT(max_diff(a0, std::vector<float>(ad.params(), ad.params() + ad.size())), 0.0);
+  // Detached, the model still runs on its held base (the KL reference of LoRA is this model without adapters).
+  m.attach_lora(nullptr);
+  EXPECT_NE(m.held_base(), nullptr);
+}
