@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# DRE on a `dataset` task through the CLI, as a new user starts it (issue 42 item 1): a JSONL of sums whose gold
+# solutions state the answer, check it, then close with "#### c"; SFT teaches the quickstart model that habit, and
+# RL with [rl.dre] detector = "gsm8k" edits correct rollouts at the line that first states the answer (dre_edits > 0,
+# tokens saved). Without a detector the recipe is refused before any step, naming rl.dre.detector, with no run
+# directory left behind.   Usage: dre_dataset.sh TEMPER. Prints DRE_DATASET_OK.
+set -euo pipefail
+temper=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "dre_dataset.sh: $*"; exit 1; }
+python3 - "$work/sums.jsonl" <<'PY'
+import json, sys
+with open(sys.argv[1], "w") as f:
+    for a in range(10):
+        for b in range(10):
+            c = a + b
+            f.write(json.dumps({"prompt": f"{a}+{b}=", "answer": str(c),
+                                "solution": f"{a}+{b}={c}\ncheck {b}+{a}={c}\n#### {c}"}) + "\n")
+PY
+cat > "$work/recipe.toml" <<TOML
+[model]
+preset = "quickstart"
+[task]
+name = "dataset"
+[task.params]
+path = "$work/sums.jsonl"
+eval_fraction = 0.1
+[sft]
+steps = 150
+batch = 32
+lr = 3e-3
+warmup = 10
+[rl]
+steps = 3
+prompts_per_step = 8
+group_size = 4
+max_new = 40
+[rl.dre]
+min_tail = 4
+[eval]
+every = 0
+problems = 10
+max_new = 40
+[run]
+checkpoint_every = 0
+TOML
+
+if "$temper" train "$work/recipe.toml" --out "$work/refused" --threads 2 2> "$work/refused.log"; then
+  fail "DRE on a dataset without rl.dre.detector was not refused"
+fi
+grep -q "rl.dre.detector: task 'dataset' has no answer detector of its own" "$work/refused.log" \
+  || fail "no refusal naming rl.dre.detector: $(tail -2 "$work/refused.log")"
+test ! -e "$work/refused" || fail "a refused recipe left a run directory"
+
+"$temper" train "$work/recipe.toml" --out "$work/run" --threads 2 --set rl.dre.detector='"gsm8k"' 2> "$work/run.log" \
+  || fail "the run failed: $(tail -3 "$work/run.log")"
+python3 - "$work/run/metrics.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if '"train"' in l]
+rows = [r for r in rows if r.get("kind") == "train"]
+assert len(rows) == 3, rows
+edits = sum(r["dre_edits"] for r in rows)
+saved = max(r["dre_saved_tokens_mean"] for r in rows)
+over = max(r["dre_overthink_correct"] for r in rows)
+print(f"dre on a dataset: {edits:.0f} edits over 3 steps, up to {saved:.1f} tokens saved per edit, overthinking ratio of correct rollouts up to {over:.3f}")
+assert edits > 0 and saved > 0 and over > 0, rows
+PY
+echo "DRE_DATASET_OK"
