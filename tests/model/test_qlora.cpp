@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "temper/core/dtype.h"
 #include "temper/core/error.h"
 #include "temper/core/rng.h"
+#include "temper/io/peft_adapter.h"
 #include "temper/kernels/classifier.h"
 #include "temper/kernels/int4_matmul.h"
 #include "temper/kernels/weight_panel.h"
@@ -497,4 +499,40 @@ TEST(QLora, WhatNeedsF32WeightsIsRefused) {
   // Detached, the model still runs on its held base (the KL reference of LoRA is this model without adapters).
   m.attach_lora(nullptr);
   EXPECT_NE(m.held_base(), nullptr);
+}
+
+// PEFT out and in: a run on an int4 base records it (temper_lora_base); merging that adapter into the f32 base it
+// started from merges into the dequantised weights, so the merged model's logits are the held base's with adapters
+// (within 1e-4), not those of a merge into the f32 weights; resuming into adapters of another held base is refused.
+TEST(QLora, PeftAdaptersRecordTheBaseAndMergeIntoTheDequantisedWeights) {
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("temper_qlora_peft_" + std::to_string(getpid()))).string();
+  for (Arch arch : {Arch::llama, Arch::qwen2}) {
+    ModelConfig cfg = family_config(arch);
+    Transformer m(cfg);
+    m.init_random(42, 0.1f);
+    auto f32_base = copy_of(m);
+    LoraAdapters ad(cfg, lora_config(LoraBase::int4));
+    randomize(ad, 29);
+    m.attach_lora(&ad);
+    Batch b(cfg, 3);
+    const std::vector<float> want = logits(m, b);
+    io::write_peft_adapter(ad, dir);
+    EXPECT_EQ(io::read_peft_adapter_config(dir).base, LoraBase::int4);
+    EXPECT_EQ(io::read_peft_adapter(dir, cfg)->config().base, LoraBase::f32);  // the caller's choice
+    auto merged = copy_of(*f32_base);
+    io::merge_peft_adapter(*merged, dir);
+    const std::vector<float> got = logits(*merged, b);
+    EXPECT_TRUE(all_close(got.data(), want.data(), static_cast<int64_t>(got.size()), 1e-4)) << arch_name(arch);
+    auto plain = copy_of(*f32_base);  // merged into the f32 weights instead: the quantisation's difference
+    LoraAdapters adf(cfg, lora_config(LoraBase::f32));
+    io::load_peft_adapter_weights(adf, dir);
+    adf.merge_into(*plain);
+    EXPECT_GT(max_diff(logits(*plain, b), want), 1e-3) << arch_name(arch);
+    LoraAdapters other(cfg, lora_config(LoraBase::bf16)), same(cfg, lora_config(LoraBase::int4));
+    EXPECT_THROW(io::load_peft_adapter_weights(other, dir), Error);
+    io::load_peft_adapter_weights(same, dir);
+    EXPECT_EQ(std::memcmp(same.params(), ad.params(), sizeof(float) * static_cast<size_t>(ad.size())), 0);
+  }
+  std::filesystem::remove_all(dir);
 }

@@ -341,6 +341,10 @@ void LoraSection::visit(KeyVisitor& v) {
   v("targets", targets, "the adapted products: q, k, v, o, gate, up, down (or their HF names, q_proj ...)");
   v("rslora", config.use_rslora, "rank-stabilised scale alpha / sqrt(r)");
   v("init", init, "a PEFT adapter directory (adapter_config.json + adapter_model.safetensors) to start from");
+  v("base", config.base,
+    "the frozen base's block products: f32 (the model's weights), bf16, or int4 (QLoRA: 4-bit, dequantised in the "
+    "product); embeddings, LM head and norms stay f32",
+    kLoraBaseNames);
 }
 
 // [lora]: the targets by name, the config validated; what cannot train adapters refused.
@@ -360,9 +364,20 @@ void read_lora(Recipe& r, RunConfig& c) {
   } catch (const Error& e) {
     TEMPER_FAIL() << r.source() << ": " << e.what();
   }
-  TEMPER_CHECK(c.model.device == "cpu") << r.source() << ": [lora] trains on the CPU so far (model.device = \""
-                                        << c.model.device << "\"); set model.device = \"cpu\"";
-  TEMPER_CHECK(!c.rl.speculative) << r.source() << ": [rl.speculative] with [lora]: not yet (the drafter is the base)";
+  const std::string base(lora_base_name(l.config.base));
+  TEMPER_CHECK(c.model.device == "cpu")
+      << r.source() << ": [lora] trains on the CPU so far (model.device = \"" << c.model.device << "\""
+      << (l.config.base != LoraBase::f32 ? ", lora.base = \"" + base + "\": a bf16/int4 base too" : std::string())
+      << "); set model.device = \"cpu\"";
+  TEMPER_CHECK(!c.rl.speculative) << r.source() << ": [rl.speculative] with [lora]: not yet (the drafter is the base"
+                                  << (l.config.base != LoraBase::f32 ? "; with lora.base = \"" + base +
+                                                                           "\" it has no f32 weights to quantise"
+                                                                     : std::string())
+                                  << ")";
+  // A base held as bf16 / int4 has no f32 weights: what writes them or needs their gradient cannot run on it.
+  TEMPER_CHECK(l.config.base == LoraBase::f32 || l.init.empty())
+      << r.source() << ": lora.init with lora.base = \"" << base
+      << "\": not yet (adapters from a PEFT directory start on an f32 base); set lora.base = \"f32\" or drop lora.init";
   c.lora = std::move(l);
 }
 

@@ -10,6 +10,7 @@
 #include "temper/io/json_file.h"
 #include "temper/io/safetensors.h"
 #include "temper/io/safetensors_writer.h"
+#include "temper/model/frozen_base.h"
 
 namespace temper::io {
 
@@ -19,6 +20,9 @@ namespace {
 
 constexpr const char* kConfigFile = "adapter_config.json";
 constexpr const char* kWeightsFile = "adapter_model.safetensors";
+// temper's own field: the base the adapters were trained on when it was held as bf16 or int4 (absent: f32). PEFT
+// ignores it (with a warning); merging dequantises the base as training did.
+constexpr const char* kBaseField = "temper_lora_base";
 
 std::string module_leaf(LoraTarget t) {  // "q_proj"
   std::string_view m = lora_target_module(t);
@@ -77,6 +81,7 @@ void write_peft_adapter(const LoraAdapters& ad, const std::string& dir, const Pe
   for (LoraTarget t : c.targets) targets.push_back(module_leaf(t));
   j["target_modules"] = targets;
   j["task_type"] = "CAUSAL_LM";
+  if (c.base != LoraBase::f32) j[kBaseField] = std::string(lora_base_name(c.base));
   j["use_dora"] = false;
   j["use_rslora"] = c.use_rslora;
   std::vector<NamedTensor> tensors;
@@ -121,6 +126,10 @@ LoraConfig read_peft_adapter_config(const std::string& dir, const PeftReadOption
   if (const nlohmann::json* rs = field("use_rslora")) {
     TEMPER_CHECK(rs->is_boolean()) << path << ": field 'use_rslora' must be true or false";
     c.use_rslora = rs->get<bool>();
+  }
+  if (const nlohmann::json* b = field(kBaseField)) {
+    TEMPER_CHECK(b->is_string() && lora_base_from_name(b->get<std::string>(), &c.base))
+        << path << ": field '" << kBaseField << "' is " << b->dump() << "; expected \"f32\", \"bf16\" or \"int4\"";
   }
   // What temper's adapters cannot hold.
   auto refuse_if = [&](const char* name, bool bad, const std::string& why) {
@@ -191,6 +200,9 @@ void load_peft_adapter_weights(LoraAdapters& ad, const std::string& dir) {
   for (LoraTarget t : want.targets)
     TEMPER_CHECK(have.has(t)) << cfg_path << ": field 'target_modules' lacks '" << module_leaf(t)
                               << "', which the run's adapters target";
+  TEMPER_CHECK(want.base == LoraBase::f32 || have.base == want.base)
+      << cfg_path << ": the adapter was trained on a " << lora_base_name(have.base) << " base (field '" << kBaseField
+      << "'); the run's base is " << lora_base_name(want.base) << " ([lora] base)";
   check_names_exist(ad.model_config(), want, dir);
   const std::string path = (fs::path(dir) / kWeightsFile).string();
   if (!fs::exists(path)) {
@@ -228,6 +240,7 @@ std::unique_ptr<LoraAdapters> read_peft_adapter(const std::string& dir, const Mo
                                                 const PeftReadOptions& o) {
   LoraConfig c = read_peft_adapter_config(dir, o);
   c.dropout = 0;
+  c.base = LoraBase::f32;  // the caller's choice (LoraAdapters::set_base)
   check_names_exist(model, c, dir);
   auto ad = std::make_unique<LoraAdapters>(model, c);
   load_peft_adapter_weights(*ad, dir);
@@ -235,7 +248,12 @@ std::unique_ptr<LoraAdapters> read_peft_adapter(const std::string& dir, const Mo
 }
 
 void merge_peft_adapter(Transformer& model, const std::string& dir) {
+  const LoraBase base = read_peft_adapter_config(dir, {.ignore_dropout = true}).base;
   std::unique_ptr<LoraAdapters> ad = read_peft_adapter(dir, model.config(), {.ignore_dropout = true});
+  if (base != LoraBase::f32) {  // the weights the adapters were trained on: the base quantised as training did
+    FrozenBase(model.config(), model.layout(), model.params(), base).dequantize_into(model.params());
+    model.params_updated();
+  }
   ad->merge_into(model);
 }
 

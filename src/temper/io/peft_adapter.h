@@ -31,17 +31,22 @@ struct PeftReadOptions {
   bool ignore_dropout = false;
 };
 
-// DIR/adapter_config.json as a LoraConfig (validated).
+// DIR/adapter_config.json as a LoraConfig (validated). Its base: temper's field temper_lora_base, which a run on a
+// bf16 / int4 base writes (absent: f32).
 LoraConfig read_peft_adapter_config(const std::string& dir, const PeftReadOptions& o = {});
-// New adapters for a model of shape `model` from DIR (config and weights).
+// New adapters for a model of shape `model` from DIR (config and weights); their base is f32 whatever DIR trained on
+// (the caller's: LoraAdapters::set_base).
 std::unique_ptr<LoraAdapters> read_peft_adapter(const std::string& dir, const ModelConfig& model,
                                                 const PeftReadOptions& o = {});
-// DIR's weights into existing adapters (resuming): DIR's config must equal theirs (rank, alpha, targets, rsLoRA).
+// DIR's weights into existing adapters (resuming): DIR's config must equal theirs (rank, alpha, targets, rsLoRA, and
+// the base when theirs is bf16 or int4).
 void load_peft_adapter_weights(LoraAdapters& adapters, const std::string& dir);
 // The PEFT tensor names of one adapter (layer l, target t): ...lora_A.weight and ...lora_B.weight.
 std::string peft_tensor_name(int64_t layer, LoraTarget t, bool a);
 
-// Reads DIR's adapter (dropout ignored) and merges it into the model's weights (W += scale B A).
+// Reads DIR's adapter (dropout ignored) and merges it into the model's weights (W += scale B A). An adapter trained
+// on an int4 (bf16) base is merged into the dequantised (rounded) block weights: the model is first replaced by the
+// values the run multiplied by (FrozenBase quantises as the run did: `model` must be the run's base).
 void merge_peft_adapter(Transformer& model, const std::string& dir);
 
 }  // namespace temper::io

@@ -1,5 +1,7 @@
 #include "temper/kernels/weight_panel.h"
 
+#include <algorithm>
+
 #include "temper/core/dtype.h"
 #include "temper/core/error.h"
 #include "temper/core/thread_pool.h"
@@ -10,7 +12,7 @@ void int4_rows_to_f32(const Int4Weights& w, int64_t r0, int64_t r1, float* out) 
   TEMPER_CHECK(w.layout == Int4Layout::rows) << "int4_rows_to_f32: weights in the cols16 layout (rows expected)";
   TEMPER_CHECK(r0 >= 0 && r0 <= r1 && r1 <= w.N) << "int4_rows_to_f32: rows [" << r0 << ", " << r1 << ") of " << w.N;
   const int64_t K = w.K, Kp = w.Kp, G = Kp / w.group, chunks_per_group = w.group / kInt4Chunk;
-  parallel_for(r1 - r0, 8, [&](int64_t b, int64_t e) {
+  parallel_for(r1 - r0, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, w.K)), [&](int64_t b, int64_t e) {
     float lo[16], hi[16];
     for (int64_t i = b; i < e; ++i) {
       const int64_t n = r0 + i;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <span>
 
 #include "temper/core/error.h"
@@ -54,24 +55,13 @@ bool lora_target_from_name(std::string_view name, LoraTarget* out) {
 }
 
 std::string_view lora_base_name(LoraBase b) {
-  switch (b) {
-    case LoraBase::f32:
-      return "f32";
-    case LoraBase::bf16:
-      return "bf16";
-    case LoraBase::int4:
-      return "int4";
-  }
-  return "?";
+  return enum_name(kLoraBaseNames, b);
 }
 
 bool lora_base_from_name(std::string_view name, LoraBase* out) {
-  for (LoraBase b : {LoraBase::f32, LoraBase::bf16, LoraBase::int4})
-    if (name == lora_base_name(b)) {
-      *out = b;
-      return true;
-    }
-  return false;
+  std::optional<LoraBase> b = enum_from_name(kLoraBaseNames, name);
+  if (b) *out = *b;
+  return b.has_value();
 }
 
 void LoraConfig::validate(const std::string& where) const {

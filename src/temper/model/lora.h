@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "temper/core/settings.h"
 #include "temper/core/tensor.h"
 #include "temper/model/config.h"
 
@@ -30,6 +31,8 @@ bool lora_target_from_name(std::string_view name, LoraTarget* out);
 
 // How the frozen base's block products (q/k/v, o, gate/up, down of every layer) are held under the adapters.
 enum class LoraBase { f32, bf16, int4 };
+inline constexpr EnumNames<LoraBase, 3> kLoraBaseNames{
+    {{LoraBase::f32, "f32"}, {LoraBase::bf16, "bf16"}, {LoraBase::int4, "int4"}}};
 std::string_view lora_base_name(LoraBase b);  // "f32", "bf16", "int4"
 bool lora_base_from_name(std::string_view name, LoraBase* out);
 
