@@ -1,9 +1,14 @@
 // Measures the GEMM backends temper can use on this CPU for the training shapes of SmolLM2-135M
 // (M = batch*seq tokens; linear layers y = x W^T and their two backward GEMMs), f32 and bf16.
 // Debian's OpenBLAS 0.3.21 is built without BUILD_BFLOAT16 (no cblas_sbgemm), so bf16 is oneDNN only.
+// The temper columns are the engine's own products from f32 operands (conversion to bf16 included): gemm()
+// with bf16 precision, and the forward's products on weights packed once (the AVX-512 kernel, and AMX tiles
+// where the CPU has them; kernels/matmul.h's Bf16Path).
 // Run: build/bench/gemm_backends [--tokens M] [--threads N]. Results go to docs/PERFORMANCE.md.
 #include <cblas.h>
 #include "temper/core/dtype.h"
+#include "temper/core/thread_pool.h"
+#include "temper/kernels/matmul.h"
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -68,6 +73,10 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--threads")) threads = std::atoi(argv[i + 1]);
   }
   openblas_set_num_threads(threads);
+  temper::set_num_threads(threads);
+  namespace tk = temper::kernels;
+  const bool amx = tk::bf16_path() == tk::Bf16Path::amx;
+  std::printf("bf16 path: %s\n", std::string(tk::bf16_path_name(tk::bf16_path())).c_str());
   struct S { const char* name; int64_t M, N, K; bool ta, tb; };
   // fwd: y[M,N] = x[M,K] W[N,K]^T ; dX[M,K] = dY[M,N] W[N,K] ; dW[N,K] = dY[M,N]^T X[M,K]
   std::vector<S> shapes = {
@@ -79,7 +88,8 @@ int main(int argc, char** argv) {
       {"up dW", 1536, 576, tokens, true, false},
       {"lm_head fwd 49152x576 (256 rows)", 256, 49152, 576, false, true},
   };
-  std::printf("%-34s %10s %10s %10s %12s\n", "shape (GFLOP/s)", "oblas f32", "dnnl f32", "dnnl bf16", "bf16 packed");
+  std::printf("%-34s %10s %10s %10s %12s %12s %12s %12s\n", "shape (GFLOP/s)", "oblas f32", "dnnl f32", "dnnl bf16",
+              "dnnl packed", "temper bf16", "fwd avx512", "fwd amx");
   for (auto& s : shapes) {
     int64_t lda = s.ta ? s.M : s.K, ldb = s.tb ? s.K : s.N;
     std::vector<float> A(s.M * s.K), B(s.N * s.K), C(s.M * s.N);
@@ -101,8 +111,24 @@ int main(int argc, char** argv) {
     double t4 = seconds_of([&] { mm.run(); }, reps);
     DnnlMatmul mp(s.M, s.N, s.K, dnnl::memory::data_type::bf16, Ab.data(), Bb.data(), C.data(), s.ta, s.tb, true);
     double t5 = seconds_of([&] { mp.run(); }, reps);
-    std::printf("%-34s %10.1f %10.1f %10.1f %12.1f\n", s.name, flop / t1 * 1e-9, flop / t2 * 1e-9, flop / t4 * 1e-9,
-                flop / t5 * 1e-9);
+    double t6 = seconds_of([&] {
+      tk::gemm(s.ta, s.tb, s.M, s.N, s.K, A.data(), lda, B.data(), ldb, 0.f, C.data(), s.N, tk::Precision::bf16);
+    }, reps);
+    // The forward's packed products (y = x W^T shapes only), each path with its own packed copy.
+    auto packed_rate = [&](bool on) {
+      if (s.ta || !s.tb || !tk::packed_supported() || (on && !amx)) return 0.0;
+      tk::bf16_set_amx(on);
+      std::vector<uint16_t> wp(static_cast<size_t>(tk::packed_size(s.N, s.K)));
+      tk::bf16_pack_weight(B.data(), s.N, s.K, wp.data());
+      const double t = seconds_of([&] {
+        tk::gemm_bf16_packed(s.M, s.N, s.K, A.data(), lda, wp.data(), 0.f, C.data(), s.N);
+      }, reps);
+      tk::bf16_set_amx(amx);
+      return flop / t * 1e-9;
+    };
+    const double fa = packed_rate(false), fm = packed_rate(true);
+    std::printf("%-34s %10.1f %10.1f %10.1f %12.1f %12.1f %12.1f %12.1f\n", s.name, flop / t1 * 1e-9, flop / t2 * 1e-9,
+                flop / t4 * 1e-9, flop / t5 * 1e-9, flop / t6 * 1e-9, fa, fm);
   }
   return 0;
 }

@@ -34,6 +34,9 @@ CpuFeatures probe() {
     f.avx512bw = zmm_os && (b & (1u << 30));
     f.avx512vl = zmm_os && (b & (1u << 31));
     f.avx512_vnni = zmm_os && (c & (1u << 11));
+    const bool tile_os = (xcr0 & 0x60000) == 0x60000;
+    f.amx_tile = tile_os && (d & (1u << 24));
+    f.amx_bf16 = f.amx_tile && (d & (1u << 22));
   }
   if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) {
     f.avx512_bf16 = zmm_os && (a & (1u << 5));

@@ -14,6 +14,9 @@ struct CpuFeatures {
   bool avx2 = false, fma = false, f16c = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
   bool avx512_bf16 = false, avx512_vnni = false, avx_vnni = false;
+  // AMX tiles with bf16 products, and the OS saves the tile state (XCR0 bits 17, 18). Linux also wants the
+  // process to ask for the tile data once (kernels/cpu/gemm_amx.h does, before the first use).
+  bool amx_tile = false, amx_bf16 = false;
 };
 
 const CpuFeatures& cpu_features();

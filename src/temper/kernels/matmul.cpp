@@ -1,11 +1,11 @@
 #include "temper/kernels/matmul.h"
 
 #include <cblas.h>
+#include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
 
-#include <omp.h>
-
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -16,6 +16,7 @@
 
 #include "temper/core/error.h"
 #include "temper/core/thread_pool.h"
+#include "temper/kernels/cpu/gemm_amx.h"
 #include "temper/kernels/cpu/gemm_packed.h"
 #include "temper/kernels/cpu/isa_table.h"
 
@@ -62,6 +63,31 @@ void to_bf16(const float* src, int64_t rows, int64_t cols, int64_t ld, uint16_t*
   parallel_for(rows, 64, [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) t.f32_to_bf16(src + r * ld, dst + r * cols, cols);
   });
+}
+
+std::atomic<bool>& amx_slot() {
+  static std::atomic<bool> on{amx_usable()};
+  return on;
+}
+
+// gemm()'s bf16 product on AMX: op(B) packed as W' [N, K] and op(A) rounded to bf16 rows, once per call
+// (O(MK + NK) against the product's O(MNK)); threads take panels of 32 outputs.
+void gemm_bf16_amx(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
+                   int64_t ldb, float beta, float* C, int64_t ldc) {
+  TEMPER_CHECK(beta == 0.f || beta == 1.f) << "bf16 gemm supports beta 0 or 1, got " << beta;
+  thread_local std::vector<uint16_t> a16, w16;
+  const int64_t Kp = amx_k_padded(K), panels = (N + 31) / 32;
+  if (static_cast<int64_t>(a16.size()) < M * Kp) a16.resize(static_cast<size_t>(M * Kp));
+  if (static_cast<int64_t>(w16.size()) < amx_packed_elems(N, K))
+    w16.resize(static_cast<size_t>(amx_packed_elems(N, K)));
+  uint16_t* a = a16.data();
+  uint16_t* w = w16.data();
+  parallel_for((M + 15) / 16, std::max<int64_t>(1, 1024 / Kp),
+               [&](int64_t b, int64_t e) { amx_pack_rows(A, lda, !ta, K, 16 * b, std::min(M, 16 * e), a); });
+  parallel_for(panels, std::max<int64_t>(1, 1024 / Kp),
+               [&](int64_t b, int64_t e) { amx_pack_panels(B, ldb, tb, N, K, b, e, w); });
+  parallel_for(panels, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, 32 * M * K)),
+               [&](int64_t b, int64_t e) { amx_gemm_block(a, Kp, w, N, C, ldc, 0, M, b, e, beta != 0.f); });
 }
 
 void gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
@@ -120,7 +146,9 @@ int64_t small_m_env() {
   }();
   return env;
 }
-int64_t small_m_max() { return small_m_env() >= 0 ? small_m_env() : 16; }
+int64_t small_m_max() {
+  return small_m_env() >= 0 ? small_m_env() : 16;
+}
 int64_t decode_small_m_max() {
   if (small_m_env() >= 0) return small_m_env();
   return cpu_isa() == Isa::avx512 ? 64 : 16;
@@ -130,8 +158,8 @@ bool small_m_ok(float beta, Precision precision) {
   return (beta == 0.f || beta == 1.f) && precision == Precision::f32;
 }
 
-void gemm_small_m(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb, bool accumulate,
-                  float* C, int64_t ldc) {
+void gemm_small_m(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
+                  bool accumulate, float* C, int64_t ldc) {
   const IsaTable& t = isa_table();
   const int64_t grain = std::max<int64_t>(16, (N + 63) / 64);
   parallel_for(N, grain, [&](int64_t b, int64_t e) { t.gemm_nt_f32(A, lda, B, ldb, C, ldc, M, b, e, K, accumulate); });
@@ -139,19 +167,30 @@ void gemm_small_m(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, 
 
 }  // namespace
 
-GemmBackend gemm_backend() { return backend_slot(); }
-void gemm_set_backend(GemmBackend b) { backend_slot() = b; }
+GemmBackend gemm_backend() {
+  return backend_slot();
+}
+void gemm_set_backend(GemmBackend b) {
+  backend_slot() = b;
+}
 
-std::string_view gemm_backend_name(GemmBackend b) { return b == GemmBackend::openblas ? "openblas" : "onednn"; }
+std::string_view gemm_backend_name(GemmBackend b) {
+  return b == GemmBackend::openblas ? "openblas" : "onednn";
+}
 
 bool precision_from_name(std::string_view n, Precision* out) {
-  if (n == "f32") *out = Precision::f32;
-  else if (n == "bf16") *out = Precision::bf16;
-  else return false;
+  if (n == "f32")
+    *out = Precision::f32;
+  else if (n == "bf16")
+    *out = Precision::bf16;
+  else
+    return false;
   return true;
 }
 
-std::string_view precision_name(Precision p) { return p == Precision::f32 ? "f32" : "bf16"; }
+std::string_view precision_name(Precision p) {
+  return p == Precision::f32 ? "f32" : "bf16";
+}
 
 void convert_to_bf16(const float* x, uint16_t* y, int64_t n) {
   const IsaTable& t = isa_table();
@@ -168,6 +207,10 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int
   }
   if (!ta && tb && M <= small_m_max() && small_m_ok(beta, precision)) {
     gemm_small_m(M, N, K, A, lda, B, ldb, beta != 0.f, C, ldc);
+    return;
+  }
+  if (precision == Precision::bf16 && bf16_path() == Bf16Path::amx) {
+    gemm_bf16_amx(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
     return;
   }
   if (precision == Precision::bf16) {
@@ -196,13 +239,39 @@ void gemm_decode(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, c
 bool packed_supported() {
   static const bool off = [] {
     const char* e = std::getenv("TEMPER_PACKED_GEMM");
-    TEMPER_CHECK(!e || !std::strcmp(e, "0") || !std::strcmp(e, "1")) << "TEMPER_PACKED_GEMM='" << e << "' is not 0 or 1";
+    TEMPER_CHECK(!e || !std::strcmp(e, "0") || !std::strcmp(e, "1"))
+        << "TEMPER_PACKED_GEMM='" << e << "' is not 0 or 1";
     return e && !std::strcmp(e, "0");
   }();
   return !off && cpu_isa() == Isa::avx512;
 }
 
-int64_t packed_size(int64_t N, int64_t K) { return packed_elems(N, K); }
+Bf16Path bf16_path() {
+  if (cpu_isa() != Isa::avx512) return Bf16Path::onednn;
+  return amx_slot().load(std::memory_order_relaxed) ? Bf16Path::amx : Bf16Path::avx512;
+}
+
+std::string_view bf16_path_name(Bf16Path p) {
+  switch (p) {
+    case Bf16Path::amx:
+      return "amx";
+    case Bf16Path::avx512:
+      return "avx512";
+    case Bf16Path::onednn:
+      return "onednn";
+  }
+  return "?";
+}
+
+void bf16_set_amx(bool on) {
+  TEMPER_CHECK(!on || amx_usable()) << "AMX bf16 products asked for, but this CPU or process cannot use AMX";
+  amx_slot().store(on);
+}
+
+// The f32 and bf16 packed copies share this size (the AMX layout pads K to 32: the larger).
+int64_t packed_size(int64_t N, int64_t K) {
+  return bf16_path() == Bf16Path::amx ? amx_packed_elems(N, K) : packed_elems(N, K);
+}
 
 void f32_pack_weight(const float* W, int64_t N, int64_t K, float* out) {
   TEMPER_CHECK(packed_supported()) << "f32_pack_weight: packed products need AVX-512";
@@ -211,20 +280,25 @@ void f32_pack_weight(const float* W, int64_t N, int64_t K, float* out) {
 
 namespace {
 // Ranges of whole 32-output panels, at least 64k multiply-adds per task.
-int64_t panel_grain(int64_t M, int64_t K) { return std::max<int64_t>(1, 65536 / std::max<int64_t>(1, 32 * M * K)); }
+int64_t panel_grain(int64_t M, int64_t K) {
+  return std::max<int64_t>(1, 65536 / std::max<int64_t>(1, 32 * M * K));
+}
 }  // namespace
 
-void gemm_f32_packed(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* wp, float beta, float* C,
-                     int64_t ldc) {
+void gemm_f32_packed(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* wp, float beta,
+                     float* C, int64_t ldc) {
   TEMPER_CHECK(beta == 0.f || beta == 1.f) << "gemm_f32_packed supports beta 0 or 1, got " << beta;
   if (M == 0 || N == 0) return;
-  parallel_for((N + 31) / 32, panel_grain(M, K), [&](int64_t b, int64_t e) {
-    gemm_f32_packed_panels(A, lda, wp, N, K, C, ldc, M, b, e, beta != 0.f);
-  });
+  parallel_for((N + 31) / 32, panel_grain(M, K),
+               [&](int64_t b, int64_t e) { gemm_f32_packed_panels(A, lda, wp, N, K, C, ldc, M, b, e, beta != 0.f); });
 }
 
 void bf16_pack_weight(const float* W, int64_t N, int64_t K, uint16_t* out) {
   TEMPER_CHECK(packed_supported()) << "bf16_pack_weight: packed products need AVX-512";
+  if (bf16_path() == Bf16Path::amx) {
+    parallel_for((N + 31) / 32, 1, [&](int64_t b, int64_t e) { amx_pack_panels(W, K, true, N, K, b, e, out); });
+    return;
+  }
   parallel_for((N + 31) / 32, 1, [&](int64_t b, int64_t e) { bf16_pack_panels(W, K, N, K, b, e, out); });
 }
 
@@ -232,15 +306,24 @@ void gemm_bf16_packed(int64_t M, int64_t N, int64_t K, const float* A, int64_t l
                       float* C, int64_t ldc) {
   TEMPER_CHECK(beta == 0.f || beta == 1.f) << "gemm_bf16_packed supports beta 0 or 1, got " << beta;
   if (M == 0 || N == 0) return;
+  if (bf16_path() == Bf16Path::amx) {
+    thread_local std::vector<uint16_t> a16;  // A rounded to bf16 rows of Kp
+    const int64_t Kp = amx_k_padded(K);
+    if (static_cast<int64_t>(a16.size()) < M * Kp) a16.resize(static_cast<size_t>(M * Kp));
+    uint16_t* a = a16.data();
+    parallel_for((M + 15) / 16, std::max<int64_t>(1, 1024 / Kp),
+                 [&](int64_t b, int64_t e) { amx_pack_rows(A, lda, true, K, 16 * b, std::min(M, 16 * e), a); });
+    parallel_for((N + 31) / 32, panel_grain(M, K),
+                 [&](int64_t b, int64_t e) { amx_gemm_block(a, Kp, wp, N, C, ldc, 0, M, b, e, beta != 0.f); });
+    return;
+  }
   thread_local std::vector<float> rounded;  // A rounded to bf16 (grows once, then allocation-free)
   if (static_cast<int64_t>(rounded.size()) < M * K) rounded.resize(static_cast<size_t>(M * K));
   float* a = rounded.data();
-  parallel_for(M, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, K)), [&](int64_t b, int64_t e) {
-    bf16_round_rows(A + b * lda, lda, e - b, K, a + b * K);
-  });
-  parallel_for((N + 31) / 32, panel_grain(M, K), [&](int64_t b, int64_t e) {
-    gemm_bf16_packed_panels(a, K, wp, N, K, C, ldc, M, b, e, beta != 0.f);
-  });
+  parallel_for(M, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, K)),
+               [&](int64_t b, int64_t e) { bf16_round_rows(A + b * lda, lda, e - b, K, a + b * K); });
+  parallel_for((N + 31) / 32, panel_grain(M, K),
+               [&](int64_t b, int64_t e) { gemm_bf16_packed_panels(a, K, wp, N, K, C, ldc, M, b, e, beta != 0.f); });
 }
 
 void gemm_ref(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* A, int64_t lda, const double* B,
@@ -248,7 +331,8 @@ void gemm_ref(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* A
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
       double s = 0;
-      for (int64_t k = 0; k < K; ++k) s += (ta ? A[k * lda + i] : A[i * lda + k]) * (tb ? B[j * ldb + k] : B[k * ldb + j]);
+      for (int64_t k = 0; k < K; ++k)
+        s += (ta ? A[k * lda + i] : A[i * lda + k]) * (tb ? B[j * ldb + k] : B[k * ldb + j]);
       C[i * ldc + j] = s + (beta == 0 ? 0 : beta * C[i * ldc + j]);
     }
 }

@@ -48,6 +48,17 @@ void gemm_f32_packed(int64_t M, int64_t N, int64_t K, const float* A, int64_t ld
 void gemm_bf16_packed(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const uint16_t* wp, float beta,
                       float* C, int64_t ldc);
 
+// The bf16 products' path on this CPU: one decision, printed by `temper info` and recorded by the benches.
+//   amx:    AMX tiles (cpu/gemm_amx.h) for every bf16 product: the forward's packed weights and gemm()'s;
+//   avx512: the packed AVX-512 kernel (f32 FMAs over bf16 weights) for the forward, oneDNN for gemm()'s;
+//   onednn: oneDNN for every bf16 product (AVX2 and scalar: no packed forward).
+// amx where the active ISA is AVX-512, the CPU has AMX-BF16 and TEMPER_AMX is not 0. Weights packed under
+// one path are read by that path only: switch (tests) before a model packs its weights.
+enum class Bf16Path { amx, avx512, onednn };
+Bf16Path bf16_path();
+std::string_view bf16_path_name(Bf16Path p);
+void bf16_set_amx(bool on);  // tests: off = the AVX-512 path on an AMX CPU; on needs amx_usable()
+
 // f32 -> bf16 (round to nearest even) of n elements, in parallel.
 void convert_to_bf16(const float* x, uint16_t* y, int64_t n);
 
