@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# [lora] base = "int4" (QLoRA) and "bf16" on the quickstart (3 SFT + 3 RL steps, KL to the base): the base's block
+# products are held only in 4 bits / bf16 (model/frozen_base.h); checkpoints hold the adapters in PEFT's format
+# (recording the base: temper_lora_base) and their moments, no model weights; stop + resume re-quantises the base from
+# the model and is bitwise equal to one go; temper convert --merge-lora merges an int4 run's adapter into the
+# dequantised base (not into the f32 weights); what a held base cannot do is refused naming the keys, before the run
+# directory exists. Usage: train_qlora.sh TEMPER. Prints QLORA_OK.
+set -euo pipefail
+temper=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/compare_runs.sh"
+common=(--threads 2 --set sft.steps=3 --set rl.steps=3 --set rl.prompts_per_step=4 --set rl.group_size=4
+        --set rl.dynamic_sampling=false --set rl.max_new=16 --set eval.problems=8 --set eval.max_new=16
+        --set eval.every=0 --set sft.batch=8 --set run.checkpoint_every=1 --set run.keep_last=10 --set run.samples_every=1
+        --set lora.rank=4 --set lora.alpha=8 --set lora.targets=q,v,down --set rl.kl_coef=0.05 --set lora.base=int4)
+"$temper" train --out "$work/full" "${common[@]}" 2> "$work/full.log"
+ck="$work/full/checkpoints/step-6"
+test -f "$ck/adapter_model.safetensors" && test ! -e "$ck/model.safetensors"
+python3 - "$ck/adapter_config.json" "$work/full/metrics.jsonl" "$work/full/config.toml" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+assert c["peft_type"] == "LORA" and c["r"] == 4 and c["temper_lora_base"] == "int4", c
+rl = [json.loads(l) for l in open(sys.argv[2]) if '"kind":"train"' in l]
+assert rl and all(r["kl"] > 0 for r in rl), rl  # the policy (base + adapters) moved off the int4 base
+assert 'base = "int4"' in open(sys.argv[3]).read()
+PY
+# Stop after step 4 and resume: the base quantised again from the same weights, every bit of the run the same.
+"$temper" train --out "$work/stop" "${common[@]}" --stop-after 4 2> "$work/stop.log"
+"$temper" train --resume "$work/stop" --threads 2 2>> "$work/stop.log"
+diff <(strip "$work/full/metrics.jsonl") <(strip "$work/stop/metrics.jsonl") > /dev/null || { echo "metrics differ"; exit 1; }
+cmp "$ck/adapter_model.safetensors" "$work/stop/checkpoints/step-6/adapter_model.safetensors"
+cmp "$ck/trainer_state.safetensors" "$work/stop/checkpoints/step-6/trainer_state.safetensors"
+# A bf16 base trains too, and its adapter says so.
+"$temper" train --out "$work/bf16" "${common[@]}" --set lora.base=bf16 --set sft.steps=2 --set rl.steps=1 \
+  2> "$work/bf16.log"
+grep -q '"temper_lora_base": "bf16"' "$work/bf16/checkpoints/step-3/adapter_config.json"
+# Refusals before the run directory exists.
+refused() {  # expected-message-pattern recipe-overrides...
+  local want=$1; shift
+  if "$temper" train --out "$work/bad" "${common[@]}" "$@" 2> "$work/bad.log"; then
+    echo "accepted: $*"; exit 1; fi
+  grep -q "$want" "$work/bad.log" || { echo "refusal of $* does not say: $want"; cat "$work/bad.log"; exit 1; }
+  test ! -e "$work/bad"
+}
+refused "'lora.base' must be one of f32, bf16, int4, got 'nf4'" --set lora.base=nf4
+refused 'lora.init with lora.base = "int4": not yet' --set lora.init="\"$ck\""
+refused 'lora.base = "int4": a bf16/int4 base too' --set model.device=cuda
+refused 'with lora.base = "int4" it has no f32 weights to quantise' --set rl.speculative.enabled=true
+# An int4 run on a saved model, then temper convert --merge-lora: merged into the dequantised base. The same adapter
+# without its base field merges into the f32 weights: other logits (the quantisation's share).
+"$temper" train --out "$work/base" --threads 2 --set sft.steps=1 --set rl.steps=0 --set eval.every=0 2> /dev/null
+"$temper" train --out "$work/lb" --threads 2 --set model.path="\"$work/base/checkpoints/step-1\"" --set sft.steps=2 \
+  --set rl.steps=0 --set eval.every=0 --set lora.rank=4 --set sft.lr=1e-2 --set lora.base=int4 2> "$work/lb.log"
+adapter="$work/lb/checkpoints/step-2"
+"$temper" convert "$work/base/checkpoints/step-1" "$work/merged" --merge-lora "$adapter" 2> /dev/null
+mkdir "$work/as_f32"
+cp "$adapter/adapter_model.safetensors" "$work/as_f32/"
+python3 - "$adapter/adapter_config.json" "$work/as_f32/adapter_config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+del c["temper_lora_base"]
+json.dump(c, open(sys.argv[2], "w"))
+PY
+"$temper" convert "$work/base/checkpoints/step-1" "$work/merged_f32" --merge-lora "$work/as_f32" 2> /dev/null
+a=$("$temper" logits --model "$work/base/checkpoints/step-1" --ids 1,2,3 --full 2> /dev/null)
+b=$("$temper" logits --model "$work/merged" --ids 1,2,3 --full 2> /dev/null)
+c=$("$temper" logits --model "$work/merged_f32" --ids 1,2,3 --full 2> /dev/null)
+[ "$a" != "$b" ] || { echo "the merged model's logits equal the base's"; exit 1; }
+[ "$b" != "$c" ] || { echo "merging into the int4 base gave the f32 merge's logits"; exit 1; }
+echo QLORA_OK
