@@ -16,6 +16,7 @@
 
 #include "common/models.h"
 #include "common/tolerance.h"
+#include "temper/app/memory_plan.h"
 #include "temper/core/dtype.h"
 #include "temper/core/error.h"
 #include "temper/core/rng.h"
@@ -468,6 +469,44 @@ TEST(QLora, HoldingTheBaseGivesItsF32MemoryBack) {
   // The grads of the held products were never written: a full gradient buffer would have added `linear`.
   EXPECT_LT(trained - after, 0.5 * linear) << "trained " << trained << " after " << after;
   std::printf("after two training passes: RSS %.1f MB\n", rss_bytes() / 1e6);
+}
+
+// The memory plan of a held base (app/memory_plan.h, lora_held) against what training on it holds: the resident
+// memory a model, its int4 base, adapters, optimiser and two training steps add to this process, within 10%.
+TEST(QLora, MemoryPlanOfAHeldBaseMatchesTheResidentMemory) {
+  ModelConfig cfg = model_config_preset("tiny");
+  cfg.hidden_size = 512, cfg.num_heads = 8, cfg.num_kv_heads = 8, cfg.head_dim = 64, cfg.intermediate_size = 1536;
+  cfg.num_layers = 6, cfg.vocab_size = 8192;
+  const int64_t B = 2, T = 64;
+  const double start = rss_bytes();
+  Transformer m(cfg);
+  m.init_random(1, 0.02f);
+  LoraAdapters ad(cfg, lora_config(LoraBase::int4, 16));
+  ad.init(3);
+  m.attach_lora(&ad);
+  Optimizer opt(m, OptimizerConfig{});
+  opt.train_adapters(&ad);
+  m.plan(B * T, T);
+  Batch b(cfg, 9, B, T);
+  WeightedLoss loss(b.N());
+  for (int step = 0; step < 2; ++step) {
+    train_pass(m, ad, b, loss);
+    opt.step();
+  }
+  const double measured = rss_bytes() - start;
+  app::MemorySettings s;
+  s.micro_batch = B, s.seq = T, s.lora_rank = 16, s.lora_trainable = ad.size(), s.qlora = true, s.lora_held = true;
+  const app::MemoryPlan plan = app::plan_memory(cfg, s);
+  double planned = 0, loading = 0;
+  for (const app::MemoryItem& i : plan.items)
+    if (i.name == "loading (transient)")
+      loading = i.bytes;
+    else if (i.name != "runtime")  // the process's own: here before the test
+      planned += i.bytes;
+  std::printf("plan %.1f MB (and %.1f MB more while loading), resident %.1f MB\n", planned / 1e6, loading / 1e6,
+              measured / 1e6);
+  EXPECT_NEAR(measured, planned, 0.1 * planned);
+  EXPECT_GT(loading, 0);  // this model's f32 weights outweigh what training on its int4 base holds
 }
 
 // What cannot run on a held base is refused: a device, a base held again in another format, merging into it, a

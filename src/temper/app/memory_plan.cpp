@@ -14,6 +14,7 @@
 #include "temper/io/hf_config.h"
 #include "temper/kernels/classifier.h"
 #include "temper/model/device_model.h"
+#include "temper/model/frozen_base.h"
 #include "temper/model/kv_pool.h"
 #include "temper/model/param_layout.h"
 #include "temper/model/transformer.h"
@@ -33,8 +34,6 @@ constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kHostRuntime = 24 * kMiB;
 // A CUDA context with cuBLAS(Lt)'s workspaces and the kernels' modules (nvidia-smi on an H100: ~500-600 MiB).
 constexpr double kCudaRuntime = 640 * kMiB;
-// QLoRA's int4 base: 4 bits a weight and an f16 scale per 32 (the drafter's group size) = 4.5 bits.
-constexpr double kInt4Bytes = 4.5 / 8;
 
 enum class Dev { cpu, mirror, cuda };
 
@@ -50,10 +49,13 @@ size_t round64(double floats) {
   return (static_cast<size_t>(floats) * sizeof(float) + 63) / 64 * 64;
 }
 
-// Parameters of the block products (q, k, v, o, gate, up, down weights): LoRA's targets and QLoRA's int4 part.
-int64_t block_linear_params(const ModelConfig& c) {
+// A held base's product scratch: the largest panel FrozenBase dequantises (frozen_base.cpp, panel_rows).
+double panel_bytes(const ModelConfig& c) {
   const int64_t C = c.hidden_size, Hq = c.num_heads * c.head_dim, F = c.intermediate_size;
-  return c.num_layers * (c.qkv_dim() * C + C * Hq + 2 * F * C + C * F);
+  int64_t most = 0;
+  for (auto [N, K] : {std::pair{c.qkv_dim(), C}, std::pair{C, Hq}, std::pair{2 * F, C}, std::pair{C, F}})
+    most = std::max(most, std::min(N, std::max<int64_t>(16, FrozenBase::kPanelFloats / K)) * K);
+  return 4.0 * static_cast<double>(most);
 }
 
 // LoRA's trainable parameters: rank x (in + out) for each of the seven products of every layer.
@@ -186,12 +188,24 @@ MemoryPlan plan_memory(const ModelConfig& cfg, const MemorySettings& s) {
     if (dev != Dev::cuda && !bf16 && (rollouts || s.evaluation) && s.packed)
       add("weights (f32 packed)", 4.0 * static_cast<double>(packed_elems(cfg)), "the decode's products", true);
   }
+  const bool held = lora && !full_base && s.lora_held && dev != Dev::cuda;  // as Transformer::hold_base holds it
+  const double linear = static_cast<double>(FrozenBase::params_for(cfg)), rest = flat - linear;
   if (lora && !full_base) {
-    const double linear = static_cast<double>(block_linear_params(cfg)), rest = flat - linear;
-    const double base = (s.qlora ? kInt4Bytes : 2.0) * linear + 2 * rest;
-    std::snprintf(note, sizeof note, "frozen: block products %s, embeddings and norms bf16",
-                  s.qlora ? "int4 (4.5 bits)" : "bf16");
-    add(s.qlora ? "base weights (QLoRA)" : "base weights (LoRA)", base, note, dev_host);
+    const LoraBase format = s.qlora ? LoraBase::int4 : LoraBase::bf16;
+    std::snprintf(note, sizeof note, "frozen: block products %s, %s",
+                  s.qlora ? "int4 (4 bits, an f32 scale and u8 zero per 128 inputs)" : "bf16",
+                  held ? "dequantised by panels" : "embeddings and norms bf16");
+    add(s.qlora ? "base weights (QLoRA)" : "base weights (LoRA)",
+        FrozenBase::bytes_for(cfg, format) + (held ? 0 : 2 * rest), note, dev_host);
+  }
+  if (held) {  // the rest as the f32 model keeps it; the block products' pages given back
+    const double head = static_cast<double>(kernels::packed_size(cfg.vocab_size, cfg.hidden_size));
+    add("weights (f32, the rest)", 4 * rest, "embeddings, LM head, norms, biases", true);
+    if (bf16)
+      add("weights (bf16 copies)", 2 * rest + (s.packed ? 2 * head : 0), "of the rest (the LM head packed)", true);
+    else if ((rollouts || s.evaluation) && s.packed)
+      add("weights (f32 packed)", 4 * head, "the LM head's, for decoding", true);
+    add("base panels", panel_bytes(cfg), "a product's dequantised rows", true);
   }
   if (lora) {
     std::snprintf(note, sizeof note, "rank %lld: %lld params, f32", static_cast<long long>(s.lora_rank),
@@ -204,6 +218,7 @@ MemoryPlan plan_memory(const ModelConfig& cfg, const MemorySettings& s) {
   // Training state.
   add("gradients", 4 * trainable, lora ? "the adapters'" : "f32", dev_host);
   if (lora && full_base) add("base gradients", 4 * flat, "the frozen base's buffer (kept; not stepped)", dev_host);
+  if (held) add("base gradients", 4 * rest, "the rest's (written, not stepped; none for the held products)", true);
   std::snprintf(note, sizeof note, "f32 m and v%s", s.shard_optimizer && s.ranks > 1 ? ", 1/ranks each (ZeRO-1)" : "");
   add("AdamW moments", std::ceil(8 * trainable / shards), note, dev_host);
 
@@ -285,6 +300,12 @@ MemoryPlan plan_memory(const ModelConfig& cfg, const MemorySettings& s) {
 
   // The process itself.
   add("runtime", kHostRuntime, "binary, libraries, threads", true);
+  if (held) {  // the f32 weights are loaded whole before the base is held: the peak is the larger of the two
+    double steady = 0;
+    for (const MemoryItem& i : p.items) steady += i.bytes;
+    add("loading (transient)", 4 * flat + kHostRuntime - steady,
+        "the f32 weights whole before the base is held: the peak is the load's", true);
+  }
   if (dev == Dev::cuda) {
     add("runtime (device)", kCudaRuntime, "CUDA context, cuBLAS workspaces", false);
     if (!lora) add("host copies", 12 * flat, "f32 weights, AdamW moments pulled for checkpoints", true);
@@ -365,6 +386,10 @@ std::vector<std::string> memory_fit_suggestions(const ModelConfig& cfg, const Me
     t.recompute = true;
     step(t,
          "LoRA rank 16 on every product ([lora] rank = 16, targets = \"q, k, v, o, gate, up, down\") with recompute");
+    t.lora_full_base = false;
+    t.lora_held = s.device == "cpu";  // what temper train holds there (a device: the design figures)
+    t.qlora = true;
+    step(t, "QLoRA: the same on an int4 base ([lora] base = \"int4\")");
   }
   return out;
 }

@@ -2,8 +2,8 @@
 // nothing is allocated, so it answers "does it fit?" for models far larger than this machine (`temper info`,
 // `temper train` before loading). Counts what the Transformer, the Optimizer, the rollout engine, the reference and
 // the teacher hold (transformer.cpp, optimizer.cpp, cuda_transformer.cpp, kv_pool.cpp, kept_activations.cpp).
-// Leaves out: allocator slack and fragmentation; LoRA is planned as the issue describes it (frozen base in bf16 or
-// int4, adapters on the seven projections, no gradients or moments for the base).
+// Leaves out: allocator slack and fragmentation, and a model file's pages while it loads. LoRA's bf16 / int4 base is
+// planned as the CPU holds it (lora_held) or as the issue designs it for devices (everything in bf16 / int4).
 #pragma once
 
 #include <cstdint>
@@ -40,10 +40,14 @@ struct MemorySettings {
   // (QLoRA: 4.5 bits a weight with its scales) for the block products; the reference is the base itself.
   int64_t lora_rank = 0;
   bool qlora = false;
-  // What temper train's [lora] keeps today: the frozen base as full fine-tuning keeps it (f32 master, the
-  // precision's copies) with its whole gradient buffer (only the adapters are stepped). false: the bf16 / int4
-  // base above (QLoRA is not in temper train yet).
+  // [lora] base = "f32" in temper train: the frozen base as full fine-tuning keeps it (f32 master, the precision's
+  // copies) with its whole gradient buffer (only the adapters are stepped). false: the bf16 / int4 base above.
   bool lora_full_base = false;
+  // The bf16 / int4 base as the CPU Transformer holds it (Transformer::hold_base, [lora] base = "bf16" / "int4"):
+  // the block products in FrozenBase's bytes, the rest (embeddings, LM head, norms) f32 with its gradients, a
+  // product's dequantised panel, and the load's peak (the f32 weights are loaded whole, then held). false: the
+  // design figures (the rest in bf16 too, no gradients: what a device path would hold; planned, not built).
+  bool lora_held = false;
   int64_t lora_trainable = 0;  // the adapters' parameters when known (0: rank x (in + out) on all seven products)
   std::optional<ModelConfig> teacher;  // a [teacher] model: its weights, KV cache (teacher_kv_mb) and forward
   int64_t teacher_kv_mb = 0;           // 0: kv_memory_mb's figure
