@@ -273,6 +273,7 @@ TEST(GraphPo, EmbeddingEquivalenceMergesLinesWithTheSameMeaning) {
   }
   GraphPoConfig c;
   c.equivalence = Equivalence::embedding;
+  c.pooling = StatePooling::mean;  // the mean over a step's tokens (the line end's own row is 0 here)
   GraphPo g(c);
   MethodEnv env;
   const PromptCodec codec = test::byte_codec();

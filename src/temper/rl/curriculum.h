@@ -1,9 +1,9 @@
 // The SFT -> RL compositional curriculum (spec methods-other section 5): SFT on compound traces that
 // cover every atomic module of a compositional task, then RL on compositions outside the SFT
 // support, with the SFT:RL budget given as a ratio (default 4:1) of prompts or of optimiser steps.
-// The task family provides the sets (task param train_set: the SFT stage draws from `sft_set`, RL
-// from `rl_set`) and names each problem's modules (Problem::modules, Task::module_inventory), so the
-// coverage of the SFT stage is counted before training.
+// The task provides the sets (task param train_set: the SFT stage draws from `sft_set`, RL from `rl_set`)
+// and names each problem's modules (Problem::modules, Task::module_inventory), so the coverage of the SFT
+// stage is counted before training: task `compose`, or a `dataset` whose rows declare `modules` (and `set`).
 #pragma once
 
 #include <cstdint>
@@ -23,9 +23,9 @@ inline constexpr EnumNames<BudgetUnit, 2> kBudgetUnitNames{
 struct CurriculumConfig {
   int64_t sft_parts = 4, rl_parts = 1;  // ratio SFT:RL
   BudgetUnit budget = BudgetUnit::prompts;
-  int64_t total = 0;                    // prompts or optimiser steps of both stages together
+  int64_t total = 0;  // prompts or optimiser steps of both stages together
   std::string sft_set = "sft", rl_set = "rl";
-  bool require_coverage = true;         // a module the SFT stage never shows is an error
+  bool require_coverage = true;  // a module the SFT stage never shows is an error
   void validate() const;
   void visit(KeyVisitor& v);                                                                // [curriculum]
   static void parse_ratio(const std::string& text, int64_t& sft_parts, int64_t& rl_parts);  // "4:1"
@@ -41,7 +41,8 @@ struct CurriculumPlan {
 // Split the budget into whole steps (nearest; at least one for a stage with a share; RL takes what the
 // SFT stage's whole steps leave). sft_batch: prompts per SFT step (one optimiser step each); rl_prompts: prompts per
 // RL step; rl_updates_per_step: optimiser steps per RL step (epochs x mini-batches).
-CurriculumPlan plan_curriculum(const CurriculumConfig& c, int64_t sft_batch, int64_t rl_prompts, int64_t rl_updates_per_step);
+CurriculumPlan plan_curriculum(const CurriculumConfig& c, int64_t sft_batch, int64_t rl_prompts,
+                               int64_t rl_updates_per_step);
 
 struct Coverage {
   int64_t problems = 0;

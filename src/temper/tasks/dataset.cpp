@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <unordered_set>
 
 #include "temper/core/error.h"
@@ -15,6 +16,12 @@ namespace temper::tasks {
 namespace {
 
 using nlohmann::json;
+
+std::string join_sets(const std::set<std::string>& sets) {
+  std::string s;
+  for (const std::string& x : sets) s += (s.empty() ? "\"" : ", \"") + x + "\"";
+  return s;
+}
 
 std::string canonical_prompt(const Problem& p) {
   std::string s = p.prompt;
@@ -137,6 +144,22 @@ Problem parse_row(const json& row, const std::string& where, const std::string& 
       field_error(where, "rubric", "a string or a non-empty list of strings", &*r);
     }
   }
+  // The atomic skills the row uses ([curriculum] counts what its SFT stage covers), and the curriculum set it
+  // belongs to (task param train_set; no set: every set).
+  if (auto m = row.find("modules"); m != row.end() && !m->is_null()) {
+    if (!m->is_array()) field_error(where, "modules", "a list of strings (the atomic skills the row uses)", &*m);
+    for (size_t i = 0; i < m->size(); ++i) {
+      const json& x = (*m)[i];
+      if (!x.is_string() || x.get<std::string>().empty())
+        field_error(where, "modules[" + std::to_string(i) + "]", "a non-empty string (a module's name)", &x);
+      if (std::find(p.modules.begin(), p.modules.end(), x.get<std::string>()) == p.modules.end())
+        p.modules.push_back(x.get<std::string>());
+    }
+  }
+  if (auto st = row.find("set");
+      st != row.end() && !st->is_null() && (!st->is_string() || st->get<std::string>().empty()))
+    field_error(where, "set", "a non-empty string (the curriculum set the row belongs to, e.g. \"sft\" or \"rl\")",
+                &*st);
   if (auto d = row.find("difficulty"); d != row.end()) {
     if (!d->is_number_integer()) field_error(where, "difficulty", "an integer", &*d);
     p.difficulty = d->get<int>();
@@ -172,9 +195,12 @@ std::vector<Problem> load_jsonl_problems(const std::string& path) {
 }
 
 void DatasetConfig::validate(const std::string& task) const {
-  TEMPER_CHECK(!path.empty()) << "task '" << task << "': parameter 'path' is required: expected a JSONL file, got nothing";
+  TEMPER_CHECK(!path.empty()) << "task '" << task
+                              << "': parameter 'path' is required: expected a JSONL file, got nothing";
   TEMPER_CHECK(eval_fraction >= 0 && eval_fraction < 1)
       << "task '" << task << "': parameter 'eval_fraction': expected a number in [0, 1), got " << eval_fraction;
+  TEMPER_CHECK(!train_set.empty()) << "task '" << task
+                                   << "': parameter 'train_set': expected \"all\" or a set's name, got \"\"";
   TEMPER_CHECK(eval_path.empty() || eval_fraction == 0)
       << "task '" << task << "': give eval_path or eval_fraction, not both (got eval_path='" << eval_path
       << "', eval_fraction=" << eval_fraction << ")";
@@ -186,6 +212,7 @@ DatasetConfig DatasetConfig::from_params(const TaskParams& params, const std::st
   c.path = r.get_string("path", "");
   c.eval_path = r.get_string("eval_path", "");
   c.eval_fraction = r.get_double("eval_fraction", 0, 0, 0.999999);
+  if (task == "dataset") c.train_set = r.get_string("train_set", c.train_set);
   r.finish();
   c.validate(task);
   return c;
@@ -223,18 +250,57 @@ void load_splits(const DatasetConfig& cfg, const std::string& task,
     int64_t overlap = 0;
     for (const Problem& p : train) overlap += seen.count(canonical_prompt(p));
     if (overlap > 0) {
-      TEMPER_LOG(warn) << "task '" << task << "': " << overlap << " prompts of " << cfg.path << " also appear in " << cfg.eval_path
-                       << "; eval is not disjoint from train";
+      TEMPER_LOG(warn) << "task '" << task << "': " << overlap << " prompts of " << cfg.path << " also appear in "
+                       << cfg.eval_path << "; eval is not disjoint from train";
     }
     return;
   }
   const auto cut = static_cast<uint64_t>(cfg.eval_fraction * 1e6);
   for (Problem& p : rows) (stable_hash(canonical_prompt(p)) % 1000000 < cut ? eval : train).push_back(std::move(p));
-  TEMPER_CHECK(!train.empty()) << "task '" << task << "': eval_fraction=" << cfg.eval_fraction << " leaves no rows of " << cfg.path
-                               << " for training";
+  TEMPER_CHECK(!train.empty()) << "task '" << task << "': eval_fraction=" << cfg.eval_fraction << " leaves no rows of "
+                               << cfg.path << " for training";
 }
 
-DatasetTask::DatasetTask(DatasetConfig cfg) : cfg_(std::move(cfg)) { load_splits(cfg_, "dataset", load_jsonl_problems, train_, eval_); }
+namespace {
+
+// The `set` field of a row ("" when it has none): checked when the row was read.
+std::string set_of(const Problem& p) {
+  if (!p.row) return {};
+  const json row = json::parse(*p.row);
+  auto it = row.find("set");
+  return it == row.end() || !it->is_string() ? std::string() : it->get<std::string>();
+}
+
+}  // namespace
+
+DatasetTask::DatasetTask(DatasetConfig cfg) : cfg_(std::move(cfg)) {
+  load_splits(cfg_, "dataset", load_jsonl_problems, train_, eval_);
+  std::set<std::string> modules;
+  for (const auto* rows : {&train_, &eval_})
+    for (const Problem& p : *rows) modules.insert(p.modules.begin(), p.modules.end());
+  inventory_.assign(modules.begin(), modules.end());
+  if (cfg_.train_set == "all") return;
+  std::vector<Problem> kept;
+  std::set<std::string> sets;
+  for (Problem& p : train_) {
+    const std::string s = set_of(p);
+    if (!s.empty()) sets.insert(s);
+    if (s.empty() || s == cfg_.train_set) kept.push_back(std::move(p));
+  }
+  TEMPER_CHECK(!kept.empty() && (sets.empty() || sets.count(cfg_.train_set)))
+      << "task 'dataset': parameter 'train_set' = \"" << cfg_.train_set << "\": no training row of " << cfg_.path
+      << " has field 'set' = \"" << cfg_.train_set << "\" (rows without 'set' belong to every set); the file's sets: "
+      << (sets.empty() ? std::string("none") : join_sets(sets));
+  train_ = std::move(kept);
+}
+
+std::vector<std::string> DatasetTask::module_inventory() const {
+  TEMPER_CHECK(!inventory_.empty())
+      << "task 'dataset': " << cfg_.path
+      << ": no row has the field 'modules' (a list of the atomic skills the row uses, e.g. \"modules\": [\"add\", "
+         "\"carry\"]), which [curriculum] needs to count what its SFT stage covers; add it to the rows";
+  return inventory_;
+}
 
 int64_t DatasetTask::size(Split split) const {
   return static_cast<int64_t>(split == Split::train ? train_.size() : eval_.size());

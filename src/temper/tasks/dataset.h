@@ -3,7 +3,9 @@
 // a final assistant turn is the gold completion, not part of the prompt. Optional: "answer" (string or number;
 // GSM8K's "<worked solution>\n#### 72" becomes answer "72" and, without a teacher_response, the teacher_response),
 // "solution" or "completion" (the gold completion as text, or TRL's list of one assistant turn), "teacher_response",
-// "rubric" (string, or a list of criteria), "difficulty" (integer), "id" (string or integer; default
+// "rubric" (string, or a list of criteria), "difficulty" (integer), "modules" (a list of strings: the atomic skills the
+// row uses, for [curriculum]'s coverage), "set" (string: the curriculum set, see train_set), "id" (string or integer;
+// default
 // "<file name>:<line>"); every column, these and others, reaches reward programs as Problem::row. Completions are
 // scored with the math answer checker (reward/math_answer.h); a row without an answer scores 0 (require_answers
 // lets a run refuse such rows). Errors name file:line, the field, the expected and the actual.
@@ -18,18 +20,21 @@
 namespace temper::tasks {
 
 struct DatasetConfig {
-  std::string path;          // train JSONL (required)
-  std::string eval_path;     // eval JSONL (optional)
-  double eval_fraction = 0;  // without eval_path: share of the train file held out for eval, in [0, 1)
+  std::string path;               // train JSONL (required)
+  std::string eval_path;          // eval JSONL (optional)
+  double eval_fraction = 0;       // without eval_path: share of the train file held out for eval, in [0, 1)
+  std::string train_set = "all";  // "all", or the training rows whose `set` is this (and those without one)
   void validate(const std::string& task = "dataset") const;
-  static DatasetConfig from_params(const TaskParams& params, const std::string& task = "dataset");  // keys as the fields
+  static DatasetConfig from_params(const TaskParams& params,
+                                   const std::string& task = "dataset");  // keys as the fields
 };
 
 // Train and eval problems of a JSONL task (`load` reads one file): eval from cfg.eval_path (a warning when
 // prompts appear in both), or the rows of cfg.path whose prompt hashes below eval_fraction (identical prompts
 // never straddle the splits; the rest must not be empty), or none. Errors name the task and the file.
-void load_splits(const DatasetConfig& cfg, const std::string& task, const std::function<std::vector<Problem>(const std::string&)>& load,
-                 std::vector<Problem>& train, std::vector<Problem>& eval);
+void load_splits(const DatasetConfig& cfg, const std::string& task,
+                 const std::function<std::vector<Problem>(const std::string&)>& load, std::vector<Problem>& train,
+                 std::vector<Problem>& eval);
 
 // Every row of a JSONL file as a Problem (blank lines skipped). gold_solution (SFT's target):
 //   - the gold completion (at most one of a final assistant turn, "solution", "completion"), with "\n#### <answer>"
@@ -56,6 +61,11 @@ void require_answers(const Task& task, const std::string& who,
 
 // Eval comes from eval_path, or from eval_fraction of the train file (rows chosen by a hash of the
 // prompt, so identical prompts never straddle the splits), or is empty (load_splits).
+// Curriculum ([curriculum] sets train_set to its sft_set, then its rl_set): train_set other than "all" keeps the
+// training rows whose `set` equals it, and those without a `set` (they belong to every set); a set no row names (when
+// some rows name one) or no row kept is an error naming the file and the field. module_inventory() is every module the
+// file's rows (train and eval, every set) declare; when no row declares any it throws, naming the file and the field
+// 'modules' (only the curriculum asks, and it cannot count coverage without them).
 class DatasetTask : public Task {
  public:
   explicit DatasetTask(DatasetConfig cfg);
@@ -64,10 +74,12 @@ class DatasetTask : public Task {
   Problem problem(Split split, uint64_t index) const override;
   Verdict verify(const Problem& p, const std::string& completion) const override;
   std::optional<std::string> extract_answer(const std::string& completion) const override;  // extract_math_answer
+  std::vector<std::string> module_inventory() const override;
 
  private:
   DatasetConfig cfg_;
   std::vector<Problem> train_, eval_;
+  std::vector<std::string> inventory_;  // sorted
 };
 
 }  // namespace temper::tasks

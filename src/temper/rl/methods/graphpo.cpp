@@ -1,10 +1,15 @@
 #include "temper/rl/methods/graphpo.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "temper/core/error.h"
+#include "temper/core/log.h"
 #include "temper/rl/method_spec.h"
+#include "temper/tasks/filtered_task.h"
+#include "temper/tasks/mixture.h"
 
 namespace temper::rl {
 
@@ -99,19 +104,61 @@ void GraphPoConfig::visit(KeyVisitor& v) {
   v("efficiency", graph.efficiency, "weight of the efficiency advantage A_eff");
   v("expand_budget", expand_budget, "> 0: sequences continuing from one state per group (the others stop there)");
   v("reallocate", reallocate, "each stopped sequence buys a fork at the group's next new state");
-  v("equivalence", equivalence, "state (the task's canonical states) or embedding (cosine of step embeddings)",
+  v("equivalence", equivalence,
+    "auto (state where the task reports states, else embedding), state (the task's canonical states) or embedding "
+    "(each line a step, merged by the cosine of the policy's hidden states)",
     kEquivalenceNames);
   v("similarity", similarity, "embedding: cosine at which two steps reach the same state");
+  v("pooling", pooling,
+    "embedding: a step's vector, the hidden state at its last token (the line end: the state reached) or the mean over "
+    "its tokens",
+    kStatePoolingNames);
 }
 
 void GraphPoConfig::validate() const {
   graph.validate();
   TEMPER_CHECK(expand_budget >= 0) << "rl.graphpo.expand_budget must be >= 0 (0: no budget), got " << expand_budget;
-  TEMPER_CHECK(similarity > -1 && similarity <= 1) << "rl.graphpo.similarity must be a cosine in (-1, 1], got " << similarity;
-  TEMPER_CHECK(equivalence == Equivalence::state || expand_budget == 0)
+  TEMPER_CHECK(similarity > -1 && similarity <= 1)
+      << "rl.graphpo.similarity must be a cosine in (-1, 1], got " << similarity;
+  TEMPER_CHECK(equivalence != Equivalence::embedding || expand_budget == 0)
       << "rl.graphpo.expand_budget needs equivalence = \"state\" (the budget stops sequences at task states)";
   TEMPER_CHECK(!reallocate || expand_budget > 0)
       << "rl.graphpo.reallocate spends what rl.graphpo.expand_budget saves: set expand_budget >= 1";
+}
+
+bool graphpo_task_has_states(const tasks::Task& task) {
+  static const std::set<std::string> without = {"dataset",      "code",     "constraints",
+                                                "rubric_proxy", "user_sim", "episodes"};
+  if (auto* f = dynamic_cast<const tasks::FilteredTask*>(&task)) return graphpo_task_has_states(f->inner());
+  if (auto* m = dynamic_cast<const tasks::MixtureTask*>(&task)) {
+    for (const std::string& name : m->members())
+      if (without.count(name)) return false;
+    return true;
+  }
+  return !without.count(task.name());
+}
+
+Equivalence graphpo_equivalence(const GraphPoConfig& cfg, const tasks::Task& task) {
+  const bool states = graphpo_task_has_states(task);
+  if (cfg.equivalence == Equivalence::state)
+    TEMPER_CHECK(states) << "rl.graphpo.equivalence = \"state\": task '" << task.name()
+                         << "' reports no reasoning states, so every rollout would be one step and GraphPO would be "
+                            "GRPO; set equivalence = \"embedding\" (or \"auto\") to merge its lines by hidden-state "
+                            "similarity";
+  const Equivalence eq = cfg.equivalence == Equivalence::automatic
+                             ? (states ? Equivalence::state : Equivalence::embedding)
+                             : cfg.equivalence;
+  TEMPER_CHECK(eq == Equivalence::state || cfg.expand_budget == 0)
+      << "rl.graphpo.expand_budget: task '" << task.name()
+      << "' reports no reasoning states, and the budget stops sequences at one; GraphPO merges its lines by "
+         "hidden-state similarity (equivalence = \"embedding\") without a budget: remove expand_budget";
+  return eq;
+}
+
+void GraphPo::attach(const MethodEnv& env) {
+  env_ = env;
+  eq_ = env_.task ? graphpo_equivalence(cfg_, *env_.task)
+                  : (cfg_.equivalence == Equivalence::automatic ? Equivalence::state : cfg_.equivalence);
 }
 
 // The states of a group's steps from their embeddings: every step but each path's last (the leaf).
@@ -129,6 +176,11 @@ void GraphPo::embedding_states(const std::vector<size_t>& members, const Batch& 
     for (size_t i = 0; i < t.tokens.size(); ++i) {
       const size_t s = static_cast<size_t>(owners[k][i]);
       if (s + 1 >= paths[k].steps.size()) continue;
+      if (cfg_.pooling == StatePooling::last) {  // the row after the step's last token (its line end) wins
+        std::copy(h.begin() + static_cast<std::ptrdiff_t>(i * H), h.begin() + static_cast<std::ptrdiff_t>((i + 1) * H),
+                  mean[s].begin());
+        continue;
+      }
       const float w = 1.f / static_cast<float>(paths[k].steps[s].tokens);
       for (size_t j = 0; j < H; ++j) mean[s][j] += w * h[i * H + j];
     }
@@ -138,7 +190,8 @@ void GraphPo::embedding_states(const std::vector<size_t>& members, const Batch& 
     }
   }
   const std::vector<int64_t> ids = cosine_clusters(emb, cfg_.similarity);
-  for (size_t i = 0; i < ids.size(); ++i) paths[where[i].first].steps[where[i].second].state = "e" + std::to_string(ids[i]);
+  for (size_t i = 0; i < ids.size(); ++i)
+    paths[where[i].first].steps[where[i].second].state = "e" + std::to_string(ids[i]);
 }
 
 void GraphPoHook::reset(const MethodEnv* env, const RolloutRound& round, int64_t budget, bool reallocate) {
@@ -160,7 +213,8 @@ rollout::HookDecision GraphPoHook::after_token(const rollout::RolloutRequest&, c
   const int64_t problem = static_cast<int64_t>(round_.first) + round_.index(c.request);
   std::string text;
   for (int32_t t : c.tokens) text.append(codec.token_bytes(t));
-  const std::vector<std::string> states = env_->task->intermediate_states(round_.problem(c.request), text.substr(0, text.rfind('\n') + 1));
+  const std::vector<std::string> states =
+      env_->task->intermediate_states(round_.problem(c.request), text.substr(0, text.rfind('\n') + 1));
   size_t& known = known_[{problem, c.member}];
   if (states.size() <= known) return d;  // no new state
   known = states.size();
@@ -187,7 +241,8 @@ rollout::HookDecision GraphPoHook::after_token(const rollout::RolloutRequest&, c
 
 rollout::RolloutHook* GraphPo::rollout_hook(const RolloutRound& round) {
   if (cfg_.expand_budget <= 0) return nullptr;
-  TEMPER_CHECK(env_.codec && env_.codec->token_bytes) << "graphpo: the expansion budget needs a codec that gives token bytes";
+  TEMPER_CHECK(env_.codec && env_.codec->token_bytes)
+      << "graphpo: the expansion budget needs a codec that gives token bytes";
   hook_.reset(&env_, round, cfg_.expand_budget, cfg_.reallocate);
   return &hook_;
 }
@@ -228,8 +283,9 @@ void GraphPo::after_reward(Batch& b) {
     for (const auto& [i, state] : open) {
       Trajectory& t = b.traj[i];
       auto it = through.find(state);
-      t.reward = it != through.end() && it->second.second > 0 ? it->second.first / static_cast<double>(it->second.second)
-                                                              : (n_all ? all / static_cast<double>(n_all) : 0.0);
+      t.reward = it != through.end() && it->second.second > 0
+                     ? it->second.first / static_cast<double>(it->second.second)
+                     : (n_all ? all / static_cast<double>(n_all) : 0.0);
       t.correct = false;
       t.tags.push_back("graphpo_stopped");
     }
@@ -248,9 +304,9 @@ bool GraphPo::advantages(Batch& b) {
     for (size_t k = 0; k < members.size(); ++k) {
       const Trajectory& t = b.traj[members[k]];
       GraphPath path;
-      path.steps = cfg_.equivalence == Equivalence::embedding
-                       ? segment_lines(*env_.codec, t.tokens, &owners[k])
-                       : segment_steps(*env_.task, b.problems[static_cast<size_t>(t.problem)], *env_.codec, t.tokens, &owners[k]);
+      path.steps = eq_ == Equivalence::embedding ? segment_lines(*env_.codec, t.tokens, &owners[k])
+                                                 : segment_steps(*env_.task, b.problems[static_cast<size_t>(t.problem)],
+                                                                 *env_.codec, t.tokens, &owners[k]);
       path.reward = t.reward;
       path.open = stopped_at(b, t).has_value();
       if (path.open) ++stops_;
@@ -259,14 +315,14 @@ bool GraphPo::advantages(Batch& b) {
           static_cast<int64_t>(t.tokens.size()) - (t.lineage.parent >= 0 ? t.lineage.fork_pos : 0);  // generated
       paths.push_back(std::move(path));
     }
-    if (cfg_.equivalence == Equivalence::embedding) embedding_states(members, b, paths, owners);
+    if (eq_ == Equivalence::embedding) embedding_states(members, b, paths, owners);
     GraphStats st;
     const std::vector<std::vector<StepCredit>> credit = graph_advantages(paths, cfg_.graph, &st);
     for (size_t k = 0; k < members.size(); ++k) {
       Trajectory& t = b.traj[members[k]];
       t.advantage.assign(t.tokens.size(), 0.f);
-      TEMPER_CHECK(t.loss_mask.size() == t.tokens.size())
-          << "graphpo: a trajectory's loss mask (" << t.loss_mask.size() << ") does not cover its " << t.tokens.size() << " tokens";
+      TEMPER_CHECK(t.loss_mask.size() == t.tokens.size()) << "graphpo: a trajectory's loss mask (" << t.loss_mask.size()
+                                                          << ") does not cover its " << t.tokens.size() << " tokens";
       for (size_t i = 0; i < t.tokens.size(); ++i) {
         const StepCredit& c = credit[k][static_cast<size_t>(owners[k][i])];
         t.advantage[i] = static_cast<float>(c.advantage);
@@ -281,6 +337,26 @@ bool GraphPo::advantages(Batch& b) {
     ++groups_;
     rollouts_ += static_cast<int64_t>(members.size());
   }
+  // Nothing merged: the advantage is a prefix tree's (GRPO's when no rollout has a state). Logged every step,
+  // warned once.
+  nothing_merged_ = cfg_.graph.merge && groups_ > 0 && sum_.classes == sum_.tree_nodes;
+  if (nothing_merged_ && !warned_) {
+    warned_ = true;
+    const std::string task = env_.task ? env_.task->name() : std::string("?");
+    if (sum_.tree_nodes == 0) {
+      TEMPER_LOG(warn) << "graphpo: no rollout of " << rollouts_ << " reached an intermediate state (task '" << task
+                       << "'), so every rollout is one step and the advantage is GRPO's; set rl.graphpo.equivalence = "
+                          "\"embedding\" to merge lines by hidden-state similarity (warned once; "
+                          "graphpo_nothing_merged logs every step)";
+    } else {
+      TEMPER_LOG(warn) << "graphpo: nothing merged in a step (" << sum_.tree_nodes << " states over " << groups_
+                       << " groups, no two equivalent"
+                       << (eq_ == Equivalence::embedding ? " at rl.graphpo.similarity = " +
+                                                               toml_float(cfg_.similarity) + "; lower it to merge more"
+                                                         : std::string(": the task's states all differ"))
+                       << "): the advantage is a prefix tree's (warned once; graphpo_nothing_merged logs every step)";
+    }
+  }
   return true;
 }
 
@@ -288,7 +364,9 @@ void GraphPo::metrics(Metrics& m) const {
   auto per = [](double x, int64_t n) { return n ? x / static_cast<double>(n) : 0.0; };
   m.emplace_back("graphpo_states_per_group", per(static_cast<double>(sum_.tree_nodes), groups_));
   m.emplace_back("graphpo_classes_per_group", per(static_cast<double>(sum_.classes), groups_));
-  m.emplace_back("graphpo_merge_rate", sum_.tree_nodes ? 1.0 - static_cast<double>(sum_.classes) / static_cast<double>(sum_.tree_nodes) : 0.0);
+  m.emplace_back(
+      "graphpo_merge_rate",
+      sum_.tree_nodes ? 1.0 - static_cast<double>(sum_.classes) / static_cast<double>(sum_.tree_nodes) : 0.0);
   m.emplace_back("graphpo_refused_merges", static_cast<double>(sum_.refused));
   m.emplace_back("graphpo_steps_per_rollout", per(static_cast<double>(steps_), rollouts_));
   m.emplace_back("graphpo_shared_steps", static_cast<double>(sum_.shared_steps));
@@ -297,6 +375,7 @@ void GraphPo::metrics(Metrics& m) const {
   m.emplace_back("graphpo_stopped", static_cast<double>(stops_));  // sequences stopped by the expansion budget
   m.emplace_back("graphpo_tokens_per_group", per(static_cast<double>(rollout_tokens_), groups_));
   m.emplace_back("graphpo_forks", static_cast<double>(forks_));  // continuations the saved budget bought
+  m.emplace_back("graphpo_nothing_merged", nothing_merged_ ? 1.0 : 0.0);
 }
 
 namespace {
@@ -308,6 +387,8 @@ class GraphPoSetup final : public MethodSetupOf<GraphPoConfig> {
     e.fork_detail = "reallocate = true";
     return e;
   }
+  // Before the model loads: "state" on a task without states, the budget without states (graphpo_equivalence).
+  void check_task(const tasks::Task& task) const override { graphpo_equivalence(cfg, task); }
   std::unique_ptr<Method> make(const MethodDeps&) const override { return std::make_unique<GraphPo>(cfg); }
 };
 }  // namespace

@@ -37,8 +37,8 @@ class GraphPoHook : public rollout::RolloutHook {
   RolloutRound round_;
   int64_t budget_ = 0;
   bool reallocate_ = false;
-  std::map<int64_t, int64_t> credit_;                          // problem -> forks earned by stopped sequences
-  std::map<std::pair<int64_t, int64_t>, size_t> known_;        // states seen so far per sequence
+  std::map<int64_t, int64_t> credit_;                            // problem -> forks earned by stopped sequences
+  std::map<std::pair<int64_t, int64_t>, size_t> known_;          // states seen so far per sequence
   std::map<std::pair<int64_t, std::string>, int64_t> expanded_;  // (problem, state) -> sequences continuing from it
   std::map<std::pair<int64_t, int64_t>, std::string> stopped_;
 };
@@ -50,19 +50,35 @@ std::vector<GraphStep> segment_lines(const PromptCodec& codec, const std::vector
 // cluster founded by i. Zero vectors only match zero vectors.
 std::vector<int64_t> cosine_clusters(const std::vector<std::vector<float>>& v, double threshold);
 
-enum class Equivalence { state, embedding };
-inline constexpr EnumNames<Equivalence, 2> kEquivalenceNames{
-    {{Equivalence::state, "state"}, {Equivalence::embedding, "embedding"}}};
+// automatic: state where the task reports states, embedding where it reports none (graphpo_task_has_states).
+enum class Equivalence { automatic, state, embedding };
+inline constexpr EnumNames<Equivalence, 3> kEquivalenceNames{
+    {{Equivalence::automatic, "auto"}, {Equivalence::state, "state"}, {Equivalence::embedding, "embedding"}}};
+// embedding: a step's vector is the policy's final hidden state at its last token (the line end: the state the
+// step reaches, which reads the whole path so far) or the mean over its tokens (what the step says).
+enum class StatePooling { last, mean };
+inline constexpr EnumNames<StatePooling, 2> kStatePoolingNames{
+    {{StatePooling::last, "last"}, {StatePooling::mean, "mean"}}};
 
 struct GraphPoConfig {
   GraphConfig graph;
   int64_t expand_budget = 0;  // > 0: sequences continuing from one state per group (the others stop there)
   bool reallocate = false;    // each stopped sequence buys a fork at the group's next new state
-  Equivalence equivalence = Equivalence::state;
-  double similarity = 0.92;   // embedding: cosine at which two steps reach the same state
+  Equivalence equivalence = Equivalence::automatic;
+  double similarity = 0.92;  // embedding: cosine at which two steps reach the same state
+  StatePooling pooling = StatePooling::last;
   void validate() const;
   void visit(KeyVisitor& v);  // its recipe section's keys
 };
+
+// Whether a task reports reasoning states (Task::intermediate_states: the procedural families arithmetic,
+// countdown, string_ops, compose; a filtered task its inner one's; a mixture when every member does). Datasets,
+// code, constraints, rubric_proxy, user simulators and episodes report none. A task temper does not know (a
+// library user's own) is taken to report them.
+bool graphpo_task_has_states(const tasks::Task& task);
+// The equivalence a run uses on `task` (automatic resolved), or throws naming the key when the setting cannot work
+// there: "state" on a task without states (every rollout one step: GRPO), the budget without states.
+Equivalence graphpo_equivalence(const GraphPoConfig& cfg, const tasks::Task& task);
 
 // A rollout's steps end where the task's state extractor (Task::intermediate_states: the remaining numbers in
 // countdown, the running value in arithmetic) reports a new state after a complete line; lines that change
@@ -75,10 +91,13 @@ struct GraphPoConfig {
 // extractor) every line is a step and the state it reaches is its embedding, the mean of the current policy's
 // final hidden states over the step's tokens; steps of a group whose embeddings have cosine >= `similarity`
 // (0.92) share a state (greedy: each step joins the first earlier cluster whose founding step is that close, in
-// path and step order). With `reallocate` the budget's savings are spent again: each sequence the budget stops
-// earns its group one fork, given to the next sequence that reaches a state no sequence of the group reached
-// before (a new class), so the group's tokens go to continuations of distinct states instead of re-expansions
-// of one (spec section 6, step 4).
+// path and step order); `pooling = "last"` (default) takes the hidden state at the step's line end instead of the
+// mean. The default `equivalence = "auto"` is "state" where the task reports states and "embedding" where it reports
+// none (a dataset). A step in which nothing merged (merging on) logs graphpo_nothing_merged = 1, and the first
+// such step of a run warns once, naming the cause and the key to change. With `reallocate` the budget's savings are
+// spent again: each sequence the budget stops earns its group one fork, given to the next sequence that reaches a state
+// no sequence of the group reached before (a new class), so the group's tokens go to continuations of distinct states
+// instead of re-expansions of one (spec section 6, step 4).
 class GraphPo : public Method {
  public:
   explicit GraphPo(GraphPoConfig cfg) : cfg_(cfg) { cfg_.validate(); }
@@ -87,7 +106,7 @@ class GraphPo : public Method {
   using Features = std::function<std::vector<float>(const Trajectory& t)>;
   void set_features(Features f) { features_ = std::move(f); }
   std::string name() const override { return "graphpo"; }
-  void attach(const MethodEnv& env) override { env_ = env; }
+  void attach(const MethodEnv& env) override;  // resolves equivalence = "auto" on the task
   rollout::RolloutHook* rollout_hook(const RolloutRound& round) override;
   void after_reward(Batch& b) override;  // the stopped sequences' rewards
   bool advantages(Batch& b) override;
@@ -95,7 +114,9 @@ class GraphPo : public Method {
 
  private:
   GraphPoConfig cfg_;
+  Equivalence eq_ = Equivalence::state;  // resolved
   MethodEnv env_;
+  bool warned_ = false, nothing_merged_ = false;
   std::optional<std::string> stopped_at(const Batch& b, const Trajectory& t) const;
   GraphPoHook hook_;
   Features features_;
