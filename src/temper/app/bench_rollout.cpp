@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "temper/app/cpu_report.h"
 #include "temper/app/model_source.h"
 #include "temper/core/error.h"
 #include "temper/core/profile.h"
@@ -217,6 +218,7 @@ int bench_rollout(const BenchRolloutOptions& o) {
                       {"peak_rss_mb", std::round(static_cast<double>(u.ru_maxrss) / 1024.0 * 10) / 10},
                       {"read_bandwidth_gb_s", std::round(bw * 10) / 10},
                       {"batch1_bandwidth_bound_tokens_per_s", std::round(bw * 1e9 / weight_bytes * 10) / 10}};
+  add_cpu_fields(j);  // cpu, isa, amx, bf16_gemm, gemm
   // Of the timed N-token run: 1 prefill step + N - 1 decode steps when nothing is preempted.
   j["engine_steps"] = d.rn.stats.steps;
   j["preemptions"] = d.rn.stats.preemptions;

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "temper/app/cpu_report.h"
 #include "temper/app/model_source.h"
 #include "temper/core/cpu_features.h"
 #include "temper/core/error.h"
@@ -107,10 +108,9 @@ int bench_train(BenchTrainOptions o) {
                       {"step_s", step_s},
                       {"peak_rss_mb", std::round(peak_rss_mb() * 10) / 10},
                       {"activation_mb", std::round(model.activation_bytes() / 1048576.0 * 10) / 10},
-                      {"isa", std::string(isa_name(cpu_isa()))},
-                      {"gemm", std::string(kernels::gemm_backend_name(kernels::gemm_backend()))},
                       {"recompute", o.recompute},
                       {"final_loss", st.loss}};
+  add_cpu_fields(j);  // cpu, isa, amx, bf16_gemm, gemm
   if (o.profile) {
     nlohmann::json pj = nlohmann::json::object();
     for (auto& [k, v] : profile_report()) pj[k] = std::round(v / o.steps * 1e4) / 1e4;

@@ -1,4 +1,4 @@
-// The options of `temper bench train|load|rollout|cuda`.
+// The options of `temper bench train|load|rollout|cuda|roofline`.
 #include "temper/app/cli_bench.h"
 
 #include <memory>
@@ -88,6 +88,22 @@ CLI::App* add_bench_cuda_command(CLI::App& bench, BenchCudaOptions& o) {
   return bcuda;
 }
 
+CLI::App* add_bench_roofline_command(CLI::App& bench, BenchRooflineOptions& o) {
+  auto* roof = bench.add_subcommand(
+      "roofline",
+      "This machine's GEMM GFLOP/s per precision and memory bandwidth (docs/PERFORMANCE.md's denominators)");
+  add_threads_option(roof, o.threads, "Threads (default: all cores, or TEMPER_THREADS)");
+  roof->add_flag("--json", o.json, "Print only the JSON result line");
+  roof->add_flag("--small", o.small, "Test sizes: square 256, 64 tokens, 64 MiB of memory, 2 repetitions");
+  roof->add_option("--square", o.square, "M = N = K of the square product")->capture_default_str();
+  roof->add_option("--tokens", o.tokens, "Rows (batch x seq) of the SmolLM2-135M training products")
+      ->capture_default_str();
+  roof->add_option("--memory-gib", o.memory_gib, "GiB the read-only sum reads (copy and triad: arrays of half)")
+      ->capture_default_str();
+  roof->add_option("--reps", o.reps, "Timed calls at least per measurement (the best is kept)")->capture_default_str();
+  return roof;
+}
+
 void add_bench_commands(CLI::App& app, std::vector<Command>& commands) {
   auto* bench = app.add_subcommand("bench", "Measure throughput");
   bench->require_subcommand(1);
@@ -100,6 +116,8 @@ void add_bench_commands(CLI::App& app, std::vector<Command>& commands) {
                       [br] { return br->speculative ? bench_speculative(*br) : bench_rollout(*br); }});
   auto bc = std::make_shared<BenchCudaOptions>();
   commands.push_back({add_bench_cuda_command(*bench, *bc), [bc] { return bench_cuda(*bc); }});
+  auto bf = std::make_shared<BenchRooflineOptions>();
+  commands.push_back({add_bench_roofline_command(*bench, *bf), [bf] { return bench_roofline(*bf); }});
 }
 
 }  // namespace temper::app

@@ -5,9 +5,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "temper/app/cpu_report.h"
 #include "temper/app/memory_plan.h"
 #include "temper/app/model_source.h"
-#include "temper/core/cpu_features.h"
 #include "temper/core/error.h"
 #include "temper/core/thread_pool.h"
 #include "temper/io/gguf_file.h"
@@ -119,11 +119,7 @@ void print_memory(const ModelConfig& c, const InfoOptions& o) {
 int info(const InfoOptions& o) {
   if (!o.json) {
     std::printf("temper %s\n", TEMPER_VERSION);
-    std::string isas;
-    for (Isa i : cpu_supported_isas()) isas += std::string(isa_name(i)) + " ";
-    std::printf("cpu: isas %s(active %s), avx512_bf16 %s, threads %d, gemm f32 %s, bf16 onednn\n", isas.c_str(),
-                std::string(isa_name(cpu_isa())).c_str(), cpu_features().avx512_bf16 ? "yes" : "no", num_threads(),
-                std::string(kernels::gemm_backend_name(kernels::gemm_backend())).c_str());
+    std::printf("%s", cpu_report_text().c_str());
     std::printf("%s\n", cuda_summary().c_str());
   }
   if (o.model.empty()) {
