@@ -75,7 +75,6 @@ int main(int argc, char** argv) {
   openblas_set_num_threads(threads);
   temper::set_num_threads(threads);
   namespace tk = temper::kernels;
-  const bool amx = tk::bf16_path() == tk::Bf16Path::amx;
   std::printf("bf16 path: %s\n", std::string(tk::bf16_path_name(tk::bf16_path())).c_str());
   struct S { const char* name; int64_t M, N, K; bool ta, tb; };
   // fwd: y[M,N] = x[M,K] W[N,K]^T ; dX[M,K] = dY[M,N] W[N,K] ; dW[N,K] = dY[M,N]^T X[M,K]
@@ -88,8 +87,8 @@ int main(int argc, char** argv) {
       {"up dW", 1536, 576, tokens, true, false},
       {"lm_head fwd 49152x576 (256 rows)", 256, 49152, 576, false, true},
   };
-  std::printf("%-34s %10s %10s %10s %12s %12s %12s %12s\n", "shape (GFLOP/s)", "oblas f32", "dnnl f32", "dnnl bf16",
-              "dnnl packed", "temper bf16", "fwd avx512", "fwd amx");
+  std::printf("%-34s %10s %10s %10s %12s %12s %12s %12s %12s\n", "shape (GFLOP/s)", "oblas f32", "dnnl f32",
+              "dnnl bf16", "dnnl packed", "temper bf16", "fwd avx512", "fwd dpbf16", "fwd amx");
   for (auto& s : shapes) {
     int64_t lda = s.ta ? s.M : s.K, ldb = s.tb ? s.K : s.N;
     std::vector<float> A(s.M * s.K), B(s.N * s.K), C(s.M * s.N);
@@ -115,20 +114,22 @@ int main(int argc, char** argv) {
       tk::gemm(s.ta, s.tb, s.M, s.N, s.K, A.data(), lda, B.data(), ldb, 0.f, C.data(), s.N, tk::Precision::bf16);
     }, reps);
     // The forward's packed products (y = x W^T shapes only), each path with its own packed copy.
-    auto packed_rate = [&](bool on) {
-      if (s.ta || !s.tb || !tk::packed_supported() || (on && !amx)) return 0.0;
-      tk::bf16_set_amx(on);
+    auto packed_rate = [&](tk::Bf16Path path) {
+      if (s.ta || !s.tb || !tk::packed_supported() || !tk::bf16_path_supported(path)) return 0.0;
+      const tk::Bf16Path saved = tk::bf16_path();
+      tk::bf16_set_path(path);
       std::vector<uint16_t> wp(static_cast<size_t>(tk::packed_size(s.N, s.K)));
       tk::bf16_pack_weight(B.data(), s.N, s.K, wp.data());
       const double t = seconds_of([&] {
         tk::gemm_bf16_packed(s.M, s.N, s.K, A.data(), lda, wp.data(), 0.f, C.data(), s.N);
       }, reps);
-      tk::bf16_set_amx(amx);
+      tk::bf16_set_path(saved);
       return flop / t * 1e-9;
     };
-    const double fa = packed_rate(false), fm = packed_rate(true);
-    std::printf("%-34s %10.1f %10.1f %10.1f %12.1f %12.1f %12.1f %12.1f\n", s.name, flop / t1 * 1e-9, flop / t2 * 1e-9,
-                flop / t4 * 1e-9, flop / t5 * 1e-9, flop / t6 * 1e-9, fa, fm);
+    const double fa = packed_rate(tk::Bf16Path::avx512), fd = packed_rate(tk::Bf16Path::avx512_bf16),
+                 fm = packed_rate(tk::Bf16Path::amx);
+    std::printf("%-34s %10.1f %10.1f %10.1f %12.1f %12.1f %12.1f %12.1f %12.1f\n", s.name, flop / t1 * 1e-9,
+                flop / t2 * 1e-9, flop / t4 * 1e-9, flop / t5 * 1e-9, flop / t6 * 1e-9, fa, fd, fm);
   }
   return 0;
 }

@@ -1,9 +1,10 @@
-// The AMX bf16 products (kernels/cpu/gemm_amx.h, through kernels::gemm and gemm_bf16_packed where the CPU
-// has AMX-BF16): every orientation of gemm() (a linear layer's forward, dX, dW) against the fp64 product
-// of the bf16-rounded operands, for shapes off the tile sizes (16 rows, 32 outputs, 32 k), strided
-// operands and beta 0 and 1; the forward's packed weights give the same bits as gemm() on the same
-// operands; a row's result does not depend on the other rows, the threads or a row count that changes
-// the tile configuration (the rollout engine's decode gives the training forward's bits).
+// The bf16 products on the tile layout: AMX (kernels/cpu/gemm_amx.h, through kernels::gemm and
+// gemm_bf16_packed where the CPU has AMX-BF16) and AVX512-BF16 dot products on the same packed weights
+// (cpu/gemm_dpbf16.h, the forward's products on CPUs without AMX): every orientation of gemm() (a linear layer's
+// forward, dX, dW) against the fp64 product of the bf16-rounded operands, for shapes off the tile sizes (16 rows, 32
+// outputs, 32 k), strided operands and beta 0 and 1; the forward's packed weights give the same bits as gemm() on the
+// same operands; a row's result does not depend on the other rows, the threads or a row count that changes the tile
+// configuration (the rollout engine's decode gives the training forward's bits).
 #include <cmath>
 #include <cstring>
 
@@ -26,16 +27,25 @@ double rounded(float x) {
   return __builtin_bit_cast(float, static_cast<uint32_t>(h) << 16);
 }
 
-bool amx() { return bf16_path() == Bf16Path::amx; }
+bool amx() {
+  return bf16_path() == Bf16Path::amx;
+}
 
 }  // namespace
 
-TEST(GemmAmx, ThePathIsAmxExactlyWhereTheCpuHasIt) {
-  const bool has = cpu_features().amx_bf16 && cpu_isa() == Isa::avx512;
-  const char* e = std::getenv("TEMPER_AMX");
-  if (e && !std::strcmp(e, "0")) EXPECT_FALSE(amx());
-  else EXPECT_EQ(amx(), has);
-  if (!has) EXPECT_THROW(bf16_set_amx(true), temper::Error);
+TEST(GemmAmx, ThePathIsTheBestTheCpuHasUnlessAskedOtherwise) {
+  const CpuFeatures& f = cpu_features();
+  Bf16Path want = Bf16Path::onednn;
+  if (cpu_isa() == Isa::avx512)
+    want = bf16_path_supported(Bf16Path::amx) ? Bf16Path::amx
+           : f.avx512_bf16                    ? Bf16Path::avx512_bf16
+                                              : Bf16Path::avx512;
+  if (const char* e = std::getenv("TEMPER_BF16_GEMM")) ASSERT_TRUE(bf16_path_from_name(e, &want));
+  EXPECT_EQ(bf16_path(), want);
+  EXPECT_EQ(bf16_path_supported(Bf16Path::amx), f.amx_bf16 && f.avx512_bf16 && cpu_isa_supported(Isa::avx512));
+  if (!f.amx_bf16) EXPECT_THROW(bf16_set_path(Bf16Path::amx), temper::Error);
+  Bf16Path p;
+  EXPECT_FALSE(bf16_path_from_name("amx2", &p));
 }
 
 TEST(GemmAmx, EveryOrientationEqualsTheRoundedProductStridedAndAccumulating) {
@@ -114,6 +124,44 @@ TEST(GemmAmx, PackedForwardGivesGemmsBitsAtEveryRowCount) {
   EXPECT_EQ(std::memcmp(all.data(), one.data(), all.size() * 4), 0);
 }
 
+// The AVX512-BF16 forward (the path of CPUs without AMX) on the same packed weights: the rounded product within
+// the reduction tolerance, strided, accumulating, every row count of its 12-row tiles; a row's bits do not depend
+// on the other rows.
+TEST(GemmAmx, DotProductPathEqualsTheRoundedProductAtEveryRowCount) {
+  if (!bf16_path_supported(Bf16Path::avx512_bf16)) GTEST_SKIP() << "no AVX512-BF16 on this CPU";
+  const Bf16Path saved = bf16_path();
+  bf16_set_path(Bf16Path::avx512_bf16);
+  for (int64_t M : {1, 11, 12, 13, 25, 200})
+    for (int64_t N : {1, 17, 33, 70})
+      for (int64_t K : {1, 33, 100, 576}) {
+        SCOPED_TRACE("M " + std::to_string(M) + " N " + std::to_string(N) + " K " + std::to_string(K));
+        const int64_t lda = K + 3, ldc = N + 2;
+        auto a = random_vec(M * lda, 61), w = random_vec(N * K, 62);
+        std::vector<uint16_t> wp(static_cast<size_t>(packed_size(N, K)));
+        bf16_pack_weight(w.data(), N, K, wp.data());
+        for (float beta : {0.f, 1.f}) {
+          std::vector<float> c(M * ldc, 0.25f), got(M * N);
+          gemm_bf16_packed(M, N, K, a.data(), lda, wp.data(), beta, c.data(), ldc);
+          std::vector<double> ref(M * N);
+          for (int64_t i = 0; i < M; ++i)
+            for (int64_t j = 0; j < N; ++j) {
+              double s = beta != 0.f ? 0.25 : 0.0;
+              for (int64_t k = 0; k < K; ++k) s += rounded(a[i * lda + k]) * rounded(w[j * K + k]);
+              ref[i * N + j] = s;
+              got[i * N + j] = c[i * ldc + j];
+            }
+          EXPECT_TRUE(all_close(got, ref, tolerance(Kind::reduction, K))) << "beta " << beta;
+          EXPECT_EQ(c[M * ldc - 1], 0.25f);
+          if (M > 1 && beta == 0.f) {  // the last row alone
+            std::vector<float> one(N);
+            gemm_bf16_packed(1, N, K, a.data() + (M - 1) * lda, lda, wp.data(), 0.f, one.data(), N);
+            EXPECT_EQ(std::memcmp(one.data(), c.data() + (M - 1) * ldc, N * 4), 0);
+          }
+        }
+      }
+  bf16_set_path(saved);
+}
+
 TEST(GemmAmx, NanAndInfinityPropagate) {
   if (!amx()) GTEST_SKIP() << "no AMX-BF16 on this CPU";
   const int64_t M = 3, N = 4, K = 40;
@@ -123,8 +171,11 @@ TEST(GemmAmx, NanAndInfinityPropagate) {
   gemm(false, true, M, N, K, a.data(), K, w.data(), K, 0.f, c.data(), N, Precision::bf16);
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
-      if (i == 1) EXPECT_TRUE(std::isnan(c[i * N + j])) << i << "," << j;
-      else if (j == 2) EXPECT_EQ(c[i * N + j], INFINITY) << i << "," << j;
-      else EXPECT_EQ(c[i * N + j], static_cast<float>(K)) << i << "," << j;
+      if (i == 1)
+        EXPECT_TRUE(std::isnan(c[i * N + j])) << i << "," << j;
+      else if (j == 2)
+        EXPECT_EQ(c[i * N + j], INFINITY) << i << "," << j;
+      else
+        EXPECT_EQ(c[i * N + j], static_cast<float>(K)) << i << "," << j;
     }
 }

@@ -2,8 +2,8 @@
 // gemm_bf16_packed) on AVX-512: every output bitwise equal to the plain sequential sum
 // c = fma(x[k], w[k], c) over k (bf16: of the bf16-rounded operands; the AVX-512 path, AMX off), for shapes
 // off the panel width (32) and the row tile (12), strided operands, beta 0 and 1; hence a row's result
-// does not depend on the other rows or on the threads (checked on every bf16 path the CPU has: the AMX
-// path's own tests are test_gemm_amx.cpp).
+// does not depend on the other rows or on the threads (checked on every bf16 path the CPU has: the tile
+// layout's own tests are test_gemm_amx.cpp).
 #include <cmath>
 #include <cstring>
 
@@ -40,8 +40,8 @@ std::vector<float> packed_f32(const std::vector<float>& w, int64_t N, int64_t K)
 
 TEST(GemmPacked, EveryOutputIsTheSequentialFmaSumBitwiseF32AndBf16) {
   if (!packed_supported()) GTEST_SKIP() << "the packed products need AVX-512";
-  const bool amx = bf16_path() == Bf16Path::amx;
-  bf16_set_amx(false);
+  const Bf16Path saved = bf16_path();
+  bf16_set_path(Bf16Path::avx512);
   for (bool bf : {false, true})
     for (int64_t M : {1, 3, 12, 13, 25, 70})
       for (int64_t N : {1, 5, 32, 33, 70})
@@ -80,16 +80,16 @@ TEST(GemmPacked, EveryOutputIsTheSequentialFmaSumBitwiseF32AndBf16) {
             EXPECT_EQ(c[M * ldc - 1], 0.25f);  // the padding column is not written
           }
         }
-  bf16_set_amx(amx);
+  bf16_set_path(saved);
 }
 
 TEST(GemmPacked, ARowsResultDoesNotDependOnTheOtherRowsOrTheThreads) {
   if (!packed_supported()) GTEST_SKIP() << "the packed products need AVX-512";
-  const bool amx = bf16_path() == Bf16Path::amx;
-  for (bool path_amx : {false, true}) {
-    if (path_amx && !amx) continue;
-    SCOPED_TRACE(path_amx ? "amx" : "avx512");
-    bf16_set_amx(path_amx);
+  const Bf16Path saved = bf16_path();
+  for (Bf16Path path : {Bf16Path::avx512, Bf16Path::avx512_bf16, Bf16Path::amx}) {
+    if (!bf16_path_supported(path)) continue;
+    SCOPED_TRACE(std::string(bf16_path_name(path)));
+    bf16_set_path(path);
     const int64_t M = 300, N = 301, K = 576;  // more rows than one pass over the panels takes (192; AMX 256)
     auto a = random_vec(M * K, 21), w = random_vec(N * K, 22);
     const auto wp = packed(w, N, K);
@@ -105,5 +105,5 @@ TEST(GemmPacked, ARowsResultDoesNotDependOnTheOtherRowsOrTheThreads) {
       EXPECT_EQ(std::memcmp(one.data(), all.data() + m * N, N * 4), 0) << "row " << m;
     }
   }
-  bf16_set_amx(amx);
+  bf16_set_path(saved);
 }

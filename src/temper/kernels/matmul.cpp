@@ -17,6 +17,7 @@
 #include "temper/core/error.h"
 #include "temper/core/thread_pool.h"
 #include "temper/kernels/cpu/gemm_amx.h"
+#include "temper/kernels/cpu/gemm_dpbf16.h"
 #include "temper/kernels/cpu/gemm_packed.h"
 #include "temper/kernels/cpu/isa_table.h"
 
@@ -65,9 +66,26 @@ void to_bf16(const float* src, int64_t rows, int64_t cols, int64_t ld, uint16_t*
   });
 }
 
-std::atomic<bool>& amx_slot() {
-  static std::atomic<bool> on{amx_usable()};
-  return on;
+// The path an AVX-512 CPU takes (bf16_path() says onednn whatever it holds where the active ISA is not AVX-512).
+Bf16Path best_bf16_path() {
+  if (amx_usable()) return Bf16Path::amx;
+  if (cpu_features().avx512_bf16) return Bf16Path::avx512_bf16;
+  return Bf16Path::avx512;
+}
+
+Bf16Path initial_bf16_path() {
+  const char* e = std::getenv("TEMPER_BF16_GEMM");
+  if (!e) return best_bf16_path();
+  Bf16Path p;
+  TEMPER_CHECK(bf16_path_from_name(e, &p))
+      << "TEMPER_BF16_GEMM='" << e << "' is not one of amx, avx512_bf16, avx512, onednn";
+  TEMPER_CHECK(bf16_path_supported(p)) << "TEMPER_BF16_GEMM=" << e << " but this CPU cannot take that path";
+  return p;
+}
+
+std::atomic<Bf16Path>& path_slot() {
+  static std::atomic<Bf16Path> p{initial_bf16_path()};
+  return p;
 }
 
 // gemm()'s bf16 product on AMX: op(B) packed as W' [N, K] and op(A) rounded to bf16 rows, once per call
@@ -248,13 +266,15 @@ bool packed_supported() {
 
 Bf16Path bf16_path() {
   if (cpu_isa() != Isa::avx512) return Bf16Path::onednn;
-  return amx_slot().load(std::memory_order_relaxed) ? Bf16Path::amx : Bf16Path::avx512;
+  return path_slot().load(std::memory_order_relaxed);
 }
 
 std::string_view bf16_path_name(Bf16Path p) {
   switch (p) {
     case Bf16Path::amx:
       return "amx";
+    case Bf16Path::avx512_bf16:
+      return "avx512_bf16";
     case Bf16Path::avx512:
       return "avx512";
     case Bf16Path::onednn:
@@ -263,14 +283,42 @@ std::string_view bf16_path_name(Bf16Path p) {
   return "?";
 }
 
-void bf16_set_amx(bool on) {
-  TEMPER_CHECK(!on || amx_usable()) << "AMX bf16 products asked for, but this CPU or process cannot use AMX";
-  amx_slot().store(on);
+bool bf16_path_from_name(std::string_view n, Bf16Path* out) {
+  for (Bf16Path p : {Bf16Path::amx, Bf16Path::avx512_bf16, Bf16Path::avx512, Bf16Path::onednn})
+    if (bf16_path_name(p) == n) {
+      *out = p;
+      return true;
+    }
+  return false;
 }
+
+bool bf16_path_supported(Bf16Path p) {
+  const bool avx512 = cpu_isa_supported(Isa::avx512);
+  switch (p) {
+    case Bf16Path::amx:
+      return amx_usable();
+    case Bf16Path::avx512_bf16:
+      return avx512 && cpu_features().avx512_bf16;
+    case Bf16Path::avx512:
+      return avx512;
+    case Bf16Path::onednn:
+      return true;
+  }
+  return false;
+}
+
+void bf16_set_path(Bf16Path p) {
+  TEMPER_CHECK(bf16_path_supported(p)) << "bf16 products on " << bf16_path_name(p) << " asked for, but this CPU cannot";
+  path_slot().store(p);
+}
+
+namespace {
+bool tile_layout();
+}  // namespace
 
 // The f32 and bf16 packed copies share this size (the AMX layout pads K to 32: the larger).
 int64_t packed_size(int64_t N, int64_t K) {
-  return bf16_path() == Bf16Path::amx ? amx_packed_elems(N, K) : packed_elems(N, K);
+  return tile_layout() ? amx_packed_elems(N, K) : packed_elems(N, K);
 }
 
 void f32_pack_weight(const float* W, int64_t N, int64_t K, float* out) {
@@ -279,6 +327,12 @@ void f32_pack_weight(const float* W, int64_t N, int64_t K, float* out) {
 }
 
 namespace {
+// The forward's bf16 weights in the tile layout (cpu/gemm_amx.h): the AMX and AVX512-BF16 paths.
+bool tile_layout() {
+  const Bf16Path p = bf16_path();
+  return p == Bf16Path::amx || p == Bf16Path::avx512_bf16;
+}
+
 // Ranges of whole 32-output panels, at least 64k multiply-adds per task.
 int64_t panel_grain(int64_t M, int64_t K) {
   return std::max<int64_t>(1, 65536 / std::max<int64_t>(1, 32 * M * K));
@@ -295,7 +349,7 @@ void gemm_f32_packed(int64_t M, int64_t N, int64_t K, const float* A, int64_t ld
 
 void bf16_pack_weight(const float* W, int64_t N, int64_t K, uint16_t* out) {
   TEMPER_CHECK(packed_supported()) << "bf16_pack_weight: packed products need AVX-512";
-  if (bf16_path() == Bf16Path::amx) {
+  if (tile_layout()) {
     parallel_for((N + 31) / 32, 1, [&](int64_t b, int64_t e) { amx_pack_panels(W, K, true, N, K, b, e, out); });
     return;
   }
@@ -306,15 +360,20 @@ void gemm_bf16_packed(int64_t M, int64_t N, int64_t K, const float* A, int64_t l
                       float* C, int64_t ldc) {
   TEMPER_CHECK(beta == 0.f || beta == 1.f) << "gemm_bf16_packed supports beta 0 or 1, got " << beta;
   if (M == 0 || N == 0) return;
-  if (bf16_path() == Bf16Path::amx) {
+  if (tile_layout()) {
+    const bool amx = bf16_path() == Bf16Path::amx;
     thread_local std::vector<uint16_t> a16;  // A rounded to bf16 rows of Kp
     const int64_t Kp = amx_k_padded(K);
     if (static_cast<int64_t>(a16.size()) < M * Kp) a16.resize(static_cast<size_t>(M * Kp));
     uint16_t* a = a16.data();
     parallel_for((M + 15) / 16, std::max<int64_t>(1, 1024 / Kp),
                  [&](int64_t b, int64_t e) { amx_pack_rows(A, lda, true, K, 16 * b, std::min(M, 16 * e), a); });
-    parallel_for((N + 31) / 32, panel_grain(M, K),
-                 [&](int64_t b, int64_t e) { amx_gemm_block(a, Kp, wp, N, C, ldc, 0, M, b, e, beta != 0.f); });
+    parallel_for((N + 31) / 32, panel_grain(M, K), [&](int64_t b, int64_t e) {
+      if (amx)
+        amx_gemm_block(a, Kp, wp, N, C, ldc, 0, M, b, e, beta != 0.f);
+      else
+        dpbf16_gemm_block(a, Kp, wp, N, C, ldc, M, b, e, beta != 0.f);
+    });
     return;
   }
   thread_local std::vector<float> rounded;  // A rounded to bf16 (grows once, then allocation-free)

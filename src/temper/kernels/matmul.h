@@ -39,25 +39,29 @@ void gemm_decode(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, c
 // the alternatives from a few rows up (docs/PERFORMANCE.md). Where the active ISA is AVX-512 and
 // TEMPER_PACKED_GEMM is not 0; elsewhere the model calls gemm() / gemm_decode().
 bool packed_supported();
-int64_t packed_size(int64_t N, int64_t K);                                    // elements of a packed [N, K]
-void f32_pack_weight(const float* W, int64_t N, int64_t K, float* out);       // W [N, K] row-major f32
+int64_t packed_size(int64_t N, int64_t K);                                   // elements of a packed [N, K]
+void f32_pack_weight(const float* W, int64_t N, int64_t K, float* out);      // W [N, K] row-major f32
 void bf16_pack_weight(const float* W, int64_t N, int64_t K, uint16_t* out);  // rounded to bf16
 // C[M, N] = A W^T (+ C when beta = 1), wp = *_pack_weight(W); bf16 rounds A to bf16 first.
-void gemm_f32_packed(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* wp, float beta, float* C,
-                     int64_t ldc);
+void gemm_f32_packed(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* wp, float beta,
+                     float* C, int64_t ldc);
 void gemm_bf16_packed(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const uint16_t* wp, float beta,
                       float* C, int64_t ldc);
 
 // The bf16 products' path on this CPU: one decision, printed by `temper info` and recorded by the benches.
-//   amx:    AMX tiles (cpu/gemm_amx.h) for every bf16 product: the forward's packed weights and gemm()'s;
-//   avx512: the packed AVX-512 kernel (f32 FMAs over bf16 weights) for the forward, oneDNN for gemm()'s;
-//   onednn: oneDNN for every bf16 product (AVX2 and scalar: no packed forward).
-// amx where the active ISA is AVX-512, the CPU has AMX-BF16 and TEMPER_AMX is not 0. Weights packed under
-// one path are read by that path only: switch (tests) before a model packs its weights.
-enum class Bf16Path { amx, avx512, onednn };
+//   amx:         AMX tiles (cpu/gemm_amx.h) for every bf16 product: the forward's packed weights and gemm()'s;
+//   avx512_bf16: AVX512-BF16 dot products (cpu/gemm_dpbf16.h) for the forward's packed weights, oneDNN for gemm()'s;
+//   avx512:      the packed AVX-512 kernel (f32 FMAs over bf16 weights) for the forward, oneDNN for gemm()'s;
+//   onednn:      oneDNN for every bf16 product (AVX2 and scalar: no packed forward).
+// The best the CPU has where the active ISA is AVX-512 (TEMPER_BF16_GEMM=name overrides it); onednn elsewhere.
+// Each path gives other bits; within one, a row's outputs never depend on the other rows or the threads. Weights
+// packed under one path are read by that path only: switch (tests, benches) before a model packs its weights.
+enum class Bf16Path { amx, avx512_bf16, avx512, onednn };
 Bf16Path bf16_path();
 std::string_view bf16_path_name(Bf16Path p);
-void bf16_set_amx(bool on);  // tests: off = the AVX-512 path on an AMX CPU; on needs amx_usable()
+bool bf16_path_from_name(std::string_view name, Bf16Path* out);
+bool bf16_path_supported(Bf16Path p);
+void bf16_set_path(Bf16Path p);  // throws where unsupported
 
 // f32 -> bf16 (round to nearest even) of n elements, in parallel.
 void convert_to_bf16(const float* x, uint16_t* y, int64_t n);

@@ -196,8 +196,6 @@ constexpr int64_t kGroupBytes = 256 * 1024;  // bytes of packed panels (one k ra
 
 bool amx_usable() {
   static const bool ok = [] {
-    const char* e = std::getenv("TEMPER_AMX");
-    if (e && !std::strcmp(e, "0")) return false;
     const CpuFeatures& f = cpu_features();
     return f.amx_bf16 && f.avx512_bf16 && cpu_isa_supported(Isa::avx512) && request_tile_data();
   }();

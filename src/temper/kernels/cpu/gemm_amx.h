@@ -18,8 +18,8 @@
 
 namespace temper::kernels {
 
-// The CPU has AMX-BF16, the OS saves its state, and the process was granted the tile data (asked for on
-// the first call). TEMPER_AMX=0 says no (the AVX-512 / oneDNN paths).
+// The CPU has AMX-BF16 (and AVX512-BF16), the OS saves its state, and the process was granted the tile data
+// (asked for on the first call).
 bool amx_usable();
 
 int64_t amx_k_padded(int64_t K);                 // K rounded up to 32
