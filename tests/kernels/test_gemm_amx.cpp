@@ -78,6 +78,23 @@ TEST(GemmAmx, EveryOrientationEqualsTheRoundedProductStridedAndAccumulating) {
           }
 }
 
+TEST(GemmAmx, PreRoundedWeightsGiveTheBitsOfTheF32Weights) {
+  if (!amx()) GTEST_SKIP() << "no AMX-BF16 on this CPU";
+  for (bool tb : {false, true})
+    for (int64_t N : {7, 33})
+      for (int64_t K : {5, 70}) {
+        SCOPED_TRACE("tb " + std::to_string(tb) + " N " + std::to_string(N) + " K " + std::to_string(K));
+        const int64_t M = 19, ldb = (tb ? K : N) + 2;
+        auto a = random_vec(M * K, 71), b = random_vec((tb ? N : K) * ldb, 72);
+        std::vector<uint16_t> b16(b.size());
+        convert_to_bf16(b.data(), b16.data(), static_cast<int64_t>(b.size()));
+        std::vector<float> c32(M * N), c16(M * N);
+        gemm(false, tb, M, N, K, a.data(), K, b.data(), ldb, 0.f, c32.data(), N, Precision::bf16);
+        gemm(false, tb, M, N, K, a.data(), K, b.data(), ldb, 0.f, c16.data(), N, Precision::bf16, b16.data());
+        EXPECT_EQ(std::memcmp(c32.data(), c16.data(), c32.size() * 4), 0);
+      }
+}
+
 TEST(GemmAmx, LongReductionsSplitIntoRangesStayExact) {
   if (!amx()) GTEST_SKIP() << "no AMX-BF16 on this CPU";
   const int64_t M = 40, N = 50, K = 3000;  // k ranges of 1024: partial sums stored and reloaded twice

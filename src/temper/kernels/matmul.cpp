@@ -91,7 +91,7 @@ std::atomic<Bf16Path>& path_slot() {
 // gemm()'s bf16 product on AMX: op(B) packed as W' [N, K] and op(A) rounded to bf16 rows, once per call
 // (O(MK + NK) against the product's O(MNK)); threads take panels of 32 outputs.
 void gemm_bf16_amx(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
-                   int64_t ldb, float beta, float* C, int64_t ldc) {
+                   int64_t ldb, float beta, float* C, int64_t ldc, const uint16_t* b16) {
   TEMPER_CHECK(beta == 0.f || beta == 1.f) << "bf16 gemm supports beta 0 or 1, got " << beta;
   thread_local std::vector<uint16_t> a16, w16;
   const int64_t Kp = amx_k_padded(K), panels = (N + 31) / 32;
@@ -102,8 +102,12 @@ void gemm_bf16_amx(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const floa
   uint16_t* w = w16.data();
   parallel_for((M + 15) / 16, std::max<int64_t>(1, 1024 / Kp),
                [&](int64_t b, int64_t e) { amx_pack_rows(A, lda, !ta, K, 16 * b, std::min(M, 16 * e), a); });
-  parallel_for(panels, std::max<int64_t>(1, 1024 / Kp),
-               [&](int64_t b, int64_t e) { amx_pack_panels(B, ldb, tb, N, K, b, e, w); });
+  parallel_for(panels, std::max<int64_t>(1, 1024 / Kp), [&](int64_t b, int64_t e) {
+    if (b16)
+      amx_pack_panels(b16, ldb, tb, N, K, b, e, w);
+    else
+      amx_pack_panels(B, ldb, tb, N, K, b, e, w);
+  });
   parallel_for(panels, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, 32 * M * K)),
                [&](int64_t b, int64_t e) { amx_gemm_block(a, Kp, w, N, C, ldc, 0, M, b, e, beta != 0.f); });
 }
@@ -228,7 +232,7 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int
     return;
   }
   if (precision == Precision::bf16 && bf16_path() == Bf16Path::amx) {
-    gemm_bf16_amx(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+    gemm_bf16_amx(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, b16);
     return;
   }
   if (precision == Precision::bf16) {

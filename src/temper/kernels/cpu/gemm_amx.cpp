@@ -98,6 +98,27 @@ inline void pairs_row_major(const float* X, int64_t ld, int64_t K, int64_t k0, i
   }
 }
 
+// The same from bf16 sources (weights already rounded once per update): the pairs are the stored halves.
+inline __mmask32 first_n32(int64_t n) {
+  return n >= 32 ? static_cast<__mmask32>(0xffffffffu) : n <= 0 ? 0 : static_cast<__mmask32>((1u << n) - 1u);
+}
+inline void pairs_k_major(const uint16_t* X, int64_t ld, int64_t K, int64_t k0, int64_t c0, int64_t nc,
+                          __m512i out[16]) {
+  const __mmask16 m = first_n(nc);
+  for (int i = 0; i < 16; ++i) {
+    const int64_t k = k0 + 2 * i;
+    const __m256i lo = k < K ? _mm256_maskz_loadu_epi16(m, X + k * ld + c0) : _mm256_setzero_si256();
+    const __m256i hi = k + 1 < K ? _mm256_maskz_loadu_epi16(m, X + (k + 1) * ld + c0) : _mm256_setzero_si256();
+    out[i] = _mm512_or_si512(_mm512_cvtepu16_epi32(lo), _mm512_slli_epi32(_mm512_cvtepu16_epi32(hi), 16));
+  }
+}
+inline void pairs_row_major(const uint16_t* X, int64_t ld, int64_t K, int64_t k0, int64_t c0, int64_t nc,
+                            __m512i out[16]) {
+  const __mmask32 m = first_n32(K - k0);
+  for (int j = 0; j < 16; ++j)
+    out[j] = j < nc ? _mm512_maskz_loadu_epi16(m, X + (c0 + j) * ld + k0) : _mm512_setzero_si512();
+}
+
 struct alignas(64) TileConfig {
   uint8_t palette = 1, start_row = 0;
   uint8_t reserved[14] = {};
@@ -209,8 +230,9 @@ int64_t amx_packed_elems(int64_t N, int64_t K) {
   return (N + 31) / 32 * 32 * amx_k_padded(K);
 }
 
-void amx_pack_panels(const float* B, int64_t ldb, bool nk, int64_t N, int64_t K, int64_t p0, int64_t p1,
-                     uint16_t* out) {
+namespace {
+template <class T>
+void pack_panels(const T* B, int64_t ldb, bool nk, int64_t N, int64_t K, int64_t p0, int64_t p1, uint16_t* out) {
   const int64_t Kp = amx_k_padded(K);
   __m512i r[16];
   for (int64_t p = p0; p < p1; ++p)
@@ -226,6 +248,17 @@ void amx_pack_panels(const float* B, int64_t ldb, bool nk, int64_t N, int64_t K,
         }
         for (int i = 0; i < 16; ++i) _mm512_storeu_si512(o + 32 * i, r[i]);
       }
+}
+}  // namespace
+
+void amx_pack_panels(const float* B, int64_t ldb, bool nk, int64_t N, int64_t K, int64_t p0, int64_t p1,
+                     uint16_t* out) {
+  pack_panels(B, ldb, nk, N, K, p0, p1, out);
+}
+
+void amx_pack_panels(const uint16_t* B, int64_t ldb, bool nk, int64_t N, int64_t K, int64_t p0, int64_t p1,
+                     uint16_t* out) {
+  pack_panels(B, ldb, nk, N, K, p0, p1, out);
 }
 
 void amx_pack_rows(const float* A, int64_t lda, bool mk, int64_t K, int64_t m0, int64_t m1, uint16_t* out) {

@@ -27,6 +27,9 @@ int64_t amx_packed_elems(int64_t N, int64_t K);  // uint16 elements of a packed 
 
 // Packs panels [p0, p1) of W' [N, K] where W'(n, k) = nk ? B[n * ldb + k] : B[k * ldb + n] (rounded to bf16).
 void amx_pack_panels(const float* B, int64_t ldb, bool nk, int64_t N, int64_t K, int64_t p0, int64_t p1, uint16_t* out);
+// The same from a copy already rounded to bf16 (a weight's once-per-update copy: half the bytes to read).
+void amx_pack_panels(const uint16_t* B, int64_t ldb, bool nk, int64_t N, int64_t K, int64_t p0, int64_t p1,
+                     uint16_t* out);
 
 // Rows [m0, m1) of A' [M, K] as bf16 rows of Kp = amx_k_padded(K) (zeros past K) in out (row m at out + m * Kp),
 // A'(m, k) = mk ? A[m * lda + k] : A[k * lda + m].
