@@ -17,6 +17,7 @@
 #include "temper/core/thread_pool.h"
 #include "temper/io/hf_config.h"
 #include "temper/io/hf_weights.h"
+#include "temper/kernels/gemm_stats.h"
 #include "temper/model/train_step.h"
 
 namespace temper::app {
@@ -27,6 +28,32 @@ double peak_rss_mb() {
   getrusage(RUSAGE_SELF, &u);
   return static_cast<double>(u.ru_maxrss) / 1024.0;
 }
+// The products of the timed steps by shape (those with >= 1% of the products' time): calls and GFLOP/s inside
+// the step beside the same shape timed alone now, through the same entry point, and their ratio.
+nlohmann::json gemm_shape_rates(int steps, bool print) {
+  const auto shapes = kernels::gemm_stats_report();
+  double total = 0;
+  for (const auto& s : shapes) total += s.seconds;
+  nlohmann::json out = nlohmann::json::array();
+  if (print) std::printf("  %-34s %9s %10s %10s %7s\n", "product", "calls", "in step", "alone", "ratio");
+  for (const auto& s : shapes) {
+    if (s.seconds < 0.01 * total) continue;
+    const double in_step = s.shape.flops() * static_cast<double>(s.calls) / s.seconds * 1e-9;
+    const double alone = kernels::gemm_shape_rate(s.shape, 3);
+    const double r2 = std::round(in_step / alone * 100) / 100;
+    if (print)
+      std::printf("  %-34s %9.1f %10.1f %10.1f %7.2f\n", s.shape.name().c_str(), static_cast<double>(s.calls) / steps,
+                  in_step, alone, r2);
+    out.push_back({{"product", s.shape.name()},
+                   {"calls_per_step", static_cast<double>(s.calls) / steps},
+                   {"s_per_step", std::round(s.seconds / steps * 1e4) / 1e4},
+                   {"in_step_gflops", std::round(in_step)},
+                   {"alone_gflops", std::round(alone)},
+                   {"ratio", r2}});
+  }
+  return out;
+}
+
 }  // namespace
 
 int bench_train(BenchTrainOptions o) {
@@ -85,6 +112,8 @@ int bench_train(BenchTrainOptions o) {
   for (int i = 0; i < o.warmup; ++i) st = trainer.step(tokens.data(), nullptr, o.batch, o.seq);
   profile_reset();
   profile_enable(o.profile);
+  kernels::gemm_stats_reset();
+  kernels::gemm_stats_enable(o.profile);
   std::vector<double> step_s;  // each timed step's seconds (a median is robust to a noisy neighbour)
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < o.steps; ++i) {
@@ -96,6 +125,7 @@ int bench_train(BenchTrainOptions o) {
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   profile_enable(false);
+  kernels::gemm_stats_enable(false);
   double tps = static_cast<double>(o.batch * o.seq * o.steps) / secs;
   nlohmann::json j = {{"engine", "temper"},
                       {"shape", shape_name},
@@ -115,6 +145,7 @@ int bench_train(BenchTrainOptions o) {
     nlohmann::json pj = nlohmann::json::object();
     for (auto& [k, v] : profile_report()) pj[k] = std::round(v / o.steps * 1e4) / 1e4;
     j["profile_s_per_step"] = pj;
+    j["gemm_shapes"] = gemm_shape_rates(o.steps, !o.json);
   }
   std::printf("%s\n", j.dump().c_str());
   TEMPER_CHECK(std::isfinite(st.loss)) << "training produced a non-finite loss";

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -20,6 +21,7 @@
 #include "temper/kernels/cpu/gemm_dpbf16.h"
 #include "temper/kernels/cpu/gemm_packed.h"
 #include "temper/kernels/cpu/isa_table.h"
+#include "temper/kernels/gemm_stats.h"
 
 namespace temper::kernels {
 namespace {
@@ -187,6 +189,22 @@ void gemm_small_m(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, 
   parallel_for(N, grain, [&](int64_t b, int64_t e) { t.gemm_nt_f32(A, lda, B, ldb, C, ldc, M, b, e, K, accumulate); });
 }
 
+// Records the enclosing product's shape and seconds when the benches ask (gemm_stats.h); one branch otherwise.
+class StatScope {
+ public:
+  explicit StatScope(const GemmShape& s) : on_(gemm_stats_enabled()), s_(s) {
+    if (on_) t0_ = std::chrono::steady_clock::now();
+  }
+  ~StatScope() {
+    if (on_) gemm_stats_add(s_, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count());
+  }
+
+ private:
+  bool on_;
+  GemmShape s_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
 }  // namespace
 
 GemmBackend gemm_backend() {
@@ -222,6 +240,7 @@ void convert_to_bf16(const float* x, uint16_t* y, int64_t n) {
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
           float beta, float* C, int64_t ldc, Precision precision, const uint16_t* b16) {
   if (M == 0 || N == 0) return;
+  const StatScope stat({GemmKind::gemm, ta, tb, M, N, K, precision});
   if (K == 0) {
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.f ? 0.f : beta * C[i * ldc + j];
@@ -347,6 +366,7 @@ void gemm_f32_packed(int64_t M, int64_t N, int64_t K, const float* A, int64_t ld
                      float* C, int64_t ldc) {
   TEMPER_CHECK(beta == 0.f || beta == 1.f) << "gemm_f32_packed supports beta 0 or 1, got " << beta;
   if (M == 0 || N == 0) return;
+  const StatScope stat({GemmKind::packed_f32, false, true, M, N, K, Precision::f32});
   parallel_for((N + 31) / 32, panel_grain(M, K),
                [&](int64_t b, int64_t e) { gemm_f32_packed_panels(A, lda, wp, N, K, C, ldc, M, b, e, beta != 0.f); });
 }
@@ -364,6 +384,7 @@ void gemm_bf16_packed(int64_t M, int64_t N, int64_t K, const float* A, int64_t l
                       float* C, int64_t ldc) {
   TEMPER_CHECK(beta == 0.f || beta == 1.f) << "gemm_bf16_packed supports beta 0 or 1, got " << beta;
   if (M == 0 || N == 0) return;
+  const StatScope stat({GemmKind::packed_bf16, false, true, M, N, K, Precision::bf16});
   if (tile_layout()) {
     const bool amx = bf16_path() == Bf16Path::amx;
     thread_local std::vector<uint16_t> a16;  // A rounded to bf16 rows of Kp
