@@ -12,7 +12,7 @@ def rate(where, v):
     assert isinstance(v, (int, float)) and math.isfinite(v) and v > 0, f"{where}: {v!r} is not a positive rate"
 assert j["bench"] == "roofline" and j["threads"] == 2 and j["small"] is True, j
 assert j["cpu"] and j["isa"] in ("scalar", "avx2", "avx512") and isinstance(j["amx"], bool), j
-assert j["bf16_gemm"] in ("amx", "avx512", "onednn") and j["gemm"] in ("onednn", "openblas"), j
+assert j["bf16_gemm"] in ("amx", "avx512_bf16", "avx512", "onednn") and j["gemm"] in ("onednn", "openblas"), j
 rows = j["products_gflop_s"]
 assert len(rows) == 10 and rows[0]["name"] == "square" and rows[0]["M"] == 256, rows[0]
 packs = j["bf16_gemm"] != "onednn"
