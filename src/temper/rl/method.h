@@ -16,8 +16,9 @@ namespace temper::rl {
 
 using Metrics = std::vector<std::pair<std::string, double>>;
 
-// Full-vocabulary teacher distributions are kept per token only for vocabularies up to this size.
-inline constexpr int64_t kMaxDistillVocab = 16384;
+// Full-vocabulary teacher distributions (RCSD's reverse KL) are kept per token, for any vocabulary, while a
+// score_batch call's completion tokens x V x 4 bytes stay within this budget (else it refuses, naming the fix).
+inline constexpr int64_t kMaxDistillBytes = int64_t{8} << 30;
 
 // What the trainer lends its methods: the task, the codec, the rollout settings, and generation on
 // the policy's current weights through the trainer's own engine (completions in request order).
@@ -42,7 +43,7 @@ struct MethodEnv {
   // current weights, or with `initial` under the frozen copy of the policy as RL started (the KL
   // reference; the trainer holds one when rl.kl_coef > 0 or a method needs it).
   // With `dists`, also each completion token's log-probabilities over the whole vocabulary ([tokens x V] per
-  // row; vocabularies up to kMaxDistillVocab).
+  // row; any vocabulary while the call's tokens x V x 4 bytes stay within kMaxDistillBytes).
   std::function<void(const std::vector<std::vector<int32_t>>& prompts, const std::vector<std::vector<int32_t>>& tokens, bool initial,
                      std::vector<std::vector<float>>& logp, std::vector<std::vector<float>>* dists)>
       score_batch;

@@ -16,6 +16,9 @@ namespace {
 
 using Rows = std::vector<std::vector<int32_t>>;
 
+// Logits a distributions pass holds at a time (rows of a micro-batch, one row at least).
+constexpr int64_t kDistChunkBytes = int64_t{256} << 20;
+
 // Log-probs of padded rows (tokens/targets at the packing's stride) from one packed forward, written back
 // to their padded positions; positions without a target (a shared prompt's) are left as they were.
 void packed_logprobs(Transformer& model, const PackedRows& packed, const int32_t* tok, const int32_t* tgt, float* lp) {
@@ -49,10 +52,13 @@ class BatchPass {
     else  // rows of similar length share a batch
       std::stable_sort(order_.begin(), order_.end(), [&](int64_t a, int64_t b) { return len(a) < len(b); });
     flat_.assign(static_cast<size_t>(off_.back()), 0.f);
-    if (dists_) {
-      TEMPER_CHECK(V_ <= kMaxDistillVocab) << "rl: full-vocabulary distributions of a " << V_
-                                           << "-token vocabulary are too large to keep per token (at most "
-                                           << kMaxDistillVocab << "; use the sampled-token form)";
+    if (dists_) {  // any vocabulary, while the step's tokens x V fit the budget
+      const double mib = static_cast<double>(off_.back()) * static_cast<double>(V_) * sizeof(float) / (1 << 20);
+      TEMPER_CHECK(mib <= static_cast<double>(kMaxDistillBytes >> 20))
+          << "rl: the full-vocabulary distributions of " << off_.back() << " completion tokens x " << V_
+          << " vocabulary entries need " << static_cast<int64_t>(mib) << " MiB, above the " << (kMaxDistillBytes >> 20)
+          << " MiB kept per step; generate fewer tokens per step (rl.prompts_per_step, rl.group_size, rl.max_new) "
+             "or use the sampled-token form (rl.rcsd.mode = \"sampled\")";
       flat_dist_.assign(static_cast<size_t>(off_.back() * V_), 0.f);
     }
   }
@@ -122,15 +128,25 @@ class BatchPass {
     }
   }
 
-  // Log-softmax over the whole vocabulary at each completion token.
+  // Log-softmax over the whole vocabulary at each completion token, the micro-batch's rows a few at a time so
+  // that their [rows x T x V] logits stay within kDistChunkBytes (one row at least) whatever the vocabulary.
   void distributions(int64_t r0, int64_t rows, int64_t T) {
-    std::vector<float> logits(static_cast<size_t>(rows * T * V_));
-    model_.forward_logits(tok_.data(), rows, T, logits.data());
+    const int64_t row_bytes = T * V_ * static_cast<int64_t>(sizeof(float));
+    const int64_t sub = std::max<int64_t>(1, std::min<int64_t>(rows, kDistChunkBytes / row_bytes));
+    std::vector<float> logits(static_cast<size_t>(sub * T * V_));
+    for (int64_t s0 = 0; s0 < rows; s0 += sub) {
+      const int64_t n = std::min(sub, rows - s0);
+      model_.forward_logits(tok_.data() + s0 * T, n, T, logits.data());
+      distributions_of(r0 + s0, n, T, logits.data());
+    }
+  }
+
+  void distributions_of(int64_t r0, int64_t rows, int64_t T, const float* logits) {
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t i = order_[at(r0 + r)];
       const size_t P = prompts_[at(i)].size();
       for (size_t k = 0; k < tokens_[at(i)].size(); ++k) {
-        const float* z = logits.data() + static_cast<size_t>(r * T + static_cast<int64_t>(P - 1 + k)) * at(V_);
+        const float* z = logits + static_cast<size_t>(r * T + static_cast<int64_t>(P - 1 + k)) * at(V_);
         float* d = flat_dist_.data() + static_cast<size_t>(off_[at(i)] + static_cast<int64_t>(k)) * at(V_);
         float m = z[0];
         for (int64_t v = 1; v < V_; ++v) m = std::max(m, z[v]);

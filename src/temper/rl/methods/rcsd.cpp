@@ -19,7 +19,7 @@ void RcsdConfig::visit(KeyVisitor& v) {
   v("template", tmpl, "the teacher's prompt: {rubric}, {question}");
   v("teacher", teacher, "policy (the current weights) or initial (the frozen weights as RL started)",
     kRcsdTeacherNames);
-  v("mode", mode, "sampled (per-token advantage) or reverse_kl (full-vocabulary KL, small vocabularies)",
+  v("mode", mode, "sampled (per-token advantage) or reverse_kl (full-vocabulary KL; tokens x V x 4 bytes per step)",
     kRcsdModeNames);
   v("rubric_writer", rubric_writer,
     "a model that writes a rubric for problems without one (once per problem, greedy): a Hugging Face directory "
