@@ -235,8 +235,9 @@ template <class T>
 void pack_panels(const T* B, int64_t ldb, bool nk, int64_t N, int64_t K, int64_t p0, int64_t p1, uint16_t* out) {
   const int64_t Kp = amx_k_padded(K);
   __m512i r[16];
-  for (int64_t p = p0; p < p1; ++p)
-    for (int64_t kb = 0; kb < Kp / 32; ++kb)
+  // k outside, panels inside: a k-major B is read 32 rows at a time along the panels' columns.
+  for (int64_t kb = 0; kb < Kp / 32; ++kb)
+    for (int64_t p = p0; p < p1; ++p)
       for (int64_t t = 0; t < 2; ++t) {
         const int64_t n0 = 32 * p + 16 * t;
         uint16_t* o = out + p * 32 * Kp + (2 * kb + t) * kTileElems;
@@ -273,8 +274,10 @@ void amx_pack_rows(const float* A, int64_t lda, bool mk, int64_t K, int64_t m0, 
       }
     return;
   }
-  for (int64_t m = m0; m < m1; m += 16)  // A'(m, k) = A[k * lda + m]: 16 rows x 32 k through a transpose
-    for (int64_t kb = 0; kb < Kp / 32; ++kb) {
+  // A'(m, k) = A[k * lda + m]: 16 rows x 32 k through a transpose. k outside: each pass reads 32 rows of A along
+  // [m0, m1) (m outside walked every row of A for each 64 bytes of it: a TLB miss per load on long rows).
+  for (int64_t kb = 0; kb < Kp / 32; ++kb)
+    for (int64_t m = m0; m < m1; m += 16) {
       const int64_t rows = m1 - m < 16 ? m1 - m : 16;
       pairs_k_major(A, lda, K, 32 * kb, m, rows, r);
       transpose16(r);
