@@ -36,8 +36,9 @@ void gemm_stats_reset();
 void gemm_stats_add(const GemmShape& s, double seconds);
 std::vector<GemmShapeTime> gemm_stats_report();  // largest total seconds first
 
-// Times the shape alone through the same entry point (random operands, packed weights for the packed kinds):
-// the best of `reps` calls after one warm-up, in GFLOP/s.
+// Times the shape alone through the same entry point (random operands, packed weights for the packed kinds), in
+// GFLOP/s: the better of one call on the whole pool and one call per thread at once (how the step runs its
+// small products, inside pool tasks), each the best of `reps` after one warm-up.
 double gemm_shape_rate(const GemmShape& s, int reps);
 
 }  // namespace temper::kernels
