@@ -48,18 +48,21 @@ test-tsan: setup
 	cmake --build build-tsan -j $(JOBS) --target $(TSAN_TESTS)
 	tests/sanitizers/run_tsan.sh build-tsan $(TSAN_TESTS)
 
-# temper vs its peers side by side: training step vs PyTorch, tokenizer vs HF tokenizers, model
-# load (mmap vs copy), rollout decode vs PyTorch and llama.cpp (skipped unless built once with
+# temper vs its peers side by side: the machine's rates (bench roofline), training step vs PyTorch, tokenizer vs HF
+# tokenizers, model load (mmap vs copy), the RL step vs TRL (quickstart, and SmolLM2-135M-Instruct: ~20 min on 2
+# cores), rollout decode vs PyTorch and llama.cpp (skipped unless built once with
 # `bench/peers/llamacpp.sh build && bench/peers/llamacpp.sh models`, or LLAMACPP_BUILD=1 make bench);
 # needs `scripts/bootstrap --python` (done here).
 bench: build
 	scripts/bootstrap --python
+	$(BUILD)/bin/temper bench roofline
 	bench/compare_train.sh
 	$(BUILD)/bench/tokenizer_bench tests/data/tokenizer/smollm2/tokenizer.json tests/data/tokenizer/corpus.json --repeat 100
 	.venv/bin/python bench/peers/hf_tokenizer.py tests/data/tokenizer/smollm2/tokenizer.json tests/data/tokenizer/corpus.json --repeat 100
 	$(BUILD)/bin/temper bench load --model .cache/models/SmolLM2-135M-Instruct.Q4_1.gguf
 	bench/compare_rl_step.sh $(BUILD)/bin/temper
 	FROM=sft bench/compare_rl_step.sh $(BUILD)/bin/temper
+	bench/compare_rl_step.sh $(BUILD)/bin/temper 2 3 .cache/models/SmolLM2-135M-Instruct.Q4_1.gguf
 	WAIT_IDLE=1 TEMPER=$(BUILD)/bin/temper bench/compare_rollout.sh 2 64 32 1,8,32,64
 
 bench-gemm: build

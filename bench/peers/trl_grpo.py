@@ -43,6 +43,15 @@ Configuration (temper's quickstart)
     max_new steps); completion_tokens_per_s counts the completion tokens TRL keeps
     (completion_mask, up to and including EOS) over the timed wall time.
 
+A real chat model (--hf DIR, bench/compare_rl_step.sh's MODEL mode)
+    The model and tokenizer from a Hugging Face directory (e.g. `temper convert` of a GGUF), loaded in fp32;
+    prompts are conversations (--system, then --user-template with {question} = "a op b="), which TRL turns
+    into text with the tokenizer's chat template (add_generation_prompt) and whose completions end at the
+    tokenizer's EOS; --bf16: GRPOConfig(bf16=True), i.e. accelerate's torch.autocast(cpu, bfloat16) around the
+    model's forward (the JSON's "dtypes" records the LM head's output dtype seen in generate and in the update);
+    --micro-batch M: per_device_train_batch_size M with gradient_accumulation_steps = prompts x group / M (TRL
+    still generates the whole batch at once and takes one optimizer step per batch).
+
 How to run (from the repository root):
     .venv/bin/python bench/peers/trl_grpo.py --threads 2 --steps 6
     (exports OMP_NUM_THREADS / MKL_NUM_THREADS = --threads when unset; pin with taskset for a
@@ -77,6 +86,14 @@ def parse_args():
     ap.add_argument("--max-operand", type=int, default=20)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--model", default="", help="HF directory with the quickstart shape's weights (default: random init)")
+    ap.add_argument("--hf", default="", help="a chat model's HF directory (model + tokenizer) instead of the quickstart")
+    ap.add_argument("--system", default="You are a careful calculator.", help="--hf: the system turn")
+    ap.add_argument("--user-template", default="Calculate {question} and end with the line #### <number>.",
+                    help="--hf: the user turn, {question} = the problem")
+    ap.add_argument("--ops", default="+-*", help="operators drawn from")
+    ap.add_argument("--bf16", action="store_true", help="GRPOConfig(bf16=True): autocast to bfloat16 on CPU")
+    ap.add_argument("--micro-batch", type=int, default=0,
+                    help="rows per forward/backward, gradient accumulation over the batch (0: the whole batch)")
     args = ap.parse_args()
     if args.threads < 1 or args.prompts < 1 or args.group < 2 or args.max_new < 1:
         ap.error("need threads >= 1, prompts >= 1, group >= 2, max-new >= 1")
@@ -84,6 +101,12 @@ def parse_args():
         ap.error("need 1 <= min-ops <= max-ops and max-operand >= 1")
     if args.steps <= args.warmup or args.warmup < 0:
         ap.error("need steps > warmup >= 0")
+    if args.micro_batch < 0 or (args.micro_batch and (args.prompts * args.group) % args.micro_batch):
+        ap.error("--micro-batch must divide prompts x group")
+    if args.hf and args.model:
+        ap.error("--hf and --model exclude each other")
+    if not args.ops or any(c not in "+-*" for c in args.ops):
+        ap.error("--ops: characters of + - *")
     return args
 
 
@@ -109,8 +132,9 @@ def make_tokenizer():
     return fast
 
 
-def make_dataset(n, seed, min_ops, max_ops, max_operand):
-    """n arithmetic problems: min_ops..max_ops ops over operands 0..max_operand, ops + - *, usual precedence."""
+def make_dataset(n, seed, min_ops, max_ops, max_operand, ops="+-*", chat=None):
+    """n arithmetic problems: min_ops..max_ops ops over operands 0..max_operand, ops from `ops`, usual precedence.
+    chat = (system, user_template): each prompt a conversation instead of plain text."""
     from datasets import Dataset
 
     rng = random.Random(seed)
@@ -119,8 +143,12 @@ def make_dataset(n, seed, min_ops, max_ops, max_operand):
         nops = rng.randint(min_ops, max_ops)
         text = str(rng.randint(0, max_operand))
         for _ in range(nops):
-            text += rng.choice("+-*") + str(rng.randint(0, max_operand))
-        rows.append({"prompt": text + "=", "answer": str(eval(text))})  # digits and + - * only
+            text += rng.choice(ops) + str(rng.randint(0, max_operand))
+        prompt = text + "="
+        if chat:
+            prompt = [{"role": "system", "content": chat[0]},
+                      {"role": "user", "content": chat[1].replace("{question}", prompt)}]
+        rows.append({"prompt": prompt, "answer": str(eval(text))})  # digits and + - * only
     return Dataset.from_list(rows)
 
 
@@ -130,6 +158,8 @@ REWARDS = []  # every reward given, in order (the mean is reported)
 def arithmetic_reward(completions, answer, **kwargs):
     out = []
     for text, ans in zip(completions, answer):
+        if isinstance(text, list):  # a conversation's completion: [{"role": "assistant", "content": ...}]
+            text = text[0]["content"]
         k = text.rfind("####")
         out.append(1.0 if k >= 0 and text[k + 4 :].strip() == ans else 0.0)
     REWARDS.extend(out)
@@ -146,18 +176,25 @@ def main():
     torch.set_num_threads(args.threads)
     import transformers
     import trl
-    from transformers import LlamaConfig, LlamaForCausalLM, PrinterCallback, TrainerCallback
+    from transformers import (AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM, PrinterCallback,
+                              TrainerCallback)
     from trl import GRPOConfig, GRPOTrainer
 
     transformers.logging.set_verbosity_error()
     torch.manual_seed(args.seed)
-    tokenizer = make_tokenizer()
+    tokenizer = AutoTokenizer.from_pretrained(args.hf) if args.hf else make_tokenizer()
     cfg = LlamaConfig(vocab_size=259, hidden_size=128, num_hidden_layers=4, num_attention_heads=4,
                       num_key_value_heads=2, head_dim=32, intermediate_size=384, max_position_embeddings=256,
                       rope_theta=10000.0, rms_norm_eps=1e-5, tie_word_embeddings=True, initializer_range=0.02,
                       hidden_act="silu", bos_token_id=None, eos_token_id=256, pad_token_id=256,
                       attn_implementation="sdpa", torch_dtype=torch.float32)
-    if args.model:
+    if args.hf:
+        model = AutoModelForCausalLM.from_pretrained(args.hf, torch_dtype=torch.float32, attn_implementation="sdpa")
+        if tokenizer.pad_token_id is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        model.config.pad_token_id = tokenizer.pad_token_id
+        model.generation_config.pad_token_id = tokenizer.pad_token_id
+    elif args.model:
         model = LlamaForCausalLM.from_pretrained(args.model, torch_dtype=torch.float32, attn_implementation="sdpa")
         for k in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
                   "intermediate_size", "tie_word_embeddings"):
@@ -172,8 +209,9 @@ def main():
     batch = args.prompts * args.group
     gcfg = GRPOConfig(
         output_dir=os.path.join(os.environ.get("TMPDIR", "/tmp"), "trl_grpo_bench"),
-        use_cpu=True, bf16=False, fp16=False,
-        per_device_train_batch_size=batch, gradient_accumulation_steps=1, num_generations=args.group,
+        use_cpu=True, bf16=args.bf16, fp16=False,
+        per_device_train_batch_size=args.micro_batch or batch,
+        gradient_accumulation_steps=batch // (args.micro_batch or batch), num_generations=args.group,
         num_iterations=1, max_completion_length=args.max_new, temperature=1.0, top_p=1.0,
         beta=0.0, loss_type="grpo", learning_rate=args.lr, max_steps=args.steps, use_vllm=False,
         report_to="none", logging_strategy="no", save_strategy="no", disable_tqdm=True,
@@ -206,12 +244,21 @@ def main():
             return out
 
     generate = model.generate
+    dtypes = {"generate": set(), "update": set()}  # the LM head's output dtype seen in each phase
+    in_generate = [False]
 
     def timed_generate(*a, **kw):
         t0 = time.perf_counter()
-        out = generate(*a, **kw)
+        in_generate[0] = True
+        try:
+            out = generate(*a, **kw)
+        finally:
+            in_generate[0] = False
         acc["generate"] = acc.get("generate", 0.0) + time.perf_counter() - t0
         return out
+
+    model.get_output_embeddings().register_forward_hook(
+        lambda mod, inp, out: dtypes["generate" if in_generate[0] else "update"].add(str(out.dtype).replace("torch.", "")))
 
     model.generate = timed_generate  # instance attribute; TRL calls unwrapped_model.generate
 
@@ -248,7 +295,8 @@ def main():
 
     trainer = Timed(model=model, reward_funcs=arithmetic_reward, args=gcfg,
                     train_dataset=make_dataset(max(1024, args.steps * args.prompts), args.seed,
-                                               args.min_ops, args.max_ops, args.max_operand),
+                                               args.min_ops, args.max_ops, args.max_operand, args.ops,
+                                               (args.system, args.user_template) if args.hf else None),
                     processing_class=tokenizer, callbacks=[StepTimer()])
     trainer.remove_callback(PrinterCallback)  # its end-of-training summary would go to stdout
     torch.set_num_threads(args.threads)  # in case anything in setup changed it
@@ -280,7 +328,10 @@ def main():
         "phases": {k: round(sum(v[w:]) / len(timed), 4) for k, v in phases.items()},
         "step_seconds": [round(s, 4) for s in step_seconds],
         "params": n_params,
-        "model": args.model or "random init",
+        "model": args.hf or args.model or "random init",
+        "bf16": args.bf16,
+        "micro_batch": args.micro_batch or batch,
+        "dtypes": {k: sorted(v) for k, v in dtypes.items()},
         "reward_mean": round(sum(REWARDS) / max(1, len(REWARDS)), 4),
     }
     sys.stdout.write(json.dumps(result) + "\n")
