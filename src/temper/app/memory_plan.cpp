@@ -270,8 +270,13 @@ MemoryPlan plan_memory(const ModelConfig& cfg, const MemorySettings& s) {
   // Held-out evaluation's engine (rl::evaluate: its own KV pool while the rollouts' stays).
   if (s.evaluation && s.eval_kv_memory_mb > 0) {
     const double host_elem = bf16 ? 2 : 4, elem = dev == Dev::cuda ? 4 : host_elem;
-    add("KV cache (evaluation)", kv_bytes(cfg, s.eval_kv_memory_mb, 0, s.seq, host_elem, elem),
-        "eval.kv_memory_mb " + std::to_string(s.eval_kv_memory_mb), dev_host);
+    double kv = kv_bytes(cfg, s.eval_kv_memory_mb, 0, s.seq, host_elem, elem);
+    if (s.eval_seqs > 0)
+      kv = std::min(kv, kv_bytes(cfg, 0, s.eval_seqs, s.eval_seq > 0 ? s.eval_seq : s.seq, host_elem, elem));
+    add("KV cache (evaluation)", kv,
+        "eval.kv_memory_mb " + std::to_string(s.eval_kv_memory_mb) +
+            (s.eval_seqs > 0 ? ", " + std::to_string(s.eval_seqs) + " sequences written" : std::string()),
+        dev_host);
   }
 
   // The KL reference: a frozen copy of the policy (LoRA: the base without adapters, no copy).
