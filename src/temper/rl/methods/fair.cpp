@@ -20,14 +20,18 @@ void FairConfig::visit(KeyVisitor& v) {
   v("grid", grid, "preferences sampled on the simplex grid of step 1/grid");
   v("concentration", concentration, "Dirichlet concentrations of the sampled preferences (empty: uniform on the grid)");
   v("preferences_per_step", preferences_per_step, "K > 0: each step draws K preferences its groups take in turn");
-  v("prefix", prefix, "written before each question, SFT prompts included: {p} = the preference");
+  v("prefix", prefix,
+    "written before each question, SFT prompts included: {p} = the preference, {w} = the group's Gini weights");
+  v("sample_ggf", sample_ggf,
+    "sample the Gini weights per group too (strictly decreasing on the grid), written into the prompt by {w}");
   v("welfare", welfare, "ggf or linear (the linear-scalarisation baseline)", kWelfareNames);
   v("sft_targets", sft_targets, "same, or preference (SFT targets cut to the answer line by the brevity weight)",
     kSftTargetsNames);
 }
 
 void FairConfig::validate() const {
-  TEMPER_CHECK(objectives.size() >= 2) << "rl.fair.objectives: expected at least 2 objectives, got " << objectives.size();
+  TEMPER_CHECK(objectives.size() >= 2) << "rl.fair.objectives: expected at least 2 objectives, got "
+                                       << objectives.size();
   for (const std::string& o : objectives) {
     bool ok = o == "correct" || o == "brevity" || o == "format";
     if (o.rfind("task:", 0) == 0) {
@@ -41,11 +45,13 @@ void FairConfig::validate() const {
                      << o << "'";
   }
   if (!ggf.empty()) {
-    TEMPER_CHECK(ggf.size() == objectives.size()) << "rl.fair.ggf: " << ggf.size() << " weights for " << objectives.size() << " objectives";
+    TEMPER_CHECK(ggf.size() == objectives.size())
+        << "rl.fair.ggf: " << ggf.size() << " weights for " << objectives.size() << " objectives";
     check_ggf_weights(ggf, "rl.fair.ggf");
   }
   if (!fixed.empty()) {
-    TEMPER_CHECK(fixed.size() == objectives.size()) << "rl.fair.preference: " << fixed.size() << " values for " << objectives.size() << " objectives";
+    TEMPER_CHECK(fixed.size() == objectives.size())
+        << "rl.fair.preference: " << fixed.size() << " values for " << objectives.size() << " objectives";
     double s = 0;
     for (double x : fixed) {
       TEMPER_CHECK(x >= 0) << "rl.fair.preference: values must be >= 0, got " << x;
@@ -69,24 +75,48 @@ void FairConfig::validate() const {
   TEMPER_CHECK(preferences_per_step == 0 || fixed.empty())
       << "rl.fair.preferences_per_step and rl.fair.preference: a fixed preference samples nothing";
   TEMPER_CHECK(grid >= 1 && grid <= 1000) << "rl.fair.grid must be in [1, 1000], got " << grid;
-  TEMPER_CHECK(prefix.find("{p}") != std::string::npos) << "rl.fair.prefix must contain {p} (the preference), got '" << prefix << "'";
+  TEMPER_CHECK(prefix.find("{p}") != std::string::npos)
+      << "rl.fair.prefix must contain {p} (the preference), got '" << prefix << "'";
+  if (sample_ggf) {
+    const int64_t D = static_cast<int64_t>(objectives.size());
+    TEMPER_CHECK(ggf.empty()) << "rl.fair.sample_ggf and rl.fair.ggf: fixed Gini weights sample nothing (remove one)";
+    TEMPER_CHECK(welfare == Welfare::ggf)
+        << "rl.fair.sample_ggf needs welfare = \"ggf\" (the linear scalarisation has no Gini weights)";
+    TEMPER_CHECK(prefix.find("{w}") != std::string::npos) << "rl.fair.sample_ggf: rl.fair.prefix must contain {w} (the "
+                                                             "sampled Gini weights the policy is conditioned on), "
+                                                             "e.g. \"<pref {p} ggf {w}>\\n\", got '"
+                                                          << prefix << "'";
+    TEMPER_CHECK(grid >= D * (D + 1) / 2) << "rl.fair.sample_ggf: strictly decreasing positive weights for " << D
+                                          << " objectives need rl.fair.grid >= " << D * (D + 1) / 2 << ", got " << grid;
+  }
 }
 
-std::string fair_preference_text(const std::string& prefix, const std::vector<double>& omega) {
+namespace {
+std::string numbers_text(const std::vector<double>& x) {
   std::string p;
-  for (size_t j = 0; j < omega.size(); ++j) {
+  for (size_t j = 0; j < x.size(); ++j) {
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%s%.2f", j ? "," : "", omega[j]);
+    std::snprintf(buf, sizeof buf, "%s%.2f", j ? "," : "", x[j]);
     p += buf;
   }
+  return p;
+}
+}  // namespace
+
+std::string fair_preference_text(const std::string& prefix, const std::vector<double>& omega,
+                                 const std::vector<double>& gini) {
   std::string s = prefix;
-  s.replace(s.find("{p}"), 3, p);
+  const size_t at = s.find("{p}");
+  if (at != std::string::npos) s.replace(at, 3, numbers_text(omega));
+  const size_t wat = s.find("{w}");
+  if (wat != std::string::npos)
+    s.replace(wat, 3, numbers_text(gini.empty() ? ggf_weights(static_cast<int64_t>(omega.size()), "linear") : gini));
   return s;
 }
 
 tasks::Problem fair_condition(const tasks::Problem& p, const PromptCodec& codec, const std::string& prefix,
-                              const std::vector<double>& omega) {
-  const std::string pre = fair_preference_text(prefix, omega);
+                              const std::vector<double>& omega, const std::vector<double>& gini) {
+  const std::string pre = fair_preference_text(prefix, omega, gini);
   return derive_problem(p, codec, "rl.fair", [&](const std::string& question) { return pre + question; });
 }
 
@@ -96,8 +126,9 @@ std::string fair_brief_solution(const std::string& gold) {
 }
 
 tasks::Problem fair_sft_example(const tasks::Problem& problem, const PromptCodec& codec, const FairConfig& c,
-                                const std::vector<double>& omega, uint64_t seed, uint64_t index) {
-  tasks::Problem p = fair_condition(problem, codec, c.prefix, omega);
+                                const std::vector<double>& omega, uint64_t seed, uint64_t index,
+                                const std::vector<double>& gini) {
+  tasks::Problem p = fair_condition(problem, codec, c.prefix, omega, gini);
   if (c.sft_targets != SftTargets::preference) return p;
   const auto it = std::find(c.objectives.begin(), c.objectives.end(), "brevity");
   const double w = omega[static_cast<size_t>(it - c.objectives.begin())];
@@ -111,7 +142,9 @@ Fair::Fair(FairConfig cfg) : cfg_(std::move(cfg)), obj_sum_(cfg_.objectives.size
   w_ = cfg_.ggf.empty() ? ggf_weights(static_cast<int64_t>(cfg_.objectives.size()), "linear") : cfg_.ggf;
 }
 
-void Fair::attach(const MethodEnv& env) { env_ = env; }
+void Fair::attach(const MethodEnv& env) {
+  env_ = env;
+}
 
 std::vector<double> fair_sample_grid(int64_t D, int64_t grid, uint64_t seed, int64_t step, uint64_t position) {
   // Stars and bars: D-1 distinct bars among grid + D-1 slots, uniform over the grid points.
@@ -179,6 +212,47 @@ std::vector<double> fair_sample_dirichlet(const std::vector<double>& alpha, int6
   return omega;
 }
 
+std::vector<double> fair_sample_ggf(int64_t D, int64_t grid, uint64_t seed, int64_t step, uint64_t position) {
+  // k_i = m_i + (D - i) for i = 0..D-1, with m a partition of n = grid - D(D+1)/2 into at most D parts
+  // (non-increasing, >= 0): a bijection with the strictly decreasing positive grid points. Partitions are drawn
+  // uniformly from their counts: count(n, d) = count(n, d-1) [m_d = 0] + count(n-d, d) [every part >= 1].
+  const int64_t n0 = grid - D * (D + 1) / 2;
+  TEMPER_CHECK(D >= 1 && n0 >= 0) << "rl.fair.sample_ggf: " << D
+                                  << " objectives need rl.fair.grid >= " << D * (D + 1) / 2 << ", got " << grid;
+  std::vector<std::vector<double>> count(static_cast<size_t>(n0 + 1),
+                                         std::vector<double>(static_cast<size_t>(D + 1), 0));
+  for (int64_t n = 0; n <= n0; ++n)
+    for (int64_t d = 0; d <= D; ++d) {
+      double& c = count[static_cast<size_t>(n)][static_cast<size_t>(d)];
+      if (n == 0)
+        c = 1;
+      else if (d > 0)
+        c = count[static_cast<size_t>(n)][static_cast<size_t>(d - 1)] +
+            (n >= d ? count[static_cast<size_t>(n - d)][static_cast<size_t>(d)] : 0);
+    }
+  Rng rng(mix_seed(mix_seed(seed ^ 0x6619ull, static_cast<uint64_t>(step)), position), 0);
+  std::vector<int64_t> m(static_cast<size_t>(D), 0);
+  int64_t n = n0, d = D;
+  while (n > 0 && d > 0) {
+    const double r = rng.uniform_f64() * count[static_cast<size_t>(n)][static_cast<size_t>(d)];
+    if (r < count[static_cast<size_t>(n)][static_cast<size_t>(d - 1)]) {
+      --d;
+      continue;
+    }
+    for (int64_t i = 0; i < d; ++i) ++m[static_cast<size_t>(i)];
+    n -= d;
+  }
+  std::vector<double> w(static_cast<size_t>(D));
+  for (int64_t i = 0; i < D; ++i)
+    w[static_cast<size_t>(i)] = static_cast<double>(m[static_cast<size_t>(i)] + D - i) / static_cast<double>(grid);
+  return w;
+}
+
+std::vector<double> Fair::sample_gini(int64_t step, uint64_t position) const {
+  if (!cfg_.sample_ggf) return w_;
+  return fair_sample_ggf(static_cast<int64_t>(cfg_.objectives.size()), cfg_.grid, env_.seed, step, position);
+}
+
 std::vector<double> Fair::sample_preference(int64_t step, uint64_t position) const {
   if (!cfg_.fixed.empty()) return cfg_.fixed;
   if (!cfg_.concentration.empty())
@@ -189,14 +263,17 @@ std::vector<double> Fair::sample_preference(int64_t step, uint64_t position) con
 void Fair::prepare_problems(std::vector<tasks::Problem>& problems, size_t first, int64_t step, int64_t round) {
   if (round == 0) {
     omega_.clear();
+    gini_.clear();
     obj_sum_.assign(cfg_.objectives.size(), 0.0);
-    welfare_sum_ = 0, obj_n_ = 0, groups_ = 0;
+    welfare_sum_ = gini_first_sum_ = 0, obj_n_ = 0, groups_ = 0;
   }
   const uint64_t K = static_cast<uint64_t>(cfg_.preferences_per_step);
   for (size_t i = first; i < problems.size(); ++i) {
     std::vector<double> omega = sample_preference(step, K ? i % K : i);
-    problems[i] = fair_condition(problems[i], *env_.codec, cfg_.prefix, omega);
+    std::vector<double> w = sample_gini(step, K ? i % K : i);
+    problems[i] = fair_condition(problems[i], *env_.codec, cfg_.prefix, omega, w);
     omega_[i] = std::move(omega);
+    gini_[i] = std::move(w);
   }
 }
 
@@ -218,16 +295,22 @@ void check_objectives(const std::vector<std::string>& objectives, const tasks::T
     if (o.rfind("task:", 0) == 0) task_objective_index(o, &task);
 }
 
-std::vector<double> fair_objectives(const std::vector<std::string>& names, bool correct, int64_t tokens, int64_t max_new,
-                                    const std::string& text, const tasks::Task* task, const std::vector<double>& task_rewards) {
+std::vector<double> fair_objectives(const std::vector<std::string>& names, bool correct, int64_t tokens,
+                                    int64_t max_new, const std::string& text, const tasks::Task* task,
+                                    const std::vector<double>& task_rewards) {
   std::vector<double> r;
   for (const std::string& o : names) {
-    if (o == "correct") r.push_back(correct ? 1.0 : 0.0);
-    else if (o == "brevity") r.push_back(std::max(0.0, 1.0 - static_cast<double>(tokens) / static_cast<double>(std::max<int64_t>(1, max_new))));
-    else if (o == "format") r.push_back(task && task->extract_answer(text) ? 1.0 : 0.0);
+    if (o == "correct")
+      r.push_back(correct ? 1.0 : 0.0);
+    else if (o == "brevity")
+      r.push_back(
+          std::max(0.0, 1.0 - static_cast<double>(tokens) / static_cast<double>(std::max<int64_t>(1, max_new))));
+    else if (o == "format")
+      r.push_back(task && task->extract_answer(text) ? 1.0 : 0.0);
     else {
       const size_t k = task_objective_index(o, task);
-      TEMPER_CHECK(k < task_rewards.size()) << "fair: objective " << o << " but the task's reward vector has " << task_rewards.size() << " entries";
+      TEMPER_CHECK(k < task_rewards.size())
+          << "fair: objective " << o << " but the task's reward vector has " << task_rewards.size() << " entries";
       r.push_back(task_rewards[k]);
     }
   }
@@ -235,7 +318,8 @@ std::vector<double> fair_objectives(const std::vector<std::string>& names, bool 
 }
 
 std::vector<double> Fair::objectives(const Trajectory& t) const {
-  return fair_objectives(cfg_.objectives, t.correct, static_cast<int64_t>(t.tokens.size()), env_.max_new, t.text, env_.task.get(), t.rewards);
+  return fair_objectives(cfg_.objectives, t.correct, static_cast<int64_t>(t.tokens.size()), env_.max_new, t.text,
+                         env_.task.get(), t.rewards);
 }
 
 void Fair::after_reward(Batch& b) {
@@ -247,6 +331,8 @@ void Fair::after_reward(Batch& b) {
     auto it = omega_.find(problem);
     TEMPER_CHECK(it != omega_.end()) << "rl.fair: group " << g << " has no preference";
     const std::vector<double>& omega = it->second;
+    const auto wit = gini_.find(problem);
+    const std::vector<double>& w = wit != gini_.end() ? wit->second : w_;
     std::vector<std::vector<double>> r;
     std::vector<double> m(D, 0.0);
     for (size_t i : members) {
@@ -257,7 +343,7 @@ void Fair::after_reward(Batch& b) {
     for (size_t j = 0; j < D; ++j) wm[j] = omega[j] * m[j];
     // d GGF(omega * m) / d m = omega * lambda; the linear scalarisation: lambda = 1.
     const std::vector<double> lambda =
-        cfg_.welfare == Welfare::ggf ? ggf_supergradient(w_, wm) : std::vector<double>(D, 1.0);
+        cfg_.welfare == Welfare::ggf ? ggf_supergradient(w, wm) : std::vector<double>(D, 1.0);
     for (size_t k = 0; k < members.size(); ++k) {
       Trajectory& t = b.traj[members[k]];
       double s = 0;
@@ -271,7 +357,8 @@ void Fair::after_reward(Batch& b) {
         ++obj_n_;
       }
     }
-    welfare_sum_ += ggf(w_, wm);  // reported as GGF for both (the measure the experiment compares)
+    welfare_sum_ += ggf(w, wm);  // reported as GGF for both (the measure the experiment compares)
+    gini_first_sum_ += w[0];
     ++groups_;
   }
 }
@@ -283,8 +370,11 @@ std::string fair_metric_name(std::string objective) {
 
 void Fair::metrics(Metrics& out) const {
   for (size_t j = 0; j < cfg_.objectives.size(); ++j)
-    out.emplace_back("fair_" + fair_metric_name(cfg_.objectives[j]), obj_n_ ? obj_sum_[j] / static_cast<double>(obj_n_) : 0.0);
+    out.emplace_back("fair_" + fair_metric_name(cfg_.objectives[j]),
+                     obj_n_ ? obj_sum_[j] / static_cast<double>(obj_n_) : 0.0);
   out.emplace_back("fair_welfare", groups_ ? welfare_sum_ / static_cast<double>(groups_) : 0.0);
+  // The mean weight of the worst-off objective over the step's groups (constant unless sample_ggf).
+  out.emplace_back("fair_gini_first", groups_ ? gini_first_sum_ / static_cast<double>(groups_) : 0.0);
 }
 
 namespace {
@@ -299,12 +389,12 @@ class FairSetup final : public MethodSetupOf<FairConfig> {
     else
       run.eval.preference.assign(f.objectives.size(), 1.0 / static_cast<double>(f.objectives.size()));
     run.eval.preference_prefix = f.prefix;
-    run.eval.ggf = f.ggf;
+    run.eval.ggf = f.ggf;  // sampled Gini weights: evaluated at the linear ones ({w} in the prompt too)
     run.sft.condition = [f, seed = run.seed](tasks::Problem p, uint64_t i, const PromptCodec& codec) {
-      std::vector<double> w =
-          f.fixed.empty() ? fair_sample_grid(static_cast<int64_t>(f.objectives.size()), f.grid, seed ^ 0x5F7ull, 0, i)
-                          : f.fixed;
-      return fair_sft_example(p, codec, f, w, seed, i);
+      const int64_t D = static_cast<int64_t>(f.objectives.size());
+      std::vector<double> w = f.fixed.empty() ? fair_sample_grid(D, f.grid, seed ^ 0x5F7ull, 0, i) : f.fixed;
+      std::vector<double> gini = f.sample_ggf ? fair_sample_ggf(D, f.grid, seed ^ 0x5F7ull, 0, i) : f.ggf;
+      return fair_sft_example(p, codec, f, w, seed, i, gini);
     };
   }
   void check_task(const tasks::Task& task) const override {
