@@ -8,6 +8,7 @@
 #include <sstream>
 #include <vector>
 
+#include "temper/app/cpu_report.h"
 #include "temper/app/id_list.h"
 #include "temper/core/error.h"
 #include "temper/core/rng.h"
@@ -33,7 +34,9 @@ int bench_cuda(const BenchCudaOptions&) {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 double peak_bf16_tflops(const std::string& name, double override_tflops) {
   if (override_tflops > 0) return override_tflops;
@@ -47,8 +50,8 @@ double peak_bf16_tflops(const std::string& name, double override_tflops) {
 
 // Parameters that take part in matrix products (every linear layer and the LM head).
 int64_t matrix_params(const ModelConfig& c) {
-  const int64_t C = c.hidden_size, per_layer = c.qkv_dim() * C + c.num_heads * c.head_dim * C +
-                                                 3 * c.intermediate_size * C;
+  const int64_t C = c.hidden_size,
+                per_layer = c.qkv_dim() * C + c.num_heads * c.head_dim * C + 3 * c.intermediate_size * C;
   return c.num_layers * per_layer + c.vocab_size * C;
 }
 
@@ -109,14 +112,22 @@ void bench_train_cuda(const BenchCudaOptions& o, const ModelConfig& cfg, const s
   const double peak = peak_bf16_tflops(dev.name, o.peak_tflops);
   double mean_lp = 0;
   for (float x : lp) mean_lp += x;
-  nlohmann::json j = {{"bench", "train"},      {"engine", "temper"},        {"shape", o.shape},
-                      {"batch", o.batch},      {"seq", o.seq},              {"dtype", "bf16"},
-                      {"seconds_per_step", sec}, {"tokens_per_s", static_cast<double>(N) / sec},
-                      {"model_tflops", achieved}, {"mfu", peak > 0 ? achieved / peak : 0.0},
-                      {"peak_tflops", peak},   {"loss_first_step", -mean_lp / static_cast<double>(N)},
+  nlohmann::json j = {{"bench", "train"},
+                      {"engine", "temper"},
+                      {"shape", o.shape},
+                      {"batch", o.batch},
+                      {"seq", o.seq},
+                      {"dtype", "bf16"},
+                      {"seconds_per_step", sec},
+                      {"tokens_per_s", static_cast<double>(N) / sec},
+                      {"model_tflops", achieved},
+                      {"mfu", peak > 0 ? achieved / peak : 0.0},
+                      {"peak_tflops", peak},
+                      {"loss_first_step", -mean_lp / static_cast<double>(N)},
                       {"activation_gib", static_cast<double>(m.activation_bytes()) / (1 << 30)},
                       {"state_gib", static_cast<double>(m.state_bytes()) / (1 << 30)},
                       {"device", device_json(dev)}};
+  add_cpu_fields(j);
   std::printf("%s\n", j.dump().c_str());
   std::fflush(stdout);
 }
@@ -154,8 +165,8 @@ void bench_decode_cuda(const BenchCudaOptions& o, const ModelConfig& cfg, const 
         m.synchronize();
         t0 = Clock::now();
       }
-      TEMPER_CUDA_CHECK(cudaMemcpyAsync(d.u.data(), u_all.data() + s * b, sizeof(double) * b,
-                                        cudaMemcpyDeviceToDevice, m.stream()));
+      TEMPER_CUDA_CHECK(
+          cudaMemcpyAsync(d.u.data(), u_all.data() + s * b, sizeof(double) * b, cudaMemcpyDeviceToDevice, m.stream()));
       m.decode_step(b, o.graph);
     }
     m.synchronize();
@@ -171,15 +182,20 @@ void bench_decode_cuda(const BenchCudaOptions& o, const ModelConfig& cfg, const 
                                 : 0.0;
     std::vector<int32_t> drawn(static_cast<size_t>(b));
     cuda::copy_to_host(drawn.data(), d.drawn.data(), sizeof(int32_t) * b, m.stream());
-    nlohmann::json j = {{"bench", "decode"},       {"engine", "temper"},
-                        {"shape", o.shape},        {"batch", b},
-                        {"steps", timed},          {"cuda_graph", o.graph},
-                        {"tokens_per_s", tps},     {"ms_per_step", 1e3 * sec / static_cast<double>(timed)},
+    nlohmann::json j = {{"bench", "decode"},
+                        {"engine", "temper"},
+                        {"shape", o.shape},
+                        {"batch", b},
+                        {"steps", timed},
+                        {"cuda_graph", o.graph},
+                        {"tokens_per_s", tps},
+                        {"ms_per_step", 1e3 * sec / static_cast<double>(timed)},
                         {"roofline_tokens_per_s", roofline},
                         {"fraction_of_roofline", roofline > 0 ? tps / roofline : 0.0},
                         {"kv_gib", static_cast<double>(m.kv_bytes()) / (1 << 30)},
                         {"last_token_row0", drawn[0]},
                         {"device", device_json(dev)}};
+    add_cpu_fields(j);
     std::printf("%s\n", j.dump().c_str());
     std::fflush(stdout);
   }
@@ -219,9 +235,11 @@ void bench_gemm_cuda(const BenchCudaOptions& o, const ModelConfig& cfg, const cu
     for (int i = 0; i < reps; ++i) blas.gemm(g);
     cuda::synchronize(blas.stream());
     const double sec = seconds_since(t0) / reps;
-    const double tflops = 2.0 * static_cast<double>(M) * static_cast<double>(s.n) * static_cast<double>(s.k) / sec / 1e12;
-    nlohmann::json j = {{"bench", "gemm"}, {"engine", "temper"}, {"name", s.name}, {"M", M}, {"N", s.n}, {"K", s.k},
-                        {"tflops", tflops}, {"device", dev.name}};
+    const double tflops =
+        2.0 * static_cast<double>(M) * static_cast<double>(s.n) * static_cast<double>(s.k) / sec / 1e12;
+    nlohmann::json j = {{"bench", "gemm"}, {"engine", "temper"}, {"name", s.name},   {"M", M},
+                        {"N", s.n},        {"K", s.k},           {"tflops", tflops}, {"device", dev.name}};
+    add_cpu_fields(j);
     std::printf("%s\n", j.dump().c_str());
     std::fflush(stdout);
   }

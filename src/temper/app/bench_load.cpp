@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "temper/app/cpu_report.h"
 #include "temper/app/model_source.h"
 #include "temper/core/error.h"
 #include "temper/io/file_map.h"
@@ -38,6 +39,7 @@ int bench_load(const BenchLoadOptions& o) {
                         {"load_s", std::round(best * 1000) / 1000},
                         {"rss_after_load_mb", std::round(rss * 10) / 10},
                         {"repeat", o.repeat}};
+    add_cpu_fields(j);
     std::printf("%s\n", j.dump().c_str());
   }
   io::file_load_mode_set(io::LoadMode::mmap);

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "temper/app/cpu_report.h"
 #include "temper/app/model_source.h"
 #include "temper/core/error.h"
 #include "temper/core/rng.h"
@@ -255,10 +256,14 @@ int bench_speculative(const BenchRolloutOptions& o) {
 
   const SpecBench b{o, *m, pool, prompts, drafter, sc, always, cost};
   for (int64_t B : batches) {
-    std::printf("%s\n", batch_row(b, B, time_batch(b, B)).dump().c_str());
+    nlohmann::json row = batch_row(b, B, time_batch(b, B));
+    add_cpu_fields(row);
+    std::printf("%s\n", row.dump().c_str());
     std::fflush(stdout);
   }
-  std::printf("%s\n", summary(b, weight_mb, build_s, calib_s).dump().c_str());
+  nlohmann::json sum = summary(b, weight_mb, build_s, calib_s);
+  add_cpu_fields(sum);
+  std::printf("%s\n", sum.dump().c_str());
   return 0;
 }
 
