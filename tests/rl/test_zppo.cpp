@@ -309,6 +309,7 @@ TEST(Zppo, QuestionsWithoutATeacherResponseLeaveTheirSlotToOthers) {
   ZppoConfig c;
   c.ncq = false;
   c.match_candidates = false;  // the teacher's response whole, to find it
+  c.teacher_ratio = 1.0;       // the teacher asked about every hard question (the default 0.25: test_zppo_rewrite)
   Zppo z(c, make_dataset_teacher());
   z.attach(e.env());
   for (int step = 0; step < 30; ++step) {

@@ -25,26 +25,42 @@ void ZppoConfig::visit(KeyVisitor& v) {
   v("bcq", bcq, "binary-choice questions: the teacher's and a wrong rollout as candidates");
   v("ncq", ncq, "negative-choice questions: the wrong answers listed");
   v("teacher_samples", teacher_samples, "G_T: teacher responses asked per hard question");
+  v("teacher_ratio", teacher_ratio,
+    "the teacher samples at most ceil(teacher_ratio x new questions) hard questions per step (the spec's rho_aug)");
   v("group_size", group_size, "G_S: samples per reformulated prompt (0: rl.group_size)");
   v("candidate_tokens", candidate_tokens, "each candidate cut to its last N tokens");
   v("match_candidates", match_candidates, "a BCQ's candidates stripped of markdown and cut to the same length");
   v("ncq_traces", ncq_traces, "wrong traces shown in an NCQ");
+  v("rewrite", rewrite,
+    "who restates the candidates: auto (the teacher when it is a model, else strip), teacher (a model teacher), "
+    "strip (markdown stripped, lengths matched)",
+    kZppoRewriteNames);
+  v("rewrite_template", rewrite_template, "the teacher's rewrite prompt: {question}, {response}");
   v("bcq_template", bcq_template, "the BCQ prompt: {question}, {candidates}");
   v("ncq_template", ncq_template, "the NCQ prompt: {question}, {candidates}, {wrong_answers}");
 }
 
 void ZppoConfig::validate() const {
-  TEMPER_CHECK(hard_threshold > 0 && hard_threshold <= 1) << "rl.zppo.hard_threshold must be in (0, 1], got " << hard_threshold;
+  TEMPER_CHECK(hard_threshold > 0 && hard_threshold <= 1)
+      << "rl.zppo.hard_threshold must be in (0, 1], got " << hard_threshold;
   TEMPER_CHECK(capacity >= 0) << "rl.zppo.capacity must be >= 0, got " << capacity;
-  TEMPER_CHECK(replay_ratio >= 0 && std::isfinite(replay_ratio)) << "rl.zppo.replay_ratio must be >= 0, got " << replay_ratio;
+  TEMPER_CHECK(replay_ratio >= 0 && std::isfinite(replay_ratio))
+      << "rl.zppo.replay_ratio must be >= 0, got " << replay_ratio;
   TEMPER_CHECK(aug_ratio >= 0 && std::isfinite(aug_ratio)) << "rl.zppo.aug_ratio must be >= 0, got " << aug_ratio;
   TEMPER_CHECK(teacher_samples >= 1) << "rl.zppo.teacher_samples must be >= 1, got " << teacher_samples;
+  TEMPER_CHECK(teacher_ratio > 0 && std::isfinite(teacher_ratio))
+      << "rl.zppo.teacher_ratio must be > 0 (hard questions the teacher samples per new question), got "
+      << teacher_ratio;
+  TEMPER_CHECK(rewrite_template.find("{response}") != std::string::npos)
+      << "rl.zppo.rewrite_template must contain {response} (the candidate the teacher restates)";
   TEMPER_CHECK(group_size >= 0) << "rl.zppo.group_size must be >= 0 (0: rl.group_size), got " << group_size;
   TEMPER_CHECK(candidate_tokens >= 1) << "rl.zppo.candidate_tokens must be >= 1, got " << candidate_tokens;
   TEMPER_CHECK(ncq_traces >= 0) << "rl.zppo.ncq_traces must be >= 0, got " << ncq_traces;
-  TEMPER_CHECK(bcq_template.find("{question}") != std::string::npos && bcq_template.find("{candidates}") != std::string::npos)
+  TEMPER_CHECK(bcq_template.find("{question}") != std::string::npos &&
+               bcq_template.find("{candidates}") != std::string::npos)
       << "rl.zppo.bcq_template must contain {question} and {candidates}";
-  TEMPER_CHECK(ncq_template.find("{question}") != std::string::npos && ncq_template.find("{wrong_answers}") != std::string::npos)
+  TEMPER_CHECK(ncq_template.find("{question}") != std::string::npos &&
+               ncq_template.find("{wrong_answers}") != std::string::npos)
       << "rl.zppo.ncq_template must contain {question} and {wrong_answers}";
 }
 
@@ -138,6 +154,15 @@ std::pair<std::string, std::string> zppo_bcq_candidates(const PromptCodec& codec
   return {block(ia, a), block(ib, b)};
 }
 
+tasks::Problem zppo_rewrite_request(const tasks::Problem& p, const std::string& tmpl, const std::string& response) {
+  tasks::Problem q;
+  q.id = p.id + "#rewrite";
+  q.index = -1;
+  q.prompt = fill_template(tmpl, {{"{question}", p.prompt}, {"{response}", trim(response)}});
+  if (!p.messages.empty()) q.messages = {{"user", q.prompt}};
+  return q;
+}
+
 tasks::Problem zppo_reformulate(const tasks::Problem& p, const PromptCodec& codec, const std::string& tmpl,
                                 const std::string& candidates, const std::string& wrong_answers,
                                 const std::string& kind) {
@@ -155,6 +180,17 @@ Zppo::Zppo(const ZppoConfig& cfg, std::shared_ptr<Teacher> teacher)
   cfg_.validate();
   TEMPER_CHECK(teacher_ || cfg_.mode == ZppoMode::buffer || (cfg_.mode == ZppoMode::zppo && !cfg_.bcq))
       << "zppo: this mode needs a teacher ([teacher] source = \"gold\", \"dataset\" or \"model\")";
+  TEMPER_CHECK(cfg_.rewrite != ZppoRewrite::teacher || cfg_.mode != ZppoMode::zppo || rewrites())
+      << "rl.zppo.rewrite = \"teacher\": the teacher restates the candidates, so it must be a model ([teacher] source "
+         "= "
+         "\"model\"); the "
+      << (teacher_ ? "\"" + teacher_->name() + "\" teacher only gives its fixed text"
+                   : std::string("run has no teacher"))
+      << " (rewrite = \"auto\" strips and matches the candidates instead)";
+}
+
+bool Zppo::rewrites() const {
+  return cfg_.rewrite != ZppoRewrite::strip && teacher_ && teacher_->name() != "gold" && teacher_->name() != "dataset";
 }
 
 std::vector<tasks::Problem> Zppo::extra_problems(int64_t step, int64_t new_problems) {
@@ -163,7 +199,8 @@ std::vector<tasks::Problem> Zppo::extra_problems(int64_t step, int64_t new_probl
   new_ = new_problems;
   std::vector<tasks::Problem> out;
   int64_t k = static_cast<int64_t>(std::floor(cfg_.replay_ratio * static_cast<double>(new_problems) + 1e-9));
-  for (int64_t idx : buffer_.sample(k, mix_seed(mix_seed(cfg_.seed ^ env_.seed, 0x2E91A7ull), static_cast<uint64_t>(step)))) {
+  for (int64_t idx :
+       buffer_.sample(k, mix_seed(mix_seed(cfg_.seed ^ env_.seed, 0x2E91A7ull), static_cast<uint64_t>(step)))) {
     out.push_back(env_.task->problem(tasks::Split::train, static_cast<uint64_t>(idx)));
     out.back().index = idx;
   }
@@ -206,7 +243,8 @@ void Zppo::after_reward(Batch& b) {
   ++round_;
 }
 
-std::vector<std::vector<std::string>> Zppo::correct_teacher_responses(const std::vector<tasks::Problem>& ps, uint64_t seed) {
+std::vector<std::vector<std::string>> Zppo::correct_teacher_responses(const std::vector<tasks::Problem>& ps,
+                                                                      uint64_t seed) {
   std::vector<std::vector<std::string>> all = teacher_->respond(ps, cfg_.teacher_samples, seed), out(ps.size());
   for (size_t i = 0; i < ps.size(); ++i)
     for (const std::string& r : all[i]) {
@@ -221,22 +259,40 @@ std::vector<std::vector<std::string>> Zppo::correct_teacher_responses(const std:
 
 void Zppo::reformulate(Batch& b, const std::vector<int64_t>& hard_groups, int64_t cap) {
   if (hard_groups.empty() || cap <= 0 || (!cfg_.bcq && !cfg_.ncq)) return;
-  const uint64_t seed = mix_seed(mix_seed(cfg_.seed ^ env_.seed, static_cast<uint64_t>(step_)), 0x2990ull + static_cast<uint64_t>(round_));
+  const uint64_t seed = mix_seed(mix_seed(cfg_.seed ^ env_.seed, static_cast<uint64_t>(step_)),
+                                 0x2990ull + static_cast<uint64_t>(round_));
   Rng rng(seed, 0);
   std::vector<int64_t> chosen = hard_groups;  // seeded shuffle: which hard questions get the budget
   for (size_t i = chosen.size(); i > 1; --i)
     std::swap(chosen[i - 1], chosen[static_cast<size_t>(tasks::rand_int(rng, 0, static_cast<int64_t>(i) - 1))]);
-  // The teacher answers every hard question (the paper samples it per hard question); prompts are then
-  // built in the shuffled order until the cap, so a question without a correct teacher sample (or
-  // without a parsable wrong answer) leaves its slot to the next one.
+  // The teacher samples the first ceil(teacher_ratio x new) hard questions of that order (over the step's rounds);
+  // prompts are then built in the same order until the cap, so a question without a correct teacher sample gets
+  // an NCQ only, and one without a wrong parsable answer leaves its slot to the next.
   const std::vector<int64_t>& take = chosen;
   std::vector<tasks::Problem> ps;
   for (int64_t g : take) ps.push_back(b.problems[static_cast<size_t>(g)]);
-  std::vector<std::vector<std::string>> good;
-  if (cfg_.bcq && teacher_) good = correct_teacher_responses(ps, mix_seed(seed, 0x7EAull));
-  else good.resize(ps.size());
+  std::vector<std::vector<std::string>> good(ps.size());
+  if (cfg_.bcq && teacher_) {
+    const int64_t limit = static_cast<int64_t>(std::ceil(cfg_.teacher_ratio * static_cast<double>(new_) - 1e-9));
+    const size_t n =
+        static_cast<size_t>(std::clamp<int64_t>(limit - n_.teacher_questions, 0, static_cast<int64_t>(ps.size())));
+    if (n > 0) {
+      std::vector<std::vector<std::string>> some = correct_teacher_responses(
+          std::vector<tasks::Problem>(ps.begin(), ps.begin() + static_cast<std::ptrdiff_t>(n)),
+          mix_seed(seed, 0x7EAull));
+      std::move(some.begin(), some.end(), good.begin());
+      n_.teacher_questions += static_cast<int64_t>(n);
+    }
+  }
 
-  std::vector<tasks::Problem> built;
+  // What each prompt shows, chosen first (the rewrite then asks for all texts at once).
+  struct Plan {
+    size_t k = 0;
+    bool bcq = false, teacher_first = false, rewritten = false;
+    std::vector<std::string> texts;  // bcq: {teacher's, student's}; ncq: the traces
+    std::string answers;             // ncq: the wrong answers listed
+  };
+  std::vector<Plan> plans;
   int64_t made = 0;
   for (size_t k = 0; k < take.size() && made < cap; ++k) {
     const int64_t g = take[k];
@@ -248,38 +304,87 @@ void Zppo::reformulate(Batch& b, const std::vector<int64_t>& hard_groups, int64_
     std::vector<const Trajectory*> shown = wrong;
     if (cfg_.match_candidates) std::erase_if(shown, [](const Trajectory* t) { return zppo_plain(t->text).empty(); });
     if (cfg_.bcq && !good[k].empty() && !shown.empty() && made < cap) {
-      const std::string& right = good[k][static_cast<size_t>(tasks::rand_int(rng, 0, static_cast<int64_t>(good[k].size()) - 1))];
+      const std::string& right =
+          good[k][static_cast<size_t>(tasks::rand_int(rng, 0, static_cast<int64_t>(good[k].size()) - 1))];
       const Trajectory* w = shown[static_cast<size_t>(tasks::rand_int(rng, 0, static_cast<int64_t>(shown.size()) - 1))];
-      bool teacher_first = (rng.next_u32() & 1u) != 0;
-      std::string a, c;
-      if (cfg_.match_candidates) {
-        std::tie(a, c) = zppo_bcq_candidates(*env_.codec, right, w->text, cfg_.candidate_tokens);
-      } else {
-        a = zppo_candidate(*env_.codec, right, cfg_.candidate_tokens);
-        c = zppo_candidate(*env_.codec, w->text, cfg_.candidate_tokens);
-      }
-      built.push_back(
-          zppo_reformulate(ps[k], *env_.codec, cfg_.bcq_template, teacher_first ? a + c : c + a, "", "bcq"));
-      n_.teacher_first += teacher_first;
-      ++n_.bcq;
+      Plan pl;
+      pl.k = k, pl.bcq = true;
+      pl.teacher_first = (rng.next_u32() & 1u) != 0;
+      pl.texts = {right, w->text};
+      plans.push_back(std::move(pl));
       ++made;
     }
     if (cfg_.ncq && made < cap) {
       std::vector<std::string> answers;  // distinct wrong final answers, first-seen order
-      std::vector<const Trajectory*> traces;
+      std::vector<std::string> traces;
       for (const Trajectory* t : wrong) {
         std::optional<std::string> x = env_.verify(ps[k], t->text).extracted;  // as the checker reads it
         if (!x || x->empty() || std::find(answers.begin(), answers.end(), *x) != answers.end()) continue;
         answers.push_back(*x);
-        if (static_cast<int64_t>(traces.size()) < cfg_.ncq_traces) traces.push_back(t);
+        if (static_cast<int64_t>(traces.size()) < cfg_.ncq_traces) traces.push_back(t->text);
       }
       if (answers.empty()) continue;
-      std::string list, cands;
-      for (size_t i = 0; i < answers.size(); ++i) list += (i ? ", " : "") + answers[i];
-      for (const Trajectory* t : traces) cands += zppo_candidate(*env_.codec, t->text, cfg_.candidate_tokens);
-      built.push_back(zppo_reformulate(ps[k], *env_.codec, cfg_.ncq_template, cands, list, "ncq"));
-      ++n_.ncq;
+      Plan pl;
+      pl.k = k;
+      for (size_t i = 0; i < answers.size(); ++i) pl.answers += (i ? ", " : "") + answers[i];
+      pl.texts = std::move(traces);
+      plans.push_back(std::move(pl));
       ++made;
+    }
+  }
+
+  // The teacher restates every candidate with the same prompt. A rewrite is kept only where it keeps the verdict (the
+  // teacher's response still correct, a wrong one still wrong) and is not empty once plain; a BCQ keeps both or
+  // neither, so the two candidates always come from the same writer.
+  if (rewrites() && !plans.empty()) {
+    std::vector<tasks::Problem> asks;
+    for (const Plan& pl : plans)
+      for (const std::string& text : pl.texts)
+        asks.push_back(zppo_rewrite_request(ps[pl.k], cfg_.rewrite_template, text));
+    const std::vector<std::vector<std::string>> out = teacher_->respond(asks, 1, mix_seed(seed, 0x3E7ull));
+    size_t at = 0;
+    for (Plan& pl : plans) {
+      std::vector<std::string> now = pl.texts;
+      int64_t kept = 0;
+      for (size_t i = 0; i < now.size(); ++i, ++at) {
+        const bool want_correct = pl.bcq && i == 0;
+        const bool have = at < out.size() && !out[at].empty() && !zppo_plain(out[at][0]).empty();
+        if (have && env_.verify(ps[pl.k], out[at][0]).correct == want_correct) now[i] = out[at][0], ++kept;
+      }
+      const int64_t n = static_cast<int64_t>(now.size());
+      if (pl.bcq && kept < n) {  // one writer for both: a dropped rewrite takes its partner's back
+        n_.rewrite_dropped += n;
+        continue;
+      }
+      n_.rewritten += kept;
+      n_.rewrite_dropped += n - kept;
+      pl.texts = std::move(now);
+      pl.rewritten = pl.bcq;
+    }
+  }
+
+  std::vector<tasks::Problem> built;
+  for (const Plan& pl : plans) {
+    if (pl.bcq) {
+      std::string a, c;
+      if (pl.rewritten) {  // the teacher gave both one style and length: stripped, each cut to the budget alone
+        a = zppo_candidate(*env_.codec, zppo_plain(pl.texts[0]), cfg_.candidate_tokens);
+        c = zppo_candidate(*env_.codec, zppo_plain(pl.texts[1]), cfg_.candidate_tokens);
+      } else if (cfg_.match_candidates) {
+        std::tie(a, c) = zppo_bcq_candidates(*env_.codec, pl.texts[0], pl.texts[1], cfg_.candidate_tokens);
+      } else {
+        a = zppo_candidate(*env_.codec, pl.texts[0], cfg_.candidate_tokens);
+        c = zppo_candidate(*env_.codec, pl.texts[1], cfg_.candidate_tokens);
+      }
+      built.push_back(
+          zppo_reformulate(ps[pl.k], *env_.codec, cfg_.bcq_template, pl.teacher_first ? a + c : c + a, "", "bcq"));
+      n_.teacher_first += pl.teacher_first;
+      ++n_.bcq;
+    } else {
+      std::string cands;
+      for (const std::string& t : pl.texts) cands += zppo_candidate(*env_.codec, t, cfg_.candidate_tokens);
+      built.push_back(zppo_reformulate(ps[pl.k], *env_.codec, cfg_.ncq_template, cands, pl.answers, "ncq"));
+      ++n_.ncq;
     }
   }
   if (built.empty()) return;
@@ -325,7 +430,8 @@ void Zppo::inject(Batch& b, const std::vector<int64_t>& hard_groups) {
   if (hard_groups.empty()) return;
   std::vector<tasks::Problem> ps;
   for (int64_t g : hard_groups) ps.push_back(b.problems[static_cast<size_t>(g)]);
-  const uint64_t seed = mix_seed(mix_seed(cfg_.seed ^ env_.seed, static_cast<uint64_t>(step_)), 0x1E7ull + static_cast<uint64_t>(round_));
+  const uint64_t seed =
+      mix_seed(mix_seed(cfg_.seed ^ env_.seed, static_cast<uint64_t>(step_)), 0x1E7ull + static_cast<uint64_t>(round_));
   std::vector<std::vector<std::string>> good = correct_teacher_responses(ps, seed);
   for (size_t k = 0; k < hard_groups.size(); ++k) {
     if (good[k].empty()) continue;
@@ -376,6 +482,11 @@ void Zppo::metrics(Metrics& m) const {
     m.emplace_back("zppo_bcq_teacher_first", frac(n_.teacher_first, n_.bcq));
   }
   if (cfg_.mode != ZppoMode::buffer) m.emplace_back("zppo_teacher_acc", frac(n_.teacher_correct, n_.teacher_asked));
+  if (cfg_.mode == ZppoMode::zppo) {
+    m.emplace_back("zppo_teacher_questions", static_cast<double>(n_.teacher_questions));  // sampled (the cap)
+    m.emplace_back("zppo_rewritten", static_cast<double>(n_.rewritten));              // candidates the teacher restated
+    m.emplace_back("zppo_rewrite_dropped", static_cast<double>(n_.rewrite_dropped));  // kept as they were
+  }
   if (cfg_.mode == ZppoMode::inject) m.emplace_back("zppo_injected", static_cast<double>(n_.injected));
 }
 
