@@ -347,7 +347,7 @@ TEST(GraphPo, EmbeddingEquivalenceInTheTrainerUsesThePolicysHiddenStates) {
     for (float a : x.advantage) ASSERT_TRUE(std::isfinite(a));
   EXPECT_TRUE(std::isfinite(test::value(m, "adv_token_var")));
   GraphPoConfig bad = c;
-  bad.expand_budget = 1;
+  bad.expansion = Expansion::stepwise;  // stops sequences at task states: not with embeddings
   EXPECT_THROW(GraphPo{bad}, Error);
 }
 
@@ -439,6 +439,6 @@ TEST(GraphPo, ReallocationGivesEachStoppedSequencesBudgetToTheNextNewState) {
     EXPECT_TRUE(line(late, "a=10\n").stop);
   }
   GraphPoConfig bad;
-  bad.reallocate = true;
+  bad.expand_budget = 0;  // step-wise expansion continues from a state at least once
   EXPECT_THROW(bad.validate(), Error);
 }

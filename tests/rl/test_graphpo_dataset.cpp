@@ -87,9 +87,11 @@ TEST(GraphPoDataset, AutoMergesADatasetsLinesByHiddenStatesAndRefusesWhatCannotW
   EXPECT_NE(s.find("rl.graphpo.equivalence = \"state\": task 'dataset' reports no reasoning states"), std::string::npos)
       << s;
   GraphPoConfig budget = c;
-  budget.expand_budget = 2;
+  budget.expansion = Expansion::stepwise;  // the default "auto" merges a dataset's lines after the fact
   const std::string e = test::error_of([&] { graphpo_equivalence(budget, *dataset()); });
-  EXPECT_NE(e.find("rl.graphpo.expand_budget: task 'dataset' reports no reasoning states"), std::string::npos) << e;
+  EXPECT_NE(e.find("rl.graphpo.expansion = \"stepwise\": task 'dataset' reports no reasoning states"),
+            std::string::npos)
+      << e;
   EXPECT_EQ(graphpo_equivalence(budget, tasks::ArithmeticTask(tasks::ArithmeticConfig{})), Equivalence::state);
   // The same refusals before the model loads (the method's setup), and none for the default.
   std::unique_ptr<MethodSetup> setup = kGraphPoMethod.setup();

@@ -102,8 +102,12 @@ void GraphPoConfig::visit(KeyVisitor& v) {
   v("merge", graph.merge, "merge equivalent states (false: a prefix tree)");
   v("pool", graph.pool, "w of the pooled state value S_pool");
   v("efficiency", graph.efficiency, "weight of the efficiency advantage A_eff");
-  v("expand_budget", expand_budget, "> 0: sequences continuing from one state per group (the others stop there)");
-  v("reallocate", reallocate, "each stopped sequence buys a fork at the group's next new state");
+  v("expansion", expansion,
+    "auto (stepwise where the task reports states, else after), stepwise (a state the group reached before stops the "
+    "later sequence; its budget goes to a new state) or after (independent rollouts merged after the fact)",
+    kExpansionNames);
+  v("expand_budget", expand_budget, "stepwise: sequences continuing from one state per group (the others stop there)");
+  v("reallocate", reallocate, "stepwise: each stopped sequence buys a fork at the group's next new state");
   v("equivalence", equivalence,
     "auto (state where the task reports states, else embedding), state (the task's canonical states) or embedding "
     "(each line a step, merged by the cosine of the policy's hidden states)",
@@ -113,17 +117,19 @@ void GraphPoConfig::visit(KeyVisitor& v) {
     "embedding: a step's vector, the hidden state at its last token (the line end: the state reached) or the mean over "
     "its tokens",
     kStatePoolingNames);
+  v("edge_variance", edge_variance, "log the split-half per-edge advantage variance (graphpo_edge_var, _tree)");
 }
 
 void GraphPoConfig::validate() const {
   graph.validate();
-  TEMPER_CHECK(expand_budget >= 0) << "rl.graphpo.expand_budget must be >= 0 (0: no budget), got " << expand_budget;
+  TEMPER_CHECK(expand_budget >= 1) << "rl.graphpo.expand_budget must be >= 1 (sequences continuing from a state; "
+                                      "expansion = \"after\" for none), got "
+                                   << expand_budget;
   TEMPER_CHECK(similarity > -1 && similarity <= 1)
       << "rl.graphpo.similarity must be a cosine in (-1, 1], got " << similarity;
-  TEMPER_CHECK(equivalence != Equivalence::embedding || expand_budget == 0)
-      << "rl.graphpo.expand_budget needs equivalence = \"state\" (the budget stops sequences at task states)";
-  TEMPER_CHECK(!reallocate || expand_budget > 0)
-      << "rl.graphpo.reallocate spends what rl.graphpo.expand_budget saves: set expand_budget >= 1";
+  TEMPER_CHECK(equivalence != Equivalence::embedding || expansion != Expansion::stepwise)
+      << "rl.graphpo.expansion = \"stepwise\" needs equivalence = \"state\" (it stops sequences at task states; an "
+         "embedding is known only after the rollout): set expansion = \"after\" or \"auto\"";
 }
 
 bool graphpo_task_has_states(const tasks::Task& task) {
@@ -140,25 +146,69 @@ bool graphpo_task_has_states(const tasks::Task& task) {
 
 Equivalence graphpo_equivalence(const GraphPoConfig& cfg, const tasks::Task& task) {
   const bool states = graphpo_task_has_states(task);
-  if (cfg.equivalence == Equivalence::state)
+  if (cfg.equivalence == Equivalence::state) {
     TEMPER_CHECK(states) << "rl.graphpo.equivalence = \"state\": task '" << task.name()
                          << "' reports no reasoning states, so every rollout would be one step and GraphPO would be "
                             "GRPO; set equivalence = \"embedding\" (or \"auto\") to merge its lines by hidden-state "
                             "similarity";
+  }
   const Equivalence eq = cfg.equivalence == Equivalence::automatic
                              ? (states ? Equivalence::state : Equivalence::embedding)
                              : cfg.equivalence;
-  TEMPER_CHECK(eq == Equivalence::state || cfg.expand_budget == 0)
-      << "rl.graphpo.expand_budget: task '" << task.name()
-      << "' reports no reasoning states, and the budget stops sequences at one; GraphPO merges its lines by "
-         "hidden-state similarity (equivalence = \"embedding\") without a budget: remove expand_budget";
+  TEMPER_CHECK(eq == Equivalence::state || cfg.expansion != Expansion::stepwise)
+      << "rl.graphpo.expansion = \"stepwise\": task '" << task.name()
+      << "' reports no reasoning states, and step-wise expansion stops sequences at one; GraphPO merges its lines by "
+         "hidden-state similarity (equivalence = \"embedding\") after the fact: set expansion = \"auto\" or \"after\"";
   return eq;
+}
+
+Expansion graphpo_expansion(const GraphPoConfig& cfg, Equivalence eq) {
+  if (cfg.expansion == Expansion::automatic) return eq == Equivalence::state ? Expansion::stepwise : Expansion::after;
+  TEMPER_CHECK(cfg.expansion == Expansion::after || eq == Equivalence::state)
+      << "rl.graphpo.expansion = \"stepwise\" needs the task's states (equivalence \"state\")";
+  return cfg.expansion;
+}
+
+EdgeVariance graph_edge_variance(const std::vector<std::vector<GraphPath>>& runs, const GraphConfig& cfg) {
+  // edge (its step texts from the root, the tree node it reaches) -> per run (sum of its copies' advantages, copies)
+  std::map<std::string, std::vector<std::pair<double, int64_t>>> est;
+  for (size_t r = 0; r < runs.size(); ++r) {
+    if (runs[r].empty()) continue;
+    const std::vector<std::vector<StepCredit>> credit = graph_advantages(runs[r], cfg);
+    for (size_t p = 0; p < runs[r].size(); ++p) {
+      const GraphPath& path = runs[r][p];
+      std::string key;
+      for (size_t k = 0; k < path.steps.size(); ++k) {
+        const bool leaf = k + 1 == path.steps.size() && !path.open;
+        if (leaf) break;
+        key += path.steps[k].text;
+        key += '\x1f';  // steps apart: "a" + "b\n" is not "ab" + "\n"
+        auto& v = est[key];
+        v.resize(runs.size(), {0.0, 0});
+        v[r].first += credit[p][k].advantage, ++v[r].second;
+      }
+    }
+  }
+  EdgeVariance out;
+  for (const auto& [edge, per_run] : est) {
+    std::vector<double> x;
+    for (const auto& [sum, n] : per_run)
+      if (n > 0) x.push_back(sum / static_cast<double>(n));
+    if (x.size() < 2) continue;
+    double mean = 0, ss = 0;
+    for (double v : x) mean += v / static_cast<double>(x.size());
+    for (double v : x) ss += (v - mean) * (v - mean);
+    out.sum_var += ss / static_cast<double>(x.size() - 1);
+    ++out.edges;
+  }
+  return out;
 }
 
 void GraphPo::attach(const MethodEnv& env) {
   env_ = env;
   eq_ = env_.task ? graphpo_equivalence(cfg_, *env_.task)
                   : (cfg_.equivalence == Equivalence::automatic ? Equivalence::state : cfg_.equivalence);
+  stepwise_ = graphpo_expansion(cfg_, eq_) == Expansion::stepwise;
 }
 
 // The states of a group's steps from their embeddings: every step but each path's last (the leaf).
@@ -240,9 +290,10 @@ rollout::HookDecision GraphPoHook::after_token(const rollout::RolloutRequest&, c
 }
 
 rollout::RolloutHook* GraphPo::rollout_hook(const RolloutRound& round) {
-  if (cfg_.expand_budget <= 0) return nullptr;
+  if (!stepwise_) return nullptr;
   TEMPER_CHECK(env_.codec && env_.codec->token_bytes)
-      << "graphpo: the expansion budget needs a codec that gives token bytes";
+      << "graphpo: step-wise expansion needs a codec that gives token bytes (rl.graphpo.expansion = \"after\" does "
+         "without)";
   hook_.reset(&env_, round, cfg_.expand_budget, cfg_.reallocate);
   return &hook_;
 }
@@ -250,14 +301,14 @@ rollout::RolloutHook* GraphPo::rollout_hook(const RolloutRound& round) {
 // Stopped by the budget: read off the trajectory itself, so every data-parallel rank agrees (each rank's hook
 // saw only its own share of the sequences). The state it stopped at is the last its text reaches.
 std::optional<std::string> GraphPo::stopped_at(const Batch& b, const Trajectory& t) const {
-  if (cfg_.expand_budget <= 0 || t.finish != rollout::FinishReason::hook || t.lineage.parent >= 0) return std::nullopt;
+  if (!stepwise_ || t.finish != rollout::FinishReason::hook || t.lineage.parent >= 0) return std::nullopt;
   std::vector<std::string> states = env_.task->intermediate_states(b.problems[static_cast<size_t>(t.problem)], t.text);
   if (states.empty()) return std::nullopt;
   return states.back();
 }
 
 void GraphPo::after_reward(Batch& b) {
-  if (cfg_.expand_budget <= 0) return;
+  if (!stepwise_) return;
   // Per problem: the finished paths' rewards through each state; a stopped path gets the mean over the
   // paths through its state (finished ones; failing those, the stopped ones already estimated; failing
   // those, the group's finished mean).
@@ -296,6 +347,7 @@ bool GraphPo::advantages(Batch& b) {
   sum_ = {};
   groups_ = rollouts_ = steps_ = tokens_ = stops_ = rollout_tokens_ = forks_ = 0;
   adv_abs_ = eff_abs_ = 0;
+  var_ = var_tree_ = {};
   std::map<int64_t, std::vector<size_t>> groups;
   for (size_t i = 0; i < b.traj.size(); ++i) groups[b.traj[i].group].push_back(i);
   for (auto& [g, members] : groups) {
@@ -316,6 +368,15 @@ bool GraphPo::advantages(Batch& b) {
       paths.push_back(std::move(path));
     }
     if (eq_ == Equivalence::embedding) embedding_states(members, b, paths, owners);
+    if (cfg_.edge_variance && paths.size() >= 4) {  // two halves of >= 2 paths: independent samplings of the prompt
+      std::vector<std::vector<GraphPath>> halves(2);
+      for (size_t k = 0; k < paths.size(); ++k) halves[k % 2].push_back(paths[k]);
+      GraphConfig tree = cfg_.graph;
+      tree.merge = false;
+      const EdgeVariance v = graph_edge_variance(halves, cfg_.graph), vt = graph_edge_variance(halves, tree);
+      var_.sum_var += v.sum_var, var_.edges += v.edges;
+      var_tree_.sum_var += vt.sum_var, var_tree_.edges += vt.edges;
+    }
     GraphStats st;
     const std::vector<std::vector<StepCredit>> credit = graph_advantages(paths, cfg_.graph, &st);
     for (size_t k = 0; k < members.size(); ++k) {
@@ -376,6 +437,10 @@ void GraphPo::metrics(Metrics& m) const {
   m.emplace_back("graphpo_tokens_per_group", per(static_cast<double>(rollout_tokens_), groups_));
   m.emplace_back("graphpo_forks", static_cast<double>(forks_));  // continuations the saved budget bought
   m.emplace_back("graphpo_nothing_merged", nothing_merged_ ? 1.0 : 0.0);
+  // The spec's variance measure (split halves of each group, above GraphPo): the graph's and a prefix tree's.
+  m.emplace_back("graphpo_edge_var", var_.mean());
+  m.emplace_back("graphpo_edge_var_tree", var_tree_.mean());
+  m.emplace_back("graphpo_edge_var_edges", static_cast<double>(var_.edges));
 }
 
 namespace {
@@ -383,7 +448,7 @@ class GraphPoSetup final : public MethodSetupOf<GraphPoConfig> {
   MethodEffects effects() const override {
     MethodEffects e;
     e.sets_advantages = true;
-    e.forks_rollouts = cfg.reallocate;
+    e.forks_rollouts = cfg.reallocate && cfg.expansion != Expansion::after;
     e.fork_detail = "reallocate = true";
     return e;
   }
