@@ -35,6 +35,15 @@ cmp "$ck/trainer_state.safetensors" "$work/stop/checkpoints/step-6/trainer_state
 "$temper" train --out "$work/bf16" "${common[@]}" --set lora.base=bf16 --set sft.steps=2 --set rl.steps=1 \
   2> "$work/bf16.log"
 grep -q '"temper_lora_base": "bf16"' "$work/bf16/checkpoints/step-3/adapter_config.json"
+# A run that starts from the int4 run's adapter (lora.init) on the int4 base: its first RL step's KL is the
+# adapter's distance from the base (> 0), not a fresh adapter's 0.
+"$temper" train --out "$work/init" "${common[@]}" --set sft.steps=0 --set rl.steps=1 --set lora.init="\"$ck\"" \
+  2> "$work/init.log"
+python3 - "$work/init/metrics.jsonl" <<'PY'
+import json, sys
+rl = [json.loads(l) for l in open(sys.argv[1]) if '"kind":"train"' in l]
+assert rl and rl[0]["kl"] > 0, rl
+PY
 # Refusals before the run directory exists.
 refused() {  # expected-message-pattern recipe-overrides...
   local want=$1; shift
@@ -44,7 +53,6 @@ refused() {  # expected-message-pattern recipe-overrides...
   test ! -e "$work/bad"
 }
 refused "'lora.base' must be one of f32, bf16, int4, got 'nf4'" --set lora.base=nf4
-refused 'lora.init with lora.base = "int4": not yet' --set lora.init="\"$ck\""
 refused 'lora.base = "int4": a bf16/int4 base too' --set model.device=cuda
 refused 'with lora.base = "int4" it has no f32 weights to quantise' --set rl.speculative.enabled=true
 # An int4 run on a saved model, then temper convert --merge-lora: merged into the dequantised base. The same adapter

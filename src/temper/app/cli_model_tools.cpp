@@ -43,7 +43,9 @@ CLI::App* add_convert_command(CLI::App& app, ConvertOptions& o) {
                    "Weights of the output: HF f32 (default), bf16, f16; GGUF f16 (default), f32, bf16, q8_0");
   conv->add_flag("--overwrite", o.overwrite, "Replace OUT if it exists");
   conv->add_option("--merge-lora", o.merge_lora,
-                   "A PEFT LoRA adapter directory (a [lora] run's checkpoint) merged into the weights first");
+                   "A PEFT LoRA adapter directory (a [lora] run's checkpoint) merged into the weights first (an "
+                   "adapter trained on [lora] base = \"int4\" / \"bf16\" is merged into the base's dequantised / "
+                   "bf16-rounded weights, as the run multiplied by them)");
   return conv;
 }
 

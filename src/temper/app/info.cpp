@@ -66,6 +66,7 @@ MemorySettings plan_settings(const InfoOptions& o, const ModelConfig& c) {
   if (o.kv_mb > 0) s.eval_kv_memory_mb = o.kv_mb;
   s.lora_rank = o.lora;
   s.qlora = o.qlora;
+  s.lora_held = o.lora > 0 && s.device == "cpu";  // [lora] base = "bf16" / "int4" as the CPU holds it
   if (!o.teacher.empty()) s.teacher = read_model_config(o.teacher);
   return s;
 }
@@ -100,10 +101,9 @@ void print_memory(const ModelConfig& c, const InfoOptions& o) {
                 100.0 * static_cast<double>(p.trainable) / static_cast<double>(p.params));
   std::printf("\n%s", format_memory_plan(p, s, budget).c_str());
   if (s.lora_rank > 0)
-    std::printf(
-        "note: this plans LoRA on a %s base; temper train's [lora] keeps the base in f32 with its gradient "
-        "buffer so far (about 8 B per parameter more), and QLoRA is not in temper train yet\n",
-        s.qlora ? "4-bit" : "bf16");
+    std::printf("note: this plans LoRA on a %s base (temper train: [lora] base = \"%s\")%s\n",
+                s.qlora ? "4-bit" : "bf16", s.qlora ? "int4" : "bf16",
+                s.lora_held ? "" : "; on a device the held base is planned, not built (refused at validation)");
   if (budget <= 0) {
     std::printf("device memory: unknown here (no %s visible): give --device-memory GiB to plan for one\n",
                 s.device.c_str());

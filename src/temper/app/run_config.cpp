@@ -365,19 +365,18 @@ void read_lora(Recipe& r, RunConfig& c) {
     TEMPER_FAIL() << r.source() << ": " << e.what();
   }
   const std::string base(lora_base_name(l.config.base));
-  TEMPER_CHECK(c.model.device == "cpu")
-      << r.source() << ": [lora] trains on the CPU so far (model.device = \"" << c.model.device << "\""
-      << (l.config.base != LoraBase::f32 ? ", lora.base = \"" + base + "\": a bf16/int4 base too" : std::string())
-      << "); set model.device = \"cpu\"";
+  TEMPER_CHECK(c.model.device == "cpu") << r.source() << ": [lora] trains on the CPU so far (model.device = \""
+                                        << c.model.device << "\""
+                                        << (l.config.base != LoraBase::f32
+                                                ? ", lora.base = \"" + base + "\": a bf16/int4 base too"
+                                                : std::string())
+                                        << "); set model.device = \"cpu\"";
   TEMPER_CHECK(!c.rl.speculative) << r.source() << ": [rl.speculative] with [lora]: not yet (the drafter is the base"
-                                  << (l.config.base != LoraBase::f32 ? "; with lora.base = \"" + base +
-                                                                           "\" it has no f32 weights to quantise"
-                                                                     : std::string())
+                                  << (l.config.base != LoraBase::f32
+                                          ? "; with lora.base = \"" + base + "\" it has no f32 weights to quantise"
+                                          : std::string())
                                   << ")";
   // A base held as bf16 / int4 has no f32 weights: what writes them or needs their gradient cannot run on it.
-  TEMPER_CHECK(l.config.base == LoraBase::f32 || l.init.empty())
-      << r.source() << ": lora.init with lora.base = \"" << base
-      << "\": not yet (adapters from a PEFT directory start on an f32 base); set lora.base = \"f32\" or drop lora.init";
   c.lora = std::move(l);
 }
 

@@ -29,7 +29,11 @@ MemorySettings settings_for(const RunConfig& cfg, const RunMemoryFacts& f) {
   s.reference = cfg.rl_steps() > 0 && f.reference;
   s.evaluation = true;  // at the start and the end, and every eval.every steps
   s.eval_kv_memory_mb = cfg.eval.kv_memory_mb;
-  if (f.lora) s.lora_rank = f.lora->rank(), s.lora_trainable = f.lora->size(), s.lora_full_base = true;
+  if (f.lora) {
+    const LoraBase base = f.lora->config().base;
+    s.lora_rank = f.lora->rank(), s.lora_trainable = f.lora->size();
+    s.lora_full_base = base == LoraBase::f32, s.qlora = base == LoraBase::int4, s.lora_held = true;
+  }
   if (cfg.teacher.source == "model") {
     s.teacher = read_model_config(cfg.teacher.path);
     s.teacher_kv_mb = cfg.teacher.model.kv_memory_mb;

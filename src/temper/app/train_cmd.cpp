@@ -132,7 +132,7 @@ class TrainRun {
   bool after_step(bool rl_stage);  // true: stop here
   void stop_interrupted();         // a signal abandoned a rollout or an evaluation: checkpoint what is complete
   void train_loop();
-  bool run_sft();                  // true: stopped
+  bool run_sft();  // true: stopped
   bool run_rl();
   void write_samples(const rl::Batch& b);
   void finish();
@@ -143,7 +143,7 @@ class TrainRun {
   std::string run_dir_, resume_from_, config_text_, device_, curriculum_json_;
   RunDirKind dir_kind_ = RunDirKind::fresh;
   std::vector<ConfigChange> changes_;  // --resume --allow-changes: what the given settings change
-  std::unique_ptr<RunLock> lock_;  // rank 0: DIR/.lock for the process's life
+  std::unique_ptr<RunLock> lock_;      // rank 0: DIR/.lock for the process's life
   dist::Communicator& comm_ = dist::world();
   bool root_ = comm_.is_root();
   std::shared_ptr<const tasks::Task> task_, sft_task_, rl_task_, heldout_;
@@ -239,8 +239,9 @@ void TrainRun::train_loop() {
 
 void TrainRun::choose_threads() {
   if (const char* n = std::getenv("OMPI_COMM_WORLD_SIZE"); n && std::atoi(n) > 1) {
-    TEMPER_CHECK(dist::mpi_available()) << "temper train was started by mpirun with " << n
-                                        << " ranks, but this temper was built without MPI (install libopenmpi-dev: scripts/bootstrap, then rebuild)";
+    TEMPER_CHECK(dist::mpi_available())
+        << "temper train was started by mpirun with " << n
+        << " ranks, but this temper was built without MPI (install libopenmpi-dev: scripts/bootstrap, then rebuild)";
   }
   if (o_.threads > 0)
     set_num_threads(o_.threads);
@@ -249,8 +250,10 @@ void TrainRun::choose_threads() {
   else if (comm_.local_size() > 1 && !std::getenv("TEMPER_THREADS")) {  // ranks on one machine share its cores
     const int share = std::max(1, default_num_threads() / comm_.local_size()), bound = cores_bound();
     if (bound < share && root_)
-      std::fprintf(stderr, "temper train: warning: mpirun bound each rank to %d core(s) of the %d it could use; "
-                           "run with --bind-to none, or --map-by slot:PE=%d\n", bound, share, share);
+      std::fprintf(stderr,
+                   "temper train: warning: mpirun bound each rank to %d core(s) of the %d it could use; "
+                   "run with --bind-to none, or --map-by slot:PE=%d\n",
+                   bound, share, share);
     set_num_threads(std::max(1, std::min(share, bound)));
   }
 }
@@ -414,6 +417,7 @@ void TrainRun::attach_lora() {
         << recipe_.source() << ": lora.init = " << l.init << " holds adapters of rank " << c.rank << ", alpha "
         << c.alpha << " on other targets or scale than [lora] gives (rank " << l.config.rank << ", alpha "
         << l.config.alpha << "); make [lora] match the adapter";
+    lora_->set_base(l.config.base);  // the recipe's held base (an adapter recording another one is refused)
   }
   if (comm_.size() > 1) comm_.broadcast(lora_->params(), lora_->size(), 0);
   policy_->attach_lora(lora_.get());
@@ -436,8 +440,10 @@ Transformer* TrainRun::reference() const {
 // regardless of the filesystem or the build).
 void TrainRun::sync_weights() {
   if (comm_.size() == 1) return;
-  comm_.broadcast(policy_->params(), policy_->flat_size(), 0);
-  policy_->params_updated();
+  if (!policy_->held_base()) {  // a held base's f32 pages are released: each rank quantises the same weights
+    comm_.broadcast(policy_->params(), policy_->flat_size(), 0);
+    policy_->params_updated();
+  }
   if (lora_) comm_.broadcast(lora_->params(), lora_->size(), 0);
 }
 
