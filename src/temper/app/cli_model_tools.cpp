@@ -114,6 +114,7 @@ CLI::App* add_generate_command(CLI::App& app, GenerateOptions& o) {
       "Fair RL: the trade-off (per-objective weights summing to 1, e.g. 0.7,0.3), written before the prompt");
   gen->add_option("--preference-prefix", o.preference_prefix,
                   "The preference's text, with {p} (default: \"<pref {p}>\\n\")");
+  gen->add_option("--ggf", o.ggf, "Fair RL: the Gini weights for {w} in --preference-prefix (e.g. 0.7,0.3)");
   return gen;
 }
 

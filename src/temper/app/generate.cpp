@@ -54,9 +54,12 @@ std::vector<int32_t> encode_prompt(const text::Tokenizer& tok, const GenerateOpt
     const std::vector<double> w = split_numbers(o.preference, "--preference");
     double sum = 0;
     for (double x : w) sum += x;
-    TEMPER_CHECK(w.size() >= 2 && std::fabs(sum - 1) < 1e-6) << "--preference: expected at least 2 numbers summing to 1, got '" << o.preference << "'";
-    TEMPER_CHECK(o.preference_prefix.find("{p}") != std::string::npos) << "--preference-prefix must contain {p}, got '" << o.preference_prefix << "'";
-    pref = rl::fair_preference_text(unescape_newlines(o.preference_prefix), w);
+    TEMPER_CHECK(w.size() >= 2 && std::fabs(sum - 1) < 1e-6)
+        << "--preference: expected at least 2 numbers summing to 1, got '" << o.preference << "'";
+    TEMPER_CHECK(o.preference_prefix.find("{p}") != std::string::npos)
+        << "--preference-prefix must contain {p}, got '" << o.preference_prefix << "'";
+    pref = rl::fair_preference_text(unescape_newlines(o.preference_prefix), w,
+                                    o.ggf.empty() ? std::vector<double>{} : split_numbers(o.ggf, "--ggf"));
   }
   if (o.raw) {
     ids = tok.prefix_ids();  // BOS if the tokenizer adds one; never an EOS after the text to continue
@@ -133,7 +136,8 @@ int generate_jsonl(const GenerateOptions& o, LoadedModel& lm, const rollout::Sam
   const int64_t block = kKvBlockSize;
   KvPool pool(c, block, (tokens * o.samples) / block + 2 * static_cast<int64_t>(reqs.size()) * (o.samples + 1) + 8,
               kv_dtype(lm.model->precision()));
-  rollout::RolloutEngine eng(*lm.model, pool, rollout::EngineConfig{64, [&tok](int32_t id) { return tok.token_bytes(id); }});
+  rollout::RolloutEngine eng(*lm.model, pool,
+                             rollout::EngineConfig{64, [&tok](int32_t id) { return tok.token_bytes(id); }});
   Speculation spec;
   spec.attach(o, *lm.model, pool, eng);
   auto t0 = std::chrono::steady_clock::now();
@@ -201,8 +205,8 @@ int generate(const GenerateOptions& o) {
   const ModelConfig& cfg = m.config();
   TEMPER_CHECK(static_cast<int64_t>(ids.size()) < cfg.max_position_embeddings)
       << "prompt of " << ids.size() << " tokens does not fit the model's context of " << cfg.max_position_embeddings;
-  std::fprintf(stderr, "temper generate: %s (%s, %.1fM params) loaded in %.2f s; prompt %zu tokens\n",
-               o.model.c_str(), lm.format.c_str(), m.num_params() / 1e6, lm.load_seconds, ids.size());
+  std::fprintf(stderr, "temper generate: %s (%s, %.1fM params) loaded in %.2f s; prompt %zu tokens\n", o.model.c_str(),
+               lm.format.c_str(), m.num_params() / 1e6, lm.load_seconds, ids.size());
   rollout::RolloutRequest req;
   req.prompt = ids;
   req.max_new = std::min<int64_t>(o.max_new, cfg.max_position_embeddings - static_cast<int64_t>(ids.size()));
@@ -236,12 +240,16 @@ int generate(const GenerateOptions& o) {
   std::fwrite(rest.data(), 1, rest.size(), stdout);
   std::printf("\n");
   int64_t produced = static_cast<int64_t>(c.tokens.size()) - (c.finish == rollout::FinishReason::stop ? 1 : 0);
-  if (stream.first == std::chrono::steady_clock::time_point{}) stream.first = t2;  // no token reached the hook (an immediate stop)
+  if (stream.first == std::chrono::steady_clock::time_point{})
+    stream.first = t2;  // no token reached the hook (an immediate stop)
   double ttft = std::chrono::duration<double>(stream.first - t0).count();
   double decode = std::chrono::duration<double>(t2 - stream.first).count();
-  std::fprintf(stderr, "temper generate: %lld tokens (%s); first token after %.3f s (prompt %.0f tokens/s), "
-               "decode %.1f tokens/s\n", static_cast<long long>(produced), rollout::finish_reason_name(c.finish).c_str(),
-               ttft, ids.size() / (ttft > 0 ? ttft : 1e-9), produced > 0 ? static_cast<double>(c.tokens.size() - 1) / (decode > 0 ? decode : 1e-9) : 0.0);
+  std::fprintf(stderr,
+               "temper generate: %lld tokens (%s); first token after %.3f s (prompt %.0f tokens/s), "
+               "decode %.1f tokens/s\n",
+               static_cast<long long>(produced), rollout::finish_reason_name(c.finish).c_str(), ttft,
+               ids.size() / (ttft > 0 ? ttft : 1e-9),
+               produced > 0 ? static_cast<double>(c.tokens.size() - 1) / (decode > 0 ? decode : 1e-9) : 0.0);
   return 0;
 }
 

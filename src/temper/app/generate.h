@@ -28,6 +28,7 @@ struct GenerateOptions {
   // Fair RL: a policy trained with [rl.fair] reads its trade-off from the prompt: the preference
   // ("0.7,0.3") is written with preference_prefix before each prompt's text (its last user message).
   std::string preference, preference_prefix = "<pref {p}>\n";
+  std::string ggf;  // fair RL's Gini weights ("0.7,0.3") for {w} in preference_prefix; empty: the linear weights
   // Speculative decoding with the model's own 4-bit drafter (EfficientRollout's; always on when asked):
   // the output is distributed exactly as without it (greedy: the same text).
   bool speculative = false;

@@ -42,11 +42,13 @@ void EvalConfig::validate() const {
   within("eval.revisions", revisions, 0, 1000);
   within("rl.kv_memory_mb (the evaluation's KV cache)", kv_memory_mb, 1, int64_t{1} << 24);
   within("rl.max_seqs (the evaluation's batch)", max_seqs, 1, int64_t{1} << 20);
-  TEMPER_CHECK(!greedy || samples == 1) << "eval: greedy decoding gives one sample per problem, got samples = " << samples;
+  TEMPER_CHECK(!greedy || samples == 1) << "eval: greedy decoding gives one sample per problem, got samples = "
+                                        << samples;
   for (int64_t k : pass_k)
     TEMPER_CHECK(k >= 1 && k <= samples) << "eval.pass_k: k = " << k << " must be in [1, samples = " << samples << "]";
   if (!greedy) sampler.validate();
-  TEMPER_CHECK(revisions == 0 || samples == 1) << "eval: revisions need one sample per problem, got samples = " << samples;
+  TEMPER_CHECK(revisions == 0 || samples == 1)
+      << "eval: revisions need one sample per problem, got samples = " << samples;
   if (revisions > 0) revision.validate();
   if (!objectives.empty() || !preference.empty()) {  // the fair method's checks, with its keys
     FairConfig f;
@@ -107,7 +109,7 @@ EvalResult evaluate(Transformer& model, std::shared_ptr<const tasks::Task> task,
   for (int64_t i = 0; i < n; ++i) {
     problems.push_back(task->problem(tasks::Split::eval, static_cast<uint64_t>(i)));
     if (!cfg.preference.empty())
-      problems.back() = fair_condition(problems.back(), codec, cfg.preference_prefix, cfg.preference);
+      problems.back() = fair_condition(problems.back(), codec, cfg.preference_prefix, cfg.preference, cfg.ggf);
     std::vector<int32_t> prompt = codec.encode_prompt(problems.back());
     TEMPER_CHECK(static_cast<int64_t>(prompt.size()) < ctx)
         << "eval: the prompt of " << problems.back().id << " has " << prompt.size() << " tokens, context " << ctx;
@@ -151,7 +153,8 @@ EvalResult evaluate(Transformer& model, std::shared_ptr<const tasks::Task> task,
     if (c.member == 0 || cfg.all_examples)
       res.examples.push_back({p.id, p.shown(), text, p.answer, c.member, v.reward, v.correct});
     if (!cfg.objectives.empty()) {
-      std::vector<double> o = fair_objectives(cfg.objectives, v.correct, static_cast<int64_t>(c.tokens.size()), cfg.max_new, text, task.get(), v.rewards);
+      std::vector<double> o = fair_objectives(cfg.objectives, v.correct, static_cast<int64_t>(c.tokens.size()),
+                                              cfg.max_new, text, task.get(), v.rewards);
       res.objective_means.resize(o.size(), 0.0);
       for (size_t j = 0; j < o.size(); ++j) res.objective_means[j] += o[j];
     }
@@ -161,7 +164,8 @@ EvalResult evaluate(Transformer& model, std::shared_ptr<const tasks::Task> task,
     for (double& x : res.objective_means) x /= static_cast<double>(std::max<size_t>(1, done.size()));
     res.objective_means.resize(D, 0.0);
     std::vector<double> pw(D);
-    for (size_t j = 0; j < D; ++j) pw[j] = (cfg.preference.empty() ? 1.0 / static_cast<double>(D) : cfg.preference[j]) * res.objective_means[j];
+    for (size_t j = 0; j < D; ++j)
+      pw[j] = (cfg.preference.empty() ? 1.0 / static_cast<double>(D) : cfg.preference[j]) * res.objective_means[j];
     res.welfare = ggf(cfg.ggf.empty() ? ggf_weights(static_cast<int64_t>(D), "linear") : cfg.ggf, pw);
   }
   res.samples = static_cast<int64_t>(done.size());
@@ -175,7 +179,8 @@ EvalResult evaluate(Transformer& model, std::shared_ptr<const tasks::Task> task,
     for (int64_t i = 0; i < n; ++i) s += pass_at_k(cfg.samples, correct[static_cast<size_t>(i)], k);
     res.pass_at_k[k] = s / static_cast<double>(n);
   }
-  for (auto& [d, sc] : diff) res.by_difficulty[d] = {sc.first, static_cast<double>(sc.second) / static_cast<double>(sc.first)};
+  for (auto& [d, sc] : diff)
+    res.by_difficulty[d] = {sc.first, static_cast<double>(sc.second) / static_cast<double>(sc.first)};
   if (cfg.revisions > 0) {
     ReviseSettings rs;
     rs.rounds = cfg.revisions;
@@ -185,7 +190,8 @@ EvalResult evaluate(Transformer& model, std::shared_ptr<const tasks::Task> task,
     rs.context = ctx;
     rs.seed = cfg.seed;
     std::vector<RevisionTrace> tr = revise(
-        problems, rs, cfg.revision, codec, [&](const std::vector<rollout::RolloutRequest>& q) { return rollout::run_sharded(engine, q, comm); },
+        problems, rs, cfg.revision, codec,
+        [&](const std::vector<rollout::RolloutRequest>& q) { return rollout::run_sharded(engine, q, comm); },
         [&](const tasks::Problem& p, const std::string& text) { return tasks::verify_safely(safe, task, p, text); });
     res.solved_within = solved_within(tr, cfg.revisions);
   }
