@@ -5,6 +5,8 @@
 
 #include <cstring>
 
+#include "temper/kernels/cpu/panel_store.h"
+
 // GCC 12's AVX-512 headers trip -Wuninitialized on their own _mm512_undefined_* (GCC bug 105593).
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -14,19 +16,6 @@ namespace {
 
 constexpr int64_t kMaxRows = 12;    // rows per tile: 24 accumulators, two weight vectors, one broadcast
 constexpr int64_t kRowChunk = 192;  // rows of A per pass over the panels (L2)
-
-inline void store_row(float* c, __m512 lo, __m512 hi, int64_t n, bool accumulate) {
-  const __mmask16 m0 = n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1u);
-  const __mmask16 m1 = n >= 32   ? static_cast<__mmask16>(0xffff)
-                       : n <= 16 ? 0
-                                 : static_cast<__mmask16>((1u << (n - 16)) - 1u);
-  if (accumulate) {
-    lo = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, c), lo);
-    hi = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, c + 16), hi);
-  }
-  _mm512_mask_storeu_ps(c, m0, lo);
-  _mm512_mask_storeu_ps(c + 16, m1, hi);
-}
 
 inline __m512i pair_of(const uint16_t* a) {
   uint32_t v;
@@ -59,7 +48,7 @@ void tile(const uint16_t* A, int64_t Kp, const uint16_t* P, float* C, int64_t ld
     }
   }
 #define TEMPER_OUT(r) \
-  if constexpr (R > r) store_row(C + r * ldc, c##r##l, c##r##h, n, accumulate);
+  if constexpr (R > r) store_panel_row(C + r * ldc, c##r##l, c##r##h, n, accumulate);
   TEMPER_ROWS(TEMPER_OUT)
 #undef TEMPER_OUT
 }

@@ -4,6 +4,8 @@
 
 #include <immintrin.h>
 
+#include "temper/kernels/cpu/panel_store.h"
+
 // GCC 12's AVX-512 headers trip -Wuninitialized on their own _mm512_undefined_* (GCC bug 105593).
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -19,20 +21,8 @@ inline uint16_t round_bf16(float f) {  // round to nearest even; NaN stays (quie
   return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
-constexpr int64_t kMaxRows = 12;     // rows per tile: 24 accumulators, two widened weight vectors, one broadcast
-constexpr int64_t kRowChunk = 192;   // rows of A per pass over the panels (192 x K floats: L2)
-
-// Stores 32 outputs of one row (the first n of them when the panel is cut by N).
-inline void store_row(float* c, __m512 lo, __m512 hi, int64_t n, bool accumulate) {
-  const __mmask16 m0 = n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1u);
-  const __mmask16 m1 = n >= 32 ? static_cast<__mmask16>(0xffff) : n <= 16 ? 0 : static_cast<__mmask16>((1u << (n - 16)) - 1u);
-  if (accumulate) {
-    lo = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, c), lo);
-    hi = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, c + 16), hi);
-  }
-  _mm512_mask_storeu_ps(c, m0, lo);
-  _mm512_mask_storeu_ps(c + 16, m1, hi);
-}
+constexpr int64_t kMaxRows = 12;    // rows per tile: 24 accumulators, two widened weight vectors, one broadcast
+constexpr int64_t kRowChunk = 192;  // rows of A per pass over the panels (192 x K floats: L2)
 
 // R rows (R <= 12) x one panel of 32 outputs; the accumulators are named variables (held in an array,
 // GCC 12 stores them to the stack every iteration: see gemm_nt_tile44 in isa_kernels.inc).
@@ -70,17 +60,17 @@ void tile(const float* A, int64_t lda, const T* P, int64_t K, float* C, int64_t 
     __m512 wl, wh;
     load_panel_row(P, k, wl, wh);
     if constexpr (Prefetch) prefetch_panel_row(next, k);
-#define TEMPER_STEP(r)                                  \
-  if constexpr (R > r) {                                \
-    const __m512 a = _mm512_set1_ps(A[r * lda + k]);    \
-    c##r##l = _mm512_fmadd_ps(a, wl, c##r##l);          \
-    c##r##h = _mm512_fmadd_ps(a, wh, c##r##h);          \
+#define TEMPER_STEP(r)                               \
+  if constexpr (R > r) {                             \
+    const __m512 a = _mm512_set1_ps(A[r * lda + k]); \
+    c##r##l = _mm512_fmadd_ps(a, wl, c##r##l);       \
+    c##r##h = _mm512_fmadd_ps(a, wh, c##r##h);       \
   }
     TEMPER_ROWS(TEMPER_STEP)
 #undef TEMPER_STEP
   }
 #define TEMPER_OUT(r) \
-  if constexpr (R > r) store_row(C + r * ldc, c##r##l, c##r##h, n, accumulate);
+  if constexpr (R > r) store_panel_row(C + r * ldc, c##r##l, c##r##h, n, accumulate);
   TEMPER_ROWS(TEMPER_OUT)
 #undef TEMPER_OUT
 }
@@ -117,7 +107,9 @@ void packed_panels(const float* A, int64_t lda, const T* Wp, int64_t N, int64_t 
 
 }  // namespace
 
-int64_t packed_elems(int64_t N, int64_t K) { return (N + 31) / 32 * 32 * K; }
+int64_t packed_elems(int64_t N, int64_t K) {
+  return (N + 31) / 32 * 32 * K;
+}
 
 void f32_pack_panels(const float* W, int64_t ldw, int64_t N, int64_t K, int64_t p0, int64_t p1, float* out) {
   for (int64_t p = p0; p < p1; ++p)
