@@ -28,6 +28,23 @@ max_ops = 2
 max_operand = 20
 ops = "+-"
 check_lines = 3'
+# The sections every run ends with.
+tail="[eval]
+every = 0
+problems = $eval_n
+max_new = 96
+[run]
+checkpoint_every = 0
+keep_last = 1"
+
+# train TOML RUN WHAT: trains into a fresh RUN (its output in RUN.log); took = its seconds.
+train() {
+  rm -rf "$2"
+  local start=$SECONDS
+  "$temper" train "$1" --out "$2" --threads "$threads" > "$2.log" 2>&1 ||
+    { echo "dre_compose.sh: $3 failed, see $2.log" >&2; exit 1; }
+  took=$((SECONDS - start))
+}
 
 ckpt() { ls -d "$1"/checkpoints/step-* 2>/dev/null | sort -t- -k2 -n | tail -1; }
 if [ -z "${SFT:-}" ] && [ -z "$(ckpt "$out/sft")" ]; then
@@ -41,19 +58,10 @@ steps = $sft_steps
 batch = 32
 lr = 3e-3
 warmup = 10
-[eval]
-every = 0
-problems = $eval_n
-max_new = 96
-[run]
-checkpoint_every = 0
-keep_last = 1
+$tail
 TOML
-  rm -rf "$out/sft"
-  start=$SECONDS
-  "$temper" train "$out/sft.toml" --out "$out/sft" --threads "$threads" > "$out/sft.log" 2>&1 ||
-    { echo "dre_compose.sh: SFT failed, see $out/sft.log" >&2; exit 1; }
-  echo "SFT $sft_steps steps: $((SECONDS - start)) s; $(grep -o 'Held-out accuracy.*' "$out/sft.log" | head -1)"
+  train "$out/sft.toml" "$out/sft" SFT
+  echo "SFT $sft_steps steps: $took s; $(grep -o 'Held-out accuracy.*' "$out/sft.log" | head -1)"
 fi
 sft=${SFT:-$(ckpt "$out/sft")}
 
@@ -76,19 +84,10 @@ temperature = 1.0
 [rl.dre]
 mode = "online"
 compose = "$mode"
-[eval]
-every = 0
-problems = $eval_n
-max_new = 96
-[run]
-checkpoint_every = 0
-keep_last = 1
+$tail
 TOML
-    rm -rf "$run"
-    start=$SECONDS
-    "$temper" train "$run.toml" --out "$run" --threads "$threads" > "$run.log" 2>&1 ||
-      { echo "dre_compose.sh: $mode seed $seed failed, see $run.log" >&2; exit 1; }
-    echo "$mode seed $seed: $((SECONDS - start)) s"
+    train "$run.toml" "$run" "$mode seed $seed"
+    echo "$mode seed $seed: $took s"
   done
 done
 
