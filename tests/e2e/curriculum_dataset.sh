@@ -5,10 +5,8 @@
 # steps on the rl rows. A file whose rows declare no modules is refused before any step, naming the file and the
 # field 'modules', with no run directory left behind.   Usage: curriculum_dataset.sh TEMPER. Prints CURRICULUM_DATASET_OK.
 set -euo pipefail
-temper=$1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "curriculum_dataset.sh: $*"; exit 1; }
+source "$(dirname "$0")/dataset_run.sh"
+e2e_start "$1"
 python3 - "$work" <<'PY'
 import itertools, json, sys
 ops = {"rev": lambda s: s[::-1], "dup": lambda s: s + s, "sort": lambda s: "".join(sorted(s))}

@@ -5,46 +5,9 @@
 # tokens saved). Without a detector the recipe is refused before any step, naming rl.dre.detector, with no run
 # directory left behind.   Usage: dre_dataset.sh TEMPER. Prints DRE_DATASET_OK.
 set -euo pipefail
-temper=$1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "dre_dataset.sh: $*"; exit 1; }
-python3 - "$work/sums.jsonl" <<'PY'
-import json, sys
-with open(sys.argv[1], "w") as f:
-    for a in range(10):
-        for b in range(10):
-            c = a + b
-            f.write(json.dumps({"prompt": f"{a}+{b}=", "answer": str(c),
-                                "solution": f"{a}+{b}={c}\ncheck {b}+{a}={c}\n#### {c}"}) + "\n")
-PY
-cat > "$work/recipe.toml" <<TOML
-[model]
-preset = "quickstart"
-[task]
-name = "dataset"
-[task.params]
-path = "$work/sums.jsonl"
-eval_fraction = 0.1
-[sft]
-steps = 150
-batch = 32
-lr = 3e-3
-warmup = 10
-[rl]
-steps = 3
-prompts_per_step = 8
-group_size = 4
-max_new = 40
-[rl.dre]
-min_tail = 4
-[eval]
-every = 0
-problems = 10
-max_new = 40
-[run]
-checkpoint_every = 0
-TOML
+source "$(dirname "$0")/dataset_run.sh"
+e2e_start "$1"
+sums_recipe '[rl.dre]' 'min_tail = 4'
 
 if "$temper" train "$work/recipe.toml" --out "$work/refused" --threads 2 2> "$work/refused.log"; then
   fail "DRE on a dataset without rl.dre.detector was not refused"

@@ -5,45 +5,9 @@
 # similarity nothing reaches, every step logs graphpo_nothing_merged = 1 and the run warns once; equivalence = "state"
 # is refused before any step, naming the key.   Usage: graphpo_dataset.sh TEMPER. Prints GRAPHPO_DATASET_OK.
 set -euo pipefail
-temper=$1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "graphpo_dataset.sh: $*"; exit 1; }
-python3 - "$work/sums.jsonl" <<'PY'
-import json, sys
-with open(sys.argv[1], "w") as f:
-    for a in range(10):
-        for b in range(10):
-            c = a + b
-            f.write(json.dumps({"prompt": f"{a}+{b}=", "answer": str(c),
-                                "solution": f"{a}+{b}={c}\ncheck {b}+{a}={c}\n#### {c}"}) + "\n")
-PY
-cat > "$work/recipe.toml" <<TOML
-[model]
-preset = "quickstart"
-[task]
-name = "dataset"
-[task.params]
-path = "$work/sums.jsonl"
-eval_fraction = 0.1
-[sft]
-steps = 150
-batch = 32
-lr = 3e-3
-warmup = 10
-[rl]
-steps = 3
-prompts_per_step = 8
-group_size = 4
-max_new = 40
-[rl.graphpo]
-[eval]
-every = 0
-problems = 10
-max_new = 40
-[run]
-checkpoint_every = 0
-TOML
+source "$(dirname "$0")/dataset_run.sh"
+e2e_start "$1"
+sums_recipe '[rl.graphpo]'
 common=("$work/recipe.toml" --threads 2)
 "$temper" train "${common[@]}" --out "$work/run" 2> "$work/run.log" || fail "the run failed: $(tail -3 "$work/run.log")"
 "$temper" train "${common[@]}" --out "$work/strict" --set rl.graphpo.similarity=1.0 2> "$work/strict.log" \
