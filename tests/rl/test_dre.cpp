@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "rl/arithmetic_env.h"
 #include "rl/byte_codec.h"
 #include "rl/letter_task.h"
 #include "temper/rl/methods/dre.h"
@@ -22,7 +23,6 @@ using namespace temper::rl;
 
 namespace {
 
-using test::byte_codec;
 using test::ids;
 using test::kEos;
 
@@ -34,30 +34,16 @@ tasks::Problem problem() {
   return p;
 }
 
-const std::string kSteps = "7*3=21\n12+21=33\n";           // the answer appears at the end of this prefix
+const std::string kSteps = "7*3=21\n12+21=33\n";  // the answer appears at the end of this prefix
 const std::string kLong = kSteps + "check 7*3=21\ncheck 12+21=33\n#### 33";
 const std::string kShort = kSteps + "#### 33";
 const std::string kWrong = "7*3=21\n12+21=34\ncheck 7*3=21\n#### 34";
 
-struct Env {
-  std::shared_ptr<tasks::ArithmeticTask> task = std::make_shared<tasks::ArithmeticTask>(tasks::ArithmeticConfig{});
-  PromptCodec codec = byte_codec();
-  std::vector<rollout::RolloutRequest> requests;  // what offline mode asked to generate
-  MethodEnv env() {
-    MethodEnv e;
-    e.task = task;
-    e.codec = &codec;
-    e.max_new = 64;
-    e.context = 256;
-    e.generate = [this](const std::vector<rollout::RolloutRequest>& reqs) {
-      requests.insert(requests.end(), reqs.begin(), reqs.end());
-      std::vector<rollout::Completion> out;
-      for (size_t i = 0; i < reqs.size(); ++i)  // the policy writes the forced close, then "33" and the end
-        out.push_back(test::scripted_completion(static_cast<int64_t>(i), 0, "33", reqs[i].forced));
-      return out;
-    };
-    e.verify = [this](const tasks::Problem& p, const std::string& text) { return task->verify(p, text); };
-    return e;
+struct Env : test::ArithmeticEnv {  // requests: what offline mode asked to generate
+  MethodEnv env() {                 // the policy writes the forced close, then "33" and the end
+    return method_env(256, [](int64_t i, const rollout::RolloutRequest& r) {
+      return std::vector<rollout::Completion>{test::scripted_completion(i, 0, "33", r.forced)};
+    });
   }
 };
 
@@ -85,8 +71,8 @@ Trajectory traj(const std::string& text, int64_t group, int64_t member, int64_t 
 }
 
 // Runs the hook over a completion token by token; returns the positions where it forked.
-std::vector<size_t> drive(rollout::RolloutHook* h, const std::string& text, int64_t request, int64_t member, int64_t parent,
-                          std::vector<int32_t>* forced = nullptr, int64_t* cap = nullptr) {
+std::vector<size_t> drive(rollout::RolloutHook* h, const std::string& text, int64_t request, int64_t member,
+                          int64_t parent, std::vector<int32_t>* forced = nullptr, int64_t* cap = nullptr) {
   rollout::RolloutRequest q;
   rollout::Completion c;
   c.request = request;
@@ -150,10 +136,10 @@ TEST(Dre, OnlineHookForksOnceAtTheFirstVerifiedAnswerWithTheCloseForced) {
   EXPECT_EQ(drive(h, kLong, 0, 0, -1, &forced, &cap), std::vector<size_t>{kSteps.size()});
   EXPECT_EQ(forced, ids("#### "));
   EXPECT_EQ(cap, 5 + 6);
-  EXPECT_TRUE(drive(h, kLong, 0, 0, -1).empty());       // once per sequence
-  EXPECT_TRUE(drive(h, kLong, 0, 3, 1).empty());        // forks are not edited again
-  EXPECT_TRUE(drive(h, kWrong, 1, 0, -1).empty());      // a wrong answer never verifies
-  EXPECT_TRUE(drive(h, "#### 33\n12+21=33\n", 1, 1, -1).empty());  // after the answer line: nothing
+  EXPECT_TRUE(drive(h, kLong, 0, 0, -1).empty());                             // once per sequence
+  EXPECT_TRUE(drive(h, kLong, 0, 3, 1).empty());                              // forks are not edited again
+  EXPECT_TRUE(drive(h, kWrong, 1, 0, -1).empty());                            // a wrong answer never verifies
+  EXPECT_TRUE(drive(h, "#### 33\n12+21=33\n", 1, 1, -1).empty());             // after the answer line: nothing
   EXPECT_EQ(drive(h, kShort, 1, 2, -1), std::vector<size_t>{kSteps.size()});  // forks; composition drops it (no saving)
   EXPECT_EQ(static_cast<DreHook*>(h)->forked(), (std::set<std::pair<int64_t, int64_t>>{{1, 0}, {2, 2}}));
   cfg.mode = DreMode::offline;
@@ -174,7 +160,7 @@ TEST(Dre, OnlineHookOnARankShareKeysSequencesByTheRoundPosition) {
   const std::vector<int64_t> mine = {1, 3};
   RolloutRound round{0, 0, &problems, 1, &mine};
   rollout::RolloutHook* h = dre.rollout_hook(round);
-  EXPECT_TRUE(drive(h, kLong, 0, 0, -1).empty());  // problem 2 wants 34
+  EXPECT_TRUE(drive(h, kLong, 0, 0, -1).empty());                            // problem 2 wants 34
   EXPECT_EQ(drive(h, kLong, 1, 0, -1), std::vector<size_t>{kSteps.size()});  // problem 4
   EXPECT_EQ(static_cast<DreHook*>(h)->forked(), (std::set<std::pair<int64_t, int64_t>>{{4, 0}}));
 }
@@ -244,9 +230,9 @@ TEST(Dre, OfflineRegeneratesTheVerifiedPrefixPlusTheCloseForCorrectOverthinkersO
   Batch b;
   b.step = 4;
   b.problems.assign(2, problem());
-  b.traj.push_back(traj(kLong, 0, 0));   // edited
-  b.traj.push_back(traj(kShort, 0, 1));  // no tail
-  b.traj.push_back(traj(kWrong, 1, 0));  // wrong: never
+  b.traj.push_back(traj(kLong, 0, 0));      // edited
+  b.traj.push_back(traj(kShort, 0, 1));     // no tail
+  b.traj.push_back(traj(kWrong, 1, 0));     // wrong: never
   b.traj.push_back(traj("#### 33", 1, 1));  // no early answer
   EXPECT_EQ(dre.rollout_hook(RolloutRound{4, 0, &b.problems, 0}), nullptr);
   dre.after_reward(b);

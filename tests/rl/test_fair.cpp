@@ -9,6 +9,7 @@
 
 #include "common/scratch.h"
 #include "rl/letter_task.h"
+#include "rl/two_answer_task.h"
 #include "temper/core/error.h"
 #include "temper/rl/evaluate.h"
 #include "temper/rl/methods/fair.h"
@@ -291,24 +292,8 @@ TEST(Fair, EvaluationRunsAtAChosenPreferenceAndReportsObjectivesAndWelfare) {
 // The spec's mixture signature: two answers, one pays objective 1 only, the other objective 2 only
 // (the convex coverage set {(1,0), (0,1)}). Any deterministic policy has min-objective 0; GGF on the
 // group-mean vector pushes toward the worse-off objective, so the sampling policy settles near the
-// (0.5, 0.5) mixture and raises the welfare, where the linear scalarisation is indifferent between them.
-class TwoAnswerTask : public tasks::Task {
- public:
-  std::string name() const override { return "two_answers"; }
-  int64_t size(tasks::Split) const override { return -1; }
-  tasks::Problem problem(tasks::Split, uint64_t i) const override {
-    tasks::Problem p;
-    p.id = std::to_string(i);
-    p.prompt = "abc";
-    return p;
-  }
-  tasks::Verdict verify(const tasks::Problem&, const std::string& c) const override {
-    tasks::Verdict v;
-    v.rewards = {!c.empty() && c[0] == 'a' ? 1.0 : 0.0, !c.empty() && c[0] == 'b' ? 1.0 : 0.0};
-    return v;
-  }
-};
-
+// (0.5, 0.5) mixture and raises the welfare, where the linear scalarisation is indifferent between them
+// (TwoAnswerTask).
 TEST(Fair, GgfOnTheGroupMeanLearnsTheMixtureOfTwoSingleObjectiveAnswers) {
   RlSetup s;
   FairConfig c;
@@ -324,12 +309,13 @@ TEST(Fair, GgfOnTheGroupMeanLearnsTheMixtureOfTwoSingleObjectiveAnswers) {
   for (int i = 0; i < 80; ++i) {
     Metrics m = t.step();
     if (i < 3) welfare0 += value(m, "fair_welfare") / 3;
-    if (i >= 60) a += value(m, "fair_task_0") / 20, b += value(m, "fair_task_1") / 20, welfare += value(m, "fair_welfare") / 20;
+    if (i >= 60)
+      a += value(m, "fair_task_0") / 20, b += value(m, "fair_task_1") / 20, welfare += value(m, "fair_welfare") / 20;
   }
   // Measured: 'a' then 'b' overshoot in turn (steps 30-50), then both near 0.5 from step ~50 on.
-  std::printf("last 20 steps: first answer 'a' %.3f, 'b' %.3f; welfare %.4f (first steps %.4f; the mixture's 0.25)\n", a, b,
-              welfare, welfare0);
-  EXPECT_GT(a + b, 0.8);           // nearly every sample pays one objective
+  std::printf("last 20 steps: first answer 'a' %.3f, 'b' %.3f; welfare %.4f (first steps %.4f; the mixture's 0.25)\n",
+              a, b, welfare, welfare0);
+  EXPECT_GT(a + b, 0.8);            // nearly every sample pays one objective
   EXPECT_GT(std::min(a, b), 0.25);  // and neither objective is abandoned
   EXPECT_GT(welfare, 0.17);
   EXPECT_LT(welfare0, 0.05);

@@ -11,6 +11,7 @@
 #include "common/scratch.h"
 #include "rl/byte_codec.h"
 #include "rl/letter_task.h"
+#include "rl/two_answer_task.h"
 #include "temper/core/error.h"
 #include "temper/rl/methods/fair.h"
 #include "temper/rl/welfare.h"
@@ -93,26 +94,6 @@ TEST(FairGgf, BadSettingsAreNamed) {
   expect_error([&] { c.validate(); }, {"rl.fair.grid >= 6, got 5"});
 }
 
-namespace {
-// Two objectives from the first letter: 'a' pays the first, 'b' the second (rewards that vary within a group).
-class FirstLetterTask : public tasks::Task {
- public:
-  std::string name() const override { return "first_letter"; }
-  int64_t size(tasks::Split) const override { return -1; }
-  tasks::Problem problem(tasks::Split, uint64_t i) const override {
-    tasks::Problem p;
-    p.id = std::to_string(i);
-    p.prompt = "abc";
-    return p;
-  }
-  tasks::Verdict verify(const tasks::Problem&, const std::string& c) const override {
-    tasks::Verdict v;
-    v.rewards = {!c.empty() && c[0] == 'a' ? 1.0 : 0.0, !c.empty() && c[0] == 'b' ? 1.0 : 0.0};
-    return v;
-  }
-};
-}  // namespace
-
 // The trainer with sampled Gini weights: every group's prompt carries its preference and weights ("0.35,0.65,0.90,
 // 0.10" before the letters), its rewards are omega * lambda(w, omega * mean) . r with its own w, the weights vary
 // over groups and steps, the metric fair_gini_first is their mean first weight, and the policy is updated.
@@ -125,7 +106,7 @@ TEST(FairGgf, ARunTrainsWithSampledGiniWeights) {
   Fair f(c);
   RlConfig rc = config();
   rc.group_size = 8;
-  RlTrainer t(s.model, std::make_shared<FirstLetterTask>(), codec(), rc, s.safe, {&f});
+  RlTrainer t(s.model, std::make_shared<TwoAnswerTask>(), codec(), rc, s.safe, {&f});
   std::set<std::vector<double>> weights;
   int64_t updates = 0, differs_from_fixed = 0;
   for (int step = 0; step < 3; ++step) {

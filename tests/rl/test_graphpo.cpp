@@ -9,10 +9,11 @@
 #include <map>
 
 #include "rl/byte_codec.h"
+#include "rl/graphpo_setting.h"
 #include "rl/letter_task.h"
-#include "temper/rl/rl_trainer.h"
 #include "temper/core/error.h"
 #include "temper/rl/methods/graphpo.h"
+#include "temper/rl/rl_trainer.h"
 #include "temper/rl/state_graph.h"
 #include "temper/tasks/arithmetic.h"
 
@@ -31,26 +32,9 @@ std::vector<double> standardised(std::vector<double> x) {
   return x;
 }
 
-GraphPath path(std::vector<GraphStep> s, double r) { return GraphPath{std::move(s), r}; }
-
-// The expansion-budget tests' setting: arithmetic "3+4*2=" (answer 11) read through the byte codec.
-struct BudgetSetting {
-  rl::PromptCodec codec = test::byte_codec();
-  MethodEnv env;
-  std::vector<tasks::Problem> problems = std::vector<tasks::Problem>(1);
-  RolloutRound round;
-  BudgetSetting() {
-    env.task = std::make_shared<tasks::ArithmeticTask>(tasks::ArithmeticConfig{});
-    env.codec = &codec;
-    problems[0].id = "0";
-    problems[0].prompt = "3+4*2=";
-    problems[0].answer = "11";
-    round.step = 1;
-    round.problems = &problems;
-  }
-  BudgetSetting(const BudgetSetting&) = delete;
-  BudgetSetting& operator=(const BudgetSetting&) = delete;
-};
+GraphPath path(std::vector<GraphStep> s, double r) {
+  return GraphPath{std::move(s), r};
+}
 
 }  // namespace
 
@@ -85,9 +69,9 @@ TEST(GraphPo, HandBuiltGraph) {
   EXPECT_EQ(st.shared_steps, 1);
   // Scores: S(n_a) = 1/2, S(n_b) = 0, S(n_f) = 1; S_class(X) = 1/3 (P0, P1, P2), S_class(Y) = 1.
   const double pa = 0.7 / 3 + 0.3 * 0.5, pb = 0.7 / 3, pf = 1.0;
-  const std::vector<double> root = standardised({pa, pb, pf});          // edges leaving the root
-  const std::vector<double> fromx = standardised({1, 0, 0});            // leaves of n_a (P0, P2) and n_b (P1)
-  const std::vector<double> intox = standardised({-2, -4});             // routes into X: 2 and 4 tokens
+  const std::vector<double> root = standardised({pa, pb, pf});  // edges leaving the root
+  const std::vector<double> fromx = standardised({1, 0, 0});    // leaves of n_a (P0, P2) and n_b (P1)
+  const std::vector<double> intox = standardised({-2, -4});     // routes into X: 2 and 4 tokens
   EXPECT_NEAR(credit[0][0].correctness, root[0], 1e-12);
   EXPECT_NEAR(credit[1][0].correctness, root[1], 1e-12);
   EXPECT_NEAR(credit[3][0].correctness, root[2], 1e-12);
@@ -124,7 +108,7 @@ TEST(GraphPo, MergesThatWouldCloseACycleAreRefused) {
   auto credit = graph_advantages(paths, GraphConfig{}, &st);
   EXPECT_EQ(st.refused, 1);
   EXPECT_EQ(st.tree_nodes, 4);
-  EXPECT_EQ(st.classes, 3);  // X, Y (merged: P1's first step joins P0's Y) and P1's own X
+  EXPECT_EQ(st.classes, 3);               // X, Y (merged: P1's first step joins P0's Y) and P1's own X
   EXPECT_NE(credit[1][0].efficiency, 0);  // P1 reaches Y in 1 token, P0 in 2: an incoming group of two
   EXPECT_EQ(credit[1][1].efficiency, 0);  // P1's X stayed apart
   EXPECT_THROW(graph_advantages({GraphPath{}}, GraphConfig{}), Error);
@@ -187,7 +171,7 @@ TEST(GraphPo, TheExpansionBudgetStopsLaterArrivalsAndTheyShareTheSuffix) {
   // Budget 1 on arithmetic "3+4*2=": member 0 reaches state 8 first and continues; member 1 reaches 8 later
   // and stops there; member 2 takes another route (state 7) and continues. After scoring, member 1's reward
   // is the mean of the finished paths through 8 (member 0's), and its last step joins the graph at 8.
-  BudgetSetting set;
+  test::GraphPoSetting set;
   GraphPoConfig cfg;
   cfg.expand_budget = 1;
   GraphPo g(cfg);
@@ -197,24 +181,14 @@ TEST(GraphPo, TheExpansionBudgetStopsLaterArrivalsAndTheyShareTheSuffix) {
   rollout::RolloutHook* hook = g.rollout_hook(set.round);
   ASSERT_NE(hook, nullptr);
   const std::vector<std::string> texts = {"4*2=8\n3+8=11\n#### 11", "hm\n4*2=8\n", "3+4=7\n#### 7"};
-  rollout::RolloutRequest req;
-  std::vector<rollout::Completion> cs(3);
-  std::vector<bool> stopped(3, false);
-  for (size_t pos = 0; pos < 24; ++pos)  // lockstep, as the engine runs a group
-    for (int64_t m = 0; m < 3; ++m) {
-      const std::string& t = texts[static_cast<size_t>(m)];
-      if (stopped[static_cast<size_t>(m)] || pos >= t.size()) continue;
-      cs[static_cast<size_t>(m)].member = m;
-      cs[static_cast<size_t>(m)].tokens.push_back(static_cast<unsigned char>(t[pos]));
-      if (hook->after_token(req, cs[static_cast<size_t>(m)]).stop) stopped[static_cast<size_t>(m)] = true;
-    }
-  EXPECT_EQ(stopped, (std::vector<bool>{false, true, false}));
+  const test::Lockstep run = test::run_lockstep(*hook, texts);
+  EXPECT_EQ(run.stopped, (std::vector<bool>{false, true, false}));
   for (int64_t m = 0; m < 3; ++m) {
     Trajectory t;
     t.problem = 0, t.group = 0, t.member = m;
-    t.tokens = cs[static_cast<size_t>(m)].tokens;
+    t.tokens = run.completions[static_cast<size_t>(m)].tokens;
     t.text = texts[static_cast<size_t>(m)];
-    t.finish = stopped[static_cast<size_t>(m)] ? rollout::FinishReason::hook : rollout::FinishReason::stop;
+    t.finish = run.stopped[static_cast<size_t>(m)] ? rollout::FinishReason::hook : rollout::FinishReason::stop;
     t.reward = m == 0 ? 1.0 : 0.0;  // the verifier's: member 1's cut text has no answer
     t.loss_mask.assign(t.tokens.size(), 1.f);
     b.traj.push_back(t);
@@ -238,9 +212,11 @@ TEST(GraphPo, TheExpansionBudgetStopsLaterArrivalsAndTheyShareTheSuffix) {
 }
 
 TEST(GraphPo, CosineClustersAndLineSteps) {
-  const std::vector<std::vector<float>> v = {{1, 0}, {0.99f, 0.1f}, {0, 1}, {0.6f, 0.8f}, {0, 0}, {0, 0}, {0.5f, 0.01f}};
+  const std::vector<std::vector<float>> v = {{1, 0}, {0.99f, 0.1f}, {0, 1},       {0.6f, 0.8f},
+                                             {0, 0}, {0, 0},        {0.5f, 0.01f}};
   EXPECT_EQ(cosine_clusters(v, 0.92), (std::vector<int64_t>{0, 0, 1, 2, 3, 3, 0}));
-  EXPECT_EQ(cosine_clusters(v, 0.5), (std::vector<int64_t>{0, 0, 1, 0, 2, 2, 0}));  // 0.6 >= 0.5: joins the first founder
+  EXPECT_EQ(cosine_clusters(v, 0.5),
+            (std::vector<int64_t>{0, 0, 1, 0, 2, 2, 0}));  // 0.6 >= 0.5: joins the first founder
   std::vector<int64_t> owner;
   auto steps = segment_lines(test::byte_codec(), test::ids("a\nbb\nc"), &owner);
   ASSERT_EQ(steps.size(), 3u);
@@ -256,21 +232,7 @@ TEST(GraphPo, EmbeddingEquivalenceMergesLinesWithTheSameMeaning) {
   // same way (cosine 1) and "y=7" elsewhere. The advantages GraphPO writes are graph_advantages' on paths
   // whose first steps carry the cluster keys by hand.
   const std::vector<std::string> texts = {"x=5\nA", "x = 5\nB", "y=7\nA", "y=7\nC"};
-  const std::vector<double> rewards = {1, 1, 0, 1};
-  Batch b;
-  b.problems.resize(1);
-  for (size_t i = 0; i < texts.size(); ++i) {
-    Trajectory t;
-    t.problem = 0;
-    t.group = 0;
-    t.member = static_cast<int64_t>(i);
-    t.prompt = test::ids("q:");
-    t.tokens = test::ids(texts[i]);
-    t.text = texts[i];
-    t.reward = rewards[i];
-    t.loss_mask.assign(t.tokens.size(), 1.f);
-    b.traj.push_back(t);
-  }
+  Batch b = test::graphpo_group(texts, {1, 1, 0, 1});
   GraphPoConfig c;
   c.equivalence = Equivalence::embedding;
   c.pooling = StatePooling::mean;  // the mean over a step's tokens (the line end's own row is 0 here)
@@ -286,8 +248,9 @@ TEST(GraphPo, EmbeddingEquivalenceMergesLinesWithTheSameMeaning) {
     return f;
   });
   ASSERT_TRUE(g.advantages(b));
-  std::vector<GraphPath> paths = {path({{"x=5\n", "e0", 4}, {"A", "", 1}}, 1), path({{"x = 5\n", "e0", 6}, {"B", "", 1}}, 1),
-                                  path({{"y=7\n", "e1", 4}, {"A", "", 1}}, 0), path({{"y=7\n", "e1", 4}, {"C", "", 1}}, 1)};
+  std::vector<GraphPath> paths = {
+      path({{"x=5\n", "e0", 4}, {"A", "", 1}}, 1), path({{"x = 5\n", "e0", 6}, {"B", "", 1}}, 1),
+      path({{"y=7\n", "e1", 4}, {"A", "", 1}}, 0), path({{"y=7\n", "e1", 4}, {"C", "", 1}}, 1)};
   GraphStats st;
   auto credit = graph_advantages(paths, GraphConfig{}, &st);
   EXPECT_EQ(st.classes, 2);  // "x=5" and "x = 5" are one state
@@ -382,7 +345,7 @@ TEST(GraphPo, ReallocationGivesEachStoppedSequencesBudgetToTheNextNewState) {
   // token 13, not member 2 reaching 7 at token 17 (the credit is spent), and not member 0's first state 8
   // at token 6 (no credit yet). Without reallocation nobody forks; a fork's own arrivals count toward the
   // budget but never stop it.
-  BudgetSetting set;
+  test::GraphPoSetting set;
   const std::vector<std::string> texts = {"4*2=8\n3+8=11\n#### 11", "hm\n4*2=8\n", "abcdefghij\n3+4=7\n#### 7"};
   for (bool reallocate : {false, true}) {
     SCOPED_TRACE(reallocate ? "reallocate" : "budget only");
@@ -393,29 +356,15 @@ TEST(GraphPo, ReallocationGivesEachStoppedSequencesBudgetToTheNextNewState) {
     g.attach(set.env);
     rollout::RolloutHook* hook = g.rollout_hook(set.round);
     ASSERT_NE(hook, nullptr);
-    rollout::RolloutRequest req;
-    std::vector<rollout::Completion> cs(3);
-    std::vector<bool> stopped(3, false);
-    std::map<int64_t, size_t> forked_at;  // member -> tokens when it forked
-    for (size_t pos = 0; pos < 24; ++pos)
-      for (int64_t m = 0; m < 3; ++m) {
-        const std::string& t = texts[static_cast<size_t>(m)];
-        if (stopped[static_cast<size_t>(m)] || pos >= t.size()) continue;
-        cs[static_cast<size_t>(m)].member = m;
-        cs[static_cast<size_t>(m)].tokens.push_back(static_cast<unsigned char>(t[pos]));
-        rollout::HookDecision d = hook->after_token(req, cs[static_cast<size_t>(m)]);
-        if (d.stop) stopped[static_cast<size_t>(m)] = true;
-        if (d.forks > 0) {
-          EXPECT_EQ(d.forks, 1);
-          forked_at[m] = pos + 1;
-        }
-      }
-    EXPECT_EQ(stopped, (std::vector<bool>{false, true, false}));
+    const test::Lockstep run = test::run_lockstep(*hook, texts);
+    EXPECT_EQ(run.stopped, (std::vector<bool>{false, true, false}));
+    for (int64_t n : run.forks) EXPECT_EQ(n, 1);
     if (!reallocate) {
-      EXPECT_TRUE(forked_at.empty());
+      EXPECT_TRUE(run.forked_at.empty());
       continue;
     }
-    EXPECT_EQ(forked_at, (std::map<int64_t, size_t>{{0, 13}}));
+    EXPECT_EQ(run.forked_at, (std::map<int64_t, size_t>{{0, 13}}));
+    rollout::RolloutRequest req;
     // The fork (of member 0 at 11) reaching 7, already expanded by member 2: it goes on. Then it reaches 10,
     // new to the group: that arrival counts, so a later original reaching 10 stops there.
     rollout::Completion fork;

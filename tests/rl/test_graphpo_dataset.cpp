@@ -11,6 +11,7 @@
 #include "common/error_of.h"
 #include "common/scratch.h"
 #include "rl/byte_codec.h"
+#include "rl/graphpo_setting.h"
 #include "rl/letter_task.h"
 #include "temper/core/log.h"
 #include "temper/rl/method_spec.h"
@@ -35,24 +36,6 @@ std::shared_ptr<tasks::DatasetTask> dataset() {
   return t;
 }
 
-Batch batch(const std::vector<std::string>& texts, const std::vector<double>& rewards) {
-  Batch b;
-  b.problems.resize(1);
-  for (size_t i = 0; i < texts.size(); ++i) {
-    Trajectory t;
-    t.problem = 0;
-    t.group = 0;
-    t.member = static_cast<int64_t>(i);
-    t.prompt = test::ids("q:");
-    t.tokens = test::ids(texts[i]);
-    t.text = texts[i];
-    t.reward = rewards[i];
-    t.loss_mask.assign(t.tokens.size(), 1.f);
-    b.traj.push_back(t);
-  }
-  return b;
-}
-
 // Rows: a letter's own axis, except a line end, whose row is the axis of the path's first letter's parity (the
 // "state" after the line: 'a' and 'c' lead to the same one, 'b' to another).
 std::vector<float> features(const Trajectory& t) {
@@ -63,12 +46,6 @@ std::vector<float> features(const Trajectory& t) {
     f[i * 64 + axis] = 1.f;
   }
   return f;
-}
-
-double metric(const GraphPo& g, const std::string& name) {
-  Metrics m;
-  g.metrics(m);
-  return test::value(m, name);
 }
 
 }  // namespace
@@ -107,7 +84,7 @@ TEST(GraphPoDataset, TheHiddenStateAtTheLineEndDecidesWhatMerges) {
   env.codec = &codec;
   // "a" and "c" reach the same line-end state, "b" another: with pooling = "last" two classes of three states;
   // with the mean over the step's tokens the letters keep them apart.
-  const Batch proto = batch({"a\nX", "b\nY", "c\nX"}, {1, 0, 1});
+  const Batch proto = test::graphpo_group({"a\nX", "b\nY", "c\nX"}, {1, 0, 1});
   for (StatePooling pooling : {StatePooling::last, StatePooling::mean}) {
     GraphPoConfig c;
     c.pooling = pooling;
@@ -116,9 +93,9 @@ TEST(GraphPoDataset, TheHiddenStateAtTheLineEndDecidesWhatMerges) {
     g.set_features(features);
     Batch b = proto;
     ASSERT_TRUE(g.advantages(b));
-    EXPECT_EQ(metric(g, "graphpo_states_per_group"), 3);
-    EXPECT_EQ(metric(g, "graphpo_classes_per_group"), pooling == StatePooling::last ? 2 : 3);
-    EXPECT_EQ(metric(g, "graphpo_nothing_merged"), pooling == StatePooling::last ? 0 : 1);
+    EXPECT_EQ(test::graphpo_metric(g, "graphpo_states_per_group"), 3);
+    EXPECT_EQ(test::graphpo_metric(g, "graphpo_classes_per_group"), pooling == StatePooling::last ? 2 : 3);
+    EXPECT_EQ(test::graphpo_metric(g, "graphpo_nothing_merged"), pooling == StatePooling::last ? 0 : 1);
     // Merged: "a\n" and "c\n" pool one state value (mean reward 1) against "b\n" (0), so their first steps' advantages
     // are equal and above "b"'s.
     if (pooling == StatePooling::last) {
@@ -140,19 +117,19 @@ TEST(GraphPoDataset, NothingMergedIsLoggedEveryStepAndWarnedOnce) {
   GraphPo g{GraphPoConfig{}};
   g.attach(env);
   for (int step = 0; step < 3; ++step) {
-    Batch b = batch({"abc", "abd", "xyz"}, {1, 0, 1});
+    Batch b = test::graphpo_group({"abc", "abd", "xyz"}, {1, 0, 1});
     ASSERT_TRUE(g.advantages(b));
-    EXPECT_EQ(metric(g, "graphpo_nothing_merged"), 1);
-    EXPECT_EQ(metric(g, "graphpo_states_per_group"), 0);
+    EXPECT_EQ(test::graphpo_metric(g, "graphpo_nothing_merged"), 1);
+    EXPECT_EQ(test::graphpo_metric(g, "graphpo_states_per_group"), 0);
   }
   // Merging off (a prefix tree on purpose) is not reported.
   GraphPoConfig tree;
   tree.graph.merge = false;
   GraphPo t(tree);
   t.attach(env);
-  Batch b = batch({"abc", "abd"}, {1, 0});
+  Batch b = test::graphpo_group({"abc", "abd"}, {1, 0});
   ASSERT_TRUE(t.advantages(b));
-  EXPECT_EQ(metric(t, "graphpo_nothing_merged"), 0);
+  EXPECT_EQ(test::graphpo_metric(t, "graphpo_nothing_merged"), 0);
   log_set_sink(nullptr);
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("graphpo: no rollout of 3 reached an intermediate state (task 'letters')"),

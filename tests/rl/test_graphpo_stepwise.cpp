@@ -11,6 +11,7 @@
 
 #include "common/scratch.h"
 #include "rl/byte_codec.h"
+#include "rl/graphpo_setting.h"
 #include "rl/letter_task.h"
 #include "temper/core/error.h"
 #include "temper/core/rng.h"
@@ -23,34 +24,6 @@
 using namespace temper;
 using namespace temper::rl;
 
-namespace {
-
-struct Setting {  // arithmetic "3+4*2=" (answer 11) through the byte codec
-  PromptCodec codec = test::byte_codec();
-  MethodEnv env;
-  std::vector<tasks::Problem> problems = std::vector<tasks::Problem>(1);
-  RolloutRound round;
-  Setting() {
-    env.task = std::make_shared<tasks::ArithmeticTask>(tasks::ArithmeticConfig{});
-    env.codec = &codec;
-    problems[0].id = "0";
-    problems[0].prompt = "3+4*2=";
-    problems[0].answer = "11";
-    round.step = 1;
-    round.problems = &problems;
-  }
-  Setting(const Setting&) = delete;
-  Setting& operator=(const Setting&) = delete;
-};
-
-double metric(const GraphPo& g, const std::string& name) {
-  Metrics m;
-  g.metrics(m);
-  return test::value(m, name);
-}
-
-}  // namespace
-
 TEST(GraphPoStepwise, IsTheDefaultWhereTheTaskReportsStates) {
   const GraphPoConfig c;
   EXPECT_EQ(c.expansion, Expansion::automatic);
@@ -60,28 +33,15 @@ TEST(GraphPoStepwise, IsTheDefaultWhereTheTaskReportsStates) {
   EXPECT_EQ(graphpo_expansion(c, Equivalence::embedding), Expansion::after);
   // The default on arithmetic: a state reached again stops the later sequence (member 1 at 8, after member 0), and
   // the stop buys one fork for the next sequence reaching a state new to the group (member 0 at 11, token 13).
-  Setting set;
+  test::GraphPoSetting set;
   GraphPo g{GraphPoConfig{}};
   g.attach(set.env);
   rollout::RolloutHook* hook = g.rollout_hook(set.round);
   ASSERT_NE(hook, nullptr);
   const std::vector<std::string> texts = {"4*2=8\n3+8=11\n#### 11", "hm\n4*2=8\n", "abcdefghij\n3+4=7\n#### 7"};
-  rollout::RolloutRequest req;
-  std::vector<rollout::Completion> cs(3);
-  std::vector<bool> stopped(3, false);
-  std::map<int64_t, size_t> forked_at;
-  for (size_t pos = 0; pos < 24; ++pos)
-    for (int64_t m = 0; m < 3; ++m) {
-      const std::string& t = texts[static_cast<size_t>(m)];
-      if (stopped[static_cast<size_t>(m)] || pos >= t.size()) continue;
-      cs[static_cast<size_t>(m)].member = m;
-      cs[static_cast<size_t>(m)].tokens.push_back(static_cast<unsigned char>(t[pos]));
-      rollout::HookDecision d = hook->after_token(req, cs[static_cast<size_t>(m)]);
-      if (d.stop) stopped[static_cast<size_t>(m)] = true;
-      if (d.forks > 0) forked_at[m] = pos + 1;
-    }
-  EXPECT_EQ(stopped, (std::vector<bool>{false, true, false}));
-  EXPECT_EQ(forked_at, (std::map<int64_t, size_t>{{0, 13}}));
+  const test::Lockstep run = test::run_lockstep(*hook, texts);
+  EXPECT_EQ(run.stopped, (std::vector<bool>{false, true, false}));
+  EXPECT_EQ(run.forked_at, (std::map<int64_t, size_t>{{0, 13}}));
   // After the fact: no hook.
   GraphPoConfig after;
   after.expansion = Expansion::after;
@@ -161,7 +121,7 @@ TEST(GraphPoStepwise, MergedStatesVaryLessAcrossSamplingsThanAPrefixTree) {
 }
 
 TEST(GraphPoStepwise, TheMetricIsTheMeasureOverEachGroupsHalves) {
-  Setting set;
+  test::GraphPoSetting set;
   GraphPoConfig c;
   c.expansion = Expansion::after;
   GraphPo g(c);
@@ -190,16 +150,16 @@ TEST(GraphPoStepwise, TheMetricIsTheMeasureOverEachGroupsHalves) {
   GraphConfig tree;
   tree.merge = false;
   const EdgeVariance want = graph_edge_variance(halves, GraphConfig{}), want_tree = graph_edge_variance(halves, tree);
-  EXPECT_EQ(metric(g, "graphpo_edge_var_edges"), want.edges);
+  EXPECT_EQ(test::graphpo_metric(g, "graphpo_edge_var_edges"), want.edges);
   EXPECT_GE(want.edges, 3);  // "4*2=8", "3+4=7", "4*2=8 | 3+8=11", ...
-  EXPECT_NEAR(metric(g, "graphpo_edge_var"), want.mean(), 1e-12);
-  EXPECT_NEAR(metric(g, "graphpo_edge_var_tree"), want_tree.mean(), 1e-12);
-  EXPECT_GT(metric(g, "graphpo_edge_var"), 0);
+  EXPECT_NEAR(test::graphpo_metric(g, "graphpo_edge_var"), want.mean(), 1e-12);
+  EXPECT_NEAR(test::graphpo_metric(g, "graphpo_edge_var_tree"), want_tree.mean(), 1e-12);
+  EXPECT_GT(test::graphpo_metric(g, "graphpo_edge_var"), 0);
   // Off: nothing measured.
   c.edge_variance = false;
   GraphPo off(c);
   off.attach(set.env);
   Batch b2 = b;
   ASSERT_TRUE(off.advantages(b2));
-  EXPECT_EQ(metric(off, "graphpo_edge_var_edges"), 0);
+  EXPECT_EQ(test::graphpo_metric(off, "graphpo_edge_var_edges"), 0);
 }

@@ -9,28 +9,13 @@
 #include <cstring>
 
 #include "rl/letter_task.h"
+#include "rl/rubric_letters.h"
 #include "temper/core/error.h"
 #include "temper/rl/methods/rcsd.h"
 
 using namespace temper;
 using namespace temper::rl;
 using namespace temper::test;
-
-namespace {
-
-// Letters with a rubric: "prefer b".
-class RubricLetters : public LetterTask {
- public:
-  std::string rubric(const tasks::Problem& p) const override { return std::stoul(p.id) % 2 ? "" : "b"; }
-};
-
-// A frozen copy of the model's weights (the teacher = "initial" the trainer would hold).
-void copy_weights(const Transformer& from, Transformer& to) {
-  std::copy(from.params(), from.params() + from.flat_size(), to.params());
-  to.params_updated();
-}
-
-}  // namespace
 
 TEST(Rcsd, TeacherContextHoldsTheRubricAndTheQuestion) {
   tasks::Problem p;
@@ -52,7 +37,8 @@ TEST(Rcsd, EqualOutcomesStillGetPerTokenCreditWhereTheRubricTeacherAgrees) {
   env.task = task;
   env.codec = &c;
   std::vector<std::vector<int32_t>> seen_prompts;
-  env.score_batch = [&](const std::vector<std::vector<int32_t>>& prompts, const std::vector<std::vector<int32_t>>& tokens, bool initial,
+  env.score_batch = [&](const std::vector<std::vector<int32_t>>& prompts,
+                        const std::vector<std::vector<int32_t>>& tokens, bool initial,
                         std::vector<std::vector<float>>& lp, std::vector<std::vector<float>>* dists) {
     EXPECT_FALSE(initial);
     EXPECT_EQ(dists, nullptr);
@@ -68,7 +54,8 @@ TEST(Rcsd, EqualOutcomesStillGetPerTokenCreditWhereTheRubricTeacherAgrees) {
   Rcsd r(cfg);
   r.attach(env);
   Batch b;
-  b.problems = {task->problem(tasks::Split::train, 0), task->problem(tasks::Split::train, 1)};  // 0: rubric "b"; 1: none
+  b.problems = {task->problem(tasks::Split::train, 0),
+                task->problem(tasks::Split::train, 1)};  // 0: rubric "b"; 1: none
   for (int64_t g : {0, 1})
     for (int k = 0; k < 2; ++k) {
       Trajectory t;
@@ -186,7 +173,8 @@ TEST(Rcsd, TheInitialTeacherIsTheFrozenStartingPolicy) {
 namespace {
 
 // Mean over the rubric problems' first completion positions of KL(student(. | prompt) || teacher(. | rubric prompt)).
-double student_teacher_kl(Transformer& student, Transformer& teacher, const std::shared_ptr<RubricLetters>& task, const PromptCodec& c) {
+double student_teacher_kl(Transformer& student, Transformer& teacher, const std::shared_ptr<RubricLetters>& task,
+                          const PromptCodec& c) {
   const int64_t V = student.config().vocab_size;
   double sum = 0;
   int64_t n = 0;
@@ -251,19 +239,7 @@ TEST(Rcsd, ReverseKlModeDistilsTheRubricTeachersWholeDistribution) {
     }
     ASSERT_EQ(x.loss_terms.teacher_logq.size(), x.tokens.size() * static_cast<size_t>(V));
     if (checked++ > 2) continue;
-    std::vector<int32_t> tok = c.encode_prompt(rcsd_teacher_problem(p, c, "b", rc.tmpl));
-    const size_t P = tok.size();
-    tok.insert(tok.end(), x.tokens.begin(), x.tokens.end());
-    std::vector<float> z(tok.size() * static_cast<size_t>(V));
-    start.forward_logits(tok.data(), 1, static_cast<int64_t>(tok.size()), z.data());
-    for (size_t k = 0; k < x.tokens.size(); ++k) {
-      const float* row = z.data() + (P - 1 + k) * static_cast<size_t>(V);
-      double mx = *std::max_element(row, row + V), se = 0;
-      for (int64_t v = 0; v < V; ++v) se += std::exp(row[v] - mx);
-      for (int64_t v = 0; v < V; v += 7)
-        EXPECT_NEAR(x.loss_terms.teacher_logq[k * static_cast<size_t>(V) + static_cast<size_t>(v)],
-                    row[v] - mx - std::log(se), 1e-4);
-    }
+    expect_teacher_logq(start, c, p, "b", rc.tmpl, x, 7);
   }
   EXPECT_GT(checked, 0);
   EXPECT_GT(value(m, "reverse_kl"), 0);

@@ -6,27 +6,18 @@
 #include <algorithm>
 #include <cmath>
 
-#include "rl/letter_task.h"
-#include "temper/rl/methods/rcsd.h"
+#include "rl/rubric_letters.h"
 
 using namespace temper;
 using namespace temper::rl;
 using namespace temper::test;
-
-namespace {
-class RubricLetters : public LetterTask {
- public:
-  std::string rubric(const tasks::Problem& p) const override { return std::stoul(p.id) % 2 ? "" : "b"; }
-};
-}  // namespace
 
 TEST(RcsdLargeVocab, ReverseKlModeRunsAtV49152ThroughTheTrainer) {
   ModelConfig mc = small_config(Arch::llama, 64);
   mc.vocab_size = 49152;
   RlSetup s(mc, 3);
   Transformer start(mc);
-  std::copy(s.model.params(), s.model.params() + s.model.flat_size(), start.params());
-  start.params_updated();
+  copy_weights(s.model, start);
   auto task = std::make_shared<RubricLetters>();
   RcsdConfig rc;
   rc.teacher = RcsdTeacher::initial;
@@ -44,19 +35,7 @@ TEST(RcsdLargeVocab, ReverseKlModeRunsAtV49152ThroughTheTrainer) {
     if (task->rubric(p).empty() || x.tokens.empty()) continue;
     ASSERT_EQ(x.loss_terms.teacher_logq.size(), x.tokens.size() * static_cast<size_t>(V));
     if (checked++ > 1) continue;
-    std::vector<int32_t> tok = c.encode_prompt(rcsd_teacher_problem(p, c, "b", rc.tmpl));
-    const size_t P = tok.size();
-    tok.insert(tok.end(), x.tokens.begin(), x.tokens.end());
-    std::vector<float> z(tok.size() * static_cast<size_t>(V));
-    start.forward_logits(tok.data(), 1, static_cast<int64_t>(tok.size()), z.data());
-    for (size_t k = 0; k < x.tokens.size(); ++k) {
-      const float* row = z.data() + (P - 1 + k) * static_cast<size_t>(V);
-      double mx = *std::max_element(row, row + V), se = 0;
-      for (int64_t v = 0; v < V; ++v) se += std::exp(row[v] - mx);
-      for (int64_t v = 0; v < V; v += 997)
-        EXPECT_NEAR(x.loss_terms.teacher_logq[k * static_cast<size_t>(V) + static_cast<size_t>(v)],
-                    row[v] - mx - std::log(se), 1e-4);
-    }
+    expect_teacher_logq(start, c, p, "b", rc.tmpl, x, 997);
   }
   EXPECT_GT(checked, 0);
   const double first = value(m, "reverse_kl");

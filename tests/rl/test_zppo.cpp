@@ -15,6 +15,7 @@
 #include <tuple>
 #include <vector>
 
+#include "rl/arithmetic_env.h"
 #include "rl/byte_codec.h"
 #include "rl/letter_task.h"
 #include "temper/rl/methods/zppo.h"
@@ -30,29 +31,15 @@ using test::ids;
 using test::kEos;
 using test::occurrences;
 
-struct Env {
-  std::shared_ptr<tasks::ArithmeticTask> task = std::make_shared<tasks::ArithmeticTask>(tasks::ArithmeticConfig{});
-  PromptCodec codec = byte_codec();
-  std::vector<rollout::RolloutRequest> requests;
+struct Env : test::ArithmeticEnv {
   MethodEnv env() {
-    MethodEnv e;
-    e.task = task;
-    e.codec = &codec;
-    e.max_new = 64;
-    e.group_size = 4;
-    e.context = 1024;
-    e.seed = 11;
     // The student on a reformulated prompt: member 0 writes the right answer (read from the prompt's
     // candidates is beyond a fake; it is told), the others a wrong one.
-    e.generate = [this](const std::vector<rollout::RolloutRequest>& reqs) {
-      requests.insert(requests.end(), reqs.begin(), reqs.end());
-      std::vector<rollout::Completion> out;
-      for (size_t i = 0; i < reqs.size(); ++i)
-        for (int64_t m = 0; m < reqs[i].group_size; ++m)
-          out.push_back(test::scripted_completion(static_cast<int64_t>(i), m, m == 0 ? "#### " + answer_ : "#### 999"));
-      return out;
-    };
-    e.verify = [this](const tasks::Problem& p, const std::string& text) { return task->verify(p, text); };
+    MethodEnv e = method_env(1024, [this](int64_t i, const rollout::RolloutRequest& r) {
+      return test::scripted_group(i, r.group_size, "#### " + answer_, "#### 999");
+    });
+    e.group_size = 4;
+    e.seed = 11;
     e.score_tokens = [](const std::vector<int32_t>&, const std::vector<int32_t>& tokens, std::vector<float>& lp,
                         std::vector<float>& ent) {
       lp.assign(tokens.size(), -1.5f);
@@ -63,7 +50,8 @@ struct Env {
   std::string answer_;
 };
 
-Trajectory traj(const tasks::Task& task, const tasks::Problem& p, int64_t group, int64_t member, const std::string& text) {
+Trajectory traj(const tasks::Task& task, const tasks::Problem& p, int64_t group, int64_t member,
+                const std::string& text) {
   Trajectory t;
   t.group = group;
   t.problem = group;
@@ -91,7 +79,8 @@ Batch batch(const tasks::Task& task, uint64_t first, const std::vector<int>& rig
     const tasks::Problem& p = b.problems.back();
     const std::vector<std::string> wrong = {"1+1=5\n#### 5", "1+1=5\n#### 5", "x\n#### 6", "no answer line"};
     for (int m = 0; m < 4; ++m)
-      b.traj.push_back(traj(task, p, static_cast<int64_t>(g), m, m < right[g] ? "#### " + p.answer : wrong[static_cast<size_t>(m)]));
+      b.traj.push_back(
+          traj(task, p, static_cast<int64_t>(g), m, m < right[g] ? "#### " + p.answer : wrong[static_cast<size_t>(m)]));
   }
   return b;
 }
@@ -147,7 +136,7 @@ TEST(Zppo, HardGroupsGetABcqAndAnNcqAnsweredAsTheirOwnGroups) {
   MethodEnv env = e.env();
   z.attach(env);
   EXPECT_TRUE(z.extra_problems(0, 2).empty());  // nothing buffered yet
-  Batch b = batch(*e.task, 100, {0, 4});       // group 0 all wrong, group 1 all right
+  Batch b = batch(*e.task, 100, {0, 4});        // group 0 all wrong, group 1 all right
   const tasks::Problem orig = b.problems[0];
   e.answer_ = orig.answer;
   const size_t before = b.traj.size();
@@ -423,5 +412,4 @@ TEST(Zppo, ThroughTheTrainerCandidatesArePromptAndReformulatedGroupsAreNotRollou
   EXPECT_GT(replayed, 0);
   EXPECT_NEAR(value(m1, "accuracy"), acc / originals, 1e-12);  // reformulated groups are not rollout statistics
   EXPECT_GT(value(m1, "zppo_buffer"), 0);
-
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/scratch.h"
+#include "rl/arithmetic_env.h"
 #include "rl/byte_codec.h"
 #include "rl/letter_task.h"
 #include "temper/rl/methods/zppo.h"
@@ -21,10 +22,8 @@ using namespace temper::rl;
 
 namespace {
 
-using test::byte_codec;
 using test::ids;
 using test::kEos;
-using test::occurrences;
 
 bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
@@ -59,25 +58,13 @@ class WritingTeacher : public Teacher {
   bool flip = false, silent = false;
 };
 
-struct Env {
-  std::shared_ptr<tasks::ArithmeticTask> task = std::make_shared<tasks::ArithmeticTask>(tasks::ArithmeticConfig{});
-  PromptCodec codec = byte_codec();
-  MethodEnv env() {
-    MethodEnv e;
-    e.task = task;
-    e.codec = &codec;
-    e.max_new = 64;
+struct Env : test::ArithmeticEnv {
+  MethodEnv env() {  // every member of every reformulated group answers wrong
+    MethodEnv e = method_env(4096, [](int64_t i, const rollout::RolloutRequest& r) {
+      return test::scripted_group(i, r.group_size, "#### 999", "#### 999");
+    });
     e.group_size = 4;
-    e.context = 4096;
     e.seed = 11;
-    e.generate = [](const std::vector<rollout::RolloutRequest>& reqs) {
-      std::vector<rollout::Completion> out;
-      for (size_t i = 0; i < reqs.size(); ++i)
-        for (int64_t m = 0; m < reqs[i].group_size; ++m)
-          out.push_back(test::scripted_completion(static_cast<int64_t>(i), m, "#### 999"));
-      return out;
-    };
-    e.verify = [this](const tasks::Problem& p, const std::string& text) { return task->verify(p, text); };
     return e;
   }
 };
@@ -105,6 +92,16 @@ Batch all_wrong(const tasks::Task& task, uint64_t first, size_t n) {
   return b;
 }
 
+// Attaches z to e's env and runs its first step: n new questions from train index `first`, all of them hard (every
+// member wrong); returns the batch after z's after_reward.
+Batch first_step(Zppo& z, Env& e, uint64_t first, int64_t n) {
+  z.attach(e.env());
+  z.extra_problems(0, n);
+  Batch b = all_wrong(*e.task, first, static_cast<size_t>(n));
+  z.after_reward(b);
+  return b;
+}
+
 std::vector<std::string> candidate_bodies(const std::string& q) {
   std::vector<std::string> out;
   for (size_t at = q.find("<candidate>\n"); at != std::string::npos; at = q.find("<candidate>\n", at + 1))
@@ -121,10 +118,7 @@ TEST(ZppoRewrite, TheTeacherModelRestatesBothCandidatesWithOnePrompt) {
   ASSERT_EQ(c.rewrite, ZppoRewrite::automatic);
   auto teacher = std::make_shared<WritingTeacher>();
   Zppo z(c, teacher);
-  z.attach(e.env());
-  z.extra_problems(0, 2);
-  Batch b = all_wrong(*e.task, 100, 2);
-  z.after_reward(b);
+  Batch b = first_step(z, e, 100, 2);
   ASSERT_EQ(b.problems.size(), 4u);
   const tasks::Problem& bcq = b.problems[2];
   ASSERT_TRUE(ends_with(bcq.id, "#bcq")) << bcq.id;
@@ -208,10 +202,7 @@ TEST(ZppoRewrite, TextTeachersStripAndTeacherRewriteNeedsAModel) {
   c.aug_ratio = 1.0;
   c.ncq = false;
   Zppo z(c, make_gold_teacher());  // auto: the gold solution cannot restate anything
-  z.attach(e.env());
-  z.extra_problems(0, 1);
-  Batch b = all_wrong(*e.task, 400, 1);
-  z.after_reward(b);
+  Batch b = first_step(z, e, 400, 1);
   ASSERT_EQ(b.problems.size(), 2u);
   const std::vector<std::string> bodies = candidate_bodies(b.problems[1].asked);
   ASSERT_EQ(bodies.size(), 2u);
@@ -228,10 +219,7 @@ TEST(ZppoRewrite, TextTeachersStripAndTeacherRewriteNeedsAModel) {
   c.rewrite = ZppoRewrite::strip;
   auto teacher = std::make_shared<WritingTeacher>();
   Zppo s(c, teacher);
-  s.attach(e.env());
-  s.extra_problems(0, 1);
-  Batch b2 = all_wrong(*e.task, 400, 1);
-  s.after_reward(b2);
+  Batch b2 = first_step(s, e, 400, 1);
   EXPECT_EQ(b2.problems.size(), 2u);
   EXPECT_TRUE(teacher->rewrites.empty());
   c.rewrite_template = "no response key";
