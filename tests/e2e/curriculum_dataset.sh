@@ -29,13 +29,7 @@ with open(sys.argv[1] + "/rows.jsonl", "w") as f, open(sys.argv[1] + "/eval.json
             g.write(json.dumps(row(w, ["dup", "rev"], "rl")) + "\n")
         h.write(json.dumps({"prompt": w + "|rev=", "answer": w[::-1]}) + "\n")
 PY
-cat > "$work/recipe.toml" <<TOML
-[model]
-preset = "quickstart"
-[task]
-name = "dataset"
-[task.params]
-path = "$work/rows.jsonl"
+{ recipe_start "$work/rows.jsonl"; cat <<TOML; } > "$work/recipe.toml"
 eval_path = "$work/eval.jsonl"
 [curriculum]
 total = 48

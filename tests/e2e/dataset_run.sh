@@ -2,6 +2,7 @@
 # graphpo_dataset.sh).
 # e2e_start TEMPER: sets temper, a scratch folder work (removed on exit) and fail MESSAGE (prints it after the script's
 #   name, exits 1).
+# recipe_start PATH: prints a recipe's first lines, the quickstart preset on the dataset at PATH ([task.params] open).
 # sums_recipe [SECTION...]: writes work/sums.jsonl (a+b= for a, b in 0-9; each solution states the sum, checks it, then
 #   closes with "#### c") and work/recipe.toml on it: the quickstart preset, 150 SFT steps, 3 RL steps (8 prompts x 4),
 #   10 eval problems, no checkpoints; each SECTION (TOML lines, the method's table) goes after [rl].
@@ -11,6 +12,16 @@ e2e_start() {
   trap 'rm -rf "$work"' EXIT
 }
 fail() { echo "$(basename "$0"): $*"; exit 1; }
+recipe_start() {
+  cat <<TOML
+[model]
+preset = "quickstart"
+[task]
+name = "dataset"
+[task.params]
+path = "$1"
+TOML
+}
 sums_recipe() {
   python3 - "$work/sums.jsonl" <<'PY'
 import json, sys
@@ -21,13 +32,7 @@ with open(sys.argv[1], "w") as f:
             f.write(json.dumps({"prompt": f"{a}+{b}=", "answer": str(c),
                                 "solution": f"{a}+{b}={c}\ncheck {b}+{a}={c}\n#### {c}"}) + "\n")
 PY
-  cat > "$work/recipe.toml" <<TOML
-[model]
-preset = "quickstart"
-[task]
-name = "dataset"
-[task.params]
-path = "$work/sums.jsonl"
+  { recipe_start "$work/sums.jsonl"; cat <<TOML; } > "$work/recipe.toml"
 eval_fraction = 0.1
 [sft]
 steps = 150

@@ -1,6 +1,7 @@
 // Harness entries for the fused classifier (log-prob, entropy, gradient; chunked) and AdamW/clipping.
 #include <cmath>
 
+#include "common/log_softmax_ref.h"
 #include "common/op_harness.h"
 #include "temper/core/error.h"
 #include "common/tolerance.h"
@@ -66,20 +67,6 @@ TEST(OpClassifier, FusedMatchesReferenceEveryIsaAndChunking) {
 }
 
 namespace {
-// Row n of log softmax(h W^T) in double: the references of the soft-target and reverse-KL tests.
-void log_softmax_row(const std::vector<double>& h, const std::vector<double>& w, int64_t n, int64_t C, int64_t V, std::vector<double>& lp) {
-  lp.assign(static_cast<size_t>(V), 0.0);
-  double m = -1e300;
-  for (int64_t v = 0; v < V; ++v) {
-    double z = 0;
-    for (int64_t c = 0; c < C; ++c) z += h[static_cast<size_t>(n * C + c)] * w[static_cast<size_t>(v * C + c)];
-    lp[static_cast<size_t>(v)] = z, m = std::max(m, z);
-  }
-  double se = 0;
-  for (double z : lp) se += std::exp(z - m);
-  for (double& z : lp) z -= m + std::log(se);
-}
-
 // Runs the fused classifier with `loss` on every ISA, whole and in chunks of 4 rows, and compares dh, dw and
 // what the loss observed per row (written by it into `observed`) with the double-precision references.
 void expect_fused_matches(const std::vector<float>& h, const std::vector<float>& w, const std::vector<int32_t>& tgt, int64_t N,

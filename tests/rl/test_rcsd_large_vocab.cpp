@@ -10,6 +10,7 @@
 #include <numeric>
 #include <vector>
 
+#include "common/log_softmax_ref.h"
 #include "common/op_harness.h"
 #include "common/tolerance.h"
 #include "temper/kernels/classifier.h"
@@ -21,19 +22,6 @@ using namespace temper::test;
 namespace {
 
 constexpr int64_t N = 3, C = 4, V = 49152;
-
-void log_softmax(const std::vector<double>& h, const std::vector<double>& w, int64_t n, std::vector<double>& lp) {
-  lp.assign(static_cast<size_t>(V), 0.0);
-  double m = -1e300;
-  for (int64_t v = 0; v < V; ++v) {
-    double z = 0;
-    for (int64_t c = 0; c < C; ++c) z += h[static_cast<size_t>(n * C + c)] * w[static_cast<size_t>(v * C + c)];
-    lp[static_cast<size_t>(v)] = z, m = std::max(m, z);
-  }
-  double se = 0;
-  for (double z : lp) se += std::exp(z - m);
-  for (double& z : lp) z -= m + std::log(se);
-}
 
 struct ReverseOnly : ClassifierLoss {  // no policy-gradient or entropy term: the reverse KL alone
   const std::vector<float>* logq = nullptr;
@@ -58,7 +46,7 @@ TEST(RcsdLargeVocab, ReverseKlAndItsGradientAtV49152MatchTheReferenceAndFiniteDi
     std::vector<double> ht = to_f64(h), wd = to_f64(w), row;
     for (size_t i = 0; i < ht.size(); ++i) ht[i] += noise[i];
     for (int64_t n = 0; n < N; ++n) {
-      log_softmax(ht, wd, n, row);
+      log_softmax_row(ht, wd, n, C, V, row);
       for (int64_t v = 0; v < V; ++v)
         logq[static_cast<size_t>(n * V + v)] = static_cast<float>(row[static_cast<size_t>(v)]);
     }
@@ -69,7 +57,7 @@ TEST(RcsdLargeVocab, ReverseKlAndItsGradientAtV49152MatchTheReferenceAndFiniteDi
     std::vector<double> row;
     double s = 0;
     for (int64_t n = 0; n < N; ++n) {
-      log_softmax(hd, wd, n, row);
+      log_softmax_row(hd, wd, n, C, V, row);
       for (int64_t v = 0; v < V; ++v)
         s += coef[static_cast<size_t>(n)] * std::exp(row[static_cast<size_t>(v)]) *
              (row[static_cast<size_t>(v)] - logq[static_cast<size_t>(n * V + v)]);
@@ -79,7 +67,7 @@ TEST(RcsdLargeVocab, ReverseKlAndItsGradientAtV49152MatchTheReferenceAndFiniteDi
   // The fp64 reference: KL per row, dz = coef p (log p - log q - KL), dh = dz W, dW = dz^T h.
   std::vector<double> kl_ref(N, 0.0), dh_ref(N * C, 0.0), dw_ref(V * C, 0.0), row;
   for (int64_t n = 0; n < N; ++n) {
-    log_softmax(hd, wd, n, row);
+    log_softmax_row(hd, wd, n, C, V, row);
     for (int64_t v = 0; v < V; ++v)
       kl_ref[static_cast<size_t>(n)] +=
           std::exp(row[static_cast<size_t>(v)]) * (row[static_cast<size_t>(v)] - logq[static_cast<size_t>(n * V + v)]);
