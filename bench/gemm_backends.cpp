@@ -6,19 +6,20 @@
 // where the CPU has them; kernels/matmul.h's Bf16Path).
 // Run: build/bench/gemm_backends [--tokens M] [--threads N]. Results go to docs/PERFORMANCE.md.
 #include <cblas.h>
-#include "temper/core/dtype.h"
-#include "temper/core/thread_pool.h"
-#include "temper/kernels/matmul.h"
 #include <oneapi/dnnl/dnnl.h>
-#include <oneapi/dnnl/dnnl.hpp>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 #include <vector>
+
+#include "temper/core/dtype.h"
+#include "temper/core/thread_pool.h"
+#include "temper/kernels/matmul.h"
 
 extern "C" void openblas_set_num_threads(int);
 
@@ -110,9 +111,11 @@ int main(int argc, char** argv) {
     double t4 = seconds_of([&] { mm.run(); }, reps);
     DnnlMatmul mp(s.M, s.N, s.K, dnnl::memory::data_type::bf16, Ab.data(), Bb.data(), C.data(), s.ta, s.tb, true);
     double t5 = seconds_of([&] { mp.run(); }, reps);
-    double t6 = seconds_of([&] {
-      tk::gemm(s.ta, s.tb, s.M, s.N, s.K, A.data(), lda, B.data(), ldb, 0.f, C.data(), s.N, tk::Precision::bf16);
-    }, reps);
+    double t6 = seconds_of(
+        [&] {
+          tk::gemm(s.ta, s.tb, s.M, s.N, s.K, A.data(), lda, B.data(), ldb, 0.f, C.data(), s.N, tk::Precision::bf16);
+        },
+        reps);
     // The forward's packed products (y = x W^T shapes only), each path with its own packed copy.
     auto packed_rate = [&](tk::Bf16Path path) {
       if (s.ta || !s.tb || !tk::packed_supported() || !tk::bf16_path_supported(path)) return 0.0;
@@ -120,9 +123,8 @@ int main(int argc, char** argv) {
       tk::bf16_set_path(path);
       std::vector<uint16_t> wp(static_cast<size_t>(tk::packed_size(s.N, s.K)));
       tk::bf16_pack_weight(B.data(), s.N, s.K, wp.data());
-      const double t = seconds_of([&] {
-        tk::gemm_bf16_packed(s.M, s.N, s.K, A.data(), lda, wp.data(), 0.f, C.data(), s.N);
-      }, reps);
+      const double t =
+          seconds_of([&] { tk::gemm_bf16_packed(s.M, s.N, s.K, A.data(), lda, wp.data(), 0.f, C.data(), s.N); }, reps);
       tk::bf16_set_path(saved);
       return flop / t * 1e-9;
     };

@@ -3,8 +3,8 @@
 
 #include "common/log_softmax_ref.h"
 #include "common/op_harness.h"
-#include "temper/core/error.h"
 #include "common/tolerance.h"
+#include "temper/core/error.h"
 #include "temper/kernels/adamw.h"
 #include "temper/kernels/classifier.h"
 #include "temper/kernels/ref/adamw_ref.h"

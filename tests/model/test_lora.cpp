@@ -17,6 +17,7 @@
 
 #include "common/models.h"
 #include "common/tolerance.h"
+#include "model/lora_fixture.h"
 #include "temper/core/error.h"
 #include "temper/core/rng.h"
 #include "temper/io/peft_adapter.h"
@@ -33,38 +34,8 @@ using namespace temper::test;
 
 namespace {
 
-const std::vector<LoraTarget> kAll = {LoraTarget::q,    LoraTarget::k,  LoraTarget::v,   LoraTarget::o,
-                                      LoraTarget::gate, LoraTarget::up, LoraTarget::down};
-const Arch kArchs[] = {Arch::llama, Arch::qwen2, Arch::qwen3, Arch::gemma2, Arch::phi3};
-
-// Per-row loss: weighted log-probs and entropies (a fixed pattern, so no gradient vanishes).
-struct WeightedLoss : kernels::ClassifierLoss {
-  std::vector<float> w;
-  explicit WeightedLoss(int64_t n) {
-    for (int64_t i = 0; i < n; ++i) w.push_back(i % 3 == 0 ? -0.7f : 0.4f + 0.05f * static_cast<float>(i % 5));
-  }
-  void coefs(int64_t n, float, float, float* g_lp, float* g_ent) const override {
-    *g_lp = w[static_cast<size_t>(n)];
-    *g_ent = 0.1f * w[static_cast<size_t>(n)];
-  }
-  double value(const std::vector<float>& lp, const std::vector<float>& ent) const {
-    double s = 0;
-    for (size_t i = 0; i < lp.size(); ++i) s += static_cast<double>(w[i]) * (lp[i] + 0.1 * ent[i]);
-    return s;
-  }
-};
-
-struct Batch {
-  int64_t B = 2, T = 13;
-  std::vector<int32_t> tokens, targets;
-  Batch(const ModelConfig& cfg, uint64_t seed, int64_t b = 2, int64_t t = 13) : B(b), T(t) {
-    Rng rng(seed, 0);
-    for (int64_t i = 0; i < B * T; ++i) tokens.push_back(static_cast<int32_t>(rng.next_u32() % cfg.vocab_size));
-    for (int64_t b0 = 0; b0 < B; ++b0)
-      for (int64_t t0 = 0; t0 < T; ++t0) targets.push_back(t0 + 1 < T ? tokens[b0 * T + t0 + 1] : -1);
-  }
-  int64_t N() const { return B * T; }
-};
+const std::vector<LoraTarget>& kAll = kAllLoraTargets;
+const auto& kArchs = kLoraArchs;
 
 LoraConfig lora_config(std::vector<LoraTarget> targets = kAll, int64_t rank = 4, double alpha = 8) {
   LoraConfig c;
@@ -75,16 +46,6 @@ LoraConfig lora_config(std::vector<LoraTarget> targets = kAll, int64_t rank = 4,
 }
 
 // PEFT's init, then B drawn N(0, std) so the adapters change the model.
-void randomize(LoraAdapters& ad, uint64_t seed, float std = 0.1f) {
-  ad.init(seed);
-  for (int64_t l = 0; l < ad.model_config().num_layers; ++l)
-    for (LoraTarget t : ad.config().targets) {
-      Tensor b = ad.b(l, t);
-      rng_fill_normal(seed + 1, static_cast<uint64_t>(l * kLoraTargetCount + static_cast<int>(t)),
-                      std::span<float>(b.data<float>(), static_cast<size_t>(b.numel())), 0.f, std);
-    }
-}
-
 int64_t weight_offset(const Transformer& m, int64_t l, LoraTarget t) {
   const LayerOffsets& o = m.layout().layers[static_cast<size_t>(l)];
   switch (t) {
@@ -119,42 +80,6 @@ void merge_by_hand(const LoraAdapters& ad, Transformer& m) {
         }
     }
   m.params_updated();
-}
-
-std::unique_ptr<Transformer> copy_of(const Transformer& m) {
-  auto c = std::make_unique<Transformer>(m.config());
-  std::memcpy(c->params(), m.params(), sizeof(float) * static_cast<size_t>(m.flat_size()));
-  c->params_updated();
-  c->set_precision(m.precision());
-  return c;
-}
-
-std::vector<float> logits(Transformer& m, const Batch& b) {
-  std::vector<float> z(static_cast<size_t>(b.N() * m.config().vocab_size));
-  m.forward_logits(b.tokens.data(), b.B, b.T, z.data());
-  return z;
-}
-
-struct Grads {
-  std::vector<float> model, lora, lp, ent;
-};
-
-Grads train_pass(Transformer& m, LoraAdapters* ad, const Batch& b, const WeightedLoss& loss) {
-  m.zero_grad();
-  if (ad) ad->zero_grad();
-  Grads g;
-  g.lp.resize(static_cast<size_t>(b.N()));
-  g.ent.resize(static_cast<size_t>(b.N()));
-  m.forward_backward(b.tokens.data(), b.targets.data(), b.B, b.T, loss, g.lp.data(), g.ent.data());
-  g.model.assign(m.grads(), m.grads() + m.flat_size());
-  if (ad) g.lora.assign(ad->grads(), ad->grads() + ad->size());
-  return g;
-}
-
-double max_abs(const float* x, int64_t n) {
-  double m = 0;
-  for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(static_cast<double>(x[i])));
-  return m;
 }
 
 }  // namespace

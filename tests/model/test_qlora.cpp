@@ -16,6 +16,7 @@
 
 #include "common/models.h"
 #include "common/tolerance.h"
+#include "model/lora_fixture.h"
 #include "temper/app/memory_plan.h"
 #include "temper/core/dtype.h"
 #include "temper/core/error.h"
@@ -35,37 +36,8 @@ using namespace temper::test;
 
 namespace {
 
-const std::vector<LoraTarget> kAll = {LoraTarget::q,    LoraTarget::k,  LoraTarget::v,   LoraTarget::o,
-                                      LoraTarget::gate, LoraTarget::up, LoraTarget::down};
-const Arch kArchs[] = {Arch::llama, Arch::qwen2, Arch::qwen3, Arch::gemma2, Arch::phi3};
-
-struct WeightedLoss : kernels::ClassifierLoss {
-  std::vector<float> w;
-  explicit WeightedLoss(int64_t n) {
-    for (int64_t i = 0; i < n; ++i) w.push_back(i % 3 == 0 ? -0.7f : 0.4f + 0.05f * static_cast<float>(i % 5));
-  }
-  void coefs(int64_t n, float, float, float* g_lp, float* g_ent) const override {
-    *g_lp = w[static_cast<size_t>(n)];
-    *g_ent = 0.1f * w[static_cast<size_t>(n)];
-  }
-  double value(const std::vector<float>& lp, const std::vector<float>& ent) const {
-    double s = 0;
-    for (size_t i = 0; i < lp.size(); ++i) s += static_cast<double>(w[i]) * (lp[i] + 0.1 * ent[i]);
-    return s;
-  }
-};
-
-struct Batch {
-  int64_t B = 2, T = 13;
-  std::vector<int32_t> tokens, targets;
-  Batch(const ModelConfig& cfg, uint64_t seed, int64_t b = 2, int64_t t = 13) : B(b), T(t) {
-    Rng rng(seed, 0);
-    for (int64_t i = 0; i < B * T; ++i) tokens.push_back(static_cast<int32_t>(rng.next_u32() % cfg.vocab_size));
-    for (int64_t b0 = 0; b0 < B; ++b0)
-      for (int64_t t0 = 0; t0 < T; ++t0) targets.push_back(t0 + 1 < T ? tokens[b0 * T + t0 + 1] : -1);
-  }
-  int64_t N() const { return B * T; }
-};
+const std::vector<LoraTarget>& kAll = kAllLoraTargets;
+const auto& kArchs = kLoraArchs;
 
 LoraConfig lora_config(LoraBase base, int64_t rank = 4, double alpha = 8) {
   LoraConfig c;
@@ -76,25 +48,6 @@ LoraConfig lora_config(LoraBase base, int64_t rank = 4, double alpha = 8) {
   return c;
 }
 
-// PEFT's init, then B drawn N(0, std) so the adapters change the model.
-void randomize(LoraAdapters& ad, uint64_t seed, float std = 0.1f) {
-  ad.init(seed);
-  for (int64_t l = 0; l < ad.model_config().num_layers; ++l)
-    for (LoraTarget t : ad.config().targets) {
-      Tensor b = ad.b(l, t);
-      rng_fill_normal(seed + 1, static_cast<uint64_t>(l * kLoraTargetCount + static_cast<int>(t)),
-                      std::span<float>(b.data<float>(), static_cast<size_t>(b.numel())), 0.f, std);
-    }
-}
-
-std::unique_ptr<Transformer> copy_of(const Transformer& m) {
-  auto c = std::make_unique<Transformer>(m.config());
-  std::memcpy(c->params(), m.params(), sizeof(float) * static_cast<size_t>(m.flat_size()));
-  c->params_updated();
-  c->set_precision(m.precision());
-  return c;
-}
-
 // An f32 model holding exactly the values a base held as `format` multiplies by.
 std::unique_ptr<Transformer> dequantised_copy(const Transformer& m, LoraBase format) {
   auto c = copy_of(m);
@@ -102,34 +55,6 @@ std::unique_ptr<Transformer> dequantised_copy(const Transformer& m, LoraBase for
   fb.dequantize_into(c->params());
   c->params_updated();
   return c;
-}
-
-std::vector<float> logits(Transformer& m, const Batch& b) {
-  std::vector<float> z(static_cast<size_t>(b.N() * m.config().vocab_size));
-  m.forward_logits(b.tokens.data(), b.B, b.T, z.data());
-  return z;
-}
-
-struct Grads {
-  std::vector<float> model, lora, lp, ent;
-};
-
-Grads train_pass(Transformer& m, LoraAdapters& ad, const Batch& b, const WeightedLoss& loss) {
-  m.zero_grad();
-  ad.zero_grad();
-  Grads g;
-  g.lp.resize(static_cast<size_t>(b.N()));
-  g.ent.resize(static_cast<size_t>(b.N()));
-  m.forward_backward(b.tokens.data(), b.targets.data(), b.B, b.T, loss, g.lp.data(), g.ent.data());
-  g.model.assign(m.grads(), m.grads() + m.flat_size());
-  g.lora.assign(ad.grads(), ad.grads() + ad.size());
-  return g;
-}
-
-double max_abs(const float* x, int64_t n) {
-  double m = 0;
-  for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(static_cast<double>(x[i])));
-  return m;
 }
 
 double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
@@ -371,7 +296,7 @@ TEST(QLora, AdapterGradientsMatchTheDequantisedModelAndFiniteDifferences) {
     ref->attach_lora(&adr);
     Batch b(cfg, 3);
     WeightedLoss loss(b.N());
-    Grads g = train_pass(m, ad, b, loss), gr = train_pass(*ref, adr, b, loss);
+    Grads g = train_pass(m, &ad, b, loss), gr = train_pass(*ref, &adr, b, loss);
     const double tol = tolerance(Kind::reduction, b.N(), 3);
     EXPECT_TRUE(all_close(g.lp.data(), gr.lp.data(), b.N(), 1e-5)) << arch_name(arch);
     EXPECT_TRUE(all_close(g.lora.data(), gr.lora.data(), ad.size(), tol)) << arch_name(arch);
@@ -432,9 +357,9 @@ TEST(QLora, RecomputeGivesTheStoredPathsGradients) {
       m.attach_lora(&ad);
       Batch b(cfg, 5);
       WeightedLoss loss(b.N());
-      Grads stored = train_pass(m, ad, b, loss);
+      Grads stored = train_pass(m, &ad, b, loss);
       m.set_recompute(true);
-      Grads re = train_pass(m, ad, b, loss);
+      Grads re = train_pass(m, &ad, b, loss);
       EXPECT_EQ(re.lora, stored.lora) << arch_name(arch) << " " << lora_base_name(f);
       EXPECT_EQ(re.model, stored.model) << arch_name(arch);
       EXPECT_GT(max_abs(re.lora.data(), ad.size()), 1e-3);
@@ -462,9 +387,9 @@ TEST(QLora, HoldingTheBaseGivesItsF32MemoryBack) {
               after / 1e6);
   Batch b(cfg, 7, 2, 16);
   WeightedLoss loss(b.N());
-  train_pass(m, ad, b, loss);  // the arena and the classifier's buffers grow here (not the gradients)
+  train_pass(m, &ad, b, loss);  // the arena and the classifier's buffers grow here (not the gradients)
   const double trained = rss_bytes();
-  train_pass(m, ad, b, loss);
+  train_pass(m, &ad, b, loss);
   EXPECT_LT(rss_bytes() - trained, 0.05 * linear);
   // The grads of the held products were never written: a full gradient buffer would have added `linear`.
   EXPECT_LT(trained - after, 0.5 * linear) << "trained " << trained << " after " << after;
@@ -493,7 +418,7 @@ TEST(QLora, MemoryPlanOfAHeldBaseMatchesTheResidentMemory) {
     wopt.train_adapters(&wad);
     Batch wb(small, 4, B, T);
     WeightedLoss wloss(wb.N());
-    train_pass(warm, wad, wb, wloss);
+    train_pass(warm, &wad, wb, wloss);
     wopt.step();
   }
   const double start = rss_bytes();
@@ -508,7 +433,7 @@ TEST(QLora, MemoryPlanOfAHeldBaseMatchesTheResidentMemory) {
   Batch b(cfg, 9, B, T);
   WeightedLoss loss(b.N());
   for (int step = 0; step < 2; ++step) {
-    train_pass(m, ad, b, loss);
+    train_pass(m, &ad, b, loss);
     opt.step();
   }
   const double measured = rss_bytes() - start;
@@ -550,7 +475,7 @@ TEST(QLora, WhatNeedsF32WeightsIsRefused) {
   lora.train_adapters(&ad);
   Batch b(cfg, 8);
   WeightedLoss loss(b.N());
-  train_pass(m, ad, b, loss);
+  train_pass(m, &ad, b, loss);
   const std::vector<float> a0(ad.params(), ad.params() + ad.size());
   EXPECT_FALSE(lora.step().skipped);
   EXPECT_GT(max_diff(a0, std::vector<float>(ad.params(), ad.params() + ad.size())), 0.0);

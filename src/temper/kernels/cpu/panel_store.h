@@ -11,8 +11,9 @@ namespace temper::kernels {
 
 static inline void store_panel_row(float* c, __m512 lo, __m512 hi, int64_t n, bool accumulate) {
   const __mmask16 m0 = n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1u);
-  const __mmask16 m1 =
-      n >= 32 ? static_cast<__mmask16>(0xffff) : n <= 16 ? 0 : static_cast<__mmask16>((1u << (n - 16)) - 1u);
+  const __mmask16 m1 = n >= 32   ? static_cast<__mmask16>(0xffff)
+                       : n <= 16 ? 0
+                                 : static_cast<__mmask16>((1u << (n - 16)) - 1u);
   if (accumulate) {
     lo = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, c), lo);
     hi = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, c + 16), hi);

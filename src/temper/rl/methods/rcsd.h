@@ -61,9 +61,10 @@ tasks::Problem rcsd_teacher_problem(const tasks::Problem& p, const PromptCodec& 
 // `teacher = "initial"` scores the rubric context with the frozen weights as RL started instead (a teacher
 // that does not drift with the student; the trainer then holds that frozen copy).
 // `mode = "reverse_kl"` distils the teacher's whole next-token distribution instead (any vocabulary: the step's
-// completion tokens x V log-probs are held until the update, at most kMaxDistillBytes): every completion token's loss gains coef x KL(pi(.|student context) ||
-// teacher(.|rubric context)) (Trajectory::loss_terms.teacher_logq, Batch::reverse_kl_coef; the fused classifier's
-// reverse-KL target); with replace the advantages are 0 (the KL is the whole signal), with add GRPO's stay.
+// completion tokens x V log-probs are held until the update, at most kMaxDistillBytes): every completion token's loss
+// gains coef x KL(pi(.|student context) || teacher(.|rubric context)) (Trajectory::loss_terms.teacher_logq,
+// Batch::reverse_kl_coef; the fused classifier's reverse-KL target); with replace the advantages are 0 (the KL is the
+// whole signal), with add GRPO's stay.
 class Rcsd : public Method {
  public:
   explicit Rcsd(RcsdConfig cfg);
