@@ -13,6 +13,7 @@
 #include "common/models.h"
 #include "temper/core/rng.h"
 #include "temper/kernels/classifier.h"
+#include "temper/model/kv_pool.h"
 #include "temper/model/lora.h"
 #include "temper/model/transformer.h"
 
@@ -98,6 +99,50 @@ inline double max_abs(const float* x, int64_t n) {
   double m = 0;
   for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(static_cast<double>(x[i])));
   return m;
+}
+
+// The paged forward (a prefill chunk, then one token per step, two sequences per step) as log-probs of the targets.
+inline std::vector<float> paged_logprobs(Transformer& m, const Batch& b, kernels::Precision prec) {
+  const ModelConfig& cfg = m.config();
+  const int64_t S = b.B, T = b.T, V = cfg.vocab_size, prefill = 6;
+  KvPool pool(cfg, 8, 16, kv_dtype(prec));
+  std::vector<SeqKv> seqs(static_cast<size_t>(S));
+  for (SeqKv& s : seqs) pool.reserve(s, T);
+  std::vector<float> got(static_cast<size_t>(S * T), 0.f);
+  for (int64_t t0 = 0; t0 < T;) {
+    const int64_t len = t0 == 0 ? prefill : 1;
+    std::vector<int32_t> tok, pos;
+    std::vector<const int32_t*> tables;
+    std::vector<int64_t> rows, src;
+    for (int64_t s = 0; s < S; ++s)
+      for (int64_t t = t0; t < t0 + len; ++t) {
+        rows.push_back(static_cast<int64_t>(tok.size()));
+        src.push_back(s * T + t);
+        tok.push_back(b.tokens[static_cast<size_t>(s * T + t)]);
+        pos.push_back(static_cast<int32_t>(t));
+        tables.push_back(seqs[static_cast<size_t>(s)].blocks.data());
+      }
+    std::vector<float> z(rows.size() * static_cast<size_t>(V));
+    PagedStep st;
+    st.n = st.n_out = static_cast<int64_t>(rows.size());
+    st.tokens = tok.data();
+    st.pos = pos.data();
+    st.tables = tables.data();
+    st.out_rows = rows.data();
+    st.logits = z.data();
+    m.forward_paged(st, pool);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const int32_t target = b.targets[static_cast<size_t>(src[i])];
+      if (target < 0) continue;
+      const float* zr = z.data() + i * static_cast<size_t>(V);
+      double mx = zr[0], sum = 0;
+      for (int64_t v = 0; v < V; ++v) mx = std::max(mx, static_cast<double>(zr[v]));
+      for (int64_t v = 0; v < V; ++v) sum += std::exp(zr[v] - mx);
+      got[static_cast<size_t>(src[i])] = static_cast<float>(zr[target] - mx - std::log(sum));
+    }
+    t0 += len;
+  }
+  return got;
 }
 
 }  // namespace temper::test

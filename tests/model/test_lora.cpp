@@ -288,47 +288,11 @@ TEST(Lora, PagedForwardLogprobsEqualTheTrainingForward) {
       LoraAdapters ad(cfg, lora_config());
       randomize(ad, 17);
       m.attach_lora(&ad);
-      const int64_t S = 2, T = 19, V = cfg.vocab_size, prefill = 6;
+      const int64_t S = 2, T = 19;
       Batch b(cfg, 4, S, T);
       std::vector<float> want(static_cast<size_t>(S * T)), ent(static_cast<size_t>(S * T));
       m.forward_logprobs(b.tokens.data(), b.targets.data(), S, T, want.data(), ent.data());
-      KvPool pool(cfg, 8, 16, kv_dtype(prec));
-      std::vector<SeqKv> seqs(static_cast<size_t>(S));
-      for (SeqKv& s : seqs) pool.reserve(s, T);
-      std::vector<float> got(static_cast<size_t>(S * T), 0.f);
-      for (int64_t t0 = 0; t0 < T;) {
-        const int64_t len = t0 == 0 ? prefill : 1;
-        std::vector<int32_t> tok, pos;
-        std::vector<const int32_t*> tables;
-        std::vector<int64_t> rows, src;  // src: the (sequence, position) row index in the batch
-        for (int64_t s = 0; s < S; ++s)
-          for (int64_t t = t0; t < t0 + len; ++t) {
-            rows.push_back(static_cast<int64_t>(tok.size()));
-            src.push_back(s * T + t);
-            tok.push_back(b.tokens[static_cast<size_t>(s * T + t)]);
-            pos.push_back(static_cast<int32_t>(t));
-            tables.push_back(seqs[static_cast<size_t>(s)].blocks.data());
-          }
-        std::vector<float> z(rows.size() * static_cast<size_t>(V));
-        PagedStep st;
-        st.n = st.n_out = static_cast<int64_t>(rows.size());
-        st.tokens = tok.data();
-        st.pos = pos.data();
-        st.tables = tables.data();
-        st.out_rows = rows.data();
-        st.logits = z.data();
-        m.forward_paged(st, pool);
-        for (size_t i = 0; i < rows.size(); ++i) {
-          const int32_t target = b.targets[static_cast<size_t>(src[i])];
-          if (target < 0) continue;
-          const float* zr = z.data() + i * static_cast<size_t>(V);
-          double mx = zr[0], sum = 0;
-          for (int64_t v = 0; v < V; ++v) mx = std::max(mx, static_cast<double>(zr[v]));
-          for (int64_t v = 0; v < V; ++v) sum += std::exp(zr[v] - mx);
-          got[static_cast<size_t>(src[i])] = static_cast<float>(zr[target] - mx - std::log(sum));
-        }
-        t0 += len;
-      }
+      const std::vector<float> got = paged_logprobs(m, b, prec);
       const double tol = prec == kernels::Precision::f32 ? 1e-5 : tolerance(Kind::bf16, cfg.hidden_size);
       EXPECT_TRUE(all_close(got.data(), want.data(), S * T, tol))
           << arch_name(arch) << " " << kernels::precision_name(prec);
