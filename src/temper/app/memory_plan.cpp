@@ -146,8 +146,9 @@ double MemoryPlan::host_bytes() const {
   return b;
 }
 
-MemoryPlan plan_memory(const ModelConfig& cfg, const MemorySettings& s) {
-  const Dev dev = device_kind(s.device);
+namespace {
+
+void check_settings(const ModelConfig& cfg, const MemorySettings& s) {
   TEMPER_CHECK(s.micro_batch > 0) << "memory plan: micro-batch must be > 0 sequences, got " << s.micro_batch;
   TEMPER_CHECK(s.seq > 0 && s.seq <= cfg.max_position_embeddings)
       << "memory plan: sequence length must be 1.." << cfg.max_position_embeddings
@@ -159,163 +160,217 @@ MemoryPlan plan_memory(const ModelConfig& cfg, const MemorySettings& s) {
       << "memory plan: max_new (" << s.max_new << ") must be below the sequence length (" << s.seq << ")";
   TEMPER_CHECK(s.max_new == 0 || (s.prompts > 0 && s.group > 0 && s.max_seqs > 0 && s.kv_memory_mb >= 0))
       << "memory plan: rollouts need prompts, group and max_seqs > 0 and kv_memory_mb >= 0";
-  const ParamLayout layout(cfg);
-  MemoryPlan p;
-  p.on_device = dev == Dev::cuda;
-  for (const ParamEntry& e : layout.entries()) p.params += e.numel();
-  const double flat = static_cast<double>(layout.total());
-  const bool bf16 = s.precision == kernels::Precision::bf16, lora = s.lora_rank > 0, rollouts = s.max_new > 0;
-  const int64_t N = s.micro_batch * s.seq;
-  p.tokens = N;
-  p.trainable = !lora ? p.params : s.lora_trainable > 0 ? s.lora_trainable : lora_params(cfg, s.lora_rank);
-  const double trainable = lora ? static_cast<double>(p.trainable) : flat;
-  const bool full_base = !lora || (s.lora_full_base && !s.qlora);  // the model's own buffers, whole
-  const double shards = s.shard_optimizer ? static_cast<double>(s.ranks) : 1.0;
-  const bool dev_host = dev != Dev::cuda;  // where the model's own buffers live
-  auto add = [&](std::string name, double bytes, std::string note, bool host) {
-    if (bytes > 0) p.items.push_back({std::move(name), bytes, std::move(note), host});
-  };
-  char note[256];
+}
 
-  // Weights.
-  if (full_base) {
-    add("weights (f32 master)", 4 * flat, "4 B x " + std::to_string(layout.total()) + " (padded)", dev_host);
-    if (dev == Dev::cuda)
-      add("weights (bf16 copy)", 2 * flat, "the device's bf16 GEMM operand", false);
-    else if (bf16)
-      add("weights (bf16 copies)", 2 * flat + (s.packed ? 2.0 * static_cast<double>(packed_elems(cfg)) : 0),
-          s.packed ? "row-major (backward) + packed (forward)" : "row-major", true);
-    if (dev != Dev::cuda && !bf16 && (rollouts || s.evaluation) && s.packed)
-      add("weights (f32 packed)", 4.0 * static_cast<double>(packed_elems(cfg)), "the decode's products", true);
+// The plan's items, one named step per part of the run; the derived facts each step reads, computed once.
+class PlanBuilder {
+ public:
+  PlanBuilder(const ModelConfig& cfg, const MemorySettings& s)
+      : cfg_(cfg), s_(s), layout_(cfg), dev_(device_kind(s.device)) {
+    p_.on_device = dev_ == Dev::cuda;
+    for (const ParamEntry& e : layout_.entries()) p_.params += e.numel();
+    flat_ = static_cast<double>(layout_.total());
+    bf16_ = s.precision == kernels::Precision::bf16, lora_ = s.lora_rank > 0, rollouts_ = s.max_new > 0;
+    N_ = s.micro_batch * s.seq;
+    p_.tokens = N_;
+    p_.trainable = !lora_ ? p_.params : s.lora_trainable > 0 ? s.lora_trainable : lora_params(cfg, s.lora_rank);
+    trainable_ = lora_ ? static_cast<double>(p_.trainable) : flat_;
+    full_base_ = !lora_ || (s.lora_full_base && !s.qlora);             // the model's own buffers, whole
+    dev_host_ = dev_ != Dev::cuda;                                     // where the model's own buffers live
+    held_ = lora_ && !full_base_ && s.lora_held && dev_ != Dev::cuda;  // as Transformer::hold_base holds it
+    linear_ = static_cast<double>(FrozenBase::params_for(cfg)), rest_ = flat_ - linear_;
   }
-  const bool held = lora && !full_base && s.lora_held && dev != Dev::cuda;  // as Transformer::hold_base holds it
-  const double linear = static_cast<double>(FrozenBase::params_for(cfg)), rest = flat - linear;
-  if (lora && !full_base) {
-    const LoraBase format = s.qlora ? LoraBase::int4 : LoraBase::bf16;
-    std::snprintf(note, sizeof note, "frozen: block products %s, %s",
-                  s.qlora ? "int4 (4 bits, an f32 scale and u8 zero per 128 inputs)" : "bf16",
-                  held ? "dequantised by panels" : "embeddings and norms bf16");
-    add(s.qlora ? "base weights (QLoRA)" : "base weights (LoRA)",
-        FrozenBase::bytes_for(cfg, format) + (held ? 0 : 2 * rest), note, dev_host);
-  }
-  if (held) {  // the rest as the f32 model keeps it; the block products' pages given back
-    const double head = static_cast<double>(kernels::packed_size(cfg.vocab_size, cfg.hidden_size));
-    add("weights (f32, the rest)", 4 * rest, "embeddings, LM head, norms, biases", true);
-    if (bf16)
-      add("weights (bf16 copies)", 2 * rest + (s.packed ? 2 * head : 0), "of the rest (the LM head packed)", true);
-    else if ((rollouts || s.evaluation) && s.packed)
-      add("weights (f32 packed)", 4 * head, "the LM head's, for decoding", true);
-    add("base panels", panel_bytes(cfg), "a product's dequantised rows", true);
-  }
-  if (lora) {
-    std::snprintf(note, sizeof note, "rank %lld: %lld params, f32", static_cast<long long>(s.lora_rank),
-                  static_cast<long long>(p.trainable));
-    add("adapters", 4 * trainable, note, dev_host);
-  }
-  if (dev == Dev::mirror && !lora)
-    add("mirror device's copy", 16 * flat, "the mirror's params, grads and moments", true);
 
-  // Training state.
-  add("gradients", 4 * trainable, lora ? "the adapters'" : "f32", dev_host);
-  if (lora && full_base) add("base gradients", 4 * flat, "the frozen base's buffer (kept; not stepped)", dev_host);
-  if (held) add("base gradients", 4 * rest, "the rest's (written, not stepped; none for the held products)", true);
-  std::snprintf(note, sizeof note, "f32 m and v%s", s.shard_optimizer && s.ranks > 1 ? ", 1/ranks each (ZeRO-1)" : "");
-  add("AdamW moments", std::ceil(8 * trainable / shards), note, dev_host);
+  MemoryPlan build() {
+    weights();
+    training_state();
+    activations();
+    rollouts();
+    evaluation();
+    reference();
+    teacher();
+    process();
+    return p_;
+  }
+
+ private:
+  void add(std::string name, double bytes, std::string note, bool host) {
+    if (bytes > 0) p_.items.push_back({std::move(name), bytes, std::move(note), host});
+  }
+  double packed_bytes(const ModelConfig& c, double elem) const {
+    return s_.packed ? elem * static_cast<double>(packed_elems(c)) : 0;
+  }
+
+  // The model's weights: the f32 master and the precision's copies, a frozen base as LoRA holds it, the adapters.
+  void weights() {
+    if (full_base_) {
+      add("weights (f32 master)", 4 * flat_, "4 B x " + std::to_string(layout_.total()) + " (padded)", dev_host_);
+      if (dev_ == Dev::cuda)
+        add("weights (bf16 copy)", 2 * flat_, "the device's bf16 GEMM operand", false);
+      else if (bf16_)
+        add("weights (bf16 copies)", 2 * flat_ + packed_bytes(cfg_, 2),
+            s_.packed ? "row-major (backward) + packed (forward)" : "row-major", true);
+      if (dev_ != Dev::cuda && !bf16_ && (rollouts_ || s_.evaluation) && s_.packed)
+        add("weights (f32 packed)", packed_bytes(cfg_, 4), "the decode's products", true);
+    }
+    char note[256];
+    if (lora_ && !full_base_) {
+      const LoraBase format = s_.qlora ? LoraBase::int4 : LoraBase::bf16;
+      std::snprintf(note, sizeof note, "frozen: block products %s, %s",
+                    s_.qlora ? "int4 (4 bits, an f32 scale and u8 zero per 128 inputs)" : "bf16",
+                    held_ ? "dequantised by panels" : "embeddings and norms bf16");
+      add(s_.qlora ? "base weights (QLoRA)" : "base weights (LoRA)",
+          FrozenBase::bytes_for(cfg_, format) + (held_ ? 0 : 2 * rest_), note, dev_host_);
+    }
+    if (held_) {  // the rest as the f32 model keeps it; the block products' pages given back
+      const double head = static_cast<double>(kernels::packed_size(cfg_.vocab_size, cfg_.hidden_size));
+      add("weights (f32, the rest)", 4 * rest_, "embeddings, LM head, norms, biases", true);
+      if (bf16_)
+        add("weights (bf16 copies)", 2 * rest_ + (s_.packed ? 2 * head : 0), "of the rest (the LM head packed)", true);
+      else if ((rollouts_ || s_.evaluation) && s_.packed)
+        add("weights (f32 packed)", 4 * head, "the LM head's, for decoding", true);
+      add("base panels", panel_bytes(cfg_), "a product's dequantised rows", true);
+    }
+    if (lora_) {
+      std::snprintf(note, sizeof note, "rank %lld: %lld params, f32", static_cast<long long>(s_.lora_rank),
+                    static_cast<long long>(p_.trainable));
+      add("adapters", 4 * trainable_, note, dev_host_);
+    }
+    if (dev_ == Dev::mirror && !lora_)
+      add("mirror device's copy", 16 * flat_, "the mirror's params, grads and moments", true);
+  }
+
+  // Gradients and AdamW moments (ZeRO-1: a rank's share).
+  void training_state() {
+    const double shards = s_.shard_optimizer ? static_cast<double>(s_.ranks) : 1.0;
+    add("gradients", 4 * trainable_, lora_ ? "the adapters'" : "f32", dev_host_);
+    if (lora_ && full_base_)
+      add("base gradients", 4 * flat_, "the frozen base's buffer (kept; not stepped)", dev_host_);
+    if (held_) add("base gradients", 4 * rest_, "the rest's (written, not stepped; none for the held products)", true);
+    char note[256];
+    std::snprintf(note, sizeof note, "f32 m and v%s",
+                  s_.shard_optimizer && s_.ranks > 1 ? ", 1/ranks each (ZeRO-1)" : "");
+    add("AdamW moments", std::ceil(8 * trainable_ / shards), note, dev_host_);
+  }
 
   // Activations of one micro-batch (the arena the step plans), and the adapters' scratch.
-  double act = 0;
-  if (dev == Dev::cuda) {
-    act = cuda_activation_bytes(cfg, N, s.recompute);
-  } else {
-    const int64_t Nt = std::max(N, s.seq);
-    act = static_cast<double>(Transformer::activation_bytes_for(cfg, Nt, s.seq, s.recompute));
-    if (!s.recompute && !s.evaluation && !rollouts && !s.reference && !s.teacher) {
-      // Training alone never writes the scratch layer and x_tmp (lazily zeroed pages: no memory until written).
-      const double x = static_cast<double>(round64(static_cast<double>(Nt * cfg.hidden_size)));
-      act -= (act - static_cast<double>(Transformer::activation_bytes_for(cfg, Nt, s.seq, true))) /
-                 static_cast<double>(cfg.num_layers) +
-             2 * x;
+  void activations() {
+    double act = 0;
+    if (dev_ == Dev::cuda) {
+      act = cuda_activation_bytes(cfg_, N_, s_.recompute);
+    } else {
+      const int64_t Nt = std::max(N_, s_.seq);
+      act = static_cast<double>(Transformer::activation_bytes_for(cfg_, Nt, s_.seq, s_.recompute));
+      if (!s_.recompute && !s_.evaluation && !rollouts_ && !s_.reference && !s_.teacher) {
+        // Training alone never writes the scratch layer and x_tmp (lazily zeroed pages: no memory until written).
+        const double x = static_cast<double>(round64(static_cast<double>(Nt * cfg_.hidden_size)));
+        act -= (act - static_cast<double>(Transformer::activation_bytes_for(cfg_, Nt, s_.seq, true))) /
+                   static_cast<double>(cfg_.num_layers) +
+               2 * x;
+      }
+      if (dev_ == Dev::mirror) act *= 2;
     }
-    if (dev == Dev::mirror) act *= 2;
+    if (lora_) act += 4.0 * 2 * static_cast<double>(N_) * 3 * static_cast<double>(s_.lora_rank);
+    char note[256];
+    std::snprintf(note, sizeof note, "%lld x %lld tokens%s", static_cast<long long>(s_.micro_batch),
+                  static_cast<long long>(s_.seq), s_.recompute ? ", recompute" : "");
+    add("activations", act, note, dev_host_);
   }
-  if (lora) act += 4.0 * 2 * static_cast<double>(N) * 3 * static_cast<double>(s.lora_rank);
-  std::snprintf(note, sizeof note, "%lld x %lld tokens%s", static_cast<long long>(s.micro_batch),
-                static_cast<long long>(s.seq), s.recompute ? ", recompute" : "");
-  add("activations", act, note, dev_host);
 
   // Rollouts: the KV cache, the sampler's logits, the activations kept for the update.
-  if (rollouts) {
-    const int64_t seqs = std::min(s.max_seqs, s.prompts * s.group);
-    const double host_elem = bf16 ? 2 : 4, elem = dev == Dev::cuda ? 4 : host_elem;
-    std::snprintf(note, sizeof note, s.kv_memory_mb > 0 ? "kv_memory_mb %lld" : "%lld sequences of %lld tokens",
-                  static_cast<long long>(s.kv_memory_mb > 0 ? s.kv_memory_mb : seqs), static_cast<long long>(s.seq));
-    add("KV cache", kv_bytes(cfg, s.kv_memory_mb, seqs, s.seq, host_elem, elem), note, dev_host);
-    add("rollout logits", 4.0 * static_cast<double>(s.max_seqs * cfg.vocab_size), "max_seqs x vocabulary, f32",
-        dev_host);
-    if (dev == Dev::cpu && s.reuse_activations && !s.recompute && !lora) {
-      const int64_t C = cfg.hidden_size, QKV = cfg.qkv_dim(), H = cfg.num_heads;
-      int64_t w = C + 1 + QKV + H * cfg.head_dim + C + 1 + 2 * cfg.intermediate_size + H;  // each_act_field
-      if (cfg.qk_norm) w += QKV + H + cfg.num_kv_heads;
-      if (cfg.sandwich_norm) w += 2 * C + 2;
-      const double slot = 4.0 * static_cast<double>(cfg.num_layers * w + C);
-      const double need = std::ceil(static_cast<double>(s.prompts) / static_cast<double>(s.ranks)) *
-                          static_cast<double>((s.seq - s.max_new) + s.group * s.max_new) * slot;
-      const double budget = s.reuse_activations_mb > 0 ? static_cast<double>(s.reuse_activations_mb) * kMiB
-                                                       : static_cast<double>(usable_memory_bytes()) / 4 / s.local_ranks;
-      add("kept activations", std::min(need, std::floor(budget / slot) * slot),
-          "the rollout's, for the update (rl.reuse_activations)", true);
-    }
+  void rollouts() {
+    if (!rollouts_) return;
+    const int64_t seqs = std::min(s_.max_seqs, s_.prompts * s_.group);
+    const double host_elem = bf16_ ? 2 : 4, elem = dev_ == Dev::cuda ? 4 : host_elem;
+    char note[256];
+    std::snprintf(note, sizeof note, s_.kv_memory_mb > 0 ? "kv_memory_mb %lld" : "%lld sequences of %lld tokens",
+                  static_cast<long long>(s_.kv_memory_mb > 0 ? s_.kv_memory_mb : seqs), static_cast<long long>(s_.seq));
+    add("KV cache", kv_bytes(cfg_, s_.kv_memory_mb, seqs, s_.seq, host_elem, elem), note, dev_host_);
+    add("rollout logits", 4.0 * static_cast<double>(s_.max_seqs * cfg_.vocab_size), "max_seqs x vocabulary, f32",
+        dev_host_);
+    if (dev_ != Dev::cpu || !s_.reuse_activations || s_.recompute || lora_) return;
+    const int64_t C = cfg_.hidden_size, QKV = cfg_.qkv_dim(), H = cfg_.num_heads;
+    int64_t w = C + 1 + QKV + H * cfg_.head_dim + C + 1 + 2 * cfg_.intermediate_size + H;  // each_act_field
+    if (cfg_.qk_norm) w += QKV + H + cfg_.num_kv_heads;
+    if (cfg_.sandwich_norm) w += 2 * C + 2;
+    const double slot = 4.0 * static_cast<double>(cfg_.num_layers * w + C);
+    const double need = std::ceil(static_cast<double>(s_.prompts) / static_cast<double>(s_.ranks)) *
+                        static_cast<double>((s_.seq - s_.max_new) + s_.group * s_.max_new) * slot;
+    const double budget = s_.reuse_activations_mb > 0 ? static_cast<double>(s_.reuse_activations_mb) * kMiB
+                                                      : static_cast<double>(usable_memory_bytes()) / 4 / s_.local_ranks;
+    add("kept activations", std::min(need, std::floor(budget / slot) * slot),
+        "the rollout's, for the update (rl.reuse_activations)", true);
   }
 
   // Held-out evaluation's engine (rl::evaluate: its own KV pool while the rollouts' stays).
-  if (s.evaluation && s.eval_kv_memory_mb > 0) {
-    const double host_elem = bf16 ? 2 : 4, elem = dev == Dev::cuda ? 4 : host_elem;
-    double kv = kv_bytes(cfg, s.eval_kv_memory_mb, 0, s.seq, host_elem, elem);
-    if (s.eval_seqs > 0)
-      kv = std::min(kv, kv_bytes(cfg, 0, s.eval_seqs, s.eval_seq > 0 ? s.eval_seq : s.seq, host_elem, elem));
+  void evaluation() {
+    if (!s_.evaluation || s_.eval_kv_memory_mb <= 0) return;
+    const double host_elem = bf16_ ? 2 : 4, elem = dev_ == Dev::cuda ? 4 : host_elem;
+    double kv = kv_bytes(cfg_, s_.eval_kv_memory_mb, 0, s_.seq, host_elem, elem);
+    if (s_.eval_seqs > 0)
+      kv = std::min(kv, kv_bytes(cfg_, 0, s_.eval_seqs, s_.eval_seq > 0 ? s_.eval_seq : s_.seq, host_elem, elem));
     add("KV cache (evaluation)", kv,
-        "eval.kv_memory_mb " + std::to_string(s.eval_kv_memory_mb) +
-            (s.eval_seqs > 0 ? ", " + std::to_string(s.eval_seqs) + " sequences written" : std::string()),
-        dev_host);
+        "eval.kv_memory_mb " + std::to_string(s_.eval_kv_memory_mb) +
+            (s_.eval_seqs > 0 ? ", " + std::to_string(s_.eval_seqs) + " sequences written" : std::string()),
+        dev_host_);
   }
 
   // The KL reference: a frozen copy of the policy (LoRA: the base without adapters, no copy).
-  if (s.reference && !lora) {
-    double b = 0;
-    if (dev == Dev::cuda) {
-      b = 18 * flat + cuda_activation_bytes(cfg, N, false);
-      add("KL reference", b, "a second device model: weights, bf16 copy, gradients and moments, activations", false);
-      add("KL reference (host)", 4 * flat, "its f32 weights", true);
-    } else {
-      b = 4 * flat + (bf16 ? 2 * flat + (s.packed ? 2.0 * static_cast<double>(packed_elems(cfg)) : 0) : 0) +
-          forward_activation_bytes(cfg, std::max(N, s.seq), s.seq);
-      add("KL reference", b, "its weights and a forward's activations", true);
+  void reference() {
+    if (!s_.reference || lora_) return;
+    if (dev_ == Dev::cuda) {
+      add("KL reference", 18 * flat_ + cuda_activation_bytes(cfg_, N_, false),
+          "a second device model: weights, bf16 copy, gradients and moments, activations", false);
+      add("KL reference (host)", 4 * flat_, "its f32 weights", true);
+      return;
     }
+    add("KL reference",
+        4 * flat_ + (bf16_ ? 2 * flat_ + packed_bytes(cfg_, 2) : 0) +
+            forward_activation_bytes(cfg_, std::max(N_, s_.seq), s_.seq),
+        "its weights and a forward's activations", true);
   }
 
   // A [teacher] model: weights, packed decode copy, KV cache.
-  if (s.teacher) {
-    const ModelConfig& t = *s.teacher;
+  void teacher() {
+    if (!s_.teacher) return;
+    const ModelConfig& t = *s_.teacher;
     const double tflat = static_cast<double>(ParamLayout(t).total());
-    const double packed = s.packed && dev != Dev::cuda ? 4.0 * static_cast<double>(packed_elems(t)) : 0;
-    const int64_t tmb = s.teacher_kv_mb > 0 ? s.teacher_kv_mb : s.kv_memory_mb;
-    const double kv = kv_bytes(t, tmb, std::min(s.max_seqs, s.prompts * s.group), s.seq, 4, 4);
+    const double packed = dev_ != Dev::cuda ? packed_bytes(t, 4) : 0;
+    const int64_t tmb = s_.teacher_kv_mb > 0 ? s_.teacher_kv_mb : s_.kv_memory_mb;
+    const double kv = kv_bytes(t, tmb, std::min(s_.max_seqs, s_.prompts * s_.group), s_.seq, 4, 4);
     add("teacher", 4 * tflat + packed + kv, "its f32 weights, packed decode copy and KV cache", true);
   }
 
-  // The process itself.
-  add("runtime", kHostRuntime, "binary, libraries, threads", true);
-  if (held) {  // the f32 weights are loaded whole before the base is held: the peak is the larger of the two
-    double steady = 0;
-    for (const MemoryItem& i : p.items) steady += i.bytes;
-    add("loading (transient)", 4 * flat + kHostRuntime - steady,
-        "the f32 weights whole before the base is held: the peak is the load's", true);
+  // The process itself, a held base's load peak, the device's runtime.
+  void process() {
+    add("runtime", kHostRuntime, "binary, libraries, threads", true);
+    if (held_) {  // the f32 weights are loaded whole before the base is held: the peak is the larger of the two
+      double steady = 0;
+      for (const MemoryItem& i : p_.items) steady += i.bytes;
+      add("loading (transient)", 4 * flat_ + kHostRuntime - steady,
+          "the f32 weights whole before the base is held: the peak is the load's", true);
+    }
+    if (dev_ == Dev::cuda) {
+      add("runtime (device)", kCudaRuntime, "CUDA context, cuBLAS workspaces", false);
+      if (!lora_) add("host copies", 12 * flat_, "f32 weights, AdamW moments pulled for checkpoints", true);
+    }
   }
-  if (dev == Dev::cuda) {
-    add("runtime (device)", kCudaRuntime, "CUDA context, cuBLAS workspaces", false);
-    if (!lora) add("host copies", 12 * flat, "f32 weights, AdamW moments pulled for checkpoints", true);
-  }
-  return p;
+
+  const ModelConfig& cfg_;
+  const MemorySettings& s_;
+  const ParamLayout layout_;
+  const Dev dev_;
+  MemoryPlan p_;
+  double flat_ = 0, trainable_ = 0, linear_ = 0, rest_ = 0;
+  bool bf16_ = false, lora_ = false, rollouts_ = false, full_base_ = false, dev_host_ = true, held_ = false;
+  int64_t N_ = 0;
+};
+
+}  // namespace
+
+MemoryPlan plan_memory(const ModelConfig& cfg, const MemorySettings& s) {
+  check_settings(cfg, s);
+  return PlanBuilder(cfg, s).build();
 }
 
 int64_t largest_micro_batch(const ModelConfig& cfg, MemorySettings s, double budget_bytes) {
