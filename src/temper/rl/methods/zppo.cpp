@@ -257,42 +257,49 @@ std::vector<std::vector<std::string>> Zppo::correct_teacher_responses(const std:
   return out;
 }
 
+// Hard questions reformulated: a seeded order of them, the teacher's correct answers for the first few, the prompts
+// planned (BCQ, NCQ) up to the cap, their candidates restated by the teacher where it rewrites, the prompts built, and
+// the student's answers to them added to the batch as groups of their own.
 void Zppo::reformulate(Batch& b, const std::vector<int64_t>& hard_groups, int64_t cap) {
   if (hard_groups.empty() || cap <= 0 || (!cfg_.bcq && !cfg_.ncq)) return;
   const uint64_t seed = mix_seed(mix_seed(cfg_.seed ^ env_.seed, static_cast<uint64_t>(step_)),
                                  0x2990ull + static_cast<uint64_t>(round_));
   Rng rng(seed, 0);
-  std::vector<int64_t> chosen = hard_groups;  // seeded shuffle: which hard questions get the budget
-  for (size_t i = chosen.size(); i > 1; --i)
-    std::swap(chosen[i - 1], chosen[static_cast<size_t>(tasks::rand_int(rng, 0, static_cast<int64_t>(i) - 1))]);
-  // The teacher samples the first ceil(teacher_ratio x new) hard questions of that order (over the step's rounds);
-  // prompts are then built in the same order until the cap, so a question without a correct teacher sample gets
-  // an NCQ only, and one without a wrong parsable answer leaves its slot to the next.
-  const std::vector<int64_t>& take = chosen;
+  std::vector<int64_t> take = hard_groups;  // seeded shuffle: which hard questions get the budget
+  for (size_t i = take.size(); i > 1; --i)
+    std::swap(take[i - 1], take[static_cast<size_t>(tasks::rand_int(rng, 0, static_cast<int64_t>(i) - 1))]);
   std::vector<tasks::Problem> ps;
   for (int64_t g : take) ps.push_back(b.problems[static_cast<size_t>(g)]);
-  std::vector<std::vector<std::string>> good(ps.size());
-  if (cfg_.bcq && teacher_) {
-    const int64_t limit = static_cast<int64_t>(std::ceil(cfg_.teacher_ratio * static_cast<double>(new_) - 1e-9));
-    const size_t n =
-        static_cast<size_t>(std::clamp<int64_t>(limit - n_.teacher_questions, 0, static_cast<int64_t>(ps.size())));
-    if (n > 0) {
-      std::vector<std::vector<std::string>> some = correct_teacher_responses(
-          std::vector<tasks::Problem>(ps.begin(), ps.begin() + static_cast<std::ptrdiff_t>(n)),
-          mix_seed(seed, 0x7EAull));
-      std::move(some.begin(), some.end(), good.begin());
-      n_.teacher_questions += static_cast<int64_t>(n);
-    }
-  }
+  const std::vector<std::vector<std::string>> good = teacher_answers(ps, seed);
+  std::vector<PromptPlan> plans = plan_prompts(b, take, ps, good, cap, rng);
+  if (rewrites() && !plans.empty()) rewrite_candidates(plans, ps, seed);
+  const std::vector<tasks::Problem> built = build_prompts(plans, ps);
+  if (!built.empty()) answer_prompts(b, built, seed);
+}
 
-  // What each prompt shows, chosen first (the rewrite then asks for all texts at once).
-  struct Plan {
-    size_t k = 0;
-    bool bcq = false, teacher_first = false, rewritten = false;
-    std::vector<std::string> texts;  // bcq: {teacher's, student's}; ncq: the traces
-    std::string answers;             // ncq: the wrong answers listed
-  };
-  std::vector<Plan> plans;
+// The teacher samples the first ceil(teacher_ratio x new) hard questions of the order (over the step's rounds): the
+// correct responses per question (empty past the cap, or without BCQs or a teacher).
+std::vector<std::vector<std::string>> Zppo::teacher_answers(const std::vector<tasks::Problem>& ps, uint64_t seed) {
+  std::vector<std::vector<std::string>> good(ps.size());
+  if (!cfg_.bcq || !teacher_) return good;
+  const int64_t limit = static_cast<int64_t>(std::ceil(cfg_.teacher_ratio * static_cast<double>(new_) - 1e-9));
+  const size_t n =
+      static_cast<size_t>(std::clamp<int64_t>(limit - n_.teacher_questions, 0, static_cast<int64_t>(ps.size())));
+  if (n == 0) return good;
+  std::vector<std::vector<std::string>> some = correct_teacher_responses(
+      std::vector<tasks::Problem>(ps.begin(), ps.begin() + static_cast<std::ptrdiff_t>(n)), mix_seed(seed, 0x7EAull));
+  std::move(some.begin(), some.end(), good.begin());
+  n_.teacher_questions += static_cast<int64_t>(n);
+  return good;
+}
+
+// Prompts in the order until the cap: a question without a correct teacher sample gets an NCQ only, and one without
+// a wrong parsable answer leaves its slot to the next.
+std::vector<Zppo::PromptPlan> Zppo::plan_prompts(const Batch& b, const std::vector<int64_t>& take,
+                                                 const std::vector<tasks::Problem>& ps,
+                                                 const std::vector<std::vector<std::string>>& good, int64_t cap,
+                                                 Rng& rng) const {
+  std::vector<PromptPlan> plans;
   int64_t made = 0;
   for (size_t k = 0; k < take.size() && made < cap; ++k) {
     const int64_t g = take[k];
@@ -307,7 +314,7 @@ void Zppo::reformulate(Batch& b, const std::vector<int64_t>& hard_groups, int64_
       const std::string& right =
           good[k][static_cast<size_t>(tasks::rand_int(rng, 0, static_cast<int64_t>(good[k].size()) - 1))];
       const Trajectory* w = shown[static_cast<size_t>(tasks::rand_int(rng, 0, static_cast<int64_t>(shown.size()) - 1))];
-      Plan pl;
+      PromptPlan pl;
       pl.k = k, pl.bcq = true;
       pl.teacher_first = (rng.next_u32() & 1u) != 0;
       pl.texts = {right, w->text};
@@ -324,7 +331,7 @@ void Zppo::reformulate(Batch& b, const std::vector<int64_t>& hard_groups, int64_
         if (static_cast<int64_t>(traces.size()) < cfg_.ncq_traces) traces.push_back(t->text);
       }
       if (answers.empty()) continue;
-      Plan pl;
+      PromptPlan pl;
       pl.k = k;
       for (size_t i = 0; i < answers.size(); ++i) pl.answers += (i ? ", " : "") + answers[i];
       pl.texts = std::move(traces);
@@ -332,39 +339,43 @@ void Zppo::reformulate(Batch& b, const std::vector<int64_t>& hard_groups, int64_
       ++made;
     }
   }
+  return plans;
+}
 
-  // The teacher restates every candidate with the same prompt. A rewrite is kept only where it keeps the verdict (the
-  // teacher's response still correct, a wrong one still wrong) and is not empty once plain; a BCQ keeps both or
-  // neither, so the two candidates always come from the same writer.
-  if (rewrites() && !plans.empty()) {
-    std::vector<tasks::Problem> asks;
-    for (const Plan& pl : plans)
-      for (const std::string& text : pl.texts)
-        asks.push_back(zppo_rewrite_request(ps[pl.k], cfg_.rewrite_template, text));
-    const std::vector<std::vector<std::string>> out = teacher_->respond(asks, 1, mix_seed(seed, 0x3E7ull));
-    size_t at = 0;
-    for (Plan& pl : plans) {
-      std::vector<std::string> now = pl.texts;
-      int64_t kept = 0;
-      for (size_t i = 0; i < now.size(); ++i, ++at) {
-        const bool want_correct = pl.bcq && i == 0;
-        const bool have = at < out.size() && !out[at].empty() && !zppo_plain(out[at][0]).empty();
-        if (have && env_.verify(ps[pl.k], out[at][0]).correct == want_correct) now[i] = out[at][0], ++kept;
-      }
-      const int64_t n = static_cast<int64_t>(now.size());
-      if (pl.bcq && kept < n) {  // one writer for both: a dropped rewrite takes its partner's back
-        n_.rewrite_dropped += n;
-        continue;
-      }
-      n_.rewritten += kept;
-      n_.rewrite_dropped += n - kept;
-      pl.texts = std::move(now);
-      pl.rewritten = pl.bcq;
+// The teacher restates every candidate with the same prompt. A rewrite is kept only where it keeps the verdict (the
+// teacher's response still correct, a wrong one still wrong) and is not empty once plain; a BCQ keeps both or
+// neither, so the two candidates always come from the same writer.
+void Zppo::rewrite_candidates(std::vector<PromptPlan>& plans, const std::vector<tasks::Problem>& ps, uint64_t seed) {
+  std::vector<tasks::Problem> asks;
+  for (const PromptPlan& pl : plans)
+    for (const std::string& text : pl.texts)
+      asks.push_back(zppo_rewrite_request(ps[pl.k], cfg_.rewrite_template, text));
+  const std::vector<std::vector<std::string>> out = teacher_->respond(asks, 1, mix_seed(seed, 0x3E7ull));
+  size_t at = 0;
+  for (PromptPlan& pl : plans) {
+    std::vector<std::string> now = pl.texts;
+    int64_t kept = 0;
+    for (size_t i = 0; i < now.size(); ++i, ++at) {
+      const bool want_correct = pl.bcq && i == 0;
+      const bool have = at < out.size() && !out[at].empty() && !zppo_plain(out[at][0]).empty();
+      if (have && env_.verify(ps[pl.k], out[at][0]).correct == want_correct) now[i] = out[at][0], ++kept;
     }
+    const int64_t n = static_cast<int64_t>(now.size());
+    if (pl.bcq && kept < n) {  // one writer for both: a dropped rewrite takes its partner's back
+      n_.rewrite_dropped += n;
+      continue;
+    }
+    n_.rewritten += kept;
+    n_.rewrite_dropped += n - kept;
+    pl.texts = std::move(now);
+    pl.rewritten = pl.bcq;
   }
+}
 
+std::vector<tasks::Problem> Zppo::build_prompts(const std::vector<PromptPlan>& plans,
+                                                const std::vector<tasks::Problem>& ps) {
   std::vector<tasks::Problem> built;
-  for (const Plan& pl : plans) {
+  for (const PromptPlan& pl : plans) {
     if (pl.bcq) {
       std::string a, c;
       if (pl.rewritten) {  // the teacher gave both one style and length: stripped, each cut to the budget alone
@@ -387,9 +398,11 @@ void Zppo::reformulate(Batch& b, const std::vector<int64_t>& hard_groups, int64_
       ++n_.ncq;
     }
   }
-  if (built.empty()) return;
+  return built;
+}
 
-  // The student answers each reformulated prompt as its own group.
+// The student answers each reformulated prompt as its own group.
+void Zppo::answer_prompts(Batch& b, const std::vector<tasks::Problem>& built, uint64_t seed) {
   const int64_t G = cfg_.group_size > 0 ? cfg_.group_size : env_.group_size;
   std::vector<rollout::RolloutRequest> reqs;
   std::vector<size_t> which;

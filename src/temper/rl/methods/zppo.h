@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "temper/core/rng.h"
 #include "temper/rl/method.h"
 #include "temper/rl/methods/prompt_buffer.h"
 #include "temper/rl/teacher.h"
@@ -120,7 +121,22 @@ class Zppo : public Method {
   const PromptBuffer& buffer() const { return buffer_; }
 
  private:
+  // What one reformulated prompt shows, chosen before any text is rewritten.
+  struct PromptPlan {
+    size_t k = 0;  // the question's index in the step's chosen order
+    bool bcq = false, teacher_first = false, rewritten = false;
+    std::vector<std::string> texts;  // bcq: {teacher's, student's}; ncq: the traces
+    std::string answers;             // ncq: the wrong answers listed
+  };
   void reformulate(Batch& b, const std::vector<int64_t>& hard_groups, int64_t cap);
+  std::vector<std::vector<std::string>> teacher_answers(const std::vector<tasks::Problem>& ps, uint64_t seed);
+  std::vector<PromptPlan> plan_prompts(const Batch& b, const std::vector<int64_t>& take,
+                                       const std::vector<tasks::Problem>& ps,
+                                       const std::vector<std::vector<std::string>>& good, int64_t cap, Rng& rng) const;
+  void rewrite_candidates(std::vector<PromptPlan>& plans, const std::vector<tasks::Problem>& ps, uint64_t seed);
+  std::vector<tasks::Problem> build_prompts(const std::vector<PromptPlan>& plans,
+                                            const std::vector<tasks::Problem>& ps);
+  void answer_prompts(Batch& b, const std::vector<tasks::Problem>& built, uint64_t seed);
   void inject(Batch& b, const std::vector<int64_t>& hard_groups);
   std::vector<std::vector<std::string>> correct_teacher_responses(const std::vector<tasks::Problem>& ps, uint64_t seed);
   bool rewrites() const;  // the teacher restates candidates (rewrite and the teacher's source)
