@@ -90,27 +90,47 @@ std::atomic<Bf16Path>& path_slot() {
   return p;
 }
 
+// The forward's bf16 weights in the tile layout (cpu/gemm_amx.h): the AMX and AVX512-BF16 paths.
+bool tile_layout() {
+  const Bf16Path p = bf16_path();
+  return p == Bf16Path::amx || p == Bf16Path::avx512_bf16;
+}
+
+// Ranges of whole 32-output panels, at least 64k multiply-adds per task.
+int64_t panel_grain(int64_t M, int64_t K) {
+  return std::max<int64_t>(1, 65536 / std::max<int64_t>(1, 32 * M * K));
+}
+
+// op(A) [M, K] (ta: A stored [K, M]) rounded to bf16 rows of amx_k_padded(K), the tile layout's left operand, in
+// this thread's buffer (grows once, then allocation-free).
+const uint16_t* tile_rows(const float* A, int64_t lda, bool ta, int64_t M, int64_t K) {
+  thread_local std::vector<uint16_t> a16;
+  const int64_t Kp = amx_k_padded(K);
+  if (static_cast<int64_t>(a16.size()) < M * Kp) a16.resize(static_cast<size_t>(M * Kp));
+  uint16_t* a = a16.data();
+  parallel_for((M + 15) / 16, std::max<int64_t>(1, 1024 / Kp),
+               [&](int64_t b, int64_t e) { amx_pack_rows(A, lda, !ta, K, 16 * b, std::min(M, 16 * e), a); });
+  return a;
+}
+
 // gemm()'s bf16 product on AMX: op(B) packed as W' [N, K] and op(A) rounded to bf16 rows, once per call
 // (O(MK + NK) against the product's O(MNK)); threads take panels of 32 outputs.
 void gemm_bf16_amx(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
                    int64_t ldb, float beta, float* C, int64_t ldc, const uint16_t* b16) {
   TEMPER_CHECK(beta == 0.f || beta == 1.f) << "bf16 gemm supports beta 0 or 1, got " << beta;
-  thread_local std::vector<uint16_t> a16, w16;
+  thread_local std::vector<uint16_t> w16;
   const int64_t Kp = amx_k_padded(K), panels = (N + 31) / 32;
-  if (static_cast<int64_t>(a16.size()) < M * Kp) a16.resize(static_cast<size_t>(M * Kp));
   if (static_cast<int64_t>(w16.size()) < amx_packed_elems(N, K))
     w16.resize(static_cast<size_t>(amx_packed_elems(N, K)));
-  uint16_t* a = a16.data();
+  const uint16_t* a = tile_rows(A, lda, ta, M, K);
   uint16_t* w = w16.data();
-  parallel_for((M + 15) / 16, std::max<int64_t>(1, 1024 / Kp),
-               [&](int64_t b, int64_t e) { amx_pack_rows(A, lda, !ta, K, 16 * b, std::min(M, 16 * e), a); });
   parallel_for(panels, std::max<int64_t>(1, 1024 / Kp), [&](int64_t b, int64_t e) {
     if (b16)
       amx_pack_panels(b16, ldb, tb, N, K, b, e, w);
     else
       amx_pack_panels(B, ldb, tb, N, K, b, e, w);
   });
-  parallel_for(panels, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, 32 * M * K)),
+  parallel_for(panels, panel_grain(M, K),
                [&](int64_t b, int64_t e) { amx_gemm_block(a, Kp, w, N, C, ldc, 0, M, b, e, beta != 0.f); });
 }
 
@@ -293,26 +313,13 @@ Bf16Path bf16_path() {
 }
 
 std::string_view bf16_path_name(Bf16Path p) {
-  switch (p) {
-    case Bf16Path::amx:
-      return "amx";
-    case Bf16Path::avx512_bf16:
-      return "avx512_bf16";
-    case Bf16Path::avx512:
-      return "avx512";
-    case Bf16Path::onednn:
-      return "onednn";
-  }
-  return "?";
+  return enum_name(kBf16PathNames, p);
 }
 
 bool bf16_path_from_name(std::string_view n, Bf16Path* out) {
-  for (Bf16Path p : {Bf16Path::amx, Bf16Path::avx512_bf16, Bf16Path::avx512, Bf16Path::onednn})
-    if (bf16_path_name(p) == n) {
-      *out = p;
-      return true;
-    }
-  return false;
+  const std::optional<Bf16Path> p = enum_from_name(kBf16PathNames, n);
+  if (p) *out = *p;
+  return p.has_value();
 }
 
 bool bf16_path_supported(Bf16Path p) {
@@ -335,10 +342,6 @@ void bf16_set_path(Bf16Path p) {
   path_slot().store(p);
 }
 
-namespace {
-bool tile_layout();
-}  // namespace
-
 // The f32 and bf16 packed copies share this size (the AMX layout pads K to 32: the larger).
 int64_t packed_size(int64_t N, int64_t K) {
   return tile_layout() ? amx_packed_elems(N, K) : packed_elems(N, K);
@@ -348,19 +351,6 @@ void f32_pack_weight(const float* W, int64_t N, int64_t K, float* out) {
   TEMPER_CHECK(packed_supported()) << "f32_pack_weight: packed products need AVX-512";
   parallel_for((N + 31) / 32, 1, [&](int64_t b, int64_t e) { f32_pack_panels(W, K, N, K, b, e, out); });
 }
-
-namespace {
-// The forward's bf16 weights in the tile layout (cpu/gemm_amx.h): the AMX and AVX512-BF16 paths.
-bool tile_layout() {
-  const Bf16Path p = bf16_path();
-  return p == Bf16Path::amx || p == Bf16Path::avx512_bf16;
-}
-
-// Ranges of whole 32-output panels, at least 64k multiply-adds per task.
-int64_t panel_grain(int64_t M, int64_t K) {
-  return std::max<int64_t>(1, 65536 / std::max<int64_t>(1, 32 * M * K));
-}
-}  // namespace
 
 void gemm_f32_packed(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* wp, float beta,
                      float* C, int64_t ldc) {
@@ -387,12 +377,8 @@ void gemm_bf16_packed(int64_t M, int64_t N, int64_t K, const float* A, int64_t l
   const StatScope stat({GemmKind::packed_bf16, false, true, M, N, K, Precision::bf16});
   if (tile_layout()) {
     const bool amx = bf16_path() == Bf16Path::amx;
-    thread_local std::vector<uint16_t> a16;  // A rounded to bf16 rows of Kp
     const int64_t Kp = amx_k_padded(K);
-    if (static_cast<int64_t>(a16.size()) < M * Kp) a16.resize(static_cast<size_t>(M * Kp));
-    uint16_t* a = a16.data();
-    parallel_for((M + 15) / 16, std::max<int64_t>(1, 1024 / Kp),
-                 [&](int64_t b, int64_t e) { amx_pack_rows(A, lda, true, K, 16 * b, std::min(M, 16 * e), a); });
+    const uint16_t* a = tile_rows(A, lda, false, M, K);
     parallel_for((N + 31) / 32, panel_grain(M, K), [&](int64_t b, int64_t e) {
       if (amx)
         amx_gemm_block(a, Kp, wp, N, C, ldc, 0, M, b, e, beta != 0.f);

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "temper/core/settings.h"
+
 namespace temper::kernels {
 
 // bf16 rounds both inputs to bf16 and multiplies with f32 accumulation and output (what torch.autocast
@@ -57,6 +59,10 @@ void gemm_bf16_packed(int64_t M, int64_t N, int64_t K, const float* A, int64_t l
 // Each path gives other bits; within one, a row's outputs never depend on the other rows or the threads. Weights
 // packed under one path are read by that path only: switch (tests, benches) before a model packs its weights.
 enum class Bf16Path { amx, avx512_bf16, avx512, onednn };
+inline constexpr EnumNames<Bf16Path, 4> kBf16PathNames{{{Bf16Path::amx, "amx"},
+                                                        {Bf16Path::avx512_bf16, "avx512_bf16"},
+                                                        {Bf16Path::avx512, "avx512"},
+                                                        {Bf16Path::onednn, "onednn"}}};
 Bf16Path bf16_path();
 std::string_view bf16_path_name(Bf16Path p);
 bool bf16_path_from_name(std::string_view name, Bf16Path* out);
