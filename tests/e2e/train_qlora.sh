@@ -44,6 +44,10 @@ import json, sys
 rl = [json.loads(l) for l in open(sys.argv[1]) if '"kind":"train"' in l]
 assert rl and rl[0]["kl"] > 0, rl
 PY
+# An int4-trained adapter is not continued on a bf16 base.
+if "$temper" train --out "$work/mix" "${common[@]}" --set sft.steps=0 --set rl.steps=1 --set lora.base=bf16 \
+  --set lora.init="\"$ck\"" 2> "$work/mix.log"; then echo "an int4 adapter ran on a bf16 base"; exit 1; fi
+grep -q 'was trained on a int4 base; the recipe.s is bf16' "$work/mix.log" || { cat "$work/mix.log"; exit 1; }
 # Refusals before the run directory exists.
 refused() {  # expected-message-pattern recipe-overrides...
   local want=$1; shift

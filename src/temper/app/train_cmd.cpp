@@ -417,7 +417,13 @@ void TrainRun::attach_lora() {
         << recipe_.source() << ": lora.init = " << l.init << " holds adapters of rank " << c.rank << ", alpha "
         << c.alpha << " on other targets or scale than [lora] gives (rank " << l.config.rank << ", alpha "
         << l.config.alpha << "); make [lora] match the adapter";
-    lora_->set_base(l.config.base);  // the recipe's held base (an adapter recording another one is refused)
+    // An adapter trained on a bf16 / int4 base continues on that base only (the values it was fitted to); an f32
+    // run may start from any adapter (as load_peft_adapter_weights rules on resume).
+    const LoraBase trained = io::read_peft_adapter_config(l.init).base;
+    TEMPER_CHECK(l.config.base == LoraBase::f32 || trained == l.config.base)
+        << recipe_.source() << ": lora.init = " << l.init << " was trained on a " << lora_base_name(trained)
+        << " base; the recipe's is " << lora_base_name(l.config.base) << " (lora.base)";
+    lora_->set_base(l.config.base);
   }
   if (comm_.size() > 1) comm_.broadcast(lora_->params(), lora_->size(), 0);
   policy_->attach_lora(lora_.get());
