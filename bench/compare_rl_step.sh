@@ -7,7 +7,7 @@
 # --set overrides for temper, e.g. TEMPER_SET="model.precision=\"bf16\""; env NO_TRL=1: temper only; env FROM=DIR:
 # both engines start from the quickstart-shaped weights in DIR instead of random init, e.g. the quickstart's SFT
 # checkpoint, so rewards are mixed and the update has a real gradient: `temper train --out W --set rl.steps=0` writes
-# W/checkpoints/step-1000; FROM=sft makes that checkpoint first, ~45 s).
+# W/checkpoints/step-1000; FROM=sft makes that checkpoint first).
 #
 # With MODEL (a chat model: a GGUF, converted for TRL with `temper convert` into a temporary HF directory, or an HF
 # directory), e.g. .cache/models/SmolLM2-135M-Instruct.Q4_1.gguf: 8 prompts x 8 samples, max_new 128, temperature 1,

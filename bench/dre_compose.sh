@@ -8,7 +8,7 @@
 # accuracy and length of correct completions at the end; then the means over seeds.
 # Usage: bench/dre_compose.sh [TEMPER]   env: OUT (runs/bench/dre_compose), SFT_STEPS (1000), RL_STEPS (40),
 #        SEEDS ("1 2 3"), THREADS (2), EVAL (500 problems), SFT (a checkpoint to start from instead of the SFT
-#        stage). About 4 minutes on 2 idle cores with the defaults (the SFT stage 1 of them).
+#        stage). Its time with the defaults is in docs/METHODS.md beside the command.
 set -euo pipefail
 temper=${1:-build/bin/temper}
 out=${OUT:-runs/bench/dre_compose}
