@@ -22,7 +22,9 @@ std::string slurp(const std::string& p) {
   ss << in.rdbuf();
   return ss.str();
 }
-void spit(const std::string& p, const std::string& s) { std::ofstream(p, std::ios::binary) << s; }
+void spit(const std::string& p, const std::string& s) {
+  std::ofstream(p, std::ios::binary) << s;
+}
 size_t count(const std::string& s, const std::string& sub) {
   size_t n = 0;
   for (size_t p = s.find(sub); p != std::string::npos; p = s.find(sub, p + 1)) ++n;
@@ -44,6 +46,25 @@ std::string make_run(const std::string& name) {
        "\"correct\":true}\n");
   spit(dir + "/config.toml", "[run]\nname = \"<tiny>\"\n");
   return dir;
+}
+
+TEST(HtmlReport, ImagesUnderTheRunInlinedInNameOrderTheLastMaxImages) {
+  const std::string dir = make_run("images");
+  fs::create_directories(dir + "/images");
+  spit(dir + "/images/step-2.png", "Man");  // base64: TWFu
+  spit(dir + "/images/step-1.png", "Ma");   // TWE=
+  spit(dir + "/images/step-0.png", "M");    // TQ==
+  spit(dir + "/images/notes.txt", "skip");  // not a PNG
+  HtmlReportOptions o;
+  o.max_images = 2;
+  const std::string html = slurp(write_html_report(dir, o));
+  EXPECT_EQ(count(html, "<img "), 2u);
+  EXPECT_NE(html.find("src=\"data:image/png;base64,TWE=\""), std::string::npos);
+  EXPECT_NE(html.find("src=\"data:image/png;base64,TWFu\""), std::string::npos);
+  EXPECT_LT(html.find("<h3>step-1</h3>"), html.find("<h3>step-2</h3>"));
+  EXPECT_EQ(html.find("step-0"), std::string::npos);
+  EXPECT_EQ(html.find("notes"), std::string::npos);
+  EXPECT_EQ(count(slurp(write_html_report(make_run("no_images"))), "<img "), 0u);
 }
 
 TEST(HtmlReport, OneSvgPerMetricAndEscapedSamples) {
@@ -98,8 +119,8 @@ TEST(HtmlReport, OutOptionAndMissingOptionalFiles) {
 }
 
 TEST(HtmlReport, AllNullMetricStillGetsAChart) {
-  const std::string html = render_html_report("t", {{1, "train", {{"kl", NAN}}}, {2, "train", {{"kl", NAN}}}}, {},
-                                              nullptr);
+  const std::string html =
+      render_html_report("t", {{1, "train", {{"kl", NAN}}}, {2, "train", {{"kl", NAN}}}}, {}, nullptr);
   EXPECT_EQ(count(html, "<svg"), 1u);
   EXPECT_NE(html.find("no finite values"), std::string::npos);
 }
@@ -163,10 +184,11 @@ TEST(CompareReport, ChartsPerMetricAndSummaryOverRunsOfEachArm) {
   for (const char* f : {"compare.html", "train_entropy.svg", "eval_eval_accuracy.svg", "summary.md", "summary.json"})
     EXPECT_TRUE(fs::exists(o.out_dir + "/" + f)) << f;
   std::string svg = slurp(o.out_dir + "/train_entropy.svg");
-  EXPECT_EQ(count(svg, "<polyline"), 3u);  // a line per run
+  EXPECT_EQ(count(svg, "<polyline"), 3u);         // a line per run
   EXPECT_EQ(count(svg, "class=\"legend\""), 2u);  // an entry per arm
   EXPECT_NE(svg.find("xmlns=\"http://www.w3.org/2000/svg\""), std::string::npos);
-  EXPECT_NE(slurp(o.out_dir + "/summary.md").find("| train: entropy | 44 &plusmn; 7.1 (39, 49) | 69 &plusmn; 0 (69) |"), std::string::npos)
+  EXPECT_NE(slurp(o.out_dir + "/summary.md").find("| train: entropy | 44 &plusmn; 7.1 (39, 49) | 69 &plusmn; 0 (69) |"),
+            std::string::npos)
       << slurp(o.out_dir + "/summary.md");
   // A metric only some arms report: n/a for the others (not a number).
   fs::create_directories(root + "/c1");

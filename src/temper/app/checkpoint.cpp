@@ -68,7 +68,6 @@ std::vector<std::pair<int64_t, fs::path>> complete_checkpoints(const std::string
   return all;
 }
 
-// checksums.sha256 for every regular file under dir (names relative, sorted), as `sha256sum` writes it.
 void write_checksums(const fs::path& dir) {
   std::vector<std::string> names;
   for (const auto& e : fs::recursive_directory_iterator(dir))
@@ -90,6 +89,10 @@ CheckpointCheck bad(std::string problem) {
 }
 
 }  // namespace
+
+void write_checkpoint_checksums(const std::string& dir) {
+  write_checksums(dir);
+}
 
 void save_checkpoint(const std::string& dir, const Transformer& model, const io::HfExportOptions& export_opts,
                      Optimizer* opt, const Transformer* reference, const TrainState& st, const std::string& config_toml,
@@ -220,7 +223,7 @@ CheckpointCheck verify_checkpoint(const std::string& dir) {
   return {};
 }
 
-std::string choose_resume_checkpoint(const std::string& run_dir, bool fallback) {
+std::string choose_resume_checkpoint(const std::string& run_dir, bool fallback, const std::string& command) {
   auto all = complete_checkpoints(run_dir);
   if (all.empty()) return "";
   const std::string newest = all.front().second.string();
@@ -230,16 +233,17 @@ std::string choose_resume_checkpoint(const std::string& run_dir, bool fallback) 
     CheckpointCheck c = verify_checkpoint(dir);
     if (c.ok) {
       if (c.unverified)
-        std::fprintf(stderr, "temper train: %s has no %s (written by an older temper): resuming from it unverified\n",
-                     dir.c_str(), kChecksums);
+        std::fprintf(stderr, "%s: %s has no %s (written by an older temper): resuming from it unverified\n",
+                     command.c_str(), dir.c_str(), kChecksums);
       if (i == 0 || fallback) return dir;
       TEMPER_FAIL() << newest << ": damaged: " << first_problem << ". The previous good checkpoint is " << dir
                     << " (step " << all[i].first << ")"
                     << (i > 1 ? " (" + std::to_string(i - 1) + " between them are damaged too)" : std::string())
-                    << ": resume from it with `temper train --resume " << run_dir << " --fallback`";
+                    << ": resume from it with `" << command << " --resume " << run_dir << " --fallback`";
     }
     if (i == 0) first_problem = c.problem;
-    if (fallback) std::fprintf(stderr, "temper train: skipping %s: damaged: %s\n", dir.c_str(), c.problem.c_str());
+    if (fallback)
+      std::fprintf(stderr, "%s: skipping %s: damaged: %s\n", command.c_str(), dir.c_str(), c.problem.c_str());
   }
   TEMPER_FAIL() << newest << ": damaged: " << first_problem << "; no earlier good checkpoint in " << run_dir
                 << "/checkpoints (" << all.size() << " checked)";

@@ -60,7 +60,12 @@ CheckpointCheck verify_checkpoint(const std::string& dir);
 // throws naming the problem and the previous good checkpoint (or that there is none); with fallback, says on
 // stderr which ones it skips and why and returns the newest good one (throws when none is good). "" when the
 // run has no complete checkpoint.
-std::string choose_resume_checkpoint(const std::string& run_dir, bool fallback);
+// command: the one that resumes (named in the messages).
+std::string choose_resume_checkpoint(const std::string& run_dir, bool fallback,
+                                     const std::string& command = "temper train");
+// checksums.sha256 in a checkpoint directory being written: the SHA-256 of every other file under it (names
+// relative, sorted), as `sha256sum` writes it. Written last.
+void write_checkpoint_checksums(const std::string& dir);
 void prune_checkpoints(const std::string& run_dir, int64_t keep_last);
 // Removes what a crash mid-write left in checkpoints/ (anything that is not a complete step-N).
 int64_t remove_partial_checkpoints(const std::string& run_dir);

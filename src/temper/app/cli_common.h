@@ -18,4 +18,9 @@ struct Command {
 // --threads N with HELP, checked: "--threads: 100000: expected 1 to 8 (4 x this machine's 2 hardware threads)".
 CLI::Option* add_threads_option(CLI::App* cmd, int& threads, const std::string& help);
 
+// The options of a command that trains in a run directory beside `temper train` (app/side_run.h): the recipe
+// (positional), --set, --out, --resume, --allow-changes, --fallback, --stop-after, --threads.
+struct SideRunOptions;
+void add_side_run_options(CLI::App* cmd, SideRunOptions& o);
+
 }  // namespace temper::app

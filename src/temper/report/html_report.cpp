@@ -25,12 +25,23 @@ std::string html_escape(const std::string& s) {
   o.reserve(s.size() + s.size() / 8);
   for (char c : s) {
     switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      case '\'': o += "&#39;"; break;
-      default: o += c;
+      case '&':
+        o += "&amp;";
+        break;
+      case '<':
+        o += "&lt;";
+        break;
+      case '>':
+        o += "&gt;";
+        break;
+      case '"':
+        o += "&quot;";
+        break;
+      case '\'':
+        o += "&#39;";
+        break;
+      default:
+        o += c;
     }
   }
   return o;
@@ -40,11 +51,13 @@ namespace {
 
 // ---- which metrics, in which order, and what "best" means ----
 
-const std::vector<std::string> kKeyOrder = {"reward_mean", "accuracy",  "eval_accuracy", "eval_pass_at_k",
-                                            "reward_std",  "loss",      "kl",            "entropy",
-                                            "clip_frac",   "grad_norm", "lr",            "response_len_mean"};
+const std::vector<std::string> kKeyOrder = {
+    "reward_mean", "accuracy", "eval_accuracy", "eval_pass_at_k", "reward_std", "loss",
+    "kl",          "entropy",  "clip_frac",     "grad_norm",      "lr",         "response_len_mean"};
 
-bool contains(const std::string& s, const char* sub) { return s.find(sub) != std::string::npos; }
+bool contains(const std::string& s, const char* sub) {
+  return s.find(sub) != std::string::npos;
+}
 
 // +1: higher is better, -1: lower is better, 0: neither (kl, entropy, lengths, timings).
 int better_direction(const std::string& name) {
@@ -66,10 +79,14 @@ int kind_rank(const std::string& kind) {
 
 const char* kind_color(const std::string& kind) {
   switch (kind_rank(kind)) {
-    case 0: return "#2563eb";
-    case 1: return "#16a34a";
-    case 2: return "#dc2626";
-    default: return "#9333ea";
+    case 0:
+      return "#2563eb";
+    case 1:
+      return "#16a34a";
+    case 2:
+      return "#dc2626";
+    default:
+      return "#9333ea";
   }
 }
 
@@ -109,7 +126,8 @@ std::vector<Metric> collect_metrics(const std::vector<MetricsRow>& rows) {
     Metric m;
     m.name = n;
     for (auto& [kind, s] : by_name[n]) {
-      std::stable_sort(s.points.begin(), s.points.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      std::stable_sort(s.points.begin(), s.points.end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
       m.series.push_back(std::move(s));
     }
     std::stable_sort(m.series.begin(), m.series.end(),
@@ -204,6 +222,23 @@ std::string read_text(const std::string& path) {
   return ss.str();
 }
 
+// RFC 4648 base64 (with '=' padding): an image inlined as a data: URI.
+std::string base64(const std::string& bytes) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    uint32_t v = static_cast<uint8_t>(bytes[i]) << 16;
+    if (i + 1 < bytes.size()) v |= static_cast<uint8_t>(bytes[i + 1]) << 8;
+    if (i + 2 < bytes.size()) v |= static_cast<uint8_t>(bytes[i + 2]);
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += i + 1 < bytes.size() ? kAlphabet[(v >> 6) & 63] : '=';
+    out += i + 2 < bytes.size() ? kAlphabet[v & 63] : '=';
+  }
+  return out;
+}
+
 std::string utc_now() {
   std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm tm{};
@@ -216,8 +251,8 @@ std::string utc_now() {
 }  // namespace
 
 std::string render_html_report(const std::string& title, const std::vector<MetricsRow>& metrics,
-                               const std::vector<Sample>& samples, const std::string* config_toml,
-                               size_t max_samples) {
+                               const std::vector<Sample>& samples, const std::string* config_toml, size_t max_samples,
+                               const std::vector<ReportImage>& images) {
   const std::vector<Metric> ms = collect_metrics(metrics);
   int64_t min_step = 0, max_step = 0;
   std::map<std::string, size_t> rows_by_kind;
@@ -291,6 +326,15 @@ std::string render_html_report(const std::string& title, const std::vector<Metri
   }
   o << "</tbody></table>\n";
 
+  if (!images.empty()) {  // inline (data: URIs): the page stays one self-contained file
+    o << "<h2>Images</h2>\n<div class=\"grid\">\n";
+    for (const ReportImage& im : images)
+      o << "<div class=\"card\"><h3>" << html_escape(im.title) << "</h3><img alt=\"" << html_escape(im.title)
+        << "\" style=\"width:100%;image-rendering:pixelated\" src=\"data:image/png;base64," << base64(im.png)
+        << "\"></div>\n";
+    o << "</div>\n";
+  }
+
   // Samples.
   o << "<h2>Samples</h2>\n";
   if (samples.empty()) {
@@ -313,8 +357,7 @@ std::string render_html_report(const std::string& title, const std::vector<Metri
           << (s.correct ? (*s.correct ? "<span class=\"ok\">&#10003;</span>" : "<span class=\"bad\">&#10007;</span>")
                         : "")
           << "</td>";
-      o << "<td><pre>" << html_escape(s.prompt) << "</pre></td><td><pre>" << html_escape(s.completion)
-        << "</pre></td>";
+      o << "<td><pre>" << html_escape(s.prompt) << "</pre></td><td><pre>" << html_escape(s.completion) << "</pre></td>";
       if (any_answer) o << "<td><pre>" << (s.answer ? html_escape(*s.answer) : "") << "</pre></td>";
       o << "</tr>\n";
     }
@@ -332,10 +375,11 @@ std::string render_html_report(const std::string& title, const std::vector<Metri
 }
 
 std::string write_html_report(const std::string& run_dir, const HtmlReportOptions& opt) {
-  TEMPER_CHECK(fs::is_directory(run_dir)) << run_dir << ": not a run directory (expected a directory holding metrics.jsonl)";
+  TEMPER_CHECK(fs::is_directory(run_dir))
+      << run_dir << ": not a run directory (expected a directory holding metrics.jsonl)";
   const std::string metrics_path = (fs::path(run_dir) / "metrics.jsonl").string();
-  TEMPER_CHECK(fs::exists(metrics_path)) << metrics_path
-                                         << ": missing; a run directory holds the metrics.jsonl that temper train writes";
+  TEMPER_CHECK(fs::exists(metrics_path))
+      << metrics_path << ": missing; a run directory holds the metrics.jsonl that temper train writes";
   std::vector<MetricsRow> metrics = read_metrics_jsonl(metrics_path);
   TEMPER_CHECK(!metrics.empty()) << metrics_path << ": no metric rows (has the run finished its first step?)";
   const std::string samples_path = (fs::path(run_dir) / "samples.jsonl").string();
@@ -346,10 +390,22 @@ std::string write_html_report(const std::string& run_dir, const HtmlReportOption
   const bool has_config = fs::exists(config_path);
   if (has_config) config = read_text(config_path);
 
+  std::vector<ReportImage> images;
+  const fs::path image_dir = fs::path(run_dir) / "images";
+  if (fs::is_directory(image_dir)) {
+    std::vector<fs::path> pngs;
+    for (const auto& e : fs::directory_iterator(image_dir))
+      if (e.is_regular_file() && e.path().extension() == ".png") pngs.push_back(e.path());
+    std::sort(pngs.begin(), pngs.end());
+    const size_t first = pngs.size() > opt.max_images ? pngs.size() - opt.max_images : 0;
+    for (size_t i = first; i < pngs.size(); ++i)
+      images.push_back({pngs[i].stem().string(), read_text(pngs[i].string())});
+  }
+
   std::string title = fs::path(run_dir).lexically_normal().string();
   if (title.size() > 1 && title.back() == '/') title.pop_back();
   const std::string html =
-      render_html_report(title, metrics, samples, has_config ? &config : nullptr, opt.max_samples);
+      render_html_report(title, metrics, samples, has_config ? &config : nullptr, opt.max_samples, images);
   const std::string out = opt.out.empty() ? (fs::path(run_dir) / "report.html").string() : opt.out;
   io::write_text_atomic(out, html);
   return out;
