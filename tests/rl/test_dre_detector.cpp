@@ -118,7 +118,8 @@ TEST(DreDetector, CandidatesOfEachPresetOnSingleLines) {
   const tasks::Problem& p = natalia();
   const AnswerDetector gsm(DreDetector::gsm8k, "", "", dataset());
   EXPECT_EQ(gsm.candidate(p, "She sold 48+24 = <<48+24=72>>72 clips.\n"), std::optional<std::string>("72"));
-  EXPECT_EQ(gsm.candidate(p, "It costs $1,200.50.\n"), std::optional<std::string>("1,200.50"));
+  // env::last_number's normal form (what the environments and python/temper_env.py read as the number)
+  EXPECT_EQ(gsm.candidate(p, "It costs $1,200.50.\n"), std::optional<std::string>("1200.5"));
   EXPECT_EQ(gsm.candidate(p, "The change is -3 degrees\n"), std::optional<std::string>("-3"));
   EXPECT_EQ(gsm.candidate(p, "No numbers here.\n"), std::nullopt);
   EXPECT_EQ(gsm.candidate(p, "48+24=72"), std::nullopt);             // not a step boundary

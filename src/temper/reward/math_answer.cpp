@@ -6,17 +6,16 @@
 #include <cstdlib>
 #include <vector>
 
+#include "temper/core/trim.h"
+
 namespace temper::reward {
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-  return s;
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+bool is_alpha(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
 void replace_all(std::string& s, std::string_view from, std::string_view to) {
@@ -69,7 +68,7 @@ std::string clean(std::string_view in) {
   // A single-letter assignment: "x = 5" -> "5".
   if (v.size() >= 3 && is_alpha(v[0])) {
     size_t i = 1;
-    while (i < v.size() && is_space(v[i])) ++i;
+    while (i < v.size() && ascii_space(v[i])) ++i;
     if (i < v.size() && v[i] == '=' && (i + 1 >= v.size() || v[i + 1] != '=')) v = trim(v.substr(i + 1));
   }
   return std::string(v);
@@ -179,7 +178,8 @@ std::optional<MathNumber> parse_number_cleaned(std::string_view s, bool allow_un
   size_t sp = s.find_first_of(" \t");
   if (allow_unit && !out.percent && sp != std::string_view::npos) {
     std::string_view rest = trim(s.substr(sp));
-    bool words = !rest.empty() && std::all_of(rest.begin(), rest.end(), [](char c) { return is_alpha(c) || is_space(c); });
+    bool words =
+        !rest.empty() && std::all_of(rest.begin(), rest.end(), [](char c) { return is_alpha(c) || ascii_space(c); });
     if (words) return parse_number_cleaned(s.substr(0, sp), false);
   }
   return std::nullopt;
@@ -222,7 +222,8 @@ std::vector<size_t> brace_ends(std::string_view s) {
 std::optional<std::string> extract_boxed(std::string_view text) {
   std::vector<std::pair<size_t, size_t>> hits;  // (position, command length)
   for (std::string_view cmd : {"\\boxed", "\\fbox"})
-    for (size_t p = text.find(cmd); p != std::string_view::npos; p = text.find(cmd, p + 1)) hits.emplace_back(p, cmd.size());
+    for (size_t p = text.find(cmd); p != std::string_view::npos; p = text.find(cmd, p + 1))
+      hits.emplace_back(p, cmd.size());
   if (hits.empty()) return std::nullopt;
   std::sort(hits.begin(), hits.end(), [](auto a, auto b) { return a.first > b.first; });
   const std::vector<size_t> ends = brace_ends(text);
@@ -236,7 +237,7 @@ std::optional<std::string> extract_boxed(std::string_view text) {
       if (!inner.empty()) return std::string(inner);
     } else if (i > pos + len) {  // "\boxed 5"
       size_t e = i;
-      while (e < text.size() && !is_space(text[e]) && text[e] != '$') ++e;
+      while (e < text.size() && !ascii_space(text[e]) && text[e] != '$') ++e;
       if (e > i) return std::string(text.substr(i, e - i));
     }
   }
@@ -255,8 +256,9 @@ std::optional<std::string> extract_answer_is(std::string_view text) {
   size_t dot = rest.find(". ");
   if (dot != std::string_view::npos) rest = rest.substr(0, dot);
   rest = trim(rest);
-  while (!rest.empty() && (rest.front() == ':' || rest.front() == '*' || is_space(rest.front()))) rest.remove_prefix(1);
-  while (!rest.empty() && (rest.back() == '.' || rest.back() == '*' || is_space(rest.back()))) rest.remove_suffix(1);
+  while (!rest.empty() && (rest.front() == ':' || rest.front() == '*' || ascii_space(rest.front())))
+    rest.remove_prefix(1);
+  while (!rest.empty() && (rest.back() == '.' || rest.back() == '*' || ascii_space(rest.back()))) rest.remove_suffix(1);
   if (rest.empty()) return std::nullopt;
   return std::string(rest);
 }
@@ -267,12 +269,14 @@ std::optional<std::string> extract_math_answer(std::string_view text) {
   return extract_answer_is(text);
 }
 
-std::optional<MathNumber> parse_math_number(std::string_view s) { return parse_number_cleaned(clean(s), true); }
+std::optional<MathNumber> parse_math_number(std::string_view s) {
+  return parse_number_cleaned(clean(s), true);
+}
 
 std::string normalize_answer_text(std::string_view s) {
   std::string c = clean(s), out;
   for (char ch : c)
-    if (!is_space(ch)) out += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (!ascii_space(ch)) out += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   return out;
 }
 

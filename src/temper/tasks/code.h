@@ -39,6 +39,8 @@ class CodeTask : public Task {
  public:
   explicit CodeTask(CodeConfig cfg);  // checks once that the sandbox can be built (throws naming what is missing)
   std::string name() const override { return "code"; }
+  bool has_answer_lines() const override { return false; }
+  bool has_reasoning_states() const override { return false; }
   int64_t size(Split) const override { return -1; }
   Problem problem(Split split, uint64_t index) const override;
   Verdict verify(const Problem& p, const std::string& completion) const override;

@@ -13,7 +13,7 @@ namespace temper::tasks {
 
 struct ConstraintsConfig {
   uint64_t seed = 0;
-  int min_vars = 2, max_vars = 3;            // train split
+  int min_vars = 2, max_vars = 3;              // train split
   int eval_min_vars = -1, eval_max_vars = -1;  // eval split; -1: same as train
   int max_value = 9;
   std::string kinds = "+-<!";
@@ -28,6 +28,7 @@ class ConstraintsTask : public Task {
  public:
   explicit ConstraintsTask(ConstraintsConfig cfg);
   std::string name() const override { return "constraints"; }
+  bool has_reasoning_states() const override { return false; }
   int64_t size(Split) const override { return -1; }
   Problem problem(Split split, uint64_t index) const override;
   Verdict verify(const Problem& p, const std::string& completion) const override;

@@ -70,6 +70,8 @@ class DatasetTask : public Task {
  public:
   explicit DatasetTask(DatasetConfig cfg);
   std::string name() const override { return "dataset"; }
+  bool has_answer_lines() const override { return false; }
+  bool has_reasoning_states() const override { return false; }
   int64_t size(Split split) const override;
   Problem problem(Split split, uint64_t index) const override;
   Verdict verify(const Problem& p, const std::string& completion) const override;

@@ -12,6 +12,8 @@ class EpisodesTask : public Task {
  public:
   explicit EpisodesTask(const TaskParams& params);
   std::string name() const override { return "episodes"; }
+  bool has_answer_lines() const override { return false; }
+  bool has_reasoning_states() const override { return false; }
   int64_t size(Split) const override { return -1; }
   Problem problem(Split split, uint64_t index) const override;
   Verdict verify(const Problem&, const std::string&) const override { return {}; }

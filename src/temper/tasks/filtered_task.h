@@ -27,6 +27,8 @@ class FilteredTask final : public Task {
   std::optional<std::string> extract_answer(const std::string& completion) const override;
   std::optional<std::string> answer_candidate(const Problem& p, std::string_view partial) const override;
   std::string answer_close() const override { return inner_->answer_close(); }
+  bool has_answer_lines() const override { return inner_->has_answer_lines(); }
+  bool has_reasoning_states() const override { return inner_->has_reasoning_states(); }
   bool accepts(const Problem& p, const std::string& candidate) const override;
   std::vector<std::string> intermediate_states(const Problem& p, const std::string& completion) const override;
   std::string rubric(const Problem& p) const override { return inner_->rubric(p); }

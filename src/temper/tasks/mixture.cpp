@@ -14,8 +14,10 @@ MixtureTask::MixtureTask(const TaskParams& params) {
   std::map<std::string, TaskParams> sub;
   for (const auto& [k, v] : params) {
     size_t dot = k.find('.');
-    if (dot == std::string::npos) own[k] = v;
-    else sub[k.substr(0, dot)][k.substr(dot + 1)] = v;
+    if (dot == std::string::npos)
+      own[k] = v;
+    else
+      sub[k.substr(0, dot)][k.substr(dot + 1)] = v;
   }
   ParamReader r("mixture", own);
   seed_ = r.get_seed("seed", 0);
@@ -26,7 +28,8 @@ MixtureTask::MixtureTask(const TaskParams& params) {
   if (names_.empty()) r.fail("tasks", "a comma list of task names (e.g. \"arithmetic,constraints\")");
   for (size_t i = 0; i < names_.size(); ++i) {
     if (names_[i] == "mixture") r.fail("tasks", "tasks other than mixture itself");
-    if (std::find(names_.begin(), names_.begin() + static_cast<long>(i), names_[i]) != names_.begin() + static_cast<long>(i))
+    if (std::find(names_.begin(), names_.begin() + static_cast<long>(i), names_[i]) !=
+        names_.begin() + static_cast<long>(i))
       r.fail("tasks", "distinct task names");
   }
   for (const auto& [name, p] : sub)
@@ -36,7 +39,8 @@ MixtureTask::MixtureTask(const TaskParams& params) {
   std::vector<double> w(names_.size(), 1.0);
   if (!weights.empty()) {
     std::vector<std::string> ws = split_words(weights);
-    if (ws.size() != names_.size()) r.fail("weights", std::to_string(names_.size()) + " positive numbers, one per task");
+    if (ws.size() != names_.size())
+      r.fail("weights", std::to_string(names_.size()) + " positive numbers, one per task");
     for (size_t i = 0; i < ws.size(); ++i) {
       char* end = nullptr;
       w[i] = std::strtod(ws[i].c_str(), &end);
@@ -90,16 +94,32 @@ const Task& MixtureTask::member_of(const Problem& p) const {
   TEMPER_FAIL() << "task 'mixture': problem id '" << p.id << "' names none of its tasks (" << names_.size() << ")";
 }
 
-Verdict MixtureTask::verify(const Problem& p, const std::string& completion) const { return member_of(p).verify(p, completion); }
+Verdict MixtureTask::verify(const Problem& p, const std::string& completion) const {
+  return member_of(p).verify(p, completion);
+}
 
 std::optional<std::string> MixtureTask::answer_candidate(const Problem& p, std::string_view partial) const {
   return member_of(p).answer_candidate(p, partial);
 }
 
-bool MixtureTask::accepts(const Problem& p, const std::string& candidate) const { return member_of(p).accepts(p, candidate); }
+bool MixtureTask::accepts(const Problem& p, const std::string& candidate) const {
+  return member_of(p).accepts(p, candidate);
+}
 
 std::vector<std::string> MixtureTask::intermediate_states(const Problem& p, const std::string& completion) const {
   return member_of(p).intermediate_states(p, completion);
+}
+
+bool MixtureTask::has_answer_lines() const {
+  for (const auto& t : tasks_)
+    if (!t->has_answer_lines()) return false;
+  return true;
+}
+
+bool MixtureTask::has_reasoning_states() const {
+  for (const auto& t : tasks_)
+    if (!t->has_reasoning_states()) return false;
+  return true;
 }
 
 }  // namespace temper::tasks

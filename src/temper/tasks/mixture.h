@@ -28,6 +28,8 @@ class MixtureTask : public Task {
   std::optional<std::string> answer_candidate(const Problem& p, std::string_view partial) const override;
   bool accepts(const Problem& p, const std::string& candidate) const override;
   std::vector<std::string> intermediate_states(const Problem& p, const std::string& completion) const override;
+  bool has_answer_lines() const override;      // every member's
+  bool has_reasoning_states() const override;  // every member's
   const std::vector<std::string>& members() const { return names_; }
   // The member that made p (by its id prefix); throws naming the id when none did.
   const Task& member_of(const Problem& p) const;

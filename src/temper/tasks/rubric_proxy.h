@@ -35,12 +35,13 @@ class RubricProxyTask : public Task {
  public:
   explicit RubricProxyTask(RubricProxyConfig cfg);
   std::string name() const override { return "rubric_proxy"; }
+  bool has_reasoning_states() const override { return false; }
   int64_t size(Split) const override { return -1; }
   Problem problem(Split split, uint64_t index) const override;
   Verdict verify(const Problem& p, const std::string& completion) const override;
   std::string rubric(const Problem& p) const override;
   std::vector<std::string> reward_names() const override { return {"correct", "rubric", "keywords"}; }
-  static std::string check_line(const Problem& p);  // the rubric's verification line for p
+  static std::string check_line(const Problem& p);                  // the rubric's verification line for p
   static std::string check_line(const Problem& p, int64_t result);  // ... undoing the step with `result`
 
  private:

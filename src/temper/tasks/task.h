@@ -39,7 +39,7 @@ struct Problem {
   std::string teacher_response;   // optional (datasets)
   std::string rubric;             // optional (datasets)
   int difficulty = 0;
-  int64_t index = -1;             // the train index the trainer drew it at; -1: built by a method (ZPPO, REVES)
+  int64_t index = -1;  // the train index the trainer drew it at; -1: built by a method (ZPPO, REVES)
   // Set by methods that build a prompt around the question (rl/derived_problem.h: ZPPO's candidate questions,
   // REVES's revisions, RCSD's rubric teacher, fair RL's preference): the user turn exactly as the model is
   // asked it (model.user_template already applied inside). Empty: the codec phrases `prompt`. `prompt`
@@ -87,6 +87,11 @@ class Task {
   // Canonical strings of the reasoning states the completion passes through, in order (for graph methods that
   // merge equivalent states). Default: none.
   virtual std::vector<std::string> intermediate_states(const Problem&, const std::string& completion) const;
+  // Whether answer_candidate reads an answer off a reasoning line (DRE's `task` detector); false for families whose
+  // completions follow no answer convention the base rule reads (free text, code, conversations).
+  virtual bool has_answer_lines() const { return true; }
+  // Whether intermediate_states reports the states a completion passes through (GraphPO's state equivalence).
+  virtual bool has_reasoning_states() const { return true; }
   // The rubric of a problem (criteria a strong answer meets, one per line): the dataset's `rubric` field
   // by default; procedural families may generate one. Empty: none.
   virtual std::string rubric(const Problem& p) const { return p.rubric; }

@@ -6,6 +6,7 @@
 
 #include "temper/core/error.h"
 #include "temper/core/log.h"
+#include "temper/core/trim.h"
 #include "temper/tasks/dataset.h"
 #include "temper/tasks/jsonl_rows.h"
 
@@ -16,35 +17,33 @@ using nlohmann::json;
 
 constexpr std::string_view kOpen = "<reasoning>", kClose = "</reasoning>", kHuman = "[HUMAN]:";
 
-std::string trim(std::string_view s) {
-  size_t a = s.find_first_not_of(" \t\r\n"), b = s.find_last_not_of(" \t\r\n");
-  return a == std::string_view::npos ? std::string() : std::string(s.substr(a, b - a + 1));
-}
-
 // One line of text per turn: the format puts one turn on a line.
 std::string one_line(std::string s) {
   for (char& c : s)
     if (c == '\n' || c == '\r') c = ' ';
-  return trim(s);
+  return std::string(trim(s));
 }
 
 Problem parse_row(const json& row, const std::string& where, const std::string& default_id) {
   Problem p;
   auto h = row.find("history");
-  if (h == row.end() || !h->is_array()) field_error(where, "history", "a list of strings (the user's earlier turns)", h == row.end() ? nullptr : &*h);
+  if (h == row.end() || !h->is_array())
+    field_error(where, "history", "a list of strings (the user's earlier turns)", h == row.end() ? nullptr : &*h);
   for (size_t i = 0; i < h->size(); ++i) {
     if (!(*h)[i].is_string()) field_error(where, "history[" + std::to_string(i) + "]", "a string", &(*h)[i]);
     p.history.push_back(one_line((*h)[i].get<std::string>()));
   }
   auto c = row.find("context");
-  if (c == row.end() || !(c->is_string() || c->is_array())) field_error(where, "context", "a string or a list of {role, content}", c == row.end() ? nullptr : &*c);
+  if (c == row.end() || !(c->is_string() || c->is_array()))
+    field_error(where, "context", "a string or a list of {role, content}", c == row.end() ? nullptr : &*c);
   if (c->is_string()) {
     p.context = trim(c->get<std::string>());
   } else {
     for (size_t i = 0; i < c->size(); ++i) {
       const json& m = (*c)[i];
       std::string f = "context[" + std::to_string(i) + "]";
-      if (!m.is_object() || !m.contains("role") || !m.contains("content") || !m["role"].is_string() || !m["content"].is_string())
+      if (!m.is_object() || !m.contains("role") || !m.contains("content") || !m["role"].is_string() ||
+          !m["content"].is_string())
         field_error(where, f, "an object {role: string, content: string}", &m);
       std::string role = m["role"].get<std::string>();
       for (char& ch : role) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
@@ -60,13 +59,17 @@ Problem parse_row(const json& row, const std::string& where, const std::string& 
     if (!x->is_string()) field_error(where, "reasoning", "a string", &*x);
     reasoning = one_line(x->get<std::string>());
   }
-  p.gold_solution = (reasoning.empty() ? "" : std::string(kOpen) + reasoning + std::string(kClose) + "\n") + std::string(kHuman) + " " + p.answer;
+  p.gold_solution = (reasoning.empty() ? "" : std::string(kOpen) + reasoning + std::string(kClose) + "\n") +
+                    std::string(kHuman) + " " + p.answer;
   p.teacher_response = p.gold_solution;
   p.id = default_id;
   if (auto id = row.find("id"); id != row.end()) {
-    if (id->is_string()) p.id = id->get<std::string>();
-    else if (id->is_number_integer()) p.id = id->dump();
-    else field_error(where, "id", "a string or integer", &*id);
+    if (id->is_string())
+      p.id = id->get<std::string>();
+    else if (id->is_number_integer())
+      p.id = id->dump();
+    else
+      field_error(where, "id", "a string or integer", &*id);
   }
   if (auto u = row.find("user"); u != row.end()) {
     if (!u->is_string() && !u->is_number_integer()) field_error(where, "user", "a string or integer", &*u);
@@ -105,13 +108,15 @@ SimReply parse_sim_reply(std::string_view t) {
     }
   }
   size_t last = std::string_view::npos;
-  for (size_t h = t.find(kHuman); h != std::string_view::npos; h = t.find(kHuman, h + kHuman.size())) ++r.human_tags, last = h;
+  for (size_t h = t.find(kHuman); h != std::string_view::npos; h = t.find(kHuman, h + kHuman.size()))
+    ++r.human_tags, last = h;
   if (last == std::string_view::npos) {  // no tag: the text after the reasoning
     size_t close = t.rfind(kClose);
     r.reply = trim(close == std::string_view::npos ? t : t.substr(close + kClose.size()));
   } else {
     std::string_view after = t.substr(last + kHuman.size());
-    r.reasoning_after_reply = after.find(kOpen) != std::string_view::npos || after.find(kClose) != std::string_view::npos;
+    r.reasoning_after_reply =
+        after.find(kOpen) != std::string_view::npos || after.find(kClose) != std::string_view::npos;
     r.reply = trim(after);
   }
   return r;
@@ -153,19 +158,26 @@ std::string user_sim_prompt(const std::vector<std::string>& history, const std::
 }
 
 std::vector<Problem> load_user_sim_jsonl(const std::string& path) {
-  return read_jsonl_rows(path, "task 'user_sim' expects a JSONL file of conversations with history, context, reply", parse_row);
+  return read_jsonl_rows(path, "task 'user_sim' expects a JSONL file of conversations with history, context, reply",
+                         parse_row);
 }
 
-UserSimConfig UserSimConfig::from_params(const TaskParams& params) { return {DatasetConfig::from_params(params, "user_sim")}; }
+UserSimConfig UserSimConfig::from_params(const TaskParams& params) {
+  return {DatasetConfig::from_params(params, "user_sim")};
+}
 
-UserSimTask::UserSimTask(UserSimConfig cfg) : cfg_(std::move(cfg)) { load_splits(cfg_, "user_sim", load_user_sim_jsonl, train_, eval_); }
+UserSimTask::UserSimTask(UserSimConfig cfg) : cfg_(std::move(cfg)) {
+  load_splits(cfg_, "user_sim", load_user_sim_jsonl, train_, eval_);
+}
 
-int64_t UserSimTask::size(Split split) const { return static_cast<int64_t>(split == Split::train ? train_.size() : eval_.size()); }
+int64_t UserSimTask::size(Split split) const {
+  return static_cast<int64_t>(split == Split::train ? train_.size() : eval_.size());
+}
 
 Problem UserSimTask::problem(Split split, uint64_t index) const {
   const auto& rows = split == Split::train ? train_ : eval_;
-  TEMPER_CHECK(index < rows.size()) << "task 'user_sim': index " << index << " out of range for the " << split_name(split)
-                                    << " split of " << rows.size() << " conversations";
+  TEMPER_CHECK(index < rows.size()) << "task 'user_sim': index " << index << " out of range for the "
+                                    << split_name(split) << " split of " << rows.size() << " conversations";
   return rows[index];
 }
 
@@ -186,7 +198,8 @@ Verdict UserSimTask::verify(const Problem& p, const std::string& completion) con
   for (const std::string& w : got)
     if (auto it = bag.find(w); it != bag.end() && it->second > 0) --it->second, ++common;
   if (common > 0) {
-    double prec = static_cast<double>(common) / static_cast<double>(got.size()), rec = static_cast<double>(common) / static_cast<double>(want.size());
+    double prec = static_cast<double>(common) / static_cast<double>(got.size()),
+           rec = static_cast<double>(common) / static_cast<double>(want.size());
     v.reward = 2 * prec * rec / (prec + rec);
   }
   v.correct = !got.empty() && got == want;

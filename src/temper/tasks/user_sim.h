@@ -16,13 +16,13 @@ namespace temper::tasks {
 
 // A simulator completion, parsed: how many reasoning blocks and "[HUMAN]:" tags it has and the reply.
 struct SimReply {
-  int reasoning_blocks = 0;       // well-formed "<reasoning>...</reasoning>" blocks
-  int stray_tags = 0;             // unmatched <reasoning> or </reasoning>
-  int human_tags = 0;             // "[HUMAN]:" occurrences
+  int reasoning_blocks = 0;            // well-formed "<reasoning>...</reasoning>" blocks
+  int stray_tags = 0;                  // unmatched <reasoning> or </reasoning>
+  int human_tags = 0;                  // "[HUMAN]:" occurrences
   bool reasoning_after_reply = false;  // a reasoning tag after the (last) "[HUMAN]:"
   bool reasoning_has_alpha = false;    // some reasoning block holds an alphabetic character
-  std::string reasoning;          // the first block's text
-  std::string reply;              // after the last "[HUMAN]:" (without one: after the last </reasoning>), trimmed
+  std::string reasoning;               // the first block's text
+  std::string reply;                   // after the last "[HUMAN]:" (without one: after the last </reasoning>), trimmed
 };
 SimReply parse_sim_reply(std::string_view completion);
 
@@ -54,6 +54,8 @@ class UserSimTask : public Task {
  public:
   explicit UserSimTask(UserSimConfig cfg);
   std::string name() const override { return "user_sim"; }
+  bool has_answer_lines() const override { return false; }
+  bool has_reasoning_states() const override { return false; }
   int64_t size(Split split) const override;
   Problem problem(Split split, uint64_t index) const override;
   Verdict verify(const Problem& p, const std::string& completion) const override;

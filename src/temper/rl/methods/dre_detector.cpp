@@ -2,39 +2,18 @@
 
 #include <algorithm>
 #include <cctype>
-#include <set>
 #include <utility>
 #include <vector>
 
 #include "temper/core/error.h"
+#include "temper/core/trim.h"
+#include "temper/env/environment.h"
 #include "temper/reward/math_answer.h"
-#include "temper/tasks/filtered_task.h"
-#include "temper/tasks/mixture.h"
 #include "temper/text/regex.h"
 
 namespace temper::rl {
 
 namespace {
-
-bool blank(char c) {
-  return c == ' ' || c == '\t' || c == '\r' || c == '\n';
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && blank(s.front())) s.remove_prefix(1);
-  while (!s.empty() && blank(s.back())) s.remove_suffix(1);
-  return s;
-}
-
-bool digit(char c) {
-  return c >= '0' && c <= '9';
-}
-
-// Families whose completions follow no answer convention the base rule (after a line's last '=') reads.
-const std::set<std::string>& without_detector() {
-  static const std::set<std::string> k = {"dataset", "code", "user_sim", "episodes"};
-  return k;
-}
 
 constexpr size_t kMaxCandidate = 128;  // bytes: a longer "answer" is a sentence, not an answer
 
@@ -57,30 +36,7 @@ std::string dre_default_close(DreDetector d, const tasks::Task& task) {
 }
 
 bool task_has_answer_detector(const tasks::Task& task) {
-  if (auto* f = dynamic_cast<const tasks::FilteredTask*>(&task)) return task_has_answer_detector(f->inner());
-  if (auto* m = dynamic_cast<const tasks::MixtureTask*>(&task)) {
-    for (const std::string& name : m->members())
-      if (without_detector().count(name)) return false;
-    return true;
-  }
-  return !without_detector().count(task.name());
-}
-
-std::optional<std::string> last_number(std::string_view line) {
-  size_t e = line.size();
-  while (e > 0 && !digit(line[e - 1])) --e;
-  if (e == 0) return std::nullopt;
-  size_t s = e - 1;
-  while (s > 0) {
-    const char c = line[s - 1];
-    if (digit(c) || ((c == ',' || c == '.') && s >= 2 && digit(line[s - 2]))) {
-      --s;
-    } else {
-      break;
-    }
-  }
-  if (s > 0 && line[s - 1] == '-' && (s == 1 || !std::isalnum(static_cast<unsigned char>(line[s - 2])))) --s;
-  return std::string(line.substr(s, e - s));
+  return task.has_answer_lines();
 }
 
 AnswerDetector::AnswerDetector(DreDetector kind, const std::string& regex, const std::string& close,
@@ -129,7 +85,7 @@ std::optional<std::string> AnswerDetector::candidate(const tasks::Problem& p, st
     case DreDetector::task:
       break;
     case DreDetector::gsm8k:
-      c = last_number(line);
+      c = env::last_number(line);
       break;
     case DreDetector::boxed:
       c = reward::extract_boxed(line);
@@ -137,7 +93,7 @@ std::optional<std::string> AnswerDetector::candidate(const tasks::Problem& p, st
     case DreDetector::think:
       c = reward::extract_boxed(line);
       if (!c) c = reward::extract_answer_is(line);
-      if (!c) c = last_number(line);
+      if (!c) c = env::last_number(line);
       break;
     case DreDetector::regex: {
       std::vector<std::pair<size_t, size_t>> m;

@@ -70,7 +70,4 @@ class AnswerDetector {
   std::string close_, mark_;  // mark_: the marker of the answer section ("" = none)
 };
 
-// The last number of a line: optional sign, digits with ',' groups and a decimal part ("$1,200.50." -> "1,200.50").
-std::optional<std::string> last_number(std::string_view line);
-
 }  // namespace temper::rl

@@ -3,13 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <set>
 
 #include "temper/core/error.h"
 #include "temper/core/log.h"
 #include "temper/rl/method_spec.h"
-#include "temper/tasks/filtered_task.h"
-#include "temper/tasks/mixture.h"
 
 namespace temper::rl {
 
@@ -133,15 +130,7 @@ void GraphPoConfig::validate() const {
 }
 
 bool graphpo_task_has_states(const tasks::Task& task) {
-  static const std::set<std::string> without = {"dataset",      "code",     "constraints",
-                                                "rubric_proxy", "user_sim", "episodes"};
-  if (auto* f = dynamic_cast<const tasks::FilteredTask*>(&task)) return graphpo_task_has_states(f->inner());
-  if (auto* m = dynamic_cast<const tasks::MixtureTask*>(&task)) {
-    for (const std::string& name : m->members())
-      if (without.count(name)) return false;
-    return true;
-  }
-  return !without.count(task.name());
+  return task.has_reasoning_states();
 }
 
 Equivalence graphpo_equivalence(const GraphPoConfig& cfg, const tasks::Task& task) {

@@ -9,6 +9,7 @@
 
 #include "temper/core/error.h"
 #include "temper/core/rng.h"
+#include "temper/core/trim.h"
 #include "temper/rl/derived_problem.h"
 #include "temper/rl/method_spec.h"
 
@@ -64,19 +65,10 @@ void ZppoConfig::validate() const {
       << "rl.zppo.ncq_template must contain {question} and {wrong_answers}";
 }
 
-namespace {
-
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
-  size_t i = 0;
-  while (i < s.size() && (s[i] == '\n' || s[i] == ' ')) ++i;
-  return s.substr(i);
-}
-
-}  // namespace
+namespace {}  // namespace
 
 std::string zppo_candidate(const PromptCodec& codec, const std::string& text, int64_t budget) {
-  std::string body = trim(text);
+  std::string body(trim(text));
   std::vector<int32_t> ids = codec.encode_text(body);
   if (static_cast<int64_t>(ids.size()) > budget) {
     std::vector<int32_t> tail(ids.end() - budget, ids.end());
@@ -158,7 +150,7 @@ tasks::Problem zppo_rewrite_request(const tasks::Problem& p, const std::string& 
   tasks::Problem q;
   q.id = p.id + "#rewrite";
   q.index = -1;
-  q.prompt = fill_template(tmpl, {{"{question}", p.prompt}, {"{response}", trim(response)}});
+  q.prompt = fill_template(tmpl, {{"{question}", p.prompt}, {"{response}", std::string(trim(response))}});
   if (!p.messages.empty()) q.messages = {{"user", q.prompt}};
   return q;
 }
