@@ -8,6 +8,7 @@
 #include "common/test_data.h"
 #include "common/tolerance.h"
 #include "temper/control/gae.h"
+#include "temper/control/ppo.h"
 #include "temper/control/ppo_loss.h"
 #include "temper/core/rng.h"
 #include "temper/io/safetensors.h"
@@ -91,4 +92,57 @@ TEST(ControlPpoLoss, GradientsMatchFiniteDifferences) {
   EXPECT_GE(checked, B * A - 4);
   for (int64_t j = 0; j < A; ++j) EXPECT_NEAR(dl[j], fd(logstd, j), 2e-4) << "log_std " << j;
   for (int64_t i = 0; i < B; ++i) EXPECT_NEAR(dv[i], fd(val, i), 2e-4) << "value " << i;
+}
+
+TEST(ControlPpo, MatchesCleanRlGoldenLossAndGradients) {
+  auto g = io::SafetensorsFile::open(test::test_data("golden/ppo/ppo_batch.safetensors"));
+  const int64_t T = 6, N = 4, B = T * N, OBS = 5, A = 2;
+  PolicySpec ps;
+  ps.obs_dim = OBS, ps.hidden = {8, 8}, ps.act_dim = A;
+  PpoConfig pc;
+  pc.value_hidden = {8, 8};
+  pc.loss.clip = 0.2f, pc.loss.vf_coef = 0.5f, pc.loss.ent_coef = 0.01f;
+  PpoAgent agent(ps, pc);
+  // The golden's tensors into the flat layout [actor | log_std | critic], by the layout's own names.
+  auto load = [&](const nn::Mlp& net, const std::string& prefix, float* p) {
+    for (auto& [name, shape] : net.param_shapes(prefix)) {
+      std::vector<float> v = f32(g, name);
+      p = std::copy(v.begin(), v.end(), p);
+    }
+  };
+  float* p = agent.params().data();
+  load(agent.policy().net(), "actor", p);
+  std::vector<float> log_std = f32(g, "log_std");
+  std::copy(log_std.begin(), log_std.end(), p + agent.policy().log_std_offset());
+  load(agent.value_net(), "critic", p + agent.policy().param_count());
+
+  std::vector<float> obs = f32(g, "obs"), values((T + 1) * N), adv(B), ret(B);
+  agent.values(obs.data(), (T + 1) * N, values.data());
+  EXPECT_TRUE(test::all_close(values, f64(g, "values"), test::tolerance(test::Kind::reduction, 8)));
+  std::vector<float> rewards = f32(g, "rewards"), dones = f32(g, "dones");
+  gae(rewards.data(), values.data(), dones.data(), T, N, 0.99f, 0.95f, adv.data(), ret.data());
+  EXPECT_TRUE(test::all_close(adv, f64(g, "advantages"), test::tolerance(test::Kind::reduction, 64)));
+
+  std::vector<float> act = f32(g, "actions"), old = f32(g, "old_logp");
+  PpoLossTerms t = agent.minibatch_loss(obs.data(), act.data(), old.data(), adv.data(), ret.data(), B);
+  std::vector<double> want = f64(g, "losses");  // loss, pg, v, entropy, approx_kl, clipfrac
+  std::vector<double> got = {t.loss, t.policy, t.value, t.entropy, t.approx_kl, t.clip_frac};
+  // f32 networks against f64: each loss is a mean over 24 rows of products of sums of <= 8 terms.
+  EXPECT_TRUE(test::all_close(got, want, test::tolerance(test::Kind::reduction, B)));
+  EXPECT_EQ(t.clip_frac, want[5]);  // the same samples clipped
+  // Gradients: sums over the 24 rows of f32 backward products; reduction tolerance at K = 24 (1e-5).
+  const float* gr = agent.grad().data();
+  auto check = [&](const nn::Mlp& net, const std::string& prefix, const float* gp) {
+    for (auto& [name, shape] : net.param_shapes(prefix)) {
+      std::vector<double> w = f64(g, "grad." + name);
+      EXPECT_TRUE(
+          test::all_close(gp, w.data(), static_cast<int64_t>(w.size()), test::tolerance(test::Kind::reduction, B)))
+          << name;
+      gp += w.size();
+    }
+  };
+  check(agent.policy().net(), "actor", gr);
+  check(agent.value_net(), "critic", gr + agent.policy().param_count());
+  EXPECT_TRUE(test::all_close(gr + agent.policy().log_std_offset(), f64(g, "grad.log_std").data(), A,
+                              test::tolerance(test::Kind::reduction, B)));
 }
