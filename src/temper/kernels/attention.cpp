@@ -46,10 +46,11 @@ void clear_outside(float* row, Visible v, int64_t width) {
 }
 
 // P[rows, width] <- softmax rows of S (raw q.k; row i's query at position pos0 + i), lse out.
+// Without the causal mask (causal false) a row sees all its columns.
 void softmax_rows_fwd(const IsaTable& t, float* S, int64_t rows, int64_t width, int64_t pos0, int64_t k0, float scale,
-                      const AttnOpts& opt, float* lse) {
+                      const AttnOpts& opt, float* lse, bool causal = true) {
   for (int64_t i = 0; i < rows; ++i) {
-    const Visible vis = visible(pos0 + i, k0, opt.window);
+    const Visible vis = causal ? visible(pos0 + i, k0, opt.window) : Visible{0, width};
     float* x = S + i * width + vis.lo;
     const int64_t n = vis.n - vis.lo;
     float sc = scale;
@@ -69,9 +70,9 @@ void softmax_rows_fwd(const IsaTable& t, float* S, int64_t rows, int64_t width, 
 
 // The backward's P rows from the forward's lse; with a cap, G gets each score's 1 - tanh^2.
 void probs_rows_bwd(const IsaTable& t, float* P, float* G, int64_t rows, int64_t width, int64_t pos0, int64_t k0,
-                    float scale, const AttnOpts& opt, const float* L) {
+                    float scale, const AttnOpts& opt, const float* L, bool causal = true) {
   for (int64_t i = 0; i < rows; ++i) {
-    const Visible vis = visible(pos0 + i, k0, opt.window);
+    const Visible vis = causal ? visible(pos0 + i, k0, opt.window) : Visible{0, width};
     float* x = P + i * width + vis.lo;
     const int64_t n = vis.n - vis.lo;
     if (opt.softcap > 0.f) {
@@ -87,12 +88,12 @@ void probs_rows_bwd(const IsaTable& t, float* P, float* G, int64_t rows, int64_t
 // dP (dO V^T) -> dS = P (dP - rowsum(dO * O)) * scale, through the cap's tanh where there is one.
 void dscores_rows(const IsaTable& t, const float* P, float* dP, const float* G, int64_t rows, int64_t width,
                   int64_t pos0, int64_t k0, float scale, const AttnOpts& opt, const float* dO, const float* O,
-                  int64_t o_stride, int64_t D) {
+                  int64_t o_stride, int64_t D, bool causal = true) {
   for (int64_t i = 0; i < rows; ++i) {
     const float di = t.dot(dO + i * o_stride, O + i * o_stride, D);
     t.softmax_bwd_row(P + i * width, dP + i * width, width, di, scale);
     if (opt.softcap > 0.f) {
-      const Visible vis = visible(pos0 + i, k0, opt.window);
+      const Visible vis = causal ? visible(pos0 + i, k0, opt.window) : Visible{0, width};
       float* d = dP + i * width;
       const float* g = G + i * width;
       for (int64_t j = vis.lo; j < vis.n; ++j) d[j] *= g[j];
@@ -103,6 +104,18 @@ void dscores_rows(const IsaTable& t, const float* P, float* dP, const float* G, 
 template <class T>
 void grow(std::vector<T>& v, int64_t n) {
   if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
+}
+
+// The keys of a block of queries: key_span, or all T of them without the causal mask.
+KeySpan shape_key_span(const AttnShape& s, int64_t q0, int64_t rows) {
+  return s.causal ? key_span(0, q0, rows, s.opt.window) : KeySpan{0, 0, 0, s.T};
+}
+
+void attn_shape_check(const AttnShape& s, const char* kernel) {
+  TEMPER_CHECK(s.H % s.Hkv == 0) << kernel << ": heads " << s.H << " not a multiple of KV heads " << s.Hkv;
+  attn_opts_check(s.opt, kernel);
+  TEMPER_CHECK(s.causal || s.opt.window == 0)
+      << kernel << ": AttnOpts.window " << s.opt.window << " without the causal mask (expected 0)";
 }
 
 }  // namespace
@@ -117,8 +130,7 @@ void attn_opts_check(const AttnOpts& opt, const char* kernel) {
 }
 
 void attention_fwd(const AttnShape& s, const float* q, const float* k, const float* v, float* o, float* lse) {
-  TEMPER_CHECK(s.H % s.Hkv == 0) << "heads " << s.H << " not a multiple of KV heads " << s.Hkv;
-  attn_opts_check(s.opt, "attention_fwd");
+  attn_shape_check(s, "attention_fwd");
   const IsaTable& t = isa_table();
   const float scale = attn_scale(s.opt, s.D);
   const int64_t nqb = (s.T + kBlockQ - 1) / kBlockQ, group = s.H / s.Hkv;
@@ -126,7 +138,7 @@ void attention_fwd(const AttnShape& s, const float* q, const float* k, const flo
     int64_t qb = task % nqb, h = (task / nqb) % s.H, b = task / (nqb * s.H);
     int64_t q0 = qb * kBlockQ, rows = q0 + kBlockQ < s.T ? kBlockQ : s.T - q0;
     int64_t kvh = h / group;
-    const KeySpan ks = key_span(0, q0, rows, s.opt.window);
+    const KeySpan ks = shape_key_span(s, q0, rows);
     const int64_t w = ks.width();
     static thread_local std::vector<float> S;
     grow(S, rows * w);
@@ -134,7 +146,7 @@ void attention_fwd(const AttnShape& s, const float* q, const float* k, const flo
     const float* K = k + (b * s.T + ks.s0) * s.kv_stride + kvh * s.D;
     const float* V = v + (b * s.T + ks.s0) * s.kv_stride + kvh * s.D;
     gemm(false, true, rows, w, s.D, Q, s.q_stride, K, s.kv_stride, 0.f, S.data(), w);
-    softmax_rows_fwd(t, S.data(), rows, w, q0, ks.k0, scale, s.opt, lse + (b * s.H + h) * s.T + q0);
+    softmax_rows_fwd(t, S.data(), rows, w, q0, ks.k0, scale, s.opt, lse + (b * s.H + h) * s.T + q0, s.causal);
     gemm(false, false, rows, s.D, w, S.data(), w, V, s.kv_stride, 0.f, o + (b * s.T + q0) * s.o_stride + h * s.D,
          s.o_stride);
   });
@@ -142,7 +154,7 @@ void attention_fwd(const AttnShape& s, const float* q, const float* k, const flo
 
 void attention_bwd(const AttnShape& s, const float* q, const float* k, const float* v, const float* o, const float* lse,
                    const float* dout, float* dq, float* dk, float* dv) {
-  attn_opts_check(s.opt, "attention_bwd");
+  attn_shape_check(s, "attention_bwd");
   const IsaTable& t = isa_table();
   const float scale = attn_scale(s.opt, s.D);
   const int64_t nqb = (s.T + kBlockQ - 1) / kBlockQ, group = s.H / s.Hkv;
@@ -164,7 +176,7 @@ void attention_bwd(const AttnShape& s, const float* q, const float* k, const flo
     for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h) {
       for (int64_t qb = 0; qb < nqb; ++qb) {
         int64_t q0 = qb * kBlockQ, rows = q0 + kBlockQ < s.T ? kBlockQ : s.T - q0;
-        const KeySpan ks = key_span(0, q0, rows, s.opt.window);
+        const KeySpan ks = shape_key_span(s, q0, rows);
         const int64_t w = ks.width(), kr = ks.s0 * s.kv_stride;
         const float* Q = q + (b * s.T + q0) * s.q_stride + h * s.D;
         const float* O = o + (b * s.T + q0) * s.o_stride + h * s.D;
@@ -172,9 +184,10 @@ void attention_bwd(const AttnShape& s, const float* q, const float* k, const flo
         float* dQ = dq + (b * s.T + q0) * s.q_stride + h * s.D;
         const float* L = lse + (b * s.H + h) * s.T + q0;
         gemm(false, true, rows, w, s.D, Q, s.q_stride, K + kr, s.kv_stride, 0.f, P.data(), w);
-        probs_rows_bwd(t, P.data(), G.data(), rows, w, q0, ks.k0, scale, s.opt, L);
+        probs_rows_bwd(t, P.data(), G.data(), rows, w, q0, ks.k0, scale, s.opt, L, s.causal);
         gemm(false, true, rows, w, s.D, dO, s.o_stride, V + kr, s.kv_stride, 0.f, dP.data(), w);
-        dscores_rows(t, P.data(), dP.data(), G.data(), rows, w, q0, ks.k0, scale, s.opt, dO, O, s.o_stride, s.D);
+        dscores_rows(t, P.data(), dP.data(), G.data(), rows, w, q0, ks.k0, scale, s.opt, dO, O, s.o_stride, s.D,
+                     s.causal);
         gemm(false, false, rows, s.D, w, dP.data(), w, K + kr, s.kv_stride, 0.f, dQ, s.q_stride);
         gemm(true, false, w, s.D, rows, dP.data(), w, Q, s.q_stride, 1.f, dK + kr, s.kv_stride);
         gemm(true, false, w, s.D, rows, P.data(), w, dO, s.o_stride, 1.f, dV + kr, s.kv_stride);

@@ -5,6 +5,7 @@
 // thread. Tokens are rows of the projection outputs: q [B*T, q_stride], head h at column h*D.
 // AttnOpts adds the score variants of Gemma-2/3, Mistral and Phi-3 (HF eager attention, transformers
 // 4.51: scores scaled, soft-capped, then masked): a custom scale, tanh soft-capping, a sliding window.
+// AttnShape::causal = false drops the mask (a DiT's image patches all see each other).
 #pragma once
 
 #include <cmath>
@@ -32,6 +33,7 @@ struct AttnShape {
   int64_t B, T, H, Hkv, D;
   int64_t q_stride, kv_stride, o_stride;  // floats between consecutive tokens
   AttnOpts opt{};
+  bool causal = true;  // false: every query sees all T keys (a DiT's image patches; no window; CPU only)
 };
 
 // o [B*T, o_stride]; lse [B, H, T]

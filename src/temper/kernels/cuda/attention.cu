@@ -415,6 +415,7 @@ __global__ void attn_dkv_reduce_kernel(kernels::AttnShape s, const float* partia
 }
 
 void check_shape(const kernels::AttnShape& s) {
+  TEMPER_CHECK(s.causal) << "CUDA attention: bidirectional attention (AttnShape::causal false) is CPU-only";
   TEMPER_CHECK(s.D > 0 && s.D <= 256) << "CUDA attention: head dim " << s.D << " outside [1, 256]";
   TEMPER_CHECK(s.B <= 65535 && s.H <= 65535)
       << "CUDA attention: " << s.B << " sequences of " << s.H << " heads (at most 65535 each in one call)";
