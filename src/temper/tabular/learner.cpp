@@ -1,0 +1,27 @@
+// The shared part of the tabular learners: which machine states a step updates (see learner.h).
+#include "temper/tabular/learner.h"
+
+#include "temper/core/error.h"
+
+namespace temper::tabular {
+
+const std::vector<float>& Snapshot::tensor(const std::string& name) const {
+  for (const auto& [n, t] : tensors)
+    if (n == name) return t;
+  TEMPER_FAIL() << "tabular checkpoint: no tensor '" << name << "'";
+}
+
+void Learner::observe(int64_t s, int64_t u, int64_t a, bool counterfactual) {
+  if (!counterfactual) {
+    update(s, u, a);
+    ++updates_;
+    return;
+  }
+  for (int64_t v = 0; v < p_.U; ++v)
+    if (!p_.terminal[v]) {
+      update(s, v, a);
+      ++updates_;
+    }
+}
+
+}  // namespace temper::tabular
