@@ -15,13 +15,22 @@ extern "C" void openblas_set_num_threads(int);
 
 namespace temper {
 
+namespace {
+thread_local int t_limit = 0;  // ThreadLimit's cap on this thread (0: none)
+}  // namespace
+
 ThreadPool::ThreadPool(int num_threads) : num_threads_(num_threads < 1 ? 1 : num_threads) {}
+
+int ThreadPool::size() const {
+  return t_limit > 0 && t_limit < num_threads_ ? t_limit : num_threads_;
+}
 
 ThreadPool::~ThreadPool() = default;
 
 void ThreadPool::run(int64_t num_tasks, TaskFn fn) {
   if (num_tasks <= 0) return;
-  if (num_threads_ == 1 || num_tasks == 1 || omp_in_parallel()) {
+  const int threads = size();
+  if (threads == 1 || num_tasks == 1 || omp_in_parallel()) {
     for (int64_t t = 0; t < num_tasks; ++t) fn(t);
     return;
   }
@@ -30,7 +39,7 @@ void ThreadPool::run(int64_t num_tasks, TaskFn fn) {
   std::atomic<int64_t> next{0};
   std::atomic<bool> failed{false};
   std::exception_ptr error;
-  int team = static_cast<int>(num_tasks < num_threads_ ? num_tasks : num_threads_);
+  int team = static_cast<int>(num_tasks < threads ? num_tasks : threads);
 #pragma omp parallel num_threads(team)
   {
     for (;;) {
@@ -84,5 +93,18 @@ void set_num_threads(int n) {
 }
 
 int num_threads() { return thread_pool().size(); }
+
+// omp_set_num_threads sets the calling thread's own count (an OpenMP ICV): the BLAS (OpenBLAS's OpenMP build
+// reads omp_get_max_threads() per call) and oneDNN follow it on this thread only.
+ThreadLimit::ThreadLimit(int n) : prev_(t_limit) {
+  TEMPER_CHECK(n >= 1) << "thread limit must be >= 1, got " << n;
+  t_limit = n;
+  omp_set_num_threads(thread_pool().size());
+}
+
+ThreadLimit::~ThreadLimit() {
+  t_limit = prev_;
+  omp_set_num_threads(thread_pool().size());
+}
 
 }  // namespace temper

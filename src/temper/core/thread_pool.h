@@ -30,7 +30,8 @@ class ThreadPool {
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
-  int size() const { return num_threads_; }
+  // The threads work started on the calling thread uses: the pool's, or fewer under a ThreadLimit.
+  int size() const;
   void run(int64_t num_tasks, TaskFn fn);
 
  private:
@@ -41,6 +42,20 @@ int default_num_threads();          // TEMPER_THREADS, else the number of cores
 ThreadPool& thread_pool();          // the process-wide pool
 void set_num_threads(int n);        // resize the pool (and the BLAS's threads) to n
 int num_threads();
+
+// Work the calling thread starts (its kernels' fork-joins, the BLAS's and oneDNN's teams) uses at most n
+// threads while this lives: two threads of one process that compute at once split the cores between them
+// (rl.async: the explorer and the trainer). Results never depend on the count (see above). Nests; per thread.
+class ThreadLimit {
+ public:
+  explicit ThreadLimit(int n);
+  ~ThreadLimit();
+  ThreadLimit(const ThreadLimit&) = delete;
+  ThreadLimit& operator=(const ThreadLimit&) = delete;
+
+ private:
+  int prev_;
+};
 
 // Calls fn(begin, end) over [0, n) in chunks of at least `grain`, one contiguous chunk per task.
 template <class F>

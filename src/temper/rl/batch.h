@@ -35,6 +35,8 @@ struct Trajectory {
   int64_t group = 0;    // samples of one prompt share a group (advantages are relative within it)
   int64_t member = 0;   // index within the group as sampled
   Lineage lineage;
+  // The weights it was sampled with: the RL updates before them (-1: the trainer's current; [rl.async] samples older).
+  int64_t version = -1;
   int64_t stratum = 0;  // batch-level reward scaling pools its std within a stratum (fair RL: the group's preference)
   std::vector<int32_t> prompt;
   std::vector<int32_t> tokens;        // the completion (a stop token included)

@@ -34,6 +34,8 @@ void PolicyLossConfig::validate() const {
   TEMPER_CHECK(std::isfinite(kl_coef) && kl_coef >= 0) << "policy loss kl_coef must be >= 0, got " << kl_coef;
   TEMPER_CHECK(std::isfinite(ent_coef)) << "policy loss ent_coef must be finite, got " << ent_coef;
   TEMPER_CHECK(max_len >= 0) << "policy loss max_len must be >= 0 (0: the batch's length), got " << max_len;
+  TEMPER_CHECK(behaviour_cap == 0 || (behaviour_cap >= 1 && std::isfinite(behaviour_cap)))
+      << "policy loss behaviour_cap must be 0 (off) or a finite number >= 1, got " << behaviour_cap;
 }
 
 void PolicyLossBatch::validate(const PolicyLossConfig& cfg) const {
@@ -114,6 +116,14 @@ struct TokenEval {
 // min(., -c A): flat where max(r, r_c) > c. Elsewhere d/dlogp = -A r (dr/dlogp = r).
 TokenEval token_eval(const PolicyLossConfig& c, double lp, const float* old, int64_t n, double A) {
   TokenEval e;
+  if (c.behaviour_cap > 0) {  // stale samples, one optimiser step: the ratio to the proximal (this forward) is 1
+    e.ratio = old ? std::exp(lp - static_cast<double>(old[n])) : 1.0;
+    e.high = e.ratio > c.behaviour_cap;
+    const double rho = std::min(e.ratio, c.behaviour_cap);
+    e.pg = -rho * A;
+    e.dpg = -rho * A;
+    return e;
+  }
   e.ratio = old ? std::exp(lp - static_cast<double>(old[n])) : 1.0;
   double r = e.ratio, lo = 1.0 - c.eps_low, hi = 1.0 + c.eps_high;
   double rc = std::clamp(r, lo, hi);

@@ -52,6 +52,14 @@ struct PolicyLossConfig {
   // A batch whose loss has no gradient (PolicyLoss::no_gradient) computes log-probs and entropies only; false runs
   // its backward anyway (all zeros: for benchmarks of equal work).
   bool skip_no_gradient = true;
+  // > 0: old_logp holds the log-probs of the behaviour policy that sampled (stale weights: [rl.async]) and the
+  // proximal policy is the forward's own, as in decoupled PPO (Hilton et al. 2022, AReaL) with one optimiser step
+  // per batch: the PPO ratio pi / sg(pi) is 1 (nothing to clip) and the surrogate is weighted by the truncated
+  // importance weight rho = min(exp(logp - old_logp), behaviour_cap), held constant (TIS, Yao et al. 2025):
+  //   pg = -rho A,  d pg / d logp = -rho A.
+  // The statistics then describe rho: ratio_mean is the mean untruncated exp(logp - old_logp) and clipped_high
+  // counts the tokens whose rho was truncated. Set by the trainer from rl.async.tis_cap, not a recipe key.
+  double behaviour_cap = 0;
   void validate() const;
   void visit(KeyVisitor& v);  // in [rl]
 };

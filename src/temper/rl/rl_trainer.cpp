@@ -13,6 +13,7 @@
 #include "temper/core/interrupt.h"
 #include "temper/core/profile.h"
 #include "temper/core/rng.h"
+#include "temper/core/thread_pool.h"
 #include "temper/rl/policy_update.h"
 #include "temper/rollout/pooled_engine.h"
 #include "temper/rollout/sharded.h"
@@ -76,6 +77,7 @@ void RlConfig::validate() const {
   sampler.validate();
   advantage.validate();
   loss.validate();
+  if (async) async->validate();
 }
 
 namespace {
@@ -194,11 +196,15 @@ RlTrainer::RlTrainer(Transformer& policy, std::shared_ptr<const tasks::Task> tas
   TEMPER_CHECK(task_) << "rl: no task";
   TEMPER_CHECK(task_->size(tasks::Split::train) != 0) << "rl: task '" << task_->name() << "' has no training problems";
   TEMPER_CHECK(cfg_.loss.kl_coef == 0 || reference) << "rl: kl_coef > 0 needs a reference model";
-  engine_ = std::make_unique<rollout::PooledEngine>(
-      policy_, cfg_.kv_memory_mb,
-      rollout::EngineConfig{std::min(cfg_.max_seqs, cfg_.prompts_per_step * cfg_.group_size), codec_.token_bytes},
-      "rl.kv_memory_mb");
-  if (cfg_.reuse_activations && cfg_.share_prompts && policy_.packed_supported())
+  const rollout::EngineConfig ec{std::min(cfg_.max_seqs, cfg_.prompts_per_step * cfg_.group_size), codec_.token_bytes};
+  engine_ = std::make_unique<rollout::PooledEngine>(policy_, cfg_.kv_memory_mb, ec, "rl.kv_memory_mb");
+  if (cfg_.async && cfg_.async->on()) {
+    check_async();
+    explorer_ =
+        std::make_unique<AsyncExplorer>(policy_, cfg_.kv_memory_mb, ec, cfg_.async->explorer_share(num_threads()));
+  }
+  // The rollout's activations are the update's only when both ran on the same weights (not so with [rl.async]).
+  if (cfg_.reuse_activations && cfg_.share_prompts && policy_.packed_supported() && !async())
     kept_ = std::make_unique<KeptActivations>(policy_, engine_->engine(), cfg_.reuse_activations_mb);
   if (cfg_.speculative)
     spec_ = std::make_unique<SpeculativeRollouts>(*cfg_.speculative, policy_, engine_->pool(), engine_->engine(),
@@ -223,6 +229,34 @@ void RlTrainer::lend_methods() {
   for (Method* m : methods_) m->attach(env);
 }
 
+// What [rl.async] cannot run with yet, refused before the first step (rollout hooks: launch_explorer).
+void RlTrainer::check_async() const {
+  TEMPER_CHECK(!cfg_.speculative) << "[rl.async] with [rl.speculative]: not yet (the drafter would have to follow the "
+                                     "explorer's snapshot); remove one";
+  TEMPER_CHECK(!policy_.device()) << "[rl.async]: the explorer runs on the CPU so far (model.device is not \"cpu\"); "
+                                     "set rl.async.max_staleness = 0 or model.device = \"cpu\"";
+  TEMPER_CHECK(!policy_.lora()) << "[rl.async] with [lora]: not yet (the snapshot copies the flat weights, not the "
+                                   "adapters); remove one";
+  TEMPER_CHECK(policy_.config().rope_scaling.type != kernels::RopeScaling::Type::longrope)
+      << "[rl.async] with longrope (Phi-3) rope scaling: not yet (the snapshot would need the policy's planned "
+         "factors); set rl.async.max_staleness = 0";
+  TEMPER_CHECK(!profile_enabled()) << "[rl.async] with TEMPER_PROFILE=1: the profiler counts one thread (unset it)";
+}
+
+void RlTrainer::set_environment(std::unique_ptr<ConversationSource> env) {
+  TEMPER_CHECK(!async() || !env) << "[rl.async] with [env]: not yet (conversations roll out on the trainer's "
+                                    "engine); set rl.async.max_staleness = 0";
+  env_ = std::move(env);
+}
+
+void RlTrainer::set_communicator(dist::Communicator* comm) {
+  TEMPER_CHECK(!async() || !comm || comm->size() == 1)
+      << "[rl.async] with " << comm->size()
+      << " ranks: not yet (one process: an explorer thread beside the trainer); run one process or set "
+         "rl.async.max_staleness = 0";
+  comm_ = comm, opt_.set_communicator(comm), scorer_.set_communicator(comm);
+}
+
 std::string RlTrainer::speculative_state() const {
   return spec_ ? spec_->state() : std::string();
 }
@@ -234,20 +268,28 @@ void RlTrainer::load_speculative_state(const std::string& text) {
 
 Metrics RlTrainer::step() {
   auto t_step = Clock::now();
+  std::optional<ThreadLimit> split;  // [rl.async]: the trainer's share of the threads
+  if (async()) split.emplace(cfg_.async->trainer_share(num_threads()));
   begin_step();
+  if (async()) explore_ahead();
   Batch& b = batch_;
   int64_t drawn = 0;
   {
-    InterruptScope rollouts_interruptible(interruptible_);
+    // [rl.async]: never interrupted mid-step (the explorer's job runs on); a stop ends the run after the step.
+    InterruptScope rollouts_interruptible(interruptible_ && !async());
     drawn = collect(b);
   }
+  for (Trajectory& t : b.traj)
+    if (t.version < 0) t.version = step_;
   set_loss_masks(b);
   set_advantages(b);
   set_weights(b);
   auto t_train = Clock::now();
-  Metrics upd = update(b);
+  Metrics async_out;
+  Metrics upd = update(b, async_out);
   double train_s = since(t_train);
   Metrics out = metrics(b, drawn, upd, train_s, since(t_step));
+  out.insert(out.end(), async_out.begin(), async_out.end());
   if (spec_) spec_->metrics(out, comm_);
   for (Method* m : methods_) m->metrics(out);
   for (Method* m : methods_) m->after_step(out);
@@ -258,9 +300,105 @@ Metrics RlTrainer::step() {
 void RlTrainer::begin_step() {
   batch_ = Batch{};
   batch_.step = step_;
-  rollout_s_ = reward_s_ = 0;
+  rollout_s_ = reward_s_ = wait_s_ = 0;
   if (spec_) spec_->begin_step(comm_);
   if (kept_) kept_->begin_step(comm_);  // this step's rollouts keep activations of the weights they run on
+}
+
+// [rl.async]: this step's batch and the max_staleness - 1 after it complete (a fresh run rolls them out on its
+// current weights, in turn), and the one for step + max_staleness launched on these weights.
+void RlTrainer::explore_ahead() {
+  collect_explored();
+  const int64_t ahead = cfg_.async->max_staleness;
+  TEMPER_CHECK(explored_.empty() || explored_.front().step == step_)
+      << "rl.async: the explored batches start at step " << explored_.front().step << ", the trainer is at step "
+      << step_ << " (a checkpoint's async state from another run?)";
+  int64_t next = explored_.empty() ? step_ : explored_.back().step + 1;
+  for (; next < step_ + ahead; ++next) {
+    launch_explorer(next);
+    collect_explored();
+  }
+  if (next == step_ + ahead && (planned_steps_ < 0 || next < planned_steps_)) launch_explorer(next);
+}
+
+// Step `step`'s round-0 problems drawn here (the task's cursor and the methods' hooks stay on this thread), then
+// their requests to the explorer with the current weights.
+void RlTrainer::launch_explorer(int64_t step) {
+  ExploredBatch eb;
+  eb.step = step;
+  eb.version = step_;
+  draw_problems(cfg_.prompts_per_step, step, 0, eb.problems);
+  RolloutRound rr{step, 0, &eb.problems, 0, nullptr};
+  for (Method* m : methods_)
+    TEMPER_CHECK(!m->rollout_hook(rr))
+        << "[rl.async]: method '" << m->name()
+        << "' steers decoding through a rollout hook, which would run on the explorer's thread against stale "
+           "weights while its other hooks run on the trainer's; turn its hook off (rl.dre.mode = \"offline\", "
+           "rl.graphpo.expansion = \"after\") or set rl.async.max_staleness = 0";
+  std::vector<rollout::RolloutRequest> reqs = requests(eb.problems, 0, step, 0);
+  for (const rollout::RolloutRequest& q : reqs) eb.prompts.push_back(q.prompt);
+  explored_.push_back(std::move(eb));
+  explorer_->launch(policy_, std::move(reqs));
+}
+
+void RlTrainer::collect_explored() {
+  if (!explorer_->in_flight()) return;
+  explored_.back().done = explorer_->wait();
+  explored_.back().seconds = explorer_->last_job_s();
+  wait_s_ += explorer_->waited_s();
+}
+
+// Round 0 of an [rl.async] step: the batch explored for it, each trajectory tagged with its weights' version.
+void RlTrainer::take_explored(std::vector<Trajectory>& out, std::vector<tasks::Problem>& problems) {
+  TEMPER_CHECK(!explored_.empty() && explored_.front().step == step_ &&
+               !(explorer_->in_flight() && explored_.size() == 1))
+      << "rl.async: no explored batch for step " << step_;
+  ExploredBatch eb = std::move(explored_.front());
+  explored_.pop_front();
+  rollout_s_ += eb.seconds;
+  const size_t p0 = problems.size();
+  for (tasks::Problem& p : eb.problems) problems.push_back(std::move(p));
+  for (rollout::Completion& c : eb.done) {
+    const size_t q = static_cast<size_t>(c.request);
+    TEMPER_CHECK(q < eb.prompts.size()) << "rl.async: a completion of request " << q << " of " << eb.prompts.size();
+    out.push_back(trajectory_from(std::move(c), static_cast<int64_t>(p0 + q), eb.prompts[q], codec_.decode(c.tokens)));
+    out.back().version = eb.version;
+  }
+}
+
+// Several optimiser steps per batch: the proximal policy's log-probs (the current weights, before the update) become
+// old_logprob, and each token's weight takes the truncated importance weight min(pi_prox / pi_behaviour, tis_cap).
+void RlTrainer::correct_staleness(Batch& b, Metrics& out) {
+  std::vector<std::vector<int32_t>> prompts, tokens;
+  for (const Trajectory& t : b.traj) prompts.push_back(t.prompt), tokens.push_back(t.tokens);
+  std::vector<std::vector<float>> prox;
+  scorer_.score_batch(prompts, tokens, false, prox, nullptr);
+  const double cap = cfg_.async->tis_cap;
+  double n = 0, sum = 0, capped = 0;
+  for (size_t i = 0; i < b.traj.size(); ++i) {
+    Trajectory& t = b.traj[i];
+    for (size_t k = 0; k < t.tokens.size(); ++k) {
+      const double rho = std::exp(static_cast<double>(prox[i][k]) - static_cast<double>(t.old_logprob[k]));
+      t.weight[k] = static_cast<float>(t.weight[k] * std::min(rho, cap));
+      t.old_logprob[k] = prox[i][k];
+      if (t.loss_mask[k] != 0) n += 1, sum += rho, capped += rho > cap;
+    }
+  }
+  out.emplace_back("async_is_mean", n > 0 ? sum / n : 0.0);
+  out.emplace_back("async_is_capped_frac", n > 0 ? capped / n : 0.0);
+}
+
+std::string RlTrainer::async_state() {
+  if (!async()) return {};
+  collect_explored();
+  return encode_explored(explored_);
+}
+
+void RlTrainer::load_async_state(const std::string& text) {
+  TEMPER_CHECK(async()) << "rl: the checkpoint holds batches explored ahead ([rl.async]), but the recipe has no "
+                           "[rl.async] with max_staleness > 0; resume with the recipe it was written with";
+  TEMPER_CHECK(!explorer_->in_flight() && explored_.empty()) << "rl.async: load the async state before the first step";
+  explored_ = decode_explored(text);
 }
 
 // Rounds: rollout -> after_rollout -> score -> after_reward -> (dynamic sampling) keep only groups
@@ -324,9 +462,10 @@ int64_t RlTrainer::keep_informative(Batch& b, Batch& rb) {
 
 void RlTrainer::rollout(int64_t n, int64_t round, std::vector<Trajectory>& out, std::vector<tasks::Problem>& problems) {
   TEMPER_PROFILE("rollout");
-  const size_t p0 = draw_problems(n, round, problems);
+  if (async() && round == 0) return take_explored(out, problems);
+  const size_t p0 = draw_problems(n, step_, round, problems);
   if (env_) return converse(p0, round, out, problems);
-  std::vector<rollout::RolloutRequest> reqs = requests(problems, p0, round);
+  std::vector<rollout::RolloutRequest> reqs = requests(problems, p0, step_, round);
   // Data-parallel: this rank rolls out a block of the requests (the rows it will train on); every rank
   // gets all completions.
   const std::vector<int64_t> mine =
@@ -351,19 +490,19 @@ void RlTrainer::converse(size_t first, int64_t round, std::vector<Trajectory>& o
   TEMPER_CHECK(ranks() == 1) << "rl: [env] rollouts run in one process (data-parallel conversations: not yet)";
   const int64_t ctx = policy_.config().max_position_embeddings;
   rollout::RolloutRequest proto = rollout::make_request({0}, cfg_.group_size, cfg_.max_new, ctx, cfg_.sampler,
-                                                        codec_.stop_ids, round_seed(round), 0);
+                                                        codec_.stop_ids, round_seed(step_, round), 0);
   std::vector<Trajectory> got = env_->run(engine_->engine(), problems, first, cfg_.group_size, proto, ctx,
                                           "s" + std::to_string(step_) + "r" + std::to_string(round));
   for (Trajectory& t : got) out.push_back(std::move(t));
 }
 
-uint64_t RlTrainer::round_seed(int64_t round) const {
-  return mix_seed(mix_seed(cfg_.seed, static_cast<uint64_t>(step_)), static_cast<uint64_t>(round));
+uint64_t RlTrainer::round_seed(int64_t step, int64_t round) const {
+  return mix_seed(mix_seed(cfg_.seed, static_cast<uint64_t>(step)), static_cast<uint64_t>(round));
 }
 
-// The round's problems appended to `problems`: n new ones from the task, the methods' extra ones in the
-// first round, then rewritten by the methods. Returns where they start.
-size_t RlTrainer::draw_problems(int64_t n, int64_t round, std::vector<tasks::Problem>& problems) {
+// The round's problems of RL step `step` appended to `problems`: n new ones from the task, the methods' extra ones in
+// the first round, then rewritten by the methods. Returns where they start.
+size_t RlTrainer::draw_problems(int64_t n, int64_t step, int64_t round, std::vector<tasks::Problem>& problems) {
   const size_t p0 = problems.size();
   const int64_t size = task_->size(tasks::Split::train);
   for (int64_t i = 0; i < n; ++i) {
@@ -374,17 +513,17 @@ size_t RlTrainer::draw_problems(int64_t n, int64_t round, std::vector<tasks::Pro
   }
   if (round == 0)
     for (Method* m : methods_)
-      for (tasks::Problem& p : m->extra_problems(step_, n)) problems.push_back(std::move(p));
-  for (Method* m : methods_) m->prepare_problems(problems, p0, step_, round);
+      for (tasks::Problem& p : m->extra_problems(step, n)) problems.push_back(std::move(p));
+  for (Method* m : methods_) m->prepare_problems(problems, p0, step, round);
   return p0;
 }
 
 // A request of G samples per problem from `first` on; sampling streams from (seed, step, round, index).
 std::vector<rollout::RolloutRequest> RlTrainer::requests(const std::vector<tasks::Problem>& problems, size_t first,
-                                                         int64_t round) const {
+                                                         int64_t step, int64_t round) const {
   std::vector<rollout::RolloutRequest> reqs;
   const int64_t ctx = policy_.config().max_position_embeddings;
-  const uint64_t seed = round_seed(round);
+  const uint64_t seed = round_seed(step, round);
   for (size_t i = 0; first + i < problems.size(); ++i) {
     const tasks::Problem& prob = problems[first + i];
     std::vector<int32_t> prompt = codec_.encode_prompt(prob);
@@ -486,9 +625,24 @@ void RlTrainer::set_weights(Batch& b) {
   for (Method* m : methods_) m->token_weights(b);
 }
 
-Metrics RlTrainer::update(Batch& b) {
+// [rl.async]: the staleness correction (one optimiser step: inside the loss; more: correct_staleness) and its
+// metrics into async_out.
+Metrics RlTrainer::update(Batch& b, Metrics& async_out) {
   TEMPER_PROFILE("update");
-  const PolicyUpdateEnv env{cfg_, policy_, opt_, scorer_, kept_ ? &kept_->store() : nullptr, comm_, step_};
+  if (!async()) {
+    const PolicyUpdateEnv env{cfg_, policy_, opt_, scorer_, kept_ ? &kept_->store() : nullptr, comm_, step_};
+    return update_policy(env, b);
+  }
+  RlConfig c = cfg_;
+  if (cfg_.epochs * cfg_.mini_batches == 1)
+    c.loss.behaviour_cap = cfg_.async->tis_cap;
+  else
+    correct_staleness(b, async_out);
+  double lag = 0;
+  for (const Trajectory& t : b.traj) lag += static_cast<double>(step_ - t.version);
+  async_out.emplace_back("async_staleness", b.traj.empty() ? 0.0 : lag / static_cast<double>(b.traj.size()));
+  async_out.emplace_back("async_wait_s", wait_s_);
+  const PolicyUpdateEnv env{c, policy_, opt_, scorer_, nullptr, comm_, step_};
   return update_policy(env, b);
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,6 +18,9 @@
 #include "temper/model/transformer.h"
 #include "temper/reward/safe_reward.h"
 #include "temper/rl/advantages.h"
+#include "temper/rl/async_config.h"
+#include "temper/rl/async_explorer.h"
+#include "temper/rl/async_state.h"
 #include "temper/rl/batch.h"
 #include "temper/rl/env_rollout.h"
 #include "temper/rl/kept_activations.h"
@@ -60,6 +64,7 @@ struct RlConfig {
   int64_t kv_memory_mb = 256;
   int64_t max_seqs = 64;
   std::optional<SpeculativeConfig> speculative;  // [rl.speculative]: its own section
+  std::optional<AsyncConfig> async;              // [rl.async]: its own section
   OptimizerConfig optimizer{.adamw = {.weight_decay = 0.0f}, .lr = {.peak = 1e-5, .min_ratio = 1.0}};
   void validate() const;
   void visit(KeyVisitor& v);  // [rl] (steps and schedule are the run's)
@@ -75,6 +80,18 @@ struct RlConfig {
 // mini-batch's normalisers; the optimiser sums gradients over ranks, so every rank applies the update one
 // process would (up to float summation order). Sampling streams are derived from (seed, step, round, global
 // request index): a sample does not depend on which rank drew it.
+// [rl.async] (async_config.h) with max_staleness = s > 0, one process: at the start of step k the trainer's thread
+// draws step k + s's problems (methods' extra and rewritten problems included), copies its weights (version k)
+// into the explorer's snapshot and hands the requests to the explorer's thread (async_explorer.h), which rolls
+// them out while this step scores, updates and reports; step k trains on the batch launched at step k - s,
+// sampled with version max(k - s, 0) (the first s batches with version 0, in turn). Everything else (methods'
+// hooks, scoring, dynamic sampling's extra rounds, which roll out on the current weights) stays on the trainer's
+// thread. The schedule never depends on timing: a rerun gives the same bits, whatever the thread split. The
+// update corrects the staleness (decoupled PPO with the proximal policy the trainer's at the step start, times
+// min(pi_prox / pi_behaviour, tis_cap)): with one optimiser step per batch inside the loss
+// (PolicyLossConfig::behaviour_cap), otherwise through a log-prob pass of the current weights before the update
+// (old_logprob := pi_prox, weight *= the truncated ratio). Refused: rollout hooks, [env], [rl.speculative], LoRA,
+// devices, several ranks.
 class RlTrainer {
  public:
   // reference: frozen weights of the policy as RL starts: the KL term's (required when loss.kl_coef > 0) and
@@ -94,36 +111,46 @@ class RlTrainer {
   // Speculative decoding's controller state and cost model (for checkpoints; empty without it).
   std::string speculative_state() const;
   void load_speculative_state(const std::string& s);
+  // [rl.async]: the batches explored ahead, as checkpoint text (waits for the explorer's job in flight; empty
+  // without [rl.async]), and their restore (before the first step).
+  std::string async_state();
+  void load_async_state(const std::string& s);
+  // [rl.async]: no batch is explored for steps at or past `steps` (the run's last step; -1: no limit).
+  void set_planned_steps(int64_t steps) { planned_steps_ = steps; }
   // The process group (null or one rank: one process). Set before the first step.
   // Multi-turn rollouts against an environment instead of single completions (one process; the trainer's
   // methods must work on conversations: RunConfig refuses the others). Set before the first step.
-  void set_environment(std::unique_ptr<ConversationSource> env) { env_ = std::move(env); }
+  void set_environment(std::unique_ptr<ConversationSource> env);
   // A stop request (core/interrupt.h) abandons the step's rollouts (Interrupted out of step(), before the
   // update: the weights, optimiser and step count are as before the step). Off by default, and for a
   // data-parallel rank (its peers wait for it in the step's collectives).
   void set_interruptible(bool on) { interruptible_ = on; }
-  void set_communicator(dist::Communicator* comm) {
-    comm_ = comm, opt_.set_communicator(comm), scorer_.set_communicator(comm);
-  }
+  void set_communicator(dist::Communicator* comm);
 
  private:
   void lend_methods();  // MethodEnv to every method
   void begin_step();
-  int64_t collect(Batch& b);  // the step's rounds; returns the prompts drawn
+  void check_async() const;
+  void explore_ahead();  // [rl.async]: this step's batch in, step + max_staleness's launched
+  void launch_explorer(int64_t step);
+  void collect_explored();  // the explorer's job in flight, into explored_.back()
+  void take_explored(std::vector<Trajectory>& out, std::vector<tasks::Problem>& problems);
+  void correct_staleness(Batch& b, Metrics& out);  // several optimiser steps: pi_prox and the truncated weights
+  int64_t collect(Batch& b);                       // the step's rounds; returns the prompts drawn
   Batch round(Batch& b, int64_t n_prompts, int64_t round);
   int64_t keep_informative(Batch& b, Batch& rb);
   void rollout(int64_t n_prompts, int64_t round, std::vector<Trajectory>& out, std::vector<tasks::Problem>& problems);
   void converse(size_t first, int64_t round, std::vector<Trajectory>& out, const std::vector<tasks::Problem>& problems);
-  uint64_t round_seed(int64_t round) const;
-  size_t draw_problems(int64_t n_prompts, int64_t round, std::vector<tasks::Problem>& problems);
-  std::vector<rollout::RolloutRequest> requests(const std::vector<tasks::Problem>& problems, size_t first,
+  uint64_t round_seed(int64_t step, int64_t round) const;
+  size_t draw_problems(int64_t n_prompts, int64_t step, int64_t round, std::vector<tasks::Problem>& problems);
+  std::vector<rollout::RolloutRequest> requests(const std::vector<tasks::Problem>& problems, size_t first, int64_t step,
                                                 int64_t round) const;
   void score(Batch& b, size_t from);
   void set_loss_masks(Batch& b) const;
   void set_advantages(Batch& b);
   void estimate_advantages(Batch& b);
   void set_weights(Batch& b);
-  Metrics update(Batch& b);
+  Metrics update(Batch& b, Metrics& async_out);
   Metrics metrics(const Batch& b, int64_t drawn, const Metrics& update, double train_s, double step_s) const;
 
   Transformer& policy_;
@@ -138,6 +165,11 @@ class RlTrainer {
   std::unique_ptr<KeptActivations> kept_;          // the rollout's kept activations (reuse_activations)
   std::unique_ptr<SpeculativeRollouts> spec_;      // [rl.speculative]
   std::unique_ptr<ConversationSource> env_;        // [env]: conversations instead of single completions
+  std::unique_ptr<AsyncExplorer> explorer_;        // [rl.async] with max_staleness > 0
+  std::deque<ExploredBatch> explored_;             // batches explored ahead: this step's first (the last may run)
+  int64_t planned_steps_ = -1;
+  double wait_s_ = 0;  // [rl.async]: seconds this step waited for the explorer
+  bool async() const { return explorer_ != nullptr; }
   Batch batch_;
   int64_t step_ = 0;
   uint64_t cursor_ = 0;

@@ -1,0 +1,91 @@
+// AsyncExplorer (async_explorer.h): the snapshot, its engine and the thread's job hand-over.
+#include "temper/rl/async_explorer.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "temper/core/error.h"
+#include "temper/core/thread_pool.h"
+
+namespace temper::rl {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+}  // namespace
+
+AsyncExplorer::AsyncExplorer(const Transformer& policy, int64_t kv_memory_mb, rollout::EngineConfig engine, int threads)
+    : snap_(policy),
+      engine_(snap_.model, kv_memory_mb, engine, "rl.kv_memory_mb"),
+      threads_(threads),
+      thread_([this] { loop(); }) {}
+
+AsyncExplorer::~AsyncExplorer() {
+  {
+    std::unique_lock<std::mutex> g(mu_);
+    cv_.wait(g, [&] { return !job_ || done_; });
+    quit_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void AsyncExplorer::launch(const Transformer& policy, std::vector<rollout::RolloutRequest> reqs) {
+  TEMPER_CHECK(!in_flight_) << "rl.async: the explorer's previous job was not collected";
+  // The copy runs here, on the trainer's thread before its update: the job's weights are this version exactly.
+  std::copy(policy.params(), policy.params() + policy.flat_size(), snap_.model.params());
+  snap_.model.params_updated();
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    reqs_ = std::move(reqs);
+    out_.clear();
+    error_ = nullptr;
+    job_ = true, done_ = false;
+  }
+  in_flight_ = true;
+  cv_.notify_all();
+}
+
+std::vector<rollout::Completion> AsyncExplorer::wait() {
+  TEMPER_CHECK(in_flight_) << "rl.async: no explorer job to wait for";
+  const auto t0 = Clock::now();
+  std::unique_lock<std::mutex> g(mu_);
+  cv_.wait(g, [&] { return done_; });
+  waited_s_ = since(t0);
+  job_ = false, in_flight_ = false;
+  if (error_) std::rethrow_exception(error_);
+  return std::move(out_);
+}
+
+void AsyncExplorer::loop() {
+  ThreadLimit limit(threads_);  // this thread's kernels, BLAS and oneDNN teams
+  for (;;) {
+    std::vector<rollout::RolloutRequest> reqs;
+    {
+      std::unique_lock<std::mutex> g(mu_);
+      cv_.wait(g, [&] { return quit_ || (job_ && !done_); });
+      if (quit_) return;
+      reqs = std::move(reqs_);
+    }
+    std::vector<rollout::Completion> out;
+    std::exception_ptr error;
+    const auto t0 = Clock::now();
+    try {
+      out = engine_.engine().run(reqs);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      out_ = std::move(out);
+      error_ = error;
+      job_s_ = since(t0);
+      done_ = true;
+    }
+    cv_.notify_all();
+  }
+}
+
+}  // namespace temper::rl

@@ -1,0 +1,61 @@
+// The explorer of [rl.async] (async_config.h): a thread that rolls out requests on a snapshot of the policy's
+// weights (a second copy of the parameters: 4 bytes each, plus its own KV pool of rl.kv_memory_mb) through its
+// own engine while the trainer's thread updates the live weights. One job at a time: launch() copies the
+// weights on the caller's thread (so a job's weights are exactly the version it was launched at) and hands the
+// requests over; wait() returns the completions. Leaves out which requests (the trainer draws them) and what
+// becomes of the completions (rl_trainer.cpp); rollout hooks (the methods that steer decoding are refused).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "temper/model/transformer.h"
+#include "temper/rollout/engine.h"
+#include "temper/rollout/pooled_engine.h"
+
+namespace temper::rl {
+
+class AsyncExplorer {
+ public:
+  // `threads`: the explorer thread's ThreadLimit (core/thread_pool.h).
+  AsyncExplorer(const Transformer& policy, int64_t kv_memory_mb, rollout::EngineConfig engine, int threads);
+  ~AsyncExplorer();  // waits for the job in flight, then ends the thread
+  AsyncExplorer(const AsyncExplorer&) = delete;
+  AsyncExplorer& operator=(const AsyncExplorer&) = delete;
+
+  // Copies `policy`'s weights into the snapshot and starts rolling out `reqs` on them. No job may be in flight.
+  void launch(const Transformer& policy, std::vector<rollout::RolloutRequest> reqs);
+  bool in_flight() const { return in_flight_; }
+  // The launched job's completions in (request, member) order; blocks until it is done; rethrows its error.
+  std::vector<rollout::Completion> wait();
+  double last_job_s() const { return job_s_; }   // seconds the last finished job generated
+  double waited_s() const { return waited_s_; }  // seconds the last wait() blocked
+  const Transformer& snapshot() const { return snap_.model; }
+
+ private:
+  // The copy of the policy, with its precision before the engine sizes the KV pool by it.
+  struct Snapshot {
+    explicit Snapshot(const Transformer& policy) : model(policy.config()) { model.set_precision(policy.precision()); }
+    Transformer model;
+  };
+  void loop();
+
+  Snapshot snap_;
+  rollout::PooledEngine engine_;
+  int threads_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool job_ = false, done_ = false, quit_ = false;
+  bool in_flight_ = false;  // the trainer's view: launched and not yet waited for
+  std::vector<rollout::RolloutRequest> reqs_;
+  std::vector<rollout::Completion> out_;
+  std::exception_ptr error_;
+  double job_s_ = 0, waited_s_ = 0;
+  std::thread thread_;  // last: starts once the rest is built
+};
+
+}  // namespace temper::rl

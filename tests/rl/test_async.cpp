@@ -1,0 +1,305 @@
+// [rl.async] (rl/async_config.h) on the RL tests' tiny model and letters task: max_staleness = 0 is the
+// synchronous loop bitwise; with 1, step k's batch is exactly what the rollout engine samples with the weights
+// after update k - 1 (tokens and log-probs bitwise) and every trajectory carries that version; reruns and
+// thread splits give the same bits; a run resumed from the async state equals the uninterrupted one; the loss
+// weights stale samples by the truncated importance ratio (in the loss with one optimiser step, through a
+// proximal pass with several); rollout hooks are refused; the state text round-trips; GRPO still learns.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "rl/letter_task.h"
+#include "temper/core/error.h"
+#include "temper/core/rng.h"
+#include "temper/core/thread_pool.h"
+#include "temper/rl/async_state.h"
+#include "temper/rl/policy_loss.h"
+#include "temper/rl/rl_trainer.h"
+#include "temper/rollout/pooled_engine.h"
+
+using namespace temper;
+using namespace temper::rl;
+using namespace temper::test;
+
+namespace {
+
+RlConfig async_config(int64_t staleness) {
+  RlConfig c = config();
+  c.async = AsyncConfig{};
+  c.async->max_staleness = staleness;
+  return c;
+}
+
+std::vector<float> params_of(Transformer& m) {
+  return std::vector<float>(m.params(), m.params() + m.flat_size());
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// The run's per-step numbers that must repeat exactly.
+std::vector<double> trace(const Metrics& m) {
+  return {value(m, "reward_mean"), value(m, "loss"), value(m, "grad_norm"), value(m, "ratio_mean")};
+}
+
+}  // namespace
+
+TEST(Async, ZeroStalenessIsTheSynchronousLoopBitwise) {
+  std::vector<std::vector<float>> params;
+  std::vector<std::vector<double>> traces;
+  for (bool section : {false, true}) {
+    RlSetup s;
+    RlTrainer t(s.model, s.task, codec(), section ? async_config(0) : config(), s.safe);
+    std::vector<double> tr;
+    for (int i = 0; i < 3; ++i) {
+      Metrics m = t.step();
+      for (double x : trace(m)) tr.push_back(x);
+      for (const Trajectory& x : t.last_batch().traj) EXPECT_EQ(x.version, i);
+    }
+    traces.push_back(tr);
+    params.push_back(params_of(s.model));
+  }
+  EXPECT_EQ(traces[0], traces[1]);
+  EXPECT_TRUE(same_bits(params[0], params[1]));
+}
+
+TEST(Async, StepKIsSampledWithTheWeightsAfterUpdateKMinus1) {
+  RlSetup s;
+  const RlConfig c = async_config(1);
+  RlTrainer t(s.model, s.task, codec(), c, s.safe);
+  std::vector<std::vector<float>> versions{params_of(s.model)};  // versions[v]: the weights after v updates
+  const PromptCodec pc = codec();
+  for (int64_t k = 0; k < 4; ++k) {
+    Metrics m = t.step();
+    versions.push_back(params_of(s.model));
+    const int64_t v = std::max<int64_t>(k - 1, 0);
+    EXPECT_EQ(value(m, "async_staleness"), static_cast<double>(k - v)) << "step " << k;
+    // The same requests on a model holding version v, through an engine like the explorer's.
+    Transformer ref(s.cfg);
+    std::copy(versions[static_cast<size_t>(v)].begin(), versions[static_cast<size_t>(v)].end(), ref.params());
+    ref.params_updated();
+    rollout::PooledEngine engine(ref, c.kv_memory_mb,
+                                 rollout::EngineConfig{c.prompts_per_step * c.group_size, pc.token_bytes}, "kv");
+    std::vector<rollout::RolloutRequest> reqs;
+    const uint64_t seed = mix_seed(mix_seed(c.seed, static_cast<uint64_t>(k)), 0);
+    for (int64_t i = 0; i < c.prompts_per_step; ++i) {
+      tasks::Problem p = s.task->problem(tasks::Split::train, static_cast<uint64_t>(k * c.prompts_per_step + i));
+      reqs.push_back(rollout::make_request(pc.encode_prompt(p), c.group_size, c.max_new, s.cfg.max_position_embeddings,
+                                           c.sampler, pc.stop_ids, seed, static_cast<uint64_t>(i * c.group_size)));
+    }
+    std::vector<rollout::Completion> want = engine.engine().run(reqs);
+    if (k > 0) {  // the trainer's own weights at step k (version k) sample other log-probs: the check can tell
+      std::copy(versions[static_cast<size_t>(k)].begin(), versions[static_cast<size_t>(k)].end(), ref.params());
+      ref.params_updated();
+      std::vector<rollout::Completion> fresh = engine.engine().run(reqs);
+      bool differ = false;
+      for (size_t i = 0; i < fresh.size() && !differ; ++i) differ = fresh[i].sample_logprob != want[i].sample_logprob;
+      EXPECT_TRUE(differ) << "step " << k;
+    }
+    const std::vector<Trajectory>& got = t.last_batch().traj;
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].version, v);
+      EXPECT_EQ(got[i].tokens, want[i].tokens) << "step " << k << " sequence " << i;
+      EXPECT_EQ(0, std::memcmp(got[i].sample_logprob.data(), want[i].sample_logprob.data(),
+                               want[i].sample_logprob.size() * sizeof(float)));
+    }
+  }
+  // The explorer ran ahead: the trainer holds version 4, and step 4's problems (16..19) are drawn already.
+  EXPECT_EQ(t.cursor(), 20u);
+  EXPECT_FALSE(same_bits(versions[1], versions[2]));  // the versions really differ
+}
+
+TEST(Async, RerunsAndThreadSplitsGiveTheSameBits) {
+  std::vector<std::vector<float>> params;
+  std::vector<std::vector<double>> traces;
+  for (int64_t threads : {1, 2, 1}) {
+    RlSetup s;
+    RlConfig c = async_config(1);
+    c.async->explorer_threads = threads;
+    c.async->trainer_threads = threads;
+    RlTrainer t(s.model, s.task, codec(), c, s.safe);
+    std::vector<double> tr;
+    for (int i = 0; i < 4; ++i)
+      for (double x : trace(t.step())) tr.push_back(x);
+    traces.push_back(tr);
+    params.push_back(params_of(s.model));
+  }
+  for (size_t r = 1; r < params.size(); ++r) {
+    EXPECT_EQ(traces[0], traces[r]) << "run " << r;
+    EXPECT_TRUE(same_bits(params[0], params[r])) << "run " << r;
+  }
+}
+
+TEST(Async, AResumedRunEqualsTheUninterruptedOne) {
+  for (int64_t staleness : {1, 2}) {
+    const RlConfig c = async_config(staleness);
+    RlSetup whole;
+    {
+      RlTrainer t(whole.model, whole.task, codec(), c, whole.safe);
+      t.set_planned_steps(5);
+      for (int i = 0; i < 5; ++i) t.step();
+    }
+    // Two steps, a "checkpoint" (weights, moments, counters, the explored batches' text), a fresh process.
+    RlSetup first;
+    std::vector<float> w, m, v;
+    std::string state;
+    int64_t steps = 0, opt_steps = 0;
+    uint64_t cursor = 0;
+    {
+      RlTrainer t(first.model, first.task, codec(), c, first.safe);
+      t.set_planned_steps(5);
+      for (int i = 0; i < 2; ++i) t.step();
+      w = params_of(first.model);
+      m.assign(t.optimizer().m(), t.optimizer().m() + t.optimizer().size());
+      v.assign(t.optimizer().v(), t.optimizer().v() + t.optimizer().size());
+      state = t.async_state();
+      steps = t.steps_done(), cursor = t.cursor(), opt_steps = t.optimizer().steps_done();
+    }
+    EXPECT_FALSE(state.empty());
+    RlSetup second(99);  // other starting weights: everything comes from the checkpoint
+    std::copy(w.begin(), w.end(), second.model.params());
+    second.model.params_updated();
+    RlTrainer t(second.model, second.task, codec(), c, second.safe);
+    t.set_planned_steps(5);
+    std::copy(m.begin(), m.end(), t.optimizer().m());
+    std::copy(v.begin(), v.end(), t.optimizer().v());
+    t.optimizer().moments_updated();
+    t.optimizer().restore(opt_steps, 0);
+    t.restore(steps, cursor);
+    t.load_async_state(state);
+    for (int i = 2; i < 5; ++i) t.step();
+    EXPECT_TRUE(same_bits(params_of(whole.model), params_of(second.model))) << "max_staleness " << staleness;
+  }
+}
+
+TEST(Async, StaleSamplesAreWeightedByTheTruncatedImportanceRatio) {
+  // One optimiser step: the loss with old_logp = the behaviour policy's log-probs and behaviour_cap equals the
+  // ordinary loss at ratio 1 (old_logp = the forward's own) with the weight times min(pi / pi_behaviour, cap).
+  const std::vector<float> lp = {-1.0f, -2.0f, -0.5f, -3.0f}, behaviour = {-1.2f, -1.0f, -0.5f, -4.0f};
+  const std::vector<float> adv = {1.0f, -0.5f, 2.0f, 0.7f}, weight = {1.0f, 0.5f, 1.0f, 2.0f}, scale(4, 0.25f);
+  PolicyLossConfig stale;
+  stale.behaviour_cap = 2.0;
+  PolicyLossBatch sb;
+  sb.old_logp = behaviour.data(), sb.advantage = adv.data(), sb.weight = weight.data(), sb.scale = scale.data();
+  sb.N = 4;
+  std::vector<float> rho_w(4);
+  for (size_t n = 0; n < 4; ++n) rho_w[n] = weight[n] * std::min(std::exp(lp[n] - behaviour[n]), 2.0f);
+  PolicyLossBatch ob = sb;
+  ob.old_logp = lp.data(), ob.weight = rho_w.data();
+  PolicyLoss a(stale, sb), b(PolicyLossConfig{}, ob);
+  for (int64_t n = 0; n < 4; ++n) {
+    float ga = 0, gb = 0, ea = 0, eb = 0;
+    a.coefs(n, lp[static_cast<size_t>(n)], 0.f, &ga, &ea);
+    b.coefs(n, lp[static_cast<size_t>(n)], 0.f, &gb, &eb);
+    EXPECT_NEAR(ga, gb, 1e-7) << n;
+  }
+  const PolicyLossStats sa = policy_loss_forward(stale, sb, lp.data(), nullptr);
+  const PolicyLossStats so = policy_loss_forward(PolicyLossConfig{}, ob, lp.data(), nullptr);
+  EXPECT_NEAR(sa.loss, so.loss, 1e-7);
+  EXPECT_NE(sa.loss, policy_loss_forward(PolicyLossConfig{}, sb, lp.data(), nullptr).loss);  // it does differ
+  EXPECT_EQ(sa.clipped_high, 1);  // token 3: exp(1) > 2 was truncated
+  EXPECT_NEAR(sa.mean_ratio(), (std::exp(0.2) + std::exp(-1.0) + 1.0 + std::exp(1.0)) / 4, 1e-6);
+}
+
+TEST(Async, SeveralOptimiserStepsTakeTheProximalPass) {
+  RlSetup s;
+  RlConfig c = async_config(1);
+  c.mini_batches = 2;
+  RlTrainer t(s.model, s.task, codec(), c, s.safe);
+  std::vector<double> is;
+  for (int i = 0; i < 3; ++i) {
+    Metrics m = t.step();
+    is.push_back(value(m, "async_is_mean"));
+    EXPECT_EQ(value(m, "updates"), 2);
+    EXPECT_GE(value(m, "async_is_capped_frac"), 0.0);
+  }
+  // Step 0's batch was sampled with the current weights: pi_prox / pi_behaviour is 1 up to the passes' rounding.
+  // Steps 1 and 2 sampled one update earlier (lr 3e-3): the ratio moves off 1.
+  EXPECT_NEAR(is[0], 1.0, 1e-4);
+  EXPECT_GT(std::fabs(is[1] - 1.0), 1e-3);
+  EXPECT_GT(std::fabs(is[2] - 1.0), 1e-3);
+}
+
+namespace {
+
+// A method that steers decoding (as DRE online and GraphPO step-wise do).
+class HookMethod : public Method, public rollout::RolloutHook {
+ public:
+  std::string name() const override { return "steerer"; }
+  rollout::RolloutHook* rollout_hook(const RolloutRound&) override { return this; }
+  rollout::HookDecision after_token(const rollout::RolloutRequest&, const rollout::Completion&) override { return {}; }
+};
+
+}  // namespace
+
+TEST(Async, MethodsThatSteerDecodingAreRefused) {
+  RlSetup s;
+  HookMethod h;
+  RlTrainer t(s.model, s.task, codec(), async_config(1), s.safe, {&h});
+  try {
+    t.step();
+    FAIL() << "expected a refusal";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("'steerer'"), std::string::npos) << what;
+    EXPECT_NE(what.find("rollout hook"), std::string::npos) << what;
+  }
+  RlTrainer sync(s.model, s.task, codec(), async_config(0), s.safe, {&h});
+  EXPECT_NO_THROW(sync.step());  // the synchronous loop runs it
+  RlConfig bad = async_config(1);
+  bad.async->tis_cap = 0.5;
+  EXPECT_THROW(bad.validate(), Error);
+}
+
+TEST(Async, TheStateTextRoundTrips) {
+  ExploredBatch b;
+  b.step = 7, b.version = 6;
+  tasks::Problem p;
+  p.id = "x/1", p.prompt = "what?", p.messages = {{"user", "hi"}}, p.answer = "42", p.gold_solution = "#### 42";
+  p.teacher_response = "t", p.rubric = "r", p.difficulty = 3, p.index = 11, p.asked = "asked", p.modules = {"m"};
+  p.user = "u", p.history = {"h1", "h2"}, p.context = "c", p.row = std::make_shared<const std::string>("{\"a\":1}");
+  b.problems = {p, tasks::Problem{}};
+  b.prompts = {{1, 2, 3}, {4}};
+  rollout::Completion c;
+  c.request = 1, c.member = 2, c.tokens = {5, 6}, c.sample_logprob = {-0.5f, -0.25f}, c.policy_logprob = {-1, -2};
+  c.entropy = {0.1f, 0.2f}, c.finish = rollout::FinishReason::stop;
+  b.done = {c};
+  const std::deque<ExploredBatch> back = decode_explored(encode_explored({b}));
+  ASSERT_EQ(back.size(), 1u);
+  const ExploredBatch& r = back[0];
+  EXPECT_EQ(r.step, 7);
+  EXPECT_EQ(r.version, 6);
+  ASSERT_EQ(r.problems.size(), 2u);
+  const tasks::Problem& q = r.problems[0];
+  EXPECT_EQ(q.id + q.prompt + q.messages[0].content + q.answer + q.gold_solution + q.teacher_response + q.rubric +
+                q.asked + q.modules[0] + q.user + q.history[1] + q.context + *q.row,
+            "x/1what?hi42#### 42trasked"
+            "mu"
+            "h2c{\"a\":1}");
+  EXPECT_EQ(q.difficulty, 3);
+  EXPECT_EQ(q.index, 11);
+  EXPECT_FALSE(r.problems[1].row);
+  EXPECT_EQ(r.prompts, b.prompts);
+  ASSERT_EQ(r.done.size(), 1u);
+  EXPECT_EQ(r.done[0].tokens, c.tokens);
+  EXPECT_EQ(r.done[0].sample_logprob, c.sample_logprob);
+  EXPECT_EQ(r.done[0].finish, rollout::FinishReason::stop);
+  EXPECT_THROW(decode_explored("temper-async-1:abc"), Error);
+  EXPECT_THROW(decode_explored("something else"), Error);
+}
+
+TEST(Async, GrpoStillLearnsFromOneStepStaleRollouts) {
+  RlSetup s;
+  RlTrainer t(s.model, s.task, codec(), async_config(1), s.safe);
+  std::vector<double> r;
+  for (int i = 0; i < 30; ++i) r.push_back(value(t.step(), "reward_mean"));
+  const double first = (r[0] + r[1] + r[2]) / 3, last = (r[27] + r[28] + r[29]) / 3;
+  std::printf("async reward: first 3 steps %.3f, last 3 steps %.3f\n", first, last);
+  EXPECT_LT(first, 0.2);
+  EXPECT_GT(last, first + 0.3);
+}
