@@ -13,8 +13,8 @@ namespace temper::flow {
 
 struct FourierFeaturesConfig {
   int64_t in_dim = 2;
-  int64_t dim = 256;         // D
-  double lengthscale = 0.5;  // l
+  int64_t dim = 128;         // D
+  double lengthscale = 1.0;  // l
   uint64_t seed = 1234;
 };
 
