@@ -7,6 +7,7 @@
 #include "temper/core/error.h"
 #include "temper/core/thread_count.h"
 #include "temper/model/device_model.h"
+#include "temper/rl/async_methods.h"
 
 namespace fs = std::filesystem;
 
@@ -234,6 +235,7 @@ void read_stages(Recipe& r, RunConfig& c) {
     s.visit(v);
     s.validate();
   });
+  read_optional(r, "rl.async", c.rl.async, [](rl::AsyncConfig& a, KeyVisitor& v) { a.visit(v); });
   c.rl.seed = c.model.seed;
   if (curriculum) {
     TEMPER_CHECK(!r.has("sft.steps") && !r.has("rl.steps"))
@@ -414,6 +416,26 @@ void read_env(Recipe& r, RunConfig& c) {
   c.env = std::move(e);
 }
 
+// [rl.async] with max_staleness > 0: what it cannot run with yet, named with the recipe (rl_trainer.h).
+static void check_async(const Recipe& r, const RunConfig& c) {
+  if (!c.rl.async || !c.rl.async->on() || c.rl_steps() == 0) return;
+  const std::string off = "; or set rl.async.max_staleness = 0";
+  TEMPER_CHECK(!c.rl.speculative) << r.source() << ": [rl.async] with [rl.speculative]: not yet (the drafter would "
+                                  << "follow the live weights, not the explorer's snapshot); remove one" << off;
+  TEMPER_CHECK(!c.lora) << r.source() << ": [rl.async] with [lora]: not yet (the explorer's snapshot copies the flat "
+                        << "weights, not the adapters)" << off;
+  TEMPER_CHECK(!c.env) << r.source() << ": [rl.async] with [env]: not yet (conversations roll out on the trainer's "
+                       << "engine)" << off;
+  TEMPER_CHECK(c.model.device == "cpu") << r.source()
+                                        << ": [rl.async] runs its explorer on the CPU so far (model.device = \""
+                                        << c.model.device << "\")" << off;
+  try {
+    rl::check_async_methods(c.methods);
+  } catch (const Error& e) {
+    TEMPER_FAIL() << r.source() << ": " << e.what();
+  }
+}
+
 RunConfig read_run_config(Recipe& r, std::span<const rl::MethodSpec* const> table) {
   RunConfig c;
   read_model_and_task(r, c);
@@ -426,6 +448,7 @@ RunConfig read_run_config(Recipe& r, std::span<const rl::MethodSpec* const> tabl
   read_rewards(r, c);
   read_env(r, c);
   read_lora(r, c);
+  check_async(r, c);
   c.run.out = default_out(c);
   read_section(r, "run.", [&](KeyVisitor& v) { c.run.visit(v); });
   TEMPER_CHECK(c.sft_steps() >= 0 && c.rl_steps() >= 0) << r.source() << ": sft.steps and rl.steps must be >= 0";
@@ -532,6 +555,10 @@ std::string list_keys_markdown(std::span<const rl::MethodSpec* const> table) {
   list_section(out, "rl.speculative",
                "EfficientRollout: speculative rollouts with a 4-bit self-drafter (the section turns it on).",
                [&](KeyVisitor& v) { rl::SpeculativeConfig().visit(v); });
+  list_section(out, "rl.async",
+               "Rollouts on the previous weights: an explorer thread samples the next batch while the trainer "
+               "updates; the loss corrects the staleness (the section turns it on).",
+               [&](KeyVisitor& v) { rl::AsyncConfig().visit(v); });
   for (const rl::MethodSpec* spec : table) {
     std::unique_ptr<rl::MethodSetup> setup = spec->setup();
     list_section(out, std::string(spec->section),

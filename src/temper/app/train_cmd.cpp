@@ -582,6 +582,7 @@ void TrainRun::make_rl() {
   if (lora_) rlt_->optimizer().train_adapters(lora_.get());
   if (cfg_.run.shard_optimizer && comm_.size() > 1) rlt_->optimizer().set_sharded(true);
   rlt_->set_interruptible(interruptible_);
+  rlt_->set_planned_steps(cfg_.rl_steps());  // [rl.async]: nothing explored past the last step
   if (env_) rlt_->set_environment(conversation_source());
 }
 
@@ -594,6 +595,7 @@ void TrainRun::resume() {
     load_checkpoint(resume_from_, *policy_, &rlt_->optimizer(), reference_.get(), lora_.get());
     rlt_->restore(st_.rl_steps, st_.rl_cursor);
     if (auto it = st_.methods.find("speculative"); it != st_.methods.end()) rlt_->load_speculative_state(it->second);
+    if (auto it = st_.methods.find("async"); it != st_.methods.end()) rlt_->load_async_state(it->second);
     for (auto& m : methods_) {
       auto it = st_.methods.find(m->name());
       TEMPER_CHECK(it != st_.methods.end() || m->save_state().empty())
@@ -758,6 +760,7 @@ TrainState TrainRun::capture(bool rl_stage) const {
     for (auto& m : methods_)
       if (std::string state = m->save_state(); !state.empty()) st.methods[m->name()] = state;
     if (std::string state = rlt_->speculative_state(); !state.empty()) st.methods["speculative"] = state;
+    if (std::string state = rlt_->async_state(); !state.empty()) st.methods["async"] = state;  // batches explored ahead
   }
   const Optimizer& opt = rl_stage ? rlt_->optimizer() : sft_->trainer().optimizer();
   st.opt_steps = opt.steps_done();
