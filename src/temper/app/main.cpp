@@ -12,6 +12,7 @@
 #include "temper/app/cli_model_tools.h"
 #include "temper/app/cli_run.h"
 #include "temper/app/cli_serve.h"
+#include "temper/app/cli_tabular.h"
 #include "temper/core/error.h"
 #include "temper/dist/communicator.h"
 #include "temper/version.h"
@@ -43,6 +44,7 @@ int main(int argc, char** argv) {
   temper::app::add_model_tool_commands(app, commands);
   temper::app::add_run_commands(app, commands);
   temper::app::add_serve_commands(app, commands);
+  temper::app::add_tabular_commands(app, commands);
 
   try {
     app.parse(argc, argv);

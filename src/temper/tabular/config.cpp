@@ -13,6 +13,7 @@ void TabularConfig::visit(KeyVisitor& v) {
   v("steps", steps, "environment steps");
   v("max_episode_steps", max_episode_steps, "steps after which an episode restarts at the start");
   v("eval_every", eval_every, "steps between metric rows");
+  v("checkpoint_every", checkpoint_every, "steps between checkpoints (one is also written at the end)");
   v("seed", seed, "exploration seed");
   v("gamma", gamma, "discount");
   v("epsilon", epsilon, "probability of a uniformly random action");
@@ -29,6 +30,7 @@ void TabularConfig::validate() const {
   TEMPER_CHECK(steps > 0) << "tabular.steps: expected > 0, got " << steps;
   TEMPER_CHECK(max_episode_steps > 0) << "tabular.max_episode_steps: expected > 0, got " << max_episode_steps;
   TEMPER_CHECK(eval_every > 0) << "tabular.eval_every: expected > 0, got " << eval_every;
+  TEMPER_CHECK(checkpoint_every > 0) << "tabular.checkpoint_every: expected > 0, got " << checkpoint_every;
   TEMPER_CHECK(gamma > 0 && gamma < 1) << "tabular.gamma: expected in (0, 1), got " << gamma;
   TEMPER_CHECK(epsilon >= 0 && epsilon <= 1) << "tabular.epsilon: expected in [0, 1], got " << epsilon;
   TEMPER_CHECK(nd_cap >= 0) << "tabular.nd_cap: expected >= 0 (0: no cap), got " << nd_cap;
