@@ -9,6 +9,7 @@
 
 #include "temper/app/cli_bench.h"
 #include "temper/app/cli_common.h"
+#include "temper/app/cli_flow.h"
 #include "temper/app/cli_model_tools.h"
 #include "temper/app/cli_run.h"
 #include "temper/app/cli_serve.h"
@@ -44,6 +45,7 @@ int main(int argc, char** argv) {
   temper::app::add_model_tool_commands(app, commands);
   temper::app::add_run_commands(app, commands);
   temper::app::add_serve_commands(app, commands);
+  temper::app::add_flow_commands(app, commands);
   temper::app::add_tabular_commands(app, commands);
 
   try {

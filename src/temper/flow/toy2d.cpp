@@ -14,7 +14,6 @@ constexpr double kPi = std::numbers::pi;
 }  // namespace
 
 void Toy2dConfig::visit(KeyVisitor& v) {
-  v.choice("kind", kind, "the 2-D distribution", {"gaussians", "rings", "spirals"});
   v("modes", modes, "Gaussians on the circle, rings, or spiral arms");
   v("classes", classes, "labels: mode index mod classes (1: unconditional)");
   v("radius", radius, "circle radius, outer ring radius, or spiral length");
@@ -24,7 +23,7 @@ void Toy2dConfig::visit(KeyVisitor& v) {
 
 void Toy2dConfig::validate() const {
   TEMPER_CHECK(kind == "gaussians" || kind == "rings" || kind == "spirals")
-      << "data.kind: expected \"gaussians\", \"rings\" or \"spirals\", got '" << kind << "'";
+      << "data.kind: expected \"gaussians\", \"rings\" or \"spirals\" for 2-D data, got '" << kind << "'";
   TEMPER_CHECK(modes >= 1 && modes <= 1000) << "data.modes: expected 1..1000, got " << modes;
   TEMPER_CHECK(classes >= 1 && classes <= modes)
       << "data.classes: expected 1..modes (" << modes << "), got " << classes;

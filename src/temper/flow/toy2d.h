@@ -14,7 +14,7 @@
 namespace temper::flow {
 
 struct Toy2dConfig {
-  std::string kind = "gaussians";  // gaussians | rings | spirals
+  std::string kind = "gaussians";  // gaussians | rings | spirals: the recipe's data.kind (visit() leaves it out)
   int64_t modes = 8;               // Gaussians on the circle, rings, or spiral arms
   int64_t classes = 1;             // labels: mode index mod classes (1: unconditional)
   double radius = 3.0;             // circle radius, outer ring radius, or spiral length
