@@ -1,6 +1,8 @@
 // The tabular training run (see tabular_run.h).
 #include "temper/app/tabular_run.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 
 #include "temper/app/tabular_checkpoint.h"
@@ -56,6 +58,8 @@ int tabular_train(const SideRunOptions& o) {
   run.start();
   print_start(p, cfg, truth, note, run.dir());
   int64_t last_saved = ck ? ck->step : -1;
+  const int64_t first = t.steps();
+  const auto t0 = std::chrono::steady_clock::now();
   while (t.steps() < cfg.steps) {
     t.step();
     const int64_t step = t.steps();
@@ -77,6 +81,10 @@ int tabular_train(const SideRunOptions& o) {
     }
   }
   if (last_saved != t.steps()) run.save(to_checkpoint(t));
+  const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::fprintf(stderr,
+               "temper tabular train: %lld steps in %.3f s (%.3f us per step, metrics and checkpoints included)\n",
+               static_cast<long long>(t.steps() - first), sec, 1e6 * sec / std::max<int64_t>(1, t.steps() - first));
   std::fprintf(stderr, "temper tabular train: done; the front: temper tabular front %s; report: %s\n",
                run.dir().c_str(), run.finish().c_str());
   return 0;
