@@ -1,0 +1,54 @@
+#include "temper/spotlight/explorer_loop.h"
+
+#include <unistd.h>
+
+#include <chrono>
+
+#include "temper/core/error.h"
+
+namespace temper::spotlight {
+
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+}  // namespace
+
+int explorer_serve(int fd, const ScorerFactory& make) {
+  const auto t0 = std::chrono::steady_clock::now();
+  SocketReader in(fd);
+  std::optional<Message> m = in.next();
+  if (!m) return 0;
+  TEMPER_CHECK(m->type == MsgType::setup)
+      << "spotlight explorer: expected the setup message first, got " << msg_type_name(m->type);
+  std::unique_ptr<Scorer> scorer = make(*m);
+  int64_t version = -1;
+  while ((m = in.next())) {
+    if (m->type == MsgType::stop) return 0;
+    if (m->type == MsgType::weights) {
+      std::vector<float> p = from_blob<float>(m->blob);
+      TEMPER_CHECK(static_cast<int64_t>(p.size()) == scorer->param_count())
+          << "spotlight explorer: weights of " << p.size() << " parameters for a model of " << scorer->param_count();
+      scorer->set_params(p);
+      const bool first = version < 0;
+      version = m->head.at("version").get<int64_t>();
+      if (first) write_all(fd, encode({MsgType::pull, {{"version", version}, {"ready_s", seconds_since(t0)}}, {}}));
+      continue;
+    }
+    TEMPER_CHECK(m->type == MsgType::request && version >= 0)
+        << "spotlight explorer: unexpected " << msg_type_name(m->type) << (version < 0 ? " before any weights" : "");
+    const auto t = std::chrono::steady_clock::now();
+    const auto first = m->head.at("first_seed").get<uint64_t>();
+    const auto count = m->head.at("count").get<int64_t>();
+    std::vector<uint64_t> seeds(static_cast<size_t>(count));
+    for (int64_t i = 0; i < count; ++i) seeds[static_cast<size_t>(i)] = first + static_cast<uint64_t>(i);
+    const std::vector<double> r = scorer->score(m->head.at("label").get<int32_t>(), seeds);
+    Message out{MsgType::result,
+                {{"id", m->head.at("id")}, {"version", version}, {"seconds", seconds_since(t)}, {"seeds", seeds}},
+                to_blob(r)};
+    write_all(fd, encode(out));
+  }
+  return 0;
+}
+
+}  // namespace temper::spotlight

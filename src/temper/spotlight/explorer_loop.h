@@ -1,0 +1,31 @@
+// An explorer process's side of Spotlight (wire.h): read the setup, build a scorer from it, then serve the
+// trainer: weights messages replace the scorer's parameters (the version the trainer sent: one behind its own),
+// each request is scored and answered with (seeds, rewards, version, seconds); the explorer asks for work
+// (pull) once it holds weights, and each result asks for the next. Ends at stop or end of stream (the trainer
+// is gone). The scorer for flow models is flow_scorer.h; what the setup holds is the caller's (app).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "temper/spotlight/wire.h"
+
+namespace temper::spotlight {
+
+class Scorer {
+ public:
+  virtual ~Scorer() = default;
+  virtual int64_t param_count() const = 0;
+  virtual void set_params(const std::vector<float>& p) = 0;
+  // Rewards of candidate seeds of class `label` under the current parameters.
+  virtual std::vector<double> score(int32_t label, const std::vector<uint64_t>& seeds) = 0;
+};
+
+using ScorerFactory = std::function<std::unique_ptr<Scorer>(const Message& setup)>;
+
+// Serves one trainer on socket `fd`; returns 0 at stop or end of stream. Throws on a protocol error.
+int explorer_serve(int fd, const ScorerFactory& make);
+
+}  // namespace temper::spotlight

@@ -1,0 +1,199 @@
+// ExplorerPool's I/O thread (explorer_pool.h): poll, read frames, commit results, hand out work, write
+// non-blocking (a busy explorer's unread weights never stall the others), reap the dead, run the timers.
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include "temper/core/rng.h"
+#include "temper/spotlight/explorer_pool.h"
+#include "temper/spotlight/explorer_worker.h"
+
+namespace temper::spotlight {
+
+void ExplorerPool::loop() {
+  const auto t_stop_limit = std::chrono::seconds(2);
+  std::chrono::steady_clock::time_point stop_deadline{};
+  bool killed_all = false;
+  while (true) {
+    std::vector<int> dead;
+    step_io(dead);
+    std::lock_guard<std::mutex> g(mu_);
+    for (int id : dead) reap(*workers_[static_cast<size_t>(id)]);
+    bool any = false;
+    for (auto& w : workers_) any = any || w->alive;
+    if (stopping_) {
+      if (!any) return;
+      if (stop_deadline == std::chrono::steady_clock::time_point{})
+        stop_deadline = std::chrono::steady_clock::now() + t_stop_limit;
+      if (!killed_all && std::chrono::steady_clock::now() > stop_deadline) {
+        for (auto& w : workers_)
+          if (w->alive) ::kill(w->pid, SIGKILL);
+        killed_all = true;
+      }
+      continue;
+    }
+    timers();
+    feed_work();
+  }
+}
+
+// One poll over the wake pipe and every live socket; reads and writes what is ready.
+void ExplorerPool::step_io(std::vector<int>& dead) {
+  std::vector<pollfd> fds{{wake_r_, POLLIN, 0}};
+  std::vector<int> ids;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    for (auto& w : workers_) {
+      if (!w->alive) continue;
+      fds.push_back({w->fd, static_cast<short>(POLLIN | (w->out.empty() ? 0 : POLLOUT)), 0});
+      ids.push_back(w->id);
+    }
+  }
+  ::poll(fds.data(), fds.size(), 5);
+  if (fds[0].revents & POLLIN) {
+    char buf[256];
+    while (::read(wake_r_, buf, sizeof(buf)) > 0) {
+    }
+  }
+  std::lock_guard<std::mutex> g(mu_);
+  for (size_t k = 1; k < fds.size(); ++k) {
+    Worker& w = *workers_[static_cast<size_t>(ids[k - 1])];
+    if (fds[k].revents & POLLOUT) flush(w);
+    if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+    char buf[1 << 16];
+    bool eof = false;
+    while (true) {
+      const ssize_t n = ::read(w.fd, buf, sizeof(buf));
+      if (n > 0) {
+        w.in.feed(buf, static_cast<size_t>(n));
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      eof = n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
+      break;
+    }
+    try {
+      while (auto m = w.in.next()) handle(w, std::move(*m));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "spotlight: explorer %d sent a bad frame (%s): stopping it\n", w.id, e.what());
+      ::kill(w.pid, SIGKILL);
+      eof = true;
+    }
+    if (eof) dead.push_back(w.id);
+  }
+  for (auto& w : workers_)
+    if (w->alive && !w->out.empty()) flush(*w);
+}
+
+void ExplorerPool::handle(Worker& w, Message m) {
+  ExplorerJoin& j = stats_.joins[w.join];
+  if (m.type == MsgType::pull) {
+    w.ready = true, w.idle = true;
+    if (j.ready < 0) j.ready = queue_.now();
+    return;
+  }
+  if (m.type != MsgType::result) return;
+  ExploreResult r;
+  r.request = m.head.at("id").get<int64_t>();
+  r.version = m.head.at("version").get<int64_t>();
+  r.seconds = m.head.at("seconds").get<double>();
+  r.seeds = m.head.at("seeds").get<std::vector<uint64_t>>();
+  r.rewards = from_blob<double>(m.blob);
+  stats_.explorer_seconds += r.seconds;
+  if (j.first_result < 0) j.first_result = queue_.now();
+  queue_.commit(w.id, std::move(r));
+  w.holding = -1, w.idle = true;
+}
+
+// Weights first (a newer version than the explorer has), then a request to every idle explorer.
+void ExplorerPool::feed_work() {
+  for (auto& w : workers_) {
+    if (!w->alive) continue;
+    if (weights_frame_ && weights_version_ > w->sent_version) {
+      w->out += *weights_frame_;
+      w->sent_version = weights_version_;
+    }
+    if (!w->ready || !w->idle) continue;
+    std::optional<ExploreRequest> r = queue_.pull(w->id);
+    if (!r) continue;
+    w->out += encode({MsgType::request,
+                      {{"id", r->id},
+                       {"step", r->step},
+                       {"group", r->group},
+                       {"label", r->label},
+                       {"first_seed", r->first_seed},
+                       {"count", r->count}},
+                      {}});
+    w->idle = false, w->holding = r->id, w->dispatched = queue_.now();
+    flush(*w);
+  }
+}
+
+void ExplorerPool::flush(Worker& w) {
+  while (!w.out.empty()) {
+    const ssize_t n = ::send(w.fd, w.out.data(), w.out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      w.out.erase(0, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    return;  // EAGAIN: later; EPIPE: the read side sees the end of stream
+  }
+}
+
+void ExplorerPool::reap(Worker& w) {
+  if (!w.alive) return;
+  w.alive = false;
+  ::close(w.fd);
+  int status = 0;
+  while (::waitpid(w.pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (w.holding >= 0) stats_.lost_seconds += queue_.now() - w.dispatched;
+  queue_.worker_lost(w.id);
+  if (stopping_) return;
+  ++stats_.deaths;
+  if (respawn_) respawn_at_.push_back(queue_.now() + respawn_delay_);
+}
+
+void ExplorerPool::timers() {
+  const double now = queue_.now();
+  for (size_t i = 0; i < respawn_at_.size();) {
+    if (respawn_at_[i] > now) {
+      ++i;
+      continue;
+    }
+    respawn_at_.erase(respawn_at_.begin() + static_cast<std::ptrdiff_t>(i));
+    try {
+      spawn_locked();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "spotlight: replacing an explorer failed: %s\n", e.what());
+    }
+  }
+  if (preempt_mean_ <= 0) return;
+  Rng rng(mix_seed(preempt_seed_, preempt_draws_));
+  if (next_preempt_ < 0) {
+    next_preempt_ = now - preempt_mean_ * std::log(1.0 - rng.uniform_f64());
+    ++preempt_draws_;
+    return;
+  }
+  if (now < next_preempt_) return;
+  std::vector<Worker*> live;
+  for (auto& w : workers_)
+    if (w->alive) live.push_back(w.get());
+  if (!live.empty()) {
+    Worker* v = live[static_cast<size_t>(rng.uniform_f64() * static_cast<double>(live.size())) % live.size()];
+    ::kill(v->pid, SIGKILL);
+    ++stats_.killed;
+  }
+  next_preempt_ = -1;
+  ++preempt_draws_;
+}
+
+}  // namespace temper::spotlight

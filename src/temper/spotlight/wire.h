@@ -1,0 +1,70 @@
+// The trainer <-> explorer protocol of Spotlight: framed messages over one Unix stream socket per explorer.
+// A frame is magic "TSPL" (u32), type (u32), header length (u32), blob length (u64), then a JSON header and a
+// binary blob (weights as raw f32, rewards as raw f64: bits cross unchanged). An explorer killed mid-write
+// leaves a partial frame: the reader drops it at end of stream, so only whole results are ever committed.
+// Leaves out the work itself (work_queue.h, explorer_loop.h).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace temper::spotlight {
+
+enum class MsgType : uint32_t {
+  setup = 1,    // trainer -> explorer: what to build (header), tensors it needs (blob)
+  weights = 2,  // trainer -> explorer: {version}, blob = the flat f32 parameters
+  request = 3,  // trainer -> explorer: {id, step, group, label, first_seed, count}
+  stop = 4,     // trainer -> explorer: exit
+  pull = 5,     // explorer -> trainer: ready for a request {version, ready_s}
+  result = 6,   // explorer -> trainer: {id, version, seconds, seeds}, blob = the rewards as f64
+};
+const char* msg_type_name(MsgType t);
+
+struct Message {
+  MsgType type = MsgType::stop;
+  nlohmann::json head = nlohmann::json::object();
+  std::string blob;
+};
+
+std::string encode(const Message& m);
+
+// Accumulates bytes from a non-blocking socket and yields whole messages.
+class FrameReader {
+ public:
+  void feed(const char* data, size_t n) { buf_.append(data, n); }
+  std::optional<Message> next();  // throws naming the frame on a bad magic or type
+  size_t buffered() const { return buf_.size(); }
+
+ private:
+  std::string buf_;
+};
+
+// Blocking I/O (the explorer's side). write_all sends with MSG_NOSIGNAL (a dead peer is an error, not SIGPIPE).
+void write_all(int fd, const std::string& bytes);
+class SocketReader {
+ public:
+  explicit SocketReader(int fd) : fd_(fd) {}
+  std::optional<Message> next();  // nullopt at end of stream (a partial frame is dropped)
+
+ private:
+  int fd_;
+  FrameReader frames_;
+};
+
+template <class T>
+std::string to_blob(const std::vector<T>& v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+}
+template <class T>
+std::vector<T> from_blob(const std::string& b, size_t offset = 0, size_t count = SIZE_MAX) {
+  const size_t n = count == SIZE_MAX ? (b.size() - offset) / sizeof(T) : count;
+  std::vector<T> v(n);
+  if (n > 0) std::memcpy(v.data(), b.data() + offset, n * sizeof(T));
+  return v;
+}
+
+}  // namespace temper::spotlight
