@@ -2,6 +2,7 @@
 // closed forms, known densities, determinism.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -40,7 +41,7 @@ std::vector<double> psd_with(const std::vector<double>& l, uint64_t seed) {
   return a;
 }
 
-TEST(FlowLinalg, JacobiFindsKnownEigenvaluesAndTheSquareRootSquaresBack) {
+TEST(FlowLinalg, EigenFindsKnownEigenvaluesAndTheSquareRootSquaresBack) {
   const std::vector<double> l{0.0, 0.5, 1.0, 2.0, 3.5, 7.0, 11.0};
   const int64_t n = 7;
   const auto a = psd_with(l, 3);
@@ -62,6 +63,26 @@ TEST(FlowLinalg, JacobiFindsKnownEigenvaluesAndTheSquareRootSquaresBack) {
     EXPECT_NEAR(s, b[static_cast<size_t>(i)], 1e-10);
   }
   EXPECT_THROW(cholesky_solve({1, 2, 2, 1}, {1, 1}, 2, "indefinite"), Error);  // eigenvalues 3 and -1
+}
+
+TEST(FlowLinalg, EigenOfALargerMatrixWithRepeatedValues) {
+  std::vector<double> l;
+  for (int k = 0; k < 90; ++k) l.push_back(k < 30 ? 1.0 : 0.1 * k);  // 30 equal eigenvalues
+  const int64_t n = 90;
+  const auto a = psd_with(l, 21);
+  const SymEigen e = sym_eigen(a, n);
+  std::sort(l.begin(), l.end());
+  for (int64_t k = 0; k < n; ++k) EXPECT_NEAR(e.values[static_cast<size_t>(k)], l[static_cast<size_t>(k)], 1e-11);
+  for (int64_t k : {0, 29, 45, 89}) {  // A v = lambda v, |v| = 1
+    double norm = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      double av = 0;
+      for (int64_t j = 0; j < n; ++j) av += a[i * n + j] * e.vectors[j * n + k];
+      EXPECT_NEAR(av, e.values[static_cast<size_t>(k)] * e.vectors[i * n + k], 1e-11);
+      norm += e.vectors[i * n + k] * e.vectors[i * n + k];
+    }
+    EXPECT_NEAR(norm, 1.0, 1e-12);
+  }
 }
 
 TEST(FlowMetrics, FrechetDistanceMatchesTheClosedFormOfTwoGaussians) {

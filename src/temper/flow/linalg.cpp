@@ -9,62 +9,156 @@
 namespace temper::flow {
 
 namespace {
-double off_diagonal_norm(const std::vector<double>& a, int64_t n) {
-  double s = 0;
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = i + 1; j < n; ++j) s += a[i * n + j] * a[i * n + j];
-  return std::sqrt(2 * s);
+// Householder reduction of symmetric v [n, n] to tridiagonal form: d the diagonal, e the subdiagonal (e[0] = 0),
+// v the accumulated orthogonal transformation. JAMA's tred2 (public domain; EISPACK's tred2).
+void tred2(std::vector<double>& V, std::vector<double>& d, std::vector<double>& e, int64_t n) {
+  auto v = [&](int64_t i, int64_t j) -> double& { return V[static_cast<size_t>(i * n + j)]; };
+  for (int64_t j = 0; j < n; ++j) d[static_cast<size_t>(j)] = v(n - 1, j);
+  for (int64_t i = n - 1; i > 0; --i) {
+    double scale = 0, h = 0;
+    for (int64_t k = 0; k < i; ++k) scale += std::abs(d[static_cast<size_t>(k)]);
+    if (scale == 0) {
+      e[static_cast<size_t>(i)] = d[static_cast<size_t>(i - 1)];
+      for (int64_t j = 0; j < i; ++j) {
+        d[static_cast<size_t>(j)] = v(i - 1, j);
+        v(i, j) = v(j, i) = 0;
+      }
+    } else {
+      for (int64_t k = 0; k < i; ++k) {
+        d[static_cast<size_t>(k)] /= scale;
+        h += d[static_cast<size_t>(k)] * d[static_cast<size_t>(k)];
+      }
+      double f = d[static_cast<size_t>(i - 1)], g = std::sqrt(h);
+      if (f > 0) g = -g;
+      e[static_cast<size_t>(i)] = scale * g;
+      h -= f * g;
+      d[static_cast<size_t>(i - 1)] = f - g;
+      for (int64_t j = 0; j < i; ++j) e[static_cast<size_t>(j)] = 0;
+      for (int64_t j = 0; j < i; ++j) {
+        f = d[static_cast<size_t>(j)];
+        v(j, i) = f;
+        g = e[static_cast<size_t>(j)] + v(j, j) * f;
+        for (int64_t k = j + 1; k <= i - 1; ++k) {
+          g += v(k, j) * d[static_cast<size_t>(k)];
+          e[static_cast<size_t>(k)] += v(k, j) * f;
+        }
+        e[static_cast<size_t>(j)] = g;
+      }
+      f = 0;
+      for (int64_t j = 0; j < i; ++j) {
+        e[static_cast<size_t>(j)] /= h;
+        f += e[static_cast<size_t>(j)] * d[static_cast<size_t>(j)];
+      }
+      const double hh = f / (h + h);
+      for (int64_t j = 0; j < i; ++j) e[static_cast<size_t>(j)] -= hh * d[static_cast<size_t>(j)];
+      for (int64_t j = 0; j < i; ++j) {
+        f = d[static_cast<size_t>(j)];
+        g = e[static_cast<size_t>(j)];
+        for (int64_t k = j; k <= i - 1; ++k) v(k, j) -= (f * e[static_cast<size_t>(k)] + g * d[static_cast<size_t>(k)]);
+        d[static_cast<size_t>(j)] = v(i - 1, j);
+        v(i, j) = 0;
+      }
+    }
+    d[static_cast<size_t>(i)] = h;
+  }
+  for (int64_t i = 0; i < n - 1; ++i) {  // accumulate the transformations
+    v(n - 1, i) = v(i, i);
+    v(i, i) = 1;
+    const double h = d[static_cast<size_t>(i + 1)];
+    if (h != 0) {
+      for (int64_t k = 0; k <= i; ++k) d[static_cast<size_t>(k)] = v(k, i + 1) / h;
+      for (int64_t j = 0; j <= i; ++j) {
+        double g = 0;
+        for (int64_t k = 0; k <= i; ++k) g += v(k, i + 1) * v(k, j);
+        for (int64_t k = 0; k <= i; ++k) v(k, j) -= g * d[static_cast<size_t>(k)];
+      }
+    }
+    for (int64_t k = 0; k <= i; ++k) v(k, i + 1) = 0;
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    d[static_cast<size_t>(j)] = v(n - 1, j);
+    v(n - 1, j) = 0;
+  }
+  v(n - 1, n - 1) = 1;
+  e[0] = 0;
 }
 
-// One Jacobi rotation zeroing a[p, q] (and a[q, p]); v accumulates the rotations.
-void rotate(std::vector<double>& a, std::vector<double>& v, int64_t n, int64_t p, int64_t q) {
-  const double apq = a[p * n + q];
-  if (apq == 0) return;
-  const double theta = (a[q * n + q] - a[p * n + p]) / (2 * apq);
-  const double t = (theta >= 0 ? 1.0 : -1.0) / (std::abs(theta) + std::sqrt(theta * theta + 1));
-  const double c = 1 / std::sqrt(t * t + 1), s = t * c;
-  for (int64_t k = 0; k < n; ++k) {  // columns p, q
-    const double akp = a[k * n + p], akq = a[k * n + q];
-    a[k * n + p] = c * akp - s * akq;
-    a[k * n + q] = s * akp + c * akq;
-  }
-  for (int64_t k = 0; k < n; ++k) {  // rows p, q
-    const double apk = a[p * n + k], aqk = a[q * n + k];
-    a[p * n + k] = c * apk - s * aqk;
-    a[q * n + k] = s * apk + c * aqk;
-  }
-  a[p * n + q] = a[q * n + p] = 0;
-  for (int64_t k = 0; k < n; ++k) {
-    const double vkp = v[k * n + p], vkq = v[k * n + q];
-    v[k * n + p] = c * vkp - s * vkq;
-    v[k * n + q] = s * vkp + c * vkq;
+// Implicit QL on the tridiagonal (d, e), accumulating into V. JAMA's tql2 (EISPACK's tql2).
+void tql2(std::vector<double>& V, std::vector<double>& d, std::vector<double>& e, int64_t n) {
+  auto v = [&](int64_t i, int64_t j) -> double& { return V[static_cast<size_t>(i * n + j)]; };
+  for (int64_t i = 1; i < n; ++i) e[static_cast<size_t>(i - 1)] = e[static_cast<size_t>(i)];
+  e[static_cast<size_t>(n - 1)] = 0;
+  double f = 0, tst1 = 0;
+  const double eps = std::ldexp(1.0, -52);
+  for (int64_t l = 0; l < n; ++l) {
+    tst1 = std::max(tst1, std::abs(d[static_cast<size_t>(l)]) + std::abs(e[static_cast<size_t>(l)]));
+    int64_t m = l;
+    while (m < n && std::abs(e[static_cast<size_t>(m)]) > eps * tst1) ++m;
+    if (m > l) {
+      for (int iter = 0; iter < 200; ++iter) {
+        double g = d[static_cast<size_t>(l)];
+        double p = (d[static_cast<size_t>(l + 1)] - g) / (2 * e[static_cast<size_t>(l)]);
+        double r = std::hypot(p, 1.0);
+        if (p < 0) r = -r;
+        d[static_cast<size_t>(l)] = e[static_cast<size_t>(l)] / (p + r);
+        d[static_cast<size_t>(l + 1)] = e[static_cast<size_t>(l)] * (p + r);
+        const double dl1 = d[static_cast<size_t>(l + 1)];
+        double h = g - d[static_cast<size_t>(l)];
+        for (int64_t i = l + 2; i < n; ++i) d[static_cast<size_t>(i)] -= h;
+        f += h;
+        p = d[static_cast<size_t>(m)];
+        double c = 1, c2 = 1, c3 = 1, s = 0, s2 = 0;
+        const double el1 = e[static_cast<size_t>(l + 1)];
+        for (int64_t i = m - 1; i >= l; --i) {
+          c3 = c2;
+          c2 = c;
+          s2 = s;
+          g = c * e[static_cast<size_t>(i)];
+          h = c * p;
+          r = std::hypot(p, e[static_cast<size_t>(i)]);
+          e[static_cast<size_t>(i + 1)] = s * r;
+          s = e[static_cast<size_t>(i)] / r;
+          c = p / r;
+          p = c * d[static_cast<size_t>(i)] - s * g;
+          d[static_cast<size_t>(i + 1)] = h + s * (c * g + s * d[static_cast<size_t>(i)]);
+          for (int64_t k = 0; k < n; ++k) {
+            h = v(k, i + 1);
+            v(k, i + 1) = s * v(k, i) + c * h;
+            v(k, i) = c * v(k, i) - s * h;
+          }
+        }
+        p = -s * s2 * c3 * el1 * e[static_cast<size_t>(l)] / dl1;
+        e[static_cast<size_t>(l)] = s * p;
+        d[static_cast<size_t>(l)] = c * p;
+        if (!(std::abs(e[static_cast<size_t>(l)]) > eps * tst1)) break;
+      }
+    }
+    d[static_cast<size_t>(l)] += f;
+    e[static_cast<size_t>(l)] = 0;
   }
 }
 }  // namespace
 
-SymEigen sym_eigen(const std::vector<double>& a_in, int64_t n) {
-  TEMPER_CHECK(n >= 0 && static_cast<int64_t>(a_in.size()) == n * n)
-      << "sym_eigen: " << a_in.size() << " values for a " << n << " x " << n << " matrix";
-  std::vector<double> a(a_in);
-  for (int64_t i = 0; i < n; ++i)  // symmetrise from the upper triangle
-    for (int64_t j = i + 1; j < n; ++j) a[j * n + i] = a[i * n + j];
-  std::vector<double> v(static_cast<size_t>(n * n), 0.0);
-  for (int64_t i = 0; i < n; ++i) v[i * n + i] = 1;
-  double scale = 0;
-  for (double x : a) scale = std::max(scale, std::abs(x));
-  for (int sweep = 0; sweep < 100 && off_diagonal_norm(a, n) > 1e-15 * scale * static_cast<double>(n); ++sweep)
-    for (int64_t p = 0; p < n; ++p)
-      for (int64_t q = p + 1; q < n; ++q) rotate(a, v, n, p, q);
+SymEigen sym_eigen(const std::vector<double>& a, int64_t n) {
+  TEMPER_CHECK(n >= 0 && static_cast<int64_t>(a.size()) == n * n)
+      << "sym_eigen: " << a.size() << " values for a " << n << " x " << n << " matrix";
+  SymEigen e;
+  if (n == 0) return e;
+  std::vector<double> v(a), d(static_cast<size_t>(n)), sub(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)  // symmetric from the upper triangle
+    for (int64_t j = i + 1; j < n; ++j) v[static_cast<size_t>(j * n + i)] = v[static_cast<size_t>(i * n + j)];
+  tred2(v, d, sub, n);
+  tql2(v, d, sub, n);
   std::vector<int64_t> order(static_cast<size_t>(n));
   std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return a[x * n + x] < a[y * n + y]; });
-  SymEigen e;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t x, int64_t y) { return d[static_cast<size_t>(x)] < d[static_cast<size_t>(y)]; });
   e.values.resize(static_cast<size_t>(n));
   e.vectors.resize(static_cast<size_t>(n * n));
   for (int64_t j = 0; j < n; ++j) {
     const int64_t src = order[static_cast<size_t>(j)];
-    e.values[static_cast<size_t>(j)] = a[src * n + src];
-    for (int64_t i = 0; i < n; ++i) e.vectors[i * n + j] = v[i * n + src];
+    e.values[static_cast<size_t>(j)] = d[static_cast<size_t>(src)];
+    for (int64_t i = 0; i < n; ++i) e.vectors[static_cast<size_t>(i * n + j)] = v[static_cast<size_t>(i * n + src)];
   }
   return e;
 }

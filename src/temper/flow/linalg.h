@@ -1,6 +1,6 @@
 // Small dense symmetric linear algebra in double (row-major n x n), for the metrics and the discriminator:
-// the eigen-decomposition by cyclic Jacobi rotations (Golub & Van Loan 8.5; accurate to the last bits for
-// the symmetric matrices here, n up to a few hundred), the PSD square root built on it, and a Cholesky solve.
+// the eigen-decomposition by Householder tridiagonalisation and implicit QL (EISPACK's tred2/tql2 as JAMA
+// writes them; O(n^3), n up to a few hundred), the PSD square root built on it, and a Cholesky solve.
 // Not for large or non-symmetric matrices.
 #pragma once
 
