@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "temper/core/error.h"
+#include "temper/core/rng.h"
 
 namespace temper::control {
 
@@ -36,10 +37,12 @@ const char* body_kind_name(BodyKind k) {
   return "?";
 }
 
-std::unique_ptr<Body> make_body(BodyKind kind) {
+std::unique_ptr<Body> make_body(BodyKind kind, float lag_max) {
+  TEMPER_CHECK(lag_max == 0.f || kind == BodyKind::point_mass)
+      << "make_body: lag_max is the point mass's option, not the " << body_kind_name(kind) << "'s";
   switch (kind) {
     case BodyKind::point_mass:
-      return std::make_unique<PointMass>();
+      return std::make_unique<PointMass>(lag_max);
     case BodyKind::second_order:
       return std::make_unique<SecondOrder>(10);
     case BodyKind::second_order_slow:
@@ -61,12 +64,19 @@ void Body::reset(int64_t n) {
   for (auto& [name, v] : state()) v->assign(static_cast<size_t>(n), 0.f);
 }
 
+void PointMass::randomize(uint64_t seed, uint64_t episode) {
+  constexpr uint64_t kLagKey = 0x6c6167;  // "lag"
+  for (int64_t i = 0; i < n_; ++i)
+    lag_[i] = lag_max_ > 0 ? lag_max_ * Rng(mix_seed(seed, kLagKey), mix_seed(episode, uint64_t(i))).uniform() : 0.f;
+}
+
 void PointMass::step(const float* a) {
   for (int64_t i = 0; i < n_; ++i) {
     float ax = a[2 * i], ay = a[2 * i + 1], norm = std::sqrt(ax * ax + ay * ay);
     float s = norm > kMaxSpeed ? kMaxSpeed / norm : 1.f;
-    vx_[i] = ax * s;
-    vy_[i] = ay * s;
+    float k = lag_[i] > 0 ? 1.f - std::exp(-kPeriod / lag_[i]) : 1.f;
+    vx_[i] += k * (ax * s - vx_[i]);
+    vy_[i] += k * (ay * s - vy_[i]);
     px_[i] += kPeriod * vx_[i];
     py_[i] += kPeriod * vy_[i];
   }

@@ -29,6 +29,8 @@ class Body {
   virtual void step(const float* action) = 0;  // action [N, 2]: one control period for all N bodies
   virtual void observe(float* obs) const = 0;  // obs [N, obs_dim]
   void reset(int64_t n);                       // n bodies at rest at the origin
+  // Per-episode draws of a body's own parameters (Philox per (seed, episode, env)); none by default.
+  virtual void randomize(uint64_t /*seed*/, uint64_t /*episode*/) {}
   int64_t size() const { return n_; }
   const std::vector<float>& px() const { return px_; }
   const std::vector<float>& py() const { return py_; }
@@ -43,12 +45,17 @@ class Body {
   std::vector<float> px_, py_, vx_, vy_;
 };
 
-std::unique_ptr<Body> make_body(BodyKind kind);
+// lag_max (point mass only): each episode draws each point mass's velocity lag uniformly in [0, lag_max] seconds.
+std::unique_ptr<Body> make_body(BodyKind kind, float lag_max = 0.f);
 
-// Direct velocity control: v = the action, its norm clipped to kMaxSpeed; p += v * period.
+// Direct velocity control: the commanded velocity is the action, its norm clipped to kMaxSpeed; v = the command
+// (lag 0), or v += (1 - exp(-period / lag)) (command - v) when the episode drew a lag (a randomised simplified
+// agent: the same kinematics, a response that is not instant); p += v * period.
 class PointMass : public Body {
  public:
   static constexpr float kMaxSpeed = 2.f, kPeriod = 0.1f;
+  explicit PointMass(float lag_max = 0.f) : lag_max_(lag_max) {}
+  void randomize(uint64_t seed, uint64_t episode) override;
   BodyKind kind() const override { return BodyKind::point_mass; }
   int64_t obs_dim() const override { return 4; }  // 0.25 p, v
   double control_period() const override { return kPeriod; }
@@ -56,7 +63,9 @@ class PointMass : public Body {
   void observe(float* obs) const override;
 
  private:
-  std::vector<std::pair<std::string, std::vector<float>*>> own_state() override { return {}; }
+  std::vector<std::pair<std::string, std::vector<float>*>> own_state() override { return {{"lag", &lag_}}; }
+  float lag_max_;
+  std::vector<float> lag_;
 };
 
 // m dv/dt = f - c v - mu tanh(v / v_s) per axis; the actuator force lags its command: df/dt = (F a - f) / tau,

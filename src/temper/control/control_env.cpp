@@ -6,7 +6,7 @@
 
 namespace temper::control {
 
-ControlEnv::ControlEnv(EnvSpec spec) : spec_(std::move(spec)), body_(make_body(spec_.body)) {
+ControlEnv::ControlEnv(EnvSpec spec) : spec_(std::move(spec)), body_(make_body(spec_.body, spec_.lag_max)) {
   spec_.task.validate("control env");
   TEMPER_CHECK(spec_.n_envs >= 1) << "control env: n_envs must be >= 1, got " << spec_.n_envs;
   horizon_ = static_cast<int64_t>(std::llround(spec_.task.episode_seconds / body_->control_period()));
@@ -21,6 +21,7 @@ void ControlEnv::reset(uint64_t episode) {
   t_ = 0;
   tasks_ = draw_tasks(spec_.task, spec_.seed, episode, spec_.n_envs);
   body_->reset(spec_.n_envs);
+  body_->randomize(spec_.seed, episode);
 }
 
 void ControlEnv::errors(float* error) const {

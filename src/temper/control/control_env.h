@@ -22,6 +22,7 @@ struct EnvSpec {
   TaskSpec task;
   int64_t n_envs = 64;
   uint64_t seed = 0;
+  float lag_max = 0.f;  // point mass: per-episode velocity lag in [0, lag_max] s (0: direct velocity control)
 };
 
 class ControlEnv {

@@ -1,6 +1,8 @@
 // A Gaussian policy with a state-independent log-std (CleanRL's continuous PPO agent): the mean is an MLP of the
 // input row, or, for the transferred controller, a low-level MLP of [observation, subgoal] where the subgoal is
-// the temporal adaptor's output over the message part of the row. Parameters in one flat vector:
+// the temporal adaptor's output over the message part of the row, plus, when `residual` >= 0, the subgoal_dim
+// message values from that index (the newest message's guidance: the adaptor then learns a correction to it and
+// starts near the identity, its last layer being small). Parameters in one flat vector:
 // [adaptor | net | log_std], so one AdamW trains all of them. Init: torch.nn.Linear's distribution, the mean's
 // last layer scaled by 0.01 (CleanRL's small-output init, there orthogonal with gain 0.01), log_std constant.
 #pragma once
@@ -19,6 +21,7 @@ struct PolicySpec {
   std::vector<int64_t> hidden = {64, 64};
   int64_t adaptor_hidden = 32;  // the adaptor: Linear(msg_dim, h) - tanh - Linear(h, subgoal_dim)
   int64_t subgoal_dim = 2;
+  int64_t residual = -1;  // >= 0: subgoal = adaptor(msg) + msg[residual, residual + subgoal_dim)
   int64_t act_dim = 2;
   float init_log_std = -0.5f;
 };
@@ -47,6 +50,7 @@ class GaussianPolicy {
   void subgoal(const float* p, const float* x, int64_t B, float* g) const;
 
  private:
+  void add_residual(const float* x, int64_t B, float* g) const;
   PolicySpec spec_;
   std::optional<nn::Mlp> adaptor_;
   nn::Mlp net_;

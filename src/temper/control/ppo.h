@@ -45,6 +45,7 @@ class PpoAgent {
   std::vector<float>& params() { return params_; }
   const std::vector<float>& params() const { return params_; }
   nn::AdamW& optimizer() { return opt_; }
+  const nn::AdamW& optimizer() const { return opt_; }
   const float* policy_params() const { return params_.data(); }
   const float* value_params() const { return params_.data() + pi_.param_count(); }
 
