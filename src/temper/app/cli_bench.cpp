@@ -3,6 +3,7 @@
 
 #include <memory>
 
+#include "temper/app/bench_dit.h"
 #include "temper/app/bench_speculative.h"
 
 namespace temper::app {
@@ -104,6 +105,28 @@ CLI::App* add_bench_roofline_command(CLI::App& bench, BenchRooflineOptions& o) {
   return roof;
 }
 
+// `temper bench dit`: the DiT's flow-matching training step (the peer: bench/peers/dit_step.py).
+CLI::App* add_bench_dit_command(CLI::App& bench, BenchDitOptions& o) {
+  auto* dit = bench.add_subcommand("dit", "DiT flow-matching training step (forward + backward + AdamW) images/s");
+  dit->add_option("--image", o.image, "Image side S")->capture_default_str();
+  dit->add_option("--channels", o.channels, "Image channels")->capture_default_str();
+  dit->add_option("--patch", o.patch, "Patch side (S/patch)^2 tokens")->capture_default_str();
+  dit->add_option("--hidden", o.hidden, "Token width")->capture_default_str();
+  dit->add_option("--depth", o.depth, "Blocks")->capture_default_str();
+  dit->add_option("--heads", o.heads, "Attention heads")->capture_default_str();
+  dit->add_option("--mlp-ratio", o.mlp_ratio, "MLP width / hidden")->capture_default_str();
+  dit->add_option("--classes", o.classes, "Class labels (plus the null label)")->capture_default_str();
+  dit->add_option("--batch", o.batch, "Images per step")->capture_default_str();
+  add_threads_option(dit, o.threads, "Threads (default: all cores, or TEMPER_THREADS)");
+  dit->add_option("--dtype", o.dtype, "f32, or bf16 (bf16 products, f32 weights and AdamW state)")
+      ->capture_default_str();
+  dit->add_option("--steps", o.steps, "Timed steps")->capture_default_str();
+  dit->add_option("--warmup", o.warmup, "Untimed steps first")->capture_default_str();
+  dit->add_flag("--json", o.json, "Print only the JSON result line");
+  dit->add_flag("--profile", o.profile, "Add seconds per step by phase to the JSON");
+  return dit;
+}
+
 void add_bench_commands(CLI::App& app, std::vector<Command>& commands) {
   auto* bench = app.add_subcommand("bench", "Measure throughput");
   bench->require_subcommand(1);
@@ -118,6 +141,8 @@ void add_bench_commands(CLI::App& app, std::vector<Command>& commands) {
   commands.push_back({add_bench_cuda_command(*bench, *bc), [bc] { return bench_cuda(*bc); }});
   auto bf = std::make_shared<BenchRooflineOptions>();
   commands.push_back({add_bench_roofline_command(*bench, *bf), [bf] { return bench_roofline(*bf); }});
+  auto bd = std::make_shared<BenchDitOptions>();
+  commands.push_back({add_bench_dit_command(*bench, *bd), [bd] { return bench_dit(*bd); }});
 }
 
 }  // namespace temper::app

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "temper/core/error.h"
+#include "temper/core/profile.h"
 #include "temper/core/rng.h"
 #include "temper/flow/dit_embed.h"
 #include "temper/flow/dit_ops.h"
@@ -98,6 +99,7 @@ void Dit::forward_tape(const float* x, const float* t, const int32_t* y, int64_t
 }
 
 void Dit::forward(const float* x, const float* t, const int32_t* y, int64_t B, float* v, bool train) {
+  TEMPER_PROFILE("dit.forward");
   forward_tape(x, t, y, B, v, train ? train_ : eval_);
   if (train) has_train_ = true;
 }
@@ -117,6 +119,7 @@ void Dit::backward_conditions(const Tape& tp, float* dsc, float* grad) {
 }
 
 void Dit::backward(const float* dv, float* grad) {
+  TEMPER_PROFILE("dit.backward");
   TEMPER_CHECK(has_train_) << "DiT backward: no training forward to differentiate (forward with train = true first)";
   const Tape& tp = train_;
   const int64_t B = tp.B, T = cfg_.tokens(), N = B * T, C = cfg_.hidden, P = cfg_.patch_dim();

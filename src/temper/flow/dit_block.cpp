@@ -1,5 +1,6 @@
 #include "temper/flow/dit_block.h"
 
+#include "temper/core/profile.h"
 #include "temper/flow/dit_ops.h"
 #include "temper/flow/layer_norm.h"
 #include "temper/kernels/attention.h"
@@ -14,6 +15,10 @@ void grow(std::vector<T>& v, int64_t n) {
 
 LinearView view(const float* p, const DitLinearAt& at) {
   return {p + at.w, p + at.b, at.in, at.out};
+}
+// The product alone: its bias is folded into the op that reads it (GELU, the gated residual).
+LinearView product(const float* p, const DitLinearAt& at) {
+  return {p + at.w, nullptr, at.in, at.out};
 }
 
 kernels::AttnShape attn_shape(const DitConfig& c, int64_t B) {
@@ -54,15 +59,18 @@ void dit_block_fwd(const DitConfig& c, const DitBlockAt& at, const float* params
   adaln_fwd(x, B, T, C, kDitNormEps, {mod, mod + C, M}, t.h1.data(), t.rstd1.data(), t.a1.data());
   linear_fwd(view(params, at.qkv), t.a1.data(), N, t.qkv.data(), pr);
   const float* q = t.qkv.data();
-  kernels::attention_fwd(attn_shape(c, B), q, q + C, q + 2 * C, t.att.data(), t.lse.data());
-  linear_fwd(view(params, at.proj), t.att.data(), N, t.proj.data(), pr);
-  gated_add_fwd(x, mod + 2 * C, M, t.proj.data(), B, T, C);
+  {
+    TEMPER_PROFILE("dit.attention");
+    kernels::attention_fwd(attn_shape(c, B), q, q + C, q + 2 * C, t.att.data(), t.lse.data());
+  }
+  linear_fwd(product(params, at.proj), t.att.data(), N, t.proj.data(), pr);
+  gated_add_fwd(x, mod + 2 * C, M, t.proj.data(), params + at.proj.b, B, T, C);
   // MLP branch
   adaln_fwd(x, B, T, C, kDitNormEps, {mod + 3 * C, mod + 4 * C, M}, t.h2.data(), t.rstd2.data(), t.a2.data());
-  linear_fwd(view(params, at.fc1), t.a2.data(), N, t.u.data(), pr);
-  gelu_fwd(t.u.data(), t.g.data(), N * F);
-  linear_fwd(view(params, at.fc2), t.g.data(), N, t.m.data(), pr);
-  gated_add_fwd(x, mod + 5 * C, M, t.m.data(), B, T, C);
+  linear_fwd(product(params, at.fc1), t.a2.data(), N, t.u.data(), pr);
+  gelu_bias_fwd(t.u.data(), params + at.fc1.b, t.g.data(), N, F);
+  linear_fwd(product(params, at.fc2), t.g.data(), N, t.m.data(), pr);
+  gated_add_fwd(x, mod + 5 * C, M, t.m.data(), params + at.fc2.b, B, T, C);
 }
 
 void dit_block_bwd(const DitConfig& c, const DitBlockAt& at, const float* params, const float* sc, int64_t B,
@@ -74,21 +82,23 @@ void dit_block_bwd(const DitConfig& c, const DitBlockAt& at, const float* params
   float* dmod = s.dmod.data();
   float* db = s.dbranch.data();
   // MLP branch: x_out = x_mid + gate2 * fc2(gelu(fc1(a2)))
-  gated_add_bwd(dx, mod + 5 * C, M, t.m.data(), B, T, C, dmod + 5 * C, M, db);
-  const DitLinearAt& f2 = at.fc2;
-  linear_bwd(view(params, f2), t.g.data(), db, N, grad + f2.w, grad + f2.b, s.du.data(), false, pr);
-  gelu_bwd(t.u.data(), s.du.data(), s.du.data(), N * F);
-  const DitLinearAt& f1 = at.fc1;
-  linear_bwd(view(params, f1), t.a2.data(), s.du.data(), N, grad + f1.w, grad + f1.b, db, false, pr);
+  const DitLinearAt &f1 = at.fc1, &f2 = at.fc2;
+  gated_add_bwd(dx, mod + 5 * C, M, t.m.data(), params + f2.b, B, T, C, dmod + 5 * C, M, db, grad + f2.b);
+  linear_bwd(product(params, f2), t.g.data(), db, N, grad + f2.w, nullptr, s.du.data(), false, pr);
+  gelu_bias_bwd(t.u.data(), s.du.data(), s.du.data(), grad + f1.b, N, F);
+  linear_bwd(product(params, f1), t.a2.data(), s.du.data(), N, grad + f1.w, nullptr, db, false, pr);
   adaln_bwd(db, t.h2.data(), t.rstd2.data(), B, T, C, {mod + 3 * C, mod + 4 * C, M}, dmod + 3 * C, dmod + 4 * C, M, dx);
   // attention branch: x_mid = x_in + gate1 * proj(attn(qkv(a1)))
-  gated_add_bwd(dx, mod + 2 * C, M, t.proj.data(), B, T, C, dmod + 2 * C, M, db);
   const DitLinearAt& pj = at.proj;
-  linear_bwd(view(params, pj), t.att.data(), db, N, grad + pj.w, grad + pj.b, s.datt.data(), false, pr);
+  gated_add_bwd(dx, mod + 2 * C, M, t.proj.data(), params + pj.b, B, T, C, dmod + 2 * C, M, db, grad + pj.b);
+  linear_bwd(product(params, pj), t.att.data(), db, N, grad + pj.w, nullptr, s.datt.data(), false, pr);
   const float* q = t.qkv.data();
   float* dq = s.dqkv.data();
-  kernels::attention_bwd(attn_shape(c, B), q, q + C, q + 2 * C, t.att.data(), t.lse.data(), s.datt.data(), dq, dq + C,
-                         dq + 2 * C);
+  {
+    TEMPER_PROFILE("dit.attention");
+    kernels::attention_bwd(attn_shape(c, B), q, q + C, q + 2 * C, t.att.data(), t.lse.data(), s.datt.data(), dq, dq + C,
+                           dq + 2 * C);
+  }
   const DitLinearAt& qk = at.qkv;
   linear_bwd(view(params, qk), t.a1.data(), dq, N, grad + qk.w, grad + qk.b, db, false, pr);
   adaln_bwd(db, t.h1.data(), t.rstd1.data(), B, T, C, {mod, mod + C, M}, dmod, dmod + C, M, dx);
