@@ -8,7 +8,9 @@ What it measures
     (0.9, 0.999), eps 1e-8, weight_decay 0.01, for-loop implementation on CPU) step, zero_grad(set_to_none=True).
     The noise, t and y are drawn inside the step (as a trainer does). `--warmup` steps run untimed, then
     `--steps` are timed with time.perf_counter():  images_per_s = batch * steps / elapsed, and each step's
-    seconds in step_s (a median is robust to a noisy neighbour).
+    seconds in step_s (a median is robust to a noisy neighbour) and its process CPU seconds in cpu_step_s
+    (time.process_time: on a shared machine with --threads 1, the work without the time other processes held the
+    core; with more threads it counts OpenMP's spinning too).
 
     The network is tools/ref/make_dit_golden.py's DiT (the layout the goldens check temper's against:
     facebookresearch/DiT's modules, learn_sigma off, timestep sinusoid of t * t_scale), with attention through
@@ -119,18 +121,19 @@ def main():
 
     for _ in range(a.warmup):
         step()
-    losses, step_s = [], []
+    losses, step_s, cpu_s = [], [], []
     t0 = time.perf_counter()
     for _ in range(a.steps):
-        ts = time.perf_counter()
+        ts, cs = time.perf_counter(), time.process_time()
         losses.append(step())
         step_s.append(round(time.perf_counter() - ts, 4))
+        cpu_s.append(round(time.process_time() - cs, 4))
     elapsed = time.perf_counter() - t0
     result = {
         "engine": "pytorch", "torch": torch.__version__, "image": a.image, "channels": a.channels, "patch": a.patch,
         "hidden": a.hidden, "depth": a.depth, "heads": a.heads, "batch": a.batch, "threads": a.threads,
         "dtype": a.dtype, "params": sum(p.numel() for p in model.parameters()),
-        "images_per_s": round(a.batch * a.steps / elapsed, 2), "step_s": step_s, "final_loss": losses[-1],
+        "images_per_s": round(a.batch * a.steps / elapsed, 2), "step_s": step_s, "cpu_step_s": cpu_s, "final_loss": losses[-1],
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
     if a.json:

@@ -1,6 +1,7 @@
 #include "temper/app/bench_dit.h"
 
 #include <sys/resource.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -19,6 +20,12 @@
 
 namespace temper::app {
 namespace {
+
+double cpu_seconds() {  // the process's CPU time (all threads)
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
 
 double rss_mb() {
   struct rusage ru {};
@@ -97,13 +104,15 @@ int bench_dit(BenchDitOptions o) {
   for (int i = 0; i < o.warmup; ++i) step(i);
   profile_reset();
   profile_enable(o.profile);
-  std::vector<double> step_s;
+  std::vector<double> step_s, cpu_s;
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < o.steps; ++i) {
     const auto ts = std::chrono::steady_clock::now();
+    const double cs = cpu_seconds();
     step(o.warmup + i);
     step_s.push_back(std::round(std::chrono::duration<double>(std::chrono::steady_clock::now() - ts).count() * 1e4) /
                      1e4);
+    cpu_s.push_back(std::round((cpu_seconds() - cs) * 1e4) / 1e4);
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   profile_enable(false);
@@ -122,6 +131,7 @@ int bench_dit(BenchDitOptions o) {
                       {"params", model.param_count()},
                       {"images_per_s", std::round(o.batch * o.steps / secs * 100) / 100},
                       {"step_s", step_s},
+                      {"cpu_step_s", cpu_s},
                       {"median_step_s", sorted[sorted.size() / 2]},
                       {"final_loss", loss},
                       {"peak_rss_mb", std::round(rss_mb() * 10) / 10}};

@@ -2,7 +2,8 @@
 // the same shape and machine, bench/peers/dit_step.py). One step: x_t = (1 - t) x0 + t x1 (noise x0, a fixed
 // batch x1, t ~ U(0, 1), labels over the classes and the null label, drawn per step), v = DiT(x_t, t, y),
 // loss = mean((v - (x1 - x0))^2), backward, AdamW (lr 1e-4, torch's defaults). One JSON line with the
-// fields the peer prints (images_per_s, step_s), the CPU's fields, and with --profile seconds per phase.
+// fields the peer prints (images_per_s, step_s, cpu_step_s: process CPU seconds per step), the CPU's fields,
+// and with --profile seconds per phase.
 #pragma once
 
 #include <cstdint>
