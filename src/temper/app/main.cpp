@@ -11,6 +11,7 @@
 #include "temper/app/cli_common.h"
 #include "temper/app/cli_control.h"
 #include "temper/app/cli_flow.h"
+#include "temper/app/flow_spotlight_cli.h"
 #include "temper/app/cli_model_tools.h"
 #include "temper/app/cli_run.h"
 #include "temper/app/cli_serve.h"
@@ -47,6 +48,7 @@ int main(int argc, char** argv) {
   temper::app::add_run_commands(app, commands);
   temper::app::add_serve_commands(app, commands);
   temper::app::add_flow_commands(app, commands);
+  temper::app::add_flow_spotlight_commands(app, commands);
   temper::app::add_tabular_commands(app, commands);
   temper::app::add_control_commands(app, commands);
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <thread>
 
 #include "temper/core/error.h"
 
@@ -22,7 +23,10 @@ int explorer_serve(int fd, const ScorerFactory& make) {
   TEMPER_CHECK(m->type == MsgType::setup)
       << "spotlight explorer: expected the setup message first, got " << msg_type_name(m->type);
   std::unique_ptr<Scorer> scorer = make(*m);
-  int64_t version = -1;
+  // Tests: every request takes at least this long, so a kill lands while the explorer holds one.
+  const double min_request_s = m->head.value("min_request_s", 0.0);
+  int64_t version = scorer->loaded_version();
+  if (version >= 0) write_all(fd, encode({MsgType::pull, {{"version", version}, {"ready_s", seconds_since(t0)}}, {}}));
   while ((m = in.next())) {
     if (m->type == MsgType::stop) return 0;
     if (m->type == MsgType::weights) {
@@ -43,6 +47,8 @@ int explorer_serve(int fd, const ScorerFactory& make) {
     std::vector<uint64_t> seeds(static_cast<size_t>(count));
     for (int64_t i = 0; i < count; ++i) seeds[static_cast<size_t>(i)] = first + static_cast<uint64_t>(i);
     const std::vector<double> r = scorer->score(m->head.at("label").get<int32_t>(), seeds);
+    if (const double left = min_request_s - seconds_since(t); left > 0)
+      std::this_thread::sleep_for(std::chrono::duration<double>(left));
     Message out{MsgType::result,
                 {{"id", m->head.at("id")}, {"version", version}, {"seconds", seconds_since(t)}, {"seeds", seeds}},
                 to_blob(r)};

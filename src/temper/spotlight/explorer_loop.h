@@ -2,7 +2,8 @@
 // trainer: weights messages replace the scorer's parameters (the version the trainer sent: one behind its own),
 // each request is scored and answered with (seeds, rewards, version, seconds); the explorer asks for work
 // (pull) once it holds weights, and each result asks for the next. Ends at stop or end of stream (the trainer
-// is gone). The scorer for flow models is flow_scorer.h; what the setup holds is the caller's (app).
+// is gone). A setup key min_request_s (tests) makes each request last at least that long. The scorer for flow models is
+// flow_scorer.h; what the setup holds is the caller's (app).
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,8 @@ class Scorer {
   virtual void set_params(const std::vector<float>& p) = 0;
   // Rewards of candidate seeds of class `label` under the current parameters.
   virtual std::vector<double> score(int32_t label, const std::vector<uint64_t>& seeds) = 0;
+  // >= 0: the scorer already holds weights of this version (read by itself): the explorer pulls at once.
+  virtual int64_t loaded_version() const { return -1; }
 };
 
 using ScorerFactory = std::function<std::unique_ptr<Scorer>(const Message& setup)>;

@@ -51,6 +51,8 @@ class ExplorerPool {
   // The version explorers compute with (a copy); sent to every explorer now and to each one that joins later.
   void set_weights(int64_t version, const std::vector<float>& params);
   int64_t weights_version() const;
+  // New requests are on the queue: hand them out now (rather than at the I/O thread's next 5 ms tick).
+  void notify() { wake(); }
   bool kill(int worker, int sig);
   // SIGKILLs an explorer that holds a request (waiting up to wait_s for one to hold one): its id, or -1.
   int kill_busy(double wait_s);

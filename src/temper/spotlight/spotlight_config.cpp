@@ -15,6 +15,9 @@ void SpotlightConfig::visit(KeyVisitor& v) {
   v("preempt_every_s", preempt_every_s, "mean seconds between SIGKILLs of a random explorer (0: none)");
   v("respawn_delay_s", respawn_delay_s, "a dead explorer's replacement starts this much later (< 0: never)");
   v("replay", replay, "a run's schedule.jsonl: train on its seeds, explore nothing");
+  v("min_request_s", min_request_s,
+    "tests: each exploration request lasts at least this long (kills land mid-request)");
+  v("time_join", time_join, "at the end, time an explorer joining with weights from memory vs from the checkpoint");
   planner.visit(v);
 }
 
@@ -25,8 +28,8 @@ void SpotlightConfig::validate() const {
   TEMPER_CHECK(explorer_threads >= 1) << "flow.spotlight.explorer_threads: expected >= 1, got " << explorer_threads;
   TEMPER_CHECK(sampler == "sde" || sampler == "ode")
       << "flow.spotlight.sampler: expected \"sde\" or \"ode\", got '" << sampler << "'";
-  TEMPER_CHECK(barrier_timeout_s > 0 && preempt_every_s >= 0)
-      << "flow.spotlight.barrier_timeout_s > 0 and preempt_every_s >= 0 expected";
+  TEMPER_CHECK(barrier_timeout_s > 0 && preempt_every_s >= 0 && min_request_s >= 0)
+      << "flow.spotlight.barrier_timeout_s > 0, preempt_every_s >= 0 and min_request_s >= 0 expected";
   TEMPER_CHECK(!barrier || explorers > 0) << "flow.spotlight.barrier: needs explorers > 0";
   TEMPER_CHECK(!barrier || respawn_delay_s >= 0 || (kill_steps.empty() && preempt_every_s == 0))
       << "flow.spotlight.barrier with kills needs replacements (respawn_delay_s >= 0): the barrier would wait forever";

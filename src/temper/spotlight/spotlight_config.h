@@ -23,6 +23,8 @@ struct SpotlightConfig {
   double preempt_every_s = 0;       // mean seconds between SIGKILLs of a random explorer (0: none)
   double respawn_delay_s = 0;       // a dead explorer's replacement starts this much later (< 0: never)
   std::string replay;               // a schedule.jsonl: use its seeds, explore nothing
+  double min_request_s = 0;         // tests: each exploration request lasts at least this long
+  bool time_join = false;           // at the end: time an explorer joining from memory vs from the checkpoint
   PlannerConfig planner;
   void validate() const;
   void visit(KeyVisitor& v);

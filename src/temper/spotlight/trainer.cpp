@@ -135,6 +135,7 @@ void SpotlightTrainer::explore_next(int64_t s) {
   const int64_t v = store_.explorer_version();
   pool_->set_weights(v, store_.get(v));
   queue_.add(planner_.plan(s + 1, labels_(s + 1), budget()));
+  pool_->notify();
 }
 
 flow::Metrics SpotlightTrainer::train(int64_t s) {
