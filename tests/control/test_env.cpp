@@ -3,6 +3,7 @@
 // checkpoint keeps, and the context window's order.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -26,6 +27,32 @@ TEST(ControlBody, PointMassStepByHand) {
   EXPECT_FLOAT_EQ(b.vx()[1], 1.2f);
   EXPECT_FLOAT_EQ(b.vy()[1], 1.6f);
   EXPECT_FLOAT_EQ(b.py()[1], 0.16f);
+}
+
+TEST(ControlBody, PointMassLagByHand) {
+  PointMass b(0.4f);  // each episode draws each body's lag in [0, 0.4] s
+  b.reset(64);
+  b.randomize(7, 2);
+  auto st = b.state();
+  const std::vector<float>& lag = *st.back().second;
+  ASSERT_EQ(st.back().first, "lag");
+  float lo = 1, hi = 0;
+  for (float l : lag) lo = std::min(lo, l), hi = std::max(hi, l);
+  EXPECT_GE(lo, 0.f);
+  EXPECT_LE(hi, 0.4f);
+  EXPECT_GT(hi - lo, 0.2f);
+  std::vector<float> a(128, 0.f);
+  a[0] = 1.f;
+  b.step(a.data());
+  b.step(a.data());
+  const double k = 1.0 - std::exp(-0.1 / lag[0]);  // v += k (command - v), twice from rest
+  EXPECT_NEAR(b.vx()[0], k + (1 - k) * k, 1e-6);
+  EXPECT_NEAR(b.px()[0], 0.1 * (k + k + (1 - k) * k), 1e-6);
+  PointMass direct;  // lag_max 0: the velocity is the command at once
+  direct.reset(1);
+  direct.randomize(7, 2);
+  direct.step(a.data());
+  EXPECT_EQ(direct.vx()[0], 1.f);
 }
 
 TEST(ControlBody, SecondOrderTwoSubstepsByHand) {
