@@ -193,6 +193,21 @@ TEST(ControlEnv, RewardIsMinusTrackingErrorAndEpisodesEnd) {
                              {"recipe.toml [control] body", "'wheel'", "point_mass, second_order"});
 }
 
+TEST(ControlEnv, PositionTaskScoresTheDistanceToThePoint) {
+  EnvSpec spec;
+  spec.n_envs = 4;
+  spec.task.kind = TaskKind::position;
+  spec.task.magnitude_lo = 1.f, spec.task.magnitude_hi = 2.f;
+  ControlEnv env(spec);
+  std::vector<float> act(8), r(4), e(4);
+  const float per_step = 1.f / (env.horizon() * PointMass::kPeriod);  // arrive exactly at the last step
+  for (int i = 0; i < 4; ++i) act[2 * i] = env.tasks().tx[i] * per_step, act[2 * i + 1] = env.tasks().ty[i] * per_step;
+  env.step(act.data(), r.data(), e.data());
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(e[i], env.tasks().magnitude[i] * (1 - 1.f / env.horizon()), 1e-5);
+  while (!env.done()) env.step(act.data(), r.data(), e.data());
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(e[i], 0.f, 1e-5);
+}
+
 TEST(ControlContext, NewestFirstWithValidFlags) {
   ContextWindow w(2, 3);
   std::vector<float> abs1 = {1, 2, 3, 4, 0, 5, 6, 7, 8, 0}, abs2 = {9, 9, 9, 9, 0, 1, 1, 1, 1, 0};
