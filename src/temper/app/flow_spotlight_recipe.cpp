@@ -36,6 +36,7 @@ std::string read_text(const std::string& path) {
 }  // namespace
 
 void FlowSpotlightRecipe::read(Recipe& r) {
+  *this = FlowSpotlightRecipe();  // read twice on a resume: no value of the first read is a default of the second
   base = r.get_string("rl.base", "");
   TEMPER_CHECK(!base.empty()) << r.source() << ": rl.base: expected the run directory of a temper flow train run";
   base_config = read_text(recorded_config(base));
@@ -53,6 +54,14 @@ void FlowSpotlightRecipe::read(Recipe& r) {
     v("reward_clip", reward_clip, "the reward's bound (density; the discriminator's is rl.discriminator.clip)");
     v("checkpoint_every", checkpoint_every, "steps between checkpoints (and at the end)");
   });
+  // One G, two names: [flow.spotlight] group (given) sets rl.grpo.group's default, so both record the same value.
+  if (r.has("flow.spotlight.group")) {
+    const int64_t g = r.get_int("flow.spotlight.group", rl.grpo.group);
+    TEMPER_CHECK(!r.has("rl.grpo.group") || r.get_int("rl.grpo.group", g) == g)
+        << r.source() << ": flow.spotlight.group = " << g << " and rl.grpo.group = " << r.get_int("rl.grpo.group", g)
+        << ": give one of them (they are the same G)";
+    rl.grpo.group = g;
+  }
   RecipeReader sde_v(r, "rl.sde."), grpo_v(r, "rl.grpo."), disc_v(r, "rl.discriminator.");
   rl.visit_sections(sde_v, grpo_v, disc_v);
   if (reward == "discriminator") reward_clip = rl.disc.clip;
@@ -62,14 +71,7 @@ void FlowSpotlightRecipe::read(Recipe& r) {
     eval.validate();
   });
   spot.planner.group = rl.grpo.group;
-  const bool group_given = r.has("flow.spotlight.group");
   read_section(r, "flow.spotlight.", [&](KeyVisitor& v) { spot.visit(v); });
-  if (group_given) {
-    TEMPER_CHECK(!r.has("rl.grpo.group") || rl.grpo.group == spot.planner.group)
-        << r.source() << ": flow.spotlight.group = " << spot.planner.group << " and rl.grpo.group = " << rl.grpo.group
-        << ": give one of them (they are the same G)";
-    rl.grpo.group = spot.planner.group;
-  }
   try {
     rl.validate();
     spot.validate();

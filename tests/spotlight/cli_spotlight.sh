@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# `temper flow spotlight` through the CLI on a small 2-D flow, explorers as real processes:
+#  1. With barrier (a deterministic schedule), explorers SIGKILLed at steps 2 and 4 and replaced: the run's final
+#     checkpoint tensors (policy, AdamW moments, the explorers' weight versions, the discriminator) equal those of
+#     a run without kills; the kills show as 2 re-queued requests, 2 deaths, 0 dropped.
+#  2. --stop-after 3 + --resume, and SIGTERM during the run + --resume: the same final tensors (the checkpoint
+#     carries the next step's committed results, the bandit and the weight versions).
+#  3. time_join: the join from memory and from the checkpoint are both measured and logged (not compared).
+#  4. explorers = 0 is the synchronous baseline (every group unexplored); a replay of the killed run's
+#     schedule.jsonl without explorers gives its tensors again.
+#  5. Refusals name the key: flow.spotlight.group against rl.grpo.group, an unknown [flow.spotlight] key.
+# Usage: cli_spotlight.sh TEMPER. Prints SPOTLIGHT_OK.
+set -euo pipefail
+temper=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; for f in "$work"/*.log; do echo "== $f"; tail -5 "$f"; done; exit 1; }
+final() { ls "$1/checkpoints" | sort -t- -k2 -n | tail -1; }
+same_tensors() {  # A B: the final checkpoints' tensors are equal
+  local a b
+  a=$(final "$1") b=$(final "$2")
+  [ "$a" = "$b" ] || fail "final checkpoints $a vs $b"
+  cmp -s "$1/checkpoints/$a/trainer_state.safetensors" "$2/checkpoints/$b/trainer_state.safetensors" ||
+    fail "checkpoint tensors differ: $1 $2"
+}
+
+"$temper" flow train --out "$work/base" --set model.hidden=32 --set model.depth=2 --set data.classes=4 \
+  --set train.steps=60 --set train.batch=64 --set eval.every=60 --set eval.samples=200 --set eval.mmd_samples=100 \
+  --set eval.steps=10 > "$work/base.log" 2>&1 || fail "train"
+sp=(--set rl.base="$work/base" --set rl.steps=8 --set rl.sde.steps=6 --set rl.discriminator.samples=256
+    --set rl.grpo.groups=4 --set flow.spotlight.group=4 --set flow.spotlight.seeds_per_class=12
+    --set flow.spotlight.chunk=4 --set flow.spotlight.barrier=true --set flow.spotlight.min_request_s=0.004
+    --set flow.spotlight.cost='"seeds"' --set eval.every=4 --set eval.samples=200 --set eval.mmd_samples=100
+    --set eval.steps=10 --set rl.checkpoint_every=4)
+kills=(--set flow.spotlight.kill_steps=[2,4])
+"$temper" flow spotlight --out "$work/a" "${sp[@]}" > "$work/a.log" 2>&1 || fail "run a"
+"$temper" flow spotlight --out "$work/k" "${sp[@]}" "${kills[@]}" --set flow.spotlight.time_join=true \
+  > "$work/k.log" 2>&1 || fail "run k"
+same_tensors "$work/a" "$work/k"
+grep -q "2 re-queued, 0 dropped" "$work/k.log" || fail "kills: expected 2 re-queued, 0 dropped"
+grep -q "explorers 3 started, 2 died (2 killed)" "$work/k.log" || fail "kills: expected 3 explorers, 2 deaths"
+grep -q '"kind":"reconfig","join_memory_s":[0-9.e-]*,"join_checkpoint_s":[0-9.e-]*' "$work/k/metrics.jsonl" ||
+  fail "no reconfiguration timing"
+grep -q '"step":8,"kind":"train".*"explored_groups":4' "$work/k/metrics.jsonl" || fail "step 8 not explored"
+[ "$(wc -l < "$work/k/schedule.jsonl")" = 8 ] || fail "schedule.jsonl lines"
+
+"$temper" flow spotlight --out "$work/s" "${sp[@]}" "${kills[@]}" --stop-after 3 > "$work/s.log" 2>&1 || fail "stop"
+grep -q "stopped after step 3" "$work/s.log" || fail "no stop at 3"
+"$temper" flow spotlight --resume "$work/s" > "$work/sr.log" 2>&1 || fail "resume"
+same_tensors "$work/a" "$work/s"
+[ "$(wc -l < "$work/s/schedule.jsonl")" = 8 ] || fail "resumed schedule.jsonl lines"
+cmp -s "$work/k/schedule.jsonl" "$work/s/schedule.jsonl" || fail "resumed schedule differs"
+
+"$temper" flow spotlight --out "$work/t" "${sp[@]}" --set rl.steps=12 --set flow.spotlight.min_request_s=0.01 \
+  > "$work/t.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do
+  grep -q '"step":2,"kind":"train"' "$work/t/metrics.jsonl" 2>/dev/null && break
+  sleep 0.02
+done
+kill -TERM "$pid"
+wait "$pid" || fail "SIGTERM run exit status"
+grep -q "stopped after step" "$work/t.log" || fail "SIGTERM did not stop the run early"
+"$temper" flow spotlight --resume "$work/t" > "$work/tr.log" 2>&1 || fail "SIGTERM resume"
+"$temper" flow spotlight --out "$work/u" "${sp[@]}" --set rl.steps=12 > "$work/u.log" 2>&1 || fail "run u"
+same_tensors "$work/u" "$work/t"
+
+"$temper" flow spotlight --out "$work/r" "${sp[@]}" --set flow.spotlight.barrier=false \
+  --set flow.spotlight.replay="$work/k/schedule.jsonl" > "$work/r.log" 2>&1 || fail "replay"
+same_tensors "$work/k" "$work/r"
+"$temper" flow spotlight --out "$work/z" "${sp[@]}" --set flow.spotlight.barrier=false \
+  --set flow.spotlight.explorers=0 > "$work/z.log" 2>&1 || fail "explorers = 0"
+grep -q '"step":8,"kind":"train".*"explored_groups":0' "$work/z/metrics.jsonl" || fail "baseline explored a group"
+
+if "$temper" flow spotlight --out "$work/bad" "${sp[@]}" --set rl.grpo.group=8 > "$work/bad.log" 2>&1; then
+  fail "group mismatch accepted"
+fi
+grep -q "flow.spotlight.group = 4 and rl.grpo.group = 8" "$work/bad.log" || fail "group mismatch message"
+if "$temper" flow spotlight --out "$work/bad2" "${sp[@]}" --set flow.spotlight.explorer=2 > "$work/bad2.log" 2>&1; then
+  fail "unknown key accepted"
+fi
+grep -q "flow.spotlight.explorer" "$work/bad2.log" || fail "unknown key message"
+echo SPOTLIGHT_OK
