@@ -2,8 +2,9 @@
 // synchronous loop bitwise; with 1, step k's batch is exactly what the rollout engine samples with the weights
 // after update k - 1 (tokens and log-probs bitwise) and every trajectory carries that version; reruns and
 // thread splits give the same bits; a run resumed from the async state equals the uninterrupted one; the loss
-// weights stale samples by the truncated importance ratio (in the loss with one optimiser step, through a
-// proximal pass with several); rollout hooks are refused; the state text round-trips; GRPO still learns.
+// weights stale samples by the truncated importance ratio (in the loss with one optimiser step and no methods,
+// through a proximal pass otherwise, which methods' hooks then read); rollout hooks are refused; the state text
+// round-trips; GRPO still learns.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -223,6 +224,49 @@ TEST(Async, SeveralOptimiserStepsTakeTheProximalPass) {
   EXPECT_NEAR(is[0], 1.0, 1e-4);
   EXPECT_GT(std::fabs(is[1] - 1.0), 1e-3);
   EXPECT_GT(std::fabs(is[2] - 1.0), 1e-3);
+}
+
+namespace {
+
+// A method that reads old_logprob in its advantage hook (as RCSD's student and STARE's gate do): records how far it
+// is from the current weights' log-probs and from the behaviour policy's.
+class LogprobReader : public Method {
+ public:
+  std::string name() const override { return "reader"; }
+  void attach(const MethodEnv& env) override { env_ = env; }
+  bool advantages(Batch& b) override {
+    std::vector<std::vector<int32_t>> prompts, tokens;
+    for (const Trajectory& t : b.traj) prompts.push_back(t.prompt), tokens.push_back(t.tokens);
+    std::vector<std::vector<float>> lp;
+    env_.score_batch(prompts, tokens, false, lp, nullptr);
+    to_current = 0, weight_off = 0;
+    for (size_t i = 0; i < b.traj.size(); ++i)
+      for (size_t k = 0; k < lp[i].size(); ++k) {
+        to_current = std::max(to_current, double(std::fabs(lp[i][k] - b.traj[i].old_logprob[k])));
+        weight_off = std::max(weight_off, double(std::fabs(b.traj[i].weight[k] - 1.f)));
+      }
+    return false;
+  }
+  MethodEnv env_;
+  double to_current = -1, weight_off = -1;
+};
+
+}  // namespace
+
+TEST(Async, MethodsSeeTheProximalLogprobs) {
+  // With a method on, the proximal pass runs before its hooks: old_logprob is the current weights' (what a method
+  // such as RCSD reads as the student's), the truncated importance weight is in the token weights.
+  RlSetup s;
+  LogprobReader r;
+  RlTrainer t(s.model, s.task, codec(), async_config(1), s.safe, {&r});
+  for (int i = 0; i < 3; ++i) {
+    Metrics m = t.step();
+    EXPECT_LT(r.to_current, 1e-6) << "step " << i;
+    if (i > 0) {
+      EXPECT_GT(r.weight_off, 1e-4) << "step " << i;  // stale samples are reweighted
+      EXPECT_GT(std::fabs(value(m, "async_is_mean") - 1.0), 1e-4);
+    }
+  }
 }
 
 namespace {

@@ -281,12 +281,13 @@ Metrics RlTrainer::step() {
   }
   for (Trajectory& t : b.traj)
     if (t.version < 0) t.version = step_;
+  Metrics async_out;
+  if (async()) correct_staleness(b, async_out);
   set_loss_masks(b);
   set_advantages(b);
   set_weights(b);
   auto t_train = Clock::now();
-  Metrics async_out;
-  Metrics upd = update(b, async_out);
+  Metrics upd = update(b);
   double train_s = since(t_train);
   Metrics out = metrics(b, drawn, upd, train_s, since(t_step));
   out.insert(out.end(), async_out.begin(), async_out.end());
@@ -366,9 +367,21 @@ void RlTrainer::take_explored(std::vector<Trajectory>& out, std::vector<tasks::P
   }
 }
 
-// Several optimiser steps per batch: the proximal policy's log-probs (the current weights, before the update) become
-// old_logprob, and each token's weight takes the truncated importance weight min(pi_prox / pi_behaviour, tis_cap).
+// [rl.async]: one optimiser step per batch and no methods: the correction is the loss's (behaviour_cap: the proximal
+// policy is the update's own forward). Otherwise a log-prob pass of the current weights before the methods' hooks
+// and the update: old_logprob := pi_prox (so methods that read it, RCSD's student or STARE's surprisal, see the
+// policy being trained, as in the synchronous loop), weight := min(pi_prox / pi_behaviour, tis_cap) per token (a
+// trajectory a method spliced from stale and fresh tokens gets each its own). Then the staleness metrics.
+bool RlTrainer::correct_in_loss() const {
+  return methods_.empty() && cfg_.epochs * cfg_.mini_batches == 1;
+}
+
 void RlTrainer::correct_staleness(Batch& b, Metrics& out) {
+  double lag = 0;
+  for (const Trajectory& t : b.traj) lag += static_cast<double>(step_ - t.version);
+  out.emplace_back("async_staleness", b.traj.empty() ? 0.0 : lag / static_cast<double>(b.traj.size()));
+  out.emplace_back("async_wait_s", wait_s_);
+  if (correct_in_loss() || b.traj.empty()) return;
   std::vector<std::vector<int32_t>> prompts, tokens;
   for (const Trajectory& t : b.traj) prompts.push_back(t.prompt), tokens.push_back(t.tokens);
   std::vector<std::vector<float>> prox;
@@ -379,9 +392,10 @@ void RlTrainer::correct_staleness(Batch& b, Metrics& out) {
     Trajectory& t = b.traj[i];
     for (size_t k = 0; k < t.tokens.size(); ++k) {
       const double rho = std::exp(static_cast<double>(prox[i][k]) - static_cast<double>(t.old_logprob[k]));
+      if (t.weight.size() != t.tokens.size()) t.weight.assign(t.tokens.size(), 1.f);
       t.weight[k] = static_cast<float>(t.weight[k] * std::min(rho, cap));
       t.old_logprob[k] = prox[i][k];
-      if (t.loss_mask[k] != 0) n += 1, sum += rho, capped += rho > cap;
+      n += 1, sum += rho, capped += rho > cap;
     }
   }
   out.emplace_back("async_is_mean", n > 0 ? sum / n : 0.0);
@@ -625,23 +639,15 @@ void RlTrainer::set_weights(Batch& b) {
   for (Method* m : methods_) m->token_weights(b);
 }
 
-// [rl.async]: the staleness correction (one optimiser step: inside the loss; more: correct_staleness) and its
-// metrics into async_out.
-Metrics RlTrainer::update(Batch& b, Metrics& async_out) {
+// [rl.async] with the correction in the loss (correct_in_loss): old_logprob is the behaviour policy's.
+Metrics RlTrainer::update(Batch& b) {
   TEMPER_PROFILE("update");
-  if (!async()) {
+  if (!async() || !correct_in_loss()) {
     const PolicyUpdateEnv env{cfg_, policy_, opt_, scorer_, kept_ ? &kept_->store() : nullptr, comm_, step_};
     return update_policy(env, b);
   }
   RlConfig c = cfg_;
-  if (cfg_.epochs * cfg_.mini_batches == 1)
-    c.loss.behaviour_cap = cfg_.async->tis_cap;
-  else
-    correct_staleness(b, async_out);
-  double lag = 0;
-  for (const Trajectory& t : b.traj) lag += static_cast<double>(step_ - t.version);
-  async_out.emplace_back("async_staleness", b.traj.empty() ? 0.0 : lag / static_cast<double>(b.traj.size()));
-  async_out.emplace_back("async_wait_s", wait_s_);
+  c.loss.behaviour_cap = cfg_.async->tis_cap;
   const PolicyUpdateEnv env{c, policy_, opt_, scorer_, nullptr, comm_, step_};
   return update_policy(env, b);
 }

@@ -88,10 +88,10 @@ struct RlConfig {
 // hooks, scoring, dynamic sampling's extra rounds, which roll out on the current weights) stays on the trainer's
 // thread. The schedule never depends on timing: a rerun gives the same bits, whatever the thread split. The
 // update corrects the staleness (decoupled PPO with the proximal policy the trainer's at the step start, times
-// min(pi_prox / pi_behaviour, tis_cap)): with one optimiser step per batch inside the loss
-// (PolicyLossConfig::behaviour_cap), otherwise through a log-prob pass of the current weights before the update
-// (old_logprob := pi_prox, weight *= the truncated ratio). Refused: rollout hooks, [env], [rl.speculative], LoRA,
-// devices, several ranks.
+// min(pi_prox / pi_behaviour, tis_cap)): with one optimiser step per batch and no methods inside the loss
+// (PolicyLossConfig::behaviour_cap), otherwise through a log-prob pass of the current weights before the methods'
+// advantage and weight hooks (old_logprob := pi_prox, weight *= the truncated ratio). Refused: rollout hooks,
+// [env], [rl.speculative], LoRA, devices, several ranks.
 class RlTrainer {
  public:
   // reference: frozen weights of the policy as RL starts: the KL term's (required when loss.kl_coef > 0) and
@@ -135,7 +135,8 @@ class RlTrainer {
   void launch_explorer(int64_t step);
   void collect_explored();  // the explorer's job in flight, into explored_.back()
   void take_explored(std::vector<Trajectory>& out, std::vector<tasks::Problem>& problems);
-  void correct_staleness(Batch& b, Metrics& out);  // several optimiser steps: pi_prox and the truncated weights
+  bool correct_in_loss() const;
+  void correct_staleness(Batch& b, Metrics& out);  // pi_prox and the truncated weights (or the loss's), metrics
   int64_t collect(Batch& b);                       // the step's rounds; returns the prompts drawn
   Batch round(Batch& b, int64_t n_prompts, int64_t round);
   int64_t keep_informative(Batch& b, Batch& rb);
@@ -150,7 +151,7 @@ class RlTrainer {
   void set_advantages(Batch& b);
   void estimate_advantages(Batch& b);
   void set_weights(Batch& b);
-  Metrics update(Batch& b, Metrics& async_out);
+  Metrics update(Batch& b);
   Metrics metrics(const Batch& b, int64_t drawn, const Metrics& update, double train_s, double step_s) const;
 
   Transformer& policy_;
