@@ -26,7 +26,7 @@ void FlowSetup::read(Recipe& r) {
 }
 
 std::unique_ptr<flow::VelocityModel> make_model(const FlowSetup& s, const flow::DataSource& data) {
-  return s.model->make(data.dim(), data.classes());
+  return s.model->make(data);
 }
 
 FlowParts build_flow(const FlowSetup& s) {

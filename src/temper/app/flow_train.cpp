@@ -97,7 +97,7 @@ int run_flow_train(const SideRunOptions& o) {
   while (step < rc.train.steps && !plateau) {
     ++step;
     const flow::FmStepStats st = flow::fm_train_step(model, opt, *parts.data, rc.train, step, grad);
-    run.metrics().write(step, "train", {{"loss", st.loss}, {"grad_norm", st.grad_norm}});
+    run.metrics().write(step, "train", {{"loss", st.loss}, {"grad_norm", st.grad_norm}, {"lr", st.lr}});
     const bool last = step == rc.train.steps;
     if ((rc.eval_every > 0 && step % rc.eval_every == 0) || last) {
       flow::Metrics m;

@@ -21,6 +21,7 @@ void DgRlConfig::visit(KeyVisitor& v) {
   v("batch", batch, "rwfm / fm: samples per step");
   v("pool", pool, "rwfm: base samples weighted per round");
   v("p_uncond", p_uncond, "fm: label dropout for classifier-free guidance");
+  v("ode_steps", ode_steps, "rwfm: ODE steps of the base samples (the discriminator's and the pool's)");
   v("seed", seed, "the RL draws");
 }
 
@@ -35,6 +36,7 @@ void DgRlConfig::validate() const {
   TEMPER_CHECK(method == "grpo" || method == "rwfm" || method == "fm")
       << "rl.method: expected \"grpo\", \"rwfm\" or \"fm\", got '" << method << "'";
   TEMPER_CHECK(beta > 0) << "rl.beta: expected > 0, got " << beta;
+  TEMPER_CHECK(ode_steps >= 1) << "rl.ode_steps: expected >= 1, got " << ode_steps;
   TEMPER_CHECK(steps >= 0 && lr > 0 && batch >= 1 && pool >= 2)
       << "rl.steps >= 0, rl.lr > 0, rl.batch >= 1 and rl.pool >= 2 expected, got " << steps << ", " << lr << ", "
       << batch << ", " << pool;
@@ -71,15 +73,27 @@ std::vector<double> DgRl::rewards(const std::vector<float>& x, const std::vector
   return disc_.rewards(embed_all(features_, x), y);
 }
 
+std::vector<float> DgRl::generate(VelocityModel& gen, const std::vector<int32_t>& y, uint64_t seed) {
+  const auto n = static_cast<int64_t>(y.size());
+  if (cfg_.method == "grpo") {  // the policy is the SDE sampler
+    const SdeTrajectory tr = sample_sde(gen, y.data(), n, cfg_.sde, seed);
+    compute_ += static_cast<double>(n * cfg_.sde.steps);
+    return std::vector<float>(tr.sample(), tr.sample() + n * data_.dim());
+  }
+  OdeConfig oc;  // rwfm fine-tunes the velocity field, whose samples are the ODE's
+  oc.steps = cfg_.ode_steps;
+  const std::vector<float> z = initial_noise(n, gen.dim(), seed);
+  compute_ += static_cast<double>(n * oc.steps);
+  return sample_ode(gen, z.data(), y.data(), n, oc);
+}
+
 DiscFitStats DgRl::refit(VelocityModel& gen, int64_t round) {
   const int64_t heads = cfg_.disc.per_class ? data_.classes() : 1, n = cfg_.disc.samples * heads;
   const uint64_t seed = mix_seed(static_cast<uint64_t>(cfg_.seed), 1000 + static_cast<uint64_t>(round));
   std::vector<float> real;
   std::vector<int32_t> real_y;
   data_.sample(n, mix_seed(seed, 1), real, real_y);
-  const SdeTrajectory tr = sample_sde(gen, real_y.data(), n, cfg_.sde, mix_seed(seed, 2));
-  compute_ += static_cast<double>(n * cfg_.sde.steps);
-  const std::vector<float> gen_x(tr.sample(), tr.sample() + n * data_.dim());
+  const std::vector<float> gen_x = generate(gen, real_y, mix_seed(seed, 2));
   last_fit_ = disc_.fit(embed_all(features_, real), real_y, embed_all(features_, gen_x), real_y, features_.dim(),
                         data_.classes());
   ++fits_;
@@ -90,9 +104,7 @@ DiscFitStats DgRl::refit(VelocityModel& gen, int64_t round) {
 void DgRl::draw_pool(VelocityModel& gen, int64_t round) {
   const uint64_t seed = mix_seed(static_cast<uint64_t>(cfg_.seed), 2000 + static_cast<uint64_t>(round));
   pool_y_ = labels(cfg_.pool, mix_seed(seed, 1));
-  const SdeTrajectory tr = sample_sde(gen, pool_y_.data(), cfg_.pool, cfg_.sde, mix_seed(seed, 2));
-  compute_ += static_cast<double>(cfg_.pool * cfg_.sde.steps);
-  pool_x_.assign(tr.sample(), tr.sample() + cfg_.pool * data_.dim());
+  pool_x_ = generate(gen, pool_y_, mix_seed(seed, 2));
   const std::vector<double> r = rewards(pool_x_, pool_y_);
   // w_i = exp(r_i / beta), self-normalised to mean 1 (per class label: each label's samples keep its share).
   std::vector<double> w(r.size(), 0.0);

@@ -1,11 +1,11 @@
 // Discriminator-guided RL for flow models (spec methods-other section 4; Beltran-Velez et al. 2026): the base
-// generator p_0's SDE samples against real data train a class-balanced logistic discriminator on frozen
-// features (discriminator.h); its clipped logit r (an estimate of log p_data / p_0) is the reward of
-// KL-regularised RL from p_0, max E_pi[r] - beta KL(pi || p_0), whose optimum p_0 exp(r / beta) / Z is p_data
-// at beta = 1 (docs/METHODS.md). Methods (rl.method):
+// generator p_0's samples against real data train a class-balanced logistic discriminator on frozen features
+// (discriminator.h; p_0 is the sampler the method changes: the SDE's paths for grpo, the ODE's for rwfm); its clipped
+// logit r (an estimate of log p_data / p_0) is the reward of KL-regularised RL from p_0, max E_pi[r] - beta KL(pi ||
+// p_0), whose optimum p_0 exp(r / beta) / Z is p_data at beta = 1 (docs/METHODS.md). Methods (rl.method):
 //   grpo: GRPO over groups of `group` SDE samples of one class label, per-step Gaussian KL to the base
 //         (flow_grpo.h), one on-policy AdamW step per batch;
-//   rwfm: reward-weighted flow matching: a pool of base SDE samples weighted by exp(r / beta) (self-normalised),
+//   rwfm: reward-weighted flow matching: a pool of base ODE samples weighted by exp(r / beta) (self-normalised),
 //         the flow fine-tuned on them (weighted FM loss), which fits p_0 exp(r / beta) / Z directly;
 //   fm:   plain flow-matching steps on real data (the "train the base longer" baseline).
 // With rl.discriminator.refit_every = K > 0 the head is refitted every K steps on real data against the policy as
@@ -36,11 +36,12 @@ struct DgRlConfig {
   double lr = 3e-4;
   double weight_decay = 0.0;
   double max_grad_norm = 1.0;
-  int64_t batch = 256;    // rwfm / fm: samples per step
-  int64_t pool = 8192;    // rwfm: base samples weighted per round
-  double p_uncond = 0.1;  // fm: label dropout (class-conditional data only)
+  int64_t batch = 256;     // rwfm / fm: samples per step
+  int64_t pool = 8192;     // rwfm: base samples weighted per round
+  double p_uncond = 0.1;   // fm: label dropout (class-conditional data only)
+  int64_t ode_steps = 50;  // rwfm: the base samples' ODE steps
   int64_t seed = 1;
-  SdeConfig sde;        // [rl.sde]: the policy's sampler (grpo), the base samples' (discriminator, rwfm)
+  SdeConfig sde;        // [rl.sde]: the policy's sampler (grpo)
   FlowGrpoConfig grpo;  // [rl.grpo]
   DiscConfig disc;      // [rl.discriminator]
   void validate() const;
@@ -53,7 +54,7 @@ class DgRl {
   // policy starts as a copy of base (the caller's); both outlive this.
   DgRl(VelocityModel& policy, VelocityModel& base, const DataSource& data, const Features& f, DgRlConfig c);
   const DgRlConfig& config() const { return cfg_; }
-  // Fits round `round`'s head on real samples against `gen`'s SDE samples (and redraws the rwfm pool from gen).
+  // Fits round `round`'s head on real samples against `gen`'s samples (and redraws the rwfm pool from gen).
   DiscFitStats refit(VelocityModel& gen, int64_t round);
   // One RL step (step counts from 1): refits on the policy first when due. Returns the step's metrics.
   Metrics step(int64_t step);
@@ -79,6 +80,8 @@ class DgRl {
   Metrics rwfm_step(int64_t step);
   Metrics fm_step(int64_t step);
   void draw_pool(VelocityModel& gen, int64_t round);
+  // gen's samples for labels y: the SDE sampler's for grpo (the policy), the ODE's for rwfm (a velocity field).
+  std::vector<float> generate(VelocityModel& gen, const std::vector<int32_t>& y, uint64_t seed);
   void set_pool_ess();
   std::vector<int32_t> labels(int64_t n, uint64_t seed) const;  // drawn with the data's class frequencies
 

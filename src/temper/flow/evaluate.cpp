@@ -44,6 +44,12 @@ EvalReference eval_reference(const DataSource& data, const Features& f, const Ev
   r.gaussian = feature_gaussian(r.features.data(), c.samples, f.dim());
   const int64_t m = std::min(c.mmd_samples, c.samples);
   r.bandwidth = mmd_rbf(r.features.data(), m / 2, r.features.data() + (m / 2) * f.dim(), m - m / 2, f.dim()).bandwidth;
+  std::vector<float> x2;
+  std::vector<int32_t> y2;
+  data.sample(c.samples, mix_seed(static_cast<uint64_t>(c.seed), 3), x2, y2);
+  const std::vector<float> f2 = embed_all(f, x2);
+  r.fd_real = frechet_distance(r.gaussian, feature_gaussian(f2.data(), c.samples, f.dim()));
+  r.mmd_real = mmd_rbf(r.features.data(), m, f2.data(), m, f.dim(), r.bandwidth).mmd2;
   return r;
 }
 
@@ -76,6 +82,8 @@ void evaluate_model(VelocityModel& m, const DataSource& data, const Features& f,
   const auto n = static_cast<int64_t>(ref.y.size());
   const uint64_t seed = mix_seed(static_cast<uint64_t>(c.seed), 2);
   const Toy2d* truth = data.known();
+  out.emplace_back("fd_real", ref.fd_real);
+  out.emplace_back("mmd_real", ref.mmd_real);
   if (c.sampler != "sde") {
     OdeConfig oc;
     oc.steps = c.steps, oc.cfg = c.cfg;

@@ -3,7 +3,8 @@
 // frozen feature space: fd (Frechet distance, FID's formula), mmd (MMD^2, RBF at the reference's median
 // bandwidth), precision and recall (k-NN); on data with a known density also grid TV and KL(p_data || q) of
 // the histogram, the samples' NLL under p_data and, for ODE samples, kl_model_data = E_q[log q - log p_data]
-// with the Euler map's exact log q (ode_density.h). Metric names get the suffix "_sde" for SDE samples.
+// with the Euler map's exact log q (ode_density.h). Metric names get the suffix "_sde" for SDE samples;
+// fd_real and mmd_real are a second real set's (the floor sampling noise puts under any model).
 #pragma once
 
 #include <cstdint>
@@ -36,7 +37,8 @@ struct EvalReference {
   std::vector<float> x, features;  // [n, dim], [n, feature dim]
   std::vector<int32_t> y;
   FeatureGaussian gaussian;
-  double bandwidth = 0;  // MMD's, fixed for the run
+  double bandwidth = 0;              // MMD's, fixed for the run
+  double fd_real = 0, mmd_real = 0;  // a second real set of the same size against it: the metrics' noise floor
 };
 EvalReference eval_reference(const DataSource& data, const Features& f, const EvalConfig& c);
 

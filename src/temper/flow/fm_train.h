@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "temper/core/settings.h"
 #include "temper/flow/data_source.h"
@@ -17,6 +18,8 @@ struct FmTrainConfig {
   int64_t steps = 3000;
   int64_t batch = 256;
   double lr = 2e-3;
+  std::string schedule = "constant";  // constant | cosine (to lr_min at `steps`)
+  double lr_min = 0.0;
   double weight_decay = 0.0;
   double max_grad_norm = 1.0;  // <= 0: no clipping
   double p_uncond = 0.1;       // label dropout for classifier-free guidance (class-conditional data only)
@@ -26,9 +29,10 @@ struct FmTrainConfig {
 };
 
 struct FmStepStats {
-  double loss = 0, grad_norm = 0;
+  double loss = 0, grad_norm = 0, lr = 0;
 };
 
+double fm_lr(const FmTrainConfig& c, int64_t step);  // the schedule's learning rate at step (from 1)
 // step counts from 1. `grad` is scratch of param_count().
 FmStepStats fm_train_step(VelocityModel& m, nn::AdamW& opt, const DataSource& data, const FmTrainConfig& c,
                           int64_t step, std::vector<float>& grad);

@@ -20,8 +20,8 @@ class ModelKind {
  public:
   virtual ~ModelKind() = default;
   virtual void visit(KeyVisitor& v) = 0;  // the [model] keys besides kind
-  // The model for data of `dim` elements and `classes` labels; throws naming the key that does not fit.
-  virtual std::unique_ptr<VelocityModel> make(int64_t dim, int64_t classes) const = 0;
+  // The model for `data` (its dim, classes and, for images, shape); throws naming the key that does not fit.
+  virtual std::unique_ptr<VelocityModel> make(const DataSource& data) const = 0;
 };
 
 class DataKind {
