@@ -14,6 +14,7 @@
 #include "common/test_data.h"
 #include "common/tolerance.h"
 #include "temper/core/error.h"
+#include "temper/core/thread_pool.h"
 #include "temper/flow/dit.h"
 #include "temper/io/safetensors.h"
 
@@ -196,6 +197,26 @@ TEST(Dit, EvalForwardKeepsTrainingTape) {
   loss_grad(v, target, &dv);
   m.backward(dv.data(), grad.data());
   EXPECT_EQ(grad, want);
+}
+
+// The same bits for 1 and 2 threads: the products' sums, the attention tasks and the per-item and bias reductions
+// never depend on the thread count (f32 and bf16 products).
+TEST(Dit, SameBitsForAnyThreadCount) {
+  for (auto precision : {kernels::Precision::f32, kernels::Precision::bf16}) {
+    Golden g("dit_rgb");
+    g.cfg.precision = precision;
+    Dit m(g.cfg);
+    g.load(m);
+    std::vector<float> v1, g1, v2, g2;
+    const int before = num_threads();
+    set_num_threads(1);
+    run(g, m, v1, g1);
+    set_num_threads(2);
+    run(g, m, v2, g2);
+    set_num_threads(before);
+    EXPECT_EQ(v1, v2) << kernels::precision_name(precision);
+    EXPECT_EQ(g1, g2) << kernels::precision_name(precision);
+  }
 }
 
 TEST(Dit, Refusals) {
