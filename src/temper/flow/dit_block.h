@@ -19,9 +19,9 @@ inline constexpr float kDitNormEps = 1e-6f;
 struct DitBlockTape {
   std::vector<float> mod;                  // [B, 6C]: shift1, scale1, gate1, shift2, scale2, gate2
   std::vector<float> h1, rstd1, a1;        // norm1's rows, 1/std, modulated rows [N, C]
-  std::vector<float> qkv, att, lse, proj;  // [N, 3C], attention output [N, C], [B, H, T], proj output [N, C]
+  std::vector<float> qkv, att, lse, proj;  // [N, 3C], attention output [N, C], [B, H, T], proj product (no bias) [N, C]
   std::vector<float> h2, rstd2, a2;        // norm2, as norm1
-  std::vector<float> u, g, m;              // fc1 output [N, F], its GELU [N, F], fc2 output [N, C]
+  std::vector<float> u, g, m;              // fc1 output + bias [N, F], its GELU [N, F], fc2 product (no bias) [N, C]
   void resize(const DitConfig& c, int64_t B);
 };
 
