@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Evidence for Spotlight on the 2-D flow (issue 39 items 2-3, spec methods-other section 3; docs/METHODS.md
+# "Spotlight"): wall-clock to a target score, synchronous GRPO on random seeds against GRPO whose seeds one explorer
+# process chooses on the previous weights, with and without preemptions (SIGKILL of the explorer at random
+# intervals, mean PREEMPT_S, its replacement starting 0.2 s later). One base 2-D flow (8 Gaussians, 4 classes,
+# 128x3 MLP, 500 flow-matching steps), then per seed and task:
+#   dgrl     DG-RL: reward = the discriminator's clipped logit, beta 1 (the optimum is p_data): score = FD (ODE)
+#   density  reward = log p_data(x | y) clipped, beta 0.2 (reward maximisation): score = the eval samples' NLL
+# and per arm: sync1 (explorers 0, trainer on 1 thread), sync2 (explorers 0, 2 threads), spot (1 explorer, trainer
+# on 1 thread), spot_pre (spot with preemptions). wall = training time (evaluations excluded).
+# Prints per task and arm (means +- sd over seeds): steps and wall to the target (first evaluation at or under it;
+# "-" for seeds that never reach it), the final and best score, seconds per step, explorer deaths, re-queued and
+# expired requests, lost explorer seconds, mean join (spawn -> ready) of the explorers.
+# Usage: bench/flow_spotlight_evidence.sh TEMPER [SEEDS="0 1 2"] [STEPS=100] [FD_TARGET=0.0125] [NLL_TARGET=0.6]
+set -euo pipefail
+temper=$1
+seeds=${2:-"0 1 2"}
+steps=${3:-100}
+fd_target=${4:-0.0125}
+nll_target=${5:-0.6}
+preempt=${PREEMPT_S:-1.0}
+work=${SPOTLIGHT_WORK:-$(mktemp -d)}
+export OMP_WAIT_POLICY=passive
+fail() { echo "FAIL: $*" >&2; exit 1; }
+base="$work/base"
+[ -d "$base" ] || "$temper" flow train --out "$base" --threads 1 --set data.classes=4 --set train.steps=500 \
+  --set eval.every=500 > "$base.log" 2>&1 || fail "base: $(tail -3 "$base.log")"
+for seed in $seeds; do
+  for task in dgrl density; do
+    case $task in
+      dgrl) t=(--set rl.reward='"discriminator"' --set rl.beta=1.0) ;;
+      density) t=(--set rl.reward='"density"' --set rl.beta=0.2) ;;
+    esac
+    for arm in sync1 sync2 spot spot_pre; do
+      case $arm in
+        sync1) a=(--threads 1 --set flow.spotlight.explorers=0) ;;
+        sync2) a=(--threads 2 --set flow.spotlight.explorers=0) ;;
+        spot) a=(--set flow.spotlight.explorers=1) ;;
+        spot_pre) a=(--set flow.spotlight.explorers=1 --set flow.spotlight.preempt_every_s="$preempt"
+                     --set flow.spotlight.respawn_delay_s=0.2) ;;
+      esac
+      dir="$work/$task-$arm-$seed"
+      [ -d "$dir" ] || "$temper" flow spotlight --out "$dir" --set rl.base="$base" --set rl.seed="$seed" \
+        --set rl.steps="$steps" --set eval.every=5 --set rl.checkpoint_every="$steps" "${t[@]}" "${a[@]}" \
+        > "$dir.log" 2>&1 || fail "$task $arm $seed: $(tail -3 "$dir.log")"
+    done
+  done
+done
+
+python3 - "$work" "$seeds" "$fd_target" "$nll_target" <<'PY'
+import json, statistics, sys, os
+work, seeds, fd_t, nll_t = sys.argv[1], sys.argv[2].split(), float(sys.argv[3]), float(sys.argv[4])
+def ms(v, f="%.3g"):
+    v = [x for x in v if x is not None]
+    if not v: return "-"
+    return (f % statistics.mean(v)) + (" +- " + f % statistics.pstdev(v) if len(v) > 1 else "") + ("" if len(v) == len(seeds) else f" ({len(v)}/{len(seeds)})")
+for task, key, target in (("dgrl", "fd", fd_t), ("density", "nll", nll_t)):
+    print(f"\n{task}: score {key}, target {target}\n")
+    print("| arm | steps to target | wall s to target | final | best | s / step | deaths | re-queued | expired | lost s | join s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for arm in ("sync1", "sync2", "spot", "spot_pre"):
+        cols = [[] for _ in range(10)]
+        for s in seeds:
+            d = f"{work}/{task}-{arm}-{s}"
+            if not os.path.isdir(d): continue
+            rows = [json.loads(l) for l in open(d + "/metrics.jsonl")]
+            ev = [r for r in rows if r["kind"] == "eval"]
+            tr = [r for r in rows if r["kind"] == "train"]
+            hit = next((r for r in ev if r[key] <= target), None)
+            cols[0].append(hit["step"] if hit else None)
+            cols[1].append(hit["wall_s"] if hit else None)
+            cols[2].append(ev[-1][key])
+            cols[3].append(min(r[key] for r in ev))
+            cols[4].append(tr[-1]["wall_s"] / len(tr))
+            last = tr[-1]
+            cols[5].append(last.get("explorer_deaths", 0))
+            cols[6].append(last["requeued"])
+            cols[7].append(last["expired"])
+            cols[8].append(last.get("lost_seconds", 0))
+            joins = [r["join_s"] for r in tr if "join_s" in r]
+            cols[9].append(statistics.mean(joins) if joins else None)
+        if not cols[2]: continue
+        print(f"| {arm} | {ms(cols[0], '%.1f')} | {ms(cols[1], '%.2f')} | {ms(cols[2], '%.4g')} | {ms(cols[3], '%.4g')} | "
+              f"{ms(cols[4], '%.4f')} | {ms(cols[5], '%.1f')} | {ms(cols[6], '%.1f')} | {ms(cols[7], '%.0f')} | "
+              f"{ms(cols[8], '%.3f')} | {ms(cols[9], '%.3f')} |")
+PY
+echo "runs in $work"
