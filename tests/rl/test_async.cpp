@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "rl/letter_task.h"
@@ -346,4 +347,22 @@ TEST(Async, GrpoStillLearnsFromOneStepStaleRollouts) {
   std::printf("async reward: first 3 steps %.3f, last 3 steps %.3f\n", first, last);
   EXPECT_LT(first, 0.2);
   EXPECT_GT(last, first + 0.3);
+}
+
+TEST(Async, ThreadLimitCapsTheCallingThreadOnly) {
+  set_num_threads(2);
+  {
+    ThreadLimit one(1);
+    EXPECT_EQ(num_threads(), 1);
+    int other = 0;
+    std::thread([&] { other = num_threads(); }).join();
+    EXPECT_EQ(other, 2);  // another thread keeps the pool's count
+    {
+      ThreadLimit more(4);  // never above the pool's
+      EXPECT_EQ(num_threads(), 2);
+    }
+    EXPECT_EQ(num_threads(), 1);
+  }
+  EXPECT_EQ(num_threads(), 2);
+  set_num_threads(default_num_threads());
 }
