@@ -6,9 +6,10 @@
 #   fm      the base trained longer on real data, the compute grpo (beta 1) used (model row-evaluations)
 #   rwfm    DG-RL: reward-weighted flow matching on base ODE samples, weights exp(r / beta) (betas 0.25..4, and
 #           1000: the same fine-tuning on the base's own samples without the tilt, its control)
-# Prints one markdown row per arm: means +- sd over the seeds of the final evaluation (ODE samples: FD, MMD,
-# KL(model || data) exact, grid TV, precision, recall; SDE samples: FD), and the base's row (step 0) with the FD
-# floor of a second real set and the discriminator's logit vs the true log ratio (Pearson r at base samples).
+# Prints one markdown row per arm (docs/METHODS.md's table): means +- sd over the seeds of the final evaluation (SDE
+# samples: FD, MMD^2, NLL under p_data, grid TV, precision, recall; ODE samples: FD and the exact KL(model || data)),
+# the base's row (step 0) with the FD floor of a second real set and the discriminator's logit vs the true log ratio
+# (Pearson r at base samples).
 # Usage: bench/flow_dgrl.sh TEMPER [DATA=gaussians] [SEEDS="0 1 2"] [RL_STEPS=200]  (about 5 min a seed on 2 cores)
 set -euo pipefail
 temper=$1
@@ -54,7 +55,7 @@ def evals(d):
     return [r for r in map(json.loads, open(d + "/metrics.jsonl")) if r["kind"] == "eval"]
 arms = ["base"] + sorted({os.path.basename(p).rsplit("-", 1)[0] for p in glob.glob(work + "/*-*") if os.path.isdir(p)} - {"base"},
                          key=lambda a: (a.split("-b")[0], float(a.split("-b")[1]) if "-b" in a else 0))
-cols = ["fd", "mmd", "kl_model_data", "tv", "precision", "recall", "fd_sde"]
+cols = ["fd_sde", "fd", "mmd_sde", "kl_model_data", "nll_sde", "tv_sde", "precision_sde", "recall_sde"]
 print("| arm | steps | " + " | ".join(cols) + " |")
 print("|---|---|" + "---|" * len(cols))
 for arm in arms:
