@@ -132,8 +132,10 @@ class ImagesKind final : public DataKind {
     cfg_.visit(s);
   }
   void visit_features(KeyVisitor& v) override {
+    v("arch", ff_.arch, "the image network: cnn (3x3 convolutions, pooling, dense) or mlp", kFeatureArchNames);
+    v("conv", ff_.conv, "cnn: output channels of each convolution");
     v("dim", ff_.dim, "the image network's feature width");
-    v("hidden", ff_.hidden, "the image network's hidden widths");
+    v("hidden", ff_.hidden, "the image network's dense widths");
     v("train_images", ff_.train_images, "images the network is trained on (once, at start)");
     v("steps", ff_.steps, "the network's training steps");
     int64_t seed = static_cast<int64_t>(ff_.seed);
