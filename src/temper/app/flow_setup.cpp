@@ -4,12 +4,10 @@
 #include <cmath>
 #include <filesystem>
 
-#include "temper/app/checkpoint.h"
 #include "temper/core/error.h"
 #include "temper/core/tensor.h"
 #include "temper/flow/density_grid.h"
 #include "temper/flow/png.h"
-#include "temper/io/safetensors.h"
 
 namespace fs = std::filesystem;
 
@@ -66,24 +64,6 @@ void load_model_tensors(flow::VelocityModel& m, const SideCheckpoint& c, const s
     std::copy(t.begin(), t.end(), p.begin() + static_cast<std::ptrdiff_t>(off));
     off += n;
   }
-}
-
-SideCheckpoint read_run_checkpoint(const std::string& run, const std::string& command) {
-  const std::string dir = choose_resume_checkpoint(run, false, command);
-  TEMPER_CHECK(!dir.empty()) << run << ": the run has no checkpoint yet (" << command << " reads its newest)";
-  SideCheckpoint c;
-  c.from = dir;
-  const std::string st = (fs::path(dir) / "trainer_state.safetensors").string();
-  const io::SafetensorsFile f = io::SafetensorsFile::open(st);
-  for (const std::string& name : f.names()) {
-    const Tensor t = f.get(name);
-    std::vector<float> v(static_cast<size_t>(t.numel()));
-    io::copy_to_f32(t, v.data(), t.numel(), st + ": " + name);
-    c.tensors.emplace_back(name, std::move(v));
-  }
-  const std::string name = fs::path(dir).filename().string();  // step-N
-  c.step = name.rfind("step-", 0) == 0 ? std::stoll(name.substr(5)) : 0;
-  return c;
 }
 
 namespace {

@@ -37,9 +37,6 @@ std::vector<std::pair<std::string, std::vector<float>>> model_tensors(const flow
                                                                       const std::string& prefix = "model.");
 void load_model_tensors(flow::VelocityModel& m, const SideCheckpoint& c, const std::string& prefix = "model.");
 
-// The newest verified checkpoint of run directory `run` (throws naming the run when it has none).
-SideCheckpoint read_run_checkpoint(const std::string& run, const std::string& command);
-
 // Samples x [n, dim] with labels as a PNG at `path`: a scatter (2-D data) or an image grid (one row per class).
 void write_samples_png(const flow::DataSource& data, const std::vector<float>& x, const std::vector<int32_t>& y,
                        const std::string& path);

@@ -73,6 +73,12 @@ SideCheckpoint read_side_checkpoint(const std::string& dir) {
 
 }  // namespace
 
+SideCheckpoint read_run_checkpoint(const std::string& run, const std::string& command) {
+  const std::string dir = choose_resume_checkpoint(run, false, command);
+  TEMPER_CHECK(!dir.empty()) << run << ": the run has no checkpoint yet (" << command << " reads its newest)";
+  return read_side_checkpoint(dir);
+}
+
 const std::vector<float>& SideCheckpoint::tensor(const std::string& name) const {
   for (const auto& [n, v] : tensors)
     if (n == name) return v;

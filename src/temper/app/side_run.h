@@ -47,6 +47,10 @@ struct SideCheckpoint {
   std::string from;                                                 // the directory it was read from ("" : new)
 };
 
+// The newest verified checkpoint of another run directory (a base model, a run to sample from); throws naming the
+// run when it has none. command: the reader, named in messages.
+SideCheckpoint read_run_checkpoint(const std::string& run, const std::string& command);
+
 class SideRun {
  public:
   // command: "temper flow train" (for messages and history). default_recipe: the TOML used with neither a recipe
