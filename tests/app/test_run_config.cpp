@@ -103,7 +103,7 @@ TEST(RunConfig, EveryListedKeyIsReadAtItsListedDefault) {
     EXPECT_TRUE(sections.count(s)) << "no section [" << s << "] in --list-keys";
   EXPECT_NE(md.find("| `advantage_eps` | number | `0.0001` |"), std::string::npos);  // once undocumented
   for (auto& [sec, keys] : sections) {
-    if (sec == "curriculum") continue;  // needs a compositional task and no steps keys: tests/e2e/curriculum.sh
+    if (sec == "curriculum") continue;      // needs a compositional task and no steps keys: tests/e2e/curriculum.sh
     if (sec == "[reward].judge") continue;  // needs a judge model: tests/rl/test_judge_reward.cpp, tests/e2e/judge.sh
     const bool term = sec == "[reward]";    // "### [[reward]]": an array of tables, one source needed
     std::string toml = term ? "[[reward]]\n" : "[" + sec + "]\n";
@@ -183,6 +183,21 @@ TEST(RunConfig, RecipeReadmeKeyTablesAreCurrent) {
   ASSERT_TRUE(b != std::string::npos && e != std::string::npos) << "recipes/README.md lacks the generated key tables";
   EXPECT_EQ(text.substr(b + begin.size(), e - b - begin.size()), list_keys_markdown(rl::method_table()))
       << "recipes/README.md's key tables are stale: run scripts/gen-recipe-keys";
+}
+
+TEST(RunConfig, AReplacingDiscriminatorDefaultsToTheDistributionMatchingPoint) {
+  // Reverse KL at weight coef, RLOO's leave-one-out baseline, no std scaling (docs/METHODS.md derives why).
+  RunConfig c = read("[rl]\nsteps = 1\n[rl.discriminator]\ncoef = 0.5\n");
+  EXPECT_DOUBLE_EQ(c.rl.loss.kl_coef, 0.5);
+  EXPECT_EQ(c.rl.loss.kl_estimator, rl::KlEstimator::k2);
+  EXPECT_EQ(c.rl.advantage.estimator, rl::AdvantageEstimator::rloo);
+  EXPECT_EQ(c.rl.advantage.scale, rl::RewardScale::none);
+  RunConfig r = read("[rl]\nsteps = 1\n[rl.discriminator]\nkl = \"reward\"\n");  // the KL in the reward
+  EXPECT_DOUBLE_EQ(r.rl.loss.kl_coef, 0.0);
+  EXPECT_EQ(r.rl.advantage.estimator, rl::AdvantageEstimator::rloo);
+  RunConfig a = read("[rl]\nsteps = 1\n[rl.discriminator]\ncombine = \"add\"\n");  // no such point: defaults
+  EXPECT_EQ(a.rl.loss.kl_estimator, rl::KlEstimator::k3);
+  EXPECT_EQ(a.rl.advantage.estimator, rl::AdvantageEstimator::grpo);
 }
 
 TEST(RunConfig, ConflictsBetweenMethodsAreRefusedNamingBothSides) {

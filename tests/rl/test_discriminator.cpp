@@ -3,6 +3,7 @@
 // shift); the reward is clipped; the fitted head survives save/load; bad input is named.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 #include "rl/letter_task.h"
@@ -31,7 +32,8 @@ TEST(Discriminator, LogitRecoversTheLogDensityRatio) {
     Discriminator d;
     auto real = gauss(1, 10000, g), gen = gauss(-1, n_gen, g);
     d.fit(real, gen);
-    for (double x : {-1.5, -0.5, 0.0, 0.5, 1.5}) EXPECT_NEAR(d.logit({static_cast<float>(x)}), 2 * x, 0.15) << "x " << x << ", " << n_gen << " generated";
+    for (double x : {-1.5, -0.5, 0.0, 0.5, 1.5})
+      EXPECT_NEAR(d.logit({static_cast<float>(x)}), 2 * x, 0.15) << "x " << x << ", " << n_gen << " generated";
     EXPECT_NEAR(d.accuracy(real, gen), 0.841, 0.02);  // Phi(1): the Bayes rate
   }
 }
@@ -133,6 +135,53 @@ TEST(Discriminator, NgramFeaturesNeedNoModelAndRewardTheHeadsLogitOfTheReplysGra
   DiscRewardConfig bad = c;
   bad.features.ngram_dim = 8;
   EXPECT_THROW(bad.validate(), Error);
+}
+
+TEST(Discriminator, KlInTheRewardSubtractsCoefTimesTheSequenceLogRatioToTheReference) {
+  // kl = "reward": reward = coef x (logit - sum_t (log pi(x_t) - log pi_ref(x_t))), pi the sampling policy's
+  // log-probs, pi_ref recomputed here from the reference's logits.
+  using namespace temper::test;
+  RlSetup s;
+  Transformer reference(s.cfg);
+  reference.init_random(9, 0.05f);  // not the policy: the log-ratio is not zero
+  DiscRewardConfig c;
+  c.samples = 32;
+  c.coef = 0.5;
+  c.kl = DiscKl::reward;
+  c.features.kind = FeatureKind::ngrams;
+  c.features.ngram_dim = 256;
+  DiscReward d(c);
+  auto task = std::make_shared<GoldLetters>();
+  RlTrainer t(s.model, task, codec(), config(), s.safe, {&d}, &reference);
+  Metrics m = t.step();
+  const Batch& b = t.last_batch();
+  const int64_t V = s.cfg.vocab_size;
+  double kl_sum = 0;
+  int64_t rows = 0;
+  for (const Trajectory& x : b.traj) {
+    if (x.tokens.empty()) continue;
+    std::vector<int32_t> tok(x.prompt);
+    tok.insert(tok.end(), x.tokens.begin(), x.tokens.end());
+    const int64_t T = static_cast<int64_t>(tok.size());
+    std::vector<float> logits(static_cast<size_t>(T * V));
+    reference.forward_logits(tok.data(), 1, T, logits.data());
+    double kl = 0;
+    for (size_t k = 0; k < x.tokens.size(); ++k) {
+      const float* row = logits.data() + (x.prompt.size() + k - 1) * static_cast<size_t>(V);
+      double mx = row[0], z = 0;
+      for (int64_t v = 1; v < V; ++v) mx = std::max(mx, double(row[v]));
+      for (int64_t v = 0; v < V; ++v) z += std::exp(double(row[v]) - mx);
+      const double ref = double(row[x.tokens[k]]) - mx - std::log(z);
+      kl += double(x.old_logprob[k]) - ref;
+    }
+    const tasks::Problem& p = b.problems[size_t(x.problem)];
+    const double logit = d.head().reward(ngram_features(x.text, {p.shown()}, 256));
+    EXPECT_NEAR(x.reward, 0.5 * (logit - kl), 2e-4 * (1 + std::abs(kl)));
+    kl_sum += kl, ++rows;
+  }
+  ASSERT_GT(rows, 0);
+  EXPECT_GT(std::abs(kl_sum), 1e-3);  // the two models differ
+  EXPECT_NEAR(value(m, "disc_seq_kl_mean"), kl_sum / double(rows), 2e-4 * (1 + std::abs(kl_sum / double(rows))));
 }
 
 TEST(Discriminator, RefittingRoundsFitAFreshHeadEveryKStepsAndSurviveACheckpoint) {

@@ -12,7 +12,12 @@ void DiscRewardConfig::visit(KeyVisitor& v) {
   v("real", real, "the real replies: gold (the task's solutions), teacher (a dataset's teacher_response)",
     kRealRepliesNames);
   v("combine", combine, "replace the task's reward with coef x logit, or add it", kRewardCombineNames);
-  v("coef", coef, "the logit's weight (replace: also rl.kl_coef's default)");
+  v("coef", coef, "the logit's weight (replace: also the KL's weight, rl.kl_coef's default)");
+  v("kl", kl,
+    "the KL to the starting policy: loss (rl.kl_coef x rl.kl_estimator per token; replace makes k2 the default, the "
+    "reverse KL's gradient) or reward (coef x the sequence's sum_t log pi/pi_ref subtracted from the reward: the exact "
+    "sequence-level reverse KL; rl.kl_coef 0)",
+    kDiscKlNames);
   refit.visit(v);
   head.visit(v);
   features.visit(v);
@@ -103,6 +108,32 @@ void DiscReward::after_reward(Batch& b) {
     t.reward = cfg_.combine == RewardCombine::replace ? r : t.reward + r;
     reward_sum_ += r, ++rewarded_;
   }
+  if (cfg_.kl == DiscKl::reward) subtract_kl(b);
+}
+
+// reward -= coef x sum_t (log pi(x_t) - log pi_ref(x_t)) over the completion's sampled tokens (loss mask 1; an
+// environment's observations are not the policy's), pi the policy that sampled (Trajectory::old_logprob).
+void DiscReward::subtract_kl(Batch& b) {
+  std::vector<std::vector<int32_t>> prompts, tokens;
+  std::vector<Trajectory*> rows;
+  for (Trajectory& t : b.traj)
+    if (!t.tokens.empty()) prompts.push_back(t.prompt), tokens.push_back(t.tokens), rows.push_back(&t);
+  std::vector<std::vector<float>> ref;
+  env_.score_batch(prompts, tokens, /*initial=*/true, ref, nullptr);
+  kl_sum_ = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    Trajectory& t = *rows[i];
+    TEMPER_CHECK(t.old_logprob.size() == t.tokens.size() && ref[i].size() == t.tokens.size())
+        << "rl.discriminator.kl = \"reward\": a rollout's sampling log-probs (" << t.old_logprob.size()
+        << ") or reference log-probs (" << ref[i].size() << ") do not cover its " << t.tokens.size() << " tokens";
+    double kl = 0;
+    for (size_t k = 0; k < t.tokens.size(); ++k)
+      if (t.loss_mask.empty() || t.loss_mask[k] > 0.f)
+        kl += static_cast<double>(t.old_logprob[k]) - static_cast<double>(ref[i][k]);
+    t.reward -= cfg_.coef * kl;
+    kl_sum_ += kl;
+  }
+  kl_rows_ = static_cast<int64_t>(rows.size());
 }
 
 void DiscReward::metrics(Metrics& m) const {
@@ -110,21 +141,31 @@ void DiscReward::metrics(Metrics& m) const {
   m.emplace_back("disc_fit_accuracy", head_.stats().accuracy);
   m.emplace_back("disc_fit_examples", static_cast<double>(head_.stats().real + head_.stats().gen));
   m.emplace_back("disc_fits", static_cast<double>(head_.fits()));
+  if (cfg_.kl == DiscKl::reward)
+    m.emplace_back("disc_seq_kl_mean", kl_rows_ ? kl_sum_ / static_cast<double>(kl_rows_) : 0.0);
 }
 
 namespace {
-// The discriminator's logit estimates log p_data / p_0: KL-regularised RL on it with beta = coef and the raw
-// reward (no std scaling, which would change the effective beta) is the distribution-matching point (spec,
-// methods-other section 4). Added to a task's reward there is no such point, and the usual defaults stay.
+// The discriminator's logit estimates log p_data / p_0: KL-regularised RL on it with the reverse KL at beta = coef
+// and the raw reward is the distribution-matching point (spec, methods-other section 4; docs/METHODS.md derives it).
+// So with replace: no std scaling (it would change the effective beta), RLOO's leave-one-out baseline (GRPO's
+// r - mean_g includes the sample itself: an effective beta of G/(G-1)), and the reverse KL: k2 as the per-token
+// loss term (k3's gradient is the forward KL(pi_ref || pi)'s), or the sequence's log-ratio in the reward. Added to
+// a task's reward there is no such point, and the usual defaults stay.
 class DiscRewardSetup final : public MethodSetupOf<DiscRewardConfig> {
   void change_defaults(RecipeDefaults& d) const override {
+    if (cfg.kl == DiscKl::reward) d.set("rl.kl_coef", "0.0");  // the KL is in the reward
     if (cfg.combine != RewardCombine::replace) return;
-    d.set("rl.kl_coef", toml_float(cfg.coef));
+    if (cfg.kl == DiscKl::loss) {
+      d.set("rl.kl_coef", toml_float(cfg.coef));
+      d.set("rl.kl_estimator", "\"k2\"");
+    }
     d.set("rl.scale_rewards", "\"none\"");
+    d.set("rl.advantage", "\"rloo\"");
   }
   MethodNeeds needs() const override {
     MethodNeeds n;
-    n.reference = cfg.features.needs_model();
+    n.reference = cfg.features.needs_model() || cfg.kl == DiscKl::reward;
     return n;
   }
   MethodEffects effects() const override {

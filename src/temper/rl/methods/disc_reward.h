@@ -24,12 +24,21 @@ enum class RewardCombine { replace, add };  // the task's reward replaced by coe
 inline constexpr EnumNames<RewardCombine, 2> kRewardCombineNames{
     {{RewardCombine::replace, "replace"}, {RewardCombine::add, "add"}}};
 
+// Where the KL to the starting policy goes (docs/METHODS.md, discriminator-guided RL: why the reverse KL at beta 1 is
+// the distribution-matching point): loss, the trainer's per-token rl.kl_estimator term with rl.kl_coef = coef (k2
+// by default here: its gradient is the reverse KL's, token by token); reward, the sequence's log-ratio
+// sum_t (log pi - log pi_ref) over the sampled tokens subtracted from the reward, times coef (the exact
+// sequence-level reverse-KL gradient with the advantage's baseline; rl.kl_coef 0).
+enum class DiscKl { loss, reward };
+inline constexpr EnumNames<DiscKl, 2> kDiscKlNames{{{DiscKl::loss, "loss"}, {DiscKl::reward, "reward"}}};
+
 struct DiscRewardConfig {
   DiscriminatorConfig head;
-  int64_t samples = 256;            // problems the head is fitted on (one real and one generated reply each)
+  int64_t samples = 256;  // problems the head is fitted on (one real and one generated reply each)
   RealReplies real = RealReplies::gold;
   RewardCombine combine = RewardCombine::replace;
   double coef = 1.0;
+  DiscKl kl = DiscKl::loss;
   RefitConfig refit;
   ReplyFeatureConfig features;
   void validate() const;
@@ -51,12 +60,14 @@ FitStats fit_real_vs_policy(const MethodEnv& env, int64_t samples,
 // real replies (their gold solutions or dataset teacher responses); a discriminator head is fitted on
 // the frozen reference model's mean final hidden states (rl/discriminator.h), or with features = "ngrams" on
 // hashed character n-grams of the reply with the question as context (rl/reply_features.h), and frozen. Each rollout's
-// reward becomes coef x its clipped logit (replace), or is added to the task's reward (add). With
-// rl.kl_coef = 1 the KL-regularised optimum is the real distribution (balanced classes make the logit
-// log p_real / p_0). The head is checkpointed, so a resume does not refit it on a later policy.
-// Refitting rounds (the spec's `rounds`; one by default, the theory-clean choice at kl_coef 1): with rounds R > 1
-// a fresh head is fitted again every `refit_every` steps on the real replies against the policy as it stands
-// then (p_k), on the next `samples` training problems, R fits in all; the reward uses the latest head.
+// reward becomes coef x its clipped logit (replace), or is added to the task's reward (add). With the reverse KL
+// at weight coef the KL-regularised optimum is the real distribution (balanced classes make the logit
+// log p_real / p_0): with replace, the defaults are rl.kl_coef = coef, rl.kl_estimator = "k2", rl.advantage = "rloo"
+// and rl.scale_rewards = "none" (kl = "loss"), or the KL in the reward (kl = "reward", rl.kl_coef 0). The head is
+// checkpointed, so a resume does not refit it on a later policy. Refitting rounds (the spec's `rounds`; one by default,
+// the theory-clean choice at kl_coef 1): with rounds R > 1 a fresh head is fitted again every `refit_every` steps on
+// the real replies against the policy as it stands then (p_k), on the next `samples` training problems, R fits in all;
+// the reward uses the latest head.
 class DiscReward : public Method {
  public:
   explicit DiscReward(DiscRewardConfig cfg);
@@ -71,12 +82,13 @@ class DiscReward : public Method {
 
  private:
   void fit();
+  void subtract_kl(Batch& b);  // kl = "reward"
   DiscRewardConfig cfg_;
   MethodEnv env_;
   ReplyFeatures features_;
   RefittedHead head_;
-  double reward_sum_ = 0;
-  int64_t rewarded_ = 0;
+  double reward_sum_ = 0, kl_sum_ = 0;
+  int64_t rewarded_ = 0, kl_rows_ = 0;
 };
 
 // The method's entry in the table of methods (rl/methods/registry.cpp).
