@@ -119,6 +119,22 @@ TEST(MemoryPlan, RolloutsAddTheKvCacheAsBudgetedOrComputed) {
   EXPECT_EQ(item(plan_memory(c, s), "KV cache"), std::floor(256.0 * (1 << 20) / block) * block);
 }
 
+TEST(MemoryPlan, AsyncAddsTheExplorersWeightsAndItsOwnKvCache) {
+  const ModelConfig c = qwen25_7b();
+  MemorySettings s;
+  s.seq = 1024, s.max_new = 512, s.prompts = 2, s.group = 4, s.max_seqs = 64, s.packed = false;
+  const MemoryPlan sync = plan_memory(c, s);
+  EXPECT_EQ(item(sync, "explorer snapshot"), -1);
+  s.async = true;
+  const MemoryPlan async = plan_memory(c, s);
+  const double flat = static_cast<double>(ParamLayout(c).total());
+  EXPECT_EQ(item(async, "explorer snapshot"), 4 * flat);  // f32, no packed copy
+  EXPECT_EQ(item(async, "KV cache (explorer)"), item(async, "KV cache"));
+  EXPECT_EQ(item(async, "rollout logits (explorer)"), 4.0 * 64 * 152064);
+  s.precision = kernels::Precision::bf16;  // + the bf16 row-major copy
+  EXPECT_EQ(item(plan_memory(c, s), "explorer snapshot"), 6 * flat);
+}
+
 TEST(MemoryPlan, OutOfRangeSettingsAreNamed) {
   const ModelConfig c = qwen25_7b();
   MemorySettings s;

@@ -288,6 +288,12 @@ class PlanBuilder {
     add("KV cache", kv_bytes(cfg_, s_.kv_memory_mb, seqs, s_.seq, host_elem, elem), note, dev_host_);
     add("rollout logits", 4.0 * static_cast<double>(s_.max_seqs * cfg_.vocab_size), "max_seqs x vocabulary, f32",
         dev_host_);
+    if (s_.async) {  // rl/async_explorer.h: a Transformer of the previous version (its decode copy) and its engine
+      add("explorer snapshot", 4 * flat_ + (bf16_ ? 2 * flat_ + packed_bytes(cfg_, 2) : packed_bytes(cfg_, 4)),
+          "rl.async: the previous version's weights", true);
+      add("KV cache (explorer)", kv_bytes(cfg_, s_.kv_memory_mb, seqs, s_.seq, host_elem, elem), "rl.async", dev_host_);
+      add("rollout logits (explorer)", 4.0 * static_cast<double>(s_.max_seqs * cfg_.vocab_size), "rl.async", dev_host_);
+    }
     if (dev_ != Dev::cpu || !s_.reuse_activations || s_.recompute || lora_) return;
     const int64_t C = cfg_.hidden_size, QKV = cfg_.qkv_dim(), H = cfg_.num_heads;
     int64_t w = C + 1 + QKV + H * cfg_.head_dim + C + 1 + 2 * cfg_.intermediate_size + H;  // each_act_field
