@@ -7,7 +7,8 @@
 #   dgrl     DG-RL: reward = the discriminator's clipped logit, beta 1 (the optimum is p_data): score = FD (ODE)
 #   density  reward = log p_data(x | y) clipped, beta 0.2 (reward maximisation): score = the eval samples' NLL
 # and per arm: sync1 (explorers 0, trainer on 1 thread), sync2 (explorers 0, 2 threads), spot (1 explorer, trainer
-# on 1 thread), spot_pre (spot with preemptions). wall = training time (evaluations excluded).
+# on 1 thread), spot_nice (spot with the explorer at niceness +19: the trainer keeps the core when both want it),
+# spot_pre (spot with preemptions). wall = training time (evaluations excluded).
 # Prints per task and arm (means +- sd over seeds): steps and wall to the target (first evaluation at or under it;
 # "-" for seeds that never reach it), the final and best score, seconds per step, explorer deaths, re-queued and
 # expired requests, lost explorer seconds, mean join (spawn -> ready) of the explorers.
@@ -31,11 +32,12 @@ for seed in $seeds; do
       dgrl) t=(--set rl.reward='"discriminator"' --set rl.beta=1.0) ;;
       density) t=(--set rl.reward='"density"' --set rl.beta=0.2) ;;
     esac
-    for arm in sync1 sync2 spot spot_pre; do
+    for arm in sync1 sync2 spot spot_nice spot_pre; do
       case $arm in
         sync1) a=(--threads 1 --set flow.spotlight.explorers=0) ;;
         sync2) a=(--threads 2 --set flow.spotlight.explorers=0) ;;
         spot) a=(--set flow.spotlight.explorers=1) ;;
+        spot_nice) a=(--set flow.spotlight.explorers=1 --set flow.spotlight.explorer_nice=19) ;;
         spot_pre) a=(--set flow.spotlight.explorers=1 --set flow.spotlight.preempt_every_s="$preempt"
                      --set flow.spotlight.respawn_delay_s=0.2) ;;
       esac
@@ -58,7 +60,7 @@ for task, key, target in (("dgrl", "fd", fd_t), ("density", "nll", nll_t)):
     print(f"\n{task}: score {key}, target {target}\n")
     print("| arm | steps to target | wall s to target | final | best | s / step | deaths | re-queued | expired | lost s | join s |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for arm in ("sync1", "sync2", "spot", "spot_pre"):
+    for arm in ("sync1", "sync2", "spot", "spot_nice", "spot_pre"):
         cols = [[] for _ in range(10)]
         for s in seeds:
             d = f"{work}/{task}-{arm}-{s}"

@@ -119,7 +119,7 @@ int run_flow_spotlight(const SideRunOptions& o) {
   es.flow_config = rc.base_config, es.seed = seed, es.sde = rc.rl.sde, es.sampler = rc.spot.sampler;
   es.reward = rc.reward, es.clip = rc.reward_clip, es.min_request_s = rc.spot.min_request_s;
   if (rc.reward == "discriminator") es.tensors = sp.rl->disc().tensors("disc");
-  const std::vector<std::string> argv = explorer_argv(rc.spot.explorer_threads);
+  const std::vector<std::string> argv = explorer_argv(rc.spot.explorer_threads, rc.spot.explorer_nice);
   tr.start_explorers({argv, setup_message(es)});
   const std::string schedule = run.dir() + "/schedule.jsonl";
   truncate_schedule(schedule, start);

@@ -15,6 +15,6 @@
 namespace temper::app {
 
 int run_flow_spotlight(const SideRunOptions& o);
-int run_flow_explore(int fd, int threads);
+int run_flow_explore(int fd, int threads, int nice);
 
 }  // namespace temper::app

@@ -13,7 +13,7 @@
 
 namespace temper::app {
 
-std::vector<std::string> explorer_argv(int64_t threads) {
+std::vector<std::string> explorer_argv(int64_t threads, int64_t nice) {
   std::string exe;
   if (const char* e = std::getenv("TEMPER_SPOTLIGHT_EXE"); e && *e) {
     exe = e;
@@ -23,7 +23,7 @@ std::vector<std::string> explorer_argv(int64_t threads) {
     TEMPER_CHECK(n > 0) << "temper flow spotlight: cannot find this program (/proc/self/exe) to start explorers";
     exe.assign(buf, static_cast<size_t>(n));
   }
-  return {exe, "flow", "explore", "--threads", std::to_string(threads)};
+  return {exe, "flow", "explore", "--threads", std::to_string(threads), "--nice", std::to_string(nice)};
 }
 
 void print_pool_summary(spotlight::SpotlightTrainer& tr) {

@@ -14,7 +14,7 @@
 
 namespace temper::app {
 
-std::vector<std::string> explorer_argv(int64_t threads);
+std::vector<std::string> explorer_argv(int64_t threads, int64_t nice = 0);
 void print_pool_summary(spotlight::SpotlightTrainer& tr);
 // Spawn -> ready seconds of one explorer with the store's explorer version from memory, or (from_checkpoint)
 // reading dir's newest checkpoint.

@@ -8,6 +8,7 @@ void SpotlightConfig::visit(KeyVisitor& v) {
   v("explorers", explorers, "explorer processes scoring candidate seeds (0: synchronous GRPO on random seeds)");
   v("max_staleness", max_staleness, "explorers compute with the trainer's weights version minus this");
   v("explorer_threads", explorer_threads, "threads of each explorer process");
+  v("explorer_nice", explorer_nice, "the explorers' niceness (> 0: the trainer wins a core they share)");
   v.choice("sampler", sampler, "the explorers' sampler: sde | ode", {"sde", "ode"});
   v("barrier", barrier, "each step waits for its exploration (a deterministic schedule; tests)");
   v("barrier_timeout_s", barrier_timeout_s, "the longest a barrier waits before the run fails");
@@ -25,6 +26,8 @@ void SpotlightConfig::validate() const {
   TEMPER_CHECK(explorers >= 0 && explorers <= 64) << "flow.spotlight.explorers: expected 0..64, got " << explorers;
   TEMPER_CHECK(max_staleness >= 0 && max_staleness <= 4)
       << "flow.spotlight.max_staleness: expected 0..4 (the paper: 1), got " << max_staleness;
+  TEMPER_CHECK(explorer_nice >= 0 && explorer_nice <= 19)
+      << "flow.spotlight.explorer_nice: expected 0..19, got " << explorer_nice;
   TEMPER_CHECK(explorer_threads >= 1) << "flow.spotlight.explorer_threads: expected >= 1, got " << explorer_threads;
   TEMPER_CHECK(sampler == "sde" || sampler == "ode")
       << "flow.spotlight.sampler: expected \"sde\" or \"ode\", got '" << sampler << "'";

@@ -16,6 +16,7 @@ struct SpotlightConfig {
   int64_t explorers = 1;         // explorer processes (0: synchronous GRPO on random seeds)
   int64_t max_staleness = 1;     // explorers compute with the trainer's version minus this
   int64_t explorer_threads = 1;  // threads of each explorer process
+  int64_t explorer_nice = 0;     // the explorers' niceness (> 0: the trainer, on the critical path, wins a shared core)
   std::string sampler = "sde";   // the explorers' sampler: sde (the trainer's paths) | ode (the seed's ODE map)
   bool barrier = false;          // each step waits for its exploration (a deterministic schedule: tests)
   double barrier_timeout_s = 120;

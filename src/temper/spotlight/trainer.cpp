@@ -69,7 +69,7 @@ flow::Metrics SpotlightTrainer::step(int64_t s) {
     if (std::find(sc_.kill_steps.begin(), sc_.kill_steps.end(), s) != sc_.kill_steps.end()) pool_->kill_busy(5.0);
   }
   t.train_begin = queue_.now();
-  flow::Metrics m = train(s);
+  flow::Metrics m = train();
   t.train_end = queue_.now();
   store_.push(s, policy_.params());
   if (pool_ && sc_.barrier) {
@@ -80,7 +80,7 @@ flow::Metrics SpotlightTrainer::step(int64_t s) {
   }
   t.end = queue_.now();
   const double train_s = t.train_end - t.train_begin, step_s = t.end - t.begin;
-  train_s_ema_ = train_s_ema_ > 0 ? 0.8 * train_s_ema_ + 0.2 * step_s : step_s;
+  step_s_ema_ = step_s_ema_ > 0 ? 0.8 * step_s_ema_ + 0.2 * step_s : step_s;
   m.emplace_back("train_s", train_s);
   m.emplace_back("step_s", step_s);
   add_explore_metrics(t.results, m);
@@ -125,9 +125,9 @@ std::vector<GroupPlan> SpotlightTrainer::choose(int64_t s, const std::vector<int
 }
 
 int64_t SpotlightTrainer::budget() const {
-  if (sc_.planner.budget > 0 || sc_.barrier || request_s_ema_ <= 0 || train_s_ema_ <= 0) return sc_.planner.budget;
+  if (sc_.planner.budget > 0 || sc_.barrier || request_s_ema_ <= 0 || step_s_ema_ <= 0) return sc_.planner.budget;
   const auto groups = rl_.grpo.groups;
-  const double n = std::ceil(std::max(pool_->alive(), 1) * train_s_ema_ / request_s_ema_);
+  const double n = std::ceil(std::max(pool_->alive(), 1) * step_s_ema_ / request_s_ema_);
   return std::max<int64_t>(groups, static_cast<int64_t>(std::min(n, 1e9)));
 }
 
@@ -138,8 +138,7 @@ void SpotlightTrainer::explore_next(int64_t s) {
   pool_->notify();
 }
 
-flow::Metrics SpotlightTrainer::train(int64_t s) {
-  (void)s;
+flow::Metrics SpotlightTrainer::train() {
   const int64_t G = sc_.planner.group, groups = static_cast<int64_t>(groups_.size()), B = G * groups;
   std::vector<int32_t> y(static_cast<size_t>(B));
   std::vector<uint64_t> key(static_cast<size_t>(B)), stream(static_cast<size_t>(B));

@@ -76,7 +76,7 @@ class SpotlightTrainer {
   std::vector<GroupPlan> choose(int64_t s, const std::vector<int32_t>& labels, std::vector<ExploreResult>& results);
   void explore_next(int64_t s);
   int64_t budget() const;
-  flow::Metrics train(int64_t s);
+  flow::Metrics train();  // regenerates groups_ with the current weights; one AdamW step
   void add_explore_metrics(const std::vector<ExploreResult>& results, flow::Metrics& m) const;
 
   flow::VelocityModel& policy_;
@@ -94,7 +94,7 @@ class SpotlightTrainer {
   std::map<int64_t, std::vector<GroupPlan>> replay_;
   std::vector<GroupPlan> groups_;
   std::vector<StepTrace> trace_;
-  double train_s_ema_ = 0, request_s_ema_ = 0;
+  double step_s_ema_ = 0, request_s_ema_ = 0;
 };
 
 }  // namespace temper::spotlight

@@ -39,7 +39,7 @@ nlohmann::json SpotlightTrainer::state() const {
           {"oldest_version", store_.oldest()},
           {"planner", planner_.state()},
           {"ahead", ahead},
-          {"ema", {train_s_ema_, request_s_ema_}}};
+          {"ema", {step_s_ema_, request_s_ema_}}};
 }
 
 void SpotlightTrainer::restore(const TensorLookup& tensor, const nlohmann::json& s) {
@@ -55,7 +55,7 @@ void SpotlightTrainer::restore(const TensorLookup& tensor, const nlohmann::json&
   queue_.restore_committed(std::move(ahead));
   const auto ema = s.at("ema").get<std::vector<double>>();
   TEMPER_CHECK(ema.size() == 2) << "spotlight checkpoint state: 'ema' expected 2 numbers";
-  train_s_ema_ = ema[0], request_s_ema_ = ema[1];
+  step_s_ema_ = ema[0], request_s_ema_ = ema[1];
 }
 
 }  // namespace temper::spotlight
