@@ -43,7 +43,7 @@ TEST(SpotlightSampler, PerRowStreamsAreSampleSde) {
   const flow::SdeTrajectory a = flow::sample_sde(*s.parts.model, y.data(), B, c, 77);
   std::vector<uint64_t> key(B, 77), stream(B);
   std::iota(stream.begin(), stream.end(), uint64_t{0});
-  const flow::SdeTrajectory b = sample_sde_streams(*s.parts.model, y.data(), key.data(), stream.data(), B, c);
+  const flow::SdeTrajectory b = flow::sample_sde_rows(*s.parts.model, y.data(), key.data(), stream.data(), B, c);
   EXPECT_EQ(a.x, b.x);
   EXPECT_EQ(a.logp, b.logp);
   // A seed's sample does not depend on the rows beside it.

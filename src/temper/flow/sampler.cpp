@@ -74,7 +74,8 @@ double gaussian_log_prob(const float* x, const float* mean, int64_t dim, double 
   return -0.5 * q - static_cast<double>(dim) * (std::log(s) + 0.5 * std::log(2 * std::numbers::pi));
 }
 
-SdeTrajectory sample_sde(VelocityModel& m, const int32_t* y, int64_t B, const SdeConfig& c, uint64_t seed) {
+SdeTrajectory sample_sde_rows(VelocityModel& m, const int32_t* y, const uint64_t* key, const uint64_t* stream,
+                              int64_t B, const SdeConfig& c) {
   TEMPER_CHECK(c.steps >= 1 && c.noise > 0)
       << "sde sampler: expected steps >= 1 and noise > 0, got " << c.steps << " and " << c.noise;
   const int64_t d = m.dim();
@@ -84,7 +85,8 @@ SdeTrajectory sample_sde(VelocityModel& m, const int32_t* y, int64_t B, const Sd
   tr.y.assign(y, y + B);
   tr.logp.resize(static_cast<size_t>(c.steps * B));
   std::vector<Rng> rng;
-  for (int64_t i = 0; i < B; ++i) rng.emplace_back(seed, static_cast<uint64_t>(i));
+  rng.reserve(static_cast<size_t>(B));
+  for (int64_t i = 0; i < B; ++i) rng.emplace_back(key[i], stream[i]);
   for (int64_t i = 0; i < B * d; ++i) tr.x[static_cast<size_t>(i)] = rng[static_cast<size_t>(i / d)].normal();
   std::vector<float> v(static_cast<size_t>(B * d)), mean(static_cast<size_t>(B * d));
   for (int64_t k = 0; k < c.steps; ++k) {
@@ -101,6 +103,12 @@ SdeTrajectory sample_sde(VelocityModel& m, const int32_t* y, int64_t B, const Sd
           static_cast<float>(gaussian_log_prob(next + i * d, mean.data() + i * d, d, st.s));
   }
   return tr;
+}
+
+SdeTrajectory sample_sde(VelocityModel& m, const int32_t* y, int64_t B, const SdeConfig& c, uint64_t seed) {
+  std::vector<uint64_t> key(static_cast<size_t>(B), seed), stream(static_cast<size_t>(B));
+  for (int64_t i = 0; i < B; ++i) stream[static_cast<size_t>(i)] = static_cast<uint64_t>(i);
+  return sample_sde_rows(m, y, key.data(), stream.data(), B, c);
 }
 
 }  // namespace temper::flow

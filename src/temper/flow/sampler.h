@@ -52,6 +52,10 @@ struct SdeTrajectory {
 };
 // Row i's noise (its x_1, then each step's) from Philox stream (seed, i): a row's draws do not depend on B.
 SdeTrajectory sample_sde(VelocityModel& m, const int32_t* y, int64_t B, const SdeConfig& c, uint64_t seed);
+// The same with row i's draws from Philox stream (key[i], stream[i]): a path named by the caller, the same
+// wherever it is generated (Spotlight: a candidate seed in an explorer's chunk and in the trainer's group).
+SdeTrajectory sample_sde_rows(VelocityModel& m, const int32_t* y, const uint64_t* key, const uint64_t* stream,
+                              int64_t B, const SdeConfig& c);
 
 // log N(x; mean, s^2 I) over dim elements.
 double gaussian_log_prob(const float* x, const float* mean, int64_t dim, double s);

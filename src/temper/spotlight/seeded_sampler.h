@@ -1,7 +1,7 @@
 // The flow samplers with one noise stream per row named by the caller, so a candidate seed means the same
 // random path wherever it is generated (an explorer's chunk of 8, the trainer's group of G): row i draws its
 // x_1 and every SDE step's noise from Philox stream (seed_key(run_seed, label), seed id), in the order of
-// flow::sample_sde (which names row i's stream (seed, i): with those streams the two agree bitwise, tested).
+// flow::sample_sde_rows (SDE paths) and flow::sample_ode (from the rows' x_1).
 // Leaves out the sampler's mathematics (flow/sampler.h: sde_step, guided_velocity).
 #pragma once
 
@@ -15,9 +15,6 @@ namespace temper::spotlight {
 // The Philox key of class `label`'s seeds in a run.
 uint64_t seed_key(uint64_t run_seed, int32_t label);
 
-// SDE paths for rows (y[i], stream (key[i], stream[i])).
-flow::SdeTrajectory sample_sde_streams(flow::VelocityModel& m, const int32_t* y, const uint64_t* key,
-                                       const uint64_t* stream, int64_t B, const flow::SdeConfig& c);
 // Euler ODE samples from the same rows' x_1.
 std::vector<float> sample_ode_streams(flow::VelocityModel& m, const int32_t* y, const uint64_t* key,
                                       const uint64_t* stream, int64_t B, const flow::OdeConfig& c);

@@ -150,7 +150,7 @@ flow::Metrics SpotlightTrainer::train() {
     key[static_cast<size_t>(i)] = seed_key(static_cast<uint64_t>(rl_.seed), p.label);
     stream[static_cast<size_t>(i)] = p.seeds[static_cast<size_t>(i % G)];
   }
-  const flow::SdeTrajectory tr = sample_sde_streams(policy_, y.data(), key.data(), stream.data(), B, rl_.sde);
+  const flow::SdeTrajectory tr = flow::sample_sde_rows(policy_, y.data(), key.data(), stream.data(), B, rl_.sde);
   const std::vector<float> x(tr.sample(), tr.sample() + B * policy_.dim());
   const std::vector<double> r = reward_(x, y);
   grad_.assign(static_cast<size_t>(policy_.param_count()), 0.f);
