@@ -7,14 +7,11 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "temper/app/checkpoint.h"
 #include "temper/app/control_recipe.h"
 #include "temper/app/run_dir.h"
 #include "temper/control/control_trainer.h"
 #include "temper/core/error.h"
 #include "temper/core/thread_pool.h"
-#include "temper/io/json_file.h"
-#include "temper/io/safetensors.h"
 
 namespace fs = std::filesystem;
 
@@ -67,26 +64,6 @@ control::TrainerState state_from(const SideCheckpoint& c) {
   return s;
 }
 
-// The newest checkpoint of RUN with its state.
-SideCheckpoint read_control_checkpoint(const std::string& run, bool fallback, const std::string& command) {
-  const std::string dir = choose_resume_checkpoint(run, fallback, command);
-  TEMPER_CHECK(!dir.empty()) << run << ": the run has no checkpoint yet (" << command << " reads its newest)";
-  SideCheckpoint c;
-  c.from = dir;
-  const nlohmann::json j = io::read_json_file((fs::path(dir) / "trainer_state.json").string());
-  c.step = j.value("step", int64_t{0});
-  if (j.contains("state")) c.state = j["state"];
-  const std::string st = (fs::path(dir) / "trainer_state.safetensors").string();
-  const io::SafetensorsFile f = io::SafetensorsFile::open(st);
-  for (const std::string& name : f.names()) {
-    const Tensor t = f.get(name);
-    std::vector<float> v(static_cast<size_t>(t.numel()));
-    io::copy_to_f32(t, v.data(), t.numel(), st + ": " + name);
-    c.tensors.emplace_back(name, std::move(v));
-  }
-  return c;
-}
-
 // The meta-knowledge a checkpoint carries (a meta run's, fitted when saved; a transfer run's frozen copy).
 MetaKnowledge knowledge_from(const SideCheckpoint& c) {
   TEMPER_CHECK(c.state.contains("meta")) << c.from << ": no meta-knowledge in this checkpoint (a scratch run?)";
@@ -110,7 +87,7 @@ std::optional<MetaKnowledge> frozen_knowledge(ControlRunConfig& cfg, const std::
   if (ck) {
     k = knowledge_from(*ck);
   } else {
-    const SideCheckpoint m = read_control_checkpoint(cfg.meta_run, false, command);
+    const SideCheckpoint m = read_run_checkpoint(cfg.meta_run, command);
     TEMPER_CHECK(m.state.value("stage", "") == "meta")
         << m.from << ": control.meta_run must be a meta run (stage \"meta\"), this one is stage '"
         << m.state.value("stage", "?") << "'";
@@ -220,7 +197,7 @@ int control_eval(const ControlEvalOptions& o) {
   Recipe r = Recipe::load(recorded_config(o.run));
   ControlRunConfig cfg;
   read_control_config(r, cfg);
-  const SideCheckpoint ck = read_control_checkpoint(o.run, o.fallback, cmd);
+  const SideCheckpoint ck = read_run_checkpoint(o.run, cmd, o.fallback);
   std::optional<MetaKnowledge> frozen;
   if (cfg.control.stage == Stage::transfer) frozen = frozen_knowledge(cfg, ck, cmd);
   ControlTrainer t(cfg.control, frozen);

@@ -73,8 +73,8 @@ SideCheckpoint read_side_checkpoint(const std::string& dir) {
 
 }  // namespace
 
-SideCheckpoint read_run_checkpoint(const std::string& run, const std::string& command) {
-  const std::string dir = choose_resume_checkpoint(run, false, command);
+SideCheckpoint read_run_checkpoint(const std::string& run, const std::string& command, bool fallback) {
+  const std::string dir = choose_resume_checkpoint(run, fallback, command);
   TEMPER_CHECK(!dir.empty()) << run << ": the run has no checkpoint yet (" << command << " reads its newest)";
   return read_side_checkpoint(dir);
 }

@@ -48,8 +48,9 @@ struct SideCheckpoint {
 };
 
 // The newest verified checkpoint of another run directory (a base model, a run to sample from); throws naming the
-// run when it has none. command: the reader, named in messages.
-SideCheckpoint read_run_checkpoint(const std::string& run, const std::string& command);
+// run when it has none. command: the reader, named in messages. fallback: a damaged newest one gives way to the
+// previous good one (choose_resume_checkpoint).
+SideCheckpoint read_run_checkpoint(const std::string& run, const std::string& command, bool fallback = false);
 
 class SideRun {
  public:
