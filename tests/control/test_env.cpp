@@ -114,6 +114,24 @@ TEST(ControlBody, LegSpeedIsNonlinearInFrequency) {
   EXPECT_NEAR(std::atan2(obs[5], obs[4]), 0.4, 1e-5);
 }
 
+TEST(ControlBody, LegActionNoiseMatchesItsUsefulRange) {
+  // The leg's speed peaks at |a| = f_peak / f_max < 0.7: its default action noise is smaller than the unit-range
+  // bodies' by about that factor (std 0.37 vs 0.61).
+  Leg leg;
+  float best = 0.f, a_peak = 0.f;
+  for (int k = 1; k <= 100; ++k) {
+    float a = 0.01f * float(k), v = leg.speed_at(a * leg.params().f_max);
+    if (v > best) best = v, a_peak = a;
+  }
+  EXPECT_GT(a_peak, 0.6f);
+  EXPECT_LT(a_peak, 0.75f);
+  EXPECT_FLOAT_EQ(default_init_log_std(BodyKind::leg), -1.f);
+  for (BodyKind k : {BodyKind::point_mass, BodyKind::second_order, BodyKind::second_order_slow})
+    EXPECT_FLOAT_EQ(default_init_log_std(k), -0.5f);
+  double ratio = std::exp(default_init_log_std(BodyKind::leg)) / std::exp(default_init_log_std(BodyKind::second_order));
+  EXPECT_NEAR(ratio, a_peak, 0.1);
+}
+
 TEST(ControlTask, DrawsAreMagnitudeTimesModeDirection) {
   TaskSpec s;
   s.modes = 4;

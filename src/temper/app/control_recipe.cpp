@@ -93,6 +93,7 @@ void read_control_config(Recipe& r, ControlRunConfig& rc) {
   read_section(r, "control.", [&](KeyVisitor& v) { visit_control(c, rc, stage, body, v); });
   c.stage = control::stage_from(stage, r.source() + ": control.stage");
   c.env.body = control::body_kind_from(body, r.source() + ": control.body");
+  if (!r.has("control.init_log_std")) c.init_log_std = control::default_init_log_std(c.env.body);
   read_section(r, "control.task.", [&](KeyVisitor& v) { visit_task(c.env.task, kind, v); });
   c.env.task.kind = control::task_kind_from(kind, r.source() + ": control.task.kind");
   read_section(r, "control.ppo.", [&](KeyVisitor& v) { visit_ppo(c.ppo, v); });

@@ -37,6 +37,10 @@ const char* body_kind_name(BodyKind k) {
   return "?";
 }
 
+float default_init_log_std(BodyKind k) {
+  return k == BodyKind::leg ? -1.f : -0.5f;
+}
+
 std::unique_ptr<Body> make_body(BodyKind kind, float lag_max) {
   TEMPER_CHECK(lag_max == 0.f || kind == BodyKind::point_mass)
       << "make_body: lag_max is the point mass's option, not the " << body_kind_name(kind) << "'s";
