@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "temper/core/error.h"
 #include "temper/core/rng.h"
@@ -85,7 +89,63 @@ ImageFeatures::ImageFeatures(const ImageData& data, ImageFeaturesConfig cfg)
   }
   trunk_.init(params_.data() + cp, mix_seed(cfg_.seed, 1));
   head_.init(params_.data() + cp + trunk_.param_count(), mix_seed(cfg_.seed, 2));
+  if (cfg_.cache.empty()) {
+    train(data);
+    return;
+  }
+  const std::string key = cache_key(data);
+  uint64_t h = 1469598103934665603ull;  // FNV-1a of the key names the file; the file holds the key itself
+  for (unsigned char ch : key) h = (h ^ ch) * 1099511628211ull;
+  char name[40];
+  std::snprintf(name, sizeof(name), "image-features-%016llx.bin", static_cast<unsigned long long>(h));
+  const std::string path = (std::filesystem::path(cfg_.cache) / name).string();
+  if (cache_load(path, key)) return;
   train(data);
+  cache_save(path, key);
+}
+
+std::string ImageFeatures::cache_key(const ImageData& data) const {
+  const ImageDataConfig& d = data.config();
+  std::ostringstream k;
+  k.precision(17);
+  k << "temper image features v1; data " << enum_name(kImageKindNames, d.kind) << " image " << d.image << " channels "
+    << d.channels << " classes " << data.classes() << "; arch " << enum_name(kFeatureArchNames, cfg_.arch) << " conv";
+  for (int64_t c : cfg_.conv) k << ' ' << c;
+  k << " hidden";
+  for (int64_t c : cfg_.hidden) k << ' ' << c;
+  k << " dim " << cfg_.dim << " train_images " << cfg_.train_images << " steps " << cfg_.steps << " batch "
+    << cfg_.batch << " lr " << cfg_.lr << " weight_decay " << cfg_.weight_decay << " seed " << cfg_.seed << " params "
+    << params_.size();
+  return k.str();
+}
+
+bool ImageFeatures::cache_load(const std::string& path, const std::string& key) {
+  std::ifstream f(path, std::ios::binary);
+  std::string line;
+  if (!f || !std::getline(f, line) || line != key) return false;
+  std::vector<float> p(params_.size());
+  ImageFeaturesReport r;
+  f.read(reinterpret_cast<char*>(p.data()), static_cast<std::streamsize>(p.size() * sizeof(float)));
+  f.read(reinterpret_cast<char*>(&r), sizeof(r));
+  if (!f || f.peek() != std::char_traits<char>::eof()) return false;  // truncated or longer: train again
+  params_ = std::move(p), report_ = r;
+  return true;
+}
+
+void ImageFeatures::cache_save(const std::string& path, const std::string& key) const {
+  std::filesystem::create_directories(cfg_.cache);
+  const std::string tmp =
+      path + ".tmp" + std::to_string(std::hash<std::string>{}(key) ^ reinterpret_cast<uintptr_t>(this));
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f << key << '\n';
+    f.write(reinterpret_cast<const char*>(params_.data()),
+            static_cast<std::streamsize>(params_.size() * sizeof(float)));
+    f.write(reinterpret_cast<const char*>(&report_), sizeof(report_));
+    TEMPER_CHECK(f.good()) << "image features: cannot write the cache file " << tmp << " (features.cache = '"
+                           << cfg_.cache << "': expected a writable directory)";
+  }
+  std::filesystem::rename(tmp, path);  // atomic: a concurrent reader sees the old file or the whole new one
 }
 
 int64_t ImageFeatures::conv_params() const {

@@ -5,7 +5,9 @@
 // features (ReLU inside, tanh on the features) and a linear classifier head; or (arch = mlp) the dense layers
 // on the pixels alone. Trained with cross-entropy on the dataset's labels by AdamW when constructed: no file to
 // download, the same parameters for the same (data config, config) on any thread count. Features are the
-// trunk's output. Leaves out: augmentation, batch norm.
+// trunk's output. With `cache` set the trained parameters are kept in that directory under their settings and read
+// back by the next start with the same settings (the same bits as training again). Leaves out: augmentation, batch
+// norm.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +37,7 @@ struct ImageFeaturesConfig {
   double lr = 2e-3;
   double weight_decay = 1e-4;
   uint64_t seed = 7;  // data, init and batches
+  std::string cache;  // a directory keeping trained networks by their settings (empty: train at every start)
   void validate(int64_t image) const;
 };
 
@@ -63,6 +66,10 @@ class ImageFeatures final : public Features {
 
  private:
   void train(const ImageData& data);
+  // The settings that decide the trained parameters (the data's and the network's), as one line.
+  std::string cache_key(const ImageData& data) const;
+  bool cache_load(const std::string& path, const std::string& key);  // false: absent or another key
+  void cache_save(const std::string& path, const std::string& key) const;
   // features [B, dim] (tape: for a training step); flat: the convolutions' flattened output
   void forward(const float* p, const float* x, int64_t B, float* features, Tape* tape) const;
   void backward(const float* p, const Tape& tape, int64_t B, const float* dfeatures, float* grad) const;

@@ -141,6 +141,7 @@ class ImagesKind final : public DataKind {
     int64_t seed = static_cast<int64_t>(ff_.seed);
     v("seed", seed, "the network's draws");
     ff_.seed = static_cast<uint64_t>(seed);
+    v("cache", ff_.cache, "a directory keeping the trained network by its settings (empty: train it at every start)");
   }
   std::unique_ptr<DataSource> make() const override { return std::make_unique<ImageSource>(cfg_); }
   std::unique_ptr<Features> features(const DataSource& data) const override {
