@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "common/error_of.h"
 #include "tabular/tabular_worlds.h"
 #include "temper/core/error.h"
 #include "temper/tabular/ground_truth.h"
@@ -13,14 +14,7 @@
 namespace temper::tabular {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using temper::test::error_of;
 
 TEST(TabularWorld, GridTablesAndLabels) {
   const World w = builtin_world("corridor");  // "m.*A.co"

@@ -11,18 +11,6 @@
 #include "temper/flow/layer_norm.h"
 
 namespace temper::flow {
-namespace {
-
-template <class T>
-void grow(std::vector<T>& v, int64_t n) {
-  if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
-}
-
-LinearView view(const float* p, const DitLinearAt& at) {
-  return {p + at.w, p + at.b, at.in, at.out};
-}
-
-}  // namespace
 
 Dit::Dit(DitConfig c) : cfg_(c), layout_((c.validate(), c)) {
   params_.assign(static_cast<size_t>(layout_.total), 0.f);

@@ -8,14 +8,6 @@
 namespace temper::flow {
 namespace {
 
-template <class T>
-void grow(std::vector<T>& v, int64_t n) {
-  if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
-}
-
-LinearView view(const float* p, const DitLinearAt& at) {
-  return {p + at.w, p + at.b, at.in, at.out};
-}
 // The product alone: its bias is folded into the op that reads it (GELU, the gated residual).
 LinearView product(const float* p, const DitLinearAt& at) {
   return {p + at.w, nullptr, at.in, at.out};

@@ -10,10 +10,22 @@
 
 #include "temper/flow/dit_config.h"
 #include "temper/flow/dit_layout.h"
+#include "temper/flow/dit_ops.h"
 
 namespace temper::flow {
 
 inline constexpr float kDitNormEps = 1e-6f;
+
+// A scratch buffer grown to at least n elements (reused across calls).
+template <class T>
+void grow(std::vector<T>& v, int64_t n) {
+  if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
+}
+
+// A linear layer's weights and bias in the flat parameters.
+inline LinearView view(const float* p, const DitLinearAt& at) {
+  return {p + at.w, p + at.b, at.in, at.out};
+}
 
 // What the block's backward needs, for B items of T tokens (N = B*T rows).
 struct DitBlockTape {
