@@ -8,7 +8,9 @@
 
 namespace temper::dist {
 
-void SingleProcess::abort(int code) { std::_Exit(code); }
+void SingleProcess::abort(int code) {
+  std::_Exit(code);
+}
 
 std::vector<std::pair<int64_t, int64_t>> Communicator::pieces(int64_t n) const {
   std::vector<std::pair<int64_t, int64_t>> out;
@@ -30,6 +32,29 @@ void Communicator::allgather_pieces(float*, int64_t) {
 void Communicator::gather_pieces(const float* packed, float* full, int64_t n, int) {
   TEMPER_CHECK(size() == 1) << backend() << ": gather_pieces is not implemented for " << size() << " ranks";
   if (packed != full) std::copy(packed, packed + n, full);
+}
+
+std::unique_ptr<Communicator> Communicator::split(int, int) {
+  TEMPER_CHECK(size() == 1) << backend() << ": split is not implemented for " << size() << " ranks";
+  return std::make_unique<SingleProcess>();
+}
+void Communicator::send(const std::string&, int dest, int) {
+  TEMPER_FAIL() << backend() << ": send to rank " << dest << ": point-to-point needs MPI (a group of " << size() << ")";
+}
+void Communicator::recv(std::string&, int src, int) {
+  TEMPER_FAIL() << backend() << ": recv from rank " << src << ": point-to-point needs MPI (a group of " << size()
+                << ")";
+}
+void Communicator::send(const float*, int64_t, int dest, int) {
+  TEMPER_FAIL() << backend() << ": send to rank " << dest << ": point-to-point needs MPI (a group of " << size() << ")";
+}
+void Communicator::isend(const float*, int64_t, int dest, int) {
+  TEMPER_FAIL() << backend() << ": isend to rank " << dest << ": point-to-point needs MPI (a group of " << size()
+                << ")";
+}
+void Communicator::recv(float*, int64_t, int src, int) {
+  TEMPER_FAIL() << backend() << ": recv from rank " << src << ": point-to-point needs MPI (a group of " << size()
+                << ")";
 }
 
 bool launched_by_mpi() {

@@ -49,6 +49,20 @@ class Communicator {
   virtual void allgather_pieces(float* data, int64_t n);
   virtual void gather_pieces(const float* packed, float* full, int64_t n, int root);
 
+  // Sub-groups and point-to-point (the roles of [rl.async]'s explorer ranks, rl/async_remote.h). split: the ranks
+  // with the same `color` form a new group, ordered by `key` (every rank of this group must call it; abort() of the
+  // new group still ends every rank of the process). send/recv: bytes or floats to / from one rank of this group,
+  // matched by `tag` (>= 0); a recv of floats must name the sender's count. isend: the same, returning at once;
+  // the buffer must live, unchanged, until wait_sends() returns (double buffering of weights). One process:
+  // split gives a one-process group, point-to-point has no peer and fails.
+  virtual std::unique_ptr<Communicator> split(int color, int key);
+  virtual void send(const std::string& bytes, int dest, int tag);
+  virtual void recv(std::string& bytes, int src, int tag);
+  virtual void send(const float* data, int64_t n, int dest, int tag);
+  virtual void isend(const float* data, int64_t n, int dest, int tag);
+  virtual void wait_sends() {}
+  virtual void recv(float* data, int64_t n, int src, int tag);
+
   bool is_root() const { return rank() == 0; }
   // What this rank has sent through collectives (payload bytes) and the wall time spent in them
   // (waiting for slower ranks included): the communication cost of a step, as metrics.
@@ -94,6 +108,8 @@ struct Range {
   int64_t begin = 0, end = 0;
 };
 Range shard(int64_t n, int rank, int size);
-inline Range shard(int64_t n, const Communicator& c) { return shard(n, c.rank(), c.size()); }
+inline Range shard(int64_t n, const Communicator& c) {
+  return shard(n, c.rank(), c.size());
+}
 
 }  // namespace temper::dist

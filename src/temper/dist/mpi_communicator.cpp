@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <vector>
 
 #include "temper/core/error.h"
 
@@ -27,7 +28,9 @@ void check(int rc, const char* what) {
 // Counts a collective's payload and wall time into the communicator's totals.
 class Timed {
  public:
-  Timed(int64_t& bytes, double& seconds, int64_t n) : seconds_(seconds), t0_(std::chrono::steady_clock::now()) { bytes += n; }
+  Timed(int64_t& bytes, double& seconds, int64_t n) : seconds_(seconds), t0_(std::chrono::steady_clock::now()) {
+    bytes += n;
+  }
   ~Timed() { seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(); }
 
  private:
@@ -45,17 +48,64 @@ class Mpi final : public Communicator {
       check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "init");
       owns_ = true;
     }
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-    MPI_Comm_size(MPI_COMM_WORLD, &size_);
-    MPI_Comm local;
-    check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local), "comm split");
-    MPI_Comm_size(local, &local_size_);
-    MPI_Comm_free(&local);
+    init(MPI_COMM_WORLD);
   }
+  // A sub-group (split): freed with the object, before MPI_Finalize (the world's object outlives it).
+  explicit Mpi(MPI_Comm comm) : sub_(true) { init(comm); }
   ~Mpi() override {
     int finalized = 0;
     MPI_Finalized(&finalized);
+    if (sub_ && !finalized) wait_sends(), MPI_Comm_free(&comm_);
     if (owns_ && !finalized) MPI_Finalize();
+  }
+  std::unique_ptr<Communicator> split(int color, int key) override {
+    MPI_Comm sub;
+    check(MPI_Comm_split(comm_, color, key, &sub), "comm split");
+    return std::make_unique<Mpi>(sub);
+  }
+  void send(const std::string& bytes, int dest, int tag) override {
+    Timed t(bytes_, seconds_, static_cast<int64_t>(bytes.size()));
+    const int64_t n = static_cast<int64_t>(bytes.size());
+    check(MPI_Send(&n, 1, MPI_INT64_T, dest, tag, comm_), "send");
+    for (int64_t i = 0; i < n; i += kBucketBytes)
+      check(MPI_Send(bytes.data() + i, static_cast<int>(std::min(kBucketBytes, n - i)), MPI_BYTE, dest, tag, comm_),
+            "send");
+  }
+  void recv(std::string& bytes, int src, int tag) override {
+    Timed t(bytes_, seconds_, 0);
+    int64_t n = 0;
+    check(MPI_Recv(&n, 1, MPI_INT64_T, src, tag, comm_, MPI_STATUS_IGNORE), "recv");
+    bytes.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; i += kBucketBytes)
+      check(MPI_Recv(bytes.data() + i, static_cast<int>(std::min(kBucketBytes, n - i)), MPI_BYTE, src, tag, comm_,
+                     MPI_STATUS_IGNORE),
+            "recv");
+  }
+  void send(const float* data, int64_t n, int dest, int tag) override {
+    isend(data, n, dest, tag);
+    wait_sends();
+  }
+  void isend(const float* data, int64_t n, int dest, int tag) override {
+    bytes_ += n * static_cast<int64_t>(sizeof(float));
+    const int64_t step = kBucketBytes / static_cast<int64_t>(sizeof(float));
+    for (int64_t i = 0; i < n; i += step) {
+      sends_.emplace_back();
+      check(MPI_Isend(data + i, static_cast<int>(std::min(step, n - i)), MPI_FLOAT, dest, tag, comm_, &sends_.back()),
+            "isend");
+    }
+  }
+  void wait_sends() override {
+    if (sends_.empty()) return;
+    Timed t(bytes_, seconds_, 0);
+    check(MPI_Waitall(static_cast<int>(sends_.size()), sends_.data(), MPI_STATUSES_IGNORE), "wait for sends");
+    sends_.clear();
+  }
+  void recv(float* data, int64_t n, int src, int tag) override {
+    Timed t(bytes_, seconds_, 0);
+    const int64_t step = kBucketBytes / static_cast<int64_t>(sizeof(float));
+    for (int64_t i = 0; i < n; i += step)
+      check(MPI_Recv(data + i, static_cast<int>(std::min(step, n - i)), MPI_FLOAT, src, tag, comm_, MPI_STATUS_IGNORE),
+            "recv");
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -70,21 +120,22 @@ class Mpi final : public Communicator {
     Timed t(bytes_, seconds_, rank_ == root ? n * static_cast<int64_t>(sizeof(float)) : 0);
     const int64_t step = kBucketBytes / static_cast<int64_t>(sizeof(float));
     for (int64_t i = 0; i < n; i += step)
-      check(MPI_Bcast(data + i, static_cast<int>(std::min(step, n - i)), MPI_FLOAT, root, MPI_COMM_WORLD), "broadcast");
+      check(MPI_Bcast(data + i, static_cast<int>(std::min(step, n - i)), MPI_FLOAT, root, comm_), "broadcast");
   }
   void broadcast(std::string& bytes, int root) override {
     Timed t(bytes_, seconds_, rank_ == root ? static_cast<int64_t>(bytes.size()) : 0);
     int64_t n = static_cast<int64_t>(bytes.size());
-    check(MPI_Bcast(&n, 1, MPI_INT64_T, root, MPI_COMM_WORLD), "broadcast");
+    check(MPI_Bcast(&n, 1, MPI_INT64_T, root, comm_), "broadcast");
     bytes.resize(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; i += kBucketBytes)
-      check(MPI_Bcast(bytes.data() + i, static_cast<int>(std::min(kBucketBytes, n - i)), MPI_BYTE, root, MPI_COMM_WORLD), "broadcast");
+      check(MPI_Bcast(bytes.data() + i, static_cast<int>(std::min(kBucketBytes, n - i)), MPI_BYTE, root, comm_),
+            "broadcast");
   }
   std::vector<std::string> allgather(const std::string& bytes) override {
     const int64_t mine = static_cast<int64_t>(bytes.size());
     Timed t(bytes_, seconds_, mine);
     std::vector<int64_t> lens(static_cast<size_t>(size_));
-    check(MPI_Allgather(&mine, 1, MPI_INT64_T, lens.data(), 1, MPI_INT64_T, MPI_COMM_WORLD), "allgather");
+    check(MPI_Allgather(&mine, 1, MPI_INT64_T, lens.data(), 1, MPI_INT64_T, comm_), "allgather");
     int64_t total = 0;
     for (int64_t l : lens) total += l;
     TEMPER_CHECK(total < (int64_t{1} << 31)) << "MPI allgather: " << total << " bytes in one call (the limit is 2 GiB)";
@@ -95,12 +146,13 @@ class Mpi final : public Communicator {
       off += counts[static_cast<size_t>(r)];
     }
     std::string all(static_cast<size_t>(total), '\0');
-    check(MPI_Allgatherv(bytes.data(), static_cast<int>(mine), MPI_BYTE, all.data(), counts.data(), displs.data(), MPI_BYTE,
-                         MPI_COMM_WORLD),
+    check(MPI_Allgatherv(bytes.data(), static_cast<int>(mine), MPI_BYTE, all.data(), counts.data(), displs.data(),
+                         MPI_BYTE, comm_),
           "allgather");
     std::vector<std::string> out(static_cast<size_t>(size_));
     for (int r = 0; r < size_; ++r)
-      out[static_cast<size_t>(r)] = all.substr(static_cast<size_t>(displs[static_cast<size_t>(r)]), static_cast<size_t>(counts[static_cast<size_t>(r)]));
+      out[static_cast<size_t>(r)] = all.substr(static_cast<size_t>(displs[static_cast<size_t>(r)]),
+                                               static_cast<size_t>(counts[static_cast<size_t>(r)]));
     return out;
   }
   // Per bucket: counts and displacements (from the bucket's start) of every rank's piece.
@@ -122,8 +174,7 @@ class Mpi final : public Communicator {
       bucket_layout(b, n, counts, displs);
       const size_t me = static_cast<size_t>(rank_);
       mine.resize(static_cast<size_t>(std::max(1, counts[me])));
-      check(MPI_Reduce_scatter(data + b, mine.data(), counts.data(), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
-            "reduce-scatter");
+      check(MPI_Reduce_scatter(data + b, mine.data(), counts.data(), MPI_FLOAT, MPI_SUM, comm_), "reduce-scatter");
       std::copy(mine.begin(), mine.begin() + counts[me], data + b + displs[me]);
     }
   }
@@ -132,9 +183,9 @@ class Mpi final : public Communicator {
     std::vector<int> counts, displs;
     for (int64_t b = 0; b < n; b += kShardBucket) {
       bucket_layout(b, n, counts, displs);
-      check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data + b, counts.data(), displs.data(), MPI_FLOAT,
-                           MPI_COMM_WORLD),
-            "all-gather");
+      check(
+          MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data + b, counts.data(), displs.data(), MPI_FLOAT, comm_),
+          "all-gather");
     }
   }
   void gather_pieces(const float* packed, float* full, int64_t n, int root) override {
@@ -145,14 +196,14 @@ class Mpi final : public Communicator {
       const int mine = counts[static_cast<size_t>(rank_)];
       Timed t(bytes_, seconds_, mine * static_cast<int64_t>(sizeof(float)));
       check(MPI_Gatherv(packed + at, mine, MPI_FLOAT, rank_ == root ? full + b : nullptr, counts.data(), displs.data(),
-                        MPI_FLOAT, root, MPI_COMM_WORLD),
+                        MPI_FLOAT, root, comm_),
             "gather");
       at += mine;
     }
   }
   void barrier() override {
     Timed t(bytes_, seconds_, 0);
-    check(MPI_Barrier(MPI_COMM_WORLD), "barrier");
+    check(MPI_Barrier(comm_), "barrier");
   }
   [[noreturn]] void abort(int code) override {
     MPI_Abort(MPI_COMM_WORLD, code);
@@ -165,17 +216,31 @@ class Mpi final : public Communicator {
     const int64_t step = kBucketBytes / static_cast<int64_t>(elem);
     char* p = static_cast<char*>(data);
     for (int64_t i = 0; i < n; i += step)
-      check(MPI_Allreduce(MPI_IN_PLACE, p + static_cast<size_t>(i) * elem, static_cast<int>(std::min(step, n - i)), type, op,
-                          MPI_COMM_WORLD),
+      check(MPI_Allreduce(MPI_IN_PLACE, p + static_cast<size_t>(i) * elem, static_cast<int>(std::min(step, n - i)),
+                          type, op, comm_),
             "all-reduce");
   }
 
+  void init(MPI_Comm comm) {
+    comm_ = comm;
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+    MPI_Comm local;
+    check(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local), "comm split");
+    MPI_Comm_size(local, &local_size_);
+    MPI_Comm_free(&local);
+  }
+
+  MPI_Comm comm_ = MPI_COMM_WORLD;
   int rank_ = 0, size_ = 1, local_size_ = 1;
-  bool owns_ = false;
+  bool owns_ = false, sub_ = false;
+  std::vector<MPI_Request> sends_;  // isend's requests in flight
 };
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_mpi_world() { return std::make_unique<Mpi>(); }
+std::unique_ptr<Communicator> make_mpi_world() {
+  return std::make_unique<Mpi>();
+}
 
 }  // namespace temper::dist

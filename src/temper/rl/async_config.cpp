@@ -16,6 +16,8 @@ void AsyncConfig::visit(KeyVisitor& v) {
     "truncation C of the behaviour importance weight min(pi_prox / pi_behaviour, C) (TIS; verl and ms-swift use 2)");
   v("explorer_threads", explorer_threads, "threads of the explorer's rollouts (0: half of the run's threads)");
   v("trainer_threads", trainer_threads, "threads of the trainer while the explorer runs (0: the rest, at least 1)");
+  v("explorer_ranks", explorer_ranks,
+    "under mpirun: the last N ranks explore, the rest train (0: an explorer thread in one process)");
 }
 
 void AsyncConfig::validate() const {
@@ -28,6 +30,8 @@ void AsyncConfig::validate() const {
       << "rl.async.explorer_threads = " << explorer_threads << ": expected 0 (half of the threads) to 4096";
   TEMPER_CHECK(trainer_threads >= 0 && trainer_threads <= 4096)
       << "rl.async.trainer_threads = " << trainer_threads << ": expected 0 (the rest) to 4096";
+  TEMPER_CHECK(explorer_ranks >= 0 && explorer_ranks <= 4096)
+      << "rl.async.explorer_ranks = " << explorer_ranks << ": expected 0 (an explorer thread) to 4096 ranks";
 }
 
 int AsyncConfig::explorer_share(int threads) const {

@@ -3,7 +3,7 @@
 // RL"). The loss corrects the staleness with decoupled PPO (Hilton et al. 2022, AReaL: the proximal policy is the
 // trainer's at the step start) times the truncated importance weight min(pi_prox / pi_behaviour, tis_cap) (TIS,
 // Yao et al. 2025 "Your efficient RL framework secretly brings you off-policy RL training"). Leaves out the loop
-// itself (rl_trainer.cpp, async_explorer.h) and MPI ranks as explorers (one process so far).
+// itself (rl_trainer.cpp, async_explorer.h) and MPI ranks as explorers (async_remote.h).
 #pragma once
 
 #include <cstdint>
@@ -23,6 +23,9 @@ struct AsyncConfig {
   // explorer half of the run's threads (at least 1), the trainer the rest (at least 1).
   int64_t explorer_threads = 0;
   int64_t trainer_threads = 0;
+  // > 0 under `mpirun -np R`: the last N ranks explore (rl/async_remote.h), the other R - N train; 0: the
+  // explorer thread in each process (one process).
+  int64_t explorer_ranks = 0;
   bool on() const { return max_staleness > 0; }
   // The split for a run of `threads` threads: {explorer, trainer}.
   int explorer_share(int threads) const;

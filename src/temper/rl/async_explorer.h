@@ -19,7 +19,21 @@
 
 namespace temper::rl {
 
-class AsyncExplorer {
+// What the trainer sees of an explorer: one job at a time, launched with the current weights, waited for. Two
+// kinds: a thread in this process (AsyncExplorer) and explorer ranks over the communicator (async_remote.h).
+class Explorer {
+ public:
+  virtual ~Explorer() = default;
+  // Starts rolling out `reqs` on `policy`'s weights as they are now (the job's version). No job may be in flight.
+  virtual void launch(const Transformer& policy, std::vector<rollout::RolloutRequest> reqs) = 0;
+  virtual bool in_flight() const = 0;
+  // The launched job's completions in (request, member) order; blocks until it is done; rethrows its error.
+  virtual std::vector<rollout::Completion> wait() = 0;
+  virtual double last_job_s() const = 0;  // seconds the last finished job generated
+  virtual double waited_s() const = 0;    // seconds the last wait() blocked
+};
+
+class AsyncExplorer final : public Explorer {
  public:
   // `threads`: the explorer thread's ThreadLimit (core/thread_pool.h).
   AsyncExplorer(const Transformer& policy, int64_t kv_memory_mb, rollout::EngineConfig engine, int threads);
@@ -28,12 +42,11 @@ class AsyncExplorer {
   AsyncExplorer& operator=(const AsyncExplorer&) = delete;
 
   // Copies `policy`'s weights into the snapshot and starts rolling out `reqs` on them. No job may be in flight.
-  void launch(const Transformer& policy, std::vector<rollout::RolloutRequest> reqs);
-  bool in_flight() const { return in_flight_; }
-  // The launched job's completions in (request, member) order; blocks until it is done; rethrows its error.
-  std::vector<rollout::Completion> wait();
-  double last_job_s() const { return job_s_; }   // seconds the last finished job generated
-  double waited_s() const { return waited_s_; }  // seconds the last wait() blocked
+  void launch(const Transformer& policy, std::vector<rollout::RolloutRequest> reqs) override;
+  bool in_flight() const override { return in_flight_; }
+  std::vector<rollout::Completion> wait() override;
+  double last_job_s() const override { return job_s_; }
+  double waited_s() const override { return waited_s_; }
   const Transformer& snapshot() const { return snap_.model; }
 
  private:

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "temper/core/bytes.h"
+#include "temper/rl/async_remote.h"
 #include "temper/core/error.h"
 #include "temper/core/interrupt.h"
 #include "temper/core/profile.h"
@@ -249,11 +250,25 @@ void RlTrainer::set_environment(std::unique_ptr<ConversationSource> env) {
   env_ = std::move(env);
 }
 
+void RlTrainer::use_explorer_ranks(dist::Communicator& world, dist::Communicator& trainers, int first_explorer) {
+  TEMPER_CHECK(async() && step_ == 0 && !explorer_->in_flight())
+      << "rl.async.explorer_ranks: needs rl.async.max_staleness > 0, set before the first step";
+  explorer_ = std::make_unique<RemoteExplorer>(world, trainers, first_explorer, policy_.flat_size());
+  remote_ = true;
+  set_communicator(&trainers);
+}
+
+void RlTrainer::serve_explorer(dist::Communicator& world) {
+  TEMPER_CHECK(async()) << "rl.async.explorer_ranks: an explorer rank needs rl.async.max_staleness > 0";
+  explorer_.reset();  // this rank's own thread is not needed: it is the explorer
+  rl::serve_explorer(world, 0, policy_, engine_->engine());
+}
+
 void RlTrainer::set_communicator(dist::Communicator* comm) {
-  TEMPER_CHECK(!async() || !comm || comm->size() == 1)
+  TEMPER_CHECK(!async() || remote_ || !comm || comm->size() == 1)
       << "[rl.async] with " << comm->size()
       << " ranks: not yet (one process: an explorer thread beside the trainer); run one process or set "
-         "rl.async.max_staleness = 0";
+         "rl.async.max_staleness = 0, or give the explorer its own ranks (rl.async.explorer_ranks)";
   comm_ = comm, opt_.set_communicator(comm), scorer_.set_communicator(comm);
 }
 
@@ -269,7 +284,7 @@ void RlTrainer::load_speculative_state(const std::string& text) {
 Metrics RlTrainer::step() {
   auto t_step = Clock::now();
   std::optional<ThreadLimit> split;  // [rl.async]: the trainer's share of the threads
-  if (async()) split.emplace(cfg_.async->trainer_share(num_threads()));
+  if (async() && !remote_) split.emplace(cfg_.async->trainer_share(num_threads()));
   begin_step();
   if (async()) explore_ahead();
   Batch& b = batch_;

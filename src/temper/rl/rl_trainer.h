@@ -126,6 +126,12 @@ class RlTrainer {
   // data-parallel rank (its peers wait for it in the step's collectives).
   void set_interruptible(bool on) { interruptible_ = on; }
   void set_communicator(dist::Communicator* comm);
+  // [rl.async] with explorer ranks (async_remote.h), before the first step. A trainer rank: the explorer thread
+  // gives way to the ranks from `first_explorer` on of `world`, and `trainers` becomes the process group. An
+  // explorer rank: serve_explorer() rolls out the trainers' jobs on this trainer's policy and engine until they
+  // stop (it never steps).
+  void use_explorer_ranks(dist::Communicator& world, dist::Communicator& trainers, int first_explorer);
+  void serve_explorer(dist::Communicator& world);
 
  private:
   void lend_methods();  // MethodEnv to every method
@@ -166,7 +172,8 @@ class RlTrainer {
   std::unique_ptr<KeptActivations> kept_;          // the rollout's kept activations (reuse_activations)
   std::unique_ptr<SpeculativeRollouts> spec_;      // [rl.speculative]
   std::unique_ptr<ConversationSource> env_;        // [env]: conversations instead of single completions
-  std::unique_ptr<AsyncExplorer> explorer_;        // [rl.async] with max_staleness > 0
+  std::unique_ptr<Explorer> explorer_;             // [rl.async] with max_staleness > 0: a thread or ranks
+  bool remote_ = false;                            // explorer_ is the explorer ranks
   std::deque<ExploredBatch> explored_;             // batches explored ahead: this step's first (the last may run)
   int64_t planned_steps_ = -1;
   double wait_s_ = 0;  // [rl.async]: seconds this step waited for the explorer

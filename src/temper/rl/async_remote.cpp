@@ -1,0 +1,189 @@
+// Explorer ranks of [rl.async] (async_remote.h): the role split, the trainer's side and the explorer's loop.
+#include "temper/rl/async_remote.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "temper/core/bytes.h"
+#include "temper/core/error.h"
+#include "temper/rollout/sharded.h"
+
+namespace temper::rl {
+
+namespace {
+
+constexpr int kJobTag = 7101, kWeightsTag = 7102, kDoneTag = 7103;
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+}  // namespace
+
+AsyncRoles split_async_roles(dist::Communicator& world, int64_t explorer_ranks) {
+  TEMPER_CHECK(explorer_ranks >= 1 && explorer_ranks < world.size())
+      << "rl.async.explorer_ranks = " << explorer_ranks << " with " << world.size() << " ranks: expected 1 to "
+      << world.size() - 1 << " (the last N ranks explore, at least one rank trains)";
+  AsyncRoles r;
+  r.first_explorer = world.size() - static_cast<int>(explorer_ranks);
+  const bool explorer = world.rank() >= r.first_explorer;
+  std::unique_ptr<dist::Communicator> group = world.split(explorer ? 1 : 0, world.rank());
+  if (!explorer) r.trainers = std::move(group);
+  if (world.rank() == 0)
+    std::fprintf(stderr, "temper: [rl.async] ranks 0-%d train, ranks %d-%d explore\n", r.first_explorer - 1,
+                 r.first_explorer, world.size() - 1);
+  return r;
+}
+
+std::string encode_requests(const std::vector<rollout::RolloutRequest>& reqs, size_t begin, size_t end) {
+  ByteWriter w;
+  w.put<int64_t>(static_cast<int64_t>(end - begin));
+  for (size_t i = begin; i < end; ++i) {
+    const rollout::RolloutRequest& q = reqs[i];
+    w.put(q.prompt), w.put(q.group_size), w.put(q.max_new), w.put(q.sampler);
+    w.put(std::vector<int32_t>(q.stop_ids.begin(), q.stop_ids.end()));
+    w.put<int64_t>(static_cast<int64_t>(q.stop_strings.size()));
+    for (const std::string& s : q.stop_strings) w.put(s);
+    w.put(q.seed), w.put(q.stream), w.put(q.forced), w.put(q.turn_max_new);
+  }
+  return w.bytes();
+}
+
+void decode_requests(const std::string& bytes, std::vector<rollout::RolloutRequest>& out) {
+  ByteReader r(bytes);
+  int64_t n = 0;
+  r.get(n);
+  TEMPER_CHECK(n >= 0 && n < (int64_t{1} << 32)) << "rl.async: an explorer job with " << n << " requests";
+  for (int64_t i = 0; i < n; ++i) {
+    rollout::RolloutRequest q;
+    std::vector<int32_t> stop;
+    int64_t ns = 0;
+    r.get(q.prompt), r.get(q.group_size), r.get(q.max_new), r.get(q.sampler), r.get(stop), r.get(ns);
+    q.stop_ids.insert(stop.begin(), stop.end());
+    q.stop_strings.resize(static_cast<size_t>(ns));
+    for (std::string& s : q.stop_strings) r.get(s);
+    r.get(q.seed), r.get(q.stream), r.get(q.forced), r.get(q.turn_max_new);
+    out.push_back(std::move(q));
+  }
+  TEMPER_CHECK(r.done()) << "rl.async: an explorer job has bytes after its last request";
+}
+
+RemoteExplorer::RemoteExplorer(dist::Communicator& world, dist::Communicator& trainers, int first_explorer,
+                               int64_t flat_size)
+    : world_(world), trainers_(trainers), first_(first_explorer) {
+  if (trainers_.rank() == 0) staging_.resize(static_cast<size_t>(flat_size));
+}
+
+RemoteExplorer::~RemoteExplorer() {
+  try {
+    if (in_flight_) wait();
+    if (trainers_.rank() != 0) return;
+    ByteWriter w;
+    w.put<uint8_t>(1);  // stop
+    for (int e = first_; e < world_.size(); ++e) world_.send(w.bytes(), e, kJobTag);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "temper: [rl.async] stopping the explorer ranks: %s\n", e.what());
+  }
+}
+
+// Trainer rank 0: each explorer its contiguous block of the requests, then the weights (staged, sent without
+// waiting). The other trainers only count the version.
+void RemoteExplorer::launch(const Transformer& policy, std::vector<rollout::RolloutRequest> reqs) {
+  TEMPER_CHECK(!in_flight_) << "rl.async: the explorer ranks' previous job was not collected";
+  const int n_exp = world_.size() - first_;
+  begin_.assign(static_cast<size_t>(n_exp) + 1, 0);
+  for (int e = 0; e <= n_exp; ++e)
+    begin_[static_cast<size_t>(e)] = dist::shard(static_cast<int64_t>(reqs.size()), e, n_exp).begin;
+  begin_.back() = static_cast<int64_t>(reqs.size());
+  if (trainers_.rank() == 0) {
+    world_.wait_sends();  // the previous version's (long done: its explorer replied)
+    TEMPER_CHECK(static_cast<int64_t>(staging_.size()) == policy.flat_size())
+        << "rl.async: the policy has " << policy.flat_size() << " weights, the explorer ranks' staging "
+        << staging_.size();
+    std::copy(policy.params(), policy.params() + policy.flat_size(), staging_.data());
+    for (int e = 0; e < n_exp; ++e) {
+      ByteWriter w;
+      w.put<uint8_t>(0), w.put(version_);
+      w.put(encode_requests(reqs, static_cast<size_t>(begin_[static_cast<size_t>(e)]),
+                            static_cast<size_t>(begin_[static_cast<size_t>(e) + 1])));
+      world_.send(w.bytes(), first_ + e, kJobTag);
+      world_.isend(staging_.data(), policy.flat_size(), first_ + e, kWeightsTag);
+    }
+  }
+  ++version_;
+  in_flight_ = true;
+}
+
+// Trainer rank 0 collects every explorer's completions (request indices back to the job's), then every trainer
+// gets them, or the error an explorer reported.
+std::vector<rollout::Completion> RemoteExplorer::wait() {
+  TEMPER_CHECK(in_flight_) << "rl.async: no explorer job to wait for";
+  in_flight_ = false;
+  const auto t0 = Clock::now();
+  std::string all;
+  if (trainers_.rank() == 0) {
+    ByteWriter w;
+    std::string error;
+    std::vector<rollout::Completion> done;
+    double job_s = 0;
+    for (int e = 0; e < world_.size() - first_; ++e) {
+      std::string reply;
+      world_.recv(reply, first_ + e, kDoneTag);
+      ByteReader r(reply);
+      int64_t version = 0;
+      double s = 0;
+      std::string err, bytes;
+      r.get(version), r.get(s), r.get(err), r.get(bytes);
+      job_s = std::max(job_s, s);
+      if (!err.empty() && error.empty()) error = "explorer rank " + std::to_string(first_ + e) + ": " + err;
+      TEMPER_CHECK(version == version_ - 1 || !err.empty())
+          << "rl.async: explorer rank " << first_ + e << " returned version " << version << ", expected "
+          << version_ - 1;
+      const size_t k = done.size();
+      rollout::decode_completions(bytes, done);
+      for (size_t i = k; i < done.size(); ++i) done[i].request += begin_[static_cast<size_t>(e)];
+    }
+    w.put(job_s), w.put(error), w.put(rollout::encode_completions(done));
+    all = w.bytes();
+  }
+  if (trainers_.size() > 1) trainers_.broadcast(all, 0);
+  ByteReader r(all);
+  std::string error, bytes;
+  r.get(job_s_), r.get(error), r.get(bytes);
+  waited_s_ = since(t0);
+  TEMPER_CHECK(error.empty()) << "[rl.async] " << error;
+  std::vector<rollout::Completion> out;
+  rollout::decode_completions(bytes, out);
+  return out;
+}
+
+void serve_explorer(dist::Communicator& world, int root, Transformer& model, rollout::RolloutEngine& engine) {
+  for (;;) {
+    std::string job;
+    world.recv(job, root, kJobTag);
+    ByteReader r(job);
+    uint8_t stop = 0;
+    r.get(stop);
+    if (stop) return;
+    int64_t version = 0;
+    std::string bytes;
+    r.get(version), r.get(bytes);
+    std::vector<rollout::RolloutRequest> reqs;
+    decode_requests(bytes, reqs);
+    world.recv(model.params(), model.flat_size(), root, kWeightsTag);
+    model.params_updated();
+    ByteWriter w;
+    std::string error, done;
+    const auto t0 = Clock::now();
+    try {
+      done = rollout::encode_completions(engine.run(reqs));
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    w.put(version), w.put(since(t0)), w.put(error), w.put(done);
+    world.send(w.bytes(), root, kDoneTag);
+  }
+}
+
+}  // namespace temper::rl

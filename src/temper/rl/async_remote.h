@@ -1,0 +1,60 @@
+// [rl.async] with explorer ranks (rl.async.explorer_ranks = N under `mpirun -np R`): the last N ranks explore,
+// the first R - N train (data-parallel among themselves on their own group, as without [rl.async]). Per version
+// trainer rank 0 sends each explorer its block of the requests it drew (point-to-point bytes), then the flat f32
+// weights with the version's number (a nonblocking send from a staging copy, so the trainer updates its live
+// weights at once); the explorer rolls out on them and returns the completions tagged with that version, which
+// trainer rank 0 passes to the other trainers (a broadcast on the trainers' group). The schedule is the
+// explorer thread's (async_explorer.h): the same requests, sampling streams and weights give the same batches
+// bit for bit. Leaves out which requests (rl_trainer.cpp) and the launch wiring (app/train_cmd.cpp).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "temper/dist/communicator.h"
+#include "temper/rl/async_explorer.h"
+
+namespace temper::rl {
+
+// This rank's role: `trainers` is the trainer ranks' group (null on an explorer rank); explorers are world ranks
+// [first_explorer, world.size()). Every rank of `world` must call it (a collective split).
+struct AsyncRoles {
+  std::unique_ptr<dist::Communicator> trainers;
+  int first_explorer = 0;
+  bool explorer() const { return trainers == nullptr; }
+};
+AsyncRoles split_async_roles(dist::Communicator& world, int64_t explorer_ranks);
+
+class RemoteExplorer final : public Explorer {
+ public:
+  RemoteExplorer(dist::Communicator& world, dist::Communicator& trainers, int first_explorer, int64_t flat_size);
+  ~RemoteExplorer() override;  // collects the job in flight, then trainer rank 0 tells the explorers to stop
+  void launch(const Transformer& policy, std::vector<rollout::RolloutRequest> reqs) override;
+  bool in_flight() const override { return in_flight_; }
+  std::vector<rollout::Completion> wait() override;
+  double last_job_s() const override { return job_s_; }
+  double waited_s() const override { return waited_s_; }
+  int64_t version() const { return version_; }  // versions sent so far
+
+ private:
+  dist::Communicator& world_;
+  dist::Communicator& trainers_;
+  int first_;
+  std::vector<float> staging_;  // the version being sent (its send completes before the explorer replies)
+  std::vector<int64_t> begin_;  // each explorer's first request of the job in flight
+  bool in_flight_ = false;
+  int64_t version_ = 0;
+  double job_s_ = 0, waited_s_ = 0;
+};
+
+// An explorer rank's loop: receives a version's requests and weights from trainer rank `root` of `world`, loads
+// the weights into `model` (the model `engine` runs), rolls out, returns the completions; until the trainer says
+// stop. An error in a job goes back to the trainers, which fail naming this rank and role.
+void serve_explorer(dist::Communicator& world, int root, Transformer& model, rollout::RolloutEngine& engine);
+
+// Requests as bytes (the job message); decoding appends.
+std::string encode_requests(const std::vector<rollout::RolloutRequest>& reqs, size_t begin, size_t end);
+void decode_requests(const std::string& bytes, std::vector<rollout::RolloutRequest>& out);
+
+}  // namespace temper::rl

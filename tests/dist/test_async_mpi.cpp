@@ -1,0 +1,193 @@
+// [rl.async] with explorer ranks (rl/async_remote.h) under `mpirun -np 2` (tests/dist/mpirun2.sh): the
+// communicator's split and point-to-point, then rank 0 trains and rank 1 explores. The claims: one trainer rank and
+// one explorer rank give the in-process explorer thread's run bit for bit (the same batches, the same version on
+// every trajectory, the same weights after k steps), whatever weights the explorer rank started from (every version
+// comes over the wire); a run resumed from the async state equals the uninterrupted one, bitwise; an explorer's
+// error reaches the trainer naming the explorer's rank. Checks are on rank 0 (rank 1 only serves).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "rl/letter_task.h"
+#include "temper/core/error.h"
+#include "temper/core/thread_pool.h"
+#include "temper/dist/communicator.h"
+#include "temper/rl/async_remote.h"
+#include "temper/rl/rl_trainer.h"
+
+using namespace temper;
+using namespace temper::rl;
+using namespace temper::test;
+
+namespace {
+
+dist::Communicator& comm() {
+  return dist::world();
+}
+
+RlConfig async_config(int64_t staleness) {
+  RlConfig c = config();
+  c.async = AsyncConfig{};
+  c.async->max_staleness = staleness;
+  c.async->explorer_ranks = 1;
+  return c;
+}
+
+std::vector<float> params_of(const Transformer& m) {
+  return {m.params(), m.params() + m.flat_size()};
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// What a step's batch was: every trajectory's version, tokens and sampling log-probs.
+struct Seen {
+  std::vector<int64_t> versions;
+  std::vector<std::vector<int32_t>> tokens;
+  std::vector<std::vector<float>> logprobs;
+  bool operator==(const Seen& o) const {
+    if (versions != o.versions || tokens != o.tokens || logprobs.size() != o.logprobs.size()) return false;
+    for (size_t i = 0; i < logprobs.size(); ++i)
+      if (logprobs[i].size() != o.logprobs[i].size() ||
+          std::memcmp(logprobs[i].data(), o.logprobs[i].data(), logprobs[i].size() * sizeof(float)) != 0)
+        return false;
+    return true;
+  }
+};
+Seen seen(const Batch& b) {
+  Seen s;
+  for (const Trajectory& t : b.traj)
+    s.versions.push_back(t.version), s.tokens.push_back(t.tokens), s.logprobs.push_back(t.old_logprob);
+  return s;
+}
+
+// One run with rank 0 training and rank 1 exploring; `train` runs on rank 0 with the setup and the trainer. The
+// explorer rank starts from other weights (seed 7): everything it samples with must come over the wire.
+template <class F>
+void with_roles(const RlConfig& c, F train) {
+  AsyncRoles roles = split_async_roles(comm(), c.async->explorer_ranks);
+  RlSetup s(roles.explorer() ? 7 : 3);
+  RlTrainer t(s.model, s.task, codec(), c, s.safe);
+  if (roles.explorer()) return t.serve_explorer(comm());
+  t.use_explorer_ranks(comm(), *roles.trainers, roles.first_explorer);
+  train(s, t);
+}
+
+}  // namespace
+
+TEST(AsyncMpi, SplitAndPointToPoint) {
+  ASSERT_EQ(comm().size(), 2);
+  const int r = comm().rank();
+  auto solo = comm().split(r, 0);  // each rank alone
+  EXPECT_EQ(solo->size(), 1);
+  EXPECT_EQ(solo->rank(), 0);
+  float x = 1.f + r;
+  solo->allreduce_sum(&x, 1);
+  EXPECT_EQ(x, 1.f + r) << "a one-rank group sums only its own";
+  auto both = comm().split(0, -r);  // one group, the ranks' order reversed
+  EXPECT_EQ(both->size(), 2);
+  EXPECT_EQ(both->rank(), 1 - r);
+  std::vector<float> big(size_t(3) << 20);  // 12 MiB: the nonblocking send of a version's weights
+  if (r == 0) {
+    for (size_t i = 0; i < big.size(); ++i) big[i] = float(i % 1000) * 0.5f;
+    comm().send(std::string("version 7\0bytes", 15), 1, 5);
+    comm().isend(big.data(), int64_t(big.size()), 1, 6);
+    comm().wait_sends();
+    std::string back;
+    comm().recv(back, 1, 7);
+    EXPECT_EQ(back, "done 7");
+  } else {
+    std::string msg;
+    comm().recv(msg, 0, 5);
+    EXPECT_EQ(msg, std::string("version 7\0bytes", 15));
+    comm().recv(big.data(), int64_t(big.size()), 0, 6);
+    EXPECT_EQ(big[1234567], float(1234567 % 1000) * 0.5f);
+    EXPECT_EQ(big.back(), float((big.size() - 1) % 1000) * 0.5f);
+    comm().send(std::string("done 7"), 0, 7);
+  }
+  EXPECT_THROW(dist::single().send(std::string("x"), 0, 1), Error) << "one process has no peer";
+}
+
+TEST(AsyncMpi, AnExplorerRankEqualsTheExplorerThreadBitwise) {
+  set_num_threads(1);
+  for (int64_t staleness : {1, 2}) {
+    RlConfig c = async_config(staleness);
+    std::vector<Seen> remote, local;
+    std::vector<float> w_remote, w_local;
+    with_roles(c, [&](RlSetup& s, RlTrainer& t) {
+      t.set_planned_steps(4);
+      for (int i = 0; i < 4; ++i) t.step(), remote.push_back(seen(t.last_batch()));
+      w_remote = params_of(s.model);
+    });
+    if (comm().rank() != 0) continue;
+    RlSetup s;
+    RlConfig lc = c;
+    lc.async->explorer_ranks = 0;
+    RlTrainer t(s.model, s.task, codec(), lc, s.safe);
+    t.set_planned_steps(4);
+    for (int i = 0; i < 4; ++i) t.step(), local.push_back(seen(t.last_batch()));
+    w_local = params_of(s.model);
+    ASSERT_EQ(remote.size(), local.size());
+    for (size_t k = 0; k < remote.size(); ++k) {
+      EXPECT_TRUE(remote[k] == local[k]) << "step " << k << "'s batch, max_staleness " << staleness;
+      ASSERT_FALSE(remote[k].versions.empty());
+      EXPECT_EQ(remote[k].versions.front(), std::max<int64_t>(int64_t(k) - staleness, 0)) << "step " << k;
+    }
+    EXPECT_TRUE(same_bits(w_remote, w_local)) << "weights after 4 steps, max_staleness " << staleness;
+    EXPECT_FALSE(same_bits(w_remote, params_of(RlSetup().model))) << "the steps moved the weights";
+  }
+  set_num_threads(default_num_threads());
+}
+
+TEST(AsyncMpi, AResumedRunEqualsTheUninterruptedOne) {
+  set_num_threads(1);
+  const RlConfig c = async_config(1);
+  std::vector<float> whole, w, m, v;
+  with_roles(c, [&](RlSetup& s, RlTrainer& t) {
+    t.set_planned_steps(5);
+    for (int i = 0; i < 5; ++i) t.step();
+    whole = params_of(s.model);
+  });
+  std::string state;
+  int64_t steps = 0, opt_steps = 0;
+  uint64_t cursor = 0;
+  with_roles(c, [&](RlSetup& s, RlTrainer& t) {
+    t.set_planned_steps(5);
+    for (int i = 0; i < 2; ++i) t.step();
+    w = params_of(s.model);
+    m.assign(t.optimizer().m(), t.optimizer().m() + t.optimizer().size());
+    v.assign(t.optimizer().v(), t.optimizer().v() + t.optimizer().size());
+    state = t.async_state();
+    steps = t.steps_done(), cursor = t.cursor(), opt_steps = t.optimizer().steps_done();
+  });
+  std::vector<float> resumed;
+  with_roles(c, [&](RlSetup& s, RlTrainer& t) {
+    std::copy(w.begin(), w.end(), s.model.params());
+    s.model.params_updated();
+    t.set_planned_steps(5);
+    std::copy(m.begin(), m.end(), t.optimizer().m());
+    std::copy(v.begin(), v.end(), t.optimizer().v());
+    t.optimizer().moments_updated();
+    t.optimizer().restore(opt_steps, 0);
+    t.restore(steps, cursor);
+    t.load_async_state(state);
+    for (int i = 2; i < 5; ++i) t.step();
+    resumed = params_of(s.model);
+  });
+  if (comm().rank() == 0) {
+    EXPECT_FALSE(state.empty());
+    EXPECT_TRUE(same_bits(whole, resumed)) << "2 steps, the checkpoint, 3 steps vs 5 steps";
+  }
+  set_num_threads(default_num_threads());
+}
+
+TEST(AsyncMpi, TheRolesAreChecked) {
+  EXPECT_THROW(split_async_roles(comm(), 2), Error) << "no rank would train";
+  EXPECT_THROW(split_async_roles(comm(), 0), Error);
+  RlSetup s;
+  RlTrainer t(s.model, s.task, codec(), async_config(1), s.safe);
+  EXPECT_THROW(t.set_communicator(&comm()), Error) << "the explorer thread in every one of several ranks: refused";
+}
