@@ -9,7 +9,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -251,4 +253,22 @@ TEST(AsyncMpi, TwoTrainerRanksAndOneExplorerRank) {
               roles.trainers->rank(), worst / scale);
   EXPECT_LT(worst / scale, 5e-5) << "the tolerance of test_dist_mpi's data-parallel equivalence";
   set_num_threads(default_num_threads());
+}
+
+// Run by tests/dist/async_kill.sh only (TEMPER_KILL_EXPLORER=1): the explorer rank dies by SIGKILL while the trainer
+// waits for its first job; mpirun must end the job (the script checks the exit, the time and the messages).
+TEST(AsyncMpi, AKilledExplorerRankEndsTheJob) {
+  if (comm().size() != 2 || !std::getenv("TEMPER_KILL_EXPLORER")) GTEST_SKIP() << "async_kill.sh's test";
+  const RlConfig c = async_config(1);
+  AsyncRoles roles = split_async_roles(comm(), 1);
+  RlSetup s;
+  RlTrainer t(s.model, s.task, codec(), c, s.safe);
+  if (roles.explorer()) {
+    std::string job;
+    comm().recv(job, 0, 7101);  // the first job's requests arrive, then the rank dies mid-job
+    std::raise(SIGKILL);
+  }
+  t.use_explorer_ranks(comm(), *roles.trainers, roles.first_explorer);
+  for (int i = 0; i < 3; ++i) t.step();
+  ADD_FAILURE() << "the trainer finished 3 steps without its explorer";
 }
