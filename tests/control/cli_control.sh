@@ -2,7 +2,8 @@
 # `temper control train` / `eval` end to end: a meta run in one go equals one stopped (--stop-after) and resumed
 # (metrics.jsonl and the last checkpoint's trainer_state bitwise); a transfer run from it and a scratch run train
 # and resume the same way; eval prints its JSON; a transfer without a meta run, a meta run on another body and a
-# resume that changes the config are refused. Usage: cli_control.sh TEMPER
+# resume that changes the config are refused; a leg run records its own action noise (init_log_std -1).
+# Usage: cli_control.sh TEMPER
 set -euo pipefail
 temper=$1
 work=$(mktemp -d)
@@ -32,6 +33,9 @@ same meta "${small[@]}" --set control.stage='"meta"' --set control.lag_max=0.4
 same transfer "${small[@]}" --set control.stage='"transfer"' --set control.body='"leg"' --set control.lag_max=0 \
   --set control.meta_run="\"$work/meta-full\"" --set control.low_iterations=2
 same scratch "${small[@]}" --set control.stage='"scratch"' --set control.body='"second_order_slow"' --set control.lag_max=0
+# the leg's own action noise is recorded in config.toml (so the resume above read it back); other bodies keep -0.5
+grep -Eq '^init_log_std = -1(\.0*)?$' "$work/transfer-full/config.toml"
+grep -Eq '^init_log_std = -0\.50*$' "$work/scratch-full/config.toml"
 grep -q '"tracking_phase":1' "$work/transfer-full/metrics.jsonl"
 grep -q '"tracking_phase":0' "$work/transfer-full/metrics.jsonl"
 

@@ -90,10 +90,15 @@ void read_control_config(Recipe& r, ControlRunConfig& rc) {
   c.ppo.lr = 1e-3f;
   c.ppo.epochs = 8;
   std::string stage = "meta", body = "point_mass", kind = "velocity";
+  // The body's own action noise (control::default_init_log_std) as the default of control.init_log_std, so
+  // config.toml records it and a resume reads it back.
+  const float body_log_std = control::default_init_log_std(
+      control::body_kind_from(r.get_string("control.body", body), r.source() + ": control.body"));
+  if (body_log_std != c.init_log_std)
+    r.set_default("control.init_log_std", std::to_string(body_log_std), "control.body");
   read_section(r, "control.", [&](KeyVisitor& v) { visit_control(c, rc, stage, body, v); });
   c.stage = control::stage_from(stage, r.source() + ": control.stage");
   c.env.body = control::body_kind_from(body, r.source() + ": control.body");
-  if (!r.has("control.init_log_std")) c.init_log_std = control::default_init_log_std(c.env.body);
   read_section(r, "control.task.", [&](KeyVisitor& v) { visit_task(c.env.task, kind, v); });
   c.env.task.kind = control::task_kind_from(kind, r.source() + ": control.task.kind");
   read_section(r, "control.ppo.", [&](KeyVisitor& v) { visit_ppo(c.ppo, v); });
