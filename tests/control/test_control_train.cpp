@@ -50,6 +50,36 @@ TEST(ControlModes, DpMeansFindsTheModesAndNoMore) {
   EXPECT_EQ(one.modes(), 1);
 }
 
+TEST(ControlModes, StickBreakingFindsTheModesAndLabelsUnseenTasks) {
+  // Four blobs (sd 0.15) at the corners of a square of side 2 in 3-D (third coordinate noise only): fit on 200
+  // points with 8 sticks, then assign 400 unseen points of the same blobs.
+  auto draw = [](uint64_t stream, int n, std::vector<float>& x, std::vector<int32_t>& truth) {
+    Rng r(11, stream);
+    for (int i = 0; i < n; ++i) {
+      int k = static_cast<int>(r.next_u32() % 4);
+      x.push_back((k & 1 ? 1.f : -1.f) + 0.15f * r.normal());
+      x.push_back((k & 2 ? 1.f : -1.f) + 0.15f * r.normal());
+      x.push_back(0.15f * r.normal());
+      truth.push_back(k);
+    }
+  };
+  std::vector<float> x, u;
+  std::vector<int32_t> truth, unseen_truth;
+  draw(0, 200, x, truth);
+  draw(1, 400, u, unseen_truth);
+  ModeClusters m(3, 8);
+  std::vector<int32_t> found = m.fit_stick_breaking(x.data(), 200, 1.0f, 0.2f);
+  EXPECT_EQ(m.modes(), 4);
+  EXPECT_DOUBLE_EQ(adjusted_rand_index(truth, found), 1.0);
+  std::vector<int32_t> unseen;
+  for (int i = 0; i < 400; ++i) unseen.push_back(m.assign(&u[3 * i]));
+  EXPECT_GT(adjusted_rand_index(unseen_truth, unseen), 0.99);
+  // Components much wider than the blobs (sd 2 x the spread): one mode takes everything.
+  ModeClusters wide(3, 8);
+  wide.fit_stick_breaking(x.data(), 200, 1.0f, 2.0f);
+  EXPECT_EQ(wide.modes(), 1);
+}
+
 TEST(ControlPolicy, AdaptorChainGradientMatchesFiniteDifferences) {
   PolicySpec s;
   s.obs_dim = 3, s.msg_dim = 8, s.hidden = {6}, s.adaptor_hidden = 5, s.residual = 2;

@@ -4,7 +4,7 @@
 // modes is not fixed in advance. fit(): one online pass in order (each point joins its nearest centre, which
 // moves to the running mean, or opens a mode), then Lloyd refinement passes with the same rule. lambda is
 // new_mode_distance times the points' RMS distance from their mean (latents have no fixed scale). assign():
-// the nearest centre (a frozen model; no new modes). Leaves out: the variational stick-breaking version.
+// the nearest centre (a frozen model; no new modes). fit_stick_breaking() is the spec's variational option.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +20,13 @@ class ModeClusters {
   int64_t modes() const { return static_cast<int64_t>(centres_.size()) / dim_; }
   // Fits to x [n, dim]; returns each point's mode.
   std::vector<int32_t> fit(const float* x, int64_t n, float new_mode_distance, int refine_passes = 10);
+  // The spec's variational option (stick_breaking.cpp): a Dirichlet-process mixture truncated at max_modes
+  // sticks (Blei & Jordan 2006, "Variational inference for Dirichlet process mixtures"), isotropic Gaussian
+  // components of known per-dimension sd sigma x the points' RMS spread per dimension, mean prior N(data mean,
+  // that spread^2 I), concentration alpha; coordinate ascent on q(v) q(mu) q(z) from farthest-first centres,
+  // the sticks kept in decreasing size. The modes are the components holding > 1 point's worth of
+  // responsibility; assign() is then the nearest of their centres. Returns each point's most likely mode.
+  std::vector<int32_t> fit_stick_breaking(const float* x, int64_t n, float alpha, float sigma, int iterations = 200);
   int32_t assign(const float* x) const;
   // Checkpoint form: [max_modes * dim] centres then the mode count as the last value.
   std::vector<float> to_vector() const;
