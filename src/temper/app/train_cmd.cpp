@@ -48,6 +48,7 @@
 #include "temper/report/metrics_sink.h"
 #include "temper/report/progress.h"
 #include "temper/report/tensorboard.h"
+#include "temper/rl/async_remote.h"
 #include "temper/rl/curriculum.h"
 #include "temper/rl/evaluate.h"
 #include "temper/rl/methods/fair.h"
@@ -142,10 +143,10 @@ class TrainRun {
   RunConfig cfg_;
   std::string run_dir_, resume_from_, config_text_, device_, curriculum_json_;
   RunDirKind dir_kind_ = RunDirKind::fresh;
-  std::vector<ConfigChange> changes_;  // --resume --allow-changes: what the given settings change
-  std::unique_ptr<RunLock> lock_;      // rank 0: DIR/.lock for the process's life
-  dist::Communicator& comm_ = dist::world();
-  bool root_ = comm_.is_root();
+  std::vector<ConfigChange> changes_;         // --resume --allow-changes: what the given settings change
+  std::unique_ptr<RunLock> lock_;             // rank 0: DIR/.lock for the process's life
+  dist::Communicator& comm_ = dist::group();  // the trainers' ranks with [rl.async] explorer ranks
+  bool root_ = comm_.is_root() && !dist::role().explorer;
   std::shared_ptr<const tasks::Task> task_, sft_task_, rl_task_, heldout_;
   int64_t max_prompt_ = 1, max_sft_row_ = 0;  // tokens: the longest training prompt kept, SFT row (scan_inputs)
   std::unique_ptr<Transformer> policy_, reference_;
@@ -210,6 +211,11 @@ int TrainRun::run() {
   make_rewards();
   make_trainers();
   resume();
+  if (dist::role().explorer) {  // [rl.async] explorer rank: serves the trainers' jobs until they stop
+    if (!rlt_) make_rl();
+    rlt_->serve_explorer(dist::world());
+    return 0;
+  }
   plan_memory();
   if (stop_agreed()) {  // a signal while loading: nothing written yet
     if (root_) std::fprintf(stderr, "temper train: stopped by signal %d before the run started\n", g_signal.load());
@@ -578,7 +584,10 @@ void TrainRun::make_rl() {
   std::vector<rl::Method*> ms;
   for (auto& m : methods_) ms.push_back(m.get());
   rlt_ = std::make_unique<rl::RlTrainer>(*policy_, rl_task_, codec_, cfg_.rl, rewards_, ms, reference());
-  rlt_->set_communicator(&comm_);
+  if (dist::role().first_explorer == 0)
+    rlt_->set_communicator(&comm_);
+  else if (!dist::role().explorer)  // [rl.async] explorer ranks: comm_ is the trainers' group
+    rlt_->use_explorer_ranks(dist::world(), comm_, dist::role().first_explorer);
   if (lora_) rlt_->optimizer().train_adapters(lora_.get());
   if (cfg_.run.shard_optimizer && comm_.size() > 1) rlt_->optimizer().set_sharded(true);
   rlt_->set_interruptible(interruptible_);
@@ -998,7 +1007,9 @@ int train(const TrainOptions& o) {
                      sig == SIGINT ? "SIGINT" : "SIGTERM");
       },
       [](int) {});
-  TrainRun run(o, load_recipe(o));
+  Recipe recipe = load_recipe(o);
+  rl::enter_async_roles(Recipe(recipe).get_int("rl.async.explorer_ranks", 0));  // before TrainRun takes its group
+  TrainRun run(o, std::move(recipe));
   return run.run();
 }
 

@@ -92,6 +92,27 @@ Communicator& world() {
   return single();
 }
 
+namespace {
+std::unique_ptr<Communicator>& group_slot() {
+  static std::unique_ptr<Communicator> g;
+  return g;
+}
+Role& role_slot() {
+  static Role r;
+  return r;
+}
+}  // namespace
+
+Communicator& group() {
+  return group_slot() ? *group_slot() : world();
+}
+const Role& role() {
+  return role_slot();
+}
+void set_group(std::unique_ptr<Communicator> g, Role r) {
+  group_slot() = std::move(g), role_slot() = r;
+}
+
 Range shard(int64_t n, int rank, int size) {
   return {n * rank / size, n * (rank + 1) / size};
 }

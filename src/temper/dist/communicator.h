@@ -102,6 +102,15 @@ bool mpi_available();
 Communicator& world();
 // A single-process group (tests compare a data-parallel run with one).
 Communicator& single();
+// The group this rank works in: world() unless a role split narrowed it (set_group, before anything else uses
+// it: [rl.async]'s explorer ranks, rl/async_remote.h); role() says which, and where the explorers start.
+struct Role {
+  bool explorer = false;
+  int first_explorer = 0;  // > 0 once split: world ranks [first_explorer, size) explore
+};
+Communicator& group();
+const Role& role();
+void set_group(std::unique_ptr<Communicator> g, Role r);
 
 // The rows [begin, end) of n that `rank` of `size` owns: contiguous blocks, sizes differ by at most 1.
 struct Range {

@@ -61,7 +61,9 @@ class Mpi final : public Communicator {
   std::unique_ptr<Communicator> split(int color, int key) override {
     MPI_Comm sub;
     check(MPI_Comm_split(comm_, color, key, &sub), "comm split");
-    return std::make_unique<Mpi>(sub);
+    auto g = std::make_unique<Mpi>(sub);
+    g->local_size_ = local_size_;  // the machine's ranks share its cores, whichever group they are in
+    return g;
   }
   void send(const std::string& bytes, int dest, int tag) override {
     Timed t(bytes_, seconds_, static_cast<int64_t>(bytes.size()));

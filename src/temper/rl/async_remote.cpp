@@ -22,6 +22,9 @@ double since(Clock::time_point t) {
 }  // namespace
 
 AsyncRoles split_async_roles(dist::Communicator& world, int64_t explorer_ranks) {
+  TEMPER_CHECK(world.size() > 1) << "rl.async.explorer_ranks = " << explorer_ranks
+                                 << ": explorer ranks need mpirun -np R with R > " << explorer_ranks
+                                 << " (one process: set it 0 for the explorer thread)";
   TEMPER_CHECK(explorer_ranks >= 1 && explorer_ranks < world.size())
       << "rl.async.explorer_ranks = " << explorer_ranks << " with " << world.size() << " ranks: expected 1 to "
       << world.size() - 1 << " (the last N ranks explore, at least one rank trains)";
@@ -29,11 +32,21 @@ AsyncRoles split_async_roles(dist::Communicator& world, int64_t explorer_ranks) 
   r.first_explorer = world.size() - static_cast<int>(explorer_ranks);
   const bool explorer = world.rank() >= r.first_explorer;
   std::unique_ptr<dist::Communicator> group = world.split(explorer ? 1 : 0, world.rank());
-  if (!explorer) r.trainers = std::move(group);
+  (explorer ? r.explorers : r.trainers) = std::move(group);
   if (world.rank() == 0)
     std::fprintf(stderr, "temper: [rl.async] ranks 0-%d train, ranks %d-%d explore\n", r.first_explorer - 1,
                  r.first_explorer, world.size() - 1);
   return r;
+}
+
+void enter_async_roles(int64_t explorer_ranks) {
+  if (explorer_ranks == 0) return;
+  dist::Communicator& world = dist::world();
+  AsyncRoles r = split_async_roles(world, explorer_ranks);
+  const bool explorer = r.explorer();
+  // The explorers' own group (their loading steps' collectives); the trainers keep theirs.
+  std::unique_ptr<dist::Communicator> g = explorer ? std::move(r.explorers) : std::move(r.trainers);
+  dist::set_group(std::move(g), dist::Role{explorer, r.first_explorer});
 }
 
 std::string encode_requests(const std::vector<rollout::RolloutRequest>& reqs, size_t begin, size_t end) {

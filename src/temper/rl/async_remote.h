@@ -21,10 +21,14 @@ namespace temper::rl {
 // [first_explorer, world.size()). Every rank of `world` must call it (a collective split).
 struct AsyncRoles {
   std::unique_ptr<dist::Communicator> trainers;
+  std::unique_ptr<dist::Communicator> explorers;  // the explorer ranks' group (null on a trainer rank)
   int first_explorer = 0;
   bool explorer() const { return trainers == nullptr; }
 };
 AsyncRoles split_async_roles(dist::Communicator& world, int64_t explorer_ranks);
+// temper train: the split of dist::world() made dist::group() (trainers: their group; explorers: theirs) and
+// dist::role(). Nothing when explorer_ranks is 0.
+void enter_async_roles(int64_t explorer_ranks);
 
 class RemoteExplorer final : public Explorer {
  public:
