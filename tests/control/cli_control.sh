@@ -40,6 +40,11 @@ grep -q '"tracking_phase":1' "$work/transfer-full/metrics.jsonl"
 grep -q '"tracking_phase":0' "$work/transfer-full/metrics.jsonl"
 
 "$temper" control eval "$work/meta-full" --envs 16 > "$work/eval.json"
+# the variational mixture prior: a meta run with control.hierarchy.prior = "stick_breaking" fits and evaluates
+"$temper" control train --out "$work/sb" "${small[@]}" --set control.stage='"meta"' --set control.lag_max=0.4 \
+  --set control.hierarchy.prior='"stick_breaking"' 2> "$work/sb.log"
+grep -q '^prior = "stick_breaking"' "$work/sb/config.toml"
+"$temper" control eval "$work/sb" --envs 16 | grep -q '"mode_ari":'
 grep -q '"stage":"meta"' "$work/eval.json" && grep -q '"mode_ari":' "$work/eval.json"
 grep -q '"env_steps":480' "$work/eval.json"  # 6 iterations x 8 envs x 10 steps
 "$temper" control eval "$work/transfer-full" --tasks eval | grep -q '"meta_env_steps":480'

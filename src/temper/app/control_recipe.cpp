@@ -77,6 +77,10 @@ void read_meta_hierarchy(Recipe& r, control::HierarchySpec& h, std::vector<int64
     v("encoder_hidden", h.encoder_hidden, "meta: hidden sizes of the encoder and its reward decoder");
     v("max_modes", h.max_modes, "meta: most task modes the mixture prior opens");
     v("new_mode_distance", h.new_mode_distance, "meta: DP-means lambda in RMS spreads of the latents");
+    v.choice("prior", h.prior, "meta: the mixture prior over modes: dp_means or stick_breaking (variational)",
+             {"dp_means", "stick_breaking"});
+    v("sb_alpha", h.sb_alpha, "meta: stick_breaking's concentration");
+    v("sb_sigma", h.sb_sigma, "meta: stick_breaking's component sd, in RMS spreads of the latents per dimension");
   });
   high_hidden = r.get_int_list("control.hidden", high_hidden);
 }

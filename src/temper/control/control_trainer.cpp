@@ -271,7 +271,10 @@ std::optional<MetaKnowledge> ControlTrainer::knowledge() const {
   ControlEnv env(spec);
   Episode ep;
   run_episode(env, agent_, true, 0, ep);
-  k.clusters.fit(ep.final_latent.data(), c_.fit_envs, c_.hierarchy.new_mode_distance);
+  if (c_.hierarchy.prior == "stick_breaking")
+    k.clusters.fit_stick_breaking(ep.final_latent.data(), c_.fit_envs, c_.hierarchy.sb_alpha, c_.hierarchy.sb_sigma);
+  else
+    k.clusters.fit(ep.final_latent.data(), c_.fit_envs, c_.hierarchy.new_mode_distance);
   return k;
 }
 

@@ -13,6 +13,10 @@ void HierarchySpec::validate(const std::string& where) const {
   TEMPER_CHECK(latent >= 1 && latent <= 64) << where << ": latent must be in 1..64, got " << latent;
   TEMPER_CHECK(max_modes >= 1 && max_modes <= 64) << where << ": max_modes must be in 1..64, got " << max_modes;
   TEMPER_CHECK(new_mode_distance > 0) << where << ": new_mode_distance must be > 0, got " << new_mode_distance;
+  TEMPER_CHECK(prior == "dp_means" || prior == "stick_breaking")
+      << where << ": prior must be \"dp_means\" or \"stick_breaking\", got \"" << prior << "\"";
+  TEMPER_CHECK(sb_alpha > 0 && sb_sigma > 0)
+      << where << ": sb_alpha and sb_sigma must be > 0, got " << sb_alpha << ", " << sb_sigma;
   TEMPER_CHECK(message_window >= 1 && message_window <= 64)
       << where << ": message_window must be in 1..64, got " << message_window;
   TEMPER_CHECK(adaptor_hidden >= 1) << where << ": adaptor_hidden must be >= 1, got " << adaptor_hidden;

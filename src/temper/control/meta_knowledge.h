@@ -22,7 +22,11 @@ struct HierarchySpec {
   std::vector<int64_t> encoder_hidden = {64, 64};
   int64_t max_modes = 8;
   float new_mode_distance = 1.f;  // DP-means lambda, in RMS spreads of the latents
-  int64_t message_window = 4;     // k: messages the temporal adaptor sees
+  // The mixture prior: "dp_means" (ModeClusters::fit) or "stick_breaking" (ModeClusters::fit_stick_breaking, its
+  // concentration sb_alpha and component sd sb_sigma in RMS spreads per dimension).
+  std::string prior = "dp_means";
+  float sb_alpha = 1.f, sb_sigma = 0.25f;
+  int64_t message_window = 4;  // k: messages the temporal adaptor sees
   int64_t adaptor_hidden = 32;
   int64_t msg_dim() const { return max_modes + 2; }
   void validate(const std::string& where) const;
