@@ -25,7 +25,7 @@ struct HierarchySpec {
   // The mixture prior: "dp_means" (ModeClusters::fit) or "stick_breaking" (ModeClusters::fit_stick_breaking, its
   // concentration sb_alpha and component sd sb_sigma in RMS spreads per dimension).
   std::string prior = "dp_means";
-  float sb_alpha = 1.f, sb_sigma = 0.25f;
+  float sb_alpha = 1.f, sb_sigma = 0.5f;
   int64_t message_window = 4;  // k: messages the temporal adaptor sees
   int64_t adaptor_hidden = 32;
   int64_t msg_dim() const { return max_modes + 2; }
