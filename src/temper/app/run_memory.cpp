@@ -18,7 +18,7 @@ MemorySettings settings_for(const RunConfig& cfg, const RunMemoryFacts& f) {
     s.prompts = cfg.rl.prompts_per_step, s.group = cfg.rl.group_size, s.max_seqs = cfg.rl.max_seqs;
     s.kv_memory_mb = cfg.rl.kv_memory_mb;
     s.reuse_activations = cfg.rl.reuse_activations, s.reuse_activations_mb = cfg.rl.reuse_activations_mb;
-    s.async = cfg.rl.async && cfg.rl.async->on();
+    s.async = cfg.rl.async && cfg.rl.async->on() && cfg.rl.async->explorer_ranks == 0;  // else on its own ranks
   }
   s.device = f.device;
   s.precision = f.precision;
