@@ -9,12 +9,12 @@
 #include <set>
 
 #include "temper/core/bytes.h"
-#include "temper/rl/async_remote.h"
 #include "temper/core/error.h"
 #include "temper/core/interrupt.h"
 #include "temper/core/profile.h"
 #include "temper/core/rng.h"
 #include "temper/core/thread_pool.h"
+#include "temper/rl/async_remote.h"
 #include "temper/rl/policy_update.h"
 #include "temper/rollout/pooled_engine.h"
 #include "temper/rollout/sharded.h"
