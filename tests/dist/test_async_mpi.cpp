@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "rl/letter_task.h"
+#include "rl/trainer_snapshot.h"
 #include "temper/core/error.h"
 #include "temper/core/thread_pool.h"
 #include "temper/dist/communicator.h"
@@ -153,40 +154,27 @@ TEST(AsyncMpi, AResumedRunEqualsTheUninterruptedOne) {
   if (comm().size() != 2) GTEST_SKIP() << "the two-rank tests";
   set_num_threads(1);
   const RlConfig c = async_config(1);
-  std::vector<float> whole, w, m, v;
+  std::vector<float> whole;
   with_roles(c, [&](RlSetup& s, RlTrainer& t) {
     t.set_planned_steps(5);
     for (int i = 0; i < 5; ++i) t.step();
     whole = params_of(s.model);
   });
-  std::string state;
-  int64_t steps = 0, opt_steps = 0;
-  uint64_t cursor = 0;
+  TrainerSnapshot snap;
   with_roles(c, [&](RlSetup& s, RlTrainer& t) {
     t.set_planned_steps(5);
     for (int i = 0; i < 2; ++i) t.step();
-    w = params_of(s.model);
-    m.assign(t.optimizer().m(), t.optimizer().m() + t.optimizer().size());
-    v.assign(t.optimizer().v(), t.optimizer().v() + t.optimizer().size());
-    state = t.async_state();
-    steps = t.steps_done(), cursor = t.cursor(), opt_steps = t.optimizer().steps_done();
+    snap = TrainerSnapshot::take(s.model, t);
   });
   std::vector<float> resumed;
   with_roles(c, [&](RlSetup& s, RlTrainer& t) {
-    std::copy(w.begin(), w.end(), s.model.params());
-    s.model.params_updated();
     t.set_planned_steps(5);
-    std::copy(m.begin(), m.end(), t.optimizer().m());
-    std::copy(v.begin(), v.end(), t.optimizer().v());
-    t.optimizer().moments_updated();
-    t.optimizer().restore(opt_steps, 0);
-    t.restore(steps, cursor);
-    t.load_async_state(state);
+    snap.restore(s.model, t);
     for (int i = 2; i < 5; ++i) t.step();
     resumed = params_of(s.model);
   });
   if (comm().rank() == 0) {
-    EXPECT_FALSE(state.empty());
+    EXPECT_FALSE(snap.async_state.empty());
     EXPECT_TRUE(same_bits(whole, resumed)) << "2 steps, the checkpoint, 3 steps vs 5 steps";
   }
   set_num_threads(default_num_threads());

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "rl/letter_task.h"
+#include "rl/trainer_snapshot.h"
 #include "temper/core/error.h"
 #include "temper/core/rng.h"
 #include "temper/core/thread_pool.h"
@@ -148,32 +149,18 @@ TEST(Async, AResumedRunEqualsTheUninterruptedOne) {
     }
     // Two steps, a "checkpoint" (weights, moments, counters, the explored batches' text), a fresh process.
     RlSetup first;
-    std::vector<float> w, m, v;
-    std::string state;
-    int64_t steps = 0, opt_steps = 0;
-    uint64_t cursor = 0;
+    TrainerSnapshot snap;
     {
       RlTrainer t(first.model, first.task, codec(), c, first.safe);
       t.set_planned_steps(5);
       for (int i = 0; i < 2; ++i) t.step();
-      w = params_of(first.model);
-      m.assign(t.optimizer().m(), t.optimizer().m() + t.optimizer().size());
-      v.assign(t.optimizer().v(), t.optimizer().v() + t.optimizer().size());
-      state = t.async_state();
-      steps = t.steps_done(), cursor = t.cursor(), opt_steps = t.optimizer().steps_done();
+      snap = TrainerSnapshot::take(first.model, t);
     }
-    EXPECT_FALSE(state.empty());
+    EXPECT_FALSE(snap.async_state.empty());
     RlSetup second(99);  // other starting weights: everything comes from the checkpoint
-    std::copy(w.begin(), w.end(), second.model.params());
-    second.model.params_updated();
     RlTrainer t(second.model, second.task, codec(), c, second.safe);
     t.set_planned_steps(5);
-    std::copy(m.begin(), m.end(), t.optimizer().m());
-    std::copy(v.begin(), v.end(), t.optimizer().v());
-    t.optimizer().moments_updated();
-    t.optimizer().restore(opt_steps, 0);
-    t.restore(steps, cursor);
-    t.load_async_state(state);
+    snap.restore(second.model, t);
     for (int i = 2; i < 5; ++i) t.step();
     EXPECT_TRUE(same_bits(params_of(whole.model), params_of(second.model))) << "max_staleness " << staleness;
   }
