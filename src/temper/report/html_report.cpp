@@ -248,6 +248,72 @@ std::string utc_now() {
   return buf;
 }
 
+// The summary table: first, last and best per metric and kind.
+void summary_table(std::ostream& o, const std::vector<Metric>& ms) {
+  o << "<h2>Summary</h2>\n<table><thead><tr><th>metric</th><th>kind</th><th>first</th><th>last</th><th>best</th>"
+    << "<th>best at step</th><th>points</th></tr></thead><tbody>\n";
+  for (const Metric& m : ms) {
+    const int dir = better_direction(m.name);
+    for (const Series& s : m.series) {
+      Summary su = summarize(s, dir);
+      o << "<tr><td class=\"name\">" << html_escape(m.name) << "</td><td>" << kind_badge(s.kind) << "</td>";
+      if (su.n == 0) {
+        o << "<td class=\"n muted\">&ndash;</td><td class=\"n muted\">&ndash;</td>";
+      } else {
+        o << "<td class=\"n\">" << fmt(su.first) << "</td><td class=\"n\">" << fmt(su.last) << "</td>";
+      }
+      if (dir != 0 && su.n)
+        o << "<td class=\"n\">" << fmt(su.best) << "</td><td class=\"n\">" << su.best_step << "</td>";
+      else
+        o << "<td class=\"n muted\">&ndash;</td><td class=\"n muted\">&ndash;</td>";
+      o << "<td class=\"n\">" << su.n << "</td></tr>\n";
+    }
+  }
+  o << "</tbody></table>\n";
+}
+
+// The run's images, inline (data: URIs): the page stays one self-contained file.
+void images_section(std::ostream& o, const std::vector<ReportImage>& images) {
+  if (images.empty()) return;
+  o << "<h2>Images</h2>\n<div class=\"grid\">\n";
+  for (const ReportImage& im : images)
+    o << "<div class=\"card\"><h3>" << html_escape(im.title) << "</h3><img alt=\"" << html_escape(im.title)
+      << "\" style=\"width:100%;image-rendering:pixelated\" src=\"data:image/png;base64," << base64(im.png)
+      << "\"></div>\n";
+  o << "</div>\n";
+}
+
+// The last max_samples rows of samples.jsonl.
+void samples_section(std::ostream& o, const std::vector<Sample>& samples, size_t max_samples) {
+  o << "<h2>Samples</h2>\n";
+  if (samples.empty()) {
+    o << "<p class=\"muted\">No samples.jsonl rows.</p>\n";
+    return;
+  }
+  const size_t n = std::min(max_samples, samples.size());
+  bool any_answer = false, any_correct = false;
+  for (size_t i = samples.size() - n; i < samples.size(); ++i) {
+    any_answer |= samples[i].answer.has_value();
+    any_correct |= samples[i].correct.has_value();
+  }
+  o << "<p class=\"muted\">The last " << n << " of " << samples.size() << " samples.</p>\n";
+  o << "<table><thead><tr><th>step</th><th>reward</th>" << (any_correct ? "<th>correct</th>" : "")
+    << "<th>prompt</th><th>completion</th>" << (any_answer ? "<th>answer</th>" : "") << "</tr></thead><tbody>\n";
+  for (size_t i = samples.size() - n; i < samples.size(); ++i) {
+    const Sample& s = samples[i];
+    o << "<tr><td class=\"n\">" << s.step << "</td><td class=\"n\">" << fmt(s.reward) << "</td>";
+    if (any_correct)
+      o << "<td>"
+        << (s.correct ? (*s.correct ? "<span class=\"ok\">&#10003;</span>" : "<span class=\"bad\">&#10007;</span>")
+                      : "")
+        << "</td>";
+    o << "<td><pre>" << html_escape(s.prompt) << "</pre></td><td><pre>" << html_escape(s.completion) << "</pre></td>";
+    if (any_answer) o << "<td><pre>" << (s.answer ? html_escape(*s.answer) : "") << "</pre></td>";
+    o << "</tr>\n";
+  }
+  o << "</tbody></table>\n";
+}
+
 }  // namespace
 
 std::string render_html_report(const std::string& title, const std::vector<MetricsRow>& metrics,
@@ -304,65 +370,9 @@ std::string render_html_report(const std::string& title, const std::vector<Metri
   }
   o << "</div>\n";
 
-  // Summary table.
-  o << "<h2>Summary</h2>\n<table><thead><tr><th>metric</th><th>kind</th><th>first</th><th>last</th><th>best</th>"
-    << "<th>best at step</th><th>points</th></tr></thead><tbody>\n";
-  for (const Metric& m : ms) {
-    const int dir = better_direction(m.name);
-    for (const Series& s : m.series) {
-      Summary su = summarize(s, dir);
-      o << "<tr><td class=\"name\">" << html_escape(m.name) << "</td><td>" << kind_badge(s.kind) << "</td>";
-      if (su.n == 0) {
-        o << "<td class=\"n muted\">&ndash;</td><td class=\"n muted\">&ndash;</td>";
-      } else {
-        o << "<td class=\"n\">" << fmt(su.first) << "</td><td class=\"n\">" << fmt(su.last) << "</td>";
-      }
-      if (dir != 0 && su.n)
-        o << "<td class=\"n\">" << fmt(su.best) << "</td><td class=\"n\">" << su.best_step << "</td>";
-      else
-        o << "<td class=\"n muted\">&ndash;</td><td class=\"n muted\">&ndash;</td>";
-      o << "<td class=\"n\">" << su.n << "</td></tr>\n";
-    }
-  }
-  o << "</tbody></table>\n";
-
-  if (!images.empty()) {  // inline (data: URIs): the page stays one self-contained file
-    o << "<h2>Images</h2>\n<div class=\"grid\">\n";
-    for (const ReportImage& im : images)
-      o << "<div class=\"card\"><h3>" << html_escape(im.title) << "</h3><img alt=\"" << html_escape(im.title)
-        << "\" style=\"width:100%;image-rendering:pixelated\" src=\"data:image/png;base64," << base64(im.png)
-        << "\"></div>\n";
-    o << "</div>\n";
-  }
-
-  // Samples.
-  o << "<h2>Samples</h2>\n";
-  if (samples.empty()) {
-    o << "<p class=\"muted\">No samples.jsonl rows.</p>\n";
-  } else {
-    const size_t n = std::min(max_samples, samples.size());
-    bool any_answer = false, any_correct = false;
-    for (size_t i = samples.size() - n; i < samples.size(); ++i) {
-      any_answer |= samples[i].answer.has_value();
-      any_correct |= samples[i].correct.has_value();
-    }
-    o << "<p class=\"muted\">The last " << n << " of " << samples.size() << " samples.</p>\n";
-    o << "<table><thead><tr><th>step</th><th>reward</th>" << (any_correct ? "<th>correct</th>" : "")
-      << "<th>prompt</th><th>completion</th>" << (any_answer ? "<th>answer</th>" : "") << "</tr></thead><tbody>\n";
-    for (size_t i = samples.size() - n; i < samples.size(); ++i) {
-      const Sample& s = samples[i];
-      o << "<tr><td class=\"n\">" << s.step << "</td><td class=\"n\">" << fmt(s.reward) << "</td>";
-      if (any_correct)
-        o << "<td>"
-          << (s.correct ? (*s.correct ? "<span class=\"ok\">&#10003;</span>" : "<span class=\"bad\">&#10007;</span>")
-                        : "")
-          << "</td>";
-      o << "<td><pre>" << html_escape(s.prompt) << "</pre></td><td><pre>" << html_escape(s.completion) << "</pre></td>";
-      if (any_answer) o << "<td><pre>" << (s.answer ? html_escape(*s.answer) : "") << "</pre></td>";
-      o << "</tr>\n";
-    }
-    o << "</tbody></table>\n";
-  }
+  summary_table(o, ms);
+  images_section(o, images);
+  samples_section(o, samples, max_samples);
 
   // Config.
   o << "<h2>Config</h2>\n";
