@@ -1,6 +1,5 @@
 #include "temper/app/bench_dit.h"
 
-#include <sys/resource.h>
 #include <time.h>
 
 #include <algorithm>
@@ -12,6 +11,7 @@
 
 #include "temper/app/cpu_report.h"
 #include "temper/core/error.h"
+#include "temper/core/memory_info.h"
 #include "temper/core/profile.h"
 #include "temper/core/rng.h"
 #include "temper/core/thread_pool.h"
@@ -25,12 +25,6 @@ double cpu_seconds() {  // the process's CPU time (all threads)
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-double rss_mb() {
-  struct rusage ru {};
-  getrusage(RUSAGE_SELF, &ru);
-  return static_cast<double>(ru.ru_maxrss) / 1024.0;
 }
 
 // One flow-matching step's inputs (drawn per step, as a trainer does) and the loss's gradient.
@@ -134,7 +128,7 @@ int bench_dit(BenchDitOptions o) {
                       {"cpu_step_s", cpu_s},
                       {"median_step_s", sorted[sorted.size() / 2]},
                       {"final_loss", loss},
-                      {"peak_rss_mb", std::round(rss_mb() * 10) / 10}};
+                      {"peak_rss_mb", std::round(peak_resident_mib() * 10) / 10}};
   add_cpu_fields(j);
   if (o.profile) {
     nlohmann::json pj = nlohmann::json::object();

@@ -1,7 +1,5 @@
 #include "temper/app/bench_load.h"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -10,29 +8,23 @@
 #include "temper/app/cpu_report.h"
 #include "temper/app/model_source.h"
 #include "temper/core/error.h"
+#include "temper/core/memory_info.h"
 #include "temper/io/file_map.h"
 
 namespace temper::app {
-namespace {
-double rss_mb() {
-  std::ifstream f("/proc/self/statm");
-  long pages = 0, resident = 0;
-  f >> pages >> resident;
-  return static_cast<double>(resident) * static_cast<double>(::sysconf(_SC_PAGESIZE)) / 1048576.0;
-}
-}  // namespace
+namespace {}  // namespace
 
 int bench_load(const BenchLoadOptions& o) {
   TEMPER_CHECK(o.repeat > 0) << "--repeat must be > 0";
   for (io::LoadMode mode : {io::LoadMode::mmap, io::LoadMode::copy}) {
     io::file_load_mode_set(mode);
-    double best = 1e30, rss = 0, before = rss_mb();
+    double best = 1e30, rss = 0, before = resident_mib();
     for (int i = 0; i < o.repeat; ++i) {
       auto t0 = std::chrono::steady_clock::now();
       LoadedModel lm = load_model(o.model);
       double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (s < best) best = s;
-      rss = rss_mb() - before;
+      rss = resident_mib() - before;
     }
     nlohmann::json j = {{"model", o.model},
                         {"mode", std::string(io::load_mode_name(mode))},

@@ -1,7 +1,5 @@
 #include "temper/app/bench_train.h"
 
-#include <sys/resource.h>
-
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -12,6 +10,7 @@
 #include "temper/app/model_source.h"
 #include "temper/core/cpu_features.h"
 #include "temper/core/error.h"
+#include "temper/core/memory_info.h"
 #include "temper/core/profile.h"
 #include "temper/core/rng.h"
 #include "temper/core/thread_pool.h"
@@ -23,11 +22,6 @@
 namespace temper::app {
 
 namespace {
-double peak_rss_mb() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_maxrss) / 1024.0;
-}
 // The products of the timed steps by shape (those with >= 1% of the products' time): calls and GFLOP/s inside
 // the step beside the same shape timed alone now, through the same entry point, and their ratio.
 nlohmann::json gemm_shape_rates(int steps, bool print) {
@@ -136,7 +130,7 @@ int bench_train(BenchTrainOptions o) {
                       {"device", o.device},
                       {"tokens_per_s", std::round(tps * 100) / 100},
                       {"step_s", step_s},
-                      {"peak_rss_mb", std::round(peak_rss_mb() * 10) / 10},
+                      {"peak_rss_mb", std::round(peak_resident_mib() * 10) / 10},
                       {"activation_mb", std::round(model.activation_bytes() / 1048576.0 * 10) / 10},
                       {"recompute", o.recompute},
                       {"final_loss", st.loss}};

@@ -1,6 +1,5 @@
 #include "temper/app/train_cmd.h"
 
-#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -38,6 +37,7 @@
 #endif
 #include "temper/core/error.h"
 #include "temper/core/interrupt.h"
+#include "temper/core/memory_info.h"
 #include "temper/core/profile.h"
 #include "temper/core/stop_signals.h"
 #include "temper/core/thread_pool.h"
@@ -65,23 +65,6 @@ namespace temper::app {
 namespace {
 
 std::atomic<int> g_signal{0};  // the first SIGINT/SIGTERM (StopSignals' thread sets it)
-
-// The cores this process may run on (mpirun binds ranks to cores by default).
-int cores_bound() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return default_num_threads();
-  return std::max(1, CPU_COUNT(&set));
-}
-
-double rss_mb() {
-  FILE* f = std::fopen("/proc/self/statm", "r");
-  if (!f) return 0;
-  long pages = 0, rss = 0;
-  int n = std::fscanf(f, "%ld %ld", &pages, &rss);
-  std::fclose(f);
-  return n == 2 ? static_cast<double>(rss) * 4096.0 / (1 << 20) : 0;
-}
 
 }  // namespace
 
@@ -890,7 +873,7 @@ bool TrainRun::run_sft() {
     ++st_.step;
     fault_signal(st_.step, "end");
     ++st_.sft_steps;
-    m.emplace_back("rss_mb", rss_mb());
+    m.emplace_back("rss_mb", resident_mib());
     add_comm_metrics(m, comm_, comm_bytes, comm_s);
     sinks_.write(st_.step, "sft", m);
     progress_->update(st_.step, m);
@@ -919,7 +902,7 @@ bool TrainRun::run_rl() {
     in_rl_step_ = false;
     ++st_.step;
     fault_signal(st_.step, "end");
-    m.emplace_back("rss_mb", rss_mb());
+    m.emplace_back("rss_mb", resident_mib());
     add_comm_metrics(m, comm_, comm_bytes, comm_s);
     sinks_.write(st_.step, "train", m);
     for (const std::string& w : watch_->observe(rlt_->steps_done(), m))

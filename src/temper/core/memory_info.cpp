@@ -1,5 +1,6 @@
 #include "temper/core/memory_info.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -29,6 +30,19 @@ int64_t usable_memory_bytes() {
   for (const char* p : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"})
     if (int64_t lim = cgroup_limit(p); lim > 0) bytes = bytes > 0 ? std::min(bytes, lim) : lim;
   return bytes > 0 ? bytes : int64_t{8} << 30;
+}
+
+double resident_mib() {
+  std::ifstream f("/proc/self/statm");
+  long pages = 0, resident = 0;
+  if (!(f >> pages >> resident)) return 0;
+  return static_cast<double>(resident) * static_cast<double>(::sysconf(_SC_PAGESIZE)) / (1 << 20);
+}
+
+double peak_resident_mib() {
+  rusage u{};
+  if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
+  return static_cast<double>(u.ru_maxrss) / 1024.0;  // KiB on Linux
 }
 
 }  // namespace temper

@@ -9,4 +9,9 @@ namespace temper {
 
 int64_t usable_memory_bytes();  // 8 GiB when nothing can be read
 
+// This process's resident memory now (/proc/self/statm) and at its peak (getrusage's ru_maxrss), in MiB; 0 when
+// it cannot be read.
+double resident_mib();
+double peak_resident_mib();
+
 }  // namespace temper

@@ -1,10 +1,12 @@
 #include "temper/core/thread_pool.h"
 
 #include <omp.h>
+#include <sched.h>
 
+#include <algorithm>
 #include <atomic>
-#include <exception>
 #include <cstdlib>
+#include <exception>
 #include <memory>
 #include <thread>
 
@@ -55,6 +57,13 @@ void ThreadPool::run(int64_t num_tasks, TaskFn fn) {
   if (error) std::rethrow_exception(error);
 }
 
+int cores_bound() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return default_num_threads();
+  return std::max(1, CPU_COUNT(&set));
+}
+
 int default_num_threads() {
   if (const char* e = std::getenv("TEMPER_THREADS")) {
     const int n = parse_thread_count(e);
@@ -92,7 +101,9 @@ void set_num_threads(int n) {
   apply_backend_threads(n);
 }
 
-int num_threads() { return thread_pool().size(); }
+int num_threads() {
+  return thread_pool().size();
+}
 
 // omp_set_num_threads sets the calling thread's own count (an OpenMP ICV): the BLAS (OpenBLAS's OpenMP build
 // reads omp_get_max_threads() per call) and oneDNN follow it on this thread only.

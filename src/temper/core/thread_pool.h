@@ -38,9 +38,10 @@ class ThreadPool {
   int num_threads_;
 };
 
-int default_num_threads();          // TEMPER_THREADS, else the number of cores
-ThreadPool& thread_pool();          // the process-wide pool
-void set_num_threads(int n);        // resize the pool (and the BLAS's threads) to n
+int default_num_threads();    // TEMPER_THREADS, else the number of cores
+int cores_bound();            // the cores this process may run on (mpirun binds ranks to cores by default)
+ThreadPool& thread_pool();    // the process-wide pool
+void set_num_threads(int n);  // resize the pool (and the BLAS's threads) to n
 int num_threads();
 
 // Work the calling thread starts (its kernels' fork-joins, the BLAS's and oneDNN's teams) uses at most n
