@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# mpirun2.sh for N ranks: runs a command on N MPI ranks (mpirun -np N --oversubscribe), time-limited; exit 77
+# Runs a command on N MPI ranks (mpirun -np N --oversubscribe), time-limited; exit 77
 # (ctest: skipped) when there is no mpirun or the MPI runtime cannot start N ranks here.
 # Usage: mpirun_n.sh N COMMAND [ARGS...]
 set -uo pipefail

@@ -3,8 +3,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "temper/app/control_recipe.h"
@@ -12,8 +10,7 @@
 #include "temper/control/control_trainer.h"
 #include "temper/core/error.h"
 #include "temper/core/thread_pool.h"
-
-namespace fs = std::filesystem;
+#include "temper/io/atomic_file.h"
 
 namespace temper::app {
 namespace {
@@ -224,8 +221,7 @@ int control_eval(const ControlEvalOptions& o) {
   if (o.json_out.empty()) {
     std::fputs(text.c_str(), stdout);
   } else {
-    std::ofstream(o.json_out) << text;
-    TEMPER_CHECK(fs::exists(o.json_out)) << cmd << ": --json " << o.json_out << ": could not be written";
+    io::write_text_atomic(o.json_out, text);
   }
   return 0;
 }

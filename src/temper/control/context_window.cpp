@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "temper/control/control_env.h"
 #include "temper/core/error.h"
 
 namespace temper::control {
@@ -19,7 +20,7 @@ void ContextWindow::push(const float* abstract, const float* reward) {
   for (int64_t i = 0; i < n_; ++i) {
     float* row = buf_.data() + i * w_ * kItem;
     std::copy_backward(row, row + (w_ - 1) * kItem, row + w_ * kItem);
-    const float* a = abstract + 5 * i;
+    const float* a = abstract + ControlEnv::kAbstractDim * i;
     row[0] = a[0], row[1] = a[1], row[2] = a[2], row[3] = a[3], row[4] = reward[i], row[5] = 1.f;
   }
 }

@@ -92,7 +92,8 @@ void ControlTrainer::sync_low_level() {
 
 void ControlTrainer::run_episode(ControlEnv& env, const PpoAgent& agent, bool deterministic, uint64_t noise_seed,
                                  Episode& out) const {
-  const int64_t N = env.size(), T = env.horizon(), in = agent.policy().in(), od = env.obs_dim(), A = 5;
+  const int64_t N = env.size(), T = env.horizon(), in = agent.policy().in(), od = env.obs_dim(),
+                A = ControlEnv::kAbstractDim;
   std::vector<float> goal(N * 2);
   const int64_t L = c_.hierarchy.latent;
   ContextWindow ctx(N, c_.hierarchy.context);

@@ -108,7 +108,6 @@ void RemoteExplorer::launch(const Transformer& policy, std::vector<rollout::Roll
   begin_.assign(static_cast<size_t>(n_exp) + 1, 0);
   for (int e = 0; e <= n_exp; ++e)
     begin_[static_cast<size_t>(e)] = dist::shard(static_cast<int64_t>(reqs.size()), e, n_exp).begin;
-  begin_.back() = static_cast<int64_t>(reqs.size());
   if (trainers_.rank() == 0) {
     world_.wait_sends();  // the previous version's (long done: its explorer replied)
     TEMPER_CHECK(static_cast<int64_t>(staging_.size()) == policy.flat_size())

@@ -41,8 +41,8 @@ void PolicyLossConfig::validate() const {
 void PolicyLossBatch::validate(const PolicyLossConfig& cfg) const {
   TEMPER_CHECK(N >= 0) << "policy loss batch rows must be >= 0, got " << N;
   TEMPER_CHECK(N == 0 || (advantage && scale)) << "policy loss batch needs advantage and scale arrays";
-  TEMPER_CHECK(N == 0 || cfg.kl_coef == 0 || ref_logp) << "policy loss kl_coef = " << cfg.kl_coef
-                                                       << " needs ref_logp (the reference model's log-probs)";
+  TEMPER_CHECK(N == 0 || cfg.kl_coef == 0 || ref_logp)
+      << "policy loss kl_coef = " << cfg.kl_coef << " needs ref_logp (the reference model's log-probs)";
 }
 
 LossNorm policy_loss_norm(const float* mask, int64_t B, int64_t T) {
@@ -61,7 +61,9 @@ void policy_loss_scale(const PolicyLossConfig& cfg, const float* mask, int64_t B
     const float* m = mask + b * T;
     double inv = 0;
     switch (cfg.agg) {
-      case LossAgg::token_mean: inv = norm.tokens > 0 ? 1.0 / norm.tokens : 0.0; break;
+      case LossAgg::token_mean:
+        inv = norm.tokens > 0 ? 1.0 / norm.tokens : 0.0;
+        break;
       case LossAgg::seq_mean_token_mean: {
         double len = 0;
         for (int64_t t = 0; t < T; ++t) len += m[t];
@@ -85,9 +87,12 @@ void policy_loss_scale(const PolicyLossConfig& cfg, const float* mask, int64_t B
 double policy_kl(KlEstimator est, double logp, double ref_logp) {
   double d = logp - ref_logp;
   switch (est) {
-    case KlEstimator::k1: return d;
-    case KlEstimator::k2: return 0.5 * d * d;
-    case KlEstimator::k3: return std::expm1(-d) + d;  // exp(ref - logp) - (ref - logp) - 1, no cancellation
+    case KlEstimator::k1:
+      return d;
+    case KlEstimator::k2:
+      return 0.5 * d * d;
+    case KlEstimator::k3:
+      return std::expm1(-d) + d;  // exp(ref - logp) - (ref - logp) - 1, no cancellation
   }
   return 0;
 }
@@ -95,9 +100,12 @@ double policy_kl(KlEstimator est, double logp, double ref_logp) {
 double policy_kl_grad(KlEstimator est, double logp, double ref_logp) {
   double d = logp - ref_logp;
   switch (est) {
-    case KlEstimator::k1: return 1.0;
-    case KlEstimator::k2: return d;
-    case KlEstimator::k3: return -std::expm1(-d);
+    case KlEstimator::k1:
+      return 1.0;
+    case KlEstimator::k2:
+      return d;
+    case KlEstimator::k3:
+      return -std::expm1(-d);
   }
   return 0;
 }
@@ -116,15 +124,12 @@ struct TokenEval {
 // min(., -c A): flat where max(r, r_c) > c. Elsewhere d/dlogp = -A r (dr/dlogp = r).
 TokenEval token_eval(const PolicyLossConfig& c, double lp, const float* old, int64_t n, double A) {
   TokenEval e;
+  e.ratio = old ? std::exp(lp - static_cast<double>(old[n])) : 1.0;
   if (c.behaviour_cap > 0) {  // stale samples, one optimiser step: the ratio to the proximal (this forward) is 1
-    e.ratio = old ? std::exp(lp - static_cast<double>(old[n])) : 1.0;
     e.high = e.ratio > c.behaviour_cap;
-    const double rho = std::min(e.ratio, c.behaviour_cap);
-    e.pg = -rho * A;
-    e.dpg = -rho * A;
+    e.pg = e.dpg = -std::min(e.ratio, c.behaviour_cap) * A;
     return e;
   }
-  e.ratio = old ? std::exp(lp - static_cast<double>(old[n])) : 1.0;
   double r = e.ratio, lo = 1.0 - c.eps_low, hi = 1.0 + c.eps_high;
   double rc = std::clamp(r, lo, hi);
   if (A >= 0) {
@@ -202,8 +207,8 @@ PolicyLossStats policy_loss_forward(const PolicyLossConfig& cfg, const PolicyLos
   cfg.validate();
   b.validate(cfg);
   TEMPER_CHECK(b.N == 0 || logp) << "policy_loss_forward needs the forward's logp";
-  TEMPER_CHECK(b.N == 0 || cfg.ent_coef == 0 || entropy) << "policy loss ent_coef = " << cfg.ent_coef
-                                                         << " needs the forward's entropy";
+  TEMPER_CHECK(b.N == 0 || cfg.ent_coef == 0 || entropy)
+      << "policy loss ent_coef = " << cfg.ent_coef << " needs the forward's entropy";
   PolicyLossStats st;
   for (int64_t n = 0; n < b.N; ++n) {
     double s = b.scale[n];

@@ -405,9 +405,9 @@ void RlTrainer::correct_staleness(Batch& b, Metrics& out) {
   double n = 0, sum = 0, capped = 0;
   for (size_t i = 0; i < b.traj.size(); ++i) {
     Trajectory& t = b.traj[i];
+    if (t.weight.size() != t.tokens.size()) t.weight.assign(t.tokens.size(), 1.f);
     for (size_t k = 0; k < t.tokens.size(); ++k) {
       const double rho = std::exp(static_cast<double>(prox[i][k]) - static_cast<double>(t.old_logprob[k]));
-      if (t.weight.size() != t.tokens.size()) t.weight.assign(t.tokens.size(), 1.f);
       t.weight[k] = static_cast<float>(t.weight[k] * std::min(rho, cap));
       t.old_logprob[k] = prox[i][k];
       n += 1, sum += rho, capped += rho > cap;

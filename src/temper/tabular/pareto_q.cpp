@@ -38,13 +38,7 @@ void ParetoQ::update(int64_t s, int64_t u, int64_t a) {
     nd_[i].clear();
     return;
   }
-  std::vector<float> all;
-  for (int64_t b = 0; b < p_.A(); ++b) {
-    const std::vector<float> q = qset(st.s2, st.u2, b);
-    all.insert(all.end(), q.begin(), q.end());
-  }
-  std::vector<float> set = pareto_filter<float>(all, D);
-  set = pareto_prune_epsilon<float>(set, D, c_.nd_epsilon);
+  const std::vector<float> set = pareto_prune_epsilon<float>(front_at(st.s2, st.u2), D, c_.nd_epsilon);
   nd_[i] = pareto_prune_cap<float>(set, D, c_.nd_cap);
 }
 
