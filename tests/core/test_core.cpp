@@ -6,9 +6,12 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "temper/core/arena.h"
+#include "temper/core/base64.h"
 #include "temper/core/cpu_features.h"
 #include "temper/core/dtype.h"
 #include "temper/core/error.h"
@@ -191,4 +194,18 @@ TEST(Log, SinkReceivesEnabledLevelsOnly) {
   EXPECT_EQ(got[0].first, LogLevel::warn);
   EXPECT_EQ(got[0].second, "shown 2");
   EXPECT_EQ(got[1].second, "also 3");
+}
+
+TEST(Base64, Rfc4648VectorsRoundTripAndBadInput) {
+  const std::pair<const char*, const char*> v[] = {{"", ""},        {"f", "Zg=="},        {"fo", "Zm8="},
+                                                   {"foo", "Zm9v"}, {"foob", "Zm9vYg=="}, {"foobar", "Zm9vYmFy"}};
+  for (const auto& [plain, coded] : v) {
+    EXPECT_EQ(temper::base64_encode(plain), coded);
+    EXPECT_EQ(temper::base64_decode(coded), std::optional<std::string>(plain));
+  }
+  std::string all;
+  for (int c = 0; c < 256; ++c) all += static_cast<char>(c);
+  EXPECT_EQ(temper::base64_decode(temper::base64_encode(all)), std::optional<std::string>(all));
+  for (const char* bad : {"Zg=", "Z!==", "Zg==Zg==", "Z===", "=g=="})
+    EXPECT_EQ(temper::base64_decode(bad), std::nullopt) << bad;
 }

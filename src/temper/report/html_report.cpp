@@ -13,6 +13,7 @@
 #include <map>
 #include <sstream>
 
+#include "temper/core/base64.h"
 #include "temper/core/error.h"
 #include "temper/io/atomic_file.h"
 #include "temper/report/svg_chart.h"
@@ -222,23 +223,6 @@ std::string read_text(const std::string& path) {
   return ss.str();
 }
 
-// RFC 4648 base64 (with '=' padding): an image inlined as a data: URI.
-std::string base64(const std::string& bytes) {
-  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  for (size_t i = 0; i < bytes.size(); i += 3) {
-    uint32_t v = static_cast<uint8_t>(bytes[i]) << 16;
-    if (i + 1 < bytes.size()) v |= static_cast<uint8_t>(bytes[i + 1]) << 8;
-    if (i + 2 < bytes.size()) v |= static_cast<uint8_t>(bytes[i + 2]);
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += i + 1 < bytes.size() ? kAlphabet[(v >> 6) & 63] : '=';
-    out += i + 2 < bytes.size() ? kAlphabet[v & 63] : '=';
-  }
-  return out;
-}
-
 std::string utc_now() {
   std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm tm{};
@@ -278,7 +262,7 @@ void images_section(std::ostream& o, const std::vector<ReportImage>& images) {
   o << "<h2>Images</h2>\n<div class=\"grid\">\n";
   for (const ReportImage& im : images)
     o << "<div class=\"card\"><h3>" << html_escape(im.title) << "</h3><img alt=\"" << html_escape(im.title)
-      << "\" style=\"width:100%;image-rendering:pixelated\" src=\"data:image/png;base64," << base64(im.png)
+      << "\" style=\"width:100%;image-rendering:pixelated\" src=\"data:image/png;base64," << base64_encode(im.png)
       << "\"></div>\n";
   o << "</div>\n";
 }

@@ -3,7 +3,10 @@
 #include "temper/rl/async_state.h"
 
 #include <memory>
+#include <optional>
+#include <string_view>
 
+#include "temper/core/base64.h"
 #include "temper/core/bytes.h"
 #include "temper/core/error.h"
 #include "temper/rollout/sharded.h"
@@ -13,50 +16,6 @@ namespace temper::rl {
 namespace {
 
 constexpr const char* kTag = "temper-async-1:";
-constexpr char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-std::string base64(const std::string& in) {
-  std::string out;
-  out.reserve((in.size() + 2) / 3 * 4);
-  for (size_t i = 0; i < in.size(); i += 3) {
-    uint32_t v = static_cast<uint8_t>(in[i]) << 16;
-    if (i + 1 < in.size()) v |= static_cast<uint8_t>(in[i + 1]) << 8;
-    if (i + 2 < in.size()) v |= static_cast<uint8_t>(in[i + 2]);
-    out += kB64[(v >> 18) & 63];
-    out += kB64[(v >> 12) & 63];
-    out += i + 1 < in.size() ? kB64[(v >> 6) & 63] : '=';
-    out += i + 2 < in.size() ? kB64[v & 63] : '=';
-  }
-  return out;
-}
-
-std::string unbase64(const std::string& in) {
-  auto val = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  TEMPER_CHECK(in.size() % 4 == 0) << "trainer_state.json: the async state is not base64 (length " << in.size() << ")";
-  std::string out;
-  for (size_t i = 0; i < in.size(); i += 4) {
-    uint32_t v = 0;
-    int pad = 0;
-    for (size_t k = 0; k < 4; ++k) {
-      const char c = in[i + k];
-      const int x = c == '=' ? (++pad, 0) : val(c);
-      TEMPER_CHECK(x >= 0 && (c == '=' || pad == 0)) << "trainer_state.json: the async state is not base64";
-      v = (v << 6) | static_cast<uint32_t>(x);
-    }
-    out += static_cast<char>((v >> 16) & 255);
-    if (pad < 2) out += static_cast<char>((v >> 8) & 255);
-    if (pad < 1) out += static_cast<char>(v & 255);
-  }
-  return out;
-}
-
 void put_problem(ByteWriter& w, const tasks::Problem& p) {
   w.put(p.id), w.put(p.prompt), w.put<int64_t>(static_cast<int64_t>(p.messages.size()));
   for (const tasks::Message& m : p.messages) w.put(m.role), w.put(m.content);
@@ -114,14 +73,16 @@ std::string encode_explored(const std::deque<ExploredBatch>& batches) {
     for (const std::vector<int32_t>& p : b.prompts) w.put(p);
     w.put(rollout::encode_completions(b.done));
   }
-  return kTag + base64(w.bytes());
+  return kTag + base64_encode(w.bytes());
 }
 
 std::deque<ExploredBatch> decode_explored(const std::string& text) {
   const std::string tag = kTag;
   TEMPER_CHECK(text.compare(0, tag.size(), tag) == 0)
       << "trainer_state.json: the async state does not start with '" << tag << "' (written by another version?)";
-  const std::string bytes = unbase64(text.substr(tag.size()));
+  const std::optional<std::string> decoded = base64_decode(std::string_view(text).substr(tag.size()));
+  TEMPER_CHECK(decoded) << "trainer_state.json: the async state is not base64";
+  const std::string& bytes = *decoded;
   ByteReader r(bytes);
   std::deque<ExploredBatch> out(static_cast<size_t>(get_count(r)));
   for (ExploredBatch& b : out) {
