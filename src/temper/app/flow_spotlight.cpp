@@ -4,7 +4,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <string>
 #include <thread>
 
@@ -15,6 +14,7 @@
 #include "temper/core/error.h"
 #include "temper/core/rng.h"
 #include "temper/core/thread_pool.h"
+#include "temper/report/metrics_sink.h"
 #include "temper/spotlight/trainer.h"
 
 namespace temper::app {
@@ -73,16 +73,6 @@ SpotlightParts build_parts(const FlowSpotlightRecipe& rc, const std::optional<Si
   return p;
 }
 
-// schedule.jsonl without the lines after `step` (a resumed run rewrites what follows).
-void truncate_schedule(const std::string& path, int64_t step) {
-  std::ifstream in(path);
-  std::string kept, line;
-  while (std::getline(in, line))
-    if (!line.empty() && nlohmann::json::parse(line).at("step").get<int64_t>() <= step) kept += line + "\n";
-  in.close();
-  std::ofstream(path, std::ios::trunc) << kept;
-}
-
 }  // namespace
 
 int run_flow_spotlight(const SideRunOptions& o) {
@@ -122,8 +112,8 @@ int run_flow_spotlight(const SideRunOptions& o) {
   const std::vector<std::string> argv = explorer_argv(rc.spot.explorer_threads, rc.spot.explorer_nice);
   tr.start_explorers({argv, setup_message(es)});
   const std::string schedule = run.dir() + "/schedule.jsonl";
-  truncate_schedule(schedule, start);
-  std::ofstream sched(schedule, std::ios::app);
+  // Without the lines after `start` (a resumed run rewrites what follows; a line cut by a crash is dropped).
+  report::JsonlFile sched = report::JsonlFile::resume_after_step(schedule, start);
   std::printf(
       "temper flow spotlight: %lld explorers, G %lld x %lld groups, %lld candidates a group, %lld steps on %s -> %s\n",
       static_cast<long long>(rc.spot.explorers), static_cast<long long>(rc.rl.grpo.group),
@@ -158,7 +148,7 @@ int run_flow_spotlight(const SideRunOptions& o) {
     wall += flow::metric(m, "step_s");
     m.emplace_back("wall_s", wall);
     run.metrics().write(step, "train", m);
-    sched << spotlight::schedule_line(step, tr.last_groups()).dump() << "\n" << std::flush;
+    sched.append_line(spotlight::schedule_line(step, tr.last_groups()).dump());
     const bool last = step == rc.rl.steps;
     if ((rc.eval_every > 0 && step % rc.eval_every == 0) || last) evaluate(step);
     const bool stop = run.should_stop(step);
