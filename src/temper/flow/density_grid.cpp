@@ -29,13 +29,11 @@ GridDistance density_distance(const Toy2d& truth, const float* x, int64_t n, int
   int64_t inside = 0;
   for (int64_t k = 0; k < n; ++k) {
     const double a = x[2 * k], b = x[2 * k + 1];
-    g.nll -= truth.log_density(a, b, y);
     const auto i = static_cast<int64_t>(std::floor((a + half) / h)),
                j = static_cast<int64_t>(std::floor((b + half) / h));
     if (i < 0 || j < 0 || i >= cells || j >= cells) continue;  // outside the grid: counts against q's total only
     q[static_cast<size_t>(i * cells + j)] += 1, ++inside;
   }
-  g.nll /= static_cast<double>(n);
   const double smooth = 0.5, denom = static_cast<double>(n) + smooth * static_cast<double>(nc);
   for (size_t c = 0; c < nc; ++c) {
     g.tv += std::abs(p[c] - q[c] / static_cast<double>(n));

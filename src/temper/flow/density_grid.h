@@ -1,7 +1,7 @@
 // How far generated 2-D samples are from a known density: both put on a cells x cells grid over
 // [-half, half]^2 (the true cell masses from the density at the cell centres, renormalised over the grid;
 // the samples as a histogram), then total variation 0.5 sum |p - q| and KL(p_true || q) with q smoothed
-// by half a count per cell; and the samples' mean negative log-likelihood under the true density.
+// by half a count per cell (the samples' likelihood under the true density: flow/evaluate's nll).
 #pragma once
 
 #include <cstdint>
@@ -11,7 +11,7 @@
 namespace temper::flow {
 
 struct GridDistance {
-  double tv = 0, kl = 0, nll = 0;
+  double tv = 0, kl = 0;
 };
 
 // x [n, 2]; y < 0: against the marginal, else against p(x | y).
