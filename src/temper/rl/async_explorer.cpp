@@ -4,17 +4,11 @@
 #include <algorithm>
 #include <chrono>
 
+#include "temper/core/clock.h"
 #include "temper/core/error.h"
 #include "temper/core/thread_pool.h"
 
 namespace temper::rl {
-
-namespace {
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-}  // namespace
 
 AsyncExplorer::AsyncExplorer(const Transformer& policy, int64_t kv_memory_mb, rollout::EngineConfig engine, int threads)
     : snap_(policy),
@@ -53,7 +47,7 @@ std::vector<rollout::Completion> AsyncExplorer::wait() {
   const auto t0 = Clock::now();
   std::unique_lock<std::mutex> g(mu_);
   cv_.wait(g, [&] { return done_; });
-  waited_s_ = since(t0);
+  waited_s_ = seconds_since(t0);
   job_ = false, in_flight_ = false;
   if (error_) std::rethrow_exception(error_);
   return std::move(out_);
@@ -81,7 +75,7 @@ void AsyncExplorer::loop() {
       std::lock_guard<std::mutex> g(mu_);
       out_ = std::move(out);
       error_ = error;
-      job_s_ = since(t0);
+      job_s_ = seconds_since(t0);
       done_ = true;
     }
     cv_.notify_all();

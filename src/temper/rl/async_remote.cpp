@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "temper/core/bytes.h"
+#include "temper/core/clock.h"
 #include "temper/core/error.h"
 #include "temper/rollout/sharded.h"
 
@@ -14,10 +15,6 @@ namespace temper::rl {
 namespace {
 
 constexpr int kJobTag = 7101, kWeightsTag = 7102, kDoneTag = 7103;
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 }  // namespace
 
@@ -163,7 +160,7 @@ std::vector<rollout::Completion> RemoteExplorer::wait() {
   ByteReader r(all);
   std::string error, bytes;
   r.get(job_s_), r.get(error), r.get(bytes);
-  waited_s_ = since(t0);
+  waited_s_ = seconds_since(t0);
   TEMPER_CHECK(error.empty()) << "[rl.async] " << error;
   std::vector<rollout::Completion> out;
   rollout::decode_completions(bytes, out);
@@ -193,7 +190,7 @@ void serve_explorer(dist::Communicator& world, int root, Transformer& model, rol
     } catch (const std::exception& e) {
       error = e.what();
     }
-    w.put(version), w.put(since(t0)), w.put(error), w.put(done);
+    w.put(version), w.put(seconds_since(t0)), w.put(error), w.put(done);
     world.send(w.bytes(), root, kDoneTag);
   }
 }

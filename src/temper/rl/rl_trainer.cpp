@@ -9,6 +9,7 @@
 #include <set>
 
 #include "temper/core/bytes.h"
+#include "temper/core/clock.h"
 #include "temper/core/error.h"
 #include "temper/core/interrupt.h"
 #include "temper/core/profile.h"
@@ -82,11 +83,6 @@ void RlConfig::validate() const {
 }
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 // Every method's rollout hook in turn: stop if any asks, forks add up.
 class HookChain : public rollout::RolloutHook {
@@ -303,8 +299,8 @@ Metrics RlTrainer::step() {
   set_weights(b);
   auto t_train = Clock::now();
   Metrics upd = update(b);
-  double train_s = since(t_train);
-  Metrics out = metrics(b, drawn, upd, train_s, since(t_step));
+  double train_s = seconds_since(t_train);
+  Metrics out = metrics(b, drawn, upd, train_s, seconds_since(t_step));
   out.insert(out.end(), async_out.begin(), async_out.end());
   if (spec_) spec_->metrics(out, comm_);
   for (Method* m : methods_) m->metrics(out);
@@ -455,11 +451,11 @@ Batch RlTrainer::round(Batch& b, int64_t n, int64_t round) {
   rb.problems = std::move(b.problems);
   auto t0 = Clock::now();
   rollout(n, round, rb.traj, rb.problems);
-  rollout_s_ += since(t0);
+  rollout_s_ += seconds_since(t0);
   for (Method* m : methods_) m->after_rollout(rb);
   t0 = Clock::now();
   score(rb, 0);
-  reward_s_ += since(t0);
+  reward_s_ += seconds_since(t0);
   for (Method* m : methods_) m->after_reward(rb);
   b.problems = std::move(rb.problems);
   return rb;

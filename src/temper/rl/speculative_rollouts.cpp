@@ -6,17 +6,13 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "temper/core/clock.h"
 #include "temper/core/error.h"
 #include "temper/core/log.h"
 
 namespace temper::rl {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 int rank_of(const dist::Communicator* comm) {
   return comm ? comm->rank() : 0;
@@ -114,7 +110,7 @@ void SpeculativeRollouts::refresh_drafter() {
   if (drafter_fresh_) return;
   auto t0 = Clock::now();
   drafter_->refresh(policy_);
-  requant_s_ += since(t0);
+  requant_s_ += seconds_since(t0);
   drafter_fresh_ = true;
 }
 
