@@ -62,6 +62,12 @@ Toy2d::Toy2d(Toy2dConfig c) : cfg_(std::move(c)) {
   }
   class_weight_.assign(static_cast<size_t>(cfg_.classes), 0.0);
   for (const auto& c : comps_) class_weight_[static_cast<size_t>(c.label)] += c.weight;
+  for (auto& c : comps_) {
+    const double trunc = 0.5 * std::erfc(-c.r / (c.std * std::numbers::sqrt2));  // a ring's Phi(R / s)
+    c.log_norm = c.ring ? std::log(c.std * std::sqrt(2 * kPi) * trunc) : std::log(2 * kPi * c.std * c.std);
+    c.log_weight = std::log(c.weight / 1.0);
+    c.log_weight_in_class = std::log(c.weight / class_weight_[static_cast<size_t>(c.label)]);
+  }
 }
 
 double Toy2d::class_prob(int32_t y) const {
@@ -115,22 +121,21 @@ void Toy2d::sample(int64_t n, uint64_t seed, std::vector<float>& x, std::vector<
 }
 
 double Toy2d::log_density(double x0, double x1, int32_t y) const {
-  const double total = y < 0 ? 1.0 : class_weight_.at(static_cast<size_t>(y));
+  TEMPER_CHECK(y < cfg_.classes) << "toy2d: class " << y << " outside 0.." << cfg_.classes - 1;
   double best = -INFINITY;
-  std::vector<double> terms;
-  terms.reserve(comps_.size());
+  thread_local std::vector<double> terms;  // reused: evaluation calls this per sample per class
+  terms.clear();
   for (const auto& c : comps_) {
     if (y >= 0 && c.label != y) continue;
     double lp;
     if (c.ring) {
       const double rho = std::max(std::hypot(x0, x1), 1e-300), z = (rho - c.r) / c.std;
-      const double trunc = 0.5 * std::erfc(-c.r / (c.std * std::numbers::sqrt2));  // Phi(R / s)
-      lp = -0.5 * z * z - std::log(c.std * std::sqrt(2 * kPi) * trunc) - std::log(2 * kPi * rho);
+      lp = -0.5 * z * z - c.log_norm - std::log(2 * kPi * rho);
     } else {
       const double dx = x0 - c.cx, dy = x1 - c.cy;
-      lp = -(dx * dx + dy * dy) / (2 * c.std * c.std) - std::log(2 * kPi * c.std * c.std);
+      lp = -(dx * dx + dy * dy) / (2 * c.std * c.std) - c.log_norm;
     }
-    lp += std::log(c.weight / total);
+    lp += y < 0 ? c.log_weight : c.log_weight_in_class;
     terms.push_back(lp);
     best = std::max(best, lp);
   }

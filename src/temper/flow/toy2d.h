@@ -44,6 +44,9 @@ class Toy2d {
     double r = 0;           // a ring's radius
     double std = 0, weight = 0;
     int32_t label = 0;
+    // log_density's constants, set once by the constructor: the log normaliser (a Gaussian's log(2 pi s^2), a
+    // ring's log(s sqrt(2 pi) Phi(R / s))), log(weight) and log(weight / the class's weight).
+    double log_norm = 0, log_weight = 0, log_weight_in_class = 0;
   };
   int64_t pick(double u, int32_t y) const;  // a component of label y (any: y < 0) by weight, from u in [0, 1)
   Toy2dConfig cfg_;
