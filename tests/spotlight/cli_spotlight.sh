@@ -4,7 +4,9 @@
 #     checkpoint tensors (policy, AdamW moments, the explorers' weight versions, the discriminator) equal those of
 #     a run without kills; the kills show as 2 re-queued requests, 2 deaths, 0 dropped.
 #  2. --stop-after 3 + --resume, and SIGTERM during the run + --resume: the same final tensors (the checkpoint
-#     carries the next step's committed results, the bandit and the weight versions).
+#     carries the next step's committed results, the bandit and the weight versions) and the same DG-RL counters
+#     (compute, disc_fits, disc_accuracy: JSON state, which spotlight does not log as metrics); a checkpoint
+#     without "compute" (written before spotlight saved it) resumes with compute 0.
 #  3. time_join: the join from memory and from the checkpoint are both measured and logged (not compared).
 #  4. explorers = 0 is the synchronous baseline (every group unexplored); a replay of the killed run's
 #     schedule.jsonl without explorers gives its tensors again.
@@ -22,6 +24,16 @@ same_tensors() {  # A B: the final checkpoints' tensors are equal
   [ "$a" = "$b" ] || fail "final checkpoints $a vs $b"
   cmp -s "$1/checkpoints/$a/trainer_state.safetensors" "$2/checkpoints/$b/trainer_state.safetensors" ||
     fail "checkpoint tensors differ: $1 $2"
+}
+counters() {  # RUN: the DG-RL counters in the state of its final checkpoint (trainer_state.json, state at indent 4)
+  grep -E '^    "(compute|disc_accuracy|disc_fits)": ' "$1/checkpoints/$(final "$1")/trainer_state.json" || true
+}
+same_counters() {  # A B: the final checkpoints' DG-RL counters are equal, compute counted (the discriminator's fit)
+  local a b
+  a=$(counters "$1") b=$(counters "$2")
+  [ "$(grep -c . <<< "$a")" = 3 ] || fail "$1: expected compute, disc_accuracy, disc_fits in the state, got: $a"
+  grep -q '"compute": [1-9]' <<< "$a" || fail "$1: compute not counted: $a"
+  [ "$a" = "$b" ] || fail "DG-RL counters differ after resume: $1: $a; $2: $b"
 }
 
 "$temper" flow train --out "$work/base" --set model.hidden=32 --set model.depth=2 --set data.classes=4 \
@@ -46,10 +58,21 @@ grep -q '"step":8,"kind":"train".*"explored_groups":4' "$work/k/metrics.jsonl" |
 
 "$temper" flow spotlight --out "$work/s" "${sp[@]}" "${kills[@]}" --stop-after 3 > "$work/s.log" 2>&1 || fail "stop"
 grep -q "stopped after step 3" "$work/s.log" || fail "no stop at 3"
+cp -r "$work/s" "$work/o"  # below: as a checkpoint written before spotlight saved "compute"
 "$temper" flow spotlight --resume "$work/s" > "$work/sr.log" 2>&1 || fail "resume"
 same_tensors "$work/a" "$work/s"
+same_counters "$work/a" "$work/s"
 [ "$(wc -l < "$work/s/schedule.jsonl")" = 8 ] || fail "resumed schedule.jsonl lines"
 cmp -s "$work/k/schedule.jsonl" "$work/s/schedule.jsonl" || fail "resumed schedule differs"
+# A checkpoint without "compute" (before this counter was saved; checksums rewritten) resumes, compute from 0.
+o3="$work/o/checkpoints/step-3"
+grep -q '^    "compute": ' "$o3/trainer_state.json" || fail "step 3 state has no compute"
+sed -i '/^    "compute": /d' "$o3/trainer_state.json"
+(cd "$o3" && LC_ALL=C ls | grep -vx checksums.sha256 | xargs sha256sum > checksums.sha256)
+"$temper" flow spotlight --resume "$work/o" > "$work/or.log" 2>&1 || fail "resume without compute"
+same_tensors "$work/a" "$work/o"
+grep -q '^    "compute": 0.0,' "$work/o/checkpoints/$(final "$work/o")/trainer_state.json" ||
+  fail "resumed without compute: expected compute 0"
 
 "$temper" flow spotlight --out "$work/t" "${sp[@]}" --set rl.steps=12 --set flow.spotlight.min_request_s=0.01 \
   > "$work/t.log" 2>&1 &
@@ -64,6 +87,7 @@ grep -q "stopped after step" "$work/t.log" || fail "SIGTERM did not stop the run
 "$temper" flow spotlight --resume "$work/t" > "$work/tr.log" 2>&1 || fail "SIGTERM resume"
 "$temper" flow spotlight --out "$work/u" "${sp[@]}" --set rl.steps=12 > "$work/u.log" 2>&1 || fail "run u"
 same_tensors "$work/u" "$work/t"
+same_counters "$work/u" "$work/t"
 
 "$temper" flow spotlight --out "$work/r" "${sp[@]}" --set flow.spotlight.barrier=false \
   --set flow.spotlight.replay="$work/k/schedule.jsonl" > "$work/r.log" 2>&1 || fail "replay"

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <string>
 
+#include "temper/app/flow_checkpoint.h"
 #include "temper/app/flow_setup.h"
 #include "temper/app/run_dir.h"
 #include "temper/core/error.h"
@@ -116,13 +117,8 @@ int run_flow_rl(const SideRunOptions& o) {
   flow::DgRl rl(policy, *base, *parts.data, *parts.features, rc.rl);
   int64_t start = 0;
   if (ck) {
-    rl.opt().m = ck->tensor("adam.m"), rl.opt().v = ck->tensor("adam.v");
-    rl.opt().step = ck->state.at("adam_step").get<int64_t>();
-    flow::DgRl::Counters counters;
-    counters.fits = ck->state.at("disc_fits").get<int64_t>();
-    counters.compute = ck->state.at("compute").get<double>();
-    counters.fit_accuracy = ck->state.at("disc_accuracy").get<double>();
-    rl.restore([&](const std::string& name) -> const std::vector<float>& { return ck->tensor(name); }, counters);
+    flow_checkpoint_get_adamw(*ck, rl.opt());
+    flow_checkpoint_get_dg_rl(*ck, rl);
     start = ck->step;
     std::printf("temper flow rl: resuming %s at step %lld\n", run.dir().c_str(), static_cast<long long>(start));
   }
@@ -158,12 +154,8 @@ int run_flow_rl(const SideRunOptions& o) {
     c.step = step;
     c.tensors = model_tensors(policy, "model.");
     for (auto& t : model_tensors(*base, "base.")) c.tensors.push_back(std::move(t));
-    c.tensors.emplace_back("adam.m", rl.opt().m);
-    c.tensors.emplace_back("adam.v", rl.opt().v);
-    for (auto& t : rl.state_tensors()) c.tensors.push_back(std::move(t));
-    const flow::DgRl::Counters n = rl.counters();
-    c.state = {
-        {"adam_step", rl.opt().step}, {"disc_fits", n.fits}, {"compute", n.compute}, {"disc_accuracy", n.fit_accuracy}};
+    flow_checkpoint_put_adamw(c, rl.opt());
+    flow_checkpoint_put_dg_rl(c, rl);
     run.save(c);
   };
   for (int64_t step = start + 1; step <= rc.rl.steps; ++step) {

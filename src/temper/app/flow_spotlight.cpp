@@ -7,6 +7,7 @@
 #include <string>
 #include <thread>
 
+#include "temper/app/flow_checkpoint.h"
 #include "temper/app/flow_setup.h"
 #include "temper/app/flow_spotlight_join.h"
 #include "temper/app/flow_spotlight_recipe.h"
@@ -58,10 +59,7 @@ SpotlightParts build_parts(const FlowSpotlightRecipe& rc, const std::optional<Si
     return p;
   }
   if (ck) {
-    flow::DgRl::Counters n;
-    n.fits = ck->state.at("disc_fits").get<int64_t>();
-    n.fit_accuracy = ck->state.at("disc_accuracy").get<double>();
-    p.rl->restore([&](const std::string& name) -> const std::vector<float>& { return ck->tensor(name); }, n);
+    flow_checkpoint_get_dg_rl(*ck, *p.rl);
   } else {
     const flow::DiscFitStats st = p.rl->refit(*p.base, 0);
     std::printf(
@@ -138,9 +136,8 @@ int run_flow_spotlight(const SideRunOptions& o) {
     c.tensors = model_tensors(policy, "model.");
     for (auto& t : model_tensors(*sp.base, "base.")) c.tensors.push_back(std::move(t));
     for (auto& t : tr.state_tensors()) c.tensors.push_back(std::move(t));
-    for (auto& t : sp.rl->state_tensors()) c.tensors.push_back(std::move(t));
-    const flow::DgRl::Counters n = sp.rl->counters();
-    c.state = {{"spotlight", tr.state()}, {"wall_s", wall}, {"disc_fits", n.fits}, {"disc_accuracy", n.fit_accuracy}};
+    c.state = {{"spotlight", tr.state()}, {"wall_s", wall}};
+    flow_checkpoint_put_dg_rl(c, *sp.rl);
     run.save(c);
   };
   for (int64_t step = start + 1; step <= rc.rl.steps; ++step) {

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <string>
 
+#include "temper/app/flow_checkpoint.h"
 #include "temper/app/flow_setup.h"
 #include "temper/core/error.h"
 #include "temper/flow/evaluate.h"
@@ -71,8 +72,7 @@ int run_flow_train(const SideRunOptions& o) {
   double best_fd = 0;
   if (ck) {
     load_model_tensors(model, *ck);
-    opt.m = ck->tensor("adam.m"), opt.v = ck->tensor("adam.v");
-    opt.step = ck->state.at("adam_step").get<int64_t>();
+    flow_checkpoint_get_adamw(*ck, opt);
     since_best = ck->state.value("since_best", int64_t{0});
     best_fd = ck->state.value("best_fd", 0.0);
     start = ck->step;
@@ -88,9 +88,8 @@ int run_flow_train(const SideRunOptions& o) {
     SideCheckpoint c;
     c.step = step;
     c.tensors = model_tensors(model);
-    c.tensors.emplace_back("adam.m", opt.m);
-    c.tensors.emplace_back("adam.v", opt.v);
-    c.state = {{"adam_step", opt.step}, {"since_best", since_best}, {"best_fd", best_fd}};
+    flow_checkpoint_put_adamw(c, opt);
+    c.state["since_best"] = since_best, c.state["best_fd"] = best_fd;
     run.save(c);
   };
   int64_t step = start;
