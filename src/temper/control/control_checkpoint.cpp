@@ -28,6 +28,7 @@ std::vector<std::pair<std::string, std::vector<float>>> ControlTrainer::tensors(
 }
 
 void ControlTrainer::load(const std::vector<std::pair<std::string, std::vector<float>>>& t, const TrainerState& s) {
+  fitted_.reset();
   auto get = [&](const std::string& name, size_t size) -> const std::vector<float>& {
     for (auto& [n, v] : t)
       if (n == name) {

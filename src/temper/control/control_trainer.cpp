@@ -201,6 +201,7 @@ double ControlTrainer::train_encoder(const Episode& ep) {
 
 IterationMetrics ControlTrainer::iterate() {
   IterationMetrics m;
+  fitted_.reset();
   env_.reset(static_cast<uint64_t>(s_.iteration));
   Episode ep;
   ep.record = true;
@@ -265,6 +266,7 @@ MetaKnowledge ControlTrainer::current_meta() const {
 std::optional<MetaKnowledge> ControlTrainer::knowledge() const {
   if (frozen_) return frozen_;
   if (c_.stage != Stage::meta) return std::nullopt;
+  if (fitted_) return fitted_;
   MetaKnowledge k = current_meta();
   EnvSpec spec = c_.env;
   spec.n_envs = c_.fit_envs;
@@ -276,6 +278,7 @@ std::optional<MetaKnowledge> ControlTrainer::knowledge() const {
     k.clusters.fit_stick_breaking(ep.final_latent.data(), c_.fit_envs, c_.hierarchy.sb_alpha, c_.hierarchy.sb_sigma);
   else
     k.clusters.fit(ep.final_latent.data(), c_.fit_envs, c_.hierarchy.new_mode_distance);
+  fitted_ = k;
   return k;
 }
 

@@ -51,8 +51,9 @@ class ControlTrainer {
   IterationMetrics iterate();
   // The deterministic policy on eval_envs tasks drawn with the eval key (fixed for the run); mode_ari on them.
   EvalResult evaluate(int64_t n_envs, uint64_t key) const;
-  // Meta: the current encoder and high level with clusters fitted on fit_envs training tasks; transfer: the
-  // frozen knowledge; scratch: none.
+  // Meta: the current encoder and high level with clusters fitted on fit_envs training tasks (fitted once per
+  // iteration: an evaluation and a checkpoint of the same iteration share the fit); transfer: the frozen
+  // knowledge; scratch: none.
   std::optional<MetaKnowledge> knowledge() const;
 
   const TrainerState& state() const { return s_; }
@@ -81,6 +82,7 @@ class ControlTrainer {
   std::optional<nn::AdamW> encoder_opt_;
   TrainerState s_;
   Rollout rollout_;
+  mutable std::optional<MetaKnowledge> fitted_;  // meta: knowledge() of the current weights; reset when they change
 };
 
 }  // namespace temper::control
