@@ -7,6 +7,7 @@
 #include "common/error_of.h"
 #include "temper/app/memory_plan.h"
 #include "temper/io/hf_config.h"
+#include "temper/model/frozen_base.h"
 #include "temper/model/param_layout.h"
 #include "temper/model/transformer.h"
 
@@ -133,6 +134,19 @@ TEST(MemoryPlan, AsyncAddsTheExplorersWeightsAndItsOwnKvCache) {
   EXPECT_EQ(item(async, "rollout logits (explorer)"), 4.0 * 64 * 152064);
   s.precision = kernels::Precision::bf16;  // + the bf16 row-major copy
   EXPECT_EQ(item(plan_memory(c, s), "explorer snapshot"), 6 * flat);
+  // LoRA: the frozen base is shared with the policy; the snapshot holds the adapters (PEFT's 40,370,176 for r = 16)
+  // and what it derives from the base: the bf16 copy of an f32 base, a held base's rest in bf16, its own panel.
+  const double adapters = 4.0 * 40370176, rest = flat - static_cast<double>(FrozenBase::params_for(c));
+  const double panel = 4.0 * 146 * 3584;  // the widest panel: 146 rows (2^19 floats / 3584 inputs) of 3584
+  s.lora_rank = 16, s.lora_full_base = true, s.precision = kernels::Precision::f32;
+  EXPECT_EQ(item(plan_memory(c, s), "explorer snapshot"), adapters);
+  s.precision = kernels::Precision::bf16;
+  EXPECT_EQ(item(plan_memory(c, s), "explorer snapshot"), adapters + 2 * flat);
+  s.lora_full_base = false, s.lora_held = true, s.qlora = true;
+  EXPECT_EQ(item(plan_memory(c, s), "explorer snapshot"), adapters + 2 * rest + panel);
+  s.precision = kernels::Precision::f32;
+  EXPECT_EQ(item(plan_memory(c, s), "explorer snapshot"), adapters + panel);
+  EXPECT_LT(item(plan_memory(c, s), "explorer snapshot"), 0.01 * 4 * flat);  // against 4 B a weight without LoRA
 }
 
 TEST(MemoryPlan, OutOfRangeSettingsAreNamed) {

@@ -4,11 +4,14 @@
 // thread splits give the same bits; a run resumed from the async state equals the uninterrupted one; the loss
 // weights stale samples by the truncated importance ratio (in the loss with one optimiser step and no methods,
 // through a proximal pass otherwise, which methods' hooks then read); rollout hooks are refused; the state text
-// round-trips; GRPO still learns.
+// round-trips; GRPO still learns. With [lora] (on an f32, bf16 or int4 base): step k is sampled with the adapters
+// after update k - 1 on the unchanged base, max_staleness = 0 is the synchronous loop bitwise and a resumed run
+// equals the uninterrupted one.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,6 +21,7 @@
 #include "temper/core/error.h"
 #include "temper/core/rng.h"
 #include "temper/core/thread_pool.h"
+#include "temper/model/lora.h"
 #include "temper/rl/async_state.h"
 #include "temper/rl/policy_loss.h"
 #include "temper/rl/rl_trainer.h"
@@ -47,6 +51,78 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 // The run's per-step numbers that must repeat exactly.
 std::vector<double> trace(const Metrics& m) {
   return {value(m, "reward_mean"), value(m, "loss"), value(m, "grad_norm"), value(m, "ratio_mean")};
+}
+
+// Step k's round-0 requests as the trainer draws them (problems k * prompts_per_step on, streams of (seed, k, 0)).
+std::vector<rollout::RolloutRequest> step_requests(const RlSetup& s, const RlConfig& c, int64_t k) {
+  const PromptCodec pc = codec();
+  std::vector<rollout::RolloutRequest> reqs;
+  const uint64_t seed = mix_seed(mix_seed(c.seed, static_cast<uint64_t>(k)), 0);
+  for (int64_t i = 0; i < c.prompts_per_step; ++i) {
+    tasks::Problem p = s.task->problem(tasks::Split::train, static_cast<uint64_t>(k * c.prompts_per_step + i));
+    reqs.push_back(rollout::make_request(pc.encode_prompt(p), c.group_size, c.max_new, s.cfg.max_position_embeddings,
+                                         c.sampler, pc.stop_ids, seed, static_cast<uint64_t>(i * c.group_size)));
+  }
+  return reqs;
+}
+
+// [lora] on the tiny model: rank-4 adapters on all seven products, B drawn N(0, 0.05) so that version 0 already
+// moves the model off its base, on a base held as `base`. The base's weights are RlSetup's (seed 3) whatever
+// adapter_seed is.
+struct LoraRl {
+  static LoraConfig lora_config(LoraBase base) {
+    LoraConfig c;
+    c.rank = 4, c.alpha = 8, c.base = base;
+    c.targets = {LoraTarget::q,    LoraTarget::k,  LoraTarget::v,   LoraTarget::o,
+                 LoraTarget::gate, LoraTarget::up, LoraTarget::down};
+    return c;
+  }
+  explicit LoraRl(LoraBase base, uint64_t adapter_seed = 11) : ad(s.cfg, lora_config(base)) {
+    ad.init(adapter_seed);
+    for (int64_t l = 0; l < s.cfg.num_layers; ++l)
+      for (LoraTarget t : ad.config().targets) {
+        Tensor b = ad.b(l, t);
+        rng_fill_normal(adapter_seed + 1, static_cast<uint64_t>(l * kLoraTargetCount + static_cast<int>(t)),
+                        std::span<float>(b.data<float>(), static_cast<size_t>(b.numel())), 0.f, 0.05f);
+      }
+    s.model.attach_lora(&ad);
+  }
+  std::vector<float> adapters() const { return std::vector<float>(ad.params(), ad.params() + ad.size()); }
+  void set_adapters(const std::vector<float>& a) { std::copy(a.begin(), a.end(), ad.params()); }
+  RlSetup s;
+  LoraAdapters ad;
+};
+
+// The log-probs of each trajectory's completion under `m`, teacher-forced (the training pass's numbers), in one pass
+// over the rows padded at the end (targets -1 there).
+std::vector<std::vector<float>> completion_logprobs(Transformer& m, const std::vector<Trajectory>& ts) {
+  int64_t T = 0;
+  for (const Trajectory& t : ts) T = std::max<int64_t>(T, static_cast<int64_t>(t.prompt.size() + t.tokens.size()));
+  const int64_t B = static_cast<int64_t>(ts.size());
+  std::vector<int32_t> tokens(static_cast<size_t>(B * T), 0), targets(static_cast<size_t>(B * T), -1);
+  for (int64_t b = 0; b < B; ++b) {
+    std::vector<int32_t> seq = ts[static_cast<size_t>(b)].prompt;
+    seq.insert(seq.end(), ts[static_cast<size_t>(b)].tokens.begin(), ts[static_cast<size_t>(b)].tokens.end());
+    for (size_t j = 0; j < seq.size(); ++j) {
+      tokens[static_cast<size_t>(b * T) + j] = seq[j];
+      if (j + 1 < seq.size()) targets[static_cast<size_t>(b * T) + j] = seq[j + 1];
+    }
+  }
+  std::vector<float> lp(static_cast<size_t>(B * T)), ent(static_cast<size_t>(B * T));
+  m.forward_logprobs(tokens.data(), targets.data(), B, T, lp.data(), ent.data());
+  std::vector<std::vector<float>> out;
+  for (int64_t b = 0; b < B; ++b) {
+    const Trajectory& t = ts[static_cast<size_t>(b)];
+    const auto first = lp.begin() + b * T + static_cast<int64_t>(t.prompt.size()) - 1;
+    out.emplace_back(first, first + static_cast<int64_t>(t.tokens.size()));
+  }
+  return out;
+}
+
+double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double d = a.size() == b.size() ? 0 : INFINITY;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) d = std::max(d, std::fabs(double(a[i]) - double(b[i])));
+  return d;
 }
 
 }  // namespace
@@ -87,13 +163,7 @@ TEST(Async, StepKIsSampledWithTheWeightsAfterUpdateKMinus1) {
     ref.params_updated();
     rollout::PooledEngine engine(ref, c.kv_memory_mb,
                                  rollout::EngineConfig{c.prompts_per_step * c.group_size, pc.token_bytes}, "kv");
-    std::vector<rollout::RolloutRequest> reqs;
-    const uint64_t seed = mix_seed(mix_seed(c.seed, static_cast<uint64_t>(k)), 0);
-    for (int64_t i = 0; i < c.prompts_per_step; ++i) {
-      tasks::Problem p = s.task->problem(tasks::Split::train, static_cast<uint64_t>(k * c.prompts_per_step + i));
-      reqs.push_back(rollout::make_request(pc.encode_prompt(p), c.group_size, c.max_new, s.cfg.max_position_embeddings,
-                                           c.sampler, pc.stop_ids, seed, static_cast<uint64_t>(i * c.group_size)));
-    }
+    const std::vector<rollout::RolloutRequest> reqs = step_requests(s, c, k);
     std::vector<rollout::Completion> want = engine.engine().run(reqs);
     if (k > 0) {  // the trainer's own weights at step k (version k) sample other log-probs: the check can tell
       std::copy(versions[static_cast<size_t>(k)].begin(), versions[static_cast<size_t>(k)].end(), ref.params());
@@ -164,6 +234,107 @@ TEST(Async, AResumedRunEqualsTheUninterruptedOne) {
     for (int i = 2; i < 5; ++i) t.step();
     EXPECT_TRUE(same_bits(params_of(whole.model), params_of(second.model))) << "max_staleness " << staleness;
   }
+}
+
+TEST(Async, LoraStepKIsSampledWithTheAdaptersOfVersionKMinus1) {
+  for (LoraBase base : {LoraBase::f32, LoraBase::bf16, LoraBase::int4}) {
+    SCOPED_TRACE(std::string("lora.base ") + std::string(lora_base_name(base)));
+    LoraRl f(base);
+    const std::vector<float> base_weights = params_of(f.s.model);
+    const RlConfig c = async_config(1);
+    RlTrainer t(f.s.model, f.s.task, codec(), c, f.s.safe);
+    t.optimizer().train_adapters(&f.ad);
+    std::vector<std::vector<float>> versions{f.adapters()};  // versions[v]: the adapters after v updates
+    // A policy of the same base holding each version's adapters in turn, through an engine like the explorer's.
+    LoraRl ref(base);
+    rollout::PooledEngine engine(ref.s.model, c.kv_memory_mb,
+                                 rollout::EngineConfig{c.prompts_per_step * c.group_size, codec().token_bytes}, "kv");
+    for (int64_t k = 0; k < 4; ++k) {
+      const Metrics m = t.step();
+      versions.push_back(f.adapters());
+      const int64_t v = std::max<int64_t>(k - 1, 0);
+      EXPECT_EQ(value(m, "async_staleness"), static_cast<double>(k - v)) << "step " << k;
+      const std::vector<rollout::RolloutRequest> reqs = step_requests(f.s, c, k);
+      ref.set_adapters(versions[static_cast<size_t>(v)]);
+      const std::vector<rollout::Completion> want = engine.engine().run(reqs);
+      const std::vector<Trajectory>& got = t.last_batch().traj;
+      ASSERT_EQ(got.size(), want.size());
+      // The behaviour log-probs the loss divides by are version v's (base + adapters, unmerged), not the base's.
+      const std::vector<std::vector<float>> with_v = completion_logprobs(ref.s.model, got);
+      std::vector<std::vector<float>> base_alone;
+      {
+        BaseOnly no_adapters(ref.s.model);
+        base_alone = completion_logprobs(ref.s.model, got);
+      }
+      double to_version = 0, to_base = 0;
+      for (size_t i = 0; i < got.size(); ++i) {
+        EXPECT_EQ(got[i].version, v);
+        EXPECT_EQ(got[i].tokens, want[i].tokens) << "step " << k << " sequence " << i;
+        EXPECT_EQ(0, std::memcmp(got[i].sample_logprob.data(), want[i].sample_logprob.data(),
+                                 want[i].sample_logprob.size() * sizeof(float)));
+        to_version = std::max(to_version, max_diff(with_v[i], got[i].old_logprob));
+        to_base = std::max(to_base, max_diff(base_alone[i], got[i].old_logprob));
+      }
+      EXPECT_LT(to_version, 1e-5) << "step " << k;
+      EXPECT_GT(to_base, 1e-3) << "step " << k;
+      if (k > 0) {  // the trainer's own adapters at step k (version k) sample other log-probs: the check can tell
+        ref.set_adapters(versions[static_cast<size_t>(k)]);
+        const std::vector<rollout::Completion> fresh = engine.engine().run(reqs);
+        bool differ = false;
+        for (size_t i = 0; i < fresh.size() && !differ; ++i) differ = fresh[i].sample_logprob != want[i].sample_logprob;
+        EXPECT_TRUE(differ) << "step " << k;
+      }
+    }
+    EXPECT_TRUE(same_bits(base_weights, params_of(f.s.model)));  // only the adapters trained
+    EXPECT_FALSE(same_bits(versions[1], versions[2]));
+  }
+}
+
+TEST(Async, LoraZeroStalenessIsTheSynchronousLoopBitwise) {
+  std::vector<std::vector<float>> adapters;
+  std::vector<std::vector<double>> traces;
+  for (bool section : {false, true}) {
+    LoraRl f(LoraBase::int4);
+    RlTrainer t(f.s.model, f.s.task, codec(), section ? async_config(0) : config(), f.s.safe);
+    t.optimizer().train_adapters(&f.ad);
+    std::vector<double> tr;
+    for (int i = 0; i < 3; ++i)
+      for (double x : trace(t.step())) tr.push_back(x);
+    traces.push_back(tr);
+    adapters.push_back(f.adapters());
+  }
+  EXPECT_EQ(traces[0], traces[1]);
+  EXPECT_TRUE(same_bits(adapters[0], adapters[1]));
+  EXPECT_FALSE(same_bits(adapters[0], LoraRl(LoraBase::int4).adapters()));  // they trained
+}
+
+TEST(Async, LoraAResumedRunEqualsTheUninterruptedOne) {
+  const RlConfig c = async_config(1);
+  LoraRl whole(LoraBase::bf16);
+  {
+    RlTrainer t(whole.s.model, whole.s.task, codec(), c, whole.s.safe);
+    t.optimizer().train_adapters(&whole.ad);
+    t.set_planned_steps(5);
+    for (int i = 0; i < 5; ++i) t.step();
+  }
+  LoraRl first(LoraBase::bf16);
+  TrainerSnapshot snap;
+  {
+    RlTrainer t(first.s.model, first.s.task, codec(), c, first.s.safe);
+    t.optimizer().train_adapters(&first.ad);
+    t.set_planned_steps(5);
+    for (int i = 0; i < 2; ++i) t.step();
+    snap = TrainerSnapshot::take(first.s.model, t, &first.ad);
+  }
+  EXPECT_FALSE(snap.async_state.empty());
+  LoraRl second(LoraBase::bf16, 99);  // other starting adapters: they come from the checkpoint, the base from the model
+  RlTrainer t(second.s.model, second.s.task, codec(), c, second.s.safe);
+  t.optimizer().train_adapters(&second.ad);
+  t.set_planned_steps(5);
+  snap.restore(second.s.model, t, &second.ad);
+  for (int i = 2; i < 5; ++i) t.step();
+  EXPECT_TRUE(same_bits(whole.adapters(), second.adapters()));
+  EXPECT_FALSE(same_bits(whole.adapters(), first.adapters()));  // three more steps moved them
 }
 
 TEST(Async, StaleSamplesAreWeightedByTheTruncatedImportanceRatio) {

@@ -289,8 +289,10 @@ class PlanBuilder {
     add("rollout logits", 4.0 * static_cast<double>(s_.max_seqs * cfg_.vocab_size), "max_seqs x vocabulary, f32",
         dev_host_);
     if (s_.async) {  // rl/async_explorer.h: a Transformer of the previous version (its decode copy) and its engine
-      add("explorer snapshot", 4 * flat_ + (bf16_ ? 2 * flat_ + packed_bytes(cfg_, 2) : packed_bytes(cfg_, 4)),
-          "rl.async: the previous version's weights", true);
+      add("explorer snapshot", explorer_snapshot(),
+          lora_ ? "rl.async: the previous version's adapters, its copies of the shared frozen base"
+                : "rl.async: the previous version's weights",
+          true);
       add("KV cache (explorer)", kv_bytes(cfg_, s_.kv_memory_mb, seqs, s_.seq, host_elem, elem), "rl.async", dev_host_);
       add("rollout logits (explorer)", 4.0 * static_cast<double>(s_.max_seqs * cfg_.vocab_size), "rl.async", dev_host_);
     }
@@ -306,6 +308,22 @@ class PlanBuilder {
                                                       : static_cast<double>(usable_memory_bytes()) / 4 / s_.local_ranks;
     add("kept activations", std::min(need, std::floor(budget / slot) * slot),
         "the rollout's, for the update (rl.reuse_activations)", true);
+  }
+
+  // The explorer's snapshot: a second copy of the weights with its bf16 / packed copies; under LoRA it shares the
+  // policy's frozen base (f32 buffer and held products: Transformer::share_weights) and holds a copy of the
+  // adapters, its own copies derived from the base (as weights() counts them) and, for a held base, its thread's
+  // panel.
+  double explorer_snapshot() const {
+    const double copies = bf16_ ? 2 * flat_ + packed_bytes(cfg_, 2) : packed_bytes(cfg_, 4);
+    if (!lora_) return 4 * flat_ + copies;
+    double b = 4 * trainable_;
+    if (full_base_) b += copies;
+    if (held_) {
+      const double head = static_cast<double>(kernels::packed_size(cfg_.vocab_size, cfg_.hidden_size));
+      b += (bf16_ ? 2 * rest_ + (s_.packed ? 2 * head : 0) : s_.packed ? 4 * head : 0) + panel_bytes(cfg_);
+    }
+    return b;
   }
 
   // Held-out evaluation's engine (rl::evaluate: its own KV pool while the rollouts' stays).

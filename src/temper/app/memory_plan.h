@@ -31,7 +31,9 @@ struct MemorySettings {
   int64_t reuse_activations_mb = 0;  // its budget (0: a quarter of this machine's memory, shared by local ranks)
   int local_ranks = 1;               // ranks on this host (they share reuse_activations' default budget)
   bool reference = false;            // a frozen KL reference (rl.kl_coef > 0 or a method needs it)
-  bool async = false;  // [rl.async]: the explorer's snapshot of the previous version's weights and its own KV cache
+  // [rl.async]: the explorer's snapshot of the previous version's weights (LoRA: its adapters, the base shared) and
+  // its own KV cache.
+  bool async = false;
   // Held-out evaluation runs (temper train: at the start and the end, and every eval.every steps): it decodes
   // (the CPU's f32 packed copy) in a KV cache of eval_kv_memory_mb, and its forward passes write the arena's
   // one-layer scratch, which training alone without recompute never touches (its pages then cost nothing).

@@ -422,8 +422,6 @@ static void check_async(const Recipe& r, const RunConfig& c) {
   const std::string off = "; or set rl.async.max_staleness = 0";
   TEMPER_CHECK(!c.rl.speculative) << r.source() << ": [rl.async] with [rl.speculative]: not yet (the drafter would "
                                   << "follow the live weights, not the explorer's snapshot); remove one" << off;
-  TEMPER_CHECK(!c.lora) << r.source() << ": [rl.async] with [lora]: not yet (the explorer's snapshot copies the flat "
-                        << "weights, not the adapters)" << off;
   TEMPER_CHECK(!c.env) << r.source() << ": [rl.async] with [env]: not yet (conversations roll out on the trainer's "
                        << "engine)" << off;
   TEMPER_CHECK(c.model.device == "cpu") << r.source()

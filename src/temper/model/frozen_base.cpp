@@ -84,18 +84,20 @@ int64_t FrozenBase::panel_rows(const Weight& w) const {
   return std::min(w.N, std::max<int64_t>(16, panel_floats_ / w.K));
 }
 
-const float* FrozenBase::panel(const Weight& w, int64_t r0, int64_t r1) {
+// The calling thread's panel (sized at its first use, kept for the thread's life): the held values stay read-only.
+const float* FrozenBase::panel(const Weight& w, int64_t r0, int64_t r1) const {
+  thread_local std::vector<float> scratch;
   const size_t need = static_cast<size_t>(panel_rows(w) * w.K);
-  if (panel_.size() < need) panel_.resize(need);
+  if (scratch.size() < need) scratch.resize(need);
   if (format_ == LoraBase::int4)
-    kernels::int4_rows_to_f32(w.q4, r0, r1, panel_.data());
+    kernels::int4_rows_to_f32(w.q4, r0, r1, scratch.data());
   else
-    kernels::bf16_rows_to_f32(bf16_.data<uint16_t>() + w.at16, w.K, r0, r1, panel_.data());
-  return panel_.data();
+    kernels::bf16_rows_to_f32(bf16_.data<uint16_t>() + w.at16, w.K, r0, r1, scratch.data());
+  return scratch.data();
 }
 
 void FrozenBase::forward(int64_t offset, int64_t M, const float* x, int64_t ldx, float beta, float* y, int64_t ldy,
-                         kernels::Precision p) {
+                         kernels::Precision p) const {
   const Weight& w = at(offset);
   if (M == 0) return;
   const int64_t P = panel_rows(w);
@@ -106,7 +108,7 @@ void FrozenBase::forward(int64_t offset, int64_t M, const float* x, int64_t ldx,
 }
 
 void FrozenBase::backward_input(int64_t offset, int64_t M, const float* dy, int64_t ldy, float beta, float* dx,
-                                int64_t ldx, kernels::Precision p) {
+                                int64_t ldx, kernels::Precision p) const {
   const Weight& w = at(offset);
   if (M == 0) return;
   const int64_t P = panel_rows(w);

@@ -48,12 +48,14 @@ class FrozenBase {
   // Whether a flat-layout entry [offset, offset + n) lies inside a held weight (q/k/v_proj inside the fused qkv).
   bool covers(int64_t offset, int64_t n) const;
 
-  // y[M, N] = x[M, K] W^T (+ y when beta = 1), the weight at `offset`; precision as kernels::gemm's.
+  // y[M, N] = x[M, K] W^T (+ y when beta = 1), the weight at `offset`; precision as kernels::gemm's. The products
+  // only read the held values (each calling thread dequantises into its own panel), so several threads may run them
+  // at once: models share one held base (Transformer::share_weights, the [rl.async] explorer's snapshot).
   void forward(int64_t offset, int64_t M, const float* x, int64_t ldx, float beta, float* y, int64_t ldy,
-               kernels::Precision p);
+               kernels::Precision p) const;
   // dx[M, K] = dy[M, N] W (+ dx when beta = 1): the input's gradient through the frozen weight.
   void backward_input(int64_t offset, int64_t M, const float* dy, int64_t ldy, float beta, float* dx, int64_t ldx,
-                      kernels::Precision p);
+                      kernels::Precision p) const;
   // The values the products use, as f32: W [N, K] row-major (an f32 model holding these computes the same).
   void dequantize(int64_t offset, float* W) const;
   // Every held weight's values into a flat f32 buffer of the same layout (merging adapters into what was trained).
@@ -70,13 +72,12 @@ class FrozenBase {
 
  private:
   const Weight& at(int64_t offset) const;
-  const float* panel(const Weight& w, int64_t r0, int64_t r1);  // rows [r0, r1) as f32
+  const float* panel(const Weight& w, int64_t r0, int64_t r1) const;  // rows [r0, r1) as f32, the thread's panel
   int64_t panel_rows(const Weight& w) const;
   LoraBase format_;
   int64_t panel_floats_;
   std::vector<Weight> weights_;
-  Tensor bf16_;               // bf16: every held weight, one after another
-  std::vector<float> panel_;  // the product's scratch (sized at first use)
+  Tensor bf16_;  // bf16: every held weight, one after another
 };
 
 }  // namespace temper

@@ -89,10 +89,24 @@ void Transformer::hold_base(LoraBase format) {
   if (base_) return;
   TEMPER_CHECK(!device_) << "hold_base: this model runs on a device; a bf16/int4 base runs on the CPU only so far";
   pull_params();
-  base_ = std::make_shared<FrozenBase>(cfg_, layout_, params_.data<float>(), format);
+  base_ = std::make_shared<const FrozenBase>(cfg_, layout_, params_.data<float>(), format);
   base_->release_in(params_.data<float>());
   base_->release_in(grads_.data<float>());
   params_bf16_ = params_bf16p_ = params_f32p_ = Tensor();  // remade without the held products (forward_weights)
+  packed_at_.clear();
+  ++params_version_;
+}
+
+void Transformer::share_weights(const Transformer& from) {
+  TEMPER_CHECK(!device_ && !from.device_) << "share_weights: models on a device do not share their weights";
+  TEMPER_CHECK(from.layout_.total() == layout_.total() && from.cfg_.num_layers == cfg_.num_layers &&
+               from.cfg_.hidden_size == cfg_.hidden_size && from.cfg_.vocab_size == cfg_.vocab_size)
+      << "share_weights: the models' shapes differ (" << from.layout_.total() << " and " << layout_.total()
+      << " weights)";
+  TEMPER_CHECK(!base_ || base_ == from.base_) << "share_weights: this model holds a base of its own already";
+  params_ = from.params_;  // the same storage: no copy
+  base_ = from.base_;
+  params_bf16_ = params_bf16p_ = params_f32p_ = Tensor();  // remade from the shared values at the next pass
   packed_at_.clear();
   ++params_version_;
 }

@@ -114,6 +114,11 @@ class Transformer {
   // attach_lora does it for adapters whose config asks for it. CPU only; not undone by detaching the adapters.
   void hold_base(LoraBase format);
   const FrozenBase* held_base() const { return base_.get(); }
+  // This model over `from`'s weights, read-only and without a copy: its flat buffer becomes `from`'s (one storage)
+  // and it holds `from`'s held base. For a second model of a frozen base (neither writes the weights from now on):
+  // the [rl.async] explorer's snapshot under LoRA, where only the adapters train. What is derived from the weights
+  // (the bf16 and packed copies, the arena) stays this model's own, made at its next pass. Same config; CPU only.
+  void share_weights(const Transformer& from);
 
   // Reserves the activation arena for batches of up to max_tokens = B*T tokens (and T <= max_seq). With longrope
   // (Phi-3) it also fixes the factors of every later pass, rollouts included, to those HF uses for max_seq.
@@ -235,7 +240,7 @@ class Transformer {
   LoraAdapters* lora_ = nullptr;
   bool lora_on_ = true;
   bool base_frozen_ = false;
-  std::shared_ptr<FrozenBase> base_;  // hold_base: the block products' held values
+  std::shared_ptr<const FrozenBase> base_;  // hold_base: the block products' held values (share_weights: shared)
   std::vector<float> lora_ws_;  // the adapters' products' scratch, sized with the arena (lora workspace_floats)
   Tensor params_bf16_;  // bf16 copy of params for bf16 GEMMs, refreshed when params change
   Tensor params_bf16p_;  // the forward weights packed for kernels::gemm_bf16_packed (where supported)

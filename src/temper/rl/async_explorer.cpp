@@ -7,6 +7,7 @@
 #include "temper/core/clock.h"
 #include "temper/core/error.h"
 #include "temper/core/thread_pool.h"
+#include "temper/model/frozen_base.h"
 
 namespace temper::rl {
 
@@ -29,8 +30,7 @@ AsyncExplorer::~AsyncExplorer() {
 void AsyncExplorer::launch(const Transformer& policy, std::vector<rollout::RolloutRequest> reqs) {
   TEMPER_CHECK(!in_flight_) << "rl.async: the explorer's previous job was not collected";
   // The copy runs here, on the trainer's thread before its update: the job's weights are this version exactly.
-  std::copy(policy.params(), policy.params() + policy.flat_size(), snap_.model.params());
-  snap_.model.params_updated();
+  snap_.follow(policy);
   {
     std::lock_guard<std::mutex> g(mu_);
     reqs_ = std::move(reqs);
@@ -40,6 +40,30 @@ void AsyncExplorer::launch(const Transformer& policy, std::vector<rollout::Rollo
   }
   in_flight_ = true;
   cv_.notify_all();
+}
+
+// Without LoRA every weight is copied. With it the base never changes (only the adapters train; a resume loads
+// adapters only), so the first launch shares it (a held bf16/int4 base included) and each launch copies the
+// adapters alone.
+void AsyncExplorer::Snapshot::follow(const Transformer& policy) {
+  const LoraAdapters* a = policy.lora();
+  if (!a) {
+    TEMPER_CHECK(!source) << "rl.async: the policy's LoRA adapters were detached during the run";
+    std::copy(policy.params(), policy.params() + policy.flat_size(), model.params());
+    model.params_updated();
+    return;
+  }
+  if (a != source) {
+    TEMPER_CHECK(!source) << "rl.async: the policy's LoRA adapters were replaced during the run";
+    model.share_weights(policy);
+    LoraConfig c = a->config();
+    c.base = policy.held_base() ? policy.held_base()->format() : LoraBase::f32;  // as shared: attach holds nothing
+    lora = std::make_unique<LoraAdapters>(a->model_config(), c);
+    model.attach_lora(lora.get());
+    source = a;
+  }
+  std::copy(a->params(), a->params() + a->size(), lora->params());
+  model.set_lora_enabled(policy.lora_enabled());
 }
 
 std::vector<rollout::Completion> AsyncExplorer::wait() {

@@ -2,17 +2,22 @@
 // weights (a second copy of the parameters: 4 bytes each, plus its own KV pool of rl.kv_memory_mb) through its
 // own engine while the trainer's thread updates the live weights. One job at a time: launch() copies the
 // weights on the caller's thread (so a job's weights are exactly the version it was launched at) and hands the
-// requests over; wait() returns the completions. Leaves out which requests (the trainer draws them) and what
-// becomes of the completions (rl_trainer.cpp); rollout hooks (the methods that steer decoding are refused).
+// requests over; wait() returns the completions. Under LoRA the snapshot shares the policy's frozen base (its flat
+// f32 buffer and a bf16/int4 held base, read-only: no copy) and holds adapters of its own, the only values a launch
+// copies; it rolls out base + adapters unmerged, as the policy does. Leaves out which requests (the trainer draws
+// them) and what becomes of the completions (rl_trainer.cpp); rollout hooks (the methods that steer decoding are
+// refused).
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "temper/model/lora.h"
 #include "temper/model/transformer.h"
 #include "temper/rollout/engine.h"
 #include "temper/rollout/pooled_engine.h"
@@ -41,7 +46,8 @@ class AsyncExplorer final : public Explorer {
   AsyncExplorer(const AsyncExplorer&) = delete;
   AsyncExplorer& operator=(const AsyncExplorer&) = delete;
 
-  // Copies `policy`'s weights into the snapshot and starts rolling out `reqs` on them. No job may be in flight.
+  // Copies `policy`'s weights (under LoRA: its adapters) into the snapshot and starts rolling out `reqs` on them.
+  // No job may be in flight.
   void launch(const Transformer& policy, std::vector<rollout::RolloutRequest> reqs) override;
   bool in_flight() const override { return in_flight_; }
   std::vector<rollout::Completion> wait() override;
@@ -50,10 +56,15 @@ class AsyncExplorer final : public Explorer {
   const Transformer& snapshot() const { return snap_.model; }
 
  private:
-  // The copy of the policy, with its precision before the engine sizes the KV pool by it.
+  // The copy of the policy, with its precision before the engine sizes the KV pool by it. From the first launch
+  // with LoRA adapters on the policy, it shares the policy's weights (Transformer::share_weights: the base is
+  // frozen, only the adapters train) and holds a copy of the adapters.
   struct Snapshot {
     explicit Snapshot(const Transformer& policy) : model(policy.config()) { model.set_precision(policy.precision()); }
+    void follow(const Transformer& policy);  // the policy's weights as they are now
     Transformer model;
+    std::unique_ptr<LoraAdapters> lora;    // the adapters' copy (null without LoRA)
+    const LoraAdapters* source = nullptr;  // the policy's adapters it copies
   };
   void loop();
 

@@ -8,6 +8,7 @@
 #include "temper/core/bytes.h"
 #include "temper/core/clock.h"
 #include "temper/core/error.h"
+#include "temper/model/lora.h"
 #include "temper/rollout/sharded.h"
 
 namespace temper::rl {
@@ -79,11 +80,8 @@ void decode_requests(const std::string& bytes, std::vector<rollout::RolloutReque
   TEMPER_CHECK(r.done()) << "rl.async: an explorer job has bytes after its last request";
 }
 
-RemoteExplorer::RemoteExplorer(dist::Communicator& world, dist::Communicator& trainers, int first_explorer,
-                               int64_t flat_size)
-    : world_(world), trainers_(trainers), first_(first_explorer) {
-  if (trainers_.rank() == 0) staging_.resize(static_cast<size_t>(flat_size));
-}
+RemoteExplorer::RemoteExplorer(dist::Communicator& world, dist::Communicator& trainers, int first_explorer)
+    : world_(world), trainers_(trainers), first_(first_explorer) {}
 
 RemoteExplorer::~RemoteExplorer() {
   try {
@@ -107,17 +105,18 @@ void RemoteExplorer::launch(const Transformer& policy, std::vector<rollout::Roll
     begin_[static_cast<size_t>(e)] = dist::shard(static_cast<int64_t>(reqs.size()), e, n_exp).begin;
   if (trainers_.rank() == 0) {
     world_.wait_sends();  // the previous version's (long done: its explorer replied)
-    TEMPER_CHECK(static_cast<int64_t>(staging_.size()) == policy.flat_size())
-        << "rl.async: the policy has " << policy.flat_size() << " weights, the explorer ranks' staging "
-        << staging_.size();
-    std::copy(policy.params(), policy.params() + policy.flat_size(), staging_.data());
+    // A version: the flat weights, or under LoRA the adapters alone (the base is frozen).
+    const LoraAdapters* a = policy.lora();
+    const int64_t n = a ? a->size() : policy.flat_size();
+    const float* src = a ? a->params() : policy.params();
+    staging_.assign(src, src + n);
     for (int e = 0; e < n_exp; ++e) {
       ByteWriter w;
-      w.put<uint8_t>(0), w.put(version_);
+      w.put<uint8_t>(0), w.put(version_), w.put(n);
       w.put(encode_requests(reqs, static_cast<size_t>(begin_[static_cast<size_t>(e)]),
                             static_cast<size_t>(begin_[static_cast<size_t>(e) + 1])));
       world_.send(w.bytes(), first_ + e, kJobTag);
-      world_.isend(staging_.data(), policy.flat_size(), first_ + e, kWeightsTag);
+      world_.isend(staging_.data(), n, first_ + e, kWeightsTag);
     }
   }
   ++version_;
@@ -175,13 +174,18 @@ void serve_explorer(dist::Communicator& world, int root, Transformer& model, rol
     uint8_t stop = 0;
     r.get(stop);
     if (stop) return;
-    int64_t version = 0;
+    int64_t version = 0, sent = 0;
     std::string bytes;
-    r.get(version), r.get(bytes);
+    r.get(version), r.get(sent), r.get(bytes);
     std::vector<rollout::RolloutRequest> reqs;
     decode_requests(bytes, reqs);
-    world.recv(model.params(), model.flat_size(), root, kWeightsTag);
-    model.params_updated();
+    LoraAdapters* a = model.lora();
+    const int64_t n = a ? a->size() : model.flat_size();
+    TEMPER_CHECK(sent == n) << "rl.async: the trainer sends " << sent << " weights a version, this explorer rank's "
+                            << (a ? "LoRA adapters hold " : "model holds ") << n
+                            << " (trainer and explorer ranks must run the same model and [lora])";
+    world.recv(a ? a->params() : model.params(), n, root, kWeightsTag);
+    if (!a) model.params_updated();  // adapters are read as they are (the base is frozen)
     ByteWriter w;
     std::string error, done;
     const auto t0 = Clock::now();

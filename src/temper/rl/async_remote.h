@@ -2,10 +2,11 @@
 // the first R - N train (data-parallel among themselves on their own group, as without [rl.async]). Per version
 // trainer rank 0 sends each explorer its block of the requests it drew (point-to-point bytes), then the flat f32
 // weights with the version's number (a nonblocking send from a staging copy, so the trainer updates its live
-// weights at once); the explorer rolls out on them and returns the completions tagged with that version, which
-// trainer rank 0 passes to the other trainers (a broadcast on the trainers' group). The schedule is the
-// explorer thread's (async_explorer.h): the same requests, sampling streams and weights give the same batches
-// bit for bit. Leaves out which requests (rl_trainer.cpp) and the launch wiring (app/train_cmd.cpp).
+// weights at once; under LoRA the adapters alone: every rank loads the frozen base from the model's path and
+// quantises a bf16/int4 one to the same bytes); the explorer rolls out on them and returns the completions tagged
+// with that version, which trainer rank 0 passes to the other trainers (a broadcast on the trainers' group). The
+// schedule is the explorer thread's (async_explorer.h): the same requests, sampling streams and weights give the
+// same batches bit for bit. Leaves out which requests (rl_trainer.cpp) and the launch wiring (app/train_cmd.cpp).
 #pragma once
 
 #include <memory>
@@ -32,7 +33,7 @@ void enter_async_roles(int64_t explorer_ranks);
 
 class RemoteExplorer final : public Explorer {
  public:
-  RemoteExplorer(dist::Communicator& world, dist::Communicator& trainers, int first_explorer, int64_t flat_size);
+  RemoteExplorer(dist::Communicator& world, dist::Communicator& trainers, int first_explorer);
   ~RemoteExplorer() override;  // collects the job in flight, then trainer rank 0 tells the explorers to stop
   void launch(const Transformer& policy, std::vector<rollout::RolloutRequest> reqs) override;
   bool in_flight() const override { return in_flight_; }
@@ -45,7 +46,7 @@ class RemoteExplorer final : public Explorer {
   dist::Communicator& world_;
   dist::Communicator& trainers_;
   int first_;
-  std::vector<float> staging_;  // the version being sent (its send completes before the explorer replies)
+  std::vector<float> staging_;  // the version being sent: weights or adapters (sent before the explorer replies)
   std::vector<int64_t> begin_;  // each explorer's first request of the job in flight
   bool in_flight_ = false;
   int64_t version_ = 0;
@@ -53,8 +54,9 @@ class RemoteExplorer final : public Explorer {
 };
 
 // An explorer rank's loop: receives a version's requests and weights from trainer rank `root` of `world`, loads
-// the weights into `model` (the model `engine` runs), rolls out, returns the completions; until the trainer says
-// stop. An error in a job goes back to the trainers, which fail naming this rank and role.
+// the weights into `model` (the model `engine` runs; under LoRA into its attached adapters: both sides must run
+// the same [lora]), rolls out, returns the completions; until the trainer says stop. An error in a job goes back
+// to the trainers, which fail naming this rank and role.
 void serve_explorer(dist::Communicator& world, int root, Transformer& model, rollout::RolloutEngine& engine);
 
 // Requests as bytes (the job message); decoding appends.

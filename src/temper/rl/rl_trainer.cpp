@@ -232,8 +232,6 @@ void RlTrainer::check_async() const {
                                      "explorer's snapshot); remove one";
   TEMPER_CHECK(!policy_.device()) << "[rl.async]: the explorer runs on the CPU so far (model.device is not \"cpu\"); "
                                      "set rl.async.max_staleness = 0 or model.device = \"cpu\"";
-  TEMPER_CHECK(!policy_.lora()) << "[rl.async] with [lora]: not yet (the snapshot copies the flat weights, not the "
-                                   "adapters); remove one";
   TEMPER_CHECK(policy_.config().rope_scaling.type != kernels::RopeScaling::Type::longrope)
       << "[rl.async] with longrope (Phi-3) rope scaling: not yet (the snapshot would need the policy's planned "
          "factors); set rl.async.max_staleness = 0";
@@ -249,7 +247,7 @@ void RlTrainer::set_environment(std::unique_ptr<ConversationSource> env) {
 void RlTrainer::use_explorer_ranks(dist::Communicator& world, dist::Communicator& trainers, int first_explorer) {
   TEMPER_CHECK(async() && step_ == 0 && !explorer_->in_flight())
       << "rl.async.explorer_ranks: needs rl.async.max_staleness > 0, set before the first step";
-  explorer_ = std::make_unique<RemoteExplorer>(world, trainers, first_explorer, policy_.flat_size());
+  explorer_ = std::make_unique<RemoteExplorer>(world, trainers, first_explorer);
   remote_ = true;
   set_communicator(&trainers);
 }

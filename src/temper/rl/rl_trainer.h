@@ -90,8 +90,9 @@ struct RlConfig {
 // update corrects the staleness (decoupled PPO with the proximal policy the trainer's at the step start, times
 // min(pi_prox / pi_behaviour, tis_cap)): with one optimiser step per batch and no methods inside the loss
 // (PolicyLossConfig::behaviour_cap), otherwise through a log-prob pass of the current weights before the methods'
-// advantage and weight hooks (old_logprob := pi_prox, weight *= the truncated ratio). Refused: rollout hooks,
-// [env], [rl.speculative], LoRA, devices, several ranks.
+// advantage and weight hooks (old_logprob := pi_prox, weight *= the truncated ratio). With LoRA the explorer rolls
+// out the frozen base (shared, not copied) with the version's adapters. Refused: rollout hooks, [env],
+// [rl.speculative], devices, several ranks.
 class RlTrainer {
  public:
   // reference: frozen weights of the policy as RL starts: the KL term's (required when loss.kl_coef > 0) and
