@@ -176,6 +176,21 @@ TEST(FlowData, ToyDensitiesIntegrateToOneAndSamplesFollowThem) {
   }
 }
 
+TEST(FlowData, LabelsAloneAreTheLabelsOfTheSamples) {
+  for (const char* kind : {"gaussians", "rings", "spirals"}) {
+    Toy2dConfig c;
+    c.kind = kind;
+    c.classes = 3;
+    c.weights = "1,2,3,4,1,2,3,4";
+    const Toy2d d(c);
+    std::vector<float> x;
+    std::vector<int32_t> y;
+    d.sample(500, 17, x, y);
+    EXPECT_EQ(d.labels(500, 17), y) << kind;
+    EXPECT_NE(d.labels(500, 18), y) << kind;
+  }
+}
+
 TEST(FlowFeatures, FourierFeaturesApproximateTheRbfKernelAndAreFixedBySeed) {
   FourierFeaturesConfig c;
   c.dim = 4096, c.lengthscale = 0.7;

@@ -79,6 +79,7 @@ TEST(ImageData, DeterministicPerIndexAndInRange) {
   std::vector<int> count(6, 0);
   for (int32_t y : ya) ++count[y];
   for (int k = 0; k < 6; ++k) EXPECT_NEAR(count[k], 200, 50) << "class " << k;
+  EXPECT_EQ(d.labels(1200, 5), ya);  // the labels alone, without rendering
 }
 
 TEST(ImageData, Refusals) {

@@ -19,6 +19,13 @@ class DataSource {
   virtual int64_t classes() const = 0;  // labels 0..classes()-1
   // x [n, dim] and labels y [n] from the joint.
   virtual void sample(int64_t n, uint64_t seed, std::vector<float>& x, std::vector<int32_t>& y) const = 0;
+  // The labels y [n] that sample(n, seed) draws, without drawing the samples (DG-RL's groups take real labels).
+  virtual std::vector<int32_t> labels(int64_t n, uint64_t seed) const {
+    std::vector<float> x;
+    std::vector<int32_t> y;
+    sample(n, seed, x, y);
+    return y;
+  }
   virtual const Toy2d* known() const { return nullptr; }           // the true density, when there is one
   virtual std::vector<int64_t> image_shape() const { return {}; }  // [C, S, S] for images, else empty
 };
@@ -32,6 +39,7 @@ class Toy2dSource final : public DataSource {
   void sample(int64_t n, uint64_t seed, std::vector<float>& x, std::vector<int32_t>& y) const override {
     toy_.sample(n, seed, x, y);
   }
+  std::vector<int32_t> labels(int64_t n, uint64_t seed) const override { return toy_.labels(n, seed); }
   const Toy2d* known() const override { return &toy_; }
 
  private:

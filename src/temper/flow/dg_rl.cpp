@@ -63,10 +63,7 @@ DgRl::DgRl(VelocityModel& policy, VelocityModel& base, const DataSource& data, c
 }
 
 std::vector<int32_t> DgRl::labels(int64_t n, uint64_t seed) const {
-  std::vector<float> x;
-  std::vector<int32_t> y;
-  data_.sample(n, seed, x, y);  // the labels of real draws: the data's class frequencies
-  return y;
+  return data_.labels(n, seed);  // the labels of real draws: the data's class frequencies
 }
 
 std::vector<double> DgRl::rewards(const std::vector<float>& x, const std::vector<int32_t>& y) const {

@@ -140,11 +140,20 @@ void ImageData::sample(int64_t n, uint64_t seed, std::vector<float>& x, std::vec
   parallel_for(n, 8, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
       Rng rng(seed, static_cast<uint64_t>(i));
-      const int32_t label = static_cast<int32_t>(rng.next_u32() % static_cast<uint32_t>(classes()));
+      const int32_t label = first_label(rng);
       y[static_cast<size_t>(i)] = label;
       render(draw(label, rng), x.data() + i * dim());
     }
   });
+}
+
+std::vector<int32_t> ImageData::labels(int64_t n, uint64_t seed) const {
+  std::vector<int32_t> y(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    Rng rng(seed, static_cast<uint64_t>(i));
+    y[static_cast<size_t>(i)] = first_label(rng);
+  }
+  return y;
 }
 
 std::vector<float> ImageData::sample_class(int64_t n, int32_t y, uint64_t seed) const {

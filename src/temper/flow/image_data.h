@@ -56,11 +56,16 @@ class ImageData {
   void render(const ImageParams& p, float* out) const;  // out [C, S, S]
   // x [n, C*S*S] and labels y [n] (uniform over the classes); image i from stream i of seed.
   void sample(int64_t n, uint64_t seed, std::vector<float>& x, std::vector<int32_t>& y) const;
+  std::vector<int32_t> labels(int64_t n, uint64_t seed) const;  // sample()'s y alone (each stream's first draw)
   // x [n, C*S*S] of label y; image i from stream i of mix_seed(seed, y).
   std::vector<float> sample_class(int64_t n, int32_t y, uint64_t seed) const;
 
  private:
   bool inside(int32_t label, double u, double v) const;  // the glyph in its own frame (radius 1, v up)
+  // Image i's label: the first draw of its stream (sample() and labels() agree).
+  int32_t first_label(Rng& rng) const {
+    return static_cast<int32_t>(rng.next_u32() % static_cast<uint32_t>(classes()));
+  }
   ImageDataConfig cfg_;
 };
 

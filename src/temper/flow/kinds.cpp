@@ -115,6 +115,7 @@ class ImageSource final : public DataSource {
   void sample(int64_t n, uint64_t seed, std::vector<float>& x, std::vector<int32_t>& y) const override {
     data_.sample(n, seed, x, y);
   }
+  std::vector<int32_t> labels(int64_t n, uint64_t seed) const override { return data_.labels(n, seed); }
   std::vector<int64_t> image_shape() const override {
     return {data_.config().channels, data_.config().image, data_.config().image};
   }

@@ -111,13 +111,18 @@ std::vector<float> Toy2d::sample_class(int64_t n, int32_t y, uint64_t seed) cons
 
 void Toy2d::sample(int64_t n, uint64_t seed, std::vector<float>& x, std::vector<int32_t>& y) const {
   x = sample_class(n, -1, seed);
-  y.assign(static_cast<size_t>(n), 0);
-  if (cfg_.classes == 1) return;
-  // The label of the component each sample came from: the same first draw picks it again.
+  y = labels(n, seed);
+}
+
+std::vector<int32_t> Toy2d::labels(int64_t n, uint64_t seed) const {
+  std::vector<int32_t> y(static_cast<size_t>(n), 0);
+  if (cfg_.classes == 1) return y;
+  // The label of the component sample i comes from: its stream's first draw picks the component.
   for (int64_t i = 0; i < n; ++i) {
     Rng rng(seed, static_cast<uint64_t>(i));
     y[static_cast<size_t>(i)] = comps_[static_cast<size_t>(pick(rng.uniform_f64(), -1))].label;
   }
+  return y;
 }
 
 double Toy2d::log_density(double x0, double x1, int32_t y) const {

@@ -32,6 +32,7 @@ class Toy2d {
   double class_prob(int32_t y) const;
   // x [n, 2] and labels y [n] drawn from the joint; sample i from (seed, i).
   void sample(int64_t n, uint64_t seed, std::vector<float>& x, std::vector<int32_t>& y) const;
+  std::vector<int32_t> labels(int64_t n, uint64_t seed) const;  // sample()'s y alone
   // x [n, 2] drawn from p(x | y) (y < 0: the marginal).
   std::vector<float> sample_class(int64_t n, int32_t y, uint64_t seed) const;
   // log p(x) (y < 0) or log p(x | y).
