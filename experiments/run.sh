@@ -67,5 +67,9 @@ for p in "${pids[@]}"; do wait "$p"; done
 args=()
 for arm in ${ARMS:-$(cat "$dir/arms")}; do for s in $seeds; do args+=("$arm=$out/$arm-s$s"); done; done
 metrics=()
-while read -r m || [ -n "$m" ]; do [ -n "$m" ] && metrics+=(--metric "$m"); done < "$dir/metrics"
+# A metric none of the runs logged (another arm's, when ARMS picks a few) is left out of the comparison.
+while read -r m || [ -n "$m" ]; do
+  [ -n "$m" ] || continue
+  if grep -qs "\"${m#*:}\":" "${args[@]#*=}" --include=metrics.jsonl -r; then metrics+=(--metric "$m"); else echo "   $m: in no run, left out"; fi
+done < "$dir/metrics"
 "$temper" compare --out "$out/compare" --title "$name" --smooth 10 "${metrics[@]}" "${args[@]}"
