@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # `temper train` with [env]: the guessing game as an environment program (examples/envs/guess_env.py) on
-# SmolLM2-135M-Instruct: conversations of several turns through the model's chat template, one GRPO step.
-# Prints ENV_OK when the run finished with multi-turn episodes and no environment failure.
+# SmolLM2-135M-Instruct: conversations of several turns through the model's chat template, one GRPO step. Then
+# [rl.async] (max_staleness 1): the explorer thread converses with step k + 1's episodes on version k while the
+# trainer updates: three steps train on batches 0, 1, 1 versions old without environment failures, and a run stopped
+# after step 2 and resumed (its checkpoint holds step 3's conversations) equals the uninterrupted one (metrics,
+# samples, weights, optimiser state). Prints ENV_OK when all of it holds.
 set -euo pipefail
 temper=$1 gguf=$2 root=$3
 t=$(mktemp -d)
@@ -31,4 +34,22 @@ m=$(cat "$t/run/metrics.jsonl")
 turns=$(echo "$m" | grep -o '"env/turns":[0-9.]*' | head -1 | cut -d: -f2)
 fails=$(echo "$m" | grep -o '"env/failures":[0-9.]*' | head -1 | cut -d: -f2)
 echo "env/turns $turns env/failures $fails"
-awk -v x="$turns" -v f="$fails" 'BEGIN { exit !(x >= 2 && f == 0) }' && grep -qF '\nuser\n' "$t/run/samples.jsonl" && echo ENV_OK
+{ awk -v x="$turns" -v f="$fails" 'BEGIN { exit !(x >= 2 && f == 0) }' && grep -qF '\nuser\n' "$t/run/samples.jsonl"; } ||
+  { echo "expected multi-turn episodes without failures"; exit 1; }
+
+async=(--set rl.steps=3 --set rl.async.max_staleness=1 --threads 2)
+"$temper" train "$t/guess.toml" --out "$t/async" "${async[@]}" > "$t/async.log" 2>&1 || { cat "$t/async.log"; exit 1; }
+python3 - "$t/async/metrics.jsonl" <<'PY'
+import json, sys
+tr = [r for r in map(json.loads, open(sys.argv[1])) if r["kind"] == "train"]
+lag = [r["async_staleness"] for r in tr]
+assert lag == [0, 1, 1], lag
+assert all(r["env/failures"] == 0 and r["env/turns"] >= 1 for r in tr), tr
+print("async staleness", lag, "env/turns", [r["env/turns"] for r in tr])
+PY
+"$temper" train "$t/guess.toml" --out "$t/stop" "${async[@]}" --stop-after 2 > "$t/stop.log" 2>&1 || { cat "$t/stop.log"; exit 1; }
+grep -q "stopped (--stop-after) after step 2" "$t/stop.log" || { cat "$t/stop.log"; exit 1; }
+"$temper" train --resume "$t/stop" --threads 2 >> "$t/stop.log" 2>&1 || { cat "$t/stop.log"; exit 1; }
+source "$(dirname "$0")/compare_runs.sh"
+same "$t/async" "$t/stop" 3
+echo ENV_OK

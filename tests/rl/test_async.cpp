@@ -6,11 +6,18 @@
 // through a proximal pass otherwise, which methods' hooks then read); rollout hooks are refused; the state text
 // round-trips; GRPO still learns. With [lora] (on an f32, bf16 or int4 base): step k is sampled with the adapters
 // after update k - 1 on the unchanged base, max_staleness = 0 is the synchronous loop bitwise and a resumed run
-// equals the uninterrupted one.
+// equals the uninterrupted one. With [env] (the built-in guessing game, conversations of up to three turns): step
+// k's conversations are those an environment rollout on version k - 1 holds (their recorded log-probs within 1e-5 of
+// version k - 1's teacher-forced ones, off version k's), a resumed run equals the uninterrupted one, dynamic
+// sampling's extra rounds converse on the trainer's thread with the current weights, and max_staleness = 0 is the
+// synchronous loop bitwise.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
+#include <deque>
+#include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -21,8 +28,10 @@
 #include "temper/core/error.h"
 #include "temper/core/rng.h"
 #include "temper/core/thread_pool.h"
+#include "temper/env/guessing_env.h"
 #include "temper/model/lora.h"
 #include "temper/rl/async_state.h"
+#include "temper/rl/env_rollout.h"
 #include "temper/rl/policy_loss.h"
 #include "temper/rl/rl_trainer.h"
 #include "temper/rollout/pooled_engine.h"
@@ -493,6 +502,45 @@ TEST(Async, TheStateTextRoundTrips) {
   EXPECT_EQ(r.done[0].finish, rollout::FinishReason::stop);
   EXPECT_THROW(decode_explored("temper-async-1:abc"), Error);
   EXPECT_THROW(decode_explored("something else"), Error);
+  EXPECT_EQ(encode_explored({b}).rfind("temper-async-1:", 0), 0u);  // no conversations: the text as before [env]
+  // [env]: a batch of conversations (scored trajectories) and the source's metrics instead of completions.
+  ExploredBatch e;
+  e.step = 3, e.version = 2, e.problems = {p};
+  Trajectory t;
+  t.problem = 0, t.group = 0, t.member = 1, t.stratum = 2, t.lineage.parent = 0, t.lineage.fork_pos = 1;
+  t.lineage.forced = 1, t.lineage.forced_pos = 2, t.lineage.off_policy = true;
+  t.prompt = {7, 8}, t.tokens = {1, 2, 3, 4}, t.sample_logprob = {-1, -2, 0, -3}, t.old_logprob = {-1.5f, -2, 0, -3};
+  t.entropy = {1, 2, 0, 3}, t.text = "12 4", t.reward = 0.75, t.rewards = {0.5, 1}, t.reward_terms = {0.25};
+  t.reward_components = {{"env.turns", 2}}, t.reward_info = "why", t.correct = true;
+  t.finish = rollout::FinishReason::stop, t.tags = {"env"}, t.scored = true, t.appended = {{2, 1}};
+  e.conversations = {t};
+  e.env_metrics = {{"env/turns", 2.0}, {"env/solved", 0.5}};
+  const std::string text = encode_explored({b, e});
+  EXPECT_EQ(text.rfind("temper-async-2:", 0), 0u);
+  const std::deque<ExploredBatch> two = decode_explored(text);
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(two[0].done.size(), 1u);
+  EXPECT_TRUE(two[0].conversations.empty());
+  ASSERT_EQ(two[1].conversations.size(), 1u);
+  const Trajectory& u = two[1].conversations[0];
+  EXPECT_EQ(two[1].step, 3);
+  EXPECT_EQ(two[1].env_metrics, e.env_metrics);
+  EXPECT_EQ(std::vector<int64_t>({u.problem, u.group, u.member, u.stratum, u.lineage.parent, u.lineage.fork_pos,
+                                  u.lineage.forced, u.lineage.forced_pos}),
+            std::vector<int64_t>({0, 0, 1, 2, 0, 1, 1, 2}));
+  EXPECT_TRUE(u.lineage.off_policy && u.correct && u.scored);
+  EXPECT_EQ(u.prompt, t.prompt);
+  EXPECT_EQ(u.tokens, t.tokens);
+  EXPECT_EQ(u.sample_logprob, t.sample_logprob);
+  EXPECT_EQ(u.old_logprob, t.old_logprob);
+  EXPECT_EQ(u.entropy, t.entropy);
+  EXPECT_EQ(u.text + u.reward_info + u.tags[0], "12 4whyenv");
+  EXPECT_EQ(u.reward, 0.75);
+  EXPECT_EQ(u.rewards, t.rewards);
+  EXPECT_EQ(u.reward_terms, t.reward_terms);
+  EXPECT_EQ(u.reward_components, t.reward_components);
+  EXPECT_EQ(u.finish, rollout::FinishReason::stop);
+  EXPECT_EQ(u.appended, t.appended);
 }
 
 TEST(Async, GrpoStillLearnsFromOneStepStaleRollouts) {
@@ -504,6 +552,238 @@ TEST(Async, GrpoStillLearnsFromOneStepStaleRollouts) {
   std::printf("async reward: first 3 steps %.3f, last 3 steps %.3f\n", first, last);
   EXPECT_LT(first, 0.2);
   EXPECT_GT(last, first + 0.3);
+}
+
+namespace {
+
+// The guessing game (env/guessing_env.h, secrets in [1, 4]) on the tiny model: a turn's tokens are its digits
+// (token t -> t % 10, so every turn names a number; the last one is the guess); the game's messages are two tokens
+// each (a user mark and one per reply), so three turns fit the model's 64 positions.
+constexpr int32_t kStop = 120, kEndOfTurn = 121, kUser = 122;
+
+struct GuessGame {
+  static env::GuessOptions options() {
+    env::GuessOptions o;
+    o.n = 4;
+    return o;
+  }
+  static ConversationCodec codec() {
+    ConversationCodec c;
+    auto render = [](const nlohmann::ordered_json& msgs) {
+      std::vector<int32_t> v;
+      for (const auto& m : msgs) {
+        const std::string text = m.value("content", std::string());
+        v.push_back(kUser);
+        v.push_back(text == "higher" ? 123 : text == "lower" ? 124 : text == "correct" ? 125 : 126);
+      }
+      return v;
+    };
+    auto digits = [](const std::vector<int32_t>& ids) {
+      std::string s;
+      for (int32_t t : ids)
+        if (t < kStop) s += std::string(s.empty() ? "" : " ") + static_cast<char>('0' + t % 10);
+      return s;
+    };
+    c.encode_start = [render](const nlohmann::ordered_json& msgs, const nlohmann::ordered_json&) {
+      return render(msgs);
+    };
+    c.encode_continuation = c.encode_start;
+    c.assistant_message = [digits](const std::vector<int32_t>& turn) {
+      return nlohmann::ordered_json{{"role", "assistant"}, {"content", digits(turn)}};
+    };
+    c.decode = digits;
+    c.stop_ids = {kStop};
+    c.end_of_turn = kEndOfTurn;
+    return c;
+  }
+  static EnvRolloutConfig rollout() {
+    EnvRolloutConfig ec;
+    ec.max_turns = 3;
+    ec.turn_max_new = 4;
+    ec.threads = 2;
+    return ec;
+  }
+  static RlConfig config(std::optional<int64_t> staleness) {
+    RlConfig c = staleness ? async_config(*staleness) : test::config();
+    c.max_new = 20;
+    return c;
+  }
+  // A trainer on `s` conversing with this game.
+  std::unique_ptr<RlTrainer> trainer(RlSetup& s, const RlConfig& c) {
+    auto t = std::make_unique<RlTrainer>(s.model, s.task, test::codec(), c, s.safe);
+    t->set_environment(std::make_unique<EnvRollout>(game, codec(), rollout()));
+    return t;
+  }
+  env::GuessingEnvironment game{options()};
+};
+
+// The numbers of a conversation run that must repeat exactly.
+std::vector<double> env_trace(const Metrics& m) {
+  std::vector<double> v = trace(m);
+  v.push_back(value(m, "env/turns"));
+  v.push_back(value(m, "env/solved"));
+  return v;
+}
+
+}  // namespace
+
+TEST(Async, EnvStepKConversesWithTheWeightsAfterUpdateKMinus1) {
+  RlSetup s;
+  GuessGame g;
+  const RlConfig c = GuessGame::config(1);
+  std::unique_ptr<RlTrainer> t = g.trainer(s, c);
+  std::vector<std::vector<float>> versions{params_of(s.model)};  // versions[v]: the weights after v updates
+  // Version v's conversations of step k as the synchronous loop holds them: an environment rollout on a model
+  // holding v, through an engine like the explorer's, with step k's problems, seed and group streams.
+  Transformer ref(s.cfg);
+  rollout::PooledEngine engine(ref, c.kv_memory_mb, rollout::EngineConfig(c.prompts_per_step * c.group_size), "kv");
+  env::GuessingEnvironment game(GuessGame::options());
+  EnvRollout er(game, GuessGame::codec(), GuessGame::rollout());
+  double solved = 0, turns = 0;
+  for (int64_t k = 0; k < 4; ++k) {
+    const Metrics m = t->step();
+    versions.push_back(params_of(s.model));
+    const int64_t v = std::max<int64_t>(k - 1, 0);
+    EXPECT_EQ(value(m, "async_staleness"), static_cast<double>(k - v)) << "step " << k;
+    solved += value(m, "env/solved"), turns += value(m, "env/turns");
+    const std::vector<Trajectory>& got = t->last_batch().traj;
+    ASSERT_EQ(got.size(), static_cast<size_t>(c.prompts_per_step * c.group_size));
+    std::copy(versions[static_cast<size_t>(v)].begin(), versions[static_cast<size_t>(v)].end(), ref.params());
+    ref.params_updated();
+    std::vector<tasks::Problem> problems;
+    for (int64_t i = 0; i < c.prompts_per_step; ++i) {
+      const uint64_t idx = static_cast<uint64_t>(k * c.prompts_per_step + i);
+      problems.push_back(s.task->problem(tasks::Split::train, idx));
+      problems.back().index = static_cast<int64_t>(idx);
+    }
+    const uint64_t seed = mix_seed(mix_seed(c.seed, static_cast<uint64_t>(k)), 0);
+    const rollout::RolloutRequest proto =
+        rollout::make_request({0}, c.group_size, c.max_new, s.cfg.max_position_embeddings, c.sampler, {}, seed, 0);
+    const std::vector<Trajectory> want =
+        er.run(engine.engine(), problems, 0, c.group_size, proto, s.cfg.max_position_embeddings, "ref");
+    ASSERT_EQ(want.size(), got.size());
+    // The recorded behaviour log-probs of every sampled token are version v's teacher-forced ones (the
+    // observations the game appended are not sampled: left out), and version k's are off them after step 0.
+    const std::vector<std::vector<float>> with_v = completion_logprobs(ref, got);
+    std::copy(versions[static_cast<size_t>(k)].begin(), versions[static_cast<size_t>(k)].end(), ref.params());
+    ref.params_updated();
+    const std::vector<std::vector<float>> with_k = completion_logprobs(ref, got);
+    double to_version = 0, to_current = 0;
+    int64_t observed = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      const Trajectory& x = got[i];
+      EXPECT_EQ(x.version, v);
+      EXPECT_TRUE(x.scored);
+      EXPECT_EQ(x.tokens, want[i].tokens) << "step " << k << " conversation " << i;
+      EXPECT_EQ(x.reward, want[i].reward) << "step " << k << " conversation " << i;
+      EXPECT_EQ(x.appended, want[i].appended) << "step " << k << " conversation " << i;
+      std::vector<bool> obs(x.tokens.size(), false);
+      for (auto [at, n] : x.appended)
+        for (int64_t j = at; j < at + n; ++j) obs[static_cast<size_t>(j)] = true, ++observed;
+      for (size_t j = 0; j < x.tokens.size(); ++j) {
+        if (obs[j]) {
+          EXPECT_EQ(x.loss_mask[j], 0.f);
+          continue;
+        }
+        to_version = std::max(to_version, std::fabs(double(with_v[i][j]) - double(x.old_logprob[j])));
+        to_current = std::max(to_current, std::fabs(double(with_k[i][j]) - double(x.old_logprob[j])));
+      }
+    }
+    EXPECT_GT(observed, 0) << "step " << k;  // multi-turn: the game answered
+    EXPECT_LT(to_version, 1e-5) << "step " << k;
+    if (k > 0) {
+      EXPECT_GT(to_current, 1e-4) << "step " << k;
+    }
+  }
+  std::printf("guess game, staleness 1: mean env/solved %.3f, env/turns %.3f over 4 steps\n", solved / 4, turns / 4);
+  EXPECT_GT(solved, 0);  // rewards differ within groups: the updates move the weights
+  EXPECT_FALSE(same_bits(versions[1], versions[2]));
+  EXPECT_EQ(t->cursor(), 20u);  // step 4's problems are drawn already
+}
+
+TEST(Async, EnvAResumedRunEqualsTheUninterruptedOne) {
+  const RlConfig c = GuessGame::config(1);
+  RlSetup whole;
+  std::vector<std::vector<double>> want;
+  {
+    GuessGame g;
+    std::unique_ptr<RlTrainer> t = g.trainer(whole, c);
+    t->set_planned_steps(5);
+    for (int i = 0; i < 5; ++i) want.push_back(env_trace(t->step()));
+  }
+  RlSetup first;
+  TrainerSnapshot snap;
+  {
+    GuessGame g;
+    std::unique_ptr<RlTrainer> t = g.trainer(first, c);
+    t->set_planned_steps(5);
+    for (int i = 0; i < 2; ++i) t->step();
+    snap = TrainerSnapshot::take(first.model, *t);
+  }
+  EXPECT_EQ(snap.async_state.rfind("temper-async-2:", 0), 0u);  // the batch explored ahead is conversations
+  const std::deque<ExploredBatch> held = decode_explored(snap.async_state);
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_EQ(held[0].step, 2);
+  EXPECT_EQ(held[0].version, 1);
+  EXPECT_EQ(held[0].conversations.size(), static_cast<size_t>(c.prompts_per_step * c.group_size));
+  EXPECT_FALSE(held[0].env_metrics.empty());
+  RlSetup second(99);  // other starting weights: everything comes from the checkpoint
+  GuessGame g;
+  std::unique_ptr<RlTrainer> t = g.trainer(second, c);
+  t->set_planned_steps(5);
+  snap.restore(second.model, *t);
+  for (int i = 2; i < 5; ++i) EXPECT_EQ(env_trace(t->step()), want[static_cast<size_t>(i)]) << "step " << i;
+  EXPECT_TRUE(same_bits(params_of(whole.model), params_of(second.model)));
+  EXPECT_FALSE(same_bits(params_of(whole.model), params_of(first.model)));  // three more steps moved them
+  // A checkpoint of conversations needs the [env] it was written with.
+  RlSetup other;
+  RlTrainer plain(other.model, other.task, codec(), c, other.safe);
+  EXPECT_THROW(plain.load_async_state(snap.async_state), Error);
+}
+
+TEST(Async, EnvDynamicSamplingConversesOnTheTrainersThreadToo) {
+  // Round 0 is the explorer's (one version old); the extra rounds converse on the trainer's thread with the current
+  // weights, through the same environment source after the explorer's job has released it.
+  RlSetup s;
+  GuessGame g;
+  RlConfig c = GuessGame::config(1);
+  c.dynamic_sampling = true;
+  std::unique_ptr<RlTrainer> t = g.trainer(s, c);
+  int64_t fresh = 0, stale = 0, dropped = 0;
+  for (int64_t k = 0; k < 5; ++k) {
+    const Metrics m = t->step();
+    dropped += static_cast<int64_t>(value(m, "groups_dropped"));
+    for (const Trajectory& x : t->last_batch().traj) {
+      EXPECT_TRUE(x.version == k || x.version == std::max<int64_t>(k - 1, 0)) << "step " << k;
+      if (k > 0) (x.version == k ? fresh : stale) += 1;
+    }
+  }
+  std::printf("dynamic sampling on conversations: %lld groups dropped, %lld fresh and %lld stale trajectories kept\n",
+              static_cast<long long>(dropped), static_cast<long long>(fresh), static_cast<long long>(stale));
+  EXPECT_GT(dropped, 0);
+  EXPECT_GT(fresh, 0);  // extra rounds ran on the trainer's thread
+  EXPECT_GT(stale, 0);
+}
+
+TEST(Async, EnvZeroStalenessIsTheSynchronousLoopBitwise) {
+  std::vector<std::vector<float>> params;
+  std::vector<std::vector<double>> traces;
+  for (bool section : {false, true}) {
+    RlSetup s;
+    GuessGame g;
+    std::unique_ptr<RlTrainer> t = g.trainer(s, GuessGame::config(section ? std::optional<int64_t>(0) : std::nullopt));
+    std::vector<double> tr;
+    for (int i = 0; i < 3; ++i) {
+      for (double x : env_trace(t->step())) tr.push_back(x);
+      for (const Trajectory& x : t->last_batch().traj) EXPECT_EQ(x.version, i);
+    }
+    traces.push_back(tr);
+    params.push_back(params_of(s.model));
+  }
+  EXPECT_EQ(traces[0], traces[1]);
+  EXPECT_TRUE(same_bits(params[0], params[1]));
+  RlSetup start;
+  EXPECT_FALSE(same_bits(params[0], params_of(start.model)));  // they trained
 }
 
 TEST(Async, ThreadLimitCapsTheCallingThreadOnly) {

@@ -422,8 +422,10 @@ static void check_async(const Recipe& r, const RunConfig& c) {
   const std::string off = "; or set rl.async.max_staleness = 0";
   TEMPER_CHECK(!c.rl.speculative) << r.source() << ": [rl.async] with [rl.speculative]: not yet (the drafter would "
                                   << "follow the live weights, not the explorer's snapshot); remove one" << off;
-  TEMPER_CHECK(!c.env) << r.source() << ": [rl.async] with [env]: not yet (conversations roll out on the trainer's "
-                       << "engine)" << off;
+  TEMPER_CHECK(!c.env || c.rl.async->explorer_ranks == 0)
+      << r.source() << ": [rl.async] with [env] and rl.async.explorer_ranks = " << c.rl.async->explorer_ranks
+      << ": not yet (explorer ranks take lists of requests; the environment runs in the trainer's process); set "
+      << "rl.async.explorer_ranks = 0 (the explorer thread then converses)" << off;
   TEMPER_CHECK(c.model.device == "cpu") << r.source()
                                         << ": [rl.async] runs its explorer on the CPU so far (model.device = \""
                                         << c.model.device << "\")" << off;

@@ -27,13 +27,22 @@ AsyncExplorer::~AsyncExplorer() {
   thread_.join();
 }
 
+void Explorer::launch_job(const Transformer&, EngineJob) {
+  TEMPER_FAIL() << "rl.async: this explorer rolls out lists of requests only (explorer ranks: [env] conversations "
+                   "run on the explorer thread of one process; set rl.async.explorer_ranks = 0)";
+}
+
 void AsyncExplorer::launch(const Transformer& policy, std::vector<rollout::RolloutRequest> reqs) {
+  launch_job(policy, [reqs = std::move(reqs)](rollout::RolloutEngine& e) { return e.run(reqs); });
+}
+
+void AsyncExplorer::launch_job(const Transformer& policy, EngineJob job) {
   TEMPER_CHECK(!in_flight_) << "rl.async: the explorer's previous job was not collected";
   // The copy runs here, on the trainer's thread before its update: the job's weights are this version exactly.
   snap_.follow(policy);
   {
     std::lock_guard<std::mutex> g(mu_);
-    reqs_ = std::move(reqs);
+    fn_ = std::move(job);
     out_.clear();
     error_ = nullptr;
     job_ = true, done_ = false;
@@ -80,18 +89,19 @@ std::vector<rollout::Completion> AsyncExplorer::wait() {
 void AsyncExplorer::loop() {
   ThreadLimit limit(threads_);  // this thread's kernels, BLAS and oneDNN teams
   for (;;) {
-    std::vector<rollout::RolloutRequest> reqs;
+    EngineJob job;
     {
       std::unique_lock<std::mutex> g(mu_);
       cv_.wait(g, [&] { return quit_ || (job_ && !done_); });
       if (quit_) return;
-      reqs = std::move(reqs_);
+      job = std::move(fn_);
+      fn_ = nullptr;
     }
     std::vector<rollout::Completion> out;
     std::exception_ptr error;
     const auto t0 = Clock::now();
     try {
-      out = engine_.engine().run(reqs);
+      out = job(engine_.engine());
     } catch (...) {
       error = std::current_exception();
     }

@@ -2,16 +2,17 @@
 // weights (a second copy of the parameters: 4 bytes each, plus its own KV pool of rl.kv_memory_mb) through its
 // own engine while the trainer's thread updates the live weights. One job at a time: launch() copies the
 // weights on the caller's thread (so a job's weights are exactly the version it was launched at) and hands the
-// requests over; wait() returns the completions. Under LoRA the snapshot shares the policy's frozen base (its flat
-// f32 buffer and a bf16/int4 held base, read-only: no copy) and holds adapters of its own, the only values a launch
-// copies; it rolls out base + adapters unmerged, as the policy does. Leaves out which requests (the trainer draws
-// them) and what becomes of the completions (rl_trainer.cpp); rollout hooks (the methods that steer decoding are
-// refused).
+// requests over (or launch_job() a function of the engine: [env]'s conversations); wait() returns the completions.
+// Under LoRA the snapshot shares the policy's frozen base (its flat f32 buffer and a bf16/int4 held base, read-only: no
+// copy) and holds adapters of its own, the only values a launch copies; it rolls out base + adapters unmerged, as the
+// policy does. Leaves out which requests (the trainer draws them) and what becomes of the completions (rl_trainer.cpp);
+// rollout hooks (the methods that steer decoding are refused).
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -24,6 +25,10 @@
 
 namespace temper::rl {
 
+// A job run on the explorer's engine (its snapshot's weights) instead of a list of requests: what wait() returns.
+// [env]'s conversations are one (rl_trainer.cpp: the job keeps its trajectories itself and returns none).
+using EngineJob = std::function<std::vector<rollout::Completion>(rollout::RolloutEngine&)>;
+
 // What the trainer sees of an explorer: one job at a time, launched with the current weights, waited for. Two
 // kinds: a thread in this process (AsyncExplorer) and explorer ranks over the communicator (async_remote.h).
 class Explorer {
@@ -31,6 +36,9 @@ class Explorer {
   virtual ~Explorer() = default;
   // Starts rolling out `reqs` on `policy`'s weights as they are now (the job's version). No job may be in flight.
   virtual void launch(const Transformer& policy, std::vector<rollout::RolloutRequest> reqs) = 0;
+  // Starts `job` on the explorer's engine holding `policy`'s weights as they are now. Only an explorer in this
+  // process runs one (explorer ranks take requests alone: this refuses).
+  virtual void launch_job(const Transformer& policy, EngineJob job);
   virtual bool in_flight() const = 0;
   // The launched job's completions in (request, member) order; blocks until it is done; rethrows its error.
   virtual std::vector<rollout::Completion> wait() = 0;
@@ -46,9 +54,10 @@ class AsyncExplorer final : public Explorer {
   AsyncExplorer(const AsyncExplorer&) = delete;
   AsyncExplorer& operator=(const AsyncExplorer&) = delete;
 
-  // Copies `policy`'s weights (under LoRA: its adapters) into the snapshot and starts rolling out `reqs` on them.
-  // No job may be in flight.
+  // Copies `policy`'s weights (under LoRA: its adapters) into the snapshot and starts rolling out `reqs` on them
+  // (launch_job: running `job` on the snapshot's engine). No job may be in flight.
   void launch(const Transformer& policy, std::vector<rollout::RolloutRequest> reqs) override;
+  void launch_job(const Transformer& policy, EngineJob job) override;
   bool in_flight() const override { return in_flight_; }
   std::vector<rollout::Completion> wait() override;
   double last_job_s() const override { return job_s_; }
@@ -75,7 +84,7 @@ class AsyncExplorer final : public Explorer {
   std::condition_variable cv_;
   bool job_ = false, done_ = false, quit_ = false;
   bool in_flight_ = false;  // the trainer's view: launched and not yet waited for
-  std::vector<rollout::RolloutRequest> reqs_;
+  EngineJob fn_;            // the job handed over
   std::vector<rollout::Completion> out_;
   std::exception_ptr error_;
   double job_s_ = 0, waited_s_ = 0;

@@ -16,6 +16,8 @@ namespace temper::rl {
 namespace {
 
 constexpr const char* kTag = "temper-async-1:";
+constexpr const char* kTag2 = "temper-async-2:";  // each batch then ends with its conversations and env metrics
+
 void put_problem(ByteWriter& w, const tasks::Problem& p) {
   w.put(p.id), w.put(p.prompt), w.put<int64_t>(static_cast<int64_t>(p.messages.size()));
   for (const tasks::Message& m : p.messages) w.put(m.role), w.put(m.content);
@@ -61,9 +63,61 @@ tasks::Problem get_problem(ByteReader& r) {
   return p;
 }
 
+// A conversation's trajectory as ConversationSource::run leaves it (scored; the trainer's per-step fields, version
+// included, are set after it is taken; loss_terms and act_slots are never a conversation's).
+void put_trajectory(ByteWriter& w, const Trajectory& t) {
+  w.put(t.problem), w.put(t.group), w.put(t.member), w.put(t.stratum);
+  w.put(t.lineage.parent), w.put(t.lineage.fork_pos), w.put(t.lineage.forced), w.put(t.lineage.forced_pos);
+  w.put<uint8_t>(t.lineage.off_policy ? 1 : 0);
+  w.put(t.prompt), w.put(t.tokens), w.put(t.sample_logprob), w.put(t.old_logprob), w.put(t.entropy);
+  w.put(t.advantage), w.put(t.weight), w.put(t.loss_mask);
+  w.put(t.text), w.put(t.reward), w.put(t.rewards), w.put(t.reward_terms);
+  w.put<int64_t>(static_cast<int64_t>(t.reward_components.size()));
+  for (const auto& [name, x] : t.reward_components) w.put(name), w.put(x);
+  w.put(t.reward_info), w.put<uint8_t>(t.correct ? 1 : 0), w.put<int32_t>(static_cast<int32_t>(t.finish));
+  w.put<int64_t>(static_cast<int64_t>(t.tags.size()));
+  for (const std::string& tag : t.tags) w.put(tag);
+  w.put<uint8_t>(t.scored ? 1 : 0);
+  std::vector<int64_t> spans;
+  for (auto [at, n] : t.appended) spans.push_back(at), spans.push_back(n);
+  w.put(spans);
+}
+
+Trajectory get_trajectory(ByteReader& r) {
+  Trajectory t;
+  r.get(t.problem), r.get(t.group), r.get(t.member), r.get(t.stratum);
+  r.get(t.lineage.parent), r.get(t.lineage.fork_pos), r.get(t.lineage.forced), r.get(t.lineage.forced_pos);
+  uint8_t flag = 0;
+  r.get(flag);
+  t.lineage.off_policy = flag != 0;
+  r.get(t.prompt), r.get(t.tokens), r.get(t.sample_logprob), r.get(t.old_logprob), r.get(t.entropy);
+  r.get(t.advantage), r.get(t.weight), r.get(t.loss_mask);
+  r.get(t.text), r.get(t.reward), r.get(t.rewards), r.get(t.reward_terms);
+  t.reward_components.resize(static_cast<size_t>(get_count(r)));
+  for (auto& [name, x] : t.reward_components) r.get(name), r.get(x);
+  int32_t finish = 0;
+  r.get(t.reward_info), r.get(flag), r.get(finish);
+  t.correct = flag != 0;
+  TEMPER_CHECK(finish >= 0 && finish <= static_cast<int32_t>(rollout::FinishReason::hook))
+      << "trainer_state.json: the async state holds a bad finish reason " << finish;
+  t.finish = static_cast<rollout::FinishReason>(finish);
+  t.tags.resize(static_cast<size_t>(get_count(r)));
+  for (std::string& tag : t.tags) r.get(tag);
+  r.get(flag);
+  t.scored = flag != 0;
+  std::vector<int64_t> spans;
+  r.get(spans);
+  TEMPER_CHECK(spans.size() % 2 == 0) << "trainer_state.json: the async state holds an odd appended-span list";
+  for (size_t k = 0; k < spans.size(); k += 2) t.appended.emplace_back(spans[k], spans[k + 1]);
+  return t;
+}
+
 }  // namespace
 
 std::string encode_explored(const std::deque<ExploredBatch>& batches) {
+  bool conversations = false;
+  for (const ExploredBatch& b : batches)
+    conversations = conversations || !b.conversations.empty() || !b.env_metrics.empty();
   ByteWriter w;
   w.put<int64_t>(static_cast<int64_t>(batches.size()));
   for (const ExploredBatch& b : batches) {
@@ -72,15 +126,23 @@ std::string encode_explored(const std::deque<ExploredBatch>& batches) {
     w.put<int64_t>(static_cast<int64_t>(b.prompts.size()));
     for (const std::vector<int32_t>& p : b.prompts) w.put(p);
     w.put(rollout::encode_completions(b.done));
+    if (!conversations) continue;
+    w.put<int64_t>(static_cast<int64_t>(b.conversations.size()));
+    for (const Trajectory& t : b.conversations) put_trajectory(w, t);
+    w.put<int64_t>(static_cast<int64_t>(b.env_metrics.size()));
+    for (const auto& [name, x] : b.env_metrics) w.put(name), w.put(x);
   }
-  return kTag + base64_encode(w.bytes());
+  return (conversations ? kTag2 : kTag) + base64_encode(w.bytes());
 }
 
 std::deque<ExploredBatch> decode_explored(const std::string& text) {
-  const std::string tag = kTag;
-  TEMPER_CHECK(text.compare(0, tag.size(), tag) == 0)
-      << "trainer_state.json: the async state does not start with '" << tag << "' (written by another version?)";
-  const std::optional<std::string> decoded = base64_decode(std::string_view(text).substr(tag.size()));
+  const std::string tag = kTag, tag2 = kTag2;
+  const bool conversations = text.compare(0, tag2.size(), tag2) == 0;
+  TEMPER_CHECK(conversations || text.compare(0, tag.size(), tag) == 0)
+      << "trainer_state.json: the async state does not start with '" << tag << "' or '" << tag2
+      << "' (written by another version?)";
+  const std::optional<std::string> decoded =
+      base64_decode(std::string_view(text).substr((conversations ? tag2 : tag).size()));
   TEMPER_CHECK(decoded) << "trainer_state.json: the async state is not base64";
   const std::string& bytes = *decoded;
   ByteReader r(bytes);
@@ -94,6 +156,11 @@ std::deque<ExploredBatch> decode_explored(const std::string& text) {
     std::string done;
     r.get(done);
     rollout::decode_completions(done, b.done);
+    if (!conversations) continue;
+    const int64_t nt = get_count(r);
+    for (int64_t i = 0; i < nt; ++i) b.conversations.push_back(get_trajectory(r));
+    b.env_metrics.resize(static_cast<size_t>(get_count(r)));
+    for (auto& [name, x] : b.env_metrics) r.get(name), r.get(x);
   }
   TEMPER_CHECK(r.done()) << "trainer_state.json: the async state has bytes after its last batch";
   return out;

@@ -172,6 +172,10 @@ void get_reward(ByteReader& in, Batch& b, int from) {
   t.scored = true;
 }
 
+constexpr const char* kEnvOnRanks =
+    "[rl.async] with [env] and explorer ranks: not yet (an explorer rank takes lists of requests, and the "
+    "environment runs in the trainer's process); set rl.async.explorer_ranks = 0 (the explorer thread converses)";
+
 }  // namespace
 
 RlTrainer::RlTrainer(Transformer& policy, std::shared_ptr<const tasks::Task> task, PromptCodec codec, RlConfig cfg,
@@ -239,14 +243,16 @@ void RlTrainer::check_async() const {
 }
 
 void RlTrainer::set_environment(std::unique_ptr<ConversationSource> env) {
-  TEMPER_CHECK(!async() || !env) << "[rl.async] with [env]: not yet (conversations roll out on the trainer's "
-                                    "engine); set rl.async.max_staleness = 0";
+  TEMPER_CHECK(!remote_ || !env) << kEnvOnRanks;
+  TEMPER_CHECK(!async() || (!explorer_->in_flight() && explored_.empty()))
+      << "rl: set the environment before the first step ([rl.async] explores ahead with it)";
   env_ = std::move(env);
 }
 
 void RlTrainer::use_explorer_ranks(dist::Communicator& world, dist::Communicator& trainers, int first_explorer) {
   TEMPER_CHECK(async() && step_ == 0 && !explorer_->in_flight())
       << "rl.async.explorer_ranks: needs rl.async.max_staleness > 0, set before the first step";
+  TEMPER_CHECK(!env_) << kEnvOnRanks;
   explorer_ = std::make_unique<RemoteExplorer>(world, trainers, first_explorer);
   remote_ = true;
   set_communicator(&trainers);
@@ -332,7 +338,7 @@ void RlTrainer::explore_ahead() {
 }
 
 // Step `step`'s round-0 problems drawn here (the task's cursor and the methods' hooks stay on this thread), then
-// their requests to the explorer with the current weights.
+// their requests to the explorer with the current weights ([env]: their conversations, as converse() holds them).
 void RlTrainer::launch_explorer(int64_t step) {
   ExploredBatch eb;
   eb.step = step;
@@ -345,6 +351,24 @@ void RlTrainer::launch_explorer(int64_t step) {
         << "' steers decoding through a rollout hook, which would run on the explorer's thread against stale "
            "weights while its other hooks run on the trainer's; turn its hook off (rl.dre.mode = \"offline\", "
            "rl.graphpo.expansion = \"after\") or set rl.async.max_staleness = 0";
+  if (env_) {
+    // The job owns a copy of the problems and writes into conversing_ (shared: it outlives either side); the source
+    // and its lock outlive the explorer (members declared before it).
+    conversing_ = std::make_shared<ExploredBatch>();
+    const int64_t ctx = policy_.config().max_position_embeddings, G = cfg_.group_size;
+    const rollout::RolloutRequest proto =
+        rollout::make_request({0}, G, cfg_.max_new, ctx, cfg_.sampler, codec_.stop_ids, round_seed(step, 0), 0);
+    EngineJob job = [src = env_.get(), mu = &env_mu_, out = conversing_, problems = eb.problems, proto, ctx, G,
+                     tag = "s" + std::to_string(step) + "r0"](rollout::RolloutEngine& engine) {
+      std::lock_guard<std::mutex> lock(*mu);
+      out->conversations = src->run(engine, problems, 0, G, proto, ctx, tag);
+      src->metrics(out->env_metrics);
+      return std::vector<rollout::Completion>{};
+    };
+    explored_.push_back(std::move(eb));
+    explorer_->launch_job(policy_, std::move(job));
+    return;
+  }
   std::vector<rollout::RolloutRequest> reqs = requests(eb.problems, 0, step, 0);
   for (const rollout::RolloutRequest& q : reqs) eb.prompts.push_back(q.prompt);
   explored_.push_back(std::move(eb));
@@ -353,9 +377,15 @@ void RlTrainer::launch_explorer(int64_t step) {
 
 void RlTrainer::collect_explored() {
   if (!explorer_->in_flight()) return;
-  explored_.back().done = explorer_->wait();
-  explored_.back().seconds = explorer_->last_job_s();
+  ExploredBatch& eb = explored_.back();
+  eb.done = explorer_->wait();
+  eb.seconds = explorer_->last_job_s();
   wait_s_ += explorer_->waited_s();
+  if (conversing_) {
+    eb.conversations = std::move(conversing_->conversations);
+    eb.env_metrics = std::move(conversing_->env_metrics);
+    conversing_.reset();
+  }
 }
 
 // Round 0 of an [rl.async] step: the batch explored for it, each trajectory tagged with its weights' version.
@@ -374,6 +404,15 @@ void RlTrainer::take_explored(std::vector<Trajectory>& out, std::vector<tasks::P
     out.push_back(trajectory_from(std::move(c), static_cast<int64_t>(p0 + q), eb.prompts[q], codec_.decode(c.tokens)));
     out.back().version = eb.version;
   }
+  if (!env_) return;
+  for (Trajectory& t : eb.conversations) {  // [env]: problem and group index the batch's problems
+    TEMPER_CHECK(t.problem >= 0 && static_cast<size_t>(t.problem) < eb.problems.size())
+        << "rl.async: a conversation of problem " << t.problem << " of " << eb.problems.size();
+    t.problem += static_cast<int64_t>(p0), t.group += static_cast<int64_t>(p0);
+    t.version = eb.version;
+    out.push_back(std::move(t));
+  }
+  env_metrics_ = std::move(eb.env_metrics);
 }
 
 // [rl.async]: one optimiser step per batch and no methods: the correction is the loss's (behaviour_cap: the proximal
@@ -397,10 +436,16 @@ void RlTrainer::correct_staleness(Batch& b, Metrics& out) {
   scorer_.score_batch(prompts, tokens, false, prox, nullptr);
   const double cap = cfg_.async->tis_cap;
   double n = 0, sum = 0, capped = 0;
+  std::vector<uint8_t> observed;  // [env]: an environment's appended tokens (not sampled, out of the loss): left as is
   for (size_t i = 0; i < b.traj.size(); ++i) {
     Trajectory& t = b.traj[i];
     if (t.weight.size() != t.tokens.size()) t.weight.assign(t.tokens.size(), 1.f);
+    observed.assign(t.tokens.size(), 0);
+    for (auto [at, len] : t.appended)
+      for (int64_t k = at; k < at + len && k < static_cast<int64_t>(t.tokens.size()); ++k)
+        observed[static_cast<size_t>(k)] = 1;
     for (size_t k = 0; k < t.tokens.size(); ++k) {
+      if (observed[k]) continue;
       const double rho = std::exp(static_cast<double>(prox[i][k]) - static_cast<double>(t.old_logprob[k]));
       t.weight[k] = static_cast<float>(t.weight[k] * std::min(rho, cap));
       t.old_logprob[k] = prox[i][k];
@@ -421,7 +466,15 @@ void RlTrainer::load_async_state(const std::string& text) {
   TEMPER_CHECK(async()) << "rl: the checkpoint holds batches explored ahead ([rl.async]), but the recipe has no "
                            "[rl.async] with max_staleness > 0; resume with the recipe it was written with";
   TEMPER_CHECK(!explorer_->in_flight() && explored_.empty()) << "rl.async: load the async state before the first step";
-  explored_ = decode_explored(text);
+  std::deque<ExploredBatch> got = decode_explored(text);
+  for (const ExploredBatch& b : got) {
+    const bool conversations = !b.conversations.empty() || !b.env_metrics.empty();
+    TEMPER_CHECK(env_ ? b.done.empty() && b.prompts.empty() : !conversations)
+        << "rl: the checkpoint's batches explored ahead are "
+        << (conversations ? "conversations ([env])" : "completions") << ", the recipe " << (env_ ? "has" : "has no")
+        << " [env]; resume with the recipe it was written with";
+  }
+  explored_ = std::move(got);
 }
 
 // Rounds: rollout -> after_rollout -> score -> after_reward -> (dynamic sampling) keep only groups
@@ -514,8 +567,11 @@ void RlTrainer::converse(size_t first, int64_t round, std::vector<Trajectory>& o
   const int64_t ctx = policy_.config().max_position_embeddings;
   rollout::RolloutRequest proto = rollout::make_request({0}, cfg_.group_size, cfg_.max_new, ctx, cfg_.sampler,
                                                         codec_.stop_ids, round_seed(step_, round), 0);
+  std::lock_guard<std::mutex> lock(env_mu_);  // [rl.async]: after the explorer's conversation job, if one runs
   std::vector<Trajectory> got = env_->run(engine_->engine(), problems, first, cfg_.group_size, proto, ctx,
                                           "s" + std::to_string(step_) + "r" + std::to_string(round));
+  env_metrics_.clear();
+  env_->metrics(env_metrics_);
   for (Trajectory& t : got) out.push_back(std::move(t));
 }
 
@@ -693,7 +749,7 @@ Metrics RlTrainer::metrics(const Batch& b, int64_t drawn, const Metrics& upd, do
     out.emplace_back("reward/" + terms[k].name, m);
     out.emplace_back("reward/" + terms[k].name + "/std", std::sqrt(std::max(0.0, st.term_sq[k] / n - m * m)));
   }
-  if (env_) env_->metrics(out);
+  if (env_) out.insert(out.end(), env_metrics_.begin(), env_metrics_.end());
   return out;
 }
 

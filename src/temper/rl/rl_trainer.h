@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -91,8 +92,12 @@ struct RlConfig {
 // min(pi_prox / pi_behaviour, tis_cap)): with one optimiser step per batch and no methods inside the loss
 // (PolicyLossConfig::behaviour_cap), otherwise through a log-prob pass of the current weights before the methods'
 // advantage and weight hooks (old_logprob := pi_prox, weight *= the truncated ratio). With LoRA the explorer rolls
-// out the frozen base (shared, not copied) with the version's adapters. Refused: rollout hooks, [env],
-// [rl.speculative], devices, several ranks.
+// out the frozen base (shared, not copied) with the version's adapters. With [env] (set_environment) the explorer's
+// job is step k + s's conversations (ConversationSource::run on its engine: same seeds and episode names as the
+// synchronous loop's), their trajectories kept, scored, with the batch; the source is never used by two threads at
+// once (dynamic sampling's extra rounds converse on the trainer's thread after the explorer's conversation ends;
+// held-out evaluation does not run with [env]). Refused: rollout hooks, [rl.speculative], devices, several ranks,
+// [env] with explorer ranks.
 class RlTrainer {
  public:
   // reference: frozen weights of the policy as RL starts: the KL term's (required when loss.kl_coef > 0) and
@@ -173,9 +178,12 @@ class RlTrainer {
   std::unique_ptr<KeptActivations> kept_;          // the rollout's kept activations (reuse_activations)
   std::unique_ptr<SpeculativeRollouts> spec_;      // [rl.speculative]
   std::unique_ptr<ConversationSource> env_;        // [env]: conversations instead of single completions
+  std::mutex env_mu_;                              // [env] with [rl.async]: one thread converses at a time
+  Metrics env_metrics_;                            // [env]: the source's metrics of the step's last conversations
   std::unique_ptr<Explorer> explorer_;             // [rl.async] with max_staleness > 0: a thread or ranks
   bool remote_ = false;                            // explorer_ is the explorer ranks
   std::deque<ExploredBatch> explored_;             // batches explored ahead: this step's first (the last may run)
+  std::shared_ptr<ExploredBatch> conversing_;      // [env]: where the explorer's conversation job puts its output
   int64_t planned_steps_ = -1;
   double wait_s_ = 0;  // [rl.async]: seconds this step waited for the explorer
   bool async() const { return explorer_ != nullptr; }
