@@ -251,3 +251,147 @@ TEST(Rcsd, ReverseKlModeDistilsTheRubricTeachersWholeDistribution) {
   std::printf("reverse KL on fixed positions: %.4f -> %.4f; on the updates' rollouts: %.4f -> %.4f\n", before, after,
               value(m, "reverse_kl"), last);
 }
+
+namespace {
+
+// RubricLetters whose reference answer is the problem's id, so that a writer prompted with "{answer}" alone reads
+// which problem it writes for.
+class AnswerIsId : public RubricLetters {
+ public:
+  tasks::Problem problem(tasks::Split s, uint64_t i) const override {
+    tasks::Problem p = RubricLetters::problem(s, i);
+    p.answer = p.id;
+    return p;
+  }
+};
+
+// One trajectory of two tokens per entry of `ids` (an id may repeat, as a replayed problem does).
+Batch writer_batch(const AnswerIsId& task, const std::vector<uint64_t>& ids) {
+  Batch b;
+  for (uint64_t i : ids) {
+    b.problems.push_back(task.problem(tasks::Split::train, i));
+    Trajectory t;
+    t.problem = t.group = static_cast<int64_t>(b.problems.size() - 1);
+    t.tokens = {1, 2};
+    t.old_logprob.assign(2, -2.f);
+    b.traj.push_back(t);
+  }
+  return b;
+}
+
+}  // namespace
+
+TEST(Rcsd, TheRubricWriterWritesOncePerProblemAndTheCheckpointKeepsWhatItWrote) {
+  // A scripted writer answers "Rubric for <id>" (id 5: only whitespace, so none; id 7: ends inside a UTF-8
+  // character, as a rubric cut at rubric_max_new may). The teacher scores every token -1 (the student -2: A_t = 1).
+  auto task = std::make_shared<AnswerIsId>();
+  const PromptCodec c = codec();
+  PromptCodec seen = c;
+  std::vector<std::string> asked;  // the teacher prompts, as the model is asked them
+  seen.encode_prompt = [&](const tasks::Problem& p) {
+    asked.push_back(p.shown());
+    return c.encode_prompt(p);
+  };
+  MethodEnv env;
+  env.task = task;
+  env.codec = &seen;
+  env.score_batch = [](const std::vector<std::vector<int32_t>>&, const std::vector<std::vector<int32_t>>& tokens, bool,
+                       std::vector<std::vector<float>>& lp, std::vector<std::vector<float>>*) {
+    lp.clear();
+    for (const auto& t : tokens) lp.emplace_back(t.size(), -1.f);
+  };
+  std::vector<std::vector<std::string>> calls;
+  auto writer = [&calls](const std::vector<std::string>& prompts, int64_t max_new) {
+    EXPECT_EQ(max_new, 7);
+    calls.push_back(prompts);
+    std::vector<std::string> out;
+    for (const std::string& id : prompts)
+      out.push_back(id == "5" ? " \n" : id == "7" ? "Rubric for 7\xe2\x80" : "Rubric for " + id + "\n");
+    return out;
+  };
+  RcsdConfig cfg;
+  cfg.rubric_writer = "scripted.gguf";  // not loaded: the scripted writer stands for it
+  cfg.rubric_prompt = "{answer}";
+  cfg.rubric_max_new = 7;
+  Rcsd r(cfg, writer);
+  r.attach(env);
+  EXPECT_EQ(r.save_state(), "") << "nothing written yet: no state (a checkpoint from before the writer resumes)";
+  auto q = [&](uint64_t i) { return task->problem(tasks::Split::train, i).prompt; };  // the question
+
+  // Step 1: the odd ids have no dataset rubric; 1 appears twice but is asked once; 0 and 2 keep theirs ("b").
+  Batch b = writer_batch(*task, {0, 1, 2, 3, 5, 1});
+  EXPECT_TRUE(r.advantages(b));
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0], (std::vector<std::string>{"1", "3", "5"}));
+  EXPECT_EQ(asked, (std::vector<std::string>{"Rubric:\nb\n\n" + q(0), "Rubric:\nRubric for 1\n\n" + q(1),
+                                             "Rubric:\nb\n\n" + q(2), "Rubric:\nRubric for 3\n\n" + q(3),
+                                             "Rubric:\nRubric for 1\n\n" + q(1)}));
+  for (size_t k = 0; k < b.traj.size(); ++k)
+    EXPECT_EQ(b.traj[k].advantage, std::vector<float>(2, k == 4 ? 0.f : 1.f)) << "trajectory " << k;
+  Metrics m;
+  r.metrics(m);
+  EXPECT_EQ(value(m, "rcsd_rubrics_written"), 2);  // 1 and 3; 5's empty answer is none
+  EXPECT_NEAR(value(m, "rcsd_rubric_frac"), 5.0 / 6.0, 1e-12);
+
+  // Step 2: only 7 is new (8 has a dataset rubric; 5 was answered empty and is not asked again).
+  asked.clear();
+  b = writer_batch(*task, {1, 3, 5, 7, 8});
+  r.advantages(b);
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[1], (std::vector<std::string>{"7"}));
+  ASSERT_EQ(asked.size(), 4u);
+  EXPECT_EQ(asked[2], "Rubric:\nRubric for 7\xe2\x80\n\n" + q(7));  // trailing whitespace only is trimmed
+  m.clear();
+  r.metrics(m);
+  EXPECT_EQ(value(m, "rcsd_rubrics_written"), 3);
+
+  // Step 3: nothing new, nothing asked.
+  b = writer_batch(*task, {1, 5, 7});
+  r.advantages(b);
+  EXPECT_EQ(calls.size(), 2u);
+
+  // The checkpoint: a fresh method that loads the state asks nothing for these problems and puts the same rubrics
+  // (byte for byte, the cut character too) in the teacher prompts.
+  const std::string state = r.save_state();
+  ASSERT_FALSE(state.empty());
+  asked.clear();
+  b = writer_batch(*task, {1, 3, 5, 7});
+  r.advantages(b);
+  const std::vector<std::string> want = asked;
+  std::vector<std::vector<std::string>> calls_before = calls;
+  Rcsd resumed(cfg, writer);
+  resumed.attach(env);
+  resumed.load_state(state);
+  asked.clear();
+  b = writer_batch(*task, {1, 3, 5, 7});
+  resumed.advantages(b);
+  EXPECT_EQ(calls, calls_before) << "the resumed method asked the writer again";
+  EXPECT_EQ(asked, want);
+  m.clear();
+  resumed.metrics(m);
+  EXPECT_EQ(value(m, "rcsd_rubrics_written"), 3);
+  EXPECT_EQ(resumed.save_state(), state);
+  // Without the state, the same batch asks the writer for 1, 3, 5 and 7 again.
+  Rcsd fresh(cfg, writer);
+  fresh.attach(env);
+  b = writer_batch(*task, {1, 3, 5, 7});
+  fresh.advantages(b);
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_EQ(calls[2], (std::vector<std::string>{"1", "3", "5", "7"}));
+
+  // A broken state is refused, naming the method.
+  for (const std::string bad : {"{}", "not json", R"({"written": {"1": "%%%"}})"}) {
+    try {
+      resumed.load_state(bad);
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("rcsd: the checkpointed"), std::string::npos) << e.what();
+    }
+  }
+  // Without a writer there is nothing to save.
+  Rcsd plain{RcsdConfig{}};
+  plain.attach(env);
+  b = writer_batch(*task, {0, 1});
+  plain.advantages(b);
+  EXPECT_EQ(plain.save_state(), "");
+}

@@ -4,8 +4,12 @@
 #include <cctype>
 #include <chrono>
 #include <cmath>
+#include <nlohmann/json.hpp>
+#include <optional>
 
+#include "temper/core/base64.h"
 #include "temper/core/error.h"
+#include "temper/core/log.h"
 #include "temper/rl/derived_problem.h"
 #include "temper/rl/judge_reward.h"
 #include "temper/rl/method_spec.h"
@@ -49,12 +53,19 @@ tasks::Problem rcsd_teacher_problem(const tasks::Problem& p, const PromptCodec& 
   });
 }
 
-Rcsd::Rcsd(RcsdConfig cfg) : cfg_(std::move(cfg)) { cfg_.validate(); }
+Rcsd::Rcsd(RcsdConfig cfg, RcsdRubricWriter writer) : cfg_(std::move(cfg)), writer_(std::move(writer)) {
+  cfg_.validate();
+}
 
 void Rcsd::attach(const MethodEnv& env) {
   env_ = env;
-  if (!cfg_.rubric_writer.empty() && !writer_)
-    writer_ = load_judge_model(cfg_.rubric_writer, cfg_.rubric_device, "rl.rcsd.rubric_writer");
+  if (cfg_.rubric_writer.empty() || writer_) return;
+  std::shared_ptr<JudgeModel> m = load_judge_model(cfg_.rubric_writer, cfg_.rubric_device, "rl.rcsd.rubric_writer");
+  writer_ = [m](const std::vector<std::string>& prompts, int64_t max_new) {
+    std::vector<std::string> out;
+    for (JudgeAnswer& a : m->ask(prompts, max_new, 0)) out.push_back(std::move(a.text));  // too long: ""
+    return out;
+  };
 }
 
 std::string Rcsd::rubric(const tasks::Problem& p) const {
@@ -75,12 +86,18 @@ void Rcsd::write_rubrics(const Batch& b) {
     asks.push_back(t.fill({p.prompt, p.answer}));
   }
   if (asks.empty()) return;
-  std::vector<JudgeAnswer> got = writer_->ask(asks, cfg_.rubric_max_new, 0);
+  std::vector<std::string> got = writer_(asks, cfg_.rubric_max_new);
+  TEMPER_CHECK(got.size() == asks.size())
+      << "rl.rcsd.rubric_writer answered " << got.size() << " of " << asks.size() << " prompts";
+  int64_t empty = 0;
   for (size_t i = 0; i < ids.size(); ++i) {
-    std::string r = got[i].text;
+    std::string r = std::move(got[i]);
     while (!r.empty() && std::isspace(static_cast<unsigned char>(r.back()))) r.pop_back();
-    written_[ids[i]] = r;  // empty (or a prompt too long): none, and not asked again
+    empty += r.empty();
+    written_[ids[i]] = std::move(r);  // empty (or a prompt too long): none, and not asked again
   }
+  TEMPER_LOG(info) << "rcsd: rubric_writer asked for " << ids.size() << " rubrics, " << empty << " empty ("
+                   << written_.size() << " problems asked so far)";
 }
 
 bool Rcsd::advantages(Batch& b) {
@@ -142,8 +159,36 @@ void Rcsd::metrics(Metrics& m) const {
   m.emplace_back("rcsd_adv_abs_mean", adv_abs_ / n);
   m.emplace_back("rcsd_clip_frac", clipped_ / n);
   m.emplace_back("rcsd_teacher_s", teacher_s_);
-  if (writer_) m.emplace_back("rcsd_rubrics_written", static_cast<double>(written_.size()));
+  if (writer_) {  // problems the writer gave a rubric (an empty answer is none)
+    int64_t n = 0;
+    for (const auto& [id, r] : written_) n += !r.empty();
+    m.emplace_back("rcsd_rubrics_written", static_cast<double>(n));
+  }
   m.emplace_back("rcsd_rubric_frac", sequences_ ? static_cast<double>(with_rubric_) / static_cast<double>(sequences_) : 0.0);
+}
+
+// {"written": {problem id: base64 of the rubric}}: a rubric cut at rubric_max_new may end inside a UTF-8 character,
+// which JSON text cannot hold, and the resumed run must read back the very bytes.
+std::string Rcsd::save_state() const {
+  if (written_.empty()) return {};
+  nlohmann::json w = nlohmann::json::object();
+  for (const auto& [id, r] : written_) w[id] = base64_encode(r);
+  return nlohmann::json{{"written", w}}.dump();
+}
+
+void Rcsd::load_state(const std::string& s) {
+  std::map<std::string, std::string> written;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(s);
+    for (const auto& [id, v] : j.at("written").items()) {
+      std::optional<std::string> r = base64_decode(v.get<std::string>());
+      TEMPER_CHECK(r) << "rcsd: the checkpointed rubric of problem '" << id << "' is not base64";
+      written[id] = std::move(*r);
+    }
+  } catch (const nlohmann::json::exception& e) {
+    TEMPER_FAIL() << "rcsd: the checkpointed state (the written rubrics) is not valid (" << e.what() << ")";
+  }
+  written_ = std::move(written);
 }
 
 namespace {

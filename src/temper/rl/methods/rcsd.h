@@ -4,12 +4,15 @@
 // extra forward over each rollout's tokens in that context, no gradient, gives a per-token advantage (or,
 // with `mode = "reverse_kl"`, a full-vocabulary KL). Rubrics: Task::rubric (a dataset's `rubric` field by
 // default; with `rubric_writer`, a judge model writes one, greedily, once per problem id, for problems that have
-// none: rl/judge_reward.h). The advantage, `combine`, `teacher` and `mode`: above Rcsd.
+// none: rl/judge_reward.h; the written ones are saved in the checkpoint). The advantage, `combine`, `teacher` and
+// `mode`: above Rcsd.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "temper/core/settings.h"
 #include "temper/rl/method.h"
@@ -17,7 +20,6 @@
 namespace temper::rl {
 
 struct MethodSpec;
-class JudgeModel;
 
 enum class RcsdCombine { replace, add };
 inline constexpr EnumNames<RcsdCombine, 2> kRcsdCombineNames{
@@ -54,6 +56,11 @@ struct RcsdConfig {
 tasks::Problem rcsd_teacher_problem(const tasks::Problem& p, const PromptCodec& codec, const std::string& rubric,
                                     const std::string& tmpl);
 
+// What writes the rubrics of problems without one: an answer to each prompt (rubric_prompt filled in), greedy,
+// `max_new` tokens at most; an empty answer: none. rubric_writer's judge model, or a test's scripted writer.
+using RcsdRubricWriter =
+    std::function<std::vector<std::string>(const std::vector<std::string>& prompts, int64_t max_new)>;
+
 // The per-token advantage is A_t = coef x clip(log p_teacher(y_t) - log p_student(y_t), -clip, clip), with the
 // student's log-probs those the rollout recorded; `combine = "replace"` (default: RCSD alone) uses A_t as the
 // advantage, `combine = "add"` adds A_t to the GRPO advantage. A problem without a rubric gets 0 (replace) or
@@ -67,20 +74,25 @@ tasks::Problem rcsd_teacher_problem(const tasks::Problem& p, const PromptCodec& 
 // whole signal), with add GRPO's stay.
 class Rcsd : public Method {
  public:
-  explicit Rcsd(RcsdConfig cfg);
+  // writer: the rubric writer to use instead of loading rubric_writer (a test's scripted one); empty: load it.
+  explicit Rcsd(RcsdConfig cfg, RcsdRubricWriter writer = {});
   std::string name() const override { return "rcsd"; }
   void attach(const MethodEnv& env) override;  // rubric_writer: loads it
   bool advantages(Batch& b) override;
   void adjust_advantages(Batch& b) override;  // combine = "add": onto the estimator's advantages
   void metrics(Metrics& m) const override;
+  // The written rubrics (problem id -> rubric, empty ones too), so that a resumed run asks the writer for none of
+  // them again; "" while there are none.
+  std::string save_state() const override;
+  void load_state(const std::string& s) override;
 
  private:
   void compute(Batch& b, bool add);
   void write_rubrics(const Batch& b);  // rubric_writer: for this batch's problems without one, cached
   std::string rubric(const tasks::Problem& p) const;
   RcsdConfig cfg_;
-  std::shared_ptr<JudgeModel> writer_;
-  std::map<std::string, std::string> written_;  // problem id -> the writer's rubric
+  RcsdRubricWriter writer_;
+  std::map<std::string, std::string> written_;  // problem id -> the writer's rubric ("": none, not asked again)
   MethodEnv env_;
   double adv_sum_ = 0, adv_abs_ = 0, clipped_ = 0, teacher_s_ = 0;  // teacher_s_: seconds of the teacher pass
   int64_t tokens_ = 0, with_rubric_ = 0, sequences_ = 0;
