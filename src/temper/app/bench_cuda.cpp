@@ -10,6 +10,7 @@
 
 #include "temper/app/cpu_report.h"
 #include "temper/app/id_list.h"
+#include "temper/core/clock.h"
 #include "temper/core/error.h"
 #include "temper/core/rng.h"
 #include "temper/model/config.h"
@@ -32,11 +33,6 @@ int bench_cuda(const BenchCudaOptions&) {
 #else
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 double peak_bf16_tflops(const std::string& name, double override_tflops) {
   if (override_tflops > 0) return override_tflops;

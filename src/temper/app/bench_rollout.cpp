@@ -1,7 +1,5 @@
 #include "temper/app/bench_rollout.h"
 
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -10,6 +8,7 @@
 #include "temper/app/cpu_report.h"
 #include "temper/app/model_source.h"
 #include "temper/core/error.h"
+#include "temper/core/memory_info.h"
 #include "temper/core/profile.h"
 #include "temper/core/rng.h"
 #include "temper/core/thread_pool.h"
@@ -203,8 +202,6 @@ int bench_rollout(const BenchRolloutOptions& o) {
   if (G > 1) group = prefix_sharing(o, *m, pool, reqs, d.r1, d.t1);
   double bw = read_bandwidth_gbs();
   double weight_bytes = static_cast<double>(m->num_params()) * (prec == kernels::Precision::bf16 ? 2.0 : 4.0);
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
   nlohmann::json j = {{"engine", "temper"},
                       {"shape", o.model.empty() ? o.shape : o.model},
                       {"batch", seqs},
@@ -215,7 +212,7 @@ int bench_rollout(const BenchRolloutOptions& o) {
                       {"device", o.device},
                       {"prefill_tokens_per_s", std::round(prefill_tps * 10) / 10},
                       {"decode_tokens_per_s", std::round(decode_tps * 10) / 10},
-                      {"peak_rss_mb", std::round(static_cast<double>(u.ru_maxrss) / 1024.0 * 10) / 10},
+                      {"peak_rss_mb", std::round(peak_resident_mib() * 10) / 10},
                       {"read_bandwidth_gb_s", std::round(bw * 10) / 10},
                       {"batch1_bandwidth_bound_tokens_per_s", std::round(bw * 1e9 / weight_bytes * 10) / 10}};
   add_cpu_fields(j);  // cpu, isa, amx, bf16_gemm, gemm

@@ -21,8 +21,8 @@ const char* body_kind_name(BodyKind k);
 // The initial log-std of a Gaussian policy's action noise on a body (control.init_log_std when a recipe does not
 // set it): -0.5 (std 0.61) where the whole unit action range is useful; -1.0 (std 0.37) on the leg, whose useful
 // range is |a| <= ~0.68 (speed peaks near 2.7 of f_max = 4 Hz, then falls): at std 0.61 the noise spans that whole
-// range and flips the heading command, so PPO spent its low-level budget shrinking it (tracking error 0.55 after
-// 100 iterations at -0.5 vs 0.25 at -1.0; docs/METHODS.md "Meta-knowledge transfer").
+// range and flips the heading command, so PPO spent its low-level budget shrinking it (seen in a probe whose numbers
+// were not recorded; the leg's evidence in docs/METHODS.md "Meta-knowledge transfer" runs at -1.0).
 float default_init_log_std(BodyKind k);
 
 class Body {

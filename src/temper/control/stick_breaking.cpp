@@ -87,8 +87,8 @@ std::vector<int32_t> ModeClusters::fit_stick_breaking(const float* x, int64_t n,
       }
     }
     double change = 0;
+    std::vector<double> l(K);
     for (int64_t i = 0; i < n; ++i) {  // q(z_i) proportional to exp(E[log pi_k] + E[log N(x_i | mu_k, s2 I)])
-      std::vector<double> l(K);
       for (int64_t k = 0; k < K; ++k) l[k] = logw[k] - (sq_dist(x + i * d, &m[k * d], d) + d * var[k]) / (2 * s2);
       const double top = *std::max_element(l.begin(), l.end());
       double z = 0;

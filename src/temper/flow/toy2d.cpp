@@ -65,7 +65,7 @@ Toy2d::Toy2d(Toy2dConfig c) : cfg_(std::move(c)) {
   for (auto& c : comps_) {
     const double trunc = 0.5 * std::erfc(-c.r / (c.std * std::numbers::sqrt2));  // a ring's Phi(R / s)
     c.log_norm = c.ring ? std::log(c.std * std::sqrt(2 * kPi) * trunc) : std::log(2 * kPi * c.std * c.std);
-    c.log_weight = std::log(c.weight / 1.0);
+    c.log_weight = std::log(c.weight);  // x / 1.0 is x: the old log(weight / total) bits
     c.log_weight_in_class = std::log(c.weight / class_weight_[static_cast<size_t>(c.label)]);
   }
 }

@@ -40,7 +40,6 @@ class RemoteExplorer final : public Explorer {
   std::vector<rollout::Completion> wait() override;
   double last_job_s() const override { return job_s_; }
   double waited_s() const override { return waited_s_; }
-  int64_t version() const { return version_; }  // versions sent so far
 
  private:
   dist::Communicator& world_;

@@ -356,10 +356,9 @@ void RlTrainer::launch_explorer(int64_t step) {
     // and its lock outlive the explorer (members declared before it).
     conversing_ = std::make_shared<ExploredBatch>();
     const int64_t ctx = policy_.config().max_position_embeddings, G = cfg_.group_size;
-    const rollout::RolloutRequest proto =
-        rollout::make_request({0}, G, cfg_.max_new, ctx, cfg_.sampler, codec_.stop_ids, round_seed(step, 0), 0);
-    EngineJob job = [src = env_.get(), mu = &env_mu_, out = conversing_, problems = eb.problems, proto, ctx, G,
-                     tag = "s" + std::to_string(step) + "r0"](rollout::RolloutEngine& engine) {
+    EngineJob job = [src = env_.get(), mu = &env_mu_, out = conversing_, problems = eb.problems,
+                     proto = conversation_request(step, 0), ctx, G,
+                     tag = episode_tag(step, 0)](rollout::RolloutEngine& engine) {
       std::lock_guard<std::mutex> lock(*mu);
       out->conversations = src->run(engine, problems, 0, G, proto, ctx, tag);
       src->metrics(out->env_metrics);
@@ -565,14 +564,23 @@ void RlTrainer::converse(size_t first, int64_t round, std::vector<Trajectory>& o
                          const std::vector<tasks::Problem>& problems) {
   TEMPER_CHECK(ranks() == 1) << "rl: [env] rollouts run in one process (data-parallel conversations: not yet)";
   const int64_t ctx = policy_.config().max_position_embeddings;
-  rollout::RolloutRequest proto = rollout::make_request({0}, cfg_.group_size, cfg_.max_new, ctx, cfg_.sampler,
-                                                        codec_.stop_ids, round_seed(step_, round), 0);
   std::lock_guard<std::mutex> lock(env_mu_);  // [rl.async]: after the explorer's conversation job, if one runs
-  std::vector<Trajectory> got = env_->run(engine_->engine(), problems, first, cfg_.group_size, proto, ctx,
-                                          "s" + std::to_string(step_) + "r" + std::to_string(round));
+  std::vector<Trajectory> got = env_->run(engine_->engine(), problems, first, cfg_.group_size,
+                                          conversation_request(step_, round), ctx, episode_tag(step_, round));
   env_metrics_.clear();
   env_->metrics(env_metrics_);
   for (Trajectory& t : got) out.push_back(std::move(t));
+}
+
+// The request each conversation of a round starts from (its prompt the environment's) and the episodes' names: one
+// definition for the synchronous loop and [rl.async]'s explorer, whose conversations must be the same.
+rollout::RolloutRequest RlTrainer::conversation_request(int64_t step, int64_t round) const {
+  return rollout::make_request({0}, cfg_.group_size, cfg_.max_new, policy_.config().max_position_embeddings,
+                               cfg_.sampler, codec_.stop_ids, round_seed(step, round), 0);
+}
+
+std::string RlTrainer::episode_tag(int64_t step, int64_t round) {
+  return "s" + std::to_string(step) + "r" + std::to_string(round);
 }
 
 uint64_t RlTrainer::round_seed(int64_t step, int64_t round) const {

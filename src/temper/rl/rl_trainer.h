@@ -155,6 +155,8 @@ class RlTrainer {
   void rollout(int64_t n_prompts, int64_t round, std::vector<Trajectory>& out, std::vector<tasks::Problem>& problems);
   void converse(size_t first, int64_t round, std::vector<Trajectory>& out, const std::vector<tasks::Problem>& problems);
   uint64_t round_seed(int64_t step, int64_t round) const;
+  rollout::RolloutRequest conversation_request(int64_t step, int64_t round) const;  // [env]: a round's request
+  static std::string episode_tag(int64_t step, int64_t round);                      // [env]: "s<step>r<round>"
   size_t draw_problems(int64_t n_prompts, int64_t step, int64_t round, std::vector<tasks::Problem>& problems);
   std::vector<rollout::RolloutRequest> requests(const std::vector<tasks::Problem>& problems, size_t first, int64_t step,
                                                 int64_t round) const;

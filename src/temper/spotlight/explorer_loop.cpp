@@ -5,15 +5,10 @@
 #include <chrono>
 #include <thread>
 
+#include "temper/core/clock.h"
 #include "temper/core/error.h"
 
 namespace temper::spotlight {
-
-namespace {
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
-}  // namespace
 
 int explorer_serve(int fd, const ScorerFactory& make) {
   const auto t0 = std::chrono::steady_clock::now();
