@@ -85,6 +85,7 @@ struct Server::Impl {
 
   // One generation request in flight: counted from its start to its last byte (a stream's end).
   std::shared_ptr<void> acquire_slot() {
+    if (stopping) throw ApiError(503, "the server is stopping", "", "server_stopping");
     const int64_t now = owner.in_flight_.fetch_add(1) + 1;
     std::shared_ptr<void> slot(nullptr, [this](void*) { owner.in_flight_.fetch_sub(1); });
     if (now > opts.max_concurrency)
@@ -628,6 +629,9 @@ void Server::stop() {
   // A stop that comes while listen() is starting waits for it to run, so it is not missed.
   for (int i = 0; i < 200 && s.listening && !s.http.is_running(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  // Requests in flight finish first (new ones get 503 meanwhile): httplib's stop cuts a streamed reply that has not
+  // yet been written out. At most 30 s: a client that stopped reading does not hold the stop for ever.
+  for (int i = 0; i < 6000 && in_flight_ > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   s.http.stop();
 }
 
