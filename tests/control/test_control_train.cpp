@@ -80,6 +80,19 @@ TEST(ControlModes, StickBreakingFindsTheModesAndLabelsUnseenTasks) {
   EXPECT_EQ(wide.modes(), 1);
 }
 
+TEST(ControlModes, StickBreakingWithNoModeKeepsTheLargestStick) {
+  // Three points far apart (1-D) with narrow components and as many sticks as points: each point takes one
+  // stick whole, so no stick holds more than one point's worth and the fit falls back to a single mode. It must
+  // be the largest stick: on equal responsibility the first, the one with the largest expected weight, opened
+  // by the point nearest the data's mean (0.5), not the last one (opened by 10, the farthest).
+  const std::vector<float> x = {-10.f, 0.5f, 10.f};
+  ModeClusters m(1, 3);
+  const std::vector<int32_t> found = m.fit_stick_breaking(x.data(), 3, 1.0f, 0.01f);
+  ASSERT_EQ(m.modes(), 1);
+  EXPECT_NEAR(m.centres()[0], 0.5f, 0.01f);
+  EXPECT_EQ(found, (std::vector<int32_t>{0, 0, 0}));
+}
+
 TEST(ControlPolicy, AdaptorChainGradientMatchesFiniteDifferences) {
   PolicySpec s;
   s.obs_dim = 3, s.msg_dim = 8, s.hidden = {6}, s.adaptor_hidden = 5, s.residual = 2;

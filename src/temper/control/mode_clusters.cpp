@@ -4,24 +4,17 @@
 #include <map>
 #include <utility>
 
+#include "temper/control/point_stats.h"
 #include "temper/core/error.h"
 
 namespace temper::control {
 
-namespace {
-double dist2(const float* a, const float* b, int64_t d) {
-  double s = 0;
-  for (int64_t j = 0; j < d; ++j) s += (double(a[j]) - b[j]) * (double(a[j]) - b[j]);
-  return s;
-}
-}  // namespace
-
 int32_t ModeClusters::assign(const float* x) const {
   TEMPER_CHECK(modes() > 0) << "mode clusters: assign() before fit()";
   int32_t best = 0;
-  double bd = dist2(x, centres_.data(), dim_);
+  double bd = sq_dist(x, centres_.data(), dim_);
   for (int64_t k = 1; k < modes(); ++k) {
-    double d = dist2(x, &centres_[k * dim_], dim_);
+    double d = sq_dist(x, &centres_[k * dim_], dim_);
     if (d < bd) bd = d, best = static_cast<int32_t>(k);
   }
   return best;
@@ -29,20 +22,14 @@ int32_t ModeClusters::assign(const float* x) const {
 
 std::vector<int32_t> ModeClusters::fit(const float* x, int64_t n, float new_mode_distance, int refine_passes) {
   TEMPER_CHECK(n >= 1) << "mode clusters: fit() on no points";
-  std::vector<double> mean(dim_, 0.0);
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < dim_; ++j) mean[j] += x[i * dim_ + j] / double(n);
-  double ms = 0;
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < dim_; ++j) ms += (x[i * dim_ + j] - mean[j]) * (x[i * dim_ + j] - mean[j]) / double(n);
-  const double lambda2 = double(new_mode_distance) * new_mode_distance * ms;
+  const double lambda2 = double(new_mode_distance) * new_mode_distance * point_spread(x, n, dim_).mean_sq;
   centres_.assign(x, x + dim_);
   std::vector<double> count = {1.0};
   std::vector<int32_t> label(static_cast<size_t>(n), 0);
   auto visit = [&](int64_t i, bool online) {  // DP-means' rule for one point; returns its label
     const float* p = x + i * dim_;
     int32_t k = assign(p);
-    if (dist2(p, &centres_[k * dim_], dim_) > lambda2 && modes() < max_modes_) {
+    if (sq_dist(p, &centres_[k * dim_], dim_) > lambda2 && modes() < max_modes_) {
       centres_.insert(centres_.end(), p, p + dim_);
       count.push_back(1.0);
       return static_cast<int32_t>(modes() - 1);

@@ -25,7 +25,8 @@ class ModeClusters {
   // components of known per-dimension sd sigma x the points' RMS spread per dimension, mean prior N(data mean,
   // that spread^2 I), concentration alpha; coordinate ascent on q(v) q(mu) q(z) from farthest-first centres,
   // the sticks kept in decreasing size. The modes are the components holding > 1 point's worth of
-  // responsibility; assign() is then the nearest of their centres. Returns each point's most likely mode.
+  // responsibility (none such: the largest stick alone); assign() is then the nearest of their centres. Returns
+  // each point's most likely mode.
   std::vector<int32_t> fit_stick_breaking(const float* x, int64_t n, float alpha, float sigma, int iterations = 200);
   int32_t assign(const float* x) const;
   // Checkpoint form: [max_modes * dim] centres then the mode count as the last value.

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "temper/control/mode_clusters.h"
+#include "temper/control/point_stats.h"
 #include "temper/core/error.h"
 
 namespace temper::control {
@@ -14,12 +15,6 @@ double digamma(double x) {  // recurrence up to x >= 6, then the asymptotic seri
   for (; x < 6; x += 1) r -= 1 / x;
   const double f = 1 / (x * x);
   return r + std::log(x) - 0.5 / x - f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f * (1.0 / 240))));
-}
-
-double sq_dist(const float* a, const double* b, int64_t d) {
-  double s = 0;
-  for (int64_t j = 0; j < d; ++j) s += (a[j] - b[j]) * (a[j] - b[j]);
-  return s;
 }
 
 // K starting centres by farthest-first traversal from the point nearest the data's mean (deterministic).
@@ -44,12 +39,9 @@ std::vector<int32_t> ModeClusters::fit_stick_breaking(const float* x, int64_t n,
   TEMPER_CHECK(alpha > 0 && sigma > 0) << "mode clusters: stick-breaking alpha and sigma must be > 0, got " << alpha
                                        << ", " << sigma;
   const int64_t d = dim_, K = std::min<int64_t>(max_modes_, n);
-  std::vector<double> mean(d, 0.0);
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < d; ++j) mean[j] += x[i * d + j] / double(n);
-  double ms = 0;
-  for (int64_t i = 0; i < n; ++i) ms += sq_dist(x + i * d, mean.data(), d) / double(n);
-  const double tau2 = std::max(ms / double(d), 1e-12), s2 = double(sigma) * sigma * tau2;  // per-dimension
+  const PointSpread spread = point_spread(x, n, d);
+  const std::vector<double>& mean = spread.mean;
+  const double tau2 = std::max(spread.mean_sq / double(d), 1e-12), s2 = double(sigma) * sigma * tau2;  // per-dim
   std::vector<double> m = farthest_first(x, n, d, K, mean), var(K, 0.0), phi(n * K, 0.0), logw(K);
   for (int64_t i = 0; i < n; ++i) {  // start: each point with its nearest starting centre
     int64_t best = 0;
@@ -98,17 +90,19 @@ std::vector<int32_t> ModeClusters::fit_stick_breaking(const float* x, int64_t n,
     }
     if (change < 1e-6) break;
   }
-  // Modes: the components holding more than one point's worth of responsibility; labels the largest phi.
+  // Modes: the components holding more than one point's worth of responsibility; labels the largest phi. None
+  // does only when there are as many sticks as points and each holds one point's worth: then the one mode is the
+  // largest stick (on a tie the earliest, whose expected weight is the largest), never the smallest.
   std::vector<double> N(K, 0.0);
   for (int64_t i = 0; i < n; ++i)
     for (int64_t k = 0; k < K; ++k) N[k] += phi[i * K + k];
-  centres_.clear();
   std::vector<int64_t> kept;
   for (int64_t k = 0; k < K; ++k)
-    if (N[k] > 1.0 || (kept.empty() && k + 1 == K)) {
-      kept.push_back(k);
-      for (int64_t j = 0; j < d; ++j) centres_.push_back(static_cast<float>(m[k * d + j]));
-    }
+    if (N[k] > 1.0) kept.push_back(k);
+  if (kept.empty()) kept.push_back(std::max_element(N.begin(), N.end()) - N.begin());
+  centres_.clear();
+  for (int64_t k : kept)
+    for (int64_t j = 0; j < d; ++j) centres_.push_back(static_cast<float>(m[k * d + j]));
   std::vector<int32_t> label(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     size_t best = 0;
