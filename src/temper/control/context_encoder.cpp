@@ -2,25 +2,16 @@
 
 #include <algorithm>
 
+#include "temper/control/mlp_spec.h"
 #include "temper/core/error.h"
 #include "temper/core/rng.h"
 
 namespace temper::control {
 
-namespace {
-nn::MlpSpec sizes(int64_t in, const std::vector<int64_t>& hidden, int64_t out) {
-  nn::MlpSpec s;
-  s.sizes.push_back(in);
-  for (int64_t h : hidden) s.sizes.push_back(h);
-  s.sizes.push_back(out);
-  return s;
-}
-}  // namespace
-
 ContextEncoder::ContextEncoder(EncoderSpec s)
     : spec_(std::move(s)),
-      enc_(sizes(spec_.context_dim, spec_.hidden, spec_.latent)),
-      dec_(sizes(spec_.latent + EncoderSpec::kQueryDim, spec_.hidden, 1)) {
+      enc_(mlp_spec(spec_.context_dim, spec_.hidden, spec_.latent)),
+      dec_(mlp_spec(spec_.latent + EncoderSpec::kQueryDim, spec_.hidden, 1)) {
   TEMPER_CHECK(spec_.latent >= 1) << "context encoder: latent must be >= 1, got " << spec_.latent;
 }
 

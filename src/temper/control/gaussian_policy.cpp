@@ -2,28 +2,22 @@
 
 #include <algorithm>
 
+#include "temper/control/mlp_spec.h"
 #include "temper/core/error.h"
 #include "temper/core/rng.h"
 
 namespace temper::control {
 
-namespace {
-nn::MlpSpec net_spec(const PolicySpec& s) {
-  nn::MlpSpec m;
-  m.sizes.push_back(s.msg_dim > 0 ? s.obs_dim + s.subgoal_dim : s.obs_dim);
-  for (int64_t h : s.hidden) m.sizes.push_back(h);
-  m.sizes.push_back(s.act_dim);
-  return m;
-}
-}  // namespace
-
-GaussianPolicy::GaussianPolicy(PolicySpec s) : spec_(std::move(s)), net_(net_spec(spec_)) {
+GaussianPolicy::GaussianPolicy(PolicySpec s)
+    : spec_(std::move(s)),
+      net_(mlp_spec(spec_.msg_dim > 0 ? spec_.obs_dim + spec_.subgoal_dim : spec_.obs_dim, spec_.hidden,
+                    spec_.act_dim)) {
   TEMPER_CHECK(spec_.obs_dim >= 1 && spec_.msg_dim >= 0 && spec_.act_dim >= 1)
       << "policy: obs_dim " << spec_.obs_dim << ", msg_dim " << spec_.msg_dim << ", act_dim " << spec_.act_dim;
   TEMPER_CHECK(spec_.residual < 0 || spec_.residual + spec_.subgoal_dim <= spec_.msg_dim)
       << "policy: residual index " << spec_.residual << " + " << spec_.subgoal_dim << " outside the " << spec_.msg_dim
       << " message values";
-  if (spec_.msg_dim > 0) adaptor_.emplace(nn::MlpSpec{{spec_.msg_dim, spec_.adaptor_hidden, spec_.subgoal_dim}});
+  if (spec_.msg_dim > 0) adaptor_.emplace(mlp_spec(spec_.msg_dim, {spec_.adaptor_hidden}, spec_.subgoal_dim));
 }
 
 namespace {

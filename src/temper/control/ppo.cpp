@@ -5,20 +5,11 @@
 #include <numeric>
 
 #include "temper/control/gae.h"
+#include "temper/control/mlp_spec.h"
 #include "temper/core/error.h"
 #include "temper/core/rng.h"
 
 namespace temper::control {
-
-namespace {
-nn::MlpSpec value_spec(int64_t in, const std::vector<int64_t>& hidden) {
-  nn::MlpSpec s;
-  s.sizes.push_back(in);
-  for (int64_t h : hidden) s.sizes.push_back(h);
-  s.sizes.push_back(1);
-  return s;
-}
-}  // namespace
 
 void Rollout::resize(int64_t t, int64_t n, int64_t in_dim, int64_t a) {
   T = t, N = n, in = in_dim, A = a;
@@ -32,7 +23,7 @@ void Rollout::resize(int64_t t, int64_t n, int64_t in_dim, int64_t a) {
 
 PpoAgent::PpoAgent(PolicySpec pi, PpoConfig c)
     : pi_(std::move(pi)),
-      v_(value_spec(pi_.in(), c.value_hidden)),
+      v_(mlp_spec(pi_.in(), c.value_hidden, 1)),
       c_(std::move(c)),
       params_(static_cast<size_t>(pi_.param_count() + v_.param_count()), 0.f),
       grad_(params_.size(), 0.f),
