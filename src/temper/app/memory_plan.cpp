@@ -200,18 +200,29 @@ class PlanBuilder {
   double packed_bytes(const ModelConfig& c, double elem) const {
     return s_.packed ? elem * static_cast<double>(packed_elems(c)) : 0;
   }
+  // The CPU's copies derived from the f32 weights, which the policy (weights()) and the explorer's snapshot
+  // (explorer_snapshot()) each hold: bf16, the row-major and packed copies; f32, the packed copy, only when something
+  // decodes. Of the whole model, or of a held base's rest (its LM head packed; the block products are FrozenBase's).
+  double model_copy_bytes(bool decodes) const {
+    return bf16_ ? 2 * flat_ + packed_bytes(cfg_, 2) : decodes ? packed_bytes(cfg_, 4) : 0;
+  }
+  double rest_copy_bytes(bool decodes) const {
+    const double head = static_cast<double>(kernels::packed_size(cfg_.vocab_size, cfg_.hidden_size));
+    return bf16_ ? 2 * rest_ + (s_.packed ? 2 * head : 0) : decodes && s_.packed ? 4 * head : 0;
+  }
 
   // The model's weights: the f32 master and the precision's copies, a frozen base as LoRA holds it, the adapters.
   void weights() {
+    const bool decodes = rollouts_ || s_.evaluation;
     if (full_base_) {
       add("weights (f32 master)", 4 * flat_, "4 B x " + std::to_string(layout_.total()) + " (padded)", dev_host_);
       if (dev_ == Dev::cuda)
         add("weights (bf16 copy)", 2 * flat_, "the device's bf16 GEMM operand", false);
       else if (bf16_)
-        add("weights (bf16 copies)", 2 * flat_ + packed_bytes(cfg_, 2),
+        add("weights (bf16 copies)", model_copy_bytes(decodes),
             s_.packed ? "row-major (backward) + packed (forward)" : "row-major", true);
-      if (dev_ != Dev::cuda && !bf16_ && (rollouts_ || s_.evaluation) && s_.packed)
-        add("weights (f32 packed)", packed_bytes(cfg_, 4), "the decode's products", true);
+      else
+        add("weights (f32 packed)", model_copy_bytes(decodes), "the decode's products", true);
     }
     char note[256];
     if (lora_ && !full_base_) {
@@ -223,12 +234,11 @@ class PlanBuilder {
           FrozenBase::bytes_for(cfg_, format) + (held_ ? 0 : 2 * rest_), note, dev_host_);
     }
     if (held_) {  // the rest as the f32 model keeps it; the block products' pages given back
-      const double head = static_cast<double>(kernels::packed_size(cfg_.vocab_size, cfg_.hidden_size));
       add("weights (f32, the rest)", 4 * rest_, "embeddings, LM head, norms, biases", true);
       if (bf16_)
-        add("weights (bf16 copies)", 2 * rest_ + (s_.packed ? 2 * head : 0), "of the rest (the LM head packed)", true);
-      else if ((rollouts_ || s_.evaluation) && s_.packed)
-        add("weights (f32 packed)", 4 * head, "the LM head's, for decoding", true);
+        add("weights (bf16 copies)", rest_copy_bytes(decodes), "of the rest (the LM head packed)", true);
+      else
+        add("weights (f32 packed)", rest_copy_bytes(decodes), "the LM head's, for decoding", true);
       add("base panels", panel_bytes(cfg_), "a product's dequantised rows", true);
     }
     if (lora_) {
@@ -310,19 +320,15 @@ class PlanBuilder {
         "the rollout's, for the update (rl.reuse_activations)", true);
   }
 
-  // The explorer's snapshot: a second copy of the weights with its bf16 / packed copies; under LoRA it shares the
-  // policy's frozen base (f32 buffer and held products: Transformer::share_weights) and holds a copy of the
-  // adapters, its own copies derived from the base (as weights() counts them) and, for a held base, its thread's
-  // panel.
+  // The explorer's snapshot: a second copy of the weights with its bf16 / packed copies (it decodes); under LoRA it
+  // shares the policy's frozen base (f32 buffer and held products: Transformer::share_weights) and holds a copy of
+  // the adapters, its own copies derived from the base (the copies weights() counts) and, for a held base, its
+  // thread's panel.
   double explorer_snapshot() const {
-    const double copies = bf16_ ? 2 * flat_ + packed_bytes(cfg_, 2) : packed_bytes(cfg_, 4);
-    if (!lora_) return 4 * flat_ + copies;
+    if (!lora_) return 4 * flat_ + model_copy_bytes(true);
     double b = 4 * trainable_;
-    if (full_base_) b += copies;
-    if (held_) {
-      const double head = static_cast<double>(kernels::packed_size(cfg_.vocab_size, cfg_.hidden_size));
-      b += (bf16_ ? 2 * rest_ + (s_.packed ? 2 * head : 0) : s_.packed ? 4 * head : 0) + panel_bytes(cfg_);
-    }
+    if (full_base_) b += model_copy_bytes(true);
+    if (held_) b += rest_copy_bytes(true) + panel_bytes(cfg_);
     return b;
   }
 
