@@ -26,7 +26,7 @@ void add_control_commands(CLI::App& app, std::vector<Command>& commands) {
       ->capture_default_str();
   eval->add_option("--json", eo->json_out, "Write the JSON here (default: stdout)");
   eval->add_flag("--fallback", eo->fallback, "Use the previous good checkpoint when the newest fails its checksums");
-  add_threads_option(eval, eo->threads, "Threads");
+  add_threads_option(eval, eo->threads, "Threads (default: all cores)");
   commands.push_back({eval, [eo] { return control_eval(*eo); }});
 }
 

@@ -131,8 +131,7 @@ void print_eval(const control::IterationMetrics& m, int64_t meta_steps) {
 
 int control_train(const SideRunOptions& o) {
   const std::string cmd = "temper control train";
-  if (o.threads > 0) set_num_threads(o.threads);
-  ControlRunConfig cfg;
+  ControlRunConfig cfg;  // --threads: SideRun applies it, after its signal thread (as temper flow train)
   SideRun run(cmd, o, kControlDefaultRecipe, [&](Recipe& r) { read_control_config(r, cfg); });
   const std::optional<SideCheckpoint> ck = run.open();
   std::optional<MetaKnowledge> frozen = frozen_knowledge(cfg, ck, cmd);
