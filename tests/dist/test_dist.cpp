@@ -73,6 +73,7 @@ TEST(Dist, CompletionsSurviveTheWire) {
   in[0].sample_logprob = {-0.5f, -1.f}, in[0].policy_logprob = {-0.4f, -1.1f}, in[0].entropy = {2.f, 1.f};
   in[0].finish = rollout::FinishReason::stop, in[0].stop_string = 2;
   in[1].parent = 0, in[1].fork_pos = 1, in[1].forced = 2, in[1].forced_pos = 1, in[1].finish = rollout::FinishReason::hook;
+  in[1].tokens = {6, 7, 8, 9}, in[1].appended = {{1, 2}, {3, 1}};
   std::vector<rollout::Completion> out(1);  // decoding appends
   rollout::decode_completions(rollout::encode_completions(in), out);
   ASSERT_EQ(out.size(), 3u);
@@ -91,8 +92,30 @@ TEST(Dist, CompletionsSurviveTheWire) {
     EXPECT_EQ(a.entropy, b.entropy);
     EXPECT_EQ(a.finish, b.finish);
     EXPECT_EQ(a.stop_string, b.stop_string);
+    EXPECT_EQ(a.appended, b.appended);
   }
   EXPECT_THROW(rollout::decode_completions(rollout::encode_completions(in) + "x", out), Error);
+}
+
+// The appended spans' bytes (the gather's and the async checkpoint's): one int64 vector [at, n, at, n, ...], as
+// checkpoints written before the shared codec hold them; an odd list is refused naming the message.
+TEST(Dist, AppendedSpansAreAFlatInt64List) {
+  ByteWriter w, flat;
+  rollout::put_appended(w, {{1, 2}, {5, 3}});
+  flat.put(std::vector<int64_t>{1, 2, 5, 3});
+  EXPECT_EQ(w.bytes(), flat.bytes());
+  ByteReader r(w.bytes());
+  EXPECT_EQ(rollout::get_appended(r, "test"), (std::vector<std::pair<int64_t, int64_t>>{{1, 2}, {5, 3}}));
+  EXPECT_TRUE(r.done());
+  ByteWriter odd;
+  odd.put(std::vector<int64_t>{1, 2, 5});
+  ByteReader o(odd.bytes());
+  try {
+    rollout::get_appended(o, "the test message");
+    ADD_FAILURE() << "an odd span list was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the test message: odd appended-span list"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Dist, OneProcessShardHoldsEveryRequest) {

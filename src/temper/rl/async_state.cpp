@@ -78,9 +78,7 @@ void put_trajectory(ByteWriter& w, const Trajectory& t) {
   w.put<int64_t>(static_cast<int64_t>(t.tags.size()));
   for (const std::string& tag : t.tags) w.put(tag);
   w.put<uint8_t>(t.scored ? 1 : 0);
-  std::vector<int64_t> spans;
-  for (auto [at, n] : t.appended) spans.push_back(at), spans.push_back(n);
-  w.put(spans);
+  rollout::put_appended(w, t.appended);
 }
 
 Trajectory get_trajectory(ByteReader& r) {
@@ -105,10 +103,7 @@ Trajectory get_trajectory(ByteReader& r) {
   for (std::string& tag : t.tags) r.get(tag);
   r.get(flag);
   t.scored = flag != 0;
-  std::vector<int64_t> spans;
-  r.get(spans);
-  TEMPER_CHECK(spans.size() % 2 == 0) << "trainer_state.json: the async state holds an odd appended-span list";
-  for (size_t k = 0; k < spans.size(); k += 2) t.appended.emplace_back(spans[k], spans[k + 1]);
+  t.appended = rollout::get_appended(r, "trainer_state.json: the async state");
   return t;
 }
 

@@ -55,9 +55,7 @@ std::string encode_completions(const std::vector<Completion>& done) {
         w.put(c.stream);
     w.put(c.tokens), w.put(c.sample_logprob), w.put(c.policy_logprob), w.put(c.entropy);
     w.put<int32_t>(static_cast<int32_t>(c.finish)), w.put(c.stop_string);
-    std::vector<int64_t> spans;
-    for (auto [at, n] : c.appended) spans.push_back(at), spans.push_back(n);
-    w.put(spans);
+    put_appended(w, c.appended);
   }
   return std::move(w.bytes());
 }
@@ -74,16 +72,30 @@ void decode_completions(const std::string& bytes, std::vector<Completion>& out) 
         r.get(c.stream);
     r.get(c.tokens), r.get(c.sample_logprob), r.get(c.policy_logprob), r.get(c.entropy);
     r.get(finish), r.get(c.stop_string);
-    std::vector<int64_t> spans;
-    r.get(spans);
-    TEMPER_CHECK(spans.size() % 2 == 0) << "completion message: odd appended-span list";
-    for (size_t k = 0; k < spans.size(); k += 2) c.appended.emplace_back(spans[k], spans[k + 1]);
+    c.appended = get_appended(r, "completion message");
     TEMPER_CHECK(finish >= 0 && finish <= static_cast<int32_t>(FinishReason::hook))
         << "completion message: bad finish reason " << finish;
     c.finish = static_cast<FinishReason>(finish);
     out.push_back(std::move(c));
   }
   TEMPER_CHECK(r.done()) << "completion message: trailing bytes";
+}
+
+void put_appended(ByteWriter& w, const std::vector<std::pair<int64_t, int64_t>>& spans) {
+  std::vector<int64_t> flat;
+  flat.reserve(2 * spans.size());
+  for (auto [at, n] : spans) flat.push_back(at), flat.push_back(n);
+  w.put(flat);
+}
+
+std::vector<std::pair<int64_t, int64_t>> get_appended(ByteReader& r, const char* what) {
+  std::vector<int64_t> flat;
+  r.get(flat);
+  TEMPER_CHECK(flat.size() % 2 == 0) << what << ": odd appended-span list (" << flat.size() << " numbers)";
+  std::vector<std::pair<int64_t, int64_t>> spans;
+  spans.reserve(flat.size() / 2);
+  for (size_t k = 0; k < flat.size(); k += 2) spans.emplace_back(flat[k], flat[k + 1]);
+  return spans;
 }
 
 }  // namespace temper::rollout

@@ -6,9 +6,12 @@
 // them back.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "temper/core/bytes.h"
 #include "temper/dist/communicator.h"
 #include "temper/rollout/engine.h"
 
@@ -30,5 +33,10 @@ std::vector<Completion> run_sharded(RolloutEngine& engine, const std::vector<Rol
 // Completions as bytes (what run_sharded all-gathers); decoding appends.
 std::string encode_completions(const std::vector<Completion>& done);
 void decode_completions(const std::string& bytes, std::vector<Completion>& out);
+
+// Appended spans (Completion::appended, rl::Trajectory::appended) as those bytes and the async checkpoint hold them:
+// one int64 vector [at, n, at, n, ...]. get_appended names the message (`what`) when the list's length is odd.
+void put_appended(ByteWriter& w, const std::vector<std::pair<int64_t, int64_t>>& spans);
+std::vector<std::pair<int64_t, int64_t>> get_appended(ByteReader& r, const char* what);
 
 }  // namespace temper::rollout
