@@ -34,6 +34,7 @@
 #include "temper/rl/env_rollout.h"
 #include "temper/rl/policy_loss.h"
 #include "temper/rl/rl_trainer.h"
+#include "temper/rl/scorer.h"
 #include "temper/rollout/pooled_engine.h"
 
 using namespace temper;
@@ -102,29 +103,14 @@ struct LoraRl {
   LoraAdapters ad;
 };
 
-// The log-probs of each trajectory's completion under `m`, teacher-forced (the training pass's numbers), in one pass
-// over the rows padded at the end (targets -1 there).
+// The log-probs of each trajectory's completion under `m` (its adapters as they are), teacher-forced: the scorer's
+// batch pass (rl/scorer.h, what the proximal pass runs), every row in one unpacked forward.
 std::vector<std::vector<float>> completion_logprobs(Transformer& m, const std::vector<Trajectory>& ts) {
-  int64_t T = 0;
-  for (const Trajectory& t : ts) T = std::max<int64_t>(T, static_cast<int64_t>(t.prompt.size() + t.tokens.size()));
-  const int64_t B = static_cast<int64_t>(ts.size());
-  std::vector<int32_t> tokens(static_cast<size_t>(B * T), 0), targets(static_cast<size_t>(B * T), -1);
-  for (int64_t b = 0; b < B; ++b) {
-    std::vector<int32_t> seq = ts[static_cast<size_t>(b)].prompt;
-    seq.insert(seq.end(), ts[static_cast<size_t>(b)].tokens.begin(), ts[static_cast<size_t>(b)].tokens.end());
-    for (size_t j = 0; j < seq.size(); ++j) {
-      tokens[static_cast<size_t>(b * T) + j] = seq[j];
-      if (j + 1 < seq.size()) targets[static_cast<size_t>(b * T) + j] = seq[j + 1];
-    }
-  }
-  std::vector<float> lp(static_cast<size_t>(B * T)), ent(static_cast<size_t>(B * T));
-  m.forward_logprobs(tokens.data(), targets.data(), B, T, lp.data(), ent.data());
+  std::vector<std::vector<int32_t>> prompts, tokens;
+  for (const Trajectory& t : ts) prompts.push_back(t.prompt), tokens.push_back(t.tokens);
+  Scorer scorer(m, nullptr, std::max<int64_t>(1, static_cast<int64_t>(ts.size())), false);
   std::vector<std::vector<float>> out;
-  for (int64_t b = 0; b < B; ++b) {
-    const Trajectory& t = ts[static_cast<size_t>(b)];
-    const auto first = lp.begin() + b * T + static_cast<int64_t>(t.prompt.size()) - 1;
-    out.emplace_back(first, first + static_cast<int64_t>(t.tokens.size()));
-  }
+  scorer.score_batch(prompts, tokens, false, out, nullptr);
   return out;
 }
 
