@@ -2,19 +2,25 @@
 // fills identically for any thread count; the thread pool covers every task once; tensor views
 // share memory; dtype conversions round as torch does; ISA selection honours support.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <optional>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "temper/core/arena.h"
+#include "temper/core/atomic_file.h"
 #include "temper/core/base64.h"
 #include "temper/core/cpu_features.h"
 #include "temper/core/dtype.h"
 #include "temper/core/error.h"
+#include "temper/core/fnv1a.h"
 #include "temper/core/log.h"
 #include "temper/core/rng.h"
 #include "temper/core/tensor.h"
@@ -208,4 +214,52 @@ TEST(Base64, Rfc4648VectorsRoundTripAndBadInput) {
   EXPECT_EQ(temper::base64_decode(temper::base64_encode(all)), std::optional<std::string>(all));
   for (const char* bad : {"Zg=", "Z!==", "Zg==Zg==", "Z===", "=g=="})
     EXPECT_EQ(temper::base64_decode(bad), std::nullopt) << bad;
+}
+
+TEST(Fnv1a, KnownAnswersAndTheShortBasisValuesInUse) {
+  // The published FNV-1a 64 vectors.
+  static_assert(temper::fnv1a("") == 0xcbf29ce484222325ull);
+  EXPECT_EQ(temper::fnv1a("a"), 0xaf63dc4c8601ec8cull);
+  EXPECT_EQ(temper::fnv1a("foobar"), 0x85944171f73967e8ull);
+  // The short basis: the image feature cache's file name for tests/flow's tiny settings, as the cache wrote it
+  // before this hash moved here (image-features-d5f85091054bcef1.bin); a change would orphan every cache file.
+  const std::string key =
+      "temper image features v1; data shapes image 8 channels 3 classes 6; arch cnn conv 4 hidden dim 8 "
+      "train_images 200 steps 20 batch 16 lr 0.002 weight_decay 0.0001 seed 7 params 686";
+  EXPECT_EQ(temper::fnv1a(key, temper::kFnv1aShortBasis), 0xd5f85091054bcef1ull);
+  EXPECT_EQ(temper::fnv1a("temper", temper::kFnv1aShortBasis), 0x41f6c03689de9626ull);
+}
+
+TEST(AtomicFile, ReplacesWholeKeepsTheOldOnErrorAndLeavesNoTemporary) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("temper-atomic-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string path = (dir / "f.txt").string();
+  auto read = [&] {
+    std::ifstream f(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  temper::write_text_atomic(path, "first");
+  temper::write_text_atomic(path, "second");
+  EXPECT_EQ(read(), "second");
+  EXPECT_THROW(temper::write_file_atomic(path,
+                                         [](const std::string& tmp) {
+                                           std::ofstream(tmp) << "half";
+                                           TEMPER_FAIL() << "writer failed";
+                                         }),
+               temper::Error);
+  EXPECT_EQ(read(), "second");
+  // Threads writing the same path at once: each its own temporary, the file one of the whole texts.
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 4; ++t)
+    ts.emplace_back([&, t] { temper::write_text_atomic(path, std::string(1000, static_cast<char>('a' + t))); });
+  for (auto& t : ts) t.join();
+  const std::string last = read();
+  ASSERT_EQ(last.size(), 1000u);
+  EXPECT_EQ(last, std::string(1000, last[0]));
+  size_t entries = 0;
+  for (const auto& e : fs::directory_iterator(dir)) entries += e.path().filename() == "f.txt" ? 1 : 100;
+  EXPECT_EQ(entries, 1u);
+  fs::remove_all(dir);
 }

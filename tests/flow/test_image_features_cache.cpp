@@ -48,6 +48,8 @@ TEST(ImageFeaturesCache, SecondStartReadsTheSameBitsAndOtherSettingsTrainAgain) 
   const ImageFeatures trained(data, tiny(""));
   const ImageFeatures first(data, tiny(dir.string()));
   ASSERT_EQ(files(dir), 1u);
+  // The name these settings' file has always had (FNV-1a of its key): a cache written before is still found.
+  EXPECT_EQ(fs::directory_iterator(dir)->path().filename(), "image-features-d5f85091054bcef1.bin");
   EXPECT_EQ(params(first), params(trained));
   const ImageFeatures second(data, tiny(dir.string()));
   EXPECT_EQ(params(second), params(trained));

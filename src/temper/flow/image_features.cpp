@@ -7,7 +7,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "temper/core/atomic_file.h"
 #include "temper/core/error.h"
+#include "temper/core/fnv1a.h"
 #include "temper/core/rng.h"
 
 namespace temper::flow {
@@ -94,8 +96,7 @@ ImageFeatures::ImageFeatures(const ImageData& data, ImageFeaturesConfig cfg)
     return;
   }
   const std::string key = cache_key(data);
-  uint64_t h = 1469598103934665603ull;  // FNV-1a of the key names the file; the file holds the key itself
-  for (unsigned char ch : key) h = (h ^ ch) * 1099511628211ull;
+  const uint64_t h = fnv1a(key, kFnv1aShortBasis);  // names the file (as it always has); the file holds the key
   char name[40];
   std::snprintf(name, sizeof(name), "image-features-%016llx.bin", static_cast<unsigned long long>(h));
   const std::string path = (std::filesystem::path(cfg_.cache) / name).string();
@@ -134,18 +135,17 @@ bool ImageFeatures::cache_load(const std::string& path, const std::string& key) 
 
 void ImageFeatures::cache_save(const std::string& path, const std::string& key) const {
   std::filesystem::create_directories(cfg_.cache);
-  const std::string tmp =
-      path + ".tmp" + std::to_string(std::hash<std::string>{}(key) ^ reinterpret_cast<uintptr_t>(this));
-  {
+  // A concurrent reader sees the old file or the whole new one.
+  write_file_atomic(path, [&](const std::string& tmp) {
     std::ofstream f(tmp, std::ios::binary);
     f << key << '\n';
     f.write(reinterpret_cast<const char*>(params_.data()),
             static_cast<std::streamsize>(params_.size() * sizeof(float)));
     f.write(reinterpret_cast<const char*>(&report_), sizeof(report_));
+    f.flush();
     TEMPER_CHECK(f.good()) << "image features: cannot write the cache file " << tmp << " (features.cache = '"
                            << cfg_.cache << "': expected a writable directory)";
-  }
-  std::filesystem::rename(tmp, path);  // atomic: a concurrent reader sees the old file or the whole new one
+  });
 }
 
 int64_t ImageFeatures::conv_params() const {

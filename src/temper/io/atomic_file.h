@@ -1,17 +1,18 @@
 // Writing files and directories so that a crash never leaves a half-written result: write to a
 // temporary name beside the target, fsync the data (and the directory), then rename over it.
+// Files: core/atomic_file.h (here under io:: too); directories: here.
 #pragma once
 
 #include <functional>
 #include <string>
 
+#include "temper/core/atomic_file.h"
+
 namespace temper::io {
 
-// Calls write(tmp_path) to produce the file, fsyncs it and renames it to `path`. On any error the
-// temporary is removed and the previous `path` (if any) is untouched.
-void write_file_atomic(const std::string& path, const std::function<void(const std::string& tmp_path)>& write);
-void write_text_atomic(const std::string& path, const std::string& text);
-void fsync_path(const std::string& path);  // a file or directory
+using temper::fsync_path;
+using temper::write_file_atomic;
+using temper::write_text_atomic;
 // Builds a directory with fill(tmp_dir) and renames it to `dir`; an existing `dir` is replaced only
 // after the new one is complete (old moved aside, then removed).
 void write_dir_atomic(const std::string& dir, const std::function<void(const std::string& tmp_dir)>& fill);

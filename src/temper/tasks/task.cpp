@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "temper/core/error.h"
+#include "temper/core/fnv1a.h"
 #include "temper/core/settings.h"
 #include "temper/reward/math_answer.h"
 #include "temper/reward/safe_reward.h"
@@ -183,12 +184,7 @@ uint64_t splitmix64(uint64_t x) {
 }  // namespace
 
 uint64_t stable_hash(std::string_view s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return splitmix64(h);
+  return splitmix64(fnv1a(s));
 }
 
 Split split_of(std::string_view canonical) { return stable_hash(canonical) % 10 == 0 ? Split::eval : Split::train; }
