@@ -8,6 +8,7 @@
 #include <cmath>
 #include <vector>
 
+#include "flow/image_features_config.h"
 #include "temper/core/error.h"
 #include "temper/core/rng.h"
 #include "temper/core/thread_pool.h"
@@ -37,19 +38,6 @@ double conv_ref(const std::vector<float>& p, const std::vector<float>& x, int64_
         s += static_cast<double>(p[(o * cin + c) * 9 + (di + 1) * 3 + dj + 1]) * x[((b * H + ii) * W + jj) * cin + c];
       }
   return s;
-}
-
-ImageFeaturesConfig small(FeatureArch arch) {
-  ImageFeaturesConfig c;
-  c.arch = arch;
-  c.conv = {8};
-  c.hidden = {};
-  c.dim = 32;
-  c.train_images = 1500;
-  c.steps = 200;
-  c.batch = 32;
-  c.lr = 3e-3;
-  return c;
 }
 
 }  // namespace
@@ -134,7 +122,7 @@ TEST(ImageFeatures, CnnLearnsTheClasses) {
   ImageData data(dc);
   const int before = num_threads();
   set_num_threads(1);
-  ImageFeatures one(data, small(FeatureArch::cnn));
+  ImageFeatures one(data, small_features(FeatureArch::cnn));
   set_num_threads(before);
   EXPECT_EQ(one.name(), "image_cnn");
   EXPECT_EQ(one.dim(), 32);
@@ -151,7 +139,7 @@ TEST(ImageFeatures, CnnLearnsTheClasses) {
 
 TEST(ImageFeatures, CnnSameBitsForAnyThreadCount) {
   ImageData data({});
-  ImageFeaturesConfig c = small(FeatureArch::cnn);
+  ImageFeaturesConfig c = small_features(FeatureArch::cnn);
   c.conv = {4, 8};
   c.hidden = {16};
   c.steps = 20;
@@ -171,7 +159,7 @@ TEST(ImageFeatures, MlpLearnsTheClasses) {
   ImageData data(dc);
   const int before = num_threads();
   set_num_threads(1);
-  ImageFeatures f(data, small(FeatureArch::mlp));
+  ImageFeatures f(data, small_features(FeatureArch::mlp));
   set_num_threads(before);
   EXPECT_EQ(f.name(), "image_mlp");
   EXPECT_GT(f.report().heldout_accuracy, 0.45);  // chance: 1/6
@@ -180,10 +168,10 @@ TEST(ImageFeatures, MlpLearnsTheClasses) {
 
 TEST(ImageFeatures, Refusals) {
   ImageData data({});
-  ImageFeaturesConfig c = small(FeatureArch::cnn);
+  ImageFeaturesConfig c = small_features(FeatureArch::cnn);
   c.conv = {4, 4, 4, 4, 4};  // 16 is not a multiple of 32
   EXPECT_THROW(ImageFeatures(data, c), Error);
-  c = small(FeatureArch::cnn);
+  c = small_features(FeatureArch::cnn);
   c.conv = {};
   EXPECT_THROW(ImageFeatures(data, c), Error);
 }

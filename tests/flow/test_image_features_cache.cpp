@@ -8,24 +8,13 @@
 #include <fstream>
 #include <vector>
 
+#include "flow/image_features_config.h"
 #include "temper/flow/image_features.h"
 
 using namespace temper::flow;
 namespace fs = std::filesystem;
 
 namespace {
-
-ImageFeaturesConfig tiny(const std::string& cache) {
-  ImageFeaturesConfig c;
-  c.conv = {4};
-  c.hidden = {};
-  c.dim = 8;
-  c.train_images = 200;
-  c.steps = 20;
-  c.batch = 16;
-  c.cache = cache;
-  return c;
-}
 
 std::vector<float> params(const ImageFeatures& f) {
   return {f.params().begin(), f.params().end()};
@@ -45,13 +34,13 @@ TEST(ImageFeaturesCache, SecondStartReadsTheSameBitsAndOtherSettingsTrainAgain) 
   ImageDataConfig dc;
   dc.image = 8;
   const ImageData data(dc);
-  const ImageFeatures trained(data, tiny(""));
-  const ImageFeatures first(data, tiny(dir.string()));
+  const ImageFeatures trained(data, tiny_features(""));
+  const ImageFeatures first(data, tiny_features(dir.string()));
   ASSERT_EQ(files(dir), 1u);
   // The name these settings' file has always had (FNV-1a of its key): a cache written before is still found.
   EXPECT_EQ(fs::directory_iterator(dir)->path().filename(), "image-features-d5f85091054bcef1.bin");
   EXPECT_EQ(params(first), params(trained));
-  const ImageFeatures second(data, tiny(dir.string()));
+  const ImageFeatures second(data, tiny_features(dir.string()));
   EXPECT_EQ(params(second), params(trained));
   EXPECT_EQ(second.report().heldout_accuracy, trained.report().heldout_accuracy);
   EXPECT_EQ(second.report().final_loss, trained.report().final_loss);
@@ -67,17 +56,17 @@ TEST(ImageFeaturesCache, SecondStartReadsTheSameBitsAndOtherSettingsTrainAgain) 
   std::string edited = bytes;
   edited[body] = static_cast<char>(edited[body] ^ 0x40);  // the first parameter's lowest byte
   std::ofstream(file, std::ios::binary) << edited;
-  const ImageFeatures read(data, tiny(dir.string()));
+  const ImageFeatures read(data, tiny_features(dir.string()));
   EXPECT_NE(params(read)[0], params(trained)[0]);
 
   // A truncated file is trained over (and rewritten whole).
   std::ofstream(file, std::ios::binary) << bytes.substr(0, bytes.size() - 5);
-  const ImageFeatures retrained(data, tiny(dir.string()));
+  const ImageFeatures retrained(data, tiny_features(dir.string()));
   EXPECT_EQ(params(retrained), params(trained));
   EXPECT_EQ(fs::file_size(file), bytes.size());
 
   // Other settings: another file, other parameters.
-  ImageFeaturesConfig other = tiny(dir.string());
+  ImageFeaturesConfig other = tiny_features(dir.string());
   other.steps = 21;
   const ImageFeatures longer(data, other);
   EXPECT_EQ(files(dir), 2u);
