@@ -19,7 +19,7 @@ rl_steps=${4:-200}
 work=${FLOW_WORK:-$(mktemp -d)}
 export OMP_WAIT_POLICY=passive
 ev=(--set eval.samples=5000 --set eval.mmd_samples=2000)
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$(dirname "$0")/flow_dgrl_lib.sh"
 
 for seed in $seeds; do
   base="$work/base-$seed"
@@ -40,7 +40,7 @@ for seed in $seeds; do
     rl "grpo-b$beta" rl.method=grpo rl.beta="$beta" rl.steps="$rl_steps" eval.every=$((rl_steps / 4))
   done
   # The compute grpo (beta 1) used, in flow-matching steps of batch 256 (3 x 256 row-evaluations each).
-  compute=$(grep '"kind":"train"' "$work/grpo-b1-$seed/metrics.jsonl" | tail -1 | sed 's/.*"compute":\([0-9.e+]*\).*/\1/')
+  compute=$(dgrl_compute "$work/grpo-b1-$seed")
   fm_steps=$(python3 -c "print(int(float('$compute') / 768))")
   rl fm rl.method=fm rl.steps="$fm_steps" eval.every=$((fm_steps / 4))
   for beta in 1 0.25 0.5 2 4 1000; do
@@ -48,29 +48,12 @@ for seed in $seeds; do
   done
 done
 
+dgrl_table "$work" "$seeds" "fd_sde fd mmd_sde kl_model_data nll_sde tv_sde precision_sde recall_sde" %.4g
 python3 - "$work" "$seeds" <<'PY'
-import json, statistics, sys, glob, os
+import json, statistics, sys, os
 work, seeds = sys.argv[1], sys.argv[2].split()
 def evals(d):
     return [r for r in map(json.loads, open(d + "/metrics.jsonl")) if r["kind"] == "eval"]
-arms = ["base"] + sorted({os.path.basename(p).rsplit("-", 1)[0] for p in glob.glob(work + "/*-*") if os.path.isdir(p)} - {"base"},
-                         key=lambda a: (a.split("-b")[0], float(a.split("-b")[1]) if "-b" in a else 0))
-cols = ["fd_sde", "fd", "mmd_sde", "kl_model_data", "nll_sde", "tv_sde", "precision_sde", "recall_sde"]
-print("| arm | steps | " + " | ".join(cols) + " |")
-print("|---|---|" + "---|" * len(cols))
-for arm in arms:
-    rows = []
-    for s in seeds:
-        d = f"{work}/{arm if arm != 'base' else 'grpo-b1'}-{s}"
-        if not os.path.isdir(d): continue
-        e = evals(d)
-        rows.append(e[0] if arm == "base" else e[-1])
-    if not rows: continue
-    def cell(k):
-        v = [r[k] for r in rows if k in r]
-        if not v: return "-"
-        return f"{statistics.mean(v):.4g} +- {statistics.pstdev(v):.2g}"
-    print(f"| {arm} | {int(statistics.mean(r['step'] for r in rows))} | " + " | ".join(cell(k) for k in cols) + " |")
 base0 = [evals(f"{work}/grpo-b1-{s}")[0] for s in seeds if os.path.isdir(f"{work}/grpo-b1-{s}")]
 if base0:
     print()

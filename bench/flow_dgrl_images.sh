@@ -28,7 +28,7 @@ grids=${GRIDS:-$work/grids}
 here=$(cd "$(dirname "$0")/.." && pwd)
 classes=$([ "$data" = digits ] && echo 10 || echo 6)
 export OMP_WAIT_POLICY=passive
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$here/bench/flow_dgrl_lib.sh"
 mkdir -p "$work" "$grids"
 
 for seed in $seeds; do
@@ -52,7 +52,7 @@ for seed in $seeds; do
   # The compute grpo (beta 1) used (model row-evaluations: its discriminator's base samples, sampling, training and
   # the base's forwards), in flow-matching steps of batch 64 (3 x 64 row-evaluations each); rwfm spends part of it
   # on its discriminator's and its pool's base ODE samples (2 x 1000 per class x 25 steps).
-  compute=$(grep '"kind":"train"' "$work/grpo-b1-$seed/metrics.jsonl" | tail -1 | sed 's/.*"compute":\([0-9.e+]*\).*/\1/')
+  compute=$(dgrl_compute "$work/grpo-b1-$seed")
   fm_steps=$(python3 -c "print(int(float('$compute') / 192))")
   rw_steps=$(python3 -c "print(max(100, int((float('$compute') - 2 * 1000 * $classes * 25) / 192)))")
   for lr in 1e-4 3e-4; do
@@ -78,25 +78,13 @@ python3 "$here/bench/png_upscale.py" "$grids/base-vs-grpo-b1-sde.png" 2 --width 
 python3 "$here/bench/png_upscale.py" "$grids/base-vs-rwfm-b1-ode.png" 2 --width 69 "$work/grid-base-ode.png" "$work/grid-rwfm-b1-ode.png"
 python3 "$here/bench/png_upscale.py" "$grids/base-vs-fm-ode.png" 2 --width 69 "$work/grid-base-ode.png" "$work/grid-fm-lr1e-4-ode.png"
 
-python3 - "$work" "$seeds" <<'PY'
+arms="base fm-lr1e-4 fm-lr3e-4 grpo-b0.5 grpo-b1 grpo-b2 rwfm-b1 rwfm-b1000"
+dgrl_table "$work" "$seeds" "fd_sde fd mmd_sde mmd precision_sde recall_sde precision recall" %.3g "$arms"
+python3 - "$work" "$seeds" "$arms" <<'PY'
 import json, statistics, sys, os
-work, seeds = sys.argv[1], sys.argv[2].split()
+work, seeds, arms = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
 def evals(d):
     return [r for r in map(json.loads, open(d + "/metrics.jsonl")) if r["kind"] == "eval"]
-def ms(v, f="%.3g"):
-    return (f + " +- %.2g") % (statistics.mean(v), statistics.pstdev(v)) if v else "-"
-arms = ["base", "fm-lr1e-4", "fm-lr3e-4", "grpo-b0.5", "grpo-b1", "grpo-b2", "rwfm-b1", "rwfm-b1000"]
-cols = ["fd_sde", "fd", "mmd_sde", "mmd", "precision_sde", "recall_sde", "precision", "recall"]
-print("| arm | steps | " + " | ".join(cols) + " |")
-print("|---|---|" + "---|" * len(cols))
-for arm in arms:
-    rows = []
-    for s in seeds:
-        d = f"{work}/{'grpo-b1' if arm == 'base' else arm}-{s}"
-        if os.path.isdir(d): rows.append(evals(d)[0] if arm == "base" else evals(d)[-1])
-    if not rows: continue
-    print(f"| {arm} | {int(statistics.mean(r['step'] for r in rows))} | " +
-          " | ".join(ms([r[k] for r in rows if k in r]) for k in cols) + " |")
 print()
 print("FD change from the base per seed, last evaluation (and the mean of the evaluations in the run's second half):")
 for arm in arms[1:]:
