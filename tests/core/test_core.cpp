@@ -23,6 +23,7 @@
 #include "temper/core/fnv1a.h"
 #include "temper/core/log.h"
 #include "temper/core/rng.h"
+#include "temper/core/state_snapshot.h"
 #include "temper/core/tensor.h"
 #include "temper/core/thread_pool.h"
 
@@ -262,4 +263,19 @@ TEST(AtomicFile, ReplacesWholeKeepsTheOldOnErrorAndLeavesNoTemporary) {
   for (const auto& e : fs::directory_iterator(dir)) entries += e.path().filename() == "f.txt" ? 1 : 100;
   EXPECT_EQ(entries, 1u);
   fs::remove_all(dir);
+}
+
+TEST(StateSnapshot, TensorByNameAndARefusalNamingTheCheckpoint) {
+  temper::StateSnapshot s;
+  s.tensors = {{"a", {1.f, 2.f}}, {"b", {3.f}}};
+  EXPECT_EQ(s.tensor("b"), std::vector<float>{3.f});
+  EXPECT_TRUE(s.state.is_object());
+  s.from = "run/checkpoints/step-4";
+  try {
+    s.tensor("c");
+    FAIL() << "no throw";
+  } catch (const temper::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("run/checkpoints/step-4: no tensor 'c' (2 tensors in it)"), std::string::npos)
+        << e.what();
+  }
 }

@@ -79,13 +79,6 @@ SideCheckpoint read_run_checkpoint(const std::string& run, const std::string& co
   return read_side_checkpoint(dir);
 }
 
-const std::vector<float>& SideCheckpoint::tensor(const std::string& name) const {
-  for (const auto& [n, v] : tensors)
-    if (n == name) return v;
-  TEMPER_FAIL() << (from.empty() ? std::string("checkpoint") : from + "/trainer_state.safetensors") << ": no tensor '"
-                << name << "' (" << tensors.size() << " tensors in it)";
-}
-
 SideRun::SideRun(std::string command, SideRunOptions o, const std::string& default_recipe,
                  std::function<void(Recipe&)> read_config)
     : command_(std::move(command)), o_(std::move(o)), read_config_(std::move(read_config)) {

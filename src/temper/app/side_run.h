@@ -23,6 +23,7 @@
 
 #include "temper/app/recipe.h"
 #include "temper/app/run_dir.h"
+#include "temper/core/state_snapshot.h"
 #include "temper/core/stop_signals.h"
 #include "temper/report/metrics_sink.h"
 
@@ -39,12 +40,10 @@ struct SideRunOptions {           // the command line (cli_common.h: add_side_ru
   int threads = 0;          // 0: all cores
 };
 
-struct SideCheckpoint {
+// tensors: parameters, optimiser moments, ...; state: counters, RNG offsets, ...; from: the checkpoint directory it
+// was read from ("": new).
+struct SideCheckpoint : StateSnapshot {
   int64_t step = 0;
-  std::vector<std::pair<std::string, std::vector<float>>> tensors;  // parameters, optimiser moments, ...
-  nlohmann::json state = nlohmann::json::object();                  // counters, RNG offsets, ...
-  const std::vector<float>& tensor(const std::string& name) const;  // throws naming the checkpoint and tensor
-  std::string from;                                                 // the directory it was read from ("" : new)
 };
 
 // The newest verified checkpoint of another run directory (a base model, a run to sample from); throws naming the

@@ -20,9 +20,7 @@ SideCheckpoint to_checkpoint(const tabular::TabularTrainer& t) {
 }
 
 tabular::Snapshot from_checkpoint(const SideCheckpoint& c) {
-  tabular::Snapshot s;
-  s.state = c.state;
-  s.tensors = c.tensors;
+  tabular::Snapshot s = c;  // the tensors, the state and where it was read from
   TEMPER_CHECK(c.state.contains("tensors"))
       << c.from << ": not a tabular run's checkpoint (no \"tensors\" in its state)";
   for (const std::string& name : c.state["tensors"].get<std::vector<std::string>>()) {

@@ -1,15 +1,7 @@
 // The shared part of the tabular learners: which machine states a step updates (see learner.h).
 #include "temper/tabular/learner.h"
 
-#include "temper/core/error.h"
-
 namespace temper::tabular {
-
-const std::vector<float>& Snapshot::tensor(const std::string& name) const {
-  for (const auto& [n, t] : tensors)
-    if (n == name) return t;
-  TEMPER_FAIL() << "tabular checkpoint: no tensor '" << name << "'";
-}
 
 void Learner::observe(int64_t s, int64_t u, int64_t a, bool counterfactual) {
   if (!counterfactual) {

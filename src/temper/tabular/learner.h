@@ -5,21 +5,14 @@
 #pragma once
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
-#include <string>
-#include <utility>
-#include <vector>
 
 #include "temper/core/rng.h"
+#include "temper/core/state_snapshot.h"
 #include "temper/tabular/product.h"
 
 namespace temper::tabular {
 
-struct Snapshot {
-  std::vector<std::pair<std::string, std::vector<float>>> tensors;
-  nlohmann::json state;
-  const std::vector<float>& tensor(const std::string& name) const;  // throws naming the tensor
-};
+using Snapshot = StateSnapshot;  // the tables as named tensors, the counters as JSON
 
 class Learner {
  public:
