@@ -3,7 +3,9 @@
 // one explorer rank give the in-process explorer thread's run bit for bit (the same batches, the same version on
 // every trajectory, the same weights after k steps), whatever weights the explorer rank started from (every version
 // comes over the wire); a run resumed from the async state equals the uninterrupted one, bitwise; an explorer's
-// error reaches the trainer naming the explorer's rank. Checks are on rank 0 (rank 1 only serves). Under
+// error reaches the trainer naming the explorer's rank. With [env] (the guessing game) the explorer rank converses
+// through its own game: the same conversations, env/ metrics and weights as the explorer thread's, bitwise, and a
+// failing conversation job reaches the trainer naming the rank. Checks are on rank 0 (rank 1 only serves). Under
 // `mpirun -np 3` (mpirun_n.sh 3): two data-parallel trainer ranks and one explorer rank train the explorer
 // thread's weights up to float summation order, and both trainers hold the same bits.
 #include <gtest/gtest.h>
@@ -13,9 +15,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "common/error_of.h"
+#include "rl/guess_game.h"
 #include "rl/letter_task.h"
 #include "rl/trainer_snapshot.h"
 #include "temper/core/error.h"
@@ -187,6 +193,101 @@ TEST(AsyncMpi, TheRolesAreChecked) {
   RlSetup s;
   RlTrainer t(s.model, s.task, codec(), async_config(1), s.safe);
   EXPECT_THROW(t.set_communicator(&comm()), Error) << "the explorer thread in every one of several ranks: refused";
+}
+
+namespace {
+
+// A conversation source whose every run fails (an environment program that died mid-run).
+struct FailingSource final : ConversationSource {
+  std::vector<Trajectory> run(rollout::RolloutEngine&, const std::vector<tasks::Problem>&, size_t, int64_t,
+                              const rollout::RolloutRequest&, int64_t, const std::string&) override {
+    TEMPER_FAIL() << "env: the environment program exited (status 3)";
+  }
+  void metrics(Metrics&) const override {}
+};
+
+// What a step of conversations gave: the batch, every reward and appended span, and the env/ metrics.
+struct Conversed {
+  Seen batch;
+  std::vector<double> rewards;
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> appended;
+  std::vector<double> env;
+  bool operator==(const Conversed& o) const {
+    return batch == o.batch && rewards == o.rewards && appended == o.appended && env == o.env;
+  }
+};
+Conversed conversed(const RlTrainer& t, const Metrics& m) {
+  Conversed c{seen(t.last_batch()), {}, {}, {value(m, "env/turns"), value(m, "env/solved"), value(m, "env/failures")}};
+  for (const Trajectory& x : t.last_batch().traj) c.rewards.push_back(x.reward), c.appended.push_back(x.appended);
+  return c;
+}
+
+}  // namespace
+
+TEST(AsyncMpi, AnExplorerRankConversesAsTheExplorerThreadBitwise) {
+  if (comm().size() != 2) GTEST_SKIP() << "the two-rank tests";
+  set_num_threads(1);
+  RlConfig c = GuessGame::config(1);
+  c.async->explorer_ranks = 1;
+  std::vector<Conversed> remote, local;
+  std::vector<float> w_remote;
+  {
+    AsyncRoles roles = split_async_roles(comm(), 1);
+    RlSetup s(roles.explorer() ? 7 : 3);  // the explorer rank's own weights are never sampled with
+    GuessGame g;
+    std::unique_ptr<RlTrainer> t = g.trainer(s, c);  // each rank its own game
+    if (roles.explorer()) {
+      t->serve_explorer(comm());
+    } else {
+      t->use_explorer_ranks(comm(), *roles.trainers, roles.first_explorer);
+      t->set_planned_steps(4);
+      for (int i = 0; i < 4; ++i) {
+        const Metrics m = t->step();
+        remote.push_back(conversed(*t, m));
+      }
+      w_remote = params_of(s.model);
+    }
+  }
+  if (comm().rank() == 0) {
+    RlSetup s;
+    GuessGame g;
+    RlConfig lc = c;
+    lc.async->explorer_ranks = 0;
+    std::unique_ptr<RlTrainer> t = g.trainer(s, lc);
+    t->set_planned_steps(4);
+    double turns = 0, appended = 0;
+    for (int i = 0; i < 4; ++i) {
+      const Metrics m = t->step();
+      local.push_back(conversed(*t, m));
+      turns += value(m, "env/turns");
+    }
+    ASSERT_EQ(remote.size(), local.size());
+    for (size_t k = 0; k < remote.size(); ++k) {
+      EXPECT_TRUE(remote[k] == local[k]) << "step " << k << "'s conversations";
+      ASSERT_EQ(remote[k].batch.versions.size(), size_t(c.prompts_per_step * c.group_size)) << "step " << k;
+      EXPECT_EQ(remote[k].batch.versions.front(), std::max<int64_t>(int64_t(k) - 1, 0)) << "step " << k;
+      for (const auto& spans : remote[k].appended) appended += double(spans.size());
+    }
+    EXPECT_GT(turns / 4, 1.0) << "multi-turn conversations";
+    EXPECT_GT(appended, 0) << "the game's replies were appended";
+    EXPECT_TRUE(same_bits(w_remote, params_of(s.model))) << "weights after 4 steps";
+    EXPECT_FALSE(same_bits(w_remote, params_of(RlSetup().model))) << "the steps moved the weights";
+  }
+  // A conversation job that fails on the explorer rank fails the trainer's step, naming the rank.
+  AsyncRoles roles = split_async_roles(comm(), 1);
+  RlSetup s;
+  GuessGame g;
+  std::unique_ptr<RlTrainer> t = g.trainer(s, c);
+  if (roles.explorer()) {
+    t->set_environment(std::make_unique<FailingSource>());
+    t->serve_explorer(comm());
+  } else {
+    t->use_explorer_ranks(comm(), *roles.trainers, roles.first_explorer);
+    const std::string error = error_of([&] { t->step(); });
+    EXPECT_NE(error.find("[rl.async] explorer rank 1: "), std::string::npos) << error;
+    EXPECT_NE(error.find("the environment program exited (status 3)"), std::string::npos) << error;
+  }
+  set_num_threads(default_num_threads());
 }
 
 // Ranks 0-1 train (data-parallel on their own group), rank 2 explores: every trainer gets the same completions (the

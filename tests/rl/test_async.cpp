@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "rl/guess_game.h"
 #include "rl/letter_task.h"
 #include "rl/trainer_snapshot.h"
 #include "temper/core/error.h"
@@ -541,67 +542,6 @@ TEST(Async, GrpoStillLearnsFromOneStepStaleRollouts) {
 }
 
 namespace {
-
-// The guessing game (env/guessing_env.h, secrets in [1, 4]) on the tiny model: a turn's tokens are its digits
-// (token t -> t % 10, so every turn names a number; the last one is the guess); the game's messages are two tokens
-// each (a user mark and one per reply), so three turns fit the model's 64 positions.
-constexpr int32_t kStop = 120, kEndOfTurn = 121, kUser = 122;
-
-struct GuessGame {
-  static env::GuessOptions options() {
-    env::GuessOptions o;
-    o.n = 4;
-    return o;
-  }
-  static ConversationCodec codec() {
-    ConversationCodec c;
-    auto render = [](const nlohmann::ordered_json& msgs) {
-      std::vector<int32_t> v;
-      for (const auto& m : msgs) {
-        const std::string text = m.value("content", std::string());
-        v.push_back(kUser);
-        v.push_back(text == "higher" ? 123 : text == "lower" ? 124 : text == "correct" ? 125 : 126);
-      }
-      return v;
-    };
-    auto digits = [](const std::vector<int32_t>& ids) {
-      std::string s;
-      for (int32_t t : ids)
-        if (t < kStop) s += std::string(s.empty() ? "" : " ") + static_cast<char>('0' + t % 10);
-      return s;
-    };
-    c.encode_start = [render](const nlohmann::ordered_json& msgs, const nlohmann::ordered_json&) {
-      return render(msgs);
-    };
-    c.encode_continuation = c.encode_start;
-    c.assistant_message = [digits](const std::vector<int32_t>& turn) {
-      return nlohmann::ordered_json{{"role", "assistant"}, {"content", digits(turn)}};
-    };
-    c.decode = digits;
-    c.stop_ids = {kStop};
-    c.end_of_turn = kEndOfTurn;
-    return c;
-  }
-  static EnvRolloutConfig rollout() {
-    EnvRolloutConfig ec;
-    ec.max_turns = 3;
-    ec.turn_max_new = 4;
-    ec.threads = 2;
-    return ec;
-  }
-  static RlConfig config(std::optional<int64_t> staleness) {
-    RlConfig c = staleness ? async_config(*staleness) : test::config();
-    c.max_new = 20;
-    return c;
-  }
-  // A trainer on `s` conversing with this game.
-  std::unique_ptr<RlTrainer> trainer(RlSetup& s, const RlConfig& c) {
-    auto t = std::make_unique<RlTrainer>(s.model, s.task, test::codec(), c, s.safe);
-    t->set_environment(std::make_unique<EnvRollout>(game, codec(), rollout()));
-    return t;
-  }
-  env::GuessingEnvironment game{options()};
-};
 
 // The numbers of a conversation run that must repeat exactly.
 std::vector<double> env_trace(const Metrics& m) {

@@ -27,13 +27,27 @@ AsyncExplorer::~AsyncExplorer() {
   thread_.join();
 }
 
-void Explorer::launch_job(const Transformer&, EngineJob) {
-  TEMPER_FAIL() << "rl.async: this explorer rolls out lists of requests only (explorer ranks: [env] conversations "
-                   "run on the explorer thread of one process; set rl.async.explorer_ranks = 0)";
+Conversations run_conversations(const ConversationJob& job, ConversationSource& source,
+                                rollout::RolloutEngine& engine) {
+  Conversations out;
+  out.trajectories = source.run(engine, job.problems, 0, job.group_size, job.request, job.context, job.episode_prefix);
+  source.metrics(out.metrics);
+  return out;
 }
 
 void AsyncExplorer::launch(const Transformer& policy, std::vector<rollout::RolloutRequest> reqs) {
   launch_job(policy, [reqs = std::move(reqs)](rollout::RolloutEngine& e) { return e.run(reqs); });
+}
+
+// The job copies its problems and writes conv_ (read by the trainer only after wait()); the source and its lock are
+// the trainer's and outlive the explorer.
+void AsyncExplorer::launch_conversations(const Transformer& policy, ConversationJob job) {
+  TEMPER_CHECK(job.source && job.lock) << "rl.async: the explorer thread's conversation job has no source";
+  launch_job(policy, [this, job = std::move(job)](rollout::RolloutEngine& e) {
+    std::lock_guard<std::mutex> lock(*job.lock);
+    conv_ = run_conversations(job, *job.source, e);
+    return std::vector<rollout::Completion>{};
+  });
 }
 
 void AsyncExplorer::launch_job(const Transformer& policy, EngineJob job) {
@@ -44,6 +58,7 @@ void AsyncExplorer::launch_job(const Transformer& policy, EngineJob job) {
     std::lock_guard<std::mutex> g(mu_);
     fn_ = std::move(job);
     out_.clear();
+    conv_ = {};
     error_ = nullptr;
     job_ = true, done_ = false;
   }

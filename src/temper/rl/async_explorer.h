@@ -2,7 +2,7 @@
 // weights (a second copy of the parameters: 4 bytes each, plus its own KV pool of rl.kv_memory_mb) through its
 // own engine while the trainer's thread updates the live weights. One job at a time: launch() copies the
 // weights on the caller's thread (so a job's weights are exactly the version it was launched at) and hands the
-// requests over (or launch_job() a function of the engine: [env]'s conversations); wait() returns the completions.
+// requests over (or launch_conversations() a round of [env]'s conversations); wait() returns the completions.
 // Under LoRA the snapshot shares the policy's frozen base (its flat f32 buffer and a bf16/int4 held base, read-only: no
 // copy) and holds adapters of its own, the only values a launch copies; it rolls out base + adapters unmerged, as the
 // policy does. Leaves out which requests (the trainer draws them) and what becomes of the completions (rl_trainer.cpp);
@@ -15,19 +15,39 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "temper/model/lora.h"
 #include "temper/model/transformer.h"
+#include "temper/rl/env_rollout.h"
 #include "temper/rollout/engine.h"
 #include "temper/rollout/pooled_engine.h"
 
 namespace temper::rl {
 
-// A job run on the explorer's engine (its snapshot's weights) instead of a list of requests: what wait() returns.
-// [env]'s conversations are one (rl_trainer.cpp: the job keeps its trajectories itself and returns none).
-using EngineJob = std::function<std::vector<rollout::Completion>(rollout::RolloutEngine&)>;
+// [env]: a round's conversations as an explorer's job: ConversationSource::run(engine, problems, 0, group_size,
+// request, context, episode_prefix) on the explorer's engine (RlTrainer::conversation_request and episode_tag build
+// the request and the prefix, as for the synchronous loop). The explorer thread converses through `source` under
+// `lock` (the trainer's: dynamic sampling's extra rounds converse on the trainer's thread); an explorer rank through
+// its own, built from the same [env] (both null there).
+struct ConversationJob {
+  std::vector<tasks::Problem> problems;
+  int64_t group_size = 0, context = 0;
+  rollout::RolloutRequest request;
+  std::string episode_prefix;
+  ConversationSource* source = nullptr;
+  std::mutex* lock = nullptr;
+};
+
+// What a conversation job returns: the trajectories, scored, in (problem, member) order (problem indexes the job's
+// problems), and the source's metrics of the run (env/...).
+struct Conversations {
+  std::vector<Trajectory> trajectories;
+  Metrics metrics;
+};
+Conversations run_conversations(const ConversationJob& job, ConversationSource& source, rollout::RolloutEngine& engine);
 
 // What the trainer sees of an explorer: one job at a time, launched with the current weights, waited for. Two
 // kinds: a thread in this process (AsyncExplorer) and explorer ranks over the communicator (async_remote.h).
@@ -36,12 +56,14 @@ class Explorer {
   virtual ~Explorer() = default;
   // Starts rolling out `reqs` on `policy`'s weights as they are now (the job's version). No job may be in flight.
   virtual void launch(const Transformer& policy, std::vector<rollout::RolloutRequest> reqs) = 0;
-  // Starts `job` on the explorer's engine holding `policy`'s weights as they are now. Only an explorer in this
-  // process runs one (explorer ranks take requests alone: this refuses).
-  virtual void launch_job(const Transformer& policy, EngineJob job);
+  // Starts `job`'s conversations on `policy`'s weights as they are now; wait() then returns no completions and
+  // conversations() the job's output.
+  virtual void launch_conversations(const Transformer& policy, ConversationJob job) = 0;
   virtual bool in_flight() const = 0;
   // The launched job's completions in (request, member) order; blocks until it is done; rethrows its error.
   virtual std::vector<rollout::Completion> wait() = 0;
+  // After wait(): the last conversation job's output, moved out (empty after a list of requests).
+  virtual Conversations conversations() = 0;
   virtual double last_job_s() const = 0;  // seconds the last finished job generated
   virtual double waited_s() const = 0;    // seconds the last wait() blocked
 };
@@ -55,11 +77,12 @@ class AsyncExplorer final : public Explorer {
   AsyncExplorer& operator=(const AsyncExplorer&) = delete;
 
   // Copies `policy`'s weights (under LoRA: its adapters) into the snapshot and starts rolling out `reqs` on them
-  // (launch_job: running `job` on the snapshot's engine). No job may be in flight.
+  // (launch_conversations: conversing through the job's source on the snapshot's engine). No job may be in flight.
   void launch(const Transformer& policy, std::vector<rollout::RolloutRequest> reqs) override;
-  void launch_job(const Transformer& policy, EngineJob job) override;
+  void launch_conversations(const Transformer& policy, ConversationJob job) override;
   bool in_flight() const override { return in_flight_; }
   std::vector<rollout::Completion> wait() override;
+  Conversations conversations() override { return std::move(conv_); }
   double last_job_s() const override { return job_s_; }
   double waited_s() const override { return waited_s_; }
   const Transformer& snapshot() const { return snap_.model; }
@@ -75,6 +98,9 @@ class AsyncExplorer final : public Explorer {
     std::unique_ptr<LoraAdapters> lora;    // the adapters' copy (null without LoRA)
     const LoraAdapters* source = nullptr;  // the policy's adapters it copies
   };
+  // A job run on the snapshot's engine: what wait() returns.
+  using EngineJob = std::function<std::vector<rollout::Completion>(rollout::RolloutEngine&)>;
+  void launch_job(const Transformer& policy, EngineJob job);
   void loop();
 
   Snapshot snap_;
@@ -86,6 +112,7 @@ class AsyncExplorer final : public Explorer {
   bool in_flight_ = false;  // the trainer's view: launched and not yet waited for
   EngineJob fn_;            // the job handed over
   std::vector<rollout::Completion> out_;
+  Conversations conv_;  // a conversation job's output (written by the job, read after wait())
   std::exception_ptr error_;
   double job_s_ = 0, waited_s_ = 0;
   std::thread thread_;  // last: starts once the rest is built

@@ -9,6 +9,7 @@
 #include "temper/core/clock.h"
 #include "temper/core/error.h"
 #include "temper/model/lora.h"
+#include "temper/rl/async_state.h"
 #include "temper/rollout/sharded.h"
 
 namespace temper::rl {
@@ -16,6 +17,7 @@ namespace temper::rl {
 namespace {
 
 constexpr int kJobTag = 7101, kWeightsTag = 7102, kDoneTag = 7103;
+constexpr uint8_t kRequests = 0, kStop = 1, kConversations = 2;  // a job message's first byte
 
 }  // namespace
 
@@ -88,21 +90,44 @@ RemoteExplorer::~RemoteExplorer() {
     if (in_flight_) wait();
     if (trainers_.rank() != 0) return;
     ByteWriter w;
-    w.put<uint8_t>(1);  // stop
+    w.put<uint8_t>(kStop);
     for (int e = first_; e < world_.size(); ++e) world_.send(w.bytes(), e, kJobTag);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "temper: [rl.async] stopping the explorer ranks: %s\n", e.what());
   }
 }
 
-// Trainer rank 0: each explorer its contiguous block of the requests, then the weights (staged, sent without
-// waiting). The other trainers only count the version.
+// Trainer rank 0: each explorer its contiguous block of the requests, then the weights. The other trainers only count
+// the version.
 void RemoteExplorer::launch(const Transformer& policy, std::vector<rollout::RolloutRequest> reqs) {
-  TEMPER_CHECK(!in_flight_) << "rl.async: the explorer ranks' previous job was not collected";
   const int n_exp = world_.size() - first_;
   begin_.assign(static_cast<size_t>(n_exp) + 1, 0);
   for (int e = 0; e <= n_exp; ++e)
     begin_[static_cast<size_t>(e)] = dist::shard(static_cast<int64_t>(reqs.size()), e, n_exp).begin;
+  std::vector<std::string> jobs;
+  if (trainers_.rank() == 0)
+    for (int e = 0; e < n_exp; ++e)
+      jobs.push_back(encode_requests(reqs, static_cast<size_t>(begin_[static_cast<size_t>(e)]),
+                                     static_cast<size_t>(begin_[static_cast<size_t>(e) + 1])));
+  send_job(policy, kRequests, jobs);
+}
+
+// The whole round to the one explorer rank: its problems, the conversations' request and the episodes' prefix.
+void RemoteExplorer::launch_conversations(const Transformer& policy, ConversationJob job) {
+  TEMPER_CHECK(world_.size() - first_ == 1) << kEnvExplorerRanks;
+  std::vector<std::string> jobs;
+  if (trainers_.rank() == 0) {
+    ByteWriter w;
+    put_problems(w, job.problems);
+    w.put(job.group_size), w.put(job.context), w.put(encode_requests({job.request}, 0, 1)), w.put(job.episode_prefix);
+    jobs.push_back(std::move(w.bytes()));
+  }
+  send_job(policy, kConversations, jobs);
+}
+
+// The weights are staged and sent without waiting: the trainer updates its live weights at once.
+void RemoteExplorer::send_job(const Transformer& policy, uint8_t kind, const std::vector<std::string>& jobs) {
+  TEMPER_CHECK(!in_flight_) << "rl.async: the explorer ranks' previous job was not collected";
   if (trainers_.rank() == 0) {
     world_.wait_sends();  // the previous version's (long done: its explorer replied)
     // A version: the flat weights, or under LoRA the adapters alone (the base is frozen).
@@ -110,21 +135,20 @@ void RemoteExplorer::launch(const Transformer& policy, std::vector<rollout::Roll
     const int64_t n = a ? a->size() : policy.flat_size();
     const float* src = a ? a->params() : policy.params();
     staging_.assign(src, src + n);
-    for (int e = 0; e < n_exp; ++e) {
+    for (size_t e = 0; e < jobs.size(); ++e) {
       ByteWriter w;
-      w.put<uint8_t>(0), w.put(version_), w.put(n);
-      w.put(encode_requests(reqs, static_cast<size_t>(begin_[static_cast<size_t>(e)]),
-                            static_cast<size_t>(begin_[static_cast<size_t>(e) + 1])));
-      world_.send(w.bytes(), first_ + e, kJobTag);
-      world_.isend(staging_.data(), n, first_ + e, kWeightsTag);
+      w.put<uint8_t>(kind), w.put(version_), w.put(n), w.put(jobs[e]);
+      world_.send(w.bytes(), first_ + static_cast<int>(e), kJobTag);
+      world_.isend(staging_.data(), n, first_ + static_cast<int>(e), kWeightsTag);
     }
   }
   ++version_;
   in_flight_ = true;
+  conversing_ = kind == kConversations;
 }
 
-// Trainer rank 0 collects every explorer's completions (request indices back to the job's), then every trainer
-// gets them, or the error an explorer reported.
+// Trainer rank 0 collects every explorer's completions (request indices back to the job's) or the one explorer's
+// conversations, then every trainer gets them, or the error an explorer reported.
 std::vector<rollout::Completion> RemoteExplorer::wait() {
   TEMPER_CHECK(in_flight_) << "rl.async: no explorer job to wait for";
   in_flight_ = false;
@@ -132,7 +156,7 @@ std::vector<rollout::Completion> RemoteExplorer::wait() {
   std::string all;
   if (trainers_.rank() == 0) {
     ByteWriter w;
-    std::string error;
+    std::string error, conversations;
     std::vector<rollout::Completion> done;
     double job_s = 0;
     for (int e = 0; e < world_.size() - first_; ++e) {
@@ -148,11 +172,15 @@ std::vector<rollout::Completion> RemoteExplorer::wait() {
       TEMPER_CHECK(version == version_ - 1 || !err.empty())
           << "rl.async: explorer rank " << first_ + e << " returned version " << version << ", expected "
           << version_ - 1;
+      if (conversing_) {
+        conversations = std::move(bytes);  // one explorer rank converses
+        continue;
+      }
       const size_t k = done.size();
       rollout::decode_completions(bytes, done);
       for (size_t i = k; i < done.size(); ++i) done[i].request += begin_[static_cast<size_t>(e)];
     }
-    w.put(job_s), w.put(error), w.put(rollout::encode_completions(done));
+    w.put(job_s), w.put(error), w.put(conversing_ ? conversations : rollout::encode_completions(done));
     all = w.bytes();
   }
   if (trainers_.size() > 1) trainers_.broadcast(all, 0);
@@ -162,23 +190,56 @@ std::vector<rollout::Completion> RemoteExplorer::wait() {
   waited_s_ = seconds_since(t0);
   TEMPER_CHECK(error.empty()) << "[rl.async] " << error;
   std::vector<rollout::Completion> out;
-  rollout::decode_completions(bytes, out);
+  if (!conversing_) {
+    rollout::decode_completions(bytes, out);
+    return out;
+  }
+  conv_ = {};
+  ByteReader c(bytes);
+  get_conversations(c, conv_.trajectories, conv_.metrics);
+  TEMPER_CHECK(c.done()) << "rl.async: an explorer's conversations have bytes after their metrics";
   return out;
 }
 
-void serve_explorer(dist::Communicator& world, int root, Transformer& model, rollout::RolloutEngine& engine) {
+namespace {
+
+// An explorer rank's conversation job as the trainer sent it (RemoteExplorer::launch_conversations), conversed.
+std::string converse(const std::string& bytes, ConversationSource* source, rollout::RolloutEngine& engine) {
+  TEMPER_CHECK(source) << "a conversation job, but this explorer rank has no [env] (trainer and explorer ranks must "
+                          "run the same recipe)";
+  ConversationJob job;
+  ByteReader r(bytes);
+  std::string request;
+  get_problems(r, job.problems);
+  r.get(job.group_size), r.get(job.context), r.get(request), r.get(job.episode_prefix);
+  TEMPER_CHECK(r.done()) << "rl.async: a conversation job has bytes after its episodes' prefix";
+  std::vector<rollout::RolloutRequest> reqs;
+  decode_requests(request, reqs);
+  TEMPER_CHECK(reqs.size() == 1) << "rl.async: a conversation job holds " << reqs.size() << " requests, expected 1";
+  job.request = std::move(reqs[0]);
+  const Conversations c = run_conversations(job, *source, engine);
+  ByteWriter w;
+  put_conversations(w, c.trajectories, c.metrics);
+  return std::move(w.bytes());
+}
+
+}  // namespace
+
+void serve_explorer(dist::Communicator& world, int root, Transformer& model, rollout::RolloutEngine& engine,
+                    ConversationSource* source) {
   for (;;) {
     std::string job;
     world.recv(job, root, kJobTag);
     ByteReader r(job);
-    uint8_t stop = 0;
-    r.get(stop);
-    if (stop) return;
+    uint8_t kind = 0;
+    r.get(kind);
+    if (kind == kStop) return;
+    TEMPER_CHECK(kind == kRequests || kind == kConversations) << "rl.async: an explorer job of kind " << int(kind);
     int64_t version = 0, sent = 0;
     std::string bytes;
     r.get(version), r.get(sent), r.get(bytes);
     std::vector<rollout::RolloutRequest> reqs;
-    decode_requests(bytes, reqs);
+    if (kind == kRequests) decode_requests(bytes, reqs);
     LoraAdapters* a = model.lora();
     const int64_t n = a ? a->size() : model.flat_size();
     TEMPER_CHECK(sent == n) << "rl.async: the trainer sends " << sent << " weights a version, this explorer rank's "
@@ -190,7 +251,7 @@ void serve_explorer(dist::Communicator& world, int root, Transformer& model, rol
     std::string error, done;
     const auto t0 = Clock::now();
     try {
-      done = rollout::encode_completions(engine.run(reqs));
+      done = kind == kRequests ? rollout::encode_completions(engine.run(reqs)) : converse(bytes, source, engine);
     } catch (const std::exception& e) {
       error = e.what();
     }

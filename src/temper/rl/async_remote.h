@@ -4,9 +4,13 @@
 // weights with the version's number (a nonblocking send from a staging copy, so the trainer updates its live
 // weights at once; under LoRA the adapters alone: every rank loads the frozen base from the model's path and
 // quantises a bf16/int4 one to the same bytes); the explorer rolls out on them and returns the completions tagged
-// with that version, which trainer rank 0 passes to the other trainers (a broadcast on the trainers' group). The
-// schedule is the explorer thread's (async_explorer.h): the same requests, sampling streams and weights give the
-// same batches bit for bit. Leaves out which requests (rl_trainer.cpp) and the launch wiring (app/train_cmd.cpp).
+// with that version, which trainer rank 0 passes to the other trainers (a broadcast on the trainers' group). With
+// [env] a version's job is a round's conversations instead (ConversationJob): the explorer rank converses through its
+// own ConversationSource, built from the same [env] (its own environment program, or its own agents' endpoint), and
+// returns the scored trajectories and the source's metrics (async_state.h's encoding); one explorer rank converses
+// (kEnvExplorerRanks). The schedule is the explorer thread's (async_explorer.h): the same requests or conversations,
+// sampling streams and weights give the same batches bit for bit. Leaves out which requests (rl_trainer.cpp) and the
+// launch wiring (app/train_cmd.cpp).
 #pragma once
 
 #include <memory>
@@ -31,32 +35,47 @@ AsyncRoles split_async_roles(dist::Communicator& world, int64_t explorer_ranks);
 // dist::role(). Nothing when explorer_ranks is 0.
 void enter_async_roles(int64_t explorer_ranks);
 
+// [rl.async] with [env] and several explorer ranks: refused (app/run_config.cpp with the recipe, and a conversation
+// job here).
+inline constexpr const char* kEnvExplorerRanks =
+    "[rl.async] with [env] converses on one explorer rank: set rl.async.explorer_ranks = 1, or 0 for the explorer "
+    "thread (several explorer ranks would split a round's conversations and merge their env/ metrics: not yet)";
+
 class RemoteExplorer final : public Explorer {
  public:
   RemoteExplorer(dist::Communicator& world, dist::Communicator& trainers, int first_explorer);
   ~RemoteExplorer() override;  // collects the job in flight, then trainer rank 0 tells the explorers to stop
   void launch(const Transformer& policy, std::vector<rollout::RolloutRequest> reqs) override;
+  void launch_conversations(const Transformer& policy, ConversationJob job) override;
   bool in_flight() const override { return in_flight_; }
   std::vector<rollout::Completion> wait() override;
+  Conversations conversations() override { return std::move(conv_); }
   double last_job_s() const override { return job_s_; }
   double waited_s() const override { return waited_s_; }
 
  private:
+  // Trainer rank 0: explorer e gets jobs[e] of this kind and the version's weights.
+  void send_job(const Transformer& policy, uint8_t kind, const std::vector<std::string>& jobs);
+
   dist::Communicator& world_;
   dist::Communicator& trainers_;
   int first_;
   std::vector<float> staging_;  // the version being sent: weights or adapters (sent before the explorer replies)
   std::vector<int64_t> begin_;  // each explorer's first request of the job in flight
   bool in_flight_ = false;
+  bool conversing_ = false;  // the job in flight is a conversation job
+  Conversations conv_;       // the last conversation job's output
   int64_t version_ = 0;
   double job_s_ = 0, waited_s_ = 0;
 };
 
 // An explorer rank's loop: receives a version's requests and weights from trainer rank `root` of `world`, loads
 // the weights into `model` (the model `engine` runs; under LoRA into its attached adapters: both sides must run
-// the same [lora]), rolls out, returns the completions; until the trainer says stop. An error in a job goes back
-// to the trainers, which fail naming this rank and role.
-void serve_explorer(dist::Communicator& world, int root, Transformer& model, rollout::RolloutEngine& engine);
+// the same [lora]), rolls out, returns the completions (a conversation job: converses through `source`, returns
+// the conversations); until the trainer says stop. An error in a job goes back to the trainers, which fail naming
+// this rank and role.
+void serve_explorer(dist::Communicator& world, int root, Transformer& model, rollout::RolloutEngine& engine,
+                    ConversationSource* source = nullptr);
 
 // Requests as bytes (the job message); decoding appends.
 std::string encode_requests(const std::vector<rollout::RolloutRequest>& reqs, size_t begin, size_t end);

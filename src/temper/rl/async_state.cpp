@@ -109,6 +109,33 @@ Trajectory get_trajectory(ByteReader& r) {
 
 }  // namespace
 
+void put_problems(ByteWriter& w, const std::vector<tasks::Problem>& problems) {
+  w.put<int64_t>(static_cast<int64_t>(problems.size()));
+  for (const tasks::Problem& p : problems) put_problem(w, p);
+}
+
+void get_problems(ByteReader& r, std::vector<tasks::Problem>& out) {
+  const int64_t n = get_count(r);
+  for (int64_t i = 0; i < n; ++i) out.push_back(get_problem(r));
+}
+
+void put_conversations(ByteWriter& w, const std::vector<Trajectory>& conversations,
+                       const std::vector<std::pair<std::string, double>>& metrics) {
+  w.put<int64_t>(static_cast<int64_t>(conversations.size()));
+  for (const Trajectory& t : conversations) put_trajectory(w, t);
+  w.put<int64_t>(static_cast<int64_t>(metrics.size()));
+  for (const auto& [name, x] : metrics) w.put(name), w.put(x);
+}
+
+void get_conversations(ByteReader& r, std::vector<Trajectory>& conversations,
+                       std::vector<std::pair<std::string, double>>& metrics) {
+  const int64_t nt = get_count(r);
+  for (int64_t i = 0; i < nt; ++i) conversations.push_back(get_trajectory(r));
+  const size_t m0 = metrics.size();
+  metrics.resize(m0 + static_cast<size_t>(get_count(r)));
+  for (size_t i = m0; i < metrics.size(); ++i) r.get(metrics[i].first), r.get(metrics[i].second);
+}
+
 std::string encode_explored(const std::deque<ExploredBatch>& batches) {
   bool conversations = false;
   for (const ExploredBatch& b : batches)
@@ -116,16 +143,12 @@ std::string encode_explored(const std::deque<ExploredBatch>& batches) {
   ByteWriter w;
   w.put<int64_t>(static_cast<int64_t>(batches.size()));
   for (const ExploredBatch& b : batches) {
-    w.put(b.step), w.put(b.version), w.put<int64_t>(static_cast<int64_t>(b.problems.size()));
-    for (const tasks::Problem& p : b.problems) put_problem(w, p);
+    w.put(b.step), w.put(b.version);
+    put_problems(w, b.problems);
     w.put<int64_t>(static_cast<int64_t>(b.prompts.size()));
     for (const std::vector<int32_t>& p : b.prompts) w.put(p);
     w.put(rollout::encode_completions(b.done));
-    if (!conversations) continue;
-    w.put<int64_t>(static_cast<int64_t>(b.conversations.size()));
-    for (const Trajectory& t : b.conversations) put_trajectory(w, t);
-    w.put<int64_t>(static_cast<int64_t>(b.env_metrics.size()));
-    for (const auto& [name, x] : b.env_metrics) w.put(name), w.put(x);
+    if (conversations) put_conversations(w, b.conversations, b.env_metrics);
   }
   return (conversations ? kTag2 : kTag) + base64_encode(w.bytes());
 }
@@ -144,18 +167,13 @@ std::deque<ExploredBatch> decode_explored(const std::string& text) {
   std::deque<ExploredBatch> out(static_cast<size_t>(get_count(r)));
   for (ExploredBatch& b : out) {
     r.get(b.step), r.get(b.version);
-    const int64_t np = get_count(r);
-    for (int64_t i = 0; i < np; ++i) b.problems.push_back(get_problem(r));
+    get_problems(r, b.problems);
     b.prompts.resize(static_cast<size_t>(get_count(r)));
     for (std::vector<int32_t>& p : b.prompts) r.get(p);
     std::string done;
     r.get(done);
     rollout::decode_completions(done, b.done);
-    if (!conversations) continue;
-    const int64_t nt = get_count(r);
-    for (int64_t i = 0; i < nt; ++i) b.conversations.push_back(get_trajectory(r));
-    b.env_metrics.resize(static_cast<size_t>(get_count(r)));
-    for (auto& [name, x] : b.env_metrics) r.get(name), r.get(x);
+    if (conversations) get_conversations(r, b.conversations, b.env_metrics);
   }
   TEMPER_CHECK(r.done()) << "trainer_state.json: the async state has bytes after its last batch";
   return out;

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "temper/core/bytes.h"
 #include "temper/rl/batch.h"
 #include "temper/rollout/engine.h"
 #include "temper/tasks/task.h"
@@ -35,5 +36,14 @@ struct ExploredBatch {
 // without conversations (as before [env] ran with [rl.async]), "temper-async-2:" with them; both decode.
 std::string encode_explored(const std::deque<ExploredBatch>& batches);
 std::deque<ExploredBatch> decode_explored(const std::string& text);
+
+// Pieces of that encoding the explorer ranks' conversation jobs send (async_remote.cpp): a round's problems (a count,
+// then each), and its conversations with the source's metrics (ExploredBatch::conversations and env_metrics).
+void put_problems(ByteWriter& w, const std::vector<tasks::Problem>& problems);
+void get_problems(ByteReader& r, std::vector<tasks::Problem>& out);  // appends
+void put_conversations(ByteWriter& w, const std::vector<Trajectory>& conversations,
+                       const std::vector<std::pair<std::string, double>>& metrics);
+void get_conversations(ByteReader& r, std::vector<Trajectory>& conversations,
+                       std::vector<std::pair<std::string, double>>& metrics);  // appends
 
 }  // namespace temper::rl

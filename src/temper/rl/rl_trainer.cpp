@@ -172,10 +172,6 @@ void get_reward(ByteReader& in, Batch& b, int from) {
   t.scored = true;
 }
 
-constexpr const char* kEnvOnRanks =
-    "[rl.async] with [env] and explorer ranks: not yet (an explorer rank takes lists of requests, and the "
-    "environment runs in the trainer's process); set rl.async.explorer_ranks = 0 (the explorer thread converses)";
-
 }  // namespace
 
 RlTrainer::RlTrainer(Transformer& policy, std::shared_ptr<const tasks::Task> task, PromptCodec codec, RlConfig cfg,
@@ -243,7 +239,6 @@ void RlTrainer::check_async() const {
 }
 
 void RlTrainer::set_environment(std::unique_ptr<ConversationSource> env) {
-  TEMPER_CHECK(!remote_ || !env) << kEnvOnRanks;
   TEMPER_CHECK(!async() || (!explorer_->in_flight() && explored_.empty()))
       << "rl: set the environment before the first step ([rl.async] explores ahead with it)";
   env_ = std::move(env);
@@ -252,7 +247,6 @@ void RlTrainer::set_environment(std::unique_ptr<ConversationSource> env) {
 void RlTrainer::use_explorer_ranks(dist::Communicator& world, dist::Communicator& trainers, int first_explorer) {
   TEMPER_CHECK(async() && step_ == 0 && !explorer_->in_flight())
       << "rl.async.explorer_ranks: needs rl.async.max_staleness > 0, set before the first step";
-  TEMPER_CHECK(!env_) << kEnvOnRanks;
   explorer_ = std::make_unique<RemoteExplorer>(world, trainers, first_explorer);
   remote_ = true;
   set_communicator(&trainers);
@@ -261,7 +255,7 @@ void RlTrainer::use_explorer_ranks(dist::Communicator& world, dist::Communicator
 void RlTrainer::serve_explorer(dist::Communicator& world) {
   TEMPER_CHECK(async()) << "rl.async.explorer_ranks: an explorer rank needs rl.async.max_staleness > 0";
   explorer_.reset();  // this rank's own thread is not needed: it is the explorer
-  rl::serve_explorer(world, 0, policy_, engine_->engine());
+  rl::serve_explorer(world, 0, policy_, engine_->engine(), env_.get());
 }
 
 void RlTrainer::set_communicator(dist::Communicator* comm) {
@@ -352,20 +346,15 @@ void RlTrainer::launch_explorer(int64_t step) {
            "weights while its other hooks run on the trainer's; turn its hook off (rl.dre.mode = \"offline\", "
            "rl.graphpo.expansion = \"after\") or set rl.async.max_staleness = 0";
   if (env_) {
-    // The job owns a copy of the problems and writes into conversing_ (shared: it outlives either side); the source
-    // and its lock outlive the explorer (members declared before it).
-    conversing_ = std::make_shared<ExploredBatch>();
-    const int64_t ctx = policy_.config().max_position_embeddings, G = cfg_.group_size;
-    EngineJob job = [src = env_.get(), mu = &env_mu_, out = conversing_, problems = eb.problems,
-                     proto = conversation_request(step, 0), ctx, G,
-                     tag = episode_tag(step, 0)](rollout::RolloutEngine& engine) {
-      std::lock_guard<std::mutex> lock(*mu);
-      out->conversations = src->run(engine, problems, 0, G, proto, ctx, tag);
-      src->metrics(out->env_metrics);
-      return std::vector<rollout::Completion>{};
-    };
+    ConversationJob job{.problems = eb.problems,
+                        .group_size = cfg_.group_size,
+                        .context = policy_.config().max_position_embeddings,
+                        .request = conversation_request(step, 0),
+                        .episode_prefix = episode_tag(step, 0),
+                        .source = env_.get(),
+                        .lock = &env_mu_};
     explored_.push_back(std::move(eb));
-    explorer_->launch_job(policy_, std::move(job));
+    explorer_->launch_conversations(policy_, std::move(job));
     return;
   }
   std::vector<rollout::RolloutRequest> reqs = requests(eb.problems, 0, step, 0);
@@ -380,10 +369,10 @@ void RlTrainer::collect_explored() {
   eb.done = explorer_->wait();
   eb.seconds = explorer_->last_job_s();
   wait_s_ += explorer_->waited_s();
-  if (conversing_) {
-    eb.conversations = std::move(conversing_->conversations);
-    eb.env_metrics = std::move(conversing_->env_metrics);
-    conversing_.reset();
+  if (env_) {
+    Conversations c = explorer_->conversations();
+    eb.conversations = std::move(c.trajectories);
+    eb.env_metrics = std::move(c.metrics);
   }
 }
 

@@ -96,8 +96,9 @@ struct RlConfig {
 // job is step k + s's conversations (ConversationSource::run on its engine: same seeds and episode names as the
 // synchronous loop's), their trajectories kept, scored, with the batch; the source is never used by two threads at
 // once (dynamic sampling's extra rounds converse on the trainer's thread after the explorer's conversation ends;
-// held-out evaluation does not run with [env]). Refused: rollout hooks, [rl.speculative], devices, several ranks,
-// [env] with explorer ranks.
+// held-out evaluation does not run with [env]); on explorer ranks the explorer rank converses through its own source
+// (async_remote.h). Refused: rollout hooks, [rl.speculative], devices, several ranks beside an explorer thread, [env]
+// with several explorer ranks.
 class RlTrainer {
  public:
   // reference: frozen weights of the policy as RL starts: the KL term's (required when loss.kl_coef > 0) and
@@ -124,8 +125,9 @@ class RlTrainer {
   // [rl.async]: no batch is explored for steps at or past `steps` (the run's last step; -1: no limit).
   void set_planned_steps(int64_t steps) { planned_steps_ = steps; }
   // The process group (null or one rank: one process). Set before the first step.
-  // Multi-turn rollouts against an environment instead of single completions (one process; the trainer's
-  // methods must work on conversations: RunConfig refuses the others). Set before the first step.
+  // Multi-turn rollouts against an environment instead of single completions (one trainer process; the trainer's
+  // methods must work on conversations: RunConfig refuses the others). Set before the first step; on an explorer
+  // rank, before serve_explorer (its conversation jobs converse through it).
   void set_environment(std::unique_ptr<ConversationSource> env);
   // A stop request (core/interrupt.h) abandons the step's rollouts (Interrupted out of step(), before the
   // update: the weights, optimiser and step count are as before the step). Off by default, and for a
@@ -134,8 +136,8 @@ class RlTrainer {
   void set_communicator(dist::Communicator* comm);
   // [rl.async] with explorer ranks (async_remote.h), before the first step. A trainer rank: the explorer thread
   // gives way to the ranks from `first_explorer` on of `world`, and `trainers` becomes the process group. An
-  // explorer rank: serve_explorer() rolls out the trainers' jobs on this trainer's policy and engine until they
-  // stop (it never steps).
+  // explorer rank: serve_explorer() rolls out the trainers' jobs on this trainer's policy and engine ([env]: converses
+  // through this trainer's environment) until they stop (it never steps).
   void use_explorer_ranks(dist::Communicator& world, dist::Communicator& trainers, int first_explorer);
   void serve_explorer(dist::Communicator& world);
 
@@ -185,7 +187,6 @@ class RlTrainer {
   std::unique_ptr<Explorer> explorer_;             // [rl.async] with max_staleness > 0: a thread or ranks
   bool remote_ = false;                            // explorer_ is the explorer ranks
   std::deque<ExploredBatch> explored_;             // batches explored ahead: this step's first (the last may run)
-  std::shared_ptr<ExploredBatch> conversing_;      // [env]: where the explorer's conversation job puts its output
   int64_t planned_steps_ = -1;
   double wait_s_ = 0;  // [rl.async]: seconds this step waited for the explorer
   bool async() const { return explorer_ != nullptr; }
