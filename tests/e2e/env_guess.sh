@@ -4,7 +4,10 @@
 # [rl.async] (max_staleness 1): the explorer thread converses with step k + 1's episodes on version k while the
 # trainer updates: three steps train on batches 0, 1, 1 versions old without environment failures, and a run stopped
 # after step 2 and resumed (its checkpoint holds step 3's conversations) equals the uninterrupted one (metrics,
-# samples, weights, optimiser state). Prints ENV_OK when all of it holds.
+# samples, weights, optimiser state). Then explorer ranks (mpirun -np 2, rl.async.explorer_ranks = 1: rank 1 spawns
+# its own guess program and converses with the versions rank 0 sends): a run stopped after step 2 and resumed under
+# mpirun equals the explorer thread's bit for bit (metrics but the communication counters); skipped where MPI cannot
+# start 2 ranks. Prints ENV_OK when all of it holds.
 set -euo pipefail
 temper=$1 gguf=$2 root=$3
 t=$(mktemp -d)
@@ -52,4 +55,29 @@ grep -q "stopped (--stop-after) after step 2" "$t/stop.log" || { cat "$t/stop.lo
 "$temper" train --resume "$t/stop" --threads 2 >> "$t/stop.log" 2>&1 || { cat "$t/stop.log"; exit 1; }
 source "$(dirname "$0")/compare_runs.sh"
 same "$t/async" "$t/stop" 3
+
+mpi() { "$(dirname "$0")/../dist/mpirun2.sh" "$@"; }
+if mpi true > /dev/null 2>&1; then
+  # Stopped after step 2 and resumed: steps 1-2 and, from the checkpoint's explored-ahead conversations, step 3.
+  ranks=(--set rl.steps=3 --set rl.async.max_staleness=1 --set rl.async.explorer_ranks=1 --threads 1)
+  mpi "$temper" train "$t/guess.toml" --out "$t/ranks" "${ranks[@]}" --stop-after 2 > "$t/ranks.log" 2>&1 ||
+    { tail -30 "$t/ranks.log"; exit 1; }
+  grep -q "ranks 0-0 train, ranks 1-1 explore" "$t/ranks.log" || { cat "$t/ranks.log"; exit 1; }
+  grep -q "stopped (--stop-after) after step 2" "$t/ranks.log" || { cat "$t/ranks.log"; exit 1; }
+  mpi "$temper" train --resume "$t/ranks" --threads 1 >> "$t/ranks.log" 2>&1 || { tail -30 "$t/ranks.log"; exit 1; }
+  no_comm() { strip "$1" | python3 -c '
+import json, sys
+for l in sys.stdin:
+    r = json.loads(l)
+    print(json.dumps({k: v for k, v in r.items() if not k.startswith(("comm_", "ranks"))}, sort_keys=True))'; }
+  diff <(no_comm "$t/async/metrics.jsonl") <(no_comm "$t/ranks/metrics.jsonl") > /dev/null ||
+    { echo "explorer ranks: metrics differ"; diff <(no_comm "$t/async/metrics.jsonl") <(no_comm "$t/ranks/metrics.jsonl") | head; exit 1; }
+  for f in model.safetensors trainer_state.safetensors; do
+    cmp "$t/async/checkpoints/step-3/$f" "$t/ranks/checkpoints/step-3/$f" || { echo "explorer ranks: $f differs"; exit 1; }
+  done
+  cmp "$t/async/samples.jsonl" "$t/ranks/samples.jsonl" || { echo "explorer ranks: samples differ"; exit 1; }
+  echo "explorer ranks, stopped and resumed: the explorer thread's run bit for bit"
+else
+  echo "no usable MPI: explorer ranks skipped"
+fi
 echo ENV_OK
