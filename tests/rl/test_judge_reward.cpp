@@ -216,6 +216,13 @@ TEST(ModelJudge, TuringRewardsAskOneBatch) {
   EXPECT_EQ(one.total, rs[0].total);
 }
 
+TEST(JudgeTerm, TheStreamIsTheShortBasisFnv1aOfTheQueryId) {
+  // Pinned: a sampled judgement of a query stays the one earlier runs drew (the values before core/fnv1a.h).
+  EXPECT_EQ(judge_stream("0/0"), 0x4894335025acb266ull);
+  EXPECT_EQ(judge_stream("3/1"), 0x2faecd5017e21af4ull);
+  EXPECT_EQ(judge_stream(""), 1469598103934665603ull);  // the basis itself
+}
+
 using test::smollm2_path;
 
 RewardTermConfig judge_term(JudgeParse parse) {

@@ -35,6 +35,12 @@ TEST(NgramFeatures, TheReplysGramsAreCountedAndNormalised) {
   EXPECT_EQ(std::count_if(r.begin(), r.end(), [](float x) { return x != 0; }), 9);
   EXPECT_NEAR(*std::max_element(r.begin(), r.end()), 1 / 3.0, 1e-6);
   EXPECT_NEAR(sum_sq(r), 1.0, 1e-6);
+  // The buckets are FNV-1a (kFnv1aShortBasis) of each n-gram mod dim, pinned: features stay comparable across
+  // versions (these are the values the code drew before core/fnv1a.h).
+  std::vector<int64_t> at;
+  for (int64_t i = 0; i < kDim; ++i)
+    if (r[static_cast<size_t>(i)] != 0) at.push_back(i);
+  EXPECT_EQ(at, (std::vector<int64_t>{13509, 14034, 24373, 36999, 38739, 39174, 42220, 60688, 65496}));
   // "aa": ^ a(2) $ ^a aa a$ ^aa aa$ -- eight distinct, 'a' twice: norm sqrt(7 + 4).
   r = block(ngram_features("aa", {}, kDim), 0);
   EXPECT_EQ(std::count_if(r.begin(), r.end(), [](float x) { return x != 0; }), 8);

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "temper/core/error.h"
+#include "temper/core/fnv1a.h"
 
 namespace temper::rl {
 
@@ -290,13 +291,11 @@ std::shared_ptr<JudgeModel> load_judge_model(const std::string& path, const std:
 
 // ---- the reward term -------------------------------------------------------------------------------------
 
-namespace {
-
-uint64_t fnv1a(std::string_view s) {
-  uint64_t h = 1469598103934665603ull;
-  for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-  return h;
+uint64_t judge_stream(std::string_view query_id) {
+  return fnv1a(query_id, kFnv1aShortBasis);
 }
+
+namespace {
 
 class JudgeTerm final : public RewardTerm {
  public:
@@ -314,7 +313,7 @@ class JudgeTerm final : public RewardTerm {
     for (const RewardQuery& q : qs) {
       const tasks::Problem& p = *q.problem;
       turns.push_back(tmpl_.fill({p.shown(), *q.completion, p.answer, p.rubric}));
-      streams.push_back(fnv1a(q.id));
+      streams.push_back(judge_stream(q.id));
     }
     const uint64_t seed = 0x6a75646765ull ^ (static_cast<uint64_t>(step) * 0x9E3779B97F4A7C15ull);
     std::vector<JudgeAnswer> got = model_->ask(turns, cfg_.max_new, cfg_.temperature, seed, streams);

@@ -100,6 +100,10 @@ std::shared_ptr<JudgeModel> load_judge_model(const std::string& path, const std:
 // here (an unknown placeholder throws naming it).
 std::unique_ptr<RewardTerm> make_judge_term(const RewardTermConfig& c, std::shared_ptr<JudgeModel> model);
 
+// The Philox stream the judge term samples a query's judgement from: FNV-1a of the query's id with
+// kFnv1aShortBasis (core/fnv1a.h), the value runs have drawn with so far.
+uint64_t judge_stream(std::string_view query_id);
+
 // The value of one judgement under `j` (what the term does per sample); nullopt: a failure, `why` says what.
 std::optional<double> judge_value(const JudgeConfig& j, std::string_view judgement, std::string* why = nullptr);
 

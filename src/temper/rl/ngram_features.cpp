@@ -3,23 +3,19 @@
 #include <cmath>
 
 #include "temper/core/error.h"
+#include "temper/core/fnv1a.h"
 #include "temper/tasks/user_sim.h"
 
 namespace temper::rl {
 
 namespace {
 
-uint64_t fnv1a(const char* p, size_t n) {
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<unsigned char>(p[i])) * 1099511628211ull;
-  return h;
-}
-
 std::vector<double> grams(const std::string& s, int64_t dim) {
   std::vector<double> v(static_cast<size_t>(dim), 0.0);
   const std::string t = "^" + s + "$";
   for (size_t n = 1; n <= 3; ++n)
-    for (size_t i = 0; i + n <= t.size(); ++i) v[fnv1a(t.data() + i, n) % static_cast<uint64_t>(dim)] += 1;
+    for (size_t i = 0; i + n <= t.size(); ++i)
+      v[fnv1a(std::string_view(t).substr(i, n), kFnv1aShortBasis) % static_cast<uint64_t>(dim)] += 1;
   double ss = 0;
   for (double x : v) ss += x * x;
   if (ss > 0)
