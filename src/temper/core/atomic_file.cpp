@@ -30,7 +30,9 @@ void write_file_atomic(const std::string& path, const std::function<void(const s
   try {
     write(tmp);
     fsync_path(tmp);
-    fs::rename(tmp, path);
+    std::error_code ec;
+    fs::rename(tmp, path, ec);
+    TEMPER_CHECK(!ec) << path << ": cannot rename " << tmp << " into place (" << ec.message() << ")";
     const fs::path parent = fs::path(path).parent_path();
     fsync_path(parent.empty() ? "." : parent.string());
   } catch (...) {

@@ -1,6 +1,7 @@
 // Writing a file so that a crash or a concurrent reader never sees it half-written: write to a temporary name
 // beside the target, fsync it, rename it over the target, fsync the directory. The one copy, at the lowest layer:
-// io (io/atomic_file.h, which adds whole directories) and flow (its feature cache) both use it.
+// io (io/atomic_file.h, which adds whole directories; gguf_writer, which streams tensors into the temporary) and flow
+// (its feature cache) all use it.
 #pragma once
 
 #include <functional>

@@ -1,6 +1,6 @@
 // Export of a Transformer (HF-named parameters) as a GGUF v3 file llama.cpp can load: llama.cpp's
 // tensor names, the `{arch}.*` hyperparameters its loader reads for llama/qwen2/qwen3, matrices in the
-// chosen type (F32, F16, BF16 or Q8_0). Written atomically (OUT.tmp, fsync, rename).
+// chosen type (F32, F16, BF16 or Q8_0). Written atomically (core/atomic_file.h).
 // Follows llama.cpp convert_hf_to_gguf.py (LlamaModel, Qwen2Model, Qwen3Model). Leaves out: the
 // tokenizer (the caller passes tokenizer.ggml.* KVs in `metadata`; llama.cpp needs them to load).
 #pragma once

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 
+#include "temper/core/atomic_file.h"
 #include "temper/core/error.h"
 
 namespace temper::io {
@@ -57,10 +57,9 @@ class FileOut {
     raw_write(buf_.data(), buf_.size());
     buf_.clear();
   }
-  // Flush, fsync and close; the data is on disk when this returns.
+  // Flush and close (write_file_atomic fsyncs the file before renaming it).
   void finish() {
     flush();
-    TEMPER_CHECK(::fsync(fd_) == 0) << path_ << ": fsync failed (" << std::strerror(errno) << ")";
     int fd = fd_;
     fd_ = -1;
     TEMPER_CHECK(::close(fd) == 0) << path_ << ": close failed (" << std::strerror(errno) << ")";
@@ -229,8 +228,7 @@ void GgufWriter::write(const std::string& path) const {
   std::vector<std::pair<std::string, GgufValue>> kv = kv_;
   if (!has_kv("general.alignment")) kv.emplace_back("general.alignment", GgufValue::u32(alignment_));
 
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  try {
+  write_file_atomic(path, [&](const std::string& tmp) {
     FileOut out(tmp);
     out.bytes("GGUF", 4);
     out.pod<uint32_t>(3);
@@ -286,22 +284,7 @@ void GgufWriter::write(const std::string& path) const {
       out.pad_to(alignment_);
     }
     out.finish();
-  } catch (...) {
-    ::unlink(tmp.c_str());
-    throw;
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    TEMPER_FAIL() << path << ": cannot rename " << tmp << " into place (" << std::strerror(err) << ")";
-  }
-  // Make the rename durable.
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  });
 }
 
 }  // namespace temper::io

@@ -2,7 +2,7 @@
 // offset (general.alignment, written as u32). Tensors come from f32 values encoded at write time
 // (F32, F16, BF16, Q8_0), from a callback that fills f32 values, or from already-encoded bytes; the
 // data is streamed tensor by tensor, so a model is never held twice in memory. The file is written
-// atomically: PATH.tmp, fsync, rename to PATH, fsync of the directory.
+// atomically (core/atomic_file.h): PATH.tmp.PID.N, fsync, rename to PATH, fsync of the directory.
 // Follows the GGUF spec (ggml docs/gguf.md) and gguf-py's GGUFWriter layout.
 #pragma once
 
