@@ -4,9 +4,12 @@
 // of the per-turn rewards, failures cost the episode only, and GRPO on the environment's reward raises it.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "rl/letter_task.h"
 #include "temper/core/error.h"
@@ -208,4 +211,58 @@ TEST(EnvRollout, GrpoOnConversationsRaisesTheReturn) {
   const double first = (r[0] + r[1] + r[2]) / 3, last = (r[22] + r[23] + r[24]) / 3;
   std::printf("return: first 3 steps %.3f, last 3 steps %.3f\n", first, last);
   EXPECT_GT(last, first + 0.5);
+}
+
+// The environment answers some episodes late (a sleep in step): by default (deterministic) each decode step waits for
+// the calls the previous one started, so tokens, log-probs and the engine's steps do not depend on which episodes
+// were slow; with deterministic = false the late answers join later batches (the schedule changes with the timing).
+TEST(EnvRollout, DeterministicConversationsDoNotDependOnTheEnvironmentsTiming) {
+  class SlowLetters final : public LettersEnv {
+   public:
+    explicit SlowLetters(int slow_parity) : parity_(slow_parity) {}
+    env::EnvReply step(const std::string& ep, const json& msg) override {
+      if (static_cast<int>(ep.back() - '0') % 2 == parity_) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      return LettersEnv::step(ep, msg);
+    }
+    int parity_;
+  };
+  RlSetup s;
+  std::vector<tasks::Problem> problems;
+  for (uint64_t i = 0; i < 6; ++i) {
+    problems.push_back(s.task->problem(tasks::Split::train, i));
+    problems.back().index = static_cast<int64_t>(i);
+  }
+  struct Run {
+    std::vector<Trajectory> traj;
+    int64_t steps = 0;
+  };
+  auto run = [&](int slow_parity, bool deterministic) {
+    SlowLetters env(slow_parity);
+    EnvRolloutConfig ec;
+    ec.max_turns = 3;
+    ec.turn_max_new = 4;
+    ec.threads = 8;
+    ec.deterministic = deterministic;
+    EnvRollout er(env, letters_codec(), ec);
+    KvPool pool(s.cfg, 12, 128);
+    rollout::RolloutEngine engine(s.model, pool);
+    Run r{er.run(engine, problems, 0, 2, proto(2, 40, 5), 64, "t"), 0};
+    r.steps = engine.stats().steps;
+    return r;
+  };
+  const Run a = run(0, true), b = run(1, true);
+  ASSERT_EQ(a.traj.size(), 12u);
+  ASSERT_EQ(b.traj.size(), a.traj.size());
+  EXPECT_EQ(a.steps, b.steps);
+  for (size_t i = 0; i < a.traj.size(); ++i) {
+    EXPECT_EQ(a.traj[i].tokens, b.traj[i].tokens) << i;
+    EXPECT_EQ(a.traj[i].appended, b.traj[i].appended) << i;
+    EXPECT_EQ(std::memcmp(a.traj[i].old_logprob.data(), b.traj[i].old_logprob.data(),
+                          a.traj[i].old_logprob.size() * sizeof(float)),
+              0)
+        << i;
+  }
+  // The same two timings without the wait: the engine decodes on while the slow half is out, so it takes a different
+  // number of steps (what the deterministic runs above are protected from).
+  EXPECT_NE(run(0, false).steps, run(1, false).steps);
 }

@@ -72,8 +72,12 @@ void EnvSection::visit(KeyVisitor& v) {
   v("max_turns", rollout.max_turns, "assistant turns per episode");
   v("turn_max_new", rollout.turn_max_new,
     "tokens per assistant turn (0: only rl.max_new, which caps the whole conversation, observations included)");
-  v("threads", rollout.threads, "environment calls at once (the engine keeps decoding meanwhile)");
+  v("threads", rollout.threads, "environment calls at once");
   v("failure_reward", rollout.failure_reward, "the return of an episode the environment failed");
+  v("deterministic", rollout.deterministic,
+    "mode = steps: each decode step waits for the environment calls the previous one started, so reruns and resumes "
+    "are bitwise whatever the environment's timing; false: answers join as they arrive (faster with slow "
+    "environments; the log-probs then depend on the arrival order at rounding level, ~1e-7)");
   v("tool_format", tool_format,
     "the model's tool-call syntax: auto (from its chat template), hermes, llama3_json, mistral, none");
   v.choice(

@@ -3,6 +3,7 @@
 // the trajectories with the episodes' returns.
 #include "temper/rl/env_rollout.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -11,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <tuple>
 
 #include "temper/core/error.h"
 #include "temper/core/log.h"
@@ -169,9 +171,17 @@ struct EnvRollout::Impl : rollout::RunDriver {
     cv.notify_all();
   }
 
+  // Deterministic: every call in flight (each one a turn the last decode step ended) is awaited, and the
+  // continuations go back in (request, member) order, not in the order the calls returned.
   void poll(std::vector<rollout::Continuation>& out, bool wait) override {
     std::unique_lock<std::mutex> lk(mu);
-    if (wait) cv.wait(lk, [&] { return !ready.empty() || in_flight == 0; });
+    if (owner.cfg_.deterministic)
+      cv.wait(lk, [&] { return in_flight == 0; });
+    else if (wait)
+      cv.wait(lk, [&] { return !ready.empty() || in_flight == 0; });
+    std::sort(ready.begin(), ready.end(), [](const rollout::Continuation& a, const rollout::Continuation& b) {
+      return std::tie(a.request, a.member) < std::tie(b.request, b.member);
+    });
     for (rollout::Continuation& k : ready) out.push_back(std::move(k));
     ready.clear();
   }

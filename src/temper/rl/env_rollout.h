@@ -25,6 +25,10 @@ struct EnvRolloutConfig {
   int64_t turn_max_new = 0;   // tokens per assistant turn (0: the completion's cap alone)
   int64_t threads = 4;        // environment calls at once
   double failure_reward = 0;  // the return of an episode the environment failed
+  // true: every environment call a decode step started is awaited before the next step, so which sequences decode
+  // together (and each log-prob to the last bit) is a function of the tokens, not of the environment's timing;
+  // false: continuations join the batch as they arrive (the engine decodes the others meanwhile).
+  bool deterministic = true;
   void validate() const;
 };
 
