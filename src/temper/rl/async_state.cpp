@@ -31,10 +31,12 @@ void put_problem(ByteWriter& w, const tasks::Problem& p) {
   if (p.row) w.put(*p.row);
 }
 
-int64_t get_count(ByteReader& r) {
+constexpr const char* kState = "trainer_state.json: the async state";
+
+int64_t get_count(ByteReader& r, const char* what = kState) {
   int64_t n = 0;
   r.get(n);
-  TEMPER_CHECK(n >= 0 && n < (int64_t{1} << 32)) << "trainer_state.json: the async state holds a bad count " << n;
+  TEMPER_CHECK(n >= 0 && n < (int64_t{1} << 32)) << what << " holds a bad count " << n;
   return n;
 }
 
@@ -63,6 +65,26 @@ tasks::Problem get_problem(ByteReader& r) {
   return p;
 }
 
+}  // namespace
+
+void put_verdict(ByteWriter& w, const Trajectory& t) {
+  w.put(t.reward), w.put(t.rewards), w.put(t.reward_terms);
+  w.put<int64_t>(static_cast<int64_t>(t.reward_components.size()));
+  for (const auto& [name, x] : t.reward_components) w.put(name), w.put(x);
+  w.put(t.reward_info), w.put<uint8_t>(t.correct ? 1 : 0);
+}
+
+void get_verdict(ByteReader& r, Trajectory& t, const char* what) {
+  r.get(t.reward), r.get(t.rewards), r.get(t.reward_terms);
+  t.reward_components.resize(static_cast<size_t>(get_count(r, what)));
+  for (auto& [name, x] : t.reward_components) r.get(name), r.get(x);
+  uint8_t correct = 0;
+  r.get(t.reward_info), r.get(correct);
+  t.correct = correct != 0;
+}
+
+namespace {
+
 // A conversation's trajectory as ConversationSource::run leaves it (scored; the trainer's per-step fields, version
 // included, are set after it is taken; loss_terms and act_slots are never a conversation's).
 void put_trajectory(ByteWriter& w, const Trajectory& t) {
@@ -71,10 +93,9 @@ void put_trajectory(ByteWriter& w, const Trajectory& t) {
   w.put<uint8_t>(t.lineage.off_policy ? 1 : 0);
   w.put(t.prompt), w.put(t.tokens), w.put(t.sample_logprob), w.put(t.old_logprob), w.put(t.entropy);
   w.put(t.advantage), w.put(t.weight), w.put(t.loss_mask);
-  w.put(t.text), w.put(t.reward), w.put(t.rewards), w.put(t.reward_terms);
-  w.put<int64_t>(static_cast<int64_t>(t.reward_components.size()));
-  for (const auto& [name, x] : t.reward_components) w.put(name), w.put(x);
-  w.put(t.reward_info), w.put<uint8_t>(t.correct ? 1 : 0), w.put<int32_t>(static_cast<int32_t>(t.finish));
+  w.put(t.text);
+  put_verdict(w, t);
+  w.put<int32_t>(static_cast<int32_t>(t.finish));
   w.put<int64_t>(static_cast<int64_t>(t.tags.size()));
   for (const std::string& tag : t.tags) w.put(tag);
   w.put<uint8_t>(t.scored ? 1 : 0);
@@ -90,12 +111,10 @@ Trajectory get_trajectory(ByteReader& r) {
   t.lineage.off_policy = flag != 0;
   r.get(t.prompt), r.get(t.tokens), r.get(t.sample_logprob), r.get(t.old_logprob), r.get(t.entropy);
   r.get(t.advantage), r.get(t.weight), r.get(t.loss_mask);
-  r.get(t.text), r.get(t.reward), r.get(t.rewards), r.get(t.reward_terms);
-  t.reward_components.resize(static_cast<size_t>(get_count(r)));
-  for (auto& [name, x] : t.reward_components) r.get(name), r.get(x);
+  r.get(t.text);
+  get_verdict(r, t, kState);
   int32_t finish = 0;
-  r.get(t.reward_info), r.get(flag), r.get(finish);
-  t.correct = flag != 0;
+  r.get(finish);
   TEMPER_CHECK(finish >= 0 && finish <= static_cast<int32_t>(rollout::FinishReason::hook))
       << "trainer_state.json: the async state holds a bad finish reason " << finish;
   t.finish = static_cast<rollout::FinishReason>(finish);
@@ -103,7 +122,7 @@ Trajectory get_trajectory(ByteReader& r) {
   for (std::string& tag : t.tags) r.get(tag);
   r.get(flag);
   t.scored = flag != 0;
-  t.appended = rollout::get_appended(r, "trainer_state.json: the async state");
+  t.appended = rollout::get_appended(r, kState);
   return t;
 }
 

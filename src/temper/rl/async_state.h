@@ -37,6 +37,11 @@ struct ExploredBatch {
 std::string encode_explored(const std::deque<ExploredBatch>& batches);
 std::deque<ExploredBatch> decode_explored(const std::string& text);
 
+// A trajectory's verdict (reward, rewards, reward_terms, components, reward_info, correct) as the checkpoint holds it;
+// the data-parallel gather of rewards sends the same bytes (rl_trainer.cpp). `what` names the bytes in errors.
+void put_verdict(ByteWriter& w, const Trajectory& t);
+void get_verdict(ByteReader& r, Trajectory& t, const char* what);
+
 // Pieces of that encoding the explorer ranks' conversation jobs send (async_remote.cpp): a round's problems (a count,
 // then each), and its conversations with the source's metrics (ExploredBatch::conversations and env_metrics).
 void put_problems(ByteWriter& w, const std::vector<tasks::Problem>& problems);

@@ -60,6 +60,12 @@ struct Trajectory {
   std::vector<int64_t> act_slots;  // the rollout's kept activations per position (Completion::act_slots)
   // Multi-turn: tokens [first, first + count) an environment appended (observations): never in the loss.
   std::vector<std::pair<int64_t, int64_t>> appended;
+  // f(k) for each token position k an environment appended (in `appended`, within the tokens).
+  template <class F>
+  void for_each_appended(F&& f) const {
+    for (auto [at, n] : appended)
+      for (int64_t k = at; k < at + n && k < static_cast<int64_t>(tokens.size()); ++k) f(static_cast<size_t>(k));
+  }
 };
 
 // A rollout's completion as member c.member of group `problem` (a Batch::problems index): its tokens, log-probs,

@@ -149,27 +149,19 @@ void set_reward(Trajectory& t, ScoredCompletion&& s) {
   t.scored = true;
 }
 
-// Data-parallel: a trajectory's reward as a rank sends it.
+// Data-parallel: a trajectory's reward as a rank sends it (its index, then the checkpoint's verdict bytes).
 void put_reward(ByteWriter& w, size_t i, const Trajectory& t) {
-  w.put<uint64_t>(i), w.put(t.reward), w.put(t.rewards), w.put<uint8_t>(t.correct), w.put(t.reward_terms);
-  w.put<uint64_t>(t.reward_components.size());
-  for (const auto& [name, x] : t.reward_components) w.put(name), w.put(x);
-  w.put(t.reward_info);
+  w.put<uint64_t>(i);
+  put_verdict(w, t);
 }
 
 void get_reward(ByteReader& in, Batch& b, int from) {
-  uint64_t i = 0, nc = 0;
-  uint8_t correct = 0;
+  uint64_t i = 0;
   in.get(i);
   TEMPER_CHECK(i < b.traj.size()) << "rl: rank " << from << " sent a verdict for trajectory " << i << " of "
                                   << b.traj.size();
-  Trajectory& t = b.traj[i];
-  in.get(t.reward), in.get(t.rewards), in.get(correct), in.get(t.reward_terms), in.get(nc);
-  t.reward_components.resize(nc);
-  for (auto& [name, x] : t.reward_components) in.get(name), in.get(x);
-  in.get(t.reward_info);
-  t.correct = correct != 0;
-  t.scored = true;
+  get_verdict(in, b.traj[i], "rl: a rank's verdicts");
+  b.traj[i].scored = true;
 }
 
 }  // namespace
@@ -197,6 +189,7 @@ RlTrainer::RlTrainer(Transformer& policy, std::shared_ptr<const tasks::Task> tas
   engine_ = std::make_unique<rollout::PooledEngine>(policy_, cfg_.kv_memory_mb, ec, "rl.kv_memory_mb");
   if (cfg_.async && cfg_.async->on()) {
     check_async();
+    if (correct_in_loss()) cfg_.loss.behaviour_cap = cfg_.async->tis_cap;  // the update's correction (update())
     explorer_ =
         std::make_unique<AsyncExplorer>(policy_, cfg_.kv_memory_mb, ec, cfg_.async->explorer_share(num_threads()));
   }
@@ -429,9 +422,7 @@ void RlTrainer::correct_staleness(Batch& b, Metrics& out) {
     Trajectory& t = b.traj[i];
     if (t.weight.size() != t.tokens.size()) t.weight.assign(t.tokens.size(), 1.f);
     observed.assign(t.tokens.size(), 0);
-    for (auto [at, len] : t.appended)
-      for (int64_t k = at; k < at + len && k < static_cast<int64_t>(t.tokens.size()); ++k)
-        observed[static_cast<size_t>(k)] = 1;
+    t.for_each_appended([&](size_t k) { observed[k] = 1; });
     for (size_t k = 0; k < t.tokens.size(); ++k) {
       if (observed[k]) continue;
       const double rho = std::exp(static_cast<double>(prox[i][k]) - static_cast<double>(t.old_logprob[k]));
@@ -659,9 +650,7 @@ void RlTrainer::set_loss_masks(Batch& b) const {
     for (int64_t i = t.lineage.forced_pos;
          i < t.lineage.forced_pos + t.lineage.forced && i < static_cast<int64_t>(t.tokens.size()); ++i)
       t.loss_mask[static_cast<size_t>(i)] = 0.f;
-    for (auto [at, n] : t.appended)  // an environment's observations
-      for (int64_t i = at; i < at + n && i < static_cast<int64_t>(t.tokens.size()); ++i)
-        t.loss_mask[static_cast<size_t>(i)] = 0.f;
+    t.for_each_appended([&](size_t k) { t.loss_mask[k] = 0.f; });  // an environment's observations
   }
 }
 
@@ -701,16 +690,11 @@ void RlTrainer::set_weights(Batch& b) {
   for (Method* m : methods_) m->token_weights(b);
 }
 
-// [rl.async] with the correction in the loss (correct_in_loss): old_logprob is the behaviour policy's.
+// [rl.async] with the correction in the loss (correct_in_loss): old_logprob is the behaviour policy's, and
+// cfg_.loss.behaviour_cap (set in the constructor) caps the importance weight.
 Metrics RlTrainer::update(Batch& b) {
   TEMPER_PROFILE("update");
-  if (!async() || !correct_in_loss()) {
-    const PolicyUpdateEnv env{cfg_, policy_, opt_, scorer_, kept_ ? &kept_->store() : nullptr, comm_, step_};
-    return update_policy(env, b);
-  }
-  RlConfig c = cfg_;
-  c.loss.behaviour_cap = cfg_.async->tis_cap;
-  const PolicyUpdateEnv env{c, policy_, opt_, scorer_, nullptr, comm_, step_};
+  const PolicyUpdateEnv env{cfg_, policy_, opt_, scorer_, kept_ ? &kept_->store() : nullptr, comm_, step_};
   return update_policy(env, b);
 }
 
