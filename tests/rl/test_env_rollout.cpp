@@ -213,9 +213,10 @@ TEST(EnvRollout, GrpoOnConversationsRaisesTheReturn) {
   EXPECT_GT(last, first + 0.5);
 }
 
-// The environment answers some episodes late (a sleep in step): by default (deterministic) each decode step waits for
-// the calls the previous one started, so tokens, log-probs and the engine's steps do not depend on which episodes
-// were slow; with deterministic = false the late answers join later batches (the schedule changes with the timing).
+// The environment answers some episodes late (a sleep in step): by default (deterministic) an answer goes back
+// answer_steps decode steps after its turn ended, waited for if it is late, so tokens, log-probs and the engine's steps
+// do not depend on which episodes were slow; with deterministic = false the late answers join later batches (the
+// schedule changes with the timing).
 TEST(EnvRollout, DeterministicConversationsDoNotDependOnTheEnvironmentsTiming) {
   class SlowLetters final : public LettersEnv {
    public:
@@ -236,13 +237,14 @@ TEST(EnvRollout, DeterministicConversationsDoNotDependOnTheEnvironmentsTiming) {
     std::vector<Trajectory> traj;
     int64_t steps = 0;
   };
-  auto run = [&](int slow_parity, bool deterministic) {
+  auto run = [&](int slow_parity, bool deterministic, int64_t answer_steps = 1) {
     SlowLetters env(slow_parity);
     EnvRolloutConfig ec;
     ec.max_turns = 3;
     ec.turn_max_new = 4;
     ec.threads = 8;
     ec.deterministic = deterministic;
+    ec.answer_steps = answer_steps;
     EnvRollout er(env, letters_codec(), ec);
     KvPool pool(s.cfg, 12, 128);
     rollout::RolloutEngine engine(s.model, pool);
@@ -250,17 +252,19 @@ TEST(EnvRollout, DeterministicConversationsDoNotDependOnTheEnvironmentsTiming) {
     r.steps = engine.stats().steps;
     return r;
   };
-  const Run a = run(0, true), b = run(1, true);
-  ASSERT_EQ(a.traj.size(), 12u);
-  ASSERT_EQ(b.traj.size(), a.traj.size());
-  EXPECT_EQ(a.steps, b.steps);
-  for (size_t i = 0; i < a.traj.size(); ++i) {
-    EXPECT_EQ(a.traj[i].tokens, b.traj[i].tokens) << i;
-    EXPECT_EQ(a.traj[i].appended, b.traj[i].appended) << i;
-    EXPECT_EQ(std::memcmp(a.traj[i].old_logprob.data(), b.traj[i].old_logprob.data(),
-                          a.traj[i].old_logprob.size() * sizeof(float)),
-              0)
-        << i;
+  for (int64_t answer_steps : {1, 3}) {  // answers due at the next step, or three steps after the turn ended
+    const Run a = run(0, true, answer_steps), b = run(1, true, answer_steps);
+    ASSERT_EQ(a.traj.size(), 12u);
+    ASSERT_EQ(b.traj.size(), a.traj.size());
+    EXPECT_EQ(a.steps, b.steps) << answer_steps;
+    for (size_t i = 0; i < a.traj.size(); ++i) {
+      EXPECT_EQ(a.traj[i].tokens, b.traj[i].tokens) << i;
+      EXPECT_EQ(a.traj[i].appended, b.traj[i].appended) << i;
+      EXPECT_EQ(std::memcmp(a.traj[i].old_logprob.data(), b.traj[i].old_logprob.data(),
+                            a.traj[i].old_logprob.size() * sizeof(float)),
+                0)
+          << i;
+    }
   }
   // The same two timings without the wait: the engine decodes on while the slow half is out, so it takes a different
   // number of steps (what the deterministic runs above are protected from).

@@ -75,9 +75,12 @@ void EnvSection::visit(KeyVisitor& v) {
   v("threads", rollout.threads, "environment calls at once");
   v("failure_reward", rollout.failure_reward, "the return of an episode the environment failed");
   v("deterministic", rollout.deterministic,
-    "mode = steps: each decode step waits for the environment calls the previous one started, so reruns and resumes "
-    "are bitwise whatever the environment's timing; false: answers join as they arrive (faster with slow "
-    "environments; the log-probs then depend on the arrival order at rounding level, ~1e-7)");
+    "mode = steps: an environment's answer goes back env.answer_steps decode steps after its turn ended (waited for "
+    "if later), so reruns and resumes are bitwise whatever the environment's timing; false: answers join as they "
+    "arrive (no waits; the log-probs then depend on the arrival order at rounding level, ~1e-7)");
+  v("answer_steps", rollout.answer_steps,
+    "deterministic: decode steps an answer has before the engine waits for it (raise it for slow environments: the "
+    "engine decodes the other episodes meanwhile; each turn's continuation starts that many steps after it ended)");
   v("tool_format", tool_format,
     "the model's tool-call syntax: auto (from its chat template), hermes, llama3_json, mistral, none");
   v.choice(

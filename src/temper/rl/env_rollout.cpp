@@ -120,6 +120,7 @@ struct EnvRollout::Impl : rollout::RunDriver {
     if (msg.contains("parse_errors") && msg["parse_errors"].is_array())
       e.malformed += static_cast<int64_t>(msg["parse_errors"].size());
     e.parked = can_continue;
+    if (e.parked) due.emplace(std::make_pair(c.request, c.member), clock + owner.cfg_.answer_steps);
     ++in_flight;
     const int64_t end = static_cast<int64_t>(c.tokens.size());
     pool->submit([this, &e, msg = std::move(msg), end, cut] { step(e, msg, end, cut); });
@@ -163,27 +164,47 @@ struct EnvRollout::Impl : rollout::RunDriver {
       e.done = r.done;
     }
     if (e.parked) {
-      ready.push_back({e.request, e.member, finish, std::move(append), owner.cfg_.turn_max_new});
-      e.turn_start = end + static_cast<int64_t>(ready.back().append.size());
+      e.turn_start = end + static_cast<int64_t>(append.size());
+      ready[{e.request, e.member}] = {e.request, e.member, finish, std::move(append), owner.cfg_.turn_max_new};
       e.parked = false;
     }
     --in_flight;
     cv.notify_all();
   }
 
-  // Deterministic: every call in flight (each one a turn the last decode step ended) is awaited, and the
-  // continuations go back in (request, member) order, not in the order the calls returned.
+  // Deterministic: a poll is a tick of the run's clock (the engine polls once per step, and again when it is idle); the
+  // answer to a turn that ended before tick t goes back at tick t + answer_steps, waited for if it is late (an idle
+  // engine moves the clock on to the next answer due). Continuations go back in (request, member) order. So which
+  // sequences decode together is a function of the tokens, never of the environment's timing.
   void poll(std::vector<rollout::Continuation>& out, bool wait) override {
     std::unique_lock<std::mutex> lk(mu);
-    if (owner.cfg_.deterministic)
-      cv.wait(lk, [&] { return in_flight == 0; });
-    else if (wait)
-      cv.wait(lk, [&] { return !ready.empty() || in_flight == 0; });
-    std::sort(ready.begin(), ready.end(), [](const rollout::Continuation& a, const rollout::Continuation& b) {
-      return std::tie(a.request, a.member) < std::tie(b.request, b.member);
+    if (!owner.cfg_.deterministic) {
+      if (wait) cv.wait(lk, [&] { return !ready.empty() || in_flight == 0; });
+      for (auto& [key, k] : ready) out.push_back(std::move(k)), due.erase(key);
+      ready.clear();
+      return;
+    }
+    ++clock;
+    if (due.empty()) {
+      if (wait) cv.wait(lk, [&] { return in_flight == 0; });  // the episodes' last calls: the run ends after them
+      return;
+    }
+    int64_t next = due.begin()->second;
+    for (const auto& [key, at] : due) next = std::min(next, at);
+    if (wait) clock = std::max(clock, next);
+    cv.wait(lk, [&] {
+      for (const auto& [key, at] : due)
+        if (at <= clock && !ready.count(key)) return false;
+      return true;
     });
-    for (rollout::Continuation& k : ready) out.push_back(std::move(k));
-    ready.clear();
+    for (auto it = due.begin(); it != due.end();)
+      if (it->second <= clock) {
+        out.push_back(std::move(ready.at(it->first)));
+        ready.erase(it->first);
+        it = due.erase(it);
+      } else {
+        ++it;
+      }
   }
   bool closed() const override {
     std::lock_guard<std::mutex> lk(mu);
@@ -196,7 +217,9 @@ struct EnvRollout::Impl : rollout::RunDriver {
   CallPool* pool = nullptr;
   mutable std::mutex mu;
   std::condition_variable cv;
-  std::vector<rollout::Continuation> ready;
+  std::map<std::pair<int64_t, int64_t>, rollout::Continuation> ready;  // (request, member) -> its continuation
+  std::map<std::pair<int64_t, int64_t>, int64_t> due;  // parked (request, member) -> the tick its answer goes back
+  int64_t clock = 0;                                   // deterministic: polls so far
   int64_t in_flight = 0, env_calls = 0;
   double env_s = 0;
 };
@@ -205,6 +228,8 @@ void EnvRolloutConfig::validate() const {
   TEMPER_CHECK(max_turns >= 1) << "env.max_turns must be >= 1, got " << max_turns;
   TEMPER_CHECK(turn_max_new >= 0) << "env.turn_max_new must be >= 0 (0: no per-turn cap), got " << turn_max_new;
   TEMPER_CHECK(threads >= 1 && threads <= 256) << "env.threads must be in [1, 256], got " << threads;
+  TEMPER_CHECK(answer_steps >= 1 && answer_steps <= 1024)
+      << "env.answer_steps must be in [1, 1024], got " << answer_steps;
 }
 
 EnvRollout::EnvRollout(env::Environment& env, ConversationCodec codec, EnvRolloutConfig cfg)

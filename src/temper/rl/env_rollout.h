@@ -25,10 +25,11 @@ struct EnvRolloutConfig {
   int64_t turn_max_new = 0;   // tokens per assistant turn (0: the completion's cap alone)
   int64_t threads = 4;        // environment calls at once
   double failure_reward = 0;  // the return of an episode the environment failed
-  // true: every environment call a decode step started is awaited before the next step, so which sequences decode
-  // together (and each log-prob to the last bit) is a function of the tokens, not of the environment's timing;
-  // false: continuations join the batch as they arrive (the engine decodes the others meanwhile).
+  // true: the answer to a turn goes back answer_steps decode steps after the turn ended (waited for if it is later),
+  // so which sequences decode together (and each log-prob to the last bit) is a function of the tokens, not of the
+  // environment's timing; false: continuations join the batch as they arrive.
   bool deterministic = true;
+  int64_t answer_steps = 4;  // measured: bench/env_throughput (docs/PERFORMANCE.md "Multi-turn rollouts")
   void validate() const;
 };
 
