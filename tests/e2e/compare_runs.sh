@@ -17,3 +17,17 @@ same() {
   cmp "$1/checkpoints/step-$step/trainer_state.safetensors" "$2/checkpoints/step-$step/trainer_state.safetensors" || { echo "optimizer state differs: $1 vs $2"; exit 1; }
   cmp "$1/samples.jsonl" "$2/samples.jsonl" || { echo "samples differ: $1 vs $2"; exit 1; }
 }
+# same_but_comm A B: metrics (as strip leaves them, less the communication counters an MPI run adds: comm_*, ranks*)
+# and samples equal: a run on explorer ranks against the explorer thread's.
+no_comm() {
+  strip "$1" | python3 -c '
+import json, sys
+for l in sys.stdin:
+    r = json.loads(l)
+    print(json.dumps({k: v for k, v in r.items() if not k.startswith(("comm_", "ranks"))}, sort_keys=True))'
+}
+same_but_comm() {
+  diff <(no_comm "$1/metrics.jsonl") <(no_comm "$2/metrics.jsonl") > /dev/null ||
+    { echo "explorer ranks: metrics differ"; diff <(no_comm "$1/metrics.jsonl") <(no_comm "$2/metrics.jsonl") | head; exit 1; }
+  cmp "$1/samples.jsonl" "$2/samples.jsonl" || { echo "explorer ranks: samples differ"; exit 1; }
+}

@@ -65,17 +65,10 @@ if mpi true > /dev/null 2>&1; then
   grep -q "ranks 0-0 train, ranks 1-1 explore" "$t/ranks.log" || { cat "$t/ranks.log"; exit 1; }
   grep -q "stopped (--stop-after) after step 2" "$t/ranks.log" || { cat "$t/ranks.log"; exit 1; }
   mpi "$temper" train --resume "$t/ranks" --threads 1 >> "$t/ranks.log" 2>&1 || { tail -30 "$t/ranks.log"; exit 1; }
-  no_comm() { strip "$1" | python3 -c '
-import json, sys
-for l in sys.stdin:
-    r = json.loads(l)
-    print(json.dumps({k: v for k, v in r.items() if not k.startswith(("comm_", "ranks"))}, sort_keys=True))'; }
-  diff <(no_comm "$t/async/metrics.jsonl") <(no_comm "$t/ranks/metrics.jsonl") > /dev/null ||
-    { echo "explorer ranks: metrics differ"; diff <(no_comm "$t/async/metrics.jsonl") <(no_comm "$t/ranks/metrics.jsonl") | head; exit 1; }
+  same_but_comm "$t/async" "$t/ranks"
   for f in model.safetensors trainer_state.safetensors; do
     cmp "$t/async/checkpoints/step-3/$f" "$t/ranks/checkpoints/step-3/$f" || { echo "explorer ranks: $f differs"; exit 1; }
   done
-  cmp "$t/async/samples.jsonl" "$t/ranks/samples.jsonl" || { echo "explorer ranks: samples differ"; exit 1; }
   echo "explorer ranks, stopped and resumed: the explorer thread's run bit for bit"
 else
   echo "no usable MPI: explorer ranks skipped"

@@ -62,14 +62,7 @@ if mpi true > /dev/null 2>&1; then
   mpi "$temper" train --out "$work/ranks" "${run[@]}" --set rl.async.explorer_ranks=1 \
     2> "$work/ranks.log" || { tail -30 "$work/ranks.log"; exit 1; }
   grep -q "ranks 0-0 train, ranks 1-1 explore" "$work/ranks.log" || { cat "$work/ranks.log"; exit 1; }
-  no_comm() { strip "$1" | python3 -c '
-import json, sys
-for l in sys.stdin:
-    r = json.loads(l)
-    print(json.dumps({k: v for k, v in r.items() if not k.startswith(("comm_", "ranks"))}, sort_keys=True))'; }
-  diff <(no_comm "$work/thread/metrics.jsonl") <(no_comm "$work/ranks/metrics.jsonl") > /dev/null ||
-    { echo "explorer ranks: metrics differ"; diff <(no_comm "$work/thread/metrics.jsonl") <(no_comm "$work/ranks/metrics.jsonl") | head; exit 1; }
-  cmp "$work/thread/samples.jsonl" "$work/ranks/samples.jsonl" || { echo "explorer ranks: samples differ"; exit 1; }
+  same_but_comm "$work/thread" "$work/ranks"
   cmp "$work/thread/checkpoints/step-6/adapter_model.safetensors" "$work/ranks/checkpoints/step-6/adapter_model.safetensors"
 else
   echo "no usable MPI: explorer ranks skipped"
