@@ -189,9 +189,11 @@ struct EnvRollout::Impl : rollout::RunDriver {
       if (wait) cv.wait(lk, [&] { return in_flight == 0; });  // the episodes' last calls: the run ends after them
       return;
     }
-    int64_t next = due.begin()->second;
-    for (const auto& [key, at] : due) next = std::min(next, at);
-    if (wait) clock = std::max(clock, next);
+    if (wait) {  // idle: the clock moves on to the next answer due
+      int64_t next = due.begin()->second;
+      for (const auto& [key, at] : due) next = std::min(next, at);
+      clock = std::max(clock, next);
+    }
     cv.wait(lk, [&] {
       for (const auto& [key, at] : due)
         if (at <= clock && !ready.count(key)) return false;
