@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
       cc.stop_ids = stops;
       rl::EnvRollout er(env, cc, rc);
       const Clock::time_point t0 = Clock::now();
-      std::vector<rl::Trajectory> got = er.run(engine, problems, 0, 1, proto, cfg.max_position_embeddings, "b");
+      std::vector<rl::Trajectory> got = er.run(engine, problems, 0, 1, proto, cfg.max_position_embeddings, "b", 0);
       const double s = since(t0);
       int64_t sampled = 0;
       for (const rl::Trajectory& t : got) {

@@ -3,7 +3,8 @@
 // its episode's API key, a second call that extends the first (the agent appended the reply and a user turn)
 // continues the same trajectory with the new prompt tokens appended out of the loss, each sampled token's
 // recorded log-prob equals the training forward's over the stitched sequence, a wrong key gets 401, and
-// every trajectory carries its episode's return. Skipped without the cached GGUF or python3.
+// every trajectory carries its episode's return; two blocks' env/ metrics merge (counts add, means stay). Skipped
+// without the cached GGUF or python3.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -46,7 +47,7 @@ TEST(ClientRollout, AnAgentsCallsBecomeTrajectoriesWithTheTrainingLogprobs) {
   rollout::SamplerConfig sc;
   sc.temperature = 0.7f;
   const rollout::RolloutRequest proto = rollout::make_request({0}, 2, 200, 2048, sc, {}, 11, 0);
-  std::vector<rl::Trajectory> traj = cr.run(engine, problems, 0, 2, proto, 2048, "t");
+  std::vector<rl::Trajectory> traj = cr.run(engine, problems, 0, 2, proto, 2048, "t", 0);
   rl::Metrics m;
   cr.metrics(m);
   auto metric = [&](const std::string& k) -> double {
@@ -57,6 +58,17 @@ TEST(ClientRollout, AnAgentsCallsBecomeTrajectoriesWithTheTrainingLogprobs) {
   EXPECT_EQ(metric("env/failures"), 0.0);
   EXPECT_EQ(metric("env/calls"), 2.0);          // two calls per episode
   EXPECT_EQ(metric("env/refused_calls"), 4.0);  // the wrong key, once per episode
+  EXPECT_EQ(metric("env/episodes"), 4.0);
+  // Two blocks like this run (two explorer ranks, rl/async_remote.h) merge: counts add, means per episode stay.
+  rl::Metrics two;
+  cr.merge_metrics(two, m);
+  cr.merge_metrics(two, m);
+  ASSERT_EQ(two.size(), m.size());
+  for (size_t i = 0; i < m.size(); ++i) {
+    const bool count =
+        m[i].first == "env/failures" || m[i].first == "env/refused_calls" || m[i].first == "env/episodes";
+    EXPECT_DOUBLE_EQ(two[i].second, count ? 2 * m[i].second : m[i].second) << m[i].first;
+  }
   ASSERT_GE(traj.size(), 4u);
   int merged = 0;
   double worst = 0;

@@ -7,9 +7,12 @@
 // through its own game: the same conversations, env/ metrics and weights as the explorer thread's, bitwise, and a
 // failing conversation job reaches the trainer naming the rank. Checks are on rank 0 (rank 1 only serves). Under
 // `mpirun -np 3` (mpirun_n.sh 3): two data-parallel trainer ranks and one explorer rank train the explorer
-// thread's weights up to float summation order, and both trainers hold the same bits.
+// thread's weights up to float summation order, and both trainers hold the same bits; one trainer rank and two
+// explorer ranks with [env] (each conversing a block of every round) give the explorer thread's conversations and
+// env/ metrics (log-probs and means up to rounding), and a failure on explorer rank 2 is reported naming rank 2.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -200,10 +203,11 @@ namespace {
 // A conversation source whose every run fails (an environment program that died mid-run).
 struct FailingSource final : ConversationSource {
   std::vector<Trajectory> run(rollout::RolloutEngine&, const std::vector<tasks::Problem>&, size_t, int64_t,
-                              const rollout::RolloutRequest&, int64_t, const std::string&) override {
+                              const rollout::RolloutRequest&, int64_t, const std::string&, size_t) override {
     TEMPER_FAIL() << "env: the environment program exited (status 3)";
   }
   void metrics(Metrics&) const override {}
+  void merge_metrics(Metrics&, const Metrics&) const override {}
 };
 
 // What a step of conversations gave: the batch, every reward and appended span, and the env/ metrics.
@@ -290,6 +294,131 @@ TEST(AsyncMpi, AnExplorerRankConversesAsTheExplorerThreadBitwise) {
   set_num_threads(default_num_threads());
 }
 
+// Rank 0 trains, ranks 1 and 2 explore with [env]: each round's 3 problems go out as blocks of 1 and 2 (dist::shard),
+// each explorer rank converses its block through its own game, and rank 0 merges them. Against the explorer thread
+// (one run over the whole round): the same trajectories in the same order (tokens, appended spans, rewards,
+// versions), the env/ metrics (counts equal, means up to rounding: a weighted mean of means), and sampling log-probs
+// and the weights after 4 steps within 1e-5: each explorer rank decodes its block alone, in batches of fewer rows than
+// the thread's, and the engine picks its decode product's kernel by the row count (kernels/matmul.cpp: its own up to
+// 64 rows with AVX-512, 16 with AVX2, oneDNN's sgemm above, in another summation order), so in general a row's
+// log-probs follow the batch it shared. Measured on this tiny model: 0 (also with TEMPER_SMALL_GEMM_M=8 forcing the
+// switch). A block that lost its offset samples the first block's streams (other tokens: the test fails, tried); a
+// plain mean of the blocks' env/ means differs from the weighted one here (checked below, and the test fails with it,
+// tried). Then a conversation job that fails on explorer rank 2 fails the trainer's step naming rank 2.
+TEST(AsyncMpi, TwoExplorerRanksConverseAsTheExplorerThread) {
+  if (comm().size() != 3) GTEST_SKIP() << "the three-rank tests (mpirun_n.sh 3)";
+  set_num_threads(1);
+  RlConfig c = GuessGame::config(1);
+  c.prompts_per_step = 3;
+  c.async->explorer_ranks = 2;
+  constexpr int kSteps = 4;
+  auto env_metrics = [](const Metrics& m) {
+    Metrics out;
+    for (const auto& [k, x] : m)
+      if (k.rfind("env/", 0) == 0 && k != "env/call_s") out.emplace_back(k, x);  // env/call_s: wall time
+    return out;
+  };
+  std::vector<Conversed> remote;
+  std::vector<Metrics> remote_env;
+  std::vector<float> w_remote;
+  {
+    AsyncRoles roles = split_async_roles(comm(), 2);
+    RlSetup s(roles.explorer() ? 7 : 3);
+    GuessGame g;
+    std::unique_ptr<RlTrainer> t = g.trainer(s, c);
+    if (roles.explorer()) {
+      t->serve_explorer(comm());
+    } else {
+      t->use_explorer_ranks(comm(), *roles.trainers, roles.first_explorer);
+      t->set_planned_steps(kSteps);
+      for (int i = 0; i < kSteps; ++i) {
+        const Metrics m = t->step();
+        remote.push_back(conversed(*t, m));
+        remote_env.push_back(env_metrics(m));
+      }
+      w_remote = params_of(s.model);
+    }
+  }
+  if (comm().rank() == 0) {
+    RlSetup s;
+    GuessGame g;
+    RlConfig lc = c;
+    lc.async->explorer_ranks = 0;
+    std::unique_ptr<RlTrainer> t = g.trainer(s, lc);
+    t->set_planned_steps(kSteps);
+    ASSERT_EQ(remote.size(), size_t(kSteps));
+    const int64_t G = c.group_size, split = dist::shard(c.prompts_per_step, 0, 2).end;
+    ASSERT_EQ(split, 1);
+    double worst = 0, plain_off = 0;
+    for (int k = 0; k < kSteps; ++k) {
+      const Metrics m = t->step();
+      const Conversed l = conversed(*t, m);
+      const Conversed& r = remote[size_t(k)];
+      ASSERT_EQ(r.batch.tokens.size(), size_t(c.prompts_per_step * G)) << "step " << k;
+      EXPECT_EQ(r.batch.versions, l.batch.versions) << "step " << k;
+      EXPECT_EQ(r.batch.tokens, l.batch.tokens) << "step " << k;
+      EXPECT_EQ(r.rewards, l.rewards) << "step " << k;
+      EXPECT_EQ(r.appended, l.appended) << "step " << k;
+      ASSERT_EQ(r.batch.logprobs.size(), l.batch.logprobs.size());
+      for (size_t i = 0; i < l.batch.logprobs.size(); ++i) {
+        ASSERT_EQ(r.batch.logprobs[i].size(), l.batch.logprobs[i].size()) << "step " << k << " trajectory " << i;
+        for (size_t j = 0; j < l.batch.logprobs[i].size(); ++j)
+          worst = std::max(worst, std::fabs(double(r.batch.logprobs[i][j]) - double(l.batch.logprobs[i][j])));
+      }
+      const Metrics want = env_metrics(m), &got = remote_env[size_t(k)];
+      ASSERT_EQ(got.size(), want.size()) << "step " << k;
+      for (size_t i = 0; i < want.size(); ++i) {
+        EXPECT_EQ(got[i].first, want[i].first);
+        EXPECT_NEAR(got[i].second, want[i].second, 1e-12) << want[i].first << ", step " << k;
+      }
+      EXPECT_EQ(value(got, "env/episodes"), double(c.prompts_per_step * G)) << "step " << k;
+      // The blocks' own env/turns and env/solved, from the thread's trajectories: their plain mean is not the round's.
+      const std::vector<Trajectory>& traj = t->last_batch().traj;
+      double turns[2] = {0, 0}, solved[2] = {0, 0}, n[2] = {0, 0};
+      for (const Trajectory& x : traj) {
+        const int b = x.problem < split ? 0 : 1;
+        for (const auto& [name, v] : x.reward_components)
+          if (name == "env.turns") turns[b] += v;
+        solved[b] += x.correct, n[b] += 1;
+      }
+      EXPECT_EQ(n[0] + n[1], double(traj.size()));
+      plain_off = std::max({plain_off, std::fabs((turns[0] / n[0] + turns[1] / n[1]) / 2 - value(want, "env/turns")),
+                            std::fabs((solved[0] / n[0] + solved[1] / n[1]) / 2 - value(want, "env/solved"))});
+    }
+    const std::vector<float> w_local = params_of(s.model);
+    double w_worst = 0, scale = 0;
+    for (size_t i = 0; i < w_local.size(); ++i)
+      w_worst = std::max(w_worst, std::fabs(double(w_remote[i]) - double(w_local[i]))),
+      scale = std::max(scale, std::fabs(double(w_local[i])));
+    std::printf(
+        "two explorer ranks vs the explorer thread: largest sampling log-prob difference %.3g, weights after "
+        "%d steps: largest relative difference %.3g; a plain mean of the blocks' env/ means would be off by up "
+        "to %.3g\n",
+        worst, kSteps, w_worst / scale, plain_off);
+    EXPECT_LT(worst, 1e-5);
+    ASSERT_EQ(w_remote.size(), w_local.size());
+    EXPECT_LT(w_worst / scale, 1e-5);
+    EXPECT_FALSE(same_bits(w_local, params_of(RlSetup().model))) << "the steps moved the weights";
+    EXPECT_GT(plain_off, 1e-3) << "the blocks' means differ, so the weighted merge is what the test checks";
+  }
+  // A conversation job that fails on explorer rank 2 (rank 1's succeeds) fails the trainer's step, naming rank 2.
+  AsyncRoles roles = split_async_roles(comm(), 2);
+  RlSetup s;
+  GuessGame g;
+  std::unique_ptr<RlTrainer> t = g.trainer(s, c);
+  if (roles.explorer()) {
+    if (comm().rank() == 2) t->set_environment(std::make_unique<FailingSource>());
+    t->serve_explorer(comm());
+  } else {
+    t->use_explorer_ranks(comm(), *roles.trainers, roles.first_explorer);
+    const std::string error = error_of([&] { t->step(); });
+    EXPECT_NE(error.find("[rl.async] explorer rank 2: "), std::string::npos) << error;
+    EXPECT_NE(error.find("the environment program exited (status 3)"), std::string::npos) << error;
+    EXPECT_EQ(error.find("explorer rank 1"), std::string::npos) << error;
+  }
+  set_num_threads(default_num_threads());
+}
+
 // Ranks 0-1 train (data-parallel on their own group), rank 2 explores: every trainer gets the same completions (the
 // broadcast on the trainers' group), so the run is the one-process run up to the gradient sum's order.
 TEST(AsyncMpi, TwoTrainerRanksAndOneExplorerRank) {
@@ -330,7 +459,9 @@ TEST(AsyncMpi, TwoTrainerRanksAndOneExplorerRank) {
     t.step();
     const Seen l = seen(t.last_batch());
     EXPECT_EQ(remote[size_t(i)].versions, l.versions) << "step " << i;
-    if (i < 2) EXPECT_EQ(remote[size_t(i)].tokens, l.tokens) << "step " << i;
+    if (i < 2) {
+      EXPECT_EQ(remote[size_t(i)].tokens, l.tokens) << "step " << i;
+    }
     if (i == 1) one_w = params_of(one.model);
   }
   EXPECT_EQ(remote[2].versions.front(), 1) << "step 2 sampled with the weights after update 1";

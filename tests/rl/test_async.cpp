@@ -586,7 +586,7 @@ TEST(Async, EnvStepKConversesWithTheWeightsAfterUpdateKMinus1) {
     const rollout::RolloutRequest proto =
         rollout::make_request({0}, c.group_size, c.max_new, s.cfg.max_position_embeddings, c.sampler, {}, seed, 0);
     const std::vector<Trajectory> want =
-        er.run(engine.engine(), problems, 0, c.group_size, proto, s.cfg.max_position_embeddings, "ref");
+        er.run(engine.engine(), problems, 0, c.group_size, proto, s.cfg.max_position_embeddings, "ref", 0);
     ASSERT_EQ(want.size(), got.size());
     // The recorded behaviour log-probs of every sampled token are version v's teacher-forced ones (the
     // observations the game appended are not sampled: left out), and version k's are off them after step 0.

@@ -1,9 +1,12 @@
 // Multi-turn RL on conversations with an environment (rl/env_rollout.h) on the tiny model: every episode's
 // observations are appended where its turns end and are out of the loss, each sampled token's rollout
 // log-prob equals the training forward's over the whole conversation (f32, <= 1e-5), returns are the sums
-// of the per-turn rewards, failures cost the episode only, and GRPO on the environment's reward raises it.
+// of the per-turn rewards, failures cost the episode only, and GRPO on the environment's reward raises it. A block of
+// a round's problems (an explorer rank's) converses as the whole round does, and the blocks' env/ metrics merge into
+// the whole round's.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -11,6 +14,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/error_of.h"
 #include "rl/letter_task.h"
 #include "temper/core/error.h"
 #include "temper/rl/env_rollout.h"
@@ -122,7 +126,7 @@ TEST(EnvRollout, ConversationsRecordObservationsAndScoreReturns) {
     problems.push_back(s.task->problem(tasks::Split::train, i));
     problems.back().index = static_cast<int64_t>(i);
   }
-  std::vector<Trajectory> traj = er.run(engine, problems, 0, 3, proto(3, 40, 9), 64, "t");
+  std::vector<Trajectory> traj = er.run(engine, problems, 0, 3, proto(3, 40, 9), 64, "t", 0);
   ASSERT_EQ(traj.size(), 24u);
   EXPECT_EQ(env.closed_, 24);
   EXPECT_EQ(pool.free_blocks(), 128);
@@ -248,7 +252,7 @@ TEST(EnvRollout, DeterministicConversationsDoNotDependOnTheEnvironmentsTiming) {
     EnvRollout er(env, letters_codec(), ec);
     KvPool pool(s.cfg, 12, 128);
     rollout::RolloutEngine engine(s.model, pool);
-    Run r{er.run(engine, problems, 0, 2, proto(2, 40, 5), 64, "t"), 0};
+    Run r{er.run(engine, problems, 0, 2, proto(2, 40, 5), 64, "t", 0), 0};
     r.steps = engine.stats().steps;
     return r;
   };
@@ -269,4 +273,124 @@ TEST(EnvRollout, DeterministicConversationsDoNotDependOnTheEnvironmentsTiming) {
   // The same two timings without the wait: the engine decodes on while the slow half is out, so it takes a different
   // number of steps (what the deterministic runs above are protected from).
   EXPECT_NE(run(0, false).steps, run(1, false).steps);
+}
+
+// An explorer rank's block of a round (rl/async_remote.h): problems [2, 5) of five run with offset 2 hold the
+// whole round's episodes for those problems (the same names, so the same environment state, and the same sampling
+// streams, so the same tokens); run with offset 0 they would draw the first block's streams instead. The blocks'
+// env/ metrics merged (ConversationSource::merge_metrics) are the whole round's: counts equal, means up to rounding.
+TEST(EnvRollout, ABlockOfARoundConversesAsTheWholeRound) {
+  struct Named final : LettersEnv {
+    env::EnvReply reset(const std::string& ep, const json& row) override {
+      {
+        std::lock_guard<std::mutex> lk(names_mu);
+        names.push_back(ep);
+      }
+      return LettersEnv::reset(ep, row);
+    }
+    std::mutex names_mu;
+    std::vector<std::string> names;
+  };
+  RlSetup s;
+  std::vector<tasks::Problem> problems;
+  for (uint64_t i = 0; i < 5; ++i) {
+    problems.push_back(s.task->problem(tasks::Split::train, i));
+    problems.back().index = static_cast<int64_t>(i);
+  }
+  struct Run {
+    std::vector<Trajectory> traj;
+    Metrics metrics;
+    std::vector<std::string> names;
+  };
+  auto run = [&](size_t from, size_t to, size_t offset) {
+    Named env;
+    EnvRolloutConfig ec;
+    ec.max_turns = 3;
+    ec.turn_max_new = 4;
+    EnvRollout er(env, letters_codec(), ec);
+    KvPool pool(s.cfg, 10, 128);
+    rollout::RolloutEngine engine(s.model, pool);
+    const std::vector<tasks::Problem> block(problems.begin() + from, problems.begin() + to);
+    Run r{er.run(engine, block, 0, 2, proto(2, 40, 11), 64, "s0r0", offset), {}, env.names};
+    er.metrics(r.metrics);
+    std::sort(r.names.begin(), r.names.end());
+    return r;
+  };
+  const Run whole = run(0, 5, 0), head = run(0, 2, 0), tail = run(2, 5, 2), dropped = run(2, 5, 0),
+            empty = run(5, 5, 5);  // more explorer ranks than problems: a rank's block is empty
+  ASSERT_EQ(whole.traj.size(), 10u);
+  ASSERT_EQ(head.traj.size() + tail.traj.size(), 10u);
+  std::vector<std::string> names = head.names;
+  names.insert(names.end(), tail.names.begin(), tail.names.end());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, whole.names);
+  EXPECT_EQ(tail.names.front(), "s0r0/2/0");
+  double worst = 0;
+  bool dropped_differs = false;
+  for (size_t i = 0; i < whole.traj.size(); ++i) {
+    const bool in_tail = i >= head.traj.size();
+    const Trajectory& b = in_tail ? tail.traj[i - head.traj.size()] : head.traj[i];
+    const Trajectory& w = whole.traj[i];
+    EXPECT_EQ(b.problem + (in_tail ? 2 : 0), w.problem) << i;
+    EXPECT_EQ(b.member, w.member) << i;
+    EXPECT_EQ(b.tokens, w.tokens) << i;
+    EXPECT_EQ(b.appended, w.appended) << i;
+    EXPECT_EQ(b.reward, w.reward) << i;
+    ASSERT_EQ(b.old_logprob.size(), w.old_logprob.size()) << i;
+    for (size_t k = 0; k < b.old_logprob.size(); ++k)
+      worst = std::max(worst, double(std::fabs(b.old_logprob[k] - w.old_logprob[k])));
+    if (in_tail) dropped_differs = dropped_differs || dropped.traj[i - head.traj.size()].tokens != w.tokens;
+  }
+  std::printf("largest |block - whole round| sampling log-prob: %.3g\n", worst);
+  EXPECT_LT(worst, 1e-5);
+  EXPECT_TRUE(dropped_differs) << "without its offset the block samples other streams";
+
+  EnvRolloutConfig ec;
+  LettersEnv env;
+  const EnvRollout er(env, letters_codec(), ec);
+  Metrics merged;
+  er.merge_metrics(merged, head.metrics);
+  er.merge_metrics(merged, tail.metrics);
+  EXPECT_TRUE(empty.traj.empty());
+  EXPECT_EQ(value(empty.metrics, "env/episodes"), 0.0);
+  er.merge_metrics(merged, empty.metrics);
+  ASSERT_EQ(merged.size(), whole.metrics.size());
+  for (size_t i = 0; i < merged.size(); ++i) {
+    const auto& [name, x] = merged[i];
+    EXPECT_EQ(name, whole.metrics[i].first);
+    if (name == "env/call_s") continue;  // wall time
+    EXPECT_NEAR(x, whole.metrics[i].second, 1e-12) << name;
+  }
+  EXPECT_EQ(value(merged, "env/episodes"), 10.0);
+  EXPECT_EQ(value(merged, "env/failures"), value(whole.metrics, "env/failures"));
+}
+
+// The merge rule on numbers: blocks of 2 and 6 episodes with 3 and 1 turns each: 12 turns over 8 episodes, 1.5 (not
+// the blocks' plain mean, 2); counts add; env/call_s is weighted by the step calls; a metric without a rule fails.
+TEST(EnvRollout, BlocksMergeCountsByAddingAndMeansByTheirCounts) {
+  LettersEnv env;
+  const EnvRollout er(env, letters_codec(), EnvRolloutConfig{});
+  auto block = [](double episodes, double turns, double solved, double failures, double calls, double call_s) {
+    return Metrics{{"env/turns", turns},       {"env/tool_calls", 0.0},    {"env/malformed_calls", 1.0},
+                   {"env/failures", failures}, {"env/truncated", 0.0},     {"env/solved", solved},
+                   {"env/call_s", call_s},     {"env/episodes", episodes}, {"env/step_calls", calls}};
+  };
+  Metrics m;
+  er.merge_metrics(m, block(2, 3.0, 0.5, 1, 4, 0.1));
+  EXPECT_EQ(m, block(2, 3.0, 0.5, 1, 4, 0.1)) << "the first block as it is";
+  er.merge_metrics(m, block(6, 1.0, 0.0, 0, 12, 0.5));
+  EXPECT_DOUBLE_EQ(value(m, "env/turns"), 1.5);
+  EXPECT_DOUBLE_EQ(value(m, "env/solved"), 0.125);
+  EXPECT_DOUBLE_EQ(value(m, "env/call_s"), (0.1 * 4 + 0.5 * 12) / 16);
+  EXPECT_EQ(value(m, "env/failures"), 1.0);
+  EXPECT_EQ(value(m, "env/malformed_calls"), 2.0);
+  EXPECT_EQ(value(m, "env/episodes"), 8.0);
+  EXPECT_EQ(value(m, "env/step_calls"), 16.0);
+  er.merge_metrics(m, block(0, 0.0, 0.0, 0, 0, 0.0));  // an empty block (more explorer ranks than problems)
+  EXPECT_DOUBLE_EQ(value(m, "env/turns"), 1.5);
+  EXPECT_EQ(value(m, "env/episodes"), 8.0);
+  Metrics odd = {{"env/new_thing", 1.0}};
+  const Metrics other = odd;
+  EXPECT_NE(error_of([&] { merge_metric_blocks(odd, other, {}); }).find("no rule merges env/new_thing"),
+            std::string::npos);
 }

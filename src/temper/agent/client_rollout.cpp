@@ -149,16 +149,17 @@ ClientRollout::ClientRollout(env::Environment& env, serve::ServedModel model, Cl
 std::vector<rl::Trajectory> ClientRollout::run(rollout::RolloutEngine& engine,
                                                const std::vector<tasks::Problem>& problems, size_t first,
                                                int64_t group_size, const rollout::RolloutRequest& request,
-                                               int64_t /*context*/, const std::string& episode_prefix) {
+                                               int64_t /*context*/, const std::string& episode_prefix, size_t offset) {
   stats_ = {};
   std::vector<Episode> eps;
   for (size_t p = first; p < problems.size(); ++p)
     for (int64_t g = 0; g < group_size; ++g) {
       Episode& e = eps.emplace_back();
-      e.id = episode_prefix + "/" + std::to_string(p) + "/" + std::to_string(g);
+      e.id = episode_prefix + "/" + std::to_string(offset + p) + "/" + std::to_string(g);
       e.key = "temper-" + std::to_string(std::hash<std::string>{}(e.id + std::to_string(request.seed)));
       e.problem = p;
-      e.stream = request.stream + static_cast<uint64_t>(eps.size() - 1) * (uint64_t{1} << 32);
+      e.stream = request.stream +
+                 static_cast<uint64_t>(offset * static_cast<size_t>(group_size) + eps.size() - 1) * (uint64_t{1} << 32);
     }
   serve::EngineBackend backend(engine.model(), engine.pool(), engine.config());
   Recorder rec(backend, request);
@@ -241,6 +242,17 @@ void ClientRollout::metrics(rl::Metrics& m) const {
   m.emplace_back("env/failures", static_cast<double>(stats_.failures));
   m.emplace_back("env/solved", static_cast<double>(stats_.solved) / n);
   m.emplace_back("env/refused_calls", static_cast<double>(stats_.refused_calls));
+  m.emplace_back("env/episodes", static_cast<double>(stats_.episodes));
+}
+
+void ClientRollout::merge_metrics(rl::Metrics& into, const rl::Metrics& block) const {
+  rl::merge_metric_blocks(into, block,
+                          {{"env/calls", "env/episodes"},
+                           {"env/trajectories", "env/episodes"},
+                           {"env/failures", ""},
+                           {"env/solved", "env/episodes"},
+                           {"env/refused_calls", ""},
+                           {"env/episodes", ""}});
 }
 
 }  // namespace temper::agent

@@ -28,8 +28,11 @@ class ClientRollout final : public rl::ConversationSource {
   ClientRollout(env::Environment& env, serve::ServedModel model, ClientRolloutConfig cfg);
   std::vector<rl::Trajectory> run(rollout::RolloutEngine& engine, const std::vector<tasks::Problem>& problems,
                                   size_t first, int64_t group_size, const rollout::RolloutRequest& request,
-                                  int64_t context, const std::string& episode_prefix) override;
+                                  int64_t context, const std::string& episode_prefix, size_t offset) override;
+  // env/calls and env/trajectories (means per episode), env/failures, env/solved (a share of the episodes),
+  // env/refused_calls, env/episodes.
   void metrics(rl::Metrics& m) const override;
+  void merge_metrics(rl::Metrics& into, const rl::Metrics& block) const override;  // counts add, means weighted
 
  private:
   struct Stats {

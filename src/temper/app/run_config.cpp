@@ -8,7 +8,6 @@
 #include "temper/core/thread_count.h"
 #include "temper/model/device_model.h"
 #include "temper/rl/async_methods.h"
-#include "temper/rl/async_remote.h"
 
 namespace fs = std::filesystem;
 
@@ -430,9 +429,6 @@ static void check_async(const Recipe& r, const RunConfig& c) {
   const std::string off = "; or set rl.async.max_staleness = 0";
   TEMPER_CHECK(!c.rl.speculative) << r.source() << ": [rl.async] with [rl.speculative]: not yet (the drafter would "
                                   << "follow the live weights, not the explorer's snapshot); remove one" << off;
-  TEMPER_CHECK(!c.env || c.rl.async->explorer_ranks <= 1)
-      << r.source() << ": rl.async.explorer_ranks = " << c.rl.async->explorer_ranks << ": " << rl::kEnvExplorerRanks
-      << off;
   TEMPER_CHECK(c.model.device == "cpu") << r.source()
                                         << ": [rl.async] runs its explorer on the CPU so far (model.device = \""
                                         << c.model.device << "\")" << off;

@@ -347,7 +347,9 @@ void TrainRun::make_task() {
 // naming its command).
 void TrainRun::start_env() {
   if (!cfg_.env) return;
-  TEMPER_CHECK(comm_.size() == 1) << "[env]: multi-turn rollouts run in one process (data-parallel: not yet)";
+  // [rl.async] explorer ranks: comm_ is the explorers' group, each rank conversing its block of a round alone.
+  TEMPER_CHECK(comm_.size() == 1 || dist::role().explorer)
+      << "[env]: multi-turn rollouts run in one process (data-parallel: not yet; [rl.async] explorer ranks converse)";
   env_ = env::make_environment(cfg_.env->options);
   env_->start();
 }

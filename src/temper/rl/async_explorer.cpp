@@ -30,7 +30,8 @@ AsyncExplorer::~AsyncExplorer() {
 Conversations run_conversations(const ConversationJob& job, ConversationSource& source,
                                 rollout::RolloutEngine& engine) {
   Conversations out;
-  out.trajectories = source.run(engine, job.problems, 0, job.group_size, job.request, job.context, job.episode_prefix);
+  out.trajectories = source.run(engine, job.problems, 0, job.group_size, job.request, job.context, job.episode_prefix,
+                                static_cast<size_t>(job.offset));
   source.metrics(out.metrics);
   return out;
 }

@@ -28,15 +28,17 @@
 namespace temper::rl {
 
 // [env]: a round's conversations as an explorer's job: ConversationSource::run(engine, problems, 0, group_size,
-// request, context, episode_prefix) on the explorer's engine (RlTrainer::conversation_request and episode_tag build
-// the request and the prefix, as for the synchronous loop). The explorer thread converses through `source` under
+// request, context, episode_prefix, offset) on the explorer's engine (RlTrainer::conversation_request and episode_tag
+// build the request and the prefix, as for the synchronous loop). The explorer thread converses through `source` under
 // `lock` (the trainer's: dynamic sampling's extra rounds converse on the trainer's thread); an explorer rank through
-// its own, built from the same [env] (both null there).
+// its own, built from the same [env] (both null there), a block of the round's problems (`offset`: where the block
+// starts in the round, 0 for a whole round).
 struct ConversationJob {
   std::vector<tasks::Problem> problems;
   int64_t group_size = 0, context = 0;
   rollout::RolloutRequest request;
   std::string episode_prefix;
+  int64_t offset = 0;
   ConversationSource* source = nullptr;
   std::mutex* lock = nullptr;
 };

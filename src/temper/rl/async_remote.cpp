@@ -112,15 +112,25 @@ void RemoteExplorer::launch(const Transformer& policy, std::vector<rollout::Roll
   send_job(policy, kRequests, jobs);
 }
 
-// The whole round to the one explorer rank: its problems, the conversations' request and the episodes' prefix.
+// Each explorer its contiguous block of the round's problems (as launch() splits requests), with the conversations'
+// request, the episodes' prefix and where its block starts: its episodes are named and seeded as in the whole round.
 void RemoteExplorer::launch_conversations(const Transformer& policy, ConversationJob job) {
-  TEMPER_CHECK(world_.size() - first_ == 1) << kEnvExplorerRanks;
+  const int n_exp = world_.size() - first_;
+  const int64_t n = static_cast<int64_t>(job.problems.size());
+  begin_.assign(static_cast<size_t>(n_exp) + 1, 0);
+  for (int e = 0; e <= n_exp; ++e) begin_[static_cast<size_t>(e)] = dist::shard(n, e, n_exp).begin;
   std::vector<std::string> jobs;
   if (trainers_.rank() == 0) {
-    ByteWriter w;
-    put_problems(w, job.problems);
-    w.put(job.group_size), w.put(job.context), w.put(encode_requests({job.request}, 0, 1)), w.put(job.episode_prefix);
-    jobs.push_back(std::move(w.bytes()));
+    TEMPER_CHECK(job.source) << "rl.async: a conversation job without the trainer's source (its metrics' merge rules)";
+    source_ = job.source;
+    const std::string request = encode_requests({job.request}, 0, 1);
+    for (int e = 0; e < n_exp; ++e) {
+      const int64_t b = begin_[static_cast<size_t>(e)], end = begin_[static_cast<size_t>(e) + 1];
+      ByteWriter w;
+      put_problems(w, std::vector<tasks::Problem>(job.problems.begin() + b, job.problems.begin() + end));
+      w.put(job.group_size), w.put(job.context), w.put(request), w.put(job.episode_prefix), w.put(job.offset + b);
+      jobs.push_back(std::move(w.bytes()));
+    }
   }
   send_job(policy, kConversations, jobs);
 }
@@ -147,8 +157,9 @@ void RemoteExplorer::send_job(const Transformer& policy, uint8_t kind, const std
   conversing_ = kind == kConversations;
 }
 
-// Trainer rank 0 collects every explorer's completions (request indices back to the job's) or the one explorer's
-// conversations, then every trainer gets them, or the error an explorer reported.
+// Trainer rank 0 collects every explorer's completions (request indices back to the job's) or conversations
+// (problem indices back to the round's, in block order, so in (problem, member) order; their env/ metrics merged by
+// the source's rules), then every trainer gets them, or the first error an explorer reported, naming its rank.
 std::vector<rollout::Completion> RemoteExplorer::wait() {
   TEMPER_CHECK(in_flight_) << "rl.async: no explorer job to wait for";
   in_flight_ = false;
@@ -156,8 +167,9 @@ std::vector<rollout::Completion> RemoteExplorer::wait() {
   std::string all;
   if (trainers_.rank() == 0) {
     ByteWriter w;
-    std::string error, conversations;
+    std::string error;
     std::vector<rollout::Completion> done;
+    Conversations conv;
     double job_s = 0;
     for (int e = 0; e < world_.size() - first_; ++e) {
       std::string reply;
@@ -168,19 +180,42 @@ std::vector<rollout::Completion> RemoteExplorer::wait() {
       std::string err, bytes;
       r.get(version), r.get(s), r.get(err), r.get(bytes);
       job_s = std::max(job_s, s);
-      if (!err.empty() && error.empty()) error = "explorer rank " + std::to_string(first_ + e) + ": " + err;
-      TEMPER_CHECK(version == version_ - 1 || !err.empty())
-          << "rl.async: explorer rank " << first_ + e << " returned version " << version << ", expected "
-          << version_ - 1;
-      if (conversing_) {
-        conversations = std::move(bytes);  // one explorer rank converses
+      const std::string rank = "explorer rank " + std::to_string(first_ + e) + ": ";
+      if (!err.empty()) {
+        if (error.empty()) error = rank + err;
         continue;
       }
-      const size_t k = done.size();
-      rollout::decode_completions(bytes, done);
-      for (size_t i = k; i < done.size(); ++i) done[i].request += begin_[static_cast<size_t>(e)];
+      const int64_t begin = begin_[static_cast<size_t>(e)];
+      try {  // on trainer rank 0 alone: reported to every trainer after the broadcast
+        TEMPER_CHECK(version == version_ - 1) << "returned version " << version << ", expected " << version_ - 1;
+        if (conversing_) {
+          ByteReader c(bytes);
+          Conversations block;
+          get_conversations(c, block.trajectories, block.metrics);
+          TEMPER_CHECK(c.done()) << "its conversations have bytes after their metrics";
+          for (Trajectory& t : block.trajectories) {
+            t.problem += begin, t.group += begin;
+            conv.trajectories.push_back(std::move(t));
+          }
+          source_->merge_metrics(conv.metrics, block.metrics);
+          continue;
+        }
+        const size_t k = done.size();
+        rollout::decode_completions(bytes, done);
+        for (size_t i = k; i < done.size(); ++i) done[i].request += begin;
+      } catch (const std::exception& x) {
+        if (error.empty()) error = rank + x.what();
+      }
     }
-    w.put(job_s), w.put(error), w.put(conversing_ ? conversations : rollout::encode_completions(done));
+    std::string out;
+    if (conversing_) {
+      ByteWriter c;
+      put_conversations(c, conv.trajectories, conv.metrics);
+      out = std::move(c.bytes());
+    } else {
+      out = rollout::encode_completions(done);
+    }
+    w.put(job_s), w.put(error), w.put(out);
     all = w.bytes();
   }
   if (trainers_.size() > 1) trainers_.broadcast(all, 0);
@@ -197,7 +232,7 @@ std::vector<rollout::Completion> RemoteExplorer::wait() {
   conv_ = {};
   ByteReader c(bytes);
   get_conversations(c, conv_.trajectories, conv_.metrics);
-  TEMPER_CHECK(c.done()) << "rl.async: an explorer's conversations have bytes after their metrics";
+  TEMPER_CHECK(c.done()) << "rl.async: the explorers' conversations have bytes after their metrics";
   return out;
 }
 
@@ -211,8 +246,8 @@ std::string converse(const std::string& bytes, ConversationSource* source, rollo
   ByteReader r(bytes);
   std::string request;
   get_problems(r, job.problems);
-  r.get(job.group_size), r.get(job.context), r.get(request), r.get(job.episode_prefix);
-  TEMPER_CHECK(r.done()) << "rl.async: a conversation job has bytes after its episodes' prefix";
+  r.get(job.group_size), r.get(job.context), r.get(request), r.get(job.episode_prefix), r.get(job.offset);
+  TEMPER_CHECK(r.done()) << "rl.async: a conversation job has bytes after its block's offset";
   std::vector<rollout::RolloutRequest> reqs;
   decode_requests(request, reqs);
   TEMPER_CHECK(reqs.size() == 1) << "rl.async: a conversation job holds " << reqs.size() << " requests, expected 1";

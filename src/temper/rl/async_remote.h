@@ -5,12 +5,16 @@
 // weights at once; under LoRA the adapters alone: every rank loads the frozen base from the model's path and
 // quantises a bf16/int4 one to the same bytes); the explorer rolls out on them and returns the completions tagged
 // with that version, which trainer rank 0 passes to the other trainers (a broadcast on the trainers' group). With
-// [env] a version's job is a round's conversations instead (ConversationJob): the explorer rank converses through its
-// own ConversationSource, built from the same [env] (its own environment program, or its own agents' endpoint), and
-// returns the scored trajectories and the source's metrics (async_state.h's encoding); one explorer rank converses
-// (kEnvExplorerRanks). The schedule is the explorer thread's (async_explorer.h): the same requests or conversations,
-// sampling streams and weights give the same batches bit for bit. Leaves out which requests (rl_trainer.cpp) and the
-// launch wiring (app/train_cmd.cpp).
+// [env] a version's job is a round's conversations instead (ConversationJob), split as the requests are: each explorer
+// rank converses a contiguous block of the round's problems through its own ConversationSource, built from the same
+// [env] (its own environment program, or its own agents' endpoint), its episodes named and seeded by their index in
+// the whole round (ConversationJob::offset), and returns the scored trajectories and the source's metrics of its block
+// (async_state.h's encoding); trainer rank 0 puts the blocks' trajectories back in (problem, member) order and merges
+// their env/ metrics by the source's rules (ConversationSource::merge_metrics: counts add, means are weighted by their
+// counts). The schedule is the explorer thread's (async_explorer.h): the same requests or conversations, sampling
+// streams and weights give the same tokens; with one explorer rank the same batches bit for bit (with several,
+// each rank decodes its block alone: batches of other sizes, log-probs equal up to rounding). Leaves out which
+// requests (rl_trainer.cpp) and the launch wiring (app/train_cmd.cpp).
 #pragma once
 
 #include <memory>
@@ -35,12 +39,6 @@ AsyncRoles split_async_roles(dist::Communicator& world, int64_t explorer_ranks);
 // dist::role(). Nothing when explorer_ranks is 0.
 void enter_async_roles(int64_t explorer_ranks);
 
-// [rl.async] with [env] and several explorer ranks: refused (app/run_config.cpp with the recipe, and a conversation
-// job here).
-inline constexpr const char* kEnvExplorerRanks =
-    "[rl.async] with [env] converses on one explorer rank: set rl.async.explorer_ranks = 1, or 0 for the explorer "
-    "thread (several explorer ranks would split a round's conversations and merge their env/ metrics: not yet)";
-
 class RemoteExplorer final : public Explorer {
  public:
   RemoteExplorer(dist::Communicator& world, dist::Communicator& trainers, int first_explorer);
@@ -61,7 +59,8 @@ class RemoteExplorer final : public Explorer {
   dist::Communicator& trainers_;
   int first_;
   std::vector<float> staging_;  // the version being sent: weights or adapters (sent before the explorer replies)
-  std::vector<int64_t> begin_;  // each explorer's first request of the job in flight
+  std::vector<int64_t> begin_;  // each explorer's first request (a conversation job: problem) of the job in flight
+  const ConversationSource* source_ = nullptr;  // the trainer's: how the blocks' env/ metrics merge
   bool in_flight_ = false;
   bool conversing_ = false;  // the job in flight is a conversation job
   Conversations conv_;       // the last conversation job's output
@@ -71,9 +70,9 @@ class RemoteExplorer final : public Explorer {
 
 // An explorer rank's loop: receives a version's requests and weights from trainer rank `root` of `world`, loads
 // the weights into `model` (the model `engine` runs; under LoRA into its attached adapters: both sides must run
-// the same [lora]), rolls out, returns the completions (a conversation job: converses through `source`, returns
-// the conversations); until the trainer says stop. An error in a job goes back to the trainers, which fail naming
-// this rank and role.
+// the same [lora]), rolls out, returns the completions (a conversation job: converses its block through `source`,
+// returns the conversations and the source's metrics); until the trainer says stop. An error in a job goes back to the
+// trainers, which fail naming this rank and role.
 void serve_explorer(dist::Communicator& world, int root, Transformer& model, rollout::RolloutEngine& engine,
                     ConversationSource* source = nullptr);
 

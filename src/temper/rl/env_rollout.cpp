@@ -253,13 +253,13 @@ nlohmann::ordered_json env_row(const tasks::Problem& p, const char* split) {
 
 std::vector<Trajectory> EnvRollout::run(rollout::RolloutEngine& engine, const std::vector<tasks::Problem>& problems,
                                         size_t first, int64_t group_size, const rollout::RolloutRequest& request,
-                                        int64_t context, const std::string& episode_prefix) {
+                                        int64_t context, const std::string& episode_prefix, size_t offset) {
   stats_ = {};
   std::vector<Episode> eps;
   for (size_t p = first; p < problems.size(); ++p)
     for (int64_t g = 0; g < group_size; ++g) {
       Episode& e = eps.emplace_back();
-      e.id = episode_prefix + "/" + std::to_string(p) + "/" + std::to_string(g);
+      e.id = episode_prefix + "/" + std::to_string(offset + p) + "/" + std::to_string(g);
       e.problem = p;
     }
   CallPool pool(cfg_.threads);
@@ -299,7 +299,7 @@ std::vector<Trajectory> EnvRollout::run(rollout::RolloutEngine& engine, const st
         << "env: the first prompt of episode " << eps[i].id << " has " << eps[i].prompt.size()
         << " tokens, the model's context is " << context;
     const uint64_t stream =
-        request.stream + static_cast<uint64_t>(eps[i].problem - first) * static_cast<uint64_t>(group_size);
+        request.stream + static_cast<uint64_t>(offset + eps[i].problem - first) * static_cast<uint64_t>(group_size);
     for (int64_t g = 0; g < (same ? 1 : group_size); ++g) {
       rollout::RolloutRequest q =
           rollout::make_request(eps[i + g].prompt, same ? group_size : 1, request.max_new, context, request.sampler,
@@ -365,6 +365,58 @@ void EnvRollout::metrics(Metrics& m) const {
   m.emplace_back("env/truncated", static_cast<double>(stats_.truncated) / n);
   m.emplace_back("env/solved", static_cast<double>(stats_.solved) / n);
   m.emplace_back("env/call_s", stats_.env_calls ? stats_.env_s / static_cast<double>(stats_.env_calls) : 0.0);
+  m.emplace_back("env/episodes", static_cast<double>(stats_.episodes));
+  m.emplace_back("env/step_calls", static_cast<double>(stats_.env_calls));
+}
+
+void EnvRollout::merge_metrics(Metrics& into, const Metrics& block) const {
+  merge_metric_blocks(into, block,
+                      {{"env/turns", "env/episodes"},
+                       {"env/tool_calls", "env/episodes"},
+                       {"env/malformed_calls", ""},
+                       {"env/failures", ""},
+                       {"env/truncated", "env/episodes"},
+                       {"env/solved", "env/episodes"},
+                       {"env/call_s", "env/step_calls"},
+                       {"env/episodes", ""},
+                       {"env/step_calls", ""}});
+}
+
+// Every value is computed from the two sides' values before either changes (a mean reads its count's, unmerged).
+void merge_metric_blocks(Metrics& into, const Metrics& block, const std::vector<MetricMerge>& rules) {
+  if (into.empty()) {
+    into = block;
+    return;
+  }
+  auto find = [](const Metrics& m, const std::string& name) -> const double* {
+    for (const auto& [k, x] : m)
+      if (k == name) return &x;
+    return nullptr;
+  };
+  auto count = [&](const Metrics& m, const std::string& name, const std::string& of) {
+    const double* x = find(m, name);
+    TEMPER_CHECK(x) << "env metrics: " << of << " is a mean over " << name << ", which the blocks' metrics lack";
+    return *x;
+  };
+  TEMPER_CHECK(into.size() == block.size()) << "env metrics: merging blocks of " << into.size() << " and "
+                                            << block.size() << " metrics (each block's run reports them all)";
+  Metrics out = into;
+  for (auto& [name, x] : out) {
+    const MetricMerge* rule = nullptr;
+    for (const MetricMerge& r : rules)
+      if (r.name == name) rule = &r;
+    TEMPER_CHECK(rule) << "env metrics: no rule merges " << name << " over blocks of a round (ConversationSource::"
+                       << "merge_metrics)";
+    const double* y = find(block, name);
+    TEMPER_CHECK(y) << "env metrics: a block's metrics lack " << name;
+    if (rule->over.empty()) {
+      x += *y;
+      continue;
+    }
+    const double wa = count(into, rule->over, name), wb = count(block, rule->over, name);
+    x = wa + wb > 0 ? (x * wa + *y * wb) / (wa + wb) : 0.0;
+  }
+  into = std::move(out);
 }
 
 }  // namespace temper::rl

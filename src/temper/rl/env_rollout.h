@@ -43,16 +43,33 @@ struct EnvRolloutStats {
 // Where an RL round's trajectories come from when they are conversations (the trainer's [env]): G episodes of
 // each problem in problems[first...] as scored trajectories (problem = its index in `problems`, appended spans
 // out of the loss), in (problem, member) order. `request` gives the sampler, max_new (the whole conversation's
-// cap), seed and stream base; its prompt is ignored. EnvRollout (here) drives the conversation itself;
-// agent/client_rollout.h lets the user's agent drive it through an OpenAI endpoint.
+// cap), seed and stream base; its prompt is ignored. `offset` numbers problems[p] as problem offset + p in the
+// episodes' names and sampling streams: an explorer rank given the block [offset, offset + problems.size()) of a
+// round (rl/async_remote.h) holds the very episodes a run over the whole round would (0 for a whole round).
+// EnvRollout (here) drives the conversation itself; agent/client_rollout.h lets the user's agent drive it through an
+// OpenAI endpoint.
 class ConversationSource {
  public:
   virtual ~ConversationSource() = default;
   virtual std::vector<Trajectory> run(rollout::RolloutEngine& engine, const std::vector<tasks::Problem>& problems,
                                       size_t first, int64_t group_size, const rollout::RolloutRequest& request,
-                                      int64_t context, const std::string& episode_prefix) = 0;
+                                      int64_t context, const std::string& episode_prefix, size_t offset) = 0;
   virtual void metrics(Metrics& m) const = 0;  // the last run's env/ metrics
+  // A round conversed in blocks (explorer ranks): `into` (the earlier blocks' metrics, merged; empty before the
+  // first) becomes the metrics of one run over those blocks and `block` (the next block's), by the source's rules
+  // (merge_metric_blocks).
+  virtual void merge_metrics(Metrics& into, const Metrics& block) const = 0;
 };
+
+// How one env/ metric of a round merges over blocks of its problems: a count (`over` empty) adds; a mean over a
+// count (`over` names that count's metric, e.g. env/turns over env/episodes) becomes the mean weighted by the
+// blocks' counts (equal to the whole round's up to rounding). No env/ metric is a maximum (it would take the
+// larger). merge_metric_blocks merges `block` into `into` (empty: `block` as it is) by `rules`, which must name every
+// metric; a metric without a rule is an error (a new metric must say how it merges).
+struct MetricMerge {
+  std::string name, over;
+};
+void merge_metric_blocks(Metrics& into, const Metrics& block, const std::vector<MetricMerge>& rules);
 
 class EnvRollout final : public ConversationSource {
  public:
@@ -60,9 +77,12 @@ class EnvRollout final : public ConversationSource {
   ~EnvRollout() override;
   std::vector<Trajectory> run(rollout::RolloutEngine& engine, const std::vector<tasks::Problem>& problems, size_t first,
                               int64_t group_size, const rollout::RolloutRequest& request, int64_t context,
-                              const std::string& episode_prefix) override;
+                              const std::string& episode_prefix, size_t offset) override;
   const EnvRolloutStats& stats() const { return stats_; }  // of the last run
+  // Counts: env/malformed_calls, env/failures, env/episodes, env/step_calls (the environment's step calls); means over
+  // the episodes: env/turns, env/tool_calls, env/truncated and env/solved (shares); env/call_s: seconds per step call.
   void metrics(Metrics& m) const override;
+  void merge_metrics(Metrics& into, const Metrics& block) const override;  // counts add, means weighted by theirs
 
  private:
   struct Impl;

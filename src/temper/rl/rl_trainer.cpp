@@ -546,7 +546,7 @@ void RlTrainer::converse(size_t first, int64_t round, std::vector<Trajectory>& o
   const int64_t ctx = policy_.config().max_position_embeddings;
   std::lock_guard<std::mutex> lock(env_mu_);  // [rl.async]: after the explorer's conversation job, if one runs
   std::vector<Trajectory> got = env_->run(engine_->engine(), problems, first, cfg_.group_size,
-                                          conversation_request(step_, round), ctx, episode_tag(step_, round));
+                                          conversation_request(step_, round), ctx, episode_tag(step_, round), 0);
   env_metrics_.clear();
   env_->metrics(env_metrics_);
   for (Trajectory& t : got) out.push_back(std::move(t));
