@@ -406,7 +406,11 @@ TEST(QLora, MemoryPlanOfAHeldBaseMatchesTheResidentMemory) {
       "plan %.1f MB (and %.1f MB more while loading), resident %.1f MB (%+.1f%%; the runtime's %.1f MB before)\n",
       planned / 1e6, loading / 1e6, measured / 1e6, 100.0 * (measured - planned) / planned, (start - fresh) / 1e6);
   EXPECT_NEAR(measured, planned, 0.1 * planned);
-  EXPECT_GT(loading, 0);  // this model's f32 weights outweigh what training on its int4 base holds
+  // Held as it loads, the load's peak (the int4 base, the f32 rest, one product's values: test_qlora_load.cpp measures
+  // it) stays under what training holds; loaded whole, this model's f32 weights (57 MB of products) would not.
+  EXPECT_EQ(loading, 0);
+  EXPECT_GT(plan.load_bytes, 0);
+  EXPECT_LT(plan.load_bytes, planned);
 }
 
 // What cannot run on a held base is refused: a device, a base held again in another format, merging into it, a

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "temper/io/hf_config.h"
 #include "temper/io/hf_weights.h"
 #include "temper/kernels/gemm_stats.h"
+#include "temper/model/lora.h"
 #include "temper/model/train_step.h"
 
 namespace temper::app {
@@ -64,6 +66,12 @@ int bench_train(BenchTrainOptions o) {
   TEMPER_CHECK(kernels::precision_from_name(o.dtype, &prec)) << "--dtype must be f32 or bf16, got '" << o.dtype << "'";
   TEMPER_CHECK(o.batch > 0 && o.seq >= 2 && o.steps > 0 && o.warmup >= 0)
       << "need --batch > 0, --seq >= 2, --steps > 0, --warmup >= 0";
+  LoraBase base = LoraBase::f32;
+  TEMPER_CHECK(lora_base_from_name(o.lora_base, &base))
+      << "--lora-base must be f32, bf16 or int4, got '" << o.lora_base << "'";
+  TEMPER_CHECK(o.lora >= 0 && (o.lora > 0 || base == LoraBase::f32))
+      << "--lora must be a rank >= 0 (got " << o.lora << "), and --lora-base " << o.lora_base << " needs one";
+  TEMPER_CHECK(o.lora == 0 || o.device == "cpu") << "--lora trains on the CPU so far (--device " << o.device << ")";
   ModelConfig cfg;
   std::string shape_name = o.shape;
   if (!o.model_dir.empty()) {
@@ -78,11 +86,27 @@ int bench_train(BenchTrainOptions o) {
   }
   if (cfg.max_position_embeddings < o.seq) cfg.max_position_embeddings = o.seq;
   Transformer model(cfg);
+  model.plan_held_base(base);  // a bf16 / int4 base is held as it loads (or is drawn): never the f32 model whole
   std::string weights = o.model_dir.empty() ? "" : o.model_dir + "/model.safetensors";
   if (!weights.empty() && std::filesystem::exists(weights)) {
     io::load_hf_weights(model, io::SafetensorsFile::open(weights));
   } else {
     model.init_random(0);
+  }
+  const double load_peak_mib = peak_resident_mib();
+  std::unique_ptr<LoraAdapters> lora;
+  if (o.lora > 0) {
+    LoraConfig lc;
+    lc.rank = o.lora;
+    lc.alpha = 2.0 * static_cast<double>(o.lora);
+    lc.targets = {LoraTarget::q,    LoraTarget::k,  LoraTarget::v,   LoraTarget::o,
+                  LoraTarget::gate, LoraTarget::up, LoraTarget::down};
+    lc.base = base;
+    lc.validate("--lora");
+    lora = std::make_unique<LoraAdapters>(cfg, lc);
+    lora->init(0);
+    model.attach_lora(lora.get());  // holds the base (done already when it was planned)
+    model.set_base_frozen(true);
   }
   model.set_precision(prec);
   model.set_recompute(o.recompute);
@@ -93,15 +117,17 @@ int bench_train(BenchTrainOptions o) {
   tc.lr.peak = 1e-4;
   tc.micro_batch = o.micro_batch;
   Trainer trainer(model, tc);
+  if (lora) trainer.optimizer().train_adapters(lora.get());
   std::vector<int32_t> tokens(static_cast<size_t>(o.batch * o.seq));
   Rng rng(1234, 0);
   for (auto& t : tokens) t = static_cast<int32_t>(rng.next_u32() % static_cast<uint32_t>(cfg.vocab_size));
   if (!o.json)
-    std::printf("temper bench train: %s (%.1fM params), batch %lld x seq %lld, %d threads, %s, isa %s, gemm %s%s\n",
+    std::printf("temper bench train: %s (%.1fM params), batch %lld x seq %lld, %d threads, %s, isa %s, gemm %s%s%s\n",
                 cfg.summary().c_str(), model.num_params() / 1e6, static_cast<long long>(o.batch),
                 static_cast<long long>(o.seq), num_threads(), o.dtype.c_str(), std::string(isa_name(cpu_isa())).c_str(),
                 std::string(kernels::gemm_backend_name(kernels::gemm_backend())).c_str(),
-                o.recompute ? ", recompute" : "");
+                o.recompute ? ", recompute" : "",
+                lora ? (", LoRA r=" + std::to_string(o.lora) + " on a " + o.lora_base + " base").c_str() : "");
   StepStats st;
   for (int i = 0; i < o.warmup; ++i) st = trainer.step(tokens.data(), nullptr, o.batch, o.seq);
   profile_reset();
@@ -133,6 +159,9 @@ int bench_train(BenchTrainOptions o) {
                       {"peak_rss_mb", std::round(peak_resident_mib() * 10) / 10},
                       {"activation_mb", std::round(model.activation_bytes() / 1048576.0 * 10) / 10},
                       {"recompute", o.recompute},
+                      {"lora", o.lora},
+                      {"lora_base", o.lora_base},
+                      {"load_peak_rss_mb", std::round(load_peak_mib * 10) / 10},
                       {"final_loss", st.loss}};
   add_cpu_fields(j);  // cpu, isa, amx, bf16_gemm, gemm
   if (o.profile) {

@@ -1,6 +1,8 @@
 // `temper bench train`: forward + backward + AdamW throughput of the training step on a built-in
 // shape or a Hugging Face model directory, random tokens, printed as one JSON line (the fields
-// bench/peers/torch_train.py prints too, so `make bench` can compare them side by side).
+// bench/peers/torch_train.py prints too, so `make bench` can compare them side by side). With --lora R the
+// step trains LoRA adapters on q, k, v, o, gate, up, down over a frozen base kept f32, bf16 or int4 (QLoRA; held as
+// it loads), and the JSON adds the load's peak RSS.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +24,8 @@ struct BenchTrainOptions {
   bool quick = false;  // tiny shape, small batch: a smoke run of the whole step
   bool print_config = false;   // print the shape's config.json (io::hf_config_json) instead of running
   std::string device = "cpu";  // cpu, cuda[:N], mirror: the step's passes and the optimizer on that device
+  int64_t lora = 0;            // LoRA rank (alpha 2 x rank) on all seven products; 0: full fine-tuning
+  std::string lora_base = "f32";  // the frozen base under the adapters: f32, bf16 or int4 (Transformer::hold_base)
 };
 
 int bench_train(BenchTrainOptions o);

@@ -30,6 +30,12 @@ CLI::App* add_bench_train_command(CLI::App& bench, BenchTrainOptions& o) {
   train->add_flag("--print-config", o.print_config,
                   "Print the shape's Hugging Face config.json (the PyTorch peers build from it) and exit");
   train->add_option("--device", o.device, "cpu, cuda, cuda:N or mirror")->capture_default_str();
+  train->add_option("--lora", o.lora, "LoRA rank on q,k,v,o,gate,up,down (alpha 2 x rank; 0: full fine-tuning)")
+      ->capture_default_str();
+  train
+      ->add_option("--lora-base", o.lora_base,
+                   "The frozen base under --lora: f32, bf16 or int4 (QLoRA), held as it loads")
+      ->capture_default_str();
   return train;
 }
 

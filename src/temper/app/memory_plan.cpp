@@ -3,8 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <utility>
+#include <vector>
 
 #include "temper/app/model_source.h"
 #include "temper/core/error.h"
@@ -374,16 +377,51 @@ class PlanBuilder {
   // The process itself, a held base's load peak, the device's runtime.
   void process() {
     add("runtime", kHostRuntime, "binary, libraries, threads", true);
-    if (held_) {  // the f32 weights are loaded whole before the base is held: the peak is the larger of the two
+    if (held_) {  // the products are held as they load (Transformer::plan_held_base): the load's peak is bounded
       double steady = 0;
       for (const MemoryItem& i : p_.items) steady += i.bytes;
-      add("loading (transient)", 4 * flat_ + kHostRuntime - steady,
-          "the f32 weights whole before the base is held: the peak is the load's", true);
+      p_.load_bytes = load_peak();
+      add("loading (transient)", p_.load_bytes - steady,
+          "the held base, the f32 rest and one product's f32 values and file bytes, over what the steps hold", true);
     }
     if (dev_ == Dev::cuda) {
       add("runtime (device)", kCudaRuntime, "CUDA context, cuBLAS workspaces", false);
       if (!lora_) add("host copies", 12 * flat_, "f32 weights, AdamW moments pulled for checkpoints", true);
     }
+  }
+
+  // A held base's load (io::load_hf_weights, load_gguf_weights, init_random: the tensors in layout order), followed
+  // tensor by tensor: the runtime, the f32 rest written so far, the products held so far, the f32 values of the
+  // product being written (its pages go back once its last tensor is written and it is held), and the tensor being
+  // copied's bytes in the file (given back once copied; 4 B a value at most). The peak over the load.
+  double load_peak() const {
+    const double held = FrozenBase::bytes_for(cfg_, s_.qlora ? LoraBase::int4 : LoraBase::bf16) / linear_;  // a value
+    const int64_t C = cfg_.hidden_size, Hq = cfg_.num_heads * cfg_.head_dim, F = cfg_.intermediate_size;
+    std::vector<std::pair<int64_t, int64_t>> products;  // [begin, end) in the flat layout
+    for (const LayerOffsets& o : layout_.layers)
+      for (auto [at, n] : {std::pair{o.w_qkv, cfg_.qkv_dim() * C}, std::pair{o.w_o, C * Hq},
+                           std::pair{o.w_gu, 2 * F * C}, std::pair{o.w_down, C * F}})
+        products.emplace_back(at, at + n);
+    std::sort(products.begin(), products.end());
+    double rest = 0, held_values = 0, peak = 0;
+    int64_t product_written = 0;  // of the product being written
+    for (const ParamEntry& e : layout_.entries()) {
+      const double n = static_cast<double>(e.numel()), file = 4 * n;
+      auto p = std::upper_bound(products.begin(), products.end(), std::pair{e.offset, INT64_MAX});
+      const bool in_product = p != products.begin() && e.offset < std::prev(p)->second;
+      if (!in_product) {
+        rest += n;
+        peak = std::max(peak, 4 * rest + held * held_values + file);
+        continue;
+      }
+      const int64_t size = std::prev(p)->second - std::prev(p)->first;
+      product_written += e.numel();
+      const bool done = product_written == size;  // held now: its bytes beside its f32 values until they go
+      peak = std::max(peak, 4 * rest + held * (held_values + (done ? static_cast<double>(size) : 0)) +
+                                4 * static_cast<double>(product_written) + file);
+      if (done) held_values += static_cast<double>(size), product_written = 0;
+    }
+    return kHostRuntime + peak;
   }
 
   const ModelConfig& cfg_;

@@ -2,8 +2,9 @@
 // nothing is allocated, so it answers "does it fit?" for models far larger than this machine (`temper info`,
 // `temper train` before loading). Counts what the Transformer, the Optimizer, the rollout engine, the reference and
 // the teacher hold (transformer.cpp, optimizer.cpp, cuda_transformer.cpp, kv_pool.cpp, kept_activations.cpp).
-// Leaves out: allocator slack and fragmentation, and a model file's pages while it loads. LoRA's bf16 / int4 base is
-// planned as the CPU holds it (lora_held) or as the issue designs it for devices (everything in bf16 / int4).
+// Leaves out: allocator slack and fragmentation, and a model file read whole (TEMPER_LOAD=copy; mmapped, each tensor's
+// pages are given back once copied). LoRA's bf16 / int4 base is planned as the CPU holds it (lora_held) or as the issue
+// designs it for devices (everything in bf16 / int4).
 #pragma once
 
 #include <cstdint>
@@ -51,8 +52,9 @@ struct MemorySettings {
   bool lora_full_base = false;
   // The bf16 / int4 base as the CPU Transformer holds it (Transformer::hold_base, [lora] base = "bf16" / "int4"):
   // the block products in FrozenBase's bytes, the rest (embeddings, LM head, norms) f32 with its gradients, a
-  // product's dequantised panel, and the load's peak (the f32 weights are loaded whole, then held). false: the
-  // design figures (the rest in bf16 too, no gradients: what a device path would hold; planned, not built).
+  // product's dequantised panel, and the load's peak (the products held as they load: the held base, the f32 rest
+  // and one product's working set). false: the design figures (the rest in bf16 too, no gradients: what a device
+  // path would hold; planned, not built).
   bool lora_held = false;
   int64_t lora_trainable = 0;  // the adapters' parameters when known (0: rank x (in + out) on all seven products)
   std::optional<ModelConfig> teacher;  // a [teacher] model: its weights, KV cache (teacher_kv_mb) and forward
@@ -74,6 +76,9 @@ struct MemoryPlan {
   int64_t trainable = 0;        // those trained (adapters with LoRA)
   int64_t tokens = 0;           // of a micro-batch
   bool on_device = false;       // cuda or mirror: the device's items are counted apart from the host's
+  // A held base (lora_held): the host's peak while the weights load, runtime included (the items' "loading
+  // (transient)" is what it adds over the rest of the plan). 0 otherwise.
+  double load_bytes = 0;
   double device_bytes() const;  // what the device holds (cpu: everything)
   double host_bytes() const;    // what the host holds beside it (cpu: the same as device_bytes)
 };

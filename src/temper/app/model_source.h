@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "temper/io/gguf_value.h"
+#include "temper/model/lora.h"
 #include "temper/model/transformer.h"
 #include "temper/text/tokenizer.h"
 
@@ -27,7 +28,9 @@ struct LoadedModel {
 
 bool is_gguf_path(const std::string& path);
 
-LoadedModel load_model(const std::string& path);
+// held: bf16 / int4 holds the block products in that format as they load (Transformer::plan_held_base; LoRA's
+// [lora] base): the f32 model never exists whole. f32: the model as the file has it.
+LoadedModel load_model(const std::string& path, LoraBase held = LoraBase::f32);
 // Only the tokenizer (fast: no weights are read). Throws naming the file when there is none.
 std::shared_ptr<const text::Tokenizer> load_tokenizer(const std::string& path);
 

@@ -44,6 +44,7 @@
 #include "temper/dist/communicator.h"
 #include "temper/io/atomic_file.h"
 #include "temper/io/peft_adapter.h"
+#include "temper/model/frozen_base.h"
 #include "temper/report/html_report.h"
 #include "temper/report/metrics_sink.h"
 #include "temper/report/progress.h"
@@ -358,6 +359,9 @@ void TrainRun::start_env() {
 // models, or a real model's shape for measuring steps on a GPU), or a model path; on its device.
 void TrainRun::load_policy() {
   const ModelSection& m = cfg_.model;
+  // [lora] base = "bf16" / "int4": the block products are held as they load or are drawn (the f32 model is never
+  // whole; attach_lora's hold_base then finds the base held).
+  const LoraBase held = cfg_.lora ? cfg_.lora->config.base : LoraBase::f32;
   if (m.path.empty()) {
     const std::string presets = join_words({std::begin(kTrainPresets), std::end(kTrainPresets)}, ", ");
     TEMPER_CHECK(std::find(std::begin(kTrainPresets), std::end(kTrainPresets), m.preset) != std::end(kTrainPresets))
@@ -366,11 +370,12 @@ void TrainRun::load_policy() {
     ModelConfig mc = model_config_preset(m.preset);
     if (m.context > 0) mc.max_position_embeddings = m.context;
     policy_ = std::make_unique<Transformer>(mc);
+    policy_->plan_held_base(held);
     policy_->init_random(m.seed);
     tok_ = std::make_shared<text::Tokenizer>(byte_tokenizer());
     eos_ids_ = {tok_->eos_id()};
   } else {
-    LoadedModel lm = load_model(m.path);
+    LoadedModel lm = load_model(m.path, held);
     policy_ = std::move(lm.model);
     tok_ = lm.tokenizer;
     eos_ids_ = lm.eos_ids;
@@ -437,10 +442,13 @@ Transformer* TrainRun::reference() const {
 // regardless of the filesystem or the build).
 void TrainRun::sync_weights() {
   if (comm_.size() == 1) return;
-  if (!policy_->held_base()) {  // a held base's f32 pages are released: each rank quantises the same weights
+  if (const FrozenBase* held = policy_->held_base()) {  // held as loaded: each rank quantised the same weights
+    for (const ParamEntry& e : policy_->layout().entries())
+      if (!held->covers(e.offset, e.numel())) comm_.broadcast(policy_->params() + e.offset, e.numel(), 0);
+  } else {
     comm_.broadcast(policy_->params(), policy_->flat_size(), 0);
-    policy_->params_updated();
   }
+  policy_->params_updated();
   if (lora_) comm_.broadcast(lora_->params(), lora_->size(), 0);
 }
 

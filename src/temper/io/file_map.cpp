@@ -53,6 +53,7 @@ FileBytes file_bytes(const std::string& path, size_t min_size, const char* what)
     TEMPER_CHECK(m != MAP_FAILED) << path << ": mmap failed (" << std::strerror(err) << ")";
     fb.keep = std::shared_ptr<void>(m, [size](void* p) { ::munmap(p, size); });
     fb.data = static_cast<const uint8_t*>(m);
+    fb.mapped = true;
     return fb;
   }
   void* buf = nullptr;
@@ -78,6 +79,15 @@ FileBytes file_bytes(const std::string& path, size_t min_size, const char* what)
   ::close(fd);
   fb.data = static_cast<const uint8_t*>(buf);
   return fb;
+}
+
+void file_bytes_release(bool mapped, const void* p, size_t n) {
+  if (!mapped || n == 0) return;
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t b = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const uintptr_t e = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
+  // A private read-only file mapping never written: its pages are the file's, read again on the next access.
+  if (b < e) ::madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);  // advice: a failure only keeps them
 }
 
 }  // namespace temper::io

@@ -270,6 +270,7 @@ GgufFile GgufFile::open(const std::string& path) {
   GgufFile f;
   f.path_ = path;
   f.map_ = fb.keep;
+  f.mapped_ = fb.mapped;
   f.base_ = fb.data;
   f.size_ = fb.size;
   GgufParser(f).parse();
@@ -413,6 +414,11 @@ const GgufTensorInfo& GgufFile::tensor(const std::string& name) const {
 
 const uint8_t* GgufFile::tensor_data(const GgufTensorInfo& t) const {
   return base_ + data_offset_ + t.offset;
+}
+
+void GgufFile::release(const std::string& name) const {
+  const GgufTensorInfo& t = tensor(name);
+  file_bytes_release(mapped_, tensor_data(t), static_cast<size_t>(t.nbytes));
 }
 
 QuantView GgufFile::quant_view(const std::string& name) const {

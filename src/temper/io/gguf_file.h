@@ -82,11 +82,14 @@ class GgufFile {
   Tensor dequantize(const std::string& name) const;
   // Into dst of n floats (n must equal the tensor's element count).
   void dequantize_into(const std::string& name, float* dst, int64_t n) const;
+  // Done with the tensor's bytes (copied into a model): its pages leave the resident memory (file_bytes_release).
+  void release(const std::string& name) const;
 
  private:
   friend class GgufParser;
   std::string path_;
   std::shared_ptr<void> map_;  // keeps the mapping alive while views exist
+  bool mapped_ = false;
   const uint8_t* base_ = nullptr;
   uint64_t size_ = 0;
   uint32_t version_ = 0;

@@ -336,6 +336,8 @@ void load_gguf_weights(Transformer& model, const GgufFile& f) {
     }
     if (shifted && gguf_is_norm(e.name))  // llama.cpp stores Gemma's norms as 1 + w
       for (int64_t i = 0; i < e.numel(); ++i) dst[i] -= 1.0f;
+    f.release(g);                               // the file's pages of it: read once
+    model.params_written(e.offset, e.numel());  // its final values (un-permuted, shifted): a held base takes them
   }
   model.params_updated();
 }

@@ -51,7 +51,8 @@ bool gguf_is_norm(const std::string& hf_name);
 // and calls model.params_updated(). Every parameter must be present with the shape the config
 // implies, and every tensor of the file must be a parameter (else it holds a different model);
 // errors name the file, the GGUF tensor and its HF name. Tensors of a type temper cannot decode
-// are refused by name.
+// are refused by name. As io::load_hf_weights, each tensor's file pages are given back once it is read and the model
+// told (Transformer::params_written) with its final values.
 void load_gguf_weights(Transformer& model, const GgufFile& f);
 
 }  // namespace temper::io

@@ -70,9 +70,10 @@ HfModelDir read_hf_model_dir(const std::string& dir) {
   return d;
 }
 
-Transformer load_hf_model(const HfModelDir& d) {
+Transformer load_hf_model(const HfModelDir& d, LoraBase held) {
   TEMPER_CHECK(d.has_weights) << d.dir << ": no model.safetensors or model.safetensors.index.json";
   Transformer m(d.config);
+  m.plan_held_base(held);
   load_hf_weights(m, SafetensorsSet::open(d.dir));
   return m;
 }

@@ -9,6 +9,7 @@
 
 #include "temper/core/dtype.h"
 #include "temper/model/config.h"
+#include "temper/model/lora.h"
 #include "temper/model/transformer.h"
 
 namespace temper::io {
@@ -25,8 +26,9 @@ struct HfModelDir {
 
 bool is_hf_model_dir(const std::string& path);
 HfModelDir read_hf_model_dir(const std::string& dir);
-// Loads config and weights into a new Transformer.
-Transformer load_hf_model(const HfModelDir& d);
+// Loads config and weights into a new Transformer; with `held` bf16 / int4 its block products are held as they load
+// (Transformer::plan_held_base: the f32 model never whole).
+Transformer load_hf_model(const HfModelDir& d, LoraBase held = LoraBase::f32);
 
 struct HfExportOptions {
   DType dtype = DType::f32;  // f32, bf16 or f16 weights

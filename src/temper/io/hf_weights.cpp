@@ -28,6 +28,8 @@ void load_hf_weights(Transformer& model, const SafetensorsSet& file, ExtraTensor
     TEMPER_CHECK(t.shape() == e.shape) << file.file_of(e.name) << ": tensor '" << e.name << "' has shape " << t.shape().str()
                                        << ", the config implies " << e.shape.str();
     copy_to_f32(t, model.params() + e.offset, e.numel(), file.file_of(e.name) + ": tensor '" + e.name + "'");
+    file.release(e.name);                       // the file's pages of it: read once
+    model.params_written(e.offset, e.numel());  // a planned held base takes the products as they complete
   }
   model.params_updated();
 }

@@ -36,6 +36,7 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   SafetensorsFile f;
   f.path_ = path;
   f.map_ = fb.keep;
+  f.mapped_ = fb.mapped;
   const char* base = reinterpret_cast<const char*>(fb.data);
   uint64_t hlen;
   std::memcpy(&hlen, base, 8);
@@ -107,6 +108,11 @@ Tensor SafetensorsFile::get(const std::string& name) const {
   auto it = tensors_.find(name);
   TEMPER_CHECK(it != tensors_.end()) << path_ << ": no tensor named '" << name << "'";
   return it->second;
+}
+
+void SafetensorsFile::release(const std::string& name) const {
+  const Tensor t = get(name);
+  file_bytes_release(mapped_, t.raw(), t.nbytes());
 }
 
 std::vector<std::string> SafetensorsFile::names() const {

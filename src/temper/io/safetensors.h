@@ -19,12 +19,15 @@ class SafetensorsFile {
   const std::string& path() const { return path_; }
   bool has(const std::string& name) const { return tensors_.count(name) != 0; }
   Tensor get(const std::string& name) const;  // a view into the mapping; throws naming the tensor
+  // Done with the tensor's bytes (copied into a model): its pages leave the resident memory (file_bytes_release).
+  void release(const std::string& name) const;
   std::vector<std::string> names() const;
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
 
  private:
   std::string path_;
   std::shared_ptr<void> map_;  // keeps the mapping alive while views exist
+  bool mapped_ = false;
   std::map<std::string, Tensor> tensors_;
   std::map<std::string, std::string> metadata_;
 };

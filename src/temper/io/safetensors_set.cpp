@@ -69,6 +69,12 @@ Tensor SafetensorsSet::get(const std::string& name) const {
   return files_[it->second].get(name);
 }
 
+void SafetensorsSet::release(const std::string& name) const {
+  auto it = where_.find(name);
+  TEMPER_CHECK(it != where_.end()) << path_ << ": no tensor named '" << name << "'";
+  files_[it->second].release(name);
+}
+
 std::vector<std::string> SafetensorsSet::names() const {
   std::vector<std::string> v;
   for (auto& [k, i] : where_) v.push_back(k);

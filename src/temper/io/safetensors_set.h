@@ -21,6 +21,7 @@ class SafetensorsSet {
   const std::string& path() const { return path_; }
   bool has(const std::string& name) const { return where_.count(name) != 0; }
   Tensor get(const std::string& name) const;
+  void release(const std::string& name) const;  // SafetensorsFile::release
   std::vector<std::string> names() const;
   const std::string& file_of(const std::string& name) const;
   size_t num_files() const { return files_.size(); }

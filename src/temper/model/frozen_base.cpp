@@ -42,22 +42,40 @@ double int4_bytes(int64_t N, int64_t K) {  // quantize_int4's rows layout: q, f3
 
 FrozenBase::FrozenBase(const ModelConfig& cfg, const ParamLayout& layout, const float* params, LoraBase format,
                        int64_t panel_floats)
-    : format_(format), panel_floats_(panel_floats), weights_(block_products(cfg, layout)) {
+    : FrozenBase(cfg, layout, format, panel_floats) {
+  for (const Weight& w : weights_) take(w.offset, params + w.offset);
+}
+
+FrozenBase::FrozenBase(const ModelConfig& cfg, const ParamLayout& layout, LoraBase format, int64_t panel_floats)
+    : format_(format), panel_floats_(panel_floats), weights_(block_products(cfg, layout)), taken_(weights_.size(), 0) {
   TEMPER_CHECK(format == LoraBase::bf16 || format == LoraBase::int4)
       << "frozen base: the held format must be bf16 or int4 (f32 is the model's own weights)";
-  if (format == LoraBase::bf16) {
-    size_t n = 0;
-    for (Weight& w : weights_) {
-      w.at16 = n;
-      n += static_cast<size_t>(w.N * w.K);
-    }
-    bf16_ = Tensor::empty({static_cast<int64_t>(n)}, DType::bf16);
-    for (const Weight& w : weights_)
-      kernels::convert_to_bf16(params + w.offset, bf16_.data<uint16_t>() + w.at16, w.N * w.K);
-    return;
+  if (format != LoraBase::bf16) return;
+  size_t n = 0;
+  for (Weight& w : weights_) {
+    w.at16 = n;
+    n += static_cast<size_t>(w.N * w.K);
   }
-  for (Weight& w : weights_)
-    kernels::quantize_int4(params + w.offset, w.N, w.K, w.K, kInt4Group, &w.q4, kernels::Int4Layout::rows);
+  bf16_ = Tensor::empty({static_cast<int64_t>(n)}, DType::bf16);  // lazily zeroed: pages cost memory as taken
+}
+
+void FrozenBase::take(int64_t offset, const float* W) {
+  const Weight* found = find(offset);
+  TEMPER_CHECK(found) << "frozen base: no held weight at offset " << offset;
+  const size_t i = static_cast<size_t>(found - weights_.data());
+  TEMPER_CHECK(!taken_[i]) << "frozen base: the weight at offset " << offset << " is held already";
+  Weight& w = weights_[i];
+  if (format_ == LoraBase::bf16)
+    kernels::convert_to_bf16(W, bf16_.data<uint16_t>() + w.at16, w.N * w.K);
+  else
+    kernels::quantize_int4(W, w.N, w.K, w.K, kInt4Group, &w.q4, kernels::Int4Layout::rows);
+  taken_[i] = 1;
+  ++taken_count_;
+}
+
+bool FrozenBase::taken(int64_t offset) const {
+  const Weight* w = find(offset);
+  return w && taken_[static_cast<size_t>(w - weights_.data())];
 }
 
 const FrozenBase::Weight* FrozenBase::find(int64_t offset) const {
@@ -69,15 +87,22 @@ const FrozenBase::Weight* FrozenBase::find(int64_t offset) const {
 const FrozenBase::Weight& FrozenBase::at(int64_t offset) const {
   const Weight* w = find(offset);
   TEMPER_CHECK(w) << "frozen base: no held weight at offset " << offset;
+  TEMPER_CHECK(complete()) << "frozen base: " << weights_.size() - taken_count_
+                           << " weight(s) not taken yet (the base is still loading)";
   return *w;
 }
 
-bool FrozenBase::covers(int64_t offset, int64_t n) const {
+const FrozenBase::Weight* FrozenBase::containing(int64_t offset) const {
   auto it = std::upper_bound(weights_.begin(), weights_.end(), offset,
                              [](int64_t o, const Weight& w) { return o < w.offset; });
-  if (it == weights_.begin()) return false;
+  if (it == weights_.begin()) return nullptr;
   --it;
-  return offset + n <= it->offset + it->N * it->K;
+  return offset < it->offset + it->N * it->K ? &*it : nullptr;
+}
+
+bool FrozenBase::covers(int64_t offset, int64_t n) const {
+  const Weight* w = containing(offset);
+  return w && offset + n <= w->offset + w->N * w->K;
 }
 
 int64_t FrozenBase::panel_rows(const Weight& w) const {
@@ -131,22 +156,26 @@ void FrozenBase::dequantize_into(float* params) const {
 }
 
 void FrozenBase::release_in(float* flat) const {
+  for (const Weight& w : weights_) release_in(flat, w.offset);
+}
+
+void FrozenBase::release_in(float* flat, int64_t offset) const {
+  const Weight* w = find(offset);
+  TEMPER_CHECK(w) << "frozen base: no held weight at offset " << offset;
   const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  for (const Weight& w : weights_) {
-    char* b = reinterpret_cast<char*>(flat + w.offset);
-    char* e = reinterpret_cast<char*>(flat + w.offset + w.N * w.K);
-    char* pb = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(b) + page - 1) / page * page);
-    char* pe = reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(e) / page * page);
-    if (pb >= pe) {
-      std::memset(b, 0, static_cast<size_t>(e - b));
-      continue;
-    }
-    std::memset(b, 0, static_cast<size_t>(pb - b));  // the partial pages at the ends: zeroed, shared with neighbours
-    std::memset(pe, 0, static_cast<size_t>(e - pe));
-    // Private anonymous memory (mmap or the heap): the pages read as zeros again and cost nothing until written.
-    TEMPER_CHECK(::madvise(pb, static_cast<size_t>(pe - pb), MADV_DONTNEED) == 0)
-        << "frozen base: madvise(MADV_DONTNEED) failed on the released weights";
+  char* b = reinterpret_cast<char*>(flat + w->offset);
+  char* e = reinterpret_cast<char*>(flat + w->offset + w->N * w->K);
+  char* pb = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(b) + page - 1) / page * page);
+  char* pe = reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(e) / page * page);
+  if (pb >= pe) {
+    std::memset(b, 0, static_cast<size_t>(e - b));
+    return;
   }
+  std::memset(b, 0, static_cast<size_t>(pb - b));  // the partial pages at the ends: zeroed, shared with neighbours
+  std::memset(pe, 0, static_cast<size_t>(e - pe));
+  // Private anonymous memory (mmap or the heap): the pages read as zeros again and cost nothing until written.
+  TEMPER_CHECK(::madvise(pb, static_cast<size_t>(pe - pb), MADV_DONTNEED) == 0)
+      << "frozen base: madvise(MADV_DONTNEED) failed on the released weights";
 }
 
 size_t FrozenBase::bytes() const {

@@ -34,6 +34,10 @@ class FrozenBase {
   // size (tests use small ones to cut every product into several).
   FrozenBase(const ModelConfig& cfg, const ParamLayout& layout, const float* params, LoraBase format,
              int64_t panel_floats = kPanelFloats);
+  // Empty: the held weights' places, none taken yet (take() fills each; products need them all). A model loading
+  // into a held base (Transformer::plan_held_base) takes each weight as soon as its values are loaded, never holding
+  // the f32 model whole; the constructor above is this one and a take() of every weight.
+  FrozenBase(const ModelConfig& cfg, const ParamLayout& layout, LoraBase format, int64_t panel_floats = kPanelFloats);
 
   LoraBase format() const { return format_; }
   // One held weight: W [N, K] (a product y = x W^T of N outputs and K inputs) at `offset` in the flat layout.
@@ -47,6 +51,14 @@ class FrozenBase {
   bool holds(int64_t offset) const { return find(offset) != nullptr; }
   // Whether a flat-layout entry [offset, offset + n) lies inside a held weight (q/k/v_proj inside the fused qkv).
   bool covers(int64_t offset, int64_t n) const;
+  // The held weight whose range holds flat index `offset` (null: none).
+  const Weight* containing(int64_t offset) const;
+
+  // Holds the weight at `offset` from its values W [N, K] (row-major): bf16 or int4, the same bytes whenever and in
+  // whatever order the weights are taken. Each weight once.
+  void take(int64_t offset, const float* W);
+  bool taken(int64_t offset) const;
+  bool complete() const { return taken_count_ == weights_.size(); }  // every weight taken: the products may run
 
   // y[M, N] = x[M, K] W^T (+ y when beta = 1), the weight at `offset`; precision as kernels::gemm's. The products
   // only read the held values (each calling thread dequantises into its own panel), so several threads may run them
@@ -63,6 +75,7 @@ class FrozenBase {
   // Zeroes every held weight's range of a flat buffer of the layout and gives its whole pages back to the system
   // (madvise MADV_DONTNEED: lazily zeroed again, no memory until written): the f32 values and gradients not kept.
   void release_in(float* flat) const;
+  void release_in(float* flat, int64_t offset) const;  // the same for the one weight at `offset`
 
   size_t bytes() const;  // held: the bf16 values or int4 bytes with scales and zeros (not the panel)
   // What bytes() is for a model of this config, computed without weights (the memory plan).
@@ -77,6 +90,8 @@ class FrozenBase {
   LoraBase format_;
   int64_t panel_floats_;
   std::vector<Weight> weights_;
+  std::vector<char> taken_;  // by weight
+  size_t taken_count_ = 0;
   Tensor bf16_;  // bf16: every held weight, one after another
 };
 

@@ -54,7 +54,8 @@ int64_t Transformer::num_params() const {
 void Transformer::attach_device(std::shared_ptr<DeviceModel> device) {
   TEMPER_CHECK(!device || !lora_) << "attach_device: LoRA adapters are attached and run on the CPU only (detach them "
                                      "with attach_lora(nullptr) first)";
-  TEMPER_CHECK(!device || !base_) << "attach_device: the base is held as bf16/int4 ([lora] base), on the CPU only";
+  TEMPER_CHECK(!device || (!base_ && !holding_))
+      << "attach_device: the base is held as bf16/int4 ([lora] base), on the CPU only";
   pull_params();
   if (device_) device_->release_moments();  // an optimizer's moments go back to its host buffers
   device_ = std::move(device);
@@ -83,15 +84,59 @@ void Transformer::attach_lora(LoraAdapters* adapters) {
 
 void Transformer::hold_base(LoraBase format) {
   if (format == LoraBase::f32) return;
-  TEMPER_CHECK(!base_ || base_->format() == format)
-      << "hold_base: the base is held as " << lora_base_name(base_->format()) << " already, not "
-      << lora_base_name(format);
+  const FrozenBase* b = base_ ? base_.get() : holding_.get();
+  TEMPER_CHECK(!b || b->format() == format)
+      << "hold_base: the base is held as " << lora_base_name(b->format()) << " already, not " << lora_base_name(format);
   if (base_) return;
   TEMPER_CHECK(!device_) << "hold_base: this model runs on a device; a bf16/int4 base runs on the CPU only so far";
   pull_params();
-  base_ = std::make_shared<const FrozenBase>(cfg_, layout_, params_.data<float>(), format);
-  base_->release_in(params_.data<float>());
-  base_->release_in(grads_.data<float>());
+  if (!holding_) plan_held_base(format);
+  // What was not taken as it was written (all of it when no load reported, as after init or a whole f32 load).
+  for (const FrozenBase::Weight& w : holding_->weights())
+    if (!holding_->taken(w.offset)) take_held(w.offset);
+  finish_held_base();
+}
+
+void Transformer::plan_held_base(LoraBase format) {
+  if (format == LoraBase::f32) return;
+  const FrozenBase* b = base_ ? base_.get() : holding_.get();
+  if (b) {
+    TEMPER_CHECK(b->format() == format) << "plan_held_base: the base is held as " << lora_base_name(b->format())
+                                        << " already, not " << lora_base_name(format);
+    return;
+  }
+  TEMPER_CHECK(!device_) << "plan_held_base: this model runs on a device; a bf16/int4 base runs on the CPU only so far";
+  holding_ = std::make_shared<FrozenBase>(cfg_, layout_, format);
+  unwritten_.clear();
+  for (const FrozenBase::Weight& w : holding_->weights()) unwritten_.push_back(w.N * w.K);
+}
+
+void Transformer::params_written(int64_t offset, int64_t n) {
+  if (!holding_ || n <= 0) return;
+  const FrozenBase::Weight* w = holding_->containing(offset);
+  if (!w) return;  // not a held product's
+  TEMPER_CHECK(offset + n <= w->offset + w->N * w->K)
+      << "params_written: [" << offset << ", " << offset + n << ") runs past the held product at " << w->offset;
+  int64_t& left = unwritten_[static_cast<size_t>(w - holding_->weights().data())];
+  TEMPER_CHECK(n <= left) << "params_written: the product at " << w->offset
+                          << " was written whole already (it is held now: its f32 values are gone)";
+  left -= n;
+  if (left > 0) return;
+  take_held(w->offset);
+  if (holding_->complete()) finish_held_base();
+}
+
+void Transformer::take_held(int64_t offset) {
+  float* p = params_.data<float>();
+  holding_->take(offset, p + offset);
+  holding_->release_in(p, offset);
+}
+
+void Transformer::finish_held_base() {
+  base_ = std::move(holding_);
+  holding_.reset();
+  unwritten_.clear();
+  base_->release_in(grads_.data<float>());  // never written for the products: the zeros they read already
   params_bf16_ = params_bf16p_ = params_f32p_ = Tensor();  // remade without the held products (forward_weights)
   packed_at_.clear();
   ++params_version_;
@@ -104,6 +149,7 @@ void Transformer::share_weights(const Transformer& from) {
       << "share_weights: the models' shapes differ (" << from.layout_.total() << " and " << layout_.total()
       << " weights)";
   TEMPER_CHECK(!base_ || base_ == from.base_) << "share_weights: this model holds a base of its own already";
+  TEMPER_CHECK(!holding_ && !from.holding_) << "share_weights: a base is still being held (plan_held_base)";
   params_ = from.params_;  // the same storage: no copy
   base_ = from.base_;
   params_bf16_ = params_bf16p_ = params_f32p_ = Tensor();  // remade from the shared values at the next pass
@@ -127,6 +173,9 @@ Tensor Transformer::param(const std::string& name) const {
   const ParamEntry& e = layout_.at(name);
   TEMPER_CHECK(!base_ || !base_->covers(e.offset, e.numel()))
       << name << " is held in the frozen base as " << lora_base_name(base_->format()) << ": it has no f32 values";
+  const FrozenBase::Weight* w = holding_ ? holding_->containing(e.offset) : nullptr;
+  TEMPER_CHECK(!w || !holding_->taken(w->offset))
+      << name << " is held in the frozen base as " << lora_base_name(holding_->format()) << ": it has no f32 values";
   return Tensor::wrap(params_.data<float>() + e.offset, e.shape, DType::f32);
 }
 
@@ -150,6 +199,7 @@ void Transformer::init_random(uint64_t seed, float std) {
     } else {
       rng_fill_normal(seed, i, std::span<float>(p, static_cast<size_t>(e.numel())), 0.f, std);
     }
+    params_written(e.offset, e.numel());  // a planned held base takes each product as it is drawn
   }
   params_updated();
 }

@@ -112,8 +112,19 @@ class Transformer {
   // taken into a FrozenBase and their f32 values and gradients released (params() and grads() read zeros there from
   // now on, param() refuses them); every CPU pass multiplies by the held values and the base is frozen for good.
   // attach_lora does it for adapters whose config asks for it. CPU only; not undone by detaching the adapters.
+  // Completes a base planned by plan_held_base: the products not taken as they were written are taken now. On a
+  // base held already in `format`: nothing.
   void hold_base(LoraBase format);
-  const FrozenBase* held_base() const { return base_.get(); }
+  const FrozenBase* held_base() const { return base_.get(); }  // null until every product is held
+  // Before loading or initialising: the block products will be held as `format` (bf16 / int4; f32: nothing), and
+  // each is taken into the base and its f32 pages given back as soon as all its values are written (params_written),
+  // so the f32 model never exists whole: loading's peak is the held base, the f32 rest and one product's values. The
+  // held bytes are hold_base's after a whole load, bit for bit. CPU only.
+  void plan_held_base(LoraBase format);
+  // The loaders (io::load_hf_weights, io::load_gguf_weights) and init_random: the flat range [offset, offset + n) of
+  // params() (one parameter entry, or part of one) holds its final values. With a planned base, a product whose
+  // values are all written (a fused qkv: q, k and v) is held now; each value once. Otherwise nothing.
+  void params_written(int64_t offset, int64_t n);
   // This model over `from`'s weights, read-only and without a copy: its flat buffer becomes `from`'s (one storage)
   // and it holds `from`'s held base. For a second model of a frozen base (neither writes the weights from now on):
   // the [rl.async] explorer's snapshot under LoRA, where only the adapters train. What is derived from the weights
@@ -241,6 +252,10 @@ class Transformer {
   bool lora_on_ = true;
   bool base_frozen_ = false;
   std::shared_ptr<const FrozenBase> base_;  // hold_base: the block products' held values (share_weights: shared)
+  std::shared_ptr<FrozenBase> holding_;     // plan_held_base: the base being filled (base_ once complete)
+  std::vector<int64_t> unwritten_;          // holding_'s weights: values not yet written, by weight
+  void take_held(int64_t offset);  // holding_ takes the product at offset from params_ and gives its pages back
+  void finish_held_base();
   std::vector<float> lora_ws_;  // the adapters' products' scratch, sized with the arena (lora workspace_floats)
   Tensor params_bf16_;  // bf16 copy of params for bf16 GEMMs, refreshed when params change
   Tensor params_bf16p_;  // the forward weights packed for kernels::gemm_bf16_packed (where supported)
