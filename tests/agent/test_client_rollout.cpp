@@ -59,15 +59,21 @@ TEST(ClientRollout, AnAgentsCallsBecomeTrajectoriesWithTheTrainingLogprobs) {
   EXPECT_EQ(metric("env/calls"), 2.0);          // two calls per episode
   EXPECT_EQ(metric("env/refused_calls"), 4.0);  // the wrong key, once per episode
   EXPECT_EQ(metric("env/episodes"), 4.0);
-  // Two blocks like this run (two explorer ranks, rl/async_remote.h) merge: counts add, means per episode stay.
+  // Two blocks of a round (two explorer ranks, rl/async_remote.h) merge: counts add, means per episode are weighted
+  // by the blocks' episodes. The second block is made up: 1 episode, every value 1 more (a weighting that ignores the
+  // counts, or a mean over the wrong count, gives other numbers).
+  auto is_count = [](const std::string& k) {
+    return k == "env/failures" || k == "env/refused_calls" || k == "env/episodes";
+  };
+  rl::Metrics b = m;
+  for (auto& [n, v] : b) v = n == "env/episodes" ? 1.0 : v + 1.0;
   rl::Metrics two;
   cr.merge_metrics(two, m);
-  cr.merge_metrics(two, m);
+  cr.merge_metrics(two, b);
   ASSERT_EQ(two.size(), m.size());
   for (size_t i = 0; i < m.size(); ++i) {
-    const bool count =
-        m[i].first == "env/failures" || m[i].first == "env/refused_calls" || m[i].first == "env/episodes";
-    EXPECT_DOUBLE_EQ(two[i].second, count ? 2 * m[i].second : m[i].second) << m[i].first;
+    const double want = is_count(m[i].first) ? m[i].second + b[i].second : (4.0 * m[i].second + b[i].second) / 5.0;
+    EXPECT_DOUBLE_EQ(two[i].first == m[i].first ? two[i].second : NAN, want) << m[i].first;
   }
   ASSERT_GE(traj.size(), 4u);
   int merged = 0;

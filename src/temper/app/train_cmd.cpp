@@ -439,7 +439,8 @@ Transformer* TrainRun::reference() const {
 }
 
 // Every rank starts from rank 0's weights (initialisation and loading are deterministic; this makes it so
-// regardless of the filesystem or the build).
+// regardless of the filesystem or the build), except a bf16/int4 base held as it loaded: each rank holds what it
+// read from model.path, which must be the same file on every node.
 void TrainRun::sync_weights() {
   if (comm_.size() == 1) return;
   if (const FrozenBase* held = policy_->held_base()) {  // held as loaded: each rank quantised the same weights

@@ -1,5 +1,6 @@
 #include "temper/core/memory_info.h"
 
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -43,6 +44,18 @@ double peak_resident_mib() {
   rusage u{};
   if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
   return static_cast<double>(u.ru_maxrss) / 1024.0;  // KiB on Linux
+}
+
+PageSpan whole_pages_in(const void* p, size_t n) {
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t b = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const uintptr_t e = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
+  if (b >= e) return {};
+  return {reinterpret_cast<char*>(b), reinterpret_cast<char*>(e)};
+}
+
+bool drop_pages(PageSpan s) {
+  return s.begin == s.end || ::madvise(s.begin, static_cast<size_t>(s.end - s.begin), MADV_DONTNEED) == 0;
 }
 
 }  // namespace temper

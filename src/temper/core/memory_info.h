@@ -3,6 +3,7 @@
 // the machine (rl.reuse_activations_mb = 0).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace temper {
@@ -13,5 +14,15 @@ int64_t usable_memory_bytes();  // 8 GiB when nothing can be read
 // it cannot be read.
 double resident_mib();
 double peak_resident_mib();
+
+// The whole pages inside [p, p + n) (rounded inward; begin == end when none), and giving them back to the system
+// (madvise MADV_DONTNEED: private anonymous memory reads as zeros again, a private file mapping reads the file
+// again; no memory until touched). drop_pages returns whether the system took the advice.
+struct PageSpan {
+  char* begin = nullptr;
+  char* end = nullptr;
+};
+PageSpan whole_pages_in(const void* p, size_t n);
+bool drop_pages(PageSpan s);
 
 }  // namespace temper

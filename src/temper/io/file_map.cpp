@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "temper/core/error.h"
+#include "temper/core/memory_info.h"
 #include "temper/core/tensor.h"
 
 namespace temper::io {
@@ -83,11 +84,8 @@ FileBytes file_bytes(const std::string& path, size_t min_size, const char* what)
 
 void file_bytes_release(bool mapped, const void* p, size_t n) {
   if (!mapped || n == 0) return;
-  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  const uintptr_t b = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
-  const uintptr_t e = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
   // A private read-only file mapping never written: its pages are the file's, read again on the next access.
-  if (b < e) ::madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);  // advice: a failure only keeps them
+  drop_pages(whole_pages_in(p, n));  // advice: a failure only keeps them
 }
 
 }  // namespace temper::io

@@ -1,8 +1,5 @@
 #include "temper/model/frozen_base.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -10,6 +7,7 @@
 
 #include "temper/core/dtype.h"
 #include "temper/core/error.h"
+#include "temper/core/memory_info.h"
 #include "temper/kernels/weight_panel.h"
 
 namespace temper {
@@ -162,20 +160,18 @@ void FrozenBase::release_in(float* flat) const {
 void FrozenBase::release_in(float* flat, int64_t offset) const {
   const Weight* w = find(offset);
   TEMPER_CHECK(w) << "frozen base: no held weight at offset " << offset;
-  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   char* b = reinterpret_cast<char*>(flat + w->offset);
   char* e = reinterpret_cast<char*>(flat + w->offset + w->N * w->K);
-  char* pb = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(b) + page - 1) / page * page);
-  char* pe = reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(e) / page * page);
-  if (pb >= pe) {
+  const PageSpan pages = whole_pages_in(b, static_cast<size_t>(e - b));
+  if (pages.begin == pages.end) {
     std::memset(b, 0, static_cast<size_t>(e - b));
     return;
   }
-  std::memset(b, 0, static_cast<size_t>(pb - b));  // the partial pages at the ends: zeroed, shared with neighbours
-  std::memset(pe, 0, static_cast<size_t>(e - pe));
+  std::memset(b, 0,
+              static_cast<size_t>(pages.begin - b));  // the partial pages at the ends: zeroed, shared with neighbours
+  std::memset(pages.end, 0, static_cast<size_t>(e - pages.end));
   // Private anonymous memory (mmap or the heap): the pages read as zeros again and cost nothing until written.
-  TEMPER_CHECK(::madvise(pb, static_cast<size_t>(pe - pb), MADV_DONTNEED) == 0)
-      << "frozen base: madvise(MADV_DONTNEED) failed on the released weights";
+  TEMPER_CHECK(drop_pages(pages)) << "frozen base: madvise(MADV_DONTNEED) failed on the released weights";
 }
 
 size_t FrozenBase::bytes() const {

@@ -114,7 +114,11 @@ void Transformer::plan_held_base(LoraBase format) {
 void Transformer::params_written(int64_t offset, int64_t n) {
   if (!holding_ || n <= 0) return;
   const FrozenBase::Weight* w = holding_->containing(offset);
-  if (!w) return;  // not a held product's
+  if (!w) {  // not a held product's, and not reaching into one (its count would never come down)
+    TEMPER_CHECK(!holding_->containing(offset + n - 1))
+        << "params_written: [" << offset << ", " << offset + n << ") runs into a held product; report each entry";
+    return;
+  }
   TEMPER_CHECK(offset + n <= w->offset + w->N * w->K)
       << "params_written: [" << offset << ", " << offset + n << ") runs past the held product at " << w->offset;
   int64_t& left = unwritten_[static_cast<size_t>(w - holding_->weights().data())];

@@ -384,6 +384,9 @@ void EnvRollout::merge_metrics(Metrics& into, const Metrics& block) const {
 
 // Every value is computed from the two sides' values before either changes (a mean reads its count's, unmerged).
 void merge_metric_blocks(Metrics& into, const Metrics& block, const std::vector<MetricMerge>& rules) {
+  for (const auto& [name, x] : block)
+    TEMPER_CHECK(std::any_of(rules.begin(), rules.end(), [&](const MetricMerge& r) { return r.name == name; }))
+        << "env metrics: no rule merges " << name << " over blocks of a round (ConversationSource::merge_metrics)";
   if (into.empty()) {
     into = block;
     return;
