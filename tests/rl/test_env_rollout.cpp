@@ -110,6 +110,16 @@ rollout::RolloutRequest proto(int64_t g, int64_t max_new, uint64_t seed) {
   return rollout::make_request({0}, g, max_new, 64, sc, {kStop}, seed, 0);
 }
 
+// The task's first n training problems, each indexed as in a round.
+std::vector<tasks::Problem> train_problems(const RlSetup& s, uint64_t n) {
+  std::vector<tasks::Problem> problems;
+  for (uint64_t i = 0; i < n; ++i) {
+    problems.push_back(s.task->problem(tasks::Split::train, i));
+    problems.back().index = static_cast<int64_t>(i);
+  }
+  return problems;
+}
+
 }  // namespace
 
 TEST(EnvRollout, ConversationsRecordObservationsAndScoreReturns) {
@@ -121,11 +131,7 @@ TEST(EnvRollout, ConversationsRecordObservationsAndScoreReturns) {
   EnvRollout er(env, letters_codec(), ec);
   KvPool pool(s.cfg, 8, 128);
   rollout::RolloutEngine engine(s.model, pool);
-  std::vector<tasks::Problem> problems;
-  for (uint64_t i = 0; i < 8; ++i) {
-    problems.push_back(s.task->problem(tasks::Split::train, i));
-    problems.back().index = static_cast<int64_t>(i);
-  }
+  const std::vector<tasks::Problem> problems = train_problems(s, 8);
   std::vector<Trajectory> traj = er.run(engine, problems, 0, 3, proto(3, 40, 9), 64, "t", 0);
   ASSERT_EQ(traj.size(), 24u);
   EXPECT_EQ(env.closed_, 24);
@@ -232,11 +238,7 @@ TEST(EnvRollout, DeterministicConversationsDoNotDependOnTheEnvironmentsTiming) {
     int parity_, ms_;
   };
   RlSetup s;
-  std::vector<tasks::Problem> problems;
-  for (uint64_t i = 0; i < 6; ++i) {
-    problems.push_back(s.task->problem(tasks::Split::train, i));
-    problems.back().index = static_cast<int64_t>(i);
-  }
+  const std::vector<tasks::Problem> problems = train_problems(s, 6);
   struct Run {
     std::vector<Trajectory> traj;
     int64_t steps = 0;
@@ -296,11 +298,7 @@ TEST(EnvRollout, ABlockOfARoundConversesAsTheWholeRound) {
     std::vector<std::string> names;
   };
   RlSetup s;
-  std::vector<tasks::Problem> problems;
-  for (uint64_t i = 0; i < 5; ++i) {
-    problems.push_back(s.task->problem(tasks::Split::train, i));
-    problems.back().index = static_cast<int64_t>(i);
-  }
+  const std::vector<tasks::Problem> problems = train_problems(s, 5);
   struct Run {
     std::vector<Trajectory> traj;
     Metrics metrics;

@@ -50,6 +50,22 @@ nlohmann::json gemm_shape_rates(int steps, bool print) {
   return out;
 }
 
+// --lora R: adapters of rank R (alpha 2R) on all seven products over a frozen `base`, attached to `model`.
+std::unique_ptr<LoraAdapters> attach_bench_lora(Transformer& model, int64_t rank, LoraBase base) {
+  LoraConfig lc;
+  lc.rank = rank;
+  lc.alpha = 2.0 * static_cast<double>(rank);
+  lc.targets = {LoraTarget::q,    LoraTarget::k,  LoraTarget::v,   LoraTarget::o,
+                LoraTarget::gate, LoraTarget::up, LoraTarget::down};
+  lc.base = base;
+  lc.validate("--lora");
+  auto lora = std::make_unique<LoraAdapters>(model.config(), lc);
+  lora->init(0);
+  model.attach_lora(lora.get());  // holds the base (done already when it was planned)
+  model.set_base_frozen(true);
+  return lora;
+}
+
 }  // namespace
 
 int bench_train(BenchTrainOptions o) {
@@ -94,20 +110,7 @@ int bench_train(BenchTrainOptions o) {
     model.init_random(0);
   }
   const double load_peak_mib = peak_resident_mib();
-  std::unique_ptr<LoraAdapters> lora;
-  if (o.lora > 0) {
-    LoraConfig lc;
-    lc.rank = o.lora;
-    lc.alpha = 2.0 * static_cast<double>(o.lora);
-    lc.targets = {LoraTarget::q,    LoraTarget::k,  LoraTarget::v,   LoraTarget::o,
-                  LoraTarget::gate, LoraTarget::up, LoraTarget::down};
-    lc.base = base;
-    lc.validate("--lora");
-    lora = std::make_unique<LoraAdapters>(cfg, lc);
-    lora->init(0);
-    model.attach_lora(lora.get());  // holds the base (done already when it was planned)
-    model.set_base_frozen(true);
-  }
+  std::unique_ptr<LoraAdapters> lora = o.lora > 0 ? attach_bench_lora(model, o.lora, base) : nullptr;
   model.set_precision(prec);
   model.set_recompute(o.recompute);
   attach_device(model, o.device);
