@@ -80,4 +80,27 @@ b=$("$temper" logits --model "$work/merged" --ids 1,2,3 --full 2> /dev/null)
 c=$("$temper" logits --model "$work/merged_f32" --ids 1,2,3 --full 2> /dev/null)
 [ "$a" != "$b" ] || { echo "the merged model's logits equal the base's"; exit 1; }
 [ "$b" != "$c" ] || { echo "merging into the int4 base gave the f32 merge's logits"; exit 1; }
+# Data-parallel ranks each hold the base they read from model.path: a rank whose file differs is refused naming it
+# (mpirun, each rank in its own directory where the relative path "m" is another model; the same model runs).
+if command -v mpirun > /dev/null && timeout 60 "$(dirname "$0")/../dist/mpirun2.sh" true > /dev/null 2>&1; then
+  "$temper" train --out "$work/base2" --threads 2 --set sft.steps=2 --set rl.steps=0 --set eval.every=0 2> /dev/null
+  mkdir -p "$work/r0" "$work/r1" "$work/r1same"
+  ln -s "$work/base/checkpoints/step-1" "$work/r0/m"
+  ln -s "$work/base2/checkpoints/step-2" "$work/r1/m"
+  ln -s "$work/base/checkpoints/step-1" "$work/r1same/m"
+  ranks() {  # rank 1's directory, then the run's settings
+    local r1=$1 bin; shift
+    bin=$(realpath "$temper")
+    "$(dirname "$0")/../dist/mpirun_n.sh" 1 --wdir "$work/r0" "$bin" train --threads 1 "$@" : \
+      -np 1 --wdir "$r1" "$bin" train --threads 1 "$@"
+  }
+  dp=(--set model.path='"m"' --set sft.steps=1 --set rl.steps=0 --set eval.every=0 --set lora.rank=4
+      --set lora.base=int4)
+  ranks "$work/r1same" --out "$work/dp_same" "${dp[@]}" > /dev/null 2> "$work/dp_same.log" \
+    || { cat "$work/dp_same.log"; exit 1; }
+  if ranks "$work/r1" --out "$work/dp_diff" "${dp[@]}" > /dev/null 2> "$work/dp_diff.log"; then
+    echo "ranks holding different int4 bases trained"; exit 1; fi
+  grep -q 'the int4 base read from model.path = m on rank(s) 1 differs from rank 0' "$work/dp_diff.log" \
+    || { cat "$work/dp_diff.log"; exit 1; }
+fi
 echo QLORA_OK

@@ -123,6 +123,22 @@ TEST(QLora, HeldBytesArePlannedAndQuantisingIsDeterministic) {
       }
     }
   }
+  // The digest ranks compare (TrainRun::sync_weights): the same for the same held bytes, another for one weight's
+  // value moved by an int4 step (bf16: one ulp), for the other format, and for the same bytes taken in reverse.
+  for (LoraBase f : {LoraBase::bf16, LoraBase::int4}) {
+    const FrozenBase a(cfg, m.layout(), m.params(), f);
+    FrozenBase reversed(cfg, m.layout(), f);
+    for (auto w = a.weights().rbegin(); w != a.weights().rend(); ++w) reversed.take(w->offset, m.params() + w->offset);
+    EXPECT_EQ(a.digest(), reversed.digest()) << lora_base_name(f);
+    auto moved = copy_of(m);
+    const FrozenBase::Weight& last = a.weights().back();
+    float& x = moved->params()[last.offset + last.N * last.K - 1];
+    x = f == LoraBase::bf16 ? x * (1 + 1.0f / 64) : x + 0.5f;
+    const FrozenBase b(cfg, m.layout(), moved->params(), f);
+    EXPECT_NE(a.digest(), b.digest()) << lora_base_name(f);
+  }
+  EXPECT_NE(FrozenBase(cfg, m.layout(), m.params(), LoraBase::bf16).digest(),
+            FrozenBase(cfg, m.layout(), m.params(), LoraBase::int4).digest());
   int64_t linear = 0;
   const FrozenBase all(cfg, m.layout(), m.params(), LoraBase::bf16);
   for (const FrozenBase::Weight& w : all.weights()) linear += w.N * w.K;

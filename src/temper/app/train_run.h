@@ -21,6 +21,7 @@
 #include "temper/dist/communicator.h"
 #include "temper/env/environment.h"
 #include "temper/io/hf_model_dir.h"
+#include "temper/model/frozen_base.h"
 #include "temper/model/lora.h"
 #include "temper/model/transformer.h"
 #include "temper/report/metrics_sink.h"
@@ -66,6 +67,7 @@ class TrainRun {
   void make_rl();
   std::unique_ptr<rl::ConversationSource> conversation_source();
   void sync_weights();
+  void check_held_bases_agree(const FrozenBase& held);  // refuses a rank whose base differs from rank 0's
   double evaluate(int64_t step);
   bool eval_due(int64_t step) const;
   void restore_eval_history();

@@ -94,6 +94,18 @@ void TrainRun::attach_lora() {
                  static_cast<long long>(policy_->num_params()), l.init.empty() ? "" : (", from " + l.init).c_str());
 }
 
+// A base held as it loaded is each rank's own read of model.path: a node whose copy differs (another download,
+// a file rewritten during the launch) would train other weights; the ranks compare digests of what they hold.
+void TrainRun::check_held_bases_agree(const FrozenBase& held) {
+  const std::vector<int> unlike = dist::ranks_unlike_root(comm_, std::to_string(held.digest()));
+  if (unlike.empty()) return;
+  std::string ranks;
+  for (int r : unlike) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+  TEMPER_FAIL() << recipe_.source() << ": the " << lora_base_name(held.format()) << " base read from model.path = "
+                << (cfg_.model.path.empty() ? "(preset " + cfg_.model.preset + ")" : cfg_.model.path) << " on rank(s) "
+                << ranks << " differs from rank 0's: every rank must read the same file (check each node's copy)";
+}
+
 Transformer* TrainRun::reference() const {
   return reference_ ? reference_.get() : lora_ ? policy_.get() : nullptr;
 }
@@ -104,6 +116,7 @@ Transformer* TrainRun::reference() const {
 void TrainRun::sync_weights() {
   if (comm_.size() == 1) return;
   if (const FrozenBase* held = policy_->held_base()) {  // held as loaded: each rank quantised the same weights
+    check_held_bases_agree(*held);
     for (const ParamEntry& e : policy_->layout().entries())
       if (!held->covers(e.offset, e.numel())) comm_.broadcast(policy_->params() + e.offset, e.numel(), 0);
   } else {

@@ -117,4 +117,12 @@ Range shard(int64_t n, int rank, int size) {
   return {n * rank / size, n * (rank + 1) / size};
 }
 
+std::vector<int> ranks_unlike_root(Communicator& c, const std::string& bytes) {
+  const std::vector<std::string> all = c.allgather(bytes);
+  std::vector<int> unlike;
+  for (size_t r = 1; r < all.size(); ++r)
+    if (all[r] != all[0]) unlike.push_back(static_cast<int>(r));
+  return unlike;
+}
+
 }  // namespace temper::dist

@@ -121,4 +121,9 @@ inline Range shard(int64_t n, const Communicator& c) {
   return shard(n, c.rank(), c.size());
 }
 
+// The ranks whose `bytes` differ from rank 0's, in order (collective: every rank calls it and gets the answer).
+// What every rank must hold alike but builds on its own (a base quantised from its own read of a file) is checked
+// by a digest of it.
+std::vector<int> ranks_unlike_root(Communicator& c, const std::string& bytes);
+
 }  // namespace temper::dist

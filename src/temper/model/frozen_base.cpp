@@ -7,6 +7,7 @@
 
 #include "temper/core/dtype.h"
 #include "temper/core/error.h"
+#include "temper/core/fnv1a.h"
 #include "temper/core/memory_info.h"
 #include "temper/kernels/weight_panel.h"
 
@@ -36,7 +37,35 @@ double int4_bytes(int64_t N, int64_t K) {  // quantize_int4's rows layout: q, f3
   return static_cast<double>(N * Kp / 2 + N * G * 5);
 }
 
+// FNV-1a's step over 64-bit words (a byte at a time costs ~1 s per GB; the tail bytes one by one), each buffer's
+// length mixed in first so that bytes moved between buffers change the digest.
+uint64_t mix_bytes(uint64_t h, const void* data, size_t n) {
+  h = (h ^ n) * kFnv1aPrime;
+  const auto* p = static_cast<const unsigned char*>(data);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    h = (h ^ w) * kFnv1aPrime;
+    h ^= h >> 29;  // FNV's multiply only moves bits up: fold the high ones down so every word reaches all bits
+  }
+  for (; i < n; ++i) h = (h ^ p[i]) * kFnv1aPrime;
+  return h;
+}
+
 }  // namespace
+
+uint64_t FrozenBase::digest() const {
+  TEMPER_CHECK(complete()) << "frozen base: digest of a base not wholly taken";
+  uint64_t h = mix_bytes(kFnv1aBasis, &format_, sizeof format_);
+  if (format_ == LoraBase::bf16) return mix_bytes(h, bf16_.data<uint16_t>(), bf16_.nbytes());
+  for (const Weight& w : weights_) {
+    h = mix_bytes(h, w.q4.q.data(), w.q4.q.size());
+    h = mix_bytes(h, w.q4.scale.data(), w.q4.scale.size() * sizeof(float));
+    h = mix_bytes(h, w.q4.zero.data(), w.q4.zero.size());
+  }
+  return h;
+}
 
 FrozenBase::FrozenBase(const ModelConfig& cfg, const ParamLayout& layout, const float* params, LoraBase format,
                        int64_t panel_floats)

@@ -78,6 +78,10 @@ class FrozenBase {
   void release_in(float* flat, int64_t offset) const;  // the same for the one weight at `offset`
 
   size_t bytes() const;  // held: the bf16 values or int4 bytes with scales and zeros (not the panel)
+  // A 64-bit digest of the held bytes (bf16 values, or int4 bytes, scales and zeros, weight by weight): two bases
+  // with the same digest hold the same values (short of a collision). Ranks that each quantised their own read of
+  // a file compare it (TrainRun::sync_weights). Every weight taken.
+  uint64_t digest() const;
   // What bytes() is for a model of this config, computed without weights (the memory plan).
   static double bytes_for(const ModelConfig& cfg, LoraBase format);
   // The held weights' parameters (the block products'), for the memory plan.
