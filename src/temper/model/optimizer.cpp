@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "temper/core/error.h"
 #include "temper/core/log.h"
+#include "temper/core/memory_info.h"
 #include "temper/core/profile.h"
 #include "temper/model/lora.h"
 
@@ -74,48 +76,153 @@ OptimizerStep Optimizer::step() {
   return s;
 }
 
-void Optimizer::set_sharded(bool on) {
-  pieces_.clear();
+void Optimizer::set_sharded(bool on, bool gradients) {
+  if (model_.grad_sink() == this) model_.set_grad_sink(nullptr);
+  sharded_ = on, shard_grads_ = on && gradients;
+  ranges_.clear(), pieces_.clear(), range_piece_.clear(), piece_at_.clear();
+  std::vector<float>().swap(acc_);
+  acc_full_ = false, remaining_ = 0, done_ = false;
   int64_t n = trainable_size();
   if (on) {
     TEMPER_CHECK(!model_.device()) << "a sharded optimiser (ZeRO-1) runs on the CPU (on a GPU: not yet)";
     TEMPER_CHECK(comm_) << "a sharded optimiser needs the communicator first";
-    pieces_ = comm_->pieces(trainable_size());
+    TEMPER_CHECK(!gradients || !lora_) << "sharded gradients (ZeRO-2) shard the model's own gradients: not with LoRA "
+                                          "adapters (their gradients are small; shard the optimiser alone)";
+    ranges_ = lora_ ? std::vector<std::pair<int64_t, int64_t>>{{0, n}} : model_.layout().ranges();
     n = 0;
-    for (const auto& [off, len] : pieces_) n += len;
-    if (pieces_.empty()) pieces_.emplace_back(0, 0);  // a rank with no piece (tiny models): still sharded
+    for (const auto& [off, len] : ranges_) {
+      range_piece_.push_back(pieces_.size());
+      for (const auto& [o, l] : comm_->pieces(len)) {
+        pieces_.emplace_back(off + o, l);
+        piece_at_.push_back(n);
+        n += l;
+      }
+    }
+    range_piece_.push_back(pieces_.size());
+    piece_at_.push_back(n);
+    if (shard_grads_) model_.set_grad_sink(this);
   }
   m_ = Tensor::zeros({n});
   v_ = Tensor::zeros({n});
 }
 
-// ZeRO-1: the gradients reduce-scattered, the global norm from every rank's pieces, AdamW on this rank's pieces,
-// the weights all-gathered.
+namespace {
+
+// [p, p + n) zeroed, its whole pages given back to the system (they read as zeros and cost nothing until written).
+void release(float* p, int64_t n) {
+  char* b = reinterpret_cast<char*>(p);
+  const size_t bytes = static_cast<size_t>(n) * sizeof(float);
+  const PageSpan pages = whole_pages_in(b, bytes);
+  if (pages.begin == pages.end) {
+    std::memset(b, 0, bytes);
+    return;
+  }
+  std::memset(b, 0, static_cast<size_t>(pages.begin - b));  // the partial pages at the ends, shared with neighbours
+  std::memset(pages.end, 0, static_cast<size_t>(b + bytes - pages.end));
+  TEMPER_CHECK(drop_pages(pages)) << "optimizer: madvise(MADV_DONTNEED) failed on the released gradients";
+}
+
+}  // namespace
+
+// A backward finished `range`. Its first range opens the backward's round: every rank learns that one is running
+// (gradients_done on a rank without one joins it with zeros).
+void Optimizer::grads_final(size_t range) {
+  if (remaining_ == 0) {
+    double running = 1;
+    comm_->allreduce_sum(&running, 1);
+    remaining_ = ranges_.size();
+  }
+  TEMPER_CHECK(range == remaining_ - 1) << "sharded gradients: the backward finished range " << range << ", expected "
+                                        << remaining_ - 1 << " (the ranges go last to first)";
+  reduce_range(range);
+  --remaining_;
+  if (remaining_ == 0) acc_full_ = true;
+}
+
+void Optimizer::reduce_range(size_t range) {
+  TEMPER_PROFILE("reduce_gradients");
+  const auto [off, len] = ranges_[range];
+  float* g = model_.grads();
+  comm_->reduce_scatter_sum(g + off, len);
+  if (acc_.empty()) acc_.resize(static_cast<size_t>(piece_at_.back()));  // the update's first reduction
+  float* acc = acc_.data();
+  for (size_t k = range_piece_[range]; k < range_piece_[range + 1]; ++k) {
+    const auto [o, l] = pieces_[k];
+    float* a = acc + piece_at_[k];
+    if (acc_full_)
+      for (int64_t i = 0; i < l; ++i) a[i] += g[o + i];
+    else
+      std::copy(g + o, g + o + l, a);
+  }
+  release(g + off, len);
+}
+
+void Optimizer::grads_zeroed() {
+  TEMPER_CHECK(remaining_ == 0) << "sharded gradients: zero_grad during a backward";
+  release(model_.grads(), model_.flat_size());
+  std::vector<float>().swap(acc_);
+  acc_full_ = false, done_ = false;
+}
+
+void Optimizer::zero_grad() {
+  if (shard_grads_) model_.set_grad_sink(this);  // this optimizer's update: its backward passes reduce into acc_
+  model_.zero_grad();
+}
+
+// Rounds until no rank runs a backward: each round's flag is 1 on a rank whose backward opened it (grads_final) and
+// 0 here; a round with a 1 is joined with this rank's (zero) gradients, range by range in the backward's order.
+void Optimizer::gradients_done() {
+  if (!shard_grads_ || done_) return;
+  TEMPER_CHECK(remaining_ == 0) << "sharded gradients: gradients_done during a backward";
+  for (;;) {
+    double running = 0;
+    comm_->allreduce_sum(&running, 1);
+    if (running == 0) break;
+    for (size_t r = ranges_.size(); r-- > 0;) reduce_range(r);
+    acc_full_ = true;
+  }
+  done_ = true;
+}
+
+// ZeRO-1: the gradients reduce-scattered range by range (ZeRO-2: gathered already), the global norm from every
+// rank's pieces, AdamW on this rank's pieces, the weights all-gathered.
 OptimizerStep Optimizer::sharded_step() {
   OptimizerStep s;
-  const int64_t n = trainable_size();
   float* g = trainable_grads();
-  comm_->reduce_scatter_sum(g, n);
+  if (shard_grads_) {
+    gradients_done();
+    if (!acc_full_) acc_.assign(static_cast<size_t>(piece_at_.back()), 0.f);  // none ran a backward
+    // The next update starts empty.
+    acc_full_ = false, done_ = false;
+  } else {
+    for (const auto& [off, len] : ranges_) comm_->reduce_scatter_sum(g + off, len);
+  }
+  // Piece k's gradients: packed in acc_ (ZeRO-2) or in place in the flat buffer.
+  auto grad_of = [&](size_t k) { return shard_grads_ ? acc_.data() + piece_at_[k] : g + pieces_[k].first; };
   double sq = 0;
-  for (const auto& [off, len] : pieces_) {
-    const double x = kernels::grad_norm(g + off, len);
+  for (size_t k = 0; k < pieces_.size(); ++k) {
+    const double x = kernels::grad_norm(grad_of(k), pieces_[k].second);
     sq += x * x;
   }
   comm_->allreduce_sum(&sq, 1);
   s.grad_norm = std::sqrt(sq);
   s.lr = cfg_.lr.at(step_);
-  if (!counted(s)) return s;
+  if (!counted(s)) {
+    std::vector<float>().swap(acc_);
+    return s;
+  }
   const double coef = cfg_.max_grad_norm > 0 ? cfg_.max_grad_norm / (s.grad_norm + 1e-6) : 1.0;
   float* p = trainable();
-  int64_t at = 0;
-  for (const auto& [off, len] : pieces_) {
+  for (size_t k = 0; k < pieces_.size(); ++k) {
+    const auto [off, len] = pieces_[k];
+    float* gk = grad_of(k);
     if (coef < 1.0)
-      for (int64_t i = 0; i < len; ++i) g[off + i] *= static_cast<float>(coef);
-    kernels::adamw_step(p + off, g + off, m_.data<float>() + at, v_.data<float>() + at, len, cfg_.adamw,
+      for (int64_t i = 0; i < len; ++i) gk[i] *= static_cast<float>(coef);
+    kernels::adamw_step(p + off, gk, m_.data<float>() + piece_at_[k], v_.data<float>() + piece_at_[k], len, cfg_.adamw,
                         static_cast<float>(s.lr), step_);
-    at += len;
   }
-  comm_->allgather_pieces(p, n);
+  for (const auto& [off, len] : ranges_) comm_->allgather_pieces(p + off, len);
+  std::vector<float>().swap(acc_);  // until the next update's first reduction
   model_.params_updated();
   return s;
 }
@@ -126,8 +233,12 @@ void Optimizer::gather_moments(int root) {
   const bool here = comm_->rank() == root;
   gathered_m_.assign(here ? static_cast<size_t>(n) : 0, 0.f);
   gathered_v_.assign(here ? static_cast<size_t>(n) : 0, 0.f);
-  comm_->gather_pieces(m_.data<float>(), here ? gathered_m_.data() : nullptr, n, root);
-  comm_->gather_pieces(v_.data<float>(), here ? gathered_v_.data() : nullptr, n, root);
+  for (size_t i = 0; i < ranges_.size(); ++i) {
+    const auto [off, len] = ranges_[i];
+    const int64_t at = piece_at_[range_piece_[i]];
+    comm_->gather_pieces(m_.data<float>() + at, here ? gathered_m_.data() + off : nullptr, len, root);
+    comm_->gather_pieces(v_.data<float>() + at, here ? gathered_v_.data() + off : nullptr, len, root);
+  }
 }
 
 void Optimizer::set_full_moments(const float* m, const float* v) {
@@ -157,6 +268,7 @@ void Optimizer::moments_updated() {
 }
 
 Optimizer::~Optimizer() {
+  if (model_.grad_sink() == this) model_.set_grad_sink(nullptr);
   if (DeviceModel* d = model_.device()) d->unbind_moments(this);
 }
 

@@ -58,6 +58,16 @@ ParamLayout::ParamLayout(const ModelConfig& c) {
   lm_head = c.tie_word_embeddings ? embed : add("lm_head.weight", {V, C});
 }
 
+std::vector<std::pair<int64_t, int64_t>> ParamLayout::ranges() const {
+  std::vector<int64_t> cuts = {0};
+  for (const LayerOffsets& o : layers) cuts.push_back(o.attn_norm);
+  cuts.push_back(final_norm);
+  cuts.push_back(total_);
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (size_t i = 0; i + 1 < cuts.size(); ++i) out.emplace_back(cuts[i], cuts[i + 1] - cuts[i]);
+  return out;
+}
+
 const ParamEntry* ParamLayout::find(const std::string& name) const {
   auto it = index_.find(name);
   return it == index_.end() ? nullptr : &entries_[it->second];

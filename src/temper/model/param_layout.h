@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "temper/core/tensor.h"
@@ -35,6 +36,10 @@ class ParamLayout {
   const std::vector<ParamEntry>& entries() const { return entries_; }
   const ParamEntry* find(const std::string& name) const;  // null if absent
   const ParamEntry& at(const std::string& name) const;    // throws naming the tensor
+  // The buffer cut at the layers, as (offset, length) in offset order: the embedding, each layer's parameters, the
+  // final norm with an untied LM head (padding goes with the range before it). A backward finishes them last to first
+  // (Transformer::GradSink): gradient sharding (ZeRO-2) reduces each as soon as it is final.
+  std::vector<std::pair<int64_t, int64_t>> ranges() const;
   int64_t embed = 0, final_norm = 0, lm_head = 0;          // lm_head == embed when tied
   std::vector<LayerOffsets> layers;
 

@@ -26,7 +26,7 @@ StepStats Trainer::step(const int32_t* tokens, const float* loss_mask, int64_t B
       mask_[static_cast<size_t>(b * T + t)] = m;
       count += m;
     }
-  model_.zero_grad();
+  opt_.zero_grad();
   // Data-parallel: this rank's contiguous block of rows; the loss normaliser (count) is the whole
   // batch's, so the gradients summed over ranks are the one-process gradient.
   dist::Communicator* comm = opt_.communicator();
@@ -46,6 +46,7 @@ StepStats Trainer::step(const int32_t* tokens, const float* loss_mask, int64_t B
                               entropy_.data() + off);
     }
   }
+  opt_.gradients_done();  // ZeRO-2: before the loss's all-reduce (the ranks' micro-batches may differ in number)
   StepStats s;
   double total = 0, soft_total = 0;
   for (int64_t n = 0; n < N; ++n) {

@@ -145,7 +145,9 @@ void Transformer::init_random(uint64_t seed, float std) {
 }
 
 void Transformer::zero_grad() {
-  if (!base_)
+  if (grad_sink_)
+    grad_sink_->grads_zeroed();  // it gives the buffer's pages back (they read as zeros)
+  else if (!base_)
     grads_.fill_zero();
   else  // the held products have no gradients: their released pages stay untouched
     for (const ParamEntry& e : layout_.entries())
@@ -675,12 +677,15 @@ void Transformer::backward_rest(const int32_t* tokens, const int32_t* targets, i
   ca.dw = grads() + layout_.lm_head;
   { TEMPER_PROFILE("classifier"); kernels::classifier_fused(ca); }
   kernels::rmsnorm_bwd(dxn_, x_final_, nw(layout_.final_norm), rstd_f_, dx_, grads() + layout_.final_norm, N, C, false);
+  grads_final(static_cast<size_t>(cfg_.num_layers) + 1);
   for (int64_t l = cfg_.num_layers - 1; l >= 0; --l) {
     LayerActs a = acts_for(l, true);
     if (recompute_) layer_forward(l, a, x_tmp_, B, T);
     layer_backward(l, a, dx_, B, T);
+    grads_final(static_cast<size_t>(l) + 1);
   }
   embed_backward(tokens, N, dx_);
+  grads_final(0);
 }
 
 void Transformer::forward_logprobs(const int32_t* tokens, const int32_t* targets, int64_t B, int64_t T, float* logprob,

@@ -73,6 +73,17 @@ class Transformer {
   // Hugging Face's default init: N(0, std) for matrices and embeddings, ones for norms, zero biases.
   void init_random(uint64_t seed, float std = 0.02f);
   void zero_grad();
+  // Gradient sharding (ZeRO-2, optimizer.h). With a sink, a CPU backward calls grads_final(i) as soon as it wrote the
+  // last gradient of layout().ranges()[i], last range to first: the final norm's (with an untied LM head) after its
+  // backward, layer l's (range l + 1) after that layer's, the embedding's (tied: the LM head's too) at the end; and
+  // zero_grad() calls grads_zeroed() instead of writing zeros. Not owned; null: none.
+  struct GradSink {
+    virtual ~GradSink() = default;
+    virtual void grads_final(size_t range) = 0;
+    virtual void grads_zeroed() = 0;
+  };
+  void set_grad_sink(GradSink* sink) { grad_sink_ = sink; }
+  GradSink* grad_sink() const { return grad_sink_; }
   // Call after writing params() (optimizer step, loading): the bf16 copy is refreshed lazily.
   void params_updated();
 
@@ -251,6 +262,10 @@ class Transformer {
   LoraAdapters* lora_ = nullptr;
   bool lora_on_ = true;
   bool base_frozen_ = false;
+  GradSink* grad_sink_ = nullptr;
+  void grads_final(size_t range) {
+    if (grad_sink_) grad_sink_->grads_final(range);
+  }
   std::shared_ptr<const FrozenBase> base_;  // hold_base: the block products' held values (share_weights: shared)
   std::shared_ptr<FrozenBase> holding_;     // plan_held_base: the base being filled (base_ once complete)
   std::vector<int64_t> unwritten_;          // holding_'s weights: values not yet written, by weight

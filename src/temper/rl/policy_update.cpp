@@ -51,7 +51,7 @@ class PolicyUpdate {
     if (pack_) gradient_rows_first();
     mini_.select(rows_, own_);
     policy_loss_scale(cfg_.loss, mini_.mask.data(), mini_.rows, mini_.T, norm, mini_.scale.data());
-    env_.policy.zero_grad();
+    env_.opt.zero_grad();
     const int64_t Bl = mini_.rows, mb = cfg_.micro_batch > 0 ? cfg_.micro_batch : std::max<int64_t>(Bl, 1);
     for (int64_t q0 = 0; q0 < Bl; q0 += mb) micro_batch(q0, std::min(mb, Bl - q0), mb < Bl);
     optimizer_step();
