@@ -9,6 +9,7 @@
 #include "common/tolerance.h"
 #include "temper/core/dtype.h"
 #include "temper/core/error.h"
+#include "temper/core/thread_pool.h"
 #include "temper/kernels/attention.h"
 #include "temper/kernels/cpu/isa_table.h"
 #include "temper/kernels/paged_attention.h"
@@ -104,7 +105,7 @@ double atol_dqk(const AttnOpts& opt) {
 // shared prompt. Each completion with its prompt is one causal sequence of the fp64 reference (with
 // the same options); a prompt's outputs are the same in every such sequence, and its gradients are
 // the sum over its readers (the prompt's own output gradient counted once).
-void check_packed(const AttnOpts& opt) {
+void check_packed(const AttnOpts& opt, Precision prec = Precision::f32) {
   const int64_t H = 4, Hkv = 2, D = 16, Hq = H * D, Hk = Hkv * D;
   std::vector<AttnSegment> segs;
   int64_t N = 0;
@@ -164,6 +165,10 @@ void check_packed(const AttnOpts& opt) {
   }
   // the one segment alone is its own sequence (done above); every prompt has readers
   PackedAttnShape s{N, H, Hkv, D, Hq, Hk, Hq, segs.data(), static_cast<int64_t>(segs.size()), opt};
+  s.precision = prec;
+  // bf16: the gradient products on bf16 operands (the forward stays f32).
+  const double gtol =
+      prec == Precision::bf16 ? tolerance(Kind::bf16, 136 * D, 2.0) : tolerance(Kind::reduction, 136 * D);
   for_each_isa([&](Isa) {
     std::vector<float> o(N * Hq, 5.f), lse(N * H), dq(N * Hq, 7.f), dk(N * Hk, 9.f),
         dv(N * Hk, 9.f);  // all overwritten
@@ -171,9 +176,9 @@ void check_packed(const AttnOpts& opt) {
     EXPECT_TRUE(all_close(o, o_ref, tolerance(Kind::reduction, 136)));
     attention_bwd_packed(s, q.data(), k.data(), v.data(), o.data(), lse.data(), dout.data(), dq.data(), dk.data(),
                          dv.data());
-    EXPECT_TRUE(all_close(dq, dq_ref, tolerance(Kind::reduction, 136 * D), atol_dqk(opt)));
-    EXPECT_TRUE(all_close(dk, dk_ref, tolerance(Kind::reduction, 136 * D), atol_dqk(opt)));
-    EXPECT_TRUE(all_close(dv, dv_ref, tolerance(Kind::reduction, 136 * D), 1e-6));
+    EXPECT_TRUE(all_close(dq, dq_ref, gtol, atol_dqk(opt)));
+    EXPECT_TRUE(all_close(dk, dk_ref, gtol, atol_dqk(opt)));
+    EXPECT_TRUE(all_close(dv, dv_ref, gtol, 1e-6));
   });
   // A prefix must be a segment of its own.
   segs[1].prefix_len = 4;
@@ -223,9 +228,11 @@ std::vector<double> lse_ref(const std::vector<double>& q, const std::vector<doub
 
 // Forward (o, lse) and backward of every ISA against the fp64 reference with the options; for short
 // sequences the reference's own gradients against central differences (the chain through tanh).
-void check_training(const Case& c, const AttnOpts& opt, float qscale) {
+// bf16: the forward as in f32 (bit for bit), the gradients within bf16's tolerance and not f32's bits.
+void check_training(const Case& c, const AttnOpts& opt, float qscale, Precision prec = Precision::f32) {
   SCOPED_TRACE("B=" + std::to_string(c.B) + " T=" + std::to_string(c.T) + " H=" + std::to_string(c.H) +
-               " Hkv=" + std::to_string(c.Hkv) + " D=" + std::to_string(c.D) + " " + opts_name(opt));
+               " Hkv=" + std::to_string(c.Hkv) + " D=" + std::to_string(c.D) + " " + opts_name(opt) + " " +
+               std::string(precision_name(prec)));
   const int64_t nq = c.B * c.T * c.H * c.D, nkv = c.B * c.T * c.Hkv * c.D;
   auto q = random_vec(nq, 71, qscale), k = random_vec(nkv, 72), v = random_vec(nkv, 73), dout = random_vec(nq, 74);
   auto qd = to_f64(q), kd = to_f64(k), vd = to_f64(v), dod = to_f64(dout);
@@ -247,15 +254,32 @@ void check_training(const Case& c, const AttnOpts& opt, float qscale) {
     EXPECT_TRUE(fd_check(vd, dv_ref, loss, 40));
   }
   AttnShape s{c.B, c.T, c.H, c.Hkv, c.D, c.H * c.D, c.Hkv * c.D, c.H * c.D, opt};
+  s.precision = prec;
+  const bool bf16 = prec == Precision::bf16;
+  // bf16: two rounded products in a chain (dP from bf16 dO and V, then dS rounded again into dK and dQ): slack 2.
+  const double gtol = bf16 ? tolerance(Kind::bf16, c.T * c.D, 2.0) : tolerance(Kind::reduction, c.T * c.D);
   for_each_isa([&](Isa) {
     std::vector<float> o(nq, 5.f), lse(c.B * c.H * c.T), dq(nq, 7.f), dk(nkv, 9.f), dv(nkv, 9.f);  // all overwritten
     attention_fwd(s, q.data(), k.data(), v.data(), o.data(), lse.data());
     EXPECT_TRUE(all_close(o, o_ref, tolerance(Kind::reduction, c.T)));
     EXPECT_TRUE(all_close(lse, l_ref, tolerance(Kind::reduction, c.D)));
     attention_bwd(s, q.data(), k.data(), v.data(), o.data(), lse.data(), dout.data(), dq.data(), dk.data(), dv.data());
-    EXPECT_TRUE(all_close(dq, dq_ref, tolerance(Kind::reduction, c.T * c.D), atol_dqk(opt)));
-    EXPECT_TRUE(all_close(dk, dk_ref, tolerance(Kind::reduction, c.T * c.D), atol_dqk(opt)));
-    EXPECT_TRUE(all_close(dv, dv_ref, tolerance(Kind::reduction, c.T * c.D), 1e-6));
+    EXPECT_TRUE(all_close(dq, dq_ref, gtol, atol_dqk(opt)));
+    EXPECT_TRUE(all_close(dk, dk_ref, gtol, atol_dqk(opt)));
+    EXPECT_TRUE(all_close(dv, dv_ref, gtol, 1e-6));
+    if (bf16) {
+      AttnShape s32 = s;
+      s32.precision = Precision::f32;
+      std::vector<float> o32(nq), lse32(lse.size()), dv32(nkv, 9.f), dq32(nq), dk32(nkv);
+      attention_fwd(s32, q.data(), k.data(), v.data(), o32.data(), lse32.data());
+      EXPECT_EQ(o32, o);  // the forward is f32 in both
+      EXPECT_EQ(lse32, lse);
+      attention_bwd(s32, q.data(), k.data(), v.data(), o.data(), lse.data(), dout.data(), dq32.data(), dk32.data(),
+                    dv32.data());
+      double diff = 0;
+      for (int64_t i = 0; i < nkv; ++i) diff = std::max(diff, double(std::fabs(dv32[i] - dv[i])));
+      EXPECT_GT(diff, 1e-5) << "the bf16 backward gave f32's dv";
+    }
   });
 }
 
@@ -425,4 +449,111 @@ TEST(OpAttention, PagedWithOptionsMatchesTheReferenceEveryIsa) {
     for (AttnOpts o : {opts(0, 0, 0), opts(0, 0, 20), opts(0, 0, 8), opts(0, 0, 1), opts(0, 0, 9), opts(0, 0, 500),
                        opts(0.1f, 0, 0), opts(0, 2.5f, 0), opts(0.12f, 2.0f, 13)})
       check_paged(o, bf16);
+}
+
+// bf16 training (the model's Precision::bf16): the backward's gradient products on bf16 operands with f32 sums.
+// Shapes: query blocks cut by T, odd head dims (pairs padded), GQA; windows whose first key sits at an odd
+// position (dS's pairs shifted against K's) and soft-capping.
+TEST(OpAttention, Bf16BackwardMatchesTheReferenceEveryIsa) {
+  for (Case c : {Case{2, 13, 4, 2, 16}, Case{1, 150, 3, 1, 24}, Case{2, 70, 4, 4, 8}, Case{1, 129, 2, 1, 16},
+                 Case{1, 37, 2, 1, 7}, Case{2, 17, 2, 1, 128}})
+    check_training(c, {}, 1.0f, Precision::bf16);
+  for (AttnOpts o : {opts(0, 0, 5), opts(0, 0, 65), opts(0.15f, 3.0f, 33)})
+    check_training(Case{1, 150, 3, 1, 24}, o, 3.0f, Precision::bf16);
+}
+
+TEST(OpAttention, Bf16SharedPrefixSegmentsEqualTheirUnpackedSequencesEveryIsa) {
+  for (AttnOpts o : {AttnOpts{}, opts(0, 0, 5), opts(0.2f, 2.0f, 6)}) {
+    SCOPED_TRACE(opts_name(o));
+    check_packed(o, Precision::bf16);
+  }
+}
+
+// The tile products themselves (cpu/attention_tiles.inc, attention_dpbf16.cpp) on shapes that cut the 6 x 64
+// register tiles, every triangle mode: f32 against fp64; bf16 (pairs) against fp64 on the rounded values and, bit
+// for bit, the same on every ISA (the portable loops sum as VDPBF16PS does).
+TEST(OpAttention, TileProductsMatchTheReferenceEveryIsa) {
+  struct Mm {
+    int64_t M, N, K;
+    int tri;
+    int64_t c;
+  };
+  std::vector<float> first_bf16;
+  for (Mm m : {Mm{13, 70, 9, kAttnTriNone, 0}, Mm{64, 131, 64, kAttnTriCols, 5}, Mm{7, 16, 33, kAttnTriKEnd, 3},
+               Mm{20, 64, 20, kAttnTriKStart, -2}, Mm{1, 1, 1, kAttnTriNone, 0}, Mm{66, 80, 65, kAttnTriKEnd, 0}}) {
+    SCOPED_TRACE("M=" + std::to_string(m.M) + " N=" + std::to_string(m.N) + " K=" + std::to_string(m.K) +
+                 " tri=" + std::to_string(m.tri));
+    const int64_t Kp = (m.K + 1) / 2;
+    auto A = random_vec(m.M * 2 * Kp, 81), B = random_vec(2 * Kp * m.N, 82);
+    for (int64_t i = 0; i < m.M; ++i)  // zero what the triangle skips (attention's P and dS are zero there)
+      for (int64_t k = 0; k < 2 * Kp; ++k)
+        if (k >= m.K || (m.tri == kAttnTriKEnd && k > i + m.c) || (m.tri == kAttnTriKStart && k < i - m.c))
+          A[i * 2 * Kp + k] = 0.f;
+    std::vector<uint32_t> A16(m.M * Kp), B16(Kp * m.N);
+    for (int64_t i = 0; i < m.M; ++i)
+      for (int64_t p = 0; p < Kp; ++p)
+        A16[i * Kp + p] = f32_to_bf16(A[i * 2 * Kp + 2 * p]) | uint32_t(f32_to_bf16(A[i * 2 * Kp + 2 * p + 1])) << 16;
+    for (int64_t p = 0; p < Kp; ++p)
+      for (int64_t n = 0; n < m.N; ++n)
+        B16[p * m.N + n] = f32_to_bf16(B[2 * p * m.N + n]) | uint32_t(f32_to_bf16(B[(2 * p + 1) * m.N + n])) << 16;
+    std::vector<double> ref32(m.M * m.N, 0.0), ref16(m.M * m.N, 0.0);
+    for (int64_t i = 0; i < m.M; ++i)
+      for (int64_t n = 0; n < m.N; ++n)
+        for (int64_t k = 0; k < m.K; ++k) {
+          ref32[i * m.N + n] += double(A[i * 2 * Kp + k]) * B[k * m.N + n];
+          ref16[i * m.N + n] +=
+              double(bf16_to_f32(f32_to_bf16(A[i * 2 * Kp + k]))) * bf16_to_f32(f32_to_bf16(B[k * m.N + n]));
+        }
+    // Cols: columns n <= i + c are the row's; the others may be written (by the row's tile) or not.
+    auto kept = [&](int64_t i, int64_t n) { return m.tri == kAttnTriCols && n > i + m.c; };
+    first_bf16.clear();
+    for_each_isa([&](Isa isa) {
+      const IsaTable& t = isa_table(isa);
+      for (bool acc : {false, true}) {
+        std::vector<float> C(m.M * m.N, 0.5f), C16(m.M * m.N, 0.5f);
+        t.attn_mm_f32(A.data(), 2 * Kp, 1, B.data(), m.N, C.data(), m.N, m.M, m.N, m.K, acc, m.tri, m.c);
+        t.attn_mm_bf16(A16.data(), Kp, 1, B16.data(), m.N, C16.data(), m.N, m.M, m.N, Kp, acc, m.tri, m.c);
+        std::vector<double> w32, w16;
+        std::vector<float> g32, g16;
+        for (int64_t i = 0; i < m.M; ++i)
+          for (int64_t n = 0; n < m.N; ++n) {
+            if (kept(i, n)) continue;
+            w32.push_back(ref32[i * m.N + n] + (acc ? 0.5 : 0.0)), g32.push_back(C[i * m.N + n]);
+            w16.push_back(ref16[i * m.N + n] + (acc ? 0.5 : 0.0)), g16.push_back(C16[i * m.N + n]);
+          }
+        EXPECT_TRUE(all_close(g32, w32, tolerance(Kind::reduction, m.K))) << "f32 accumulate " << acc;
+        EXPECT_TRUE(all_close(g16, w16, tolerance(Kind::reduction, m.K))) << "bf16 accumulate " << acc;
+        if (acc && first_bf16.empty()) {
+          first_bf16 = g16;
+        } else if (acc) {
+          EXPECT_EQ(g16, first_bf16) << "bf16 pairs give other bits on " << isa_name(isa);
+        }
+      }
+    });
+  }
+}
+
+// The tasks own disjoint outputs and sum in a fixed order: 1 and 2 threads give the same bits, f32 and bf16.
+TEST(OpAttention, SameBitsForOneAndTwoThreads) {
+  const Case c{2, 150, 4, 2, 24};
+  const int64_t nq = c.B * c.T * c.H * c.D, nkv = c.B * c.T * c.Hkv * c.D;
+  auto q = random_vec(nq, 91), k = random_vec(nkv, 92), v = random_vec(nkv, 93), dout = random_vec(nq, 94);
+  const int threads = num_threads();
+  for (Precision p : {Precision::f32, Precision::bf16}) {
+    AttnShape s{c.B, c.T, c.H, c.Hkv, c.D, c.H * c.D, c.Hkv * c.D, c.H * c.D};
+    s.precision = p;
+    std::vector<std::vector<float>> runs;
+    for (int n : {1, 2}) {
+      set_num_threads(n);
+      std::vector<float> o(nq), lse(c.B * c.H * c.T), dq(nq), dk(nkv), dv(nkv);
+      attention_fwd(s, q.data(), k.data(), v.data(), o.data(), lse.data());
+      attention_bwd(s, q.data(), k.data(), v.data(), o.data(), lse.data(), dout.data(), dq.data(), dk.data(),
+                    dv.data());
+      std::vector<float> all = o;
+      for (const auto* x : {&lse, &dq, &dk, &dv}) all.insert(all.end(), x->begin(), x->end());
+      runs.push_back(all);
+    }
+    EXPECT_EQ(runs[0], runs[1]) << precision_name(p);
+  }
+  set_num_threads(threads);
 }

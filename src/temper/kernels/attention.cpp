@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "temper/core/dtype.h"
 #include "temper/core/error.h"
 #include "temper/core/thread_pool.h"
 #include "temper/kernels/cpu/isa_table.h"
@@ -45,6 +46,19 @@ void clear_outside(float* row, Visible v, int64_t width) {
   std::memset(row + v.n, 0, static_cast<size_t>(width - v.n) * sizeof(float));
 }
 
+// max of x[0, n), n >= 1: 16 running maxima (vectorised), then their max.
+float row_max(const float* x, int64_t n) {
+  float acc[16];
+  for (float& a : acc) a = x[0];
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int j = 0; j < 16; ++j) acc[j] = x[i + j] > acc[j] ? x[i + j] : acc[j];
+  float m = acc[0];
+  for (int j = 1; j < 16; ++j) m = acc[j] > m ? acc[j] : m;
+  for (; i < n; ++i) m = x[i] > m ? x[i] : m;
+  return m;
+}
+
 // P[rows, width] <- softmax rows of S (raw q.k; row i's query at position pos0 + i), lse out.
 // Without the causal mask (causal false) a row sees all its columns.
 void softmax_rows_fwd(const IsaTable& t, float* S, int64_t rows, int64_t width, int64_t pos0, int64_t k0, float scale,
@@ -58,8 +72,7 @@ void softmax_rows_fwd(const IsaTable& t, float* S, int64_t rows, int64_t width, 
       t.softcap(x, n, scale, opt.softcap, nullptr);
       sc = 1.0f;
     }
-    float m = x[0];
-    for (int64_t j = 1; j < n; ++j) m = x[j] > m ? x[j] : m;
+    const float m = row_max(x, n);
     const float shift = m * sc;
     const float sum = t.exp_shift_inplace(x, n, sc, shift);
     t.scale(x, n, 1.0f / sum);
@@ -85,19 +98,24 @@ void probs_rows_bwd(const IsaTable& t, float* P, float* G, int64_t rows, int64_t
   }
 }
 
-// dP (dO V^T) -> dS = P (dP - rowsum(dO * O)) * scale, through the cap's tanh where there is one.
+// dP (dO V^T) -> dS = P (dP - rowsum(dO * O)) * scale, through the cap's tanh where there is one; zero outside
+// the visible columns (the products leave columns past a causal block's triangle unwritten). With dP from bf16
+// operands (from_p) the row sum is its equal rowsum(P * dP) instead, over the same rounded dP: a row's dS then
+// sums to zero as it should (with dO . O, a lone key's dS would be dP's rounding error, not 0).
 void dscores_rows(const IsaTable& t, const float* P, float* dP, const float* G, int64_t rows, int64_t width,
                   int64_t pos0, int64_t k0, float scale, const AttnOpts& opt, const float* dO, const float* O,
-                  int64_t o_stride, int64_t D, bool causal = true) {
+                  int64_t o_stride, int64_t D, bool causal, bool from_p) {
   for (int64_t i = 0; i < rows; ++i) {
-    const float di = t.dot(dO + i * o_stride, O + i * o_stride, D);
-    t.softmax_bwd_row(P + i * width, dP + i * width, width, di, scale);
+    const Visible vis = causal ? visible(pos0 + i, k0, opt.window) : Visible{0, width};
+    const float di = from_p ? t.dot(P + i * width + vis.lo, dP + i * width + vis.lo, vis.n - vis.lo)
+                            : t.dot(dO + i * o_stride, O + i * o_stride, D);
+    float* d = dP + i * width;
+    t.softmax_bwd_row(P + i * width + vis.lo, d + vis.lo, vis.n - vis.lo, di, scale);
     if (opt.softcap > 0.f) {
-      const Visible vis = causal ? visible(pos0 + i, k0, opt.window) : Visible{0, width};
-      float* d = dP + i * width;
       const float* g = G + i * width;
       for (int64_t j = vis.lo; j < vis.n; ++j) d[j] *= g[j];
     }
+    clear_outside(d, vis, width);
   }
 }
 
@@ -118,6 +136,203 @@ void attn_shape_check(const AttnShape& s, const char* kernel) {
       << kernel << ": AttnOpts.window " << s.opt.window << " without the causal mask (expected 0)";
 }
 
+// ---- Blocks of queries against the keys they see, on the ISA's tile products (cpu/attention_tiles.inc).
+
+// Keys (or values) by position: np rows from p, then the rest from s, stride apart (a packed segment's prefix, then
+// its own rows; np = 0 for a plain sequence's).
+struct KeyRows {
+  const float* p;
+  const float* s;
+  int64_t np, n, stride;
+  const float* row(int64_t j) const { return j < np ? p + j * stride : s + (j - np) * stride; }
+};
+KeyRows rows_at(const float* x, int64_t n, int64_t stride) {
+  return {nullptr, x, 0, n, stride};
+}
+
+// What a block's products read of its KV head, packed once for every key position 0..n-1 (a forward task's keys, a
+// backward task's): Kt [D, n] (K^T, for Q K^T), and by precision Vt [D, n] and K's rows (f32) or Vt16 [D/2, n]
+// and K16 [n/2, D] (bf16 pairs: dO V^T, dS K).
+struct KeyPack {
+  const float *Kt, *Vt, *K, *V;
+  int64_t n, ldk, ldv;
+  const uint32_t *Vt16, *K16;
+};
+
+struct Scratch {
+  std::vector<float> S, dP, G;                // P (scores), dP, the cap's factor; [rows, width]
+  std::vector<float> Kt, Vt, K, V;            // KeyPack's f32 operands
+  std::vector<uint32_t> Vt16, K16, a16, b16;  // KeyPack's bf16 operands, a block's bf16 operands
+};
+Scratch& scratch() {
+  static thread_local Scratch x;
+  return x;
+}
+
+// out[d * n + j] = row j's element d.
+void pack_transposed(const IsaTable& t, const KeyRows& r, int64_t D, std::vector<float>& buf) {
+  grow(buf, D * r.n);
+  if (r.np > 0) t.attn_transpose(r.p, r.stride, r.np, D, buf.data(), r.n);
+  t.attn_transpose(r.s, r.stride, r.n - r.np, D, buf.data() + r.np, r.n);
+}
+// The rows as one strided array: themselves without a prefix, else copied into buf [n, D].
+const float* gathered(const KeyRows& r, int64_t D, std::vector<float>& buf, int64_t* ld) {
+  if (r.np == 0) {
+    *ld = r.stride;
+    return r.s;
+  }
+  grow(buf, r.n * D);
+  for (int64_t j = 0; j < r.n; ++j) std::memcpy(buf.data() + j * D, r.row(j), static_cast<size_t>(D) * sizeof(float));
+  *ld = D;
+  return buf.data();
+}
+
+KeyPack pack_keys(const IsaTable& t, const KeyRows& K, const KeyRows& V, int64_t D, Precision prec, bool backward,
+                  Scratch& x) {
+  KeyPack kp{};
+  kp.n = K.n;
+  pack_transposed(t, K, D, x.Kt);
+  kp.Kt = x.Kt.data();
+  if (!backward) {
+    kp.V = gathered(V, D, x.V, &kp.ldv);
+    return kp;
+  }
+  if (prec == Precision::f32) {
+    pack_transposed(t, V, D, x.Vt);
+    kp.Vt = x.Vt.data();
+    kp.K = gathered(K, D, x.K, &kp.ldk);
+    return kp;
+  }
+  const int64_t n = K.n, Dp = (D + 1) / 2, np = (n + 1) / 2;
+  grow(x.Vt16, Dp * n);
+  grow(x.K16, np * D);
+  grow(x.a16, Dp);
+  for (int64_t j = 0; j < n; ++j) {  // V's row j as pairs along it, then into column j
+    t.attn_bf16_row(V.row(j), D, 0, x.a16.data());
+    for (int64_t p = 0; p < Dp; ++p) x.Vt16[p * n + j] = x.a16[p];
+  }
+  for (int64_t p = 0; p < np; ++p)
+    t.attn_bf16_pairs(K.row(2 * p), 2 * p + 1 < n ? K.row(2 * p + 1) : nullptr, x.K16.data() + p * D, D);
+  kp.Vt16 = x.Vt16.data();
+  kp.K16 = x.K16.data();
+  return kp;
+}
+
+// One block: `rows` queries at positions pos0.. (q, o, do rows q_stride / o_stride apart) against the keys at
+// positions k0..k0 + width - 1, columns at.. of the pack (causal: row i sees columns <= i + pos0 - k0, and its
+// window's).
+struct Block {
+  const float *Q = nullptr, *O = nullptr, *dO = nullptr, *L = nullptr;
+  int64_t rows = 0, pos0 = 0, k0 = 0, width = 0, at = 0;
+  bool causal = true;
+};
+struct Dims {
+  int64_t D, q_stride, o_stride;
+  float scale;
+  const AttnOpts* opt;
+};
+
+// The block's P (or the forward's scores, softmaxed, with lse out) in x.S: Q K^T on the f32 tiles, then the rows.
+void block_probs(const IsaTable& t, const Dims& d, const KeyPack& kp, const Block& b, Scratch& x, float* lse_out) {
+  const int64_t W = b.width;
+  grow(x.S, b.rows * W);
+  t.attn_mm_f32(b.Q, d.q_stride, 1, kp.Kt + b.at, kp.n, x.S.data(), W, b.rows, W, d.D, false,
+                b.causal ? kAttnTriCols : kAttnTriNone, b.pos0 - b.k0);
+  if (lse_out) {
+    softmax_rows_fwd(t, x.S.data(), b.rows, W, b.pos0, b.k0, d.scale, *d.opt, lse_out, b.causal);
+  } else {
+    if (d.opt->softcap > 0.f) grow(x.G, b.rows * W);
+    probs_rows_bwd(t, x.S.data(), x.G.data(), b.rows, W, b.pos0, b.k0, d.scale, *d.opt, b.L, b.causal);
+  }
+}
+
+void block_fwd(const IsaTable& t, const Dims& d, const KeyPack& kp, const Block& b, float* O, float* lse) {
+  Scratch& x = scratch();
+  block_probs(t, d, kp, b, x, lse);
+  t.attn_mm_f32(x.S.data(), b.width, 1, kp.V + b.at * kp.ldv, kp.ldv, O, d.o_stride, b.rows, d.D, b.width, false,
+                b.causal ? kAttnTriKEnd : kAttnTriNone, b.pos0 - b.k0);
+}
+
+// Where a block's dK (or dV) rows go: those of positions below np to p (a packed prefix's scratch, position 0 at
+// p), the others to s (position np at s).
+struct GradRows {
+  float* p;
+  int64_t ldp;
+  float* s;
+  int64_t lds;
+  int64_t np;
+};
+
+// dK (or dV) += A^T B over the block's query rows, split at the prefix's end. f32: A = dS (or P) [rows, width], B =
+// Q (or dO) rows ldb apart. bf16 (A16 set): A16 = A's rows in pairs [rows/2, width], B16 the query rows in pairs.
+void grad_keys(const IsaTable& t, const Dims& d, const Block& b, const GradRows& g, const float* A, const float* B,
+               int64_t ldb, const uint32_t* A16, const uint32_t* B16) {
+  const int64_t W = b.width, c = b.pos0 - b.k0, Rp = (b.rows + 1) / 2;
+  const int64_t split = std::clamp<int64_t>(g.np - b.k0, 0, W);  // columns in the prefix
+  const int tri = b.causal ? kAttnTriKStart : kAttnTriNone;
+  for (int part = 0; part < 2; ++part) {
+    const int64_t j0 = part == 0 ? 0 : split, m = part == 0 ? split : W - split;
+    if (m == 0) continue;
+    const int64_t pos = b.k0 + j0;  // the first row's key position
+    float* C = pos < g.np ? g.p + pos * g.ldp : g.s + (pos - g.np) * g.lds;
+    const int64_t ldc = pos < g.np ? g.ldp : g.lds;
+    if (A16)
+      t.attn_mm_bf16(A16 + j0, 1, W, B16, d.D, C, ldc, m, d.D, Rp, true, tri, c - j0);
+    else
+      t.attn_mm_f32(A + j0, 1, W, B, ldb, C, ldc, m, d.D, b.rows, true, tri, c - j0);
+  }
+}
+
+// Rows of f32 as bf16 pairs along each row (IsaTable::attn_bf16_row), (n + off + 1) / 2 words a row.
+uint32_t* row_pairs(const IsaTable& t, const float* X, int64_t ldx, int64_t rows, int64_t n, int64_t off,
+                    std::vector<uint32_t>& buf) {
+  const int64_t np = (n + off + 1) / 2;
+  grow(buf, rows * np);
+  for (int64_t r = 0; r < rows; ++r) t.attn_bf16_row(X + r * ldx, n, off, buf.data() + r * np);
+  return buf.data();
+}
+
+// The block's share of dQ (written), dK and dV (added). bf16: dP = dO V^T, dQ = dS K, dK += dS^T Q and dV += P^T dO
+// with bf16 operands; P itself is recomputed in f32 (the forward's lse).
+void block_bwd(const IsaTable& t, const Dims& d, const KeyPack& kp, const Block& b, Precision prec, float* dQ,
+               const GradRows& dK, const GradRows& dV) {
+  Scratch& x = scratch();
+  block_probs(t, d, kp, b, x, nullptr);
+  const int64_t W = b.width, c = b.pos0 - b.k0, D = d.D, Rp = (b.rows + 1) / 2;
+  const int tri_cols = b.causal ? kAttnTriCols : kAttnTriNone, tri_kend = b.causal ? kAttnTriKEnd : kAttnTriNone;
+  grow(x.dP, b.rows * W);
+  float *P = x.S.data(), *dP = x.dP.data();
+  if (prec == Precision::bf16) {
+    const uint32_t* dO16 = row_pairs(t, b.dO, d.o_stride, b.rows, D, 0, x.a16);
+    t.attn_mm_bf16(dO16, (D + 1) / 2, 1, kp.Vt16 + b.at, kp.n, dP, W, b.rows, W, (D + 1) / 2, false, tri_cols, c);
+  } else {
+    t.attn_mm_f32(b.dO, d.o_stride, 1, kp.Vt + b.at, kp.n, dP, W, b.rows, W, D, false, tri_cols, c);
+  }
+  dscores_rows(t, P, dP, x.G.data(), b.rows, W, b.pos0, b.k0, d.scale, *d.opt, b.dO, b.O, d.o_stride, D, b.causal,
+               prec == Precision::bf16);
+  if (prec == Precision::bf16) {
+    const int64_t off = b.at & 1, Wp = (W + off + 1) / 2;  // dS's pairs line up with K16's (pairs from position 0)
+    const uint32_t* dS16 = row_pairs(t, dP, W, b.rows, W, off, x.a16);
+    t.attn_mm_bf16(dS16, Wp, 1, kp.K16 + (b.at / 2) * D, D, dQ, d.q_stride, b.rows, D, Wp, false, tri_kend, c + off);
+    grow(x.a16, Rp * W);
+    grow(x.b16, Rp * D);
+    auto pairs_of_rows = [&](const float* X, int64_t ldx, int64_t n, uint32_t* out) {
+      for (int64_t p = 0; p < Rp; ++p)
+        t.attn_bf16_pairs(X + 2 * p * ldx, 2 * p + 1 < b.rows ? X + (2 * p + 1) * ldx : nullptr, out + p * n, n);
+    };
+    pairs_of_rows(dP, W, W, x.a16.data());
+    pairs_of_rows(b.Q, d.q_stride, D, x.b16.data());
+    grad_keys(t, d, b, dK, nullptr, nullptr, 0, x.a16.data(), x.b16.data());
+    pairs_of_rows(P, W, W, x.a16.data());
+    pairs_of_rows(b.dO, d.o_stride, D, x.b16.data());
+    grad_keys(t, d, b, dV, nullptr, nullptr, 0, x.a16.data(), x.b16.data());
+  } else {
+    t.attn_mm_f32(dP, W, 1, kp.K + b.at * kp.ldk, kp.ldk, dQ, d.q_stride, b.rows, D, W, false, tri_kend, c);
+    grad_keys(t, d, b, dK, dP, b.Q, d.q_stride, nullptr, nullptr);
+    grad_keys(t, d, b, dV, P, b.dO, d.o_stride, nullptr, nullptr);
+  }
+}
+
 }  // namespace
 
 void attn_opts_check(const AttnOpts& opt, const char* kernel) {
@@ -132,23 +347,25 @@ void attn_opts_check(const AttnOpts& opt, const char* kernel) {
 void attention_fwd(const AttnShape& s, const float* q, const float* k, const float* v, float* o, float* lse) {
   attn_shape_check(s, "attention_fwd");
   const IsaTable& t = isa_table();
-  const float scale = attn_scale(s.opt, s.D);
+  const Dims d{s.D, s.q_stride, s.o_stride, attn_scale(s.opt, s.D), &s.opt};
   const int64_t nqb = (s.T + kBlockQ - 1) / kBlockQ, group = s.H / s.Hkv;
-  parallel_tasks(s.B * s.H * nqb, [&](int64_t task) {
-    int64_t qb = task % nqb, h = (task / nqb) % s.H, b = task / (nqb * s.H);
-    int64_t q0 = qb * kBlockQ, rows = q0 + kBlockQ < s.T ? kBlockQ : s.T - q0;
-    int64_t kvh = h / group;
+  // One task per (batch, KV head, block of queries): the block's keys packed once for the group's heads.
+  parallel_tasks(s.B * s.Hkv * nqb, [&](int64_t task) {
+    const int64_t qb = task % nqb, kvh = (task / nqb) % s.Hkv, b = task / (nqb * s.Hkv);
+    const int64_t q0 = qb * kBlockQ, rows = q0 + kBlockQ < s.T ? kBlockQ : s.T - q0;
     const KeySpan ks = shape_key_span(s, q0, rows);
-    const int64_t w = ks.width();
-    static thread_local std::vector<float> S;
-    grow(S, rows * w);
-    const float* Q = q + (b * s.T + q0) * s.q_stride + h * s.D;
-    const float* K = k + (b * s.T + ks.s0) * s.kv_stride + kvh * s.D;
-    const float* V = v + (b * s.T + ks.s0) * s.kv_stride + kvh * s.D;
-    gemm(false, true, rows, w, s.D, Q, s.q_stride, K, s.kv_stride, 0.f, S.data(), w);
-    softmax_rows_fwd(t, S.data(), rows, w, q0, ks.k0, scale, s.opt, lse + (b * s.H + h) * s.T + q0, s.causal);
-    gemm(false, false, rows, s.D, w, S.data(), w, V, s.kv_stride, 0.f, o + (b * s.T + q0) * s.o_stride + h * s.D,
-         s.o_stride);
+    const int64_t kr = (b * s.T + ks.s0) * s.kv_stride + kvh * s.D;
+    const KeyPack kp = pack_keys(t, rows_at(k + kr, ks.width(), s.kv_stride), rows_at(v + kr, ks.width(), s.kv_stride),
+                                 s.D, s.precision, false, scratch());
+    for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h) {
+      const Block x{.Q = q + (b * s.T + q0) * s.q_stride + h * s.D,
+                    .rows = rows,
+                    .pos0 = q0,
+                    .k0 = ks.k0,
+                    .width = ks.width(),
+                    .causal = s.causal};
+      block_fwd(t, d, kp, x, o + (b * s.T + q0) * s.o_stride + h * s.D, lse + (b * s.H + h) * s.T + q0);
+    }
   });
 }
 
@@ -156,41 +373,36 @@ void attention_bwd(const AttnShape& s, const float* q, const float* k, const flo
                    const float* dout, float* dq, float* dk, float* dv) {
   attn_shape_check(s, "attention_bwd");
   const IsaTable& t = isa_table();
-  const float scale = attn_scale(s.opt, s.D);
+  const Dims d{s.D, s.q_stride, s.o_stride, attn_scale(s.opt, s.D), &s.opt};
   const int64_t nqb = (s.T + kBlockQ - 1) / kBlockQ, group = s.H / s.Hkv;
-  // One task per (batch, KV head): it owns dk/dv of that head and dq of its query heads.
+  // One task per (batch, KV head): it owns dk/dv of that head and dq of its query heads; its keys packed once.
   parallel_tasks(s.B * s.Hkv, [&](int64_t task) {
-    int64_t kvh = task % s.Hkv, b = task / s.Hkv;
-    static thread_local std::vector<float> P, dP, G;
-    grow(P, kBlockQ * s.T);
-    grow(dP, kBlockQ * s.T);
-    if (s.opt.softcap > 0.f) grow(G, kBlockQ * s.T);
-    const float* K = k + b * s.T * s.kv_stride + kvh * s.D;
-    const float* V = v + b * s.T * s.kv_stride + kvh * s.D;
-    float* dK = dk + b * s.T * s.kv_stride + kvh * s.D;
-    float* dV = dv + b * s.T * s.kv_stride + kvh * s.D;
+    const int64_t kvh = task % s.Hkv, b = task / s.Hkv, kr = b * s.T * s.kv_stride + kvh * s.D;
+    float* dK = dk + kr;
+    float* dV = dv + kr;
     for (int64_t r = 0; r < s.T; ++r) {
       std::memset(dK + r * s.kv_stride, 0, static_cast<size_t>(s.D) * sizeof(float));
       std::memset(dV + r * s.kv_stride, 0, static_cast<size_t>(s.D) * sizeof(float));
     }
+    const KeyPack kp = pack_keys(t, rows_at(k + kr, s.T, s.kv_stride), rows_at(v + kr, s.T, s.kv_stride), s.D,
+                                 s.precision, true, scratch());
     for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h) {
       for (int64_t qb = 0; qb < nqb; ++qb) {
-        int64_t q0 = qb * kBlockQ, rows = q0 + kBlockQ < s.T ? kBlockQ : s.T - q0;
+        const int64_t q0 = qb * kBlockQ, rows = q0 + kBlockQ < s.T ? kBlockQ : s.T - q0;
         const KeySpan ks = shape_key_span(s, q0, rows);
-        const int64_t w = ks.width(), kr = ks.s0 * s.kv_stride;
-        const float* Q = q + (b * s.T + q0) * s.q_stride + h * s.D;
-        const float* O = o + (b * s.T + q0) * s.o_stride + h * s.D;
-        const float* dO = dout + (b * s.T + q0) * s.o_stride + h * s.D;
-        float* dQ = dq + (b * s.T + q0) * s.q_stride + h * s.D;
-        const float* L = lse + (b * s.H + h) * s.T + q0;
-        gemm(false, true, rows, w, s.D, Q, s.q_stride, K + kr, s.kv_stride, 0.f, P.data(), w);
-        probs_rows_bwd(t, P.data(), G.data(), rows, w, q0, ks.k0, scale, s.opt, L, s.causal);
-        gemm(false, true, rows, w, s.D, dO, s.o_stride, V + kr, s.kv_stride, 0.f, dP.data(), w);
-        dscores_rows(t, P.data(), dP.data(), G.data(), rows, w, q0, ks.k0, scale, s.opt, dO, O, s.o_stride, s.D,
-                     s.causal);
-        gemm(false, false, rows, s.D, w, dP.data(), w, K + kr, s.kv_stride, 0.f, dQ, s.q_stride);
-        gemm(true, false, w, s.D, rows, dP.data(), w, Q, s.q_stride, 1.f, dK + kr, s.kv_stride);
-        gemm(true, false, w, s.D, rows, P.data(), w, dO, s.o_stride, 1.f, dV + kr, s.kv_stride);
+        const int64_t qr = (b * s.T + q0) * s.q_stride + h * s.D, orow = (b * s.T + q0) * s.o_stride + h * s.D;
+        const Block x{.Q = q + qr,
+                      .O = o + orow,
+                      .dO = dout + orow,
+                      .L = lse + (b * s.H + h) * s.T + q0,
+                      .rows = rows,
+                      .pos0 = q0,
+                      .k0 = ks.k0,
+                      .width = ks.width(),
+                      .at = ks.k0,
+                      .causal = s.causal};
+        block_bwd(t, d, kp, x, s.precision, dq + qr, {nullptr, 0, dK, s.kv_stride, 0},
+                  {nullptr, 0, dV, s.kv_stride, 0});
       }
     }
   });
@@ -227,66 +439,34 @@ void attention_fwd_packed(const PackedAttnShape& s, const float* q, const float*
   check_segments(s, nullptr);
   attn_opts_check(s.opt, "attention_fwd_packed");
   const IsaTable& t = isa_table();
-  const float scale = attn_scale(s.opt, s.D);
+  const Dims d{s.D, s.q_stride, s.o_stride, attn_scale(s.opt, s.D), &s.opt};
   const int64_t group = s.H / s.Hkv;
-  std::vector<int64_t> first(static_cast<size_t>(s.nsegs + 1), 0);  // tasks: (segment, head, block of queries)
+  // Tasks: (segment, KV head, block of queries), the block's keys packed once for the group's heads.
+  std::vector<int64_t> first(static_cast<size_t>(s.nsegs + 1), 0);
   for (int64_t i = 0; i < s.nsegs; ++i)
-    first[static_cast<size_t>(i + 1)] = first[static_cast<size_t>(i)] + s.H * ((s.segs[i].len + kBlockQ - 1) / kBlockQ);
+    first[static_cast<size_t>(i + 1)] =
+        first[static_cast<size_t>(i)] + s.Hkv * ((s.segs[i].len + kBlockQ - 1) / kBlockQ);
   parallel_tasks(first.back(), [&](int64_t task) {
     const int64_t si = std::upper_bound(first.begin(), first.end(), task) - first.begin() - 1;
     const AttnSegment& g = s.segs[si];
     const int64_t nqb = (g.len + kBlockQ - 1) / kBlockQ, r = task - first[static_cast<size_t>(si)];
-    const int64_t qb = r % nqb, h = r / nqb, kvh = h / group, P = g.prefix_len;
+    const int64_t qb = r % nqb, kvh = r / nqb, P = g.prefix_len;
     const int64_t q0 = qb * kBlockQ, rows = std::min(kBlockQ, g.len - q0);
     const KeySpan ks = key_span(P, q0, rows, s.opt.window);
-    const int64_t W = ks.width(), np = ks.np;
-    static thread_local std::vector<float> S;
-    grow(S, rows * W);
-    const float* Q = q + (g.start + q0) * s.q_stride + h * s.D;
-    const int64_t kp = np > 0 ? (g.prefix_start + ks.k0) * s.kv_stride + kvh * s.D : 0;  // read only when np > 0
-    const float* Kp = k + kp;
-    const float* Vp = v + kp;
-    const float* Ks = k + (g.start + ks.s0) * s.kv_stride + kvh * s.D;
-    const float* Vs = v + (g.start + ks.s0) * s.kv_stride + kvh * s.D;
-    float* O = o + (g.start + q0) * s.o_stride + h * s.D;
-    if (np > 0) gemm(false, true, rows, np, s.D, Q, s.q_stride, Kp, s.kv_stride, 0.f, S.data(), W);
-    gemm(false, true, rows, ks.ns, s.D, Q, s.q_stride, Ks, s.kv_stride, 0.f, S.data() + np, W);
-    softmax_rows_fwd(t, S.data(), rows, W, P + q0, ks.k0, scale, s.opt, lse + h * s.N + g.start + q0);
-    if (np > 0) gemm(false, false, rows, s.D, np, S.data(), W, Vp, s.kv_stride, 0.f, O, s.o_stride);
-    gemm(false, false, rows, s.D, ks.ns, S.data() + np, W, Vs, s.kv_stride, np > 0 ? 1.f : 0.f, O, s.o_stride);
+    const int64_t kp0 = ks.np > 0 ? (g.prefix_start + ks.k0) * s.kv_stride + kvh * s.D : 0;  // read only when np > 0
+    const int64_t kr = (g.start + ks.s0) * s.kv_stride + kvh * s.D;
+    const KeyPack kp = pack_keys(t, {k + kp0, k + kr, ks.np, ks.width(), s.kv_stride},
+                                 {v + kp0, v + kr, ks.np, ks.width(), s.kv_stride}, s.D, s.precision, false, scratch());
+    for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h) {
+      const Block x{.Q = q + (g.start + q0) * s.q_stride + h * s.D,
+                    .rows = rows,
+                    .pos0 = P + q0,
+                    .k0 = ks.k0,
+                    .width = ks.width()};
+      block_fwd(t, d, kp, x, o + (g.start + q0) * s.o_stride + h * s.D, lse + h * s.N + g.start + q0);
+    }
   });
 }
-
-namespace {
-
-// One block of a segment's queries at one head in the packed backward: what it reads and writes.
-struct PackedBlock {
-  const float *Q, *O, *dO, *L, *Kp, *Vp, *Ks, *Vs;
-  float *dQ, *dK, *dV, *dKp, *dVp;  // dK/dV at the segment's key row s0, dKp/dVp at the prefix's k0
-  int64_t rows, pos0;
-  KeySpan ks;
-};
-
-void packed_block_bwd(const PackedAttnShape& s, const IsaTable& t, float scale, const PackedBlock& x, float* Pm,
-                      float* dP, float* G) {
-  const int64_t W = x.ks.width(), np = x.ks.np, ns = x.ks.ns, rows = x.rows, D = s.D, Hk = s.Hkv * s.D;
-  if (np > 0) gemm(false, true, rows, np, D, x.Q, s.q_stride, x.Kp, s.kv_stride, 0.f, Pm, W);
-  gemm(false, true, rows, ns, D, x.Q, s.q_stride, x.Ks, s.kv_stride, 0.f, Pm + np, W);
-  probs_rows_bwd(t, Pm, G, rows, W, x.pos0, x.ks.k0, scale, s.opt, x.L);
-  if (np > 0) gemm(false, true, rows, np, D, x.dO, s.o_stride, x.Vp, s.kv_stride, 0.f, dP, W);
-  gemm(false, true, rows, ns, D, x.dO, s.o_stride, x.Vs, s.kv_stride, 0.f, dP + np, W);
-  dscores_rows(t, Pm, dP, G, rows, W, x.pos0, x.ks.k0, scale, s.opt, x.dO, x.O, s.o_stride, D);
-  if (np > 0) gemm(false, false, rows, D, np, dP, W, x.Kp, s.kv_stride, 0.f, x.dQ, s.q_stride);
-  gemm(false, false, rows, D, ns, dP + np, W, x.Ks, s.kv_stride, np > 0 ? 1.f : 0.f, x.dQ, s.q_stride);
-  gemm(true, false, ns, D, rows, dP + np, W, x.Q, s.q_stride, 1.f, x.dK, s.kv_stride);
-  gemm(true, false, ns, D, rows, Pm + np, W, x.dO, s.o_stride, 1.f, x.dV, s.kv_stride);
-  if (np > 0) {
-    gemm(true, false, np, D, rows, dP, W, x.Q, s.q_stride, 1.f, x.dKp, Hk);
-    gemm(true, false, np, D, rows, Pm, W, x.dO, s.o_stride, 1.f, x.dVp, Hk);
-  }
-}
-
-}  // namespace
 
 void attention_bwd_packed(const PackedAttnShape& s, const float* q, const float* k, const float* v, const float* o,
                           const float* lse, const float* dout, float* dq, float* dk, float* dv) {
@@ -294,46 +474,41 @@ void attention_bwd_packed(const PackedAttnShape& s, const float* q, const float*
   const int64_t scratch_rows = check_segments(s, &scratch_at);
   attn_opts_check(s.opt, "attention_bwd_packed");
   const IsaTable& t = isa_table();
-  const float scale = attn_scale(s.opt, s.D);
+  const Dims d{s.D, s.q_stride, s.o_stride, attn_scale(s.opt, s.D), &s.opt};
   const int64_t group = s.H / s.Hkv, Hk = s.Hkv * s.D;
   std::vector<float> dkp(static_cast<size_t>(scratch_rows * Hk)), dvp(dkp.size());
   // One task per (segment, KV head): it owns dk/dv of the segment's rows at that head, dq of its query
-  // heads, and its own scratch copy of the prefix's dk/dv.
+  // heads, and its own scratch copy of the prefix's dk/dv; its keys (prefix, then its own) packed once.
   parallel_tasks(s.nsegs * s.Hkv, [&](int64_t task) {
     const int64_t kvh = task % s.Hkv, si = task / s.Hkv;
     const AttnSegment& g = s.segs[si];
     const int64_t P = g.prefix_len;
-    static thread_local std::vector<float> Pm, dP, G;
     float* dK = dk + g.start * s.kv_stride + kvh * s.D;
     float* dV = dv + g.start * s.kv_stride + kvh * s.D;
     for (int64_t r = 0; r < g.len; ++r) {
       std::memset(dK + r * s.kv_stride, 0, static_cast<size_t>(s.D) * sizeof(float));
       std::memset(dV + r * s.kv_stride, 0, static_cast<size_t>(s.D) * sizeof(float));
     }
+    const int64_t kp0 = P > 0 ? g.prefix_start * s.kv_stride + kvh * s.D : 0, kr = g.start * s.kv_stride + kvh * s.D;
+    const KeyPack kp = pack_keys(t, {k + kp0, k + kr, P, P + g.len, s.kv_stride},
+                                 {v + kp0, v + kr, P, P + g.len, s.kv_stride}, s.D, s.precision, true, scratch());
+    const int64_t sp = P > 0 ? scratch_at[static_cast<size_t>(si)] * Hk + kvh * s.D : 0;
+    const GradRows gk{dkp.data() + sp, Hk, dK, s.kv_stride, P}, gv{dvp.data() + sp, Hk, dV, s.kv_stride, P};
     for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h) {
       for (int64_t q0 = 0; q0 < g.len; q0 += kBlockQ) {
-        PackedBlock x;
-        x.rows = std::min(kBlockQ, g.len - q0);
-        x.pos0 = P + q0;
-        x.ks = key_span(P, q0, x.rows, s.opt.window);
-        const int64_t W = x.ks.width(), ksr = (g.start + x.ks.s0) * s.kv_stride + kvh * s.D;
-        grow(Pm, x.rows * W);
-        grow(dP, x.rows * W);
-        if (s.opt.softcap > 0.f) grow(G, x.rows * W);
-        x.Q = q + (g.start + q0) * s.q_stride + h * s.D;
-        x.O = o + (g.start + q0) * s.o_stride + h * s.D;
-        x.dO = dout + (g.start + q0) * s.o_stride + h * s.D;
-        x.dQ = dq + (g.start + q0) * s.q_stride + h * s.D;
-        x.L = lse + h * s.N + g.start + q0;
-        x.Ks = k + ksr, x.Vs = v + ksr;
-        x.dK = dK + x.ks.s0 * s.kv_stride, x.dV = dV + x.ks.s0 * s.kv_stride;
-        x.Kp = x.Vp = nullptr, x.dKp = x.dVp = nullptr;
-        if (x.ks.np > 0) {  // the prefix's rows from k0 on
-          const int64_t kp = (g.prefix_start + x.ks.k0) * s.kv_stride + kvh * s.D,
-                        sp = (scratch_at[static_cast<size_t>(si)] + x.ks.k0) * Hk + kvh * s.D;
-          x.Kp = k + kp, x.Vp = v + kp, x.dKp = dkp.data() + sp, x.dVp = dvp.data() + sp;
-        }
-        packed_block_bwd(s, t, scale, x, Pm.data(), dP.data(), G.data());
+        const int64_t rows = std::min(kBlockQ, g.len - q0);
+        const KeySpan ks = key_span(P, q0, rows, s.opt.window);
+        const int64_t qr = (g.start + q0) * s.q_stride + h * s.D, orow = (g.start + q0) * s.o_stride + h * s.D;
+        const Block x{.Q = q + qr,
+                      .O = o + orow,
+                      .dO = dout + orow,
+                      .L = lse + h * s.N + g.start + q0,
+                      .rows = rows,
+                      .pos0 = P + q0,
+                      .k0 = ks.k0,
+                      .width = ks.width(),
+                      .at = ks.k0};
+        block_bwd(t, d, kp, x, s.precision, dq + qr, gk, gv);
       }
     }
   });

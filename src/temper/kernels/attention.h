@@ -6,10 +6,16 @@
 // AttnOpts adds the score variants of Gemma-2/3, Mistral and Phi-3 (HF eager attention, transformers
 // 4.51: scores scaled, soft-capped, then masked): a custom scale, tanh soft-capping, a sliding window.
 // AttnShape::causal = false drops the mask (a DiT's image patches all see each other).
+// The products run on the ISA's register-tiled kernels (cpu/attention_tiles.inc). Precision::bf16 (the model's
+// bf16 training) makes the backward's four gradient products bf16 x bf16 with f32 sums (AVX512-BF16 dot
+// products where the CPU has them); the forward and the backward's recomputed P stay f32 on the bf16-rounded
+// K/V the model gives, so the training forward keeps the rollout engine's log-probs (rollout/engine.h).
 #pragma once
 
 #include <cmath>
 #include <cstdint>
+
+#include "temper/kernels/matmul.h"
 
 namespace temper::kernels {
 
@@ -34,6 +40,7 @@ struct AttnShape {
   int64_t q_stride, kv_stride, o_stride;  // floats between consecutive tokens
   AttnOpts opt{};
   bool causal = true;  // false: every query sees all T keys (a DiT's image patches; no window; CPU only)
+  Precision precision = Precision::f32;  // bf16: the backward's gradient products in bf16 (above)
 };
 
 // o [B*T, o_stride]; lse [B, H, T]
@@ -59,6 +66,7 @@ struct PackedAttnShape {
   const AttnSegment* segs;
   int64_t nsegs;
   AttnOpts opt{};
+  Precision precision = Precision::f32;  // as AttnShape::precision
 };
 void attention_fwd_packed(const PackedAttnShape& s, const float* q, const float* k, const float* v, float* o,
                           float* lse);

@@ -511,10 +511,12 @@ void Transformer::attention_backward(int64_t l, const LayerActs& a, int64_t B, i
     TEMPER_PROFILE("attention");
     if (segs_) {
       kernels::PackedAttnShape s{N, H, Hkv, D, QKV, QKV, Hq, segs_->data(), static_cast<int64_t>(segs_->size()), opt};
+      s.precision = precision_;  // bf16: the gradient products in bf16 (the forward stays f32: attention.h)
       kernels::attention_bwd_packed(s, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse, do_, dqkv_, dqkv_ + Hq,
                                     dqkv_ + Hq + Hk);
     } else {
       kernels::AttnShape s{B, T, H, Hkv, D, QKV, QKV, Hq, opt};
+      s.precision = precision_;
       kernels::attention_bwd(s, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse, do_, dqkv_, dqkv_ + Hq,
                              dqkv_ + Hq + Hk);
     }

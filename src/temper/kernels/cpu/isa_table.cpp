@@ -1,15 +1,32 @@
 #include "temper/kernels/cpu/isa_table.h"
 
 #include "temper/core/error.h"
+#include "temper/kernels/cpu/attention_dpbf16.h"
 
 namespace temper::kernels {
 namespace isa_scalar { IsaTable make_table(); }
 namespace isa_avx2 { IsaTable make_table(); }
 namespace isa_avx512 { IsaTable make_table(); }
+namespace attn_scalar {
+void fill_attention(IsaTable& t);
+}
+namespace attn_avx2 {
+void fill_attention(IsaTable& t);
+}
+namespace attn_avx512 {
+void fill_attention(IsaTable& t);
+}
 
 namespace {
+// The ISA's attention tile products (attention_tiles.inc); bf16 on AVX512-BF16 dot products where the CPU has them.
 IsaTable with_isa(IsaTable t, Isa isa) {
   t.isa = isa;
+  if (isa == Isa::scalar) attn_scalar::fill_attention(t);
+  if (isa == Isa::avx2) attn_avx2::fill_attention(t);
+  if (isa == Isa::avx512) {
+    attn_avx512::fill_attention(t);
+    if (cpu_features().avx512_bf16) t.attn_mm_bf16 = attn_mm_dpbf16;
+  }
   return t;
 }
 }  // namespace

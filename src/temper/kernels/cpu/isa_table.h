@@ -10,6 +10,11 @@
 
 namespace temper::kernels {
 
+// attn_mm_*'s triangle: row m of a causal block sees columns n <= m + c. kAttnTriCols: row tile [m0, m0 + R)
+// writes columns below m0 + R + c only (the others are left as they were); kAttnTriKEnd: sums k < m0 + R + c only
+// (A is zero beyond); kAttnTriKStart: sums k >= m0 - c only (A's rows are keys, its k queries; zero before).
+inline constexpr int kAttnTriNone = 0, kAttnTriCols = 1, kAttnTriKEnd = 2, kAttnTriKStart = 3;
+
 struct IsaTable {
   Isa isa;
   // y[r] = x[r] * rstd[r] * w ; rstd[r] = 1/sqrt(mean(x[r]^2) + eps), rows [0, rows) of width C.
@@ -69,6 +74,24 @@ struct IsaTable {
   void (*attn_group_update_bf16)(const float* q, int64_t G, const uint16_t* K, const uint16_t* V, int64_t stride,
                                  int64_t nb, int64_t D, float scale, float cap, float* scores, float* m, float* l,
                                  float* acc, float* widened);
+  // The training attention's tile products (kernels/attention.cpp; attention_tiles.inc): C[m, n] (+)= sum_k
+  // A(m, k) B[k * ldb + n] for m < M, n < N, k < K, A(m, k) at A[m * ars + k * aks]; each output sums from
+  // zero in k order, then is written or (accumulate) added. tri (AttnTri) skips what a causal block's mask zeroes.
+  void (*attn_mm_f32)(const float* A, int64_t ars, int64_t aks, const float* B, int64_t ldb, float* C, int64_t ldc,
+                      int64_t M, int64_t N, int64_t K, bool accumulate, int tri, int64_t c);
+  // The same on bf16 pairs with f32 sums: 32-bit words holding (element 2p, element 2p + 1) of a row of k. A(m, p) =
+  // A[m * ars + p * aps], B row p = B[p * ldb + n] (its low half at k = 2p), Kp pairs; tri counted in elements,
+  // widened to whole pairs. AVX512-BF16 dot products where the CPU has them (attention_dpbf16.cpp), else plain
+  // loops with the same bits.
+  void (*attn_mm_bf16)(const uint32_t* A, int64_t ars, int64_t aps, const uint32_t* B, int64_t ldb, float* C,
+                       int64_t ldc, int64_t M, int64_t N, int64_t Kp, bool accumulate, int tri, int64_t c);
+  // out[i] = bf16(a[i]) | bf16(b[i]) << 16 (b null: zero), round to nearest even: two rows as attn_mm_bf16's pairs.
+  void (*attn_bf16_pairs)(const float* a, const float* b, uint32_t* out, int64_t n);
+  // One row's pairs along it: out[p] = bf16(x[2p - off]) | bf16(x[2p + 1 - off]) << 16 for p < (n + off + 1) / 2,
+  // zero outside x[0, n) (off 0 or 1: 1 lines the pairs up with an operand whose pairs start one element earlier).
+  void (*attn_bf16_row)(const float* x, int64_t n, int64_t off, uint32_t* out);
+  // out[c * ldo + r] = x[r * ldx + c] for r < rows, c < cols (the keys as the columns of Q K^T's right operand).
+  void (*attn_transpose)(const float* x, int64_t ldx, int64_t rows, int64_t cols, float* out, int64_t ldo);
   // int4 weights x int8 activations (kernels/int4_matmul.h), outputs n in [n0, n1) of every row m < M:
   // Y[m, n] (+)= sum_g scale[n, g] * (sa[m, g] * dot(q[n, g], qa[m, g]) - zero[n, g] * zs[m, g]).
   void (*int4_gemm_rows)(const int8_t* qa, const float* sa, const float* zs, int64_t M, int64_t Kp, const uint8_t* q,

@@ -1,0 +1,3 @@
+// The training attention's tile products compiled for avx2 (flags set in CMakeLists.txt).
+#define TEMPER_ATTN_NS attn_avx2
+#include "temper/kernels/cpu/attention_tiles.inc"

@@ -1,0 +1,125 @@
+// The training attention's bf16 tile products on AVX512-BF16 dot products (VDPBF16PS), for CPUs with
+// AVX512-BF16 (Zen 4, Xeons): IsaTable::attn_mm_bf16 on the AVX-512 table where the CPU has it (isa_table.cpp).
+// Register tiles of 6 rows x 64 outputs (24 accumulators); each output sums its pairs in k order from zero,
+// then adds to C: attention_tiles.inc's portable version gives the same bits. Compiled with AVX512-BF16 flags.
+#include "temper/kernels/cpu/attention_dpbf16.h"
+
+#include <immintrin.h>
+
+// GCC 12's AVX-512 headers trip -Wuninitialized on their own _mm512_undefined_* (GCC bug 105593).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace temper::kernels {
+namespace {
+
+constexpr int64_t kTileRows = 6;
+
+inline __mmask16 mask_of(int64_t n) {
+  return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1u);
+}
+inline void store_out(float* c, __m512 x, __mmask16 m, bool accumulate) {
+  if (accumulate) x = _mm512_add_ps(_mm512_maskz_loadu_ps(m, c), x);
+  _mm512_mask_storeu_ps(c, m, x);
+}
+inline __m512bh pair_of(const uint32_t* a) {
+  return (__m512bh)_mm512_set1_epi32(static_cast<int>(*a));
+}
+inline __m512bh load_pairs(__mmask16 m, const uint32_t* b) {
+  return (__m512bh)_mm512_maskz_loadu_epi32(m, b);
+}
+
+#define TEMPER_ATTN_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
+template <int R, int NV>
+void tile_bf16(const uint32_t* A, int64_t ars, int64_t aps, const uint32_t* B, int64_t ldb, float* C, int64_t ldc,
+               int64_t p0, int64_t p1, __mmask16 last, bool accumulate) {
+#define TEMPER_DECL(r) __m512 c##r##0 = _mm512_setzero_ps(), c##r##1 = c##r##0, c##r##2 = c##r##0, c##r##3 = c##r##0;
+  TEMPER_ATTN_ROWS(TEMPER_DECL)
+#undef TEMPER_DECL
+  const __mmask16 full = 0xffff;
+  for (int64_t p = p0; p < p1; ++p) {
+    const uint32_t* b = B + p * ldb;
+    const uint32_t* a = A + p * aps;
+    const __m512bh b0 = load_pairs(NV == 1 ? last : full, b);
+    const __m512bh b1 = NV > 1 ? load_pairs(NV == 2 ? last : full, b + 16) : b0;
+    const __m512bh b2 = NV > 2 ? load_pairs(NV == 3 ? last : full, b + 32) : b0;
+    const __m512bh b3 = NV > 3 ? load_pairs(last, b + 48) : b0;
+#define TEMPER_STEP(r)                                                \
+  if constexpr (R > r) {                                              \
+    const __m512bh x = pair_of(a + r * ars);                          \
+    c##r##0 = _mm512_dpbf16_ps(c##r##0, x, b0);                       \
+    if constexpr (NV > 1) c##r##1 = _mm512_dpbf16_ps(c##r##1, x, b1); \
+    if constexpr (NV > 2) c##r##2 = _mm512_dpbf16_ps(c##r##2, x, b2); \
+    if constexpr (NV > 3) c##r##3 = _mm512_dpbf16_ps(c##r##3, x, b3); \
+  }
+    TEMPER_ATTN_ROWS(TEMPER_STEP)
+#undef TEMPER_STEP
+  }
+#define TEMPER_OUT(r)                                                                              \
+  if constexpr (R > r) {                                                                           \
+    store_out(C + r * ldc, c##r##0, NV == 1 ? last : full, accumulate);                            \
+    if constexpr (NV > 1) store_out(C + r * ldc + 16, c##r##1, NV == 2 ? last : full, accumulate); \
+    if constexpr (NV > 2) store_out(C + r * ldc + 32, c##r##2, NV == 3 ? last : full, accumulate); \
+    if constexpr (NV > 3) store_out(C + r * ldc + 48, c##r##3, last, accumulate);                  \
+  }
+  TEMPER_ATTN_ROWS(TEMPER_OUT)
+#undef TEMPER_OUT
+}
+#undef TEMPER_ATTN_ROWS
+
+using TileBf16 = void (*)(const uint32_t*, int64_t, int64_t, const uint32_t*, int64_t, float*, int64_t, int64_t,
+                          int64_t, __mmask16, bool);
+template <int R>
+TileBf16 tile_of(int nv) {
+  switch (nv) {
+    case 1:
+      return tile_bf16<R, 1>;
+    case 2:
+      return tile_bf16<R, 2>;
+    case 3:
+      return tile_bf16<R, 3>;
+    default:
+      return tile_bf16<R, 4>;
+  }
+}
+TileBf16 tile_for(int64_t rows, int nv) {
+  switch (rows) {
+    case 1:
+      return tile_of<1>(nv);
+    case 2:
+      return tile_of<2>(nv);
+    case 3:
+      return tile_of<3>(nv);
+    case 4:
+      return tile_of<4>(nv);
+    case 5:
+      return tile_of<5>(nv);
+    default:
+      return tile_of<6>(nv);
+  }
+}
+
+int64_t clamp(int64_t x, int64_t hi) {
+  return x < 0 ? 0 : (x > hi ? hi : x);
+}
+
+}  // namespace
+
+void attn_mm_dpbf16(const uint32_t* A, int64_t ars, int64_t aps, const uint32_t* B, int64_t ldb, float* C, int64_t ldc,
+                    int64_t M, int64_t N, int64_t Kp, bool accumulate, int tri, int64_t c) {
+  for (int64_t n0 = 0; n0 < N; n0 += 64)
+    for (int64_t m0 = 0; m0 < M; m0 += kTileRows) {
+      const int64_t R = M - m0 < kTileRows ? M - m0 : kTileRows;
+      int64_t p0 = 0, p1 = Kp, n1 = N;  // the triangle (isa_table.h's AttnTri) in elements, widened to whole pairs
+      if (tri == kAttnTriCols) n1 = clamp(m0 + R + c, N);
+      if (tri == kAttnTriKEnd) p1 = (clamp(m0 + R + c, 2 * Kp) + 1) / 2;
+      if (tri == kAttnTriKStart) p0 = clamp(m0 - c, 2 * Kp) / 2;
+      const int64_t n = n1 - n0 < 64 ? n1 - n0 : 64;
+      if (n <= 0) continue;
+      const int nv = static_cast<int>((n + 15) / 16);
+      tile_for(R, nv)(A + m0 * ars, ars, aps, B + n0, ldb, C + m0 * ldc + n0, ldc, p0, p1, mask_of(n - 16 * (nv - 1)),
+                      accumulate);
+    }
+}
+
+}  // namespace temper::kernels
