@@ -64,6 +64,23 @@ TEST(MemoryPlan, Qwen7bFiguresByHand) {
   // ZeRO-1 over 4 ranks: a quarter of the moments each.
   s.ranks = 4, s.shard_optimizer = true;
   EXPECT_EQ(item(plan_memory(c, s), "AdamW moments"), 2 * flat);
+  EXPECT_EQ(item(plan_memory(c, s), "gradients"), 4 * flat);
+  EXPECT_EQ(item(plan_memory(c, s), "MPI runtime"), 11.5 * 1024 * 1024);
+  // ZeRO-2: a quarter of the gradients too, and the backward's live ranges: Qwen2.5-7B is untied, so the largest of
+  // the embedding (152064 x 3584), a layer and the final norm with the LM head (the same size + 3584).
+  s.shard_gradients = true;
+  const ParamLayout lay(c);
+  const auto ranges = lay.ranges();
+  ASSERT_EQ(ranges.size(), size_t(c.num_layers + 2));
+  EXPECT_EQ(ranges.front().second, 152064 * 3584);
+  EXPECT_EQ(ranges.back().second, 152064 * 3584 + 3584);
+  EXPECT_LT(ranges[1].second, ranges.back().second);
+  int64_t next = 0;  // the ranges tile the buffer
+  for (const auto& [off, len] : ranges) EXPECT_EQ(off, std::exchange(next, off + len));
+  EXPECT_EQ(next, lay.total());
+  EXPECT_EQ(item(plan_memory(c, s), "gradients"), flat + 4.0 * (152064 * 3584 + 3584));
+  EXPECT_EQ(item(plan_memory(c, s), "AdamW moments"), 2 * flat);
+  s.shard_gradients = false;
 
   // LoRA r=16: PEFT's count; the adapters' state only; the base frozen in bf16 (int4 for QLoRA's block products).
   MemorySettings l;

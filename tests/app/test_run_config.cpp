@@ -330,6 +330,27 @@ TEST(RunConfig, RecomputeTurnsActivationReuseOffAndRefusesBoth) {
   EXPECT_NE(e.find("set rl.reuse_activations = false"), std::string::npos) << e;
 }
 
+// run.shard_gradients (ZeRO-2) implies run.shard_optimizer, also in the saved config (a resume reads it back); an
+// explicit shard_optimizer = false, [lora] and a device are refused naming the key.
+TEST(RunConfig, ShardGradientsImpliesShardOptimizerAndRefusesWhatItCannotShard) {
+  Recipe r = Recipe::parse("[rl]\nsteps = 1\n[run]\nshard_gradients = true\n", "t.toml");
+  RunConfig c = read_run_config(r, rl::method_table());
+  EXPECT_TRUE(c.run.shard_gradients && c.run.shard_optimizer);
+  EXPECT_EQ(r.resolved_literal("run.shard_optimizer"), "true");
+  Recipe back = Recipe::parse(r.resolved_toml(), "config.toml");
+  RunConfig again = read_run_config(back, rl::method_table());
+  EXPECT_TRUE(again.run.shard_gradients && again.run.shard_optimizer);
+  EXPECT_FALSE(read("[rl]\nsteps = 1\n").run.shard_optimizer);
+  const std::string off =
+      error_of([] { read("[rl]\nsteps = 1\n[run]\nshard_gradients = true\nshard_optimizer = false\n"); });
+  EXPECT_NE(off.find("t.toml: run.shard_gradients = true shards the AdamW moments too"), std::string::npos) << off;
+  const std::string lora = error_of([] { read("[rl]\nsteps = 1\n[lora]\nrank = 4\n[run]\nshard_gradients = true\n"); });
+  EXPECT_NE(lora.find("run.shard_gradients with [lora]"), std::string::npos) << lora;
+  const std::string dev =
+      error_of([] { read("[model]\ndevice = \"cuda\"\n[rl]\nsteps = 1\n[run]\nshard_gradients = true\n"); });
+  EXPECT_NE(dev.find("run.shard_gradients runs on the CPU (model.device = \"cuda\""), std::string::npos) << dev;
+}
+
 // Counts that size allocations are bounded: an absurd one is refused naming the key and the bound, when the recipe
 // is read (before the run directory exists), instead of growing memory until std::bad_alloc.
 TEST(RunConfig, AbsurdCountsAreRefusedNamingTheKey) {

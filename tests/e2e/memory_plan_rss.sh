@@ -2,7 +2,8 @@
 # The memory plan (`temper info --json`, app/memory_plan.h) against the peak RSS `temper bench train` measures for the
 # same model and settings, one training step each: within 10% for the quickstart model (batch 8 x seq 256, f32),
 # SmolLM2-135M's shape with random weights (batch 4 x seq 256, f32), the same in bf16 with recompute, and the same
-# (f32) as QLoRA r=16: adapters on the seven products over an int4 base held as its weights are drawn.
+# (f32) as QLoRA r=16: adapters on the seven products over an int4 base held as its weights are drawn; with MPI,
+# quickstart-large on 2 ranks with ZeRO-2 (run.shard_gradients: moments and gradients sharded).
 # Usage: memory_plan_rss.sh TEMPER   (prints one line per configuration: plan, measured, relative error)
 set -euo pipefail
 temper=$1
@@ -31,4 +32,27 @@ check quickstart 8 256 f32
 check smollm2-135m 4 256 f32
 check smollm2-135m 4 256 bf16 --recompute
 check smollm2-135m 4 256 f32 "" "--lora 16 --qlora" "--lora 16 --lora-base int4"
+# ZeRO-2 on 2 ranks (skipped where mpirun cannot start them): each rank trains 4 of the 8 rows (the plan's
+# micro-batch) and keeps half the moments and gradients; the larger rank's peak against the plan per rank.
+mkdir -p "$work/ql"
+"$temper" bench train --shape quickstart-large --print-config > "$work/ql/config.json"
+rc=0
+out=$("$(dirname "$0")/../dist/mpirun_n.sh" 2 "$temper" bench train --shape quickstart-large --batch 8 --seq 256 \
+      --zero 2 --steps 1 --warmup 0 --threads 1 --json) || rc=$?
+if [ "$rc" = 77 ]; then
+  echo "quickstart-large on 2 ranks, ZeRO-2: skipped (mpirun cannot start 2 ranks here)"
+elif [ "$rc" != 0 ]; then
+  echo "quickstart-large on 2 ranks, ZeRO-2: bench train failed ($rc): $out"; fail=1
+else
+  plan=$("$temper" info "$work/ql" --batch 4 --seq 256 --ranks 2 --zero2 --json |
+         python3 -c 'import json, sys; print(json.load(sys.stdin)["total_bytes"] / 2**20)')
+  measured=$(echo "$out" | python3 -c 'import json, sys; print(max(json.loads(l)["peak_rss_mb"] for l in sys.stdin if l.startswith("{")))')
+  python3 - "$plan" "$measured" <<'PY' || fail=1
+import sys
+plan, measured = map(float, sys.argv[1:])
+err = (plan - measured) / measured
+print(f"quickstart-large 8 x 256 f32 on 2 ranks, ZeRO-2: plan {plan:.1f} MiB, peak RSS {measured:.1f} MiB (larger rank), {100 * err:+.1f}%")
+sys.exit(0 if abs(err) <= 0.10 else 1)
+PY
+fi
 [ "$fail" = 0 ] && echo MEMORY_PLAN_OK

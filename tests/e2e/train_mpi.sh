@@ -6,7 +6,8 @@
 #     rank 0 alone writes the run directory;
 #  2. resumes exactly with 2 ranks from a checkpoint 2 ranks wrote (bitwise equal to the uninterrupted run);
 #  3. resumes with 2 ranks from a checkpoint 1 rank wrote (within the tolerance of 1.); ZeRO-1 (sharded AdamW
-#     moments) equals it too and resumes from 2 ranks on 1 and from 1 on 2;
+#     moments) equals it too and resumes from 2 ranks on 1 and from 1 on 2; ZeRO-2 (gradients sharded too) equals
+#     it and resumes from 2 ranks on 1 and on 3;
 #  4. a rank killed (SIGKILL) mid-run ends every rank with a non-zero status, without hanging;
 #  5. ZPPO (teacher model, buffer), DRE online and STARE together: the same metrics on 1 and 2 ranks;
 #  6. speculative rollouts ([rl.speculative]): the same samples, acceptance and ladder on 1 and 2 ranks;
@@ -98,6 +99,23 @@ close "$work/one" "$work/zero_s4"
 "$temper" train --out "$work/one_z4" --threads 1 "${common[@]}" --set run.shard_optimizer=true --stop-after 4 2> "$work/one_z4.log"
 "${mpi[@]}" "$temper" train --resume "$work/one_z4" 2>> "$work/one_z4.log"
 close "$work/one" "$work/one_z4"
+
+# 3c. ZeRO-2 (run.shard_gradients): the gradients sharded too (each range reduce-scattered as the backward ends it);
+#     within the data-parallel tolerance of one process; a checkpoint 2 ZeRO-2 ranks wrote resumes on 1 process and
+#     on 3 ranks (uneven shares: ranks with fewer micro-batches join the others' reductions), both close to the run
+#     in one go.
+"${mpi[@]}" "$temper" train --out "$work/zero2" "${common[@]}" --set run.shard_gradients=true 2> "$work/zero2.log"
+grep -q '^shard_optimizer = true' "$work/zero2/config.toml"  # implied
+close "$work/one" "$work/zero2"
+"${mpi[@]}" "$temper" train --out "$work/zero2_s4" "${common[@]}" --set run.shard_gradients=true --stop-after 4 \
+  2> "$work/zero2_s4.log"
+cp -r "$work/zero2_s4" "$work/zero2_s4_3"
+"$temper" train --resume "$work/zero2_s4" --threads 1 2>> "$work/zero2_s4.log"
+close "$work/one" "$work/zero2_s4"
+timeout 300 mpirun -np 3 --oversubscribe --bind-to none "$temper" train --resume "$work/zero2_s4_3" \
+  2> "$work/zero2_s4_3.log"
+grep -q "data-parallel over 3 ranks" "$work/zero2_s4_3.log"
+close "$work/one" "$work/zero2_s4_3"
 
 # 5. Methods with batch-wide state and their own generation: ZPPO (a teacher model answering hard
 #    questions, a replay buffer), DRE online (forks in the rollout hook on each rank's share) and STARE

@@ -15,6 +15,7 @@
 #include "temper/core/profile.h"
 #include "temper/core/rng.h"
 #include "temper/core/thread_pool.h"
+#include "temper/dist/communicator.h"
 #include "temper/io/hf_config.h"
 #include "temper/io/hf_weights.h"
 #include "temper/kernels/gemm_stats.h"
@@ -121,6 +122,13 @@ int bench_train(BenchTrainOptions o) {
   tc.micro_batch = o.micro_batch;
   Trainer trainer(model, tc);
   if (lora) trainer.optimizer().train_adapters(lora.get());
+  dist::Communicator& comm = dist::world();
+  TEMPER_CHECK(o.zero == 0 || comm.size() > 1)
+      << "--zero " << o.zero << " shards over data-parallel ranks: run under mpirun -np N (this is one process)";
+  if (comm.size() > 1) {  // each rank its block of the batch
+    trainer.optimizer().set_communicator(&comm);
+    if (o.zero > 0) trainer.optimizer().set_sharded(true, o.zero == 2);
+  }
   std::vector<int32_t> tokens(static_cast<size_t>(o.batch * o.seq));
   Rng rng(1234, 0);
   for (auto& t : tokens) t = static_cast<int32_t>(rng.next_u32() % static_cast<uint32_t>(cfg.vocab_size));
@@ -165,6 +173,9 @@ int bench_train(BenchTrainOptions o) {
                       {"lora", o.lora},
                       {"lora_base", o.lora_base},
                       {"load_peak_rss_mb", std::round(load_peak_mib * 10) / 10},
+                      {"ranks", comm.size()},
+                      {"rank", comm.rank()},
+                      {"zero", o.zero},
                       {"final_loss", st.loss}};
   add_cpu_fields(j);  // cpu, isa, amx, bf16_gemm, gemm
   if (o.profile) {

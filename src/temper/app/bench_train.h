@@ -2,7 +2,9 @@
 // shape or a Hugging Face model directory, random tokens, printed as one JSON line (the fields
 // bench/peers/torch_train.py prints too, so `make bench` can compare them side by side). With --lora R the
 // step trains LoRA adapters on q, k, v, o, gate, up, down over a frozen base kept f32, bf16 or int4 (QLoRA; held as
-// it loads), and the JSON adds the load's peak RSS.
+// it loads), and the JSON adds the load's peak RSS. Under mpirun each rank trains its block of the batch
+// (data-parallel, the gradients summed over ranks), with --zero 1 / 2 sharded (ZeRO-1 / ZeRO-2), and prints its own
+// line (its peak RSS).
 #pragma once
 
 #include <cstdint>
@@ -26,6 +28,7 @@ struct BenchTrainOptions {
   std::string device = "cpu";  // cpu, cuda[:N], mirror: the step's passes and the optimizer on that device
   int64_t lora = 0;            // LoRA rank (alpha 2 x rank) on all seven products; 0: full fine-tuning
   std::string lora_base = "f32";  // the frozen base under the adapters: f32, bf16 or int4 (Transformer::hold_base)
+  int zero = 0;                   // under mpirun: 1 shards the AdamW moments (ZeRO-1), 2 the gradients too (ZeRO-2)
 };
 
 int bench_train(BenchTrainOptions o);

@@ -24,6 +24,11 @@ CLI::App* add_bench_train_command(CLI::App& bench, BenchTrainOptions& o) {
   train->add_option("--warmup", o.warmup, "Untimed steps first")->capture_default_str();
   train->add_option("--micro-batch", o.micro_batch, "Rows per micro-batch (gradient accumulation)");
   train->add_flag("--recompute", o.recompute, "Recompute each layer's activations in the backward");
+  train
+      ->add_option("--zero", o.zero,
+                   "Under mpirun: 1 shards the AdamW moments over the ranks (ZeRO-1), 2 the gradients too (ZeRO-2)")
+      ->check(CLI::Range(0, 2))
+      ->capture_default_str();
   train->add_flag("--json", o.json, "Print only the JSON result line");
   train->add_flag("--profile", o.profile, "Add seconds per step by phase to the JSON");
   train->add_flag("--quick", o.quick, "Smoke run: tiny shape, batch 4 x seq 64, 3 steps");

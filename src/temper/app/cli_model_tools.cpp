@@ -20,6 +20,8 @@ CLI::App* add_info_command(CLI::App& app, InfoOptions& o) {
   info->add_option("--seq", o.seq, "Tokens per sequence (default: 1024 or the model's context if shorter)");
   info->add_option("--ranks", o.ranks, "Data-parallel ranks (the plan is per rank)")->capture_default_str();
   info->add_flag("--zero", o.zero, "ZeRO-1: each rank keeps 1/ranks of the AdamW moments (run.shard_optimizer)");
+  info->add_flag("--zero2", o.zero2,
+                 "ZeRO-2: each rank keeps 1/ranks of the AdamW moments and of the gradients (run.shard_gradients)");
   info->add_option("--max-new", o.max_new, "RL: completion tokens per rollout (0: no rollouts)")->capture_default_str();
   info->add_option("--prompts", o.prompts, "RL: prompts per step")->capture_default_str();
   info->add_option("--group", o.group, "RL: completions per prompt")->capture_default_str();

@@ -58,7 +58,8 @@ MemorySettings plan_settings(const InfoOptions& o, const ModelConfig& c) {
   s.seq = o.seq > 0 ? o.seq : std::min<int64_t>(1024, c.max_position_embeddings);
   s.ranks = o.ranks;
   s.local_ranks = static_cast<int>(std::max<int64_t>(1, o.ranks));  // ranks of a CPU run share one machine
-  s.shard_optimizer = o.zero;
+  s.shard_optimizer = o.zero || o.zero2;
+  s.shard_gradients = o.zero2;
   s.prompts = o.prompts, s.group = o.group, s.max_new = o.max_new, s.max_seqs = o.max_seqs;
   s.kv_memory_mb = o.kv_mb;
   s.reference = o.kl;

@@ -19,6 +19,7 @@ struct InfoOptions {
   int64_t seq = 0;    // tokens per sequence (0: min(1024, the model's context))
   int64_t ranks = 1;
   bool zero = false;                                                      // ZeRO-1 (run.shard_optimizer)
+  bool zero2 = false;                                                     // ZeRO-2 (run.shard_gradients; implies zero)
   int64_t prompts = 8, group = 8, max_new = 0, max_seqs = 64, kv_mb = 0;  // rollouts (max_new > 0)
   bool kl = false;                                                        // a KL reference
   bool eval = false;  // temper train's held-out evaluation (its decode copy and KV cache of kv_mb or 256 MiB)

@@ -35,6 +35,9 @@ constexpr double kMiB = 1024.0 * 1024.0;
 // The process beside its buffers: the binary, oneDNN and its JIT kernels, thread stacks (peak RSS of `temper info`:
 // 17 MB; of `temper bench train --shape tiny --batch 1 --seq 8`, whose buffers take under 2 MB: 24.4 MB).
 constexpr double kHostRuntime = 24 * kMiB;
+// A rank's MPI runtime (OpenMPI's libraries, shared-memory transport): `mpirun -np 2 temper bench train --shape
+// quickstart --batch 4 --seq 32` peaks at 49.8 MB a rank against 38.3 MB for one process of the same rows.
+constexpr double kMpiRuntime = 11.5 * kMiB;
 // A CUDA context with cuBLAS(Lt)'s workspaces and the kernels' modules (nvidia-smi on an H100: ~500-600 MiB).
 constexpr double kCudaRuntime = 640 * kMiB;
 
@@ -181,6 +184,7 @@ class PlanBuilder {
     full_base_ = !lora_ || (s.lora_full_base && !s.qlora);             // the model's own buffers, whole
     dev_host_ = dev_ != Dev::cuda;                                     // where the model's own buffers live
     held_ = lora_ && !full_base_ && s.lora_held && dev_ != Dev::cuda;  // as Transformer::hold_base holds it
+    zero2_ = s.shard_gradients && s.shard_optimizer && s.ranks > 1 && !lora_;
     linear_ = static_cast<double>(FrozenBase::params_for(cfg)), rest_ = flat_ - linear_;
   }
 
@@ -253,10 +257,14 @@ class PlanBuilder {
       add("mirror device's copy", 16 * flat_, "the mirror's params, grads and moments", true);
   }
 
-  // Gradients and AdamW moments (ZeRO-1: a rank's share).
+  // Gradients and AdamW moments (ZeRO-1: a rank's share of the moments; ZeRO-2: of the gradients too).
   void training_state() {
     const double shards = s_.shard_optimizer ? static_cast<double>(s_.ranks) : 1.0;
-    add("gradients", 4 * trainable_, lora_ ? "the adapters'" : "f32", dev_host_);
+    if (zero2_)
+      add("gradients", std::ceil(4 * flat_ / shards) + 4 * live_ranges(),
+          "f32: 1/ranks (ZeRO-2) + the backward's ranges", dev_host_);
+    else
+      add("gradients", 4 * trainable_, lora_ ? "the adapters'" : "f32", dev_host_);
     if (lora_ && full_base_)
       add("base gradients", 4 * flat_, "the frozen base's buffer (kept; not stepped)", dev_host_);
     if (held_) add("base gradients", 4 * rest_, "the rest's (written, not stepped; none for the held products)", true);
@@ -264,6 +272,17 @@ class PlanBuilder {
     std::snprintf(note, sizeof note, "f32 m and v%s",
                   s_.shard_optimizer && s_.ranks > 1 ? ", 1/ranks each (ZeRO-1)" : "");
     add("AdamW moments", std::ceil(8 * trainable_ / shards), note, dev_host_);
+  }
+
+  // ZeRO-2: the flat gradient buffer's floats resident at once during a backward (Transformer::GradSink: a range's
+  // pages are given back once it is reduced). The final norm's range (with an untied LM head) goes first, then each
+  // layer's; a tied embedding's is written by the LM head first and reduced last, so it stays beside them.
+  double live_ranges() const {
+    const auto r = layout_.ranges();
+    double layer = 0;
+    for (size_t i = 1; i + 1 < r.size(); ++i) layer = std::max(layer, static_cast<double>(r[i].second));
+    const double embed = static_cast<double>(r.front().second), tail = static_cast<double>(r.back().second);
+    return cfg_.tie_word_embeddings ? embed + std::max(layer, tail) : std::max({embed, layer, tail});
   }
 
   // Activations of one micro-batch (the arena the step plans), and the adapters' scratch.
@@ -377,6 +396,7 @@ class PlanBuilder {
   // The process itself, a held base's load peak, the device's runtime.
   void process() {
     add("runtime", kHostRuntime, "binary, libraries, threads", true);
+    if (s_.ranks > 1) add("MPI runtime", kMpiRuntime, "a rank's libraries and buffers", true);
     if (held_) {  // the products are held as they load (Transformer::plan_held_base): the load's peak is bounded
       double steady = 0;
       for (const MemoryItem& i : p_.items) steady += i.bytes;
@@ -431,6 +451,7 @@ class PlanBuilder {
   MemoryPlan p_;
   double flat_ = 0, trainable_ = 0, linear_ = 0, rest_ = 0;
   bool bf16_ = false, lora_ = false, rollouts_ = false, full_base_ = false, dev_host_ = true, held_ = false;
+  bool zero2_ = false;
   int64_t N_ = 0;
 };
 
@@ -506,6 +527,11 @@ std::vector<std::string> memory_fit_suggestions(const ModelConfig& cfg, const Me
     MemorySettings t = s;
     t.shard_optimizer = true;
     step(t, "run.shard_optimizer = true (ZeRO-1 over " + std::to_string(s.ranks) + " ranks)");
+  }
+  if (s.ranks > 1 && !s.shard_gradients && s.lora_rank == 0 && s.device == "cpu") {
+    MemorySettings t = s;
+    t.shard_optimizer = t.shard_gradients = true;
+    step(t, "run.shard_gradients = true (ZeRO-2 over " + std::to_string(s.ranks) + " ranks: moments and gradients)");
   }
   if (s.lora_rank == 0) {  // what temper train's [lora] runs today: the f32 base kept, only adapters stepped
     MemorySettings t = s;

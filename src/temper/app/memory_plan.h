@@ -23,6 +23,9 @@ struct MemorySettings {
   bool recompute = false;
   int64_t ranks = 1;             // data-parallel ranks: each holds everything below (the plan is per rank)
   bool shard_optimizer = false;  // ZeRO-1 (run.shard_optimizer): each rank keeps 1/ranks of the AdamW moments
+  // ZeRO-2 (run.shard_gradients, with shard_optimizer; CPU, no LoRA): each rank keeps 1/ranks of the gradients and,
+  // during a backward, the flat buffer's ranges not yet reduced (the largest layer's; tied: with the embedding's).
+  bool shard_gradients = false;
   // The update's forward/backward: micro-batches of micro_batch sequences of up to seq tokens.
   int64_t micro_batch = 8, seq = 1024;
   // Rollouts (RL; max_new 0: none): prompts x group completions of up to max_new tokens (prompt + completion <= seq),
@@ -93,7 +96,8 @@ int64_t largest_micro_batch(const ModelConfig& cfg, MemorySettings s, double bud
 // unknown (no such device here).
 double device_memory_bytes(const std::string& device);
 // Settings that would make a plan that does not fit budget_bytes fit, one line each with their total, most
-// economical first: a smaller micro-batch, recompute, bf16, ZeRO-1 across ranks, LoRA, QLoRA. Empty when it fits.
+// economical first: a smaller micro-batch, recompute, bf16, ZeRO-1 then ZeRO-2 across ranks, LoRA, QLoRA. Empty when
+// it fits.
 std::vector<std::string> memory_fit_suggestions(const ModelConfig& cfg, const MemorySettings& s, double budget_bytes);
 // The plan as a table (one line an item, then the total against the budget when there is one).
 std::string format_memory_plan(const MemoryPlan& p, const MemorySettings& s, double budget_bytes);

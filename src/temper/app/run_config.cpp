@@ -97,6 +97,10 @@ void RunSection::visit(KeyVisitor& v) {
   v("samples_every", samples_every, "RL steps between writes to samples.jsonl (0: never)");
   v("samples_per_step", samples_per_step, "samples written each time");
   v("threads", threads, "CPU threads (0: every core; --threads)");
+  v("shard_gradients", shard_gradients,
+    "data-parallel (mpirun): ZeRO-2, the gradients sharded too: each layer's are reduce-scattered as its backward "
+    "ends and a rank keeps 1/N of them (implies shard_optimizer; CPU, not with [lora])");
+  if (shard_gradients) shard_optimizer = true;  // its default: ZeRO-2 shards the moments too
   v("shard_optimizer", shard_optimizer,
     "data-parallel (mpirun): each rank keeps 1/N of the AdamW moments (ZeRO-1); gradients reduce-scattered, "
     "weights all-gathered (CPU)");
@@ -439,6 +443,23 @@ static void check_async(const Recipe& r, const RunConfig& c) {
   }
 }
 
+namespace {
+
+// run.shard_gradients (ZeRO-2) shards the moments too (shard_optimizer not false), on the CPU, without [lora].
+void check_shard_gradients(const Recipe& r, const RunConfig& c) {
+  if (!c.run.shard_gradients) return;
+  TEMPER_CHECK(c.run.shard_optimizer)
+      << r.source() << ": run.shard_gradients = true shards the AdamW moments too (ZeRO-2 includes ZeRO-1): leave "
+      << "run.shard_optimizer out or set it true";
+  TEMPER_CHECK(!c.lora) << r.source() << ": run.shard_gradients with [lora]: not supported (only the adapters "
+                        << "train and their gradients are small); set run.shard_gradients = false (run.shard_optimizer "
+                        << "shards their AdamW moments)";
+  TEMPER_CHECK(c.model.device == "cpu") << r.source() << ": run.shard_gradients runs on the CPU (model.device = \""
+                                        << c.model.device << "\": not yet); set it false";
+}
+
+}  // namespace
+
 RunConfig read_run_config(Recipe& r, std::span<const rl::MethodSpec* const> table) {
   RunConfig c;
   read_model_and_task(r, c);
@@ -454,6 +475,7 @@ RunConfig read_run_config(Recipe& r, std::span<const rl::MethodSpec* const> tabl
   check_async(r, c);
   c.run.out = default_out(c);
   read_section(r, "run.", [&](KeyVisitor& v) { c.run.visit(v); });
+  check_shard_gradients(r, c);
   TEMPER_CHECK(c.sft_steps() >= 0 && c.rl_steps() >= 0) << r.source() << ": sft.steps and rl.steps must be >= 0";
   TEMPER_CHECK(c.sft_steps() + c.rl_steps() > 0) << r.source() << ": nothing to do: sft.steps and rl.steps are both 0";
   TEMPER_CHECK(c.run.keep_last >= 1) << r.source() << ": run.keep_last must be >= 1, got " << c.run.keep_last;

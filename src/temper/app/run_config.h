@@ -76,6 +76,7 @@ struct RunSection {
   std::string out;
   int64_t checkpoint_every = 0, keep_last = 2, samples_every = 10, samples_per_step = 4, threads = 0;
   bool shard_optimizer = false;  // data-parallel ZeRO-1 (model/optimizer.h)
+  bool shard_gradients = false;  // ZeRO-2: the gradients too (implies shard_optimizer)
   void visit(KeyVisitor& v);
 };
 

@@ -27,6 +27,7 @@ MemorySettings settings_for(const RunConfig& cfg, const RunMemoryFacts& f) {
   s.micro_batch = (std::max(f.tokens, f.seq) + f.seq - 1) / f.seq;  // the arena plan(max(tokens, seq), seq) reserves
   s.ranks = f.ranks, s.local_ranks = std::max(1, f.local_ranks);
   s.shard_optimizer = cfg.run.shard_optimizer && f.ranks > 1;
+  s.shard_gradients = cfg.run.shard_gradients && f.ranks > 1;
   s.reference = cfg.rl_steps() > 0 && f.reference;
   s.evaluation = true;  // at the start and the end, and every eval.every steps
   s.eval_kv_memory_mb = cfg.eval.kv_memory_mb;

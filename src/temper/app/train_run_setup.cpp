@@ -172,7 +172,8 @@ void TrainRun::make_trainers() {
   TEMPER_CHECK(!cfg_.run.shard_optimizer || device_ == "cpu")
       << recipe_.source() << ": run.shard_optimizer runs on the CPU (model.device = \"" << device_
       << "\": not yet); set it false";
-  if (cfg_.run.shard_optimizer && comm_.size() > 1) sft_->trainer().optimizer().set_sharded(true);
+  if (cfg_.run.shard_optimizer && comm_.size() > 1)
+    sft_->trainer().optimizer().set_sharded(true, cfg_.run.shard_gradients);
   // The frozen copy of the policy as RL starts: the KL term's reference, and what methods read as the starting
   // policy (discriminator embeddings, RCSD's initial teacher); on a device it runs there too (a KL of 0 at first).
   const bool needs_reference =
@@ -212,7 +213,7 @@ void TrainRun::make_rl() {
   else if (!dist::role().explorer)  // [rl.async] explorer ranks: comm_ is the trainers' group
     rlt_->use_explorer_ranks(dist::world(), comm_, dist::role().first_explorer);
   if (lora_) rlt_->optimizer().train_adapters(lora_.get());
-  if (cfg_.run.shard_optimizer && comm_.size() > 1) rlt_->optimizer().set_sharded(true);
+  if (cfg_.run.shard_optimizer && comm_.size() > 1) rlt_->optimizer().set_sharded(true, cfg_.run.shard_gradients);
   rlt_->set_interruptible(interruptible_);
   rlt_->set_planned_steps(cfg_.rl_steps());  // [rl.async]: nothing explored past the last step
   if (env_) rlt_->set_environment(conversation_source());
