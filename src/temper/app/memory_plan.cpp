@@ -265,9 +265,7 @@ class PlanBuilder {
           "f32: 1/ranks (ZeRO-2) + the backward's ranges", dev_host_);
     else
       add("gradients", 4 * trainable_, lora_ ? "the adapters'" : "f32", dev_host_);
-    if (lora_ && full_base_)
-      add("base gradients", 4 * flat_, "the frozen base's buffer (kept; not stepped)", dev_host_);
-    if (held_) add("base gradients", 4 * rest_, "the rest's (written, not stepped; none for the held products)", true);
+    // Under adapters the base forms no gradient (Transformer::base_frozen): its buffer's pages are never touched.
     char note[256];
     std::snprintf(note, sizeof note, "f32 m and v%s",
                   s_.shard_optimizer && s_.ranks > 1 ? ", 1/ranks each (ZeRO-1)" : "");

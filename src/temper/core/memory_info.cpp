@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <string>
 
@@ -56,6 +57,20 @@ PageSpan whole_pages_in(const void* p, size_t n) {
 
 bool drop_pages(PageSpan s) {
   return s.begin == s.end || ::madvise(s.begin, static_cast<size_t>(s.end - s.begin), MADV_DONTNEED) == 0;
+}
+
+bool zero_and_release(void* p, size_t n) {
+  char* b = static_cast<char*>(p);
+  const PageSpan pages = whole_pages_in(b, n);
+  if (pages.begin == pages.end) {
+    std::memset(b, 0, n);
+    return true;
+  }
+  std::memset(b, 0, static_cast<size_t>(pages.begin - b));
+  std::memset(pages.end, 0, static_cast<size_t>(b + n - pages.end));
+  if (drop_pages(pages)) return true;
+  std::memset(pages.begin, 0, static_cast<size_t>(pages.end - pages.begin));
+  return false;
 }
 
 }  // namespace temper

@@ -21,6 +21,7 @@ void block_reduce_rows(int64_t N, int64_t block, int64_t width, float* out, cons
     int64_t b = blk * block, e = b + block < N ? b + block : N;
     fn(b, e, part + blk * width);
   });
+  if (!out) return;  // the sums not wanted (a frozen weight's gradient)
   for (int64_t blk = 0; blk < blocks; ++blk)
     for (int64_t c = 0; c < width; ++c) out[c] += part[blk * width + c];
 }

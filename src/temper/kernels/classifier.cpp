@@ -91,7 +91,7 @@ void row_gradient(const ClassifierArgs& a, const IsaTable& t, float* zr, int64_t
 
 void classifier_fused(const ClassifierArgs& a) {
   TEMPER_CHECK(a.h && a.w && a.logprob && a.entropy) << "classifier: missing input or output";
-  TEMPER_CHECK(!a.loss || (a.dh && a.dw)) << "classifier: a loss needs dh and dw";
+  TEMPER_CHECK(!a.loss || a.dh) << "classifier: a loss needs dh";
   TEMPER_CHECK(a.softcap >= 0.f && std::isfinite(a.softcap))
       << "classifier: softcap must be finite and >= 0 (0 = off), got " << a.softcap;
   for (int64_t n = 0; n < a.N; ++n)
@@ -125,7 +125,7 @@ void classifier_fused(const ClassifierArgs& a) {
     });
     if (a.loss) {
       gemm(false, false, rows, a.C, a.V, zbuf, a.V, a.w, a.C, 0.f, a.dh + r0 * a.C, a.C, a.precision, a.w_bf16);
-      gemm(true, false, a.V, a.C, rows, zbuf, a.V, hc, a.C, 1.f, a.dw, a.C, a.precision);
+      if (a.dw) gemm(true, false, a.V, a.C, rows, zbuf, a.V, hc, a.C, 1.f, a.dw, a.C, a.precision);
     }
   }
 }

@@ -61,7 +61,7 @@ struct ClassifierArgs {
   float* entropy = nullptr;  // [N] out
   const ClassifierLoss* loss = nullptr;  // null: forward only
   float* dh = nullptr;                   // [N, C] overwritten (when loss)
-  float* dw = nullptr;                   // [V, C] accumulated (when loss)
+  float* dw = nullptr;                   // [V, C] accumulated (when loss); null: not formed (a frozen LM head)
   Precision precision = Precision::f32;
   int64_t chunk_rows = 0;  // 0: as many rows as fit in kClassifierChunkBytes of logits
   float* workspace = nullptr;    // classifier_workspace_floats(N, V, chunk_rows) floats; null: a

@@ -189,18 +189,8 @@ void FrozenBase::release_in(float* flat) const {
 void FrozenBase::release_in(float* flat, int64_t offset) const {
   const Weight* w = find(offset);
   TEMPER_CHECK(w) << "frozen base: no held weight at offset " << offset;
-  char* b = reinterpret_cast<char*>(flat + w->offset);
-  char* e = reinterpret_cast<char*>(flat + w->offset + w->N * w->K);
-  const PageSpan pages = whole_pages_in(b, static_cast<size_t>(e - b));
-  if (pages.begin == pages.end) {
-    std::memset(b, 0, static_cast<size_t>(e - b));
-    return;
-  }
-  std::memset(b, 0,
-              static_cast<size_t>(pages.begin - b));  // the partial pages at the ends: zeroed, shared with neighbours
-  std::memset(pages.end, 0, static_cast<size_t>(e - pages.end));
-  // Private anonymous memory (mmap or the heap): the pages read as zeros again and cost nothing until written.
-  TEMPER_CHECK(drop_pages(pages)) << "frozen base: madvise(MADV_DONTNEED) failed on the released weights";
+  TEMPER_CHECK(zero_and_release(flat + w->offset, static_cast<size_t>(w->N * w->K) * sizeof(float)))
+      << "frozen base: madvise(MADV_DONTNEED) failed on the released weights";
 }
 
 size_t FrozenBase::bytes() const {

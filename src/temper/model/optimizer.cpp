@@ -110,16 +110,8 @@ namespace {
 
 // [p, p + n) zeroed, its whole pages given back to the system (they read as zeros and cost nothing until written).
 void release(float* p, int64_t n) {
-  char* b = reinterpret_cast<char*>(p);
-  const size_t bytes = static_cast<size_t>(n) * sizeof(float);
-  const PageSpan pages = whole_pages_in(b, bytes);
-  if (pages.begin == pages.end) {
-    std::memset(b, 0, bytes);
-    return;
-  }
-  std::memset(b, 0, static_cast<size_t>(pages.begin - b));  // the partial pages at the ends, shared with neighbours
-  std::memset(pages.end, 0, static_cast<size_t>(b + bytes - pages.end));
-  TEMPER_CHECK(drop_pages(pages)) << "optimizer: madvise(MADV_DONTNEED) failed on the released gradients";
+  TEMPER_CHECK(zero_and_release(p, static_cast<size_t>(n) * sizeof(float)))
+      << "optimizer: madvise(MADV_DONTNEED) failed on the released gradients";
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "temper/core/dtype.h"
 #include "temper/core/error.h"
+#include "temper/core/memory_info.h"
 #include "temper/core/profile.h"
 #include "temper/core/rng.h"
 #include "temper/core/thread_pool.h"
@@ -144,15 +145,17 @@ void Transformer::init_random(uint64_t seed, float std) {
   params_updated();
 }
 
+void Transformer::set_base_frozen(bool on) {
+  if (on && !base_frozen() && !device_)
+    zero_and_release(grads_.data<float>(), static_cast<size_t>(grads_.numel()) * sizeof(float));
+  base_frozen_ = on;
+}
+
 void Transformer::zero_grad() {
   if (grad_sink_)
     grad_sink_->grads_zeroed();  // it gives the buffer's pages back (they read as zeros)
-  else if (!base_)
+  else if (!base_frozen())       // frozen (LoRA): no base gradient is ever formed, the buffer's pages stay untouched
     grads_.fill_zero();
-  else  // the held products have no gradients: their released pages stay untouched
-    for (const ParamEntry& e : layout_.entries())
-      if (!base_->covers(e.offset, e.numel()))
-        std::memset(grads_.data<float>() + e.offset, 0, static_cast<size_t>(e.numel()) * sizeof(float));
   if (lora_) lora_->zero_grad();  // the adapters' gradients accumulate beside the model's
   if (device_) device_->zero_grad();
 }
@@ -355,6 +358,7 @@ void Transformer::embed(const int32_t* tokens, int64_t N, float* x) {
 
 // The lookup's gradient into the embedding rows; the padding_idx row gets none (nn.Embedding(padding_idx)).
 void Transformer::embed_backward(const int32_t* tokens, int64_t N, float* dx) {
+  if (base_frozen()) return;  // no gradient for the embedding (dx is not used after it)
   const int64_t C = cfg_.hidden_size;
   if (cfg_.embed_scale) {
     const float s = static_cast<float>(std::sqrt(static_cast<double>(C)));
@@ -503,7 +507,7 @@ void Transformer::layer_forward(int64_t l, const LayerActs& a, float* x_out, int
 // d o_ (the attention output's gradient) -> dqkv_ (after RoPE's and the q/k norms' backward).
 void Transformer::attention_backward(int64_t l, const LayerActs& a, int64_t B, int64_t T) {
   const LayerOffsets& o = layout_.layers[static_cast<size_t>(l)];
-  float* G = grads();
+  float* G = base_frozen() ? nullptr : grads();  // frozen: the q/k norms' and biases' gradients are not formed
   const int64_t N = B * T, D = cfg_.head_dim, H = cfg_.num_heads, Hkv = cfg_.num_kv_heads, Hq = H * D, Hk = Hkv * D,
                 QKV = cfg_.qkv_dim();
   const kernels::AttnOpts opt = attn_opts(l);
@@ -532,18 +536,19 @@ void Transformer::attention_backward(int64_t l, const LayerActs& a, int64_t B, i
   }
   if (cfg_.qk_norm) {
     TEMPER_PROFILE("rmsnorm");
-    kernels::rmsnorm_heads_bwd(dqkv_, a.qkv_pre, nw(o.q_norm), a.q_rstd, dqkv_, G + o.q_norm, N, H, D, QKV);
-    kernels::rmsnorm_heads_bwd(dqkv_ + Hq, a.qkv_pre + Hq, nw(o.k_norm), a.k_rstd, dqkv_ + Hq, G + o.k_norm, N, Hkv, D,
+    kernels::rmsnorm_heads_bwd(dqkv_, a.qkv_pre, nw(o.q_norm), a.q_rstd, dqkv_, G ? G + o.q_norm : nullptr, N, H, D,
                                QKV);
+    kernels::rmsnorm_heads_bwd(dqkv_ + Hq, a.qkv_pre + Hq, nw(o.k_norm), a.k_rstd, dqkv_ + Hq,
+                               G ? G + o.k_norm : nullptr, N, Hkv, D, QKV);
   }
-  if (cfg_.qkv_bias) kernels::bias_grad(dqkv_, G + o.b_qkv, N, QKV);
+  if (cfg_.qkv_bias && G) kernels::bias_grad(dqkv_, G + o.b_qkv, N, QKV);
 }
 
 // dx: gradient w.r.t. the layer's output on entry, w.r.t. its input on return.
 void Transformer::layer_backward(int64_t l, const LayerActs& a, float* dx, int64_t B, int64_t T) {
   const LayerOffsets& o = layout_.layers[static_cast<size_t>(l)];
   const float* P = params();
-  float* G = grads();
+  float* G = base_frozen() ? nullptr : grads();  // frozen (LoRA): no base weight's gradient is formed
   const int64_t N = B * T, C = cfg_.hidden_size, Hq = cfg_.num_heads * cfg_.head_dim, QKV = cfg_.qkv_dim(),
                 F = cfg_.intermediate_size;
   const float eps = static_cast<float>(cfg_.rms_norm_eps);
@@ -554,11 +559,11 @@ void Transformer::layer_backward(int64_t l, const LayerActs& a, float* dx, int64
   };
   auto norm_bwd = [&](const float* dy, const float* x, int64_t w, const float* rstd, float* dxo, bool acc) {
     TEMPER_PROFILE("rmsnorm");
-    kernels::rmsnorm_bwd(dy, x, nw(w), rstd, dxo, G + w, N, C, acc);
+    kernels::rmsnorm_bwd(dy, x, nw(w), rstd, dxo, G ? G + w : nullptr, N, C, acc);
   };
   // A base weight's gradient dW += dy^T x (skipped with the base frozen).
   auto dw = [&](int64_t out, int64_t in, const float* dy, const float* x, int64_t w) {
-    if (!base_frozen()) mm(true, out, in, N, dy, out, x, in, 1.f, G + w, in);
+    if (G) mm(true, out, in, N, dy, out, x, in, 1.f, G + w, in);
   };
   // The input's gradient through a base weight W [out, in]: dx = dy W (a held base: from its values).
   auto dxw = [&](int64_t out, int64_t in, const float* dy, int64_t w, float* dxo) {
@@ -676,9 +681,11 @@ void Transformer::backward_rest(const int32_t* tokens, const int32_t* targets, i
   kernels::ClassifierArgs ca = classifier_args(targets, N, logprob, entropy);
   ca.loss = &loss;
   ca.dh = dxn_;
-  ca.dw = grads() + layout_.lm_head;
+  float* G = base_frozen() ? nullptr : grads();  // frozen (LoRA): the LM head's dW (a V x C product) is not formed
+  ca.dw = G ? G + layout_.lm_head : nullptr;
   { TEMPER_PROFILE("classifier"); kernels::classifier_fused(ca); }
-  kernels::rmsnorm_bwd(dxn_, x_final_, nw(layout_.final_norm), rstd_f_, dx_, grads() + layout_.final_norm, N, C, false);
+  kernels::rmsnorm_bwd(dxn_, x_final_, nw(layout_.final_norm), rstd_f_, dx_, G ? G + layout_.final_norm : nullptr, N, C,
+                       false);
   grads_final(static_cast<size_t>(cfg_.num_layers) + 1);
   for (int64_t l = cfg_.num_layers - 1; l >= 0; --l) {
     LayerActs a = acts_for(l, true);

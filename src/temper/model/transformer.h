@@ -117,7 +117,9 @@ class Transformer {
   // Frozen base: the backward skips the base weights' gradient GEMMs (dW of q/k/v, o, gate/up and down); the
   // input gradients still flow, and the cheap parameter gradients (norms, biases, embedding lookup) and the
   // LM head's (the fused classifier always forms it) are still written into grads(), which stays allocated.
-  void set_base_frozen(bool on) { base_frozen_ = on; }
+  // Frozen (LoRA): no base weight's gradient is formed (only the input's, for the adapters below); freezing zeroes
+  // the gradient buffer and gives its pages back (untouched from then on).
+  void set_base_frozen(bool on);
   bool base_frozen() const { return base_frozen_ || base_; }
   // LoRA's base held as bf16 or int4 (frozen_base.h; f32: nothing changes): the block products' current values are
   // taken into a FrozenBase and their f32 values and gradients released (params() and grads() read zeros there from
