@@ -23,6 +23,8 @@
 #include "temper/core/rng.h"
 #include "temper/io/peft_adapter.h"
 #include "temper/kernels/classifier.h"
+#include "temper/kernels/cpu/isa_table.h"
+#include "temper/kernels/held_gemv.h"
 #include "temper/kernels/int4_matmul.h"
 #include "temper/kernels/weight_panel.h"
 #include "temper/model/frozen_base.h"
@@ -176,6 +178,124 @@ TEST(QLora, PanelProductsEqualOneGemmOnTheDequantisedWeight) {
         }
       }
     }
+}
+
+// Decode-shaped products without a panel (kernels/held_gemv.h). f32: every output has the bits of the small-M GEMM's
+// row kernel over the whole dequantised weight (what kernels::gemm gives up to 16 rows and gemm_decode up to its
+// limit), so up to 16 rows the panel path's bits; bf16: bf16 x and weights with f32 sums, within f32 summation
+// order of the panel path's bf16 GEMM and of an fp64 sum of the same bf16 operands. Odd K (a pair cut in two), K past
+// one 32-element step, ragged blocks of outputs, overwriting and accumulating.
+TEST(QLora, DecodeProductsNeedNoPanel) {
+  const kernels::IsaTable& t = kernels::isa_table();
+  for (int64_t K : {64, 88, 200, 577}) {
+    const int64_t N = 37;
+    std::vector<float> W0(static_cast<size_t>(N * K));
+    rng_fill_normal(5, static_cast<uint64_t>(K), std::span<float>(W0), 0.f, 0.3f);
+    kernels::Int4Weights q;
+    kernels::quantize_int4(W0.data(), N, K, K, 128, &q, kernels::Int4Layout::rows);
+    std::vector<uint16_t> h(W0.size());
+    for (size_t i = 0; i < W0.size(); ++i) h[i] = f32_to_bf16(W0[i]);
+    for (LoraBase f : {LoraBase::int4, LoraBase::bf16}) {
+      const kernels::HeldWeight hw{N, K, f == LoraBase::bf16 ? h.data() : nullptr, f == LoraBase::int4 ? &q : nullptr};
+      std::vector<float> W(W0.size());  // the values the products use
+      if (f == LoraBase::int4)
+        kernels::dequantize_int4(q, W.data());
+      else
+        for (size_t i = 0; i < W.size(); ++i) W[i] = bf16_to_f32(h[i]);
+      for (int64_t M : {1, 3, 4, 9, 16, 17, 64}) {
+        const int64_t ldx = K + 3, ldy = N + 2;
+        std::vector<float> x(static_cast<size_t>(M * ldx));
+        rng_fill_normal(7, static_cast<uint64_t>(M), std::span<float>(x), 0.f, 1.f);
+        for (bool acc : {false, true}) {
+          const std::string what = std::string(lora_base_name(f)) + " K " + std::to_string(K) + " M " +
+                                   std::to_string(M) + (acc ? " accumulating" : "");
+          std::vector<float> y0(static_cast<size_t>(M * ldy));
+          rng_fill_normal(9, 1, std::span<float>(y0), 0.f, 1.f);
+          // f32: bitwise the row kernel on the dequantised weight; up to 16 rows kernels::gemm's bits too.
+          std::vector<float> got = y0, want = y0, gemm = y0;
+          kernels::held_gemv(hw, M, x.data(), ldx, acc, got.data(), ldy, kernels::Precision::f32);
+          t.gemm_nt_f32(x.data(), ldx, W.data(), K, want.data(), ldy, M, 0, N, K, acc);
+          ASSERT_EQ(std::memcmp(got.data(), want.data(), sizeof(float) * got.size()), 0) << what;
+          kernels::gemm(false, true, M, N, K, x.data(), ldx, W.data(), K, acc ? 1.f : 0.f, gemm.data(), ldy,
+                        kernels::Precision::f32);
+          if (M <= 16)
+            ASSERT_EQ(std::memcmp(got.data(), gemm.data(), sizeof(float) * got.size()), 0) << what;
+          else
+            EXPECT_TRUE(all_close(got, gemm, tolerance(Kind::reduction, K))) << what;
+          EXPECT_GT(max_diff(got, y0), 0.1) << what;
+          // bf16: against an fp64 sum of the bf16 operands and against kernels::gemm's bf16 path.
+          std::vector<float> g16 = y0, p16 = y0;
+          std::vector<double> ref(y0.begin(), y0.end());
+          kernels::held_gemv(hw, M, x.data(), ldx, acc, g16.data(), ldy, kernels::Precision::bf16);
+          kernels::gemm(false, true, M, N, K, x.data(), ldx, W.data(), K, acc ? 1.f : 0.f, p16.data(), ldy,
+                        kernels::Precision::bf16);
+          for (int64_t m = 0; m < M; ++m)
+            for (int64_t n = 0; n < N; ++n) {
+              double s = 0;
+              for (int64_t k = 0; k < K; ++k)
+                s += static_cast<double>(bf16_to_f32(f32_to_bf16(x[static_cast<size_t>(m * ldx + k)]))) *
+                     bf16_to_f32(f32_to_bf16(W[static_cast<size_t>(n * K + k)]));
+              double& r = ref[static_cast<size_t>(m * ldy + n)];
+              r = acc ? r + s : s;
+            }
+          for (int64_t m = 0; m < M; ++m)  // the columns past N are left as they were
+            for (int64_t n = N; n < ldy; ++n) {
+              const size_t i = static_cast<size_t>(m * ldy + n);
+              ASSERT_EQ(g16[i], y0[i]);
+              ASSERT_EQ(got[i], y0[i]);
+            }
+          EXPECT_TRUE(all_close(g16, ref, tolerance(Kind::reduction, K))) << what;
+          EXPECT_TRUE(all_close(g16, p16, tolerance(Kind::reduction, K))) << what;
+          EXPECT_GT(max_diff(g16, got), 0) << what;  // rounded to bf16: not the f32 product
+        }
+      }
+    }
+  }
+}
+
+// The held kernels of every ISA this CPU runs give the same bits: the int4 rows as int4_rows_to_f32 widens them (and
+// rounds them to bf16 as f32_to_bf16 does), bf16 rows widened exactly, the bf16 product (VDPBF16PS on AVX512-BF16, FMAs
+// on widened pairs on AVX-512, plain loops elsewhere) to the last bit.
+TEST(QLora, HeldKernelsGiveTheSameBitsOnEveryIsa) {
+  for (int64_t K : {32, 88, 200, 577}) {
+    const int64_t N = 13, M = 7;
+    std::vector<float> W(static_cast<size_t>(N * K)), x(static_cast<size_t>(M * K));
+    rng_fill_normal(5, static_cast<uint64_t>(K), std::span<float>(W), 0.f, 0.3f);
+    rng_fill_normal(6, static_cast<uint64_t>(K), std::span<float>(x), 0.f, 1.f);
+    kernels::Int4Weights q;
+    kernels::quantize_int4(W.data(), N, K, K, 128, &q, kernels::Int4Layout::rows);
+    std::vector<float> want(W.size()), y0(static_cast<size_t>(M * N), 0.5f), want_y;
+    kernels::int4_rows_to_f32(q, 0, N, want.data());
+    std::vector<uint16_t> w16(W.size()), x16(x.size());
+    for (size_t i = 0; i < W.size(); ++i) w16[i] = f32_to_bf16(W[i]);
+    for (size_t i = 0; i < x.size(); ++i) x16[i] = f32_to_bf16(x[i]);
+    int isas = 0;
+    for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+      if (!cpu_isa_supported(isa)) continue;
+      ++isas;
+      const kernels::IsaTable& t = kernels::isa_table(isa);
+      std::vector<float> got(W.size(), -1.f);
+      t.held_int4_f32(q.q.data(), q.scale.data(), q.zero.data(), K, q.Kp, q.group, 2, N, got.data() + 2 * K, K);
+      t.held_int4_f32(q.q.data(), q.scale.data(), q.zero.data(), K, q.Kp, q.group, 0, 2, got.data(), K);
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), sizeof(float) * got.size()), 0) << isa_name(isa) << " K " << K;
+      std::vector<uint16_t> r16(W.size(), 1);
+      t.held_int4_bf16(q.q.data(), q.scale.data(), q.zero.data(), K, q.Kp, q.group, 1, N, r16.data() + K, K);
+      t.held_int4_bf16(q.q.data(), q.scale.data(), q.zero.data(), K, q.Kp, q.group, 0, 1, r16.data(), K);
+      for (size_t i = 0; i < W.size(); ++i) ASSERT_EQ(r16[i], f32_to_bf16(want[i])) << isa_name(isa) << " K " << K;
+      t.held_bf16_f32(w16.data(), N * K - 1, got.data());
+      for (int64_t i = 0; i < N * K - 1; ++i)
+        ASSERT_EQ(got[static_cast<size_t>(i)], bf16_to_f32(w16[static_cast<size_t>(i)])) << isa_name(isa);
+      std::vector<float> y = y0;
+      t.held_gemm_nt_bf16(x16.data(), K, w16.data(), K, y.data(), N, M, 0, 5, K, false);
+      t.held_gemm_nt_bf16(x16.data(), K, w16.data(), K, y.data(), N, M, 5, N, K, true);
+      if (want_y.empty()) {
+        want_y = y;
+        EXPECT_GT(max_diff(y, y0), 0.1);
+      }
+      EXPECT_EQ(std::memcmp(y.data(), want_y.data(), sizeof(float) * y.size()), 0) << isa_name(isa) << " K " << K;
+    }
+    EXPECT_GE(isas, 1);
+  }
 }
 
 // The int4 base (with and without adapters) computes the logits of an f32 model holding its dequantised values

@@ -12,6 +12,7 @@
 #include "temper/core/profile.h"
 #include "temper/core/rng.h"
 #include "temper/core/thread_pool.h"
+#include "temper/model/frozen_base.h"
 #include "temper/rollout/engine.h"
 
 namespace temper::app {
@@ -162,17 +163,39 @@ nlohmann::json decode_step_profile(const BenchRolloutOptions& o,
 
 }  // namespace
 
-Transformer& open_bench_model(const BenchRolloutOptions& o, std::unique_ptr<Transformer>& owned, LoadedModel& lm) {
+Transformer& open_bench_model(const BenchRolloutOptions& o, std::unique_ptr<Transformer>& owned, LoadedModel& lm,
+                              std::unique_ptr<LoraAdapters>* lora) {
   kernels::Precision prec;
   TEMPER_CHECK(kernels::precision_from_name(o.dtype, &prec)) << "--dtype must be f32 or bf16, got '" << o.dtype << "'";
+  LoraBase base = LoraBase::f32;
+  TEMPER_CHECK(lora_base_from_name(o.lora_base, &base))
+      << "--lora-base must be f32, bf16 or int4, got '" << o.lora_base << "'";
+  TEMPER_CHECK(o.lora >= 0 && (o.lora > 0 || base == LoraBase::f32))
+      << "--lora must be a rank >= 0 (got " << o.lora << "), and --lora-base " << o.lora_base << " needs one";
+  TEMPER_CHECK(o.lora == 0 || lora) << "--lora is not taken with --speculative";
+  TEMPER_CHECK(o.lora == 0 || o.device == "cpu") << "--lora runs on the CPU so far (--device " << o.device << ")";
   Transformer* m;
   if (!o.model.empty()) {
-    lm = load_model(o.model);
+    lm = load_model(o.model, base);  // a bf16 / int4 base is held as it loads
     m = lm.model.get();
   } else {
     owned = std::make_unique<Transformer>(model_config_preset(o.shape));
+    owned->plan_held_base(base);
     owned->init_random(0);
     m = owned.get();
+  }
+  if (o.lora > 0) {
+    LoraConfig lc;
+    lc.rank = o.lora;
+    lc.alpha = 2.0 * static_cast<double>(o.lora);
+    lc.targets = {LoraTarget::q,    LoraTarget::k,  LoraTarget::v,   LoraTarget::o,
+                  LoraTarget::gate, LoraTarget::up, LoraTarget::down};
+    lc.base = base;
+    lc.validate("--lora");
+    *lora = std::make_unique<LoraAdapters>(m->config(), lc);
+    (*lora)->init(0);
+    m->attach_lora(lora->get());
+    m->set_base_frozen(true);
   }
   m->set_precision(prec);
   attach_device(*m, o.device);
@@ -185,7 +208,8 @@ int bench_rollout(const BenchRolloutOptions& o) {
       << "need --batch > 0, --group > 0, --prompt-len > 0, --gen-len > 1";
   std::unique_ptr<Transformer> owned;
   LoadedModel lm;
-  Transformer* m = &open_bench_model(o, owned, lm);
+  std::unique_ptr<LoraAdapters> lora;
+  Transformer* m = &open_bench_model(o, owned, lm, &lora);
   const kernels::Precision prec = m->precision();
   const ModelConfig& c = m->config();
   const int64_t G = o.group, seqs = o.batch * G;
@@ -202,6 +226,9 @@ int bench_rollout(const BenchRolloutOptions& o) {
   if (G > 1) group = prefix_sharing(o, *m, pool, reqs, d.r1, d.t1);
   double bw = read_bandwidth_gbs();
   double weight_bytes = static_cast<double>(m->num_params()) * (prec == kernels::Precision::bf16 ? 2.0 : 4.0);
+  if (const FrozenBase* held = m->held_base())  // the held products' bytes in place of theirs at the precision
+    weight_bytes += static_cast<double>(held->bytes()) -
+                    static_cast<double>(FrozenBase::params_for(c)) * (prec == kernels::Precision::bf16 ? 2.0 : 4.0);
   nlohmann::json j = {{"engine", "temper"},
                       {"shape", o.model.empty() ? o.shape : o.model},
                       {"batch", seqs},
@@ -215,6 +242,10 @@ int bench_rollout(const BenchRolloutOptions& o) {
                       {"peak_rss_mb", std::round(peak_resident_mib() * 10) / 10},
                       {"read_bandwidth_gb_s", std::round(bw * 10) / 10},
                       {"batch1_bandwidth_bound_tokens_per_s", std::round(bw * 1e9 / weight_bytes * 10) / 10}};
+  if (o.lora > 0) {
+    j["lora"] = o.lora;
+    j["lora_base"] = o.lora_base;
+  }
   add_cpu_fields(j);  // cpu, isa, amx, bf16_gemm, gemm
   // Of the timed N-token run: 1 prefill step + N - 1 decode steps when nothing is preempted.
   j["engine_steps"] = d.rn.stats.steps;

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "temper/app/model_source.h"
+#include "temper/model/lora.h"
 
 namespace temper::app {
 
@@ -30,12 +31,17 @@ struct BenchRolloutOptions {
   int64_t drafter_vocab = 0;  // the drafter head's vocabulary subset (0: all), ranked by a plain run's tokens
   float temperature = 1.0f;
   std::string device = "cpu";  // cpu, cuda[:N], mirror: the model's forward on that device (the drafter's too)
+  // --lora R: adapters of rank R on q,k,v,o,gate,up,down (alpha 2 x R), not merged, over a base held as lora_base
+  // (f32, bf16 or int4: Transformer::plan_held_base, as it loads). CPU only.
+  int64_t lora = 0;
+  std::string lora_base = "f32";
 };
 
 int bench_rollout(const BenchRolloutOptions& o);
 
 // The benchmark's model: --model loaded into `lm`, else the --shape preset with random weights in `owned`;
-// precision from --dtype.
-Transformer& open_bench_model(const BenchRolloutOptions& o, std::unique_ptr<Transformer>& owned, LoadedModel& lm);
+// precision from --dtype; with --lora its adapters in `lora` (refused where that is null).
+Transformer& open_bench_model(const BenchRolloutOptions& o, std::unique_ptr<Transformer>& owned, LoadedModel& lm,
+                              std::unique_ptr<LoraAdapters>* lora = nullptr);
 
 }  // namespace temper::app

@@ -80,6 +80,10 @@ CLI::App* add_bench_rollout_command(CLI::App& bench, BenchRolloutOptions& o) {
                    "--speculative: the drafter head's tokens, the most frequent in a plain run of other seeds (0: all)")
       ->capture_default_str();
   roll->add_option("--temperature", o.temperature, "--speculative: sampling temperature")->capture_default_str();
+  roll->add_option("--lora", o.lora, "LoRA rank on q,k,v,o,gate,up,down (alpha 2 x rank), unmerged; 0: none")
+      ->capture_default_str();
+  roll->add_option("--lora-base", o.lora_base, "The base under --lora: f32, bf16 or int4 (QLoRA), held as it loads")
+      ->capture_default_str();
   return roll;
 }
 

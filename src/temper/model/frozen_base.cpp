@@ -9,6 +9,7 @@
 #include "temper/core/error.h"
 #include "temper/core/fnv1a.h"
 #include "temper/core/memory_info.h"
+#include "temper/kernels/held_gemv.h"
 #include "temper/kernels/weight_panel.h"
 
 namespace temper {
@@ -150,6 +151,19 @@ const float* FrozenBase::panel(const Weight& w, int64_t r0, int64_t r1) const {
 
 void FrozenBase::forward(int64_t offset, int64_t M, const float* x, int64_t ldx, float beta, float* y, int64_t ldy,
                          kernels::Precision p) const {
+  const Weight& w = at(offset);
+  if (M == 0) return;
+  if (M <= kernels::held_gemv_max_rows() && (beta == 0.f || beta == 1.f)) {  // decode: no panel
+    kernels::HeldWeight h{w.N, w.K, format_ == LoraBase::bf16 ? bf16_.data<uint16_t>() + w.at16 : nullptr,
+                          format_ == LoraBase::int4 ? &w.q4 : nullptr};
+    kernels::held_gemv(h, M, x, ldx, beta != 0.f, y, ldy, p);
+    return;
+  }
+  forward_panels(offset, M, x, ldx, beta, y, ldy, p);
+}
+
+void FrozenBase::forward_panels(int64_t offset, int64_t M, const float* x, int64_t ldx, float beta, float* y,
+                                int64_t ldy, kernels::Precision p) const {
   const Weight& w = at(offset);
   if (M == 0) return;
   const int64_t P = panel_rows(w);

@@ -5,6 +5,8 @@
 // a panel of rows at a time into f32 and multiplies with kernels::gemm (in the model's precision: bf16 rounds the
 // panel again, exactly for a bf16 base), so the model computes what an f32 model holding the dequantised values
 // computes: training, log-prob scoring and the paged rollout alike (the rollout = training log-prob invariant holds).
+// Decode-shaped products (M <= kernels::held_gemv_max_rows()) take kernels/held_gemv.h instead: no panel, f32 with
+// the bits of the small-M GEMM on the dequantised values, bf16 on bf16 pairs with f32 sums.
 // Follows QLoRA (Dettmers et al., 2023) with the drafter's int4 in place of NF4; leaves out double quantisation, the
 // drafter's int8-activation products (their rounding would break the invariant) and CUDA.
 #pragma once
@@ -65,6 +67,9 @@ class FrozenBase {
   // at once: models share one held base (Transformer::share_weights, the [rl.async] explorer's snapshot).
   void forward(int64_t offset, int64_t M, const float* x, int64_t ldx, float beta, float* y, int64_t ldy,
                kernels::Precision p) const;
+  // The same through panels whatever M (forward takes them above kernels::held_gemv_max_rows() rows): tests, benches.
+  void forward_panels(int64_t offset, int64_t M, const float* x, int64_t ldx, float beta, float* y, int64_t ldy,
+                      kernels::Precision p) const;
   // dx[M, K] = dy[M, N] W (+ dx when beta = 1): the input's gradient through the frozen weight.
   void backward_input(int64_t offset, int64_t M, const float* dy, int64_t ldy, float beta, float* dx, int64_t ldx,
                       kernels::Precision p) const;

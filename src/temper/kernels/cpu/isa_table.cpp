@@ -17,7 +17,30 @@ namespace attn_avx512 {
 void fill_attention(IsaTable& t);
 }
 
+namespace held_scalar {
+void fill_held(IsaTable& t);
+}
+namespace held_avx2 {
+void fill_held(IsaTable& t);
+}
+namespace held_avx512 {
+void fill_held(IsaTable& t);
+}
+namespace held_dpbf16 {
+void fill_held_dpbf16(IsaTable& t);
+}
+
 namespace {
+// The ISA's held-weight decode products (held_gemv.inc); the bf16 one on VDPBF16PS where the CPU has AVX512-BF16.
+void with_held(IsaTable& t, Isa isa) {
+  if (isa == Isa::scalar) held_scalar::fill_held(t);
+  if (isa == Isa::avx2) held_avx2::fill_held(t);
+  if (isa == Isa::avx512) {
+    held_avx512::fill_held(t);
+    if (cpu_features().avx512_bf16) held_dpbf16::fill_held_dpbf16(t);
+  }
+}
+
 // The ISA's attention tile products (attention_tiles.inc); bf16 on AVX512-BF16 dot products where the CPU has them.
 IsaTable with_isa(IsaTable t, Isa isa) {
   t.isa = isa;
@@ -27,6 +50,7 @@ IsaTable with_isa(IsaTable t, Isa isa) {
     attn_avx512::fill_attention(t);
     if (cpu_features().avx512_bf16) t.attn_mm_bf16 = attn_mm_dpbf16;
   }
+  with_held(t, isa);
   return t;
 }
 }  // namespace

@@ -97,6 +97,21 @@ struct IsaTable {
   void (*int4_gemm_rows)(const int8_t* qa, const float* sa, const float* zs, int64_t M, int64_t Kp, const uint8_t* q,
                          const float* scale, const uint8_t* zero, int64_t group, int64_t n0, int64_t n1, float* Y,
                          int64_t ldy, bool accumulate);
+  // A held weight's decode products (kernels/held_gemv.h; cpu/held_gemv.inc). Rows [r0, r1) of an int4 weight in
+  // the rows layout (q [N, Kp / 2], scale and zero [N, Kp / group]) as f32 rows of ldo, the values
+  // int4_rows_to_f32 gives (kernels/weight_panel.h), the padding past K dropped.
+  void (*held_int4_f32)(const uint8_t* q, const float* scale, const uint8_t* zero, int64_t K, int64_t Kp, int64_t group,
+                        int64_t r0, int64_t r1, float* out, int64_t ldo);
+  // The same rounded to bf16 as f32_to_bf16 rounds (nearest even): the values kernels::gemm's bf16 path multiplies.
+  void (*held_int4_bf16)(const uint8_t* q, const float* scale, const uint8_t* zero, int64_t K, int64_t Kp,
+                         int64_t group, int64_t r0, int64_t r1, uint16_t* out, int64_t ldo);
+  // out[i] = w[i] widened to f32 (exact), i < n.
+  void (*held_bf16_f32)(const uint16_t* w, int64_t n, float* out);
+  // C[m, n] (+)= sum_k A[m, k] W[n, k] on bf16 rows (A [M, K] row stride lda, W row-major with row stride ldw) for
+  // m < M, n in [n0, n1), f32 sums: 16 lanes of pairs in k order, folded in a fixed tree (held_gemv.inc); VDPBF16PS
+  // where the CPU has AVX512-BF16, the same bits elsewhere.
+  void (*held_gemm_nt_bf16)(const uint16_t* A, int64_t lda, const uint16_t* W, int64_t ldw, float* C, int64_t ldc,
+                            int64_t M, int64_t n0, int64_t n1, int64_t K, bool accumulate);
 };
 
 const IsaTable& isa_table();          // the active ISA's
