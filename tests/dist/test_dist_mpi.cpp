@@ -351,3 +351,30 @@ TEST(DistMpi, ShardedGradientsGiveThePagesBack) {
   EXPECT_LE(pages[1], 8) << "ZeRO-2: the ranges' pages given back (their partial edge pages may stay)";
   set_num_threads(default_num_threads());
 }
+
+// A backward outside an update (after step(), before the next zero_grad) would open a reduction round that ranks
+// without one never join: it is refused on the rank that runs it, before any collective. A skipped update (non-finite
+// loss) closes the update too.
+TEST(DistMpi, ShardedGradientsRefuseABackwardOutsideAnUpdate) {
+  set_num_threads(1);
+  RlSetup s;
+  Optimizer opt(s.model, OptimizerConfig{});
+  opt.set_communicator(&comm());
+  opt.set_sharded(true, true);
+  std::vector<int32_t> tok(12), tgt(12, -1);
+  for (size_t i = 0; i < tok.size(); ++i) tok[i] = int32_t((i * 7 + 3) % 50);
+  for (size_t i = 0; i + 1 < tok.size(); ++i) tgt[i] = tok[i + 1];
+  std::vector<float> mask(tok.size(), 1.f), lp(tok.size()), ent(tok.size());
+  MaskedCrossEntropy loss(mask.data(), double(tok.size()));
+  auto backward = [&] { s.model.forward_backward(tok.data(), tgt.data(), 1, 12, loss, lp.data(), ent.data()); };
+  opt.zero_grad();
+  backward();
+  opt.step();
+  EXPECT_THROW(backward(), Error) << "after step(): outside an update";
+  opt.zero_grad();
+  backward();
+  opt.gradients_done();
+  opt.skip();
+  EXPECT_THROW(backward(), Error) << "after skip(): outside an update";
+  set_num_threads(default_num_threads());
+}

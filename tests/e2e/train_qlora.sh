@@ -102,5 +102,11 @@ if command -v mpirun > /dev/null && timeout 60 "$(dirname "$0")/../dist/mpirun2.
     echo "ranks holding different int4 bases trained"; exit 1; fi
   grep -q 'the int4 base read from model.path = m on rank(s) 1 differs from rank 0' "$work/dp_diff.log" \
     || { cat "$work/dp_diff.log"; exit 1; }
+  # An [rl.async] explorer rank is sent only the adapters: its base is compared too (rank 1 explores here).
+  explore=(--set rl.steps=1 --set sft.steps=0 --set rl.async.max_staleness=1 --set rl.async.explorer_ranks=1)
+  if ranks "$work/r1" --out "$work/ex_diff" "${dp[@]}" "${explore[@]}" > /dev/null 2> "$work/ex_diff.log"; then
+    echo "an explorer rank holding another int4 base ran"; exit 1; fi
+  grep -q 'the int4 base read from model.path = m on rank(s) 1 differs from rank 0' "$work/ex_diff.log" \
+    || { cat "$work/ex_diff.log"; exit 1; }
 fi
 echo QLORA_OK

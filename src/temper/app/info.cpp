@@ -60,6 +60,10 @@ MemorySettings plan_settings(const InfoOptions& o, const ModelConfig& c) {
   s.local_ranks = static_cast<int>(std::max<int64_t>(1, o.ranks));  // ranks of a CPU run share one machine
   s.shard_optimizer = o.zero || o.zero2;
   s.shard_gradients = o.zero2;
+  // As run.shard_gradients is refused (app/run_config.cpp): adapters' gradients are not sharded, nor a device's.
+  TEMPER_CHECK(!o.zero2 || (o.lora == 0 && s.device == "cpu"))
+      << "--zero2 (run.shard_gradients) shards a full fine-tune's gradients on the CPU: not with "
+      << (o.lora > 0 ? std::string("--lora") : "--device " + s.device);
   s.prompts = o.prompts, s.group = o.group, s.max_new = o.max_new, s.max_seqs = o.max_seqs;
   s.kv_memory_mb = o.kv_mb;
   s.reference = o.kl;

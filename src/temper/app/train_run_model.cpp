@@ -44,6 +44,7 @@ void TrainRun::load_policy() {
   }
   policy_->set_precision(m.precision == "bf16" ? kernels::Precision::bf16 : kernels::Precision::f32);
   policy_->set_recompute(m.recompute);  // model.recompute: training passes keep only each layer's input
+  if (const FrozenBase* held = policy_->held_base()) check_held_bases_agree(*held);
   sync_weights();
   // In a data-parallel run "cuda" means this rank's local GPU.
   device_ = m.device;
@@ -95,9 +96,11 @@ void TrainRun::attach_lora() {
 }
 
 // A base held as it loaded is each rank's own read of model.path: a node whose copy differs (another download,
-// a file rewritten during the launch) would train other weights; the ranks compare digests of what they hold.
+// a file rewritten during the launch) would train other weights, or (an [rl.async] explorer rank: it is sent only
+// the adapters) roll out on another base; every rank of the world compares digests of what it holds, once.
 void TrainRun::check_held_bases_agree(const FrozenBase& held) {
-  const std::vector<int> unlike = dist::ranks_unlike_root(comm_, std::to_string(held.digest()));
+  if (dist::world().size() == 1) return;
+  const std::vector<int> unlike = dist::ranks_unlike_root(dist::world(), std::to_string(held.digest()));
   if (unlike.empty()) return;
   std::string ranks;
   for (int r : unlike) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
@@ -116,7 +119,6 @@ Transformer* TrainRun::reference() const {
 void TrainRun::sync_weights() {
   if (comm_.size() == 1) return;
   if (const FrozenBase* held = policy_->held_base()) {  // held as loaded: each rank quantised the same weights
-    check_held_bases_agree(*held);
     for (const ParamEntry& e : policy_->layout().entries())
       if (!held->covers(e.offset, e.numel())) comm_.broadcast(policy_->params() + e.offset, e.numel(), 0);
   } else {

@@ -109,9 +109,9 @@ void Optimizer::set_sharded(bool on, bool gradients) {
 namespace {
 
 // [p, p + n) zeroed, its whole pages given back to the system (they read as zeros and cost nothing until written).
+// A refused madvise leaves the range zeroed but resident: the run goes on.
 void release(float* p, int64_t n) {
-  TEMPER_CHECK(zero_and_release(p, static_cast<size_t>(n) * sizeof(float)))
-      << "optimizer: madvise(MADV_DONTNEED) failed on the released gradients";
+  zero_and_release(p, static_cast<size_t>(n) * sizeof(float));
 }
 
 }  // namespace
@@ -119,6 +119,9 @@ void release(float* p, int64_t n) {
 // A backward finished `range`. Its first range opens the backward's round: every rank learns that one is running
 // (gradients_done on a rank without one joins it with zeros).
 void Optimizer::grads_final(size_t range) {
+  // A backward outside an update (a pass with gradients between step() and the next zero_grad) would open a round
+  // the other ranks never join.
+  TEMPER_CHECK(update_open_) << "sharded gradients: a backward outside an update (call Optimizer::zero_grad first)";
   if (remaining_ == 0) {
     double running = 1;
     comm_->allreduce_sum(&running, 1);
@@ -159,6 +162,14 @@ void Optimizer::grads_zeroed() {
 void Optimizer::zero_grad() {
   if (shard_grads_) model_.set_grad_sink(this);  // this optimizer's update: its backward passes reduce into acc_
   model_.zero_grad();
+  update_open_ = shard_grads_;
+}
+
+void Optimizer::skip() {
+  ++skipped_;
+  if (!shard_grads_) return;
+  std::vector<float>().swap(acc_);  // the abandoned update's shard
+  acc_full_ = false, done_ = false, update_open_ = false;
 }
 
 // Rounds until no rank runs a backward: each round's flag is 1 on a rank whose backward opened it (grads_final) and
@@ -185,7 +196,7 @@ OptimizerStep Optimizer::sharded_step() {
     gradients_done();
     if (!acc_full_) acc_.assign(static_cast<size_t>(piece_at_.back()), 0.f);  // none ran a backward
     // The next update starts empty.
-    acc_full_ = false, done_ = false;
+    acc_full_ = false, done_ = false, update_open_ = false;
   } else {
     for (const auto& [off, len] : ranges_) comm_->reduce_scatter_sum(g + off, len);
   }

@@ -11,7 +11,8 @@
 // (ZeRO-2, set_sharded(true, true)): as the backward finishes a range (Transformer::GradSink), the range
 // is reduce-scattered, this rank's pieces added to its shard of the update's gradient (kept across
 // micro-batches) and the range's pages given back, so a rank holds 1/N of the gradient and about one
-// range of the flat buffer; AdamW steps the pieces from that shard. With one backward per update the
+// range of the flat buffer (with tied embeddings the embedding's range, written by the LM head first and reduced
+// last, beside each layer's); AdamW steps the pieces from that shard. With one backward per update the
 // sums are ZeRO-1's, bit for bit; with several, each backward's are summed over ranks first (another
 // order: within the data-parallel tolerance).
 #pragma once
@@ -58,7 +59,7 @@ class Optimizer : private Transformer::GradSink {
   void zero_grad();
   int64_t steps_done() const { return step_; }
   int64_t skipped() const { return skipped_; }
-  void skip() { ++skipped_; }  // an update the caller abandoned (non-finite loss)
+  void skip();  // an update the caller abandoned (non-finite loss); ZeRO-2: its shard of the gradients dropped
   void restore(int64_t steps_done, int64_t skipped) { step_ = steps_done, skipped_ = skipped; }
   // The AdamW moments (with a device: copied back from it first). After writing them (loading a
   // checkpoint) call moments_updated() so a device gets them too.
@@ -128,6 +129,7 @@ class Optimizer : private Transformer::GradSink {
   bool acc_full_ = false;
   size_t remaining_ = 0;  // ranges the running backward has still to finish (0: none running)
   bool done_ = false;     // gradients_done ran since the update began
+  bool update_open_ = false;  // ZeRO-2: zero_grad opened an update that step() / skip() has not closed
   std::vector<float> gathered_m_, gathered_v_;       // sharded: the full moments on the root, for a checkpoint
   int64_t step_ = 0, skipped_ = 0;
   dist::Communicator* comm_ = nullptr;  // null: one process
