@@ -76,7 +76,7 @@ struct IsaTable {
                                  float* acc, float* widened);
   // The training attention's tile products (kernels/attention.cpp; attention_tiles.inc): C[m, n] (+)= sum_k
   // A(m, k) B[k * ldb + n] for m < M, n < N, k < K, A(m, k) at A[m * ars + k * aks]; each output sums from
-  // zero in k order, then is written or (accumulate) added. tri (AttnTri) skips what a causal block's mask zeroes.
+  // zero in k order, then is written or (accumulate) added. tri (kAttnTri*) skips what a causal block's mask zeroes.
   void (*attn_mm_f32)(const float* A, int64_t ars, int64_t aks, const float* B, int64_t ldb, float* C, int64_t ldc,
                       int64_t M, int64_t N, int64_t K, bool accumulate, int tri, int64_t c);
   // The same on bf16 pairs with f32 sums: 32-bit words holding (element 2p, element 2p + 1) of a row of k. A(m, p) =
