@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "best_of.h"
 #include "temper/core/cpu_features.h"
 #include "temper/core/rng.h"
 #include "temper/core/thread_pool.h"
@@ -20,20 +21,10 @@
 #include "temper/kernels/matmul.h"
 
 using namespace temper;
+using temper::bench::best_of;
 using namespace temper::kernels;
 
 namespace {
-
-double best_of(int reps, const auto& f) {
-  f();
-  double best = 1e30;
-  for (int r = 0; r < reps; ++r) {
-    auto t0 = std::chrono::steady_clock::now();
-    f();
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return best;
-}
 
 // The products of the forward and backward on gemm() per block of 64 queries, as attention.cpp made them before
 // its tiles (the softmax rows left out: this is the products' time alone).

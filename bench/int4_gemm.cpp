@@ -10,12 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "best_of.h"
 #include "temper/core/rng.h"
 #include "temper/core/thread_pool.h"
 #include "temper/kernels/int4_matmul.h"
 #include "temper/kernels/matmul.h"
 
 using namespace temper;
+using temper::bench::best_of;
 using namespace temper::kernels;
 
 namespace {
@@ -24,17 +26,6 @@ struct Shape {
   const char* name;
   int64_t N, K, per_forward;  // outputs, inputs, times per forward
 };
-
-double best_of(int reps, const auto& f) {
-  f();
-  double best = 1e30;
-  for (int r = 0; r < reps; ++r) {
-    auto t0 = std::chrono::steady_clock::now();
-    f();
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return best;
-}
 
 }  // namespace
 

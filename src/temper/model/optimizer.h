@@ -127,8 +127,8 @@ class Optimizer : private Transformer::GradSink {
   // reduction copies instead of adding).
   std::vector<float> acc_;
   bool acc_full_ = false;
-  size_t remaining_ = 0;  // ranges the running backward has still to finish (0: none running)
-  bool done_ = false;     // gradients_done ran since the update began
+  size_t remaining_ = 0;      // ranges the running backward has still to finish (0: none running)
+  bool done_ = false;         // gradients_done ran since the update began
   bool update_open_ = false;  // ZeRO-2: zero_grad opened an update that step() / skip() has not closed
   std::vector<float> gathered_m_, gathered_v_;       // sharded: the full moments on the root, for a checkpoint
   int64_t step_ = 0, skipped_ = 0;
