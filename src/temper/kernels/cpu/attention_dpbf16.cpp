@@ -1,7 +1,8 @@
 // The training attention's bf16 tile products on AVX512-BF16 dot products (VDPBF16PS), for CPUs with
 // AVX512-BF16 (Zen 4, Xeons): IsaTable::attn_mm_bf16 on the AVX-512 table where the CPU has it (isa_table.cpp).
 // Register tiles of 6 rows x 64 outputs (24 accumulators); each output sums its pairs in k order from zero,
-// then adds to C: attention_tiles.inc's portable version gives the same bits. Compiled with AVX512-BF16 flags.
+// then adds to C: attention_tiles.inc's portable version gives the same bits (but for denormals, which VDPBF16PS
+// flushes to zero). Compiled with AVX512-BF16 flags.
 #include "temper/kernels/cpu/attention_dpbf16.h"
 
 #include <immintrin.h>

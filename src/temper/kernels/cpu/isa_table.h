@@ -82,7 +82,7 @@ struct IsaTable {
   // The same on bf16 pairs with f32 sums: 32-bit words holding (element 2p, element 2p + 1) of a row of k. A(m, p) =
   // A[m * ars + p * aps], B row p = B[p * ldb + n] (its low half at k = 2p), Kp pairs; tri counted in elements,
   // widened to whole pairs. AVX512-BF16 dot products where the CPU has them (attention_dpbf16.cpp), else plain
-  // loops with the same bits.
+  // loops with the same bits (short of VDPBF16PS's flushing of denormals).
   void (*attn_mm_bf16)(const uint32_t* A, int64_t ars, int64_t aps, const uint32_t* B, int64_t ldb, float* C,
                        int64_t ldc, int64_t M, int64_t N, int64_t Kp, bool accumulate, int tri, int64_t c);
   // out[i] = bf16(a[i]) | bf16(b[i]) << 16 (b null: zero), round to nearest even: two rows as attn_mm_bf16's pairs.
@@ -109,7 +109,7 @@ struct IsaTable {
   void (*held_bf16_f32)(const uint16_t* w, int64_t n, float* out);
   // C[m, n] (+)= sum_k A[m, k] W[n, k] on bf16 rows (A [M, K] row stride lda, W row-major with row stride ldw) for
   // m < M, n in [n0, n1), f32 sums: 16 lanes of pairs in k order, folded in a fixed tree (held_gemv.inc); VDPBF16PS
-  // where the CPU has AVX512-BF16, the same bits elsewhere.
+  // where the CPU has AVX512-BF16, the same bits elsewhere (short of its flushing of denormals).
   void (*held_gemm_nt_bf16)(const uint16_t* A, int64_t lda, const uint16_t* W, int64_t ldw, float* C, int64_t ldc,
                             int64_t M, int64_t n0, int64_t n1, int64_t K, bool accumulate);
 };
