@@ -81,9 +81,9 @@ fi
 # prefills and decodes its block alone, and the real model's products give other last bits for other row counts
 # (measured: up to 5e-6). Those last bits reach the update through the importance ratios, so with a learning rate
 # the two runs' weights part in their last bits after step 1 and a later sample may flip a token (it did in the
-# fresh-clone CI of 2026-12-07, a step-2/3 sample): rl.lr = 1e-30 (updates far below every weight's last bit: rl.lr must be > 0)
-# keeps every version's weights the same, so three steps of versions and explored-ahead rounds compare sample for
-# sample.
+# fresh-clone CI of 2026-12-07, a step-2/3 sample): rl.lr = 1e-30 (updates far below every weight's last bit;
+# rl.lr must be > 0) keeps every version's weights the same, so three steps of versions and explored-ahead rounds
+# compare sample for sample.
 mpi3() { "$(dirname "$0")/../dist/mpirun_n.sh" 3 "$@"; }
 if mpi3 true > /dev/null 2>&1; then
   three=(--set rl.steps=3 --set rl.prompts_per_step=3 --set rl.async.max_staleness=1 --set rl.lr=1e-30 --threads 1)
