@@ -2,6 +2,7 @@
 // fills identically for any thread count; the thread pool covers every task once; tensor views
 // share memory; dtype conversions round as torch does; ISA selection honours support.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -22,6 +23,7 @@
 #include "temper/core/error.h"
 #include "temper/core/fnv1a.h"
 #include "temper/core/log.h"
+#include "temper/core/memory_info.h"
 #include "temper/core/rng.h"
 #include "temper/core/state_snapshot.h"
 #include "temper/core/tensor.h"
@@ -263,6 +265,36 @@ TEST(AtomicFile, ReplacesWholeKeepsTheOldOnErrorAndLeavesNoTemporary) {
   for (const auto& e : fs::directory_iterator(dir)) entries += e.path().filename() == "f.txt" ? 1 : 100;
   EXPECT_EQ(entries, 1u);
   fs::remove_all(dir);
+}
+
+// zero_and_release: the range reads as zeros up to its unaligned ends, its neighbours keep their values, and its
+// whole pages are no longer resident (mincore) while the partial pages at its ends still are.
+TEST(MemoryInfo, ZeroAndReleaseZeroesTheRangeAndGivesItsWholePagesBack) {
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const size_t pages = 16, bytes = pages * page;
+  void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(m, MAP_FAILED);
+  auto* f = static_cast<float*>(m);
+  const size_t n = bytes / sizeof(float);
+  for (size_t i = 0; i < n; ++i) f[i] = 1.0f + static_cast<float>(i % 7);
+  const size_t lo = page / sizeof(float) + 3, hi = 12 * page / sizeof(float) + 5;  // [page 1 + 12 B, page 12 + 20 B)
+  temper::zero_and_release(f + lo, (hi - lo) * sizeof(float));
+  for (size_t i = 0; i < n; ++i) {
+    const float want = i >= lo && i < hi ? 0.0f : 1.0f + static_cast<float>(i % 7);
+    ASSERT_EQ(f[i], want) << "float " << i;
+  }
+  // Reading the released pages above maps the shared zero page, which mincore need not count: ask before reading.
+  for (size_t i = lo; i < hi; ++i) f[i] = 2.0f;
+  temper::zero_and_release(f + lo, (hi - lo) * sizeof(float));
+  std::vector<unsigned char> resident(pages);
+  ASSERT_EQ(::mincore(m, bytes, resident.data()), 0);
+  for (size_t p = 0; p < pages; ++p)
+    EXPECT_EQ(resident[p] & 1, p >= 2 && p < 12 ? 0 : 1) << "page " << p << " (whole pages 2..11 released)";
+  EXPECT_EQ(f[lo - 1], 1.0f + static_cast<float>((lo - 1) % 7));
+  EXPECT_EQ(f[lo], 0.0f);
+  EXPECT_EQ(f[hi - 1], 0.0f);
+  EXPECT_EQ(f[hi], 1.0f + static_cast<float>(hi % 7));
+  ::munmap(m, bytes);
 }
 
 TEST(StateSnapshot, TensorByNameAndARefusalNamingTheCheckpoint) {

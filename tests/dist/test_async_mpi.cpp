@@ -80,16 +80,39 @@ Seen seen(const Batch& b) {
   return s;
 }
 
-// One run with rank 0 training and rank 1 exploring; `train` runs on rank 0 with the setup and the trainer. The
-// explorer rank starts from other weights (seed 7): everything it samples with must come over the wire.
-template <class F>
-void with_roles(const RlConfig& c, F train) {
+std::unique_ptr<RlTrainer> letter_trainer(RlSetup& s, const RlConfig& c) {
+  return std::make_unique<RlTrainer>(s.model, s.task, codec(), c, s.safe);
+}
+
+// One run split by c.async->explorer_ranks: the last ranks explore, the others train. `make(s, c)` builds each
+// rank's trainer, `ready(t)` prepares an explorer rank's before it serves, `train(s, t, trainers)` runs on every
+// trainer rank (trainers: their group). Explorer ranks start from other weights (seed 7): everything they sample
+// with must come over the wire.
+template <class Make, class Train, class Ready>
+void in_roles(const RlConfig& c, Make make, Train train, Ready ready) {
   AsyncRoles roles = split_async_roles(comm(), c.async->explorer_ranks);
   RlSetup s(roles.explorer() ? 7 : 3);
-  RlTrainer t(s.model, s.task, codec(), c, s.safe);
-  if (roles.explorer()) return t.serve_explorer(comm());
-  t.use_explorer_ranks(comm(), *roles.trainers, roles.first_explorer);
-  train(s, t);
+  std::unique_ptr<RlTrainer> t = make(s, c);
+  if (roles.explorer()) {
+    ready(*t);
+    return t->serve_explorer(comm());
+  }
+  t->use_explorer_ranks(comm(), *roles.trainers, roles.first_explorer);
+  train(s, *t, *roles.trainers);
+}
+template <class Make, class Train>
+void in_roles(const RlConfig& c, Make make, Train train) {
+  in_roles(c, make, train, [](RlTrainer&) {});
+}
+template <class Train>
+void with_roles(const RlConfig& c, Train train) {
+  in_roles(c, letter_trainer, [&](RlSetup& s, RlTrainer& t, dist::Communicator&) { train(s, t); });
+}
+
+// The reference run: the same config in one process, with the explorer thread in place of the explorer ranks.
+RlConfig on_the_thread(RlConfig c) {
+  c.async->explorer_ranks = 0;
+  return c;
 }
 
 }  // namespace
@@ -141,9 +164,7 @@ TEST(AsyncMpi, AnExplorerRankEqualsTheExplorerThreadBitwise) {
     });
     if (comm().rank() != 0) continue;
     RlSetup s;
-    RlConfig lc = c;
-    lc.async->explorer_ranks = 0;
-    RlTrainer t(s.model, s.task, codec(), lc, s.safe);
+    RlTrainer t(s.model, s.task, codec(), on_the_thread(c), s.safe);
     t.set_planned_steps(4);
     for (int i = 0; i < 4; ++i) t.step(), local.push_back(seen(t.last_batch()));
     w_local = params_of(s.model);
@@ -226,6 +247,37 @@ Conversed conversed(const RlTrainer& t, const Metrics& m) {
   return c;
 }
 
+// in_roles with each rank conversing through its own game.
+template <class Train, class Ready>
+void conversing(const RlConfig& c, Train train, Ready ready) {
+  GuessGame g;
+  in_roles(
+      c, [&](RlSetup& s, const RlConfig& rc) { return g.trainer(s, rc); }, train, ready);
+}
+template <class Train>
+void conversing(const RlConfig& c, Train train) {
+  conversing(c, train, [](RlTrainer&) {});
+}
+
+// A conversation job that fails on explorer rank `failing` (the other explorer ranks' succeed) fails the trainer's
+// step, naming that rank and no other.
+void expect_the_failing_rank_named(const RlConfig& c, int failing) {
+  conversing(
+      c,
+      [&](RlSetup&, RlTrainer& t, dist::Communicator&) {
+        const std::string error = error_of([&] { t.step(); });
+        EXPECT_NE(error.find("[rl.async] explorer rank " + std::to_string(failing) + ": "), std::string::npos) << error;
+        EXPECT_NE(error.find("the environment program exited (status 3)"), std::string::npos) << error;
+        for (int r = 1; r < comm().size(); ++r) {
+          if (r == failing) continue;
+          EXPECT_EQ(error.find("explorer rank " + std::to_string(r)), std::string::npos) << error;
+        }
+      },
+      [&](RlTrainer& t) {
+        if (comm().rank() == failing) t.set_environment(std::make_unique<FailingSource>());
+      });
+}
+
 }  // namespace
 
 TEST(AsyncMpi, AnExplorerRankConversesAsTheExplorerThreadBitwise) {
@@ -235,29 +287,18 @@ TEST(AsyncMpi, AnExplorerRankConversesAsTheExplorerThreadBitwise) {
   c.async->explorer_ranks = 1;
   std::vector<Conversed> remote, local;
   std::vector<float> w_remote;
-  {
-    AsyncRoles roles = split_async_roles(comm(), 1);
-    RlSetup s(roles.explorer() ? 7 : 3);  // the explorer rank's own weights are never sampled with
-    GuessGame g;
-    std::unique_ptr<RlTrainer> t = g.trainer(s, c);  // each rank its own game
-    if (roles.explorer()) {
-      t->serve_explorer(comm());
-    } else {
-      t->use_explorer_ranks(comm(), *roles.trainers, roles.first_explorer);
-      t->set_planned_steps(4);
-      for (int i = 0; i < 4; ++i) {
-        const Metrics m = t->step();
-        remote.push_back(conversed(*t, m));
-      }
-      w_remote = params_of(s.model);
+  conversing(c, [&](RlSetup& s, RlTrainer& t, dist::Communicator&) {
+    t.set_planned_steps(4);
+    for (int i = 0; i < 4; ++i) {
+      const Metrics m = t.step();
+      remote.push_back(conversed(t, m));
     }
-  }
+    w_remote = params_of(s.model);
+  });
   if (comm().rank() == 0) {
     RlSetup s;
     GuessGame g;
-    RlConfig lc = c;
-    lc.async->explorer_ranks = 0;
-    std::unique_ptr<RlTrainer> t = g.trainer(s, lc);
+    std::unique_ptr<RlTrainer> t = g.trainer(s, on_the_thread(c));
     t->set_planned_steps(4);
     double turns = 0, appended = 0;
     for (int i = 0; i < 4; ++i) {
@@ -277,20 +318,7 @@ TEST(AsyncMpi, AnExplorerRankConversesAsTheExplorerThreadBitwise) {
     EXPECT_TRUE(same_bits(w_remote, params_of(s.model))) << "weights after 4 steps";
     EXPECT_FALSE(same_bits(w_remote, params_of(RlSetup().model))) << "the steps moved the weights";
   }
-  // A conversation job that fails on the explorer rank fails the trainer's step, naming the rank.
-  AsyncRoles roles = split_async_roles(comm(), 1);
-  RlSetup s;
-  GuessGame g;
-  std::unique_ptr<RlTrainer> t = g.trainer(s, c);
-  if (roles.explorer()) {
-    t->set_environment(std::make_unique<FailingSource>());
-    t->serve_explorer(comm());
-  } else {
-    t->use_explorer_ranks(comm(), *roles.trainers, roles.first_explorer);
-    const std::string error = error_of([&] { t->step(); });
-    EXPECT_NE(error.find("[rl.async] explorer rank 1: "), std::string::npos) << error;
-    EXPECT_NE(error.find("the environment program exited (status 3)"), std::string::npos) << error;
-  }
+  expect_the_failing_rank_named(c, 1);
   set_num_threads(default_num_threads());
 }
 
@@ -321,30 +349,19 @@ TEST(AsyncMpi, TwoExplorerRanksConverseAsTheExplorerThread) {
   std::vector<Conversed> remote;
   std::vector<Metrics> remote_env;
   std::vector<float> w_remote;
-  {
-    AsyncRoles roles = split_async_roles(comm(), 2);
-    RlSetup s(roles.explorer() ? 7 : 3);
-    GuessGame g;
-    std::unique_ptr<RlTrainer> t = g.trainer(s, c);
-    if (roles.explorer()) {
-      t->serve_explorer(comm());
-    } else {
-      t->use_explorer_ranks(comm(), *roles.trainers, roles.first_explorer);
-      t->set_planned_steps(kSteps);
-      for (int i = 0; i < kSteps; ++i) {
-        const Metrics m = t->step();
-        remote.push_back(conversed(*t, m));
-        remote_env.push_back(env_metrics(m));
-      }
-      w_remote = params_of(s.model);
+  conversing(c, [&](RlSetup& s, RlTrainer& t, dist::Communicator&) {
+    t.set_planned_steps(kSteps);
+    for (int i = 0; i < kSteps; ++i) {
+      const Metrics m = t.step();
+      remote.push_back(conversed(t, m));
+      remote_env.push_back(env_metrics(m));
     }
-  }
+    w_remote = params_of(s.model);
+  });
   if (comm().rank() == 0) {
     RlSetup s;
     GuessGame g;
-    RlConfig lc = c;
-    lc.async->explorer_ranks = 0;
-    std::unique_ptr<RlTrainer> t = g.trainer(s, lc);
+    std::unique_ptr<RlTrainer> t = g.trainer(s, on_the_thread(c));
     t->set_planned_steps(kSteps);
     ASSERT_EQ(remote.size(), size_t(kSteps));
     const int64_t G = c.group_size, split = dist::shard(c.prompts_per_step, 0, 2).end;
@@ -401,21 +418,7 @@ TEST(AsyncMpi, TwoExplorerRanksConverseAsTheExplorerThread) {
     EXPECT_FALSE(same_bits(w_local, params_of(RlSetup().model))) << "the steps moved the weights";
     EXPECT_GT(plain_off, 1e-3) << "the blocks' means differ, so the weighted merge is what the test checks";
   }
-  // A conversation job that fails on explorer rank 2 (rank 1's succeeds) fails the trainer's step, naming rank 2.
-  AsyncRoles roles = split_async_roles(comm(), 2);
-  RlSetup s;
-  GuessGame g;
-  std::unique_ptr<RlTrainer> t = g.trainer(s, c);
-  if (roles.explorer()) {
-    if (comm().rank() == 2) t->set_environment(std::make_unique<FailingSource>());
-    t->serve_explorer(comm());
-  } else {
-    t->use_explorer_ranks(comm(), *roles.trainers, roles.first_explorer);
-    const std::string error = error_of([&] { t->step(); });
-    EXPECT_NE(error.find("[rl.async] explorer rank 2: "), std::string::npos) << error;
-    EXPECT_NE(error.find("the environment program exited (status 3)"), std::string::npos) << error;
-    EXPECT_EQ(error.find("explorer rank 1"), std::string::npos) << error;
-  }
+  expect_the_failing_rank_named(c, 2);
   set_num_threads(default_num_threads());
 }
 
@@ -425,31 +428,23 @@ TEST(AsyncMpi, TwoTrainerRanksAndOneExplorerRank) {
   if (comm().size() != 3) GTEST_SKIP() << "the three-rank test (mpirun_n.sh 3)";
   set_num_threads(1);
   const RlConfig c = async_config(1);
-  AsyncRoles roles = split_async_roles(comm(), 1);
-  RlSetup s(roles.explorer() ? 7 : 3);
   std::vector<float> w;
   std::vector<Seen> remote;
-  {
-    RlTrainer t(s.model, s.task, codec(), c, s.safe);
-    if (roles.explorer()) {
-      t.serve_explorer(comm());
-    } else {
-      t.use_explorer_ranks(comm(), *roles.trainers, roles.first_explorer);
-      t.set_planned_steps(3);
-      for (int i = 0; i < 3; ++i) {
-        t.step(), remote.push_back(seen(t.last_batch()));
-        if (i == 1) w = params_of(s.model);
-      }
+  int trainer_rank = -1;
+  in_roles(c, letter_trainer, [&](RlSetup& s, RlTrainer& t, dist::Communicator& trainers) {
+    t.set_planned_steps(3);
+    for (int i = 0; i < 3; ++i) {
+      t.step(), remote.push_back(seen(t.last_batch()));
+      if (i == 1) w = params_of(s.model);
     }
-  }
-  if (roles.explorer()) return set_num_threads(default_num_threads());
-  std::vector<float> root = w;
-  roles.trainers->broadcast(root.data(), int64_t(root.size()), 0);
-  EXPECT_TRUE(same_bits(root, w)) << "both trainer ranks apply the same update";
+    std::vector<float> root = w;
+    trainers.broadcast(root.data(), int64_t(root.size()), 0);
+    EXPECT_TRUE(same_bits(root, w)) << "both trainer ranks apply the same update";
+    trainer_rank = trainers.rank();
+  });
+  if (trainer_rank < 0) return set_num_threads(default_num_threads());  // the explorer rank
   RlSetup one;
-  RlConfig lc = c;
-  lc.async->explorer_ranks = 0;
-  RlTrainer t(one.model, one.task, codec(), lc, one.safe);
+  RlTrainer t(one.model, one.task, codec(), on_the_thread(c), one.safe);
   t.set_planned_steps(3);
   // Steps 0 and 1 train on batches sampled with version 0 (the same bits everywhere): the same tokens. Step 2's
   // batch is sampled with version 1, which differs from the one process's in float rounding; a near-tie may then
@@ -469,8 +464,8 @@ TEST(AsyncMpi, TwoTrainerRanksAndOneExplorerRank) {
   for (size_t i = 0; i < w.size(); ++i)
     worst = std::max(worst, std::fabs(double(w[i]) - double(one_w[i]))),
     scale = std::max(scale, std::fabs(double(w[i])));
-  std::printf("trainer rank %d: weights after 2 steps vs one process: max relative difference %.3g\n",
-              roles.trainers->rank(), worst / scale);
+  std::printf("trainer rank %d: weights after 2 steps vs one process: max relative difference %.3g\n", trainer_rank,
+              worst / scale);
   EXPECT_LT(worst / scale, 5e-5) << "the tolerance of test_dist_mpi's data-parallel equivalence";
   set_num_threads(default_num_threads());
 }

@@ -59,18 +59,16 @@ bool drop_pages(PageSpan s) {
   return s.begin == s.end || ::madvise(s.begin, static_cast<size_t>(s.end - s.begin), MADV_DONTNEED) == 0;
 }
 
-bool zero_and_release(void* p, size_t n) {
+void zero_and_release(void* p, size_t n) {
   char* b = static_cast<char*>(p);
   const PageSpan pages = whole_pages_in(b, n);
   if (pages.begin == pages.end) {
     std::memset(b, 0, n);
-    return true;
+    return;
   }
   std::memset(b, 0, static_cast<size_t>(pages.begin - b));
   std::memset(pages.end, 0, static_cast<size_t>(b + n - pages.end));
-  if (drop_pages(pages)) return true;
-  std::memset(pages.begin, 0, static_cast<size_t>(pages.end - pages.begin));
-  return false;
+  if (!drop_pages(pages)) std::memset(pages.begin, 0, static_cast<size_t>(pages.end - pages.begin));
 }
 
 }  // namespace temper

@@ -26,8 +26,8 @@ PageSpan whole_pages_in(const void* p, size_t n);
 bool drop_pages(PageSpan s);
 // Zeroes [p, p + n) of private anonymous memory and gives its whole pages back (drop_pages; the partial pages at
 // the ends, shared with neighbours, are zeroed in place): the range reads as zeros and its whole pages cost nothing
-// until written. A gradient or weight buffer's range that is no longer needed. Returns false when the system did
-// not take the advice (the range is zeroed by hand then: still zeros, still resident).
-bool zero_and_release(void* p, size_t n);
+// until written. A gradient or weight buffer's range that is no longer needed. Advice: when the system does not take
+// it the range is zeroed by hand (still zeros, still resident) and the caller carries on.
+void zero_and_release(void* p, size_t n);
 
 }  // namespace temper

@@ -106,16 +106,6 @@ void Optimizer::set_sharded(bool on, bool gradients) {
   v_ = Tensor::zeros({n});
 }
 
-namespace {
-
-// [p, p + n) zeroed, its whole pages given back to the system (they read as zeros and cost nothing until written).
-// A refused madvise leaves the range zeroed but resident: the run goes on.
-void release(float* p, int64_t n) {
-  zero_and_release(p, static_cast<size_t>(n) * sizeof(float));
-}
-
-}  // namespace
-
 // A backward finished `range`. Its first range opens the backward's round: every rank learns that one is running
 // (gradients_done on a rank without one joins it with zeros).
 void Optimizer::grads_final(size_t range) {
@@ -149,12 +139,12 @@ void Optimizer::reduce_range(size_t range) {
     else
       std::copy(g + o, g + o + l, a);
   }
-  release(g + off, len);
+  zero_and_release(g + off, static_cast<size_t>(len) * sizeof(float));  // read as zeros, cost nothing
 }
 
 void Optimizer::grads_zeroed() {
   TEMPER_CHECK(remaining_ == 0) << "sharded gradients: zero_grad during a backward";
-  release(model_.grads(), model_.flat_size());
+  zero_and_release(model_.grads(), static_cast<size_t>(model_.flat_size()) * sizeof(float));
   std::vector<float>().swap(acc_);
   acc_full_ = false, done_ = false;
 }
