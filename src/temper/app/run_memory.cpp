@@ -11,7 +11,16 @@ namespace temper::app {
 
 namespace {
 
-MemorySettings settings_for(const RunConfig& cfg, const RunMemoryFacts& f) {
+// The KV blocks the evaluation writes: at most eval.max_seqs sequences at once of the longest held-out prompt,
+// eval.max_new tokens and a speculative draft's gamma (sequential revisions grow the prompt: left at the whole pool).
+void evaluation_sequences(const RunConfig& cfg, const ModelConfig& mc, const RunMemoryFacts& f, MemorySettings& s) {
+  const rl::EvalConfig& e = cfg.eval;
+  if (f.eval_prompt <= 0 || e.revisions > 0) return;
+  s.eval_seqs = std::max<int64_t>(1, std::min(e.max_seqs, e.problems * e.samples));
+  s.eval_seq = std::min(mc.max_position_embeddings, f.eval_prompt + e.max_new + e.speculative_gamma);
+}
+
+MemorySettings settings_for(const RunConfig& cfg, const ModelConfig& mc, const RunMemoryFacts& f) {
   MemorySettings s;
   if (cfg.rl_steps() > 0) {
     s.max_new = std::max<int64_t>(1, std::min(cfg.rl.max_new, f.seq - 1));
@@ -31,6 +40,7 @@ MemorySettings settings_for(const RunConfig& cfg, const RunMemoryFacts& f) {
   s.reference = cfg.rl_steps() > 0 && f.reference;
   s.evaluation = true;  // at the start and the end, and every eval.every steps
   s.eval_kv_memory_mb = cfg.eval.kv_memory_mb;
+  evaluation_sequences(cfg, mc, f, s);
   if (f.lora) {
     const LoraBase base = f.lora->config().base;
     s.lora_rank = f.lora->rank(), s.lora_trainable = f.lora->size();
@@ -46,7 +56,7 @@ MemorySettings settings_for(const RunConfig& cfg, const RunMemoryFacts& f) {
 }  // namespace
 
 void check_run_memory(const RunConfig& cfg, const ModelConfig& mc, const RunMemoryFacts& f) {
-  const MemorySettings s = settings_for(cfg, f);
+  const MemorySettings s = settings_for(cfg, mc, f);
   const MemoryPlan plan = plan_memory(mc, s);
   const bool host_side = s.device == "cpu" || s.device == "mirror";
   const double budget = device_memory_bytes(s.device) / (host_side ? s.local_ranks : 1);

@@ -20,6 +20,7 @@ struct RunMemoryFacts {
   int64_t tokens = 1, seq = 1;  // the largest micro-batch's tokens and sequence length (the arena plan())
   int ranks = 1, local_ranks = 1;
   bool reference = false;              // a frozen KL reference copy is kept
+  int64_t eval_prompt = 0;             // tokens of the longest held-out prompt (0: not known)
   const LoraAdapters* lora = nullptr;  // [lora]
   bool print = true;                   // rank 0 prints the plan
   std::string source;                  // the recipe, for the refusal

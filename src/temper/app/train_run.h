@@ -94,6 +94,7 @@ class TrainRun {
   bool root_ = comm_.is_root() && !dist::role().explorer;
   std::shared_ptr<const tasks::Task> task_, sft_task_, rl_task_, heldout_;
   int64_t max_prompt_ = 1, max_sft_row_ = 0;  // tokens: the longest training prompt kept, SFT row (scan_inputs)
+  int64_t max_eval_prompt_ = 0;               // tokens: the longest held-out prompt evaluated (0: no evaluation)
   std::unique_ptr<Transformer> policy_, reference_;
   std::unique_ptr<LoraAdapters> lora_;  // [lora]: trained on the frozen base
   std::shared_ptr<const text::Tokenizer> tok_;

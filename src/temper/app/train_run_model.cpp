@@ -159,6 +159,7 @@ void TrainRun::plan_memory() {
   f.device = device_, f.precision = policy_->precision(), f.tokens = tokens, f.seq = seq;
   f.ranks = comm_.size(), f.local_ranks = comm_.local_size(), f.reference = reference_ != nullptr;
   f.lora = lora_.get(), f.print = root_, f.source = recipe_.source();
+  f.eval_prompt = max_eval_prompt_;
   check_run_memory(cfg_, policy_->config(), f);
   policy_->plan(std::max(tokens, seq), seq);
 }

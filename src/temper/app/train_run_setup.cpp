@@ -111,13 +111,13 @@ void TrainRun::scan_inputs() {
   if (!cfg_.curriculum) {
     const ScanOutcome s = scan(task_, rl || sft, eval, sft_gold);
     sft_task_ = rl_task_ = task_;
-    max_prompt_ = s.train.longest, max_sft_row_ = s.train.longest_row;
+    max_prompt_ = s.train.longest, max_sft_row_ = s.train.longest_row, max_eval_prompt_ = s.eval.longest;
   } else {  // each stage its own set; held-out problems from the task
     const ScanOutcome r = scan(rl_task_, rl, false, false), f = scan(sft_task_, sft, false, sft_gold);
-    if (eval) scan(task_, false, true, false);
+    if (eval) max_eval_prompt_ = scan(task_, false, true, false).eval.longest;
     max_prompt_ = std::max(r.train.longest, f.train.longest), max_sft_row_ = f.train.longest_row;
   }
-  if (heldout_ && eval) scan(heldout_, false, true, false);
+  if (heldout_ && eval) max_eval_prompt_ = std::max(max_eval_prompt_, scan(heldout_, false, true, false).eval.longest);
   if (root_)
     for (const std::string& m : said) std::fprintf(stderr, "temper train: %s\n", m.c_str());
 }
