@@ -28,6 +28,12 @@ wait_for() {  # FILE PATTERN: until FILE holds PATTERN (60 s at most)
 }
 summary() { grep 'done, 5 steps' "$1" | sed 's/Report.*//'; }
 "$temper" train --out "$work/full" "${common[@]}" 2> "$work/full.log"
+# The plan printed before loading counts the evaluation's KV blocks it writes (16 sequences of a short prompt + 32
+# tokens: 1.5 MiB), not its whole 256 MiB pool.
+eval_kv=$(sed -n 's/^ *KV cache (evaluation) *\([0-9.]*\) MiB *eval.kv_memory_mb 256, 16 sequences written$/\1/p' \
+          "$work/full.log")
+[ -n "$eval_kv" ] && awk -v m="$eval_kv" 'BEGIN { exit !(m > 0 && m < 8) }' ||
+  fail "the plan's evaluation KV item: '$(grep 'KV cache (evaluation)' "$work/full.log")'"
 
 # 1. SIGTERM as the step-0 evaluation starts: abandoned, exit 0, no checkpoint; --resume starts the run over; equal.
 TEMPER_FAULT_SIGNAL_IN_STEP=0:15:eval "$temper" train --out "$work/e0" "${common[@]}" 2> "$work/e0.log" \
