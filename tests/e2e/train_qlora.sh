@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# [lora] base = "int4" (QLoRA) and "bf16" on the quickstart (3 SFT + 3 RL steps, KL to the base): the base's block
-# products are held only in 4 bits / bf16 (model/frozen_base.h); checkpoints hold the adapters in PEFT's format
+# [lora] base = "int4" (QLoRA), "nf4" and "bf16" on the quickstart (3 SFT + 3 RL steps, KL to the base): the base's
+# block products are held only in 4 bits / bf16 (model/frozen_base.h); checkpoints hold the adapters in PEFT's format
 # (recording the base: temper_lora_base) and their moments, no model weights; stop + resume re-quantises the base from
 # the model and is bitwise equal to one go; temper convert --merge-lora merges an int4 run's adapter into the
-# dequantised base (not into the f32 weights); what a held base cannot do is refused naming the keys, before the run
-# directory exists. Usage: train_qlora.sh TEMPER. Prints QLORA_OK.
+# dequantised base (not into the f32 weights), an nf4 run's into its own; what a held base cannot do is refused naming
+# the keys, before the run directory exists. Usage: train_qlora.sh TEMPER. Prints QLORA_OK.
 set -euo pipefail
 temper=$1
 work=$(mktemp -d)
@@ -35,6 +35,10 @@ cmp "$ck/trainer_state.safetensors" "$work/stop/checkpoints/step-6/trainer_state
 "$temper" train --out "$work/bf16" "${common[@]}" --set lora.base=bf16 --set sft.steps=2 --set rl.steps=1 \
   2> "$work/bf16.log"
 grep -q '"temper_lora_base": "bf16"' "$work/bf16/checkpoints/step-3/adapter_config.json"
+# So does an nf4 base (QLoRA's NormalFloat, kernels/nf4.h).
+"$temper" train --out "$work/nf4" "${common[@]}" --set lora.base=nf4 --set sft.steps=2 --set rl.steps=1 \
+  2> "$work/nf4.log"
+grep -q '"temper_lora_base": "nf4"' "$work/nf4/checkpoints/step-3/adapter_config.json"
 # A run that starts from the int4 run's adapter (lora.init) on the int4 base: its first RL step's KL is the
 # adapter's distance from the base (> 0), not a fresh adapter's 0.
 "$temper" train --out "$work/init" "${common[@]}" --set sft.steps=0 --set rl.steps=1 --set lora.init="\"$ck\"" \
@@ -56,8 +60,8 @@ refused() {  # expected-message-pattern recipe-overrides...
   grep -q "$want" "$work/bad.log" || { echo "refusal of $* does not say: $want"; cat "$work/bad.log"; exit 1; }
   test ! -e "$work/bad"
 }
-refused "'lora.base' must be one of f32, bf16, int4, got 'nf4'" --set lora.base=nf4
-refused 'lora.base = "int4": a bf16/int4 base too' --set model.device=cuda
+refused "'lora.base' must be one of f32, bf16, int4, nf4, got 'fp4'" --set lora.base=fp4
+refused 'lora.base = "int4": a held base too' --set model.device=cuda
 refused 'with lora.base = "int4" it has no f32 weights to quantise' --set rl.speculative.enabled=true
 # An int4 run on a saved model, then temper convert --merge-lora: merged into the dequantised base. The same adapter
 # without its base field merges into the f32 weights: other logits (the quantisation's share).
@@ -80,6 +84,13 @@ b=$("$temper" logits --model "$work/merged" --ids 1,2,3 --full 2> /dev/null)
 c=$("$temper" logits --model "$work/merged_f32" --ids 1,2,3 --full 2> /dev/null)
 [ "$a" != "$b" ] || { echo "the merged model's logits equal the base's"; exit 1; }
 [ "$b" != "$c" ] || { echo "merging into the int4 base gave the f32 merge's logits"; exit 1; }
+# The same on an nf4 base: merged into its own dequantised values (neither the int4 merge nor the f32 one).
+"$temper" train --out "$work/lb4" --threads 2 --set model.path="\"$work/base/checkpoints/step-1\"" --set sft.steps=2 \
+  --set rl.steps=0 --set eval.every=0 --set lora.rank=4 --set sft.lr=1e-2 --set lora.base=nf4 2> "$work/lb4.log"
+"$temper" convert "$work/base/checkpoints/step-1" "$work/merged_nf4" --merge-lora "$work/lb4/checkpoints/step-2" \
+  2> /dev/null
+d=$("$temper" logits --model "$work/merged_nf4" --ids 1,2,3 --full 2> /dev/null)
+[ "$d" != "$a" ] && [ "$d" != "$b" ] && [ "$d" != "$c" ] || { echo "the nf4 merge gave another's logits"; exit 1; }
 # Data-parallel ranks each hold the base they read from model.path: a rank whose file differs is refused naming it
 # (mpirun, each rank in its own directory where the relative path "m" is another model; the same model runs).
 if command -v mpirun > /dev/null && timeout 60 "$(dirname "$0")/../dist/mpirun2.sh" true > /dev/null 2>&1; then

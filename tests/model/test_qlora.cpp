@@ -1,8 +1,8 @@
-// LoRA on a base held as bf16 or int4 (QLoRA; model/frozen_base.h): the held base computes what an f32 model holding
-// its dequantised values computes (int4: within 1e-4; bf16: the f32 model with bf16-rounded weights), the paged
-// rollout's log-probs equal the training forward's (f32: 1e-5), the adapters' gradients equal the dequantised model's
-// and finite differences, recomputation changes no bit, the f32 values and gradients of the held products are given
-// back (their memory too), and quantising is deterministic. Every family of the golden shape.
+// LoRA on a base held as bf16, int4 or nf4 (QLoRA; model/frozen_base.h): the held base computes what an f32 model
+// holding its dequantised values computes (int4, nf4: within 1e-4; bf16: the f32 model with bf16-rounded weights), the
+// paged rollout's log-probs equal the training forward's (f32: 1e-5), the adapters' gradients equal the dequantised
+// model's and finite differences, recomputation changes no bit, the f32 values and gradients of the held products are
+// given back (their memory too), and quantising is deterministic. Every family of the golden shape.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -26,6 +26,7 @@
 #include "temper/kernels/cpu/isa_table.h"
 #include "temper/kernels/held_gemv.h"
 #include "temper/kernels/int4_matmul.h"
+#include "temper/kernels/nf4.h"
 #include "temper/kernels/weight_panel.h"
 #include "temper/model/frozen_base.h"
 #include "temper/model/kv_pool.h"
@@ -110,7 +111,7 @@ TEST(QLora, HeldBytesArePlannedAndQuantisingIsDeterministic) {
   ModelConfig cfg = family_config(Arch::qwen2);
   Transformer m(cfg);
   m.init_random(42, 0.1f);
-  for (LoraBase f : {LoraBase::bf16, LoraBase::int4}) {
+  for (LoraBase f : {LoraBase::bf16, LoraBase::int4, LoraBase::nf4}) {
     FrozenBase a(cfg, m.layout(), m.params(), f), b(cfg, m.layout(), m.params(), f);
     EXPECT_EQ(static_cast<double>(a.bytes()), FrozenBase::bytes_for(cfg, f)) << lora_base_name(f);
     EXPECT_EQ(a.weights().size(), static_cast<size_t>(4 * cfg.num_layers));
@@ -123,11 +124,15 @@ TEST(QLora, HeldBytesArePlannedAndQuantisingIsDeterministic) {
       if (f == LoraBase::int4) {
         EXPECT_EQ(w.q4.q, b.weights()[i].q4.q);
       }
+      if (f == LoraBase::nf4) {
+        EXPECT_EQ(w.nf4.q, b.weights()[i].nf4.q);
+        EXPECT_EQ(w.nf4.absmax, b.weights()[i].nf4.absmax);
+      }
     }
   }
   // The digest ranks compare (TrainRun::sync_weights): the same for the same held bytes, another for one weight's
   // value moved by an int4 step (bf16: one ulp), for the other format, and for the same bytes taken in reverse.
-  for (LoraBase f : {LoraBase::bf16, LoraBase::int4}) {
+  for (LoraBase f : {LoraBase::bf16, LoraBase::int4, LoraBase::nf4}) {
     const FrozenBase a(cfg, m.layout(), m.params(), f);
     FrozenBase reversed(cfg, m.layout(), f);
     for (auto w = a.weights().rbegin(); w != a.weights().rend(); ++w) reversed.take(w->offset, m.params() + w->offset);
@@ -141,12 +146,15 @@ TEST(QLora, HeldBytesArePlannedAndQuantisingIsDeterministic) {
   }
   EXPECT_NE(FrozenBase(cfg, m.layout(), m.params(), LoraBase::bf16).digest(),
             FrozenBase(cfg, m.layout(), m.params(), LoraBase::int4).digest());
+  EXPECT_NE(FrozenBase(cfg, m.layout(), m.params(), LoraBase::nf4).digest(),
+            FrozenBase(cfg, m.layout(), m.params(), LoraBase::int4).digest());
   int64_t linear = 0;
   const FrozenBase all(cfg, m.layout(), m.params(), LoraBase::bf16);
   for (const FrozenBase::Weight& w : all.weights()) linear += w.N * w.K;
   EXPECT_EQ(linear, FrozenBase::params_for(cfg));
   // int4 at group 64 or 32 on this shape: 4 bits plus 5 bytes a group, far under bf16's 16.
   EXPECT_LT(FrozenBase::bytes_for(cfg, LoraBase::int4), 0.4 * FrozenBase::bytes_for(cfg, LoraBase::bf16));
+  EXPECT_LT(FrozenBase::bytes_for(cfg, LoraBase::nf4), 0.4 * FrozenBase::bytes_for(cfg, LoraBase::bf16));
 }
 
 // The products over panels (small ones here: every weight cut into several, the last one ragged) equal one GEMM on
@@ -155,7 +163,7 @@ TEST(QLora, PanelProductsEqualOneGemmOnTheDequantisedWeight) {
   ModelConfig cfg = family_config(Arch::qwen2);
   Transformer m(cfg);
   m.init_random(42, 0.1f);
-  for (LoraBase f : {LoraBase::int4, LoraBase::bf16})
+  for (LoraBase f : {LoraBase::int4, LoraBase::nf4, LoraBase::bf16})
     for (kernels::Precision p : {kernels::Precision::f32, kernels::Precision::bf16}) {
       FrozenBase fb(cfg, m.layout(), m.params(), f, 16 * 88 + 5);  // 16 rows of the widest input (F = 88)
       for (const FrozenBase::Weight& w : fb.weights()) {
@@ -193,13 +201,18 @@ TEST(QLora, DecodeProductsNeedNoPanel) {
     rng_fill_normal(5, static_cast<uint64_t>(K), std::span<float>(W0), 0.f, 0.3f);
     kernels::Int4Weights q;
     kernels::quantize_int4(W0.data(), N, K, K, 128, &q, kernels::Int4Layout::rows);
+    kernels::Nf4Weights q_nf4;
+    kernels::quantize_nf4(W0.data(), N, K, K, &q_nf4);
     std::vector<uint16_t> h(W0.size());
     for (size_t i = 0; i < W0.size(); ++i) h[i] = f32_to_bf16(W0[i]);
-    for (LoraBase f : {LoraBase::int4, LoraBase::bf16}) {
-      const kernels::HeldWeight hw{N, K, f == LoraBase::bf16 ? h.data() : nullptr, f == LoraBase::int4 ? &q : nullptr};
+    for (LoraBase f : {LoraBase::int4, LoraBase::nf4, LoraBase::bf16}) {
+      const kernels::HeldWeight hw{N, K, f == LoraBase::bf16 ? h.data() : nullptr, f == LoraBase::int4 ? &q : nullptr,
+                                   f == LoraBase::nf4 ? &q_nf4 : nullptr};
       std::vector<float> W(W0.size());  // the values the products use
       if (f == LoraBase::int4)
         kernels::dequantize_int4(q, W.data());
+      else if (f == LoraBase::nf4)
+        kernels::dequantize_nf4(q_nf4, W.data());
       else
         for (size_t i = 0; i < W.size(); ++i) W[i] = bf16_to_f32(h[i]);
       for (int64_t M : {1, 3, 4, 9, 16, 17, 64}) {
@@ -298,12 +311,12 @@ TEST(QLora, HeldKernelsGiveTheSameBitsOnEveryIsa) {
   }
 }
 
-// The int4 base (with and without adapters) computes the logits of an f32 model holding its dequantised values
-// (within 1e-4); the bf16 base those of an f32 model with bf16-rounded block weights (f32 precision: 1e-5); the
+// The int4 and nf4 bases (with and without adapters) compute the logits of an f32 model holding their dequantised
+// values (within 1e-4); the bf16 base those of an f32 model with bf16-rounded block weights (f32 precision: 1e-5); the
 // quantisation itself moves the logits far more than that.
 TEST(QLora, HeldBaseEqualsTheF32ModelOfItsValues) {
   for (Arch arch : kArchs)
-    for (LoraBase f : {LoraBase::int4, LoraBase::bf16}) {
+    for (LoraBase f : {LoraBase::int4, LoraBase::nf4, LoraBase::bf16}) {
       ModelConfig cfg = family_config(arch);
       Transformer m(cfg);
       m.init_random(42, 0.1f);
@@ -313,7 +326,7 @@ TEST(QLora, HeldBaseEqualsTheF32ModelOfItsValues) {
       m.hold_base(f);
       const std::vector<float> got = logits(m, b), want = logits(*ref, b);
       const int64_t n = static_cast<int64_t>(got.size());
-      const double tol = f == LoraBase::int4 ? 1e-4 : 1e-5;
+      const double tol = f == LoraBase::bf16 ? 1e-5 : 1e-4;
       EXPECT_TRUE(all_close(got.data(), want.data(), n, tol)) << arch_name(arch) << " " << lora_base_name(f);
       EXPECT_GT(max_diff(got, original), 100 * tol * max_abs(want.data(), n)) << arch_name(arch);
       // With adapters (the held base's adapters on one, f32 ones with the same values on the other).
@@ -350,7 +363,7 @@ TEST(QLora, Bf16BaseInBf16PrecisionEqualsTheMasterModel) {
 // within 1e-5, bf16 within the bf16 tolerance.
 TEST(QLora, PagedForwardLogprobsEqualTheTrainingForward) {
   for (Arch arch : {Arch::llama, Arch::qwen3, Arch::gemma2, Arch::phi3})
-    for (LoraBase f : {LoraBase::int4, LoraBase::bf16})
+    for (LoraBase f : {LoraBase::int4, LoraBase::nf4, LoraBase::bf16})
       for (kernels::Precision prec : {kernels::Precision::f32, kernels::Precision::bf16}) {
         ModelConfig cfg = family_config(arch);
         Transformer m(cfg);
@@ -375,73 +388,75 @@ TEST(QLora, PagedForwardLogprobsEqualTheTrainingForward) {
 // Gradients: the adapters' equal those of the f32 model holding the dequantised values (base frozen there), finite
 // differences agree on A and B, and the base gets no gradient at all (held products, embedding, LM head, norms).
 TEST(QLora, AdapterGradientsMatchTheDequantisedModelAndFiniteDifferences) {
-  for (Arch arch : kArchs) {
-    ModelConfig cfg = family_config(arch);
-    Transformer m(cfg);
-    m.init_random(42, 0.1f);
-    auto ref = dequantised_copy(m, LoraBase::int4);
-    ref->set_base_frozen(true);
-    LoraAdapters ad(cfg, lora_config(LoraBase::int4)), adr(cfg, lora_config(LoraBase::f32));
-    randomize(ad, 13);
-    randomize(adr, 13);
-    m.attach_lora(&ad);
-    ref->attach_lora(&adr);
-    Batch b(cfg, 3);
-    WeightedLoss loss(b.N());
-    Grads g = train_pass(m, &ad, b, loss), gr = train_pass(*ref, &adr, b, loss);
-    const double tol = tolerance(Kind::reduction, b.N(), 3);
-    EXPECT_TRUE(all_close(g.lp.data(), gr.lp.data(), b.N(), 1e-5)) << arch_name(arch);
-    EXPECT_TRUE(all_close(g.lora.data(), gr.lora.data(), ad.size(), tol)) << arch_name(arch);
-    EXPECT_GT(max_abs(g.lora.data(), ad.size()), 1e-3) << arch_name(arch);
-    const FrozenBase& fb = *m.held_base();
-    int64_t held = 0;
-    for (const ParamEntry& e : m.layout().entries()) {
-      if (fb.covers(e.offset, e.numel())) {  // no gradient, no value
-        EXPECT_EQ(max_abs(g.model.data() + e.offset, e.numel()), 0.0) << arch_name(arch) << " " << e.name;
-        EXPECT_EQ(max_abs(m.params() + e.offset, e.numel()), 0.0) << arch_name(arch) << " " << e.name;
-        EXPECT_THROW(m.param(e.name), Error) << e.name;
-        ++held;
-      } else {
-        EXPECT_TRUE(all_close(g.model.data() + e.offset, gr.model.data() + e.offset, e.numel(), tol, 1e-7))
-            << arch_name(arch) << " " << e.name;
+  for (Arch arch : kArchs)
+    for (LoraBase format : {LoraBase::int4, LoraBase::nf4}) {
+      SCOPED_TRACE(lora_base_name(format));
+      ModelConfig cfg = family_config(arch);
+      Transformer m(cfg);
+      m.init_random(42, 0.1f);
+      auto ref = dequantised_copy(m, format);
+      ref->set_base_frozen(true);
+      LoraAdapters ad(cfg, lora_config(format)), adr(cfg, lora_config(LoraBase::f32));
+      randomize(ad, 13);
+      randomize(adr, 13);
+      m.attach_lora(&ad);
+      ref->attach_lora(&adr);
+      Batch b(cfg, 3);
+      WeightedLoss loss(b.N());
+      Grads g = train_pass(m, &ad, b, loss), gr = train_pass(*ref, &adr, b, loss);
+      const double tol = tolerance(Kind::reduction, b.N(), 3);
+      EXPECT_TRUE(all_close(g.lp.data(), gr.lp.data(), b.N(), 1e-5)) << arch_name(arch);
+      EXPECT_TRUE(all_close(g.lora.data(), gr.lora.data(), ad.size(), tol)) << arch_name(arch);
+      EXPECT_GT(max_abs(g.lora.data(), ad.size()), 1e-3) << arch_name(arch);
+      const FrozenBase& fb = *m.held_base();
+      int64_t held = 0;
+      for (const ParamEntry& e : m.layout().entries()) {
+        if (fb.covers(e.offset, e.numel())) {  // no gradient, no value
+          EXPECT_EQ(max_abs(g.model.data() + e.offset, e.numel()), 0.0) << arch_name(arch) << " " << e.name;
+          EXPECT_EQ(max_abs(m.params() + e.offset, e.numel()), 0.0) << arch_name(arch) << " " << e.name;
+          EXPECT_THROW(m.param(e.name), Error) << e.name;
+          ++held;
+        } else {
+          EXPECT_TRUE(all_close(g.model.data() + e.offset, gr.model.data() + e.offset, e.numel(), tol, 1e-7))
+              << arch_name(arch) << " " << e.name;
+        }
       }
+      EXPECT_GE(held, 4 * cfg.num_layers) << arch_name(arch);
+      // No base gradient is formed under the adapters (the LM head's and embedding's dW, the norms', the biases'):
+      // the model's whole gradient buffer stays zero.
+      EXPECT_EQ(max_abs(g.model.data(), m.flat_size()), 0.0) << arch_name(arch);
+      // Finite differences on the loss, at the largest analytic entries of A and B of two adapters.
+      auto objective = [&]() {
+        std::vector<float> lp(static_cast<size_t>(b.N())), ent(static_cast<size_t>(b.N()));
+        m.forward_logprobs(b.tokens.data(), b.targets.data(), b.B, b.T, lp.data(), ent.data());
+        return loss.value(lp, ent);
+      };
+      const int64_t r = ad.rank();
+      for (auto [l, t] : {std::pair<int64_t, LoraTarget>{0, LoraTarget::v}, {1, LoraTarget::down}})
+        for (bool is_a : {true, false}) {
+          const LoraProduct& p = *ad.find(l, t);
+          const int64_t off = is_a ? p.a : p.b, n = is_a ? r * p.in : p.out * r;
+          int64_t best = off;
+          for (int64_t i = off; i < off + n; ++i)
+            if (std::fabs(g.lora[static_cast<size_t>(i)]) > std::fabs(g.lora[static_cast<size_t>(best)])) best = i;
+          const float eps = 1e-2f, keep = ad.params()[best];
+          ad.params()[best] = keep + eps;
+          const double up = objective();
+          ad.params()[best] = keep - eps;
+          const double down = objective();
+          ad.params()[best] = keep;
+          const double fd = (up - down) / (2.0 * eps), an = g.lora[static_cast<size_t>(best)];
+          EXPECT_GT(std::fabs(an), 1e-2) << arch_name(arch);
+          EXPECT_NEAR(fd, an, 2e-2 * std::fabs(an))
+              << arch_name(arch) << " layer " << l << " " << lora_target_name(t) << (is_a ? " A" : " B");
+        }
     }
-    EXPECT_GE(held, 4 * cfg.num_layers) << arch_name(arch);
-    // No base gradient is formed under the adapters (the LM head's and embedding's dW, the norms', the biases'):
-    // the model's whole gradient buffer stays zero.
-    EXPECT_EQ(max_abs(g.model.data(), m.flat_size()), 0.0) << arch_name(arch);
-    // Finite differences on the loss, at the largest analytic entries of A and B of two adapters.
-    auto objective = [&]() {
-      std::vector<float> lp(static_cast<size_t>(b.N())), ent(static_cast<size_t>(b.N()));
-      m.forward_logprobs(b.tokens.data(), b.targets.data(), b.B, b.T, lp.data(), ent.data());
-      return loss.value(lp, ent);
-    };
-    const int64_t r = ad.rank();
-    for (auto [l, t] : {std::pair<int64_t, LoraTarget>{0, LoraTarget::v}, {1, LoraTarget::down}})
-      for (bool is_a : {true, false}) {
-        const LoraProduct& p = *ad.find(l, t);
-        const int64_t off = is_a ? p.a : p.b, n = is_a ? r * p.in : p.out * r;
-        int64_t best = off;
-        for (int64_t i = off; i < off + n; ++i)
-          if (std::fabs(g.lora[static_cast<size_t>(i)]) > std::fabs(g.lora[static_cast<size_t>(best)])) best = i;
-        const float eps = 1e-2f, keep = ad.params()[best];
-        ad.params()[best] = keep + eps;
-        const double up = objective();
-        ad.params()[best] = keep - eps;
-        const double down = objective();
-        ad.params()[best] = keep;
-        const double fd = (up - down) / (2.0 * eps), an = g.lora[static_cast<size_t>(best)];
-        EXPECT_GT(std::fabs(an), 1e-2) << arch_name(arch);
-        EXPECT_NEAR(fd, an, 2e-2 * std::fabs(an))
-            << arch_name(arch) << " layer " << l << " " << lora_target_name(t) << (is_a ? " A" : " B");
-      }
-  }
 }
 
 // Recomputation on and off over a held base: the same gradients, bit for bit; a bf16 base too.
 TEST(QLora, RecomputeGivesTheStoredPathsGradients) {
   for (Arch arch : {Arch::llama, Arch::gemma2})
-    for (LoraBase f : {LoraBase::int4, LoraBase::bf16}) {
+    for (LoraBase f : {LoraBase::int4, LoraBase::nf4, LoraBase::bf16}) {
       ModelConfig cfg = family_config(arch);
       Transformer m(cfg);
       m.init_random(42, 0.1f);
@@ -581,38 +596,42 @@ TEST(QLora, WhatNeedsF32WeightsIsRefused) {
   EXPECT_NE(m.held_base(), nullptr);
 }
 
-// PEFT out and in: a run on an int4 base records it (temper_lora_base); merging that adapter into the f32 base it
-// started from merges into the dequantised weights, so the merged model's logits are the held base's with adapters
+// PEFT out and in: a run on an int4 or nf4 base records it (temper_lora_base); merging that adapter into the f32 base
+// it started from merges into the dequantised weights, so the merged model's logits are the held base's with adapters
 // (within 1e-4), not those of a merge into the f32 weights; resuming into adapters of another held base is refused.
 TEST(QLora, PeftAdaptersRecordTheBaseAndMergeIntoTheDequantisedWeights) {
   const std::string dir =
       (std::filesystem::temp_directory_path() / ("temper_qlora_peft_" + std::to_string(getpid()))).string();
-  for (Arch arch : {Arch::llama, Arch::qwen2}) {
-    ModelConfig cfg = family_config(arch);
-    Transformer m(cfg);
-    m.init_random(42, 0.1f);
-    auto f32_base = copy_of(m);
-    LoraAdapters ad(cfg, lora_config(LoraBase::int4));
-    randomize(ad, 29);
-    m.attach_lora(&ad);
-    Batch b(cfg, 3);
-    const std::vector<float> want = logits(m, b);
-    io::write_peft_adapter(ad, dir);
-    EXPECT_EQ(io::read_peft_adapter_config(dir).base, LoraBase::int4);
-    EXPECT_EQ(io::read_peft_adapter(dir, cfg)->config().base, LoraBase::f32);  // the caller's choice
-    auto merged = copy_of(*f32_base);
-    io::merge_peft_adapter(*merged, dir);
-    const std::vector<float> got = logits(*merged, b);
-    EXPECT_TRUE(all_close(got.data(), want.data(), static_cast<int64_t>(got.size()), 1e-4)) << arch_name(arch);
-    auto plain = copy_of(*f32_base);  // merged into the f32 weights instead: the quantisation's difference
-    LoraAdapters adf(cfg, lora_config(LoraBase::f32));
-    io::load_peft_adapter_weights(adf, dir);
-    adf.merge_into(*plain);
-    EXPECT_GT(max_diff(logits(*plain, b), want), 1e-3) << arch_name(arch);
-    LoraAdapters other(cfg, lora_config(LoraBase::bf16)), same(cfg, lora_config(LoraBase::int4));
-    EXPECT_THROW(io::load_peft_adapter_weights(other, dir), Error);
-    io::load_peft_adapter_weights(same, dir);
-    EXPECT_EQ(std::memcmp(same.params(), ad.params(), sizeof(float) * static_cast<size_t>(ad.size())), 0);
-  }
+  for (Arch arch : {Arch::llama, Arch::qwen2})
+    for (LoraBase format : {LoraBase::int4, LoraBase::nf4}) {
+      SCOPED_TRACE(lora_base_name(format));
+      ModelConfig cfg = family_config(arch);
+      Transformer m(cfg);
+      m.init_random(42, 0.1f);
+      auto f32_base = copy_of(m);
+      LoraAdapters ad(cfg, lora_config(format));
+      randomize(ad, 29);
+      m.attach_lora(&ad);
+      Batch b(cfg, 3);
+      const std::vector<float> want = logits(m, b);
+      io::write_peft_adapter(ad, dir);
+      EXPECT_EQ(io::read_peft_adapter_config(dir).base, format);
+      EXPECT_EQ(io::read_peft_adapter(dir, cfg)->config().base, LoraBase::f32);  // the caller's choice
+      auto merged = copy_of(*f32_base);
+      io::merge_peft_adapter(*merged, dir);
+      const std::vector<float> got = logits(*merged, b);
+      EXPECT_TRUE(all_close(got.data(), want.data(), static_cast<int64_t>(got.size()), 1e-4)) << arch_name(arch);
+      auto plain = copy_of(*f32_base);  // merged into the f32 weights instead: the quantisation's difference
+      LoraAdapters adf(cfg, lora_config(LoraBase::f32));
+      io::load_peft_adapter_weights(adf, dir);
+      adf.merge_into(*plain);
+      EXPECT_GT(max_diff(logits(*plain, b), want), 1e-3) << arch_name(arch);
+      LoraAdapters other(cfg, lora_config(LoraBase::bf16)), same(cfg, lora_config(format));
+      EXPECT_THROW(io::load_peft_adapter_weights(other, dir), Error);
+      LoraAdapters other4(cfg, lora_config(format == LoraBase::int4 ? LoraBase::nf4 : LoraBase::int4));
+      EXPECT_THROW(io::load_peft_adapter_weights(other4, dir), Error);
+      io::load_peft_adapter_weights(same, dir);
+      EXPECT_EQ(std::memcmp(same.params(), ad.params(), sizeof(float) * static_cast<size_t>(ad.size())), 0);
+    }
   std::filesystem::remove_all(dir);
 }

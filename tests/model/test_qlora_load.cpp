@@ -31,8 +31,8 @@ using namespace temper::test;
 
 namespace {
 
-// Every held weight's bytes equal: int4's quantised values, scales and zeros; bf16's values (bf16 -> f32 is exact and
-// one-to-one, so equal f32 are equal bf16 bits).
+// Every held weight's bytes equal: int4's quantised values, scales and zeros; nf4's codes and absmax; bf16's values
+// (bf16 -> f32 is exact and one-to-one, so equal f32 are equal bf16 bits).
 void expect_same_base(const FrozenBase& a, const FrozenBase& b, const std::string& what) {
   ASSERT_EQ(a.format(), b.format()) << what;
   ASSERT_EQ(a.weights().size(), b.weights().size()) << what;
@@ -44,6 +44,9 @@ void expect_same_base(const FrozenBase& a, const FrozenBase& b, const std::strin
       EXPECT_EQ(x.q4.q, y.q4.q) << what << " weight " << i;
       EXPECT_EQ(x.q4.scale, y.q4.scale) << what << " weight " << i;
       EXPECT_EQ(x.q4.zero, y.q4.zero) << what << " weight " << i;
+    } else if (a.format() == LoraBase::nf4) {
+      EXPECT_EQ(x.nf4.q, y.nf4.q) << what << " weight " << i;
+      EXPECT_EQ(x.nf4.absmax, y.nf4.absmax) << what << " weight " << i;
     } else {
       std::vector<float> u(static_cast<size_t>(x.N * x.K)), v(u.size());
       a.dequantize(x.offset, u.data());
@@ -128,7 +131,7 @@ TEST(QLoraLoad, AProductIsHeldOnceAllItsValuesAreWrittenInAnyOrder) {
   const ModelConfig cfg = family_config(Arch::qwen2);  // q/k/v biases between the products
   Transformer m(cfg);
   m.init_random(42, 0.1f);
-  for (LoraBase f : {LoraBase::bf16, LoraBase::int4}) {
+  for (LoraBase f : {LoraBase::bf16, LoraBase::int4, LoraBase::nf4}) {
     const FrozenBase want(cfg, m.layout(), m.params(), f);
     Transformer t(cfg);
     t.plan_held_base(f);

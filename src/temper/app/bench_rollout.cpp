@@ -169,7 +169,7 @@ Transformer& open_bench_model(const BenchRolloutOptions& o, std::unique_ptr<Tran
   TEMPER_CHECK(kernels::precision_from_name(o.dtype, &prec)) << "--dtype must be f32 or bf16, got '" << o.dtype << "'";
   LoraBase base = LoraBase::f32;
   TEMPER_CHECK(lora_base_from_name(o.lora_base, &base))
-      << "--lora-base must be f32, bf16 or int4, got '" << o.lora_base << "'";
+      << "--lora-base must be f32, bf16, int4 or nf4, got '" << o.lora_base << "'";
   TEMPER_CHECK(o.lora >= 0 && (o.lora > 0 || base == LoraBase::f32))
       << "--lora must be a rank >= 0 (got " << o.lora << "), and --lora-base " << o.lora_base << " needs one";
   TEMPER_CHECK(o.lora == 0 || lora) << "--lora is not taken with --speculative";

@@ -32,7 +32,7 @@ struct BenchRolloutOptions {
   float temperature = 1.0f;
   std::string device = "cpu";  // cpu, cuda[:N], mirror: the model's forward on that device (the drafter's too)
   // --lora R: adapters of rank R on q,k,v,o,gate,up,down (alpha 2 x R), not merged, over a base held as lora_base
-  // (f32, bf16 or int4: Transformer::plan_held_base, as it loads). CPU only.
+  // (f32, bf16, int4 or nf4: Transformer::plan_held_base, as it loads). CPU only.
   int64_t lora = 0;
   std::string lora_base = "f32";
 };

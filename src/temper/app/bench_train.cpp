@@ -85,7 +85,7 @@ int bench_train(BenchTrainOptions o) {
       << "need --batch > 0, --seq >= 2, --steps > 0, --warmup >= 0";
   LoraBase base = LoraBase::f32;
   TEMPER_CHECK(lora_base_from_name(o.lora_base, &base))
-      << "--lora-base must be f32, bf16 or int4, got '" << o.lora_base << "'";
+      << "--lora-base must be f32, bf16, int4 or nf4, got '" << o.lora_base << "'";
   TEMPER_CHECK(o.lora >= 0 && (o.lora > 0 || base == LoraBase::f32))
       << "--lora must be a rank >= 0 (got " << o.lora << "), and --lora-base " << o.lora_base << " needs one";
   TEMPER_CHECK(o.lora == 0 || o.device == "cpu") << "--lora trains on the CPU so far (--device " << o.device << ")";

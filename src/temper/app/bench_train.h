@@ -27,7 +27,7 @@ struct BenchTrainOptions {
   bool print_config = false;   // print the shape's config.json (io::hf_config_json) instead of running
   std::string device = "cpu";  // cpu, cuda[:N], mirror: the step's passes and the optimizer on that device
   int64_t lora = 0;            // LoRA rank (alpha 2 x rank) on all seven products; 0: full fine-tuning
-  std::string lora_base = "f32";  // the frozen base under the adapters: f32, bf16 or int4 (Transformer::hold_base)
+  std::string lora_base = "f32";  // the frozen base under the adapters: f32, bf16, int4 or nf4 (Transformer::hold_base)
   int zero = 0;                   // under mpirun: 1 shards the AdamW moments (ZeRO-1), 2 the gradients too (ZeRO-2)
 };
 

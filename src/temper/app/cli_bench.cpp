@@ -39,7 +39,7 @@ CLI::App* add_bench_train_command(CLI::App& bench, BenchTrainOptions& o) {
       ->capture_default_str();
   train
       ->add_option("--lora-base", o.lora_base,
-                   "The frozen base under --lora: f32, bf16 or int4 (QLoRA), held as it loads")
+                   "The frozen base under --lora: f32, bf16, int4 or nf4 (QLoRA), held as it loads")
       ->capture_default_str();
   return train;
 }
@@ -82,7 +82,8 @@ CLI::App* add_bench_rollout_command(CLI::App& bench, BenchRolloutOptions& o) {
   roll->add_option("--temperature", o.temperature, "--speculative: sampling temperature")->capture_default_str();
   roll->add_option("--lora", o.lora, "LoRA rank on q,k,v,o,gate,up,down (alpha 2 x rank), unmerged; 0: none")
       ->capture_default_str();
-  roll->add_option("--lora-base", o.lora_base, "The base under --lora: f32, bf16 or int4 (QLoRA), held as it loads")
+  roll->add_option("--lora-base", o.lora_base,
+                   "The base under --lora: f32, bf16, int4 or nf4 (QLoRA), held as it loads")
       ->capture_default_str();
   return roll;
 }

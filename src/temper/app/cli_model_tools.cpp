@@ -32,6 +32,8 @@ CLI::App* add_info_command(CLI::App& app, InfoOptions& o) {
   info->add_flag("--eval", o.eval, "Held-out evaluation as temper train runs it (its decode copy and KV cache)");
   info->add_option("--lora", o.lora, "LoRA rank on q,k,v,o,gate,up,down (0: full fine-tuning)")->capture_default_str();
   info->add_flag("--qlora", o.qlora, "QLoRA: the frozen base's block products in int4 (with --lora R)");
+  info->add_option("--lora-base", o.lora_base,
+                   "The base under --lora R: f32 (the model's weights), bf16 (default), int4 or nf4 (QLoRA)");
   info->add_option("--teacher", o.teacher, "A teacher model (config.json, HF directory or .gguf)");
   info->add_flag("--json", o.json, "Print only the plan, as one JSON object");
   return info;
@@ -46,8 +48,8 @@ CLI::App* add_convert_command(CLI::App& app, ConvertOptions& o) {
   conv->add_flag("--overwrite", o.overwrite, "Replace OUT if it exists");
   conv->add_option("--merge-lora", o.merge_lora,
                    "A PEFT LoRA adapter directory (a [lora] run's checkpoint) merged into the weights first (an "
-                   "adapter trained on [lora] base = \"int4\" / \"bf16\" is merged into the base's dequantised / "
-                   "bf16-rounded weights, as the run multiplied by them)");
+                   "adapter trained on [lora] base = \"int4\" / \"nf4\" / \"bf16\" is merged into the base's "
+                   "dequantised / bf16-rounded weights, as the run multiplied by them)");
   return conv;
 }
 

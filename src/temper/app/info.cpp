@@ -70,10 +70,22 @@ MemorySettings plan_settings(const InfoOptions& o, const ModelConfig& c) {
   s.evaluation = o.eval;
   if (o.kv_mb > 0) s.eval_kv_memory_mb = o.kv_mb;
   s.lora_rank = o.lora;
-  s.qlora = o.qlora;
-  s.lora_held = o.lora > 0 && s.device == "cpu";  // [lora] base = "bf16" / "int4" as the CPU holds it
+  LoraBase base = o.qlora ? LoraBase::int4 : LoraBase::bf16;
+  TEMPER_CHECK(o.lora_base.empty() || lora_base_from_name(o.lora_base, &base))
+      << "--lora-base must be f32, bf16, int4 or nf4, got '" << o.lora_base << "'";
+  TEMPER_CHECK(!o.qlora || base == LoraBase::int4) << "--qlora is --lora-base int4, not " << o.lora_base;
+  TEMPER_CHECK(o.lora > 0 || o.lora_base.empty()) << "--lora-base " << o.lora_base << " needs --lora R";
+  s.qlora = base == LoraBase::int4 || base == LoraBase::nf4;
+  if (s.qlora) s.qlora_format = base;
+  s.lora_full_base = base == LoraBase::f32;
+  s.lora_held = o.lora > 0 && s.device == "cpu";  // [lora] base = "bf16" / "int4" / "nf4" as the CPU holds it
   if (!o.teacher.empty()) s.teacher = read_model_config(o.teacher);
   return s;
+}
+
+// The base a plan's adapters sit on, as [lora] base names it.
+std::string planned_base(const MemorySettings& s) {
+  return std::string(lora_base_name(s.qlora ? s.qlora_format : s.lora_full_base ? LoraBase::f32 : LoraBase::bf16));
 }
 
 // The plan, the largest micro-batch that fits and, when the asked one does not, what would.
@@ -107,7 +119,7 @@ void print_memory(const ModelConfig& c, const InfoOptions& o) {
   std::printf("\n%s", format_memory_plan(p, s, budget).c_str());
   if (s.lora_rank > 0)
     std::printf("note: this plans LoRA on a %s base (temper train: [lora] base = \"%s\")%s\n",
-                s.qlora ? "4-bit" : "bf16", s.qlora ? "int4" : "bf16",
+                s.qlora ? "4-bit" : planned_base(s).c_str(), planned_base(s).c_str(),
                 s.lora_held ? "" : "; on a device the held base is planned, not built (refused at validation)");
   if (budget <= 0) {
     std::printf("device memory: unknown here (no %s visible): give --device-memory GiB to plan for one\n",

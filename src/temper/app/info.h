@@ -24,9 +24,10 @@ struct InfoOptions {
   bool kl = false;                                                        // a KL reference
   bool eval = false;  // temper train's held-out evaluation (its decode copy and KV cache of kv_mb or 256 MiB)
   int64_t lora = 0;
-  bool qlora = false;
-  std::string teacher;  // a teacher model (config.json, HF directory or GGUF)
-  bool json = false;    // the plan as one JSON object (nothing else)
+  bool qlora = false;     // --lora-base int4
+  std::string lora_base;  // the base under --lora: f32, bf16, int4 or nf4 (empty: bf16, or int4 with --qlora)
+  std::string teacher;    // a teacher model (config.json, HF directory or GGUF)
+  bool json = false;      // the plan as one JSON object (nothing else)
 };
 
 int info(const InfoOptions& o);

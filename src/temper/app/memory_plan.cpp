@@ -162,6 +162,8 @@ void check_settings(const ModelConfig& cfg, const MemorySettings& s) {
   TEMPER_CHECK(s.ranks > 0 && s.local_ranks > 0) << "memory plan: ranks must be > 0, got " << s.ranks;
   TEMPER_CHECK(s.lora_rank >= 0) << "memory plan: LoRA rank must be >= 0, got " << s.lora_rank;
   TEMPER_CHECK(!s.qlora || s.lora_rank > 0) << "memory plan: QLoRA needs a LoRA rank (--lora R)";
+  TEMPER_CHECK(s.qlora_format == LoraBase::int4 || s.qlora_format == LoraBase::nf4)
+      << "memory plan: QLoRA's base is int4 or nf4, not " << lora_base_name(s.qlora_format);
   TEMPER_CHECK(s.max_new >= 0 && s.max_new < s.seq)
       << "memory plan: max_new (" << s.max_new << ") must be below the sequence length (" << s.seq << ")";
   TEMPER_CHECK(s.max_new == 0 || (s.prompts > 0 && s.group > 0 && s.max_seqs > 0 && s.kv_memory_mb >= 0))
@@ -233,9 +235,11 @@ class PlanBuilder {
     }
     char note[256];
     if (lora_ && !full_base_) {
-      const LoraBase format = s_.qlora ? LoraBase::int4 : LoraBase::bf16;
+      const LoraBase format = held_format();
       std::snprintf(note, sizeof note, "frozen: block products %s, %s",
-                    s_.qlora ? "int4 (4 bits, an f32 scale and u8 zero per 128 inputs)" : "bf16",
+                    format == LoraBase::nf4    ? "nf4 (4 bits, an f32 absmax per 64 inputs)"
+                    : format == LoraBase::int4 ? "int4 (4 bits, an f32 scale and u8 zero per 128 inputs)"
+                                               : "bf16",
                     held_ ? "dequantised by panels" : "embeddings and norms bf16");
       add(s_.qlora ? "base weights (QLoRA)" : "base weights (LoRA)",
           FrozenBase::bytes_for(cfg_, format) + (held_ ? 0 : 2 * rest_), note, dev_host_);
@@ -408,12 +412,16 @@ class PlanBuilder {
     }
   }
 
+  LoraBase held_format() const {  // the block products' format under the adapters (not f32)
+    return s_.qlora ? s_.qlora_format : LoraBase::bf16;
+  }
+
   // A held base's load (io::load_hf_weights, load_gguf_weights, init_random: the tensors in layout order), followed
   // tensor by tensor: the runtime, the f32 rest written so far, the products held so far, the f32 values of the
   // product being written (its pages go back once its last tensor is written and it is held), and the tensor being
   // copied's bytes in the file (given back once copied; 4 B a value at most). The peak over the load.
   double load_peak() const {
-    const double held = FrozenBase::bytes_for(cfg_, s_.qlora ? LoraBase::int4 : LoraBase::bf16) / linear_;  // a value
+    const double held = FrozenBase::bytes_for(cfg_, held_format()) / linear_;  // a value
     const int64_t C = cfg_.hidden_size, Hq = cfg_.num_heads * cfg_.head_dim, F = cfg_.intermediate_size;
     std::vector<std::pair<int64_t, int64_t>> products;  // [begin, end) in the flat layout
     for (const LayerOffsets& o : layout_.layers)

@@ -3,8 +3,8 @@
 // `temper train` before loading). Counts what the Transformer, the Optimizer, the rollout engine, the reference and
 // the teacher hold (transformer.cpp, optimizer.cpp, cuda_transformer.cpp, kv_pool.cpp, kept_activations.cpp).
 // Leaves out: allocator slack and fragmentation, and a model file read whole (TEMPER_LOAD=copy; mmapped, each tensor's
-// pages are given back once copied). LoRA's bf16 / int4 base is planned as the CPU holds it (lora_held) or as the issue
-// designs it for devices (everything in bf16 / int4).
+// pages are given back once copied). LoRA's bf16 / int4 / nf4 base is planned as the CPU holds it (lora_held) or as the
+// issue designs it for devices (everything in bf16 / 4 bits).
 #pragma once
 
 #include <cstdint>
@@ -14,6 +14,7 @@
 
 #include "temper/kernels/matmul.h"
 #include "temper/model/config.h"
+#include "temper/model/lora.h"
 
 namespace temper::app {
 
@@ -50,6 +51,7 @@ struct MemorySettings {
   // (QLoRA: 4.5 bits a weight with its scales) for the block products; the reference is the base itself.
   int64_t lora_rank = 0;
   bool qlora = false;
+  LoraBase qlora_format = LoraBase::int4;  // with qlora: int4 or nf4 ([lora] base; nf4: an f32 absmax per 64 inputs)
   // [lora] base = "f32" in temper train: the frozen base as full fine-tuning keeps it (f32 master, the precision's
   // copies) with its whole gradient buffer (only the adapters are stepped). false: the bf16 / int4 base above.
   bool lora_full_base = false;

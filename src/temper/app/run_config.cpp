@@ -355,8 +355,9 @@ void LoraSection::visit(KeyVisitor& v) {
   v("rslora", config.use_rslora, "rank-stabilised scale alpha / sqrt(r)");
   v("init", init, "a PEFT adapter directory (adapter_config.json + adapter_model.safetensors) to start from");
   v("base", config.base,
-    "the frozen base's block products: f32 (the model's weights), bf16, or int4 (QLoRA: 4-bit, dequantised in the "
-    "product); embeddings, LM head and norms stay f32",
+    "the frozen base's block products: f32 (the model's weights), bf16, int4 or nf4 (QLoRA: 4-bit, dequantised in "
+    "the product; int4 an f32 scale and zero per 128 inputs, nf4 QLoRA's NormalFloat levels and an f32 absmax per 64 "
+    "inputs); embeddings, LM head and norms stay f32",
     kLoraBaseNames);
 }
 
@@ -381,7 +382,7 @@ void read_lora(Recipe& r, RunConfig& c) {
   TEMPER_CHECK(c.model.device == "cpu") << r.source() << ": [lora] trains on the CPU so far (model.device = \""
                                         << c.model.device << "\""
                                         << (l.config.base != LoraBase::f32
-                                                ? ", lora.base = \"" + base + "\": a bf16/int4 base too"
+                                                ? ", lora.base = \"" + base + "\": a held base too"
                                                 : std::string())
                                         << "); set model.device = \"cpu\"";
   TEMPER_CHECK(!c.rl.speculative) << r.source() << ": [rl.speculative] with [lora]: not yet (the drafter is the base"

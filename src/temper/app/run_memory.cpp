@@ -44,7 +44,9 @@ MemorySettings settings_for(const RunConfig& cfg, const ModelConfig& mc, const R
   if (f.lora) {
     const LoraBase base = f.lora->config().base;
     s.lora_rank = f.lora->rank(), s.lora_trainable = f.lora->size();
-    s.lora_full_base = base == LoraBase::f32, s.qlora = base == LoraBase::int4, s.lora_held = true;
+    s.lora_full_base = base == LoraBase::f32, s.lora_held = true;
+    s.qlora = base == LoraBase::int4 || base == LoraBase::nf4;
+    if (s.qlora) s.qlora_format = base;
   }
   if (cfg.teacher.source == "model") {
     s.teacher = read_model_config(cfg.teacher.path);

@@ -18,12 +18,28 @@ int64_t block_rows(int64_t K) {
 
 // Rows [r0, r1) of the weight as f32 rows of K (the thread's buffer).
 void widen(const IsaTable& t, const HeldWeight& w, int64_t r0, int64_t r1, float* out) {
+  if (w.nf4) {
+    const Nf4Weights& q = *w.nf4;
+    t.held_nf4_f32(q.q.data(), q.absmax.data(), w.K, q.Kp, q.block, r0, r1, out, w.K);
+    return;
+  }
   if (w.int4) {
     const Int4Weights& q = *w.int4;
     t.held_int4_f32(q.q.data(), q.scale.data(), q.zero.data(), w.K, q.Kp, q.group, r0, r1, out, w.K);
     return;
   }
   t.held_bf16_f32(w.bf16 + r0 * w.K, (r1 - r0) * w.K, out);
+}
+
+// The same rounded to bf16 (int4, nf4).
+void widen16(const IsaTable& t, const HeldWeight& w, int64_t r0, int64_t r1, uint16_t* out) {
+  if (w.nf4) {
+    const Nf4Weights& q = *w.nf4;
+    t.held_nf4_bf16(q.q.data(), q.absmax.data(), w.K, q.Kp, q.block, r0, r1, out, w.K);
+    return;
+  }
+  const Int4Weights& q = *w.int4;
+  t.held_int4_bf16(q.q.data(), q.scale.data(), q.zero.data(), w.K, q.Kp, q.group, r0, r1, out, w.K);
 }
 
 template <class T>
@@ -49,9 +65,12 @@ int64_t held_gemv_max_rows() {
 
 void held_gemv(const HeldWeight& w, int64_t M, const float* x, int64_t ldx, bool accumulate, float* y, int64_t ldy,
                Precision p) {
-  TEMPER_CHECK((w.bf16 != nullptr) != (w.int4 != nullptr)) << "held_gemv: the weight is held as bf16 or int4";
+  TEMPER_CHECK((w.bf16 != nullptr) + (w.int4 != nullptr) + (w.nf4 != nullptr) == 1)
+      << "held_gemv: the weight is held as one of bf16, int4 and nf4";
   TEMPER_CHECK(!w.int4 || (w.int4->layout == Int4Layout::rows && w.int4->N == w.N && w.int4->K == w.K))
       << "held_gemv: int4 weights in the rows layout of the weight's shape expected";
+  TEMPER_CHECK(!w.nf4 || (w.nf4->N == w.N && w.nf4->K == w.K))
+      << "held_gemv: nf4 weights of the weight's shape expected";
   TEMPER_CHECK(M <= held_gemv_max_rows()) << "held_gemv: " << M << " rows, at most " << held_gemv_max_rows();
   if (M <= 0 || w.N == 0) return;
   const IsaTable& t = isa_table();
@@ -78,13 +97,12 @@ void held_gemv(const HeldWeight& w, int64_t M, const float* x, int64_t ldx, bool
     });
     return;
   }
-  const Int4Weights& q = *w.int4;
   parallel_for(blocks, 1, [&](int64_t b, int64_t e) {
     thread_local std::vector<uint16_t> rows16;
     uint16_t* h = grown(rows16, R * K);
     for (int64_t i = b; i < e; ++i) {
       const int64_t r0 = i * R, r1 = std::min(N, r0 + R);
-      t.held_int4_bf16(q.q.data(), q.scale.data(), q.zero.data(), K, q.Kp, q.group, r0, r1, h, K);
+      widen16(t, w, r0, r1, h);
       t.held_gemm_nt_bf16(a, K, h, K, y + r0, ldy, M, 0, r1 - r0, K, accumulate);
     }
   });

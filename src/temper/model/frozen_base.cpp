@@ -38,6 +38,11 @@ double int4_bytes(int64_t N, int64_t K) {  // quantize_int4's rows layout: q, f3
   return static_cast<double>(N * Kp / 2 + N * G * 5);
 }
 
+double nf4_bytes(int64_t N, int64_t K) {  // quantize_nf4: q and an f32 absmax per block
+  const int64_t Kp = (K + kernels::kInt4Chunk - 1) / kernels::kInt4Chunk * kernels::kInt4Chunk;
+  return static_cast<double>(N * Kp / 2 + N * (Kp / kernels::nf4_block_for(K)) * 4);
+}
+
 // FNV-1a's step over 64-bit words (a byte at a time costs ~1 s per GB; the tail bytes one by one), each buffer's
 // length mixed in first so that bytes moved between buffers change the digest.
 uint64_t mix_bytes(uint64_t h, const void* data, size_t n) {
@@ -61,6 +66,11 @@ uint64_t FrozenBase::digest() const {
   uint64_t h = mix_bytes(kFnv1aBasis, &format_, sizeof format_);
   if (format_ == LoraBase::bf16) return mix_bytes(h, bf16_.data<uint16_t>(), bf16_.nbytes());
   for (const Weight& w : weights_) {
+    if (format_ == LoraBase::nf4) {
+      h = mix_bytes(h, w.nf4.q.data(), w.nf4.q.size());
+      h = mix_bytes(h, w.nf4.absmax.data(), w.nf4.absmax.size() * sizeof(float));
+      continue;
+    }
     h = mix_bytes(h, w.q4.q.data(), w.q4.q.size());
     h = mix_bytes(h, w.q4.scale.data(), w.q4.scale.size() * sizeof(float));
     h = mix_bytes(h, w.q4.zero.data(), w.q4.zero.size());
@@ -76,8 +86,8 @@ FrozenBase::FrozenBase(const ModelConfig& cfg, const ParamLayout& layout, const 
 
 FrozenBase::FrozenBase(const ModelConfig& cfg, const ParamLayout& layout, LoraBase format, int64_t panel_floats)
     : format_(format), panel_floats_(panel_floats), weights_(block_products(cfg, layout)), taken_(weights_.size(), 0) {
-  TEMPER_CHECK(format == LoraBase::bf16 || format == LoraBase::int4)
-      << "frozen base: the held format must be bf16 or int4 (f32 is the model's own weights)";
+  TEMPER_CHECK(format == LoraBase::bf16 || format == LoraBase::int4 || format == LoraBase::nf4)
+      << "frozen base: the held format must be bf16, int4 or nf4 (f32 is the model's own weights)";
   if (format != LoraBase::bf16) return;
   size_t n = 0;
   for (Weight& w : weights_) {
@@ -95,6 +105,8 @@ void FrozenBase::take(int64_t offset, const float* W) {
   Weight& w = weights_[i];
   if (format_ == LoraBase::bf16)
     kernels::convert_to_bf16(W, bf16_.data<uint16_t>() + w.at16, w.N * w.K);
+  else if (format_ == LoraBase::nf4)
+    kernels::quantize_nf4(W, w.N, w.K, w.K, &w.nf4);
   else
     kernels::quantize_int4(W, w.N, w.K, w.K, kInt4Group, &w.q4, kernels::Int4Layout::rows);
   taken_[i] = 1;
@@ -142,10 +154,7 @@ const float* FrozenBase::panel(const Weight& w, int64_t r0, int64_t r1) const {
   thread_local std::vector<float> scratch;
   const size_t need = static_cast<size_t>(panel_rows(w) * w.K);
   if (scratch.size() < need) scratch.resize(need);
-  if (format_ == LoraBase::int4)
-    kernels::int4_rows_to_f32(w.q4, r0, r1, scratch.data());
-  else
-    kernels::bf16_rows_to_f32(bf16_.data<uint16_t>() + w.at16, w.K, r0, r1, scratch.data());
+  rows_to_f32(w, r0, r1, scratch.data());
   return scratch.data();
 }
 
@@ -155,7 +164,7 @@ void FrozenBase::forward(int64_t offset, int64_t M, const float* x, int64_t ldx,
   if (M == 0) return;
   if (M <= kernels::held_gemv_max_rows() && (beta == 0.f || beta == 1.f)) {  // decode: no panel
     kernels::HeldWeight h{w.N, w.K, format_ == LoraBase::bf16 ? bf16_.data<uint16_t>() + w.at16 : nullptr,
-                          format_ == LoraBase::int4 ? &w.q4 : nullptr};
+                          format_ == LoraBase::int4 ? &w.q4 : nullptr, format_ == LoraBase::nf4 ? &w.nf4 : nullptr};
     kernels::held_gemv(h, M, x, ldx, beta != 0.f, y, ldy, p);
     return;
   }
@@ -186,10 +195,16 @@ void FrozenBase::backward_input(int64_t offset, int64_t M, const float* dy, int6
 
 void FrozenBase::dequantize(int64_t offset, float* W) const {
   const Weight& w = at(offset);
+  rows_to_f32(w, 0, w.N, W);
+}
+
+void FrozenBase::rows_to_f32(const Weight& w, int64_t r0, int64_t r1, float* out) const {
   if (format_ == LoraBase::int4)
-    kernels::int4_rows_to_f32(w.q4, 0, w.N, W);
+    kernels::int4_rows_to_f32(w.q4, r0, r1, out);
+  else if (format_ == LoraBase::nf4)
+    kernels::nf4_rows_to_f32(w.nf4, r0, r1, out);
   else
-    kernels::bf16_rows_to_f32(bf16_.data<uint16_t>() + w.at16, w.K, 0, w.N, W);
+    kernels::bf16_rows_to_f32(bf16_.data<uint16_t>() + w.at16, w.K, r0, r1, out);
 }
 
 void FrozenBase::dequantize_into(float* params) const {
@@ -209,7 +224,7 @@ void FrozenBase::release_in(float* flat, int64_t offset) const {
 size_t FrozenBase::bytes() const {
   if (format_ == LoraBase::bf16) return bf16_.nbytes();
   size_t b = 0;
-  for (const Weight& w : weights_) b += w.q4.bytes();
+  for (const Weight& w : weights_) b += format_ == LoraBase::nf4 ? w.nf4.bytes() : w.q4.bytes();
   return b;
 }
 
@@ -222,8 +237,8 @@ double FrozenBase::bytes_for(const ModelConfig& c, LoraBase format) {
   if (format == LoraBase::f32) return 0;
   if (format == LoraBase::bf16) return 2.0 * static_cast<double>(params_for(c));
   const int64_t C = c.hidden_size, Hq = c.num_heads * c.head_dim, F = c.intermediate_size;
-  return static_cast<double>(c.num_layers) *
-         (int4_bytes(c.qkv_dim(), C) + int4_bytes(C, Hq) + int4_bytes(2 * F, C) + int4_bytes(C, F));
+  double (*bytes)(int64_t, int64_t) = format == LoraBase::nf4 ? nf4_bytes : int4_bytes;
+  return static_cast<double>(c.num_layers) * (bytes(c.qkv_dim(), C) + bytes(C, Hq) + bytes(2 * F, C) + bytes(C, F));
 }
 
 }  // namespace temper

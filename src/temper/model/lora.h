@@ -3,9 +3,9 @@
 // alpha / r (rsLoRA: alpha / sqrt(r)). Initialised as PEFT's LoraLayer.reset_lora_parameters: A kaiming-uniform
 // (a = sqrt(5)), that is U(-1/sqrt(in), 1/sqrt(in)), and B zeros, so a fresh adapter leaves the model unchanged.
 // Every A and B lives in one flat f32 buffer with a flat gradient buffer beside it (an optimiser steps them as it
-// steps the model's parameters). The frozen base the adapters sit on: f32 (the model's own weights), bf16 or int4
-// (QLoRA, Dettmers et al. 2023: the block products held only in 4 bits, dequantised in the product; frozen_base.h).
-// Leaves out: dropout (0 only), DoRA, per-layer ranks, adapters on embeddings, NF4 and double quantisation.
+// steps the model's parameters). The frozen base the adapters sit on: f32 (the model's own weights), bf16, int4 or
+// nf4 (QLoRA, Dettmers et al. 2023: the block products held only in 4 bits, dequantised in the product;
+// frozen_base.h). Leaves out: dropout (0 only), DoRA, per-layer ranks, adapters on embeddings, double quantisation.
 #pragma once
 
 #include <cstdint>
@@ -30,10 +30,10 @@ std::string_view lora_target_module(LoraTarget t);  // the HF module: "self_attn
 bool lora_target_from_name(std::string_view name, LoraTarget* out);
 
 // How the frozen base's block products (q/k/v, o, gate/up, down of every layer) are held under the adapters.
-enum class LoraBase { f32, bf16, int4 };
-inline constexpr EnumNames<LoraBase, 3> kLoraBaseNames{
-    {{LoraBase::f32, "f32"}, {LoraBase::bf16, "bf16"}, {LoraBase::int4, "int4"}}};
-std::string_view lora_base_name(LoraBase b);  // "f32", "bf16", "int4"
+enum class LoraBase { f32, bf16, int4, nf4 };
+inline constexpr EnumNames<LoraBase, 4> kLoraBaseNames{
+    {{LoraBase::f32, "f32"}, {LoraBase::bf16, "bf16"}, {LoraBase::int4, "int4"}, {LoraBase::nf4, "nf4"}}};
+std::string_view lora_base_name(LoraBase b);  // "f32", "bf16", "int4", "nf4"
 bool lora_base_from_name(std::string_view name, LoraBase* out);
 
 struct LoraConfig {
@@ -42,7 +42,7 @@ struct LoraConfig {
   double dropout = 0;  // only 0 so far (validate refuses others)
   std::vector<LoraTarget> targets{LoraTarget::q, LoraTarget::k, LoraTarget::v, LoraTarget::o};
   bool use_rslora = false;  // scale alpha / sqrt(r) instead of alpha / r (Kalajdzievski, 2023)
-  // The base under the adapters: f32 keeps the model's weights (and their gradient buffer); bf16 and int4 hold the
+  // The base under the adapters: f32 keeps the model's weights (and their gradient buffer); bf16, int4, nf4 hold the
   // block products only in that format (Transformer::hold_base, done by attach_lora), no f32 copy, no gradients.
   LoraBase base = LoraBase::f32;
 

@@ -105,6 +105,12 @@ struct IsaTable {
   // The same rounded to bf16 as f32_to_bf16 rounds (nearest even): the values kernels::gemm's bf16 path multiplies.
   void (*held_int4_bf16)(const uint8_t* q, const float* scale, const uint8_t* zero, int64_t K, int64_t Kp,
                          int64_t group, int64_t r0, int64_t r1, uint16_t* out, int64_t ldo);
+  // Rows [r0, r1) of an nf4 weight (kernels/nf4.h: q [N, Kp / 2] packed as int4's rows, absmax [N, Kp / block]) as
+  // f32 rows of ldo, level * absmax as nf4_rows_to_f32 gives them; and the same rounded to bf16 as f32_to_bf16 rounds.
+  void (*held_nf4_f32)(const uint8_t* q, const float* absmax, int64_t K, int64_t Kp, int64_t block, int64_t r0,
+                       int64_t r1, float* out, int64_t ldo);
+  void (*held_nf4_bf16)(const uint8_t* q, const float* absmax, int64_t K, int64_t Kp, int64_t block, int64_t r0,
+                        int64_t r1, uint16_t* out, int64_t ldo);
   // out[i] = w[i] widened to f32 (exact), i < n.
   void (*held_bf16_f32)(const uint16_t* w, int64_t n, float* out);
   // C[m, n] (+)= sum_k A[m, k] W[n, k] on bf16 rows (A [M, K] row stride lda, W row-major with row stride ldw) for
