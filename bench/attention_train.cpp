@@ -106,9 +106,10 @@ int main(int argc, char** argv) {
   const double per_product = 2.0 * D * B * H * (T * (T + 1) / 2.0);  // causal multiply-adds x 2
   const double fwd_flops = 2 * per_product, bwd_flops = 5 * per_product;
   std::printf(
-      "{\"isa\": \"%s\", \"threads\": %d, \"shape\": {\"B\": %ld, \"T\": %ld, \"H\": %ld, \"Hkv\": %ld, \"D\": %ld},\n",
-      std::string(isa_name(cpu_isa())).c_str(), threads, static_cast<long>(B), static_cast<long>(T),
-      static_cast<long>(H), static_cast<long>(Hkv), static_cast<long>(D));
+      "{\"isa\": \"%s\", \"attention\": \"%s\", \"threads\": %d, \"shape\": {\"B\": %ld, \"T\": %ld, \"H\": %ld, "
+      "\"Hkv\": %ld, \"D\": %ld},\n",
+      std::string(isa_name(cpu_isa())).c_str(), attention_kernel_name().c_str(), threads, static_cast<long>(B),
+      static_cast<long>(T), static_cast<long>(H), static_cast<long>(Hkv), static_cast<long>(D));
   for (Precision p : {Precision::f32, Precision::bf16}) {
     s.precision = p;
     const double tf = best_of(reps, [&] { attention_fwd(s, q.data(), k.data(), v.data(), o.data(), lse.data()); });

@@ -11,6 +11,7 @@
 #include "temper/core/error.h"
 #include "temper/core/thread_pool.h"
 #include "temper/kernels/attention.h"
+#include "temper/kernels/cpu/attention_dpbf16.h"
 #include "temper/kernels/cpu/isa_table.h"
 #include "temper/kernels/paged_attention.h"
 #include "temper/kernels/ref/attention_ref.h"
@@ -531,6 +532,54 @@ TEST(OpAttention, TileProductsMatchTheReferenceEveryIsa) {
       }
     });
   }
+}
+
+// The bf16 operands' rounding (IsaTable::attn_bf16_pairs, attn_bf16_row): core/dtype.h's f32_to_bf16 bit for bit on
+// every ISA (VCVTNE2PS2BF16 where the CPU has AVX512-BF16): ties, NaN, infinities, lengths that cut the vectors, both
+// offsets. (Denormal inputs are left out: VCVTNE2PS2BF16 flushes them, as VDPBF16PS reads them.)
+TEST(OpAttention, Bf16OperandRoundingIsF32ToBf16EveryIsa) {
+  auto x = random_vec(77, 83), y = random_vec(77, 84);
+  x[3] = __builtin_bit_cast(float, 0x3f808000u);  // a tie, rounds to even (down)
+  x[4] = __builtin_bit_cast(float, 0x3f818000u);  // a tie, rounds to even (up)
+  x[5] = std::nanf(""), x[6] = INFINITY, x[7] = -INFINITY, x[8] = -0.0f, y[9] = std::nanf(""), y[10] = 3.4e38f;
+  auto bits = [](float f) { return uint32_t(f32_to_bf16(f)); };
+  for_each_isa([&](Isa isa) {
+    const IsaTable& t = isa_table(isa);
+    for (int64_t n : {int64_t{1}, int64_t{15}, int64_t{16}, int64_t{33}, int64_t{77}}) {
+      SCOPED_TRACE("n=" + std::to_string(n));
+      std::vector<uint32_t> got(n + 1, 0xdeadbeefu), want(n + 1, 0xdeadbeefu);
+      for (int64_t i = 0; i < n; ++i) want[i] = bits(x[i]) | bits(y[i]) << 16;
+      t.attn_bf16_pairs(x.data(), y.data(), got.data(), n);
+      EXPECT_EQ(got, want) << "pairs of two rows";
+      for (int64_t i = 0; i < n; ++i) want[i] = bits(x[i]);
+      t.attn_bf16_pairs(x.data(), nullptr, got.data(), n);
+      EXPECT_EQ(got, want) << "pairs with a zero second row";
+      for (int64_t off : {0, 1}) {
+        const int64_t np = (n + off + 1) / 2;
+        std::vector<uint32_t> row(np + 1, 0xdeadbeefu), row_want(np + 1, 0xdeadbeefu);
+        for (int64_t p = 0; p < np; ++p) {
+          const int64_t i = 2 * p - off;
+          row_want[p] = (i >= 0 ? bits(x[i]) : 0u) | (i + 1 < n ? bits(x[i + 1]) : 0u) << 16;
+        }
+        t.attn_bf16_row(x.data(), n, off, row.data());
+        EXPECT_EQ(row, row_want) << "a row's pairs, off " << off;
+      }
+    }
+  });
+}
+
+// `temper info` and every bench JSON name the attention's kernels (kernels::attention_kernel_name): the names are
+// those of the table's entries (register tiles on AVX-512, VDPBF16PS where the CPU has AVX512-BF16).
+TEST(OpAttention, KernelNameIsTheIsaTablesChoice) {
+  for_each_isa([&](Isa isa) {
+    const IsaTable& t = isa_table(isa);
+    const bool dpbf16 = t.attn_mm_bf16 == attn_mm_dpbf16;
+    EXPECT_EQ(dpbf16, isa == Isa::avx512 && cpu_features().avx512_bf16);
+    const std::string tiles = (isa == Isa::avx512 ? "tiles " : "loops ") + std::string(isa_name(isa));
+    const std::string want = tiles + ", backward bf16 products: " + (dpbf16 ? "vdpbf16ps" : tiles);
+    EXPECT_EQ(attention_kernel_name(isa), want);
+    EXPECT_EQ(attention_kernel_name(), want);  // the active ISA's (for_each_isa sets it)
+  });
 }
 
 // The tasks own disjoint outputs and sum in a fixed order: 1 and 2 threads give the same bits, f32 and bf16.

@@ -4,6 +4,7 @@
 
 #include "temper/core/cpu_features.h"
 #include "temper/core/thread_pool.h"
+#include "temper/kernels/attention.h"
 #include "temper/kernels/matmul.h"
 
 namespace temper::app {
@@ -39,6 +40,7 @@ std::string cpu_report_text() {
        std::to_string(num_threads()) + "\n";
   s += "products: bf16 " + str(kernels::bf16_path_name(kernels::bf16_path())) + ", f32 " +
        str(kernels::gemm_backend_name(kernels::gemm_backend())) + "\n";
+  s += "attention: " + kernels::attention_kernel_name() + "\n";
   return s;
 }
 
@@ -48,6 +50,7 @@ void add_cpu_fields(nlohmann::json& j) {
   j["amx"] = cpu_features().amx_bf16;
   j["bf16_gemm"] = str(kernels::bf16_path_name(kernels::bf16_path()));
   j["gemm"] = str(kernels::gemm_backend_name(kernels::gemm_backend()));
+  j["attention"] = kernels::attention_kernel_name();
 }
 
 }  // namespace temper::app

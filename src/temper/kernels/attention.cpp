@@ -525,4 +525,13 @@ void attention_bwd_packed(const PackedAttnShape& s, const float* q, const float*
   }
 }
 
+std::string attention_kernel_name(Isa isa) {
+  const IsaTable& t = isa_table(isa);
+  return std::string(t.attn_kernel) + ", backward bf16 products: " + t.attn_bf16_kernel;
+}
+
+std::string attention_kernel_name() {
+  return attention_kernel_name(cpu_isa());
+}
+
 }  // namespace temper::kernels

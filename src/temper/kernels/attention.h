@@ -14,7 +14,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 
+#include "temper/core/cpu_features.h"
 #include "temper/kernels/matmul.h"
 
 namespace temper::kernels {
@@ -73,5 +75,10 @@ void attention_fwd_packed(const PackedAttnShape& s, const float* q, const float*
 // Writes dq, dk, dv (overwritten); a prefix's dk/dv sum every segment that reads it.
 void attention_bwd_packed(const PackedAttnShape& s, const float* q, const float* k, const float* v, const float* o,
                           const float* lse, const float* dout, float* dq, float* dk, float* dv);
+
+// The kernels these functions run on, as the ISA's table chose them (cpu/isa_table.h's attn_kernel and
+// attn_bf16_kernel), for `temper info` and the bench JSON: e.g. "tiles avx512, backward bf16 products: vdpbf16ps".
+std::string attention_kernel_name(Isa isa);
+std::string attention_kernel_name();  // the active ISA's
 
 }  // namespace temper::kernels

@@ -104,6 +104,41 @@ int64_t clamp(int64_t x, int64_t hi) {
   return x < 0 ? 0 : (x > hi ? hi : x);
 }
 
+// The operands' rounding on VCVTNE2PS2BF16 (round to nearest even, NaN kept quiet: attention_tiles.inc's bf16_bits
+// but for denormal inputs, which it flushes to zero as VDPBF16PS does with a denormal operand).
+// 32-bit lane i = (a[i], b[i]) rounded (a in the low half).
+inline __m512i bf16_pairs16(__m512 a, __m512 b) {
+  const __m512i words = _mm512_castps_si512((__m512)_mm512_cvtne2ps_pbh(b, a));  // a 0..15, then b 0..15
+  const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22,
+                                              6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  return _mm512_permutexvar_epi16(interleave, words);
+}
+
+inline __mmask32 mask32_of(int64_t n) {
+  return n >= 32 ? static_cast<__mmask32>(0xffffffffu) : static_cast<__mmask32>((1u << n) - 1u);
+}
+
+void attn_bf16_pairs_cvt(const float* a, const float* b, uint32_t* out, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = mask_of(n - i);
+    const __m512 y = b ? _mm512_maskz_loadu_ps(m, b + i) : _mm512_setzero_ps();
+    _mm512_mask_storeu_epi32(out + i, m, bf16_pairs16(_mm512_maskz_loadu_ps(m, a + i), y));
+  }
+}
+
+// The row's bf16 stream (off zeros first, a zero last when n + off is odd), 32 elements a step.
+void attn_bf16_row_cvt(const float* x, int64_t n, int64_t off, uint32_t* out) {
+  uint16_t* h = reinterpret_cast<uint16_t*>(out);
+  const __m512i zero = _mm512_setzero_si512();
+  if (off) _mm512_mask_storeu_epi16(h, 1, zero);
+  for (int64_t i = 0; i < n; i += 32) {
+    const __m512 lo = _mm512_maskz_loadu_ps(mask_of(n - i), x + i);
+    const __m512 hi = n - i > 16 ? _mm512_maskz_loadu_ps(mask_of(n - i - 16), x + i + 16) : _mm512_setzero_ps();
+    _mm512_mask_storeu_epi16(h + off + i, mask32_of(n - i), _mm512_castps_si512((__m512)_mm512_cvtne2ps_pbh(hi, lo)));
+  }
+  if ((n + off) & 1) _mm512_mask_storeu_epi16(h + n + off, 1, zero);
+}
+
 }  // namespace
 
 void attn_mm_dpbf16(const uint32_t* A, int64_t ars, int64_t aps, const uint32_t* B, int64_t ldb, float* C, int64_t ldc,
@@ -121,6 +156,13 @@ void attn_mm_dpbf16(const uint32_t* A, int64_t ars, int64_t aps, const uint32_t*
       tile_for(R, nv)(A + m0 * ars, ars, aps, B + n0, ldb, C + m0 * ldc + n0, ldc, p0, p1, mask_of(n - 16 * (nv - 1)),
                       accumulate);
     }
+}
+
+void fill_attention_dpbf16(IsaTable& t) {
+  t.attn_mm_bf16 = attn_mm_dpbf16;
+  t.attn_bf16_pairs = attn_bf16_pairs_cvt;
+  t.attn_bf16_row = attn_bf16_row_cvt;
+  t.attn_bf16_kernel = "vdpbf16ps";
 }
 
 }  // namespace temper::kernels

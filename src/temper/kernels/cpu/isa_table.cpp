@@ -41,14 +41,15 @@ void with_held(IsaTable& t, Isa isa) {
   }
 }
 
-// The ISA's attention tile products (attention_tiles.inc); bf16 on AVX512-BF16 dot products where the CPU has them.
+// The ISA's attention tile products (attention_tiles.inc); bf16 on AVX512-BF16 dot products (and its rounding) where
+// the CPU has them.
 IsaTable with_isa(IsaTable t, Isa isa) {
   t.isa = isa;
   if (isa == Isa::scalar) attn_scalar::fill_attention(t);
   if (isa == Isa::avx2) attn_avx2::fill_attention(t);
   if (isa == Isa::avx512) {
     attn_avx512::fill_attention(t);
-    if (cpu_features().avx512_bf16) t.attn_mm_bf16 = attn_mm_dpbf16;
+    if (cpu_features().avx512_bf16) fill_attention_dpbf16(t);
   }
   with_held(t, isa);
   return t;

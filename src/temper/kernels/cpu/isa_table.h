@@ -86,12 +86,19 @@ struct IsaTable {
   void (*attn_mm_bf16)(const uint32_t* A, int64_t ars, int64_t aps, const uint32_t* B, int64_t ldb, float* C,
                        int64_t ldc, int64_t M, int64_t N, int64_t Kp, bool accumulate, int tri, int64_t c);
   // out[i] = bf16(a[i]) | bf16(b[i]) << 16 (b null: zero), round to nearest even: two rows as attn_mm_bf16's pairs.
+  // Where attn_mm_bf16 is VDPBF16PS, this and attn_bf16_row round on VCVTNE2PS2BF16 (the same bits but for denormal
+  // inputs, flushed to zero, which VDPBF16PS would read as zero anyway).
   void (*attn_bf16_pairs)(const float* a, const float* b, uint32_t* out, int64_t n);
   // One row's pairs along it: out[p] = bf16(x[2p - off]) | bf16(x[2p + 1 - off]) << 16 for p < (n + off + 1) / 2,
   // zero outside x[0, n) (off 0 or 1: 1 lines the pairs up with an operand whose pairs start one element earlier).
   void (*attn_bf16_row)(const float* x, int64_t n, int64_t off, uint32_t* out);
   // out[c * ldo + r] = x[r * ldx + c] for r < rows, c < cols (the keys as the columns of Q K^T's right operand).
   void (*attn_transpose)(const float* x, int64_t ldx, int64_t rows, int64_t cols, float* out, int64_t ldo);
+  // What the attention entries above run on, set where they are chosen (kernels::attention_kernel_name prints
+  // them): attn_kernel "tiles avx512" (register tiles) or "loops avx2" / "loops scalar" (attention_tiles.inc);
+  // attn_bf16_kernel, the bf16 products and their rounding: "vdpbf16ps" (attention_dpbf16.cpp) or attn_kernel's.
+  const char* attn_kernel;
+  const char* attn_bf16_kernel;
   // int4 weights x int8 activations (kernels/int4_matmul.h), outputs n in [n0, n1) of every row m < M:
   // Y[m, n] (+)= sum_g scale[n, g] * (sa[m, g] * dot(q[n, g], qa[m, g]) - zero[n, g] * zs[m, g]).
   void (*int4_gemm_rows)(const int8_t* qa, const float* sa, const float* zs, int64_t M, int64_t Kp, const uint8_t* q,
