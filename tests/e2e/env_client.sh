@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # `temper train` with [env] mode = "client": the user's agent (examples/agents/two_turn_agent.py, the official
 # openai client from .venv-client when the bootstrap made it, else the standard library) talks to the policy
-# through the loopback endpoint; two calls per episode stitched into one trajectory. Prints CLIENT_OK.
+# through the loopback endpoint; two calls per episode stitched into one trajectory. Then the same agent under
+# [rl.async]: with the explorer thread (its engine on the previous version serves the endpoint) and, under
+# `mpirun -np 3`, with two explorer ranks (each serving its block of the round's episodes on its own loopback port;
+# skipped where mpirun cannot start 3 ranks): every step's episodes all stitched, step 2 sampled one version
+# back. Prints CLIENT_OK.
 set -euo pipefail
 temper=$1 gguf=$2 root=$3
 py=python3
@@ -33,4 +37,32 @@ for k in calls trajectories failures refused_calls; do
 done
 echo "($py)"
 echo "$m" | grep -q '"env/calls":2.0' && echo "$m" | grep -q '"env/trajectories":1.0' &&
-  echo "$m" | grep -q '"env/failures":0.0' && echo "$m" | grep -q '"env/refused_calls":4.0' && echo CLIENT_OK
+  echo "$m" | grep -q '"env/failures":0.0' && echo "$m" | grep -q '"env/refused_calls":4.0' || exit 1
+
+# [rl.async]: 2 steps, each of 2 prompts x 2 episodes of 2 calls, every episode stitched and none failed; step 1
+# sampled with version 0 (staleness 0), step 2 one version back.
+async_ok() {  # RUN_DIR LABEL
+  python3 - "$1/metrics.jsonl" "$2" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if '"kind":"train"' in l.replace(" ", "")]
+got = [(r["env/episodes"], r["env/calls"], r["env/trajectories"], r["env/failures"], r["async_staleness"]) for r in rows]
+want = [(4.0, 2.0, 1.0, 0.0, 0.0), (4.0, 2.0, 1.0, 0.0, 1.0)]
+print(f"{sys.argv[2]}: (episodes, calls, trajectories, failures, staleness) per step {got}")
+sys.exit(0 if got == want else 1)
+PY
+}
+async=(--set rl.steps=2 --set rl.async.max_staleness=1 --threads 1)
+"$temper" train "$t/client.toml" --out "$t/thread" "${async[@]}" > "$t/thread.log" 2>&1 || { cat "$t/thread.log"; exit 1; }
+async_ok "$t/thread" "explorer thread" || exit 1
+rc=0
+"$(dirname "$0")/../dist/mpirun_n.sh" 3 "$temper" train "$t/client.toml" --out "$t/ranks" "${async[@]}" \
+  --set rl.async.explorer_ranks=2 > "$t/ranks.log" 2>&1 || rc=$?
+if [ "$rc" = 77 ]; then
+  echo "two explorer ranks: skipped (mpirun cannot start 3 ranks here)"
+elif [ "$rc" != 0 ]; then
+  cat "$t/ranks.log"; exit 1
+else
+  grep -q "ranks 0-0 train, ranks 1-2 explore" "$t/ranks.log" || { cat "$t/ranks.log"; exit 1; }
+  async_ok "$t/ranks" "two explorer ranks" || exit 1
+fi
+echo CLIENT_OK
