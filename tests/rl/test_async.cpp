@@ -233,7 +233,7 @@ TEST(Async, AResumedRunEqualsTheUninterruptedOne) {
 }
 
 TEST(Async, LoraStepKIsSampledWithTheAdaptersOfVersionKMinus1) {
-  for (LoraBase base : {LoraBase::f32, LoraBase::bf16, LoraBase::int4}) {
+  for (LoraBase base : {LoraBase::f32, LoraBase::bf16, LoraBase::int4, LoraBase::nf4}) {
     SCOPED_TRACE(std::string("lora.base ") + std::string(lora_base_name(base)));
     LoraRl f(base);
     const std::vector<float> base_weights = params_of(f.s.model);
