@@ -238,7 +238,7 @@ void LoraAdapters::merge_into(Transformer& model) const {
                m.head_dim == model_.head_dim && m.intermediate_size == model_.intermediate_size)
       << "lora merge: the adapters were made for another model shape";
   TEMPER_CHECK(!model.held_base())
-      << "lora merge: the model holds its base as bf16/int4 (no f32 weights to merge into); "
+      << "lora merge: the model holds its base as bf16/int4/nf4 (no f32 weights to merge into); "
          "merge into an f32 model holding the base's dequantised values "
          "(FrozenBase::dequantize_into)";
   float* W = model.params();

@@ -55,7 +55,7 @@ bool Optimizer::counted(OptimizerStep& s) {
 OptimizerStep Optimizer::step() {
   TEMPER_PROFILE("optimizer");
   TEMPER_CHECK(lora_ || !model_.held_base())
-      << "optimizer: the model holds its base as bf16/int4 ([lora] base): only LoRA adapters train (train_adapters)";
+      << "optimizer: the model holds a bf16/int4/nf4 base ([lora] base): only LoRA adapters train (train_adapters)";
   OptimizerStep s;
   if (DeviceModel* d = model_.device()) {  // the gradients, weights and moments live on the device
     d->bind_moments(this, m_.data<float>(), v_.data<float>());

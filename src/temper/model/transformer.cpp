@@ -56,7 +56,7 @@ void Transformer::attach_device(std::shared_ptr<DeviceModel> device) {
   TEMPER_CHECK(!device || !lora_) << "attach_device: LoRA adapters are attached and run on the CPU only (detach them "
                                      "with attach_lora(nullptr) first)";
   TEMPER_CHECK(!device || (!base_ && !holding_))
-      << "attach_device: the base is held as bf16/int4 ([lora] base), on the CPU only";
+      << "attach_device: the base is held as bf16/int4/nf4 ([lora] base), on the CPU only";
   pull_params();
   if (device_) device_->release_moments();  // an optimizer's moments go back to its host buffers
   device_ = std::move(device);

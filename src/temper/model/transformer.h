@@ -129,7 +129,7 @@ class Transformer {
   // base held already in `format`: nothing.
   void hold_base(LoraBase format);
   const FrozenBase* held_base() const { return base_.get(); }  // null until every product is held
-  // Before loading or initialising: the block products will be held as `format` (bf16 / int4; f32: nothing), and
+  // Before loading or initialising: the block products will be held as `format` (bf16, int4, nf4; f32: nothing), and
   // each is taken into the base and its f32 pages given back as soon as all its values are written (params_written),
   // so the f32 model never exists whole: loading's peak is the held base, the f32 rest and one product's values. The
   // held bytes are hold_base's after a whole load, bit for bit. CPU only.

@@ -88,7 +88,7 @@ size_t Transformer::activation_bytes_for(const ModelConfig& cfg, int64_t max_tok
 }
 
 void Transformer::plan(int64_t max_tokens, int64_t max_seq) {
-  TEMPER_CHECK(!holding_) << "plan: the bf16/int4 base planned by plan_held_base is not held yet (a load that did not "
+  TEMPER_CHECK(!holding_) << "plan: the held base planned by plan_held_base is not held yet (a load that did not "
                              "report every product): call hold_base before running the model";
   TEMPER_CHECK(max_tokens > 0 && max_seq > 0 && max_seq <= max_tokens)
       << "plan: need 0 < seq (" << max_seq << ") <= tokens (" << max_tokens << ")";

@@ -1,5 +1,5 @@
-// The frozen base held as bf16 / int4 under LoRA ([lora] base): planned before loading, each product taken as its
-// values are written (params_written) or all at once (hold_base), then its f32 pages given back (FrozenBase).
+// The frozen base held as bf16 / int4 / nf4 under LoRA ([lora] base): planned before loading, each product taken as
+// its values are written (params_written) or all at once (hold_base), then its f32 pages given back (FrozenBase).
 #include <cstdint>
 #include <memory>
 
@@ -16,7 +16,7 @@ void Transformer::hold_base(LoraBase format) {
   TEMPER_CHECK(!b || b->format() == format)
       << "hold_base: the base is held as " << lora_base_name(b->format()) << " already, not " << lora_base_name(format);
   if (base_) return;
-  TEMPER_CHECK(!device_) << "hold_base: this model runs on a device; a bf16/int4 base runs on the CPU only so far";
+  TEMPER_CHECK(!device_) << "hold_base: this model runs on a device; a held base runs on the CPU only so far";
   pull_params();
   if (!holding_) plan_held_base(format);
   // What was not taken as it was written (all of it when no load reported, as after init or a whole f32 load).
@@ -33,7 +33,7 @@ void Transformer::plan_held_base(LoraBase format) {
                                         << " already, not " << lora_base_name(format);
     return;
   }
-  TEMPER_CHECK(!device_) << "plan_held_base: this model runs on a device; a bf16/int4 base runs on the CPU only so far";
+  TEMPER_CHECK(!device_) << "plan_held_base: this model runs on a device; a held base runs on the CPU only so far";
   holding_ = std::make_shared<FrozenBase>(cfg_, layout_, format);
   unwritten_.clear();
   for (const FrozenBase::Weight& w : holding_->weights()) unwritten_.push_back(w.N * w.K);
