@@ -16,6 +16,7 @@
 #include "temper/io/gguf_model.h"
 #include "temper/io/hf_config.h"
 #include "temper/kernels/classifier.h"
+#include "temper/model/block_products.h"
 #include "temper/model/device_model.h"
 #include "temper/model/frozen_base.h"
 #include "temper/model/kv_pool.h"
@@ -57,9 +58,8 @@ size_t round64(double floats) {
 
 // A held base's product scratch: the largest panel FrozenBase dequantises (frozen_base.cpp, panel_rows).
 double panel_bytes(const ModelConfig& c) {
-  const int64_t C = c.hidden_size, Hq = c.num_heads * c.head_dim, F = c.intermediate_size;
   int64_t most = 0;
-  for (auto [N, K] : {std::pair{c.qkv_dim(), C}, std::pair{C, Hq}, std::pair{2 * F, C}, std::pair{C, F}})
+  for (auto [N, K] : block_products(c))
     most = std::max(most, std::min(N, std::max<int64_t>(16, FrozenBase::kPanelFloats / K)) * K);
   return 4.0 * static_cast<double>(most);
 }
@@ -74,12 +74,9 @@ int64_t lora_params(const ModelConfig& c, int64_t r) {
 
 // Elements of the forward weights' packed copies (Transformer::forward_weights: qkv, o, gate/up, down, LM head).
 int64_t packed_elems(const ModelConfig& c) {
-  const int64_t C = c.hidden_size, F = c.intermediate_size, Hq = c.num_heads * c.head_dim;
-  int64_t n = 0;
-  for (int64_t l = 0; l < c.num_layers; ++l)
-    n += kernels::packed_size(c.qkv_dim(), C) + kernels::packed_size(C, Hq) + kernels::packed_size(2 * F, C) +
-         kernels::packed_size(C, F);
-  return n + kernels::packed_size(c.vocab_size, C);
+  int64_t per_layer = 0;
+  for (auto [N, K] : block_products(c)) per_layer += kernels::packed_size(N, K);
+  return c.num_layers * per_layer + kernels::packed_size(c.vocab_size, c.hidden_size);
 }
 
 // CudaTransformer::plan's arena (carve and carve_layer, cuda_transformer.cpp) and its classifier workspace. With

@@ -1,9 +1,9 @@
 #include "temper/model/frozen_base.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
-#include <tuple>
 
 #include "temper/core/dtype.h"
 #include "temper/core/error.h"
@@ -11,20 +11,21 @@
 #include "temper/core/memory_info.h"
 #include "temper/kernels/held_gemv.h"
 #include "temper/kernels/weight_panel.h"
+#include "temper/model/block_products.h"
 
 namespace temper {
 
 namespace {
 
 // (offset, N, K) of the block products of every layer, by offset.
-std::vector<FrozenBase::Weight> block_products(const ModelConfig& c, const ParamLayout& layout) {
-  const int64_t C = c.hidden_size, Hq = c.num_heads * c.head_dim, F = c.intermediate_size;
+std::vector<FrozenBase::Weight> held_weights(const ModelConfig& c, const ParamLayout& layout) {
+  const auto shapes = block_products(c);
   std::vector<FrozenBase::Weight> ws;
   for (const LayerOffsets& o : layout.layers) {
-    for (auto [off, N, K] : {std::tuple{o.w_qkv, c.qkv_dim(), C}, std::tuple{o.w_o, C, Hq},
-                             std::tuple{o.w_gu, 2 * F, C}, std::tuple{o.w_down, C, F}}) {
+    const std::array<int64_t, 4> offsets = block_product_offsets(o);
+    for (size_t i = 0; i < shapes.size(); ++i) {
       FrozenBase::Weight w;
-      w.offset = off, w.N = N, w.K = K;
+      w.offset = offsets[i], w.N = shapes[i].first, w.K = shapes[i].second;
       ws.push_back(std::move(w));
     }
   }
@@ -85,7 +86,7 @@ FrozenBase::FrozenBase(const ModelConfig& cfg, const ParamLayout& layout, const 
 }
 
 FrozenBase::FrozenBase(const ModelConfig& cfg, const ParamLayout& layout, LoraBase format, int64_t panel_floats)
-    : format_(format), panel_floats_(panel_floats), weights_(block_products(cfg, layout)), taken_(weights_.size(), 0) {
+    : format_(format), panel_floats_(panel_floats), weights_(held_weights(cfg, layout)), taken_(weights_.size(), 0) {
   TEMPER_CHECK(format == LoraBase::bf16 || format == LoraBase::int4 || format == LoraBase::nf4)
       << "frozen base: the held format must be bf16, int4 or nf4 (f32 is the model's own weights)";
   if (format != LoraBase::bf16) return;
@@ -229,16 +230,18 @@ size_t FrozenBase::bytes() const {
 }
 
 int64_t FrozenBase::params_for(const ModelConfig& c) {
-  const int64_t C = c.hidden_size, Hq = c.num_heads * c.head_dim, F = c.intermediate_size;
-  return c.num_layers * (c.qkv_dim() * C + C * Hq + 2 * F * C + C * F);
+  int64_t per_layer = 0;
+  for (auto [N, K] : block_products(c)) per_layer += N * K;
+  return c.num_layers * per_layer;
 }
 
 double FrozenBase::bytes_for(const ModelConfig& c, LoraBase format) {
   if (format == LoraBase::f32) return 0;
   if (format == LoraBase::bf16) return 2.0 * static_cast<double>(params_for(c));
-  const int64_t C = c.hidden_size, Hq = c.num_heads * c.head_dim, F = c.intermediate_size;
   double (*bytes)(int64_t, int64_t) = format == LoraBase::nf4 ? nf4_bytes : int4_bytes;
-  return static_cast<double>(c.num_layers) * (bytes(c.qkv_dim(), C) + bytes(C, Hq) + bytes(2 * F, C) + bytes(C, F));
+  double per_layer = 0;
+  for (auto [N, K] : block_products(c)) per_layer += bytes(N, K);
+  return static_cast<double>(c.num_layers) * per_layer;
 }
 
 }  // namespace temper

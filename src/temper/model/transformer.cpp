@@ -1,6 +1,7 @@
 #include "temper/model/transformer.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -21,6 +22,7 @@
 #include "temper/kernels/rmsnorm.h"
 #include "temper/kernels/swiglu.h"
 #include "temper/model/activation_store.h"
+#include "temper/model/block_products.h"
 #include "temper/model/frozen_base.h"
 #include "temper/model/int4_drafter.h"
 #include "temper/model/lora.h"
@@ -195,16 +197,14 @@ const float* Transformer::wpf(int64_t offset) const {
 // The weights of the forward's products y = x W^T as (offset, N, K), by offset; packed_at_ their
 // offsets in a packed copy (the same for f32 and bf16 copies: elements).
 std::vector<Transformer::ForwardWeight> Transformer::forward_weights() {
-  const int64_t C = cfg_.hidden_size, F = cfg_.intermediate_size, Hq = cfg_.num_heads * cfg_.head_dim;
+  const auto shapes = block_products(cfg_);
   std::vector<ForwardWeight> ws;
   for (const LayerOffsets& o : layout_.layers) {
     if (base_) break;  // the held base's products use its own values
-    ws.push_back({o.w_qkv, cfg_.qkv_dim(), C});
-    ws.push_back({o.w_o, C, Hq});
-    ws.push_back({o.w_gu, 2 * F, C});
-    ws.push_back({o.w_down, C, F});
+    const std::array<int64_t, 4> offsets = block_product_offsets(o);
+    for (size_t i = 0; i < shapes.size(); ++i) ws.push_back({offsets[i], shapes[i].first, shapes[i].second});
   }
-  ws.push_back({layout_.lm_head, cfg_.vocab_size, C});
+  ws.push_back({layout_.lm_head, cfg_.vocab_size, cfg_.hidden_size});
   std::sort(ws.begin(), ws.end(), [](const ForwardWeight& a, const ForwardWeight& b) { return a.offset < b.offset; });
   if (packed_at_.size() != ws.size()) {
     packed_at_.clear();
