@@ -115,8 +115,9 @@ TEST(DistMpi, ShardedCollectives) {
     }
   std::vector<float> full(r == 0 ? static_cast<size_t>(N) : 0, 1.f);
   comm().gather_pieces(packed.data(), r == 0 ? full.data() : nullptr, N, 0);
-  if (r == 0)
+  if (r == 0) {
     for (int64_t i = 0; i < N; i += 9973) EXPECT_EQ(full[static_cast<size_t>(i)], -float(i)) << i;
+  }
   std::vector<float> w(static_cast<size_t>(N), 0.f);
   for (const auto& [off, len] : comm().pieces(N))
     for (int64_t i = off; i < off + len; ++i) w[static_cast<size_t>(i)] = float(i % 777);

@@ -91,7 +91,9 @@ TEST(JudgeParse, Scores) {
   for (const Case& c : cases) {
     std::optional<double> got = parse_judge_score(c.text);
     ASSERT_EQ(got.has_value(), c.want.has_value()) << c.text;
-    if (got) EXPECT_DOUBLE_EQ(*got, *c.want) << c.text;
+    if (got) {
+      EXPECT_DOUBLE_EQ(*got, *c.want) << c.text;
+    }
   }
 }
 
@@ -131,7 +133,9 @@ TEST(JudgeParse, Choices) {
   for (const Case& c : cases) {
     std::optional<size_t> got = parse_judge_choice(c.text, labels);
     ASSERT_EQ(got.has_value(), c.want.has_value()) << c.text;
-    if (got) EXPECT_EQ(*got, *c.want) << c.text;
+    if (got) {
+      EXPECT_EQ(*got, *c.want) << c.text;
+    }
   }
   JudgeConfig j;
   j.parse = JudgeParse::choice;

@@ -25,7 +25,9 @@ TEST(Rcsd, TeacherContextHoldsTheRubricAndTheQuestion) {
   EXPECT_EQ(q.asked, "Rubric:\n- writes {each} step\n\n2+2=");
   EXPECT_EQ(q.messages[0].content, q.asked);
   EXPECT_EQ(q.prompt, "2+2=");
-  EXPECT_THROW(Rcsd(RcsdConfig{RcsdCombine::replace, 1, 5, "{question}"}), Error);
+  RcsdConfig no_rubric;
+  no_rubric.tmpl = "{question}";  // the template must hold {rubric}
+  EXPECT_THROW(Rcsd{no_rubric}, Error);
 }
 
 TEST(Rcsd, EqualOutcomesStillGetPerTokenCreditWhereTheRubricTeacherAgrees) {
