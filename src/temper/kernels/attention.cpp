@@ -88,27 +88,27 @@ void probs_rows_bwd(const IsaTable& t, float* P, float* G, int64_t rows, int64_t
     const Visible vis = causal ? visible(pos0 + i, k0, opt.window) : Visible{0, width};
     float* x = P + i * width + vis.lo;
     const int64_t n = vis.n - vis.lo;
+    // exp on whole vectors where the row has room (the columns past n are cleared after): no scalar tail.
+    const int64_t nv = std::min((n + 15) / 16 * 16, width - vis.lo);
     if (opt.softcap > 0.f) {
       t.softcap(x, n, scale, opt.softcap, G + i * width + vis.lo);
-      t.exp_shift_inplace(x, n, 1.0f, L[i]);
+      t.exp_shift_inplace(x, nv, 1.0f, L[i]);
     } else {
-      t.exp_shift_inplace(x, n, scale, L[i]);
+      t.exp_shift_inplace(x, nv, scale, L[i]);
     }
     clear_outside(P + i * width, vis, width);
   }
 }
 
 // dP (dO V^T) -> dS = P (dP - rowsum(dO * O)) * scale, through the cap's tanh where there is one; zero outside
-// the visible columns (the products leave columns past a causal block's triangle unwritten). With dP from bf16
-// operands (from_p) the row sum is its equal rowsum(P * dP) instead, over the same rounded dP: a row's dS then
-// sums to zero as it should (with dO . O, a lone key's dS would be dP's rounding error, not 0).
+// the visible columns (the products leave columns past a causal block's triangle unwritten). f32; the bf16
+// backward's is IsaTable::attn_dscores_bf16 (block_bwd_bf16).
 void dscores_rows(const IsaTable& t, const float* P, float* dP, const float* G, int64_t rows, int64_t width,
                   int64_t pos0, int64_t k0, float scale, const AttnOpts& opt, const float* dO, const float* O,
-                  int64_t o_stride, int64_t D, bool causal, bool from_p) {
+                  int64_t o_stride, int64_t D, bool causal) {
   for (int64_t i = 0; i < rows; ++i) {
     const Visible vis = causal ? visible(pos0 + i, k0, opt.window) : Visible{0, width};
-    const float di = from_p ? t.dot(P + i * width + vis.lo, dP + i * width + vis.lo, vis.n - vis.lo)
-                            : t.dot(dO + i * o_stride, O + i * o_stride, D);
+    const float di = t.dot(dO + i * o_stride, O + i * o_stride, D);
     float* d = dP + i * width;
     t.softmax_bwd_row(P + i * width + vis.lo, d + vis.lo, vis.n - vis.lo, di, scale);
     if (opt.softcap > 0.f) {
@@ -163,6 +163,7 @@ struct Scratch {
   std::vector<float> S, dP, G;                // P (scores), dP, the cap's factor; [rows, width]
   std::vector<float> Kt, Vt, K, V;            // KeyPack's f32 operands
   std::vector<uint32_t> Vt16, K16, a16, b16;  // KeyPack's bf16 operands, a block's bf16 operands
+  std::vector<uint32_t> ds16, dsp16, p16;     // the bf16 backward's dS (pairs along rows, of rows), P's
 };
 Scratch& scratch() {
   static thread_local Scratch x;
@@ -187,10 +188,21 @@ const float* gathered(const KeyRows& r, int64_t D, std::vector<float>& buf, int6
   return buf.data();
 }
 
+// Starts loading rows of D floats that are read soon: the backward's come from the batch's whole arrays (a task's
+// keys and values, a block's Q and dO rows), mostly past the caches, and one at a time their misses add up.
+void prefetch_rows(const float* x, int64_t rows, int64_t stride, int64_t D) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < D; j += 16) __builtin_prefetch(x + r * stride + j);
+}
+
 KeyPack pack_keys(const IsaTable& t, const KeyRows& K, const KeyRows& V, int64_t D, Precision prec, bool backward,
                   Scratch& x) {
   KeyPack kp{};
   kp.n = K.n;
+  for (int64_t j = 0; backward && j < K.n; ++j) {  // every line of the task's keys and values at once
+    prefetch_rows(K.row(j), 1, 0, D);
+    prefetch_rows(V.row(j), 1, 0, D);
+  }
   pack_transposed(t, K, D, x.Kt);
   kp.Kt = x.Kt.data();
   if (!backward) {
@@ -292,45 +304,71 @@ uint32_t* row_pairs(const IsaTable& t, const float* X, int64_t ldx, int64_t rows
   return buf.data();
 }
 
+// The bf16 backward after P: dP = dO V^T, then dS straight into its bf16 operands with P's (attn_dscores_bf16; its
+// row sum is rowsum(P * dP), dO . O's equal, over the same rounded dP: a row's dS then sums to zero as it should,
+// where with dO . O a lone key's dS would be dP's rounding error), dQ = dS K, dK += dS^T Q and dV += P^T dO.
+void block_bwd_bf16(const IsaTable& t, const Dims& d, const KeyPack& kp, const Block& b, Scratch& x, float* dQ,
+                    const GradRows& dK, const GradRows& dV) {
+  const int64_t W = b.width, c = b.pos0 - b.k0, D = d.D, Dp = (D + 1) / 2, Rp = (b.rows + 1) / 2;
+  const uint32_t* dO16 = row_pairs(t, b.dO, d.o_stride, b.rows, D, 0, x.a16);
+  float* dP = x.dP.data();
+  t.attn_mm_bf16(dO16, Dp, 1, kp.Vt16 + b.at, kp.n, dP, W, b.rows, W, Dp, false, b.causal ? kAttnTriCols : kAttnTriNone,
+                 c);
+  const int64_t off = b.at & 1, Wp = (W + off + 1) / 2;  // dS's pairs line up with K16's (pairs from position 0)
+  grow(x.ds16, b.rows * Wp);
+  grow(x.dsp16, Rp * W);
+  grow(x.p16, Rp * W);
+  const float* P = x.S.data();
+  const float* G = d.opt->softcap > 0.f ? x.G.data() : nullptr;
+  for (int64_t p = 0; p < Rp; ++p) {
+    const int64_t i = 2 * p, n = std::min<int64_t>(2, b.rows - i);
+    int64_t lo[2] = {0, 0}, hi[2] = {0, 0};
+    for (int64_t r = 0; r < n; ++r) {
+      const Visible v = b.causal ? visible(b.pos0 + i + r, b.k0, d.opt->window) : Visible{0, W};
+      lo[r] = v.lo, hi[r] = v.n;
+    }
+    t.attn_dscores_bf16(P + i * W, dP + i * W, G ? G + i * W : nullptr, W, n, lo, hi, d.scale, W, off,
+                        x.ds16.data() + i * Wp, Wp, x.dsp16.data() + p * W, x.p16.data() + p * W);
+  }
+  t.attn_mm_bf16(x.ds16.data(), Wp, 1, kp.K16 + (b.at / 2) * D, D, dQ, d.q_stride, b.rows, D, Wp, false,
+                 b.causal ? kAttnTriKEnd : kAttnTriNone, c + off);
+  grow(x.b16, Rp * D);
+  auto pairs_of_rows = [&](const float* X, int64_t ldx) {  // the block's rows of D in pairs
+    for (int64_t p = 0; p < Rp; ++p)
+      t.attn_bf16_pairs(X + 2 * p * ldx, 2 * p + 1 < b.rows ? X + (2 * p + 1) * ldx : nullptr, x.b16.data() + p * D, D);
+    return x.b16.data();
+  };
+  grad_keys(t, d, b, dK, nullptr, nullptr, 0, x.dsp16.data(), pairs_of_rows(b.Q, d.q_stride));
+  grad_keys(t, d, b, dV, nullptr, nullptr, 0, x.p16.data(), pairs_of_rows(b.dO, d.o_stride));
+}
+
 // The block's share of dQ (written), dK and dV (added). bf16: dP = dO V^T, dQ = dS K, dK += dS^T Q and dV += P^T dO
-// with bf16 operands; P itself is recomputed in f32 (the forward's lse).
+// with bf16 operands (block_bwd_bf16); P itself is recomputed in f32 (the forward's lse).
 void block_bwd(const IsaTable& t, const Dims& d, const KeyPack& kp, const Block& b, Precision prec, float* dQ,
                const GradRows& dK, const GradRows& dV) {
   Scratch& x = scratch();
   block_probs(t, d, kp, b, x, nullptr);
-  const int64_t W = b.width, c = b.pos0 - b.k0, D = d.D, Rp = (b.rows + 1) / 2;
-  const int tri_cols = b.causal ? kAttnTriCols : kAttnTriNone, tri_kend = b.causal ? kAttnTriKEnd : kAttnTriNone;
+  const int64_t W = b.width, c = b.pos0 - b.k0, D = d.D;
   grow(x.dP, b.rows * W);
+  if (prec == Precision::bf16) {
+    block_bwd_bf16(t, d, kp, b, x, dQ, dK, dV);
+    return;
+  }
   float *P = x.S.data(), *dP = x.dP.data();
-  if (prec == Precision::bf16) {
-    const uint32_t* dO16 = row_pairs(t, b.dO, d.o_stride, b.rows, D, 0, x.a16);
-    t.attn_mm_bf16(dO16, (D + 1) / 2, 1, kp.Vt16 + b.at, kp.n, dP, W, b.rows, W, (D + 1) / 2, false, tri_cols, c);
-  } else {
-    t.attn_mm_f32(b.dO, d.o_stride, 1, kp.Vt + b.at, kp.n, dP, W, b.rows, W, D, false, tri_cols, c);
-  }
-  dscores_rows(t, P, dP, x.G.data(), b.rows, W, b.pos0, b.k0, d.scale, *d.opt, b.dO, b.O, d.o_stride, D, b.causal,
-               prec == Precision::bf16);
-  if (prec == Precision::bf16) {
-    const int64_t off = b.at & 1, Wp = (W + off + 1) / 2;  // dS's pairs line up with K16's (pairs from position 0)
-    const uint32_t* dS16 = row_pairs(t, dP, W, b.rows, W, off, x.a16);
-    t.attn_mm_bf16(dS16, Wp, 1, kp.K16 + (b.at / 2) * D, D, dQ, d.q_stride, b.rows, D, Wp, false, tri_kend, c + off);
-    grow(x.a16, Rp * W);
-    grow(x.b16, Rp * D);
-    auto pairs_of_rows = [&](const float* X, int64_t ldx, int64_t n, uint32_t* out) {
-      for (int64_t p = 0; p < Rp; ++p)
-        t.attn_bf16_pairs(X + 2 * p * ldx, 2 * p + 1 < b.rows ? X + (2 * p + 1) * ldx : nullptr, out + p * n, n);
-    };
-    pairs_of_rows(dP, W, W, x.a16.data());
-    pairs_of_rows(b.Q, d.q_stride, D, x.b16.data());
-    grad_keys(t, d, b, dK, nullptr, nullptr, 0, x.a16.data(), x.b16.data());
-    pairs_of_rows(P, W, W, x.a16.data());
-    pairs_of_rows(b.dO, d.o_stride, D, x.b16.data());
-    grad_keys(t, d, b, dV, nullptr, nullptr, 0, x.a16.data(), x.b16.data());
-  } else {
-    t.attn_mm_f32(dP, W, 1, kp.K + b.at * kp.ldk, kp.ldk, dQ, d.q_stride, b.rows, D, W, false, tri_kend, c);
-    grad_keys(t, d, b, dK, dP, b.Q, d.q_stride, nullptr, nullptr);
-    grad_keys(t, d, b, dV, P, b.dO, d.o_stride, nullptr, nullptr);
-  }
+  t.attn_mm_f32(b.dO, d.o_stride, 1, kp.Vt + b.at, kp.n, dP, W, b.rows, W, D, false,
+                b.causal ? kAttnTriCols : kAttnTriNone, c);
+  dscores_rows(t, P, dP, x.G.data(), b.rows, W, b.pos0, b.k0, d.scale, *d.opt, b.dO, b.O, d.o_stride, D, b.causal);
+  t.attn_mm_f32(dP, W, 1, kp.K + b.at * kp.ldk, kp.ldk, dQ, d.q_stride, b.rows, D, W, false,
+                b.causal ? kAttnTriKEnd : kAttnTriNone, c);
+  grad_keys(t, d, b, dK, dP, b.Q, d.q_stride, nullptr, nullptr);
+  grad_keys(t, d, b, dV, P, b.dO, d.o_stride, nullptr, nullptr);
+}
+
+// At the start of block b: its own dO (and O) rows, read after its P, and the next block's Q rows (next: may be b).
+void prefetch_block(const Block& b, const Block& next, const Dims& d, Precision prec) {
+  prefetch_rows(b.dO, b.rows, d.o_stride, d.D);
+  if (prec == Precision::f32) prefetch_rows(b.O, b.rows, d.o_stride, d.D);
+  if (next.Q != b.Q) prefetch_rows(next.Q, next.rows, d.q_stride, d.D);
 }
 
 }  // namespace
@@ -386,24 +424,26 @@ void attention_bwd(const AttnShape& s, const float* q, const float* k, const flo
     }
     const KeyPack kp = pack_keys(t, rows_at(k + kr, s.T, s.kv_stride), rows_at(v + kr, s.T, s.kv_stride), s.D,
                                  s.precision, true, scratch());
-    for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h) {
-      for (int64_t qb = 0; qb < nqb; ++qb) {
-        const int64_t q0 = qb * kBlockQ, rows = q0 + kBlockQ < s.T ? kBlockQ : s.T - q0;
-        const KeySpan ks = shape_key_span(s, q0, rows);
-        const int64_t qr = (b * s.T + q0) * s.q_stride + h * s.D, orow = (b * s.T + q0) * s.o_stride + h * s.D;
-        const Block x{.Q = q + qr,
-                      .O = o + orow,
-                      .dO = dout + orow,
-                      .L = lse + (b * s.H + h) * s.T + q0,
-                      .rows = rows,
-                      .pos0 = q0,
-                      .k0 = ks.k0,
-                      .width = ks.width(),
-                      .at = ks.k0,
-                      .causal = s.causal};
-        block_bwd(t, d, kp, x, s.precision, dq + qr, {nullptr, 0, dK, s.kv_stride, 0},
-                  {nullptr, 0, dV, s.kv_stride, 0});
-      }
+    auto block = [&](int64_t i) {  // the task's i-th block: head kvh * group + i / nqb, queries from (i % nqb) * 64
+      const int64_t h = kvh * group + i / nqb, q0 = (i % nqb) * kBlockQ, rows = std::min(kBlockQ, s.T - q0);
+      const KeySpan ks = shape_key_span(s, q0, rows);
+      const int64_t qr = (b * s.T + q0) * s.q_stride + h * s.D, orow = (b * s.T + q0) * s.o_stride + h * s.D;
+      return Block{.Q = q + qr,
+                   .O = o + orow,
+                   .dO = dout + orow,
+                   .L = lse + (b * s.H + h) * s.T + q0,
+                   .rows = rows,
+                   .pos0 = q0,
+                   .k0 = ks.k0,
+                   .width = ks.width(),
+                   .at = ks.k0,
+                   .causal = s.causal};
+    };
+    for (int64_t i = 0; i < group * nqb; ++i) {
+      const Block x = block(i);
+      prefetch_block(x, i + 1 < group * nqb ? block(i + 1) : x, d, s.precision);
+      block_bwd(t, d, kp, x, s.precision, dq + (x.Q - q), {nullptr, 0, dK, s.kv_stride, 0},
+                {nullptr, 0, dV, s.kv_stride, 0});
     }
   });
 }

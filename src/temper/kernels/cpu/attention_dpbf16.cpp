@@ -118,11 +118,25 @@ inline __mmask32 mask32_of(int64_t n) {
   return n >= 32 ? static_cast<__mmask32>(0xffffffffu) : static_cast<__mmask32>((1u << n) - 1u);
 }
 
+// Stores of whole vectors where they are whole (a masked store costs about twice a plain one on Zen 4).
+inline void store16(uint32_t* p, __mmask16 m, __m512i x) {
+  if (m == 0xffff)
+    _mm512_storeu_si512(p, x);
+  else
+    _mm512_mask_storeu_epi32(p, m, x);
+}
+inline void store16h(uint16_t* p, __mmask16 m, __m256i x) {
+  if (m == 0xffff)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), x);
+  else
+    _mm256_mask_storeu_epi16(p, m, x);
+}
+
 void attn_bf16_pairs_cvt(const float* a, const float* b, uint32_t* out, int64_t n) {
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 m = mask_of(n - i);
     const __m512 y = b ? _mm512_maskz_loadu_ps(m, b + i) : _mm512_setzero_ps();
-    _mm512_mask_storeu_epi32(out + i, m, bf16_pairs16(_mm512_maskz_loadu_ps(m, a + i), y));
+    store16(out + i, m, bf16_pairs16(_mm512_maskz_loadu_ps(m, a + i), y));
   }
 }
 
@@ -134,9 +148,83 @@ void attn_bf16_row_cvt(const float* x, int64_t n, int64_t off, uint32_t* out) {
   for (int64_t i = 0; i < n; i += 32) {
     const __m512 lo = _mm512_maskz_loadu_ps(mask_of(n - i), x + i);
     const __m512 hi = n - i > 16 ? _mm512_maskz_loadu_ps(mask_of(n - i - 16), x + i + 16) : _mm512_setzero_ps();
-    _mm512_mask_storeu_epi16(h + off + i, mask32_of(n - i), _mm512_castps_si512((__m512)_mm512_cvtne2ps_pbh(hi, lo)));
+    const __m512i w = _mm512_castps_si512((__m512)_mm512_cvtne2ps_pbh(hi, lo));
+    if (n - i >= 32)
+      _mm512_storeu_si512(h + off + i, w);
+    else
+      _mm512_mask_storeu_epi16(h + off + i, mask32_of(n - i), w);
   }
   if ((n + off) & 1) _mm512_mask_storeu_epi16(h + n + off, 1, zero);
+}
+
+// Lanes [lo, hi) of the 16 columns from j0.
+inline __mmask16 span_mask(int64_t lo, int64_t hi, int64_t j0) {
+  const int64_t a = clamp(lo - j0, 16), b = clamp(hi - j0, 16);
+  return b <= a ? static_cast<__mmask16>(0) : static_cast<__mmask16>(((1u << b) - 1u) & ~((1u << a) - 1u));
+}
+
+// d_i: 16 lanes from lo (lane l sums columns lo + l, lo + l + 16, ...), folded in order.
+float row_sum(const float* P, const float* dP, int64_t lo, int64_t hi) {
+  __m512 acc = _mm512_setzero_ps();
+  for (int64_t j = lo; j < hi; j += 16) {
+    const __mmask16 m = mask_of(hi - j);
+    acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, P + j), _mm512_maskz_loadu_ps(m, dP + j), acc);
+  }
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, acc);
+  float sum = 0.f;
+  for (float x : lanes) sum += x;
+  return sum;
+}
+
+// One row's dS on the 16 columns from j0 (span mask m), +0 outside the span (0 * (0 - d) may be -0).
+inline __m512 dscores16(const float* dP, const float* G, __m512 p, int64_t j0, __mmask16 m, __m512 d, __m512 sc) {
+  __m512 ds = _mm512_mul_ps(_mm512_mul_ps(p, _mm512_sub_ps(_mm512_maskz_loadu_ps(m, dP + j0), d)), sc);
+  if (G) ds = _mm512_mul_ps(ds, _mm512_maskz_loadu_ps(m, G + j0));
+  return _mm512_maskz_mov_ps(m, ds);
+}
+
+// IsaTable::attn_dscores_bf16: as attention_tiles.inc's (the same d and dS), 16 columns a step, rounding on
+// VCVTNE2PS2BF16; TWO: two rows (named registers: GCC keeps an array of them on the stack).
+template <bool TWO>
+void dscores_rows(const float* P, const float* dP, const float* G, int64_t ld, const int64_t* lo, const int64_t* hi,
+                  float scale, int64_t W, int64_t off, uint32_t* ds_rows, int64_t ldr, uint32_t* ds_pairs,
+                  uint32_t* p_pairs) {
+  const __m512 d0 = _mm512_set1_ps(row_sum(P, dP, lo[0], hi[0]));
+  const __m512 d1 = TWO ? _mm512_set1_ps(row_sum(P + ld, dP + ld, lo[1], hi[1])) : d0;
+  const __m512 sc = _mm512_set1_ps(scale);
+  const __m512i zero = _mm512_setzero_si512();
+  uint16_t* h0 = reinterpret_cast<uint16_t*>(ds_rows);
+  uint16_t* h1 = reinterpret_cast<uint16_t*>(ds_rows + ldr);
+  if (off) _mm512_mask_storeu_epi16(h0, 1, zero);
+  if ((W + off) & 1) _mm512_mask_storeu_epi16(h0 + W + off, 1, zero);
+  if (TWO && off) _mm512_mask_storeu_epi16(h1, 1, zero);
+  if (TWO && ((W + off) & 1)) _mm512_mask_storeu_epi16(h1 + W + off, 1, zero);
+  const float* G1 = G ? G + ld : nullptr;
+  for (int64_t j0 = 0; j0 < W; j0 += 16) {
+    const __mmask16 cols = mask_of(W - j0), m0 = span_mask(lo[0], hi[0], j0);
+    const __m512 p0 = _mm512_maskz_loadu_ps(m0, P + j0);
+    const __m512 ds0 = dscores16(dP, G, p0, j0, m0, d0, sc);
+    store16h(h0 + off + j0, cols, (__m256i)_mm512_cvtneps_pbh(ds0));
+    __m512 p1 = _mm512_setzero_ps(), ds1 = p1;
+    if constexpr (TWO) {
+      const __mmask16 m1 = span_mask(lo[1], hi[1], j0);
+      p1 = _mm512_maskz_loadu_ps(m1, P + ld + j0);
+      ds1 = dscores16(dP + ld, G1, p1, j0, m1, d1, sc);
+      store16h(h1 + off + j0, cols, (__m256i)_mm512_cvtneps_pbh(ds1));
+    }
+    store16(ds_pairs + j0, cols, bf16_pairs16(ds0, ds1));
+    store16(p_pairs + j0, cols, bf16_pairs16(p0, p1));
+  }
+}
+
+void attn_dscores_cvt(const float* P, const float* dP, const float* G, int64_t ld, int64_t rows, const int64_t* lo,
+                      const int64_t* hi, float scale, int64_t W, int64_t off, uint32_t* ds_rows, int64_t ldr,
+                      uint32_t* ds_pairs, uint32_t* p_pairs) {
+  if (rows > 1)
+    dscores_rows<true>(P, dP, G, ld, lo, hi, scale, W, off, ds_rows, ldr, ds_pairs, p_pairs);
+  else
+    dscores_rows<false>(P, dP, G, ld, lo, hi, scale, W, off, ds_rows, ldr, ds_pairs, p_pairs);
 }
 
 }  // namespace
@@ -162,6 +250,7 @@ void fill_attention_dpbf16(IsaTable& t) {
   t.attn_mm_bf16 = attn_mm_dpbf16;
   t.attn_bf16_pairs = attn_bf16_pairs_cvt;
   t.attn_bf16_row = attn_bf16_row_cvt;
+  t.attn_dscores_bf16 = attn_dscores_cvt;
   t.attn_bf16_kernel = "vdpbf16ps";
 }
 
