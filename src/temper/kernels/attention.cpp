@@ -218,11 +218,10 @@ KeyPack pack_keys(const IsaTable& t, const KeyRows& K, const KeyRows& V, int64_t
   const int64_t n = K.n, Dp = (D + 1) / 2, np = (n + 1) / 2;
   grow(x.Vt16, Dp * n);
   grow(x.K16, np * D);
-  grow(x.a16, Dp);
-  for (int64_t j = 0; j < n; ++j) {  // V's row j as pairs along it, then into column j
-    t.attn_bf16_row(V.row(j), D, 0, x.a16.data());
-    for (int64_t p = 0; p < Dp; ++p) x.Vt16[p * n + j] = x.a16[p];
-  }
+  pack_transposed(t, V, D, x.Vt);  // V^T [D, n], then its rows in pairs: column j holds V's row j in pairs along it
+  for (int64_t p = 0; p < Dp; ++p)
+    t.attn_bf16_pairs(x.Vt.data() + 2 * p * n, 2 * p + 1 < D ? x.Vt.data() + (2 * p + 1) * n : nullptr,
+                      x.Vt16.data() + p * n, n);
   for (int64_t p = 0; p < np; ++p)
     t.attn_bf16_pairs(K.row(2 * p), 2 * p + 1 < n ? K.row(2 * p + 1) : nullptr, x.K16.data() + p * D, D);
   kp.Vt16 = x.Vt16.data();
