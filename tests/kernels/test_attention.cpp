@@ -568,65 +568,78 @@ TEST(OpAttention, Bf16OperandRoundingIsF32ToBf16EveryIsa) {
   });
 }
 
-// The bf16 backward's dS step (IsaTable::attn_dscores_bf16) on every ISA against fp64: d = sum of P dP over the
-// visible columns, dS = P (dP - d) scale (* G) there and +0 elsewhere, in its three layouts (rows with off 0 and 1,
-// pairs of the two rows; one row alone), and P's pairs exactly f32_to_bf16's.
+// The bf16 backward's dS step (IsaTable::attn_dscores_bf16) on every ISA against fp64: P given, or from scores and
+// the row's lse (P = exp(s * es - L)); d = sum of P dP over the visible columns, dS = P (dP - d) scale (* G) there
+// and +0 elsewhere, in its three layouts (rows with off 0 and 1, pairs of the two rows; one row alone), and P's pairs
+// (exactly f32_to_bf16's where P is given).
 TEST(OpAttention, Bf16DscoresMatchTheReferenceEveryIsa) {
   const int64_t W = 45, ld = 48;
-  auto P = random_vec(2 * ld, 85), dP = random_vec(2 * ld, 86), G = random_vec(2 * ld, 87);
+  auto P = random_vec(2 * ld, 85), dP = random_vec(2 * ld, 86), G = random_vec(2 * ld, 87), S = random_vec(2 * ld, 88);
   for (float& x : P) x = std::fabs(x) / 8.f;
+  for (float& x : S) x *= 8.f;  // scores; es = 1/8 below
+  const float L[2] = {1.5f, -0.25f}, es = 0.125f;
   const int64_t lo[2] = {3, 0}, hi[2] = {29, 45};
-  for (int64_t i = 0; i < 2; ++i)  // P is zero outside a row's visible columns (and dP anything)
+  for (int64_t i = 0; i < 2; ++i)  // P is zero outside a row's visible columns (scores and dP anything)
     for (int64_t j = 0; j < ld; ++j)
-      if (j < lo[i] || j >= hi[i]) P[i * ld + j] = 0.f, dP[i * ld + j] = 1e30f;
+      if (j < lo[i] || j >= hi[i]) P[i * ld + j] = 0.f, dP[i * ld + j] = 1e30f, S[i * ld + j] = 1e30f;
   const float scale = 0.125f;
   auto bits = [](float f) { return uint32_t(f32_to_bf16(f)); };
-  for (bool capped : {false, true})
-    for (int64_t rows : {int64_t{2}, int64_t{1}})
-      for (int64_t off : {int64_t{0}, int64_t{1}}) {
-        SCOPED_TRACE("capped " + std::to_string(capped) + " rows " + std::to_string(rows) + " off " +
-                     std::to_string(off));
-        std::vector<double> want(2 * W, 0.0);  // fp64 dS [2, W]
-        for (int64_t i = 0; i < rows; ++i) {
-          double d = 0;
-          for (int64_t j = lo[i]; j < hi[i]; ++j) d += double(P[i * ld + j]) * dP[i * ld + j];
-          for (int64_t j = lo[i]; j < hi[i]; ++j)
-            want[i * W + j] = P[i * ld + j] * (dP[i * ld + j] - d) * scale * (capped ? G[i * ld + j] : 1.0);
-        }
-        const int64_t Wp = (W + off + 1) / 2;
-        for_each_isa([&](Isa isa) {
-          const IsaTable& t = isa_table(isa);
-          std::vector<uint32_t> rows16(2 * Wp, 0xdeadbeefu), dsp(W + 1, 0xdeadbeefu), pp(W + 1, 0xdeadbeefu);
-          t.attn_dscores_bf16(P.data(), dP.data(), capped ? G.data() : nullptr, ld, rows, lo, hi, scale, W, off,
-                              rows16.data(), Wp, dsp.data(), pp.data());
-          std::vector<float> got, got_row;
-          std::vector<double> ref;
-          for (int64_t i = 0; i < 2; ++i)
-            for (int64_t j = 0; j < W; ++j) {
-              const uint32_t w = dsp[j];
-              got.push_back(bf16_to_f32(static_cast<uint16_t>(i == 0 ? w : w >> 16)));
-              ref.push_back(want[i * W + j]);
-              if (want[i * W + j] == 0.0) {
-                EXPECT_EQ(i == 0 ? w & 0xffffu : w >> 16, 0u) << "+0 at " << i << "," << j;
+  for (bool from_scores : {false, true})
+    for (bool capped : {false, true})
+      for (int64_t rows : {int64_t{2}, int64_t{1}})
+        for (int64_t off : {int64_t{0}, int64_t{1}}) {
+          SCOPED_TRACE("from scores " + std::to_string(from_scores) + " capped " + std::to_string(capped) + " rows " +
+                       std::to_string(rows) + " off " + std::to_string(off));
+          std::vector<double> want(2 * W, 0.0), pw(2 * W, 0.0);  // fp64 dS and P [2, W]
+          for (int64_t i = 0; i < rows; ++i) {
+            double d = 0;
+            for (int64_t j = lo[i]; j < hi[i]; ++j) {
+              pw[i * W + j] = from_scores ? std::exp(double(S[i * ld + j]) * es - L[i]) : P[i * ld + j];
+              d += pw[i * W + j] * dP[i * ld + j];
+            }
+            for (int64_t j = lo[i]; j < hi[i]; ++j)
+              want[i * W + j] = pw[i * W + j] * (dP[i * ld + j] - d) * scale * (capped ? G[i * ld + j] : 1.0);
+          }
+          const int64_t Wp = (W + off + 1) / 2;
+          for_each_isa([&](Isa isa) {
+            const IsaTable& t = isa_table(isa);
+            std::vector<uint32_t> rows16(2 * Wp, 0xdeadbeefu), dsp(W + 1, 0xdeadbeefu), pp(W + 1, 0xdeadbeefu);
+            std::vector<float> in = from_scores ? S : P;
+            t.attn_dscores_bf16(in.data(), from_scores ? L : nullptr, es, dP.data(), capped ? G.data() : nullptr, ld,
+                                rows, lo, hi, scale, W, off, rows16.data(), Wp, dsp.data(), pp.data());
+            std::vector<float> got, got_p;
+            std::vector<double> ref, ref_p;
+            for (int64_t i = 0; i < 2; ++i)
+              for (int64_t j = 0; j < W; ++j) {
+                const uint32_t w = dsp[j], p16 = pp[j] >> (16 * i) & 0xffffu;
+                got.push_back(bf16_to_f32(static_cast<uint16_t>(i == 0 ? w : w >> 16)));
+                ref.push_back(want[i * W + j]);
+                got_p.push_back(bf16_to_f32(static_cast<uint16_t>(p16)));
+                ref_p.push_back(pw[i * W + j]);
+                if (want[i * W + j] == 0.0) {
+                  EXPECT_EQ(i == 0 ? w & 0xffffu : w >> 16, 0u) << "+0 at " << i << "," << j;
+                }
+                if (!from_scores) {
+                  EXPECT_EQ(p16, i < rows ? bits(P[i * ld + j]) : 0u) << "P at " << i << "," << j;
+                }
               }
-              EXPECT_EQ(pp[j] >> (16 * i) & 0xffffu, i < rows ? bits(P[i * ld + j]) : 0u) << "P at " << i << "," << j;
+            EXPECT_EQ(dsp[W], 0xdeadbeefu);
+            EXPECT_EQ(pp[W], 0xdeadbeefu);
+            EXPECT_TRUE(all_close(got, ref, tolerance(Kind::bf16, 4), 1e-6));
+            EXPECT_TRUE(all_close(got_p, ref_p, tolerance(Kind::bf16, 4), 1e-30));
+            for (int64_t i = 0; i < rows; ++i) {  // the rows' stream: off zeros, then the row's dS, then a zero
+              const uint16_t* h = reinterpret_cast<const uint16_t*>(rows16.data() + i * Wp);
+              for (int64_t k = 0; k < 2 * Wp; ++k) {
+                const int64_t j = k - off;
+                const uint32_t pair = dsp[j < 0 || j >= W ? 0 : j];
+                EXPECT_EQ(h[k], j < 0 || j >= W ? 0u : (i == 0 ? pair & 0xffffu : pair >> 16)) << i << "," << k;
+              }
             }
-          EXPECT_EQ(dsp[W], 0xdeadbeefu);
-          EXPECT_EQ(pp[W], 0xdeadbeefu);
-          EXPECT_TRUE(all_close(got, ref, tolerance(Kind::bf16, 4), 1e-6));
-          for (int64_t i = 0; i < rows; ++i) {  // the rows' stream: off zeros, then the row's dS, then a zero
-            const uint16_t* h = reinterpret_cast<const uint16_t*>(rows16.data() + i * Wp);
-            for (int64_t k = 0; k < 2 * Wp; ++k) {
-              const int64_t j = k - off;
-              const uint32_t pair = dsp[j < 0 || j >= W ? 0 : j];
-              EXPECT_EQ(h[k], j < 0 || j >= W ? 0u : (i == 0 ? pair & 0xffffu : pair >> 16)) << i << "," << k;
+            if (rows == 1) {
+              EXPECT_EQ(rows16[Wp], 0xdeadbeefu) << "a lone row writes one row";
             }
-          }
-          if (rows == 1) {
-            EXPECT_EQ(rows16[Wp], 0xdeadbeefu) << "a lone row writes one row";
-          }
-        });
-      }
+          });
+        }
 }
 
 // `temper info` and every bench JSON name the attention's kernels (kernels::attention_kernel_name): the names are

@@ -303,12 +303,22 @@ uint32_t* row_pairs(const IsaTable& t, const float* X, int64_t ldx, int64_t rows
   return buf.data();
 }
 
-// The bf16 backward after P: dP = dO V^T, then dS straight into its bf16 operands with P's (attn_dscores_bf16; its
+// The bf16 backward: the scores, dP = dO V^T, then P and dS straight into their bf16 operands (attn_dscores_bf16; its
 // row sum is rowsum(P * dP), dO . O's equal, over the same rounded dP: a row's dS then sums to zero as it should,
 // where with dO . O a lone key's dS would be dP's rounding error), dQ = dS K, dK += dS^T Q and dV += P^T dO.
 void block_bwd_bf16(const IsaTable& t, const Dims& d, const KeyPack& kp, const Block& b, Scratch& x, float* dQ,
                     const GradRows& dK, const GradRows& dV) {
   const int64_t W = b.width, c = b.pos0 - b.k0, D = d.D, Dp = (D + 1) / 2, Rp = (b.rows + 1) / 2;
+  // The scores on the f32 tiles (capped where there is a cap, G its factor); attn_dscores_bf16 takes their exp.
+  grow(x.S, b.rows * W);
+  t.attn_mm_f32(b.Q, d.q_stride, 1, kp.Kt + b.at, kp.n, x.S.data(), W, b.rows, W, D, false,
+                b.causal ? kAttnTriCols : kAttnTriNone, c);
+  const bool capped = d.opt->softcap > 0.f;
+  if (capped) grow(x.G, b.rows * W);
+  for (int64_t i = 0; capped && i < b.rows; ++i) {
+    const Visible v = b.causal ? visible(b.pos0 + i, b.k0, d.opt->window) : Visible{0, W};
+    t.softcap(x.S.data() + i * W + v.lo, v.n - v.lo, d.scale, d.opt->softcap, x.G.data() + i * W + v.lo);
+  }
   const uint32_t* dO16 = row_pairs(t, b.dO, d.o_stride, b.rows, D, 0, x.a16);
   float* dP = x.dP.data();
   t.attn_mm_bf16(dO16, Dp, 1, kp.Vt16 + b.at, kp.n, dP, W, b.rows, W, Dp, false, b.causal ? kAttnTriCols : kAttnTriNone,
@@ -317,8 +327,8 @@ void block_bwd_bf16(const IsaTable& t, const Dims& d, const KeyPack& kp, const B
   grow(x.ds16, b.rows * Wp);
   grow(x.dsp16, Rp * W);
   grow(x.p16, Rp * W);
-  const float* P = x.S.data();
-  const float* G = d.opt->softcap > 0.f ? x.G.data() : nullptr;
+  float* P = x.S.data();
+  const float* G = capped ? x.G.data() : nullptr;
   for (int64_t p = 0; p < Rp; ++p) {
     const int64_t i = 2 * p, n = std::min<int64_t>(2, b.rows - i);
     int64_t lo[2] = {0, 0}, hi[2] = {0, 0};
@@ -326,8 +336,8 @@ void block_bwd_bf16(const IsaTable& t, const Dims& d, const KeyPack& kp, const B
       const Visible v = b.causal ? visible(b.pos0 + i + r, b.k0, d.opt->window) : Visible{0, W};
       lo[r] = v.lo, hi[r] = v.n;
     }
-    t.attn_dscores_bf16(P + i * W, dP + i * W, G ? G + i * W : nullptr, W, n, lo, hi, d.scale, W, off,
-                        x.ds16.data() + i * Wp, Wp, x.dsp16.data() + p * W, x.p16.data() + p * W);
+    t.attn_dscores_bf16(P + i * W, b.L + i, capped ? 1.0f : d.scale, dP + i * W, G ? G + i * W : nullptr, W, n, lo, hi,
+                        d.scale, W, off, x.ds16.data() + i * Wp, Wp, x.dsp16.data() + p * W, x.p16.data() + p * W);
   }
   t.attn_mm_bf16(x.ds16.data(), Wp, 1, kp.K16 + (b.at / 2) * D, D, dQ, d.q_stride, b.rows, D, Wp, false,
                  b.causal ? kAttnTriKEnd : kAttnTriNone, c + off);
@@ -346,13 +356,13 @@ void block_bwd_bf16(const IsaTable& t, const Dims& d, const KeyPack& kp, const B
 void block_bwd(const IsaTable& t, const Dims& d, const KeyPack& kp, const Block& b, Precision prec, float* dQ,
                const GradRows& dK, const GradRows& dV) {
   Scratch& x = scratch();
-  block_probs(t, d, kp, b, x, nullptr);
   const int64_t W = b.width, c = b.pos0 - b.k0, D = d.D;
   grow(x.dP, b.rows * W);
   if (prec == Precision::bf16) {
     block_bwd_bf16(t, d, kp, b, x, dQ, dK, dV);
     return;
   }
+  block_probs(t, d, kp, b, x, nullptr);
   float *P = x.S.data(), *dP = x.dP.data();
   t.attn_mm_f32(b.dO, d.o_stride, 1, kp.Vt + b.at, kp.n, dP, W, b.rows, W, D, false,
                 b.causal ? kAttnTriCols : kAttnTriNone, c);

@@ -163,12 +163,37 @@ inline __mmask16 span_mask(int64_t lo, int64_t hi, int64_t j0) {
   return b <= a ? static_cast<__mmask16>(0) : static_cast<__mmask16>(((1u << b) - 1u) & ~((1u << a) - 1u));
 }
 
-// d_i: 16 lanes from lo (lane l sums columns lo + l, lo + l + 16, ...), folded in order.
-float row_sum(const float* P, const float* dP, int64_t lo, int64_t hi) {
+// attention_tiles.inc's attn_exp (isa_kernels.inc's exp_f) on 16 lanes.
+inline __m512 exp16(__m512 x) {
+  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.3f)), _mm512_set1_ps(88.37f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), _mm512_set1_ps(0.5f)),
+                                        _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0f));
+  const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127)), 23);
+  return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
+}
+
+// d_i: 16 lanes from lo (lane l sums columns lo + l, lo + l + 16, ...), folded in order; with L, P's exp first
+// (written back).
+float row_sum(float* P, const float* L, float es, const float* dP, int64_t lo, int64_t hi) {
   __m512 acc = _mm512_setzero_ps();
+  const __m512 s = _mm512_set1_ps(es), l = L ? _mm512_set1_ps(*L) : s;
   for (int64_t j = lo; j < hi; j += 16) {
     const __mmask16 m = mask_of(hi - j);
-    acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, P + j), _mm512_maskz_loadu_ps(m, dP + j), acc);
+    __m512 p = _mm512_maskz_loadu_ps(m, P + j);
+    if (L) {
+      p = _mm512_maskz_mov_ps(m, exp16(_mm512_fmsub_ps(p, s, l)));
+      _mm512_mask_storeu_ps(P + j, m, p);
+    }
+    acc = _mm512_fmadd_ps(p, _mm512_maskz_loadu_ps(m, dP + j), acc);
   }
   alignas(64) float lanes[16];
   _mm512_store_ps(lanes, acc);
@@ -187,11 +212,11 @@ inline __m512 dscores16(const float* dP, const float* G, __m512 p, int64_t j0, _
 // IsaTable::attn_dscores_bf16: as attention_tiles.inc's (the same d and dS), 16 columns a step, rounding on
 // VCVTNE2PS2BF16; TWO: two rows (named registers: GCC keeps an array of them on the stack).
 template <bool TWO>
-void dscores_rows(const float* P, const float* dP, const float* G, int64_t ld, const int64_t* lo, const int64_t* hi,
-                  float scale, int64_t W, int64_t off, uint32_t* ds_rows, int64_t ldr, uint32_t* ds_pairs,
-                  uint32_t* p_pairs) {
-  const __m512 d0 = _mm512_set1_ps(row_sum(P, dP, lo[0], hi[0]));
-  const __m512 d1 = TWO ? _mm512_set1_ps(row_sum(P + ld, dP + ld, lo[1], hi[1])) : d0;
+void dscores_rows(float* P, const float* L, float es, const float* dP, const float* G, int64_t ld, const int64_t* lo,
+                  const int64_t* hi, float scale, int64_t W, int64_t off, uint32_t* ds_rows, int64_t ldr,
+                  uint32_t* ds_pairs, uint32_t* p_pairs) {
+  const __m512 d0 = _mm512_set1_ps(row_sum(P, L, es, dP, lo[0], hi[0]));
+  const __m512 d1 = TWO ? _mm512_set1_ps(row_sum(P + ld, L ? L + 1 : nullptr, es, dP + ld, lo[1], hi[1])) : d0;
   const __m512 sc = _mm512_set1_ps(scale);
   const __m512i zero = _mm512_setzero_si512();
   uint16_t* h0 = reinterpret_cast<uint16_t*>(ds_rows);
@@ -218,13 +243,13 @@ void dscores_rows(const float* P, const float* dP, const float* G, int64_t ld, c
   }
 }
 
-void attn_dscores_cvt(const float* P, const float* dP, const float* G, int64_t ld, int64_t rows, const int64_t* lo,
-                      const int64_t* hi, float scale, int64_t W, int64_t off, uint32_t* ds_rows, int64_t ldr,
-                      uint32_t* ds_pairs, uint32_t* p_pairs) {
+void attn_dscores_cvt(float* P, const float* L, float es, const float* dP, const float* G, int64_t ld, int64_t rows,
+                      const int64_t* lo, const int64_t* hi, float scale, int64_t W, int64_t off, uint32_t* ds_rows,
+                      int64_t ldr, uint32_t* ds_pairs, uint32_t* p_pairs) {
   if (rows > 1)
-    dscores_rows<true>(P, dP, G, ld, lo, hi, scale, W, off, ds_rows, ldr, ds_pairs, p_pairs);
+    dscores_rows<true>(P, L, es, dP, G, ld, lo, hi, scale, W, off, ds_rows, ldr, ds_pairs, p_pairs);
   else
-    dscores_rows<false>(P, dP, G, ld, lo, hi, scale, W, off, ds_rows, ldr, ds_pairs, p_pairs);
+    dscores_rows<false>(P, L, es, dP, G, ld, lo, hi, scale, W, off, ds_rows, ldr, ds_pairs, p_pairs);
 }
 
 }  // namespace
