@@ -4,8 +4,11 @@
 // The plan against measured peak RSS is tests/e2e/memory_plan_rss.sh.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "common/error_of.h"
 #include "temper/app/memory_plan.h"
+#include "temper/app/run_memory.h"
 #include "temper/io/hf_config.h"
 #include "temper/model/frozen_base.h"
 #include "temper/model/param_layout.h"
@@ -135,6 +138,45 @@ TEST(MemoryPlan, RolloutsAddTheKvCacheAsBudgetedOrComputed) {
   s.kv_memory_mb = 256;  // whole blocks of rl.kv_memory_mb
   const double block = 2.0 * 28 * 16 * 512 * 4;
   EXPECT_EQ(item(plan_memory(c, s), "KV cache"), std::floor(256.0 * (1 << 20) / block) * block);
+}
+
+// temper train's evaluation: the blocks its sequences write (eval_seqs of eval_seq tokens) when the scan knows the
+// longest held-out prompt, else the whole eval.kv_memory_mb pool.
+TEST(MemoryPlan, TheEvaluationCountsTheBlocksItWrites) {
+  const ModelConfig c = qwen25_7b();
+  auto eval_of = [](RunConfig& r) {
+    r.eval.problems = 100, r.eval.samples = 1, r.eval.max_seqs = 4, r.eval.max_new = 128;
+  };
+  RunConfig cfg;
+  eval_of(cfg);
+  RunMemoryFacts f;
+  f.eval_prompt = 300;
+  MemorySettings s;
+  s.seq = 1024, s.evaluation = true, s.eval_kv_memory_mb = 256;
+  const double block = 2.0 * 28 * 16 * 512 * 4, pool = std::floor(256.0 * (1 << 20) / block) * block;
+  EXPECT_EQ(item(plan_memory(c, s), "KV cache (evaluation)"), pool);
+  evaluation_sequences(cfg, c, f, s);
+  EXPECT_EQ(s.eval_seqs, 4);                                                      // min(max_seqs, problems x samples)
+  EXPECT_EQ(s.eval_seq, 300 + 128);                                               // the longest prompt + max_new
+  EXPECT_EQ(item(plan_memory(c, s), "KV cache (evaluation)"), 4.0 * 27 * block);  // 27 blocks of 16 hold 428
+  cfg.eval.problems = 1, cfg.eval.samples = 3;
+  MemorySettings few;
+  evaluation_sequences(cfg, c, f, few);
+  EXPECT_EQ(few.eval_seqs, 3);
+  // The prompts are longer than the scan saw: the whole pool.
+  for (int why = 0; why < 3; ++why) {
+    RunConfig r;
+    eval_of(r);
+    RunMemoryFacts g = f;
+    if (why == 0) r.eval.revisions = 2;            // each round appends the attempt
+    if (why == 1) r.eval.preference = {0.5, 0.5};  // [fair]'s prefix on every prompt
+    if (why == 2) g.eval_prompt = 0;               // a held-out stream: not measured
+    MemorySettings w;
+    w.seq = 1024, w.evaluation = true, w.eval_kv_memory_mb = 256;
+    evaluation_sequences(r, c, g, w);
+    EXPECT_EQ(w.eval_seqs, 0) << why;
+    EXPECT_EQ(item(plan_memory(c, w), "KV cache (evaluation)"), pool) << why;
+  }
 }
 
 TEST(MemoryPlan, AsyncAddsTheExplorersWeightsAndItsOwnKvCache) {

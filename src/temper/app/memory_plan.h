@@ -45,7 +45,8 @@ struct MemorySettings {
   bool evaluation = false;
   int64_t eval_kv_memory_mb = 256;
   // The sequences the evaluation decodes at once and their longest (prompt + eval.max_new; 0: seq), when known (0:
-  // its whole KV budget): the pool hands out its lowest free blocks first (kv_pool.cpp), so only theirs are written.
+  // its whole KV budget): the pool reuses freed blocks before untouched ones (kv_pool.cpp), so the blocks written are
+  // at most the most ever live at once.
   int64_t eval_seqs = 0, eval_seq = 0;
   // LoRA: rank 0 = full fine-tuning. Adapters on q, k, v, o, gate, up, down; the base frozen in bf16, or int4
   // (QLoRA: 4.5 bits a weight with its scales) for the block products; the reference is the base itself.

@@ -9,16 +9,14 @@
 
 namespace temper::app {
 
-namespace {
-
-// The KV blocks the evaluation writes: at most eval.max_seqs sequences at once of the longest held-out prompt,
-// eval.max_new tokens and a speculative draft's gamma (sequential revisions grow the prompt: left at the whole pool).
 void evaluation_sequences(const RunConfig& cfg, const ModelConfig& mc, const RunMemoryFacts& f, MemorySettings& s) {
   const rl::EvalConfig& e = cfg.eval;
-  if (f.eval_prompt <= 0 || e.revisions > 0) return;
+  if (f.eval_prompt <= 0 || e.revisions > 0 || !e.preference.empty()) return;
   s.eval_seqs = std::max<int64_t>(1, std::min(e.max_seqs, e.problems * e.samples));
-  s.eval_seq = std::min(mc.max_position_embeddings, f.eval_prompt + e.max_new + e.speculative_gamma);
+  s.eval_seq = std::min(mc.max_position_embeddings, f.eval_prompt + e.max_new);
 }
+
+namespace {
 
 MemorySettings settings_for(const RunConfig& cfg, const ModelConfig& mc, const RunMemoryFacts& f) {
   MemorySettings s;

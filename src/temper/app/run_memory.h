@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "temper/app/memory_plan.h"
 #include "temper/app/run_config.h"
 #include "temper/kernels/matmul.h"
 #include "temper/model/config.h"
@@ -27,5 +28,12 @@ struct RunMemoryFacts {
 };
 
 void check_run_memory(const RunConfig& cfg, const ModelConfig& mc, const RunMemoryFacts& f);
+
+// The KV blocks the evaluation writes (s.eval_seqs, s.eval_seq): at most eval.max_seqs sequences at once of the
+// longest held-out prompt and eval.max_new tokens. Left at 0 (the whole pool) where the prompts the evaluation sends
+// are longer than the scan measured: sequential revisions (each round appends the attempt), [fair]'s preference
+// prefix (evaluate.cpp conditions every prompt), a held-out stream past the rows scan_inputs measured (f.eval_prompt
+// 0).
+void evaluation_sequences(const RunConfig& cfg, const ModelConfig& mc, const RunMemoryFacts& f, MemorySettings& s);
 
 }  // namespace temper::app

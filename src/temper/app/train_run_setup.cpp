@@ -101,8 +101,13 @@ void TrainRun::scan_inputs() {
   const bool rl = cfg_.rl_steps() > 0, sft = cfg_.sft_steps() > 0, sft_gold = sft && !cfg_.sft.teacher_completions,
              eval = !cfg_.env;
   std::vector<std::string> said;
+  // A procedural stream is measured on its first rows: as many as an evaluation sends (up to 4096), so the memory
+  // plan knows the longest held-out prompt; past that it keeps the evaluation's whole KV pool.
+  o.stream_rows = std::max<int64_t>(o.stream_rows, std::min<int64_t>(cfg_.eval.problems, 4096));
+  bool eval_unmeasured = false;
   auto scan = [&](std::shared_ptr<const tasks::Task>& t, bool train, bool held_out, bool gold) {
     o.train = train, o.eval = held_out, o.sft = gold;
+    if (held_out && t->size(tasks::Split::eval) < 0 && cfg_.eval.problems > o.stream_rows) eval_unmeasured = true;
     ScanOutcome s = scan_prompts(t, codec_, o);
     t = s.task;
     if (!s.message.empty()) said.push_back(s.message);
@@ -118,6 +123,7 @@ void TrainRun::scan_inputs() {
     max_prompt_ = std::max(r.train.longest, f.train.longest), max_sft_row_ = f.train.longest_row;
   }
   if (heldout_ && eval) max_eval_prompt_ = std::max(max_eval_prompt_, scan(heldout_, false, true, false).eval.longest);
+  if (eval_unmeasured) max_eval_prompt_ = 0;  // not known: the plan keeps the evaluation's whole pool
   if (root_)
     for (const std::string& m : said) std::fprintf(stderr, "temper train: %s\n", m.c_str());
 }

@@ -5,9 +5,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <string>
+
+#include "temper/core/log.h"
 
 namespace temper {
 
@@ -68,7 +72,14 @@ void zero_and_release(void* p, size_t n) {
   }
   std::memset(b, 0, static_cast<size_t>(pages.begin - b));
   std::memset(pages.end, 0, static_cast<size_t>(b + n - pages.end));
-  if (!drop_pages(pages)) std::memset(pages.begin, 0, static_cast<size_t>(pages.end - pages.begin));
+  if (drop_pages(pages)) return;
+  const int err = errno;
+  std::memset(pages.begin, 0, static_cast<size_t>(pages.end - pages.begin));
+  static std::atomic<bool> said{false};  // once a process: the memory plan counted these pages as given back
+  if (!said.exchange(true)) {
+    TEMPER_LOG(warn) << "madvise(MADV_DONTNEED) refused (" << std::strerror(err)
+                     << "): released gradient or weight pages stay resident, above the memory plan";
+  }
 }
 
 }  // namespace temper

@@ -27,7 +27,8 @@ bool drop_pages(PageSpan s);
 // Zeroes [p, p + n) of private anonymous memory and gives its whole pages back (drop_pages; the partial pages at
 // the ends, shared with neighbours, are zeroed in place): the range reads as zeros and its whole pages cost nothing
 // until written. A gradient or weight buffer's range that is no longer needed. Advice: when the system does not take
-// it the range is zeroed by hand (still zeros, still resident) and the caller carries on.
+// it the range is zeroed by hand (still zeros, still resident), the first refusal is logged (warn) and the caller
+// carries on.
 void zero_and_release(void* p, size_t n);
 
 }  // namespace temper
