@@ -2,6 +2,7 @@
 #include "temper/app/memory_plan.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -419,12 +420,13 @@ class PlanBuilder {
   // copied's bytes in the file (given back once copied; 4 B a value at most). The peak over the load.
   double load_peak() const {
     const double held = FrozenBase::bytes_for(cfg_, held_format()) / linear_;  // a value
-    const int64_t C = cfg_.hidden_size, Hq = cfg_.num_heads * cfg_.head_dim, F = cfg_.intermediate_size;
+    const auto shapes = block_products(cfg_);
     std::vector<std::pair<int64_t, int64_t>> products;  // [begin, end) in the flat layout
-    for (const LayerOffsets& o : layout_.layers)
-      for (auto [at, n] : {std::pair{o.w_qkv, cfg_.qkv_dim() * C}, std::pair{o.w_o, C * Hq},
-                           std::pair{o.w_gu, 2 * F * C}, std::pair{o.w_down, C * F}})
-        products.emplace_back(at, at + n);
+    for (const LayerOffsets& o : layout_.layers) {
+      const std::array<int64_t, 4> at = block_product_offsets(o);
+      for (size_t i = 0; i < shapes.size(); ++i)
+        products.emplace_back(at[i], at[i] + shapes[i].first * shapes[i].second);
+    }
     std::sort(products.begin(), products.end());
     double rest = 0, held_values = 0, peak = 0;
     int64_t product_written = 0;  // of the product being written

@@ -1,6 +1,7 @@
 #include "temper/model/lora.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <optional>
 #include <span>
@@ -8,6 +9,7 @@
 #include "temper/core/error.h"
 #include "temper/core/rng.h"
 #include "temper/kernels/matmul.h"
+#include "temper/model/block_products.h"
 #include "temper/model/transformer.h"
 
 namespace temper {
@@ -246,7 +248,7 @@ void LoraAdapters::merge_into(Transformer& model) const {
   std::vector<float> sb;
   for (int64_t l = 0; l < model_.num_layers; ++l) {
     const LayerOffsets& o = model.layout().layers[static_cast<size_t>(l)];
-    const int64_t base[kLoraGroupCount] = {o.w_qkv, o.w_o, o.w_gu, o.w_down};
+    const std::array<int64_t, 4> base = block_product_offsets(o);  // the groups' order (lora.h: qkv, o, gate_up, down)
     for (int g = 0; g < kLoraGroupCount; ++g)
       for (const LoraProduct& p : groups_[static_cast<size_t>(l * kLoraGroupCount + g)].products) {
         sb.assign(params() + p.b, params() + p.b + p.out * r);
