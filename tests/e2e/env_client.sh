@@ -3,9 +3,9 @@
 # openai client from .venv-client when the bootstrap made it, else the standard library) talks to the policy
 # through the loopback endpoint; two calls per episode stitched into one trajectory. Then the same agent under
 # [rl.async]: with the explorer thread (its engine on the previous version serves the endpoint) and, under
-# `mpirun -np 3`, with two explorer ranks (each serving its block of the round's episodes on its own loopback port;
-# skipped where mpirun cannot start 3 ranks): every step's episodes all stitched, step 2 sampled one version
-# back. Prints CLIENT_OK.
+# `mpirun -np 3`, with two explorer ranks (each serves its block of the round's episodes on its own loopback port;
+# skipped where mpirun cannot start 3 ranks): every step's episodes all stitched, step 2 sampled one version back.
+# The checks are on the round's merged metrics: which rank served which episode is not asserted. Prints CLIENT_OK.
 set -euo pipefail
 temper=$1 gguf=$2 root=$3
 py=python3
