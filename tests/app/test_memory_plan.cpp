@@ -11,6 +11,7 @@
 #include "temper/app/run_memory.h"
 #include "temper/io/hf_config.h"
 #include "temper/model/frozen_base.h"
+#include "temper/model/int4_drafter.h"
 #include "temper/model/param_layout.h"
 #include "temper/model/transformer.h"
 
@@ -177,6 +178,35 @@ TEST(MemoryPlan, TheEvaluationCountsTheBlocksItWrites) {
     EXPECT_EQ(w.eval_seqs, 0) << why;
     EXPECT_EQ(item(plan_memory(c, w), "KV cache (evaluation)"), pool) << why;
   }
+}
+
+// [rl.speculative]'s drafter: the plan's item against Int4Drafter::bytes() of real copies (each head kind, a
+// vocabulary subset, lag 1 keeping two copies), on the tiny preset and a wider shape whose rows take 128-groups.
+TEST(MemoryPlan, TheDrafterIsPlannedAsItsCopiesMeasure) {
+  ModelConfig wide = model_config_preset("tiny");
+  wide.hidden_size = 256, wide.intermediate_size = 704, wide.num_heads = 4, wide.num_kv_heads = 2, wide.head_dim = 64;
+  wide.validate();
+  for (const ModelConfig& c : {model_config_preset("tiny"), wide}) {
+    Transformer m(c);
+    m.init_random(5, 0.1f);
+    for (DraftHead head : {DraftHead::bf16, DraftHead::int4, DraftHead::f32})
+      for (int64_t lag : {0, 1}) {
+        const int64_t vocab = head == DraftHead::f32 ? 0 : c.vocab_size / 2;
+        Int4Drafter d(128, lag, head);
+        if (vocab) d.set_vocab(vocab);
+        for (int64_t i = 0; i <= lag; ++i) d.refresh(m);
+        const double measured = static_cast<double>(d.bytes()) * static_cast<double>(lag + 1);
+        MemorySettings s;
+        s.seq = 64, s.max_new = 32, s.prompts = 2, s.group = 2, s.max_seqs = 4;
+        s.draft = true, s.draft_lag = lag, s.draft_head = head, s.draft_vocab = vocab;
+        const double planned = item(plan_memory(c, s), "drafter (int4)");
+        EXPECT_GE(planned, measured) << c.hidden_size << " " << static_cast<int>(head) << " lag " << lag;
+        EXPECT_LE(planned, 1.02 * measured) << c.hidden_size << " " << static_cast<int>(head) << " lag " << lag;
+      }
+  }
+  MemorySettings off;
+  off.seq = 64, off.max_new = 32;
+  EXPECT_EQ(item(plan_memory(model_config_preset("tiny"), off), "drafter (int4)"), -1);
 }
 
 TEST(MemoryPlan, AsyncAddsTheExplorersWeightsAndItsOwnKvCache) {

@@ -17,6 +17,7 @@
 #include "temper/io/gguf_model.h"
 #include "temper/io/hf_config.h"
 #include "temper/kernels/classifier.h"
+#include "temper/kernels/int4_matmul.h"
 #include "temper/model/block_products.h"
 #include "temper/model/device_model.h"
 #include "temper/model/frozen_base.h"
@@ -71,6 +72,23 @@ int64_t lora_params(const ModelConfig& c, int64_t r) {
                 F = c.intermediate_size;
   const int64_t per_layer = (C + Hq) + 2 * (C + Hk) + (Hq + C) + 2 * (C + F) + (F + C);
   return c.num_layers * r * per_layer;
+}
+
+// The self-drafter's bytes (Int4Drafter::bytes() for each of its lag + 1 copies): the block products in int4 (4 bits,
+// an f32 scale and a u8 zero per group, rows padded to 32 inputs and, in the cols16 layout, to 16 outputs) and its
+// head: bf16 in the packed layout, int4 in groups of Int4Drafter::kHeadGroup, or the policy's own (f32: none).
+double drafter_bytes(const ModelConfig& c, const MemorySettings& s) {
+  auto int4 = [](int64_t N, int64_t K, int64_t group) {
+    const double Kp = static_cast<double>((K + 31) / 32 * 32), rows = static_cast<double>((N + 15) / 16 * 16);
+    return rows * (Kp / 2 + Kp / static_cast<double>(kernels::int4_group_for(K, group)) * 5);
+  };
+  double copy = 0;
+  for (auto [N, K] : block_products(c)) copy += int4(N, K, s.draft_group);
+  copy *= static_cast<double>(c.num_layers);
+  const int64_t rows = s.draft_vocab > 0 ? std::min(s.draft_vocab, c.vocab_size) : c.vocab_size;
+  if (s.draft_head == DraftHead::int4) copy += int4(rows, c.hidden_size, Int4Drafter::kHeadGroup);
+  if (s.draft_head == DraftHead::bf16) copy += 2.0 * static_cast<double>(kernels::packed_size(rows, c.hidden_size));
+  return static_cast<double>(s.draft_lag + 1) * copy;
 }
 
 // Elements of the forward weights' packed copies (Transformer::forward_weights: qkv, o, gate/up, down, LM head).
@@ -320,6 +338,11 @@ class PlanBuilder {
     add("KV cache", kv_bytes(cfg_, s_.kv_memory_mb, seqs, s_.seq, host_elem, elem), note, dev_host_);
     add("rollout logits", 4.0 * static_cast<double>(s_.max_seqs * cfg_.vocab_size), "max_seqs x vocabulary, f32",
         dev_host_);
+    if (s_.draft)
+      add("drafter (int4)", drafter_bytes(cfg_, s_),
+          "rl.speculative: " + std::to_string(s_.draft_lag + 1) + " int4 cop" + (s_.draft_lag ? "ies" : "y") +
+              ", head " + std::string(enum_name(kDraftHeadNames, s_.draft_head)),
+          dev_host_);
     if (s_.async) {  // rl/async_explorer.h: a Transformer of the previous version (its decode copy) and its engine
       add("explorer snapshot", explorer_snapshot(),
           lora_ ? "rl.async: the previous version's adapters, its copies of the shared frozen base"

@@ -14,6 +14,7 @@
 
 #include "temper/kernels/matmul.h"
 #include "temper/model/config.h"
+#include "temper/model/int4_drafter.h"
 #include "temper/model/lora.h"
 
 namespace temper::app {
@@ -32,6 +33,11 @@ struct MemorySettings {
   // Rollouts (RL; max_new 0: none): prompts x group completions of up to max_new tokens (prompt + completion <= seq),
   // at most max_seqs at once in a KV cache of kv_memory_mb (0: enough for them all at seq tokens).
   int64_t prompts = 8, group = 8, max_new = 0, max_seqs = 64, kv_memory_mb = 0;
+  // [rl.speculative]: the 4-bit self-drafter (model/int4_drafter.h): lag + 1 copies of the block products in int4
+  // (groups of draft_group inputs) and its head (over draft_vocab tokens; 0: all).
+  bool draft = false;
+  int64_t draft_group = 128, draft_lag = 0, draft_vocab = 0;
+  DraftHead draft_head = DraftHead::bf16;
   bool reuse_activations = true;     // rl.reuse_activations: the rollout keeps activations for the update (CPU)
   int64_t reuse_activations_mb = 0;  // its budget (0: a quarter of this machine's memory, shared by local ranks)
   int local_ranks = 1;               // ranks on this host (they share reuse_activations' default budget)
