@@ -373,9 +373,12 @@ void block_bwd(const IsaTable& t, const Dims& d, const KeyPack& kp, const Block&
   grad_keys(t, d, b, dV, P, b.dO, d.o_stride, nullptr, nullptr);
 }
 
-// At the start of block b: its own dO (and O) rows, read after its P, and the next block's Q rows (next: may be b).
-void prefetch_block(const Block& b, const Block& next, const Dims& d, Precision prec) {
+// At the start of block b: its own dO (and O) rows, read after its P, its dQ rows, written (without, the products'
+// stores wait on their lines), and the next block's Q rows (next: may be b).
+void prefetch_block(const Block& b, const Block& next, const float* dQ, const Dims& d, Precision prec) {
   prefetch_rows(b.dO, b.rows, d.o_stride, d.D);
+  for (int64_t r = 0; r < b.rows; ++r)
+    for (int64_t j = 0; j < d.D; j += 16) __builtin_prefetch(dQ + r * d.q_stride + j, 1);
   if (prec == Precision::f32) prefetch_rows(b.O, b.rows, d.o_stride, d.D);
   if (next.Q != b.Q) prefetch_rows(next.Q, next.rows, d.q_stride, d.D);
 }
@@ -450,7 +453,7 @@ void attention_bwd(const AttnShape& s, const float* q, const float* k, const flo
     };
     for (int64_t i = 0; i < group * nqb; ++i) {
       const Block x = block(i);
-      prefetch_block(x, i + 1 < group * nqb ? block(i + 1) : x, d, s.precision);
+      prefetch_block(x, i + 1 < group * nqb ? block(i + 1) : x, dq + (x.Q - q), d, s.precision);
       block_bwd(t, d, kp, x, s.precision, dq + (x.Q - q), {nullptr, 0, dK, s.kv_stride, 0},
                 {nullptr, 0, dV, s.kv_stride, 0});
     }
