@@ -266,19 +266,41 @@ TEST(QLora, DecodeProductsNeedNoPanel) {
   }
 }
 
-// The held kernels of every ISA this CPU runs give the same bits: the int4 rows as int4_rows_to_f32 widens them (and
-// rounds them to bf16 as f32_to_bf16 does), bf16 rows widened exactly, the bf16 product (VDPBF16PS on AVX512-BF16, FMAs
-// on widened pairs on AVX-512, plain loops elsewhere) to the last bit.
+// The held kernels of every ISA this CPU runs give the same bits: the int4 and nf4 rows as the reference
+// dequantisation gives them (dequantize_int4 / dequantize_nf4: value by value, the group or block k / G) and as the
+// panels widen them (int4_rows_to_f32 / nf4_rows_to_f32, in row ranges), and rounded to bf16 as f32_to_bf16 rounds;
+// bf16 rows widened exactly, the bf16 product (VDPBF16PS on AVX512-BF16, FMAs on widened pairs on AVX-512, plain loops
+// elsewhere) to the last bit. Rows not a multiple of 32 or of 64, groups / blocks of 32, 64 (one partial: K 40) and
+// 128, several a row (SmolLM2's C = 576 and F = 1536 in blocks of 64).
 TEST(QLora, HeldKernelsGiveTheSameBitsOnEveryIsa) {
-  for (int64_t K : {32, 88, 200, 577}) {
-    const int64_t N = 13, M = 7;
+  struct Case {
+    int64_t K, int4_group, nf4_block;  // int4 asked for groups of 128, as the frozen base is
+  };
+  for (const Case& cs : {Case{32, 32, 32}, Case{40, 64, 64}, Case{88, 32, 32}, Case{96, 32, 32}, Case{200, 32, 32},
+                         Case{256, 128, 64}, Case{576, 64, 64}, Case{577, 32, 32}, Case{1536, 128, 64}}) {
+    const int64_t K = cs.K, N = 13, M = 7;
     std::vector<float> W(static_cast<size_t>(N * K)), x(static_cast<size_t>(M * K));
     rng_fill_normal(5, static_cast<uint64_t>(K), std::span<float>(W), 0.f, 0.3f);
     rng_fill_normal(6, static_cast<uint64_t>(K), std::span<float>(x), 0.f, 1.f);
     kernels::Int4Weights q;
     kernels::quantize_int4(W.data(), N, K, K, 128, &q, kernels::Int4Layout::rows);
-    std::vector<float> want(W.size()), y0(static_cast<size_t>(M * N), 0.5f), want_y;
-    kernels::int4_rows_to_f32(q, 0, N, want.data());
+    kernels::Nf4Weights q4;
+    kernels::quantize_nf4(W.data(), N, K, K, &q4);
+    ASSERT_EQ(q.group, cs.int4_group) << "K " << K;
+    ASSERT_EQ(q4.block, cs.nf4_block) << "K " << K;
+    std::vector<float> want(W.size()), want4(W.size()), y0(static_cast<size_t>(M * N), 0.5f), want_y;
+    kernels::dequantize_int4(q, want.data());
+    kernels::dequantize_nf4(q4, want4.data());
+    EXPECT_GT(max_diff(want, W), 1e-3) << "K " << K;  // 4 bits: not the f32 values
+    EXPECT_GT(max_diff(want4, W), 1e-3) << "K " << K;
+    std::vector<float> panel(W.size(), -1.f);
+    kernels::int4_rows_to_f32(q, 0, 5, panel.data());
+    kernels::int4_rows_to_f32(q, 5, N, panel.data() + 5 * K);
+    EXPECT_EQ(std::memcmp(panel.data(), want.data(), sizeof(float) * W.size()), 0) << "int4 panels K " << K;
+    std::fill(panel.begin(), panel.end(), -1.f);
+    kernels::nf4_rows_to_f32(q4, 0, 5, panel.data());
+    kernels::nf4_rows_to_f32(q4, 5, N, panel.data() + 5 * K);
+    EXPECT_EQ(std::memcmp(panel.data(), want4.data(), sizeof(float) * W.size()), 0) << "nf4 panels K " << K;
     std::vector<uint16_t> w16(W.size()), x16(x.size());
     for (size_t i = 0; i < W.size(); ++i) w16[i] = f32_to_bf16(W[i]);
     for (size_t i = 0; i < x.size(); ++i) x16[i] = f32_to_bf16(x[i]);
@@ -287,14 +309,34 @@ TEST(QLora, HeldKernelsGiveTheSameBitsOnEveryIsa) {
       if (!cpu_isa_supported(isa)) continue;
       ++isas;
       const kernels::IsaTable& t = kernels::isa_table(isa);
+      // Each format's f32 rows [r0, r1) and bf16 rows into row r0 of out (ldo K).
+      const auto int4_f32 = [&](int64_t r0, int64_t r1, float* out) {
+        t.held_int4_f32(q.q.data(), q.scale.data(), q.zero.data(), K, q.Kp, q.group, r0, r1, out + r0 * K, K);
+      };
+      const auto int4_bf16 = [&](int64_t r0, int64_t r1, uint16_t* out) {
+        t.held_int4_bf16(q.q.data(), q.scale.data(), q.zero.data(), K, q.Kp, q.group, r0, r1, out + r0 * K, K);
+      };
+      const auto nf4_f32 = [&](int64_t r0, int64_t r1, float* out) {
+        t.held_nf4_f32(q4.q.data(), q4.absmax.data(), K, q4.Kp, q4.block, r0, r1, out + r0 * K, K);
+      };
+      const auto nf4_bf16 = [&](int64_t r0, int64_t r1, uint16_t* out) {
+        t.held_nf4_bf16(q4.q.data(), q4.absmax.data(), K, q4.Kp, q4.block, r0, r1, out + r0 * K, K);
+      };
+      const auto check = [&](const char* format, const std::vector<float>& ref, const auto& f32, const auto& bf16) {
+        std::vector<float> got(W.size(), -1.f);
+        f32(2, N, got.data());
+        f32(0, 2, got.data());
+        EXPECT_EQ(std::memcmp(got.data(), ref.data(), sizeof(float) * got.size()), 0)
+            << format << " " << isa_name(isa) << " K " << K;
+        std::vector<uint16_t> r16(W.size(), 1);
+        bf16(1, N, r16.data());
+        bf16(0, 1, r16.data());
+        for (size_t i = 0; i < W.size(); ++i)
+          ASSERT_EQ(r16[i], f32_to_bf16(ref[i])) << format << " " << isa_name(isa) << " K " << K << " value " << i;
+      };
+      check("int4", want, int4_f32, int4_bf16);
+      check("nf4", want4, nf4_f32, nf4_bf16);
       std::vector<float> got(W.size(), -1.f);
-      t.held_int4_f32(q.q.data(), q.scale.data(), q.zero.data(), K, q.Kp, q.group, 2, N, got.data() + 2 * K, K);
-      t.held_int4_f32(q.q.data(), q.scale.data(), q.zero.data(), K, q.Kp, q.group, 0, 2, got.data(), K);
-      EXPECT_EQ(std::memcmp(got.data(), want.data(), sizeof(float) * got.size()), 0) << isa_name(isa) << " K " << K;
-      std::vector<uint16_t> r16(W.size(), 1);
-      t.held_int4_bf16(q.q.data(), q.scale.data(), q.zero.data(), K, q.Kp, q.group, 1, N, r16.data() + K, K);
-      t.held_int4_bf16(q.q.data(), q.scale.data(), q.zero.data(), K, q.Kp, q.group, 0, 1, r16.data(), K);
-      for (size_t i = 0; i < W.size(); ++i) ASSERT_EQ(r16[i], f32_to_bf16(want[i])) << isa_name(isa) << " K " << K;
       t.held_bf16_f32(w16.data(), N * K - 1, got.data());
       for (int64_t i = 0; i < N * K - 1; ++i)
         ASSERT_EQ(got[static_cast<size_t>(i)], bf16_to_f32(w16[static_cast<size_t>(i)])) << isa_name(isa);

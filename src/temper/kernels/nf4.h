@@ -51,4 +51,22 @@ void quantize_nf4(const float* W, int64_t N, int64_t K, int64_t ldw, Nf4Weights*
 uint8_t nf4_code_at(const Nf4Weights& w, int64_t n, int64_t k);
 void dequantize_nf4(const Nf4Weights& w, float* W);
 
+// One row of an nf4 weight as round(level * absmax of its block) into o [K], the padding past K dropped: q is the
+// row's Kp / 2 bytes, absmax its Kp / block values. The loop of the panels (nf4_rows_to_f32) and of the scalar and
+// AVX2 held kernels (kernels/cpu/held_gemv.inc); dequantize_nf4 stays the per-input reference the tests hold it to.
+// static: held_gemv.inc's translation units are built with their own -m flags, and the linker would keep one copy of
+// an inline function for all of them (one that may use instructions another caller's CPU lacks).
+template <class Out, class Round>
+static inline void nf4_row_to(const uint8_t* q, const float* absmax, int64_t K, int64_t Kp, int64_t block, Out* o,
+                              Round round) {
+  const int64_t per = block / 32;          // 32-input chunks a block
+  for (int64_t c = 0; c < Kp / 32; ++c) {  // byte j: input 32 c + j (low nibble), 32 c + 16 + j (high)
+    const float a = absmax[c / per];
+    const uint8_t* qc = q + c * 16;
+    const int64_t k0 = c * 32;
+    for (int j = 0; j < 16 && k0 + j < K; ++j) o[k0 + j] = round(kNf4Levels[qc[j] & 15] * a);
+    for (int j = 0; j < 16 && k0 + 16 + j < K; ++j) o[k0 + 16 + j] = round(kNf4Levels[qc[j] >> 4] * a);
+  }
+}
+
 }  // namespace temper::kernels

@@ -43,19 +43,11 @@ void int4_rows_to_f32(const Int4Weights& w, int64_t r0, int64_t r1, float* out) 
 
 void nf4_rows_to_f32(const Nf4Weights& w, int64_t r0, int64_t r1, float* out) {
   TEMPER_CHECK(r0 >= 0 && r0 <= r1 && r1 <= w.N) << "nf4_rows_to_f32: rows [" << r0 << ", " << r1 << ") of " << w.N;
-  const int64_t K = w.K, Kp = w.Kp, G = Kp / w.block, chunks_per_block = w.block / kInt4Chunk;
+  const int64_t G = w.Kp / w.block;
   parallel_for(r1 - r0, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, w.K)), [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      const int64_t n = r0 + i;
-      float* o = out + i * K;
-      for (int64_t c = 0; c < Kp / kInt4Chunk; ++c) {  // byte j: input 32 c + j (low nibble), 32 c + 16 + j (high)
-        const float a = w.absmax[static_cast<size_t>(n * G + c / chunks_per_block)];
-        const uint8_t* qc = w.q.data() + n * Kp / 2 + c * 16;
-        const int64_t k0 = c * kInt4Chunk;
-        for (int j = 0; j < 16 && k0 + j < K; ++j) o[k0 + j] = kNf4Levels[qc[j] & 15] * a;
-        for (int j = 0; j < 16 && k0 + 16 + j < K; ++j) o[k0 + 16 + j] = kNf4Levels[qc[j] >> 4] * a;
-      }
-    }
+    for (int64_t n = r0 + b; n < r0 + e; ++n)
+      nf4_row_to(w.q.data() + n * w.Kp / 2, w.absmax.data() + n * G, w.K, w.Kp, w.block, out + (n - r0) * w.K,
+                 [](float x) { return x; });
   });
 }
 
