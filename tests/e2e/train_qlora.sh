@@ -3,7 +3,7 @@
 # block products are held only in 4 bits / bf16 (model/frozen_base.h); checkpoints hold the adapters in PEFT's format
 # (recording the base: temper_lora_base) and their moments, no model weights; stop + resume re-quantises the base from
 # the model and is bitwise equal to one go; temper convert --merge-lora merges an int4 run's adapter into the
-# dequantised base (not into the f32 weights), an nf4 run's into its own; what a held base cannot do is refused naming
+# dequantised base (not into the f32 weights), an nf4 run's into its own (not int4's, not the f32 weights); what a held base cannot do is refused naming
 # the keys, before the run directory exists. Usage: train_qlora.sh TEMPER. Prints QLORA_OK.
 set -euo pipefail
 temper=$1
@@ -84,13 +84,35 @@ b=$("$temper" logits --model "$work/merged" --ids 1,2,3 --full 2> /dev/null)
 c=$("$temper" logits --model "$work/merged_f32" --ids 1,2,3 --full 2> /dev/null)
 [ "$a" != "$b" ] || { echo "the merged model's logits equal the base's"; exit 1; }
 [ "$b" != "$c" ] || { echo "merging into the int4 base gave the f32 merge's logits"; exit 1; }
-# The same on an nf4 base: merged into its own dequantised values (neither the int4 merge nor the f32 one).
+# The same on an nf4 base: the nf4 run's adapter merged into the nf4-dequantised base. The same adapter recorded as
+# trained on an int4 base, or on none (the f32 weights), merges to other logits: the merge used the nf4 values.
 "$temper" train --out "$work/lb4" --threads 2 --set model.path="\"$work/base/checkpoints/step-1\"" --set sft.steps=2 \
   --set rl.steps=0 --set eval.every=0 --set lora.rank=4 --set sft.lr=1e-2 --set lora.base=nf4 2> "$work/lb4.log"
-"$temper" convert "$work/base/checkpoints/step-1" "$work/merged_nf4" --merge-lora "$work/lb4/checkpoints/step-2" \
-  2> /dev/null
+adapter4="$work/lb4/checkpoints/step-2"
+grep -q '"temper_lora_base": "nf4"' "$adapter4/adapter_config.json"
+"$temper" convert "$work/base/checkpoints/step-1" "$work/merged_nf4" --merge-lora "$adapter4" 2> /dev/null
+for as in int4 f32; do
+  mkdir "$work/nf4_as_$as"
+  cp "$adapter4/adapter_model.safetensors" "$work/nf4_as_$as/"
+  python3 - "$adapter4/adapter_config.json" "$work/nf4_as_$as/adapter_config.json" "$as" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+if sys.argv[3] == "f32":
+    del c["temper_lora_base"]
+else:
+    c["temper_lora_base"] = sys.argv[3]
+json.dump(c, open(sys.argv[2], "w"))
+PY
+  "$temper" convert "$work/base/checkpoints/step-1" "$work/merged_nf4_as_$as" --merge-lora "$work/nf4_as_$as" \
+    2> /dev/null
+done
 d=$("$temper" logits --model "$work/merged_nf4" --ids 1,2,3 --full 2> /dev/null)
-[ "$d" != "$a" ] && [ "$d" != "$b" ] && [ "$d" != "$c" ] || { echo "the nf4 merge gave another's logits"; exit 1; }
+e=$("$temper" logits --model "$work/merged_nf4_as_int4" --ids 1,2,3 --full 2> /dev/null)
+f=$("$temper" logits --model "$work/merged_nf4_as_f32" --ids 1,2,3 --full 2> /dev/null)
+[ "$d" != "$a" ] || { echo "the nf4 merge's logits equal the base's"; exit 1; }
+[ "$d" != "$e" ] || { echo "merging into the nf4 base gave the int4 merge's logits"; exit 1; }
+[ "$d" != "$f" ] || { echo "merging into the nf4 base gave the f32 merge's logits"; exit 1; }
+[ "$e" != "$f" ] || { echo "the nf4 adapter merged as int4 gave the f32 merge's logits"; exit 1; }
 # Data-parallel ranks each hold the base they read from model.path: a rank whose file differs is refused naming it
 # (mpirun, each rank in its own directory where the relative path "m" is another model; the same model runs).
 if command -v mpirun > /dev/null && timeout 60 "$(dirname "$0")/../dist/mpirun2.sh" true > /dev/null 2>&1; then
