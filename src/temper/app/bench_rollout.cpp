@@ -176,7 +176,7 @@ Transformer& open_bench_model(const BenchRolloutOptions& o, std::unique_ptr<Tran
   TEMPER_CHECK(o.lora == 0 || o.device == "cpu") << "--lora runs on the CPU so far (--device " << o.device << ")";
   Transformer* m;
   if (!o.model.empty()) {
-    lm = load_model(o.model, base);  // a bf16 / int4 base is held as it loads
+    lm = load_model(o.model, base);  // a bf16 / int4 / nf4 base is held as it loads
     m = lm.model.get();
   } else {
     owned = std::make_unique<Transformer>(model_config_preset(o.shape));

@@ -103,7 +103,7 @@ int bench_train(BenchTrainOptions o) {
   }
   if (cfg.max_position_embeddings < o.seq) cfg.max_position_embeddings = o.seq;
   Transformer model(cfg);
-  model.plan_held_base(base);  // a bf16 / int4 base is held as it loads (or is drawn): never the f32 model whole
+  model.plan_held_base(base);  // a bf16 / int4 / nf4 base is held as it loads (or is drawn): never the f32 model whole
   std::string weights = o.model_dir.empty() ? "" : o.model_dir + "/model.safetensors";
   if (!weights.empty() && std::filesystem::exists(weights)) {
     io::load_hf_weights(model, io::SafetensorsFile::open(weights));

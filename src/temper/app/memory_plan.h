@@ -54,19 +54,19 @@ struct MemorySettings {
   // its whole KV budget): the pool reuses freed blocks before untouched ones (kv_pool.cpp), so the blocks written are
   // at most the most ever live at once.
   int64_t eval_seqs = 0, eval_seq = 0;
-  // LoRA: rank 0 = full fine-tuning. Adapters on q, k, v, o, gate, up, down; the base frozen in bf16, or int4
-  // (QLoRA: 4.5 bits a weight with its scales) for the block products; the reference is the base itself.
+  // LoRA: rank 0 = full fine-tuning. Adapters on q, k, v, o, gate, up, down; the base frozen in bf16, or int4 / nf4
+  // (QLoRA: 4.5 bits a weight with its scales or absmax) for the block products; the reference is the base itself.
   int64_t lora_rank = 0;
   bool qlora = false;
   LoraBase qlora_format = LoraBase::int4;  // with qlora: int4 or nf4 ([lora] base; nf4: an f32 absmax per 64 inputs)
   // [lora] base = "f32" in temper train: the frozen base as full fine-tuning keeps it (f32 master, the precision's
-  // copies) with its whole gradient buffer (only the adapters are stepped). false: the bf16 / int4 base above.
+  // copies) with its whole gradient buffer (only the adapters are stepped). false: the bf16 / int4 / nf4 base above.
   bool lora_full_base = false;
-  // The bf16 / int4 base as the CPU Transformer holds it (Transformer::hold_base, [lora] base = "bf16" / "int4"):
-  // the block products in FrozenBase's bytes, the rest (embeddings, LM head, norms) f32 with its gradients, a
-  // product's dequantised panel, and the load's peak (the products held as they load: the held base, the f32 rest
-  // and one product's working set). false: the design figures (the rest in bf16 too, no gradients: what a device
-  // path would hold; planned, not built).
+  // The bf16 / int4 / nf4 base as the CPU Transformer holds it (Transformer::hold_base, [lora] base = "bf16" /
+  // "int4" / "nf4"): the block products in FrozenBase's bytes, the rest (embeddings, LM head, norms) f32 with its
+  // gradients, a product's dequantised panel, and the load's peak (the products held as they load: the held base, the
+  // f32 rest and one product's working set). false: the design figures (the rest in bf16 too, no gradients: what a
+  // device path would hold; planned, not built).
   bool lora_held = false;
   int64_t lora_trainable = 0;  // the adapters' parameters when known (0: rank x (in + out) on all seven products)
   std::optional<ModelConfig> teacher;  // a [teacher] model: its weights, KV cache (teacher_kv_mb) and forward

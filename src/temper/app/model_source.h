@@ -28,7 +28,7 @@ struct LoadedModel {
 
 bool is_gguf_path(const std::string& path);
 
-// held: bf16 / int4 holds the block products in that format as they load (Transformer::plan_held_base; LoRA's
+// held: bf16 / int4 / nf4 holds the block products in that format as they load (Transformer::plan_held_base; LoRA's
 // [lora] base): the f32 model never exists whole. f32: the model as the file has it.
 LoadedModel load_model(const std::string& path, LoraBase held = LoraBase::f32);
 // Only the tokenizer (fast: no weights are read). Throws naming the file when there is none.

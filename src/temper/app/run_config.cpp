@@ -390,7 +390,7 @@ void read_lora(Recipe& r, RunConfig& c) {
                                           ? "; with lora.base = \"" + base + "\" it has no f32 weights to quantise"
                                           : std::string())
                                   << ")";
-  // A base held as bf16 / int4 has no f32 weights: what writes them or needs their gradient cannot run on it.
+  // A base held as bf16 / int4 / nf4 has no f32 weights: what writes them or needs their gradient cannot run on it.
   c.lora = std::move(l);
 }
 

@@ -19,8 +19,8 @@ namespace temper::app {
 // models, or a real model's shape for measuring steps on a GPU), or a model path; on its device.
 void TrainRun::load_policy() {
   const ModelSection& m = cfg_.model;
-  // [lora] base = "bf16" / "int4": the block products are held as they load or are drawn (the f32 model is never
-  // whole; attach_lora's hold_base then finds the base held).
+  // [lora] base = "bf16" / "int4" / "nf4": the block products are held as they load or are drawn (the f32 model is
+  // never whole; attach_lora's hold_base then finds the base held).
   const LoraBase held = cfg_.lora ? cfg_.lora->config.base : LoraBase::f32;
   if (m.path.empty()) {
     const std::string presets = join_words({std::begin(kTrainPresets), std::end(kTrainPresets)}, ", ");
@@ -74,7 +74,7 @@ void TrainRun::attach_lora() {
         << recipe_.source() << ": lora.init = " << l.init << " holds adapters of rank " << c.rank << ", alpha "
         << c.alpha << " on other targets or scale than [lora] gives (rank " << l.config.rank << ", alpha "
         << l.config.alpha << "); make [lora] match the adapter";
-    // An adapter trained on a bf16 / int4 base continues on that base only (the values it was fitted to); an f32
+    // An adapter trained on a bf16 / int4 / nf4 base continues on that base only (the values it was fitted to); an f32
     // run may start from any adapter (as load_peft_adapter_weights rules on resume).
     const LoraBase trained = io::read_peft_adapter_config(l.init).base;
     TEMPER_CHECK(l.config.base == LoraBase::f32 || trained == l.config.base)
@@ -114,8 +114,8 @@ Transformer* TrainRun::reference() const {
 }
 
 // Every rank starts from rank 0's weights (initialisation and loading are deterministic; this makes it so
-// regardless of the filesystem or the build), except a bf16/int4 base held as it loaded: each rank holds what it
-// read from model.path, which must be the same file on every node.
+// regardless of the filesystem or the build), except a bf16 / int4 / nf4 base held as it loaded: each rank holds what
+// it read from model.path, which must be the same file on every node.
 void TrainRun::sync_weights() {
   if (comm_.size() == 1) return;
   if (const FrozenBase* held = policy_->held_base()) {  // held as loaded: each rank quantised the same weights

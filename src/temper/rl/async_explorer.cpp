@@ -68,7 +68,7 @@ void AsyncExplorer::launch_job(const Transformer& policy, EngineJob job) {
 }
 
 // Without LoRA every weight is copied. With it the base never changes (only the adapters train; a resume loads
-// adapters only), so the first launch shares it (a held bf16/int4 base included) and each launch copies the
+// adapters only), so the first launch shares it (a held bf16 / int4 / nf4 base included) and each launch copies the
 // adapters alone.
 void AsyncExplorer::Snapshot::follow(const Transformer& policy) {
   const LoraAdapters* a = policy.lora();
