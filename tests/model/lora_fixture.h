@@ -1,6 +1,7 @@
-// What the LoRA tests (test_lora: adapters on the f32 model; test_qlora: on a base held as bf16 / int4) share: the
-// seven targets and five families, a per-row loss with no vanishing gradient, a random token batch, adapters with
-// B drawn so they change the model, a model's copy, its logits and one training pass's gradients.
+// What the LoRA tests (test_lora: adapters on the f32 model; test_qlora: on a base held as bf16 / int4 / nf4) share:
+// the seven targets and five families, a per-row loss with no vanishing gradient, a random token batch, adapters
+// with B drawn so they change the model, a model's copy, its logits, one training pass's gradients and their check
+// by finite differences.
 #pragma once
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <cstring>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "common/models.h"
@@ -93,6 +95,32 @@ inline Grads train_pass(Transformer& m, LoraAdapters* ad, const Batch& b, const 
   g.model.assign(m.grads(), m.grads() + m.flat_size());
   if (ad) g.lora.assign(ad->grads(), ad->grads() + ad->size());
   return g;
+}
+
+// Finite differences of the loss (central, eps 1e-2) at the largest analytic entries of A and of B of two adapters
+// (layer 0's v, layer 1's down): each within 2% of the analytic gradient, which is not tiny.
+template <class Objective>
+void expect_adapter_gradients_match_differences(LoraAdapters& ad, const std::vector<float>& grad,
+                                                const Objective& objective, Arch arch) {
+  const int64_t r = ad.rank();
+  for (auto [l, t] : {std::pair<int64_t, LoraTarget>{0, LoraTarget::v}, {1, LoraTarget::down}})
+    for (bool is_a : {true, false}) {
+      const LoraProduct& p = *ad.find(l, t);
+      const int64_t off = is_a ? p.a : p.b, n = is_a ? r * p.in : p.out * r;
+      int64_t best = off;
+      for (int64_t i = off; i < off + n; ++i)
+        if (std::fabs(grad[static_cast<size_t>(i)]) > std::fabs(grad[static_cast<size_t>(best)])) best = i;
+      const float eps = 1e-2f, keep = ad.params()[best];
+      ad.params()[best] = keep + eps;
+      const double up = objective();
+      ad.params()[best] = keep - eps;
+      const double down = objective();
+      ad.params()[best] = keep;
+      const double fd = (up - down) / (2.0 * eps), an = grad[static_cast<size_t>(best)];
+      EXPECT_GT(std::fabs(an), 1e-2) << arch_name(arch);
+      EXPECT_NEAR(fd, an, 2e-2 * std::fabs(an))
+          << arch_name(arch) << " layer " << l << " " << lora_target_name(t) << (is_a ? " A" : " B");
+    }
 }
 
 inline double max_abs(const float* x, int64_t n) {

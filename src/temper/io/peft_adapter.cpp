@@ -20,7 +20,7 @@ namespace {
 
 constexpr const char* kConfigFile = "adapter_config.json";
 constexpr const char* kWeightsFile = "adapter_model.safetensors";
-// temper's own field: the base the adapters were trained on when it was held as bf16 or int4 (absent: f32). PEFT
+// temper's own field: the base the adapters were trained on when it was held as bf16, int4 or nf4 (absent: f32). PEFT
 // ignores it (with a warning); merging dequantises the base as training did.
 constexpr const char* kBaseField = "temper_lora_base";
 
@@ -129,7 +129,8 @@ LoraConfig read_peft_adapter_config(const std::string& dir, const PeftReadOption
   }
   if (const nlohmann::json* b = field(kBaseField)) {
     TEMPER_CHECK(b->is_string() && lora_base_from_name(b->get<std::string>(), &c.base))
-        << path << ": field '" << kBaseField << "' is " << b->dump() << "; expected \"f32\", \"bf16\" or \"int4\"";
+        << path << ": field '" << kBaseField << "' is " << b->dump()
+        << "; expected \"f32\", \"bf16\", \"int4\" or \"nf4\"";
   }
   // What temper's adapters cannot hold.
   auto refuse_if = [&](const char* name, bool bad, const std::string& why) {
