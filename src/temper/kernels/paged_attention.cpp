@@ -50,20 +50,34 @@ void paged_attention_fwd(const PagedAttnArgs& a) {
       l[h] = 0.f;
       std::fill(acc + h * a.D, acc + (h + 1) * a.D, 0.f);
     }
+    // The next sequence's first block on its way too (tasks are taken roughly in order): a task's first block has no
+    // earlier one to hide behind.
+    if (i + 1 < a.n && a.kv_len[i + 1] > 0) {
+      const int64_t nlen = a.kv_len[i + 1];
+      const int64_t nfirst = a.opt.window > 0 ? std::max<int64_t>(0, nlen - a.opt.window) : 0;
+      const int64_t at = a.block_tables[i + 1][nfirst / a.block_size] * a.block_size * row * elem;
+      const int64_t bytes = std::min(a.block_size, nlen - nfirst / a.block_size * a.block_size) * row * elem;
+      for (int64_t off = 0; off < bytes; off += 64) {
+        __builtin_prefetch(k_bytes + at + off, 0, 2);
+        __builtin_prefetch(v_bytes + at + off, 0, 2);
+      }
+    }
     // Positions [first, len): a window's first position may fall inside a block (its rows from there on).
     const int64_t first = a.opt.window > 0 ? std::max<int64_t>(0, len - a.opt.window) : 0;
     for (int64_t b0 = first / a.block_size * a.block_size; b0 < len; b0 += a.block_size) {
       const int64_t p0 = std::max(b0, first), nb = std::min(b0 + a.block_size, len) - p0;
       const int64_t blk = table[b0 / a.block_size];
-      if (b0 + a.block_size < len) {  // the next block's K and V rows on their way while this one is used
-        const int64_t at = table[b0 / a.block_size + 1] * a.block_size * row * elem;
-        const int64_t bytes = std::min(a.block_size, len - b0 - a.block_size) * row * elem;
-        for (int64_t off = 0; off < bytes; off += 64) {
-          __builtin_prefetch(k_bytes + at + off, 0, 3);
-          __builtin_prefetch(v_bytes + at + off, 0, 3);
-        }
-      }
+      // The next block's K and V rows on their way while this one is used, a share with each head group's pass (a
+      // burst of the whole block's lines at once overflows the miss queues and most of it is dropped).
+      const int64_t next_at = b0 + a.block_size < len ? table[b0 / a.block_size + 1] * a.block_size * row * elem : 0;
+      const int64_t next_bytes =
+          b0 + a.block_size < len ? std::min(a.block_size, len - b0 - a.block_size) * row * elem : 0;
+      const int64_t passes = (a.H + hstep - 1) / hstep, share = (next_bytes / 64 + passes - 1) / passes * 64;
       for (int64_t h = 0; h < a.H; h += hstep) {  // the query heads of one KV head together
+        for (int64_t off = h / hstep * share, e = std::min(next_bytes, off + share); off < e; off += 64) {
+          __builtin_prefetch(k_bytes + next_at + off, 0, 2);
+          __builtin_prefetch(v_bytes + next_at + off, 0, 2);
+        }
         const int64_t at = (blk * a.block_size + p0 - b0) * row + h / group * a.D;
         if (a.k_pool16)
           t.attn_group_update_bf16(a.q + i * a.q_stride + h * a.D, hstep, a.k_pool16 + at, a.v_pool16 + at, row, nb,
