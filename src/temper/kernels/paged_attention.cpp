@@ -37,6 +37,15 @@ void paged_attention_fwd(const PagedAttnArgs& a) {
   const char* v_bytes = a.k_pool16 ? reinterpret_cast<const char*>(a.v_pool16) : reinterpret_cast<const char*>(a.v_pool);
   // Query heads per kernel call: a KV head's whole group when its scores fit the scratch, else one.
   const int64_t hstep = group * ((a.block_size + 15) / 16 * 16) <= kMaxScores ? group : 1;
+  // Positions [first, len) of a sequence of len are read: a window's first position may fall inside a block.
+  auto first_of = [&](int64_t len) { return a.opt.window > 0 ? std::max<int64_t>(0, len - a.opt.window) : 0; };
+  // K and V bytes [at + b, at + e) on their way into L2.
+  auto prefetch_kv = [&](int64_t at, int64_t b, int64_t e) {
+    for (int64_t off = b; off < e; off += 64) {
+      __builtin_prefetch(k_bytes + at + off, 0, 2);
+      __builtin_prefetch(v_bytes + at + off, 0, 2);
+    }
+  };
   // One task per sequence: each KV block is read once (all KV heads' rows, contiguous) while the query
   // heads of each KV head take it together (the ISA kernel shares each K/V row among them).
   parallel_tasks(a.n, [&](int64_t i) {
@@ -53,17 +62,11 @@ void paged_attention_fwd(const PagedAttnArgs& a) {
     // The next sequence's first block on its way too (tasks are taken roughly in order): a task's first block has no
     // earlier one to hide behind.
     if (i + 1 < a.n && a.kv_len[i + 1] > 0) {
-      const int64_t nlen = a.kv_len[i + 1];
-      const int64_t nfirst = a.opt.window > 0 ? std::max<int64_t>(0, nlen - a.opt.window) : 0;
-      const int64_t at = a.block_tables[i + 1][nfirst / a.block_size] * a.block_size * row * elem;
-      const int64_t bytes = std::min(a.block_size, nlen - nfirst / a.block_size * a.block_size) * row * elem;
-      for (int64_t off = 0; off < bytes; off += 64) {
-        __builtin_prefetch(k_bytes + at + off, 0, 2);
-        __builtin_prefetch(v_bytes + at + off, 0, 2);
-      }
+      const int64_t nlen = a.kv_len[i + 1], nb0 = first_of(nlen) / a.block_size * a.block_size;
+      prefetch_kv(a.block_tables[i + 1][nb0 / a.block_size] * a.block_size * row * elem, 0,
+                  std::min(a.block_size, nlen - nb0) * row * elem);
     }
-    // Positions [first, len): a window's first position may fall inside a block (its rows from there on).
-    const int64_t first = a.opt.window > 0 ? std::max<int64_t>(0, len - a.opt.window) : 0;
+    const int64_t first = first_of(len);
     for (int64_t b0 = first / a.block_size * a.block_size; b0 < len; b0 += a.block_size) {
       const int64_t p0 = std::max(b0, first), nb = std::min(b0 + a.block_size, len) - p0;
       const int64_t blk = table[b0 / a.block_size];
@@ -74,10 +77,7 @@ void paged_attention_fwd(const PagedAttnArgs& a) {
           b0 + a.block_size < len ? std::min(a.block_size, len - b0 - a.block_size) * row * elem : 0;
       const int64_t passes = (a.H + hstep - 1) / hstep, share = (next_bytes / 64 + passes - 1) / passes * 64;
       for (int64_t h = 0; h < a.H; h += hstep) {  // the query heads of one KV head together
-        for (int64_t off = h / hstep * share, e = std::min(next_bytes, off + share); off < e; off += 64) {
-          __builtin_prefetch(k_bytes + next_at + off, 0, 2);
-          __builtin_prefetch(v_bytes + next_at + off, 0, 2);
-        }
+        prefetch_kv(next_at, h / hstep * share, std::min(next_bytes, (h / hstep + 1) * share));
         const int64_t at = (blk * a.block_size + p0 - b0) * row + h / group * a.D;
         if (a.k_pool16)
           t.attn_group_update_bf16(a.q + i * a.q_stride + h * a.D, hstep, a.k_pool16 + at, a.v_pool16 + at, row, nb,
