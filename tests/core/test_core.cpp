@@ -2,6 +2,7 @@
 // fills identically for any thread count; the thread pool covers every task once; tensor views
 // share memory; dtype conversions round as torch does; ISA selection honours support.
 #include <gtest/gtest.h>
+#include <omp.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include "temper/core/arena.h"
 #include "temper/core/atomic_file.h"
 #include "temper/core/base64.h"
+#include "temper/core/core_split.h"
 #include "temper/core/cpu_features.h"
 #include "temper/core/dtype.h"
 #include "temper/core/error.h"
@@ -118,6 +120,63 @@ TEST(ThreadPool, TaskExceptionReachesTheCaller) {
     EXPECT_LE(ran.load(), 100);
     parallel_tasks(10, [&](int64_t) {});  // the pool still works
   }
+  set_num_threads(default_num_threads());
+}
+
+// rl.async's explorer and trainer: a side that waits lends its share; a moving ThreadLimit follows the count from
+// one call to the next, on its own thread only, and reaches OpenMP's count (the BLAS's and oneDNN's teams).
+TEST(CoreSplit, AWaitingSideLendsItsShareAndAMovingLimitFollows) {
+  CoreSplit split(1, 2);
+  EXPECT_EQ(split.threads(0).load(), 1);
+  EXPECT_EQ(split.threads(1).load(), 2);
+  split.set_working(1, false);
+  EXPECT_EQ(split.threads(0).load(), 3);
+  {
+    CoreSplit::Waiting lend(split, 0);  // both wait: each may take all
+    EXPECT_EQ(split.threads(0).load(), 3);
+    EXPECT_EQ(split.threads(1).load(), 3);
+  }
+  split.set_working(1, true);
+  EXPECT_EQ(split.threads(0).load(), 1);
+  {
+    CoreSplit::Waiting lend(split, 0);
+    EXPECT_EQ(split.threads(1).load(), 3);
+  }
+  EXPECT_EQ(split.threads(1).load(), 2);
+  EXPECT_THROW(CoreSplit(0, 1), Error);
+  EXPECT_THROW(split.set_working(2, true), Error);
+
+  set_num_threads(2);
+  CoreSplit pair(1, 1);
+  {
+    ThreadLimit follow(pair.threads(0));
+    EXPECT_EQ(num_threads(), 1);
+    EXPECT_EQ(omp_get_max_threads(), 1);
+    pair.set_working(1, false);
+    EXPECT_EQ(num_threads(), 2);
+    EXPECT_EQ(backend_threads(), 2);
+    EXPECT_EQ(omp_get_max_threads(), 2);
+    {
+      ThreadLimit fixed(1);  // nests: a fixed cap inside, the moving one again after it
+      pair.set_working(1, true);
+      pair.set_working(1, false);
+      EXPECT_EQ(num_threads(), 1);
+    }
+    EXPECT_EQ(num_threads(), 2);
+    pair.set_working(1, true);
+    EXPECT_EQ(backend_threads(), 1);
+    EXPECT_EQ(omp_get_max_threads(), 1);
+    int other = 0;
+    std::thread([&] { other = num_threads(); }).join();
+    EXPECT_EQ(other, 2);  // another thread keeps the pool's count
+    std::vector<int> cover(100, 0);
+    parallel_for(100, 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) cover[i]++;
+    });
+    for (int c : cover) EXPECT_EQ(c, 1);
+  }
+  EXPECT_EQ(num_threads(), 2);
+  EXPECT_EQ(omp_get_max_threads(), 2);
   set_num_threads(default_num_threads());
 }
 

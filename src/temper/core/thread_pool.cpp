@@ -18,13 +18,15 @@ extern "C" void openblas_set_num_threads(int);
 namespace temper {
 
 namespace {
-thread_local int t_limit = 0;  // ThreadLimit's cap on this thread (0: none)
+thread_local int t_limit = 0;                           // ThreadLimit's cap on this thread (0: none)
+thread_local const std::atomic<int>* t_live = nullptr;  // a moving ThreadLimit's cap (null: t_limit's)
 }  // namespace
 
 ThreadPool::ThreadPool(int num_threads) : num_threads_(num_threads < 1 ? 1 : num_threads) {}
 
 int ThreadPool::size() const {
-  return t_limit > 0 && t_limit < num_threads_ ? t_limit : num_threads_;
+  const int cap = t_live ? t_live->load(std::memory_order_relaxed) : t_limit;
+  return cap > 0 && cap < num_threads_ ? cap : num_threads_;
 }
 
 ThreadPool::~ThreadPool() = default;
@@ -107,15 +109,28 @@ int num_threads() {
 
 // omp_set_num_threads sets the calling thread's own count (an OpenMP ICV): the BLAS (OpenBLAS's OpenMP build
 // reads omp_get_max_threads() per call) and oneDNN follow it on this thread only.
-ThreadLimit::ThreadLimit(int n) : prev_(t_limit) {
+ThreadLimit::ThreadLimit(int n) : prev_(t_limit), prev_live_(t_live) {
   TEMPER_CHECK(n >= 1) << "thread limit must be >= 1, got " << n;
   t_limit = n;
+  t_live = nullptr;
+  omp_set_num_threads(thread_pool().size());
+}
+
+ThreadLimit::ThreadLimit(const std::atomic<int>& live) : prev_(t_limit), prev_live_(t_live) {
+  t_live = &live;
   omp_set_num_threads(thread_pool().size());
 }
 
 ThreadLimit::~ThreadLimit() {
   t_limit = prev_;
+  t_live = prev_live_;
   omp_set_num_threads(thread_pool().size());
+}
+
+int backend_threads() {
+  const int n = thread_pool().size();
+  if (!omp_in_parallel()) omp_set_num_threads(n);
+  return n;
 }
 
 }  // namespace temper

@@ -5,6 +5,7 @@
 // Leaves out: work stealing, futures, priorities. Nested calls run inline on the calling thread.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 namespace temper {
@@ -50,13 +51,23 @@ int num_threads();
 class ThreadLimit {
  public:
   explicit ThreadLimit(int n);
+  // A cap that moves: work started on the calling thread uses at most `live` threads as it reads when the work
+  // starts (a kernel reads it once per call: the count changes between calls, never within one). `live` outlives
+  // this (core/core_split.h: two threads lending each other their cores).
+  explicit ThreadLimit(const std::atomic<int>& live);
   ~ThreadLimit();
   ThreadLimit(const ThreadLimit&) = delete;
   ThreadLimit& operator=(const ThreadLimit&) = delete;
 
  private:
   int prev_;
+  const std::atomic<int>* prev_live_;
 };
+
+// The threads work started on the calling thread uses now (num_threads()), also set as this thread's OpenMP count
+// (the BLAS's and oneDNN's teams follow it): call before handing work to them, so that a moving ThreadLimit reaches
+// them too.
+int backend_threads();
 
 // Calls fn(begin, end) over [0, n) in chunks of at least `grain`, one contiguous chunk per task.
 template <class F>

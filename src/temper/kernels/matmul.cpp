@@ -1,7 +1,6 @@
 #include "temper/kernels/matmul.h"
 
 #include <cblas.h>
-#include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
@@ -10,7 +9,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <tuple>
 #include <vector>
@@ -48,16 +46,17 @@ struct Bf16Key {
   bool operator<(const Bf16Key& o) const { return tie() < o.tie(); }
 };
 
+// One per thread: two threads of one process multiply at once without waiting for each other (rl.async's explorer
+// and trainer), each with its own operand buffers and primitives.
 struct Bf16Engine {
   dnnl::engine eng{dnnl::engine::kind::cpu, 0};
   dnnl::stream strm{eng};
   std::map<Bf16Key, dnnl::matmul> cache;
   std::vector<uint16_t> a16, b16;
-  std::mutex mu;
 };
 
 Bf16Engine& bf16_engine() {
-  static Bf16Engine e;
+  thread_local Bf16Engine e;
   return e;
 }
 
@@ -138,7 +137,6 @@ void gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A
                int64_t ldb, float beta, float* C, int64_t ldc, const uint16_t* b16) {
   TEMPER_CHECK(beta == 0.f || beta == 1.f) << "bf16 gemm supports beta 0 or 1, got " << beta;
   Bf16Engine& e = bf16_engine();
-  std::lock_guard<std::mutex> g(e.mu);
   // Stored orientations: A is [M,K] or (ta) [K,M]; B is [K,N] or (tb) [N,K]. Convert densely.
   int64_t ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
   if (static_cast<int64_t>(e.a16.size()) < ar * ac) e.a16.resize(static_cast<size_t>(ar * ac));
@@ -155,7 +153,7 @@ void gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A
   dnnl::memory::desc ad({M, K}, dt::bf16, ta ? dnnl::memory::dims{1, M} : dnnl::memory::dims{K, 1});
   dnnl::memory::desc bd({K, N}, dt::bf16, tb ? dnnl::memory::dims{1, bld} : dnnl::memory::dims{bld, 1});
   dnnl::memory::desc cd({M, N}, dt::f32, dnnl::memory::dims{ldc, 1});
-  Bf16Key key{M, N, K, ta, tb, beta != 0.f, ldc, bld, omp_get_max_threads()};
+  Bf16Key key{M, N, K, ta, tb, beta != 0.f, ldc, bld, backend_threads()};
   auto it = e.cache.find(key);
   if (it == e.cache.end()) {
     dnnl::primitive_attr attr;
@@ -278,6 +276,7 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int
     gemm_bf16(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, b16);
     return;
   }
+  backend_threads();  // the BLAS's and oneDNN's team: this thread's count now (a moving ThreadLimit's)
   if (backend_slot() == GemmBackend::onednn) {
     dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, 1.f, A, lda, B, ldb, beta, C, ldc);
     TEMPER_CHECK(st == dnnl_success) << "dnnl_sgemm failed with status " << static_cast<int>(st);

@@ -11,11 +11,14 @@
 
 namespace temper::rl {
 
-AsyncExplorer::AsyncExplorer(const Transformer& policy, int64_t kv_memory_mb, rollout::EngineConfig engine, int threads)
+AsyncExplorer::AsyncExplorer(const Transformer& policy, int64_t kv_memory_mb, rollout::EngineConfig engine,
+                             int explorer_threads, int trainer_threads)
     : snap_(policy),
       engine_(snap_.model, kv_memory_mb, engine, "rl.kv_memory_mb"),
-      threads_(threads),
-      thread_([this] { loop(); }) {}
+      split_(trainer_threads, explorer_threads),
+      thread_([this] { loop(); }) {
+  split_.set_working(kExplorer, false);  // no job yet: the trainer has every core
+}
 
 AsyncExplorer::~AsyncExplorer() {
   {
@@ -63,6 +66,7 @@ void AsyncExplorer::launch_job(const Transformer& policy, EngineJob job) {
     error_ = nullptr;
     job_ = true, done_ = false;
   }
+  split_.set_working(kExplorer, true);  // from here the trainer keeps to its share
   in_flight_ = true;
   cv_.notify_all();
 }
@@ -95,7 +99,10 @@ std::vector<rollout::Completion> AsyncExplorer::wait() {
   TEMPER_CHECK(in_flight_) << "rl.async: no explorer job to wait for";
   const auto t0 = Clock::now();
   std::unique_lock<std::mutex> g(mu_);
-  cv_.wait(g, [&] { return done_; });
+  {
+    CoreSplit::Waiting lend(split_, kTrainer);  // the rollout left takes the trainer's cores too
+    cv_.wait(g, [&] { return done_; });
+  }
   waited_s_ = seconds_since(t0);
   job_ = false, in_flight_ = false;
   if (error_) std::rethrow_exception(error_);
@@ -103,7 +110,7 @@ std::vector<rollout::Completion> AsyncExplorer::wait() {
 }
 
 void AsyncExplorer::loop() {
-  ThreadLimit limit(threads_);  // this thread's kernels, BLAS and oneDNN teams
+  ThreadLimit limit(split_.threads(kExplorer));  // this thread's kernels, BLAS and oneDNN teams
   for (;;) {
     EngineJob job;
     {
@@ -128,6 +135,7 @@ void AsyncExplorer::loop() {
       job_s_ = seconds_since(t0);
       done_ = true;
     }
+    split_.set_working(kExplorer, false);  // done: the trainer's update takes this thread's cores
     cv_.notify_all();
   }
 }

@@ -9,6 +9,7 @@
 // rollout hooks (the methods that steer decoding are refused).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -19,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "temper/core/core_split.h"
 #include "temper/model/lora.h"
 #include "temper/model/transformer.h"
 #include "temper/rl/env_rollout.h"
@@ -68,12 +70,17 @@ class Explorer {
   virtual Conversations conversations() = 0;
   virtual double last_job_s() const = 0;  // seconds the last finished job generated
   virtual double waited_s() const = 0;    // seconds the last wait() blocked
+  // The threads the trainer's thread may use now, following the explorer's work where the two share this process's
+  // cores (a moving ThreadLimit's count); null where they do not (explorer ranks).
+  virtual const std::atomic<int>* trainer_threads() const { return nullptr; }
 };
 
 class AsyncExplorer final : public Explorer {
  public:
-  // `threads`: the explorer thread's ThreadLimit (core/thread_pool.h).
-  AsyncExplorer(const Transformer& policy, int64_t kv_memory_mb, rollout::EngineConfig engine, int threads);
+  // `explorer_threads` and `trainer_threads`: the two threads' shares of the cores while both compute; one that
+  // waits (the explorer without a job, the trainer in wait()) lends its share to the other (core/core_split.h).
+  AsyncExplorer(const Transformer& policy, int64_t kv_memory_mb, rollout::EngineConfig engine, int explorer_threads,
+                int trainer_threads);
   ~AsyncExplorer();  // waits for the job in flight, then ends the thread
   AsyncExplorer(const AsyncExplorer&) = delete;
   AsyncExplorer& operator=(const AsyncExplorer&) = delete;
@@ -87,6 +94,7 @@ class AsyncExplorer final : public Explorer {
   Conversations conversations() override { return std::move(conv_); }
   double last_job_s() const override { return job_s_; }
   double waited_s() const override { return waited_s_; }
+  const std::atomic<int>* trainer_threads() const override { return &split_.threads(kTrainer); }
   const Transformer& snapshot() const { return snap_.model; }
 
  private:
@@ -105,9 +113,10 @@ class AsyncExplorer final : public Explorer {
   void launch_job(const Transformer& policy, EngineJob job);
   void loop();
 
+  static constexpr int kTrainer = 0, kExplorer = 1;  // the sides of split_
   Snapshot snap_;
   rollout::PooledEngine engine_;
-  int threads_;
+  CoreSplit split_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool job_ = false, done_ = false, quit_ = false;

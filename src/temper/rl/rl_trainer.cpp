@@ -191,7 +191,8 @@ RlTrainer::RlTrainer(Transformer& policy, std::shared_ptr<const tasks::Task> tas
     check_async();
     if (correct_in_loss()) cfg_.loss.behaviour_cap = cfg_.async->tis_cap;  // the update's correction (update())
     explorer_ =
-        std::make_unique<AsyncExplorer>(policy_, cfg_.kv_memory_mb, ec, cfg_.async->explorer_share(num_threads()));
+        std::make_unique<AsyncExplorer>(policy_, cfg_.kv_memory_mb, ec, cfg_.async->explorer_share(num_threads()),
+                                        cfg_.async->trainer_share(num_threads()));
   }
   // The rollout's activations are the update's only when both ran on the same weights (not so with [rl.async]).
   if (cfg_.reuse_activations && cfg_.share_prompts && policy_.packed_supported() && !async())
@@ -270,8 +271,8 @@ void RlTrainer::load_speculative_state(const std::string& text) {
 
 Metrics RlTrainer::step() {
   auto t_step = Clock::now();
-  std::optional<ThreadLimit> split;  // [rl.async]: the trainer's share of the threads
-  if (async() && !remote_) split.emplace(cfg_.async->trainer_share(num_threads()));
+  std::optional<ThreadLimit> split;  // [rl.async]: the trainer's share of the threads, or all while the explorer waits
+  if (const std::atomic<int>* live = async() ? explorer_->trainer_threads() : nullptr) split.emplace(*live);
   begin_step();
   if (async()) explore_ahead();
   Batch& b = batch_;
