@@ -184,8 +184,11 @@ TEST(ControlTrain, TransferLeavesTheMetaKnowledgeBitwiseUnchanged) {
   for (size_t i = 0; i < before.size(); ++i) EXPECT_EQ(after[i].second, before[i].second) << before[i].first;
   // The transfer checkpoint carries the frozen copy, equal bitwise too.
   for (auto& [name, v] : tr.tensors())
-    for (auto& [bn, bv] : before)
-      if (name == bn) EXPECT_EQ(v, bv) << name;
+    for (auto& [bn, bv] : before) {
+      if (name == bn) {
+        EXPECT_EQ(v, bv) << name;
+      }
+    }
   EXPECT_THROW(ControlTrainer{small(Stage::transfer, BodyKind::leg)}, Error);  // transfer needs knowledge
 }
 

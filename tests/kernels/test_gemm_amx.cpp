@@ -40,10 +40,14 @@ TEST(GemmAmx, ThePathIsTheBestTheCpuHasUnlessAskedOtherwise) {
     want = bf16_path_supported(Bf16Path::amx) ? Bf16Path::amx
            : f.avx512_bf16                    ? Bf16Path::avx512_bf16
                                               : Bf16Path::avx512;
-  if (const char* e = std::getenv("TEMPER_BF16_GEMM")) ASSERT_TRUE(bf16_path_from_name(e, &want));
+  if (const char* e = std::getenv("TEMPER_BF16_GEMM")) {
+    ASSERT_TRUE(bf16_path_from_name(e, &want));
+  }
   EXPECT_EQ(bf16_path(), want);
   EXPECT_EQ(bf16_path_supported(Bf16Path::amx), f.amx_bf16 && f.avx512_bf16 && cpu_isa_supported(Isa::avx512));
-  if (!f.amx_bf16) EXPECT_THROW(bf16_set_path(Bf16Path::amx), temper::Error);
+  if (!f.amx_bf16) {
+    EXPECT_THROW(bf16_set_path(Bf16Path::amx), temper::Error);
+  }
   Bf16Path p;
   EXPECT_FALSE(bf16_path_from_name("amx2", &p));
 }

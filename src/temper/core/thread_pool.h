@@ -52,8 +52,8 @@ class ThreadLimit {
  public:
   explicit ThreadLimit(int n);
   // A cap that moves: work started on the calling thread uses at most `live` threads as it reads when the work
-  // starts (a kernel reads it once per call: the count changes between calls, never within one). `live` outlives
-  // this (core/core_split.h: two threads lending each other their cores).
+  // starts (each fork-join reads it as it opens: the count changes between fork-joins, never within one). `live`
+  // outlives this (core/core_split.h: two threads lending each other their cores).
   explicit ThreadLimit(const std::atomic<int>& live);
   ~ThreadLimit();
   ThreadLimit(const ThreadLimit&) = delete;
@@ -74,8 +74,8 @@ template <class F>
 void parallel_for(int64_t n, int64_t grain, const F& fn) {
   if (n <= 0) return;
   ThreadPool& pool = thread_pool();
-  int64_t max_chunks = (n + grain - 1) / (grain < 1 ? 1 : grain);
-  int64_t chunks = max_chunks < pool.size() ? max_chunks : pool.size();
+  const int64_t max_chunks = (n + grain - 1) / (grain < 1 ? 1 : grain), threads = pool.size();
+  const int64_t chunks = max_chunks < threads ? max_chunks : threads;
   if (chunks <= 1) {
     fn(int64_t{0}, n);
     return;

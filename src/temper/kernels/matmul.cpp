@@ -1,6 +1,7 @@
 #include "temper/kernels/matmul.h"
 
 #include <cblas.h>
+#include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
@@ -153,7 +154,8 @@ void gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A
   dnnl::memory::desc ad({M, K}, dt::bf16, ta ? dnnl::memory::dims{1, M} : dnnl::memory::dims{K, 1});
   dnnl::memory::desc bd({K, N}, dt::bf16, tb ? dnnl::memory::dims{1, bld} : dnnl::memory::dims{bld, 1});
   dnnl::memory::desc cd({M, N}, dt::f32, dnnl::memory::dims{ldc, 1});
-  Bf16Key key{M, N, K, ta, tb, beta != 0.f, ldc, bld, backend_threads()};
+  backend_threads();  // oneDNN's team: this thread's count now (a moving ThreadLimit's)
+  Bf16Key key{M, N, K, ta, tb, beta != 0.f, ldc, bld, omp_get_max_threads()};
   auto it = e.cache.find(key);
   if (it == e.cache.end()) {
     dnnl::primitive_attr attr;

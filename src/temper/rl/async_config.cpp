@@ -14,8 +14,12 @@ void AsyncConfig::visit(KeyVisitor& v) {
     "updates (0: the synchronous loop, bitwise)");
   v("tis_cap", tis_cap,
     "truncation C of the behaviour importance weight min(pi_prox / pi_behaviour, C) (TIS; verl and ms-swift use 2)");
-  v("explorer_threads", explorer_threads, "threads of the explorer's rollouts (0: half of the run's threads)");
-  v("trainer_threads", trainer_threads, "threads of the trainer while the explorer runs (0: the rest, at least 1)");
+  v("explorer_threads", explorer_threads,
+    "threads of the explorer's rollouts while the trainer computes (all while the trainer waits; 0: half of the run's "
+    "threads)");
+  v("trainer_threads", trainer_threads,
+    "threads of the trainer's step while the explorer runs (all while the explorer has no job; 0: the rest, at least "
+    "1)");
   v("explorer_ranks", explorer_ranks,
     "under mpirun: the last N ranks explore, the rest train (0: an explorer thread in one process)");
 }

@@ -19,8 +19,9 @@ struct AsyncConfig {
   // The truncation C of the behaviour importance weight min(pi_prox / pi_behaviour, C): 2, as TIS (Yao et al.
   // 2025) and its ports (verl's tis_imp_ratio_cap, ms-swift's rollout_importance_sampling_threshold) default to.
   double tis_cap = 2.0;
-  // Threads of the explorer (its rollout) and of the trainer (everything else) while both compute; 0: the
-  // explorer half of the run's threads (at least 1), the trainer the rest (at least 1).
+  // Threads of the explorer (its rollout) and of the trainer (everything else in a step) while both compute; one that
+  // waits lends its share to the other (core/core_split.h). 0: the explorer half of the run's threads (at least 1),
+  // the trainer the rest (at least 1).
   int64_t explorer_threads = 0;
   int64_t trainer_threads = 0;
   // > 0 under `mpirun -np R`: the last N ranks explore (rl/async_remote.h), the other R - N train; 0: the

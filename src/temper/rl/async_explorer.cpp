@@ -65,8 +65,10 @@ void AsyncExplorer::launch_job(const Transformer& policy, EngineJob job) {
     conv_ = {};
     error_ = nullptr;
     job_ = true, done_ = false;
+    // From here the trainer keeps to its share. Under mu_, as the explorer's idle mark below: a late idle mark from
+    // the previous job can never land after this one.
+    split_.set_working(kExplorer, true);
   }
-  split_.set_working(kExplorer, true);  // from here the trainer keeps to its share
   in_flight_ = true;
   cv_.notify_all();
 }
@@ -134,8 +136,8 @@ void AsyncExplorer::loop() {
       error_ = error;
       job_s_ = seconds_since(t0);
       done_ = true;
+      split_.set_working(kExplorer, false);  // done: the trainer's update takes this thread's cores
     }
-    split_.set_working(kExplorer, false);  // done: the trainer's update takes this thread's cores
     cv_.notify_all();
   }
 }
