@@ -2,17 +2,22 @@
 # Synchronous vs [rl.async] RL on the quickstart (`temper train` defaults: 150 RL steps, 16 prompts x 16, dynamic
 # sampling, temperature 0.7) from the quickstart's SFT checkpoint, per seed, the modes in turn so they share the
 # machine's load: sync (2 threads), sync1 (1 thread: no fork-join, the async workers' arithmetic in series) and
-# async (max_staleness 1, the explorer 1 thread and the trainer 1). Per run: RL seconds (the steps' step_s summed, evaluations left out), completion tokens per second
+# async (max_staleness 1, 2 threads: the explorer's share 1 and the trainer's 1, each lending its share while it
+# waits). Per run: RL seconds (the steps' step_s summed, evaluations left out), completion tokens per second
 # over them, the explorer's rollout tokens/s, and held-out accuracy (EVAL problems, every EVERY steps) against the
-# RL seconds spent to reach it.
+# RL seconds spent to reach it (and the held-out family's accuracy where the recipe has [eval.heldout]).
 # Usage: bench/async_rl.sh [TEMPER] [SFT_CHECKPOINT] [SEEDS] [EVERY] [EVAL]
 #   SFT_CHECKPOINT: `temper train --out W --set rl.steps=0` writes W/checkpoints/step-1000 (made here when absent).
 # env ASYNC_SET: more --set overrides for the async runs (default rl.async.max_staleness=1).
+# env RECIPE: a recipe in place of the quickstart's defaults (its RL stage from SFT_CHECKPOINT, which is then required),
+#   e.g. RECIPE=experiments/gsm-smollm2/grpo.toml with runs/experiments/gsm-smollm2/sft/checkpoints/step-60;
+#   env STEPS: rl.steps (default the recipe's). env MODES: the modes run (default "sync sync1 async").
 set -euo pipefail
 # Waiting OpenMP threads sleep instead of spinning (as `make test` runs): on a machine shared with other work a
-# spinning 2-thread team loses its cores (docs/PERFORMANCE.md, "make test on 2 cores"); OMP_WAIT_POLICY=active or
-# unset in the environment keeps libgomp's default.
+# spinning 2-thread team loses its cores (docs/PERFORMANCE.md, "make test on 2 cores"); OMP_WAIT_POLICY=active keeps
+# them spinning, OMP_WAIT_POLICY=unset leaves libgomp's default (spin a while, then sleep) for a machine kept quiet.
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+[ "$OMP_WAIT_POLICY" = unset ] && unset OMP_WAIT_POLICY
 temper=${1:-build/bin/temper}
 sft=${2:-}
 seeds=${3:-"0 1 2"}
@@ -20,19 +25,35 @@ every=${4:-25}
 eval_n=${5:-500}
 work=${WORK:-$(mktemp -d)}
 mkdir -p "$work"
+recipe=${RECIPE:-}
+if [ -n "$recipe" ] && [ -z "$sft" ]; then
+  echo "bench/async_rl.sh: RECIPE=$recipe needs SFT_CHECKPOINT (the checkpoint its RL stage starts from)" >&2
+  exit 2
+fi
 if [ -z "$sft" ]; then
   "$temper" train --out "$work/sft" --threads 2 --set rl.steps=0 2> "$work/sft.log"
   sft="$work/sft/checkpoints/step-1000"
 fi
-echo "load before: $(cut -d' ' -f1-3 /proc/loadavg), OMP_WAIT_POLICY=$OMP_WAIT_POLICY"
+modes=${MODES:-"sync sync1 async"}
+for mode in $modes; do
+  case $mode in
+    sync | sync1 | async) ;;
+    *) echo "bench/async_rl.sh: unknown mode '$mode' in MODES (expected sync, sync1, async)" >&2; exit 2 ;;
+  esac
+done
+# The quickstart's RL stage from its SFT checkpoint (raw prompts, no SFT steps), or the recipe's.
+base=(--set sft.steps=0 --set model.prompt_format='"raw"')
+[ -n "$recipe" ] && base=("$recipe")
+[ -n "${STEPS:-}" ] && base+=(--set rl.steps="$STEPS")
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg), OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-unset}, modes: $modes"
 for seed in $seeds; do
-  for mode in sync sync1 async; do
+  for mode in $modes; do
     extra=()
     [ "$mode" = async ] && extra=(--set "${ASYNC_SET:-rl.async.max_staleness=1}")
     threads=2
     [ "$mode" = sync1 ] && threads=1
-    "$temper" train --out "$work/$mode-$seed" --threads $threads --set sft.steps=0 --set model.path="\"$sft\"" \
-      --set model.prompt_format='"raw"' --set model.seed="$seed" --set eval.every="$every" \
+    "$temper" train "${base[@]}" --out "$work/$mode-$seed" --threads $threads --set model.path="\"$sft\"" \
+      --set model.seed="$seed" --set eval.every="$every" \
       --set eval.problems="$eval_n" --set run.checkpoint_every=0 "${extra[@]}" 2> "$work/$mode-$seed.log" ||
       { tail -20 "$work/$mode-$seed.log" >&2; exit 1; }
     python3 - "$work/$mode-$seed/metrics.jsonl" "$mode" "$seed" <<'PY'
@@ -46,7 +67,8 @@ for r in rows:
         gen += r["gen_tokens"]
         gen_s += r["rollout_s"]
     elif r["kind"] == "eval":
-        curve.append((r["step"], round(t, 2), r["eval_accuracy"]))
+        curve.append((r["step"], round(t, 2), r["eval_accuracy"]) +
+                     ((r["heldout_accuracy"],) if "heldout_accuracy" in r else ()))
 print(json.dumps({"mode": sys.argv[2], "seed": int(sys.argv[3]), "rl_seconds": round(t, 2),
                   "tokens_per_s": round(toks / t, 1), "rollout_tokens_per_s": round(gen / gen_s, 1),
                   "final_accuracy": curve[-1][2], "curve_step_seconds_accuracy": curve}))
@@ -59,6 +81,8 @@ import json, statistics, sys
 rs = [json.loads(l) for l in open(sys.argv[1])]
 for mode in ("sync", "sync1", "async"):
     m = [r for r in rs if r["mode"] == mode]
+    if not m:
+        continue
     print(json.dumps({"mode": mode, "runs": len(m),
                       "rl_seconds_mean": round(statistics.mean(r["rl_seconds"] for r in m), 2),
                       "tokens_per_s_mean": round(statistics.mean(r["tokens_per_s"] for r in m), 1),
