@@ -5,7 +5,9 @@
 # [rl.async]: with the explorer thread (its engine on the previous version serves the endpoint) and, under
 # `mpirun -np 3`, with two explorer ranks (each serves its block of the round's episodes on its own loopback port;
 # skipped where mpirun cannot start 3 ranks): every step's episodes all stitched, step 2 sampled one version back.
-# The checks are on the round's merged metrics: which rank served which episode is not asserted. Prints CLIENT_OK.
+# Under [rl.async] the agent also logs which endpoint served each episode: the explorer thread serves a step's four
+# episodes on one port; two explorer ranks serve one problem's two episodes each, on two different ports. Prints
+# CLIENT_OK.
 set -euo pipefail
 temper=$1 gguf=$2 root=$3
 py=python3
@@ -51,11 +53,48 @@ print(f"{sys.argv[2]}: (episodes, calls, trajectories, failures, staleness) per 
 sys.exit(0 if got == want else 1)
 PY
 }
+# The same agent, logging "episode base_url" per episode into the file its first argument names.
+cat > "$t/logged_agent.py" <<PY
+import sys
+sys.path[:0] = ["$root/python", "$root/examples/agents"]
+import temper_env, two_turn_agent
+log = sys.argv[1]
+class Logged(two_turn_agent.TwoTurns):
+    def run(self, row, endpoint):
+        with open(log, "a") as f:
+            f.write(f"{self.episode} {endpoint.base_url}\n")
+        return super().run(row, endpoint)
+temper_env.serve(Logged)
+PY
+logged_recipe() {  # LOG: client.toml with the logging agent
+  sed "s|^program = .*|program = [\"$py\", \"$t/logged_agent.py\", \"$1\"]|" "$t/client.toml"
+}
+# Which endpoint served which episode ("s<step>r<round>/<problem>/<member> URL" lines), per step: PORTS is 1 (one port
+# for the step's episodes) or 2 (each problem's episodes on one port, the two problems on two different ports).
+served_ok() {  # LOG PORTS LABEL
+  python3 - "$@" <<'PY'
+import collections, sys
+lines = [l.split() for l in open(sys.argv[1]) if l.strip()]
+want, label = int(sys.argv[2]), sys.argv[3]
+steps = collections.defaultdict(lambda: collections.defaultdict(set))
+for ep, url in lines:
+    steps[ep.split("/")[0]][ep.split("/")[1]].add(url)
+ok = len(lines) == 8 and len(steps) == 2
+for step, problems in sorted(steps.items()):
+    ports = set().union(*problems.values())
+    print(f"{label}: {step}: problem -> endpoints {dict((p, sorted(u)) for p, u in sorted(problems.items()))}")
+    ok = ok and len(problems) == 2 and all(len(u) == 1 for u in problems.values()) and len(ports) == want
+sys.exit(0 if ok else 1)
+PY
+}
 async=(--set rl.steps=2 --set rl.async.max_staleness=1 --threads 1)
-"$temper" train "$t/client.toml" --out "$t/thread" "${async[@]}" > "$t/thread.log" 2>&1 || { cat "$t/thread.log"; exit 1; }
+logged_recipe "$t/thread.served" > "$t/thread.toml"
+"$temper" train "$t/thread.toml" --out "$t/thread" "${async[@]}" > "$t/thread.log" 2>&1 || { cat "$t/thread.log"; exit 1; }
 async_ok "$t/thread" "explorer thread" || exit 1
+served_ok "$t/thread.served" 1 "explorer thread" || exit 1
 rc=0
-"$(dirname "$0")/../dist/mpirun_n.sh" 3 "$temper" train "$t/client.toml" --out "$t/ranks" "${async[@]}" \
+logged_recipe "$t/ranks.served" > "$t/ranks.toml"
+"$(dirname "$0")/../dist/mpirun_n.sh" 3 "$temper" train "$t/ranks.toml" --out "$t/ranks" "${async[@]}" \
   --set rl.async.explorer_ranks=2 > "$t/ranks.log" 2>&1 || rc=$?
 if [ "$rc" = 77 ]; then
   echo "two explorer ranks: skipped (mpirun cannot start 3 ranks here)"
@@ -64,5 +103,6 @@ elif [ "$rc" != 0 ]; then
 else
   grep -q "ranks 0-0 train, ranks 1-2 explore" "$t/ranks.log" || { cat "$t/ranks.log"; exit 1; }
   async_ok "$t/ranks" "two explorer ranks" || exit 1
+  served_ok "$t/ranks.served" 2 "two explorer ranks" || exit 1
 fi
 echo CLIENT_OK
