@@ -113,18 +113,18 @@ ThreadLimit::ThreadLimit(int n) : prev_(t_limit), prev_live_(t_live) {
   TEMPER_CHECK(n >= 1) << "thread limit must be >= 1, got " << n;
   t_limit = n;
   t_live = nullptr;
-  omp_set_num_threads(thread_pool().size());
+  backend_threads();
 }
 
 ThreadLimit::ThreadLimit(const std::atomic<int>& live) : prev_(t_limit), prev_live_(t_live) {
   t_live = &live;
-  omp_set_num_threads(thread_pool().size());
+  backend_threads();
 }
 
 ThreadLimit::~ThreadLimit() {
   t_limit = prev_;
   t_live = prev_live_;
-  omp_set_num_threads(thread_pool().size());
+  backend_threads();
 }
 
 int backend_threads() {

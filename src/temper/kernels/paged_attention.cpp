@@ -72,9 +72,8 @@ void paged_attention_fwd(const PagedAttnArgs& a) {
       const int64_t blk = table[b0 / a.block_size];
       // The next block's K and V rows on their way while this one is used, a share with each head group's pass (a
       // burst of the whole block's lines at once overflows the miss queues and most of it is dropped).
-      const int64_t next_at = b0 + a.block_size < len ? table[b0 / a.block_size + 1] * a.block_size * row * elem : 0;
-      const int64_t next_bytes =
-          b0 + a.block_size < len ? std::min(a.block_size, len - b0 - a.block_size) * row * elem : 0;
+      const int64_t b1 = b0 + a.block_size, next_bytes = b1 < len ? std::min(a.block_size, len - b1) * row * elem : 0;
+      const int64_t next_at = next_bytes > 0 ? table[b1 / a.block_size] * a.block_size * row * elem : 0;
       const int64_t passes = (a.H + hstep - 1) / hstep, share = (next_bytes / 64 + passes - 1) / passes * 64;
       for (int64_t h = 0; h < a.H; h += hstep) {  // the query heads of one KV head together
         prefetch_kv(next_at, h / hstep * share, std::min(next_bytes, (h / hstep + 1) * share));
