@@ -181,25 +181,40 @@ inline __m512 exp16(__m512 x) {
   return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
 }
 
-// d_i: 16 lanes from lo (lane l sums columns lo + l, lo + l + 16, ...), folded in order; with L, P's exp first
+// The 16 lanes' sum as a tree: lanes l and l + 8, then + 4, + 2, + 1 (attention_tiles.inc's fold16; a fold in
+// lane order is a 15-add chain that each row's dS waits on).
+inline float fold16(__m512 x) {
+  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(x), _mm512_extractf32x8_ps(x, 1));
+  const __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  const __m128 r = _mm_add_ps(q, _mm_movehl_ps(q, q));
+  return _mm_cvtss_f32(_mm_add_ss(r, _mm_movehdup_ps(r)));
+}
+
+// One step of row_sum: 16 columns of P (their exp first with L, written back) times dP into acc.
+template <bool Whole>
+inline __m512 row_step(float* P, bool exp, __m512 s, __m512 l, const float* dP, __mmask16 m, __m512 acc) {
+  __m512 p = Whole ? _mm512_loadu_ps(P) : _mm512_maskz_loadu_ps(m, P);
+  if (exp) {
+    p = exp16(_mm512_fmsub_ps(p, s, l));
+    if constexpr (Whole) {
+      _mm512_storeu_ps(P, p);  // a masked store costs about twice a plain one on Zen 4 and 5
+    } else {
+      p = _mm512_maskz_mov_ps(m, p);
+      _mm512_mask_storeu_ps(P, m, p);
+    }
+  }
+  return _mm512_fmadd_ps(p, Whole ? _mm512_loadu_ps(dP) : _mm512_maskz_loadu_ps(m, dP), acc);
+}
+
+// d_i: 16 lanes from lo (lane l sums columns lo + l, lo + l + 16, ...), then fold16; with L, P's exp first
 // (written back).
 float row_sum(float* P, const float* L, float es, const float* dP, int64_t lo, int64_t hi) {
   __m512 acc = _mm512_setzero_ps();
   const __m512 s = _mm512_set1_ps(es), l = L ? _mm512_set1_ps(*L) : s;
-  for (int64_t j = lo; j < hi; j += 16) {
-    const __mmask16 m = mask_of(hi - j);
-    __m512 p = _mm512_maskz_loadu_ps(m, P + j);
-    if (L) {
-      p = _mm512_maskz_mov_ps(m, exp16(_mm512_fmsub_ps(p, s, l)));
-      _mm512_mask_storeu_ps(P + j, m, p);
-    }
-    acc = _mm512_fmadd_ps(p, _mm512_maskz_loadu_ps(m, dP + j), acc);
-  }
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, acc);
-  float sum = 0.f;
-  for (float x : lanes) sum += x;
-  return sum;
+  int64_t j = lo;
+  for (; j + 16 <= hi; j += 16) acc = row_step<true>(P + j, L, s, l, dP + j, 0xffff, acc);
+  if (j < hi) acc = row_step<false>(P + j, L, s, l, dP + j, mask_of(hi - j), acc);
+  return fold16(acc);
 }
 
 // One row's dS on the 16 columns from j0 (span mask m), +0 outside the span (0 * (0 - d) may be -0).
