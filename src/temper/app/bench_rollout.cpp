@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "temper/app/bench_roofline.h"
 #include "temper/app/cpu_report.h"
 #include "temper/app/model_source.h"
 #include "temper/core/error.h"
@@ -20,32 +21,6 @@ namespace {
 
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// Read bandwidth of this machine: sum a 512 MiB buffer with all threads, best of 3.
-double read_bandwidth_gbs() {
-  const int64_t n = int64_t{128} << 20;
-  Tensor buf = Tensor::empty({n});
-  float* p = buf.data<float>();
-  parallel_for(n, 1 << 20, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) p[i] = 1.0f;
-  });
-  double best = 1e30;
-  for (int r = 0; r < 3; ++r) {
-    double t0 = now();
-    std::vector<double> part(static_cast<size_t>(num_threads()) * 8, 0.0);
-    parallel_tasks(num_threads(), [&](int64_t t) {
-      int64_t b = n * t / num_threads(), e = n * (t + 1) / num_threads();
-      float acc[16] = {};
-      for (int64_t i = b; i + 16 <= e; i += 16)
-        for (int j = 0; j < 16; ++j) acc[j] += p[i + j];
-      double s = 0;
-      for (float a : acc) s += a;
-      part[static_cast<size_t>(t) * 8] = s;
-    });
-    best = std::min(best, now() - t0);
-  }
-  return static_cast<double>(n) * 4 / best / 1e9;
 }
 
 // One timed engine run: its seconds and the engine's counters.
@@ -224,7 +199,8 @@ int bench_rollout(const BenchRolloutOptions& o) {
   double decode_tps = static_cast<double>(seqs * (o.gen_len - 1)) / (d.tn - d.t1);
   nlohmann::json group;
   if (G > 1) group = prefix_sharing(o, *m, pool, reqs, d.r1, d.t1);
-  double bw = read_bandwidth_gbs();
+  const BenchRooflineOptions roofline;  // the bound's bandwidth: bench roofline's read figure
+  const double bw = read_bandwidth_gbs(roofline.memory_gib, roofline.reps);
   double weight_bytes = static_cast<double>(m->num_params()) * (prec == kernels::Precision::bf16 ? 2.0 : 4.0);
   if (const FrozenBase* held = m->held_base())  // the held products' bytes in place of theirs at the precision
     weight_bytes += static_cast<double>(held->bytes()) -

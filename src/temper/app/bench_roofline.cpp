@@ -164,30 +164,37 @@ struct Bandwidth {
   int64_t read_bytes = 0, copy_bytes = 0, triad_bytes = 0;
 };
 
+}  // namespace
+
+double read_bandwidth_gbs(double gib, int reps, int64_t* bytes) {
+  const int64_t n = std::max<int64_t>(1 << 16, static_cast<int64_t>(gib * 1073741824.0 / 4) / 64 * 64);
+  auto buf = touched(n, 1.0f);
+  const float* p = buf.get();
+  // The engine's sum of squares (the gradient norm's kernel) at the active ISA: one 16-byte load per add, as an
+  // SSE2 loop would do here, read at half the rate of 64-byte ones on the AMX Xeon (7 vs 14 GB/s on one core).
+  const auto sumsq = tk::isa_table().sumsq;
+  std::vector<double> part(static_cast<size_t>(num_threads()) * 8);  // a cache line apart
+  const double s = best_seconds(
+      [&] {
+        per_thread(n, [&](int64_t t, int64_t b, int64_t e) {
+          const double sum = sumsq(p + b, e - b);
+          part[static_cast<size_t>(t) * 8] = sum;
+        });
+      },
+      reps, 0);
+  double total = 0;
+  for (double v : part) total += v;
+  TEMPER_CHECK(total > 0) << "bench: the read-only sum gave " << total;
+  if (bytes) *bytes = n * 4;
+  return static_cast<double>(n) * 4 / s * 1e-9;
+}
+
+namespace {
+
 Bandwidth measure_bandwidth(double gib, int reps) {
   Bandwidth bw;
-  const int64_t n = std::max<int64_t>(1 << 16, static_cast<int64_t>(gib * 1073741824.0 / 4) / 64 * 64);
-  {
-    auto buf = touched(n, 1.0f);
-    const float* p = buf.get();
-    // The engine's sum of squares (the gradient norm's kernel) at the active ISA: one 16-byte load per add, as an
-    // SSE2 loop would do here, read at half the rate of 64-byte ones on the AMX Xeon (7 vs 14 GB/s on one core).
-    const auto sumsq = tk::isa_table().sumsq;
-    std::vector<double> part(static_cast<size_t>(num_threads()) * 8);  // a cache line apart
-    const double s = best_seconds(
-        [&] {
-          per_thread(n, [&](int64_t t, int64_t b, int64_t e) {
-            const double sum = sumsq(p + b, e - b);
-            part[static_cast<size_t>(t) * 8] = sum;
-          });
-        },
-        reps, 0);
-    double total = 0;
-    for (double v : part) total += v;
-    TEMPER_CHECK(total > 0) << "bench roofline: the read-only sum gave " << total;
-    bw.read_bytes = n * 4;
-    bw.read = static_cast<double>(bw.read_bytes) / s * 1e-9;
-  }
+  bw.read = read_bandwidth_gbs(gib, reps, &bw.read_bytes);
+  const int64_t n = bw.read_bytes / 4;
   const int64_t m = n / 2;
   {
     auto src = touched(m, 2.0f), dst = touched(m, 0.0f);

@@ -22,4 +22,9 @@ struct BenchRooflineOptions {
 
 int bench_roofline(BenchRooflineOptions o);
 
+// The read-only sum's bandwidth in GB/s (1e9 bytes) over a `gib` GiB buffer on every thread, best of `reps`: the
+// roofline's read figure, and `temper bench rollout`'s batch-1 bound (with BenchRooflineOptions' defaults).
+// bytes (optional): the bytes one pass reads.
+double read_bandwidth_gbs(double gib, int reps, int64_t* bytes = nullptr);
+
 }  // namespace temper::app
