@@ -644,6 +644,33 @@ TEST(OpAttention, Bf16DscoresMatchTheReferenceEveryIsa) {
 
 // `temper info` and every bench JSON name the attention's kernels (kernels::attention_kernel_name): the names are
 // those of the table's entries (register tiles on AVX-512, VDPBF16PS where the CPU has AVX512-BF16).
+// The forward's softmax numerators (IsaTable::attn_exp_row) on every ISA against fp64: exp(x * scale - max * scale)
+// over the row's n scores (whole vectors, a masked tail, a lone score), their sum and the shift; the columns past n
+// untouched.
+TEST(OpAttention, ExpRowMatchesTheReferenceEveryIsa) {
+  const int64_t ld = 80;
+  auto S = random_vec(ld, 89);
+  for (float& x : S) x *= 8.f;
+  for (int64_t n : {int64_t{1}, int64_t{15}, int64_t{16}, int64_t{17}, int64_t{45}, int64_t{64}, int64_t{79}})
+    for (float sc : {0.125f, 1.0f}) {
+      SCOPED_TRACE("n " + std::to_string(n) + " scale " + std::to_string(sc));
+      double m = S[0];
+      for (int64_t j = 1; j < n; ++j) m = std::max(m, double(S[j]));
+      std::vector<double> want(static_cast<size_t>(n));
+      double sum = 0;
+      for (int64_t j = 0; j < n; ++j) sum += want[j] = std::exp((double(S[j]) - m) * sc);
+      for_each_isa([&](Isa isa) {
+        std::vector<float> x = S;
+        float shift = -1.f;
+        const float got_sum = isa_table(isa).attn_exp_row(x.data(), n, sc, &shift);
+        EXPECT_TRUE(all_close(x.data(), want.data(), n, tolerance(Kind::elementwise, 1, 4.0)));
+        EXPECT_NEAR(got_sum, sum, 4e-6 * sum);
+        EXPECT_FLOAT_EQ(shift, static_cast<float>(m * sc));
+        for (int64_t j = n; j < ld; ++j) EXPECT_EQ(x[j], S[j]) << "column " << j << " past n";
+      });
+    }
+}
+
 TEST(OpAttention, KernelNameIsTheIsaTablesChoice) {
   for_each_isa([&](Isa isa) {
     const IsaTable& t = isa_table(isa);

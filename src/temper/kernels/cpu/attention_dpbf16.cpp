@@ -7,6 +7,8 @@
 
 #include <immintrin.h>
 
+#include "temper/kernels/cpu/exp16.h"
+
 // GCC 12's AVX-512 headers trip -Wuninitialized on their own _mm512_undefined_* (GCC bug 105593).
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -163,33 +165,6 @@ inline __mmask16 span_mask(int64_t lo, int64_t hi, int64_t j0) {
   return b <= a ? static_cast<__mmask16>(0) : static_cast<__mmask16>(((1u << b) - 1u) & ~((1u << a) - 1u));
 }
 
-// attention_tiles.inc's attn_exp (isa_kernels.inc's exp_f) on 16 lanes.
-inline __m512 exp16(__m512 x) {
-  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.3f)), _mm512_set1_ps(88.37f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), _mm512_set1_ps(0.5f)),
-                                        _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-  p = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0f));
-  const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127)), 23);
-  return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
-}
-
-// The 16 lanes' sum as a tree: lanes l and l + 8, then + 4, + 2, + 1 (attention_tiles.inc's fold16; a fold in
-// lane order is a 15-add chain that each row's dS waits on).
-inline float fold16(__m512 x) {
-  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(x), _mm512_extractf32x8_ps(x, 1));
-  const __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-  const __m128 r = _mm_add_ps(q, _mm_movehl_ps(q, q));
-  return _mm_cvtss_f32(_mm_add_ss(r, _mm_movehdup_ps(r)));
-}
-
 // One step of row_sum: 16 columns of P (their exp first with L, written back) times dP into acc.
 template <bool Whole>
 inline __m512 row_step(float* P, bool exp, __m512 s, __m512 l, const float* dP, __mmask16 m, __m512 acc) {
@@ -206,8 +181,8 @@ inline __m512 row_step(float* P, bool exp, __m512 s, __m512 l, const float* dP, 
   return _mm512_fmadd_ps(p, Whole ? _mm512_loadu_ps(dP) : _mm512_maskz_loadu_ps(m, dP), acc);
 }
 
-// d_i: 16 lanes from lo (lane l sums columns lo + l, lo + l + 16, ...), then fold16; with L, P's exp first
-// (written back).
+// d_i: 16 lanes from lo (lane l sums columns lo + l, lo + l + 16, ...), then fold16 (cpu/exp16.h); with L, P's exp
+// first (written back).
 float row_sum(float* P, const float* L, float es, const float* dP, int64_t lo, int64_t hi) {
   __m512 acc = _mm512_setzero_ps();
   const __m512 s = _mm512_set1_ps(es), l = L ? _mm512_set1_ps(*L) : s;

@@ -95,13 +95,17 @@ struct IsaTable {
   // The bf16 backward's dS for one or two query rows (rows), straight into the three bf16 operands that follow it:
   // row i (P + i * ld, dP + i * ld, W columns) sees columns [lo[i], hi[i]). With L, P holds the row's scores s first
   // and gets P = exp(s * es - L[i]) there (isa_kernels.inc's exp_f polynomial); without, P is given (and 0 outside).
-  // d_i = sum of P * dP over them (16 lanes folded in order) and dS = P * (dP - d_i) * scale (* G, the cap's
+  // d_i = sum of P * dP over them (16 lanes folded as a tree) and dS = P * (dP - d_i) * scale (* G, the cap's
   // factor, where G is given), 0 elsewhere. Out: ds_rows, each row's dS as attn_bf16_row with off (rows ldr words
   // apart); ds_pairs and p_pairs, dS's and P's two rows as attn_bf16_pairs (W words; the second row zero where rows
   // is 1).
   void (*attn_dscores_bf16)(float* P, const float* L, float es, const float* dP, const float* G, int64_t ld,
                             int64_t rows, const int64_t* lo, const int64_t* hi, float scale, int64_t W, int64_t off,
                             uint32_t* ds_rows, int64_t ldr, uint32_t* ds_pairs, uint32_t* p_pairs);
+  // The training forward's softmax numerators for one row of n >= 1 scores, in place: x[j] = exp(x[j] * scale -
+  // shift) with shift = max(x) * scale (isa_kernels.inc's exp_f polynomial); returns their sum (16 lanes folded as a
+  // tree) and shift. The row's P is x / sum, its lse shift + log(sum).
+  float (*attn_exp_row)(float* x, int64_t n, float scale, float* shift);
   // out[c * ldo + r] = x[r * ldx + c] for r < rows, c < cols (the keys as the columns of Q K^T's right operand).
   void (*attn_transpose)(const float* x, int64_t ldx, int64_t rows, int64_t cols, float* out, int64_t ldo);
   // What the attention entries above run on, set where they are chosen (kernels::attention_kernel_name prints
