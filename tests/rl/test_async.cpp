@@ -204,6 +204,31 @@ TEST(Async, RerunsAndThreadSplitsGiveTheSameBits) {
   }
 }
 
+// Work between steps (held-out evaluation) runs under the trainer's moving share: none without an explorer thread;
+// with one, every core while the explorer has no job (before the first step, and once its job in flight is done).
+TEST(Async, TheTrainersShareOfTheCoresIsThereBetweenSteps) {
+  const int before = num_threads();
+  set_num_threads(2);
+  {
+    RlSetup sync_setup;
+    RlTrainer sync(sync_setup.model, sync_setup.task, codec(), config(), sync_setup.safe);
+    EXPECT_EQ(sync.trainer_threads(), nullptr);
+    RlSetup s;
+    RlConfig c = async_config(1);
+    c.async->explorer_threads = 1;
+    c.async->trainer_threads = 1;
+    RlTrainer t(s.model, s.task, codec(), c, s.safe);
+    ASSERT_NE(t.trainer_threads(), nullptr);
+    EXPECT_EQ(t.trainer_threads()->load(), 2) << "no job yet: the trainer has both cores";
+    t.step();  // launches step 1's job on the explorer thread
+    const int during = t.trainer_threads()->load();
+    EXPECT_TRUE(during == 1 || during == 2) << during;  // its share while the job runs, both once it is done
+    EXPECT_FALSE(t.async_state().empty());              // waits for the job
+    EXPECT_EQ(t.trainer_threads()->load(), 2) << "the explorer's job done: both cores back";
+  }
+  set_num_threads(before);
+}
+
 TEST(Async, AResumedRunEqualsTheUninterruptedOne) {
   for (int64_t staleness : {1, 2}) {
     const RlConfig c = async_config(staleness);

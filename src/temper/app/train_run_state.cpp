@@ -3,11 +3,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <optional>
 
 #include "temper/app/fault_injection.h"
 #include "temper/app/train_run.h"
 #include "temper/core/error.h"
 #include "temper/core/interrupt.h"
+#include "temper/core/thread_pool.h"
 #include "temper/rl/evaluate.h"
 #include "temper/rl/methods/fair.h"
 
@@ -57,6 +59,8 @@ double TrainRun::evaluate(int64_t step) {
     return NAN;
   }
   InterruptScope abandon_on_stop(interruptible_);
+  std::optional<ThreadLimit> split;  // [rl.async]: the explorer may be generating the next batch beside it
+  if (const std::atomic<int>* live = rlt_ ? rlt_->trainer_threads() : nullptr) split.emplace(*live);
   fault_signal(step, "eval");
   rl::EvalResult e = rl::evaluate(*policy_, task_, codec_, cfg_.eval, *safe_, &comm_);
   report::MetricValues v = {

@@ -272,7 +272,7 @@ void RlTrainer::load_speculative_state(const std::string& text) {
 Metrics RlTrainer::step() {
   auto t_step = Clock::now();
   std::optional<ThreadLimit> split;  // [rl.async]: the trainer's share of the threads, or all while the explorer waits
-  if (const std::atomic<int>* live = async() ? explorer_->trainer_threads() : nullptr) split.emplace(*live);
+  if (const std::atomic<int>* live = trainer_threads()) split.emplace(*live);
   begin_step();
   if (async()) explore_ahead();
   Batch& b = batch_;

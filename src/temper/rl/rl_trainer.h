@@ -110,6 +110,10 @@ class RlTrainer {
             reward::SafeReward& safe, std::vector<Method*> methods = {}, Transformer* reference = nullptr);
   Metrics step();  // one RL step; returns its metrics
   const Batch& last_batch() const { return batch_; }
+  // [rl.async] with an explorer thread: the threads this (the trainer's) thread may use now, its share while the
+  // explorer generates beside it and all of them while the explorer waits (a moving ThreadLimit's count): what
+  // step() runs under, and work between steps must too (held-out evaluation). Null otherwise.
+  const std::atomic<int>* trainer_threads() const { return async() ? explorer_->trainer_threads() : nullptr; }
 
   int64_t steps_done() const { return step_; }
   uint64_t cursor() const { return cursor_; }  // problems drawn from the task so far
