@@ -8,10 +8,12 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -354,6 +356,32 @@ TEST(MemoryInfo, ZeroAndReleaseZeroesTheRangeAndGivesItsWholePagesBack) {
   EXPECT_EQ(f[hi - 1], 0.0f);
   EXPECT_EQ(f[hi], 1.0f + static_cast<float>(hi % 7));
   ::munmap(m, bytes);
+}
+
+// advise_huge_pages: where the system's THP mode takes the advice (`madvise` or `always`), a 64 MiB buffer advised
+// before it is written is backed by huge pages (its smaps entry's AnonHugePages); where it is `never`, skipped.
+TEST(MemoryInfo, HugePageAdviceBacksADenseBufferWhereTheSystemAllows) {
+  std::ifstream mode_file("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string mode;
+  std::getline(mode_file, mode);
+  if (mode.empty() || mode.find("[never]") != std::string::npos) GTEST_SKIP() << "THP mode: '" << mode << "'";
+  const size_t bytes = size_t{64} << 20;
+  void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(m, MAP_FAILED);
+  ASSERT_TRUE(temper::advise_huge_pages(m, bytes));
+  std::memset(m, 1, bytes);
+  const uintptr_t at = reinterpret_cast<uintptr_t>(m);
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool in_range = false;
+  int64_t huge_kb = -1;
+  while (std::getline(smaps, line)) {
+    uintptr_t lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2) in_range = lo <= at && at < hi;  // a mapping's header
+    if (in_range && line.rfind("AnonHugePages:", 0) == 0) huge_kb = std::stoll(line.substr(14));
+  }
+  ::munmap(m, bytes);
+  EXPECT_GT(huge_kb, 0) << "THP mode '" << mode << "': no huge page behind the advised buffer";
 }
 
 TEST(StateSnapshot, TensorByNameAndARefusalNamingTheCheckpoint) {

@@ -82,4 +82,10 @@ void zero_and_release(void* p, size_t n) {
   }
 }
 
+bool advise_huge_pages(void* p, size_t n) {
+  const PageSpan pages = whole_pages_in(p, n);
+  return pages.begin != pages.end &&
+         ::madvise(pages.begin, static_cast<size_t>(pages.end - pages.begin), MADV_HUGEPAGE) == 0;
+}
+
 }  // namespace temper
