@@ -642,8 +642,6 @@ TEST(OpAttention, Bf16DscoresMatchTheReferenceEveryIsa) {
         }
 }
 
-// `temper info` and every bench JSON name the attention's kernels (kernels::attention_kernel_name): the names are
-// those of the table's entries (register tiles on AVX-512, VDPBF16PS where the CPU has AVX512-BF16).
 // The forward's softmax numerators (IsaTable::attn_exp_row) on every ISA against fp64: exp(x * scale - max * scale)
 // over the row's n scores (whole vectors, a masked tail, a lone score), their sum and the shift; the columns past n
 // untouched.
@@ -671,6 +669,8 @@ TEST(OpAttention, ExpRowMatchesTheReferenceEveryIsa) {
     }
 }
 
+// `temper info` and every bench JSON name the attention's kernels (kernels::attention_kernel_name): the names are
+// those of the table's entries (register tiles on AVX-512, VDPBF16PS where the CPU has AVX512-BF16).
 TEST(OpAttention, KernelNameIsTheIsaTablesChoice) {
   for_each_isa([&](Isa isa) {
     const IsaTable& t = isa_table(isa);

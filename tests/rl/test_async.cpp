@@ -207,7 +207,10 @@ TEST(Async, RerunsAndThreadSplitsGiveTheSameBits) {
 // Work between steps (held-out evaluation) runs under the trainer's moving share: none without an explorer thread;
 // with one, every core while the explorer has no job (before the first step, and once its job in flight is done).
 TEST(Async, TheTrainersShareOfTheCoresIsThereBetweenSteps) {
-  const int before = num_threads();
+  struct Restore {
+    int threads = num_threads();
+    ~Restore() { set_num_threads(threads); }
+  } restore;
   set_num_threads(2);
   {
     RlSetup sync_setup;
@@ -226,7 +229,6 @@ TEST(Async, TheTrainersShareOfTheCoresIsThereBetweenSteps) {
     EXPECT_FALSE(t.async_state().empty());              // waits for the job
     EXPECT_EQ(t.trainer_threads()->load(), 2) << "the explorer's job done: both cores back";
   }
-  set_num_threads(before);
 }
 
 TEST(Async, AResumedRunEqualsTheUninterruptedOne) {

@@ -46,11 +46,10 @@ void clear_outside(float* row, Visible v, int64_t width) {
   std::memset(row + v.n, 0, static_cast<size_t>(width - v.n) * sizeof(float));
 }
 
-// S[rows, width] <- the softmax numerators of S's rows (raw q.k; row i's query at position pos0 + i), each row's sum
-// out (P is S / sum: the forward divides O's rows instead, D columns in place of the row's width), lse out.
+// P[rows, width] <- softmax rows of S (raw q.k; row i's query at position pos0 + i), lse out.
 // Without the causal mask (causal false) a row sees all its columns.
 void softmax_rows_fwd(const IsaTable& t, float* S, int64_t rows, int64_t width, int64_t pos0, int64_t k0, float scale,
-                      const AttnOpts& opt, float* lse, float* sums, bool causal = true) {
+                      const AttnOpts& opt, float* lse, bool causal = true) {
   for (int64_t i = 0; i < rows; ++i) {
     const Visible vis = causal ? visible(pos0 + i, k0, opt.window) : Visible{0, width};
     float* x = S + i * width + vis.lo;
@@ -61,10 +60,10 @@ void softmax_rows_fwd(const IsaTable& t, float* S, int64_t rows, int64_t width, 
       sc = 1.0f;
     }
     float shift = 0.f;
-    sums[i] = t.attn_exp_row(x, n, sc, &shift);
-    t.scale(x, n, 1.0f / sums[i]);
+    const float sum = t.attn_exp_row(x, n, sc, &shift);
+    t.scale(x, n, 1.0f / sum);
     clear_outside(S + i * width, vis, width);
-    lse[i] = shift + std::log(sums[i]);
+    lse[i] = shift + std::log(sum);
   }
 }
 
@@ -148,7 +147,6 @@ struct KeyPack {
 
 struct Scratch {
   std::vector<float> S, dP, G;                // P (scores), dP, the cap's factor; [rows, width]
-  std::vector<float> sums;                    // the forward's softmax row sums [rows]
   std::vector<float> Kt, Vt, K, V;            // KeyPack's f32 operands
   std::vector<uint32_t> Vt16, K16, a16, b16;  // KeyPack's bf16 operands, a block's bf16 operands
   std::vector<uint32_t> ds16, dsp16, p16;     // the bf16 backward's dS (pairs along rows, of rows), P's
@@ -231,16 +229,14 @@ struct Dims {
   const AttnOpts* opt;
 };
 
-// The block's P in x.S (or, with lse out, the forward's softmax numerators, their row sums in x.sums): Q K^T on the
-// f32 tiles, then the rows.
+// The block's P (or the forward's scores, softmaxed, with lse out) in x.S: Q K^T on the f32 tiles, then the rows.
 void block_probs(const IsaTable& t, const Dims& d, const KeyPack& kp, const Block& b, Scratch& x, float* lse_out) {
   const int64_t W = b.width;
   grow(x.S, b.rows * W);
   t.attn_mm_f32(b.Q, d.q_stride, 1, kp.Kt + b.at, kp.n, x.S.data(), W, b.rows, W, d.D, false,
                 b.causal ? kAttnTriCols : kAttnTriNone, b.pos0 - b.k0);
   if (lse_out) {
-    grow(x.sums, b.rows);
-    softmax_rows_fwd(t, x.S.data(), b.rows, W, b.pos0, b.k0, d.scale, *d.opt, lse_out, x.sums.data(), b.causal);
+    softmax_rows_fwd(t, x.S.data(), b.rows, W, b.pos0, b.k0, d.scale, *d.opt, lse_out, b.causal);
   } else {
     if (d.opt->softcap > 0.f) grow(x.G, b.rows * W);
     probs_rows_bwd(t, x.S.data(), x.G.data(), b.rows, W, b.pos0, b.k0, d.scale, *d.opt, b.L, b.causal);

@@ -948,7 +948,6 @@ int64_t Transformer::prepare_packed(const std::vector<kernels::AttnSegment>& seg
 }
 
 namespace {
-
 struct SegmentsScope {  // the packed pass's segments, for the layers' attention, until the pass ends
   const std::vector<kernels::AttnSegment>*& slot;
   SegmentsScope(const std::vector<kernels::AttnSegment>*& s, const std::vector<kernels::AttnSegment>& segs) : slot(s) {

@@ -1,7 +1,7 @@
 // exp on 16 lanes for the AVX-512 attention kernels (attention_tiles.inc's, attention_dpbf16.cpp): isa_kernels.inc's
-// exp_f (Cephes-style, degree-6 polynomial, ~1 ulp; attention_tiles.inc's attn_exp) with its clamp, and the lanes' sum
-// as a tree (lanes l and l + 8, then + 4, + 2, + 1; attention_tiles.inc's fold_lanes). Include only from AVX-512-compiled
-// sources; static: each includer keeps its own copy (panel_store.h).
+// exp_f (Cephes-style, degree-6 polynomial, ~1 ulp; attention_tiles.inc's attn_exp) with its clamp, and the lanes'
+// sum as a tree (lanes l and l + 8, then + 4, + 2, + 1; attention_tiles.inc's fold_lanes). Include only from
+// AVX-512-compiled sources; static: each includer keeps its own copy (panel_store.h).
 #pragma once
 
 #include <immintrin.h>
