@@ -407,7 +407,28 @@ void Transformer::attention_forward(int64_t l, const LayerActs& a, int64_t B, in
   if (paged) {  // write every token's K/V into its sequence's blocks, then attend over the block tables
     for (int64_t n = 0; n < N; ++n)
       pool->write_at(l, paged->tables[n], paged->pos[n], a.qkv + n * QKV + Hq, a.qkv + n * QKV + Hq + Hk);
-    attend_paged(l, a, N, *paged, *pool, opt);
+    kernels::PagedAttnArgs pa;
+    pa.n = N;
+    pa.H = H;
+    pa.Hkv = Hkv;
+    pa.D = D;
+    pa.q = a.qkv;
+    pa.q_stride = QKV;
+    pa.o = a.o;
+    pa.o_stride = Hq;
+    pa.block_tables = paged->tables;
+    pa.kv_len = kv_len_.data();
+    if (pool->dtype() == DType::bf16) {
+      pa.k_pool16 = pool->k_block16(l, 0);
+      pa.v_pool16 = pool->v_block16(l, 0);
+    } else {
+      pa.k_pool = pool->k_block(l, 0);
+      pa.v_pool = pool->v_block(l, 0);
+    }
+    pa.block_size = pool->block_size();
+    pa.lse = a.lse;  // [N, H]: what a kept row's backward reads
+    pa.opt = opt;
+    kernels::paged_attention_fwd(pa);
   } else if (segs_) {
     kernels::PackedAttnShape s{N, H, Hkv, D, QKV, QKV, Hq, segs_->data(), static_cast<int64_t>(segs_->size()), opt};
     kernels::attention_fwd_packed(s, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse);
@@ -415,61 +436,6 @@ void Transformer::attention_forward(int64_t l, const LayerActs& a, int64_t B, in
     kernels::AttnShape s{B, T, H, Hkv, D, QKV, QKV, Hq, opt};
     kernels::attention_fwd(s, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse);
   }
-}
-
-// A paged step's attention. Prompts prefilled from position 0 (runs of at least two rows of one sequence: its
-// positions 0, 1, ... in order) take the training forward's tiles over their own K/V rows, which are the cache's values
-// (kernels::attention_fwd_packed, a segment per run): products instead of the decode kernel's pass per row, and the
-// training forward's arithmetic. Every other row (decode, a continuing or resumed sequence) reads the block tables
-// (kernels::paged_attention_fwd), in ranges between the runs.
-void Transformer::attend_paged(int64_t l, const LayerActs& a, int64_t N, const PagedStep& paged, const KvPool& pool,
-                               const kernels::AttnOpts& opt) {
-  const int64_t D = cfg_.head_dim, H = cfg_.num_heads, Hkv = cfg_.num_kv_heads, Hq = H * D, Hk = Hkv * D,
-                QKV = cfg_.qkv_dim();
-  fresh_.clear();
-  for (int64_t n = 0; n < N;) {
-    int64_t e = n + 1;
-    while (e < N && paged.tables[e] == paged.tables[n] && paged.pos[e] == paged.pos[e - 1] + 1) ++e;
-    if (paged.pos[n] == 0 && e - n >= 2) fresh_.push_back({n, e - n, 0, 0});
-    n = e;
-  }
-  if (!fresh_.empty()) {
-    if (static_cast<int64_t>(fresh_lse_.size()) < H * N) fresh_lse_.resize(static_cast<size_t>(H * N));
-    const kernels::PackedAttnShape s{N,  H, Hkv, D, QKV, QKV, Hq, fresh_.data(), static_cast<int64_t>(fresh_.size()),
-                                     opt};
-    kernels::attention_fwd_packed(s, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, fresh_lse_.data());
-    for (const kernels::AttnSegment& g : fresh_)  // lse [H, N] -> the paged layout [N, H]
-      for (int64_t n = g.start; a.lse && n < g.start + g.len; ++n)
-        for (int64_t h = 0; h < H; ++h) a.lse[n * H + h] = fresh_lse_[static_cast<size_t>(h * N + n)];
-  }
-  kernels::PagedAttnArgs pa;
-  pa.H = H;
-  pa.Hkv = Hkv;
-  pa.D = D;
-  pa.q_stride = QKV;
-  pa.o_stride = Hq;
-  if (pool.dtype() == DType::bf16) {
-    pa.k_pool16 = pool.k_block16(l, 0);
-    pa.v_pool16 = pool.v_block16(l, 0);
-  } else {
-    pa.k_pool = pool.k_block(l, 0);
-    pa.v_pool = pool.v_block(l, 0);
-  }
-  pa.block_size = pool.block_size();
-  pa.opt = opt;
-  auto rows = [&](int64_t b, int64_t e) {  // rows [b, e) on the paged kernel
-    if (b >= e) return;
-    pa.n = e - b;
-    pa.q = a.qkv + b * QKV;
-    pa.o = a.o + b * Hq;
-    pa.block_tables = paged.tables + b;
-    pa.kv_len = kv_len_.data() + b;
-    pa.lse = a.lse ? a.lse + b * H : nullptr;  // [N, H]: what a kept row's backward reads
-    kernels::paged_attention_fwd(pa);
-  };
-  int64_t from = 0;
-  for (const kernels::AttnSegment& g : fresh_) rows(from, g.start), from = g.start + g.len;
-  rows(from, N);
 }
 
 void Transformer::layer_forward(int64_t l, const LayerActs& a, float* x_out, int64_t B, int64_t T,

@@ -216,8 +216,6 @@ class Transformer {
                      const PagedStep* paged = nullptr, KvPool* pool = nullptr, const Int4Layer* q4 = nullptr);
   void layer_backward(int64_t l, const LayerActs& a, float* dx, int64_t B, int64_t T);
   void attention_forward(int64_t l, const LayerActs& a, int64_t B, int64_t T, const PagedStep* paged, KvPool* pool);
-  void attend_paged(int64_t l, const LayerActs& a, int64_t N, const PagedStep& paged, const KvPool& pool,
-                    const kernels::AttnOpts& opt);
   void attention_backward(int64_t l, const LayerActs& a, int64_t B, int64_t T);
   kernels::AttnOpts attn_opts(int64_t l) const;
   const kernels::RopeTable& rope_for(int64_t l) const;
@@ -295,8 +293,6 @@ class Transformer {
   int32_t* pos_ = nullptr;
   const std::vector<kernels::AttnSegment>* segs_ = nullptr;  // during a packed pass: its segments
   std::vector<int64_t> kv_len_;  // paged steps: keys each row sees (grows once, then reused)
-  std::vector<kernels::AttnSegment> fresh_;  // paged steps: runs of a prompt's rows from position 0 (attend_paged)
-  std::vector<float> fresh_lse_;             // their lse [H, rows of the step]
   std::vector<float> draft_logits_;  // a drafter head over a vocabulary subset: its rows before the scatter
   void draft_head(const PagedStep& st, const Int4Drafter& drafter);  // forward_paged's LM head for a drafter
   float* classifier_ws_ = nullptr;  // one chunk of logits for the fused classifier
