@@ -3,8 +3,9 @@
 // called before its own tiles: oneDNN sgemm on 64-query blocks) and the gemm() rate of one large product.
 // GFLOP/s count the causal products' useful multiply-adds: 2 D (t + 1) per query row t and product, two products
 // in the forward, five in the backward (P recomputed, dP, dQ, dK, dV).
-// Run: build/bench/attention_train [--threads N] [--reps R] [--B 8 --T 256 --H 9 --Hkv 3 --D 64]
-// (the default shape is SmolLM2-135M's layer at batch 8 x 256). Results go to docs/PERFORMANCE.md.
+// Run: build/bench/attention_train [--threads N] [--reps R] [--B 8 --T 256 --H 9 --Hkv 3 --D 64] [--only PART]
+// (the default shape is SmolLM2-135M's layer at batch 8 x 256). --only fwd | f32_bwd | bf16_bwd: that call alone,
+// best of R (to time or `perf record` one kernel). Results go to docs/PERFORMANCE.md.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -77,8 +78,13 @@ void products_on_gemm(const AttnShape& s, const float* q, const float* k, const 
 int main(int argc, char** argv) {
   int threads = 2, reps = 5;
   int64_t B = 8, T = 256, H = 9, Hkv = 3, D = 64;
+  std::string only;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
+    if (a == "--only") {
+      only = argv[i + 1];
+      continue;
+    }
     const int64_t x = std::stoll(argv[i + 1]);
     if (a == "--threads")
       threads = static_cast<int>(x);
@@ -110,6 +116,25 @@ int main(int argc, char** argv) {
       "\"Hkv\": %ld, \"D\": %ld},\n",
       std::string(isa_name(cpu_isa())).c_str(), attention_kernel_name().c_str(), threads, static_cast<long>(B),
       static_cast<long>(T), static_cast<long>(H), static_cast<long>(Hkv), static_cast<long>(D));
+  if (!only.empty()) {  // one call alone: the forward, or a backward over the forward's lse
+    const bool fwd = only == "fwd";
+    if (!fwd && only != "f32_bwd" && only != "bf16_bwd") {
+      std::fprintf(stderr, "attention_train: --only '%s' (expected fwd, f32_bwd or bf16_bwd)\n", only.c_str());
+      return 2;
+    }
+    s.precision = only == "bf16_bwd" ? Precision::bf16 : Precision::f32;
+    attention_fwd(s, q.data(), k.data(), v.data(), o.data(), lse.data());
+    const double t = best_of(reps, [&] {
+      if (fwd)
+        attention_fwd(s, q.data(), k.data(), v.data(), o.data(), lse.data());
+      else
+        attention_bwd(s, q.data(), k.data(), v.data(), o.data(), lse.data(), dout.data(), dq.data(), dk.data(),
+                      dv.data());
+    });
+    std::printf(" \"%s\": {\"s\": %.6f, \"gflops\": %.1f}}\n", only.c_str(), t,
+                (fwd ? fwd_flops : bwd_flops) / t * 1e-9);
+    return 0;
+  }
   for (Precision p : {Precision::f32, Precision::bf16}) {
     s.precision = p;
     const double tf = best_of(reps, [&] { attention_fwd(s, q.data(), k.data(), v.data(), o.data(), lse.data()); });

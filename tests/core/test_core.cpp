@@ -358,30 +358,47 @@ TEST(MemoryInfo, ZeroAndReleaseZeroesTheRangeAndGivesItsWholePagesBack) {
   ::munmap(m, bytes);
 }
 
+namespace {
+// The AnonHugePages (kB) of the mapping holding `p` in /proc/self/smaps; -1 when none holds it.
+int64_t anon_huge_kb(const void* p) {
+  const uintptr_t at = reinterpret_cast<uintptr_t>(p);
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool in_range = false;
+  int64_t kb = -1;
+  while (std::getline(smaps, line)) {
+    uintptr_t lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2) in_range = lo <= at && at < hi;  // a mapping's header
+    if (in_range && line.rfind("AnonHugePages:", 0) == 0) kb = std::stoll(line.substr(14));
+  }
+  return kb;
+}
+}  // namespace
+
 // advise_huge_pages: where the system's THP mode takes the advice (`madvise` or `always`), a 64 MiB buffer advised
-// before it is written is backed by huge pages (its smaps entry's AnonHugePages); where it is `never`, skipped.
+// before it is written is backed by huge pages (its smaps entry's AnonHugePages); in `madvise` mode the same buffer
+// without the advice is not (the advice is what did it); where the mode is `never`, skipped.
 TEST(MemoryInfo, HugePageAdviceBacksADenseBufferWhereTheSystemAllows) {
   std::ifstream mode_file("/sys/kernel/mm/transparent_hugepage/enabled");
   std::string mode;
   std::getline(mode_file, mode);
   if (mode.empty() || mode.find("[never]") != std::string::npos) GTEST_SKIP() << "THP mode: '" << mode << "'";
   const size_t bytes = size_t{64} << 20;
-  void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(m, MAP_FAILED);
-  ASSERT_TRUE(temper::advise_huge_pages(m, bytes));
-  std::memset(m, 1, bytes);
-  const uintptr_t at = reinterpret_cast<uintptr_t>(m);
-  std::ifstream smaps("/proc/self/smaps");
-  std::string line;
-  bool in_range = false;
-  int64_t huge_kb = -1;
-  while (std::getline(smaps, line)) {
-    uintptr_t lo = 0, hi = 0;
-    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2) in_range = lo <= at && at < hi;  // a mapping's header
-    if (in_range && line.rfind("AnonHugePages:", 0) == 0) huge_kb = std::stoll(line.substr(14));
+  for (bool advise : {true, false}) {
+    void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(m, MAP_FAILED);
+    if (advise) {
+      ASSERT_TRUE(temper::advise_huge_pages(m, bytes));
+    }
+    std::memset(m, 1, bytes);
+    const int64_t huge_kb = anon_huge_kb(m);
+    ::munmap(m, bytes);
+    if (advise) {
+      EXPECT_GT(huge_kb, 0) << "THP mode '" << mode << "': no huge page behind the advised buffer";
+    } else if (mode.find("[madvise]") != std::string::npos) {
+      EXPECT_EQ(huge_kb, 0) << "THP mode '" << mode << "': huge pages behind a buffer nobody advised";
+    }
   }
-  ::munmap(m, bytes);
-  EXPECT_GT(huge_kb, 0) << "THP mode '" << mode << "': no huge page behind the advised buffer";
 }
 
 TEST(StateSnapshot, TensorByNameAndARefusalNamingTheCheckpoint) {
