@@ -205,6 +205,49 @@ TEST(RolloutTurns, TokensDoNotDependOnWhenContinuationsArriveOrOnEvictions) {
   EXPECT_EQ(small.free_blocks(), 24);
 }
 
+// Every sequence's continuation arrives at once, each too long for the blocks left: the first to resume frees the KV
+// of the others queued behind it (it would otherwise wait forever for blocks they hold), and the tokens are the
+// roomy pool's.
+TEST(RolloutTurns, ContinuationsArrivingTogetherFreeTheKvOfThoseQueuedBehind) {
+  Fixture f;
+  struct AllAtOnce : RunDriver {  // one more turn each; the continuations are handed over once every turn ended
+    bool turn_ended(const Completion& c, FinishReason, bool can) override {
+      if (!can || turns[c.request]++ > 0) return false;
+      held.push_back({c.request, c.member, false, std::vector<int32_t>(16, static_cast<int32_t>(20 + c.request)), 4});
+      if (held.size() == 2) ready.swap(held);
+      return true;
+    }
+    void poll(std::vector<Continuation>& out, bool) override {
+      for (Continuation& k : ready) out.push_back(k);
+      ready.clear();
+    }
+    std::map<int64_t, int> turns;
+    std::vector<Continuation> held, ready;
+  };
+  std::vector<RolloutRequest> reqs;
+  for (int i = 0; i < 2; ++i) {
+    reqs.push_back(request({static_cast<int32_t>(5 + i), 6, 7}, 1, 40, 70 + i));
+    reqs.back().stop_ids = {};  // the first turn runs its 8 tokens
+  }
+  KvPool big(f.cfg, 4, 64);
+  RolloutEngine roomy(f.model, big);
+  AllAtOnce a;
+  const std::vector<Completion> want = roomy.run(reqs, nullptr, &a);
+  // 10 blocks of 4: parked, each holds 10 rows in 3 blocks (4 free); resumed, the first needs 7 blocks and a spare.
+  KvPool small(f.cfg, 4, 10);
+  RolloutEngine tight(f.model, small);
+  AllAtOnce b;
+  const std::vector<Completion> got = tight.run(reqs, nullptr, &b);
+  EXPECT_EQ(tight.stats().parked_evictions, 1);
+  EXPECT_EQ(roomy.stats().parked_evictions, 0);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].tokens.size(), 8u + 16 + 4) << "completion " << i;
+    EXPECT_EQ(got[i].tokens, want[i].tokens) << "completion " << i;
+  }
+  EXPECT_EQ(small.free_blocks(), 10);
+}
+
 // The request's max_new caps the whole conversation: an observation that does not fit is cut and the
 // sequence ends with `length`; a continuation may also end a sequence.
 TEST(RolloutTurns, TheCapCoversObservationsAndContinuationsCanFinish) {

@@ -133,10 +133,10 @@ struct EngineConfig {
 
 struct EngineStats {
   int64_t steps = 0, prefill_tokens = 0, decode_tokens = 0, preemptions = 0, recomputed_tokens = 0, forks = 0;
-  int64_t kv_blocks_dropped = 0;
-  // Multi-turn (RunDriver): turns continued, tokens appended to them, parked sequences whose KV was freed to make room.
-  int64_t turns_continued = 0, appended_tokens = 0,
-          parked_evictions = 0;  // blocks freed behind a sliding window (models whose every layer slides)
+  int64_t kv_blocks_dropped = 0;  // blocks freed behind a sliding window (models whose every layer slides)
+  // Multi-turn (RunDriver): turns continued, tokens appended to them, waiting sequences (parked, or continued and
+  // queued) whose KV was freed to make room.
+  int64_t turns_continued = 0, appended_tokens = 0, parked_evictions = 0;
   // Speculative decoding: the step it turned on at (-1: never), verify cycles (one per sequence and
   // cycle with drafts), tokens drafted and accepted.
   int64_t spec_from_step = -1, spec_steps = 0, spec_cycles = 0, drafted = 0, accepted = 0;

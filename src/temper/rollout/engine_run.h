@@ -60,7 +60,7 @@ class EngineRun {
   bool take_driver_input(bool wait);  // false: nothing came
   void continue_turn(Continuation& k);
   bool park(Live& s, FinishReason why);               // true: the driver keeps it (moved into parked_)
-  bool make_room_for(const Live& s, int64_t blocks);  // frees parked sequences' KV; true if `blocks` fit now
+  bool make_room_for(const Live& s, int64_t blocks);  // frees waiting sequences' KV; true if `blocks` fit now
   int64_t uncached(const Live& s) const;  // tokens of prompt + completion before the pending one not in its KV
 
   // The plain step: decode every live sequence by one token, resume preempted ones, admit prompts.

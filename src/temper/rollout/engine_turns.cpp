@@ -74,14 +74,17 @@ void EngineRun::continue_turn(Continuation& k) {
   resume_.push_back(std::move(s));
 }
 
-// Frees the KV of parked sequences (they recompute it when they continue) until `blocks` are free.
+// Frees the KV of waiting sequences until `blocks` are free: parked ones (they recompute it when they continue),
+// then continued ones queued behind s, the last first (without them, continuations arriving together could hold
+// every block while the first of them waits for one).
 bool EngineRun::make_room_for(const Live& s, int64_t blocks) {
-  for (auto& [key, p] : parked_) {
-    if (pool_.free_blocks() >= blocks) break;
-    if (&p == &s || p.kv.blocks.empty()) continue;
+  auto evict = [&](Live& p) {
+    if (pool_.free_blocks() >= blocks || &p == &s || p.kv.blocks.empty()) return;
     pool_.release(p.kv);
     ++stats_.parked_evictions;
-  }
+  };
+  for (auto& [key, p] : parked_) evict(p);
+  for (auto it = resume_.rbegin(); it != resume_.rend(); ++it) evict(*it);
   return pool_.free_blocks() >= blocks;
 }
 

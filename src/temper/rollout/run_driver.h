@@ -10,7 +10,8 @@
 // prefilled in one step after the turn's last token, and sampling goes on from there. The request's
 // max_new caps the whole completion, appended tokens included; when the cap or the context is
 // reached the sequence finishes with `length`. A pool too full to resume a parked sequence frees the
-// KV of other parked ones (recomputed when they continue), as recompute preemption does.
+// KV of other waiting ones, parked or continued behind it (recomputed when they run again), as
+// recompute preemption does.
 #pragma once
 
 #include <cstdint>
