@@ -284,6 +284,59 @@ TEST(PagedForward, ForkedGroupMembersShareThePromptAndMatchIndependentSequences)
   EXPECT_EQ(a.blocks[0], b.blocks[0]);
 }
 
+// A prompt prefilled as a run (PagedStep::prompt_runs: the training forward's tiles) and decoded a token at a time,
+// then recomputed in one step behind another sequence's decode row with only its prompt marked (an evicted
+// sequence's recompute): the last logits equal the decode step's bit for bit, f32 and bf16. The prompt spans two of
+// the tiles' 64-row blocks; the prefill's logits are the full forward's.
+TEST(PagedForward, ARecomputedSequenceMarksOnlyItsPromptAndGetsItsDecodeBitsBack) {
+  for (auto prec : {kernels::Precision::f32, kernels::Precision::bf16}) {
+    ModelConfig c = small_config(Arch::qwen3, 128);
+    Transformer m(c);
+    m.init_random(8, 0.2f);
+    m.set_precision(prec);
+    const int64_t V = c.vocab_size, P = 70, gen = 6;
+    KvPool pool(c, 8, 64, prec == kernels::Precision::bf16 ? DType::bf16 : DType::f32);
+    Rng r(3, 0);
+    std::vector<int32_t> seq;
+    for (int64_t i = 0; i < P + gen; ++i) seq.push_back(static_cast<int32_t>(r.next_u32() % V));
+    std::vector<float> logits(V), decoded(V);
+    SeqKv kv;
+    auto step = [&](SeqKv& s, int64_t from, int64_t to, const kernels::AttnSegment* run, std::vector<int32_t> lead) {
+      // rows: `lead` rows of another sequence (its first token), then s's positions from..to-1
+      SeqKv other;
+      pool.reserve(other, 1);
+      pool.reserve(s, to - from);
+      std::vector<int32_t> tok, pos;
+      std::vector<const int32_t*> tables;
+      for (int32_t t : lead) tok.push_back(t), pos.push_back(0), tables.push_back(other.blocks.data());
+      for (int64_t p = from; p < to; ++p)
+        tok.push_back(seq[p]), pos.push_back(static_cast<int32_t>(p)), tables.push_back(s.blocks.data());
+      int64_t last = static_cast<int64_t>(tok.size()) - 1;
+      kernels::AttnSegment shifted{};
+      if (run) shifted = {run->start + static_cast<int64_t>(lead.size()), run->len, 0, 0};
+      PagedStep st{static_cast<int64_t>(tok.size()), tok.data(), pos.data(), tables.data(), &last, 1, logits.data()};
+      st.prompt_runs = run ? &shifted : nullptr;
+      st.n_prompt_runs = run ? 1 : 0;
+      m.forward_paged(st, pool);
+      pool.advance(s, to - from);
+      pool.release(other);
+    };
+    const kernels::AttnSegment prompt{0, P, 0, 0};
+    step(kv, 0, P, &prompt, {});
+    auto full = full_logits(m, std::vector<int32_t>(seq.begin(), seq.begin() + P));
+    EXPECT_TRUE(all_close(logits, std::vector<double>(full.end() - V, full.end()),
+                          tolerance(Kind::reduction, 64 * c.hidden_size)));
+    for (int64_t p = P; p < P + gen; ++p) step(kv, p, p + 1, nullptr, {});
+    decoded = logits;
+    pool.release(kv);
+    SeqKv again;
+    step(again, 0, P + gen, &prompt, {4});
+    EXPECT_EQ(logits, decoded) << (prec == kernels::Precision::bf16 ? "bf16" : "f32");
+    pool.release(again);
+    EXPECT_EQ(pool.free_blocks(), 64);
+  }
+}
+
 // A bf16 cache: every ISA's output equals, bit for bit, the f32 kernel over an f32 pool holding the
 // same rounded rows (the widening is exact; the arithmetic is the same).
 TEST(PagedAttention, Bf16CacheEqualsTheF32KernelOnTheRoundedRowsBitwiseEveryIsa) {

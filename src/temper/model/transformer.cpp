@@ -407,28 +407,7 @@ void Transformer::attention_forward(int64_t l, const LayerActs& a, int64_t B, in
   if (paged) {  // write every token's K/V into its sequence's blocks, then attend over the block tables
     for (int64_t n = 0; n < N; ++n)
       pool->write_at(l, paged->tables[n], paged->pos[n], a.qkv + n * QKV + Hq, a.qkv + n * QKV + Hq + Hk);
-    kernels::PagedAttnArgs pa;
-    pa.n = N;
-    pa.H = H;
-    pa.Hkv = Hkv;
-    pa.D = D;
-    pa.q = a.qkv;
-    pa.q_stride = QKV;
-    pa.o = a.o;
-    pa.o_stride = Hq;
-    pa.block_tables = paged->tables;
-    pa.kv_len = kv_len_.data();
-    if (pool->dtype() == DType::bf16) {
-      pa.k_pool16 = pool->k_block16(l, 0);
-      pa.v_pool16 = pool->v_block16(l, 0);
-    } else {
-      pa.k_pool = pool->k_block(l, 0);
-      pa.v_pool = pool->v_block(l, 0);
-    }
-    pa.block_size = pool->block_size();
-    pa.lse = a.lse;  // [N, H]: what a kept row's backward reads
-    pa.opt = opt;
-    kernels::paged_attention_fwd(pa);
+    attend_paged(l, a, *paged, *pool, opt);
   } else if (segs_) {
     kernels::PackedAttnShape s{N, H, Hkv, D, QKV, QKV, Hq, segs_->data(), static_cast<int64_t>(segs_->size()), opt};
     kernels::attention_fwd_packed(s, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse);
@@ -436,6 +415,54 @@ void Transformer::attention_forward(int64_t l, const LayerActs& a, int64_t B, in
     kernels::AttnShape s{B, T, H, Hkv, D, QKV, QKV, Hq, opt};
     kernels::attention_fwd(s, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, a.lse);
   }
+}
+
+// A paged step's attention (its K/V already in the pool): the prompt runs (PagedStep::prompt_runs) on the training
+// forward's tiles over their own K/V rows, the values the cache holds; every other row (decode, a continuing
+// sequence's new tokens, a recomputed sequence past its prompt) on the paged kernel, in ranges between the runs.
+void Transformer::attend_paged(int64_t l, const LayerActs& a, const PagedStep& paged, const KvPool& pool,
+                               const kernels::AttnOpts& opt) {
+  const int64_t N = paged.n, D = cfg_.head_dim, H = cfg_.num_heads, Hkv = cfg_.num_kv_heads, Hq = H * D, Hk = Hkv * D,
+                QKV = cfg_.qkv_dim();
+  if (paged.n_prompt_runs > 0) {
+    if (static_cast<int64_t>(prompt_lse_.size()) < H * N) prompt_lse_.resize(static_cast<size_t>(H * N));
+    const kernels::PackedAttnShape s{N, H, Hkv, D, QKV, QKV, Hq, paged.prompt_runs, paged.n_prompt_runs, opt};
+    kernels::attention_fwd_packed(s, a.qkv, a.qkv + Hq, a.qkv + Hq + Hk, a.o, prompt_lse_.data());
+    for (int64_t r = 0; a.lse && r < paged.n_prompt_runs; ++r)  // lse [H, N] -> the paged rows' [N, H]
+      for (int64_t n = paged.prompt_runs[r].start; n < paged.prompt_runs[r].start + paged.prompt_runs[r].len; ++n)
+        for (int64_t h = 0; h < H; ++h) a.lse[n * H + h] = prompt_lse_[static_cast<size_t>(h * N + n)];
+  }
+  kernels::PagedAttnArgs pa;
+  pa.H = H;
+  pa.Hkv = Hkv;
+  pa.D = D;
+  pa.q_stride = QKV;
+  pa.o_stride = Hq;
+  if (pool.dtype() == DType::bf16) {
+    pa.k_pool16 = pool.k_block16(l, 0);
+    pa.v_pool16 = pool.v_block16(l, 0);
+  } else {
+    pa.k_pool = pool.k_block(l, 0);
+    pa.v_pool = pool.v_block(l, 0);
+  }
+  pa.block_size = pool.block_size();
+  pa.opt = opt;
+  auto rows = [&](int64_t b, int64_t e) {  // rows [b, e) on the paged kernel
+    if (b >= e) return;
+    pa.n = e - b;
+    pa.q = a.qkv + b * QKV;
+    pa.o = a.o + b * Hq;
+    pa.block_tables = paged.tables + b;
+    pa.kv_len = kv_len_.data() + b;
+    pa.lse = a.lse ? a.lse + b * H : nullptr;  // [N, H]: what a kept row's backward reads
+    kernels::paged_attention_fwd(pa);
+  };
+  int64_t from = 0;
+  for (int64_t r = 0; r < paged.n_prompt_runs; ++r) {
+    rows(from, paged.prompt_runs[r].start);
+    from = paged.prompt_runs[r].start + paged.prompt_runs[r].len;
+  }
+  rows(from, N);
 }
 
 void Transformer::layer_forward(int64_t l, const LayerActs& a, float* x_out, int64_t B, int64_t T,
@@ -716,6 +743,27 @@ void Transformer::forward_logprobs(const int32_t* tokens, const int32_t* targets
   { TEMPER_PROFILE("classifier"); kernels::classifier_fused(ca); }
 }
 
+namespace {
+
+// PagedStep::prompt_runs in order, apart, inside the step, each a sequence's positions 0, 1, ... on one block table.
+void check_prompt_runs(const PagedStep& st) {
+  TEMPER_CHECK(st.n_prompt_runs == 0 || st.prompt_runs)
+      << "forward_paged: " << st.n_prompt_runs << " prompt runs, none given";
+  int64_t end = 0;
+  for (int64_t r = 0; r < st.n_prompt_runs; ++r) {
+    const kernels::AttnSegment& g = st.prompt_runs[r];
+    TEMPER_CHECK(g.start >= end && g.len > 0 && g.start + g.len <= st.n && g.prefix_len == 0)
+        << "forward_paged: prompt run " << r << " (rows " << g.start << "+" << g.len << ", prefix " << g.prefix_len
+        << ") overlaps the one before, is empty or lies past the step's " << st.n << " rows";
+    for (int64_t i = g.start; i < g.start + g.len; ++i)
+      TEMPER_CHECK(st.pos[i] == i - g.start && st.tables[i] == st.tables[g.start])
+          << "forward_paged: prompt run " << r << ": row " << i << " is not its sequence's position " << i - g.start;
+    end = g.start + g.len;
+  }
+}
+
+}  // namespace
+
 void Transformer::forward_paged(const PagedStep& st, KvPool& pool, const Int4Drafter* drafter) {
   TEMPER_CHECK(st.n > 0 && st.tokens && st.pos && st.tables) << "forward_paged: empty step";
   TEMPER_CHECK(pool.row() == cfg_.num_kv_heads * cfg_.head_dim) << "forward_paged: KV pool built for another model";
@@ -734,6 +782,7 @@ void Transformer::forward_paged(const PagedStep& st, KvPool& pool, const Int4Dra
     kv_len_[static_cast<size_t>(i)] = st.pos[i] + 1;
     max_len = std::max<int64_t>(max_len, st.pos[i] + 1);
   }
+  check_prompt_runs(st);
   select_rope(max_len);
   const int64_t C = cfg_.hidden_size, V = cfg_.vocab_size;
   TEMPER_CHECK(!drafter || !base_) << "forward_paged: the drafter quantises f32 weights; this base is held as "

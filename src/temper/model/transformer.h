@@ -44,6 +44,13 @@ struct PagedStep {
   // activation_store.h. Ignored on a device and for the drafter's passes.
   ActivationStore* store = nullptr;
   const int64_t* save_slots = nullptr;
+  // Optional: runs of rows (start, len; the other fields 0) that are a request's prompt prefilled from position 0:
+  // its positions 0..len-1 in order, one block table. They attend on the training forward's tiles over their own
+  // K/V rows (kernels::attention_fwd_packed); every other row reads the block tables row by row. Which rows take
+  // the tiles must depend only on the sequence, never on the step (a sequence recomputed after an eviction marks its
+  // prompt again, and only its prompt), so that its tokens do not depend on when it was evicted.
+  const kernels::AttnSegment* prompt_runs = nullptr;
+  int64_t n_prompt_runs = 0;
 };
 
 class Int4Drafter;
@@ -216,6 +223,8 @@ class Transformer {
                      const PagedStep* paged = nullptr, KvPool* pool = nullptr, const Int4Layer* q4 = nullptr);
   void layer_backward(int64_t l, const LayerActs& a, float* dx, int64_t B, int64_t T);
   void attention_forward(int64_t l, const LayerActs& a, int64_t B, int64_t T, const PagedStep* paged, KvPool* pool);
+  void attend_paged(int64_t l, const LayerActs& a, const PagedStep& paged, const KvPool& pool,
+                    const kernels::AttnOpts& opt);
   void attention_backward(int64_t l, const LayerActs& a, int64_t B, int64_t T);
   kernels::AttnOpts attn_opts(int64_t l) const;
   const kernels::RopeTable& rope_for(int64_t l) const;
@@ -293,6 +302,7 @@ class Transformer {
   int32_t* pos_ = nullptr;
   const std::vector<kernels::AttnSegment>* segs_ = nullptr;  // during a packed pass: its segments
   std::vector<int64_t> kv_len_;  // paged steps: keys each row sees (grows once, then reused)
+  std::vector<float> prompt_lse_;    // paged steps: the prompt runs' lse [H, rows of the step] (attend_paged)
   std::vector<float> draft_logits_;  // a drafter head over a vocabulary subset: its rows before the scatter
   void draft_head(const PagedStep& st, const Int4Drafter& drafter);  // forward_paged's LM head for a drafter
   float* classifier_ws_ = nullptr;  // one chunk of logits for the fused classifier

@@ -162,6 +162,7 @@ void EngineRun::clear_rows() {
   tables_.clear();
   rows_.clear();
   save_.clear();
+  prompt_runs_.clear();
 }
 
 void EngineRun::preempt_if_full() {
@@ -255,11 +256,17 @@ void EngineRun::admit() {
 }
 
 // Block tables of the prefill rows, after every reserve (the pointers are stable from here); an
-// admitted prompt's last row is an output row.
+// admitted prompt's last row is an output row. The prompt runs: an admitted prompt, and a preempted sequence's prompt
+// when it is recomputed from position 0 (its later tokens took the paged kernel the first time, and take it again).
 void EngineRun::add_prefill_tables() {
-  for (Live& s : resuming_)
-    for (int64_t p = 0, n = uncached(s); p < n; ++p) tables_.push_back(s.kv.blocks.data());
+  auto prompt_run = [&](int64_t len) { prompt_runs_.push_back({static_cast<int64_t>(tables_.size()), len, 0, 0}); };
+  for (Live& s : resuming_) {
+    const int64_t n = uncached(s);
+    if (s.kv.len == 0 && n > 0) prompt_run(std::min<int64_t>(n, static_cast<int64_t>(rq(s.req).prompt.size())));
+    for (int64_t p = 0; p < n; ++p) tables_.push_back(s.kv.blocks.data());
+  }
   for (auto& [r, root] : admitted_) {
+    prompt_run(static_cast<int64_t>(rq(r).prompt.size()));
     for (size_t p = 0; p < rq(r).prompt.size(); ++p) tables_.push_back(root.blocks.data());
     rows_.push_back(static_cast<int64_t>(tables_.size()) - 1);
   }
@@ -274,6 +281,8 @@ PagedStep EngineRun::paged_step(bool keep_rows) {
   st.out_rows = rows_.data();
   st.n_out = static_cast<int64_t>(rows_.size());
   st.logits = logits_.data();
+  st.prompt_runs = prompt_runs_.data();
+  st.n_prompt_runs = static_cast<int64_t>(prompt_runs_.size());
   if (keep_rows && any_kept()) {
     st.store = store_;
     st.save_slots = save_.data();

@@ -138,6 +138,7 @@ class EngineRun {
   std::vector<int32_t> tok_, pos_;
   std::vector<const int32_t*> tables_;
   std::vector<int64_t> rows_, save_;
+  std::vector<kernels::AttnSegment> prompt_runs_;  // rows that prefill a prompt from position 0 (PagedStep)
   std::vector<float> logits_;
   std::vector<Choice> choices_;
   std::vector<DeviceChoice> device_choices_;
