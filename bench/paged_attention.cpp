@@ -1,0 +1,117 @@
+// The rollout engine's decode attention (kernels::paged_attention_fwd) for one decode step of every layer: n sequences
+// of ctx keys each, their blocks scattered over a pool of `layers` layers (as the engine's cache is: the step's K/V
+// come from memory, not the caches), one query row per sequence. Prints ms per step, the K/V bytes it reads and their
+// rate; against `temper bench roofline`'s read bandwidth that is the kernel's share of its memory bound.
+// Run: build/bench/paged_attention [--threads N] [--reps R] [--seqs 64 --ctx 272 --layers 30 --H 9 --Hkv 3 --D 64]
+// [--dtype bf16|f32] [--huge 1] (the default: SmolLM2-135M decoding 64 sequences of a 256-token prompt; --huge: the
+// pool on transparent huge pages). Results go to docs/PERFORMANCE.md.
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "best_of.h"
+#include "temper/core/dtype.h"
+#include "temper/core/memory_info.h"
+#include "temper/core/rng.h"
+#include "temper/core/thread_pool.h"
+#include "temper/kernels/attention.h"
+#include "temper/kernels/paged_attention.h"
+#include "temper/model/kv_pool.h"
+
+using namespace temper;
+using temper::bench::best_of;
+
+int main(int argc, char** argv) {
+  int threads = 2, reps = 10;
+  int64_t seqs = 64, ctx = 272, layers = 30, H = 9, Hkv = 3, D = 64;
+  std::string dtype = "bf16";
+  bool huge = false;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i];
+    const int64_t v = std::atoll(argv[i + 1]);
+    if (k == "--threads") threads = static_cast<int>(v);
+    else if (k == "--reps") reps = static_cast<int>(v);
+    else if (k == "--seqs") seqs = v;
+    else if (k == "--ctx") ctx = v;
+    else if (k == "--layers") layers = v;
+    else if (k == "--H") H = v;
+    else if (k == "--Hkv") Hkv = v;
+    else if (k == "--D") D = v;
+    else if (k == "--dtype") dtype = argv[i + 1];
+    else if (k == "--huge") huge = v != 0;
+    else {
+      std::fprintf(stderr, "paged_attention: unknown option %s\n", k.c_str());
+      return 2;
+    }
+  }
+  if (dtype != "bf16" && dtype != "f32") {
+    std::fprintf(stderr, "paged_attention: --dtype %s (expected bf16 or f32)\n", dtype.c_str());
+    return 2;
+  }
+  set_num_threads(threads);
+  const bool bf16 = dtype == "bf16";
+  const int64_t bs = kKvBlockSize, row = Hkv * D, per_seq = (ctx + bs - 1) / bs, blocks = seqs * per_seq;
+  const int64_t layer_elems = blocks * bs * row;
+  Rng r(1, 0);
+  std::vector<float> k32, v32;
+  std::vector<uint16_t> k16, v16;
+  if (bf16) {
+    k16.resize(static_cast<size_t>(layers * layer_elems));
+    v16.resize(k16.size());
+    if (huge) advise_huge_pages(k16.data(), k16.size() * 2), advise_huge_pages(v16.data(), v16.size() * 2);
+    for (size_t i = 0; i < k16.size(); ++i) {
+      k16[i] = f32_to_bf16(r.normal());
+      v16[i] = f32_to_bf16(r.normal());
+    }
+  } else {
+    k32.resize(static_cast<size_t>(layers * layer_elems));
+    v32.resize(k32.size());
+    for (size_t i = 0; i < k32.size(); ++i) k32[i] = r.normal(), v32[i] = r.normal();
+  }
+  // Each sequence's blocks drawn from a shuffled pool (the engine hands blocks out as sequences come and go).
+  std::vector<int32_t> ids(static_cast<size_t>(blocks));
+  std::iota(ids.begin(), ids.end(), 0);
+  for (int64_t i = blocks - 1; i > 0; --i) std::swap(ids[static_cast<size_t>(i)], ids[r.next_u32() % (i + 1)]);
+  std::vector<const int32_t*> tables(static_cast<size_t>(seqs));
+  for (int64_t s = 0; s < seqs; ++s) tables[static_cast<size_t>(s)] = ids.data() + s * per_seq;
+  std::vector<int64_t> lens(static_cast<size_t>(seqs), ctx);
+  std::vector<float> q(static_cast<size_t>(seqs * H * D)), o(q.size());
+  for (float& x : q) x = r.normal();
+  auto step = [&] {
+    for (int64_t l = 0; l < layers; ++l) {
+      kernels::PagedAttnArgs a;
+      a.n = seqs;
+      a.H = H;
+      a.Hkv = Hkv;
+      a.D = D;
+      a.q = q.data();
+      a.q_stride = H * D;
+      a.o = o.data();
+      a.o_stride = H * D;
+      a.block_tables = tables.data();
+      a.kv_len = lens.data();
+      a.block_size = bs;
+      if (bf16) {
+        a.k_pool16 = k16.data() + l * layer_elems;
+        a.v_pool16 = v16.data() + l * layer_elems;
+      } else {
+        a.k_pool = k32.data() + l * layer_elems;
+        a.v_pool = v32.data() + l * layer_elems;
+      }
+      kernels::paged_attention_fwd(a);
+    }
+  };
+  const double s = best_of(reps, step);
+  const double bytes = 2.0 * static_cast<double>(layers * seqs * ctx * row) * (bf16 ? 2 : 4);
+  std::printf(
+      "{\"bench\": \"paged_attention\", \"dtype\": \"%s\", \"threads\": %d, \"seqs\": %lld, \"ctx\": %lld, "
+      "\"layers\": %lld, \"H\": %lld, \"Hkv\": %lld, \"D\": %lld, \"kernel\": \"%s\", \"ms_per_step\": %.3f, "
+      "\"kv_mb\": %.1f, \"kv_gb_s\": %.2f}\n",
+      dtype.c_str(), threads, static_cast<long long>(seqs), static_cast<long long>(ctx),
+      static_cast<long long>(layers), static_cast<long long>(H), static_cast<long long>(Hkv),
+      static_cast<long long>(D), kernels::attention_kernel_name().c_str(), 1e3 * s, bytes / 1e6, bytes / s / 1e9);
+  return 0;
+}
