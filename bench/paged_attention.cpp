@@ -5,6 +5,8 @@
 // Run: build/bench/paged_attention [--threads N] [--reps R] [--seqs 64 --ctx 272 --layers 30 --H 9 --Hkv 3 --D 64]
 // [--dtype bf16|f32] [--huge 1] (the default: SmolLM2-135M decoding 64 sequences of a 256-token prompt; --huge: the
 // pool on transparent huge pages). Results go to docs/PERFORMANCE.md.
+#include "temper/kernels/paged_attention.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -18,7 +20,6 @@
 #include "temper/core/rng.h"
 #include "temper/core/thread_pool.h"
 #include "temper/kernels/attention.h"
-#include "temper/kernels/paged_attention.h"
 #include "temper/model/kv_pool.h"
 
 using namespace temper;
@@ -32,16 +33,26 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
     const int64_t v = std::atoll(argv[i + 1]);
-    if (k == "--threads") threads = static_cast<int>(v);
-    else if (k == "--reps") reps = static_cast<int>(v);
-    else if (k == "--seqs") seqs = v;
-    else if (k == "--ctx") ctx = v;
-    else if (k == "--layers") layers = v;
-    else if (k == "--H") H = v;
-    else if (k == "--Hkv") Hkv = v;
-    else if (k == "--D") D = v;
-    else if (k == "--dtype") dtype = argv[i + 1];
-    else if (k == "--huge") huge = v != 0;
+    if (k == "--threads")
+      threads = static_cast<int>(v);
+    else if (k == "--reps")
+      reps = static_cast<int>(v);
+    else if (k == "--seqs")
+      seqs = v;
+    else if (k == "--ctx")
+      ctx = v;
+    else if (k == "--layers")
+      layers = v;
+    else if (k == "--H")
+      H = v;
+    else if (k == "--Hkv")
+      Hkv = v;
+    else if (k == "--D")
+      D = v;
+    else if (k == "--dtype")
+      dtype = argv[i + 1];
+    else if (k == "--huge")
+      huge = v != 0;
     else {
       std::fprintf(stderr, "paged_attention: unknown option %s\n", k.c_str());
       return 2;
@@ -110,8 +121,8 @@ int main(int argc, char** argv) {
       "{\"bench\": \"paged_attention\", \"dtype\": \"%s\", \"threads\": %d, \"seqs\": %lld, \"ctx\": %lld, "
       "\"layers\": %lld, \"H\": %lld, \"Hkv\": %lld, \"D\": %lld, \"kernel\": \"%s\", \"ms_per_step\": %.3f, "
       "\"kv_mb\": %.1f, \"kv_gb_s\": %.2f}\n",
-      dtype.c_str(), threads, static_cast<long long>(seqs), static_cast<long long>(ctx),
-      static_cast<long long>(layers), static_cast<long long>(H), static_cast<long long>(Hkv),
-      static_cast<long long>(D), kernels::attention_kernel_name().c_str(), 1e3 * s, bytes / 1e6, bytes / s / 1e9);
+      dtype.c_str(), threads, static_cast<long long>(seqs), static_cast<long long>(ctx), static_cast<long long>(layers),
+      static_cast<long long>(H), static_cast<long long>(Hkv), static_cast<long long>(D),
+      kernels::attention_kernel_name().c_str(), 1e3 * s, bytes / 1e6, bytes / s / 1e9);
   return 0;
 }
