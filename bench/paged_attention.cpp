@@ -3,8 +3,8 @@
 // come from memory, not the caches), one query row per sequence. Prints ms per step, the K/V bytes it reads and their
 // rate; against `temper bench roofline`'s read bandwidth that is the kernel's share of its memory bound.
 // Run: build/bench/paged_attention [--threads N] [--reps R] [--seqs 64 --ctx 272 --layers 30 --H 9 --Hkv 3 --D 64]
-// [--dtype bf16|f32] [--huge 1] (the default: SmolLM2-135M decoding 64 sequences of a 256-token prompt; --huge: the
-// pool on transparent huge pages). Results go to docs/PERFORMANCE.md.
+// [--dtype bf16|f32] [--block 16] [--huge 1] [--touch 1] (the default: SmolLM2-135M decoding 64 sequences of a
+// 256-token prompt; --block: positions a KV block; --huge: the pool on transparent huge pages; --touch: see below). Results go to docs/PERFORMANCE.md.
 #include "temper/kernels/paged_attention.h"
 
 #include <algorithm>
@@ -29,7 +29,8 @@ int main(int argc, char** argv) {
   int threads = 2, reps = 10;
   int64_t seqs = 64, ctx = 272, layers = 30, H = 9, Hkv = 3, D = 64;
   std::string dtype = "bf16";
-  bool huge = false;
+  bool huge = false, touch = false;
+  int64_t bs = kKvBlockSize;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
     const int64_t v = std::atoll(argv[i + 1]);
@@ -53,6 +54,10 @@ int main(int argc, char** argv) {
       dtype = argv[i + 1];
     else if (k == "--huge")
       huge = v != 0;
+    else if (k == "--block")
+      bs = v;
+    else if (k == "--touch")
+      touch = v != 0;
     else {
       std::fprintf(stderr, "paged_attention: unknown option %s\n", k.c_str());
       return 2;
@@ -64,7 +69,7 @@ int main(int argc, char** argv) {
   }
   set_num_threads(threads);
   const bool bf16 = dtype == "bf16";
-  const int64_t bs = kKvBlockSize, row = Hkv * D, per_seq = (ctx + bs - 1) / bs, blocks = seqs * per_seq;
+  const int64_t row = Hkv * D, per_seq = (ctx + bs - 1) / bs, blocks = seqs * per_seq;
   const int64_t layer_elems = blocks * bs * row;
   Rng r(1, 0);
   std::vector<float> k32, v32;
@@ -115,14 +120,35 @@ int main(int argc, char** argv) {
       kernels::paged_attention_fwd(a);
     }
   };
-  const double s = best_of(reps, step);
+  // --touch: no attention, every K/V line the step reads loaded once in the kernel's order (a block's K rows, then its
+  // V rows): what this layout lets the cores read, the ceiling of any kernel over it.
+  std::vector<float> sink(static_cast<size_t>(seqs));
+  auto touch_step = [&] {
+    const int64_t esize = bf16 ? 2 : 4, lines = bs * row * esize / 64;
+    for (int64_t l = 0; l < layers; ++l) {
+      const char* kb = bf16 ? reinterpret_cast<const char*>(k16.data()) : reinterpret_cast<const char*>(k32.data());
+      const char* vb = bf16 ? reinterpret_cast<const char*>(v16.data()) : reinterpret_cast<const char*>(v32.data());
+      kb += l * layer_elems * esize;
+      vb += l * layer_elems * esize;
+      parallel_tasks(seqs, [&](int64_t i) {
+        int32_t x = 0;
+        for (int64_t b = 0; b < per_seq; ++b) {
+          const int64_t at = tables[static_cast<size_t>(i)][b] * bs * row * esize;
+          for (int64_t j = 0; j < lines; ++j) x += *reinterpret_cast<const int32_t*>(kb + at + 64 * j);
+          for (int64_t j = 0; j < lines; ++j) x += *reinterpret_cast<const int32_t*>(vb + at + 64 * j);
+        }
+        sink[static_cast<size_t>(i)] += static_cast<float>(x);
+      });
+    }
+  };
+  const double s = touch ? best_of(reps, touch_step) : best_of(reps, step);
   const double bytes = 2.0 * static_cast<double>(layers * seqs * ctx * row) * (bf16 ? 2 : 4);
   std::printf(
       "{\"bench\": \"paged_attention\", \"dtype\": \"%s\", \"threads\": %d, \"seqs\": %lld, \"ctx\": %lld, "
-      "\"layers\": %lld, \"H\": %lld, \"Hkv\": %lld, \"D\": %lld, \"kernel\": \"%s\", \"ms_per_step\": %.3f, "
+      "\"layers\": %lld, \"H\": %lld, \"Hkv\": %lld, \"D\": %lld, \"block\": %lld, \"kernel\": \"%s\", \"ms_per_step\": %.3f, "
       "\"kv_mb\": %.1f, \"kv_gb_s\": %.2f}\n",
       dtype.c_str(), threads, static_cast<long long>(seqs), static_cast<long long>(ctx), static_cast<long long>(layers),
-      static_cast<long long>(H), static_cast<long long>(Hkv), static_cast<long long>(D),
-      kernels::attention_kernel_name().c_str(), 1e3 * s, bytes / 1e6, bytes / s / 1e9);
+      static_cast<long long>(H), static_cast<long long>(Hkv), static_cast<long long>(D), static_cast<long long>(bs),
+      touch ? "touch" : kernels::attention_kernel_name().c_str(), 1e3 * s, bytes / 1e6, bytes / s / 1e9);
   return 0;
 }
