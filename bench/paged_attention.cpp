@@ -4,7 +4,8 @@
 // rate; against `temper bench roofline`'s read bandwidth that is the kernel's share of its memory bound.
 // Run: build/bench/paged_attention [--threads N] [--reps R] [--seqs 64 --ctx 272 --layers 30 --H 9 --Hkv 3 --D 64]
 // [--dtype bf16|f32] [--block 16] [--huge 1] [--touch 1] (the default: SmolLM2-135M decoding 64 sequences of a
-// 256-token prompt; --block: positions a KV block; --huge: the pool on transparent huge pages; --touch: see below). Results go to docs/PERFORMANCE.md.
+// 256-token prompt; --block: positions a KV block; --huge: the pool on transparent huge pages; --touch: see below).
+// Results go to docs/PERFORMANCE.md.
 #include "temper/kernels/paged_attention.h"
 
 #include <algorithm>
@@ -145,7 +146,8 @@ int main(int argc, char** argv) {
   const double bytes = 2.0 * static_cast<double>(layers * seqs * ctx * row) * (bf16 ? 2 : 4);
   std::printf(
       "{\"bench\": \"paged_attention\", \"dtype\": \"%s\", \"threads\": %d, \"seqs\": %lld, \"ctx\": %lld, "
-      "\"layers\": %lld, \"H\": %lld, \"Hkv\": %lld, \"D\": %lld, \"block\": %lld, \"kernel\": \"%s\", \"ms_per_step\": %.3f, "
+      "\"layers\": %lld, \"H\": %lld, \"Hkv\": %lld, \"D\": %lld, \"block\": %lld, \"kernel\": \"%s\", "
+      "\"ms_per_step\": %.3f, "
       "\"kv_mb\": %.1f, \"kv_gb_s\": %.2f}\n",
       dtype.c_str(), threads, static_cast<long long>(seqs), static_cast<long long>(ctx), static_cast<long long>(layers),
       static_cast<long long>(H), static_cast<long long>(Hkv), static_cast<long long>(D), static_cast<long long>(bs),
