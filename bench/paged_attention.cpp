@@ -3,9 +3,9 @@
 // come from memory, not the caches), one query row per sequence. Prints ms per step, the K/V bytes it reads and their
 // rate; against `temper bench roofline`'s read bandwidth that is the kernel's share of its memory bound.
 // Run: build/bench/paged_attention [--threads N] [--reps R] [--seqs 64 --ctx 272 --layers 30 --H 9 --Hkv 3 --D 64]
-// [--dtype bf16|f32] [--block 16] [--huge 1] [--touch 1] (the default: SmolLM2-135M decoding 64 sequences of a
-// 256-token prompt; --block: positions a KV block; --huge: the pool on transparent huge pages; --touch: see below).
-// Results go to docs/PERFORMANCE.md.
+// [--dtype bf16|f32] [--block 16] [--huge 0|1] [--touch 0|1|2|3 [--ahead 4] [--work N]] (the default: SmolLM2-135M
+// decoding 64 sequences of a 256-token prompt; --block: positions a KV block; --huge 1: the pool on transparent huge
+// pages as KvPool asks, 0: on 4 KiB pages; --touch: no attention, see below). Results go to docs/PERFORMANCE.md.
 #include "temper/kernels/paged_attention.h"
 
 #include <algorithm>
@@ -19,6 +19,7 @@
 #include "temper/core/dtype.h"
 #include "temper/core/memory_info.h"
 #include "temper/core/rng.h"
+#include "temper/core/tensor.h"
 #include "temper/core/thread_pool.h"
 #include "temper/kernels/attention.h"
 #include "temper/model/kv_pool.h"
@@ -30,7 +31,8 @@ int main(int argc, char** argv) {
   int threads = 2, reps = 10;
   int64_t seqs = 64, ctx = 272, layers = 30, H = 9, Hkv = 3, D = 64;
   std::string dtype = "bf16";
-  bool huge = false, touch = false;
+  bool huge = true;
+  int64_t touch = 0, work = 0, ahead = 4;
   int64_t bs = kKvBlockSize;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
@@ -58,7 +60,11 @@ int main(int argc, char** argv) {
     else if (k == "--block")
       bs = v;
     else if (k == "--touch")
-      touch = v != 0;
+      touch = v;
+    else if (k == "--work")
+      work = v;
+    else if (k == "--ahead")
+      ahead = v;
     else {
       std::fprintf(stderr, "paged_attention: unknown option %s\n", k.c_str());
       return 2;
@@ -73,20 +79,23 @@ int main(int argc, char** argv) {
   const int64_t row = Hkv * D, per_seq = (ctx + bs - 1) / bs, blocks = seqs * per_seq;
   const int64_t layer_elems = blocks * bs * row;
   Rng r(1, 0);
-  std::vector<float> k32, v32;
-  std::vector<uint16_t> k16, v16;
-  if (bf16) {
-    k16.resize(static_cast<size_t>(layers * layer_elems));
-    v16.resize(k16.size());
-    if (huge) advise_huge_pages(k16.data(), k16.size() * 2), advise_huge_pages(v16.data(), v16.size() * 2);
-    for (size_t i = 0; i < k16.size(); ++i) {
+  // The pools as the engine's KvPool holds them: fresh mappings (Tensor), advised before their first write (--huge).
+  const int64_t esize = bf16 ? 2 : 4;
+  Tensor kt = Tensor::empty({layers * layer_elems}, bf16 ? DType::bf16 : DType::f32),
+         vt = Tensor::empty({layers * layer_elems}, bf16 ? DType::bf16 : DType::f32);
+  if (huge) advise_huge_pages(kt.raw(), kt.nbytes()), advise_huge_pages(vt.raw(), vt.nbytes());
+  uint16_t* k16 = bf16 ? static_cast<uint16_t*>(kt.raw()) : nullptr;
+  uint16_t* v16 = bf16 ? static_cast<uint16_t*>(vt.raw()) : nullptr;
+  float* k32 = bf16 ? nullptr : static_cast<float*>(kt.raw());
+  float* v32 = bf16 ? nullptr : static_cast<float*>(vt.raw());
+  for (int64_t i = 0; i < layers * layer_elems; ++i) {
+    if (bf16) {
       k16[i] = f32_to_bf16(r.normal());
       v16[i] = f32_to_bf16(r.normal());
+    } else {
+      k32[i] = r.normal();
+      v32[i] = r.normal();
     }
-  } else {
-    k32.resize(static_cast<size_t>(layers * layer_elems));
-    v32.resize(k32.size());
-    for (size_t i = 0; i < k32.size(); ++i) k32[i] = r.normal(), v32[i] = r.normal();
   }
   // Each sequence's blocks drawn from a shuffled pool (the engine hands blocks out as sequences come and go).
   std::vector<int32_t> ids(static_cast<size_t>(blocks));
@@ -112,33 +121,52 @@ int main(int argc, char** argv) {
       a.kv_len = lens.data();
       a.block_size = bs;
       if (bf16) {
-        a.k_pool16 = k16.data() + l * layer_elems;
-        a.v_pool16 = v16.data() + l * layer_elems;
+        a.k_pool16 = k16 + l * layer_elems;
+        a.v_pool16 = v16 + l * layer_elems;
       } else {
-        a.k_pool = k32.data() + l * layer_elems;
-        a.v_pool = v32.data() + l * layer_elems;
+        a.k_pool = k32 + l * layer_elems;
+        a.v_pool = v32 + l * layer_elems;
       }
       kernels::paged_attention_fwd(a);
     }
   };
   // --touch: no attention, every K/V line the step reads loaded once in the kernel's order (a block's K rows, then its
-  // V rows): what this layout lets the cores read, the ceiling of any kernel over it.
+  // V rows): what this layout lets the cores read, the ceiling of any kernel over it. 2 and 3: each block's lines
+  // prefetched --ahead blocks before (into L2, into L1); --work N: a dependent chain of N multiply-adds per block, the
+  // compute a kernel would overlap with the reads.
   std::vector<float> sink(static_cast<size_t>(seqs));
   auto touch_step = [&] {
-    const int64_t esize = bf16 ? 2 : 4, lines = bs * row * esize / 64;
+    const int64_t lines = bs * row * esize / 64;
     for (int64_t l = 0; l < layers; ++l) {
-      const char* kb = bf16 ? reinterpret_cast<const char*>(k16.data()) : reinterpret_cast<const char*>(k32.data());
-      const char* vb = bf16 ? reinterpret_cast<const char*>(v16.data()) : reinterpret_cast<const char*>(v32.data());
+      const char* kb = static_cast<const char*>(kt.raw());
+      const char* vb = static_cast<const char*>(vt.raw());
       kb += l * layer_elems * esize;
       vb += l * layer_elems * esize;
       parallel_tasks(seqs, [&](int64_t i) {
         int32_t x = 0;
+        float w = 1.0f;
         for (int64_t b = 0; b < per_seq; ++b) {
           const int64_t at = tables[static_cast<size_t>(i)][b] * bs * row * esize;
+          if (touch >= 2 && b + ahead < per_seq) {
+            const int64_t pa = tables[static_cast<size_t>(i)][b + ahead] * bs * row * esize;
+            for (int64_t j = 0; j < lines; ++j) {
+              if (touch == 3) {  // into L1
+                __builtin_prefetch(kb + pa + 64 * j, 0, 3);
+                __builtin_prefetch(vb + pa + 64 * j, 0, 3);
+              } else {  // into L2, as the kernel asks
+                __builtin_prefetch(kb + pa + 64 * j, 0, 2);
+                __builtin_prefetch(vb + pa + 64 * j, 0, 2);
+              }
+            }
+          }
           for (int64_t j = 0; j < lines; ++j) x += *reinterpret_cast<const int32_t*>(kb + at + 64 * j);
           for (int64_t j = 0; j < lines; ++j) x += *reinterpret_cast<const int32_t*>(vb + at + 64 * j);
+          for (int64_t k = 0; k < work; ++k) {  // a dependent chain: compute per block
+            w = w * 0.999f + 0.001f;
+            asm volatile("" : "+x"(w));
+          }
         }
-        sink[static_cast<size_t>(i)] += static_cast<float>(x);
+        sink[static_cast<size_t>(i)] += static_cast<float>(x) + w;
       });
     }
   };

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/huge_pages.h"
 #include "temper/core/arena.h"
 #include "temper/core/atomic_file.h"
 #include "temper/core/base64.h"
@@ -358,30 +359,11 @@ TEST(MemoryInfo, ZeroAndReleaseZeroesTheRangeAndGivesItsWholePagesBack) {
   ::munmap(m, bytes);
 }
 
-namespace {
-// The AnonHugePages (kB) of the mapping holding `p` in /proc/self/smaps; -1 when none holds it.
-int64_t anon_huge_kb(const void* p) {
-  const uintptr_t at = reinterpret_cast<uintptr_t>(p);
-  std::ifstream smaps("/proc/self/smaps");
-  std::string line;
-  bool in_range = false;
-  int64_t kb = -1;
-  while (std::getline(smaps, line)) {
-    uintptr_t lo = 0, hi = 0;
-    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2) in_range = lo <= at && at < hi;  // a mapping's header
-    if (in_range && line.rfind("AnonHugePages:", 0) == 0) kb = std::stoll(line.substr(14));
-  }
-  return kb;
-}
-}  // namespace
-
 // advise_huge_pages: where the system's THP mode takes the advice (`madvise` or `always`), a 64 MiB buffer advised
 // before it is written is backed by huge pages (its smaps entry's AnonHugePages); in `madvise` mode the same buffer
 // without the advice is not (the advice is what did it); where the mode is `never`, skipped.
 TEST(MemoryInfo, HugePageAdviceBacksADenseBufferWhereTheSystemAllows) {
-  std::ifstream mode_file("/sys/kernel/mm/transparent_hugepage/enabled");
-  std::string mode;
-  std::getline(mode_file, mode);
+  const std::string mode = temper::test::thp_mode();
   if (mode.empty() || mode.find("[never]") != std::string::npos) GTEST_SKIP() << "THP mode: '" << mode << "'";
   const size_t bytes = size_t{64} << 20;
   for (bool advise : {true, false}) {
@@ -391,7 +373,7 @@ TEST(MemoryInfo, HugePageAdviceBacksADenseBufferWhereTheSystemAllows) {
       ASSERT_TRUE(temper::advise_huge_pages(m, bytes));
     }
     std::memset(m, 1, bytes);
-    const int64_t huge_kb = anon_huge_kb(m);
+    const int64_t huge_kb = temper::test::anon_huge_kb(m);
     ::munmap(m, bytes);
     if (advise) {
       EXPECT_GT(huge_kb, 0) << "THP mode '" << mode << "': no huge page behind the advised buffer";

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "common/huge_pages.h"
 #include "common/models.h"
 #include "common/op_harness.h"
 #include "common/tolerance.h"
@@ -335,6 +336,20 @@ TEST(PagedForward, ARecomputedSequenceMarksOnlyItsPromptAndGetsItsDecodeBitsBack
     pool.release(again);
     EXPECT_EQ(pool.free_blocks(), 64);
   }
+}
+
+// The pool's K and V rows sit on transparent huge pages once written, where the system's THP mode takes advice
+// (decode attention reads blocks scattered over the pool; docs/PERFORMANCE.md); where the mode is `never`, skipped.
+TEST(KvPool, RowsAreOnHugePagesWhereTheSystemAllows) {
+  const std::string mode = thp_mode();
+  if (mode.empty() || mode.find("[never]") != std::string::npos) GTEST_SKIP() << "THP mode: '" << mode << "'";
+  const ModelConfig c = one_layer();
+  KvPool pool(c, 16, 2048);  // 2048 blocks x 16 rows x 32 floats: 4 MiB of K, 4 of V
+  SeqKv s;
+  append(pool, s, 2048 * 16, 3);
+  EXPECT_GT(anon_huge_kb(pool.k_block(0, 0)), 0) << "THP mode '" << mode << "'";
+  EXPECT_GT(anon_huge_kb(pool.v_block(0, 0)), 0) << "THP mode '" << mode << "'";
+  pool.release(s);
 }
 
 // A bf16 cache: every ISA's output equals, bit for bit, the f32 kernel over an f32 pool holding the
