@@ -25,10 +25,10 @@ KvPool::KvPool(const ModelConfig& c, int64_t block_size, int64_t num_blocks, DTy
   k_ = Tensor::zeros({layers_, num_blocks_, block_size_, row_}, dtype);
   v_ = Tensor::zeros({layers_, num_blocks_, block_size_, row_}, dtype);
   // On transparent huge pages where the system gives them (advised before the first write): decode attention reads
-  // blocks scattered over the pool, and with 4 KiB pages their TLB misses cost it (build/bench/paged_attention
-  // --huge: a SmolLM2-135M step over 64 x 272 keys 24.0-24.2 -> 22.3 ms on Zen 5, docs/PERFORMANCE.md). Blocks are
-  // handed out from the lowest id, so each layer's used range grows contiguously: at most one partly used huge page a
-  // layer above what the blocks in use need.
+  // blocks scattered over the pool, and with 4 KiB pages their TLB misses cost it (build/bench/paged_attention --huge 0
+  // vs 1, a SmolLM2-135M step over 64 x 272 keys: 24.0-25.0 -> 22.3-23.2 ms on Zen 5; docs/PERFORMANCE.md). Blocks
+  // are handed out from the lowest id, so each layer's used range grows contiguously: at most one partly used huge
+  // page a layer above what the blocks in use need.
   advise_huge_pages(k_.raw(), k_.nbytes());
   advise_huge_pages(v_.raw(), v_.nbytes());
   refs_.assign(static_cast<size_t>(num_blocks_), 0);
