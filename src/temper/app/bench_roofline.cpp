@@ -19,6 +19,7 @@
 
 #include "temper/app/cpu_report.h"
 #include "temper/core/error.h"
+#include "temper/core/memory_info.h"
 #include "temper/core/rng.h"
 #include "temper/core/thread_pool.h"
 #include "temper/kernels/classifier.h"
@@ -141,10 +142,14 @@ ProductRates measure_product(const Product& p, int reps, double min_s) {
   return r;
 }
 
-// An uninitialised float buffer, touched first by the threads that will read it (pages placed near them).
+// An uninitialised float buffer, touched first by the threads that will read it (pages placed near them), on
+// transparent huge pages where the system gives them (advised before that first write), as the memory a decode step
+// reads is (the packed weights, the KV pool): on 4 KiB pages the read measured 63.8 GB/s on Zen 5 while batch-1 f32
+// decode read its weights at 108% of that.
 std::unique_ptr<float[]> touched(int64_t n, float value) {
   std::unique_ptr<float[]> p(new float[static_cast<size_t>(n)]);
   float* d = p.get();
+  advise_huge_pages(d, static_cast<size_t>(n) * sizeof(float));
   parallel_tasks(num_threads(), [&](int64_t t) {
     const int64_t b = n * t / num_threads(), e = n * (t + 1) / num_threads();
     std::fill(d + b, d + e, value);
