@@ -16,12 +16,12 @@
 #include <vector>
 
 #include "best_of.h"
+#include "temper/core/cpu_features.h"
 #include "temper/core/dtype.h"
 #include "temper/core/memory_info.h"
 #include "temper/core/rng.h"
 #include "temper/core/tensor.h"
 #include "temper/core/thread_pool.h"
-#include "temper/kernels/attention.h"
 #include "temper/model/kv_pool.h"
 
 using namespace temper;
@@ -171,6 +171,7 @@ int main(int argc, char** argv) {
     }
   };
   const double s = touch ? best_of(reps, touch_step) : best_of(reps, step);
+  const std::string kernel = "paged_attention_fwd " + std::string(isa_name(cpu_isa()));
   const double bytes = 2.0 * static_cast<double>(layers * seqs * ctx * row) * (bf16 ? 2 : 4);
   std::printf(
       "{\"bench\": \"paged_attention\", \"dtype\": \"%s\", \"threads\": %d, \"seqs\": %lld, \"ctx\": %lld, "
@@ -179,6 +180,6 @@ int main(int argc, char** argv) {
       "\"kv_mb\": %.1f, \"kv_gb_s\": %.2f}\n",
       dtype.c_str(), threads, static_cast<long long>(seqs), static_cast<long long>(ctx), static_cast<long long>(layers),
       static_cast<long long>(H), static_cast<long long>(Hkv), static_cast<long long>(D), static_cast<long long>(bs),
-      touch ? "touch" : kernels::attention_kernel_name().c_str(), 1e3 * s, bytes / 1e6, bytes / s / 1e9);
+      touch ? "touch" : kernel.c_str(), 1e3 * s, bytes / 1e6, bytes / s / 1e9);
   return 0;
 }

@@ -49,14 +49,7 @@ kernels::PagedAttnArgs attn_args(const KvPool& pool, int64_t n, int64_t H, int64
   args.o_stride = H * D;
   args.block_tables = tables;
   args.kv_len = lens;
-  args.block_size = pool.block_size();
-  if (pool.dtype() == DType::bf16) {
-    args.k_pool16 = pool.k_block16(0, 0);
-    args.v_pool16 = pool.v_block16(0, 0);
-  } else {
-    args.k_pool = pool.k_block(0, 0);
-    args.v_pool = pool.v_block(0, 0);
-  }
+  pool.point(args, 0);
   return args;
 }
 

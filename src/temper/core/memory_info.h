@@ -31,9 +31,10 @@ bool drop_pages(PageSpan s);
 // carries on.
 void zero_and_release(void* p, size_t n);
 // Asks for [p, p + n)'s whole pages to be backed by transparent huge pages (madvise MADV_HUGEPAGE, taken where the
-// system's THP mode is `madvise` or `always`), before the range is first written. For a dense buffer the decode reads
-// end to end every token (the packed forward weights): one TLB entry per 2 MiB instead of per 4 KiB. Advice only:
-// returns whether the system took it; resident memory grows by at most the partial huge pages at the range's ends.
+// system's THP mode is `madvise` or `always`), before the range is first written. For the memory decode reads every
+// token (the packed forward weights end to end, the KV pool's scattered blocks): one TLB entry per 2 MiB instead of
+// per 4 KiB. Advice only: returns whether the system took it; resident memory grows by at most the partial huge pages
+// at the ends of the ranges actually written.
 bool advise_huge_pages(void* p, size_t n);
 
 }  // namespace temper

@@ -43,6 +43,17 @@ int64_t KvPool::blocks_for_budget(const ModelConfig& c, int64_t block_size, size
   return static_cast<int64_t>(bytes / per_block);
 }
 
+void KvPool::point(kernels::PagedAttnArgs& a, int64_t layer) const {
+  if (dtype_ == DType::bf16) {
+    a.k_pool16 = k_block16(layer, 0);
+    a.v_pool16 = v_block16(layer, 0);
+  } else {
+    a.k_pool = k_block(layer, 0);
+    a.v_pool = v_block(layer, 0);
+  }
+  a.block_size = block_size_;
+}
+
 const float* KvPool::k_block(int64_t layer, int32_t block) const {
   return k_.checked_data<float>(DType::f32) + offset(layer, block);
 }

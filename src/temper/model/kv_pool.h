@@ -12,6 +12,7 @@
 
 #include "temper/core/tensor.h"
 #include "temper/kernels/matmul.h"
+#include "temper/kernels/paged_attention.h"
 #include "temper/model/config.h"
 
 namespace temper {
@@ -52,6 +53,8 @@ class KvPool {
   const float* v_block(int64_t layer, int32_t block) const;
   const uint16_t* k_block16(int64_t layer, int32_t block) const;
   const uint16_t* v_block16(int64_t layer, int32_t block) const;
+  // Points paged attention's cache fields at layer `layer` (its f32 or bf16 rows) and sets the block size.
+  void point(kernels::PagedAttnArgs& a, int64_t layer) const;
   // Copies block `from` to block `to` in every layer (K and V).
   void copy_block(int32_t from, int32_t to);
 
