@@ -368,13 +368,18 @@ TEST(OpAttention, SoftcapKernelMatchesTanhEveryIsa) {
 
 namespace {
 
+struct PagedShape {
+  int64_t H = 6, Hkv = 2, D = 32, bs = 8;
+};
+
 // Paged attention over a scattered pool against the fp64 reference on each row's dense sequence: n
 // rows of 3 sequences (prefill rows and decode rows), GQA. Blocks wholly before a row's window are -1
 // in its table; the pool sits between NaN guards, so reading one (or a block outside the window)
 // poisons the output.
-void check_paged(const AttnOpts& opt, bool bf16) {
-  SCOPED_TRACE(opts_name(opt) + (bf16 ? " bf16 cache" : " f32 cache"));
-  const int64_t H = 6, Hkv = 2, D = 32, bs = 8, row = Hkv * D;
+void check_paged(const AttnOpts& opt, bool bf16, PagedShape shape = {}) {
+  SCOPED_TRACE(opts_name(opt) + (bf16 ? " bf16 cache" : " f32 cache") + " H " + std::to_string(shape.H) + " Hkv " +
+               std::to_string(shape.Hkv) + " D " + std::to_string(shape.D) + " block " + std::to_string(shape.bs));
+  const int64_t H = shape.H, Hkv = shape.Hkv, D = shape.D, bs = shape.bs, row = Hkv * D;
   const std::vector<int64_t> seq_len = {61, 9, 130};
   const int64_t max_blocks = 17, nblocks = 3 * max_blocks, guard = bs * row;
   std::vector<float> dense_k, dense_v;  // per sequence [len, Hkv, D], bf16-rounded for a bf16 cache
@@ -450,6 +455,15 @@ TEST(OpAttention, PagedWithOptionsMatchesTheReferenceEveryIsa) {
     for (AttnOpts o : {opts(0, 0, 0), opts(0, 0, 20), opts(0, 0, 8), opts(0, 0, 1), opts(0, 0, 9), opts(0, 0, 500),
                        opts(0.1f, 0, 0), opts(0, 2.5f, 0), opts(0.12f, 2.0f, 13)})
       check_paged(o, bf16);
+}
+
+// The AVX-512 kernel's head dims (16 to 128 in registers, 256 in a loop) and query heads per KV head (whole tiles of
+// 4 or 2 and their remainders), on blocks of 16 (a full zmm of keys) and 8.
+TEST(OpAttention, PagedHeadDimsAndGroupsMatchTheReferenceEveryIsa) {
+  for (PagedShape s : {PagedShape{4, 4, 16, 16}, PagedShape{8, 2, 64, 16}, PagedShape{12, 2, 128, 16},
+                       PagedShape{5, 1, 80, 8}, PagedShape{14, 2, 48, 16}, PagedShape{4, 2, 256, 8}})
+    for (bool bf16 : {false, true})
+      for (AttnOpts o : {opts(0, 0, 0), opts(0, 2.5f, 21)}) check_paged(o, bf16, s);
 }
 
 // bf16 training (the model's Precision::bf16): the backward's gradient products on bf16 operands with f32 sums.

@@ -70,20 +70,23 @@ void paged_attention_fwd(const PagedAttnArgs& a) {
     for (int64_t b0 = first / a.block_size * a.block_size; b0 < len; b0 += a.block_size) {
       const int64_t p0 = std::max(b0, first), nb = std::min(b0 + a.block_size, len) - p0;
       const int64_t blk = table[b0 / a.block_size];
-      // The next block's K and V rows on their way while this one is used, a share with each head group's pass (a
-      // burst of the whole block's lines at once overflows the miss queues and most of it is dropped).
+      // The next block's K and V rows on their way into L1 while this one is used: a share with each head group's pass,
+      // which the ISA kernel spreads over its keys (a burst of the whole block's lines at once holds the miss buffers
+      // this block's own loads need: with the burst into L2, 19.3-20.6 ms for bench/paged_attention's step; spread
+      // into L1, 11.7-12.2).
       const int64_t b1 = b0 + a.block_size, next_bytes = b1 < len ? std::min(a.block_size, len - b1) * row * elem : 0;
       const int64_t next_at = next_bytes > 0 ? table[b1 / a.block_size] * a.block_size * row * elem : 0;
       const int64_t passes = (a.H + hstep - 1) / hstep, share = (next_bytes / 64 + passes - 1) / passes * 64;
       for (int64_t h = 0; h < a.H; h += hstep) {  // the query heads of one KV head together
-        prefetch_kv(next_at, h / hstep * share, std::min(next_bytes, (h / hstep + 1) * share));
+        const int64_t pb = h / hstep * share, pe = std::min(next_bytes, (h / hstep + 1) * share);
+        const PrefetchSpan pf{k_bytes + next_at + pb, v_bytes + next_at + pb, pe > pb ? (pe - pb + 63) / 64 : 0};
         const int64_t at = (blk * a.block_size + p0 - b0) * row + h / group * a.D;
         if (a.k_pool16)
           t.attn_group_update_bf16(a.q + i * a.q_stride + h * a.D, hstep, a.k_pool16 + at, a.v_pool16 + at, row, nb,
-                                   a.D, scale, cap, scores, m + h, l + h, acc + h * a.D, widen ? widened : nullptr);
+                                   a.D, scale, cap, scores, m + h, l + h, acc + h * a.D, widen ? widened : nullptr, pf);
         else
           t.attn_group_update(a.q + i * a.q_stride + h * a.D, hstep, a.k_pool + at, a.v_pool + at, row, nb, a.D, scale,
-                              cap, scores, m + h, l + h, acc + h * a.D);
+                              cap, scores, m + h, l + h, acc + h * a.D, pf);
       }
     }
     for (int64_t h = 0; h < a.H; ++h) {

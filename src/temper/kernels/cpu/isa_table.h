@@ -15,6 +15,15 @@ namespace temper::kernels {
 // (A is zero beyond); kAttnTriKStart: sums k >= m0 - c only (A's rows are keys, its k queries; zero before).
 inline constexpr int kAttnTriNone = 0, kAttnTriCols = 1, kAttnTriKEnd = 2, kAttnTriKStart = 3;
 
+// Cache lines a paged attention kernel brings into L1 while it works (the next KV block's): `lines` lines of K from k
+// and as many of V from v, spread over its keys (a burst of them at once holds the miss buffers the block's own loads
+// need).
+struct PrefetchSpan {
+  const char* k = nullptr;
+  const char* v = nullptr;
+  int64_t lines = 0;
+};
+
 struct IsaTable {
   Isa isa;
   // y[r] = x[r] * rstd[r] * w ; rstd[r] = 1/sqrt(mean(x[r]^2) + eps), rows [0, rows) of width C.
@@ -67,13 +76,15 @@ struct IsaTable {
   void (*attn_block_update)(const float* q, const float* K, const float* V, int64_t stride, int64_t nb, int64_t D,
                             float scale, float cap, float* scores, float* m, float* l, float* acc);
   // Paged decode attention of the G query heads sharing one KV head over one block (q, acc: the heads'
-  // rows, D apart; m, l: theirs; scores: scratch of G * round_up(nb, 16) floats; widened as above).
+  // rows, D apart; m, l: theirs; scores: scratch of G * round_up(nb, 16) floats; widened as above; pf: lines to
+  // prefetch meanwhile).
   void (*attn_group_update)(const float* q, int64_t G, const float* K, const float* V, int64_t stride, int64_t nb,
-                            int64_t D, float scale, float cap, float* scores, float* m, float* l, float* acc);
+                            int64_t D, float scale, float cap, float* scores, float* m, float* l, float* acc,
+                            PrefetchSpan pf);
   // bf16 rows; widened: scratch of 2 * nb * D floats or nullptr.
   void (*attn_group_update_bf16)(const float* q, int64_t G, const uint16_t* K, const uint16_t* V, int64_t stride,
                                  int64_t nb, int64_t D, float scale, float cap, float* scores, float* m, float* l,
-                                 float* acc, float* widened);
+                                 float* acc, float* widened, PrefetchSpan pf);
   // The training attention's tile products (kernels/attention.cpp; attention_tiles.inc): C[m, n] (+)= sum_k
   // A(m, k) B[k * ldb + n] for m < M, n < N, k < K, A(m, k) at A[m * ars + k * aks]; each output sums from
   // zero in k order, then is written or (accumulate) added. tri (kAttnTri*) skips what a causal block's mask zeroes.
