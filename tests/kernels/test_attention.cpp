@@ -2,8 +2,11 @@
 // finite differences on the reference, fast backward vs reference backward.
 #include <algorithm>
 #include <cmath>
+#include <numeric>
+#include <random>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "common/op_harness.h"
 #include "common/tolerance.h"
@@ -370,23 +373,60 @@ namespace {
 
 struct PagedShape {
   int64_t H = 6, Hkv = 2, D = 32, bs = 8;
+  std::vector<int64_t> seq_len = {61, 9, 130};
+  // rows: (sequence, position)
+  std::vector<std::pair<int64_t, int64_t>> rows = {{0, 60}, {0, 0}, {0, 33}, {1, 8},  {2, 129}, {2, 100},
+                                                   {2, 17}, {2, 7}, {2, 64}, {0, 15}, {1, 2}};
 };
 
-// Paged attention over a scattered pool against the fp64 reference on each row's dense sequence: n
-// rows of 3 sequences (prefill rows and decode rows), GQA. Blocks wholly before a row's window are -1
-// in its table; the pool sits between NaN guards, so reading one (or a block outside the window)
-// poisons the output.
-void check_paged(const AttnOpts& opt, bool bf16, PagedShape shape = {}) {
+// One query row at position T - 1 over keys [0, T) of a dense [T, Hkv, D] sequence in fp64 (the scaled, capped,
+// windowed scores of attention.h): its output [H, D] into o, its lse [H] into lse.
+void paged_row_ref(const float* q, const float* k, const float* v, int64_t T, int64_t H, int64_t Hkv, int64_t D,
+                   const AttnOpts& opt, double* o, double* lse) {
+  const double scale = attn_scale(opt, D);
+  const int64_t first = opt.window > 0 ? std::max<int64_t>(0, T - opt.window) : 0;
+  for (int64_t h = 0; h < H; ++h) {
+    const int64_t kv = h / (H / Hkv);
+    std::vector<double> s(T);
+    double mx = -1e300;
+    for (int64_t j = first; j < T; ++j) {
+      double d = 0;
+      for (int64_t c = 0; c < D; ++c) d += double(q[h * D + c]) * k[(j * Hkv + kv) * D + c];
+      s[j] = d * scale;
+      if (opt.softcap > 0.f) s[j] = opt.softcap * std::tanh(s[j] / opt.softcap);
+      mx = std::max(mx, s[j]);
+    }
+    double sum = 0;
+    for (int64_t j = first; j < T; ++j) sum += std::exp(s[j] - mx);
+    for (int64_t c = 0; c < D; ++c) {
+      double acc = 0;
+      for (int64_t j = first; j < T; ++j) acc += std::exp(s[j] - mx) / sum * v[(j * Hkv + kv) * D + c];
+      o[h * D + c] = acc;
+    }
+    lse[h] = mx + std::log(sum);
+  }
+}
+
+// Paged attention over a scattered pool against the fp64 reference on each row's dense sequence: rows of
+// several sequences (prefill rows and decode rows), GQA. Blocks wholly before a row's window are -1 in its
+// table; the pool sits between NaN guards, so reading one (or a block outside the window) poisons the output.
+// Each row alone gives the bits it gets in the batch (a row's result depends on the row only).
+void check_paged(const AttnOpts& opt, bool bf16, const PagedShape& shape = {}) {
   SCOPED_TRACE(opts_name(opt) + (bf16 ? " bf16 cache" : " f32 cache") + " H " + std::to_string(shape.H) + " Hkv " +
                std::to_string(shape.Hkv) + " D " + std::to_string(shape.D) + " block " + std::to_string(shape.bs));
   const int64_t H = shape.H, Hkv = shape.Hkv, D = shape.D, bs = shape.bs, row = Hkv * D;
-  const std::vector<int64_t> seq_len = {61, 9, 130};
-  const int64_t max_blocks = 17, nblocks = 3 * max_blocks, guard = bs * row;
+  const std::vector<int64_t>& seq_len = shape.seq_len;
+  const int64_t nseq = static_cast<int64_t>(seq_len.size());
+  const int64_t max_blocks = *std::max_element(seq_len.begin(), seq_len.end()) / bs + 1, nblocks = nseq * max_blocks,
+                guard = bs * row;
+  std::vector<int32_t> scattered(static_cast<size_t>(nblocks));  // the pool's blocks in a fixed random order
+  std::iota(scattered.begin(), scattered.end(), 0);
+  std::shuffle(scattered.begin(), scattered.end(), std::mt19937(7));
   std::vector<float> dense_k, dense_v;  // per sequence [len, Hkv, D], bf16-rounded for a bf16 cache
   std::vector<float> kpool(nblocks * bs * row + 2 * guard, NAN), vpool(kpool.size(), NAN);
-  std::vector<std::vector<int32_t>> tables(3);
-  std::vector<int64_t> seq_at(3);
-  for (int64_t sq = 0, at = 0; sq < 3; ++sq) {
+  std::vector<std::vector<int32_t>> tables(nseq);
+  std::vector<int64_t> seq_at(nseq);
+  for (int64_t sq = 0, at = 0; sq < nseq; ++sq) {
     auto k = random_vec(seq_len[sq] * row, 90 + sq), v = random_vec(seq_len[sq] * row, 95 + sq);
     if (bf16)
       for (auto* x : {&k, &v})
@@ -395,16 +435,15 @@ void check_paged(const AttnOpts& opt, bool bf16, PagedShape shape = {}) {
     at += seq_len[sq] * row;
     dense_k.insert(dense_k.end(), k.begin(), k.end());
     dense_v.insert(dense_v.end(), v.begin(), v.end());
-    for (int64_t b = 0; b < max_blocks; ++b) tables[sq].push_back(static_cast<int32_t>((b * 3 + sq * 7) % nblocks));
+    for (int64_t b = 0; b < max_blocks; ++b) tables[sq].push_back(scattered[static_cast<size_t>(sq * max_blocks + b)]);
     for (int64_t p = 0; p < seq_len[sq]; ++p)
       for (int64_t c = 0; c < row; ++c) {
         const int64_t dst = guard + (tables[sq][p / bs] * bs + p % bs) * row + c;
         kpool[dst] = k[p * row + c], vpool[dst] = v[p * row + c];
       }
   }
-  // rows: (sequence, position); each gets its own table copy with -1 before its window
-  const std::vector<std::pair<int64_t, int64_t>> rows = {{0, 60}, {0, 0}, {0, 33}, {1, 8},  {2, 129}, {2, 100},
-                                                         {2, 17}, {2, 7}, {2, 64}, {0, 15}, {1, 2}};
+  // each row gets its own table copy with -1 before its window
+  const auto& rows = shape.rows;
   const int64_t n = static_cast<int64_t>(rows.size());
   auto q = random_vec(n * H * D, 99, 3.f);
   std::vector<std::vector<int32_t>> row_tables(n);
@@ -418,33 +457,35 @@ void check_paged(const AttnOpts& opt, bool bf16, PagedShape shape = {}) {
     const int64_t first = opt.window > 0 ? std::max<int64_t>(0, pos + 1 - opt.window) : 0;
     for (int64_t b = 0; b < first / bs; ++b) row_tables[i][b] = -1;
     table_ptrs[i] = row_tables[i].data();
-    // the reference: the sequence's first pos + 1 tokens, this row's query last
-    const int64_t T = pos + 1;
-    std::vector<double> sq_q(T * H * D, 0.0), sk(T * row), sv(T * row), so(T * H * D);
-    for (int64_t c = 0; c < H * D; ++c) sq_q[(T - 1) * H * D + c] = q[i * H * D + c];
-    for (int64_t c = 0; c < T * row; ++c) sk[c] = dense_k[seq_at[sq] + c], sv[c] = dense_v[seq_at[sq] + c];
-    ref::attention_fwd(sq_q.data(), sk.data(), sv.data(), so.data(), 1, T, H, Hkv, D, opt);
-    for (int64_t c = 0; c < H * D; ++c) o_ref[i * H * D + c] = so[(T - 1) * H * D + c];
-    const Case c1{1, T, H, Hkv, D};
-    const auto l = lse_ref(sq_q, sk, c1, opt);
-    for (int64_t h = 0; h < H; ++h) lse_want[i * H + h] = l[h * T + T - 1];
+    paged_row_ref(q.data() + i * H * D, dense_k.data() + seq_at[sq], dense_v.data() + seq_at[sq], pos + 1, H, Hkv, D,
+                  opt, o_ref.data() + i * H * D, lse_want.data() + i * H);
   }
   std::vector<uint16_t> kp16(kpool.size()), vp16(vpool.size());
   for (size_t i = 0; i < kpool.size(); ++i) kp16[i] = f32_to_bf16(kpool[i]), vp16[i] = f32_to_bf16(vpool[i]);
-  for_each_isa([&](Isa) {
-    std::vector<float> o(n * H * D, 5.f), lse(n * H, 5.f);
+  auto attend = [&](int64_t i0, int64_t rows_n, float* o, float* lse) {
     PagedAttnArgs a;
-    a.n = n, a.H = H, a.Hkv = Hkv, a.D = D;
-    a.q = q.data(), a.q_stride = H * D, a.o = o.data(), a.o_stride = H * D;
-    a.block_tables = table_ptrs.data(), a.kv_len = kv_len.data(), a.block_size = bs, a.lse = lse.data();
+    a.n = rows_n, a.H = H, a.Hkv = Hkv, a.D = D;
+    a.q = q.data() + i0 * H * D, a.q_stride = H * D, a.o = o, a.o_stride = H * D;
+    a.block_tables = table_ptrs.data() + i0, a.kv_len = kv_len.data() + i0, a.block_size = bs, a.lse = lse;
     if (bf16)
       a.k_pool16 = kp16.data() + guard, a.v_pool16 = vp16.data() + guard;
     else
       a.k_pool = kpool.data() + guard, a.v_pool = vpool.data() + guard;
     a.opt = opt;
     paged_attention_fwd(a);
-    EXPECT_TRUE(all_close(o, o_ref, tolerance(Kind::reduction, 130)));
+  };
+  const int64_t longest = *std::max_element(kv_len.begin(), kv_len.end());
+  for_each_isa([&](Isa) {
+    std::vector<float> o(n * H * D, 5.f), lse(n * H, 5.f);
+    attend(0, n, o.data(), lse.data());
+    EXPECT_TRUE(all_close(o, o_ref, tolerance(Kind::reduction, longest)));
     EXPECT_TRUE(all_close(lse, lse_want, tolerance(Kind::reduction, D)));
+    for (int64_t i = 0; i < n; ++i) {
+      std::vector<float> o1(H * D, 6.f), lse1(H, 6.f);
+      attend(i, 1, o1.data(), lse1.data());
+      EXPECT_TRUE(std::equal(o1.begin(), o1.end(), o.begin() + i * H * D)) << "row " << i << " alone";
+      EXPECT_TRUE(std::equal(lse1.begin(), lse1.end(), lse.begin() + i * H)) << "row " << i << " alone";
+    }
   });
 }
 
@@ -464,6 +505,18 @@ TEST(OpAttention, PagedHeadDimsAndGroupsMatchTheReferenceEveryIsa) {
                        PagedShape{5, 1, 80, 8}, PagedShape{14, 2, 48, 16}, PagedShape{4, 2, 256, 8}})
     for (bool bf16 : {false, true})
       for (AttnOpts o : {opts(0, 0, 0), opts(0, 2.5f, 21)}) check_paged(o, bf16, s);
+}
+
+// Rows past 512 positions are cut at multiples of 512 into tasks and merged (kernels/paged_attention.cpp): rows
+// just below, at and past the cuts, windows starting inside a later piece or covering one cut, beside short rows
+// (which a batch without a long row runs uncut: each row alone gives the batch's bits).
+TEST(OpAttention, LongRowsCutIntoPiecesMatchTheReferenceEveryIsa) {
+  PagedShape s{4,  2,          32,
+               16, {1300, 40}, {{0, 1299}, {1, 39}, {0, 511}, {0, 512}, {0, 1023}, {0, 1024}, {0, 700}, {1, 0}}};
+  for (bool bf16 : {false, true})
+    for (AttnOpts o : {opts(0, 0, 0), opts(0, 0, 600), opts(0, 0, 100), opts(0.1f, 2.0f, 0)}) check_paged(o, bf16, s);
+  s.bs = 8;
+  check_paged(opts(0, 0, 0), false, s);
 }
 
 // bf16 training (the model's Precision::bf16): the backward's gradient products on bf16 operands with f32 sums.

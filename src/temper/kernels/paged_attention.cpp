@@ -16,9 +16,147 @@ namespace {
 // block_size x head_dim <= kMaxWidened).
 constexpr int64_t kMaxHeadDim = 512, kMaxBlock = 256, kMaxHeads = 128, kMaxQueryFloats = 16384, kMaxWidened = 8192,
                   kMaxScores = 16384;
-}
+// A row's positions are cut at multiples of this many (rounded up to whole blocks) into pieces, merged afterwards: a
+// long row then takes every core, not one (a batch of few long sequences: the long tail of a rollout, a served chat).
+// The cuts sit at fixed positions, so a row's result depends on its own length only, never on the batch it is in; a
+// row of at most this many positions is one piece and merges nothing.
+constexpr int64_t kSplitPositions = 512;
 
-void paged_attention_fwd(const PagedAttnArgs& a) {
+// Positions [begin, end) of query row `row`: a piece of it, or all of it.
+struct Span {
+  int64_t row, begin, end;
+};
+
+// A task's online-softmax state: per query head the running max and sum, and its D accumulators.
+struct SoftmaxState {
+  float* m;
+  float* l;
+  float* acc;
+};
+
+// One call's constants and the per-span work.
+class PagedRun {
+ public:
+  explicit PagedRun(const PagedAttnArgs& a)
+      : a_(a),
+        t_(isa_table()),
+        group_(a.H / a.Hkv),
+        row_(a.Hkv * a.D),
+        elem_(a.k_pool16 ? 2 : 4),
+        scale_(attn_scale(a.opt, a.D)),
+        cap_(a.opt.softcap),
+        widen_(a.k_pool16 && a.block_size * a.D <= kMaxWidened),
+        // Query heads per kernel call: a KV head's whole group when its scores fit the scratch, else one.
+        hstep_(group_ * ((a.block_size + 15) / 16 * 16) <= kMaxScores ? group_ : 1),
+        k_bytes_(a.k_pool16 ? reinterpret_cast<const char*>(a.k_pool16) : reinterpret_cast<const char*>(a.k_pool)),
+        v_bytes_(a.k_pool16 ? reinterpret_cast<const char*>(a.v_pool16) : reinterpret_cast<const char*>(a.v_pool)) {}
+
+  // Positions [first, len) of a row of len are read: a window's first position may fall inside a block.
+  int64_t first_of(int64_t len) const { return a_.opt.window > 0 ? std::max<int64_t>(0, len - a_.opt.window) : 0; }
+
+  // Where the span's first block sits in the pools (bytes) and how many of its bytes the span reads.
+  void first_block(const Span& s, int64_t& at, int64_t& bytes) const {
+    const int64_t b0 = s.begin / a_.block_size * a_.block_size;
+    bytes = s.end > s.begin ? std::min(a_.block_size, s.end - b0) * row_ * elem_ : 0;
+    at = bytes > 0 ? a_.block_tables[s.row][b0 / a_.block_size] * a_.block_size * row_ * elem_ : 0;
+  }
+
+  // The span's first block on its way into L2 (a stream's first block has no earlier one to hide behind).
+  void prefetch_first(const Span& s) const {
+    int64_t at = 0, bytes = 0;
+    first_block(s, at, bytes);
+    for (int64_t off = 0; off < bytes; off += 64) {
+      __builtin_prefetch(k_bytes_ + at + off, 0, 2);
+      __builtin_prefetch(v_bytes_ + at + off, 0, 2);
+    }
+  }
+
+  // The span's blocks into st (which starts empty: m -inf, l and acc 0). Each KV block is read once (all KV heads'
+  // rows, contiguous) while the query heads of each KV head take it together (the ISA kernel shares each K/V row among
+  // them). next: the span this thread takes after this one (its first block is prefetched as the last one is used).
+  void attend(const Span& s, SoftmaxState st, const Span* next) const {
+    const int32_t* table = a_.block_tables[s.row];
+    const float* q = a_.q + s.row * a_.q_stride;
+    float scores[kMaxScores];        // on the stack: no allocation on any thread
+    float widened[2 * kMaxWidened];  // a bf16 block's rows in f32, where the ISA kernel needs them
+    const int64_t bs = a_.block_size;
+    for (int64_t b0 = s.begin / bs * bs; b0 < s.end; b0 += bs) {
+      const int64_t p0 = std::max(b0, s.begin), nb = std::min(b0 + bs, s.end) - p0;
+      const int64_t blk = table[b0 / bs];
+      // The next block's K and V rows on their way into L1 while this one is used: a share with each head group's
+      // pass, which the ISA kernel spreads over its keys (a burst of the whole block's lines at once holds the miss
+      // buffers this block's own loads need: with the burst into L2, 19.3-20.6 ms for bench/paged_attention's step;
+      // spread into L1, 11.7-12.2).
+      const int64_t b1 = b0 + bs;
+      int64_t next_bytes = b1 < s.end ? std::min(bs, s.end - b1) * row_ * elem_ : 0;
+      int64_t next_at = next_bytes > 0 ? table[b1 / bs] * bs * row_ * elem_ : 0;
+      if (b1 >= s.end && next) first_block(*next, next_at, next_bytes);
+      const int64_t passes = (a_.H + hstep_ - 1) / hstep_, share = (next_bytes / 64 + passes - 1) / passes * 64;
+      for (int64_t h = 0; h < a_.H; h += hstep_) {  // the query heads of one KV head together
+        const int64_t pb = h / hstep_ * share, pe = std::min(next_bytes, (h / hstep_ + 1) * share);
+        const PrefetchSpan pf{k_bytes_ + next_at + pb, v_bytes_ + next_at + pb, pe > pb ? (pe - pb + 63) / 64 : 0};
+        const int64_t at = (blk * bs + p0 - b0) * row_ + h / group_ * a_.D;
+        if (a_.k_pool16)
+          t_.attn_group_update_bf16(q + h * a_.D, hstep_, a_.k_pool16 + at, a_.v_pool16 + at, row_, nb, a_.D, scale_,
+                                    cap_, scores, st.m + h, st.l + h, st.acc + h * a_.D, widen_ ? widened : nullptr,
+                                    pf);
+        else
+          t_.attn_group_update(q + h * a_.D, hstep_, a_.k_pool + at, a_.v_pool + at, row_, nb, a_.D, scale_, cap_,
+                               scores, st.m + h, st.l + h, st.acc + h * a_.D, pf);
+      }
+    }
+  }
+
+  // Row i's output (and lse) from its state.
+  void finish(int64_t i, SoftmaxState st) const {
+    for (int64_t h = 0; h < a_.H; ++h) {
+      float* o = a_.o + i * a_.o_stride + h * a_.D;
+      const float inv = st.l[h] > 0.f ? 1.0f / st.l[h] : 0.f;
+      for (int64_t d = 0; d < a_.D; ++d) o[d] = st.acc[h * a_.D + d] * inv;
+      if (a_.lse) a_.lse[i * a_.H + h] = st.m[h] + std::log(st.l[h]);
+    }
+  }
+
+  // The states of one row's spans, in order, into the first: each head's max, its sums and accumulators rescaled to it.
+  void merge(SoftmaxState into, float* rest, int64_t count) const {
+    for (int64_t c = 0; c < count; ++c)
+      for (int64_t h = 0; h < a_.H; ++h) {
+        const SoftmaxState p = state_at(rest, c);
+        const float mn = std::max(into.m[h], p.m[h]);
+        const float ci = into.m[h] == -INFINITY ? 0.f : std::exp(into.m[h] - mn);
+        const float cp = p.m[h] == -INFINITY ? 0.f : std::exp(p.m[h] - mn);
+        for (int64_t d = 0; d < a_.D; ++d)
+          into.acc[h * a_.D + d] = into.acc[h * a_.D + d] * ci + p.acc[h * a_.D + d] * cp;
+        into.l[h] = into.l[h] * ci + p.l[h] * cp;
+        into.m[h] = mn;
+      }
+  }
+
+  // State c of an array of them, and an empty one (m -inf, l and acc 0).
+  SoftmaxState state_at(float* base, int64_t c) const {
+    float* at = base + c * a_.H * (a_.D + 2);
+    return {at, at + a_.H, at + 2 * a_.H};
+  }
+  SoftmaxState empty_state(float* base, int64_t c = 0) const {
+    const SoftmaxState st = state_at(base, c);
+    std::fill(st.m, st.m + a_.H, -INFINITY);
+    std::fill(st.l, st.l + a_.H + a_.H * a_.D, 0.f);  // l, then acc
+    return st;
+  }
+  int64_t state_floats() const { return a_.H * (a_.D + 2); }
+
+ private:
+  const PagedAttnArgs& a_;
+  const IsaTable& t_;
+  const int64_t group_, row_, elem_;
+  const float scale_, cap_;
+  const bool widen_;
+  const int64_t hstep_;
+  const char* k_bytes_;
+  const char* v_bytes_;
+};
+
+void check_args(const PagedAttnArgs& a) {
   TEMPER_CHECK(a.H % a.Hkv == 0 && a.block_size > 0) << "paged attention: bad shape";
   TEMPER_CHECK((a.k_pool16 != nullptr) == (a.v_pool16 != nullptr)) << "paged attention: K and V caches of one dtype";
   TEMPER_CHECK(a.D <= kMaxHeadDim && a.block_size <= kMaxBlock)
@@ -28,73 +166,86 @@ void paged_attention_fwd(const PagedAttnArgs& a) {
       << "paged attention: " << a.H << " heads x head_dim " << a.D << " (at most " << kMaxHeads << " heads, "
       << kMaxQueryFloats << " query floats)";
   attn_opts_check(a.opt, "paged_attention_fwd");
-  const IsaTable& t = isa_table();
-  const int64_t group = a.H / a.Hkv, row = a.Hkv * a.D;
-  const float scale = attn_scale(a.opt, a.D), cap = a.opt.softcap;
-  const bool widen = a.k_pool16 && a.block_size * a.D <= kMaxWidened;
-  const int64_t elem = a.k_pool16 ? 2 : 4;  // bytes per K/V value
-  const char* k_bytes = a.k_pool16 ? reinterpret_cast<const char*>(a.k_pool16) : reinterpret_cast<const char*>(a.k_pool);
-  const char* v_bytes = a.k_pool16 ? reinterpret_cast<const char*>(a.v_pool16) : reinterpret_cast<const char*>(a.v_pool);
-  // Query heads per kernel call: a KV head's whole group when its scores fit the scratch, else one.
-  const int64_t hstep = group * ((a.block_size + 15) / 16 * 16) <= kMaxScores ? group : 1;
-  // Positions [first, len) of a sequence of len are read: a window's first position may fall inside a block.
-  auto first_of = [&](int64_t len) { return a.opt.window > 0 ? std::max<int64_t>(0, len - a.opt.window) : 0; };
-  // K and V bytes [at + b, at + e) on their way into L2.
-  auto prefetch_kv = [&](int64_t at, int64_t b, int64_t e) {
-    for (int64_t off = b; off < e; off += 64) {
-      __builtin_prefetch(k_bytes + at + off, 0, 2);
-      __builtin_prefetch(v_bytes + at + off, 0, 2);
-    }
-  };
-  // One task per sequence: each KV block is read once (all KV heads' rows, contiguous) while the query
-  // heads of each KV head take it together (the ISA kernel shares each K/V row among them).
-  parallel_tasks(a.n, [&](int64_t i) {
+}
+
+// Every row's spans in row order (cut at multiples of `cut`); row_span[i] is row i's first, row_span[n] the count.
+void plan_spans(const PagedRun& run, const PagedAttnArgs& a, int64_t cut, std::vector<Span>& spans,
+                std::vector<int64_t>& row_span) {
+  spans.clear();
+  row_span.assign(static_cast<size_t>(a.n + 1), 0);
+  for (int64_t i = 0; i < a.n; ++i) {
+    row_span[static_cast<size_t>(i)] = static_cast<int64_t>(spans.size());
     const int64_t len = a.kv_len[i];
-    const int32_t* table = a.block_tables[i];
-    float acc[kMaxQueryFloats], scores[kMaxScores];  // on the stack: no allocation on any thread
-    float m[kMaxHeads], l[kMaxHeads];
-    float widened[2 * kMaxWidened];  // a bf16 block's rows in f32, where the ISA kernel needs them
-    for (int64_t h = 0; h < a.H; ++h) {
-      m[h] = -INFINITY;
-      l[h] = 0.f;
-      std::fill(acc + h * a.D, acc + (h + 1) * a.D, 0.f);
+    int64_t p = run.first_of(len);
+    do {
+      const int64_t e = std::min(len, (p / cut + 1) * cut);
+      spans.push_back({i, p, e});
+      p = e;
+    } while (p < len);
+  }
+  row_span[static_cast<size_t>(a.n)] = static_cast<int64_t>(spans.size());
+}
+
+// run_at[r] .. run_at[r + 1]: run r's spans, contiguous, cut where the positions before reach r / runs of all (a span
+// counts a block's worth more than its positions: each costs a start).
+void plan_runs(const std::vector<Span>& spans, int64_t runs, std::vector<int64_t>& run_at) {
+  constexpr int64_t kSpanCost = 16;
+  int64_t total = 0;
+  for (const Span& s : spans) total += s.end - s.begin + kSpanCost;
+  run_at.assign(static_cast<size_t>(runs + 1), static_cast<int64_t>(spans.size()));
+  run_at[0] = 0;
+  int64_t done = 0, r = 1;
+  for (size_t i = 0; i < spans.size() && r < runs; ++i) {
+    done += spans[i].end - spans[i].begin + kSpanCost;
+    while (r < runs && done * runs >= total * r) run_at[static_cast<size_t>(r++)] = static_cast<int64_t>(i + 1);
+  }
+}
+
+}  // namespace
+
+void paged_attention_fwd(const PagedAttnArgs& a) {
+  check_args(a);
+  if (a.n <= 0) return;
+  const PagedRun run(a);
+  const int64_t cut = (kSplitPositions + a.block_size - 1) / a.block_size * a.block_size;
+  // The calling thread's buffers, reused from call to call (the tasks run on other threads: a thread_local named in
+  // them would be theirs, so they see these through references).
+  thread_local std::vector<Span> spans_buf;
+  thread_local std::vector<int64_t> row_span_buf;
+  thread_local std::vector<float> states_buf;
+  thread_local std::vector<int64_t> run_at_buf;
+  std::vector<Span>& spans = spans_buf;
+  std::vector<int64_t>& row_span = row_span_buf;
+  std::vector<float>& states = states_buf;
+  plan_spans(run, a, cut, spans, row_span);
+  const int64_t n_spans = static_cast<int64_t>(spans.size());
+  const bool pieces = n_spans > a.n;  // some row's pieces merge after the tasks
+  if (pieces) states.resize(static_cast<size_t>(n_spans * run.state_floats()));
+  // The spans in contiguous runs of about equal positions, one per thread: a thread streams through its run (each
+  // block, also a span's first, prefetched while the one before is used). Which thread runs a span never changes
+  // its arithmetic.
+  const int64_t runs = std::min<int64_t>(thread_pool().size(), n_spans);
+  std::vector<int64_t>& run_at = run_at_buf;
+  plan_runs(spans, runs, run_at);
+  parallel_tasks(runs, [&](int64_t r) {
+    float local[kMaxQueryFloats + 2 * kMaxHeads];
+    const int64_t s0 = run_at[static_cast<size_t>(r)], s1 = run_at[static_cast<size_t>(r + 1)];
+    if (s0 < s1) run.prefetch_first(spans[static_cast<size_t>(s0)]);
+    for (int64_t sp = s0; sp < s1; ++sp) {
+      const Span& s = spans[static_cast<size_t>(sp)];
+      const bool whole = row_span[static_cast<size_t>(s.row + 1)] - row_span[static_cast<size_t>(s.row)] == 1;
+      const SoftmaxState st = whole ? run.empty_state(local) : run.empty_state(states.data(), sp);
+      run.attend(s, st, sp + 1 < s1 ? &spans[static_cast<size_t>(sp + 1)] : nullptr);
+      if (whole) run.finish(s.row, st);
     }
-    // The next sequence's first block on its way too (tasks are taken roughly in order): a task's first block has no
-    // earlier one to hide behind.
-    if (i + 1 < a.n && a.kv_len[i + 1] > 0) {
-      const int64_t nlen = a.kv_len[i + 1], nb0 = first_of(nlen) / a.block_size * a.block_size;
-      prefetch_kv(a.block_tables[i + 1][nb0 / a.block_size] * a.block_size * row * elem, 0,
-                  std::min(a.block_size, nlen - nb0) * row * elem);
-    }
-    const int64_t first = first_of(len);
-    for (int64_t b0 = first / a.block_size * a.block_size; b0 < len; b0 += a.block_size) {
-      const int64_t p0 = std::max(b0, first), nb = std::min(b0 + a.block_size, len) - p0;
-      const int64_t blk = table[b0 / a.block_size];
-      // The next block's K and V rows on their way into L1 while this one is used: a share with each head group's pass,
-      // which the ISA kernel spreads over its keys (a burst of the whole block's lines at once holds the miss buffers
-      // this block's own loads need: with the burst into L2, 19.3-20.6 ms for bench/paged_attention's step; spread
-      // into L1, 11.7-12.2).
-      const int64_t b1 = b0 + a.block_size, next_bytes = b1 < len ? std::min(a.block_size, len - b1) * row * elem : 0;
-      const int64_t next_at = next_bytes > 0 ? table[b1 / a.block_size] * a.block_size * row * elem : 0;
-      const int64_t passes = (a.H + hstep - 1) / hstep, share = (next_bytes / 64 + passes - 1) / passes * 64;
-      for (int64_t h = 0; h < a.H; h += hstep) {  // the query heads of one KV head together
-        const int64_t pb = h / hstep * share, pe = std::min(next_bytes, (h / hstep + 1) * share);
-        const PrefetchSpan pf{k_bytes + next_at + pb, v_bytes + next_at + pb, pe > pb ? (pe - pb + 63) / 64 : 0};
-        const int64_t at = (blk * a.block_size + p0 - b0) * row + h / group * a.D;
-        if (a.k_pool16)
-          t.attn_group_update_bf16(a.q + i * a.q_stride + h * a.D, hstep, a.k_pool16 + at, a.v_pool16 + at, row, nb,
-                                   a.D, scale, cap, scores, m + h, l + h, acc + h * a.D, widen ? widened : nullptr, pf);
-        else
-          t.attn_group_update(a.q + i * a.q_stride + h * a.D, hstep, a.k_pool + at, a.v_pool + at, row, nb, a.D, scale,
-                              cap, scores, m + h, l + h, acc + h * a.D, pf);
-      }
-    }
-    for (int64_t h = 0; h < a.H; ++h) {
-      float* o = a.o + i * a.o_stride + h * a.D;
-      const float inv = l[h] > 0.f ? 1.0f / l[h] : 0.f;
-      for (int64_t d = 0; d < a.D; ++d) o[d] = acc[h * a.D + d] * inv;
-      if (a.lse) a.lse[i * a.H + h] = m[h] + std::log(l[h]);
-    }
+  });
+  if (!pieces) return;
+  parallel_tasks(a.n, [&](int64_t i) {
+    const int64_t s0 = row_span[static_cast<size_t>(i)], s1 = row_span[static_cast<size_t>(i + 1)];
+    if (s1 - s0 == 1) return;  // finished above
+    const SoftmaxState first = run.state_at(states.data(), s0);
+    run.merge(first, states.data() + (s0 + 1) * run.state_floats(), s1 - s0 - 1);
+    run.finish(i, first);
   });
 }
 
