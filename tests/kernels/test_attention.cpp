@@ -498,11 +498,13 @@ TEST(OpAttention, PagedWithOptionsMatchesTheReferenceEveryIsa) {
       check_paged(o, bf16);
 }
 
-// The AVX-512 kernel's head dims (16 to 128 in registers, 256 in a loop) and query heads per KV head (whole tiles of
-// 4 or 2 and their remainders), on blocks of 16 (a full zmm of keys) and 8.
+// The AVX-512 kernel's head dims (16 to 128 in registers, 256 in a loop; 40: the one-head code) and query heads per
+// KV head (whole tiles of 4 or 2 and their remainders), on blocks of 16 (a full zmm of keys), 8 and 24; 128 query
+// heads on blocks of 256 take one head per kernel call (their scores outgrow the scratch).
 TEST(OpAttention, PagedHeadDimsAndGroupsMatchTheReferenceEveryIsa) {
-  for (PagedShape s : {PagedShape{4, 4, 16, 16}, PagedShape{8, 2, 64, 16}, PagedShape{12, 2, 128, 16},
-                       PagedShape{5, 1, 80, 8}, PagedShape{14, 2, 48, 16}, PagedShape{4, 2, 256, 8}})
+  for (PagedShape s :
+       {PagedShape{4, 4, 16, 16}, PagedShape{8, 2, 64, 16}, PagedShape{12, 2, 128, 16}, PagedShape{5, 1, 80, 8},
+        PagedShape{14, 2, 48, 16}, PagedShape{4, 2, 256, 8}, PagedShape{4, 2, 40, 24}, PagedShape{128, 1, 16, 256}})
     for (bool bf16 : {false, true})
       for (AttnOpts o : {opts(0, 0, 0), opts(0, 2.5f, 21)}) check_paged(o, bf16, s);
 }
@@ -515,8 +517,11 @@ TEST(OpAttention, LongRowsCutIntoPiecesMatchTheReferenceEveryIsa) {
                16, {1300, 40}, {{0, 1299}, {1, 39}, {0, 511}, {0, 512}, {0, 1023}, {0, 1024}, {0, 700}, {1, 0}}};
   for (bool bf16 : {false, true})
     for (AttnOpts o : {opts(0, 0, 0), opts(0, 0, 600), opts(0, 0, 100), opts(0.1f, 2.0f, 0)}) check_paged(o, bf16, s);
-  s.bs = 8;
-  check_paged(opts(0, 0, 0), false, s);
+  for (int64_t bs : {8, 48}) {  // 48: the cuts at multiples of 528
+    s.bs = bs;
+    check_paged(opts(0, 0, 0), false, s);
+    check_paged(opts(0, 0, 100), true, s);
+  }
 }
 
 // bf16 training (the model's Precision::bf16): the backward's gradient products on bf16 operands with f32 sums.

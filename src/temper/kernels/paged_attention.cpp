@@ -16,15 +16,16 @@ namespace {
 // block_size x head_dim <= kMaxWidened).
 constexpr int64_t kMaxHeadDim = 512, kMaxBlock = 256, kMaxHeads = 128, kMaxQueryFloats = 16384, kMaxWidened = 8192,
                   kMaxScores = 16384;
-// A row's positions are cut at multiples of this many (rounded up to whole blocks) into pieces, merged afterwards: a
-// long row then takes every core, not one (a batch of few long sequences: the long tail of a rollout, a served chat).
-// The cuts sit at fixed positions, so a row's result depends on its own length only, never on the batch it is in; a
-// row of at most this many positions is one piece and merges nothing.
+// A row's visible positions are cut wherever they cross a multiple of this many (rounded up to whole blocks) into
+// pieces, merged afterwards: a long row then takes every core, not one (a batch of few long sequences: the long tail
+// of a rollout, a served chat). The cuts sit at fixed positions, so a row's result depends on its own length (and
+// window) only, never on the batch it is in; a row that crosses no cut is one piece and merges nothing.
 constexpr int64_t kSplitPositions = 512;
 
-// Positions [begin, end) of query row `row`: a piece of it, or all of it.
+// Positions [begin, end) of query row `row`: a piece of it, or all of it (piece -1). A piece's state goes to slot
+// `piece` of the call's state buffer (a row's pieces in consecutive slots) for the merge.
 struct Span {
-  int64_t row, begin, end;
+  int64_t row, begin, end, piece;
 };
 
 // A task's online-softmax state: per query head the running max and sum, and its D accumulators.
@@ -54,7 +55,8 @@ class PagedRun {
   // Positions [first, len) of a row of len are read: a window's first position may fall inside a block.
   int64_t first_of(int64_t len) const { return a_.opt.window > 0 ? std::max<int64_t>(0, len - a_.opt.window) : 0; }
 
-  // Where the span's first block sits in the pools (bytes) and how many of its bytes the span reads.
+  // Where the span's first block sits in the pools (bytes), and its bytes up to the span's end (from the block's
+  // start: a window's first position may fall inside it).
   void first_block(const Span& s, int64_t& at, int64_t& bytes) const {
     const int64_t b0 = s.begin / a_.block_size * a_.block_size;
     bytes = s.end > s.begin ? std::min(a_.block_size, s.end - b0) * row_ * elem_ : 0;
@@ -157,7 +159,9 @@ class PagedRun {
 };
 
 void check_args(const PagedAttnArgs& a) {
-  TEMPER_CHECK(a.H % a.Hkv == 0 && a.block_size > 0) << "paged attention: bad shape";
+  TEMPER_CHECK(a.Hkv > 0 && a.H % a.Hkv == 0 && a.block_size > 0)
+      << "paged attention: " << a.H << " heads over " << a.Hkv << " KV heads (a positive divisor of the heads), block "
+      << "size " << a.block_size << " (positive)";
   TEMPER_CHECK((a.k_pool16 != nullptr) == (a.v_pool16 != nullptr)) << "paged attention: K and V caches of one dtype";
   TEMPER_CHECK(a.D <= kMaxHeadDim && a.block_size <= kMaxBlock)
       << "paged attention: head_dim " << a.D << " (max " << kMaxHeadDim << ") or block size " << a.block_size << " (max "
@@ -169,25 +173,31 @@ void check_args(const PagedAttnArgs& a) {
 }
 
 // Every row's spans in row order (cut at multiples of `cut`); row_span[i] is row i's first, row_span[n] the count.
-void plan_spans(const PagedRun& run, const PagedAttnArgs& a, int64_t cut, std::vector<Span>& spans,
-                std::vector<int64_t>& row_span) {
+// Returns the pieces: spans of rows cut in more than one, numbered in order.
+int64_t plan_spans(const PagedRun& run, const PagedAttnArgs& a, int64_t cut, std::vector<Span>& spans,
+                   std::vector<int64_t>& row_span) {
   spans.clear();
   row_span.assign(static_cast<size_t>(a.n + 1), 0);
+  int64_t pieces = 0;
   for (int64_t i = 0; i < a.n; ++i) {
-    row_span[static_cast<size_t>(i)] = static_cast<int64_t>(spans.size());
+    const size_t s0 = spans.size();
+    row_span[static_cast<size_t>(i)] = static_cast<int64_t>(s0);
     const int64_t len = a.kv_len[i];
     int64_t p = run.first_of(len);
     do {
       const int64_t e = std::min(len, (p / cut + 1) * cut);
-      spans.push_back({i, p, e});
+      spans.push_back({i, p, e, -1});
       p = e;
     } while (p < len);
+    if (spans.size() - s0 > 1)
+      for (size_t k = s0; k < spans.size(); ++k) spans[k].piece = pieces++;
   }
   row_span[static_cast<size_t>(a.n)] = static_cast<int64_t>(spans.size());
+  return pieces;
 }
 
 // run_at[r] .. run_at[r + 1]: run r's spans, contiguous, cut where the positions before reach r / runs of all (a span
-// counts a block's worth more than its positions: each costs a start).
+// counts 16 positions more than it holds: each costs a start).
 void plan_runs(const std::vector<Span>& spans, int64_t runs, std::vector<int64_t>& run_at) {
   constexpr int64_t kSpanCost = 16;
   int64_t total = 0;
@@ -217,10 +227,10 @@ void paged_attention_fwd(const PagedAttnArgs& a) {
   std::vector<Span>& spans = spans_buf;
   std::vector<int64_t>& row_span = row_span_buf;
   std::vector<float>& states = states_buf;
-  plan_spans(run, a, cut, spans, row_span);
+  const int64_t pieces = plan_spans(run, a, cut, spans, row_span);  // their states merge after the tasks
   const int64_t n_spans = static_cast<int64_t>(spans.size());
-  const bool pieces = n_spans > a.n;  // some row's pieces merge after the tasks
-  if (pieces) states.resize(static_cast<size_t>(n_spans * run.state_floats()));
+  if (static_cast<int64_t>(states.size()) < pieces * run.state_floats())
+    states.resize(static_cast<size_t>(pieces * run.state_floats()));
   // The spans in contiguous runs of about equal positions, one per thread: a thread streams through its run (each
   // block, also a span's first, prefetched while the one before is used). Which thread runs a span never changes
   // its arithmetic.
@@ -233,18 +243,18 @@ void paged_attention_fwd(const PagedAttnArgs& a) {
     if (s0 < s1) run.prefetch_first(spans[static_cast<size_t>(s0)]);
     for (int64_t sp = s0; sp < s1; ++sp) {
       const Span& s = spans[static_cast<size_t>(sp)];
-      const bool whole = row_span[static_cast<size_t>(s.row + 1)] - row_span[static_cast<size_t>(s.row)] == 1;
-      const SoftmaxState st = whole ? run.empty_state(local) : run.empty_state(states.data(), sp);
+      const SoftmaxState st = s.piece < 0 ? run.empty_state(local) : run.empty_state(states.data(), s.piece);
       run.attend(s, st, sp + 1 < s1 ? &spans[static_cast<size_t>(sp + 1)] : nullptr);
-      if (whole) run.finish(s.row, st);
+      if (s.piece < 0) run.finish(s.row, st);
     }
   });
-  if (!pieces) return;
+  if (pieces == 0) return;
   parallel_tasks(a.n, [&](int64_t i) {
     const int64_t s0 = row_span[static_cast<size_t>(i)], s1 = row_span[static_cast<size_t>(i + 1)];
-    if (s1 - s0 == 1) return;  // finished above
-    const SoftmaxState first = run.state_at(states.data(), s0);
-    run.merge(first, states.data() + (s0 + 1) * run.state_floats(), s1 - s0 - 1);
+    const int64_t p0 = spans[static_cast<size_t>(s0)].piece;
+    if (p0 < 0) return;  // whole: finished above
+    const SoftmaxState first = run.state_at(states.data(), p0);
+    run.merge(first, states.data() + (p0 + 1) * run.state_floats(), s1 - s0 - 1);
     run.finish(i, first);
   });
 }

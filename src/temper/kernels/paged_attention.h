@@ -1,9 +1,10 @@
 // Attention of new query tokens over a paged KV cache (the rollout engine's decode and prefill):
 // query row i attends positions [0, kv_len[i]) of its sequence, whose K/V rows live in fixed-size
 // blocks listed by its block table. GQA as in attention.h (head h reads KV head h / (H/Hkv)).
-// One pass with an online softmax per (row, head) — flash-decoding style, no [T, T] matrix; a row past 512
-// positions is cut at multiples of 512 into pieces whose states merge (the cuts are fixed: a row's result
-// depends on the row only). Each thread streams through a contiguous run of rows and pieces.
+// One pass with an online softmax per (row, head) — flash-decoding style, no [T, T] matrix; a row's visible
+// positions are cut where they cross a multiple of 512 (rounded up to whole blocks) into pieces whose states
+// merge (the cuts are fixed: a row's result depends on the row only). Each thread streams through a contiguous
+// run of rows and pieces.
 // Forward only (rollouts need no gradient). Reference: kernels/ref/attention_ref.h on gathered K/V.
 // opt (attention.h): with a window, row i sees positions (kv_len[i]-1-window, kv_len[i]-1] and reads no
 // block wholly before them (their table entries may be -1: freed blocks of a sliding-window layer).
