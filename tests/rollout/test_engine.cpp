@@ -9,6 +9,7 @@
 
 #include "common/models.h"
 #include "temper/core/error.h"
+#include "temper/core/profile.h"
 #include "temper/core/thread_pool.h"
 #include "temper/rollout/engine.h"
 
@@ -361,6 +362,38 @@ TEST(RolloutEngine, PrefillTokensPerStepAreCappedWithoutChangingTokens) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i].tokens, want[i].tokens) << i;
   EXPECT_EQ(pool.free_blocks(), 256);
+}
+
+// bench rollout's decode profile: with profile_decode_only, steps with prompt rows run with the profiler muted and the
+// steps that only decode are counted. Prompts admitted one per step (max_step_tokens) make the first steps mix
+// prompt and decode rows: those are neither profiled nor counted.
+TEST(RolloutEngine, TheDecodeOnlyProfileSkipsStepsThatPrefill) {
+  Fixture f;
+  KvPool pool(f.cfg, 4, 256);
+  std::vector<RolloutRequest> reqs;
+  for (uint64_t i = 0; i < 3; ++i) reqs.push_back(request({int32_t(i + 1), 2, 3, 4, 5, 6}, 1, 5, i));
+  EngineConfig c(64);
+  c.max_step_tokens = 8;  // one 6-token prompt per step beside the decode rows: steps 1-3 prefill, 2-3 decode too
+  c.profile_decode_only = true;
+  RolloutEngine eng(f.model, pool, c);
+  auto profiled = [&](int64_t max_new) {
+    for (auto& r : reqs) r.max_new = max_new;
+    profile_reset();
+    profile_enable(true);
+    eng.run(reqs);
+    profile_enable(false);
+    double forward = 0;
+    for (auto& [k, v] : profile_report())
+      if (k == "forward") forward = v;
+    return forward;
+  };
+  EXPECT_EQ(profiled(1), 0.0);  // every step prefills: nothing profiled
+  EXPECT_EQ(eng.stats().decode_only_steps, 0);
+  EXPECT_GT(profiled(5), 0.0);
+  // 3 prefill steps; the last-admitted sequence needs 4 more tokens after its first: 4 decode-only steps.
+  EXPECT_EQ(eng.stats().steps, 7);
+  EXPECT_EQ(eng.stats().decode_only_steps, 4);
+  EXPECT_FALSE(profile_enabled());
 }
 
 // A model whose every layer attends a sliding window (Mistral): the engine frees the blocks behind the window as

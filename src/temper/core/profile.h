@@ -30,6 +30,23 @@ class ProfileScope {
   std::chrono::steady_clock::time_point t0_;
 };
 
+// Turns the profiler off for its lifetime when `mute` is true and the profiler is on (restored after): work the
+// caller does not want in the buckets (bench rollout's decode profile mutes the engine steps that prefill).
+class ProfileMute {
+ public:
+  explicit ProfileMute(bool mute) : muted_(mute && profile_enabled()) {
+    if (muted_) profile_enable(false);
+  }
+  ~ProfileMute() {
+    if (muted_) profile_enable(true);
+  }
+  ProfileMute(const ProfileMute&) = delete;
+  ProfileMute& operator=(const ProfileMute&) = delete;
+
+ private:
+  bool muted_;
+};
+
 }  // namespace temper
 
 #define TEMPER_PROFILE_CAT2(a, b) a##b

@@ -126,6 +126,9 @@ struct EngineConfig {
   std::function<void()> on_spec_start;
   // Where requests with keep_activations keep them (a CPU model only; the owner resets it).
   ActivationStore* store = nullptr;
+  // Profile (core/profile.h) only the steps that decode and nothing else: a step with prompt or recomputed rows runs
+  // with the profiler muted (bench rollout's per-decode-step phases; EngineStats::decode_only_steps counts the rest).
+  bool profile_decode_only = false;
   EngineConfig() = default;
   EngineConfig(int64_t seqs, std::function<std::string_view(int32_t)> bytes = {})
       : max_seqs(seqs), token_bytes(std::move(bytes)) {}
@@ -134,6 +137,7 @@ struct EngineConfig {
 struct EngineStats {
   int64_t steps = 0, prefill_tokens = 0, decode_tokens = 0, preemptions = 0, recomputed_tokens = 0, forks = 0;
   int64_t kv_blocks_dropped = 0;  // blocks freed behind a sliding window (models whose every layer slides)
+  int64_t decode_only_steps = 0;  // plain steps whose rows were all decode rows (no prompt, no recompute)
   // Multi-turn (RunDriver): turns continued, tokens appended to them, waiting sequences (parked, or continued and
   // queued) whose KV was freed to make room.
   int64_t turns_continued = 0, appended_tokens = 0, parked_evictions = 0;

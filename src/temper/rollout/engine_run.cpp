@@ -145,6 +145,9 @@ void EngineRun::plain_step() {
                               << ") cannot hold request " << (queue_.empty() ? -1 : queue_.front())
                               << "; raise the KV memory budget";
   add_prefill_tables();
+  const bool decode_only = static_cast<int64_t>(tok_.size()) == n_decode_;
+  stats_.decode_only_steps += decode_only ? 1 : 0;
+  const ProfileMute mute(cfg_.profile_decode_only && !decode_only);
   const bool chosen = forward_step();
   stats_.decode_tokens += n_decode_;
   next_.clear();
