@@ -365,8 +365,8 @@ TEST(RolloutEngine, PrefillTokensPerStepAreCappedWithoutChangingTokens) {
 }
 
 // bench rollout's decode profile: with profile_decode_only, steps with prompt rows run with the profiler muted and the
-// steps that only decode are counted. Prompts admitted one per step (max_step_tokens) make the first steps mix
-// prompt and decode rows: those are neither profiled nor counted.
+// steps that only decode are counted (with their tokens and seconds). Prompts admitted one per step (max_step_tokens)
+// make the first steps mix prompt and decode rows: those are neither profiled nor counted.
 TEST(RolloutEngine, TheDecodeOnlyProfileSkipsStepsThatPrefill) {
   Fixture f;
   KvPool pool(f.cfg, 4, 256);
@@ -393,6 +393,8 @@ TEST(RolloutEngine, TheDecodeOnlyProfileSkipsStepsThatPrefill) {
   // 3 prefill steps; the last-admitted sequence needs 4 more tokens after its first: 4 decode-only steps.
   EXPECT_EQ(eng.stats().steps, 7);
   EXPECT_EQ(eng.stats().decode_only_steps, 4);
+  EXPECT_EQ(eng.stats().decode_only_tokens, 3 + 3 + 2 + 1);  // sequences finish after their 5th token
+  EXPECT_GT(eng.stats().decode_only_s, 0.0);
   EXPECT_FALSE(profile_enabled());
 }
 

@@ -57,7 +57,13 @@ struct DecodeTiming {
   Run r1, rn;
   double t1, tn;
   int64_t pairs;
+  double decode_only_tps;  // the fastest N-token run's decode-only steps: tokens over their seconds
 };
+
+// Decode tokens per second of a run's decode-only steps (0 without any).
+double decode_only_rate(const rollout::EngineStats& s) {
+  return s.decode_only_s > 0 ? static_cast<double>(s.decode_only_tokens) / s.decode_only_s : 0.0;
+}
 
 // Times the 1-token and N-token runs after a warm-up. --profile: the phases of the N-token run's steps that only
 // decode (the engine mutes the profiler in steps with prompt rows: EngineConfig::profile_decode_only). Subtracting
@@ -74,19 +80,20 @@ DecodeTiming time_decode(const BenchRolloutOptions& o, rollout::RolloutEngine& e
   // Decode time is the difference of two runs, so noise in either can swamp it on a small shape (a
   // shared 2-core machine once gave tn < t1): alternate more pairs for up to a second, at least two
   // pairs and at most twenty, and keep the fastest of each.
-  double t1 = r1.seconds, tn = rn.seconds, spent = t1 + tn;
+  double t1 = r1.seconds, tn = rn.seconds, spent = t1 + tn, steady = decode_only_rate(rn.stats);
   int64_t pairs = 1;
   while (pairs < 2 || (spent < 1.0 && pairs < 20)) {
     Run a = timed_run(eng, reqs, 1), b = timed_run(eng, reqs, o.gen_len);
     t1 = std::min(t1, a.seconds);
     tn = std::min(tn, b.seconds);
+    steady = std::max(steady, decode_only_rate(b.stats));
     spent += a.seconds + b.seconds;
     ++pairs;
   }
   TEMPER_CHECK(tn > t1) << "bench rollout: the " << o.gen_len << "-token run (" << tn
                         << " s) was not slower than the 1-token run (" << t1 << " s) over " << pairs
                         << " pairs; the machine is too noisy for this shape, raise --gen-len";
-  return DecodeTiming{r1, rn, t1, tn, pairs};
+  return DecodeTiming{r1, rn, t1, tn, pairs, steady};
 }
 
 // The same B x G sequences as B x G independent requests (each its own copy of the prompt): the prefill work
@@ -209,6 +216,9 @@ int bench_rollout(const BenchRolloutOptions& o) {
                       {"device", o.device},
                       {"prefill_tokens_per_s", std::round(prefill_tps * 10) / 10},
                       {"decode_tokens_per_s", std::round(decode_tps * 10) / 10},
+                      // The steps that only decode, timed in the engine (decode_tokens_per_s: the difference of a
+                      // 1-token and an N-token run, which also carries their prefills' difference).
+                      {"decode_only_tokens_per_s", std::round(d.decode_only_tps * 10) / 10},
                       {"peak_rss_mb", std::round(peak_resident_mib() * 10) / 10},
                       {"read_bandwidth_gb_s", std::round(bw * 10) / 10},
                       {"batch1_bandwidth_bound_tokens_per_s", std::round(bw * 1e9 / weight_bytes * 10) / 10}};

@@ -137,7 +137,10 @@ struct EngineConfig {
 struct EngineStats {
   int64_t steps = 0, prefill_tokens = 0, decode_tokens = 0, preemptions = 0, recomputed_tokens = 0, forks = 0;
   int64_t kv_blocks_dropped = 0;  // blocks freed behind a sliding window (models whose every layer slides)
-  int64_t decode_only_steps = 0;  // plain steps whose rows were all decode rows (no prompt, no recompute)
+  // Plain steps whose rows were all decode rows (no prompt, no recompute): their count, tokens and wall-clock seconds
+  // (the steady decode rate, without the ramp of steps that also prefill).
+  int64_t decode_only_steps = 0, decode_only_tokens = 0;
+  double decode_only_s = 0;
   // Multi-turn (RunDriver): turns continued, tokens appended to them, waiting sequences (parked, or continued and
   // queued) whose KV was freed to make room.
   int64_t turns_continued = 0, appended_tokens = 0, parked_evictions = 0;

@@ -5,6 +5,7 @@
 #include "temper/rollout/engine_run.h"
 
 #include <algorithm>
+#include <chrono>
 #include <string_view>
 
 #include "temper/core/error.h"
@@ -136,6 +137,7 @@ bool EngineRun::speculating() {
 // One forward over the new tokens of every sequence: a decode row per live sequence, then the
 // recomputed prefixes of resumed ones, then the prompts of admitted requests.
 void EngineRun::plain_step() {
+  const auto t0 = std::chrono::steady_clock::now();
   clear_rows();
   preempt_if_full();
   add_decode_rows();
@@ -146,17 +148,23 @@ void EngineRun::plain_step() {
                               << "; raise the KV memory budget";
   add_prefill_tables();
   const bool decode_only = static_cast<int64_t>(tok_.size()) == n_decode_;
-  stats_.decode_only_steps += decode_only ? 1 : 0;
   const ProfileMute mute(cfg_.profile_decode_only && !decode_only);
   const bool chosen = forward_step();
   stats_.decode_tokens += n_decode_;
   next_.clear();
   spawned_.clear();
-  // Choosing (sampling over the vocabulary, log-prob and entropy) is per sequence and runs in
-  // parallel; recording (stops, hooks, forks) in sequence order.
-  TEMPER_PROFILE("choose_record");
-  if (!chosen) choose_all();
-  record_step();
+  {
+    // Choosing (sampling over the vocabulary, log-prob and entropy) is per sequence and runs in
+    // parallel; recording (stops, hooks, forks) in sequence order.
+    TEMPER_PROFILE("choose_record");
+    if (!chosen) choose_all();
+    record_step();
+  }
+  if (decode_only) {
+    ++stats_.decode_only_steps;
+    stats_.decode_only_tokens += n_decode_;
+    stats_.decode_only_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
 }
 
 void EngineRun::clear_rows() {
