@@ -513,8 +513,10 @@ TEST(OpAttention, PagedHeadDimsAndGroupsMatchTheReferenceEveryIsa) {
 // just below, at and past the cuts, windows starting inside a later piece or covering one cut, beside short rows
 // (which a batch without a long row runs uncut: each row alone gives the batch's bits).
 TEST(OpAttention, LongRowsCutIntoPiecesMatchTheReferenceEveryIsa) {
-  PagedShape s{4,  2,          32,
-               16, {1300, 40}, {{0, 1299}, {1, 39}, {0, 511}, {0, 512}, {0, 1023}, {0, 1024}, {0, 700}, {1, 0}}};
+  PagedShape s;
+  s.H = 4, s.Hkv = 2, s.D = 32, s.bs = 16;
+  s.seq_len = {1300, 40};
+  s.rows = {{0, 1299}, {1, 39}, {0, 511}, {0, 512}, {0, 1023}, {0, 1024}, {0, 700}, {1, 0}};
   for (bool bf16 : {false, true})
     for (AttnOpts o : {opts(0, 0, 0), opts(0, 0, 600), opts(0, 0, 100), opts(0.1f, 2.0f, 0)}) check_paged(o, bf16, s);
   for (int64_t bs : {8, 48}) {  // 48: the cuts at multiples of 528
