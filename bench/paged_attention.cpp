@@ -131,7 +131,8 @@ int main(int argc, char** argv) {
     }
   };
   // --touch: no attention, every K/V line the step reads loaded once in the kernel's order (a block's K rows, then its
-  // V rows): what this layout lets the cores read, the ceiling of any kernel over it. 2 and 3: each block's lines
+  // V rows; a contiguous run of sequences per thread): what this layout lets the cores read, the ceiling of any kernel
+  // over it. 2 and 3: each block's lines
   // prefetched --ahead blocks before (into L2, into L1); --work N: a dependent chain of N multiply-adds per block, the
   // compute a kernel would overlap with the reads.
   std::vector<float> sink(static_cast<size_t>(seqs));
@@ -142,7 +143,7 @@ int main(int argc, char** argv) {
       const char* vb = static_cast<const char*>(vt.raw());
       kb += l * layer_elems * esize;
       vb += l * layer_elems * esize;
-      parallel_tasks(seqs, [&](int64_t i) {
+      auto touch_seq = [&](int64_t i) {
         int32_t x = 0;
         float w = 1.0f;
         for (int64_t b = 0; b < per_seq; ++b) {
@@ -167,6 +168,10 @@ int main(int argc, char** argv) {
           }
         }
         sink[static_cast<size_t>(i)] += static_cast<float>(x) + w;
+      };
+      // Each thread reads a contiguous run of sequences, as the kernel deals them (kernels/paged_attention.cpp).
+      parallel_for(seqs, 1, [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i) touch_seq(i);
       });
     }
   };
