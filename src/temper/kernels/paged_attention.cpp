@@ -119,11 +119,13 @@ class PagedRun {
     }
   }
 
-  // The states of one row's spans, in order, into the first: each head's max, its sums and accumulators rescaled to it.
-  void merge(SoftmaxState into, float* rest, int64_t count) const {
-    for (int64_t c = 0; c < count; ++c)
+  // States [first, first + count) of base (one row's pieces), in order, into the first: each head's max, its sums
+  // and accumulators rescaled to it. Returns the merged state.
+  SoftmaxState merge(float* base, int64_t first, int64_t count) const {
+    const SoftmaxState into = state_at(base, first);
+    for (int64_t c = first + 1; c < first + count; ++c)
       for (int64_t h = 0; h < a_.H; ++h) {
-        const SoftmaxState p = state_at(rest, c);
+        const SoftmaxState p = state_at(base, c);
         const float mn = std::max(into.m[h], p.m[h]);
         const float ci = into.m[h] == -INFINITY ? 0.f : std::exp(into.m[h] - mn);
         const float cp = p.m[h] == -INFINITY ? 0.f : std::exp(p.m[h] - mn);
@@ -132,11 +134,12 @@ class PagedRun {
         into.l[h] = into.l[h] * ci + p.l[h] * cp;
         into.m[h] = mn;
       }
+    return into;
   }
 
   // State c of an array of them, and an empty one (m -inf, l and acc 0).
   SoftmaxState state_at(float* base, int64_t c) const {
-    float* at = base + c * a_.H * (a_.D + 2);
+    float* at = base + c * state_floats();
     return {at, at + a_.H, at + 2 * a_.H};
   }
   SoftmaxState empty_state(float* base, int64_t c = 0) const {
@@ -253,9 +256,7 @@ void paged_attention_fwd(const PagedAttnArgs& a) {
     const int64_t s0 = row_span[static_cast<size_t>(i)], s1 = row_span[static_cast<size_t>(i + 1)];
     const int64_t p0 = spans[static_cast<size_t>(s0)].piece;
     if (p0 < 0) return;  // whole: finished above
-    const SoftmaxState first = run.state_at(states.data(), p0);
-    run.merge(first, states.data() + (p0 + 1) * run.state_floats(), s1 - s0 - 1);
-    run.finish(i, first);
+    run.finish(i, run.merge(states.data(), p0, s1 - s0));
   });
 }
 
