@@ -11,6 +11,9 @@
 #  4. explorers = 0 is the synchronous baseline (every group unexplored); a replay of the killed run's
 #     schedule.jsonl without explorers gives its tensors again.
 #  5. Refusals name the key: flow.spotlight.group against rl.grpo.group, an unknown [flow.spotlight] key.
+#  6. The same on an image model (a 1-block DiT on 8x8 RGB shapes, the discriminator's reward on a small frozen CNN):
+#     explorers SIGKILLed at steps 2 and 4 and replaced give the final tensors of the run without kills, and so do
+#     --stop-after 3 + --resume and a replay of the killed run's schedule without explorers; explorers chose groups.
 # Usage: cli_spotlight.sh TEMPER. Prints SPOTLIGHT_OK.
 set -euo pipefail
 temper=$1
@@ -104,4 +107,28 @@ if "$temper" flow spotlight --out "$work/bad2" "${sp[@]}" --set flow.spotlight.e
   fail "unknown key accepted"
 fi
 grep -q "flow.spotlight.explorer" "$work/bad2.log" || fail "unknown key message"
+
+"$temper" flow train --out "$work/dit" --set data.kind='"shapes"' --set data.image=8 --set model.kind='"dit"' \
+  --set model.hidden=32 --set model.depth=1 --set model.patch=4 --set model.heads=4 --set features.conv=[4] \
+  --set features.dim=8 --set features.hidden=[] --set features.train_images=200 --set features.steps=20 \
+  --set train.steps=60 --set train.batch=32 --set eval.every=60 --set eval.samples=100 --set eval.mmd_samples=50 \
+  --set eval.steps=6 > "$work/dit.log" 2>&1 || fail "train the DiT"
+grep -q "dit on images/shapes" "$work/dit.log" || fail "the image base is not a DiT"
+di=(--set rl.base="$work/dit" --set rl.steps=6 --set rl.sde.steps=4 --set rl.lr=5e-5 --set rl.discriminator.samples=64
+    --set rl.grpo.groups=3 --set flow.spotlight.group=4 --set flow.spotlight.seeds_per_class=12
+    --set flow.spotlight.chunk=4 --set flow.spotlight.barrier=true --set flow.spotlight.min_request_s=0.004
+    --set flow.spotlight.cost='"seeds"' --set eval.every=3 --set eval.samples=100 --set eval.mmd_samples=50
+    --set eval.steps=6 --set rl.checkpoint_every=3)
+"$temper" flow spotlight --out "$work/da" "${di[@]}" > "$work/da.log" 2>&1 || fail "DiT run a"
+"$temper" flow spotlight --out "$work/dk" "${di[@]}" "${kills[@]}" > "$work/dk.log" 2>&1 || fail "DiT run k"
+same_tensors "$work/da" "$work/dk"
+grep -q "2 re-queued, 0 dropped" "$work/dk.log" || fail "DiT kills: expected 2 re-queued, 0 dropped"
+grep -q '"step":6,"kind":"train".*"explored_groups":3' "$work/dk/metrics.jsonl" || fail "DiT step 6 not explored"
+"$temper" flow spotlight --out "$work/ds" "${di[@]}" "${kills[@]}" --stop-after 3 > "$work/ds.log" 2>&1 ||
+  fail "DiT stop"
+"$temper" flow spotlight --resume "$work/ds" > "$work/dsr.log" 2>&1 || fail "DiT resume"
+same_tensors "$work/da" "$work/ds"
+"$temper" flow spotlight --out "$work/dr" "${di[@]}" --set flow.spotlight.barrier=false \
+  --set flow.spotlight.replay="$work/dk/schedule.jsonl" > "$work/dr.log" 2>&1 || fail "DiT replay"
+same_tensors "$work/dk" "$work/dr"
 echo SPOTLIGHT_OK
