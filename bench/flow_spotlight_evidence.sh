@@ -1,38 +1,67 @@
 #!/usr/bin/env bash
-# Evidence for Spotlight on the 2-D flow (issue 39 items 2-3, spec methods-other section 3; docs/METHODS.md
-# "Spotlight"): wall-clock to a target score, synchronous GRPO on random seeds against GRPO whose seeds one explorer
-# process chooses on the previous weights, with and without preemptions (SIGKILL of the explorer at random
-# intervals, mean PREEMPT_S, its replacement starting 0.2 s later). One base 2-D flow (8 Gaussians, 4 classes,
-# 128x3 MLP, 500 flow-matching steps), then per seed and task:
-#   dgrl     DG-RL: reward = the discriminator's clipped logit, beta 1 (the optimum is p_data): score = FD (ODE)
-#   density  reward = log p_data(x | y) clipped, beta 0.2 (reward maximisation): score = the eval samples' NLL
-# and per arm: sync1 (explorers 0, trainer on 1 thread), sync2 (explorers 0, 2 threads), spot (1 explorer, trainer
-# on 1 thread), spot_nice (spot with the explorer at niceness +19: the trainer keeps the core when both want it),
-# spot_pre (spot with preemptions). wall = training time (evaluations excluded).
+# Evidence for Spotlight (issue 39 items 2-3, spec methods-other section 3; docs/METHODS.md "Spotlight"): wall-clock
+# to a target score, synchronous GRPO on random seeds against GRPO whose seeds one explorer process chooses on the
+# previous weights, with and without preemptions (SIGKILL of the explorer at random intervals, mean PREEMPT_S, its
+# replacement starting 0.2 s later). Tasks (TASKS, default "dgrl density"; "images" for the DiT):
+#   dgrl     on a 2-D flow (8 Gaussians, 4 classes, 128x3 MLP, 500 flow-matching steps): DG-RL, reward = the
+#            discriminator's clipped logit, beta 1 (the optimum is p_data): score = FD (ODE)
+#   density  the same 2-D base, reward = log p_data(x | y) clipped, beta 0.2 (reward maximisation): score = the eval
+#            samples' NLL
+#   images   on an image DiT (recipes/flow_shapes_dit.toml: 16x16 RGB shapes, 6 classes, patch 4, hidden 64, 2
+#            blocks, IMAGE_BASE_STEPS flow-matching steps, default 16000): DG-RL as recipes/flow_dgrl_dit.toml sets it
+#            (beta 1, lr 5e-5, 6 groups, 1000 discriminator samples a class), IMAGE_STEPS RL steps (default 80),
+#            evaluation of 1000 ODE samples every 10 steps: score = FD in the frozen image network's feature space
+# Each task has one base, shared by the seeds. Arms (ARMS, default all five): sync1 (explorers 0, trainer on 1
+# thread), sync2 (explorers 0, 2 threads), spot (1 explorer, trainer on 1 thread), spot_nice (spot with the explorer
+# at niceness +19: the trainer keeps the core when both want it), spot_pre (spot with preemptions). wall = training
+# time (evaluations excluded).
 # Prints per task and arm (means +- sd over seeds): steps and wall to the target (first evaluation at or under it;
 # "-" for seeds that never reach it), the final and best score, seconds per step, explorer deaths, re-queued and
 # expired requests, lost explorer seconds, mean join (spawn -> ready) of the explorers.
 # Usage: bench/flow_spotlight_evidence.sh TEMPER [SEEDS="0 1 2"] [STEPS=100] [FD_TARGET=0.0125] [NLL_TARGET=0.6]
+#          [IMAGE_FD_TARGET=10]
+# SPOTLIGHT_WORK=DIR keeps the runs; a rerun on it only runs what is missing (a new target re-reads the same runs).
 set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
 temper=$1
 seeds=${2:-"0 1 2"}
 steps=${3:-100}
 fd_target=${4:-0.0125}
 nll_target=${5:-0.6}
+image_fd_target=${6:-10}
+tasks=${TASKS:-"dgrl density"}
+arms=${ARMS:-"sync1 sync2 spot spot_nice spot_pre"}
 preempt=${PREEMPT_S:-1.0}
 work=${SPOTLIGHT_WORK:-$(mktemp -d)}
 export OMP_WAIT_POLICY=passive
 fail() { echo "FAIL: $*" >&2; exit 1; }
-base="$work/base"
-[ -d "$base" ] || "$temper" flow train --out "$base" --threads 1 --set data.classes=4 --set train.steps=500 \
-  --set eval.every=500 > "$base.log" 2>&1 || fail "base: $(tail -3 "$base.log")"
+base_of() {  # TASK: the base run directory of a task (trained here the first time)
+  local b
+  if [ "$1" = images ]; then
+    b="$work/base-images"
+    [ -d "$b" ] || "$temper" flow train "$here/recipes/flow_shapes_dit.toml" --out "$b" --threads 1 \
+      --set train.steps="${IMAGE_BASE_STEPS:-16000}" --set features.cache="\"$work/features\"" > "$b.log" 2>&1 ||
+      fail "image base: $(tail -3 "$b.log")"
+  else
+    b="$work/base"
+    [ -d "$b" ] || "$temper" flow train --out "$b" --threads 1 --set data.classes=4 --set train.steps=500 \
+      --set eval.every=500 > "$b.log" 2>&1 || fail "base: $(tail -3 "$b.log")"
+  fi
+  echo "$b"
+}
 for seed in $seeds; do
-  for task in dgrl density; do
+  for task in $tasks; do
+    n=$steps every=5
     case $task in
       dgrl) t=(--set rl.reward='"discriminator"' --set rl.beta=1.0) ;;
       density) t=(--set rl.reward='"density"' --set rl.beta=0.2) ;;
+      images) n=${IMAGE_STEPS:-80} every=10
+        t=(--set rl.reward='"discriminator"' --set rl.beta=1.0 --set rl.lr=5e-5 --set rl.grpo.groups=6
+           --set rl.discriminator.samples=1000 --set eval.samples=1000 --set eval.mmd_samples=500 --set eval.steps=25) ;;
+      *) fail "unknown task $task (dgrl, density, images)" ;;
     esac
-    for arm in sync1 sync2 spot spot_nice spot_pre; do
+    base=$(base_of "$task")
+    for arm in $arms; do
       case $arm in
         sync1) a=(--threads 1 --set flow.spotlight.explorers=0) ;;
         sync2) a=(--threads 2 --set flow.spotlight.explorers=0) ;;
@@ -43,24 +72,26 @@ for seed in $seeds; do
       esac
       dir="$work/$task-$arm-$seed"
       [ -d "$dir" ] || "$temper" flow spotlight --out "$dir" --set rl.base="$base" --set rl.seed="$seed" \
-        --set rl.steps="$steps" --set eval.every=5 --set rl.checkpoint_every="$steps" "${t[@]}" "${a[@]}" \
+        --set rl.steps="$n" --set eval.every="$every" --set rl.checkpoint_every="$n" "${t[@]}" "${a[@]}" \
         > "$dir.log" 2>&1 || fail "$task $arm $seed: $(tail -3 "$dir.log")"
     done
   done
 done
 
-python3 - "$work" "$seeds" "$fd_target" "$nll_target" <<'PY'
+python3 - "$work" "$seeds" "$fd_target" "$nll_target" "$image_fd_target" "$tasks" "$arms" <<'PY'
 import json, statistics, sys, os
-work, seeds, fd_t, nll_t = sys.argv[1], sys.argv[2].split(), float(sys.argv[3]), float(sys.argv[4])
+work, seeds, fd_t, nll_t, img_t = sys.argv[1], sys.argv[2].split(), float(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
+tasks, arms = sys.argv[6].split(), sys.argv[7].split()
 def ms(v, f="%.3g"):
     v = [x for x in v if x is not None]
     if not v: return "-"
     return (f % statistics.mean(v)) + (" +- " + f % statistics.pstdev(v) if len(v) > 1 else "") + ("" if len(v) == len(seeds) else f" ({len(v)}/{len(seeds)})")
-for task, key, target in (("dgrl", "fd", fd_t), ("density", "nll", nll_t)):
+for task, key, target in (("dgrl", "fd", fd_t), ("density", "nll", nll_t), ("images", "fd", img_t)):
+    if task not in tasks: continue
     print(f"\n{task}: score {key}, target {target}\n")
     print("| arm | steps to target | wall s to target | final | best | s / step | deaths | re-queued | expired | lost s | join s |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for arm in ("sync1", "sync2", "spot", "spot_nice", "spot_pre"):
+    for arm in arms:
         cols = [[] for _ in range(10)]
         for s in seeds:
             d = f"{work}/{task}-{arm}-{s}"
