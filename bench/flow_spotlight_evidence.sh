@@ -33,6 +33,7 @@ tasks=${TASKS:-"dgrl density"}
 arms=${ARMS:-"sync1 sync2 spot spot_nice spot_pre"}
 preempt=${PREEMPT_S:-1.0}
 work=${SPOTLIGHT_WORK:-$(mktemp -d)}
+mkdir -p "$work"
 export OMP_WAIT_POLICY=passive
 fail() { echo "FAIL: $*" >&2; exit 1; }
 base_of() {  # TASK: the base run directory of a task (trained here the first time)
