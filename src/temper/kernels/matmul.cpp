@@ -14,6 +14,7 @@
 #include <tuple>
 #include <vector>
 
+#include "temper/core/dtype.h"
 #include "temper/core/error.h"
 #include "temper/core/thread_pool.h"
 #include "temper/kernels/cpu/gemm_amx.h"
@@ -255,6 +256,20 @@ std::string_view precision_name(Precision p) {
 void convert_to_bf16(const float* x, uint16_t* y, int64_t n) {
   const IsaTable& t = isa_table();
   parallel_for(n, 1 << 16, [&](int64_t b, int64_t e) { t.f32_to_bf16(x + b, y + b, e - b); });
+}
+
+void round_to_bf16(float* x, int64_t rows, int64_t cols, int64_t stride) {
+  const IsaTable& t = isa_table();
+  parallel_for(rows, 16, [&](int64_t b, int64_t e) {
+    uint16_t h[256];  // no allocation: decode steps allocate nothing after their warm-up
+    for (int64_t r = b; r < e; ++r)
+      for (int64_t c0 = 0; c0 < cols; c0 += 256) {
+        float* x0 = x + r * stride + c0;
+        const int64_t n = std::min<int64_t>(256, cols - c0);
+        t.f32_to_bf16(x0, h, n);
+        for (int64_t c = 0; c < n; ++c) x0[c] = bf16_to_f32(h[c]);
+      }
+  });
 }
 
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,

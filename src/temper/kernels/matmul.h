@@ -71,6 +71,8 @@ void bf16_set_path(Bf16Path p);  // throws where unsupported
 
 // f32 -> bf16 (round to nearest even) of n elements, in parallel.
 void convert_to_bf16(const float* x, uint16_t* y, int64_t n);
+// x rounded to bf16 in place (to nearest even, kept as f32): `rows` rows of `cols` values, `stride` apart, in parallel.
+void round_to_bf16(float* x, int64_t rows, int64_t cols, int64_t stride);
 
 // Reference: the same product in double, for tests.
 void gemm_ref(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* A, int64_t lda, const double* B,

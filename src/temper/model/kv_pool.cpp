@@ -6,6 +6,7 @@
 #include "temper/core/dtype.h"
 #include "temper/core/error.h"
 #include "temper/core/memory_info.h"
+#include "temper/core/thread_pool.h"
 
 namespace temper {
 
@@ -91,8 +92,7 @@ float KvPool::v_value(int64_t layer, const SeqKv& s, int64_t p, int64_t e) const
 
 void KvPool::put_row(Tensor& t, int64_t at, const float* x) {
   if (dtype_ == DType::bf16) {
-    uint16_t* o = t.data<uint16_t>() + at;
-    for (int64_t e = 0; e < row_; ++e) o[e] = f32_to_bf16(x[e]);
+    kernels::convert_to_bf16(x, t.data<uint16_t>() + at, row_);  // one row: on the calling thread
   } else {
     std::memcpy(t.data<float>() + at, x, static_cast<size_t>(row_) * sizeof(float));
   }
@@ -164,6 +164,13 @@ void KvPool::write_at(int64_t layer, const int32_t* table, int64_t pos, const fl
   int32_t b = table[pos / block_size_];
   put_row(k_, offset(layer, b) + (pos % block_size_) * row_, k);
   put_row(v_, offset(layer, b) + (pos % block_size_) * row_, v);
+}
+
+void KvPool::write_rows(int64_t layer, const int32_t* const* tables, const int32_t* pos, int64_t n, const float* k,
+                        const float* v, int64_t stride) {
+  parallel_for(n, 16, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) write_at(layer, tables[i], pos[i], k + i * stride, v + i * stride);
+  });
 }
 
 SeqKv KvPool::fork(const SeqKv& s, int64_t at) {

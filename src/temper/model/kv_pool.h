@@ -68,6 +68,10 @@ class KvPool {
   void write(int64_t layer, const SeqKv& s, int64_t n, const float* k, const float* v, int64_t stride);
   // One token's K and V rows at position `pos` of the sequence whose block table is `table`.
   void write_at(int64_t layer, const int32_t* table, int64_t pos, const float* k, const float* v);
+  // n tokens' rows (a paged step's: token i at pos[i] of the sequence whose block table is tables[i]; no two at one
+  // place), `stride` floats apart, written in parallel.
+  void write_rows(int64_t layer, const int32_t* const* tables, const int32_t* pos, int64_t n, const float* k,
+                  const float* v, int64_t stride);
   void advance(SeqKv& s, int64_t n) { s.len += n; }
 
   // Frees s's blocks that hold only positions before `pos` (their table entries become -1): a model whose every

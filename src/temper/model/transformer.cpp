@@ -24,6 +24,7 @@
 #include "temper/model/frozen_base.h"
 #include "temper/model/int4_drafter.h"
 #include "temper/model/lora.h"
+#include "temper/model/residual_rows.h"
 
 namespace temper {
 
@@ -394,17 +395,13 @@ void Transformer::attention_forward(int64_t l, const LayerActs& a, int64_t B, in
     TEMPER_PROFILE("rope");
     kernels::rope_fwd(a.qkv + Hq, pos_, rope, N, Hkv, D, QKV);
   }
-  if (precision_ == kernels::Precision::bf16) {
-    // bf16: K and V rounded to bf16 (the values a bf16 KV cache holds), in training and rollouts alike,
-    // so that rollout log-probs equal the training forward's; the gradient passes straight through.
-    for (int64_t n = 0; n < N; ++n)
-      for (float *x = a.qkv + n * QKV + Hq, *e = x + 2 * Hk; x < e; ++x) *x = bf16_to_f32(f32_to_bf16(*x));
-  }
+  // bf16: K and V rounded to bf16 (the values a bf16 KV cache holds), in training and rollouts alike,
+  // so that rollout log-probs equal the training forward's; the gradient passes straight through.
+  if (precision_ == kernels::Precision::bf16) kernels::round_to_bf16(a.qkv + Hq, N, 2 * Hk, QKV);
   const kernels::AttnOpts opt = attn_opts(l);
   TEMPER_PROFILE("attention");
   if (paged) {  // write every token's K/V into its sequence's blocks, then attend over the block tables
-    for (int64_t n = 0; n < N; ++n)
-      pool->write_at(l, paged->tables[n], paged->pos[n], a.qkv + n * QKV + Hq, a.qkv + n * QKV + Hq + Hk);
+    pool->write_rows(l, paged->tables, paged->pos, N, a.qkv + Hq, a.qkv + Hq + Hk, QKV);
     attend_paged(l, a, *paged, *pool, opt);
   } else if (segs_) {
     kernels::PackedAttnShape s{N, H, Hkv, D, QKV, QKV, Hq, segs_->data(), static_cast<int64_t>(segs_->size()), opt};
@@ -464,12 +461,12 @@ void Transformer::layer_forward(int64_t l, const LayerActs& a, float* x_out, int
       std::memcpy(a.qkv + n * QKV + Hq + Hk, a.qkv_pre + n * QKV + Hq + Hk, static_cast<size_t>(Hk) * sizeof(float));
   }
   attention_forward(l, a, B, T, paged, pool);
-  std::memcpy(a.x_mid, a.x_in, static_cast<size_t>(N * C) * sizeof(float));
+  copy_rows(a.x_mid, a.x_in, N, C);
   if (sandwich) {  // Gemma: the output normed before the residual add
     linear(C, Hq, a.o, o.w_o, q4 ? &q4->o : nullptr, 0.f, a.ao);
     adapt(LoraGroup::o, a.o, a.ao, C);
     norm(a.ao, o.attn_post_norm, xn_, a.rstd3);
-    for (int64_t i = 0; i < N * C; ++i) a.x_mid[i] += xn_[i];
+    add_rows(a.x_mid, xn_, N, C);
   } else {
     linear(C, Hq, a.o, o.w_o, q4 ? &q4->o : nullptr, 1.f, a.x_mid);
     adapt(LoraGroup::o, a.o, a.x_mid, C);
@@ -479,12 +476,12 @@ void Transformer::layer_forward(int64_t l, const LayerActs& a, float* x_out, int
   linear(2 * F, C, xn_, o.w_gu, q4 ? &q4->gu : nullptr, 0.f, a.gu);
   adapt(LoraGroup::gate_up, xn_, a.gu, 2 * F);
   act_fwd(a.gu, h_, N);
-  std::memcpy(x_out, a.x_mid, static_cast<size_t>(N * C) * sizeof(float));
+  copy_rows(x_out, a.x_mid, N, C);
   if (sandwich) {
     linear(C, F, h_, o.w_down, q4 ? &q4->down : nullptr, 0.f, a.mo);
     adapt(LoraGroup::down, h_, a.mo, C);
     norm(a.mo, o.mlp_post_norm, xn_, a.rstd4);
-    for (int64_t i = 0; i < N * C; ++i) x_out[i] += xn_[i];
+    add_rows(x_out, xn_, N, C);
   } else {
     linear(C, F, h_, o.w_down, q4 ? &q4->down : nullptr, 1.f, x_out);
     adapt(LoraGroup::down, h_, x_out, C);
@@ -619,7 +616,7 @@ void Transformer::trunk_forward(const int32_t* tokens, int64_t B, int64_t T, boo
       x_out = x_tmp_;
     }
     layer_forward(l, a, x_out, B, T);
-    if (!save && l + 1 < L) std::memcpy(scratch_acts_.x_in, x_tmp_, static_cast<size_t>(N * C) * sizeof(float));
+    if (!save && l + 1 < L) copy_rows(scratch_acts_.x_in, x_tmp_, N, C);
   }
   kernels::rmsnorm_fwd(x_final_, nw(layout_.final_norm), xn_, rstd_f_, N, C, static_cast<float>(cfg_.rms_norm_eps));
 }

@@ -17,6 +17,7 @@
 #include "temper/model/activation_store.h"
 #include "temper/model/frozen_base.h"
 #include "temper/model/int4_drafter.h"
+#include "temper/model/residual_rows.h"
 #include "temper/model/transformer.h"
 
 namespace temper {
@@ -124,7 +125,7 @@ void Transformer::forward_paged(const PagedStep& st, KvPool& pool, const Int4Dra
                   drafter ? &drafter->layers()[static_cast<size_t>(l)] : nullptr);
     if (!direct) {
       if (keep) store_rows(l, st);
-      std::memcpy(scratch_acts_.x_in, x_tmp_, static_cast<size_t>(st.n * C) * sizeof(float));
+      copy_rows(scratch_acts_.x_in, x_tmp_, st.n, C);
     }
     a = next;
   }
