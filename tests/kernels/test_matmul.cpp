@@ -1,7 +1,11 @@
 // Harness entry for matmul: a linear layer y = x W^T and its backward (dX = dY W, dW = dY^T X) on every
 // GEMM backend and precision, against the fp64 reference; finite differences on the reference.
+#include <cmath>
+#include <iterator>
+
 #include "common/op_harness.h"
 #include "common/tolerance.h"
+#include "temper/core/dtype.h"
 #include "temper/kernels/matmul.h"
 
 using namespace temper;
@@ -98,6 +102,29 @@ TEST(OpMatmul, StridedOperands) {
       EXPECT_NEAR(c[i * ldc + 2 + j], s, 1e-5 * (1 + std::fabs(s)));
       EXPECT_EQ(c[i * ldc + 0], 3.f);
     }
+}
+
+TEST(OpMatmul, RoundToBf16InPlaceEqualsTheScalarRoundingEveryIsa) {
+  // The K/V rounding of bf16 models (round_to_bf16): rows in parallel, each row in chunks of 256 values; every value
+  // as the scalar f32 -> bf16 -> f32 (ties to even, infinities, NaN quieted, subnormals), the gaps between rows kept.
+  const int64_t rows = 70, cols = 600, stride = 613;
+  std::vector<float> x = random_vec(rows * stride, 11);
+  const float specials[] = {1.f + 0x1p-8f,    1.f + 0x1p-7f + 0x1p-8f,
+                            -(1.f + 0x1p-8f), 0x1p-130f,
+                            -0x1p-140f,       INFINITY,
+                            -INFINITY,        NAN,
+                            3.4e38f,          -0.f};
+  for (size_t i = 0; i < std::size(specials); ++i) x[i * 97] = specials[i];
+  for_each_isa([&](Isa isa) {
+    SCOPED_TRACE(std::string(isa_name(isa)));
+    std::vector<float> y = x;
+    round_to_bf16(y.data(), rows, cols, stride);
+    for (int64_t i = 0; i < rows * stride; ++i) {
+      const bool in_row = i % stride < cols;
+      const float want = in_row ? bf16_to_f32(f32_to_bf16(x[i])) : x[i];
+      ASSERT_EQ(__builtin_bit_cast(uint32_t, y[i]), __builtin_bit_cast(uint32_t, want)) << "element " << i;
+    }
+  });
 }
 
 TEST(OpMatmul, SmallMDecodeKernelEveryIsaF32AndBf16) {
