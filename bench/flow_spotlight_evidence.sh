@@ -20,7 +20,8 @@
 # expired requests, lost explorer seconds, mean join (spawn -> ready) of the explorers.
 # Usage: bench/flow_spotlight_evidence.sh TEMPER [SEEDS="0 1 2"] [STEPS=100] [FD_TARGET=0.0125] [NLL_TARGET=0.6]
 #          [IMAGE_FD_TARGET=10]
-# SPOTLIGHT_WORK=DIR keeps the runs; a rerun on it only runs what is missing (a new target re-reads the same runs).
+# SPOTLIGHT_WORK=DIR keeps the runs; a rerun on it runs only what is missing, unfinished or made with other settings
+# (a new target re-reads the same runs).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 temper=$1
@@ -36,19 +37,26 @@ work=${SPOTLIGHT_WORK:-$(mktemp -d)}
 mkdir -p "$work"
 export OMP_WAIT_POLICY=passive
 fail() { echo "FAIL: $*" >&2; exit 1; }
+run_once() {  # DIR SETTINGS CMD...: run CMD (its output to DIR.log) unless DIR.done records SETTINGS (a finished run
+  # with the same settings); a run left unfinished or made with other settings is removed and run again
+  local dir=$1 settings=$2
+  shift 2
+  [ "$(cat "$dir.done" 2> /dev/null)" = "$settings" ] && return
+  rm -rf "$dir" "$dir.done"
+  "$@" > "$dir.log" 2>&1 || fail "$(basename "$dir"): $(tail -3 "$dir.log")"
+  echo "$settings" > "$dir.done"
+}
 base_of() {  # TASK: the base run directory of a task (trained here the first time)
-  local b
   if [ "$1" = images ]; then
-    b="$work/base-images"
-    [ -d "$b" ] || "$temper" flow train "$here/recipes/flow_shapes_dit.toml" --out "$b" --threads 1 \
-      --set train.steps="${IMAGE_BASE_STEPS:-16000}" --set features.cache="\"$work/features\"" > "$b.log" 2>&1 ||
-      fail "image base: $(tail -3 "$b.log")"
+    run_once "$work/base-images" "steps ${IMAGE_BASE_STEPS:-16000}" "$temper" flow train \
+      "$here/recipes/flow_shapes_dit.toml" --out "$work/base-images" --threads 1 \
+      --set train.steps="${IMAGE_BASE_STEPS:-16000}" --set features.cache="\"$work/features\""
+    echo "$work/base-images"
   else
-    b="$work/base"
-    [ -d "$b" ] || "$temper" flow train --out "$b" --threads 1 --set data.classes=4 --set train.steps=500 \
-      --set eval.every=500 > "$b.log" 2>&1 || fail "base: $(tail -3 "$b.log")"
+    run_once "$work/base" "steps 500" "$temper" flow train --out "$work/base" --threads 1 --set data.classes=4 \
+      --set train.steps=500 --set eval.every=500
+    echo "$work/base"
   fi
-  echo "$b"
 }
 for seed in $seeds; do
   for task in $tasks; do
@@ -72,9 +80,9 @@ for seed in $seeds; do
                      --set flow.spotlight.respawn_delay_s=0.2) ;;
       esac
       dir="$work/$task-$arm-$seed"
-      [ -d "$dir" ] || "$temper" flow spotlight --out "$dir" --set rl.base="$base" --set rl.seed="$seed" \
-        --set rl.steps="$n" --set eval.every="$every" --set rl.checkpoint_every="$n" "${t[@]}" "${a[@]}" \
-        > "$dir.log" 2>&1 || fail "$task $arm $seed: $(tail -3 "$dir.log")"
+      run_once "$dir" "base $(cat "$base.done") steps $n every $every ${t[*]} ${a[*]}" "$temper" flow spotlight \
+        --out "$dir" --set rl.base="$base" --set rl.seed="$seed" --set rl.steps="$n" --set eval.every="$every" \
+        --set rl.checkpoint_every="$n" "${t[@]}" "${a[@]}"
     done
   done
 done

@@ -47,7 +47,7 @@ sp=(--set rl.base="$work/base" --set rl.steps=8 --set rl.sde.steps=6 --set rl.di
     --set flow.spotlight.chunk=4 --set flow.spotlight.barrier=true --set flow.spotlight.min_request_s=0.004
     --set flow.spotlight.cost='"seeds"' --set eval.every=4 --set eval.samples=200 --set eval.mmd_samples=100
     --set eval.steps=10 --set rl.checkpoint_every=4)
-kills=(--set flow.spotlight.kill_steps=[2,4])
+kills=(--set 'flow.spotlight.kill_steps=[2,4]')
 "$temper" flow spotlight --out "$work/a" "${sp[@]}" > "$work/a.log" 2>&1 || fail "run a"
 "$temper" flow spotlight --out "$work/k" "${sp[@]}" "${kills[@]}" --set flow.spotlight.time_join=true \
   > "$work/k.log" 2>&1 || fail "run k"
@@ -109,8 +109,8 @@ fi
 grep -q "flow.spotlight.explorer" "$work/bad2.log" || fail "unknown key message"
 
 "$temper" flow train --out "$work/dit" --set data.kind='"shapes"' --set data.image=8 --set model.kind='"dit"' \
-  --set model.hidden=32 --set model.depth=1 --set model.patch=4 --set model.heads=4 --set features.conv=[4] \
-  --set features.dim=8 --set features.hidden=[] --set features.train_images=200 --set features.steps=20 \
+  --set model.hidden=32 --set model.depth=1 --set model.patch=4 --set model.heads=4 --set 'features.conv=[4]' \
+  --set features.dim=8 --set 'features.hidden=[]' --set features.train_images=200 --set features.steps=20 \
   --set train.steps=60 --set train.batch=32 --set eval.every=60 --set eval.samples=100 --set eval.mmd_samples=50 \
   --set eval.steps=6 > "$work/dit.log" 2>&1 || fail "train the DiT"
 grep -q "dit on images/shapes" "$work/dit.log" || fail "the image base is not a DiT"
@@ -123,9 +123,11 @@ di=(--set rl.base="$work/dit" --set rl.steps=6 --set rl.sde.steps=4 --set rl.lr=
 "$temper" flow spotlight --out "$work/dk" "${di[@]}" "${kills[@]}" > "$work/dk.log" 2>&1 || fail "DiT run k"
 same_tensors "$work/da" "$work/dk"
 grep -q "2 re-queued, 0 dropped" "$work/dk.log" || fail "DiT kills: expected 2 re-queued, 0 dropped"
+grep -q "explorers 3 started, 2 died (2 killed)" "$work/dk.log" || fail "DiT kills: expected 3 explorers, 2 deaths"
 grep -q '"step":6,"kind":"train".*"explored_groups":3' "$work/dk/metrics.jsonl" || fail "DiT step 6 not explored"
 "$temper" flow spotlight --out "$work/ds" "${di[@]}" "${kills[@]}" --stop-after 3 > "$work/ds.log" 2>&1 ||
   fail "DiT stop"
+grep -q "stopped after step 3" "$work/ds.log" || fail "DiT: no stop at 3"
 "$temper" flow spotlight --resume "$work/ds" > "$work/dsr.log" 2>&1 || fail "DiT resume"
 same_tensors "$work/da" "$work/ds"
 "$temper" flow spotlight --out "$work/dr" "${di[@]}" --set flow.spotlight.barrier=false \
