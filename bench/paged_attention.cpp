@@ -132,9 +132,8 @@ int main(int argc, char** argv) {
   };
   // --touch: no attention, every K/V line the step reads loaded once in the kernel's order (a block's K rows, then its
   // V rows; a contiguous run of sequences per thread): what this layout lets the cores read, the ceiling of any kernel
-  // over it. 2 and 3: each block's lines
-  // prefetched --ahead blocks before (into L2, into L1); --work N: a dependent chain of N multiply-adds per block, the
-  // compute a kernel would overlap with the reads.
+  // over it. 2 and 3: each block's lines prefetched --ahead blocks before (into L2, into L1); --work N: a dependent
+  // chain of N multiply-adds per block, the compute a kernel would overlap with the reads.
   std::vector<float> sink(static_cast<size_t>(seqs));
   auto touch_step = [&] {
     const int64_t lines = bs * row * esize / 64;

@@ -5,9 +5,9 @@
 #include "temper/rollout/engine_run.h"
 
 #include <algorithm>
-#include <chrono>
 #include <string_view>
 
+#include "temper/core/clock.h"
 #include "temper/core/error.h"
 #include "temper/core/interrupt.h"
 #include "temper/core/profile.h"
@@ -137,7 +137,7 @@ bool EngineRun::speculating() {
 // One forward over the new tokens of every sequence: a decode row per live sequence, then the
 // recomputed prefixes of resumed ones, then the prompts of admitted requests.
 void EngineRun::plain_step() {
-  const auto t0 = std::chrono::steady_clock::now();
+  const Clock::time_point t0 = Clock::now();
   clear_rows();
   preempt_if_full();
   add_decode_rows();
@@ -163,7 +163,7 @@ void EngineRun::plain_step() {
   if (decode_only) {
     ++stats_.decode_only_steps;
     stats_.decode_only_tokens += n_decode_;
-    stats_.decode_only_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    stats_.decode_only_s += seconds_since(t0);
   }
 }
 
