@@ -9,21 +9,19 @@
 #include <cstdlib>
 #include <thread>
 
+#include "temper/app/this_program.h"
 #include "temper/core/error.h"
 
 namespace temper::app {
 
 std::vector<std::string> explorer_argv(int64_t threads, int64_t nice) {
-  std::string exe;
-  if (const char* e = std::getenv("TEMPER_SPOTLIGHT_EXE"); e && *e) {
-    exe = e;
-  } else {
-    char buf[PATH_MAX];
-    const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-    TEMPER_CHECK(n > 0) << "temper flow spotlight: cannot find this program (/proc/self/exe) to start explorers";
-    exe.assign(buf, static_cast<size_t>(n));
-  }
-  return {exe, "flow", "explore", "--threads", std::to_string(threads), "--nice", std::to_string(nice)};
+  return {this_program("temper flow spotlight"),
+          "flow",
+          "explore",
+          "--threads",
+          std::to_string(threads),
+          "--nice",
+          std::to_string(nice)};
 }
 
 void print_pool_summary(spotlight::SpotlightTrainer& tr) {

@@ -34,7 +34,7 @@ spotlight::Message setup_message(const ExplorerSetup& s) {
 namespace {
 
 // A scorer whose model was loaded from a checkpoint before any weights message.
-class PreloadedScorer final : public spotlight::Scorer {
+class PreloadedScorer final : public spotlight::SeedScorer {
  public:
   PreloadedScorer(std::unique_ptr<spotlight::FlowScorer> s, int64_t version) : s_(std::move(s)), version_(version) {}
   int64_t param_count() const override { return s_->param_count(); }

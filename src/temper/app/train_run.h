@@ -34,6 +34,8 @@
 #include "temper/rl/rl_trainer.h"
 #include "temper/rl/sft.h"
 #include "temper/rl/teacher.h"
+#include "temper/spotlight/explorer_loop.h"
+#include "temper/spotlight/explorer_pool.h"
 #include "temper/tasks/task.h"
 #include "temper/text/tokenizer.h"
 
@@ -42,10 +44,14 @@ namespace temper::app {
 // One `temper train` call: the run's state as members, set up and run as named steps. Data-parallel under
 // mpirun every rank runs it; rank 0 alone writes the run directory (config, metrics, samples, checkpoints,
 // report) and prints; the others train in step with it.
+int serve_explorer_process(const TrainOptions& o);  // `temper train --fd N` (train_explorer.cpp)
+
 class TrainRun {
  public:
   TrainRun(const TrainOptions& o, Recipe recipe);
   int run();
+  // An [rl.async] explorer process (train_explorer.cpp): the policy as the trainer loads it and its rollout engine.
+  std::unique_ptr<spotlight::Scorer> explorer_scorer();
 
  private:
   void choose_threads();
@@ -65,6 +71,7 @@ class TrainRun {
   void scan_inputs();
   void open_sinks();
   void make_rl();
+  spotlight::ExplorerCommand explorer_command() const;  // [rl.async] explorer processes: this program, the recipe
   std::unique_ptr<rl::ConversationSource> conversation_source();
   void sync_weights();
   void check_held_bases_agree(const FrozenBase& held);  // refuses a rank whose base differs from rank 0's
@@ -91,7 +98,7 @@ class TrainRun {
   std::vector<ConfigChange> changes_;         // --resume --allow-changes: what the given settings change
   std::unique_ptr<RunLock> lock_;             // rank 0: DIR/.lock for the process's life
   dist::Communicator& comm_ = dist::group();  // the trainers' ranks with [rl.async] explorer ranks
-  bool root_ = comm_.is_root() && !dist::role().explorer;
+  bool root_ = comm_.is_root() && !dist::role().explorer && o_.explorer_fd < 0;
   std::shared_ptr<const tasks::Task> task_, sft_task_, rl_task_, heldout_;
   int64_t max_prompt_ = 1, max_sft_row_ = 0;  // tokens: the longest training prompt kept, SFT row (scan_inputs)
   int64_t max_eval_prompt_ = 0;               // tokens: the longest held-out prompt evaluated (0: no evaluation)

@@ -223,6 +223,8 @@ void TrainRun::make_rl() {
   rlt_->set_interruptible(interruptible_);
   rlt_->set_planned_steps(cfg_.rl_steps());  // [rl.async]: nothing explored past the last step
   if (env_) rlt_->set_environment(conversation_source());
+  if (cfg_.rl.async && cfg_.rl.async->processes() && !dist::role().explorer)
+    rlt_->use_explorer_processes(explorer_command());
 }
 
 }  // namespace temper::app

@@ -22,6 +22,18 @@ void AsyncConfig::visit(KeyVisitor& v) {
     "1)");
   v("explorer_ranks", explorer_ranks,
     "under mpirun: the last N ranks explore, the rest train (0: an explorer thread in one process)");
+  v("explorer_processes", explorer_processes,
+    "one process: N explorer processes roll out blocks of each batch from a pull queue; a killed one is replaced and "
+    "its block handed to another (0: the explorer thread)");
+  v("request_prompts", request_prompts,
+    "explorer processes: prompts per block (a pull; more: larger decode batches, more work lost to a kill)");
+  v("respawn_delay_s", respawn_delay_s,
+    "explorer processes: a dead one's replacement starts this much later (< 0: never)");
+  v("preempt_every_s", preempt_every_s, "explorer processes: mean seconds between SIGKILLs of a random one (0: none)");
+  v("kill_steps", kill_steps,
+    "explorer processes: SIGKILL one holding a block of these RL steps' batches (the first RL step is 1; tests)");
+  v("min_request_s", min_request_s,
+    "explorer processes: each block lasts at least this long (tests: kills land mid-block)");
 }
 
 void AsyncConfig::validate() const {
@@ -36,6 +48,22 @@ void AsyncConfig::validate() const {
       << "rl.async.trainer_threads = " << trainer_threads << ": expected 0 (the rest) to 4096";
   TEMPER_CHECK(explorer_ranks >= 0 && explorer_ranks <= 4096)
       << "rl.async.explorer_ranks = " << explorer_ranks << ": expected 0 (an explorer thread) to 4096 ranks";
+  TEMPER_CHECK(explorer_processes >= 0 && explorer_processes <= 64)
+      << "rl.async.explorer_processes = " << explorer_processes << ": expected 0 (an explorer thread) to 64";
+  TEMPER_CHECK(explorer_processes == 0 || explorer_ranks == 0)
+      << "rl.async: explorer_processes = " << explorer_processes << " and explorer_ranks = " << explorer_ranks
+      << ": choose one (processes beside one trainer process, or ranks under mpirun)";
+  TEMPER_CHECK(request_prompts >= 1) << "rl.async.request_prompts = " << request_prompts << ": expected >= 1";
+  TEMPER_CHECK(std::isfinite(respawn_delay_s) && std::isfinite(preempt_every_s) && preempt_every_s >= 0)
+      << "rl.async.respawn_delay_s and preempt_every_s: finite numbers expected, preempt_every_s >= 0";
+  TEMPER_CHECK(std::isfinite(min_request_s) && min_request_s >= 0)
+      << "rl.async.min_request_s = " << min_request_s << ": expected a finite number >= 0";
+  TEMPER_CHECK(explorer_processes > 0 || (kill_steps.empty() && preempt_every_s == 0 && min_request_s == 0))
+      << "rl.async.kill_steps, preempt_every_s and min_request_s are about explorer processes: set "
+         "rl.async.explorer_processes";
+  TEMPER_CHECK(respawn_delay_s >= 0 || (kill_steps.empty() && preempt_every_s == 0))
+      << "rl.async: kills without replacements (respawn_delay_s < 0) would leave no explorer to finish the batch";
+  for (int64_t s : kill_steps) TEMPER_CHECK(s >= 1) << "rl.async.kill_steps: steps count from 1, got " << s;
 }
 
 int AsyncConfig::explorer_share(int threads) const {

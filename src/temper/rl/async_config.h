@@ -3,10 +3,12 @@
 // RL"). The loss corrects the staleness with decoupled PPO (Hilton et al. 2022, AReaL: the proximal policy is the
 // trainer's at the step start) times the truncated importance weight min(pi_prox / pi_behaviour, tis_cap) (TIS,
 // Yao et al. 2025 "Your efficient RL framework secretly brings you off-policy RL training"). Leaves out the loop
-// itself (rl_trainer.cpp, async_explorer.h) and MPI ranks as explorers (async_remote.h).
+// itself (rl_trainer.cpp, async_explorer.h), MPI ranks as explorers (async_remote.h) and explorer processes
+// (async_processes.h).
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "temper/core/settings.h"
 
@@ -27,6 +29,16 @@ struct AsyncConfig {
   // > 0 under `mpirun -np R`: the last N ranks explore (rl/async_remote.h), the other R - N train; 0: the
   // explorer thread in each process (one process).
   int64_t explorer_ranks = 0;
+  // > 0 in one process: N explorer processes (rl/async_processes.h) the trainer starts and feeds from a pull queue in
+  // blocks of request_prompts prompts; one killed is replaced respawn_delay_s later (< 0: never) and the block it held
+  // handed to another. 0: the explorer thread (or explorer_ranks).
+  int64_t explorer_processes = 0;
+  int64_t request_prompts = 1;
+  double respawn_delay_s = 0;
+  double preempt_every_s = 0;       // mean seconds between SIGKILLs of a random explorer process (0: none)
+  std::vector<int64_t> kill_steps;  // tests: SIGKILL an explorer process holding a block of these RL steps' batches
+  double min_request_s = 0;         // tests: each block lasts at least this long (kills land mid-block)
+  bool processes() const { return on() && explorer_processes > 0; }
   bool on() const { return max_staleness > 0; }
   // The split for a run of `threads` threads: {explorer, trainer}.
   int explorer_share(int threads) const;

@@ -53,8 +53,9 @@ struct Conversations {
 };
 Conversations run_conversations(const ConversationJob& job, ConversationSource& source, rollout::RolloutEngine& engine);
 
-// What the trainer sees of an explorer: one job at a time, launched with the current weights, waited for. Two
-// kinds: a thread in this process (AsyncExplorer) and explorer ranks over the communicator (async_remote.h).
+// What the trainer sees of an explorer: one job at a time, launched with the current weights, waited for. Three
+// kinds: a thread in this process (AsyncExplorer), explorer ranks over the communicator (async_remote.h) and explorer
+// processes the trainer starts (async_processes.h).
 class Explorer {
  public:
   virtual ~Explorer() = default;
@@ -73,6 +74,10 @@ class Explorer {
   // The threads the trainer's thread may use now, following the explorer's work where the two share this process's
   // cores (a moving ThreadLimit's count); null where they do not (explorer ranks).
   virtual const std::atomic<int>* trainer_threads() const { return nullptr; }
+  // After launch(): the launched batch is step `step`'s (0-based; explorer processes' kill_steps).
+  virtual void launched(int64_t /*step*/) {}
+  // The explorers' own metrics of the step (explorer processes: their deaths, replacements and joins).
+  virtual void add_metrics(Metrics& /*m*/) {}
 };
 
 class AsyncExplorer final : public Explorer {

@@ -15,6 +15,7 @@
 #include "temper/core/profile.h"
 #include "temper/core/rng.h"
 #include "temper/core/thread_pool.h"
+#include "temper/rl/async_processes.h"
 #include "temper/rl/async_remote.h"
 #include "temper/rl/policy_update.h"
 #include "temper/rollout/pooled_engine.h"
@@ -185,14 +186,15 @@ RlTrainer::RlTrainer(Transformer& policy, std::shared_ptr<const tasks::Task> tas
   TEMPER_CHECK(task_) << "rl: no task";
   TEMPER_CHECK(task_->size(tasks::Split::train) != 0) << "rl: task '" << task_->name() << "' has no training problems";
   TEMPER_CHECK(cfg_.loss.kl_coef == 0 || reference) << "rl: kl_coef > 0 needs a reference model";
-  const rollout::EngineConfig ec{std::min(cfg_.max_seqs, cfg_.prompts_per_step * cfg_.group_size), codec_.token_bytes};
+  const rollout::EngineConfig ec = rollout_engine_config(cfg_, codec_.token_bytes);
   engine_ = std::make_unique<rollout::PooledEngine>(policy_, cfg_.kv_memory_mb, ec, "rl.kv_memory_mb");
   if (cfg_.async && cfg_.async->on()) {
     check_async();
     if (correct_in_loss()) cfg_.loss.behaviour_cap = cfg_.async->tis_cap;  // the update's correction (update())
-    explorer_ =
-        std::make_unique<AsyncExplorer>(policy_, cfg_.kv_memory_mb, ec, cfg_.async->explorer_share(num_threads()),
-                                        cfg_.async->trainer_share(num_threads()));
+    if (!cfg_.async->processes())                                          // explorer processes: use_explorer_processes
+      explorer_ =
+          std::make_unique<AsyncExplorer>(policy_, cfg_.kv_memory_mb, ec, cfg_.async->explorer_share(num_threads()),
+                                          cfg_.async->trainer_share(num_threads()));
   }
   // The rollout's activations are the update's only when both ran on the same weights (not so with [rl.async]).
   if (cfg_.reuse_activations && cfg_.share_prompts && policy_.packed_supported() && !async())
@@ -246,6 +248,19 @@ void RlTrainer::use_explorer_ranks(dist::Communicator& world, dist::Communicator
   set_communicator(&trainers);
 }
 
+rollout::EngineConfig rollout_engine_config(const RlConfig& c, std::function<std::string_view(int32_t)> token_bytes) {
+  return {std::min(c.max_seqs, c.prompts_per_step * c.group_size), std::move(token_bytes)};
+}
+
+void RlTrainer::use_explorer_processes(spotlight::ExplorerCommand cmd) {
+  TEMPER_CHECK(cfg_.async && cfg_.async->processes() && step_ == 0 && !explorer_)
+      << "rl.async.explorer_processes: needs rl.async.max_staleness > 0, set before the first step";
+  TEMPER_CHECK(!env_) << "rl.async.explorer_processes with [env]: not yet (explorer ranks converse: "
+                         "rl.async.explorer_ranks)";
+  explorer_ = std::make_unique<ProcessExplorer>(std::move(cmd), *cfg_.async, cfg_.async->trainer_share(num_threads()),
+                                                mix_seed(static_cast<uint64_t>(cfg_.seed), 0xa57c));
+}
+
 void RlTrainer::serve_explorer(dist::Communicator& world) {
   TEMPER_CHECK(async()) << "rl.async.explorer_ranks: an explorer rank needs rl.async.max_staleness > 0";
   explorer_.reset();  // this rank's own thread is not needed: it is the explorer
@@ -270,6 +285,8 @@ void RlTrainer::load_speculative_state(const std::string& text) {
 }
 
 Metrics RlTrainer::step() {
+  TEMPER_CHECK(async() || !cfg_.async || !cfg_.async->processes())
+      << "rl.async.explorer_processes: the explorers were not started (use_explorer_processes before the first step)";
   auto t_step = Clock::now();
   std::optional<ThreadLimit> split;  // [rl.async]: the trainer's share of the threads, or all while the explorer waits
   if (const std::atomic<int>* live = trainer_threads()) split.emplace(*live);
@@ -355,6 +372,7 @@ void RlTrainer::launch_explorer(int64_t step) {
   for (const rollout::RolloutRequest& q : reqs) eb.prompts.push_back(q.prompt);
   explored_.push_back(std::move(eb));
   explorer_->launch(policy_, std::move(reqs));
+  explorer_->launched(step);
 }
 
 void RlTrainer::collect_explored() {
@@ -411,6 +429,7 @@ void RlTrainer::correct_staleness(Batch& b, Metrics& out) {
   for (const Trajectory& t : b.traj) lag += static_cast<double>(step_ - t.version);
   out.emplace_back("async_staleness", b.traj.empty() ? 0.0 : lag / static_cast<double>(b.traj.size()));
   out.emplace_back("async_wait_s", wait_s_);
+  explorer_->add_metrics(out);
   if (correct_in_loss() || b.traj.empty()) return;
   std::vector<std::vector<int32_t>> prompts, tokens;
   for (const Trajectory& t : b.traj) prompts.push_back(t.prompt), tokens.push_back(t.tokens);

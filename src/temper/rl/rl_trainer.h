@@ -33,6 +33,7 @@
 #include "temper/rl/speculative_rollouts.h"
 #include "temper/rollout/engine.h"
 #include "temper/rollout/pooled_engine.h"
+#include "temper/spotlight/explorer_pool.h"
 
 namespace temper::rl {
 
@@ -71,6 +72,9 @@ struct RlConfig {
   void visit(KeyVisitor& v);  // [rl] (steps and schedule are the run's)
 };
 
+// The rollout engine's settings of an RL run (the trainer's engine and its explorers'): at most a step's sequences.
+rollout::EngineConfig rollout_engine_config(const RlConfig& c, std::function<std::string_view(int32_t)> token_bytes);
+
 // Data-parallel (set_communicator with several ranks): every rank draws the same prompts and builds
 // the same requests; rank r rolls out a block of the requests (rollout::run_sharded) and scores
 // trajectories r, r+N, ...; completions and verdicts are all-gathered, so every rank holds the
@@ -97,8 +101,10 @@ struct RlConfig {
 // synchronous loop's), their trajectories kept, scored, with the batch; the source is never used by two threads at
 // once (dynamic sampling's extra rounds converse on the trainer's thread after the explorer's conversation ends;
 // held-out evaluation does not run with [env]); on explorer ranks the explorer rank converses through its own source
-// (async_remote.h). Refused: rollout hooks, [rl.speculative], devices, several ranks beside an explorer thread, [env]
-// with several explorer ranks.
+// (async_remote.h); explorer processes the trainer starts roll out blocks of each batch from a pull queue and survive
+// kills (async_processes.h). Refused: rollout hooks, [rl.speculative], devices, several ranks beside an explorer
+// thread, [env] with several explorer ranks or with explorer processes.
+
 class RlTrainer {
  public:
   // reference: frozen weights of the policy as RL starts: the KL term's (required when loss.kl_coef > 0) and
@@ -144,6 +150,9 @@ class RlTrainer {
   // through this trainer's environment) until they stop (it never steps).
   void use_explorer_ranks(dist::Communicator& world, dist::Communicator& trainers, int first_explorer);
   void serve_explorer(dist::Communicator& world);
+  // [rl.async] with explorer processes (async_processes.h): starts them with `cmd` (the program and its setup
+  // message), before the first step; the trainer's thread keeps rl.async.trainer_threads (or its share).
+  void use_explorer_processes(spotlight::ExplorerCommand cmd);
 
  private:
   void lend_methods();  // MethodEnv to every method

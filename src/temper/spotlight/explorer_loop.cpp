@@ -10,6 +10,15 @@
 
 namespace temper::spotlight {
 
+Message SeedScorer::answer(const Message& request) {
+  const auto first = request.head.at("first_seed").get<uint64_t>();
+  const auto count = request.head.at("count").get<int64_t>();
+  std::vector<uint64_t> seeds(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) seeds[static_cast<size_t>(i)] = first + static_cast<uint64_t>(i);
+  const std::vector<double> r = score(request.head.at("label").get<int32_t>(), seeds);
+  return {MsgType::result, {{"seeds", seeds}}, to_blob(r)};
+}
+
 int explorer_serve(int fd, const ScorerFactory& make) {
   const auto t0 = std::chrono::steady_clock::now();
   SocketReader in(fd);
@@ -37,16 +46,11 @@ int explorer_serve(int fd, const ScorerFactory& make) {
     TEMPER_CHECK(m->type == MsgType::request && version >= 0)
         << "spotlight explorer: unexpected " << msg_type_name(m->type) << (version < 0 ? " before any weights" : "");
     const auto t = std::chrono::steady_clock::now();
-    const auto first = m->head.at("first_seed").get<uint64_t>();
-    const auto count = m->head.at("count").get<int64_t>();
-    std::vector<uint64_t> seeds(static_cast<size_t>(count));
-    for (int64_t i = 0; i < count; ++i) seeds[static_cast<size_t>(i)] = first + static_cast<uint64_t>(i);
-    const std::vector<double> r = scorer->score(m->head.at("label").get<int32_t>(), seeds);
+    Message out = scorer->answer(*m);
     if (const double left = min_request_s - seconds_since(t); left > 0)
       std::this_thread::sleep_for(std::chrono::duration<double>(left));
-    Message out{MsgType::result,
-                {{"id", m->head.at("id")}, {"version", version}, {"seconds", seconds_since(t)}, {"seeds", seeds}},
-                to_blob(r)};
+    out.type = MsgType::result;
+    out.head["id"] = m->head.at("id"), out.head["version"] = version, out.head["seconds"] = seconds_since(t);
     write_all(fd, encode(out));
   }
   return 0;

@@ -110,12 +110,13 @@ int ExplorerPool::spawn_locked() {
   return workers_.back()->id;
 }
 
-void ExplorerPool::set_weights(int64_t version, const std::vector<float>& params) {
+void ExplorerPool::set_weights(int64_t version, std::span<const float> params) {
   {
     std::lock_guard<std::mutex> g(mu_);
     if (version == weights_version_) return;
+    std::string blob(reinterpret_cast<const char*>(params.data()), params.size_bytes());
     weights_frame_ =
-        std::make_shared<const std::string>(encode({MsgType::weights, {{"version", version}}, to_blob(params)}));
+        std::make_shared<const std::string>(encode({MsgType::weights, {{"version", version}}, std::move(blob)}));
     weights_version_ = version;
   }
   wake();
@@ -164,6 +165,13 @@ void ExplorerPool::set_preemption(double mean_s, uint64_t seed) {
 int ExplorerPool::alive() const {
   std::lock_guard<std::mutex> g(mu_);
   int n = 0;
+  for (const auto& w : workers_) n += w->alive ? 1 : 0;
+  return n;
+}
+
+int ExplorerPool::alive_or_coming() const {
+  std::lock_guard<std::mutex> g(mu_);
+  int n = static_cast<int>(respawn_at_.size());
   for (const auto& w : workers_) n += w->alive ? 1 : 0;
   return n;
 }

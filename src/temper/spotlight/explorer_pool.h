@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -49,7 +50,7 @@ class ExplorerPool {
 
   int spawn();  // starts one explorer; returns its worker id
   // The version explorers compute with (a copy); sent to every explorer now and to each one that joins later.
-  void set_weights(int64_t version, const std::vector<float>& params);
+  void set_weights(int64_t version, std::span<const float> params);
   int64_t weights_version() const;
   // New requests are on the queue: hand them out now (rather than at the I/O thread's next 5 ms tick).
   void notify() { wake(); }
@@ -61,6 +62,7 @@ class ExplorerPool {
   // SIGKILL a random explorer at exponential intervals of mean mean_s (0: off), from Philox stream (seed).
   void set_preemption(double mean_s, uint64_t seed);
   int alive() const;
+  int alive_or_coming() const;  // alive, or a replacement due (set_respawn)
   PoolStats stats() const;
   // Stop messages, up to 2 s for the explorers to exit, then SIGKILL; joins the I/O thread. Idempotent.
   void stop();

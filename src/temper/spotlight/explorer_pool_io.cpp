@@ -104,8 +104,12 @@ void ExplorerPool::handle(Worker& w, Message m) {
   r.request = m.head.at("id").get<int64_t>();
   r.version = m.head.at("version").get<int64_t>();
   r.seconds = m.head.at("seconds").get<double>();
-  r.seeds = m.head.at("seeds").get<std::vector<uint64_t>>();
-  r.rewards = from_blob<double>(m.blob);
+  if (m.head.contains("seeds")) {
+    r.seeds = m.head.at("seeds").get<std::vector<uint64_t>>();
+    r.rewards = from_blob<double>(m.blob);
+  } else {
+    r.payload = std::move(m.blob);
+  }
   stats_.explorer_seconds += r.seconds;
   if (j.first_result < 0) j.first_result = queue_.now();
   queue_.commit(w.id, std::move(r));
@@ -130,7 +134,7 @@ void ExplorerPool::feed_work() {
                        {"label", r->label},
                        {"first_seed", r->first_seed},
                        {"count", r->count}},
-                      {}});
+                      r->payload});
     w->idle = false, w->holding = r->id, w->dispatched = queue_.now();
     flush(*w);
   }

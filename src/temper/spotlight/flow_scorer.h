@@ -14,7 +14,7 @@ namespace temper::spotlight {
 // Rewards of samples x [n, dim] with labels y.
 using RewardFn = std::function<std::vector<double>(const std::vector<float>& x, const std::vector<int32_t>& y)>;
 
-class FlowScorer final : public Scorer {
+class FlowScorer final : public SeedScorer {
  public:
   FlowScorer(std::unique_ptr<flow::VelocityModel> model, RewardFn reward, uint64_t run_seed, flow::SdeConfig sde,
              bool ode);

@@ -4,7 +4,7 @@
 
 namespace temper::spotlight {
 
-WorkQueue::WorkQueue() : t0_(std::chrono::steady_clock::now()) {}
+WorkQueue::WorkQueue(int64_t tries) : t0_(std::chrono::steady_clock::now()), tries_(std::max<int64_t>(tries, 1)) {}
 
 double WorkQueue::now() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
@@ -77,7 +77,7 @@ std::vector<int64_t> WorkQueue::worker_lost(int worker) {
       }
       ExploreRequest r = it->second.second;
       it = in_flight_.erase(it);
-      if (++r.failures >= 2) {
+      if (++r.failures >= tries_) {
         ++n_.dropped;
       } else if (r.step <= started_) {
         ++n_.expired;

@@ -1,10 +1,11 @@
 // Spotlight's pull-based work queue (spec methods-other section 3, item 7): the trainer adds small exploration
-// requests (a group's class label and a chunk of candidate noise seeds, for a future step); explorers pull one
-// at a time, so fast explorers take more. A result is committed the moment it arrives. When an explorer dies,
-// the request it held goes back to the front of the queue once; a request whose second explorer dies too is
-// dropped and counted. Requests for a step that has started are expired (never block the trainer); results that
-// arrive after their step started are counted as late and discarded. Thread-safe (the pool's I/O thread and the
-// trainer share it).
+// requests (a group's class label and a chunk of candidate noise seeds, for a future step; [rl.async]'s explorer
+// processes: a block of a batch's rollout requests as an opaque payload); explorers pull one at a time, so fast
+// explorers take more. A result is committed the moment it arrives. When an explorer dies, the request it held goes
+// back to the front of the queue: once with the default `tries` of 2 (a request whose second explorer dies too is
+// dropped and counted), up to tries - 1 times in all. Requests for a step that has started are expired (never block the
+// trainer); results that arrive after their step started are counted as late and discarded. Thread-safe (the pool's I/O
+// thread and the trainer share it).
 #pragma once
 
 #include <chrono>
@@ -14,6 +15,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace temper::spotlight {
@@ -25,6 +27,7 @@ struct ExploreRequest {
   uint64_t first_seed = 0;  // seeds first_seed .. first_seed + count - 1
   int64_t count = 0;
   int64_t failures = 0;  // explorers that died holding it
+  std::string payload;   // the request's own bytes, sent as the request message's blob (empty for the flow's)
 };
 
 struct ExploreResult {
@@ -36,6 +39,7 @@ struct ExploreResult {
   double arrived = 0;  // seconds since the queue was made
   std::vector<uint64_t> seeds;
   std::vector<double> rewards;
+  std::string payload;  // a result without seeds: the result message's blob as it came
 };
 
 struct QueueCounters {
@@ -44,7 +48,8 @@ struct QueueCounters {
 
 class WorkQueue {
  public:
-  WorkQueue();
+  // `tries`: explorers a request may be handed to before it is dropped (>= 1).
+  explicit WorkQueue(int64_t tries = 2);
   // Appends requests (in order: the planner's priority); returns their ids.
   std::vector<int64_t> add(std::vector<ExploreRequest> requests);
   // The next pending request, now held by `worker`; nullopt when none is pending.
@@ -75,6 +80,7 @@ class WorkQueue {
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
   std::chrono::steady_clock::time_point t0_;
+  int64_t tries_;
   int64_t next_id_ = 0, started_ = -1;
   std::deque<ExploreRequest> pending_;
   std::map<int64_t, std::pair<int, ExploreRequest>> in_flight_;  // id -> (worker, request)

@@ -1,0 +1,37 @@
+// [rl.async]'s explorer processes from the app's side (rl/async_processes.h): the command the trainer starts them
+// with, and `temper train --fd N`, the explorer program: it reads the trainer's resolved recipe from the setup
+// message, loads the policy as the trainer did (model.path or the preset, [lora] with its held base: the weights each
+// version replaces), builds its rollout engine and serves blocks of rollout requests until the trainer stops it or is
+// gone. It writes nothing: no run directory, no metrics, no checkpoint.
+#include <string>
+
+#include "temper/app/this_program.h"
+#include "temper/app/train_run.h"
+#include "temper/core/thread_pool.h"
+#include "temper/rl/async_processes.h"
+
+namespace temper::app {
+
+spotlight::ExplorerCommand TrainRun::explorer_command() const {
+  const int threads = cfg_.rl.async->explorer_share(num_threads());
+  return {{this_program("temper train"), "train", "--threads", std::to_string(threads)},
+          {spotlight::MsgType::setup, {{"recipe", config_text_}, {"min_request_s", cfg_.rl.async->min_request_s}}, {}}};
+}
+
+std::unique_ptr<spotlight::Scorer> TrainRun::explorer_scorer() {
+  choose_threads();
+  load_policy();
+  attach_lora();
+  return std::make_unique<rl::RolloutScorer>(std::move(policy_), std::move(lora_), cfg_.rl.kv_memory_mb,
+                                             rl::rollout_engine_config(cfg_.rl, codec_.token_bytes));
+}
+
+int serve_explorer_process(const TrainOptions& o) {
+  return spotlight::explorer_serve(o.explorer_fd, [&o](const spotlight::Message& setup) {
+    Recipe recipe = Recipe::parse(setup.head.at("recipe").get<std::string>(), "<the trainer's recipe>");
+    TrainRun run(o, std::move(recipe));
+    return run.explorer_scorer();
+  });
+}
+
+}  // namespace temper::app

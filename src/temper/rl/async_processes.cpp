@@ -1,0 +1,138 @@
+// Explorer processes of [rl.async] (async_processes.h): the trainer's side and the explorer program's scorer.
+#include "temper/rl/async_processes.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "temper/core/clock.h"
+#include "temper/core/error.h"
+#include "temper/rl/async_remote.h"
+#include "temper/rollout/sharded.h"
+
+namespace temper::rl {
+
+ProcessExplorer::ProcessExplorer(spotlight::ExplorerCommand cmd, const AsyncConfig& cfg, int trainer_threads,
+                                 uint64_t seed)
+    : cfg_(cfg), trainer_threads_(std::max(1, trainer_threads)) {
+  pool_ = std::make_unique<spotlight::ExplorerPool>(queue_, std::move(cmd));
+  pool_->set_respawn(cfg_.respawn_delay_s >= 0, std::max(cfg_.respawn_delay_s, 0.0));
+  pool_->set_preemption(cfg_.preempt_every_s, seed);
+  for (int64_t i = 0; i < cfg_.explorer_processes; ++i) pool_->spawn();
+}
+
+ProcessExplorer::~ProcessExplorer() {
+  pool_->stop();
+}
+
+// The version's weights (or adapters) to the pool, which sends them to every explorer from this copy; then the
+// batch's blocks on the queue, in order.
+void ProcessExplorer::launch(const Transformer& policy, std::vector<rollout::RolloutRequest> reqs) {
+  TEMPER_CHECK(!in_flight_) << "rl.async: the explorer processes' previous job was not collected";
+  ++version_;
+  const LoraAdapters* a = policy.lora();
+  const int64_t n = a ? a->size() : policy.flat_size();
+  const float* src = a ? a->params() : policy.params();
+  pool_->set_weights(version_, {src, static_cast<size_t>(n)});
+  const int64_t per = cfg_.request_prompts, count = static_cast<int64_t>(reqs.size());
+  begin_.clear();
+  std::vector<spotlight::ExploreRequest> blocks;
+  for (int64_t b = 0; b < count; b += per) {
+    spotlight::ExploreRequest q;
+    q.step = version_, q.group = static_cast<int64_t>(blocks.size());
+    q.payload = encode_requests(reqs, static_cast<size_t>(b), static_cast<size_t>(std::min(b + per, count)));
+    begin_.push_back(b);
+    blocks.push_back(std::move(q));
+  }
+  begin_.push_back(count);
+  queue_.add(std::move(blocks));
+  pool_->notify();
+  launched_at_ = queue_.now();
+  in_flight_ = true;
+}
+
+void ProcessExplorer::launch_conversations(const Transformer&, ConversationJob) {
+  TEMPER_FAIL() << "rl.async.explorer_processes with [env]: not yet (explorer ranks converse: rl.async.explorer_ranks)";
+}
+
+void ProcessExplorer::launched(int64_t step) {
+  const auto& k = cfg_.kill_steps;
+  if (std::find(k.begin(), k.end(), step + 1) == k.end()) return;
+  const int killed = pool_->kill_busy(30.0);
+  std::fprintf(stderr, "temper train: [rl.async] kill_steps: %s during step %lld's rollouts\n",
+               killed >= 0 ? ("SIGKILLed explorer " + std::to_string(killed)).c_str() : "no explorer held a block",
+               static_cast<long long>(step + 1));
+}
+
+// Every block committed, back in request order: a block's completions name its requests from 0.
+std::vector<rollout::Completion> ProcessExplorer::wait() {
+  TEMPER_CHECK(in_flight_) << "rl.async: no explorer job to wait for";
+  in_flight_ = false;
+  const auto t0 = Clock::now();
+  while (!queue_.wait_step_done(version_, 0.2)) {
+    TEMPER_CHECK(pool_->alive_or_coming() > 0)
+        << "[rl.async] every explorer process has died and none is due to replace it (rl.async.respawn_delay_s < 0, "
+           "or starting one failed: see the messages above); the run stops here";
+  }
+  std::vector<spotlight::ExploreResult> done = queue_.take(version_);
+  std::sort(done.begin(), done.end(), [](const auto& x, const auto& y) { return x.group < y.group; });
+  const size_t blocks = begin_.size() - 1;
+  std::vector<bool> seen(blocks, false);
+  std::vector<rollout::Completion> out;
+  double last = launched_at_;
+  for (spotlight::ExploreResult& r : done) {
+    TEMPER_CHECK(r.version == version_) << "[rl.async] explorer process " << r.worker << " rolled out block " << r.group
+                                        << " on version " << r.version << ", expected " << version_;
+    const size_t k = out.size();
+    rollout::decode_completions(r.payload, out);
+    for (size_t i = k; i < out.size(); ++i) out[i].request += begin_[static_cast<size_t>(r.group)];
+    seen[static_cast<size_t>(r.group)] = true;
+    last = std::max(last, r.arrived);
+  }
+  for (size_t b = 0; b < blocks; ++b)
+    TEMPER_CHECK(seen[b]) << "[rl.async] block " << b << " of the batch (requests " << begin_[b] << " to "
+                          << begin_[b + 1] - 1 << ") was dropped: " << kTries
+                          << " explorer processes died holding it (a block that kills its explorer: out of memory? "
+                             "check rl.kv_memory_mb and the machine's memory)";
+  job_s_ = last - launched_at_;
+  waited_s_ = seconds_since(t0);
+  return out;
+}
+
+// The step's explorer events: deaths, replacements and their join time (spawn to ready), requeued blocks.
+void ProcessExplorer::add_metrics(Metrics& m) {
+  const spotlight::PoolStats s = pool_->stats();
+  const spotlight::QueueCounters q = queue_.counters();
+  m.emplace_back("async_explorers", pool_->alive());
+  m.emplace_back("async_deaths", static_cast<double>(s.deaths - last_stats_.deaths));
+  m.emplace_back("async_requeued", static_cast<double>(q.requeued - last_counters_.requeued));
+  m.emplace_back("async_lost_s", s.lost_seconds - last_stats_.lost_seconds);
+  double join = -1;  // the slowest join that completed since the last step (the first step: the starts)
+  joined_.resize(s.joins.size(), false);
+  for (size_t i = 0; i < s.joins.size(); ++i)
+    if (s.joins[i].ready >= 0 && !joined_[i])
+      join = std::max(join, s.joins[i].ready - s.joins[i].spawned), joined_[i] = true;
+  if (join >= 0) m.emplace_back("async_join_s", join);
+  last_stats_ = s, last_counters_ = q;
+}
+
+RolloutScorer::RolloutScorer(std::unique_ptr<Transformer> model, std::unique_ptr<LoraAdapters> lora,
+                             int64_t kv_memory_mb, rollout::EngineConfig engine)
+    : model_(std::move(model)), lora_(std::move(lora)), engine_(*model_, kv_memory_mb, engine, "rl.kv_memory_mb") {}
+
+int64_t RolloutScorer::param_count() const {
+  return lora_ ? lora_->size() : model_->flat_size();
+}
+
+void RolloutScorer::set_params(const std::vector<float>& p) {
+  std::copy(p.begin(), p.end(), lora_ ? lora_->params() : model_->params());
+  if (!lora_) model_->params_updated();  // adapters are read as they are (the base is frozen)
+}
+
+spotlight::Message RolloutScorer::answer(const spotlight::Message& request) {
+  std::vector<rollout::RolloutRequest> reqs;
+  decode_requests(request.blob, reqs);
+  return {spotlight::MsgType::result, nlohmann::json::object(),
+          rollout::encode_completions(engine_.engine().run(reqs))};
+}
+
+}  // namespace temper::rl
