@@ -208,6 +208,7 @@ class PlanBuilder {
 
   MemoryPlan build() {
     weights();
+    for (const auto& item : p_.items) weights_bytes_ += item.bytes;  // the policy as loaded: each explorer process's
     training_state();
     activations();
     rollouts();
@@ -343,7 +344,17 @@ class PlanBuilder {
           "rl.speculative: " + std::to_string(s_.draft_lag + 1) + " int4 cop" + (s_.draft_lag ? "ies" : "y") +
               ", head " + std::string(enum_name(kDraftHeadNames, s_.draft_head)),
           dev_host_);
-    if (s_.async) {  // rl/async_explorer.h: a Transformer of the previous version (its decode copy) and its engine
+    if (s_.explorer_processes > 0) {  // rl/async_processes.h: N programs, each the policy as loaded and its engine
+      const double version = 4 * trainable_, kv = kv_bytes(cfg_, s_.kv_memory_mb, seqs, s_.seq, host_elem, elem);
+      const double logits = 4.0 * static_cast<double>(s_.max_seqs * cfg_.vocab_size);
+      add("version for the explorers", version,
+          lora_ ? "rl.async: the adapters the explorer processes are sent" : "rl.async: the weights they are sent",
+          true);
+      add("explorer processes",
+          static_cast<double>(s_.explorer_processes) * (weights_bytes_ + kv + logits + 2 * version),
+          std::to_string(s_.explorer_processes) + " x (the policy as loaded, KV cache, logits, a version received)",
+          true);
+    } else if (s_.async) {  // rl/async_explorer.h: a Transformer of the previous version (its decode copy), its engine
       add("explorer snapshot", explorer_snapshot(),
           lora_ ? "rl.async: the previous version's adapters, its copies of the shared frozen base"
                 : "rl.async: the previous version's weights",
@@ -478,6 +489,7 @@ class PlanBuilder {
   const Dev dev_;
   MemoryPlan p_;
   double flat_ = 0, trainable_ = 0, linear_ = 0, rest_ = 0;
+  double weights_bytes_ = 0;  // weights()'s lines: what an explorer process holds of the policy
   bool bf16_ = false, lora_ = false, rollouts_ = false, full_base_ = false, dev_host_ = true, held_ = false;
   bool zero2_ = false;
   int64_t N_ = 0;

@@ -45,6 +45,7 @@ struct MemorySettings {
   // [rl.async]: the explorer's snapshot of the previous version's weights (LoRA: its adapters, the base shared) and
   // its own KV cache.
   bool async = false;
+  int64_t explorer_processes = 0;  // [rl.async] explorer processes on this host: each its own policy and engine
   // Held-out evaluation runs (temper train: at the start and the end, and every eval.every steps): it decodes
   // (the CPU's f32 packed copy) in a KV cache of eval_kv_memory_mb, and its forward passes write the arena's
   // one-layer scratch, which training alone without recompute never touches (its pages then cost nothing).

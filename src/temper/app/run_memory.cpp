@@ -26,6 +26,7 @@ MemorySettings settings_for(const RunConfig& cfg, const ModelConfig& mc, const R
     s.kv_memory_mb = cfg.rl.kv_memory_mb;
     s.reuse_activations = cfg.rl.reuse_activations, s.reuse_activations_mb = cfg.rl.reuse_activations_mb;
     s.async = cfg.rl.async && cfg.rl.async->on() && cfg.rl.async->explorer_ranks == 0;  // else on its own ranks
+    if (s.async && cfg.rl.async->processes()) s.explorer_processes = cfg.rl.async->explorer_processes;
     if (const auto& d = cfg.rl.speculative) {
       s.draft = true, s.draft_group = d->group, s.draft_lag = d->lag, s.draft_vocab = d->vocab, s.draft_head = d->head;
     }

@@ -72,6 +72,10 @@ std::vector<rollout::Completion> ProcessExplorer::wait() {
     TEMPER_CHECK(pool_->alive_or_coming() > 0)
         << "[rl.async] every explorer process has died and none is due to replace it (rl.async.respawn_delay_s < 0, "
            "or starting one failed: see the messages above); the run stops here";
+    const int64_t failed = pool_->stats().failed_starts;
+    TEMPER_CHECK(failed < kFailedStarts || pool_->ready() > 0)
+        << "[rl.async] " << failed << " explorer processes died before they were set up and none is running (their "
+        << "messages are above: the model, [lora] or rl.kv_memory_mb as the explorer program reads them)";
   }
   std::vector<spotlight::ExploreResult> done = queue_.take(version_);
   std::sort(done.begin(), done.end(), [](const auto& x, const auto& y) { return x.group < y.group; });

@@ -54,6 +54,7 @@ class ProcessExplorer final : public Explorer {
   void add_metrics(Metrics& m) override;
   const spotlight::ExplorerPool& pool() const { return *pool_; }
 
+  static constexpr int64_t kFailedStarts = 3;  // explorers dying before set-up with none running: an error
   static constexpr int64_t kTries = 8;  // explorers a block may be handed to (a block killing them all: an error)
 
  private:

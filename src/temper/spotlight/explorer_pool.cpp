@@ -176,6 +176,13 @@ int ExplorerPool::alive_or_coming() const {
   return n;
 }
 
+int ExplorerPool::ready() const {
+  std::lock_guard<std::mutex> g(mu_);
+  int n = 0;
+  for (const auto& w : workers_) n += w->alive && w->ready ? 1 : 0;
+  return n;
+}
+
 PoolStats ExplorerPool::stats() const {
   std::lock_guard<std::mutex> g(mu_);
   return stats_;

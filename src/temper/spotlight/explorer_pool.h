@@ -4,7 +4,8 @@
 // setup and the explorers' weights version (from memory: no checkpoint is read), answers pulls from the work
 // queue, commits results as they arrive, and on end of stream (an explorer killed, even mid-frame) reaps the
 // process and hands its request back to the queue (re-queued once). Explorers can be added at any time (they
-// get the weights the others have), killed (tests, preemption at random intervals) and replaced after a delay.
+// get the weights the others have), killed (tests, preemption at random intervals) and replaced after a delay (and a
+// growing pause after explorers that die before they are set up).
 // Join time = spawn to the explorer's first pull (setup and weights loaded: ready to accept work).
 #pragma once
 
@@ -36,6 +37,7 @@ struct ExplorerJoin {
 
 struct PoolStats {
   int64_t spawned = 0, deaths = 0, killed = 0;
+  int64_t failed_starts = 0;    // deaths before the first pull (the program failed to set up)
   double explorer_seconds = 0;  // the explorers' own time on committed and late results
   double lost_seconds = 0;      // time dead explorers had spent on the request they held
   std::vector<ExplorerJoin> joins;
@@ -63,6 +65,7 @@ class ExplorerPool {
   void set_preemption(double mean_s, uint64_t seed);
   int alive() const;
   int alive_or_coming() const;  // alive, or a replacement due (set_respawn)
+  int ready() const;            // alive and set up (pulled once)
   PoolStats stats() const;
   // Stop messages, up to 2 s for the explorers to exit, then SIGKILL; joins the I/O thread. Idempotent.
   void stop();
@@ -89,6 +92,7 @@ class ExplorerPool {
   bool respawn_ = false;
   double respawn_delay_ = 0, preempt_mean_ = 0, next_preempt_ = -1;
   uint64_t preempt_seed_ = 0, preempt_draws_ = 0;
+  int64_t failed_in_row_ = 0;  // explorers in a row that died before set-up (their replacements back off)
   std::vector<double> respawn_at_;
   PoolStats stats_;
   int wake_r_ = -1, wake_w_ = -1;

@@ -96,6 +96,7 @@ void ExplorerPool::handle(Worker& w, Message m) {
   ExplorerJoin& j = stats_.joins[w.join];
   if (m.type == MsgType::pull) {
     w.ready = true, w.idle = true;
+    failed_in_row_ = 0;
     if (j.ready < 0) j.ready = queue_.now();
     return;
   }
@@ -163,7 +164,15 @@ void ExplorerPool::reap(Worker& w) {
   queue_.worker_lost(w.id);
   if (stopping_) return;
   ++stats_.deaths;
-  if (respawn_) respawn_at_.push_back(queue_.now() + respawn_delay_);
+  failed_in_row_ = w.ready ? 0 : failed_in_row_ + 1;
+  if (!w.ready) ++stats_.failed_starts;
+  // A program that fails to set up is started again after a growing pause (0.1 s after the second failure in a row,
+  // doubling, at most 5 s) rather than at once in a loop.
+  const double backoff =
+      failed_in_row_ < 2
+          ? 0
+          : std::min(5.0, 0.1 * std::ldexp(1.0, static_cast<int>(std::min<int64_t>(failed_in_row_, 8)) - 2));
+  if (respawn_) respawn_at_.push_back(queue_.now() + respawn_delay_ + backoff);
 }
 
 void ExplorerPool::timers() {
@@ -174,6 +183,7 @@ void ExplorerPool::timers() {
       continue;
     }
     respawn_at_.erase(respawn_at_.begin() + static_cast<std::ptrdiff_t>(i));
+    if (stopping_) return;
     try {
       spawn_locked();
     } catch (const std::exception& e) {
