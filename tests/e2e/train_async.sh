@@ -11,7 +11,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 common=(--threads 2 --set sft.steps=3 --set rl.steps=4 --set rl.prompts_per_step=4 --set rl.group_size=4
         --set rl.dynamic_sampling=false --set rl.max_new=16 --set eval.problems=8 --set eval.max_new=16 --set eval.every=0
-        --set sft.batch=8 --set run.checkpoint_every=1 --set run.keep_last=10 --set run.samples_every=1)
+        --set sft.batch=8 --set run.checkpoint_every=1 --set run.keep_last=10 --set run.samples_every=1 --set rl.ent_coef=0.01)
 source "$(dirname "$0")/compare_runs.sh"
 
 "$temper" train --out "$work/sync" "${common[@]}" 2> "$work/sync.log"

@@ -14,7 +14,7 @@ source "$(dirname "$0")/compare_runs.sh"
 opts=(--set sft.steps=2 --set rl.steps=4 --set rl.prompts_per_step=4 --set rl.group_size=4
       --set rl.dynamic_sampling=false --set rl.max_new=16 --set eval.problems=8 --set eval.max_new=16
       --set eval.every=0 --set sft.batch=8 --set run.checkpoint_every=1 --set run.keep_last=10 --set run.samples_every=1
-      --set lora.rank=4 --set lora.alpha=8 --set lora.targets=q,v,down)
+      --set lora.rank=4 --set lora.alpha=8 --set lora.targets=q,v,down --set rl.ent_coef=0.01)
 common=(--threads 2 "${opts[@]}")
 # Metrics, samples, and the last checkpoint's adapters and optimiser state (a [lora] checkpoint has no model weights).
 same_lora() {
