@@ -38,7 +38,7 @@ class PreloadedScorer final : public spotlight::SeedScorer {
  public:
   PreloadedScorer(std::unique_ptr<spotlight::FlowScorer> s, int64_t version) : s_(std::move(s)), version_(version) {}
   int64_t param_count() const override { return s_->param_count(); }
-  void set_params(const std::vector<float>& p) override { s_->set_params(p); }
+  void set_params(std::span<const float> p) override { s_->set_params(p); }
   std::vector<double> score(int32_t label, const std::vector<uint64_t>& seeds) override {
     return s_->score(label, seeds);
   }

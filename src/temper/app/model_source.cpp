@@ -54,7 +54,7 @@ bool is_gguf_path(const std::string& path) {
   return path.size() > 5 && path.compare(path.size() - 5, 5, ".gguf") == 0;
 }
 
-LoadedModel load_model(const std::string& path, LoraBase held) {
+LoadedModel load_model(const std::string& path, LoraBase held, bool weights) {
   TEMPER_CHECK(fs::exists(path)) << path << ": no such file or directory";
   auto t0 = std::chrono::steady_clock::now();
   LoadedModel lm;
@@ -63,7 +63,7 @@ LoadedModel load_model(const std::string& path, LoraBase held) {
     io::GgufFile f = io::GgufFile::open(path);
     lm.model = std::make_unique<Transformer>(io::gguf_model_config(f));
     lm.model->plan_held_base(held);
-    io::load_gguf_weights(*lm.model, f);
+    if (weights) io::load_gguf_weights(*lm.model, f);
     lm.format = "gguf";
     if (f.find("tokenizer.ggml.eos_token_id")) lm.eos_ids = {static_cast<int32_t>(f.get_u32("tokenizer.ggml.eos_token_id"))};
     if (f.find("tokenizer.ggml.bos_token_id")) lm.bos_id = static_cast<int32_t>(f.get_u32("tokenizer.ggml.bos_token_id"));
@@ -75,7 +75,8 @@ LoadedModel load_model(const std::string& path, LoraBase held) {
   }
   if (io::is_hf_model_dir(path)) {
     io::HfModelDir d = io::read_hf_model_dir(path);
-    lm.model = std::make_unique<Transformer>(io::load_hf_model(d, held));
+    lm.model =
+        weights ? std::make_unique<Transformer>(io::load_hf_model(d, held)) : std::make_unique<Transformer>(d.config);
     lm.format = "hf";
     lm.eos_ids = d.eos_ids;
     lm.bos_id = d.bos_id;

@@ -30,7 +30,9 @@ bool is_gguf_path(const std::string& path);
 
 // held: bf16 / int4 / nf4 holds the block products in that format as they load (Transformer::plan_held_base; LoRA's
 // [lora] base): the f32 model never exists whole. f32: the model as the file has it.
-LoadedModel load_model(const std::string& path, LoraBase held = LoraBase::f32);
+// weights = false: the model's structure, tokenizer and metadata only, its parameters left 0 (an [rl.async] explorer
+// process, sent every parameter by its trainer).
+LoadedModel load_model(const std::string& path, LoraBase held = LoraBase::f32, bool weights = true);
 // Only the tokenizer (fast: no weights are read). Throws naming the file when there is none.
 std::shared_ptr<const text::Tokenizer> load_tokenizer(const std::string& path);
 

@@ -20,6 +20,7 @@ spotlight::ExplorerCommand TrainRun::explorer_command() const {
 
 std::unique_ptr<spotlight::Scorer> TrainRun::explorer_scorer() {
   choose_threads();
+  weights_sent_ = !cfg_.lora;  // without [lora] every parameter comes with each version (LoRA: the adapters alone)
   load_policy();
   attach_lora();
   return std::make_unique<rl::RolloutScorer>(std::move(policy_), std::move(lora_), cfg_.rl.kv_memory_mb,

@@ -104,6 +104,7 @@ class TrainRun {
   int64_t max_eval_prompt_ = 0;               // tokens: the longest held-out prompt evaluated (0: no evaluation)
   std::unique_ptr<Transformer> policy_, reference_;
   std::unique_ptr<LoraAdapters> lora_;  // [lora]: trained on the frozen base
+  bool weights_sent_ = false;           // an explorer process sent every parameter: model.path's structure only
   std::shared_ptr<const text::Tokenizer> tok_;
   std::vector<int32_t> eos_ids_;
   int32_t bos_id_ = -1;

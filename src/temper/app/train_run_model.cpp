@@ -35,7 +35,7 @@ void TrainRun::load_policy() {
     tok_ = std::make_shared<text::Tokenizer>(byte_tokenizer());
     eos_ids_ = {tok_->eos_id()};
   } else {
-    LoadedModel lm = load_model(m.path, held);
+    LoadedModel lm = load_model(m.path, held, !weights_sent_);
     policy_ = std::move(lm.model);
     tok_ = lm.tokenizer;
     eos_ids_ = lm.eos_ids;

@@ -127,7 +127,7 @@ int64_t RolloutScorer::param_count() const {
   return lora_ ? lora_->size() : model_->flat_size();
 }
 
-void RolloutScorer::set_params(const std::vector<float>& p) {
+void RolloutScorer::set_params(std::span<const float> p) {
   std::copy(p.begin(), p.end(), lora_ ? lora_->params() : model_->params());
   if (!lora_) model_->params_updated();  // adapters are read as they are (the base is frozen)
 }

@@ -80,7 +80,7 @@ class RolloutScorer final : public spotlight::Scorer {
   RolloutScorer(std::unique_ptr<Transformer> model, std::unique_ptr<LoraAdapters> lora, int64_t kv_memory_mb,
                 rollout::EngineConfig engine);
   int64_t param_count() const override;
-  void set_params(const std::vector<float>& p) override;
+  void set_params(std::span<const float> p) override;
   spotlight::Message answer(const spotlight::Message& request) override;
 
  private:

@@ -34,9 +34,11 @@ int explorer_serve(int fd, const ScorerFactory& make) {
   while ((m = in.next())) {
     if (m->type == MsgType::stop) return 0;
     if (m->type == MsgType::weights) {
-      std::vector<float> p = from_blob<float>(m->blob);
-      TEMPER_CHECK(static_cast<int64_t>(p.size()) == scorer->param_count())
-          << "spotlight explorer: weights of " << p.size() << " parameters for a model of " << scorer->param_count();
+      // Read in place: the blob's buffer (operator new's) is aligned for floats.
+      const std::span<const float> p(reinterpret_cast<const float*>(m->blob.data()), m->blob.size() / sizeof(float));
+      TEMPER_CHECK(static_cast<int64_t>(p.size()) == scorer->param_count() && m->blob.size() % sizeof(float) == 0)
+          << "spotlight explorer: weights of " << m->blob.size() << " bytes for a model of " << scorer->param_count()
+          << " parameters";
       scorer->set_params(p);
       const bool first = version < 0;
       version = m->head.at("version").get<int64_t>();

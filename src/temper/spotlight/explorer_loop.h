@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "temper/spotlight/wire.h"
@@ -20,7 +21,7 @@ class Scorer {
  public:
   virtual ~Scorer() = default;
   virtual int64_t param_count() const = 0;
-  virtual void set_params(const std::vector<float>& p) = 0;
+  virtual void set_params(std::span<const float> p) = 0;
   // The result of `request` under the current parameters: its head's fields (explorer_serve adds id, version and
   // seconds) and its blob.
   virtual Message answer(const Message& request) = 0;

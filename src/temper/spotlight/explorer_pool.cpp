@@ -55,7 +55,7 @@ ExplorerPool::ExplorerPool(WorkQueue& queue, ExplorerCommand cmd) : queue_(queue
   TEMPER_CHECK(!cmd_.argv.empty()) << "spotlight: no explorer command";
   cmd_.argv.push_back("--fd");
   cmd_.argv.push_back("3");
-  setup_frame_ = encode(cmd_.setup);
+  setup_frame_ = std::make_shared<const std::string>(encode(cmd_.setup));
   int p[2];
   TEMPER_CHECK(::pipe2(p, O_CLOEXEC | O_NONBLOCK) == 0) << "spotlight: pipe: " << std::strerror(errno);
   wake_r_ = p[0], wake_w_ = p[1];
@@ -100,8 +100,8 @@ int ExplorerPool::spawn_locked() {
   ::close(child);
   w->fd = sv[0];
   ::fcntl(w->fd, F_SETFL, ::fcntl(w->fd, F_GETFL) | O_NONBLOCK);
-  w->out = setup_frame_;
-  if (weights_frame_) w->out += *weights_frame_, w->sent_version = weights_version_;
+  w->out.push(setup_frame_);
+  if (weights_frame_) w->out.push(weights_frame_), w->sent_version = weights_version_;
   w->join = stats_.joins.size();
   stats_.joins.push_back({w->id, queue_.now(), -1, -1});
   ++stats_.spawned;
@@ -197,7 +197,7 @@ void ExplorerPool::stop() {
     std::lock_guard<std::mutex> g(mu_);
     const std::string frame = encode({MsgType::stop, nlohmann::json::object(), {}});
     for (auto& w : workers_)
-      if (w->alive) w->out += frame;
+      if (w->alive) w->out.push(frame);
     respawn_at_.clear();
   }
   wake();

@@ -84,7 +84,7 @@ class ExplorerPool {
 
   WorkQueue& queue_;
   ExplorerCommand cmd_;
-  std::string setup_frame_;
+  std::shared_ptr<const std::string> setup_frame_;
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::shared_ptr<const std::string> weights_frame_;

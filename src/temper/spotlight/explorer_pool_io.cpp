@@ -122,20 +122,20 @@ void ExplorerPool::feed_work() {
   for (auto& w : workers_) {
     if (!w->alive) continue;
     if (weights_frame_ && weights_version_ > w->sent_version) {
-      w->out += *weights_frame_;
+      w->out.push(weights_frame_);
       w->sent_version = weights_version_;
     }
     if (!w->ready || !w->idle) continue;
     std::optional<ExploreRequest> r = queue_.pull(w->id);
     if (!r) continue;
-    w->out += encode({MsgType::request,
-                      {{"id", r->id},
-                       {"step", r->step},
-                       {"group", r->group},
-                       {"label", r->label},
-                       {"first_seed", r->first_seed},
-                       {"count", r->count}},
-                      r->payload});
+    w->out.push(encode({MsgType::request,
+                        {{"id", r->id},
+                         {"step", r->step},
+                         {"group", r->group},
+                         {"label", r->label},
+                         {"first_seed", r->first_seed},
+                         {"count", r->count}},
+                        r->payload}));
     w->idle = false, w->holding = r->id, w->dispatched = queue_.now();
     flush(*w);
   }
@@ -145,7 +145,7 @@ void ExplorerPool::flush(Worker& w) {
   while (!w.out.empty()) {
     const ssize_t n = ::send(w.fd, w.out.data(), w.out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n > 0) {
-      w.out.erase(0, static_cast<size_t>(n));
+      w.out.consume(static_cast<size_t>(n));
       continue;
     }
     if (n < 0 && errno == EINTR) continue;

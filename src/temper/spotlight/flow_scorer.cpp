@@ -11,7 +11,7 @@ FlowScorer::FlowScorer(std::unique_ptr<flow::VelocityModel> model, RewardFn rewa
                        flow::SdeConfig sde, bool ode)
     : model_(std::move(model)), reward_(std::move(reward)), run_seed_(run_seed), sde_(sde), ode_(ode) {}
 
-void FlowScorer::set_params(const std::vector<float>& p) {
+void FlowScorer::set_params(std::span<const float> p) {
   TEMPER_CHECK(static_cast<int64_t>(p.size()) == model_->param_count())
       << "flow scorer: " << p.size() << " parameters for a model of " << model_->param_count();
   std::copy(p.begin(), p.end(), model_->params().begin());

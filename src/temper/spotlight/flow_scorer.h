@@ -19,7 +19,7 @@ class FlowScorer final : public SeedScorer {
   FlowScorer(std::unique_ptr<flow::VelocityModel> model, RewardFn reward, uint64_t run_seed, flow::SdeConfig sde,
              bool ode);
   int64_t param_count() const override { return model_->param_count(); }
-  void set_params(const std::vector<float>& p) override;
+  void set_params(std::span<const float> p) override;
   std::vector<double> score(int32_t label, const std::vector<uint64_t>& seeds) override;
   flow::VelocityModel& model() { return *model_; }
 

@@ -78,6 +78,26 @@ std::optional<Message> FrameReader::next() {
   return m;
 }
 
+std::optional<Message> FrameReader::take_partial(size_t min_rest, size_t& have) {
+  if (buf_.size() < kHeader) return std::nullopt;
+  const char* p = buf_.data();
+  const auto type = get<uint32_t>(p + 4);
+  const auto head_len = get<uint32_t>(p + 8);
+  const auto blob_len = get<uint64_t>(p + 12);
+  if (get<uint32_t>(p) != kMagic || type < 1 || type > 6 || blob_len >= kMaxBlob || buf_.size() < kHeader + head_len ||
+      kHeader + head_len + blob_len - buf_.size() <= min_rest)
+    return std::nullopt;  // next() reports a bad frame, or reads the rest into the buffer
+  Message m;
+  m.type = static_cast<MsgType>(type);
+  m.head =
+      nlohmann::json::parse(buf_.begin() + kHeader, buf_.begin() + static_cast<std::ptrdiff_t>(kHeader + head_len));
+  have = buf_.size() - kHeader - head_len;
+  m.blob.resize(blob_len);
+  std::memcpy(m.blob.data(), buf_.data() + kHeader + head_len, have);
+  buf_.clear();
+  return m;
+}
+
 void write_all(int fd, const std::string& bytes) {
   size_t off = 0;
   while (off < bytes.size()) {
@@ -92,6 +112,16 @@ std::optional<Message> SocketReader::next() {
   char buf[1 << 16];
   while (true) {
     if (auto m = frames_.next()) return m;
+    size_t have = 0;
+    if (std::optional<Message> m = frames_.take_partial(sizeof(buf), have)) {
+      while (have < m->blob.size()) {  // the rest of a large blob, read in place
+        const ssize_t n = ::read(fd_, m->blob.data() + have, m->blob.size() - have);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return std::nullopt;
+        have += static_cast<size_t>(n);
+      }
+      return m;
+    }
     const ssize_t n = ::read(fd_, buf, sizeof(buf));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return std::nullopt;

@@ -38,6 +38,10 @@ class FrameReader {
   void feed(const char* data, size_t n) { buf_.append(data, n); }
   std::optional<Message> next();  // throws naming the frame on a bad magic or type
   size_t buffered() const { return buf_.size(); }
+  // A frame whose header and JSON head are buffered and more than `min_rest` bytes of its blob are not: that message
+  // with the blob's bytes so far (blob sized to its full length, `have` of them filled), the buffer emptied; else
+  // nullopt.
+  std::optional<Message> take_partial(size_t min_rest, size_t& have);
 
  private:
   std::string buf_;
@@ -48,7 +52,9 @@ void write_all(int fd, const std::string& bytes);
 class SocketReader {
  public:
   explicit SocketReader(int fd) : fd_(fd) {}
-  std::optional<Message> next();  // nullopt at end of stream (a partial frame is dropped)
+  // nullopt at end of stream (a partial frame is dropped). A frame's blob is read straight into the message (one
+  // copy of a weights version, not three).
+  std::optional<Message> next();
 
  private:
   int fd_;
