@@ -182,11 +182,10 @@ TEST(RunConfig, EnvSectionReadsParamsAndRefusesWhatCannotRunOnConversations) {
   EXPECT_EQ(read("[env]\nkind = \"guess\"\n[rl]\nsteps = 2\n[rl.async]\nmax_staleness = 1\nexplorer_ranks = 2\n")
                 .rl.async->explorer_ranks,
             2);
-  // Explorer processes do not converse yet; they and explorer ranks are one choice.
-  EXPECT_NE(error_of([] {
-              read("[env]\nkind = \"guess\"\n[rl]\nsteps = 2\n[rl.async]\nmax_staleness = 1\nexplorer_processes = 1\n");
-            }).find("rl.async.explorer_processes with [env]: not yet"),
-            std::string::npos);
+  // Explorer processes converse too (each its own environment); they and explorer ranks are one choice.
+  EXPECT_EQ(read("[env]\nkind = \"guess\"\n[rl]\nsteps = 2\n[rl.async]\nmax_staleness = 1\nexplorer_processes = 2\n")
+                .rl.async->explorer_processes,
+            2);
   EXPECT_NE(error_of([] {
               read("[rl]\nsteps = 2\n[rl.async]\nmax_staleness = 1\nexplorer_processes = 2\nexplorer_ranks = 1\n");
             }).find("explorer_processes = 2 and explorer_ranks = 1: choose one"),

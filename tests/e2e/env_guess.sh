@@ -8,7 +8,8 @@
 # its own guess program and converses with the versions rank 0 sends): a run stopped after step 2 and resumed under
 # mpirun equals the explorer thread's bit for bit (metrics but the communication counters); skipped where MPI cannot
 # start 2 ranks. Two explorer ranks (mpirun -np 3) give the explorer thread's samples and metrics (log-prob-derived
-# ones up to rounding). Prints ENV_OK when all of it holds.
+# ones up to rounding). Explorer processes (each its own guess program): a kill mid-round changes no bit. Prints ENV_OK
+# when all of it holds.
 set -euo pipefail
 temper=$1 gguf=$2 root=$3
 t=$(mktemp -d)
@@ -112,4 +113,30 @@ PY
 else
   echo "MPI cannot start 3 ranks: two explorer ranks skipped"
 fi
+# Explorer processes (rl.async.explorer_processes = 2, blocks of one problem: each explorer starts its own guess
+# program and converses its blocks with the version the trainer sends): a run whose explorer was SIGKILLed while
+# holding a block of step 2's round (re-queued, a replacement joined with its own program) equals the run without the
+# kill: samples, weights and optimiser state bitwise, metrics but the explorers' event counts.
+procs=(--set rl.steps=3 --set rl.async.max_staleness=1 --set rl.async.explorer_processes=2 --threads 2)
+"$temper" train "$t/guess.toml" --out "$t/procs" "${procs[@]}" > "$t/procs.log" 2>&1 || { tail -30 "$t/procs.log"; exit 1; }
+"$temper" train "$t/guess.toml" --out "$t/killed" "${procs[@]}" --set 'rl.async.kill_steps=[2]' \
+  --set rl.async.min_request_s=0.5 > "$t/killed.log" 2>&1 || { tail -30 "$t/killed.log"; exit 1; }
+grep -q "SIGKILLed explorer" "$t/killed.log" || { cat "$t/killed.log"; exit 1; }
+python3 - "$t/procs/metrics.jsonl" "$t/killed/metrics.jsonl" <<'PY'
+import json, sys
+events = ("async_explorers", "async_deaths", "async_requeued")
+a, b = ([r for r in map(json.loads, open(f)) if r["kind"] == "train"] for f in sys.argv[1:])
+assert [r["async_staleness"] for r in a] == [0, 1, 1], a
+assert sum(r["async_deaths"] for r in b) == 1 and sum(r["async_requeued"] for r in b) == 1, b
+assert all(r["env/failures"] == 0 for r in a + b), (a, b)
+for x, y in zip(a, b):
+    for k, v in x.items():
+        if not k.endswith(("_s", "tokens_per_s", "rss_mb")) and k not in events:
+            assert v == y[k], (x["step"], k, v, y[k])
+print("explorer processes: env/turns", [r["env/turns"] for r in b], "a kill at step 2 changed nothing")
+PY
+cmp "$t/procs/samples.jsonl" "$t/killed/samples.jsonl" || { echo "explorer processes: samples differ"; exit 1; }
+for f in model.safetensors trainer_state.safetensors; do
+  cmp "$t/procs/checkpoints/step-3/$f" "$t/killed/checkpoints/step-3/$f" || { echo "explorer processes: $f differs"; exit 1; }
+done
 echo ENV_OK

@@ -107,6 +107,6 @@ refused() {  # refused LOG PATTERN ARGS...: the run fails before its first step,
 }
 refused "$work/r1.log" "kill_steps, preempt_every_s and min_request_s are about explorer processes" \
   --set 'rl.async.kill_steps=[2]'
-TEMPER_SPOTLIGHT_EXE=/bin/false refused "$work/r3.log" "explorer processes died before they were set up" \
+TEMPER_SPOTLIGHT_EXE=/bin/false refused "$work/r3.log" "in a row died before they were set up" \
   "${procs[@]}"
 echo ASYNC_PROCESSES_OK

@@ -347,8 +347,9 @@ class PlanBuilder {
     if (s_.explorer_processes > 0) {  // rl/async_processes.h: N programs, each the policy as loaded and its engine
       const double version = 4 * trainable_, kv = kv_bytes(cfg_, s_.kv_memory_mb, seqs, s_.seq, host_elem, elem);
       const double logits = 4.0 * static_cast<double>(s_.max_seqs * cfg_.vocab_size);
-      add("version for the explorers", version,
-          lora_ ? "rl.async: the adapters the explorer processes are sent" : "rl.async: the weights they are sent",
+      add("versions for the explorers", 2 * version,
+          lora_ ? "rl.async: the adapters sent to the explorer processes, this version and the last"
+                : "rl.async: the weights sent to them, this version and the last",
           true);
       add("explorer processes",
           static_cast<double>(s_.explorer_processes) * (weights_bytes_ + kv + logits + 2 * version),

@@ -437,9 +437,6 @@ static void check_async(const Recipe& r, const RunConfig& c) {
   TEMPER_CHECK(c.model.device == "cpu") << r.source()
                                         << ": [rl.async] runs its explorer on the CPU so far (model.device = \""
                                         << c.model.device << "\")" << off;
-  TEMPER_CHECK(!c.env || !c.rl.async->processes())
-      << r.source() << ": rl.async.explorer_processes with [env]: not yet (explorer ranks converse: "
-      << "rl.async.explorer_ranks under mpirun)" << off;
   try {
     rl::check_async_methods(c.methods);
   } catch (const Error& e) {

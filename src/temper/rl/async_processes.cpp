@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "temper/core/bytes.h"
 #include "temper/core/clock.h"
 #include "temper/core/error.h"
 #include "temper/rl/async_remote.h"
+#include "temper/rl/async_state.h"
 #include "temper/rollout/sharded.h"
 
 namespace temper::rl {
@@ -24,22 +26,43 @@ ProcessExplorer::~ProcessExplorer() {
   pool_->stop();
 }
 
-// The version's weights (or adapters) to the pool, which sends them to every explorer from this copy; then the
-// batch's blocks on the queue, in order.
+namespace {
+constexpr char kRequests = 'r', kConversations = 'c';  // a block's payload starts with its kind
+}  // namespace
+
 void ProcessExplorer::launch(const Transformer& policy, std::vector<rollout::RolloutRequest> reqs) {
+  launch_blocks(policy, static_cast<int64_t>(reqs.size()), [&](int64_t b, int64_t e) {
+    return kRequests + encode_requests(reqs, static_cast<size_t>(b), static_cast<size_t>(e));
+  });
+  source_ = nullptr;
+}
+
+// Blocks of the round's problems, each conversed by one explorer through its own source (built from the same [env]),
+// its episodes named and seeded by their index in the whole round (as explorer ranks do, async_remote.h).
+void ProcessExplorer::launch_conversations(const Transformer& policy, ConversationJob job) {
+  TEMPER_CHECK(job.source) << "rl.async: a conversation job without the trainer's source (its metrics' merge rules)";
+  launch_blocks(policy, static_cast<int64_t>(job.problems.size()),
+                [&](int64_t b, int64_t e) { return kConversations + encode_conversation_block(job, b, e); });
+  source_ = job.source;
+}
+
+// The version's weights (or adapters) to the pool, which sends them to every explorer from this copy; then the job's
+// blocks of request_prompts requests (problems) on the queue, in order.
+void ProcessExplorer::launch_blocks(const Transformer& policy, int64_t count,
+                                    const std::function<std::string(int64_t, int64_t)>& payload) {
   TEMPER_CHECK(!in_flight_) << "rl.async: the explorer processes' previous job was not collected";
   ++version_;
   const LoraAdapters* a = policy.lora();
   const int64_t n = a ? a->size() : policy.flat_size();
   const float* src = a ? a->params() : policy.params();
   pool_->set_weights(version_, {src, static_cast<size_t>(n)});
-  const int64_t per = cfg_.request_prompts, count = static_cast<int64_t>(reqs.size());
+  const int64_t per = cfg_.request_prompts;
   begin_.clear();
   std::vector<spotlight::ExploreRequest> blocks;
   for (int64_t b = 0; b < count; b += per) {
     spotlight::ExploreRequest q;
     q.step = version_, q.group = static_cast<int64_t>(blocks.size());
-    q.payload = encode_requests(reqs, static_cast<size_t>(b), static_cast<size_t>(std::min(b + per, count)));
+    q.payload = payload(b, std::min(b + per, count));
     begin_.push_back(b);
     blocks.push_back(std::move(q));
   }
@@ -50,14 +73,10 @@ void ProcessExplorer::launch(const Transformer& policy, std::vector<rollout::Rol
   in_flight_ = true;
 }
 
-void ProcessExplorer::launch_conversations(const Transformer&, ConversationJob) {
-  TEMPER_FAIL() << "rl.async.explorer_processes with [env]: not yet (explorer ranks converse: rl.async.explorer_ranks)";
-}
-
 void ProcessExplorer::launched(int64_t step) {
   const auto& k = cfg_.kill_steps;
   if (std::find(k.begin(), k.end(), step + 1) == k.end()) return;
-  const int killed = pool_->kill_busy(30.0);
+  const int killed = pool_->kill_busy(5.0);
   std::fprintf(stderr, "temper train: [rl.async] kill_steps: %s during step %lld's rollouts\n",
                killed >= 0 ? ("SIGKILLed explorer " + std::to_string(killed)).c_str() : "no explorer held a block",
                static_cast<long long>(step + 1));
@@ -72,9 +91,10 @@ std::vector<rollout::Completion> ProcessExplorer::wait() {
     TEMPER_CHECK(pool_->alive_or_coming() > 0)
         << "[rl.async] every explorer process has died and none is due to replace it (rl.async.respawn_delay_s < 0, "
            "or starting one failed: see the messages above); the run stops here";
-    const int64_t failed = pool_->stats().failed_starts;
+    const int64_t failed = pool_->failed_starts_in_row();
     TEMPER_CHECK(failed < kFailedStarts || pool_->ready() > 0)
-        << "[rl.async] " << failed << " explorer processes died before they were set up and none is running (their "
+        << "[rl.async] " << failed
+        << " explorer processes in a row died before they were set up and none is running (their "
         << "messages are above: the model, [lora] or rl.kv_memory_mb as the explorer program reads them)";
   }
   std::vector<spotlight::ExploreResult> done = queue_.take(version_);
@@ -82,13 +102,27 @@ std::vector<rollout::Completion> ProcessExplorer::wait() {
   const size_t blocks = begin_.size() - 1;
   std::vector<bool> seen(blocks, false);
   std::vector<rollout::Completion> out;
+  conv_ = {};
   double last = launched_at_;
   for (spotlight::ExploreResult& r : done) {
     TEMPER_CHECK(r.version == version_) << "[rl.async] explorer process " << r.worker << " rolled out block " << r.group
                                         << " on version " << r.version << ", expected " << version_;
-    const size_t k = out.size();
-    rollout::decode_completions(r.payload, out);
-    for (size_t i = k; i < out.size(); ++i) out[i].request += begin_[static_cast<size_t>(r.group)];
+    const int64_t begin = begin_[static_cast<size_t>(r.group)];
+    if (source_) {  // the block's conversations back in (problem, member) order, its env/ metrics merged
+      ByteReader c(r.payload);
+      Conversations block;
+      get_conversations(c, block.trajectories, block.metrics);
+      TEMPER_CHECK(c.done()) << "[rl.async] explorer process " << r.worker << ": bytes after a block's metrics";
+      for (Trajectory& t : block.trajectories) {
+        t.problem += begin, t.group += begin;
+        conv_.trajectories.push_back(std::move(t));
+      }
+      source_->merge_metrics(conv_.metrics, block.metrics);
+    } else {
+      const size_t k = out.size();
+      rollout::decode_completions(r.payload, out);
+      for (size_t i = k; i < out.size(); ++i) out[i].request += begin;
+    }
     seen[static_cast<size_t>(r.group)] = true;
     last = std::max(last, r.arrived);
   }
@@ -120,8 +154,15 @@ void ProcessExplorer::add_metrics(Metrics& m) {
 }
 
 RolloutScorer::RolloutScorer(std::unique_ptr<Transformer> model, std::unique_ptr<LoraAdapters> lora,
-                             int64_t kv_memory_mb, rollout::EngineConfig engine)
-    : model_(std::move(model)), lora_(std::move(lora)), engine_(*model_, kv_memory_mb, engine, "rl.kv_memory_mb") {}
+                             int64_t kv_memory_mb, rollout::EngineConfig engine, std::unique_ptr<env::Environment> env,
+                             std::unique_ptr<ConversationSource> source)
+    : model_(std::move(model)),
+      lora_(std::move(lora)),
+      engine_(*model_, kv_memory_mb, engine, "rl.kv_memory_mb"),
+      env_(std::move(env)),
+      source_(std::move(source)) {}
+
+RolloutScorer::~RolloutScorer() = default;  // the source before the environment it talks to (members' order)
 
 int64_t RolloutScorer::param_count() const {
   return lora_ ? lora_->size() : model_->flat_size();
@@ -133,8 +174,14 @@ void RolloutScorer::set_params(std::span<const float> p) {
 }
 
 spotlight::Message RolloutScorer::answer(const spotlight::Message& request) {
+  TEMPER_CHECK(!request.blob.empty() && (request.blob[0] == kRequests || request.blob[0] == kConversations))
+      << "rl.async explorer: a block of unknown kind";
+  const std::string bytes = request.blob.substr(1);
+  if (request.blob[0] == kConversations)
+    return {spotlight::MsgType::result, nlohmann::json::object(),
+            converse_block(bytes, source_.get(), engine_.engine())};
   std::vector<rollout::RolloutRequest> reqs;
-  decode_requests(request.blob, reqs);
+  decode_requests(bytes, reqs);
   return {spotlight::MsgType::result, nlohmann::json::object(),
           rollout::encode_completions(engine_.engine().run(reqs))};
 }

@@ -123,14 +123,9 @@ void RemoteExplorer::launch_conversations(const Transformer& policy, Conversatio
   if (trainers_.rank() == 0) {
     TEMPER_CHECK(job.source) << "rl.async: a conversation job without the trainer's source (its metrics' merge rules)";
     source_ = job.source;
-    const std::string request = encode_requests({job.request}, 0, 1);
-    for (int e = 0; e < n_exp; ++e) {
-      const int64_t b = begin_[static_cast<size_t>(e)], end = begin_[static_cast<size_t>(e) + 1];
-      ByteWriter w;
-      put_problems(w, std::vector<tasks::Problem>(job.problems.begin() + b, job.problems.begin() + end));
-      w.put(job.group_size), w.put(job.context), w.put(request), w.put(job.episode_prefix), w.put(job.offset + b);
-      jobs.push_back(std::move(w.bytes()));
-    }
+    for (int e = 0; e < n_exp; ++e)
+      jobs.push_back(
+          encode_conversation_block(job, begin_[static_cast<size_t>(e)], begin_[static_cast<size_t>(e) + 1]));
   }
   send_job(policy, kConversations, jobs);
 }
@@ -236,12 +231,17 @@ std::vector<rollout::Completion> RemoteExplorer::wait() {
   return out;
 }
 
-namespace {
+std::string encode_conversation_block(const ConversationJob& job, int64_t begin, int64_t end) {
+  ByteWriter w;
+  put_problems(w, std::vector<tasks::Problem>(job.problems.begin() + begin, job.problems.begin() + end));
+  w.put(job.group_size), w.put(job.context), w.put(encode_requests({job.request}, 0, 1)), w.put(job.episode_prefix),
+      w.put(job.offset + begin);
+  return std::move(w.bytes());
+}
 
-// An explorer rank's conversation job as the trainer sent it (RemoteExplorer::launch_conversations), conversed.
-std::string converse(const std::string& bytes, ConversationSource* source, rollout::RolloutEngine& engine) {
-  TEMPER_CHECK(source) << "a conversation job, but this explorer rank has no [env] (trainer and explorer ranks must "
-                          "run the same recipe)";
+std::string converse_block(const std::string& bytes, ConversationSource* source, rollout::RolloutEngine& engine) {
+  TEMPER_CHECK(source) << "a conversation job, but this explorer has no [env] (trainer and explorers must run the same "
+                          "recipe)";
   ConversationJob job;
   ByteReader r(bytes);
   std::string request;
@@ -257,8 +257,6 @@ std::string converse(const std::string& bytes, ConversationSource* source, rollo
   put_conversations(w, c.trajectories, c.metrics);
   return std::move(w.bytes());
 }
-
-}  // namespace
 
 void serve_explorer(dist::Communicator& world, int root, Transformer& model, rollout::RolloutEngine& engine,
                     ConversationSource* source) {
@@ -286,7 +284,7 @@ void serve_explorer(dist::Communicator& world, int root, Transformer& model, rol
     std::string error, done;
     const auto t0 = Clock::now();
     try {
-      done = kind == kRequests ? rollout::encode_completions(engine.run(reqs)) : converse(bytes, source, engine);
+      done = kind == kRequests ? rollout::encode_completions(engine.run(reqs)) : converse_block(bytes, source, engine);
     } catch (const std::exception& e) {
       error = e.what();
     }

@@ -76,6 +76,12 @@ class RemoteExplorer final : public Explorer {
 void serve_explorer(dist::Communicator& world, int root, Transformer& model, rollout::RolloutEngine& engine,
                     ConversationSource* source = nullptr);
 
+// Problems [begin, end) of a conversation job as bytes, with its request, episode prefix and where the block starts in
+// the round (the job message of explorer ranks and processes); an explorer's side: that block conversed through
+// `source` on `engine`, its scored trajectories (problem and group from 0 in the block) and the source's metrics.
+std::string encode_conversation_block(const ConversationJob& job, int64_t begin, int64_t end);
+std::string converse_block(const std::string& bytes, ConversationSource* source, rollout::RolloutEngine& engine);
+
 // Requests as bytes (the job message); decoding appends.
 std::string encode_requests(const std::vector<rollout::RolloutRequest>& reqs, size_t begin, size_t end);
 void decode_requests(const std::string& bytes, std::vector<rollout::RolloutRequest>& out);

@@ -197,7 +197,7 @@ RlTrainer::RlTrainer(Transformer& policy, std::shared_ptr<const tasks::Task> tas
                                           cfg_.async->trainer_share(num_threads()));
   }
   // The rollout's activations are the update's only when both ran on the same weights (not so with [rl.async]).
-  if (cfg_.reuse_activations && cfg_.share_prompts && policy_.packed_supported() && !async())
+  if (cfg_.reuse_activations && cfg_.share_prompts && policy_.packed_supported() && !(cfg_.async && cfg_.async->on()))
     kept_ = std::make_unique<KeptActivations>(policy_, engine_->engine(), cfg_.reuse_activations_mb);
   if (cfg_.speculative)
     spec_ = std::make_unique<SpeculativeRollouts>(*cfg_.speculative, policy_, engine_->pool(), engine_->engine(),
@@ -255,8 +255,6 @@ rollout::EngineConfig rollout_engine_config(const RlConfig& c, std::function<std
 void RlTrainer::use_explorer_processes(spotlight::ExplorerCommand cmd) {
   TEMPER_CHECK(cfg_.async && cfg_.async->processes() && step_ == 0 && !explorer_)
       << "rl.async.explorer_processes: needs rl.async.max_staleness > 0, set before the first step";
-  TEMPER_CHECK(!env_) << "rl.async.explorer_processes with [env]: not yet (explorer ranks converse: "
-                         "rl.async.explorer_ranks)";
   explorer_ = std::make_unique<ProcessExplorer>(std::move(cmd), *cfg_.async, cfg_.async->trainer_share(num_threads()),
                                                 mix_seed(static_cast<uint64_t>(cfg_.seed), 0xa57c));
 }
@@ -366,6 +364,7 @@ void RlTrainer::launch_explorer(int64_t step) {
                         .lock = &env_mu_};
     explored_.push_back(std::move(eb));
     explorer_->launch_conversations(policy_, std::move(job));
+    explorer_->launched(step);
     return;
   }
   std::vector<rollout::RolloutRequest> reqs = requests(eb.problems, 0, step, 0);

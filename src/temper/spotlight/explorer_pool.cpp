@@ -114,9 +114,14 @@ void ExplorerPool::set_weights(int64_t version, std::span<const float> params) {
   {
     std::lock_guard<std::mutex> g(mu_);
     if (version == weights_version_) return;
-    std::string blob(reinterpret_cast<const char*>(params.data()), params.size_bytes());
-    weights_frame_ =
-        std::make_shared<const std::string>(encode({MsgType::weights, {{"version", version}}, std::move(blob)}));
+  }
+  // Framed outside the lock (the I/O thread keeps serving), the parameters copied once into the frame.
+  auto frame = std::make_shared<const std::string>(
+      encode_frame(MsgType::weights, {{"version", version}},
+                   std::string_view(reinterpret_cast<const char*>(params.data()), params.size_bytes())));
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    weights_frame_ = std::move(frame);
     weights_version_ = version;
   }
   wake();
@@ -132,6 +137,7 @@ bool ExplorerPool::kill(int worker, int sig) {
   if (worker < 0 || worker >= static_cast<int>(workers_.size()) || !workers_[static_cast<size_t>(worker)]->alive)
     return false;
   ++stats_.killed;
+  workers_[static_cast<size_t>(worker)]->killed = true;
   return ::kill(workers_[static_cast<size_t>(worker)]->pid, sig) == 0;
 }
 
@@ -143,6 +149,7 @@ int ExplorerPool::kill_busy(double wait_s) {
       for (auto& w : workers_) {
         if (!w->alive || w->holding < 0) continue;
         ++stats_.killed;
+        w->killed = true;
         ::kill(w->pid, SIGKILL);
         return w->id;
       }
@@ -174,6 +181,11 @@ int ExplorerPool::alive_or_coming() const {
   int n = static_cast<int>(respawn_at_.size());
   for (const auto& w : workers_) n += w->alive ? 1 : 0;
   return n;
+}
+
+int64_t ExplorerPool::failed_starts_in_row() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return failed_in_row_;
 }
 
 int ExplorerPool::ready() const {

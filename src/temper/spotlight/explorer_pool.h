@@ -3,9 +3,9 @@
 // one Unix socket (its fd 3, "--fd 3" appended to the command). One I/O thread polls every socket: it sends the
 // setup and the explorers' weights version (from memory: no checkpoint is read), answers pulls from the work
 // queue, commits results as they arrive, and on end of stream (an explorer killed, even mid-frame) reaps the
-// process and hands its request back to the queue (re-queued once). Explorers can be added at any time (they
-// get the weights the others have), killed (tests, preemption at random intervals) and replaced after a delay (and a
-// growing pause after explorers that die before they are set up).
+// process and hands its request back to the queue (re-queued up to the WorkQueue's tries). Explorers can be added at
+// any time (they get the weights the others have), killed (tests, preemption at random intervals) and replaced after
+// a delay (and a growing pause after explorers that die setting up).
 // Join time = spawn to the explorer's first pull (setup and weights loaded: ready to accept work).
 #pragma once
 
@@ -37,7 +37,7 @@ struct ExplorerJoin {
 
 struct PoolStats {
   int64_t spawned = 0, deaths = 0, killed = 0;
-  int64_t failed_starts = 0;    // deaths before the first pull (the program failed to set up)
+  int64_t failed_starts = 0;    // deaths before the first pull, not killed by the pool (failed to set up)
   double explorer_seconds = 0;  // the explorers' own time on committed and late results
   double lost_seconds = 0;      // time dead explorers had spent on the request they held
   std::vector<ExplorerJoin> joins;
@@ -66,6 +66,8 @@ class ExplorerPool {
   int alive() const;
   int alive_or_coming() const;  // alive, or a replacement due (set_respawn)
   int ready() const;            // alive and set up (pulled once)
+  // Explorers that died setting up (not killed by the pool) since one was last set up.
+  int64_t failed_starts_in_row() const;
   PoolStats stats() const;
   // Stop messages, up to 2 s for the explorers to exit, then SIGKILL; joins the I/O thread. Idempotent.
   void stop();

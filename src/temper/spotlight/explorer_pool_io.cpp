@@ -162,10 +162,12 @@ void ExplorerPool::reap(Worker& w) {
   }
   if (w.holding >= 0) stats_.lost_seconds += queue_.now() - w.dispatched;
   queue_.worker_lost(w.id);
+  w.out = {}, w.in = {};  // the frames it was sent (a weights version each) are not kept for the dead
   if (stopping_) return;
   ++stats_.deaths;
-  failed_in_row_ = w.ready ? 0 : failed_in_row_ + 1;
-  if (!w.ready) ++stats_.failed_starts;
+  const bool failed = !w.ready && !w.killed;  // it died setting up on its own (a kill while joining is not that)
+  if (w.ready) failed_in_row_ = 0;
+  if (failed) ++failed_in_row_, ++stats_.failed_starts;
   // A program that fails to set up is started again after a growing pause (0.1 s after the second failure in a row,
   // doubling, at most 5 s) rather than at once in a loop.
   const double backoff =
@@ -204,6 +206,7 @@ void ExplorerPool::timers() {
   if (!live.empty()) {
     Worker* v = live[static_cast<size_t>(rng.uniform_f64() * static_cast<double>(live.size())) % live.size()];
     ::kill(v->pid, SIGKILL);
+    v->killed = true;
     ++stats_.killed;
   }
   next_preempt_ = -1;

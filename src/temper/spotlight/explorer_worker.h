@@ -40,6 +40,7 @@ struct ExplorerPool::Worker {
   int fd = -1;                       // the trainer's end of the socket (non-blocking)
   bool alive = true, ready = false;  // ready: has pulled once (setup and weights loaded)
   bool idle = false;                 // waiting for a request
+  bool killed = false;               // by the pool (kill, kill_busy, the preemption schedule): not a failed start
   int64_t sent_version = -1, holding = -1;
   double dispatched = 0;  // queue clock when `holding` was sent
   size_t join = 0;        // index into PoolStats::joins

@@ -46,15 +46,19 @@ const char* msg_type_name(MsgType t) {
 }
 
 std::string encode(const Message& m) {
-  const std::string head = m.head.dump();
+  return encode_frame(m.type, m.head, m.blob);
+}
+
+std::string encode_frame(MsgType type, const nlohmann::json& head_json, std::string_view blob) {
+  const std::string head = head_json.dump();
   std::string s;
-  s.reserve(kHeader + head.size() + m.blob.size());
+  s.reserve(kHeader + head.size() + blob.size());
   put<uint32_t>(s, kMagic);
-  put<uint32_t>(s, static_cast<uint32_t>(m.type));
+  put<uint32_t>(s, static_cast<uint32_t>(type));
   put<uint32_t>(s, static_cast<uint32_t>(head.size()));
-  put<uint64_t>(s, m.blob.size());
+  put<uint64_t>(s, blob.size());
   s += head;
-  s += m.blob;
+  s += blob;
   return s;
 }
 
@@ -85,7 +89,7 @@ std::optional<Message> FrameReader::take_partial(size_t min_rest, size_t& have) 
   const auto head_len = get<uint32_t>(p + 8);
   const auto blob_len = get<uint64_t>(p + 12);
   if (get<uint32_t>(p) != kMagic || type < 1 || type > 6 || blob_len >= kMaxBlob || buf_.size() < kHeader + head_len ||
-      kHeader + head_len + blob_len - buf_.size() <= min_rest)
+      buf_.size() >= kHeader + head_len + blob_len || kHeader + head_len + blob_len - buf_.size() <= min_rest)
     return std::nullopt;  // next() reports a bad frame, or reads the rest into the buffer
   Message m;
   m.type = static_cast<MsgType>(type);

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace temper::spotlight {
@@ -31,6 +32,8 @@ struct Message {
 };
 
 std::string encode(const Message& m);
+// The same frame from its parts (a large blob copied once, straight into the frame).
+std::string encode_frame(MsgType type, const nlohmann::json& head, std::string_view blob);
 
 // Accumulates bytes from a non-blocking socket and yields whole messages.
 class FrameReader {
