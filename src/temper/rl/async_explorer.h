@@ -64,13 +64,13 @@ class Explorer {
   // Starts `job`'s conversations on `policy`'s weights as they are now; wait() then returns no completions and
   // conversations() the job's output.
   virtual void launch_conversations(const Transformer& policy, ConversationJob job) = 0;
-  virtual bool in_flight() const = 0;
+  bool in_flight() const { return in_flight_; }
   // The launched job's completions in (request, member) order; blocks until it is done; rethrows its error.
   virtual std::vector<rollout::Completion> wait() = 0;
   // After wait(): the last conversation job's output, moved out (empty after a list of requests).
-  virtual Conversations conversations() = 0;
-  virtual double last_job_s() const = 0;  // seconds the last finished job generated
-  virtual double waited_s() const = 0;    // seconds the last wait() blocked
+  Conversations conversations() { return std::move(conv_); }
+  double last_job_s() const { return job_s_; }   // seconds the last finished job generated
+  double waited_s() const { return waited_s_; }  // seconds the last wait() blocked
   // The threads the trainer's thread may use now, following the explorer's work where the two share this process's
   // cores (a moving ThreadLimit's count); null where they do not (explorer ranks).
   virtual const std::atomic<int>* trainer_threads() const { return nullptr; }
@@ -78,6 +78,12 @@ class Explorer {
   virtual void launched(int64_t /*step*/) {}
   // The explorers' own metrics of the step (explorer processes: their deaths, replacements and joins).
   virtual void add_metrics(Metrics& /*m*/) {}
+
+ protected:
+  // What the accessors above read, kept by each kind of explorer.
+  bool in_flight_ = false;  // the trainer's view: launched and not yet waited for
+  Conversations conv_;      // the last conversation job's output (written by the job, read after wait())
+  double job_s_ = 0, waited_s_ = 0;
 };
 
 class AsyncExplorer final : public Explorer {
@@ -94,11 +100,7 @@ class AsyncExplorer final : public Explorer {
   // (launch_conversations: conversing through the job's source on the snapshot's engine). No job may be in flight.
   void launch(const Transformer& policy, std::vector<rollout::RolloutRequest> reqs) override;
   void launch_conversations(const Transformer& policy, ConversationJob job) override;
-  bool in_flight() const override { return in_flight_; }
   std::vector<rollout::Completion> wait() override;
-  Conversations conversations() override { return std::move(conv_); }
-  double last_job_s() const override { return job_s_; }
-  double waited_s() const override { return waited_s_; }
   const std::atomic<int>* trainer_threads() const override { return &split_.threads(kTrainer); }
   const Transformer& snapshot() const { return snap_.model; }
 
@@ -125,12 +127,9 @@ class AsyncExplorer final : public Explorer {
   std::mutex mu_;
   std::condition_variable cv_;
   bool job_ = false, done_ = false, quit_ = false;
-  bool in_flight_ = false;  // the trainer's view: launched and not yet waited for
-  EngineJob fn_;            // the job handed over
+  EngineJob fn_;  // the job handed over
   std::vector<rollout::Completion> out_;
-  Conversations conv_;  // a conversation job's output (written by the job, read after wait())
   std::exception_ptr error_;
-  double job_s_ = 0, waited_s_ = 0;
   std::thread thread_;  // last: starts once the rest is built
 };
 

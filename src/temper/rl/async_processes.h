@@ -47,20 +47,15 @@ class ProcessExplorer final : public Explorer {
   ~ProcessExplorer() override;  // stops the explorers (up to 2 s, then SIGKILL)
   void launch(const Transformer& policy, std::vector<rollout::RolloutRequest> reqs) override;
   void launch_conversations(const Transformer& policy, ConversationJob job) override;
-  bool in_flight() const override { return in_flight_; }
-  // Blocks until every block of the job is committed; throws when a block was dropped (its explorers died `tries`
-  // times) or no explorer is alive or coming.
+  // Blocks until every block of the job is committed; throws when a block was dropped (kTries explorers died holding
+  // it), when no explorer is alive or coming, or when kFailedStarts in a row died setting up and none is running.
   std::vector<rollout::Completion> wait() override;
-  Conversations conversations() override { return std::move(conv_); }
-  double last_job_s() const override { return job_s_; }
-  double waited_s() const override { return waited_s_; }
   const std::atomic<int>* trainer_threads() const override { return &trainer_threads_; }
   void launched(int64_t step) override;
   void add_metrics(Metrics& m) override;
-  const spotlight::ExplorerPool& pool() const { return *pool_; }
 
   static constexpr int64_t kFailedStarts = 3;  // explorers in a row dying setting up, none running: an error
-  static constexpr int64_t kTries = 8;  // explorers a block may be handed to (a block killing them all: an error)
+  static constexpr int64_t kTries = 8;         // explorers a block may be handed to
 
  private:
   void launch_blocks(const Transformer& policy, int64_t count,
@@ -72,10 +67,8 @@ class ProcessExplorer final : public Explorer {
   std::unique_ptr<spotlight::ExplorerPool> pool_;
   std::vector<int64_t> begin_;  // the job's blocks: block b holds requests [begin_[b], begin_[b + 1])
   int64_t version_ = -1;        // the job in flight's version (the queue's step)
-  bool in_flight_ = false;
   const ConversationSource* source_ = nullptr;  // a conversation job's: how the blocks' env/ metrics merge
-  Conversations conv_;                          // the last conversation job's output
-  double launched_at_ = 0, job_s_ = 0, waited_s_ = 0;
+  double launched_at_ = 0;
   spotlight::PoolStats last_stats_;  // at the previous add_metrics: the step's deaths and joins are the difference
   spotlight::QueueCounters last_counters_;
   std::vector<bool> joined_;  // joins already reported (PoolStats::joins' order)

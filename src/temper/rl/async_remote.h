@@ -45,11 +45,7 @@ class RemoteExplorer final : public Explorer {
   ~RemoteExplorer() override;  // collects the job in flight, then trainer rank 0 tells the explorers to stop
   void launch(const Transformer& policy, std::vector<rollout::RolloutRequest> reqs) override;
   void launch_conversations(const Transformer& policy, ConversationJob job) override;
-  bool in_flight() const override { return in_flight_; }
   std::vector<rollout::Completion> wait() override;
-  Conversations conversations() override { return std::move(conv_); }
-  double last_job_s() const override { return job_s_; }
-  double waited_s() const override { return waited_s_; }
 
  private:
   // Trainer rank 0: explorer e gets jobs[e] of this kind and the version's weights.
@@ -61,11 +57,8 @@ class RemoteExplorer final : public Explorer {
   std::vector<float> staging_;  // the version being sent: weights or adapters (sent before the explorer replies)
   std::vector<int64_t> begin_;  // each explorer's first request (a conversation job: problem) of the job in flight
   const ConversationSource* source_ = nullptr;  // the trainer's: how the blocks' env/ metrics merge
-  bool in_flight_ = false;
-  bool conversing_ = false;  // the job in flight is a conversation job
-  Conversations conv_;       // the last conversation job's output
+  bool conversing_ = false;                     // the job in flight is a conversation job
   int64_t version_ = 0;
-  double job_s_ = 0, waited_s_ = 0;
 };
 
 // An explorer rank's loop: receives a version's requests and weights from trainer rank `root` of `world`, loads
