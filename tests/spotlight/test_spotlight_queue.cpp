@@ -1,6 +1,9 @@
-// Spotlight's pieces without processes: the weight store's staleness bound, the work queue's re-queue-once
-// protocol, the wire framing (a partial frame is never a message), the planner's order, selection and bandit.
+// Spotlight's pieces without processes: the weight store's staleness bound, the work queue's re-queue protocol (once,
+// or tries - 1 times), the wire framing (a partial frame is never a message; a large blob is read in place), the
+// planner's order, selection and bandit.
 #include <gtest/gtest.h>
+
+#include <cstring>
 
 #include "temper/core/error.h"
 #include "temper/spotlight/planner.h"
@@ -120,6 +123,59 @@ TEST(SpotlightWire, FramesRoundTripAndPartialFramesWait) {
   FrameReader bad;
   bad.feed("garbage-garbage-garbage", 23);
   EXPECT_THROW(bad.next(), Error);
+}
+
+TEST(SpotlightQueue, MoreTriesRequeueUntilTheLastAndPayloadsTravel) {
+  WorkQueue q(3);  // [rl.async]'s explorer processes: a block may be handed to 3 explorers
+  ExploreRequest r = req(1, 0);
+  r.payload = std::string("r\0block", 7);
+  const int64_t id = q.add({r})[0];
+  for (int worker = 0; worker < 2; ++worker) {
+    auto a = q.pull(worker);
+    ASSERT_TRUE(a);
+    EXPECT_EQ(a->payload, r.payload);
+    EXPECT_EQ(a->failures, worker);
+    EXPECT_EQ(q.worker_lost(worker), std::vector<int64_t>{id});  // re-queued after the first and the second death
+  }
+  auto c = q.pull(2);
+  ASSERT_TRUE(c);
+  EXPECT_TRUE(q.worker_lost(2).empty());  // the third: dropped
+  EXPECT_EQ(q.counters().requeued, 2);
+  EXPECT_EQ(q.counters().dropped, 1);
+  EXPECT_TRUE(q.step_done(1));
+  EXPECT_TRUE(q.take(1).empty());  // nothing committed: the caller sees the block missing
+}
+
+// A large blob is read straight into its message: FrameReader::take_partial hands over a frame whose head is buffered
+// and whose blob is not (more than min_rest bytes missing), never one it holds whole or a partial header.
+TEST(SpotlightWire, TakePartialHandsOverOnlyAFrameStillMissingItsBlob) {
+  std::vector<float> w(1000);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.5f * static_cast<float>(i) - 7.25f;
+  const std::string frame = encode_frame(MsgType::weights, {{"version", 4}},
+                                         std::string_view(reinterpret_cast<const char*>(w.data()), w.size() * 4));
+  EXPECT_EQ(frame, encode({MsgType::weights, {{"version", 4}}, to_blob(w)}));  // the same bytes as encode()
+  size_t have = 0;
+  FrameReader head_only;
+  head_only.feed(frame.data(), 10);  // a partial header
+  EXPECT_FALSE(head_only.take_partial(0, have));
+  FrameReader whole;
+  whole.feed(frame.data(), frame.size());
+  whole.feed(frame.data(), 20);               // and the start of the next frame
+  EXPECT_FALSE(whole.take_partial(0, have));  // whole: next() takes it
+  ASSERT_TRUE(whole.next());
+  EXPECT_EQ(whole.buffered(), 20u);
+  const size_t cut = frame.size() - 3000;  // 3000 of the 4000 blob bytes missing
+  FrameReader part;
+  part.feed(frame.data(), cut);
+  EXPECT_FALSE(part.take_partial(3000, have));  // not more than min_rest missing: read into the buffer as usual
+  auto m = part.take_partial(2999, have);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->head.at("version").get<int>(), 4);
+  EXPECT_EQ(have, 1000u);
+  ASSERT_EQ(m->blob.size(), 4000u);
+  std::memcpy(m->blob.data() + have, frame.data() + cut, frame.size() - cut);  // as SocketReader reads the rest
+  EXPECT_EQ(from_blob<float>(m->blob), w);
+  EXPECT_EQ(part.buffered(), 0u);
 }
 
 TEST(SpotlightPlanner, SelectsTheSpreadAndOrdersByIndex) {
