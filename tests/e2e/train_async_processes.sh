@@ -8,7 +8,8 @@
 # counts), samples, weights and optimiser state bit for bit; the killed blocks were re-queued and the replacements
 # joined (async_join_s). With [lora] the explorers are sent adapters and a killed one changes nothing either. Refused:
 # kill settings without explorer processes (the rest: tests/app/test_run_config.cpp); explorers that cannot start
-# end the run with a message saying so.
+# end the run with a message saying so. Explorers joining over TCP (explorer_listen, `temper train --connect`), dropped
+# at random and joining again, give the same bits; one with another TEMPER_EXPLORER_TOKEN is turned away.
 # Usage: train_async_processes.sh TEMPER. Prints ASYNC_PROCESSES_OK.
 set -euo pipefail
 temper=$1
@@ -79,7 +80,7 @@ read -r deaths requeued joins <<< "$(counts "$work/kill")"
 same_run "$work/two" "$work/preempt"
 read -r deaths requeued joins <<< "$(counts "$work/preempt")"
 [ "$deaths" -ge 1 ] || { echo "preempt: no explorer was killed"; exit 1; }
-echo "preempted: $deaths deaths, $requeued blocks re-queued, $joins joins"
+echo "preempted: $deaths deaths, $requeued blocks re-queued, joins in $joins steps"
 
 "$temper" train --out "$work/stop" "${common[@]}" "${procs[@]}" --stop-after 5 2> "$work/stop.log"
 grep -q "stopped (--stop-after) after step 5" "$work/stop.log"
@@ -98,6 +99,37 @@ lora=(--set lora.rank=4 --set lora.alpha=8 --set lora.targets=q,v,down)
   2> "$work/lora_kill.log"
 grep -q "SIGKILLed explorer" "$work/lora_kill.log"
 same_run "$work/lora_thread" "$work/lora_kill" adapter_model.safetensors
+
+# Explorers on other machines (rl.async.explorer_listen, here on loopback): a trainer with no explorer of its own, and
+# explorers that join with `temper train --connect`, dropped by the preemption schedule every ~0.05 s (their socket
+# shut) and joining again in a loop, give the spawned explorers' run bit for bit; with TEMPER_EXPLORER_TOKEN an
+# explorer with another token is turned away, one with the same joins.
+listening() {  # listening NAME ARGS...: the trainer in the background (pid in $tpid); its port in $port
+  "$temper" train --out "$work/$1" "${common[@]}" --set rl.async.explorer_listen='"127.0.0.1:0"' "${@:2}" \
+    > /dev/null 2> "$work/$1.log" &
+  tpid=$!
+  for _ in $(seq 300); do
+    port=$(grep -o "may join on 127.0.0.1:[0-9]*" "$work/$1.log" | grep -o "[0-9]*$" || true)
+    [ -n "$port" ] && return
+    sleep 0.1
+  done
+  echo "the trainer did not listen"; kill -9 "$tpid"; cat "$work/$1.log"; exit 1
+}
+listening tcp --set rl.async.preempt_every_s=0.05 --set rl.async.min_request_s=0.02
+(while kill -0 "$tpid" 2> /dev/null; do "$temper" train --connect "127.0.0.1:$port" --threads 1 2>> "$work/tcp_explorers.log" || true; done) &
+loop=$!
+wait "$tpid" || { echo "tcp: the trainer failed"; tail -20 "$work/tcp.log"; exit 1; }
+kill "$loop" 2> /dev/null || true
+same_run "$work/two" "$work/tcp"
+read -r deaths requeued joins <<< "$(counts "$work/tcp")"
+[ "$deaths" -ge 1 ] && [ "$joins" -ge 2 ] || { echo "tcp: $deaths deaths, $joins joins"; exit 1; }
+echo "explorers over TCP: $deaths dropped, $requeued blocks re-queued, joins in $joins steps"
+TEMPER_EXPLORER_TOKEN=right listening token
+TEMPER_EXPLORER_TOKEN=wrong "$temper" train --connect "127.0.0.1:$port" --threads 1 2> "$work/wrong.log" || true
+TEMPER_EXPLORER_TOKEN=right "$temper" train --connect "127.0.0.1:$port" --threads 1 2> "$work/right.log"
+wait "$tpid" || { echo "token: the trainer failed"; tail -20 "$work/token.log"; exit 1; }
+grep -q "without the right token" "$work/token.log" || { echo "token: the wrong one was not turned away"; exit 1; }
+same_run "$work/two" "$work/token"
 
 refused() {  # refused LOG PATTERN ARGS...: the run fails before its first step, naming the setting
   local log=$1 pattern=$2

@@ -25,6 +25,9 @@ CLI::App* add_train_command(CLI::App& app, TrainOptions& o) {
                   "Checkpoint and exit after this step (as on SIGTERM); continue with --resume");
   trn->add_flag("--list-keys", o.list_keys,
                 "Print every recipe section and key with its default and meaning (Markdown)");
+  trn->add_option("--connect", o.connect,
+                  "HOST:PORT: serve as an explorer of the trainer listening there (its rl.async.explorer_listen; "
+                  "TEMPER_EXPLORER_TOKEN as the trainer's); this machine needs the run's model.path");
   trn->add_option("--fd", o.explorer_fd, "An [rl.async] explorer process on this socket (started by temper train)")
       ->group("");
   return trn;

@@ -260,7 +260,8 @@ int train(const TrainOptions& o) {
     std::fputs(list_keys_markdown(rl::method_table()).c_str(), stdout);
     return 0;
   }
-  if (o.explorer_fd >= 0) return serve_explorer_process(o);  // started by a trainer (rl/async_processes.h)
+  if (o.explorer_fd >= 0 || !o.connect.empty())
+    return serve_explorer_process(o);  // started by a trainer (rl/async_processes.h)
   if (const char* p = std::getenv("TEMPER_PROFILE"); p && std::string(p) == "1") profile_enable(true);
   // First, before any thread exists (OpenMP's team, MPI's, the BLAS's inherit the mask): SIGINT/SIGTERM are taken
   // on one waiting thread, never by a handler interrupting library code (a handler during oneDNN's sgemm

@@ -21,6 +21,7 @@ struct TrainOptions {
   std::string device;  // non-empty: model.device (cpu, cuda, cuda:N)
   int64_t stop_after = 0;  // > 0: checkpoint and exit 0 after this global step, as on SIGTERM
   bool list_keys = false;  // print every recipe key (run_config.h) and exit
+  std::string connect;     // HOST:PORT: an [rl.async] explorer joining a trainer over TCP (rl.async.explorer_listen)
   int explorer_fd = -1;    // >= 0: an [rl.async] explorer process serving its trainer on this socket (--fd, hidden)
 };
 

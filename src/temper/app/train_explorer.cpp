@@ -5,6 +5,7 @@
 // rollout requests or conversations until the trainer stops it or is gone. It writes nothing: no run directory, no
 // metrics, no checkpoint.
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -12,13 +13,14 @@
 #include "temper/app/train_run.h"
 #include "temper/core/thread_pool.h"
 #include "temper/rl/async_processes.h"
+#include "temper/spotlight/wire.h"
 
 namespace temper::app {
 
 spotlight::ExplorerCommand TrainRun::explorer_command() const {
   // The explorers share the explorer's share of the cores (each at least one thread).
-  const int threads = std::max<int>(
-      1, cfg_.rl.async->explorer_share(num_threads()) / static_cast<int>(cfg_.rl.async->explorer_processes));
+  const int threads = std::max<int>(1, cfg_.rl.async->explorer_share(num_threads()) /
+                                           std::max<int>(1, static_cast<int>(cfg_.rl.async->explorer_processes)));
   return {{this_program("temper train"), "train", "--threads", std::to_string(threads)},
           {spotlight::MsgType::setup, {{"recipe", config_text_}, {"min_request_s", cfg_.rl.async->min_request_s}}, {}}};
 }
@@ -35,7 +37,15 @@ std::unique_ptr<spotlight::Scorer> TrainRun::explorer_scorer() {
                                              std::move(source));
 }
 
-int serve_explorer_process(const TrainOptions& o) {
+int serve_explorer_process(const TrainOptions& opts) {
+  TrainOptions o = opts;
+  if (!o.connect.empty()) {  // an explorer on another machine: join the trainer over TCP, the token first
+    o.explorer_fd = spotlight::connect_tcp(o.connect, 60);
+    const char* token = std::getenv("TEMPER_EXPLORER_TOKEN");
+    spotlight::write_all(o.explorer_fd,
+                         spotlight::encode({spotlight::MsgType::hello, {{"token", token ? token : ""}}, {}}));
+    std::fprintf(stderr, "temper train: joined the trainer at %s as an explorer\n", o.connect.c_str());
+  }
   // Started by a trainer that may itself run under mpirun -np 1 or srun: the explorer is no MPI rank (before any
   // thread exists, so the environment is this thread's to change).
   for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"}) ::unsetenv(v);

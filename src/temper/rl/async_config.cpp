@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "temper/core/error.h"
+#include "temper/spotlight/wire.h"
 
 namespace temper::rl {
 
@@ -25,6 +27,9 @@ void AsyncConfig::visit(KeyVisitor& v) {
   v("explorer_processes", explorer_processes,
     "one process: N explorer processes roll out blocks of each batch from a pull queue; a killed one is replaced and "
     "its block handed to another (0: the explorer thread)");
+  v("explorer_listen", explorer_listen,
+    "HOST:PORT: explorers on other machines join over TCP (temper train --connect HOST:PORT; TEMPER_EXPLORER_TOKEN "
+    "required beyond loopback); \"\": none");
   v("request_prompts", request_prompts,
     "explorer processes: prompts per block (a pull; more: larger decode batches, more work lost to a kill)");
   v("respawn_delay_s", respawn_delay_s,
@@ -53,14 +58,24 @@ void AsyncConfig::validate() const {
   TEMPER_CHECK(explorer_processes == 0 || explorer_ranks == 0)
       << "rl.async: explorer_processes = " << explorer_processes << " and explorer_ranks = " << explorer_ranks
       << ": choose one (processes beside one trainer process, or ranks under mpirun)";
+  if (!explorer_listen.empty()) {
+    const auto [host, port] = spotlight::split_address(explorer_listen, "rl.async.explorer_listen");
+    const char* token = std::getenv("TEMPER_EXPLORER_TOKEN");
+    TEMPER_CHECK(spotlight::is_loopback(host) || (token && *token))
+        << "rl.async.explorer_listen = \"" << explorer_listen << "\": beyond loopback, explorers must present a token: "
+        << "set TEMPER_EXPLORER_TOKEN (the same on the trainer and on each explorer's machine); whoever joins is sent "
+        << "the recipe and the weights";
+    TEMPER_CHECK(explorer_ranks == 0) << "rl.async: explorer_listen and explorer_ranks: choose one";
+  }
   TEMPER_CHECK(request_prompts >= 1) << "rl.async.request_prompts = " << request_prompts << ": expected >= 1";
   TEMPER_CHECK(std::isfinite(respawn_delay_s) && std::isfinite(preempt_every_s) && preempt_every_s >= 0)
       << "rl.async.respawn_delay_s and preempt_every_s: finite numbers expected, preempt_every_s >= 0";
   TEMPER_CHECK(std::isfinite(min_request_s) && min_request_s >= 0)
       << "rl.async.min_request_s = " << min_request_s << ": expected a finite number >= 0";
-  TEMPER_CHECK(explorer_processes > 0 || (kill_steps.empty() && preempt_every_s == 0 && min_request_s == 0))
+  TEMPER_CHECK(explorer_processes > 0 || !explorer_listen.empty() ||
+               (kill_steps.empty() && preempt_every_s == 0 && min_request_s == 0))
       << "rl.async.kill_steps, preempt_every_s and min_request_s are about explorer processes: set "
-         "rl.async.explorer_processes";
+         "rl.async.explorer_processes (or explorer_listen)";
   TEMPER_CHECK(respawn_delay_s >= 0 || (kill_steps.empty() && preempt_every_s == 0))
       << "rl.async: kills without replacements (respawn_delay_s < 0) would leave no explorer to finish the batch";
   for (int64_t s : kill_steps) TEMPER_CHECK(s >= 1) << "rl.async.kill_steps: steps count from 1, got " << s;

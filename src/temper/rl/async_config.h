@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "temper/core/settings.h"
@@ -33,12 +34,15 @@ struct AsyncConfig {
   // blocks of request_prompts prompts; one killed is replaced respawn_delay_s later (< 0: never) and the block it held
   // handed to another. 0: the explorer thread (or explorer_ranks).
   int64_t explorer_processes = 0;
+  // "HOST:PORT": explorers on other machines may also join over TCP (`temper train --connect HOST:PORT` there; with
+  // TEMPER_EXPLORER_TOKEN, required beyond loopback, they must present the same token). "": none.
+  std::string explorer_listen;
   int64_t request_prompts = 1;
   double respawn_delay_s = 0;
   double preempt_every_s = 0;       // mean seconds between SIGKILLs of a random explorer process (0: none)
   std::vector<int64_t> kill_steps;  // tests: SIGKILL an explorer process holding a block of these RL steps' batches
   double min_request_s = 0;         // tests: each block lasts at least this long (kills land mid-block)
-  bool processes() const { return on() && explorer_processes > 0; }
+  bool processes() const { return on() && (explorer_processes > 0 || !explorer_listen.empty()); }
   bool on() const { return max_staleness > 0; }
   // The split for a run of `threads` threads: {explorer, trainer}.
   int explorer_share(int threads) const;

@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 #include "temper/core/bytes.h"
 #include "temper/core/clock.h"
 #include "temper/core/error.h"
+#include "temper/core/interrupt.h"
 #include "temper/rl/async_remote.h"
 #include "temper/rl/async_state.h"
 #include "temper/rollout/sharded.h"
@@ -20,6 +22,15 @@ ProcessExplorer::ProcessExplorer(spotlight::ExplorerCommand cmd, const AsyncConf
   pool_->set_respawn(cfg_.respawn_delay_s >= 0, std::max(cfg_.respawn_delay_s, 0.0));
   pool_->set_preemption(cfg_.preempt_every_s, seed);
   for (int64_t i = 0; i < cfg_.explorer_processes; ++i) pool_->spawn();
+  if (cfg_.explorer_listen.empty()) return;
+  const char* token = std::getenv("TEMPER_EXPLORER_TOKEN");
+  const int port = pool_->listen(cfg_.explorer_listen, token ? token : "");
+  const std::string host = spotlight::split_address(cfg_.explorer_listen, "rl.async.explorer_listen").first;
+  std::fprintf(
+      stderr,
+      "temper train: [rl.async] explorers may join on %s:%d: temper train --connect HOST:%d [--threads N] on a "
+      "machine with this run's model.path%s\n",
+      host.c_str(), port, port, token ? " and the same TEMPER_EXPLORER_TOKEN" : "");
 }
 
 ProcessExplorer::~ProcessExplorer() {
@@ -87,7 +98,14 @@ std::vector<rollout::Completion> ProcessExplorer::wait() {
   TEMPER_CHECK(in_flight_) << "rl.async: no explorer job to wait for";
   in_flight_ = false;
   const auto t0 = Clock::now();
+  bool told = false;
   while (!queue_.wait_step_done(version_, 0.2)) {
+    TEMPER_CHECK(!interrupt_requested() || pool_->ready() > 0)
+        << "[rl.async] stopped by a signal while no explorer was running: the step's batch cannot finish";
+    if (!told && pool_->alive() == 0 && pool_->listening() && seconds_since(t0) > 5) {
+      std::fprintf(stderr, "temper train: [rl.async] waiting for an explorer to join (rl.async.explorer_listen)\n");
+      told = true;
+    }
     TEMPER_CHECK(pool_->alive_or_coming() > 0)
         << "[rl.async] every explorer process has died and none is due to replace it (rl.async.respawn_delay_s < 0, "
            "or starting one failed: see the messages above); the run stops here";

@@ -64,6 +64,7 @@ ExplorerPool::ExplorerPool(WorkQueue& queue, ExplorerCommand cmd) : queue_(queue
 
 ExplorerPool::~ExplorerPool() {
   stop();
+  if (listen_fd_ >= 0) ::close(listen_fd_);
   ::close(wake_r_);
   ::close(wake_w_);
 }
@@ -76,6 +77,45 @@ void ExplorerPool::wake() {
 int ExplorerPool::spawn() {
   std::lock_guard<std::mutex> g(mu_);
   return spawn_locked();
+}
+
+int ExplorerPool::listen(const std::string& address, std::string token) {
+  int port = 0;
+  const int fd = listen_tcp(address, port);
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    TEMPER_CHECK(listen_fd_ < 0) << "spotlight: the pool already listens";
+    listen_fd_ = fd, token_ = std::move(token);
+  }
+  wake();
+  return port;
+}
+
+// Under the lock: every pending connection becomes a worker; sent the setup once admitted (handle: its hello).
+void ExplorerPool::accept_remote() {
+  while (true) {
+    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return;
+    auto w = std::make_unique<Worker>();
+    w->id = static_cast<int>(workers_.size());
+    w->fd = fd, w->remote = true, w->admitted = token_.empty();
+    if (w->admitted) {
+      w->out.push(setup_frame_);
+      if (weights_frame_) w->out.push(weights_frame_), w->sent_version = weights_version_;
+    }
+    w->join = stats_.joins.size();
+    stats_.joins.push_back({w->id, queue_.now(), -1, -1});
+    ++stats_.spawned;
+    workers_.push_back(std::move(w));
+  }
+}
+
+void ExplorerPool::kill_worker(Worker& w, int sig) {
+  w.killed = true;
+  if (w.remote)
+    ::shutdown(w.fd, SHUT_RDWR);  // its end sees the end of stream; ours reads it and reaps
+  else
+    ::kill(w.pid, sig);
 }
 
 int ExplorerPool::spawn_locked() {
@@ -137,8 +177,8 @@ bool ExplorerPool::kill(int worker, int sig) {
   if (worker < 0 || worker >= static_cast<int>(workers_.size()) || !workers_[static_cast<size_t>(worker)]->alive)
     return false;
   ++stats_.killed;
-  workers_[static_cast<size_t>(worker)]->killed = true;
-  return ::kill(workers_[static_cast<size_t>(worker)]->pid, sig) == 0;
+  kill_worker(*workers_[static_cast<size_t>(worker)], sig);
+  return true;
 }
 
 int ExplorerPool::kill_busy(double wait_s) {
@@ -149,8 +189,7 @@ int ExplorerPool::kill_busy(double wait_s) {
       for (auto& w : workers_) {
         if (!w->alive || w->holding < 0) continue;
         ++stats_.killed;
-        w->killed = true;
-        ::kill(w->pid, SIGKILL);
+        kill_worker(*w, SIGKILL);
         return w->id;
       }
     }
@@ -178,7 +217,7 @@ int ExplorerPool::alive() const {
 
 int ExplorerPool::alive_or_coming() const {
   std::lock_guard<std::mutex> g(mu_);
-  int n = static_cast<int>(respawn_at_.size());
+  int n = static_cast<int>(respawn_at_.size()) + (listen_fd_ >= 0 ? 1 : 0);
   for (const auto& w : workers_) n += w->alive ? 1 : 0;
   return n;
 }

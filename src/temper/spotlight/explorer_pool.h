@@ -51,6 +51,11 @@ class ExplorerPool {
   ExplorerPool& operator=(const ExplorerPool&) = delete;
 
   int spawn();  // starts one explorer; returns its worker id
+  // Also accept explorers connecting over TCP on "HOST:PORT" ([rl.async]'s `temper train --connect`): each is a worker
+  // like a spawned one, admitted once its hello carries `token` (empty: any); a dead one is not replaced (its machine
+  // reconnects). Returns the bound port.
+  int listen(const std::string& address, std::string token);
+  bool listening() const { return listen_fd_ >= 0; }
   // The version explorers compute with (a copy); sent to every explorer now and to each one that joins later.
   void set_weights(int64_t version, std::span<const float> params);
   int64_t weights_version() const;
@@ -64,7 +69,7 @@ class ExplorerPool {
   // SIGKILL a random explorer at exponential intervals of mean mean_s (0: off), from Philox stream (seed).
   void set_preemption(double mean_s, uint64_t seed);
   int alive() const;
-  int alive_or_coming() const;  // alive, or a replacement due (set_respawn)
+  int alive_or_coming() const;  // alive, or a replacement due (set_respawn), or any that may connect (listen)
   int ready() const;            // alive and set up (pulled once)
   // Explorers that died setting up (not killed by the pool) since one was last set up.
   int64_t failed_starts_in_row() const;
@@ -75,6 +80,8 @@ class ExplorerPool {
  private:
   struct Worker;
   int spawn_locked();
+  void accept_remote();
+  void kill_worker(Worker& w, int sig);  // a signal to a spawned one, the socket shut on a remote one
   void loop();
   void wake();
   void step_io(std::vector<int>& dead);
@@ -98,6 +105,8 @@ class ExplorerPool {
   std::vector<double> respawn_at_;
   PoolStats stats_;
   int wake_r_ = -1, wake_w_ = -1;
+  int listen_fd_ = -1;
+  std::string token_;
   std::atomic<bool> stopping_{false};
   std::thread io_;
 };

@@ -34,7 +34,7 @@ void ExplorerPool::loop() {
         stop_deadline = std::chrono::steady_clock::now() + t_stop_limit;
       if (!killed_all && std::chrono::steady_clock::now() > stop_deadline) {
         for (auto& w : workers_)
-          if (w->alive) ::kill(w->pid, SIGKILL);
+          if (w->alive) kill_worker(*w, SIGKILL);
         killed_all = true;
       }
       continue;
@@ -46,10 +46,11 @@ void ExplorerPool::loop() {
 
 // One poll over the wake pipe and every live socket; reads and writes what is ready.
 void ExplorerPool::step_io(std::vector<int>& dead) {
-  std::vector<pollfd> fds{{wake_r_, POLLIN, 0}};
+  std::vector<pollfd> fds{{wake_r_, POLLIN, 0}, {-1, POLLIN, 0}};  // the wake pipe, the listening socket
   std::vector<int> ids;
   {
     std::lock_guard<std::mutex> g(mu_);
+    fds[1].fd = stopping_ ? -1 : listen_fd_;
     for (auto& w : workers_) {
       if (!w->alive) continue;
       fds.push_back({w->fd, static_cast<short>(POLLIN | (w->out.empty() ? 0 : POLLOUT)), 0});
@@ -63,8 +64,9 @@ void ExplorerPool::step_io(std::vector<int>& dead) {
     }
   }
   std::lock_guard<std::mutex> g(mu_);
-  for (size_t k = 1; k < fds.size(); ++k) {
-    Worker& w = *workers_[static_cast<size_t>(ids[k - 1])];
+  if (fds[1].revents & POLLIN) accept_remote();
+  for (size_t k = 2; k < fds.size(); ++k) {
+    Worker& w = *workers_[static_cast<size_t>(ids[k - 2])];
     if (fds[k].revents & POLLOUT) flush(w);
     if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
     char buf[1 << 16];
@@ -83,7 +85,8 @@ void ExplorerPool::step_io(std::vector<int>& dead) {
       while (auto m = w.in.next()) handle(w, std::move(*m));
     } catch (const std::exception& e) {
       std::fprintf(stderr, "spotlight: explorer %d sent a bad frame (%s): stopping it\n", w.id, e.what());
-      ::kill(w.pid, SIGKILL);
+      kill_worker(w, SIGKILL);
+      w.killed = false;  // its own fault: a failed start if it was not set up
       eof = true;
     }
     if (eof) dead.push_back(w.id);
@@ -94,6 +97,20 @@ void ExplorerPool::step_io(std::vector<int>& dead) {
 
 void ExplorerPool::handle(Worker& w, Message m) {
   ExplorerJoin& j = stats_.joins[w.join];
+  if (!w.admitted) {  // a remote explorer's first message: its hello with the token
+    if (m.type != MsgType::hello || m.head.value("token", std::string()) != token_) {
+      std::fprintf(stderr,
+                   "spotlight: an explorer connected without the right token (TEMPER_EXPLORER_TOKEN): dropped\n");
+      w.killed = true;  // not a failed start
+      ::shutdown(w.fd, SHUT_RDWR);
+      return;
+    }
+    w.admitted = true;
+    w.out.push(setup_frame_);
+    if (weights_frame_) w.out.push(weights_frame_), w.sent_version = weights_version_;
+    return;
+  }
+  if (m.type == MsgType::hello) return;  // admitted already (no token asked)
   if (m.type == MsgType::pull) {
     w.ready = true, w.idle = true;
     failed_in_row_ = 0;
@@ -120,7 +137,7 @@ void ExplorerPool::handle(Worker& w, Message m) {
 // Weights first (a newer version than the explorer has), then a request to every idle explorer.
 void ExplorerPool::feed_work() {
   for (auto& w : workers_) {
-    if (!w->alive) continue;
+    if (!w->alive || !w->admitted) continue;
     if (weights_frame_ && weights_version_ > w->sent_version) {
       w->out.push(weights_frame_);
       w->sent_version = weights_version_;
@@ -158,7 +175,7 @@ void ExplorerPool::reap(Worker& w) {
   w.alive = false;
   ::close(w.fd);
   int status = 0;
-  while (::waitpid(w.pid, &status, 0) < 0 && errno == EINTR) {
+  while (!w.remote && ::waitpid(w.pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (w.holding >= 0) stats_.lost_seconds += queue_.now() - w.dispatched;
   queue_.worker_lost(w.id);
@@ -174,7 +191,7 @@ void ExplorerPool::reap(Worker& w) {
       failed_in_row_ < 2
           ? 0
           : std::min(5.0, 0.1 * std::ldexp(1.0, static_cast<int>(std::min<int64_t>(failed_in_row_, 8)) - 2));
-  if (respawn_) respawn_at_.push_back(queue_.now() + respawn_delay_ + backoff);
+  if (respawn_ && !w.remote) respawn_at_.push_back(queue_.now() + respawn_delay_ + backoff);
 }
 
 void ExplorerPool::timers() {
@@ -205,8 +222,7 @@ void ExplorerPool::timers() {
     if (w->alive) live.push_back(w.get());
   if (!live.empty()) {
     Worker* v = live[static_cast<size_t>(rng.uniform_f64() * static_cast<double>(live.size())) % live.size()];
-    ::kill(v->pid, SIGKILL);
-    v->killed = true;
+    kill_worker(*v, SIGKILL);
     ++stats_.killed;
   }
   next_preempt_ = -1;

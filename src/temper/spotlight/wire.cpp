@@ -1,10 +1,15 @@
 #include "temper/spotlight/wire.h"
 
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "temper/core/error.h"
 
@@ -39,6 +44,8 @@ const char* msg_type_name(MsgType t) {
       return "stop";
     case MsgType::pull:
       return "pull";
+    case MsgType::hello:
+      return "hello";
     case MsgType::result:
       return "result";
   }
@@ -67,7 +74,7 @@ std::optional<Message> FrameReader::next() {
   const char* p = buf_.data();
   TEMPER_CHECK(get<uint32_t>(p) == kMagic) << "spotlight wire: a frame without the magic TSPL (stream out of step)";
   const auto type = get<uint32_t>(p + 4);
-  TEMPER_CHECK(type >= 1 && type <= 6) << "spotlight wire: unknown message type " << type;
+  TEMPER_CHECK(type >= 1 && type <= 7) << "spotlight wire: unknown message type " << type;
   const auto head_len = get<uint32_t>(p + 8);
   const auto blob_len = get<uint64_t>(p + 12);
   TEMPER_CHECK(blob_len < kMaxBlob) << "spotlight wire: blob of " << blob_len << " bytes";
@@ -88,7 +95,7 @@ std::optional<Message> FrameReader::take_partial(size_t min_rest, size_t& have) 
   const auto type = get<uint32_t>(p + 4);
   const auto head_len = get<uint32_t>(p + 8);
   const auto blob_len = get<uint64_t>(p + 12);
-  if (get<uint32_t>(p) != kMagic || type < 1 || type > 6 || blob_len >= kMaxBlob || buf_.size() < kHeader + head_len ||
+  if (get<uint32_t>(p) != kMagic || type < 1 || type > 7 || blob_len >= kMaxBlob || buf_.size() < kHeader + head_len ||
       buf_.size() >= kHeader + head_len + blob_len || kHeader + head_len + blob_len - buf_.size() <= min_rest)
     return std::nullopt;  // next() reports a bad frame, or reads the rest into the buffer
   Message m;
@@ -131,6 +138,86 @@ std::optional<Message> SocketReader::next() {
     if (n <= 0) return std::nullopt;
     frames_.feed(buf, static_cast<size_t>(n));
   }
+}
+
+std::pair<std::string, int> split_address(const std::string& address, const std::string& key) {
+  const size_t colon = address.rfind(':');
+  TEMPER_CHECK(colon != std::string::npos && colon > 0 && colon + 1 < address.size())
+      << key << " = \"" << address << "\": expected HOST:PORT (e.g. 0.0.0.0:7070, or 127.0.0.1:0 for any free port)";
+  std::string host = address.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  int port = -1;
+  try {
+    size_t used = 0;
+    port = std::stoi(address.substr(colon + 1), &used);
+    if (used != address.size() - colon - 1) port = -1;
+  } catch (const std::exception&) {
+  }
+  TEMPER_CHECK(port >= 0 && port <= 65535) << key << " = \"" << address << "\": the port must be 0 to 65535";
+  return {host, port};
+}
+
+bool is_loopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+namespace {
+addrinfo* resolve(const std::string& host, int port, bool passive) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC, hints.ai_socktype = SOCK_STREAM, hints.ai_flags = passive ? AI_PASSIVE : 0;
+  addrinfo* res = nullptr;
+  const int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
+  TEMPER_CHECK(rc == 0 && res) << host << ":" << port << ": cannot resolve (" << ::gai_strerror(rc) << ")";
+  return res;
+}
+}  // namespace
+
+int listen_tcp(const std::string& address, int& port) {
+  const auto [host, want] = split_address(address, "listen address");
+  addrinfo* res = resolve(host, want, true);
+  int fd = -1, err = 0;
+  for (addrinfo* a = res; a && fd < 0; a = a->ai_next) {
+    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    const int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 16) == 0) break;
+    err = errno;
+    ::close(fd);
+    fd = -1;
+  }
+  ::freeaddrinfo(res);
+  TEMPER_CHECK(fd >= 0) << address << ": cannot listen (" << std::strerror(err) << ")";
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
+  port = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
+                                        : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+  return fd;
+}
+
+int connect_tcp(const std::string& address, double timeout_s) {
+  const auto [host, port] = split_address(address, "--connect");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  int err = 0;
+  do {
+    addrinfo* res = resolve(host, port, false);
+    for (addrinfo* a = res; a; a = a->ai_next) {
+      const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+      if (fd < 0) continue;
+      if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+        ::freeaddrinfo(res);
+        const int one = 1;
+        ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        return fd;
+      }
+      err = errno;
+      ::close(fd);
+    }
+    ::freeaddrinfo(res);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  } while (std::chrono::steady_clock::now() < deadline);
+  TEMPER_FAIL() << address << ": cannot connect (" << std::strerror(err) << ") within " << timeout_s << " s";
 }
 
 }  // namespace temper::spotlight

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace temper::spotlight {
@@ -22,6 +23,7 @@ enum class MsgType : uint32_t {
   stop = 4,     // trainer -> explorer: exit
   pull = 5,     // explorer -> trainer: ready for a request {version, ready_s}
   result = 6,   // explorer -> trainer: {id, version, seconds, seeds}, blob = the rewards as f64
+  hello = 7,    // explorer -> trainer, first on a TCP connection: {token} (TEMPER_EXPLORER_TOKEN)
 };
 const char* msg_type_name(MsgType t);
 
@@ -63,6 +65,15 @@ class SocketReader {
   int fd_;
   FrameReader frames_;
 };
+
+// TCP for explorers on other machines. listen_tcp: a listening socket on "HOST:PORT" (port 0: any free one),
+// non-blocking and close-on-exec; `port` gets the bound port. connect_tcp: a connected socket to "HOST:PORT", retrying
+// for up to timeout_s. Both throw naming the address.
+int listen_tcp(const std::string& address, int& port);
+int connect_tcp(const std::string& address, double timeout_s);
+// "HOST:PORT" split; throws naming `key` unless it has a host and a port 0-65535.
+std::pair<std::string, int> split_address(const std::string& address, const std::string& key);
+bool is_loopback(const std::string& host);  // localhost, 127.x.x.x, ::1
 
 template <class T>
 std::string to_blob(const std::vector<T>& v) {
