@@ -38,13 +38,14 @@ same_run() {
     cmp "$1/checkpoints/step-7/$f" "$2/checkpoints/step-7/$f" || { echo "$f differs: $1 vs $2"; exit 1; }
   done
 }
-# Sums of the explorers' metrics over the RL steps: "deaths requeued joins".
+# Sums of the explorers' metrics over the RL steps: "deaths requeued joins" (joins: steps with one). Spawned explorers
+# are replaced at once (one alive after every step); explorers over TCP (a second argument) may be between joins.
 counts() {
-  python3 - "$1/metrics.jsonl" <<'PY'
+  python3 - "$1/metrics.jsonl" "${2:-}" <<'PY'
 import json, sys
 tr = [json.loads(l) for l in open(sys.argv[1])]
 tr = [r for r in tr if r["kind"] == "train"]
-assert all(r["async_explorers"] >= 1 for r in tr), tr
+assert sys.argv[2] or all(r["async_explorers"] >= 1 for r in tr), tr
 joins = [r["async_join_s"] for r in tr if "async_join_s" in r]
 assert all(j > 0 for j in joins), joins
 print(int(sum(r["async_deaths"] for r in tr)), int(sum(r["async_requeued"] for r in tr)), len(joins))
@@ -116,12 +117,15 @@ listening() {  # listening NAME ARGS...: the trainer in the background (pid in $
   echo "the trainer did not listen"; kill -9 "$tpid"; cat "$work/$1.log"; exit 1
 }
 listening tcp --set rl.async.preempt_every_s=0.05 --set rl.async.min_request_s=0.02
-(while kill -0 "$tpid" 2> /dev/null; do "$temper" train --connect "127.0.0.1:$port" --threads 1 2>> "$work/tcp_explorers.log" || true; done) &
+(while kill -0 "$tpid" 2> /dev/null; do
+  "$temper" train --connect "127.0.0.1:$port" --threads 1 > /dev/null 2>> "$work/tcp_explorers.log" || true
+done) &
 loop=$!
 wait "$tpid" || { echo "tcp: the trainer failed"; tail -20 "$work/tcp.log"; exit 1; }
 kill "$loop" 2> /dev/null || true
+pkill -f -- "--connect 127.0.0.1:$port " || true  # one that started as the trainer ended retries its connect
 same_run "$work/two" "$work/tcp"
-read -r deaths requeued joins <<< "$(counts "$work/tcp")"
+read -r deaths requeued joins <<< "$(counts "$work/tcp" tcp)"
 [ "$deaths" -ge 1 ] && [ "$joins" -ge 2 ] || { echo "tcp: $deaths deaths, $joins joins"; exit 1; }
 echo "explorers over TCP: $deaths dropped, $requeued blocks re-queued, joins in $joins steps"
 TEMPER_EXPLORER_TOKEN=right listening token
