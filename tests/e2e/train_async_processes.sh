@@ -14,7 +14,7 @@
 set -euo pipefail
 temper=$1
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap 'kill $(jobs -p) 2> /dev/null || true; rm -rf "$work"' EXIT  # a failed check leaves no trainer behind
 source "$(dirname "$0")/compare_runs.sh"
 common=(--threads 2 --set sft.steps=3 --set rl.steps=4 --set rl.prompts_per_step=4 --set rl.group_size=4
         --set rl.dynamic_sampling=false --set rl.max_new=16 --set eval.problems=8 --set eval.max_new=16 --set eval.every=0
@@ -102,7 +102,7 @@ grep -q "SIGKILLed explorer" "$work/lora_kill.log"
 same_run "$work/lora_thread" "$work/lora_kill" adapter_model.safetensors
 
 # Explorers on other machines (rl.async.explorer_listen, here on loopback): a trainer with no explorer of its own, and
-# explorers that join with `temper train --connect`, dropped by the preemption schedule every ~0.05 s (their socket
+# explorers that join with `temper train --connect`, dropped by the preemption schedule every ~0.2 s (their socket
 # shut) and joining again in a loop, give the spawned explorers' run bit for bit; with TEMPER_EXPLORER_TOKEN an
 # explorer with another token is turned away, one with the same joins.
 listening() {  # listening NAME ARGS...: the trainer in the background (pid in $tpid); its port in $port
@@ -116,7 +116,7 @@ listening() {  # listening NAME ARGS...: the trainer in the background (pid in $
   done
   echo "the trainer did not listen"; kill -9 "$tpid"; cat "$work/$1.log"; exit 1
 }
-listening tcp --set rl.async.preempt_every_s=0.05 --set rl.async.min_request_s=0.02
+listening tcp --set rl.async.preempt_every_s=0.2 --set rl.async.min_request_s=0.05
 (while kill -0 "$tpid" 2> /dev/null; do
   "$temper" train --connect "127.0.0.1:$port" --threads 1 > /dev/null 2>> "$work/tcp_explorers.log" || true
 done) &
@@ -133,6 +133,7 @@ TEMPER_EXPLORER_TOKEN=wrong "$temper" train --connect "127.0.0.1:$port" --thread
 TEMPER_EXPLORER_TOKEN=right "$temper" train --connect "127.0.0.1:$port" --threads 1 2> "$work/right.log"
 wait "$tpid" || { echo "token: the trainer failed"; tail -20 "$work/token.log"; exit 1; }
 grep -q "without the right token" "$work/token.log" || { echo "token: the wrong one was not turned away"; exit 1; }
+grep -q "closed the connection before sending its setup" "$work/wrong.log" || { echo "token: not told"; exit 1; }
 same_run "$work/two" "$work/token"
 
 refused() {  # refused LOG PATTERN ARGS...: the run fails before its first step, naming the setting

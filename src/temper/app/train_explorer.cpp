@@ -49,11 +49,14 @@ int serve_explorer_process(const TrainOptions& opts) {
   // Started by a trainer that may itself run under mpirun -np 1 or srun: the explorer is no MPI rank (before any
   // thread exists, so the environment is this thread's to change).
   for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"}) ::unsetenv(v);
-  return spotlight::explorer_serve(o.explorer_fd, [&o](const spotlight::Message& setup) {
+  const int rc = spotlight::explorer_serve(o.explorer_fd, [&o](const spotlight::Message& setup) {
     Recipe recipe = Recipe::parse(setup.head.at("recipe").get<std::string>(), "<the trainer's recipe>");
     TrainRun run(o, std::move(recipe));
     return run.explorer_scorer();
   });
+  TEMPER_CHECK(rc != spotlight::kNoSetup || o.connect.empty())
+      << o.connect << ": the trainer closed the connection before sending its setup (another TEMPER_EXPLORER_TOKEN?)";
+  return 0;
 }
 
 }  // namespace temper::app

@@ -100,8 +100,11 @@ std::vector<rollout::Completion> ProcessExplorer::wait() {
   const auto t0 = Clock::now();
   bool told = false;
   while (!queue_.wait_step_done(version_, 0.2)) {
-    TEMPER_CHECK(!interrupt_requested() || pool_->ready() > 0)
-        << "[rl.async] stopped by a signal while no explorer was running: the step's batch cannot finish";
+    // A stop while only explorers from other machines could finish the batch (none alive, no replacement due here):
+    // nothing would; the run ends at its last checkpoint. Otherwise the step finishes and the run checkpoints after it.
+    TEMPER_CHECK(!interrupt_requested() || pool_->alive() > 0 ||
+                 pool_->alive_or_coming() > (pool_->listening() ? 1 : 0))
+        << "[rl.async] stopped by a signal while no explorer was running or starting: the step's batch cannot finish";
     if (!told && pool_->alive() == 0 && pool_->listening() && seconds_since(t0) > 5) {
       std::fprintf(stderr, "temper train: [rl.async] waiting for an explorer to join (rl.async.explorer_listen)\n");
       told = true;

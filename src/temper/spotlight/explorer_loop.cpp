@@ -23,7 +23,7 @@ int explorer_serve(int fd, const ScorerFactory& make) {
   const auto t0 = std::chrono::steady_clock::now();
   SocketReader in(fd);
   std::optional<Message> m = in.next();
-  if (!m) return 0;
+  if (!m) return kNoSetup;
   TEMPER_CHECK(m->type == MsgType::setup)
       << "spotlight explorer: expected the setup message first, got " << msg_type_name(m->type);
   std::unique_ptr<Scorer> scorer = make(*m);

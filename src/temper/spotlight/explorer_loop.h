@@ -40,7 +40,9 @@ class SeedScorer : public Scorer {
 
 using ScorerFactory = std::function<std::unique_ptr<Scorer>(const Message& setup)>;
 
-// Serves one trainer on socket `fd`; returns 0 at stop or end of stream. Throws on a protocol error.
+// Serves one trainer on socket `fd`; returns 0 at stop or end of stream, kNoSetup when the stream ended before the
+// setup (a trainer that turned the explorer away). Throws on a protocol error.
+constexpr int kNoSetup = 3;
 int explorer_serve(int fd, const ScorerFactory& make);
 
 }  // namespace temper::spotlight

@@ -81,8 +81,18 @@ void ExplorerPool::step_io(std::vector<int>& dead) {
       eof = n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
       break;
     }
+    if (!w.admitted && w.in.buffered() > 4096) {  // before its token a peer may send one small hello, nothing more
+      std::fprintf(stderr, "spotlight: a connection sent more than a hello before its token: dropped\n");
+      w.killed = true;
+      ::shutdown(w.fd, SHUT_RDWR);
+      eof = true;
+    }
     try {
-      while (auto m = w.in.next()) handle(w, std::move(*m));
+      while (w.alive && (w.admitted || !w.killed))  // a rejected peer's further frames are not read
+        if (auto m = w.in.next())
+          handle(w, std::move(*m));
+        else
+          break;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "spotlight: explorer %d sent a bad frame (%s): stopping it\n", w.id, e.what());
       kill_worker(w, SIGKILL);
@@ -182,7 +192,8 @@ void ExplorerPool::reap(Worker& w) {
   w.out = {}, w.in = {};  // the frames it was sent (a weights version each) are not kept for the dead
   if (stopping_) return;
   ++stats_.deaths;
-  const bool failed = !w.ready && !w.killed;  // it died setting up on its own (a kill while joining is not that)
+  // It died setting up on its own (a kill while joining is not that; a connection's fate is its machine's).
+  const bool failed = !w.ready && !w.killed && !w.remote;
   if (w.ready) failed_in_row_ = 0;
   if (failed) ++failed_in_row_, ++stats_.failed_starts;
   // A program that fails to set up is started again after a growing pause (0.1 s after the second failure in a row,
