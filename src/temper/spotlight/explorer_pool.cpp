@@ -106,17 +106,24 @@ void ExplorerPool::accept_remote() {
     ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof(interval));
     ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count));
     auto w = std::make_unique<Worker>();
-    w->id = static_cast<int>(workers_.size());
     w->fd = fd, w->remote = true, w->admitted = token_.empty();
-    if (w->admitted) {
-      w->out.push(setup_frame_);
-      if (weights_frame_) w->out.push(weights_frame_), w->sent_version = weights_version_;
-    }
-    w->join = stats_.joins.size();
-    stats_.joins.push_back({w->id, queue_.now(), -1, -1});
-    ++stats_.spawned;
-    workers_.push_back(std::move(w));
+    add_worker(std::move(w));
   }
+}
+
+void ExplorerPool::send_setup(Worker& w) {
+  w.out.push(setup_frame_);
+  if (weights_frame_) w.out.push(weights_frame_), w.sent_version = weights_version_;
+}
+
+int ExplorerPool::add_worker(std::unique_ptr<Worker> w) {
+  w->id = static_cast<int>(workers_.size());
+  if (w->admitted) send_setup(*w);
+  w->join = stats_.joins.size();
+  stats_.joins.push_back({w->id, queue_.now(), -1, -1});
+  ++stats_.spawned;
+  workers_.push_back(std::move(w));
+  return workers_.back()->id;
 }
 
 void ExplorerPool::kill_worker(Worker& w, int sig) {
@@ -138,7 +145,6 @@ int ExplorerPool::spawn_locked() {
     ::close(sv[1]);
   }
   auto w = std::make_unique<Worker>();
-  w->id = static_cast<int>(workers_.size());
   try {
     w->pid = spawn_process(cmd_.argv, child);
   } catch (...) {
@@ -149,14 +155,9 @@ int ExplorerPool::spawn_locked() {
   ::close(child);
   w->fd = sv[0];
   ::fcntl(w->fd, F_SETFL, ::fcntl(w->fd, F_GETFL) | O_NONBLOCK);
-  w->out.push(setup_frame_);
-  if (weights_frame_) w->out.push(weights_frame_), w->sent_version = weights_version_;
-  w->join = stats_.joins.size();
-  stats_.joins.push_back({w->id, queue_.now(), -1, -1});
-  ++stats_.spawned;
-  workers_.push_back(std::move(w));
+  const int id = add_worker(std::move(w));
   wake();
-  return workers_.back()->id;
+  return id;
 }
 
 void ExplorerPool::set_weights(int64_t version, std::span<const float> params) {

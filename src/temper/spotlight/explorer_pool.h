@@ -81,6 +81,9 @@ class ExplorerPool {
   struct Worker;
   int spawn_locked();
   void accept_remote();
+  // Under the lock: `w` joins (its id and join record; the setup and the current version if admitted); its id.
+  int add_worker(std::unique_ptr<Worker> w);
+  void send_setup(Worker& w);            // the setup and the current version (on joining, or once its token is checked)
   void kill_worker(Worker& w, int sig);  // a signal to a spawned one, the socket shut on a remote one
   void loop();
   void wake();

@@ -116,8 +116,7 @@ void ExplorerPool::handle(Worker& w, Message m) {
       return;
     }
     w.admitted = true;
-    w.out.push(setup_frame_);
-    if (weights_frame_) w.out.push(weights_frame_), w.sent_version = weights_version_;
+    send_setup(w);
     return;
   }
   if (m.type == MsgType::hello) return;  // admitted already (no token asked)
