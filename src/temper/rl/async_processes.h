@@ -65,8 +65,8 @@ class ProcessExplorer final : public Explorer {
   std::atomic<int> trainer_threads_;
   spotlight::WorkQueue queue_{kTries};
   std::unique_ptr<spotlight::ExplorerPool> pool_;
-  std::vector<int64_t> begin_;  // the job's blocks: block b holds requests [begin_[b], begin_[b + 1])
-  int64_t version_ = -1;        // the job in flight's version (the queue's step)
+  std::vector<int64_t> begin_;                  // the job's blocks: block b holds requests [begin_[b], begin_[b + 1])
+  int64_t version_ = -1;                        // the job in flight's version (the queue's step)
   const ConversationSource* source_ = nullptr;  // a conversation job's: how the blocks' env/ metrics merge
   double launched_at_ = 0;
   spotlight::PoolStats last_stats_;  // at the previous add_metrics: the step's deaths and joins are the difference

@@ -42,7 +42,7 @@ struct ExplorerPool::Worker {
   bool idle = false;                 // waiting for a request
   bool remote = false;   // connected over TCP (listen): no pid; a kill shuts its socket, no replacement is started
   bool admitted = true;  // a remote one: its hello carried the token (before that it is sent nothing)
-  bool killed = false;               // by the pool (kill, kill_busy, the preemption schedule): not a failed start
+  bool killed = false;   // by the pool (kill, kill_busy, the preemption schedule): not a failed start
   int64_t sent_version = -1, holding = -1;
   double dispatched = 0;  // queue clock when `holding` was sent
   size_t join = 0;        // index into PoolStats::joins
