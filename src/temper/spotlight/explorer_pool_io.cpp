@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -16,6 +17,15 @@
 #include "temper/spotlight/explorer_worker.h"
 
 namespace temper::spotlight {
+
+namespace {
+// The token compared in time that does not depend on where the first difference is.
+bool same_token(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i % std::max<size_t>(b.size(), 1)]);
+  return diff == 0;
+}
+}  // namespace
 
 void ExplorerPool::loop() {
   const auto t_stop_limit = std::chrono::seconds(2);
@@ -108,7 +118,7 @@ void ExplorerPool::step_io(std::vector<int>& dead) {
 void ExplorerPool::handle(Worker& w, Message m) {
   ExplorerJoin& j = stats_.joins[w.join];
   if (!w.admitted) {  // a remote explorer's first message: its hello with the token
-    if (m.type != MsgType::hello || m.head.value("token", std::string()) != token_) {
+    if (m.type != MsgType::hello || !same_token(m.head.value("token", std::string()), token_)) {
       std::fprintf(stderr,
                    "spotlight: an explorer connected without the right token (TEMPER_EXPLORER_TOKEN): dropped\n");
       w.killed = true;  // not a failed start

@@ -1,12 +1,15 @@
 #include "temper/spotlight/wire.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -208,10 +211,24 @@ int connect_tcp(const std::string& address, double timeout_s) {
   do {
     addrinfo* res = resolve(host, port, false);
     for (addrinfo* a = res; a; a = a->ai_next) {
-      const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+      const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
       if (fd < 0) continue;
-      if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+      // Non-blocking, so an unreachable host costs at most what is left of timeout_s (not the kernel's ~2 minutes).
+      int rc = ::connect(fd, a->ai_addr, a->ai_addrlen);
+      if (rc < 0 && errno == EINPROGRESS) {
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        pollfd p{fd, POLLOUT, 0};
+        int so = ETIMEDOUT;
+        socklen_t len = sizeof(so);
+        if (::poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 1))) == 1)
+          ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &so, &len);
+        rc = so == 0 ? 0 : -1;
+        errno = so;
+      }
+      if (rc == 0) {
         ::freeaddrinfo(res);
+        ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);  // the explorer reads and writes blocking
         const int one = 1;
         ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         return fd;
