@@ -12,6 +12,7 @@
 #include "temper/app/this_program.h"
 #include "temper/app/train_run.h"
 #include "temper/core/thread_pool.h"
+#include "temper/dist/communicator.h"
 #include "temper/rl/async_processes.h"
 #include "temper/spotlight/wire.h"
 
@@ -48,7 +49,7 @@ int serve_explorer_process(const TrainOptions& opts) {
   }
   // Started by a trainer that may itself run under mpirun -np 1 or srun: the explorer is no MPI rank (before any
   // thread exists, so the environment is this thread's to change).
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"}) ::unsetenv(v);
+  dist::forget_mpi_launch();
   const int rc = spotlight::explorer_serve(o.explorer_fd, [&o](const spotlight::Message& setup) {
     Recipe recipe = Recipe::parse(setup.head.at("recipe").get<std::string>(), "<the trainer's recipe>");
     TrainRun run(o, std::move(recipe));

@@ -57,10 +57,18 @@ void Communicator::recv(float*, int64_t, int src, int) {
                 << ")";
 }
 
+namespace {
+constexpr const char* kMpiLaunchVariables[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"};
+}  // namespace
+
 bool launched_by_mpi() {
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
+  for (const char* v : kMpiLaunchVariables)
     if (const char* s = std::getenv(v); s && *s) return true;
   return false;
+}
+
+void forget_mpi_launch() {
+  for (const char* v : kMpiLaunchVariables) ::unsetenv(v);
 }
 
 bool mpi_available() {

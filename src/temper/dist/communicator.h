@@ -94,6 +94,9 @@ class SingleProcess final : public Communicator {
 int local_rank();
 // True when the environment says an MPI launcher started this process.
 bool launched_by_mpi();
+// Unsets the variables launched_by_mpi reads: a child this process starts (an [rl.async] explorer) is no MPI rank.
+// Before any thread exists (the environment is that thread's to change).
+void forget_mpi_launch();
 // Whether this build has the MPI implementation.
 bool mpi_available();
 // world() is the process-wide group: MPI when the binary was built with MPI and started by mpirun

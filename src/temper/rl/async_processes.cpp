@@ -162,16 +162,16 @@ void ProcessExplorer::add_metrics(Metrics& m) {
   const spotlight::PoolStats s = pool_->stats();
   const spotlight::QueueCounters q = queue_.counters();
   m.emplace_back("async_explorers", pool_->alive());
-  m.emplace_back("async_deaths", static_cast<double>(s.deaths - last_stats_.deaths));
-  m.emplace_back("async_requeued", static_cast<double>(q.requeued - last_counters_.requeued));
-  m.emplace_back("async_lost_s", s.lost_seconds - last_stats_.lost_seconds);
+  m.emplace_back("async_deaths", static_cast<double>(s.deaths - last_deaths_));
+  m.emplace_back("async_requeued", static_cast<double>(q.requeued - last_requeued_));
+  m.emplace_back("async_lost_s", s.lost_seconds - last_lost_s_);
   double join = -1;  // the slowest join that completed since the last step (the first step: the starts)
   joined_.resize(s.joins.size(), false);
   for (size_t i = 0; i < s.joins.size(); ++i)
     if (s.joins[i].ready >= 0 && !joined_[i])
       join = std::max(join, s.joins[i].ready - s.joins[i].spawned), joined_[i] = true;
   if (join >= 0) m.emplace_back("async_join_s", join);
-  last_stats_ = s, last_counters_ = q;
+  last_deaths_ = s.deaths, last_requeued_ = q.requeued, last_lost_s_ = s.lost_seconds;
 }
 
 RolloutScorer::RolloutScorer(std::unique_ptr<Transformer> model, std::unique_ptr<LoraAdapters> lora,

@@ -69,8 +69,9 @@ class ProcessExplorer final : public Explorer {
   int64_t version_ = -1;                        // the job in flight's version (the queue's step)
   const ConversationSource* source_ = nullptr;  // a conversation job's: how the blocks' env/ metrics merge
   double launched_at_ = 0;
-  spotlight::PoolStats last_stats_;  // at the previous add_metrics: the step's deaths and joins are the difference
-  spotlight::QueueCounters last_counters_;
+  // At the previous add_metrics: the step's deaths, re-queued blocks and lost seconds are the difference.
+  int64_t last_deaths_ = 0, last_requeued_ = 0;
+  double last_lost_s_ = 0;
   std::vector<bool> joined_;  // joins already reported (PoolStats::joins' order)
 };
 
